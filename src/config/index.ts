@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { defaults } from './defaults.js';
+
+export { defaults };
+
+export interface BaseUrls {
+  triggers: string;
+  auth: string;
+  mcp: string;
+  connect: string;
+  runFiles: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  publicUrl: string;
+  baseUrls: BaseUrls;
+  /** 32-byte key for AES-256-GCM encryption at rest and HMAC signing of URLs. */
+  secretKey: Buffer;
+  logLevel: string;
+  tokenTtlSeconds: number;
+  revocationCacheMs: number;
+  signingKeyMaxAgeDays: number;
+  tokenAudience: string;
+  /** Tests turn this on: every response is checked against the OpenAPI bundle. */
+  validateResponses: boolean;
+  /** Create the demo organisation and data on an empty store. */
+  seedDemo: boolean;
+}
+
+export class ConfigError extends Error {}
+
+function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function urlEnv(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name] ?? fallback;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/**
+ * The secret key comes from SECRET_KEY (base64, 32 bytes) or, when unset, from
+ * DATA_DIR/secret.key, created on first start with mode 0600.
+ */
+function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
+  const raw = env.SECRET_KEY;
+  if (raw) {
+    const key = Buffer.from(raw, 'base64');
+    if (key.length !== 32) throw new ConfigError('SECRET_KEY must be 32 bytes, base64-encoded');
+    return key;
+  }
+  const file = path.join(dataDir, 'secret.key');
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new ConfigError(`${file} does not hold a 32-byte base64 key`);
+    return key;
+  }
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = intEnv(env, 'PORT', defaults.port, 0, 65535);
+  const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const publicUrl = urlEnv(env, 'PUBLIC_URL', `http://localhost:${port}`);
+  return {
+    port,
+    host: env.HOST || defaults.host,
+    dataDir,
+    databaseUrl: env.DATABASE_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    publicUrl,
+    baseUrls: {
+      triggers: urlEnv(env, 'TRIGGERS_URL', publicUrl),
+      auth: urlEnv(env, 'AUTH_URL', publicUrl),
+      mcp: urlEnv(env, 'MCP_URL', `${publicUrl}/mcp`),
+      connect: urlEnv(env, 'CONNECT_URL', publicUrl),
+      runFiles: urlEnv(env, 'RUN_FILES_URL', publicUrl),
+    },
+    secretKey: loadSecretKey(env, dataDir),
+    logLevel: env.LOG_LEVEL || defaults.logLevel,
+    tokenTtlSeconds: intEnv(env, 'TOKEN_TTL_SECONDS', defaults.tokenTtlSeconds, 60, 86400),
+    revocationCacheMs: intEnv(env, 'REVOCATION_CACHE_MS', defaults.revocationCacheMs, 0, 5000),
+    signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, 1, 3650),
+    tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
+    validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', false),
+    seedDemo: boolEnv(env, 'SEED_DEMO', true),
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * One catalogue of errors (DESIGN.md section 5). Each entry has a stable wire code, an HTTP
+ * status and a JSON-RPC code; renderers turn an AppError into the wire shape of the surface
+ * that raised it. Messages never contain secrets.
+ */
+export const catalogue = {
+  // generic request errors
+  ERR_REQUEST_MALFORMED_JSON: { status: 400, code: 'malformed_json', rpc: -32700, message: 'The request body is not valid JSON' },
+  ERR_REQUEST_INVALID: { status: 400, code: 'invalid_request', rpc: -32602, message: 'The request is invalid' },
+  ERR_REQUEST_UNSUPPORTED_MEDIA: { status: 415, code: 'unsupported_media_type', rpc: -32000, message: 'Unsupported Content-Type' },
+  ERR_REQUEST_TOO_LARGE: { status: 413, code: 'payload_too_large', rpc: -32000, message: 'The request body is too large' },
+  ERR_ROUTE_NOT_FOUND: { status: 404, code: 'not_found', rpc: -32601, message: 'No such endpoint' },
+  ERR_METHOD_NOT_ALLOWED: { status: 405, code: 'method_not_allowed', rpc: -32601, message: 'Method not allowed on this endpoint' },
+  ERR_NOT_IMPLEMENTED: { status: 501, code: 'not_implemented', rpc: -32603, message: 'Not implemented' },
+  ERR_INTERNAL: { status: 500, code: 'internal_error', rpc: -32603, message: 'Internal error' },
+  ERR_UNAVAILABLE: { status: 503, code: 'unavailable', rpc: -32603, message: 'Service unavailable' },
+
+  // authentication and authorisation
+  ERR_AUTH_MISSING_TOKEN: { status: 401, code: 'missing_token', rpc: -32000, message: 'Authorization: Bearer <token> is required' },
+  ERR_AUTH_INVALID_TOKEN: { status: 401, code: 'invalid_token', rpc: -32000, message: 'The runtime token is invalid or expired' },
+  ERR_AUTH_ORG_MISMATCH: { status: 403, code: 'org_mismatch', rpc: -32000, message: 'X-Selected-Org does not match the token organisation' },
+  ERR_AUTH_MISSING_API_KEY: { status: 401, code: 'missing_api_key', rpc: -32000, message: 'The API key is missing' },
+  ERR_AUTH_INVALID_API_KEY: { status: 401, code: 'invalid_api_key', rpc: -32000, message: 'The API key is invalid' },
+
+  // management resources
+  ERR_NOT_FOUND: { status: 404, code: 'not_found', rpc: -32000, message: 'Resource not found' },
+  ERR_VERSION_CONFLICT: { status: 412, code: 'version_conflict', rpc: -32000, message: 'The resource was changed by someone else; reload it and retry with its current version' },
+  ERR_PRECONDITION_REQUIRED: { status: 428, code: 'precondition_required', rpc: -32000, message: 'If-Match with the current version (ETag) is required for updates' },
+  ERR_CONFLICT: { status: 409, code: 'conflict', rpc: -32000, message: 'The resource conflicts with an existing one' },
+  ERR_INVALID_CURSOR: { status: 400, code: 'invalid_cursor', rpc: -32602, message: 'The pagination cursor is invalid' },
+  ERR_INVALID_STATUSES: { status: 400, code: 'invalid_statuses', rpc: -32602, message: 'statuses must be a comma-separated list of connected, error, disconnected' },
+} as const satisfies Record<string, { status: number; code: string; rpc: number; message: string }>;
+
+export type ErrorKey = keyof typeof catalogue;
+
+export class AppError extends Error {
+  readonly key: ErrorKey | undefined;
+  readonly status: number;
+  readonly code: string;
+  readonly rpc: number;
+  readonly details: unknown;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    key: ErrorKey,
+    opts: { message?: string; details?: unknown; status?: number; code?: string; headers?: Record<string, string> } = {},
+  ) {
+    const entry = catalogue[key];
+    super(opts.message ?? entry.message);
+    this.name = 'AppError';
+    this.key = key;
+    this.status = opts.status ?? entry.status;
+    this.code = opts.code ?? entry.code;
+    this.rpc = entry.rpc;
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+}
+
+/** The typed 501 for capabilities described in openapi/ but owned by a later issue. */
+export function notImplemented(capability: string): AppError {
+  return new AppError('ERR_NOT_IMPLEMENTED', {
+    message: `Not implemented yet: ${capability}`,
+    details: { capability },
+  });
+}
+
+/** OAuth 2.0 token endpoint errors (RFC 6749 section 5.2). */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope';
+
+export class OAuthError extends Error {
+  readonly status: number;
+  constructor(readonly error: OAuthErrorCode, description: string) {
+    super(description);
+    this.name = 'OAuthError';
+    this.status = error === 'invalid_client' ? 401 : 400;
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}

@@ -1,0 +1,11 @@
+import type { Knex } from 'knex';
+import * as m001 from './001_initial.js';
+
+export interface Migration {
+  name: string;
+  up: (db: Knex) => Promise<void>;
+  down: (db: Knex) => Promise<void>;
+}
+
+/** Ordered list of migrations; later issues append theirs. */
+export const migrations: Migration[] = [{ name: '001_initial', ...m001 }];
