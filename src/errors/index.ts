@@ -76,7 +76,7 @@ export type OAuthErrorCode =
 
 export class OAuthError extends Error {
   readonly status: number;
-  constructor(readonly error: OAuthErrorCode, description: string) {
+  constructor(readonly error: OAuthErrorCode, description: string, readonly headers?: Record<string, string>) {
     super(description);
     this.name = 'OAuthError';
     this.status = error === 'invalid_client' ? 401 : 400;

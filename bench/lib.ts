@@ -1,0 +1,96 @@
+/**
+ * Benchmark harness (not a test): starts servers in child processes, drives them with
+ * autocannon from this process, and reports each target next to a baseline measured in the
+ * same run (ratios, not absolute numbers: these machines are noisy).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+export interface Started<T> {
+  info: T;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `tsx <script>` and waits for its first stdout line, a JSON object describing it. */
+export async function startServer<T extends { url: string }>(script: string, env: Record<string, string> = {}): Promise<Started<T>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const info = await new Promise<T>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', (line) => {
+      try {
+        resolve(JSON.parse(line) as T);
+      } catch (err) {
+        reject(err);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
+  });
+  return {
+    info,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export interface LoadResult {
+  name: string;
+  requests: number;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export interface LoadOptions {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  durationSeconds?: number;
+}
+
+export async function load(name: string, opts: LoadOptions): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'GET',
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections ?? 50,
+    duration: opts.durationSeconds ?? Number(process.env.BENCH_DURATION ?? 10),
+  });
+  return {
+    name,
+    requests: result.requests.total,
+    reqPerSec: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export function report(title: string, baseline: LoadResult, targets: LoadResult[]): void {
+  console.log(`\n## ${title}`);
+  console.log('| target | req/s | p50 ms | p99 ms | non-2xx | errors | ratio to baseline |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of [baseline, ...targets]) {
+    const ratio = r === baseline ? '1.00' : (r.reqPerSec / baseline.reqPerSec).toFixed(2);
+    console.log(`| ${r.name} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${ratio} |`);
+  }
+}

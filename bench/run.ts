@@ -1,0 +1,15 @@
+/** npm run bench [name…] — runs the named benchmarks (default: all). Not a test. */
+const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
+  'token-verify': () => import('./token-verify.js'),
+};
+
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : Object.keys(benches);
+for (const name of names) {
+  const load = benches[name];
+  if (!load) {
+    console.error(`unknown benchmark ${name}; known: ${Object.keys(benches).join(', ')}`);
+    process.exit(2);
+  }
+  await (await load()).run();
+}

@@ -1,0 +1,29 @@
+/**
+ * Switchyard on a fresh temporary sqlite store, with one organisation and credential; prints
+ * its URL and a runtime token obtained from /oauth/token.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config/index.js';
+import { createLogger } from '../../src/config/logger.js';
+import { createApp } from '../../src/app.js';
+import { createOrganization, createCredential } from '../../src/auth/index.js';
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
+const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', SEED_DEMO: 'false', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' });
+const app = await createApp(config, createLogger(config.logLevel));
+const server = app.http.listen(0, '127.0.0.1', async () => {
+  const { port } = server.address() as { port: number };
+  const url = `http://127.0.0.1:${port}`;
+  const { db } = app.services;
+  const org = await createOrganization(db, { name: 'Bench' });
+  const { credential, clientSecret } = await createCredential(db, org.id, { label: 'bench' });
+  const res = await fetch(`${url}/oauth/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: credential.clientId, client_secret: clientSecret, scope: `org:${org.id}` }),
+  });
+  const { access_token: token } = (await res.json()) as { access_token: string };
+  process.stdout.write(JSON.stringify({ url, token, orgId: org.id }) + '\n');
+});
+process.on('SIGTERM', () => server.close(() => app.close().then(() => process.exit(0))));

@@ -1,0 +1,118 @@
+import path from 'node:path';
+import { existsSync } from 'node:fs';
+import standaloneModule from 'ajv/dist/standalone/index.js';
+import { ROOT, TS_HEADER, listFiles, readYamlOrJson, rel } from './lib.js';
+import { newAjv, shim, validatorDts } from './validators.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
+
+type Json = Record<string, unknown>;
+// The CJS module's default export arrives as the function or as `{default}` depending on the loader.
+const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (ajv: Ajv2020, map: Record<string, string>) => string;
+
+export interface SchemaFile { file: string; title: string; schema: Json }
+
+export function loadSchemas(): SchemaFile[] {
+  const dir = path.join(ROOT, 'schemas');
+  if (!existsSync(dir)) return [];
+  const out: SchemaFile[] = [];
+  for (const file of listFiles(dir, (f) => f.endsWith('.schema.json'))) {
+    const schema = readYamlOrJson(file) as Json;
+    const title = schema.title;
+    if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title)) throw new Error(`${rel(file)}: title must be PascalCase`);
+    if (out.some((s) => s.title === title)) throw new Error(`${rel(file)}: duplicate title ${title}`);
+    out.push({ file, title, schema });
+  }
+  return out;
+}
+
+/** Standalone validators for every schema in schemas/, exported by title. */
+export function generateSchemaValidators(schemas: SchemaFile[]): { js: string; dts: string } {
+  const ajv = newAjv(false);
+  const map: Record<string, string> = {};
+  for (const s of schemas) {
+    ajv.addSchema(s.schema);
+    map[s.title] = s.schema.$id as string;
+  }
+  const code = schemas.length ? standaloneCode(ajv, map) : 'export {};';
+  return { js: shim(code), dts: validatorDts(Object.keys(map)) };
+}
+
+/** A synthetic OpenAPI document so openapi-typescript can type the JSON Schemas. */
+export function schemasAsOpenapi(schemas: SchemaFile[]): Json {
+  const rewrite = (v: unknown, title: string): unknown => {
+    if (Array.isArray(v)) return v.map((x) => rewrite(x, title));
+    if (v && typeof v === 'object') {
+      const o: Json = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (k === '$ref' && typeof x === 'string' && x.startsWith('#/$defs/')) o[k] = `#/components/schemas/${title}/$defs/${x.slice(8)}`;
+        else if (k === '$id' || k === '$schema') continue;
+        else o[k] = rewrite(x, title);
+      }
+      return o;
+    }
+    return v;
+  };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Switchyard schemas', version: '1.0.0' },
+    paths: {},
+    components: { schemas: Object.fromEntries(schemas.map((s) => [s.title, rewrite(s.schema, s.title)])) },
+  };
+}
+
+export interface ToolServerDescriptor {
+  name: string;
+  path: string;
+  description: string;
+  embedded: boolean;
+  tools: { name: string; title?: string; description: string; annotations?: Json; inputSchema: Json; outputSchema: Json; inputTitle: string; outputTitle: string }[];
+}
+
+/** Tool tables from schemas/tools/<server>/server.json and the per-tool schemas. */
+export function loadToolServers(schemas: SchemaFile[]): ToolServerDescriptor[] {
+  const dir = path.join(ROOT, 'schemas', 'tools');
+  if (!existsSync(dir)) return [];
+  const byFile = new Map(schemas.map((s) => [s.file, s]));
+  const servers: ToolServerDescriptor[] = [];
+  for (const file of listFiles(dir, (f) => path.basename(f) === 'server.json')) {
+    const desc = readYamlOrJson(file) as Json;
+    const folder = path.dirname(file);
+    const tools = ((desc.tools as Json[]) ?? []).map((t) => {
+      const input = byFile.get(path.join(folder, `${t.name}.input.schema.json`));
+      const output = byFile.get(path.join(folder, `${t.name}.output.schema.json`));
+      if (!input || !output) throw new Error(`${rel(file)}: tool ${t.name} lacks its input or output schema`);
+      const strip = (s: Json) => Object.fromEntries(Object.entries(s).filter(([k]) => !['$id', '$schema', 'examples', 'title'].includes(k)));
+      return {
+        name: t.name as string,
+        ...(t.title ? { title: t.title as string } : {}),
+        description: t.description as string,
+        ...(t.annotations ? { annotations: t.annotations as Json } : {}),
+        inputSchema: strip(input.schema),
+        outputSchema: strip(output.schema),
+        inputTitle: input.title,
+        outputTitle: output.title,
+      };
+    });
+    servers.push({ name: desc.name as string, path: desc.path as string, description: desc.description as string, embedded: Boolean(desc.embedded), tools });
+  }
+  return servers.sort((a, b) => a.path.localeCompare(b.path));
+}
+
+export function generateToolTables(servers: ToolServerDescriptor[]): string {
+  return [
+    TS_HEADER,
+    `import type * as S from '../schemas/types.js';`,
+    ``,
+    `/** Tool servers described in schemas/tools (embedded servers and application-server templates). */`,
+    `export const toolServers = ${JSON.stringify(servers, null, 2)} as const;`,
+    ``,
+    `/** Typed input/output of every tool, by server path and tool name. */`,
+    `export interface ToolTypes {`,
+    ...servers.flatMap((s) => [
+      `  ${JSON.stringify(s.path)}: {`,
+      ...s.tools.map((t) => `    ${JSON.stringify(t.name)}: { input: S.${t.inputTitle}; output: S.${t.outputTitle} };`),
+      `  };`,
+    ]),
+    `}`,
+  ].join('\n');
+}

@@ -1,0 +1,94 @@
+import type { Knex } from 'knex';
+import type { Logger } from '../config/logger.js';
+import { newId, nowIso } from '../storage/ids.js';
+import { generateSecret, hashSecret, safeEqual } from './crypto.js';
+import { clampLimit, decodeCursor, toPage, type Page, type PageRequest } from './pagination.js';
+import { touchLastUsed } from './usage.js';
+
+/**
+ * Trigger API keys per organisation (spec "Authentication" 1: header `X-API-KEY`, or the path
+ * segment of webhook and polling URLs). Shown once, stored as SHA-256 only; the hint (last 4
+ * characters) lets people recognise a key in lists without exposing it.
+ */
+export interface ApiKeyView {
+  id: string;
+  label: string;
+  hint: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+interface ApiKeyRow {
+  id: string;
+  org_id: string;
+  label: string;
+  secret_hash: string;
+  hint: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
+
+const ID_PREFIX = 'key';
+const MAX_SECRET_LENGTH = 256;
+
+function toView(row: ApiKeyRow): ApiKeyView {
+  return { id: row.id, label: row.label, hint: row.hint, createdAt: row.created_at, revokedAt: row.revoked_at ?? null };
+}
+
+export async function createApiKey(
+  db: Knex,
+  orgId: string,
+  input: { label: string },
+): Promise<{ apiKey: ApiKeyView; secret: string }> {
+  const secret = generateSecret('syk');
+  const row: ApiKeyRow = {
+    id: newId(ID_PREFIX),
+    org_id: orgId,
+    label: input.label,
+    secret_hash: hashSecret(secret),
+    hint: secret.slice(-4),
+    created_at: nowIso(),
+    revoked_at: null,
+    last_used_at: null,
+  };
+  await db('api_keys').insert(row);
+  return { apiKey: toView(row), secret };
+}
+
+export async function listApiKeys(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<ApiKeyView>> {
+  const limit = clampLimit(page.limit);
+  const q = db('api_keys').where({ org_id: orgId }).orderBy('id', 'asc').limit(limit + 1);
+  if (page.cursor) q.andWhere('id', '>', decodeCursor(page.cursor, ID_PREFIX));
+  return toPage((await q) as ApiKeyRow[], limit, toView);
+}
+
+export async function getApiKey(db: Knex, orgId: string, id: string): Promise<ApiKeyView | null> {
+  const row = (await db('api_keys').where({ id, org_id: orgId }).first()) as ApiKeyRow | undefined;
+  return row ? toView(row) : null;
+}
+
+/** Idempotent; a revoked key fails verification from the next request on (no cache). */
+export async function revokeApiKey(db: Knex, orgId: string, id: string): Promise<ApiKeyView | null> {
+  await db('api_keys').where({ id, org_id: orgId }).whereNull('revoked_at').update({ revoked_at: nowIso() });
+  return getApiKey(db, orgId, id);
+}
+
+/**
+ * Hot path of every trigger call: one indexed lookup by hash, a constant-time check, and a
+ * last-use write scheduled after the answer (at most once a minute per key).
+ */
+export async function verifyApiKey(
+  db: Knex,
+  secret: string,
+  log?: Logger,
+): Promise<{ orgId: string; keyId: string } | null> {
+  if (typeof secret !== 'string' || secret.length === 0 || secret.length > MAX_SECRET_LENGTH) return null;
+  const hash = hashSecret(secret);
+  const row = (await db('api_keys').select('id', 'org_id', 'secret_hash', 'revoked_at').where({ secret_hash: hash }).first()) as
+    | Pick<ApiKeyRow, 'id' | 'org_id' | 'secret_hash' | 'revoked_at'>
+    | undefined;
+  if (!row || !safeEqual(row.secret_hash, hash) || row.revoked_at) return null;
+  touchLastUsed(db, 'api_keys', row.id, log);
+  return { orgId: row.org_id, keyId: row.id };
+}

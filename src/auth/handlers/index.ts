@@ -1,0 +1,32 @@
+import { createApiKey } from './createApiKey.js';
+import { createCredential } from './createCredential.js';
+import { exchangeLegacyToken } from './exchangeLegacyToken.js';
+import { getApiKey } from './getApiKey.js';
+import { getAuthorizationServerMetadata } from './getAuthorizationServerMetadata.js';
+import { getCredential } from './getCredential.js';
+import { getJwks } from './getJwks.js';
+import { getOrganization } from './getOrganization.js';
+import { issueOauthToken } from './issueOauthToken.js';
+import { listApiKeys } from './listApiKeys.js';
+import { listCredentials } from './listCredentials.js';
+import { revokeApiKey } from './revokeApiKey.js';
+import { revokeCredential } from './revokeCredential.js';
+
+/** Handlers of the auth context, keyed by operationId (DESIGN.md section 2). */
+export const authHandlers = {
+  issueOauthToken,
+  exchangeLegacyToken,
+  getJwks,
+  getAuthorizationServerMetadata,
+  listCredentials,
+  createCredential,
+  getCredential,
+  revokeCredential,
+  listApiKeys,
+  createApiKey,
+  getApiKey,
+  revokeApiKey,
+  getOrganization,
+};
+
+export type { Handler, HandlerContext, HandlerRequest, Reply, AuthServices } from './types.js';

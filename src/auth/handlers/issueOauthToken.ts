@@ -1,0 +1,70 @@
+import { authenticateClient } from '../credentials.js';
+import { NO_STORE, formParam, header, oauthFailure, parseBasicCredentials, parseOrgScope } from './oauth.js';
+import type { Handler } from './types.js';
+
+/**
+ * POST /oauth/token — OAuth 2.0 client credentials (spec section 6; RFC 6749 sections 2.3, 4.4,
+ * 5). Credentials come from the form body (client_secret_post) or from `Authorization: Basic`
+ * (client_secret_basic), never both (RFC 6749 section 2.3: one method per request).
+ * Decisions: a missing parameter (including client_id/client_secret without a Basic header)
+ * or a scope not of the form `org:<id>` is invalid_request; a well-formed scope for an
+ * organisation other than the credential's is invalid_scope; every client-authentication
+ * failure is invalid_client (401) with the same description, so callers cannot tell an
+ * unknown client from a wrong secret or a revoked credential.
+ */
+export const issueOauthToken: Handler = async (req, ctx) => {
+  const body = req.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw oauthFailure('invalid_request', 'The body must be application/x-www-form-urlencoded.');
+  }
+  const form = body as Record<string, unknown>;
+  const grantType = formParam(form, 'grant_type');
+  const bodyClientId = formParam(form, 'client_id');
+  const bodySecret = formParam(form, 'client_secret');
+  const scope = formParam(form, 'scope');
+
+  if (!grantType) throw oauthFailure('invalid_request', 'The grant_type parameter is required.');
+  if (grantType !== 'client_credentials') throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
+
+  const authorization = header(req.headers, 'authorization');
+  let clientId: string;
+  let clientSecret: string;
+  if (authorization) {
+    if (bodyClientId !== undefined || bodySecret !== undefined) {
+      throw oauthFailure('invalid_request', 'Send the client credentials either in the Authorization header or in the body, not both.');
+    }
+    ({ clientId, clientSecret } = parseBasicCredentials(authorization));
+  } else {
+    // RFC 6749 section 5.2: "no client authentication included" is invalid_client.
+    if (!bodyClientId || !bodySecret) {
+      throw oauthFailure('invalid_client', 'Client authentication is required: client_id and client_secret in the body, or Authorization: Basic.');
+    }
+    clientId = bodyClientId;
+    clientSecret = bodySecret;
+  }
+
+  if (!scope) throw oauthFailure('invalid_request', 'The scope parameter is required.');
+  const scopeOrg = parseOrgScope(scope);
+  if (!scopeOrg) throw oauthFailure('invalid_request', 'The scope must be org:<organization_id>.');
+
+  const { db, tokens } = ctx.services;
+  const credential = await authenticateClient(db, clientId, clientSecret, ctx.log);
+  if (!credential) {
+    // Only a well-formed client id is logged: a caller may have pasted a secret into the field.
+    const loggable = /^cli_[0-9a-f]{32}$/.test(clientId) ? clientId : '[unrecognised]';
+    ctx.log.info({ clientId: loggable }, 'token request rejected: client authentication failed');
+    throw oauthFailure('invalid_client', 'Client authentication failed.');
+  }
+  if (credential.orgId !== scopeOrg) {
+    ctx.log.info({ clientId, credentialId: credential.id }, 'token request rejected: scope names another organisation');
+    throw oauthFailure('invalid_scope', "The scope must be org:<organization_id> for the credential's organisation.");
+  }
+
+  const issued = await tokens.issue({ orgId: credential.orgId, credentialId: credential.id, clientId: credential.clientId });
+  ctx.log.info({ clientId, credentialId: credential.id, orgId: credential.orgId }, 'runtime token issued');
+  return {
+    status: 200,
+    headers: { ...NO_STORE },
+    body: { access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn },
+  };
+};

@@ -1,0 +1,37 @@
+/**
+ * Public surface of the auth context (DESIGN.md section 3): organisations, API credentials,
+ * runtime tokens (JWT, JWKS, signing-key rotation) and trigger API keys. Other contexts import
+ * only from here.
+ */
+export { createOrganization, getOrganization, type Organization } from './organizations.js';
+export {
+  createCredential,
+  listCredentials,
+  getCredential,
+  revokeCredential,
+  authenticateClient,
+  authenticateSecret,
+  type CredentialView,
+} from './credentials.js';
+export {
+  createApiKey,
+  listApiKeys,
+  getApiKey,
+  revokeApiKey,
+  verifyApiKey,
+  type ApiKeyView,
+} from './api-keys.js';
+export {
+  createTokenService,
+  type TokenService,
+  type TokenServiceDeps,
+  type AuthContext,
+  type IssuedToken,
+} from './tokens.js';
+export type { PublicJwk } from './key-ring.js';
+export { SIGNING_ALG, RETIRED_GRACE_S } from './signing-keys.js';
+export { encodeCursor, decodeCursor, type Page, type PageRequest } from './pagination.js';
+export { settleUsageWrites } from './usage.js';
+export { generateSecret, hashSecret, safeEqual, encrypt, decrypt, hmac } from './crypto.js';
+export { authHandlers } from './handlers/index.js';
+export type { Handler as AuthHandler, HandlerContext as AuthHandlerContext, HandlerRequest as AuthHandlerRequest, Reply as AuthReply } from './handlers/index.js';

@@ -1,0 +1,79 @@
+/**
+ * First start on an empty store: a default organisation, an admin credential, a trigger API
+ * key, and a demo workflow with an API trigger (designated output = its file) and a webhook
+ * trigger. Writes DATA_DIR/bootstrap.json (mode 0600) and prints ready-to-paste commands once.
+ */
+import { writeFileSync, chmodSync } from 'node:fs';
+import path from 'node:path';
+import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
+import { createWorkflow } from '../engine/index.js';
+import { createTrigger } from '../triggers/index.js';
+import type { Services } from '../http/types.js';
+import { demoWorkflow } from './demo-workflow.js';
+
+/** Field names are stable: other tools read this file. */
+export interface BootstrapFile {
+  orgId: string;
+  clientId: string;
+  clientSecret: string;
+  apiKey: string;
+  baseUrls: { triggers: string; auth: string; mcp: string; connect: string; runFiles: string };
+  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string };
+}
+
+export async function bootstrapIfEmpty(services: Services, out?: NodeJS.WritableStream): Promise<BootstrapFile | undefined> {
+  const { db, config, log } = services;
+  const existing = await db('organizations').first('id');
+  if (existing) return undefined;
+  const org = await createOrganization(db, { name: 'Default organisation' });
+  const { credential, clientSecret } = await createCredential(db, org.id, { label: 'admin (created on first start)' });
+  const { secret: apiKey } = await createApiKey(db, org.id, { label: 'default trigger key (created on first start)' });
+  const workflow = await createWorkflow(db, org.id, demoWorkflow);
+  const apiTrigger = await createTrigger(db, org.id, {
+    automationId: workflow.automationId,
+    kind: 'api',
+    name: 'Demo API trigger',
+    designatedOutput: { stepIndex: 1, fileName: 'report.md' },
+  });
+  const webhookTrigger = await createTrigger(db, org.id, { automationId: workflow.automationId, kind: 'webhook', name: 'Demo webhook trigger' });
+  const file: BootstrapFile = {
+    orgId: org.id,
+    clientId: credential.clientId,
+    clientSecret,
+    apiKey,
+    baseUrls: { ...config.baseUrls },
+    demo: { automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId },
+  };
+  const target = path.join(config.dataDir, 'bootstrap.json');
+  writeFileSync(target, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(target, 0o600);
+  log.info({ orgId: org.id, file: target }, 'first start: demo organisation created (secrets are in bootstrap.json)');
+  out?.write(welcome(file, target));
+  return file;
+}
+
+function welcome(b: BootstrapFile, file: string): string {
+  const u = b.baseUrls;
+  return `
+Switchyard is ready. Demo organisation ${b.orgId}; secrets saved to ${file} (mode 0600).
+Shown once — paste into a shell:
+
+  # 1. an OAuth runtime token (spec 6), valid 60 minutes
+  TOKEN=$(curl -s -X POST ${u.auth}/oauth/token \\
+    -d grant_type=client_credentials -d client_id=${b.clientId} \\
+    -d client_secret=${b.clientSecret} -d scope=org:${b.orgId} | sed 's/.*"access_token":"\\([^"]*\\)".*/\\1/')
+
+  # 2. the same through the legacy exchange
+  curl -s -X POST ${u.auth}/auth/token -H 'X-Api-Key: ${b.clientSecret}' -H 'X-Selected-Org: ${b.orgId}' -H 'Content-Type: application/json' -d '{}'
+
+  # 3. the demo workflow and its triggers through the management API
+  curl -s ${u.triggers}/v1/workflows/${b.demo.automationId} -H "Authorization: Bearer $TOKEN"
+  curl -s "${u.triggers}/v1/triggers?automationId=${b.demo.automationId}" -H "Authorization: Bearer $TOKEN"
+
+  # 4. connections (spec 10)
+  curl -s "${u.connect}/manage/user-connections?statuses=connected" -H "Authorization: Bearer $TOKEN"
+
+Trigger URLs (runs execute once the workflow engine lands): API ${u.triggers}/ext/triggers/${b.demo.apiTriggerId} (header X-API-KEY),
+webhook ${u.triggers}/ext/webhook/<apiKey>/triggers/${b.demo.webhookTriggerId}.
+`;
+}

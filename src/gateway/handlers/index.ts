@@ -1,0 +1,14 @@
+import { createAppServer } from './createAppServer.js';
+import { deleteAppServer } from './deleteAppServer.js';
+import { getAppServer } from './getAppServer.js';
+import { listAppServers } from './listAppServers.js';
+import { updateAppServer } from './updateAppServer.js';
+
+/** Handlers of the application server operations in openapi/management.yaml. */
+export const appServerHandlers = {
+  listAppServers,
+  createAppServer,
+  getAppServer,
+  updateAppServer,
+  deleteAppServer,
+};

@@ -1,0 +1,54 @@
+/** Process entry: config, store, app, listen, graceful shutdown on SIGTERM/SIGINT. */
+import type { Server } from 'node:http';
+import { loadConfig, ConfigError } from './config/index.js';
+import { createLogger } from './config/logger.js';
+import { createApp } from './app.js';
+import { bootstrapIfEmpty } from './bootstrap/index.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`switchyard: configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  const app = await createApp(config, log);
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.http.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  log.info({ port: config.port, store: config.databaseUrl ? 'postgres' : 'sqlite', dataDir: config.dataDir }, 'switchyard listening');
+  if (config.seedDemo) await bootstrapIfEmpty(app.services, process.stdout);
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    server.close(() => {
+      app.close().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, 'error while closing');
+          process.exit(1);
+        },
+      );
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`switchyard: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

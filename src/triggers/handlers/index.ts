@@ -1,0 +1,14 @@
+import { createTrigger } from './createTrigger.js';
+import { deleteTrigger } from './deleteTrigger.js';
+import { getTrigger } from './getTrigger.js';
+import { listTriggers } from './listTriggers.js';
+import { updateTrigger } from './updateTrigger.js';
+
+/** Handlers of the trigger management operations in openapi/management.yaml. */
+export const triggerHandlers = {
+  listTriggers,
+  createTrigger,
+  getTrigger,
+  updateTrigger,
+  deleteTrigger,
+};

@@ -1,0 +1,21 @@
+/**
+ * Triggers context public surface. Foundation scope: trigger records (management API) and
+ * their public URLs. Trigger calls, attachments and sync wait arrive with a later issue.
+ */
+export {
+  createTrigger,
+  findTrigger,
+  getTrigger,
+  listTriggers,
+  updateTrigger,
+  deleteTrigger,
+  TRIGGER_KINDS,
+  type TriggerKind,
+  type TriggerRecord,
+  type TriggerCreate,
+  type TriggerPatch,
+  type TriggerFilter,
+  type DesignatedOutput,
+} from './triggers.js';
+export { triggerUrl, triggerView, type TriggerView } from './urls.js';
+export { triggerHandlers } from './handlers/index.js';

@@ -1,0 +1,258 @@
+import { expect } from 'chai';
+import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
+import {
+  authHandlers, createCredential, createOrganization, createTokenService, settleUsageWrites,
+  type AuthContext, type AuthHandlerContext, type AuthHandlerRequest, type TokenService,
+} from '../../../src/auth/index.js';
+import type { Config } from '../../../src/config/index.js';
+import { AppError, OAuthError } from '../../../src/errors/index.js';
+import { capturingLog, testConfig } from './helpers.js';
+
+const kinds = await storeKinds();
+const h = authHandlers;
+
+function req(over: Partial<AuthHandlerRequest> = {}): AuthHandlerRequest {
+  return { params: {}, query: {}, headers: {}, body: undefined, ...over };
+}
+
+async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected the handler to fail');
+}
+
+async function oauthFailure(p: Promise<unknown>, code: string, status: number): Promise<OAuthError> {
+  const err = await failure(p);
+  expect(err).to.be.instanceOf(OAuthError);
+  const e = err as OAuthError;
+  expect(e.error, e.message).to.equal(code);
+  expect(e.status).to.equal(status);
+  expect(e.headers?.['Cache-Control']).to.equal('no-store');
+  if (code === 'invalid_client') expect(e.headers?.['WWW-Authenticate']).to.equal('Basic realm="switchyard"');
+  else expect(e.headers?.['WWW-Authenticate']).to.equal(undefined);
+  return e;
+}
+
+async function appFailure(p: Promise<unknown>, key: string): Promise<void> {
+  const err = await failure(p);
+  expect(err).to.be.instanceOf(AppError);
+  expect((err as AppError).key).to.equal(key);
+}
+
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+
+for (const kind of kinds) {
+  describe(`auth: HTTP handlers (${kind})`, () => {
+    let store: TestStore;
+    let config: Config;
+    let tokens: TokenService;
+    let logs: ReturnType<typeof capturingLog>;
+    let orgA: string;
+    let orgB: string;
+    let cred: { id: string; clientId: string; secret: string };
+    const secrets: string[] = [];
+
+    const ctx = (auth?: AuthContext): AuthHandlerContext => ({
+      services: { config, db: store.db, log: logs.log, tokens }, log: logs.log, requestId: 'req-test', auth,
+    });
+    const form = (over: Record<string, unknown> = {}) => ({
+      grant_type: 'client_credentials', client_id: cred.clientId, client_secret: cred.secret, scope: `org:${orgA}`, ...over,
+    });
+    const authFor = async (orgId: string): Promise<AuthContext> => {
+      const c = await createCredential(store.db, orgId, { label: 'mgmt' });
+      secrets.push(c.clientSecret);
+      return tokens.verify((await tokens.issue({ orgId, credentialId: c.credential.id, clientId: c.credential.clientId })).accessToken);
+    };
+
+    beforeEach(async () => {
+      store = await createTestStore(kind);
+      config = testConfig(store.dataDir);
+      logs = capturingLog();
+      tokens = await createTokenService({ db: store.db, config, log: logs.log });
+      orgA = (await createOrganization(store.db, { name: 'A' })).id;
+      orgB = (await createOrganization(store.db, { name: 'B' })).id;
+      const c = await createCredential(store.db, orgA, { label: 'ci' });
+      cred = { id: c.credential.id, clientId: c.credential.clientId, secret: c.clientSecret };
+      secrets.length = 0;
+      secrets.push(c.clientSecret);
+    });
+    afterEach(async () => {
+      const text = logs.text();
+      for (const s of secrets) expect(text.includes(s), 'a secret reached the log').to.equal(false);
+      await tokens.close();
+      await settleUsageWrites();
+      await store.close();
+    });
+
+    it('issueOauthToken: client_secret_post and client_secret_basic issue a verifiable token, uncached', async () => {
+      const post = await h.issueOauthToken(req({ body: form() }), ctx());
+      expect(post.status).to.equal(200);
+      expect(post.headers).to.deep.equal({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+      const body = post.body as { access_token: string; token_type: string; expires_in: number };
+      expect(body.token_type).to.equal('Bearer');
+      expect(body.expires_in).to.equal(3600);
+      expect(Object.keys(body).sort()).to.deep.equal(['access_token', 'expires_in', 'token_type']);
+      expect(await tokens.verify(body.access_token)).to.include({ orgId: orgA, credentialId: cred.id, clientId: cred.clientId });
+
+      const viaBasic = await h.issueOauthToken(
+        req({ headers: { authorization: basic(cred.clientId, cred.secret) }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } }),
+        ctx(),
+      );
+      expect(viaBasic.status).to.equal(200);
+      const token = (viaBasic.body as { access_token: string }).access_token;
+      expect((await tokens.verify(token)).orgId).to.equal(orgA);
+    });
+
+    it('issueOauthToken: malformed requests are invalid_request or unsupported_grant_type (400)', async () => {
+      await oauthFailure(h.issueOauthToken(req({ body: form({ grant_type: undefined }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ grant_type: 'password' }) }), ctx()), 'unsupported_grant_type', 400);
+      // RFC 6749 section 5.2: missing client authentication is invalid_client (401).
+      await oauthFailure(h.issueOauthToken(req({ body: form({ client_secret: undefined }) }), ctx()), 'invalid_client', 401);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ client_id: undefined }) }), ctx()), 'invalid_client', 401);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: undefined }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: 'admin' }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: `org:${orgA} org:${orgB}` }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: [`org:${orgA}`, `org:${orgA}`] }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.issueOauthToken(req({ body: undefined }), ctx()), 'invalid_request', 400);
+      await oauthFailure(
+        h.issueOauthToken(req({ headers: { authorization: basic(cred.clientId, cred.secret) }, body: form() }), ctx()),
+        'invalid_request', 400,
+      );
+    });
+
+    it('issueOauthToken: a scope for another organisation is invalid_scope', async () => {
+      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: `org:${orgB}` }) }), ctx()), 'invalid_scope', 400);
+    });
+
+    it('issueOauthToken: failed client authentication is invalid_client (401) with a Basic challenge', async () => {
+      const other = await createCredential(store.db, orgA, { label: 'other' });
+      secrets.push(other.clientSecret);
+      const cases: [string, AuthHandlerRequest][] = [
+        ['wrong secret', req({ body: form({ client_secret: other.clientSecret }) })],
+        ['unknown client', req({ body: form({ client_id: 'cli_00000000000000000000000000000000' }) })],
+        ['basic wrong secret', req({ headers: { authorization: basic(cred.clientId, 'nope') }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
+        ['basic not base64', req({ headers: { authorization: 'Basic !!!' }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
+        ['basic without colon', req({ headers: { authorization: `Basic ${Buffer.from('nocolon').toString('base64')}` }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
+        ['bearer scheme', req({ headers: { authorization: 'Bearer abc' }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
+      ];
+      for (const [name, r] of cases) {
+        const e = await oauthFailure(h.issueOauthToken(r, ctx()), 'invalid_client', 401);
+        expect(e.message, name).to.be.a('string').and.not.include(cred.secret);
+      }
+      await tokens.revokeCredential(orgA, cred.id);
+      await oauthFailure(h.issueOauthToken(req({ body: form() }), ctx()), 'invalid_client', 401);
+    });
+
+    it('exchangeLegacyToken: the client secret and the selected org give {token}', async () => {
+      const ok = await h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgA }, body: {} }), ctx());
+      expect(ok.status).to.equal(200);
+      expect(ok.headers?.['Cache-Control']).to.equal('no-store');
+      expect(Object.keys(ok.body as object)).to.deep.equal(['token']);
+      expect((await tokens.verify((ok.body as { token: string }).token)).credentialId).to.equal(cred.id);
+      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-selected-org': orgA } }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret } }), ctx()), 'invalid_request', 400);
+      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgB } }), ctx()), 'invalid_scope', 400);
+      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': 'sys_wrong', 'x-selected-org': orgA } }), ctx()), 'invalid_client', 401);
+      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.clientId, 'x-selected-org': orgA } }), ctx()), 'invalid_client', 401);
+    });
+
+    it('getJwks and getAuthorizationServerMetadata publish keys and RFC 8414 metadata', async () => {
+      const jwks = await h.getJwks(req(), ctx());
+      expect(jwks.status).to.equal(200);
+      expect(jwks.headers).to.deep.equal({ 'Cache-Control': 'public, max-age=300' });
+      const { keys } = jwks.body as { keys: { kid: string; alg: string }[] };
+      expect(keys).to.have.length(1);
+      expect(keys[0]!.alg).to.equal('ES256');
+      const meta = await h.getAuthorizationServerMetadata(req(), ctx());
+      expect(meta.body).to.deep.equal({
+        issuer: 'http://127.0.0.1:8080',
+        token_endpoint: 'http://127.0.0.1:8080/oauth/token',
+        jwks_uri: 'http://127.0.0.1:8080/.well-known/jwks.json',
+        grant_types_supported: ['client_credentials'],
+        token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+        response_types_supported: [],
+      });
+    });
+
+    it('credential management: create, list with paging, get, revoke; scoped to the token\'s organisation', async () => {
+      const authA = await authFor(orgA);
+      const authB = await authFor(orgB);
+      const created = await h.createCredential(req({ body: { label: '  deploy bot ' } }), ctx(authA));
+      expect(created.status).to.equal(201);
+      expect(created.headers?.['Cache-Control']).to.equal('no-store');
+      const view = created.body as { id: string; clientId: string; clientSecret: string; label: string; orgId: string; revokedAt: null };
+      secrets.push(view.clientSecret);
+      expect(view.label).to.equal('deploy bot');
+      expect(view.orgId).to.equal(orgA);
+      expect(view.clientSecret).to.match(/^sys_/);
+      // Active immediately (we beat the spec's 60-second activation bound).
+      const issued = await h.issueOauthToken(req({ body: form({ client_id: view.clientId, client_secret: view.clientSecret }) }), ctx());
+      const newToken = (issued.body as { access_token: string }).access_token;
+
+      const page1 = await h.listCredentials(req({ query: { limit: '2' } }), ctx(authA));
+      const p1 = page1.body as { items: { id: string }[]; nextCursor: string | null };
+      expect(p1.items).to.have.length(2);
+      const page2 = await h.listCredentials(req({ query: { limit: 2, cursor: p1.nextCursor } }), ctx(authA));
+      const p2 = page2.body as { items: { id: string }[]; nextCursor: string | null };
+      expect([...p1.items, ...p2.items].map((c) => c.id)).to.include(view.id);
+      expect([...p1.items, ...p2.items]).to.have.length(3);
+      expect(p2.nextCursor).to.equal(null);
+      for (const limit of ['0', '201', 'abc', '1.5']) {
+        await appFailure(h.listCredentials(req({ query: { limit } }), ctx(authA)), 'ERR_REQUEST_INVALID');
+      }
+      await appFailure(h.listCredentials(req({ query: { cursor: 'bogus' } }), ctx(authA)), 'ERR_INVALID_CURSOR');
+      await appFailure(h.createCredential(req({ body: { label: 7 } }), ctx(authA)), 'ERR_REQUEST_INVALID');
+      const listB = (await h.listCredentials(req(), ctx(authB))).body as { items: { id: string }[] };
+      expect(listB.items.map((c) => c.id)).to.not.include(view.id);
+
+      expect((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body).to.include({ id: view.id, revokedAt: null });
+      expect(Object.keys((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body as object)).to.not.include('clientSecret');
+      await appFailure(h.getCredential(req({ params: { credentialId: view.id } }), ctx(authB)), 'ERR_NOT_FOUND');
+      await appFailure(h.revokeCredential(req({ params: { credentialId: view.id } }), ctx(authB)), 'ERR_NOT_FOUND');
+
+      const revoked = await h.revokeCredential(req({ params: { credentialId: view.id } }), ctx(authA));
+      expect(revoked.status).to.equal(200);
+      expect((revoked.body as { revokedAt: string | null }).revokedAt).to.be.a('string');
+      await appFailure(tokens.verify(newToken), 'ERR_AUTH_INVALID_TOKEN');
+      await appFailure(h.listCredentials(req(), ctx()), 'ERR_AUTH_MISSING_TOKEN');
+    });
+
+    it('API key management: create shows the key once, list, get, revoke; other organisations get 404', async () => {
+      const authA = await authFor(orgA);
+      const authB = await authFor(orgB);
+      const created = await h.createApiKey(req({ body: { label: 'trigger' } }), ctx(authA));
+      expect(created.status).to.equal(201);
+      const body = created.body as { id: string; apiKey: string; hint: string; label: string; revokedAt: null; createdAt: string };
+      secrets.push(body.apiKey);
+      expect(body.apiKey).to.match(/^syk_/);
+      expect(body.hint).to.equal(body.apiKey.slice(-4));
+      expect(Object.keys(body).sort()).to.deep.equal(['apiKey', 'createdAt', 'hint', 'id', 'label', 'revokedAt']);
+      const defaulted = await h.createApiKey(req({ body: undefined }), ctx(authA));
+      secrets.push((defaulted.body as { apiKey: string }).apiKey);
+      expect((defaulted.body as { label: string }).label).to.equal('API key');
+
+      const list = (await h.listApiKeys(req({ query: { limit: '1' } }), ctx(authA))).body as { items: { id: string; apiKey?: string }[]; nextCursor: string | null };
+      expect(list.items.map((k) => k.id)).to.deep.equal([body.id]);
+      expect(list.items[0]!.apiKey).to.equal(undefined);
+      expect(list.nextCursor).to.be.a('string');
+      expect(((await h.listApiKeys(req(), ctx(authB))).body as { items: unknown[] }).items).to.deep.equal([]);
+      await appFailure(h.getApiKey(req({ params: { keyId: body.id } }), ctx(authB)), 'ERR_NOT_FOUND');
+      await appFailure(h.revokeApiKey(req({ params: { keyId: body.id } }), ctx(authB)), 'ERR_NOT_FOUND');
+      expect(((await h.getApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as { revokedAt: null }).revokedAt).to.equal(null);
+      const revoked = (await h.revokeApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as { revokedAt: string | null };
+      expect(revoked.revokedAt).to.be.a('string');
+    });
+
+    it('getOrganization returns the token\'s organisation', async () => {
+      const authB = await authFor(orgB);
+      const res = await h.getOrganization(req(), ctx(authB));
+      expect(res.status).to.equal(200);
+      expect(res.body).to.deep.include({ id: orgB, name: 'B' });
+      expect(Object.keys(res.body as object).sort()).to.deep.equal(['createdAt', 'id', 'name']);
+      await appFailure(h.getOrganization(req(), ctx()), 'ERR_AUTH_MISSING_TOKEN');
+    });
+  });
+}
