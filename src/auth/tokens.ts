@@ -55,6 +55,8 @@ export interface TokenServiceDeps {
 const CLOCK_TOLERANCE_S = 5;
 /** Tokens we issue are well under 1 KiB; anything much larger is not ours. */
 const MAX_TOKEN_LENGTH = 4096;
+/** Verified tokens remembered per process (see checkTokenCached). */
+const VERIFIED_CACHE_MAX = 10_000;
 const REQUIRED_CLAIMS = ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'org', 'cid'];
 
 const invalid = (): AppError => new AppError('ERR_AUTH_INVALID_TOKEN');
@@ -123,8 +125,29 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
     return { ...payload, org, cid, sub, jti, exp };
   }
 
-  async function verify(token: string): Promise<AuthContext> {
+  /**
+   * Tokens already verified, keyed by their exact text (a client reuses its token for up to
+   * an hour): a hit skips the ECDSA verification but never the lifetime and revocation checks.
+   * Bounded; the oldest entry goes first.
+   */
+  const verified = new Map<string, Awaited<ReturnType<typeof checkToken>>>();
+  async function checkTokenCached(token: string): Promise<Awaited<ReturnType<typeof checkToken>>> {
+    const hit = verified.get(token);
+    if (hit) {
+      if (hit.exp + CLOCK_TOLERANCE_S <= now() / 1000) {
+        verified.delete(token);
+        throw invalid();
+      }
+      return hit;
+    }
     const claims = await checkToken(token);
+    if (verified.size >= VERIFIED_CACHE_MAX) verified.delete(verified.keys().next().value as string);
+    verified.set(token, claims);
+    return claims;
+  }
+
+  async function verify(token: string): Promise<AuthContext> {
+    const claims = await checkTokenCached(token);
     // Store failures propagate as they are (500/503): an outage must not look like a bad token.
     if (!(await statuses.isActive(claims.cid, claims.org))) throw invalid();
     return {

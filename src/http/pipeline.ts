@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { operations, type OperationId, type OperationMeta } from '../../generated/openapi/operations.js';
 import { operationValidators } from '../../generated/validators/operations.js';
@@ -161,7 +162,13 @@ function accessLog(services: Services): RequestHandler {
   };
 }
 
-/** The one named pipeline: access log → route → params/query → auth → body → handler → reply. */
+const KNOWN_METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * The one named pipeline: access log → route → params/query → auth → body → handler → reply.
+ * Routing uses find-my-way (a radix tree) instead of express's linear route list, so adding
+ * operations does not slow every request down.
+ */
 export function createHttpApp(opts: PipelineOptions, mount?: (app: Express) => void): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -169,18 +176,29 @@ export function createHttpApp(opts: PipelineOptions, mount?: (app: Express) => v
   app.set('query parser', 'simple');
   app.use(accessLog(opts.services));
   mount?.(app);
-  const byPath = new Map<string, string[]>();
+  const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
   for (const id of Object.keys(operations) as OperationId[]) {
     const op = operations[id];
-    app[op.method](op.expressPath, operationHandler(id, opts));
-    byPath.set(op.expressPath, [...(byPath.get(op.expressPath) ?? []), op.method.toUpperCase()]);
+    const handle = operationHandler(id, opts);
+    router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, { handle });
   }
-  for (const [p, methods] of byPath) {
-    app.all(p, (_req: Request, res: Response) => {
-      res.setHeader('Allow', methods.join(', '));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const q = req.url.indexOf('?');
+    const pathname = q < 0 ? req.url : req.url.slice(0, q);
+    const method = (req.method === 'HEAD' ? 'GET' : req.method) as HTTPMethod;
+    const found = router.find(method, pathname);
+    if (found) {
+      req.params = found.params as Record<string, string>;
+      void (found.store as { handle: RequestHandler }).handle(req, res, next);
+      return;
+    }
+    const allowed = KNOWN_METHODS.filter((m) => m !== method && router.find(m, pathname));
+    if (allowed.length) {
+      res.setHeader('Allow', allowed.join(', '));
       sendError(res, renderError(new AppError('ERR_METHOD_NOT_ALLOWED'), 'rest', opts.services.log));
-    });
-  }
-  app.use((_req: Request, res: Response) => sendError(res, renderError(new AppError('ERR_ROUTE_NOT_FOUND'), 'rest', opts.services.log)));
+      return;
+    }
+    sendError(res, renderError(new AppError('ERR_ROUTE_NOT_FOUND'), 'rest', opts.services.log));
+  });
   return app;
 }

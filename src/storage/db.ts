@@ -5,6 +5,9 @@ import { migrations } from './migrations/index.js';
 export type { Knex };
 export type StoreKind = 'sqlite' | 'pg';
 
+/** Connections to the sqlite file (node's threadpool runs 4 queries at once by default). */
+const SQLITE_POOL_MAX = 4;
+
 export interface StoreOptions {
   /** PostgreSQL connection string; when absent the sqlite file under dataDir is used. */
   databaseUrl?: string | undefined;
@@ -43,8 +46,9 @@ export function openStore(opts: StoreOptions): Knex {
     connection: { filename },
     useNullAsDefault: true,
     pool: {
+      // WAL lets readers run beside the one writer; writers queue on busy_timeout.
       min: 1,
-      max: 1,
+      max: SQLITE_POOL_MAX,
       afterCreate: (conn: { exec: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void) => {
         // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors.
         conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
