@@ -32,6 +32,10 @@ export function generateSchemaValidators(schemas: SchemaFile[]): { js: string; d
   for (const s of schemas) {
     ajv.addSchema(s.schema);
     map[s.title] = s.schema.$id as string;
+    // Each named definition too (e.g. WorkflowDefinitionCodeStep), for precise error reports.
+    for (const def of Object.keys((s.schema.$defs as Json | undefined) ?? {})) {
+      map[`${s.title}${def[0]!.toUpperCase()}${def.slice(1)}`] = `${s.schema.$id as string}#/$defs/${def}`;
+    }
   }
   const code = schemas.length ? standaloneCode(ajv, map) : 'export {};';
   return { js: shim(code), dts: validatorDts(Object.keys(map)) };

@@ -13,6 +13,11 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 /** OpenAPI 3.1 annotation keywords that are not JSON Schema vocabulary. */
 const OPENAPI_KEYWORDS = ['example', 'discriminator', 'xml', 'externalDocs'];
 
+/**
+ * `coerce` validators (path, query, form fields: all strings on the wire) coerce types and fill
+ * defaults; JSON bodies and schemas/ documents do neither — ajv's useDefaults inside oneOf
+ * branches would write one branch's defaults into data that another branch then rejects.
+ */
 export function newAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({
     strict: true,
@@ -20,7 +25,7 @@ export function newAjv(coerce: boolean): Ajv2020 {
     strictRequired: false,
     allErrors: true,
     coerceTypes: coerce ? 'array' : false,
-    useDefaults: true,
+    useDefaults: coerce,
     code: { source: true, esm: true, lines: true },
   });
   addFormats(ajv);

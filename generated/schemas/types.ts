@@ -1950,6 +1950,122 @@ export interface components {
             };
         };
         /**
+         * SwitchyardConfig
+         * @description The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.
+         * @example {
+         *       "port": 8080,
+         *       "host": "0.0.0.0",
+         *       "dataDir": "/srv/switchyard/data",
+         *       "databaseUrl": null,
+         *       "redisUrl": null,
+         *       "publicUrl": "http://localhost:8080",
+         *       "baseUrls": {
+         *         "triggers": "http://localhost:8080",
+         *         "auth": "http://localhost:8080",
+         *         "mcp": "http://localhost:8080/mcp",
+         *         "connect": "http://localhost:8080",
+         *         "runFiles": "http://localhost:8080"
+         *       },
+         *       "logLevel": "info",
+         *       "tokenTtlSeconds": 3600,
+         *       "revocationCacheMs": 2000,
+         *       "signingKeyMaxAgeDays": 30,
+         *       "tokenAudience": "switchyard",
+         *       "validateResponses": false,
+         *       "seedDemo": true
+         *     }
+         */
+        SwitchyardConfig: {
+            /** @description One base URL per spec host placeholder. */
+            baseUrls: {
+                /**
+                 * Format: uri
+                 * @description AUTH_URL: {auth_url}; also the JWT issuer.
+                 */
+                auth: string;
+                /**
+                 * Format: uri
+                 * @description CONNECT_URL: {connect_url}.
+                 */
+                connect: string;
+                /**
+                 * Format: uri
+                 * @description MCP_URL: {mcp_url}; default PUBLIC_URL/mcp.
+                 */
+                mcp: string;
+                /**
+                 * Format: uri
+                 * @description RUN_FILES_URL: {run_files_url}.
+                 */
+                runFiles: string;
+                /**
+                 * Format: uri
+                 * @description TRIGGERS_URL: {triggers_url}.
+                 */
+                triggers: string;
+            };
+            /** @description DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. */
+            databaseUrl?: string | null;
+            /**
+             * @description DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs.
+             * @default ./data
+             */
+            dataDir: string;
+            /**
+             * @description HOST: bind address.
+             * @default 0.0.0.0
+             */
+            host: string;
+            /**
+             * @description LOG_LEVEL: pino level.
+             * @default info
+             * @enum {unknown}
+             */
+            logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+            /**
+             * @description PORT: HTTP port; every surface is served on it.
+             * @default 8080
+             */
+            port: number;
+            /**
+             * Format: uri
+             * @description PUBLIC_URL: the external base URL; the default of every base URL below.
+             */
+            publicUrl: string;
+            /** @description REDIS_URL: Redis for the scale-out run queue, signals and rate windows. */
+            redisUrl?: string | null;
+            /**
+             * @description REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s).
+             * @default 2000
+             */
+            revocationCacheMs: number;
+            /**
+             * @description SEED_DEMO: create the demo organisation on an empty store.
+             * @default true
+             */
+            seedDemo: boolean;
+            /**
+             * @description SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation.
+             * @default 30
+             */
+            signingKeyMaxAgeDays: number;
+            /**
+             * @description TOKEN_AUDIENCE: the `aud` claim of runtime tokens.
+             * @default switchyard
+             */
+            tokenAudience: string;
+            /**
+             * @description TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes).
+             * @default 3600
+             */
+            tokenTtlSeconds: number;
+            /**
+             * @description VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests).
+             * @default false
+             */
+            validateResponses: boolean;
+        };
+        /**
          * TriggerUrlEntry
          * @description A trigger URL entry (spec "Trigger URL entry"): which event calls which endpoint with which key. Set on a collection (PATCH /datacollection/{collectionId}) or on an item or file (triggerUrls of create/update/upload). triggerLevel is auto-detected from where the entry is set when omitted.
          * @example {
@@ -2179,6 +2295,7 @@ export interface components {
 export type $defs = Record<string, never>;
 export type operations = Record<string, never>;
 
+export type SwitchyardConfig = components['schemas']['SwitchyardConfig'];
 export type DatastoreEventPayload = components['schemas']['DatastoreEventPayload'];
 export type FilestorageEventPayload = components['schemas']['FilestorageEventPayload'];
 export type TriggerUrlEntry = components['schemas']['TriggerUrlEntry'];

@@ -1251,9 +1251,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.status === undefined){
-data.status = "connected";
-}
 if(data.name === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
@@ -1356,6 +1353,7 @@ vErrors.push(err8);
 errors++;
 }
 }
+if(data.status !== undefined){
 let data2 = data.status;
 if(typeof data2 !== "string"){
 const err9 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/type",keyword:"type",params:{type: "string"},message:"must be string"};
@@ -1376,6 +1374,7 @@ else {
 vErrors.push(err10);
 }
 errors++;
+}
 }
 if(data.secret !== undefined){
 let data3 = data.secret;
@@ -2308,9 +2307,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.enabled === undefined){
-data.enabled = true;
-}
 if(data.automationId === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "automationId"},message:"must have required property '"+"automationId"+"'"};
 if(vErrors === null){
@@ -2426,6 +2422,7 @@ vErrors.push(err9);
 errors++;
 }
 }
+if(data.enabled !== undefined){
 if(typeof data.enabled !== "boolean"){
 const err10 = {instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -2435,6 +2432,7 @@ else {
 vErrors.push(err10);
 }
 errors++;
+}
 }
 if(data.designatedOutput !== undefined){
 let data4 = data.designatedOutput;
@@ -4022,9 +4020,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.triggerChanges === undefined){
-data.triggerChanges = true;
-}
 if(data.content === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
 if(vErrors === null){
@@ -4363,6 +4358,7 @@ vErrors.push(err25);
 errors++;
 }
 }
+if(data.triggerChanges !== undefined){
 if(typeof data.triggerChanges !== "boolean"){
 const err26 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -4372,6 +4368,7 @@ else {
 vErrors.push(err26);
 }
 errors++;
+}
 }
 }
 else {
@@ -5563,9 +5560,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.triggerChanges === undefined){
-data.triggerChanges = true;
-}
 if(data.content === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
 if(vErrors === null){
@@ -5904,6 +5898,7 @@ vErrors.push(err25);
 errors++;
 }
 }
+if(data.triggerChanges !== undefined){
 if(typeof data.triggerChanges !== "boolean"){
 const err26 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -5913,6 +5908,7 @@ else {
 vErrors.push(err26);
 }
 errors++;
+}
 }
 }
 else {

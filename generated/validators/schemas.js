@@ -2,17 +2,773 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
-export const DatastoreEventPayload = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content (after the change; the deleted content for onDelete)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
+export const SwitchyardConfig = validate20;
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
-const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const pattern4 = new RegExp("^postgres(ql)?://", "u");
+const pattern5 = new RegExp("^rediss?://", "u");
+const pattern6 = new RegExp("^https?://", "u");
+const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/events/datastore-event.schema" */;
+/*# sourceURL="https://schemas.switchyard.dev/config/config.schema" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate20.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.port === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "port"},message:"must have required property '"+"port"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.host === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "host"},message:"must have required property '"+"host"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.dataDir === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "dataDir"},message:"must have required property '"+"dataDir"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.publicUrl === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "publicUrl"},message:"must have required property '"+"publicUrl"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.baseUrls === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "baseUrls"},message:"must have required property '"+"baseUrls"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.logLevel === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "logLevel"},message:"must have required property '"+"logLevel"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.tokenTtlSeconds === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tokenTtlSeconds"},message:"must have required property '"+"tokenTtlSeconds"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.revocationCacheMs === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "revocationCacheMs"},message:"must have required property '"+"revocationCacheMs"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.signingKeyMaxAgeDays === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "signingKeyMaxAgeDays"},message:"must have required property '"+"signingKeyMaxAgeDays"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.tokenAudience === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tokenAudience"},message:"must have required property '"+"tokenAudience"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.validateResponses === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "validateResponses"},message:"must have required property '"+"validateResponses"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.seedDemo === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err13 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err14 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data0 < 0 || isNaN(data0)){
+const err15 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err16 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err18 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err20 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err21 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err22 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err23 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+if(data.publicUrl !== undefined){
+let data5 = data.publicUrl;
+if(typeof data5 === "string"){
+if(!pattern6.test(data5)){
+const err24 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(!(formats0(data5))){
+const err25 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err27 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data6.auth === undefined){
+const err28 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(data6.mcp === undefined){
+const err29 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(data6.connect === undefined){
+const err30 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data6.runFiles === undefined){
+const err31 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err32 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err33 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!(formats0(data7))){
+const err34 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err36 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(!(formats0(data8))){
+const err37 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err39 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(!(formats0(data9))){
+const err40 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err42 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(!(formats0(data10))){
+const err43 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err45 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(!(formats0(data11))){
+const err46 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err49 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err50 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err51 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(data13 < 60 || isNaN(data13)){
+const err52 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err53 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err54 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data14 < 0 || isNaN(data14)){
+const err55 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err56 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err57 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(data15 < 1 || isNaN(data15)){
+const err58 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err59 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err61 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err62 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+else {
+const err63 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+validate20.errors = vErrors;
+return errors === 0;
+}
+validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const DatastoreEventPayload = validate21;
+const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content (after the change; the deleted content for onDelete)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
+const formats12 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/events/datastore-event.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate21.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -348,7 +1104,7 @@ vErrors.push(err20);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
+if(!(func1.call(schema32.properties, key0))){
 const err21 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err21];
@@ -372,7 +1128,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((((data2 === "onCreate") || (data2 === "onEdit")) || (data2 === "onDelete")) || (data2 === "onTest"))){
-const err23 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema31.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema32.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -470,7 +1226,7 @@ vErrors.push(err30);
 errors++;
 }
 if(!((data6 === "datastore") || (data6 === "vault"))){
-const err31 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema31.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
+const err31 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema32.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -495,7 +1251,7 @@ errors++;
 if(data.sortField !== undefined){
 let data8 = data.sortField;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err33 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: schema31.properties.sortField.type},message:"must be string,null"};
+const err33 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: schema32.properties.sortField.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -534,7 +1290,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats0.validate(data11))){
+if(!(formats12.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -559,7 +1315,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -594,7 +1350,7 @@ vErrors.push(err40);
 errors++;
 }
 if(!((data13 === "collection") || (data13 === "item"))){
-const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema32.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -700,20 +1456,19 @@ vErrors.push(err49);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
-validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const FilestorageEventPayload = validate21;
-const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/filestorage-event.schema","title":"FilestorageEventPayload","description":"Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec \"Events\"). signedUrl is valid 7 days. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","filename","filepath","fileSize","mimeType","signedUrl","metadata","isPublic","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"File id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Filestore id."},"collectionType":{"type":"string","enum":["filestorage"],"description":"Always filestorage."},"filename":{"type":"string","minLength":1,"description":"File name."},"filepath":{"type":"string","description":"Path of the file inside the filestore."},"fileSize":{"type":"integer","minimum":0,"description":"Size in bytes."},"mimeType":{"type":"string","description":"MIME type."},"signedUrl":{"type":"string","format":"uri","description":"Signed download URL, valid 7 days."},"metadata":{"type":"object","description":"File metadata."},"isPublic":{"type":"boolean","description":"Whether the file is publicly readable."},"createdAt":{"type":"string","format":"date-time","description":"File creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"File last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","file"],"description":"Level of the trigger URL that fired: collection, or file (a trigger set on the file itself)."}},"examples":[{"event":"onCreate","itemId":"fil_01","providerId":"prv_default","collectionId":"col_docs","collectionType":"filestorage","filename":"invoice.pdf","filepath":"/invoices/2025/invoice.pdf","fileSize":48213,"mimeType":"application/pdf","signedUrl":"https://files.example.com/f/fil_01?sig=abc","metadata":{},"isPublic":false,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"file"}]};
-const formats4 = require("ajv-formats/dist/formats").fullFormats.uri;
+export const FilestorageEventPayload = validate22;
+const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/filestorage-event.schema","title":"FilestorageEventPayload","description":"Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec \"Events\"). signedUrl is valid 7 days. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","filename","filepath","fileSize","mimeType","signedUrl","metadata","isPublic","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"File id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Filestore id."},"collectionType":{"type":"string","enum":["filestorage"],"description":"Always filestorage."},"filename":{"type":"string","minLength":1,"description":"File name."},"filepath":{"type":"string","description":"Path of the file inside the filestore."},"fileSize":{"type":"integer","minimum":0,"description":"Size in bytes."},"mimeType":{"type":"string","description":"MIME type."},"signedUrl":{"type":"string","format":"uri","description":"Signed download URL, valid 7 days."},"metadata":{"type":"object","description":"File metadata."},"isPublic":{"type":"boolean","description":"Whether the file is publicly readable."},"createdAt":{"type":"string","format":"date-time","description":"File creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"File last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","file"],"description":"Level of the trigger URL that fired: collection, or file (a trigger set on the file itself)."}},"examples":[{"event":"onCreate","itemId":"fil_01","providerId":"prv_default","collectionId":"col_docs","collectionType":"filestorage","filename":"invoice.pdf","filepath":"/invoices/2025/invoice.pdf","fileSize":48213,"mimeType":"application/pdf","signedUrl":"https://files.example.com/f/fil_01?sig=abc","metadata":{},"isPublic":false,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"file"}]};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/filestorage-event.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate21.evaluated;
+const evaluated0 = validate22.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -872,7 +1627,7 @@ vErrors.push(err14);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema32.properties, key0))){
+if(!(func1.call(schema33.properties, key0))){
 const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err15];
@@ -896,7 +1651,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!((((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete")) || (data0 === "onTest"))){
-const err17 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema32.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema33.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -994,7 +1749,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!(data4 === "filestorage")){
-const err25 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema32.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema33.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1081,7 +1836,7 @@ errors++;
 if(data.signedUrl !== undefined){
 let data9 = data.signedUrl;
 if(typeof data9 === "string"){
-if(!(formats4(data9))){
+if(!(formats0(data9))){
 const err32 = {instancePath:instancePath+"/signedUrl",schemaPath:"#/properties/signedUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -1131,7 +1886,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data12 = data.createdAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -1156,7 +1911,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data13 = data.updatedAt;
 if(typeof data13 === "string"){
-if(!(formats0.validate(data13))){
+if(!(formats12.validate(data13))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -1191,7 +1946,7 @@ vErrors.push(err40);
 errors++;
 }
 if(!((data14 === "collection") || (data14 === "file"))){
-const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema32.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema33.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -1212,19 +1967,19 @@ vErrors.push(err42);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
-validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const TriggerUrlEntry = validate22;
-const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/trigger-url.schema","title":"TriggerUrlEntry","description":"A trigger URL entry (spec \"Trigger URL entry\"): which event calls which endpoint with which key. Set on a collection (PATCH /datacollection/{collectionId}) or on an item or file (triggerUrls of create/update/upload). triggerLevel is auto-detected from where the entry is set when omitted.","type":"object","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that fires the call."},"url":{"type":"string","format":"uri","description":"Endpoint called, typically a workflow API trigger URL."},"apiKey":{"type":"string","minLength":1,"description":"Key sent to authenticate against url (X-API-KEY). Secret: stored encrypted, never echoed in full."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"collection or item; auto-detected when omitted."}},"examples":[{"event":"onCreate","url":"https://triggers.example.com/ext/triggers/trg_123","apiKey":"key_live_abc"},{"event":"onEdit","url":"https://triggers.example.com/ext/triggers/trg_456","apiKey":"key_live_def","triggerLevel":"item"}]};
+export const TriggerUrlEntry = validate23;
+const schema34 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/trigger-url.schema","title":"TriggerUrlEntry","description":"A trigger URL entry (spec \"Trigger URL entry\"): which event calls which endpoint with which key. Set on a collection (PATCH /datacollection/{collectionId}) or on an item or file (triggerUrls of create/update/upload). triggerLevel is auto-detected from where the entry is set when omitted.","type":"object","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that fires the call."},"url":{"type":"string","format":"uri","description":"Endpoint called, typically a workflow API trigger URL."},"apiKey":{"type":"string","minLength":1,"description":"Key sent to authenticate against url (X-API-KEY). Secret: stored encrypted, never echoed in full."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"collection or item; auto-detected when omitted."}},"examples":[{"event":"onCreate","url":"https://triggers.example.com/ext/triggers/trg_123","apiKey":"key_live_abc"},{"event":"onEdit","url":"https://triggers.example.com/ext/triggers/trg_456","apiKey":"key_live_def","triggerLevel":"item"}]};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/trigger-url.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate22.evaluated;
+const evaluated0 = validate23.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1287,7 +2042,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err5 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema33.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema34.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1300,7 +2055,7 @@ errors++;
 if(data.url !== undefined){
 let data1 = data.url;
 if(typeof data1 === "string"){
-if(!(formats4(data1))){
+if(!(formats0(data1))){
 const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -1360,7 +2115,7 @@ vErrors.push(err10);
 errors++;
 }
 if(!((data3 === "collection") || (data3 === "item"))){
-const err11 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema33.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err11 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema34.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1381,20 +2136,20 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
-validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentCreateInput = validate23;
-const schema34 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.input.schema","title":"AgentManagementAgentCreateInput","description":"Arguments of agent_create (spec section 11). name and instructions are required; description defaults to \"\" and servers to [] (no tools). model and outputSchema are Switchyard extensions.","type":"object","required":["name","instructions"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for.","default":""},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"},"default":[]},"model":{"type":"string","minLength":1,"description":"Model id as provider/model (e.g. openai/gpt-4o); omitted uses the installation default (Switchyard extension)."},"outputSchema":{"type":"object","description":"JSON Schema of the agent's structured output; when set, replies are JSON objects valid against it (Switchyard extension)."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}]},{"name":"Extractor","instructions":"Extract the invoice number.","model":"openai/gpt-4o-mini","outputSchema":{"type":"object","properties":{"invoiceNumber":{"type":"string"}},"required":["invoiceNumber"]}}]};
-const schema35 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+export const AgentManagementAgentCreateInput = validate24;
+const schema35 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.input.schema","title":"AgentManagementAgentCreateInput","description":"Arguments of agent_create (spec section 11). name and instructions are required; description defaults to \"\" and servers to [] (no tools). model and outputSchema are Switchyard extensions.","type":"object","required":["name","instructions"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for.","default":""},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"},"default":[]},"model":{"type":"string","minLength":1,"description":"Model id as provider/model (e.g. openai/gpt-4o); omitted uses the installation default (Switchyard extension)."},"outputSchema":{"type":"object","description":"JSON Schema of the agent's structured output; when set, replies are JSON objects valid against it (Switchyard extension)."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}]},{"name":"Extractor","instructions":"Extract the invoice number.","model":"openai/gpt-4o-mini","outputSchema":{"type":"object","properties":{"invoiceNumber":{"type":"string"}},"required":["invoiceNumber"]}}]};
+const schema36 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate23.evaluated;
+const evaluated0 = validate24.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1402,12 +2157,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.description === undefined){
-data.description = "";
-}
-if(data.servers === undefined){
-data.servers = [];
-}
 if(data.name === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
@@ -1475,6 +2224,7 @@ vErrors.push(err5);
 errors++;
 }
 }
+if(data.description !== undefined){
 let data1 = data.description;
 if(typeof data1 === "string"){
 if(func2(data1) > 2000){
@@ -1497,6 +2247,7 @@ else {
 vErrors.push(err7);
 }
 errors++;
+}
 }
 if(data.instructions !== undefined){
 let data2 = data.instructions;
@@ -1533,6 +2284,7 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.servers !== undefined){
 let data3 = data.servers;
 if(Array.isArray(data3)){
 const len0 = data3.length;
@@ -1684,6 +2436,7 @@ vErrors.push(err21);
 }
 errors++;
 }
+}
 if(data.model !== undefined){
 let data8 = data.model;
 if(typeof data8 === "string"){
@@ -1733,20 +2486,171 @@ vErrors.push(err25);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
-validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentCreateOutput = validate24;
-const schema36 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.output.schema","title":"AgentManagementAgentCreateOutput","description":"Result of agent_create: the new agent record (version 1, releaseVersion null, isPublicTemplate false).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
-const schema37 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+export const AgentManagementAgentCreateInputServerRef = validate25;
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate25.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate25.errors = vErrors;
+return errors === 0;
+}
+validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentCreateOutput = validate26;
+const schema38 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.output.schema","title":"AgentManagementAgentCreateOutput","description":"Result of agent_create: the new agent record (version 1, releaseVersion null, isPublicTemplate false).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+const schema39 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate24.evaluated;
+const evaluated0 = validate26.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1875,7 +2779,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema36.properties, key0))){
+if(!(func1.call(schema38.properties, key0))){
 const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -2162,7 +3066,7 @@ errors++;
 if(data.model !== undefined){
 let data9 = data.model;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema36.properties.model.type},message:"must be string,null"};
+const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema38.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2175,7 +3079,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data10 = data.outputSchema;
 if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema36.properties.outputSchema.type},message:"must be object,null"};
+const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema38.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2188,7 +3092,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats0.validate(data11))){
+if(!(formats12.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -2213,7 +3117,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -2263,7 +3167,7 @@ errors++;
 if(data.releaseVersion !== undefined){
 let data14 = data.releaseVersion;
 if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema36.properties.releaseVersion.type},message:"must be integer,null"};
+const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema38.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2308,19 +3212,170 @@ vErrors.push(err45);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
-validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentInvokeInput = validate25;
-const schema38 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.input.schema","title":"AgentManagementAgentInvokeInput","description":"Arguments of agent_invoke (spec section 11).","type":"object","required":["agentId","message"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"The user message."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit to start a new chat."}},"examples":[{"agentId":"agt_01HZX3","message":"My invoice is wrong."},{"agentId":"agt_01HZX3","message":"It is invoice 42.","chatId":"cht_7Q2K"}]};
+export const AgentManagementAgentCreateOutputServerRef = validate27;
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate27.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate27.errors = vErrors;
+return errors === 0;
+}
+validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentInvokeInput = validate28;
+const schema41 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.input.schema","title":"AgentManagementAgentInvokeInput","description":"Arguments of agent_invoke (spec section 11).","type":"object","required":["agentId","message"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"The user message."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit to start a new chat."}},"examples":[{"agentId":"agt_01HZX3","message":"My invoice is wrong."},{"agentId":"agt_01HZX3","message":"It is invoice 42.","chatId":"cht_7Q2K"}]};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate25.evaluated;
+const evaluated0 = validate28.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2446,19 +3501,19 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
-validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentInvokeOutput = validate26;
-const schema39 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.output.schema","title":"AgentManagementAgentInvokeOutput","description":"Result of agent_invoke (spec section 11): exactly success, response, chatId and agentId.","type":"object","required":["success","response","chatId","agentId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the agent produced a reply."},"response":{"type":"string","description":"The agent reply (the JSON text of the structured output when the agent has an output schema; the failure reason when success is false)."},"chatId":{"type":"string","minLength":1,"description":"Chat of this exchange (new or continued)."},"agentId":{"type":"string","minLength":1,"description":"Agent id."}},"examples":[{"success":true,"response":"billing","chatId":"cht_7Q2K","agentId":"agt_01HZX3"}]};
+export const AgentManagementAgentInvokeOutput = validate29;
+const schema42 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.output.schema","title":"AgentManagementAgentInvokeOutput","description":"Result of agent_invoke (spec section 11): exactly success, response, chatId and agentId.","type":"object","required":["success","response","chatId","agentId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the agent produced a reply."},"response":{"type":"string","description":"The agent reply (the JSON text of the structured output when the agent has an output schema; the failure reason when success is false)."},"chatId":{"type":"string","minLength":1,"description":"Chat of this exchange (new or continued)."},"agentId":{"type":"string","minLength":1,"description":"Agent id."}},"examples":[{"success":true,"response":"billing","chatId":"cht_7Q2K","agentId":"agt_01HZX3"}]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_invoke.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate26.evaluated;
+const evaluated0 = validate29.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2603,19 +3658,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
-validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentListInput = validate27;
-const schema40 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.input.schema","title":"AgentManagementAgentListInput","description":"Arguments of agent_list: optional paging.","type":"object","additionalProperties":false,"properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"Maximum number of entries returned (page size)."},"cursor":{"type":"string","minLength":1,"description":"Opaque cursor from the previous page's nextCursor; omit for the first page."}},"examples":[{},{"limit":50,"cursor":"eyJvIjoyMH0"}]};
+export const AgentManagementAgentListInput = validate30;
+const schema43 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.input.schema","title":"AgentManagementAgentListInput","description":"Arguments of agent_list: optional paging.","type":"object","additionalProperties":false,"properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"Maximum number of entries returned (page size)."},"cursor":{"type":"string","minLength":1,"description":"Opaque cursor from the previous page's nextCursor; omit for the first page."}},"examples":[{},{"limit":50,"cursor":"eyJvIjoyMH0"}]};
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate27.evaluated;
+const evaluated0 = validate30.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2623,9 +3678,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 20;
-}
 for(const key0 in data){
 if(!((key0 === "limit") || (key0 === "cursor"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
@@ -2638,6 +3690,7 @@ vErrors.push(err0);
 errors++;
 }
 }
+if(data.limit !== undefined){
 let data0 = data.limit;
 if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
 const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -2669,6 +3722,7 @@ else {
 vErrors.push(err3);
 }
 errors++;
+}
 }
 }
 if(data.cursor !== undefined){
@@ -2707,20 +3761,20 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
-validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentListOutput = validate28;
-const schema41 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.output.schema","title":"AgentManagementAgentListOutput","description":"Result of agent_list: one page of agent records, most recently updated first.","type":"object","required":["agents","nextCursor"],"additionalProperties":false,"properties":{"agents":{"type":"array","description":"Agent records.","items":{"$ref":"#/$defs/agentRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"agentRecord":{"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}},"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agents":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}],"nextCursor":null}]};
-const schema42 = {"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}};
-const schema43 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+export const AgentManagementAgentListOutput = validate31;
+const schema44 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.output.schema","title":"AgentManagementAgentListOutput","description":"Result of agent_list: one page of agent records, most recently updated first.","type":"object","required":["agents","nextCursor"],"additionalProperties":false,"properties":{"agents":{"type":"array","description":"Agent records.","items":{"$ref":"#/$defs/agentRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"agentRecord":{"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}},"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agents":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}],"nextCursor":null}]};
+const schema45 = {"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}};
+const schema46 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate29.evaluated;
+const evaluated0 = validate32.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2849,7 +3903,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema42.properties, key0))){
+if(!(func1.call(schema45.properties, key0))){
 const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -3136,7 +4190,7 @@ errors++;
 if(data.model !== undefined){
 let data9 = data.model;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema42.properties.model.type},message:"must be string,null"};
+const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3149,7 +4203,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data10 = data.outputSchema;
 if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema42.properties.outputSchema.type},message:"must be object,null"};
+const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3162,7 +4216,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats0.validate(data11))){
+if(!(formats12.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -3187,7 +4241,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -3237,7 +4291,7 @@ errors++;
 if(data.releaseVersion !== undefined){
 let data14 = data.releaseVersion;
 if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema42.properties.releaseVersion.type},message:"must be integer,null"};
+const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3282,17 +4336,17 @@ vErrors.push(err45);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
-validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate31.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3337,8 +4391,8 @@ let data0 = data.agents;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate29(data0[i0], {instancePath:instancePath+"/agents/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
+if(!(validate32(data0[i0], {instancePath:instancePath+"/agents/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
 }
@@ -3357,7 +4411,7 @@ errors++;
 if(data.nextCursor !== undefined){
 let data2 = data.nextCursor;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err4 = {instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: schema41.properties.nextCursor.type},message:"must be string,null"};
+const err4 = {instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: schema44.properties.nextCursor.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3378,346 +4432,14 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate28.errors = vErrors;
-return errors === 0;
-}
-validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const AgentManagementAgentPublishReleaseInput = validate31;
-const schema44 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.input.schema","title":"AgentManagementAgentPublishReleaseInput","description":"Arguments of agent_publish_release.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"notes":{"type":"string","maxLength":5000,"description":"Release notes."}},"examples":[{"agentId":"agt_01HZX3","notes":"Adds the sales label."}]};
-
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.input.schema" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate31.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.agentId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!((key0 === "agentId") || (key0 === "notes"))){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.notes !== undefined){
-let data1 = data.notes;
-if(typeof data1 === "string"){
-if(func2(data1) > 5000){
-const err4 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/maxLength",keyword:"maxLength",params:{limit: 5000},message:"must NOT have more than 5000 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
 validate31.errors = vErrors;
 return errors === 0;
 }
 validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentPublishReleaseOutput = validate32;
-const schema45 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.output.schema","title":"AgentManagementAgentPublishReleaseOutput","description":"Result of agent_publish_release.","type":"object","required":["agentId","releaseVersion","publishedAt"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"releaseVersion":{"type":"integer","minimum":1,"description":"Number of the new release."},"publishedAt":{"type":"string","format":"date-time","description":"Publication time (ISO 8601 UTC)."}},"examples":[{"agentId":"agt_01HZX3","releaseVersion":2,"publishedAt":"2025-05-03T12:00:00Z"}]};
-
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.output.schema" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate32.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.agentId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.releaseVersion === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "releaseVersion"},message:"must have required property '"+"releaseVersion"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.publishedAt === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "publishedAt"},message:"must have required property '"+"publishedAt"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "agentId") || (key0 === "releaseVersion")) || (key0 === "publishedAt"))){
-const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.releaseVersion !== undefined){
-let data1 = data.releaseVersion;
-if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err6 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 < 1 || isNaN(data1)){
-const err7 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-if(data.publishedAt !== undefined){
-let data2 = data.publishedAt;
-if(typeof data2 === "string"){
-if(!(formats0.validate(data2))){
-const err8 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-validate32.errors = vErrors;
-return errors === 0;
-}
-validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const AgentManagementAgentReadInput = validate33;
-const schema46 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.input.schema","title":"AgentManagementAgentReadInput","description":"Arguments of agent_read.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."}},"examples":[{"agentId":"agt_01HZX3"}]};
-
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.input.schema" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate33.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.agentId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(key0 === "agentId")){
-const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate33.errors = vErrors;
-return errors === 0;
-}
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const AgentManagementAgentReadOutput = validate34;
-const schema47 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema","title":"AgentManagementAgentReadOutput","description":"Result of agent_read: the agent record.","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
-const schema48 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+export const AgentManagementAgentListOutputAgentRecord = validate34;
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate34.evaluated;
@@ -3849,7 +4571,7 @@ vErrors.push(err11);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema47.properties, key0))){
+if(!(func1.call(schema45.properties, key0))){
 const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err12];
@@ -4136,7 +4858,7 @@ errors++;
 if(data.model !== undefined){
 let data9 = data.model;
 if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema47.properties.model.type},message:"must be string,null"};
+const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4149,7 +4871,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data10 = data.outputSchema;
 if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema47.properties.outputSchema.type},message:"must be object,null"};
+const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4162,7 +4884,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats0.validate(data11))){
+if(!(formats12.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -4187,7 +4909,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -4237,7 +4959,7 @@ errors++;
 if(data.releaseVersion !== undefined){
 let data14 = data.releaseVersion;
 if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema47.properties.releaseVersion.type},message:"must be integer,null"};
+const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -4287,11 +5009,9 @@ return errors === 0;
 }
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentTogglePublicTemplateInput = validate35;
-const schema49 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.input.schema","title":"AgentManagementAgentTogglePublicTemplateInput","description":"Arguments of agent_toggle_public_template.","type":"object","required":["agentId","public"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"public":{"type":"boolean","description":"true to add to the public template gallery, false to remove."}},"examples":[{"agentId":"agt_01HZX3","public":true}]};
+export const AgentManagementAgentListOutputServerRef = validate35;
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.input.schema" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate35.evaluated;
@@ -4302,8 +5022,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.agentId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4312,8 +5032,9 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.public === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "public"},message:"must have required property '"+"public"+"'"};
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4322,9 +5043,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data){
-if(!((key0 === "agentId") || (key0 === "public"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4334,11 +5058,8 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4348,8 +5069,11 @@ vErrors.push(err3);
 errors++;
 }
 }
-else {
-const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4358,10 +5082,12 @@ vErrors.push(err4);
 }
 errors++;
 }
-}
-if(data.public !== undefined){
-if(typeof data.public !== "boolean"){
-const err5 = {instancePath:instancePath+"/public",schemaPath:"#/properties/public/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4371,9 +5097,8 @@ vErrors.push(err5);
 errors++;
 }
 }
-}
 else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4382,16 +5107,64 @@ vErrors.push(err6);
 }
 errors++;
 }
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
 validate35.errors = vErrors;
 return errors === 0;
 }
 validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentTogglePublicTemplateOutput = validate36;
-const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.output.schema","title":"AgentManagementAgentTogglePublicTemplateOutput","description":"Result of agent_toggle_public_template.","type":"object","required":["agentId","isPublicTemplate","releaseVersion"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"isPublicTemplate":{"type":"boolean","description":"New state of the public-template flag."},"releaseVersion":{"type":"integer","minimum":1,"description":"Release shown in the gallery (the latest published)."}},"examples":[{"agentId":"agt_01HZX3","isPublicTemplate":true,"releaseVersion":2}]};
+export const AgentManagementAgentPublishReleaseInput = validate36;
+const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.input.schema","title":"AgentManagementAgentPublishReleaseInput","description":"Arguments of agent_publish_release.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"notes":{"type":"string","maxLength":5000,"description":"Release notes."}},"examples":[{"agentId":"agt_01HZX3","notes":"Adds the sales label."}]};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.output.schema" */;
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.input.schema" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate36.evaluated;
@@ -4412,8 +5185,9 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.isPublicTemplate === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "isPublicTemplate"},message:"must have required property '"+"isPublicTemplate"+"'"};
+for(const key0 in data){
+if(!((key0 === "agentId") || (key0 === "notes"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4422,8 +5196,110 @@ vErrors.push(err1);
 }
 errors++;
 }
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.notes !== undefined){
+let data1 = data.notes;
+if(typeof data1 === "string"){
+if(func2(data1) > 5000){
+const err4 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/maxLength",keyword:"maxLength",params:{limit: 5000},message:"must NOT have more than 5000 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/notes",schemaPath:"#/properties/notes/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentPublishReleaseOutput = validate37;
+const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.output.schema","title":"AgentManagementAgentPublishReleaseOutput","description":"Result of agent_publish_release.","type":"object","required":["agentId","releaseVersion","publishedAt"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"releaseVersion":{"type":"integer","minimum":1,"description":"Number of the new release."},"publishedAt":{"type":"string","format":"date-time","description":"Publication time (ISO 8601 UTC)."}},"examples":[{"agentId":"agt_01HZX3","releaseVersion":2,"publishedAt":"2025-05-03T12:00:00Z"}]};
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_publish_release.output.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 if(data.releaseVersion === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "releaseVersion"},message:"must have required property '"+"releaseVersion"+"'"};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "releaseVersion"},message:"must have required property '"+"releaseVersion"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.publishedAt === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "publishedAt"},message:"must have required property '"+"publishedAt"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4433,7 +5309,7 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "agentId") || (key0 === "isPublicTemplate")) || (key0 === "releaseVersion"))){
+if(!(((key0 === "agentId") || (key0 === "releaseVersion")) || (key0 === "publishedAt"))){
 const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err3];
@@ -4469,9 +5345,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err6 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.releaseVersion !== undefined){
+let data1 = data.releaseVersion;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err6 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4480,11 +5357,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-if(data.releaseVersion !== undefined){
-let data2 = data.releaseVersion;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-const err7 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 < 1 || isNaN(data1)){
+const err7 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4493,9 +5368,13 @@ vErrors.push(err7);
 }
 errors++;
 }
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 < 1 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.publishedAt !== undefined){
+let data2 = data.publishedAt;
+if(typeof data2 === "string"){
+if(!(formats12.validate(data2))){
+const err8 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4505,10 +5384,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-}
 else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err9 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -4517,20 +5394,31 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate36.errors = vErrors;
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate37.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentUpdateInput = validate37;
-const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema","title":"AgentManagementAgentUpdateInput","description":"Arguments of agent_update: agentId and at least one field of agent_create (partial update).","type":"object","required":["agentId"],"minProperties":2,"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"minLength":1,"description":"New model id, or null to return to the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null to return to plain-text replies."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","instructions":"Classify each message as bug, billing, sales or other."},{"agentId":"agt_01HZX3","model":null,"servers":[{"server":"svc-sidekick"}]}]};
-const schema52 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+export const AgentManagementAgentReadInput = validate38;
+const schema52 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.input.schema","title":"AgentManagementAgentReadInput","description":"Arguments of agent_read.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."}},"examples":[{"agentId":"agt_01HZX3"}]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema" */;
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4538,8 +5426,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(Object.keys(data).length < 2){
-const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 2},message:"must NOT have fewer than 2 properties"};
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4548,8 +5436,9 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.agentId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+for(const key0 in data){
+if(!(key0 === "agentId")){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4558,9 +5447,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(((((((key0 === "agentId") || (key0 === "name")) || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema"))){
-const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4570,11 +5462,8 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4584,8 +5473,9 @@ vErrors.push(err3);
 errors++;
 }
 }
+}
 else {
-const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4594,318 +5484,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-}
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-if(func2(data1) < 1){
-const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err8 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else {
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err10 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(func2(data3) < 1){
-const err11 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data.servers !== undefined){
-let data4 = data.servers;
-if(Array.isArray(data4)){
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-let data5 = data4[i0];
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-if(data5.server === undefined){
-const err13 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err14 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err15 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-else {
-const err16 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-}
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err17 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err18 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-else {
-const err19 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-let i2 = data7.length;
-let j0;
-if(i2 > 1){
-const indices0 = {};
-for(;i2--;){
-let item0 = data7[i2];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err20 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-break;
-}
-indices0[item0] = i2;
-}
-}
-}
-else {
-const err21 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err24 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema51.properties.model.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(typeof data9 === "string"){
-if(func2(data9) < 1){
-const err25 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-}
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err26 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema51.properties.outputSchema.type},message:"must be object,null"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-}
-}
-else {
-const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementAgentUpdateOutput = validate38;
-const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema","title":"AgentManagementAgentUpdateOutput","description":"Result of agent_update: the updated agent record (version incremented).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+export const AgentManagementAgentReadOutput = validate39;
+const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema","title":"AgentManagementAgentReadOutput","description":"Result of agent_read: the agent record.","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
 const schema54 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema" */;
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5347,7 +5939,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats0.validate(data11))){
+if(!(formats12.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -5372,7 +5964,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats0.validate(data12))){
+if(!(formats12.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -5467,19 +6059,1657 @@ vErrors.push(err45);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatCreateInput = validate39;
-const schema55 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.input.schema","title":"AgentManagementChatCreateInput","description":"Arguments of chat_create.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":"string","minLength":1,"maxLength":200,"description":"Chat title."}},"examples":[{"agentId":"agt_01HZX3","title":"Billing questions"}]};
+export const AgentManagementAgentReadOutputServerRef = validate40;
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentTogglePublicTemplateInput = validate41;
+const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.input.schema","title":"AgentManagementAgentTogglePublicTemplateInput","description":"Arguments of agent_toggle_public_template.","type":"object","required":["agentId","public"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"public":{"type":"boolean","description":"true to add to the public template gallery, false to remove."}},"examples":[{"agentId":"agt_01HZX3","public":true}]};
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.input.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.public === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "public"},message:"must have required property '"+"public"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "agentId") || (key0 === "public"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.public !== undefined){
+if(typeof data.public !== "boolean"){
+const err5 = {instancePath:instancePath+"/public",schemaPath:"#/properties/public/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentTogglePublicTemplateOutput = validate42;
+const schema57 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.output.schema","title":"AgentManagementAgentTogglePublicTemplateOutput","description":"Result of agent_toggle_public_template.","type":"object","required":["agentId","isPublicTemplate","releaseVersion"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"isPublicTemplate":{"type":"boolean","description":"New state of the public-template flag."},"releaseVersion":{"type":"integer","minimum":1,"description":"Release shown in the gallery (the latest published)."}},"examples":[{"agentId":"agt_01HZX3","isPublicTemplate":true,"releaseVersion":2}]};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_toggle_public_template.output.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate42.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.isPublicTemplate === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "isPublicTemplate"},message:"must have required property '"+"isPublicTemplate"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.releaseVersion === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "releaseVersion"},message:"must have required property '"+"releaseVersion"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "agentId") || (key0 === "isPublicTemplate")) || (key0 === "releaseVersion"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err6 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.releaseVersion !== undefined){
+let data2 = data.releaseVersion;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err7 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 < 1 || isNaN(data2)){
+const err8 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate42.errors = vErrors;
+return errors === 0;
+}
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentUpdateInput = validate43;
+const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema","title":"AgentManagementAgentUpdateInput","description":"Arguments of agent_update: agentId and at least one field of agent_create (partial update).","type":"object","required":["agentId"],"minProperties":2,"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"minLength":1,"description":"New model id, or null to return to the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null to return to plain-text replies."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","instructions":"Classify each message as bug, billing, sales or other."},{"agentId":"agt_01HZX3","model":null,"servers":[{"server":"svc-sidekick"}]}]};
+const schema59 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 2){
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 2},message:"must NOT have fewer than 2 properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.agentId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "agentId") || (key0 === "name")) || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err8 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err10 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err11 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.servers !== undefined){
+let data4 = data.servers;
+if(Array.isArray(data4)){
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.server === undefined){
+const err13 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err14 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err15 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err17 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err18 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+let i2 = data7.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data7[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err20 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err24 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema58.properties.model.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(typeof data9 === "string"){
+if(func2(data9) < 1){
+const err25 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err26 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema58.properties.outputSchema.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+validate43.errors = vErrors;
+return errors === 0;
+}
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentUpdateInputServerRef = validate44;
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate44.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentUpdateOutput = validate45;
+const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema","title":"AgentManagementAgentUpdateOutput","description":"Result of agent_update: the updated agent record (version incremented).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+const schema62 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate45.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.description === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "description"},message:"must have required property '"+"description"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.instructions === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "instructions"},message:"must have required property '"+"instructions"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.servers === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "servers"},message:"must have required property '"+"servers"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data.model === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "model"},message:"must have required property '"+"model"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data.outputSchema === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outputSchema"},message:"must have required property '"+"outputSchema"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data.createdAt === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data.updatedAt === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data.version === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data.releaseVersion === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "releaseVersion"},message:"must have required property '"+"releaseVersion"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data.isPublicTemplate === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "isPublicTemplate"},message:"must have required property '"+"isPublicTemplate"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(func1.call(schema61.properties, key0))){
+const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.servers !== undefined){
+let data4 = data.servers;
+if(Array.isArray(data4)){
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.server === undefined){
+const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+let i2 = data7.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data7[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema61.properties.model.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema61.properties.outputSchema.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats12.validate(data11))){
+const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats12.validate(data12))){
+const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema61.properties.releaseVersion.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+}
+else {
+const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+validate45.errors = vErrors;
+return errors === 0;
+}
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementAgentUpdateOutputServerRef = validate46;
+
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.server === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "server") || (key0 === "tools"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data0 = data.server;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err2 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data1 = data.tools;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err5 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err7 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementChatCreateInput = validate47;
+const schema64 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.input.schema","title":"AgentManagementChatCreateInput","description":"Arguments of chat_create.","type":"object","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":"string","minLength":1,"maxLength":200,"description":"Chat title."}},"examples":[{"agentId":"agt_01HZX3","title":"Billing questions"}]};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5580,19 +7810,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatCreateOutput = validate40;
-const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema","title":"AgentManagementChatCreateOutput","description":"Result of chat_create: the new chat.","type":"object","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}},"examples":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}]};
+export const AgentManagementChatCreateOutput = validate48;
+const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema","title":"AgentManagementChatCreateOutput","description":"Result of chat_create: the new chat.","type":"object","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}},"examples":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}]};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5715,7 +7945,7 @@ errors++;
 if(data.title !== undefined){
 let data2 = data.title;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema56.properties.title.type},message:"must be string,null"};
+const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema65.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5728,7 +7958,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats0.validate(data3))){
+if(!(formats12.validate(data3))){
 const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -5753,7 +7983,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats0.validate(data4))){
+if(!(formats12.validate(data4))){
 const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -5786,19 +8016,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatListInput = validate41;
-const schema57 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.input.schema","title":"AgentManagementChatListInput","description":"Arguments of chat_list: optional agent filter and paging.","type":"object","additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Only chats of this agent."},"limit":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"Maximum number of entries returned (page size)."},"cursor":{"type":"string","minLength":1,"description":"Opaque cursor from the previous page's nextCursor; omit for the first page."}},"examples":[{},{"agentId":"agt_01HZX3","limit":10}]};
+export const AgentManagementChatListInput = validate49;
+const schema66 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.input.schema","title":"AgentManagementChatListInput","description":"Arguments of chat_list: optional agent filter and paging.","type":"object","additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Only chats of this agent."},"limit":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"Maximum number of entries returned (page size)."},"cursor":{"type":"string","minLength":1,"description":"Opaque cursor from the previous page's nextCursor; omit for the first page."}},"examples":[{},{"agentId":"agt_01HZX3","limit":10}]};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5806,9 +8036,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 20;
-}
 for(const key0 in data){
 if(!(((key0 === "agentId") || (key0 === "limit")) || (key0 === "cursor"))){
 const err0 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
@@ -5846,6 +8073,7 @@ vErrors.push(err2);
 errors++;
 }
 }
+if(data.limit !== undefined){
 let data1 = data.limit;
 if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
 const err3 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -5877,6 +8105,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
+}
 }
 }
 if(data.cursor !== undefined){
@@ -5915,20 +8144,20 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatListOutput = validate42;
-const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.output.schema","title":"AgentManagementChatListOutput","description":"Result of chat_list: one page of chats, most recently active first.","type":"object","required":["chats","nextCursor"],"additionalProperties":false,"properties":{"chats":{"type":"array","description":"Chats.","items":{"$ref":"#/$defs/chatRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"chatRecord":{"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}}},"examples":[{"chats":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}],"nextCursor":"eyJvIjoxMH0"}]};
-const schema59 = {"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}};
+export const AgentManagementChatListOutput = validate50;
+const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.output.schema","title":"AgentManagementChatListOutput","description":"Result of chat_list: one page of chats, most recently active first.","type":"object","required":["chats","nextCursor"],"additionalProperties":false,"properties":{"chats":{"type":"array","description":"Chats.","items":{"$ref":"#/$defs/chatRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"chatRecord":{"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}}},"examples":[{"chats":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}],"nextCursor":"eyJvIjoxMH0"}]};
+const schema68 = {"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6090,7 +8319,7 @@ errors++;
 if(data1.title !== undefined){
 let data4 = data1.title;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err13 = {instancePath:instancePath+"/chats/" + i0+"/title",schemaPath:"#/$defs/chatRecord/properties/title/type",keyword:"type",params:{type: schema59.properties.title.type},message:"must be string,null"};
+const err13 = {instancePath:instancePath+"/chats/" + i0+"/title",schemaPath:"#/$defs/chatRecord/properties/title/type",keyword:"type",params:{type: schema68.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -6103,7 +8332,7 @@ errors++;
 if(data1.createdAt !== undefined){
 let data5 = data1.createdAt;
 if(typeof data5 === "string"){
-if(!(formats0.validate(data5))){
+if(!(formats12.validate(data5))){
 const err14 = {instancePath:instancePath+"/chats/" + i0+"/createdAt",schemaPath:"#/$defs/chatRecord/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -6128,7 +8357,7 @@ errors++;
 if(data1.updatedAt !== undefined){
 let data6 = data1.updatedAt;
 if(typeof data6 === "string"){
-if(!(formats0.validate(data6))){
+if(!(formats12.validate(data6))){
 const err16 = {instancePath:instancePath+"/chats/" + i0+"/updatedAt",schemaPath:"#/$defs/chatRecord/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -6177,7 +8406,7 @@ errors++;
 if(data.nextCursor !== undefined){
 let data7 = data.nextCursor;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err20 = {instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: schema58.properties.nextCursor.type},message:"must be string,null"};
+const err20 = {instancePath:instancePath+"/nextCursor",schemaPath:"#/properties/nextCursor/type",keyword:"type",params:{type: schema67.properties.nextCursor.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -6198,19 +8427,223 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatListArtifactsInput = validate43;
-const schema60 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.input.schema","title":"AgentManagementChatListArtifactsInput","description":"Arguments of chat_list_artifacts.","type":"object","required":["chatId"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"chatId":"cht_7Q2K"}]};
+export const AgentManagementChatListOutputChatRecord = validate51;
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.chatId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "chatId"},message:"must have required property '"+"chatId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.agentId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.title === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "title"},message:"must have required property '"+"title"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.createdAt === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.updatedAt === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "chatId") || (key0 === "agentId")) || (key0 === "title")) || (key0 === "createdAt")) || (key0 === "updatedAt"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.chatId !== undefined){
+let data0 = data.chatId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err6 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data1 = data.agentId;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.title !== undefined){
+let data2 = data.title;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema68.properties.title.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.createdAt !== undefined){
+let data3 = data.createdAt;
+if(typeof data3 === "string"){
+if(!(formats12.validate(data3))){
+const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.updatedAt !== undefined){
+let data4 = data.updatedAt;
+if(typeof data4 === "string"){
+if(!(formats12.validate(data4))){
+const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate51.errors = vErrors;
+return errors === 0;
+}
+validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const AgentManagementChatListArtifactsInput = validate52;
+const schema70 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.input.schema","title":"AgentManagementChatListArtifactsInput","description":"Arguments of chat_list_artifacts.","type":"object","required":["chatId"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"chatId":"cht_7Q2K"}]};
+
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6276,19 +8709,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatListArtifactsOutput = validate44;
-const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.output.schema","title":"AgentManagementChatListArtifactsOutput","description":"Result of chat_list_artifacts.","type":"object","required":["chatId","files"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"files":{"type":"array","description":"Files of the chat, oldest first.","items":{"type":"object","required":["url","fileName","mimeType","size"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL (time-limited)."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."}}}}},"examples":[{"chatId":"cht_7Q2K","files":[{"url":"https://files.example.com/f/abc?sig=1","fileName":"summary.md","mimeType":"text/markdown","size":512}]}]};
+export const AgentManagementChatListArtifactsOutput = validate53;
+const schema71 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.output.schema","title":"AgentManagementChatListArtifactsOutput","description":"Result of chat_list_artifacts.","type":"object","required":["chatId","files"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"files":{"type":"array","description":"Files of the chat, oldest first.","items":{"type":"object","required":["url","fileName","mimeType","size"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL (time-limited)."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."}}}}},"examples":[{"chatId":"cht_7Q2K","files":[{"url":"https://files.example.com/f/abc?sig=1","fileName":"summary.md","mimeType":"text/markdown","size":512}]}]};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list_artifacts.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6415,7 +8848,7 @@ errors++;
 if(data2.url !== undefined){
 let data3 = data2.url;
 if(typeof data3 === "string"){
-if(!(formats4(data3))){
+if(!(formats0(data3))){
 const err10 = {instancePath:instancePath+"/files/" + i0+"/url",schemaPath:"#/properties/files/items/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err10];
@@ -6547,19 +8980,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatResetConversationInput = validate45;
-const schema62 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.input.schema","title":"AgentManagementChatResetConversationInput","description":"Arguments of chat_reset_conversation.","type":"object","required":["chatId"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"chatId":"cht_7Q2K"}]};
+export const AgentManagementChatResetConversationInput = validate54;
+const schema72 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.input.schema","title":"AgentManagementChatResetConversationInput","description":"Arguments of chat_reset_conversation.","type":"object","required":["chatId"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"chatId":"cht_7Q2K"}]};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6625,19 +9058,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const AgentManagementChatResetConversationOutput = validate46;
-const schema63 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema","title":"AgentManagementChatResetConversationOutput","description":"Result of chat_reset_conversation.","type":"object","required":["success","chatId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the history was cleared."},"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"success":true,"chatId":"cht_7Q2K"}]};
+export const AgentManagementChatResetConversationOutput = validate55;
+const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema","title":"AgentManagementChatResetConversationOutput","description":"Result of chat_reset_conversation.","type":"object","required":["success","chatId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the history was cleared."},"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"success":true,"chatId":"cht_7Q2K"}]};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6725,19 +9158,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationLoginsListInput = validate47;
-const schema64 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.input.schema","title":"BrowserAutomationLoginsListInput","description":"Arguments of logins_list: none (an empty object).","type":"object","properties":{},"additionalProperties":false,"examples":[{}]};
+export const BrowserAutomationLoginsListInput = validate56;
+const schema74 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.input.schema","title":"BrowserAutomationLoginsListInput","description":"Arguments of logins_list: none (an empty object).","type":"object","properties":{},"additionalProperties":false,"examples":[{}]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6766,19 +9199,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationLoginsListOutput = validate48;
-const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.output.schema","title":"BrowserAutomationLoginsListOutput","description":"Result of logins_list: count and the saved login contexts.","type":"object","required":["count","contexts"],"additionalProperties":false,"properties":{"count":{"type":"integer","minimum":0,"description":"Number of entries in contexts."},"contexts":{"type":"array","description":"Saved login contexts.","items":{"type":"object","required":["id","label","service","loginUrl","status","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Context id (value for useContextService)."},"label":{"type":"string","description":"Display label."},"service":{"type":"string","description":"Service the login is for."},"loginUrl":{"type":"string","format":"uri","description":"Login page used to create the context."},"status":{"type":"string","enum":["active","expired"],"description":"active (usable) or expired (the service signed it out; log in again)."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601)."}}}}},"examples":[{"count":1,"contexts":[{"id":"ctx_91d0","label":"Billing portal","service":"billing.example.com","loginUrl":"https://billing.example.com/login","status":"active","createdAt":"2025-04-20T07:15:00Z"}]}]};
+export const BrowserAutomationLoginsListOutput = validate57;
+const schema75 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.output.schema","title":"BrowserAutomationLoginsListOutput","description":"Result of logins_list: count and the saved login contexts.","type":"object","required":["count","contexts"],"additionalProperties":false,"properties":{"count":{"type":"integer","minimum":0,"description":"Number of entries in contexts."},"contexts":{"type":"array","description":"Saved login contexts.","items":{"type":"object","required":["id","label","service","loginUrl","status","createdAt"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Context id (value for useContextService)."},"label":{"type":"string","description":"Display label."},"service":{"type":"string","description":"Service the login is for."},"loginUrl":{"type":"string","format":"uri","description":"Login page used to create the context."},"status":{"type":"string","enum":["active","expired"],"description":"active (usable) or expired (the service signed it out; log in again)."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601)."}}}}},"examples":[{"count":1,"contexts":[{"id":"ctx_91d0","label":"Billing portal","service":"billing.example.com","loginUrl":"https://billing.example.com/login","status":"active","createdAt":"2025-04-20T07:15:00Z"}]}]};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_logins_list.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6974,7 +9407,7 @@ errors++;
 if(data2.loginUrl !== undefined){
 let data6 = data2.loginUrl;
 if(typeof data6 === "string"){
-if(!(formats4(data6))){
+if(!(formats0(data6))){
 const err16 = {instancePath:instancePath+"/contexts/" + i0+"/loginUrl",schemaPath:"#/properties/contexts/items/properties/loginUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -7009,7 +9442,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!((data7 === "active") || (data7 === "expired"))){
-const err19 = {instancePath:instancePath+"/contexts/" + i0+"/status",schemaPath:"#/properties/contexts/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema65.properties.contexts.items.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/contexts/" + i0+"/status",schemaPath:"#/properties/contexts/items/properties/status/enum",keyword:"enum",params:{allowedValues: schema75.properties.contexts.items.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -7022,7 +9455,7 @@ errors++;
 if(data2.createdAt !== undefined){
 let data8 = data2.createdAt;
 if(typeof data8 === "string"){
-if(!(formats0.validate(data8))){
+if(!(formats12.validate(data8))){
 const err20 = {instancePath:instancePath+"/contexts/" + i0+"/createdAt",schemaPath:"#/properties/contexts/items/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err20];
@@ -7079,21 +9512,21 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationOperatorRunInput = validate49;
-const schema66 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (page structure), cua (screenshots, computer use) or hybrid (both)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of operator steps, 1 to 100."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
-const pattern4 = new RegExp("^[^\\r\\n]+$", "u");
-const pattern5 = new RegExp("^[A-Za-z0-9]{8}$", "u");
+export const BrowserAutomationOperatorRunInput = validate58;
+const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (page structure), cua (screenshots, computer use) or hybrid (both)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of operator steps, 1 to 100."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
+const pattern12 = new RegExp("^[^\\r\\n]+$", "u");
+const pattern13 = new RegExp("^[A-Za-z0-9]{8}$", "u");
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7101,45 +9534,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.model === undefined){
-data.model = "google/gemini-3-flash-preview";
-}
-if(data.agentMode === undefined){
-data.agentMode = "hybrid";
-}
-if(data.maxSteps === undefined){
-data.maxSteps = 30;
-}
-if(data.region === undefined){
-data.region = "us-west-2";
-}
-if(data.proxies === undefined){
-data.proxies = false;
-}
-if(data.advancedStealth === undefined){
-data.advancedStealth = false;
-}
-if(data.blockAds === undefined){
-data.blockAds = true;
-}
-if(data.solveCaptchas === undefined){
-data.solveCaptchas = true;
-}
-if(data.recordSession === undefined){
-data.recordSession = true;
-}
-if(data.viewportWidth === undefined){
-data.viewportWidth = 1288;
-}
-if(data.viewportHeight === undefined){
-data.viewportHeight = 711;
-}
-if(data.disableCache === undefined){
-data.disableCache = false;
-}
-if(data.cacheDurationDays === undefined){
-data.cacheDurationDays = 7;
-}
 if(data.task === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "task"},message:"must have required property '"+"task"+"'"};
 if(vErrors === null){
@@ -7161,7 +9555,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema66.properties, key0))){
+if(!(func1.call(schema76.properties, key0))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -7185,7 +9579,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern4.test(data0)){
+if(!pattern12.test(data0)){
 const err4 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/pattern",keyword:"pattern",params:{pattern: "^[^\\r\\n]+$"},message:"must match pattern \""+"^[^\\r\\n]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -7210,7 +9604,7 @@ errors++;
 if(data.cacheKey !== undefined){
 let data1 = data.cacheKey;
 if(typeof data1 === "string"){
-if(!pattern5.test(data1)){
+if(!pattern13.test(data1)){
 const err6 = {instancePath:instancePath+"/cacheKey",schemaPath:"#/properties/cacheKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]{8}$"},message:"must match pattern \""+"^[A-Za-z0-9]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7232,6 +9626,7 @@ vErrors.push(err7);
 errors++;
 }
 }
+if(data.model !== undefined){
 let data2 = data.model;
 if(typeof data2 !== "string"){
 const err8 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
@@ -7244,7 +9639,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((((((data2 === "google/gemini-3-flash-preview") || (data2 === "google/gemini-2.5-flash")) || (data2 === "google/gemini-2.5-pro")) || (data2 === "openai/gpt-4o")) || (data2 === "openai/gpt-4o-mini")) || (data2 === "anthropic/claude-sonnet-4"))){
-const err9 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/enum",keyword:"enum",params:{allowedValues: schema66.properties.model.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/enum",keyword:"enum",params:{allowedValues: schema76.properties.model.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -7253,6 +9648,8 @@ vErrors.push(err9);
 }
 errors++;
 }
+}
+if(data.agentMode !== undefined){
 let data3 = data.agentMode;
 if(typeof data3 !== "string"){
 const err10 = {instancePath:instancePath+"/agentMode",schemaPath:"#/properties/agentMode/type",keyword:"type",params:{type: "string"},message:"must be string"};
@@ -7265,7 +9662,7 @@ vErrors.push(err10);
 errors++;
 }
 if(!(((data3 === "dom") || (data3 === "hybrid")) || (data3 === "cua"))){
-const err11 = {instancePath:instancePath+"/agentMode",schemaPath:"#/properties/agentMode/enum",keyword:"enum",params:{allowedValues: schema66.properties.agentMode.enum},message:"must be equal to one of the allowed values"};
+const err11 = {instancePath:instancePath+"/agentMode",schemaPath:"#/properties/agentMode/enum",keyword:"enum",params:{allowedValues: schema76.properties.agentMode.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -7274,6 +9671,8 @@ vErrors.push(err11);
 }
 errors++;
 }
+}
+if(data.maxSteps !== undefined){
 let data4 = data.maxSteps;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
 const err12 = {instancePath:instancePath+"/maxSteps",schemaPath:"#/properties/maxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -7307,6 +9706,7 @@ vErrors.push(err14);
 errors++;
 }
 }
+}
 if(data.systemPrompt !== undefined){
 if(typeof data.systemPrompt !== "string"){
 const err15 = {instancePath:instancePath+"/systemPrompt",schemaPath:"#/properties/systemPrompt/type",keyword:"type",params:{type: "string"},message:"must be string"};
@@ -7319,6 +9719,7 @@ vErrors.push(err15);
 errors++;
 }
 }
+if(data.region !== undefined){
 let data6 = data.region;
 if(typeof data6 !== "string"){
 const err16 = {instancePath:instancePath+"/region",schemaPath:"#/properties/region/type",keyword:"type",params:{type: "string"},message:"must be string"};
@@ -7331,7 +9732,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!((((data6 === "us-west-2") || (data6 === "us-east-1")) || (data6 === "eu-central-1")) || (data6 === "ap-southeast-1"))){
-const err17 = {instancePath:instancePath+"/region",schemaPath:"#/properties/region/enum",keyword:"enum",params:{allowedValues: schema66.properties.region.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/region",schemaPath:"#/properties/region/enum",keyword:"enum",params:{allowedValues: schema76.properties.region.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -7340,6 +9741,8 @@ vErrors.push(err17);
 }
 errors++;
 }
+}
+if(data.proxies !== undefined){
 if(typeof data.proxies !== "boolean"){
 const err18 = {instancePath:instancePath+"/proxies",schemaPath:"#/properties/proxies/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7350,6 +9753,8 @@ vErrors.push(err18);
 }
 errors++;
 }
+}
+if(data.advancedStealth !== undefined){
 if(typeof data.advancedStealth !== "boolean"){
 const err19 = {instancePath:instancePath+"/advancedStealth",schemaPath:"#/properties/advancedStealth/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7360,6 +9765,8 @@ vErrors.push(err19);
 }
 errors++;
 }
+}
+if(data.blockAds !== undefined){
 if(typeof data.blockAds !== "boolean"){
 const err20 = {instancePath:instancePath+"/blockAds",schemaPath:"#/properties/blockAds/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7370,6 +9777,8 @@ vErrors.push(err20);
 }
 errors++;
 }
+}
+if(data.solveCaptchas !== undefined){
 if(typeof data.solveCaptchas !== "boolean"){
 const err21 = {instancePath:instancePath+"/solveCaptchas",schemaPath:"#/properties/solveCaptchas/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7380,6 +9789,8 @@ vErrors.push(err21);
 }
 errors++;
 }
+}
+if(data.recordSession !== undefined){
 if(typeof data.recordSession !== "boolean"){
 const err22 = {instancePath:instancePath+"/recordSession",schemaPath:"#/properties/recordSession/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7390,6 +9801,8 @@ vErrors.push(err22);
 }
 errors++;
 }
+}
+if(data.viewportWidth !== undefined){
 let data12 = data.viewportWidth;
 if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
 const err23 = {instancePath:instancePath+"/viewportWidth",schemaPath:"#/properties/viewportWidth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -7423,6 +9836,8 @@ vErrors.push(err25);
 errors++;
 }
 }
+}
+if(data.viewportHeight !== undefined){
 let data13 = data.viewportHeight;
 if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
 const err26 = {instancePath:instancePath+"/viewportHeight",schemaPath:"#/properties/viewportHeight/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -7454,6 +9869,7 @@ else {
 vErrors.push(err28);
 }
 errors++;
+}
 }
 }
 if(data.filesToUpload !== undefined){
@@ -7498,7 +9914,7 @@ errors++;
 if(data15.url !== undefined){
 let data16 = data15.url;
 if(typeof data16 === "string"){
-if(!(formats4(data16))){
+if(!(formats0(data16))){
 const err32 = {instancePath:instancePath+"/filesToUpload/" + i0+"/url",schemaPath:"#/properties/filesToUpload/items/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err32];
@@ -7619,6 +10035,7 @@ vErrors.push(err41);
 errors++;
 }
 }
+if(data.disableCache !== undefined){
 if(typeof data.disableCache !== "boolean"){
 const err42 = {instancePath:instancePath+"/disableCache",schemaPath:"#/properties/disableCache/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
@@ -7629,6 +10046,8 @@ vErrors.push(err42);
 }
 errors++;
 }
+}
+if(data.cacheDurationDays !== undefined){
 let data21 = data.cacheDurationDays;
 if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
 const err43 = {instancePath:instancePath+"/cacheDurationDays",schemaPath:"#/properties/cacheDurationDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -7663,6 +10082,7 @@ errors++;
 }
 }
 }
+}
 else {
 const err46 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
@@ -7673,19 +10093,19 @@ vErrors.push(err46);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationOperatorRunOutput = validate50;
-const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.output.schema","title":"BrowserAutomationOperatorRunOutput","description":"Start response of browser-automation_operator_run: the task was accepted and runs in the background. Poll it with browser-automation_operator_run_continue every 3 to 5 seconds.","type":"object","required":["status","sessionId","collectionId","buildId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","const":"RUNNING","description":"Always RUNNING in the start response."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id; pass it to the _continue tool."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files."},"buildId":{"type":"string","minLength":1,"description":"Build id of this task; for operator tasks it identifies the generated replay script."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file in the collection."},"message":{"type":"string","description":"Human-readable status and how to poll."}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","buildId":"bld_2e90","logFileName":"task-ses_4c1f9a.log","message":"Task started. Poll with browser-automation_operator_run_continue every 3-5 seconds."}]};
+export const BrowserAutomationOperatorRunOutput = validate59;
+const schema77 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.output.schema","title":"BrowserAutomationOperatorRunOutput","description":"Start response of browser-automation_operator_run: the task was accepted and runs in the background. Poll it with browser-automation_operator_run_continue every 3 to 5 seconds.","type":"object","required":["status","sessionId","collectionId","buildId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","const":"RUNNING","description":"Always RUNNING in the start response."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id; pass it to the _continue tool."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files."},"buildId":{"type":"string","minLength":1,"description":"Build id of this task; for operator tasks it identifies the generated replay script."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file in the collection."},"message":{"type":"string","description":"Human-readable status and how to poll."}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","buildId":"bld_2e90","logFileName":"task-ses_4c1f9a.log","message":"Task started. Poll with browser-automation_operator_run_continue every 3-5 seconds."}]};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7911,19 +10331,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationOperatorRunContinueInput = validate51;
-const schema68 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.input.schema","title":"BrowserAutomationOperatorRunContinueInput","description":"Arguments of operator_run_continue (spec section 12): the three values of the start response.","type":"object","required":["sessionId","collectionId","logFileName"],"additionalProperties":false,"properties":{"sessionId":{"type":"string","minLength":1,"description":"sessionId from the start response."},"collectionId":{"type":"string","minLength":1,"description":"collectionId from the start response."},"logFileName":{"type":"string","minLength":1,"description":"logFileName from the start response."}},"examples":[{"sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log"}]};
+export const BrowserAutomationOperatorRunContinueInput = validate60;
+const schema78 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.input.schema","title":"BrowserAutomationOperatorRunContinueInput","description":"Arguments of operator_run_continue (spec section 12): the three values of the start response.","type":"object","required":["sessionId","collectionId","logFileName"],"additionalProperties":false,"properties":{"sessionId":{"type":"string","minLength":1,"description":"sessionId from the start response."},"collectionId":{"type":"string","minLength":1,"description":"collectionId from the start response."},"logFileName":{"type":"string","minLength":1,"description":"logFileName from the start response."}},"examples":[{"sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log"}]};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8059,20 +10479,20 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationOperatorRunContinueOutput = validate52;
-const schema69 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.output.schema","title":"BrowserAutomationOperatorRunContinueOutput","description":"Poll response of browser-automation_operator_run_continue. status RUNNING: still working, poll again in 3 to 5 seconds. completed: result, files and logContent are present. failed: result carries the reason.","type":"object","required":["status","sessionId","collectionId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","enum":["RUNNING","completed","failed"],"description":"Task state."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id."},"result":{"type":"string","description":"Final answer of the task (completed) or the failure reason (failed)."},"files":{"type":"array","description":"Files produced by the task.","items":{"$ref":"#/$defs/fileEntry"}},"collectionId":{"type":"string","minLength":1,"description":"Collection holding the output files and the log."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file."},"logContent":{"type":"string","description":"Content of the task log."},"message":{"type":"string","description":"Human-readable status."}},"allOf":[{"if":{"properties":{"status":{"const":"completed"}}},"then":{"properties":{"result":true,"files":true,"logContent":true},"required":["result","files","logContent"]}},{"if":{"properties":{"status":{"const":"failed"}}},"then":{"properties":{"result":true},"required":["result"]}}],"$defs":{"fileEntry":{"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Still running (step 4 of at most 30)."},{"status":"completed","sessionId":"ses_4c1f9a","result":"The cheapest flight is 129 EUR.","files":[{"url":"https://files.example.com/f/prices.json?sig=1","fileName":"prices.json","mimeType":"application/json","size":2048,"source":"extract"}],"collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","logContent":"[00:00] navigate https://example.com\n[00:04] extract prices","message":"Task completed."},{"status":"failed","sessionId":"ses_4c1f9a","result":"Login page did not load.","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Task failed."}]};
-const schema70 = {"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}};
+export const BrowserAutomationOperatorRunContinueOutput = validate61;
+const schema79 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.output.schema","title":"BrowserAutomationOperatorRunContinueOutput","description":"Poll response of browser-automation_operator_run_continue. status RUNNING: still working, poll again in 3 to 5 seconds. completed: result, files and logContent are present. failed: result carries the reason.","type":"object","required":["status","sessionId","collectionId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","enum":["RUNNING","completed","failed"],"description":"Task state."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id."},"result":{"type":"string","description":"Final answer of the task (completed) or the failure reason (failed)."},"files":{"type":"array","description":"Files produced by the task.","items":{"$ref":"#/$defs/fileEntry"}},"collectionId":{"type":"string","minLength":1,"description":"Collection holding the output files and the log."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file."},"logContent":{"type":"string","description":"Content of the task log."},"message":{"type":"string","description":"Human-readable status."}},"allOf":[{"if":{"properties":{"status":{"const":"completed"}}},"then":{"properties":{"result":true,"files":true,"logContent":true},"required":["result","files","logContent"]}},{"if":{"properties":{"status":{"const":"failed"}}},"then":{"properties":{"result":true},"required":["result"]}}],"$defs":{"fileEntry":{"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Still running (step 4 of at most 30)."},{"status":"completed","sessionId":"ses_4c1f9a","result":"The cheapest flight is 129 EUR.","files":[{"url":"https://files.example.com/f/prices.json?sig=1","fileName":"prices.json","mimeType":"application/json","size":2048,"source":"extract"}],"collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","logContent":"[00:00] navigate https://example.com\n[00:04] extract prices","message":"Task completed."},{"status":"failed","sessionId":"ses_4c1f9a","result":"Login page did not load.","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Task failed."}]};
+const schema80 = {"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run_continue.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8304,7 +10724,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data2 === "RUNNING") || (data2 === "completed")) || (data2 === "failed"))){
-const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema69.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema79.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -8423,7 +10843,7 @@ errors++;
 if(data6.url !== undefined){
 let data7 = data6.url;
 if(typeof data7 === "string"){
-if(!(formats4(data7))){
+if(!(formats0(data7))){
 const err25 = {instancePath:instancePath+"/files/" + i0+"/url",schemaPath:"#/$defs/fileEntry/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err25];
@@ -8533,7 +10953,7 @@ vErrors.push(err33);
 errors++;
 }
 if(!(((data11 === "extract") || (data11 === "download")) || (data11 === "script"))){
-const err34 = {instancePath:instancePath+"/files/" + i0+"/source",schemaPath:"#/$defs/fileEntry/properties/source/enum",keyword:"enum",params:{allowedValues: schema70.properties.source.enum},message:"must be equal to one of the allowed values"};
+const err34 = {instancePath:instancePath+"/files/" + i0+"/source",schemaPath:"#/$defs/fileEntry/properties/source/enum",keyword:"enum",params:{allowedValues: schema80.properties.source.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -8652,19 +11072,17 @@ vErrors.push(err43);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationPlaywrightRunInput = validate53;
-const schema71 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.input.schema","title":"BrowserAutomationPlaywrightRunInput","description":"Arguments of playwright_run (spec section 12). viewport defaults are those of operator_run.","type":"object","required":["code","buildId"],"additionalProperties":false,"properties":{"code":{"type":"string","minLength":1,"description":"JavaScript body of an async function with a ready `page` (Playwright Page). Return {writeToCollection: true, fileName, fileContent} to save a file."},"buildId":{"type":"string","minLength":1,"description":"Build id the script belongs to: the buildId of an earlier operator_run to replay its script, or any caller-chosen id grouping runs of the same script."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."}},"examples":[{"code":"await page.goto(\"https://example.com\");\nreturn { writeToCollection: true, fileName: \"title.txt\", fileContent: await page.title() };","buildId":"bld_2e90"}]};
+export const BrowserAutomationOperatorRunContinueOutputFileEntry = validate62;
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.input.schema" */;
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8672,12 +11090,222 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.viewportWidth === undefined){
-data.viewportWidth = 1288;
+if(data.url === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err0];
 }
-if(data.viewportHeight === undefined){
-data.viewportHeight = 711;
+else {
+vErrors.push(err0);
 }
+errors++;
+}
+if(data.fileName === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fileName"},message:"must have required property '"+"fileName"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.mimeType === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mimeType"},message:"must have required property '"+"mimeType"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.size === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "size"},message:"must have required property '"+"size"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.source === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "url") || (key0 === "fileName")) || (key0 === "mimeType")) || (key0 === "size")) || (key0 === "source"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.url !== undefined){
+let data0 = data.url;
+if(typeof data0 === "string"){
+if(!(formats0(data0))){
+const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.fileName !== undefined){
+let data1 = data.fileName;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/fileName",schemaPath:"#/properties/fileName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/fileName",schemaPath:"#/properties/fileName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.mimeType !== undefined){
+let data2 = data.mimeType;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err10 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.size !== undefined){
+let data3 = data.size;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err12 = {instancePath:instancePath+"/size",schemaPath:"#/properties/size/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err13 = {instancePath:instancePath+"/size",schemaPath:"#/properties/size/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+if(data.source !== undefined){
+let data4 = data.source;
+if(typeof data4 !== "string"){
+const err14 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data4 === "extract") || (data4 === "download")) || (data4 === "script"))){
+const err15 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/enum",keyword:"enum",params:{allowedValues: schema80.properties.source.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+validate62.errors = vErrors;
+return errors === 0;
+}
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const BrowserAutomationPlaywrightRunInput = validate63;
+const schema82 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.input.schema","title":"BrowserAutomationPlaywrightRunInput","description":"Arguments of playwright_run (spec section 12). viewport defaults are those of operator_run.","type":"object","required":["code","buildId"],"additionalProperties":false,"properties":{"code":{"type":"string","minLength":1,"description":"JavaScript body of an async function with a ready `page` (Playwright Page). Return {writeToCollection: true, fileName, fileContent} to save a file."},"buildId":{"type":"string","minLength":1,"description":"Build id the script belongs to: the buildId of an earlier operator_run to replay its script, or any caller-chosen id grouping runs of the same script."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."}},"examples":[{"code":"await page.goto(\"https://example.com\");\nreturn { writeToCollection: true, fileName: \"title.txt\", fileContent: await page.title() };","buildId":"bld_2e90"}]};
+
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.input.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate63.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.code === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
@@ -8810,6 +11438,7 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.viewportWidth !== undefined){
 let data4 = data.viewportWidth;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
 const err11 = {instancePath:instancePath+"/viewportWidth",schemaPath:"#/properties/viewportWidth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -8843,6 +11472,8 @@ vErrors.push(err13);
 errors++;
 }
 }
+}
+if(data.viewportHeight !== undefined){
 let data5 = data.viewportHeight;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
 const err14 = {instancePath:instancePath+"/viewportHeight",schemaPath:"#/properties/viewportHeight/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -8877,6 +11508,7 @@ errors++;
 }
 }
 }
+}
 else {
 const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
@@ -8887,19 +11519,19 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate53.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationPlaywrightRunOutput = validate54;
-const schema72 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.output.schema","title":"BrowserAutomationPlaywrightRunOutput","description":"Start response of browser-automation_playwright_run: the task was accepted and runs in the background. Poll it with browser-automation_playwright_run_continue every 3 to 5 seconds.","type":"object","required":["status","sessionId","collectionId","buildId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","const":"RUNNING","description":"Always RUNNING in the start response."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id; pass it to the _continue tool."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files."},"buildId":{"type":"string","minLength":1,"description":"Build id of this task; for operator tasks it identifies the generated replay script."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file in the collection."},"message":{"type":"string","description":"Human-readable status and how to poll."}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","buildId":"bld_2e90","logFileName":"task-ses_4c1f9a.log","message":"Task started. Poll with browser-automation_playwright_run_continue every 3-5 seconds."}]};
+export const BrowserAutomationPlaywrightRunOutput = validate64;
+const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.output.schema","title":"BrowserAutomationPlaywrightRunOutput","description":"Start response of browser-automation_playwright_run: the task was accepted and runs in the background. Poll it with browser-automation_playwright_run_continue every 3 to 5 seconds.","type":"object","required":["status","sessionId","collectionId","buildId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","const":"RUNNING","description":"Always RUNNING in the start response."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id; pass it to the _continue tool."},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files."},"buildId":{"type":"string","minLength":1,"description":"Build id of this task; for operator tasks it identifies the generated replay script."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file in the collection."},"message":{"type":"string","description":"Human-readable status and how to poll."}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","buildId":"bld_2e90","logFileName":"task-ses_4c1f9a.log","message":"Task started. Poll with browser-automation_playwright_run_continue every 3-5 seconds."}]};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9125,19 +11757,19 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationPlaywrightRunContinueInput = validate55;
-const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.input.schema","title":"BrowserAutomationPlaywrightRunContinueInput","description":"Arguments of playwright_run_continue (spec section 12).","type":"object","required":["sessionId"],"additionalProperties":false,"properties":{"sessionId":{"type":"string","minLength":1,"description":"sessionId from the start response."},"collectionId":{"type":"string","minLength":1,"description":"collectionId from the start response."},"logFileName":{"type":"string","minLength":1,"description":"logFileName from the start response."}},"examples":[{"sessionId":"ses_4c1f9a"},{"sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log"}]};
+export const BrowserAutomationPlaywrightRunContinueInput = validate65;
+const schema84 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.input.schema","title":"BrowserAutomationPlaywrightRunContinueInput","description":"Arguments of playwright_run_continue (spec section 12).","type":"object","required":["sessionId"],"additionalProperties":false,"properties":{"sessionId":{"type":"string","minLength":1,"description":"sessionId from the start response."},"collectionId":{"type":"string","minLength":1,"description":"collectionId from the start response."},"logFileName":{"type":"string","minLength":1,"description":"logFileName from the start response."}},"examples":[{"sessionId":"ses_4c1f9a"},{"sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log"}]};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9253,20 +11885,20 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate55.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const BrowserAutomationPlaywrightRunContinueOutput = validate56;
-const schema74 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.output.schema","title":"BrowserAutomationPlaywrightRunContinueOutput","description":"Poll response of browser-automation_playwright_run_continue. status RUNNING: still working, poll again in 3 to 5 seconds. completed: result, files and logContent are present. failed: result carries the reason.","type":"object","required":["status","sessionId","collectionId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","enum":["RUNNING","completed","failed"],"description":"Task state."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id."},"result":{"type":"string","description":"Final answer of the task (completed) or the failure reason (failed)."},"files":{"type":"array","description":"Files produced by the task.","items":{"$ref":"#/$defs/fileEntry"}},"collectionId":{"type":"string","minLength":1,"description":"Collection holding the output files and the log."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file."},"logContent":{"type":"string","description":"Content of the task log."},"message":{"type":"string","description":"Human-readable status."}},"allOf":[{"if":{"properties":{"status":{"const":"completed"}}},"then":{"properties":{"result":true,"files":true,"logContent":true},"required":["result","files","logContent"]}},{"if":{"properties":{"status":{"const":"failed"}}},"then":{"properties":{"result":true},"required":["result"]}}],"$defs":{"fileEntry":{"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Still running (step 4 of at most 30)."},{"status":"completed","sessionId":"ses_4c1f9a","result":"The cheapest flight is 129 EUR.","files":[{"url":"https://files.example.com/f/prices.json?sig=1","fileName":"prices.json","mimeType":"application/json","size":2048,"source":"extract"}],"collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","logContent":"[00:00] navigate https://example.com\n[00:04] extract prices","message":"Task completed."},{"status":"failed","sessionId":"ses_4c1f9a","result":"Login page did not load.","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Task failed."}]};
-const schema75 = {"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}};
+export const BrowserAutomationPlaywrightRunContinueOutput = validate66;
+const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.output.schema","title":"BrowserAutomationPlaywrightRunContinueOutput","description":"Poll response of browser-automation_playwright_run_continue. status RUNNING: still working, poll again in 3 to 5 seconds. completed: result, files and logContent are present. failed: result carries the reason.","type":"object","required":["status","sessionId","collectionId","logFileName","message"],"additionalProperties":false,"properties":{"status":{"type":"string","enum":["RUNNING","completed","failed"],"description":"Task state."},"sessionId":{"type":"string","minLength":1,"description":"Browser session id."},"result":{"type":"string","description":"Final answer of the task (completed) or the failure reason (failed)."},"files":{"type":"array","description":"Files produced by the task.","items":{"$ref":"#/$defs/fileEntry"}},"collectionId":{"type":"string","minLength":1,"description":"Collection holding the output files and the log."},"logFileName":{"type":"string","minLength":1,"description":"Name of the task log file."},"logContent":{"type":"string","description":"Content of the task log."},"message":{"type":"string","description":"Human-readable status."}},"allOf":[{"if":{"properties":{"status":{"const":"completed"}}},"then":{"properties":{"result":true,"files":true,"logContent":true},"required":["result","files","logContent"]}},{"if":{"properties":{"status":{"const":"failed"}}},"then":{"properties":{"result":true},"required":["result"]}}],"$defs":{"fileEntry":{"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}}},"examples":[{"status":"RUNNING","sessionId":"ses_4c1f9a","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Still running (step 4 of at most 30)."},{"status":"completed","sessionId":"ses_4c1f9a","result":"The cheapest flight is 129 EUR.","files":[{"url":"https://files.example.com/f/prices.json?sig=1","fileName":"prices.json","mimeType":"application/json","size":2048,"source":"extract"}],"collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","logContent":"[00:00] navigate https://example.com\n[00:04] extract prices","message":"Task completed."},{"status":"failed","sessionId":"ses_4c1f9a","result":"Login page did not load.","collectionId":"col_77ab","logFileName":"task-ses_4c1f9a.log","message":"Task failed."}]};
+const schema86 = {"type":"object","description":"A file produced by a browser task (spec \"Browser task files\").","required":["url","fileName","mimeType","size","source"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Signed download URL, valid about 1 hour."},"fileName":{"type":"string","minLength":1,"description":"File name."},"mimeType":{"type":"string","minLength":1,"description":"MIME type."},"size":{"type":"integer","minimum":0,"description":"Size in bytes."},"source":{"type":"string","enum":["extract","download","script"],"description":"How the file was made: extract (data extracted by the operator), download (a download made by the browser), script (returned by a script with writeToCollection)."}}};
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_playwright_run_continue.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9498,7 +12130,7 @@ vErrors.push(err14);
 errors++;
 }
 if(!(((data2 === "RUNNING") || (data2 === "completed")) || (data2 === "failed"))){
-const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema74.properties.status.enum},message:"must be equal to one of the allowed values"};
+const err15 = {instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema85.properties.status.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -9617,7 +12249,7 @@ errors++;
 if(data6.url !== undefined){
 let data7 = data6.url;
 if(typeof data7 === "string"){
-if(!(formats4(data7))){
+if(!(formats0(data7))){
 const err25 = {instancePath:instancePath+"/files/" + i0+"/url",schemaPath:"#/$defs/fileEntry/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err25];
@@ -9727,7 +12359,7 @@ vErrors.push(err33);
 errors++;
 }
 if(!(((data11 === "extract") || (data11 === "download")) || (data11 === "script"))){
-const err34 = {instancePath:instancePath+"/files/" + i0+"/source",schemaPath:"#/$defs/fileEntry/properties/source/enum",keyword:"enum",params:{allowedValues: schema75.properties.source.enum},message:"must be equal to one of the allowed values"};
+const err34 = {instancePath:instancePath+"/files/" + i0+"/source",schemaPath:"#/$defs/fileEntry/properties/source/enum",keyword:"enum",params:{allowedValues: schema86.properties.source.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -9846,21 +12478,235 @@ vErrors.push(err43);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate66.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CodingAgentLaunchInput = validate57;
-const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema","title":"CodingAgentLaunchInput","description":"Launch input of the coding agent (spec section 13). Decisions: 15 MB means 15 MiB (15,728,640 bytes) of decoded image, expressed as maxLength 20971520 on the padded standard base64 text (4 * ceil(15728640 / 3)); envVars name and value limits are in bytes of UTF-8, which JSON Schema cannot express: maxLength 1024 / 4096 is the character bound and the x-maxBytes annotation carries the byte limit that code enforces. autoGenerateBranch only matters with repos[0].prUrl and skipReviewerRequest only with autoCreatePR true; otherwise they are accepted and ignored.","type":"object","required":["PCID","prompt","repos"],"additionalProperties":false,"properties":{"PCID":{"type":"string","minLength":1,"description":"Connection id of the coding-agent connection."},"prompt":{"type":"object","description":"Task for the agent.","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"description":"Task instructions."},"images":{"type":"array","maxItems":5,"description":"Up to 5 images, each standard padded base64 of at most 15 MiB of image data.","items":{"type":"string","contentEncoding":"base64","minLength":4,"maxLength":20971520,"pattern":"^[A-Za-z0-9+/]*={0,2}$","description":"Base64 image, standard alphabet (RFC 4648 section 4), 15 MiB decoded at most = 20971520 base64 characters. The pattern checks the alphabet and trailing padding only; code checks the length is a multiple of 4 when decoding."}}}},"repos":{"type":"array","minItems":1,"maxItems":1,"description":"Repositories to work on; exactly one is supported.","items":{"type":"object","additionalProperties":false,"description":"Repository: url (required unless prUrl is given) and optional startingRef, or prUrl (then url and startingRef are ignored).","properties":{"url":{"type":"string","format":"uri","description":"Repository URL, e.g. https://github.com/acme/app."},"startingRef":{"type":"string","minLength":1,"description":"Branch, tag or commit to start from."},"prUrl":{"type":"string","format":"uri","description":"Pull request to work on; when given, url and startingRef are ignored."}},"anyOf":[{"properties":{"url":true},"required":["url"]},{"properties":{"prUrl":true},"required":["prUrl"]}]}},"model":{"type":"object","description":"Model to use (ids from the upstream /v1/ model list); omitted lets the service choose.","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Model id."},"params":{"type":"array","description":"Model parameters, passed through.","items":{"type":"object"}}}},"autoCreatePR":{"type":"boolean","description":"Open a pull request when the agent finishes."},"autoGenerateBranch":{"type":"boolean","description":"With repos[0].prUrl: true creates a new branch, false pushes to the pull request's head branch. Ignored without prUrl."},"branchName":{"type":"string","minLength":1,"description":"Custom branch name."},"envVars":{"type":"object","description":"Environment variables for the agent. Names: non-empty, at most 1024 bytes, not starting with CURSOR_. Values: non-empty strings of at most 4096 bytes.","propertyNames":{"type":"string","minLength":1,"maxLength":1024,"x-maxBytes":1024,"not":{"type":"string","pattern":"^CURSOR_"}},"additionalProperties":{"type":"string","minLength":1,"maxLength":4096,"x-maxBytes":4096}},"skipReviewerRequest":{"type":"boolean","description":"Do not request reviewers on the created pull request. Only applies when autoCreatePR is true."}},"examples":[{"PCID":"conn_c0de","prompt":{"text":"Add a health-check endpoint with a test."},"repos":[{"url":"https://github.com/acme/app","startingRef":"main"}],"autoCreatePR":true,"envVars":{"NODE_ENV":"test"}},{"PCID":"conn_c0de","prompt":{"text":"Fix the failing lint in this PR.","images":["iVBORw0KGgo="]},"repos":[{"prUrl":"https://github.com/acme/app/pull/42"}],"autoGenerateBranch":false,"model":{"id":"claude-4-sonnet","params":[{"name":"thinking","value":"high"}]}}]};
-const pattern6 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
-const pattern7 = new RegExp("^CURSOR_", "u");
+export const BrowserAutomationPlaywrightRunContinueOutputFileEntry = validate67;
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate67.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.url === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.fileName === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fileName"},message:"must have required property '"+"fileName"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.mimeType === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mimeType"},message:"must have required property '"+"mimeType"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.size === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "size"},message:"must have required property '"+"size"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.source === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "source"},message:"must have required property '"+"source"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "url") || (key0 === "fileName")) || (key0 === "mimeType")) || (key0 === "size")) || (key0 === "source"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.url !== undefined){
+let data0 = data.url;
+if(typeof data0 === "string"){
+if(!(formats0(data0))){
+const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.fileName !== undefined){
+let data1 = data.fileName;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/fileName",schemaPath:"#/properties/fileName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/fileName",schemaPath:"#/properties/fileName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.mimeType !== undefined){
+let data2 = data.mimeType;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err10 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.size !== undefined){
+let data3 = data.size;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err12 = {instancePath:instancePath+"/size",schemaPath:"#/properties/size/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 < 0 || isNaN(data3)){
+const err13 = {instancePath:instancePath+"/size",schemaPath:"#/properties/size/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+if(data.source !== undefined){
+let data4 = data.source;
+if(typeof data4 !== "string"){
+const err14 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(((data4 === "extract") || (data4 === "download")) || (data4 === "script"))){
+const err15 = {instancePath:instancePath+"/source",schemaPath:"#/properties/source/enum",keyword:"enum",params:{allowedValues: schema86.properties.source.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+validate67.errors = vErrors;
+return errors === 0;
+}
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const CodingAgentLaunchInput = validate68;
+const schema88 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema","title":"CodingAgentLaunchInput","description":"Launch input of the coding agent (spec section 13). Decisions: 15 MB means 15 MiB (15,728,640 bytes) of decoded image, expressed as maxLength 20971520 on the padded standard base64 text (4 * ceil(15728640 / 3)); envVars name and value limits are in bytes of UTF-8, which JSON Schema cannot express: maxLength 1024 / 4096 is the character bound and the x-maxBytes annotation carries the byte limit that code enforces. autoGenerateBranch only matters with repos[0].prUrl and skipReviewerRequest only with autoCreatePR true; otherwise they are accepted and ignored.","type":"object","required":["PCID","prompt","repos"],"additionalProperties":false,"properties":{"PCID":{"type":"string","minLength":1,"description":"Connection id of the coding-agent connection."},"prompt":{"type":"object","description":"Task for the agent.","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"description":"Task instructions."},"images":{"type":"array","maxItems":5,"description":"Up to 5 images, each standard padded base64 of at most 15 MiB of image data.","items":{"type":"string","contentEncoding":"base64","minLength":4,"maxLength":20971520,"pattern":"^[A-Za-z0-9+/]*={0,2}$","description":"Base64 image, standard alphabet (RFC 4648 section 4), 15 MiB decoded at most = 20971520 base64 characters. The pattern checks the alphabet and trailing padding only; code checks the length is a multiple of 4 when decoding."}}}},"repos":{"type":"array","minItems":1,"maxItems":1,"description":"Repositories to work on; exactly one is supported.","items":{"type":"object","additionalProperties":false,"description":"Repository: url (required unless prUrl is given) and optional startingRef, or prUrl (then url and startingRef are ignored).","properties":{"url":{"type":"string","format":"uri","description":"Repository URL, e.g. https://github.com/acme/app."},"startingRef":{"type":"string","minLength":1,"description":"Branch, tag or commit to start from."},"prUrl":{"type":"string","format":"uri","description":"Pull request to work on; when given, url and startingRef are ignored."}},"anyOf":[{"properties":{"url":true},"required":["url"]},{"properties":{"prUrl":true},"required":["prUrl"]}]}},"model":{"type":"object","description":"Model to use (ids from the upstream /v1/ model list); omitted lets the service choose.","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Model id."},"params":{"type":"array","description":"Model parameters, passed through.","items":{"type":"object"}}}},"autoCreatePR":{"type":"boolean","description":"Open a pull request when the agent finishes."},"autoGenerateBranch":{"type":"boolean","description":"With repos[0].prUrl: true creates a new branch, false pushes to the pull request's head branch. Ignored without prUrl."},"branchName":{"type":"string","minLength":1,"description":"Custom branch name."},"envVars":{"type":"object","description":"Environment variables for the agent. Names: non-empty, at most 1024 bytes, not starting with CURSOR_. Values: non-empty strings of at most 4096 bytes.","propertyNames":{"type":"string","minLength":1,"maxLength":1024,"x-maxBytes":1024,"not":{"type":"string","pattern":"^CURSOR_"}},"additionalProperties":{"type":"string","minLength":1,"maxLength":4096,"x-maxBytes":4096}},"skipReviewerRequest":{"type":"boolean","description":"Do not request reviewers on the created pull request. Only applies when autoCreatePR is true."}},"examples":[{"PCID":"conn_c0de","prompt":{"text":"Add a health-check endpoint with a test."},"repos":[{"url":"https://github.com/acme/app","startingRef":"main"}],"autoCreatePR":true,"envVars":{"NODE_ENV":"test"}},{"PCID":"conn_c0de","prompt":{"text":"Fix the failing lint in this PR.","images":["iVBORw0KGgo="]},"repos":[{"prUrl":"https://github.com/acme/app/pull/42"}],"autoGenerateBranch":false,"model":{"id":"claude-4-sonnet","params":[{"name":"thinking","value":"high"}]}}]};
+const pattern14 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
+const pattern15 = new RegExp("^CURSOR_", "u");
+
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9899,7 +12745,7 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(func1.call(schema76.properties, key0))){
+if(!(func1.call(schema88.properties, key0))){
 const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err3];
@@ -10022,7 +12868,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!pattern6.test(data4)){
+if(!pattern14.test(data4)){
 const err13 = {instancePath:instancePath+"/prompt/images/" + i0,schemaPath:"#/properties/prompt/properties/images/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]*={0,2}$"},message:"must match pattern \""+"^[A-Za-z0-9+/]*={0,2}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -10173,7 +13019,7 @@ errors++;
 if(data6.url !== undefined){
 let data7 = data6.url;
 if(typeof data7 === "string"){
-if(!(formats4(data7))){
+if(!(formats0(data7))){
 const err23 = {instancePath:instancePath+"/repos/" + i1+"/url",schemaPath:"#/properties/repos/items/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err23];
@@ -10223,7 +13069,7 @@ errors++;
 if(data6.prUrl !== undefined){
 let data9 = data6.prUrl;
 if(typeof data9 === "string"){
-if(!(formats4(data9))){
+if(!(formats0(data9))){
 const err27 = {instancePath:instancePath+"/repos/" + i1+"/prUrl",schemaPath:"#/properties/repos/items/properties/prUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err27];
@@ -10418,7 +13264,7 @@ const _errs46 = errors;
 const _errs47 = errors;
 if(errors === _errs47){
 if(typeof key4 === "string"){
-if(!pattern7.test(key4)){
+if(!pattern15.test(key4)){
 const err42 = {};
 if(vErrors === null){
 vErrors = [err42];
@@ -10596,19 +13442,19 @@ vErrors.push(err56);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CodingAgentLaunchOutput = validate58;
-const schema77 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.output.schema","title":"CodingAgentLaunchOutput","description":"Launch result of the coding agent, as mapped from the upstream response. agentId and status are always present; other upstream fields are passed through.","type":"object","required":["agentId","status"],"additionalProperties":true,"properties":{"agentId":{"type":"string","minLength":1,"description":"Id of the launched coding agent."},"status":{"type":"string","minLength":1,"description":"Upstream status of the agent, e.g. CREATING or RUNNING."},"url":{"type":"string","format":"uri","description":"Where the agent can be followed."}},"examples":[{"agentId":"bc_abc123","status":"CREATING","url":"https://agents.example.com/bc_abc123"}]};
+export const CodingAgentLaunchOutput = validate69;
+const schema89 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.output.schema","title":"CodingAgentLaunchOutput","description":"Launch result of the coding agent, as mapped from the upstream response. agentId and status are always present; other upstream fields are passed through.","type":"object","required":["agentId","status"],"additionalProperties":true,"properties":{"agentId":{"type":"string","minLength":1,"description":"Id of the launched coding agent."},"status":{"type":"string","minLength":1,"description":"Upstream status of the agent, e.g. CREATING or RUNNING."},"url":{"type":"string","format":"uri","description":"Where the agent can be followed."}},"examples":[{"agentId":"bc_abc123","status":"CREATING","url":"https://agents.example.com/bc_abc123"}]};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10689,7 +13535,7 @@ errors++;
 if(data.url !== undefined){
 let data2 = data.url;
 if(typeof data2 === "string"){
-if(!(formats4(data2))){
+if(!(formats0(data2))){
 const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -10722,19 +13568,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayCapabilitiesDiscoverInput = validate59;
-const schema78 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capabilities_discover.input.schema","title":"GatewayCapabilitiesDiscoverInput","description":"Arguments of capabilities_discover (spec section 8). `limit` is a Switchyard extension. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["request"],"additionalProperties":false,"properties":{"request":{"type":"string","minLength":1,"description":"Plain-language description of what you need."},"types":{"type":"array","description":"Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true},"context":{"type":"string","enum":["workflow-creation","agent-execution"],"description":"What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"Maximum number of matches returned per kind (Switchyard extension)."}},"examples":[{"request":"post a message to a Slack channel"},{"request":"store scraped prices","types":["tool","resource"],"context":"workflow-creation","limit":5}]};
+export const GatewayCapabilitiesDiscoverInput = validate70;
+const schema90 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capabilities_discover.input.schema","title":"GatewayCapabilitiesDiscoverInput","description":"Arguments of capabilities_discover (spec section 8). `limit` is a Switchyard extension. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["request"],"additionalProperties":false,"properties":{"request":{"type":"string","minLength":1,"description":"Plain-language description of what you need."},"types":{"type":"array","description":"Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true},"context":{"type":"string","enum":["workflow-creation","agent-execution"],"description":"What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"Maximum number of matches returned per kind (Switchyard extension)."}},"examples":[{"request":"post a message to a Slack channel"},{"request":"store scraped prices","types":["tool","resource"],"context":"workflow-creation","limit":5}]};
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capabilities_discover.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10742,9 +13588,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 10;
-}
 if(data.request === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'"};
 if(vErrors === null){
@@ -10819,7 +13662,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((((data2 === "tool") || (data2 === "connection")) || (data2 === "resource")) || (data2 === "agentSkill"))){
-const err6 = {instancePath:instancePath+"/types/" + i0,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema78.properties.types.items.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/types/" + i0,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema90.properties.types.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -10878,7 +13721,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data3 === "workflow-creation") || (data3 === "agent-execution"))){
-const err10 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/enum",keyword:"enum",params:{allowedValues: schema78.properties.context.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/enum",keyword:"enum",params:{allowedValues: schema90.properties.context.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -10888,6 +13731,7 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.limit !== undefined){
 let data4 = data.limit;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
 const err11 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -10922,6 +13766,7 @@ errors++;
 }
 }
 }
+}
 else {
 const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
@@ -10932,19 +13777,19 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate70.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayCapabilitiesDiscoverOutput = validate60;
-const schema79 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capabilities_discover.output.schema","title":"GatewayCapabilitiesDiscoverOutput","description":"Result of capabilities_discover. All four arrays are always present; a kind that was not requested (see `types`) or had no match is an empty array. Each array is sorted by confidence, highest first. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["tools","connections","resources","skills"],"additionalProperties":false,"properties":{"tools":{"type":"array","description":"Matching tools.","items":{"type":"object","required":["name","serverName","hasSkill","confidence","description"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name for tools/call."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"hasSkill":{"type":"boolean","description":"true when a Markdown skill document exists for the tool (read it with capability_details)."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."},"description":{"type":"string","description":"Tool description."}}}},"connections":{"type":"array","description":"Matching connections of the caller.","items":{"type":"object","required":["name","id","application","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name of the connection."},"id":{"type":"string","minLength":1,"description":"Connection id: pass it as the PCID argument of application tools."},"application":{"type":"string","description":"Application (service family) of the connection; usually equals the server path."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"resources":{"type":"array","description":"Matching resources (datastores, filestores, knowledge bases, vaults).","items":{"type":"object","required":["name","id","type","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name."},"id":{"type":"string","minLength":1,"description":"Resource (collection) id."},"type":{"type":"string","minLength":1,"description":"Kind of resource, e.g. datastore, filestorage, knowledgebase, vault."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"skills":{"type":"array","description":"Matching agent skills (Markdown guidance documents).","items":{"type":"object","required":["name","serverName","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Skill name."},"serverName":{"type":"string","minLength":1,"description":"Server path the skill belongs to."},"tool":{"type":"string","minLength":1,"description":"Tool the skill documents, when it documents a single tool."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}}},"examples":[{"tools":[{"name":"slack_message_send","serverName":"slack","hasSkill":true,"confidence":0.93,"description":"Send a message to a Slack channel."}],"connections":[{"name":"Acme Slack","id":"conn_8f2a","application":"slack","confidence":0.88}],"resources":[],"skills":[{"name":"slack-messaging","serverName":"slack","tool":"slack_message_send","confidence":0.8}]}]};
+export const GatewayCapabilitiesDiscoverOutput = validate71;
+const schema91 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capabilities_discover.output.schema","title":"GatewayCapabilitiesDiscoverOutput","description":"Result of capabilities_discover. All four arrays are always present; a kind that was not requested (see `types`) or had no match is an empty array. Each array is sorted by confidence, highest first. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["tools","connections","resources","skills"],"additionalProperties":false,"properties":{"tools":{"type":"array","description":"Matching tools.","items":{"type":"object","required":["name","serverName","hasSkill","confidence","description"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name for tools/call."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"hasSkill":{"type":"boolean","description":"true when a Markdown skill document exists for the tool (read it with capability_details)."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."},"description":{"type":"string","description":"Tool description."}}}},"connections":{"type":"array","description":"Matching connections of the caller.","items":{"type":"object","required":["name","id","application","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name of the connection."},"id":{"type":"string","minLength":1,"description":"Connection id: pass it as the PCID argument of application tools."},"application":{"type":"string","description":"Application (service family) of the connection; usually equals the server path."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"resources":{"type":"array","description":"Matching resources (datastores, filestores, knowledge bases, vaults).","items":{"type":"object","required":["name","id","type","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name."},"id":{"type":"string","minLength":1,"description":"Resource (collection) id."},"type":{"type":"string","minLength":1,"description":"Kind of resource, e.g. datastore, filestorage, knowledgebase, vault."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"skills":{"type":"array","description":"Matching agent skills (Markdown guidance documents).","items":{"type":"object","required":["name","serverName","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Skill name."},"serverName":{"type":"string","minLength":1,"description":"Server path the skill belongs to."},"tool":{"type":"string","minLength":1,"description":"Tool the skill documents, when it documents a single tool."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}}},"examples":[{"tools":[{"name":"slack_message_send","serverName":"slack","hasSkill":true,"confidence":0.93,"description":"Send a message to a Slack channel."}],"connections":[{"name":"Acme Slack","id":"conn_8f2a","application":"slack","confidence":0.88}],"resources":[],"skills":[{"name":"slack-messaging","serverName":"slack","tool":"slack_message_send","confidence":0.8}]}]};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capabilities_discover.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11747,19 +14592,19 @@ vErrors.push(err66);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayCapabilityDetailsInput = validate61;
-const schema80 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.input.schema","title":"GatewayCapabilityDetailsInput","description":"Arguments of capability_details (spec section 8). At most 50 names per call (Switchyard limit). (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","minItems":1,"maxItems":50,"description":"Tool names, as returned in capabilities_discover tools[].name.","items":{"type":"string","minLength":1}},"types":{"type":"array","description":"Kinds of capability whose details to return: without tool the schemas are omitted (empty objects), without agentSkill `skill` is null. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true}},"examples":[{"items":["slack_message_send"]},{"items":["slack_message_send","hubspot_contact_search"],"types":["tool","agentSkill"]}]};
+export const GatewayCapabilityDetailsInput = validate72;
+const schema92 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.input.schema","title":"GatewayCapabilityDetailsInput","description":"Arguments of capability_details (spec section 8). At most 50 names per call (Switchyard limit). (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","minItems":1,"maxItems":50,"description":"Tool names, as returned in capabilities_discover tools[].name.","items":{"type":"string","minLength":1}},"types":{"type":"array","description":"Kinds of capability whose details to return: without tool the schemas are omitted (empty objects), without agentSkill `skill` is null. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true}},"examples":[{"items":["slack_message_send"]},{"items":["slack_message_send","hubspot_contact_search"],"types":["tool","agentSkill"]}]};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capability_details.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11877,7 +14722,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((((data3 === "tool") || (data3 === "connection")) || (data3 === "resource")) || (data3 === "agentSkill"))){
-const err9 = {instancePath:instancePath+"/types/" + i1,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema80.properties.types.items.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/types/" + i1,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema92.properties.types.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -11934,19 +14779,19 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate61.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayCapabilityDetailsOutput = validate62;
-const schema81 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+export const GatewayCapabilityDetailsOutput = validate73;
+const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12143,7 +14988,7 @@ errors++;
 if(data1.outputSchema !== undefined){
 let data6 = data1.outputSchema;
 if((!(data6 && typeof data6 == "object" && !Array.isArray(data6))) && (data6 !== null)){
-const err16 = {instancePath:instancePath+"/items/" + i0+"/outputSchema",schemaPath:"#/properties/items/items/properties/outputSchema/type",keyword:"type",params:{type: schema81.properties.items.items.properties.outputSchema.type},message:"must be object,null"};
+const err16 = {instancePath:instancePath+"/items/" + i0+"/outputSchema",schemaPath:"#/properties/items/items/properties/outputSchema/type",keyword:"type",params:{type: schema93.properties.items.items.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -12156,7 +15001,7 @@ errors++;
 if(data1.skill !== undefined){
 let data7 = data1.skill;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err17 = {instancePath:instancePath+"/items/" + i0+"/skill",schemaPath:"#/properties/items/items/properties/skill/type",keyword:"type",params:{type: schema81.properties.items.items.properties.skill.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/items/" + i0+"/skill",schemaPath:"#/properties/items/items/properties/skill/type",keyword:"type",params:{type: schema93.properties.items.items.properties.skill.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -12229,20 +15074,20 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate62.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayInvokeInput = validate63;
-const schema82 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema","title":"GatewayInvokeInput","description":"Arguments of gateway_invoke (spec section 9).","type":"object","required":["server","tool"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path of the tool (serverName from capabilities_discover)."},"tool":{"type":"string","minLength":1,"description":"Tool name on that server."},"arguments":{"description":"Arguments passed to the tool: an object, or a string holding the JSON encoding of an object (for platforms that cannot express nested objects). A string that does not parse to a JSON object is rejected with a validation error. Omitted means {}.","default":{},"oneOf":[{"type":"object","description":"The tool arguments."},{"type":"string","contentMediaType":"application/json","pattern":"^\\s*\\{[\\s\\S]*\\}\\s*$","description":"JSON text of an object holding the tool arguments."}]}},"examples":[{"server":"slack","tool":"slack_message_send","arguments":{"PCID":"conn_8f2a","channel":"C024BE91L","text":"Deploy done"}},{"server":"slack","tool":"slack_message_send","arguments":"{\"PCID\":\"conn_8f2a\",\"channel\":\"C024BE91L\",\"text\":\"Deploy done\"}"},{"server":"browser-automation","tool":"browser-automation_logins_list"}]};
-const pattern8 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
+export const GatewayInvokeInput = validate74;
+const schema94 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema","title":"GatewayInvokeInput","description":"Arguments of gateway_invoke (spec section 9).","type":"object","required":["server","tool"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path of the tool (serverName from capabilities_discover)."},"tool":{"type":"string","minLength":1,"description":"Tool name on that server."},"arguments":{"description":"Arguments passed to the tool: an object, or a string holding the JSON encoding of an object (for platforms that cannot express nested objects). A string that does not parse to a JSON object is rejected with a validation error. Omitted means {}.","default":{},"oneOf":[{"type":"object","description":"The tool arguments."},{"type":"string","contentMediaType":"application/json","pattern":"^\\s*\\{[\\s\\S]*\\}\\s*$","description":"JSON text of an object holding the tool arguments."}]}},"examples":[{"server":"slack","tool":"slack_message_send","arguments":{"PCID":"conn_8f2a","channel":"C024BE91L","text":"Deploy done"}},{"server":"slack","tool":"slack_message_send","arguments":"{\"PCID\":\"conn_8f2a\",\"channel\":\"C024BE91L\",\"text\":\"Deploy done\"}"},{"server":"browser-automation","tool":"browser-automation_logins_list"}]};
+const pattern16 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12250,9 +15095,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.arguments === undefined){
-data.arguments = {};
-}
 if(data.server === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
@@ -12335,6 +15177,7 @@ vErrors.push(err6);
 errors++;
 }
 }
+if(data.arguments !== undefined){
 let data2 = data.arguments;
 const _errs7 = errors;
 let valid1 = false;
@@ -12357,7 +15200,7 @@ passing0 = 0;
 }
 const _errs10 = errors;
 if(typeof data2 === "string"){
-if(!pattern8.test(data2)){
+if(!pattern16.test(data2)){
 const err8 = {instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^\\s*\\{[\\s\\S]*\\}\\s*$"},message:"must match pattern \""+"^\\s*\\{[\\s\\S]*\\}\\s*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -12411,6 +15254,7 @@ vErrors = null;
 }
 }
 }
+}
 else {
 const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
@@ -12421,19 +15265,19 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate63.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const GatewayInvokeOutput = validate64;
-const schema83 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.output.schema","title":"GatewayInvokeOutput","description":"Result of gateway_invoke: the invoked tool's result passed through unchanged. When the tool returned structuredContent it is this object verbatim; otherwise, when its content[0].text is the JSON text of an object, that parsed object; otherwise {\"content\": <the tool's content array>}. A tool failure is returned as the tool's own result with isError true.","type":"object","additionalProperties":true,"examples":[{"ok":true,"channel":"C024BE91L","ts":"1712345678.000100"},{"content":[{"type":"text","text":"plain text result"}]}]};
+export const GatewayInvokeOutput = validate75;
+const schema95 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.output.schema","title":"GatewayInvokeOutput","description":"Result of gateway_invoke: the invoked tool's result passed through unchanged. When the tool returned structuredContent it is this object verbatim; otherwise, when its content[0].text is the JSON text of an object, that parsed object; otherwise {\"content\": <the tool's content array>}. A tool failure is returned as the tool's own result with isError true.","type":"object","additionalProperties":true,"examples":[{"ok":true,"channel":"C024BE91L","ts":"1712345678.000100"},{"content":[{"type":"text","text":"plain text result"}]}]};
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/gateway_invoke.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12452,19 +15296,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate64.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const ListServersInput = validate65;
-const schema84 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/mcp/listServers.input.schema","title":"ListServersInput","description":"Arguments of listServers: none (an empty object).","type":"object","properties":{},"additionalProperties":false,"examples":[{}]};
+export const ListServersInput = validate76;
+const schema96 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/mcp/listServers.input.schema","title":"ListServersInput","description":"Arguments of listServers: none (an empty object).","type":"object","properties":{},"additionalProperties":false,"examples":[{}]};
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/mcp/listServers.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12493,20 +15337,20 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate65.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const ListServersOutput = validate66;
-const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/mcp/listServers.output.schema","title":"ListServersOutput","description":"Result of listServers: one entry per tool server. `tools` is an array of tool names (strings); fetch full tool descriptions and input schemas with tools/list on the server path.","type":"object","required":["servers"],"additionalProperties":false,"properties":{"servers":{"type":"array","description":"Every tool server, embedded and application.","items":{"$ref":"#/$defs/serverEntry"}}},"$defs":{"serverEntry":{"type":"object","description":"A tool server.","required":["name","path","description","embedded","tools"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Display name."},"path":{"type":"string","minLength":1,"description":"Server path: JSON-RPC requests go to {mcp_url}/<path>."},"description":{"type":"string","description":"What the server offers."},"embedded":{"type":"boolean","description":"true for built-in servers (no connection needed); false for application servers, whose tools take the PCID argument."},"tools":{"type":"array","description":"Names of the tools of this server, as used in tools/call.","items":{"type":"string","minLength":1}}}}},"examples":[{"servers":[{"name":"Discovery","path":"svc-sidekick","description":"Natural-language discovery of tools, connections, resources and skills.","embedded":true,"tools":["capabilities_discover","capability_details"]},{"name":"HubSpot","path":"hubspot","description":"HubSpot CRM.","embedded":false,"tools":["hubspot_contact_search"]}]}]};
-const schema86 = {"type":"object","description":"A tool server.","required":["name","path","description","embedded","tools"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Display name."},"path":{"type":"string","minLength":1,"description":"Server path: JSON-RPC requests go to {mcp_url}/<path>."},"description":{"type":"string","description":"What the server offers."},"embedded":{"type":"boolean","description":"true for built-in servers (no connection needed); false for application servers, whose tools take the PCID argument."},"tools":{"type":"array","description":"Names of the tools of this server, as used in tools/call.","items":{"type":"string","minLength":1}}}};
+export const ListServersOutput = validate77;
+const schema97 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/mcp/listServers.output.schema","title":"ListServersOutput","description":"Result of listServers: one entry per tool server. `tools` is an array of tool names (strings); fetch full tool descriptions and input schemas with tools/list on the server path.","type":"object","required":["servers"],"additionalProperties":false,"properties":{"servers":{"type":"array","description":"Every tool server, embedded and application.","items":{"$ref":"#/$defs/serverEntry"}}},"$defs":{"serverEntry":{"type":"object","description":"A tool server.","required":["name","path","description","embedded","tools"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Display name."},"path":{"type":"string","minLength":1,"description":"Server path: JSON-RPC requests go to {mcp_url}/<path>."},"description":{"type":"string","description":"What the server offers."},"embedded":{"type":"boolean","description":"true for built-in servers (no connection needed); false for application servers, whose tools take the PCID argument."},"tools":{"type":"array","description":"Names of the tools of this server, as used in tools/call.","items":{"type":"string","minLength":1}}}}},"examples":[{"servers":[{"name":"Discovery","path":"svc-sidekick","description":"Natural-language discovery of tools, connections, resources and skills.","embedded":true,"tools":["capabilities_discover","capability_details"]},{"name":"HubSpot","path":"hubspot","description":"HubSpot CRM.","embedded":false,"tools":["hubspot_contact_search"]}]}]};
+const schema98 = {"type":"object","description":"A tool server.","required":["name","path","description","embedded","tools"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Display name."},"path":{"type":"string","minLength":1,"description":"Server path: JSON-RPC requests go to {mcp_url}/<path>."},"description":{"type":"string","description":"What the server offers."},"embedded":{"type":"boolean","description":"true for built-in servers (no connection needed); false for application servers, whose tools take the PCID argument."},"tools":{"type":"array","description":"Names of the tools of this server, as used in tools/call.","items":{"type":"string","minLength":1}}}};
 
-function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/mcp/listServers.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate66.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12755,19 +15599,17 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate66.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CapabilitiesDiscoverInput = validate67;
-const schema87 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.input.schema","title":"CapabilitiesDiscoverInput","description":"Arguments of capabilities_discover (spec section 8). `limit` is a Switchyard extension.","type":"object","required":["request"],"additionalProperties":false,"properties":{"request":{"type":"string","minLength":1,"description":"Plain-language description of what you need."},"types":{"type":"array","description":"Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true},"context":{"type":"string","enum":["workflow-creation","agent-execution"],"description":"What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"Maximum number of matches returned per kind (Switchyard extension)."}},"examples":[{"request":"post a message to a Slack channel"},{"request":"store scraped prices","types":["tool","resource"],"context":"workflow-creation","limit":5}]};
+export const ListServersOutputServerEntry = validate78;
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.input.schema" */;
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12775,9 +15617,214 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 10;
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
 }
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.description === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "description"},message:"must have required property '"+"description"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.embedded === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "embedded"},message:"must have required property '"+"embedded"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.tools === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tools"},message:"must have required property '"+"tools"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "name") || (key0 === "path")) || (key0 === "description")) || (key0 === "embedded")) || (key0 === "tools"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.path !== undefined){
+let data1 = data.path;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err8 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+if(typeof data.description !== "string"){
+const err10 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.embedded !== undefined){
+if(typeof data.embedded !== "boolean"){
+const err11 = {instancePath:instancePath+"/embedded",schemaPath:"#/properties/embedded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.tools !== undefined){
+let data4 = data.tools;
+if(Array.isArray(data4)){
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(typeof data5 === "string"){
+if(func2(data5) < 1){
+const err12 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate78.errors = vErrors;
+return errors === 0;
+}
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const CapabilitiesDiscoverInput = validate79;
+const schema100 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.input.schema","title":"CapabilitiesDiscoverInput","description":"Arguments of capabilities_discover (spec section 8). `limit` is a Switchyard extension.","type":"object","required":["request"],"additionalProperties":false,"properties":{"request":{"type":"string","minLength":1,"description":"Plain-language description of what you need."},"types":{"type":"array","description":"Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true},"context":{"type":"string","enum":["workflow-creation","agent-execution"],"description":"What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only."},"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"Maximum number of matches returned per kind (Switchyard extension)."}},"examples":[{"request":"post a message to a Slack channel"},{"request":"store scraped prices","types":["tool","resource"],"context":"workflow-creation","limit":5}]};
+
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.input.schema" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate79.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.request === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'"};
 if(vErrors === null){
@@ -12852,7 +15899,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((((data2 === "tool") || (data2 === "connection")) || (data2 === "resource")) || (data2 === "agentSkill"))){
-const err6 = {instancePath:instancePath+"/types/" + i0,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema87.properties.types.items.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/types/" + i0,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema100.properties.types.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -12911,7 +15958,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!((data3 === "workflow-creation") || (data3 === "agent-execution"))){
-const err10 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/enum",keyword:"enum",params:{allowedValues: schema87.properties.context.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/context",schemaPath:"#/properties/context/enum",keyword:"enum",params:{allowedValues: schema100.properties.context.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -12921,6 +15968,7 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.limit !== undefined){
 let data4 = data.limit;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
 const err11 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -12955,6 +16003,7 @@ errors++;
 }
 }
 }
+}
 else {
 const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
@@ -12965,19 +16014,19 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate67.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CapabilitiesDiscoverOutput = validate68;
-const schema88 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.output.schema","title":"CapabilitiesDiscoverOutput","description":"Result of capabilities_discover. All four arrays are always present; a kind that was not requested (see `types`) or had no match is an empty array. Each array is sorted by confidence, highest first.","type":"object","required":["tools","connections","resources","skills"],"additionalProperties":false,"properties":{"tools":{"type":"array","description":"Matching tools.","items":{"type":"object","required":["name","serverName","hasSkill","confidence","description"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name for tools/call."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"hasSkill":{"type":"boolean","description":"true when a Markdown skill document exists for the tool (read it with capability_details)."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."},"description":{"type":"string","description":"Tool description."}}}},"connections":{"type":"array","description":"Matching connections of the caller.","items":{"type":"object","required":["name","id","application","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name of the connection."},"id":{"type":"string","minLength":1,"description":"Connection id: pass it as the PCID argument of application tools."},"application":{"type":"string","description":"Application (service family) of the connection; usually equals the server path."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"resources":{"type":"array","description":"Matching resources (datastores, filestores, knowledge bases, vaults).","items":{"type":"object","required":["name","id","type","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name."},"id":{"type":"string","minLength":1,"description":"Resource (collection) id."},"type":{"type":"string","minLength":1,"description":"Kind of resource, e.g. datastore, filestorage, knowledgebase, vault."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"skills":{"type":"array","description":"Matching agent skills (Markdown guidance documents).","items":{"type":"object","required":["name","serverName","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Skill name."},"serverName":{"type":"string","minLength":1,"description":"Server path the skill belongs to."},"tool":{"type":"string","minLength":1,"description":"Tool the skill documents, when it documents a single tool."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}}},"examples":[{"tools":[{"name":"slack_message_send","serverName":"slack","hasSkill":true,"confidence":0.93,"description":"Send a message to a Slack channel."}],"connections":[{"name":"Acme Slack","id":"conn_8f2a","application":"slack","confidence":0.88}],"resources":[],"skills":[{"name":"slack-messaging","serverName":"slack","tool":"slack_message_send","confidence":0.8}]}]};
+export const CapabilitiesDiscoverOutput = validate80;
+const schema101 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.output.schema","title":"CapabilitiesDiscoverOutput","description":"Result of capabilities_discover. All four arrays are always present; a kind that was not requested (see `types`) or had no match is an empty array. Each array is sorted by confidence, highest first.","type":"object","required":["tools","connections","resources","skills"],"additionalProperties":false,"properties":{"tools":{"type":"array","description":"Matching tools.","items":{"type":"object","required":["name","serverName","hasSkill","confidence","description"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name for tools/call."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"hasSkill":{"type":"boolean","description":"true when a Markdown skill document exists for the tool (read it with capability_details)."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."},"description":{"type":"string","description":"Tool description."}}}},"connections":{"type":"array","description":"Matching connections of the caller.","items":{"type":"object","required":["name","id","application","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name of the connection."},"id":{"type":"string","minLength":1,"description":"Connection id: pass it as the PCID argument of application tools."},"application":{"type":"string","description":"Application (service family) of the connection; usually equals the server path."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"resources":{"type":"array","description":"Matching resources (datastores, filestores, knowledge bases, vaults).","items":{"type":"object","required":["name","id","type","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","description":"Display name."},"id":{"type":"string","minLength":1,"description":"Resource (collection) id."},"type":{"type":"string","minLength":1,"description":"Kind of resource, e.g. datastore, filestorage, knowledgebase, vault."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}},"skills":{"type":"array","description":"Matching agent skills (Markdown guidance documents).","items":{"type":"object","required":["name","serverName","confidence"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Skill name."},"serverName":{"type":"string","minLength":1,"description":"Server path the skill belongs to."},"tool":{"type":"string","minLength":1,"description":"Tool the skill documents, when it documents a single tool."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"Relevance of this match to the request, from 0 (unrelated) to 1 (exact match)."}}}}},"examples":[{"tools":[{"name":"slack_message_send","serverName":"slack","hasSkill":true,"confidence":0.93,"description":"Send a message to a Slack channel."}],"connections":[{"name":"Acme Slack","id":"conn_8f2a","application":"slack","confidence":0.88}],"resources":[],"skills":[{"name":"slack-messaging","serverName":"slack","tool":"slack_message_send","confidence":0.8}]}]};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capabilities_discover.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13780,19 +16829,19 @@ vErrors.push(err66);
 }
 errors++;
 }
-validate68.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CapabilityDetailsInput = validate69;
-const schema89 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.input.schema","title":"CapabilityDetailsInput","description":"Arguments of capability_details (spec section 8). At most 50 names per call (Switchyard limit).","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","minItems":1,"maxItems":50,"description":"Tool names, as returned in capabilities_discover tools[].name.","items":{"type":"string","minLength":1}},"types":{"type":"array","description":"Kinds of capability whose details to return: without tool the schemas are omitted (empty objects), without agentSkill `skill` is null. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true}},"examples":[{"items":["slack_message_send"]},{"items":["slack_message_send","hubspot_contact_search"],"types":["tool","agentSkill"]}]};
+export const CapabilityDetailsInput = validate81;
+const schema102 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.input.schema","title":"CapabilityDetailsInput","description":"Arguments of capability_details (spec section 8). At most 50 names per call (Switchyard limit).","type":"object","required":["items"],"additionalProperties":false,"properties":{"items":{"type":"array","minItems":1,"maxItems":50,"description":"Tool names, as returned in capabilities_discover tools[].name.","items":{"type":"string","minLength":1}},"types":{"type":"array","description":"Kinds of capability whose details to return: without tool the schemas are omitted (empty objects), without agentSkill `skill` is null. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools).","items":{"type":"string","enum":["tool","connection","resource","agentSkill"]},"minItems":1,"uniqueItems":true}},"examples":[{"items":["slack_message_send"]},{"items":["slack_message_send","hubspot_contact_search"],"types":["tool","agentSkill"]}]};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.input.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13910,7 +16959,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((((data3 === "tool") || (data3 === "connection")) || (data3 === "resource")) || (data3 === "agentSkill"))){
-const err9 = {instancePath:instancePath+"/types/" + i1,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema89.properties.types.items.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/types/" + i1,schemaPath:"#/properties/types/items/enum",keyword:"enum",params:{allowedValues: schema102.properties.types.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -13967,19 +17016,19 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const CapabilityDetailsOutput = validate70;
-const schema90 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+export const CapabilityDetailsOutput = validate82;
+const schema103 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14176,7 +17225,7 @@ errors++;
 if(data1.outputSchema !== undefined){
 let data6 = data1.outputSchema;
 if((!(data6 && typeof data6 == "object" && !Array.isArray(data6))) && (data6 !== null)){
-const err16 = {instancePath:instancePath+"/items/" + i0+"/outputSchema",schemaPath:"#/properties/items/items/properties/outputSchema/type",keyword:"type",params:{type: schema90.properties.items.items.properties.outputSchema.type},message:"must be object,null"};
+const err16 = {instancePath:instancePath+"/items/" + i0+"/outputSchema",schemaPath:"#/properties/items/items/properties/outputSchema/type",keyword:"type",params:{type: schema103.properties.items.items.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -14189,7 +17238,7 @@ errors++;
 if(data1.skill !== undefined){
 let data7 = data1.skill;
 if((typeof data7 !== "string") && (data7 !== null)){
-const err17 = {instancePath:instancePath+"/items/" + i0+"/skill",schemaPath:"#/properties/items/items/properties/skill/type",keyword:"type",params:{type: schema90.properties.items.items.properties.skill.type},message:"must be string,null"};
+const err17 = {instancePath:instancePath+"/items/" + i0+"/skill",schemaPath:"#/properties/items/items/properties/skill/type",keyword:"type",params:{type: schema103.properties.items.items.properties.skill.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -14262,22 +17311,22 @@ vErrors.push(err22);
 }
 errors++;
 }
-validate70.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const WorkflowDefinition = validate71;
-const schema91 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/workflow/definition.schema","title":"WorkflowDefinition","description":"Content of a published workflow version: its run-input schema, its ordered steps, its execution time limit and its designated output. Steps run in order (0-based index); each sees {inputs, steps}: inputs are the run inputs (trigger body or form fields, plus attachments), steps[i] is the outcome of earlier step i ({result, resultType, files}). Templated string fields of http, tool and agent steps use JSONata expressions written {{ expression }} inside strings, evaluated against {inputs, steps}; a string that is exactly one template takes the expression's value (any JSON type), otherwise the values are interpolated as text.","type":"object","required":["name","steps"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be \"object\". When set, triggers reject inputs that do not validate (400).","properties":{"type":{"const":"object"}}},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"#/$defs/step"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":600000,"description":"Execution limit of one run in milliseconds (1 s to 1 h, default 10 min); a run over it ends with status TIMEOUT."},"output":{"type":"object","description":"Designated output: a file written by one step, returned as designatedOutput in run results.","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file (must be less than the number of steps)."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}}},"$defs":{"stepName":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"stepDescription":{"type":"string","maxLength":2000,"description":"What the step does."},"step":{"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]},"codeStep":{"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}},"httpStep":{"type":"object","description":"Makes an HTTP request; the response body is the step result.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}},"toolStep":{"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"agentStep":{"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}}},"examples":[{"name":"Greeting report","description":"Greets the caller and writes a Markdown report.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"steps":[{"type":"code","name":"Compute greeting","code":"const { inputs } = ctx;\nreturn `Hello, ${inputs.name}!`;","resultType":"plaintext"},{"type":"code","name":"Write report","code":"const { steps, log, files } = ctx;\nconst greeting = steps[0].result;\nlog(\"writing report\");\nfiles.write(\"report.md\", `# Report\\n\\n${greeting}\\n`, \"text/markdown\");\nreturn \"report.md written\";","resultType":"plaintext"}],"timeoutMs":60000,"output":{"stepIndex":1,"fileName":"report.md"}},{"name":"Notify","steps":[{"type":"http","name":"Fetch order","request":{"method":"GET","url":"https://api.example.com/orders/{{ inputs.orderId }}","headers":{"Accept":"application/json"}}},{"type":"tool","name":"Post to Slack","server":"slack","tool":"slack_message_send","PCID":"conn_8f2a","arguments":{"channel":"C024BE91L","text":"Order {{ steps[0].result.id }} is {{ steps[0].result.status }}"}},{"type":"agent","name":"Summarise","agentId":"agt_01HZX3","message":"Summarise: {{ $string(steps[0].result) }}"}]}]};
-const schema92 = {"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]};
-const schema93 = {"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}};
-const schema94 = {"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."};
-const schema95 = {"type":"string","maxLength":2000,"description":"What the step does."};
+export const WorkflowDefinition = validate83;
+const schema104 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/workflow/definition.schema","title":"WorkflowDefinition","description":"Content of a published workflow version: its run-input schema, its ordered steps, its execution time limit and its designated output. Steps run in order (0-based index); each sees {inputs, steps}: inputs are the run inputs (trigger body or form fields, plus attachments), steps[i] is the outcome of earlier step i ({result, resultType, files}). Templated string fields of http, tool and agent steps use JSONata expressions written {{ expression }} inside strings, evaluated against {inputs, steps}; a string that is exactly one template takes the expression's value (any JSON type), otherwise the values are interpolated as text.","type":"object","required":["name","steps"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be \"object\". When set, triggers reject inputs that do not validate (400).","properties":{"type":{"const":"object"}}},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"#/$defs/step"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":600000,"description":"Execution limit of one run in milliseconds (1 s to 1 h, default 10 min); a run over it ends with status TIMEOUT."},"output":{"type":"object","description":"Designated output: a file written by one step, returned as designatedOutput in run results.","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file (must be less than the number of steps)."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}}},"$defs":{"stepName":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"stepDescription":{"type":"string","maxLength":2000,"description":"What the step does."},"step":{"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]},"codeStep":{"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}},"httpStep":{"type":"object","description":"Makes an HTTP request; the response body is the step result.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}},"toolStep":{"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"agentStep":{"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}}},"examples":[{"name":"Greeting report","description":"Greets the caller and writes a Markdown report.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"steps":[{"type":"code","name":"Compute greeting","code":"const { inputs } = ctx;\nreturn `Hello, ${inputs.name}!`;","resultType":"plaintext"},{"type":"code","name":"Write report","code":"const { steps, log, files } = ctx;\nconst greeting = steps[0].result;\nlog(\"writing report\");\nfiles.write(\"report.md\", `# Report\\n\\n${greeting}\\n`, \"text/markdown\");\nreturn \"report.md written\";","resultType":"plaintext"}],"timeoutMs":60000,"output":{"stepIndex":1,"fileName":"report.md"}},{"name":"Notify","steps":[{"type":"http","name":"Fetch order","request":{"method":"GET","url":"https://api.example.com/orders/{{ inputs.orderId }}","headers":{"Accept":"application/json"}}},{"type":"tool","name":"Post to Slack","server":"slack","tool":"slack_message_send","PCID":"conn_8f2a","arguments":{"channel":"C024BE91L","text":"Order {{ steps[0].result.id }} is {{ steps[0].result.status }}"}},{"type":"agent","name":"Summarise","agentId":"agt_01HZX3","message":"Summarise: {{ $string(steps[0].result) }}"}]}]};
+const schema105 = {"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]};
+const schema106 = {"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}};
+const schema107 = {"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."};
+const schema108 = {"type":"string","maxLength":2000,"description":"What the step does."};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14285,12 +17334,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.timeoutMs === undefined){
-data.timeoutMs = 60000;
-}
-if(data.memoryMb === undefined){
-data.memoryMb = 128;
-}
 if(data.type === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
@@ -14430,6 +17473,7 @@ vErrors.push(err11);
 errors++;
 }
 }
+if(data.timeoutMs !== undefined){
 let data4 = data.timeoutMs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
 const err12 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -14463,6 +17507,8 @@ vErrors.push(err14);
 errors++;
 }
 }
+}
+if(data.memoryMb !== undefined){
 let data5 = data.memoryMb;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
 const err15 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -14496,6 +17542,7 @@ vErrors.push(err17);
 errors++;
 }
 }
+}
 if(data.resultType !== undefined){
 let data6 = data.resultType;
 if(typeof data6 !== "string"){
@@ -14509,7 +17556,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema93.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema106.properties.resultType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -14530,17 +17577,17 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate85.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema96 = {"type":"object","description":"Makes an HTTP request; the response body is the step result.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}};
+const schema109 = {"type":"object","description":"Makes an HTTP request; the response body is the step result.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate87.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14710,7 +17757,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
-const err14 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema96.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema109.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -14824,7 +17871,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
-const err23 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema96.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema109.properties.resultType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -14845,17 +17892,17 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate87.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema99 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}};
+const schema112 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate89.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15086,17 +18133,17 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate89.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema102 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}};
+const schema115 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15289,16 +18336,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15309,8 +18356,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
+if(!(validate85(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate85.errors : vErrors.concat(validate85.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -15320,8 +18367,8 @@ passing0 = 0;
 var props0 = true;
 }
 const _errs2 = errors;
-if(!(validate75(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
+if(!(validate87(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -15338,8 +18385,8 @@ props0 = true;
 }
 }
 const _errs3 = errors;
-if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
+if(!(validate89(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate89.errors : vErrors.concat(validate89.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs3 === errors;
@@ -15356,8 +18403,8 @@ props0 = true;
 }
 }
 const _errs4 = errors;
-if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
+if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs4 === errors;
@@ -15397,18 +18444,18 @@ vErrors = null;
 }
 }
 }
-validate72.errors = vErrors;
+validate84.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate72.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate84.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/workflow/definition.schema" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -15416,9 +18463,6 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.timeoutMs === undefined){
-data.timeoutMs = 600000;
-}
 if(data.name === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
@@ -15563,8 +18607,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate72(data4[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
+if(!(validate84(data4[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate84.errors : vErrors.concat(validate84.errors);
 errors = vErrors.length;
 }
 }
@@ -15580,6 +18624,7 @@ vErrors.push(err12);
 errors++;
 }
 }
+if(data.timeoutMs !== undefined){
 let data6 = data.timeoutMs;
 if(!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))){
 const err13 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
@@ -15611,6 +18656,7 @@ else {
 vErrors.push(err15);
 }
 errors++;
+}
 }
 }
 if(data.output !== undefined){
@@ -15741,7 +18787,1225 @@ vErrors.push(err26);
 }
 errors++;
 }
-validate71.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionStepName = validate94;
+
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate94.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 200){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(func2(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate94.errors = vErrors;
+return errors === 0;
+}
+validate94.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionStepDescription = validate95;
+
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate95.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data === "string"){
+if(func2(data) > 2000){
+const err0 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate95.errors = vErrors;
+return errors === 0;
+}
+validate95.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionStep = validate96;
+
+function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate96.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(!(validate85(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate85.errors : vErrors.concat(validate85.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+var props0 = true;
+}
+const _errs2 = errors;
+if(!(validate87(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs2 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+if(props0 !== true){
+props0 = true;
+}
+}
+const _errs3 = errors;
+if(!(validate89(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate89.errors : vErrors.concat(validate89.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs3 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 2;
+if(props0 !== true){
+props0 = true;
+}
+}
+const _errs4 = errors;
+if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs4 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 3];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 3;
+if(props0 !== true){
+props0 = true;
+}
+}
+}
+}
+}
+if(!valid0){
+const err0 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate96.errors = vErrors;
+evaluated0.props = props0;
+return errors === 0;
+}
+validate96.evaluated = {"dynamicProps":true,"dynamicItems":false};
+
+export const WorkflowDefinitionCodeStep = validate101;
+
+function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate101.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.code === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "type") || (key0 === "name")) || (key0 === "description")) || (key0 === "code")) || (key0 === "timeoutMs")) || (key0 === "memoryMb")) || (key0 === "resultType"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("code" !== data.type){
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "code"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err8 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.code !== undefined){
+let data3 = data.code;
+if(typeof data3 === "string"){
+if(func2(data3) < 1){
+const err10 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.timeoutMs !== undefined){
+let data4 = data.timeoutMs;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err12 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 300000 || isNaN(data4)){
+const err13 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 300000},message:"must be <= 300000"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data4 < 1 || isNaN(data4)){
+const err14 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+if(data.memoryMb !== undefined){
+let data5 = data.memoryMb;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err15 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 1024 || isNaN(data5)){
+const err16 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data5 < 16 || isNaN(data5)){
+const err17 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+if(data.resultType !== undefined){
+let data6 = data.resultType;
+if(typeof data6 !== "string"){
+const err18 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema106.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+validate101.errors = vErrors;
+return errors === 0;
+}
+validate101.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionHttpStep = validate102;
+
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate102.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.request === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "type") || (key0 === "name")) || (key0 === "description")) || (key0 === "request")) || (key0 === "resultType"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("http" !== data.type){
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "http"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err8 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.request !== undefined){
+let data3 = data.request;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.method === undefined){
+const err10 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/required",keyword:"required",params:{missingProperty: "method"},message:"must have required property '"+"method"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data3.url === undefined){
+const err11 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key1 in data3){
+if(!(((((key1 === "method") || (key1 === "url")) || (key1 === "headers")) || (key1 === "query")) || (key1 === "body"))){
+const err12 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data3.method !== undefined){
+let data4 = data3.method;
+if(typeof data4 !== "string"){
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
+const err14 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema109.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data3.url !== undefined){
+let data5 = data3.url;
+if(typeof data5 === "string"){
+if(func2(data5) < 1){
+const err15 = {instancePath:instancePath+"/request/url",schemaPath:"#/properties/request/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/request/url",schemaPath:"#/properties/request/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data3.headers !== undefined){
+let data6 = data3.headers;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key2 in data6){
+if(typeof data6[key2] !== "string"){
+const err17 = {instancePath:instancePath+"/request/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/request/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/request/headers",schemaPath:"#/properties/request/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data3.query !== undefined){
+let data8 = data3.query;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+for(const key3 in data8){
+if(typeof data8[key3] !== "string"){
+const err19 = {instancePath:instancePath+"/request/query/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/request/properties/query/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/request/query",schemaPath:"#/properties/request/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.resultType !== undefined){
+let data10 = data.resultType;
+if(typeof data10 !== "string"){
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
+const err23 = {instancePath:instancePath+"/resultType",schemaPath:"#/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema109.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate102.errors = vErrors;
+return errors === 0;
+}
+validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionToolStep = validate103;
+
+function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate103.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.server === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.tool === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tool"},message:"must have required property '"+"tool"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "type") || (key0 === "name")) || (key0 === "description")) || (key0 === "server")) || (key0 === "tool")) || (key0 === "arguments")) || (key0 === "PCID"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("tool" !== data.type){
+const err5 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "tool"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.server !== undefined){
+let data3 = data.server;
+if(typeof data3 === "string"){
+if(func2(data3) < 1){
+const err11 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.tool !== undefined){
+let data4 = data.tool;
+if(typeof data4 === "string"){
+if(func2(data4) < 1){
+const err13 = {instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/tool",schemaPath:"#/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.arguments !== undefined){
+let data5 = data.arguments;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+const err15 = {instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.PCID !== undefined){
+let data6 = data.PCID;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err16 = {instancePath:instancePath+"/PCID",schemaPath:"#/properties/PCID/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/PCID",schemaPath:"#/properties/PCID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate103.errors = vErrors;
+return errors === 0;
+}
+validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const WorkflowDefinitionAgentStep = validate104;
+
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate104.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.agentId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.message === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((key0 === "type") || (key0 === "name")) || (key0 === "description")) || (key0 === "agentId")) || (key0 === "message"))){
+const err4 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("agent" !== data.type){
+const err5 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "agent"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/name",schemaPath:"#/$defs/stepName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/description",schemaPath:"#/$defs/stepDescription/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data3 = data.agentId;
+if(typeof data3 === "string"){
+if(func2(data3) < 1){
+const err11 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data4 = data.message;
+if(typeof data4 === "string"){
+if(func2(data4) < 1){
+const err13 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate104.errors = vErrors;
+return errors === 0;
+}
+validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId, nowIso } from '../storage/ids.js';
+import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import { generateSecret, hashSecret, safeEqual } from './crypto.js';
-import { clampLimit, decodeCursor, toPage, type Page, type PageRequest } from './pagination.js';
 import { touchLastUsed } from './usage.js';
 
 /**
@@ -30,6 +30,7 @@ interface ApiKeyRow {
 }
 
 const ID_PREFIX = 'key';
+const ID_PATTERN = new RegExp(`^${ID_PREFIX}_[0-9a-f]{32}$`);
 const MAX_SECRET_LENGTH = 256;
 
 function toView(row: ApiKeyRow): ApiKeyView {
@@ -56,11 +57,12 @@ export async function createApiKey(
   return { apiKey: toView(row), secret };
 }
 
+/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
 export async function listApiKeys(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<ApiKeyView>> {
-  const limit = clampLimit(page.limit);
-  const q = db('api_keys').where({ org_id: orgId }).orderBy('id', 'asc').limit(limit + 1);
-  if (page.cursor) q.andWhere('id', '>', decodeCursor(page.cursor, ID_PREFIX));
-  return toPage((await q) as ApiKeyRow[], limit, toView);
+  const { rows, nextCursor } = await pageRows<ApiKeyRow & Record<string, unknown>>(
+    db('api_keys').where({ org_id: orgId }), { list: 'api-keys', column: 'id', keyPattern: ID_PATTERN }, page,
+  );
+  return { items: rows.map(toView), nextCursor };
 }
 
 export async function getApiKey(db: Knex, orgId: string, id: string): Promise<ApiKeyView | null> {

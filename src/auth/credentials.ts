@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId, nowIso } from '../storage/ids.js';
+import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import { generateSecret, hashSecret, safeEqual } from './crypto.js';
-import { clampLimit, decodeCursor, toPage, type Page, type PageRequest } from './pagination.js';
 import { touchLastUsed } from './usage.js';
 
 /**
@@ -33,6 +33,7 @@ export interface CredentialRow {
 }
 
 const ID_PREFIX = 'cred';
+const ID_PATTERN = new RegExp(`^${ID_PREFIX}_[0-9a-f]{32}$`);
 /** Used when no row matches so a miss costs the same comparison as a hit. */
 const DUMMY_HASH = hashSecret('switchyard-no-such-credential');
 /** Our secrets are 44 characters; anything far longer is not one of ours. */
@@ -69,11 +70,12 @@ export async function createCredential(
   return { credential: toView(row), clientSecret };
 }
 
+/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
 export async function listCredentials(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<CredentialView>> {
-  const limit = clampLimit(page.limit);
-  const q = db('credentials').where({ org_id: orgId }).orderBy('id', 'asc').limit(limit + 1);
-  if (page.cursor) q.andWhere('id', '>', decodeCursor(page.cursor, ID_PREFIX));
-  return toPage((await q) as CredentialRow[], limit, toView);
+  const { rows, nextCursor } = await pageRows<CredentialRow & Record<string, unknown>>(
+    db('credentials').where({ org_id: orgId }), { list: 'credentials', column: 'id', keyPattern: ID_PATTERN }, page,
+  );
+  return { items: rows.map(toView), nextCursor };
 }
 
 /** Null when absent or owned by another organisation (every lookup is org-scoped). */

@@ -30,8 +30,6 @@ export {
 } from './tokens.js';
 export type { PublicJwk } from './key-ring.js';
 export { SIGNING_ALG, RETIRED_GRACE_S } from './signing-keys.js';
-export { encodeCursor, decodeCursor, type Page, type PageRequest } from './pagination.js';
 export { settleUsageWrites } from './usage.js';
 export { generateSecret, hashSecret, safeEqual, encrypt, decrypt, hmac } from './crypto.js';
 export { authHandlers } from './handlers/index.js';
-export type { Handler as AuthHandler, HandlerContext as AuthHandlerContext, HandlerRequest as AuthHandlerRequest, Reply as AuthReply } from './handlers/index.js';

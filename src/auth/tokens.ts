@@ -130,19 +130,20 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
    * an hour): a hit skips the ECDSA verification but never the lifetime and revocation checks.
    * Bounded; the oldest entry goes first.
    */
-  const verified = new Map<string, Awaited<ReturnType<typeof checkToken>>>();
+  const verified = new Map<string, { kid: string; claims: Awaited<ReturnType<typeof checkToken>> }>();
   async function checkTokenCached(token: string): Promise<Awaited<ReturnType<typeof checkToken>>> {
     const hit = verified.get(token);
     if (hit) {
-      if (hit.exp + CLOCK_TOLERANCE_S <= now() / 1000) {
+      // Lifetime and signing-key expiry still apply to a remembered token.
+      if (hit.claims.exp + CLOCK_TOLERANCE_S <= now() / 1000 || !(await ring.verificationKey(hit.kid))) {
         verified.delete(token);
         throw invalid();
       }
-      return hit;
+      return hit.claims;
     }
     const claims = await checkToken(token);
     if (verified.size >= VERIFIED_CACHE_MAX) verified.delete(verified.keys().next().value as string);
-    verified.set(token, claims);
+    verified.set(token, { kid: decodeProtectedHeader(token).kid as string, claims });
     return claims;
   }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { defaults } from './defaults.js';
+import { SwitchyardConfig as validateConfig } from '../../generated/validators/schemas.js';
 
 export { defaults };
 
@@ -92,7 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const publicUrl = urlEnv(env, 'PUBLIC_URL', `http://localhost:${port}`);
-  return {
+  const config: Config = {
     port,
     host: env.HOST || defaults.host,
     dataDir,
@@ -115,4 +116,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', false),
     seedDemo: boolEnv(env, 'SEED_DEMO', true),
   };
+  // The resolved configuration must match schemas/config/config.schema.json.
+  const { secretKey: _secret, ...shape } = config;
+  const checked = { ...shape, databaseUrl: shape.databaseUrl ?? null, redisUrl: shape.redisUrl ?? null };
+  if (!validateConfig(checked)) {
+    const problems = (validateConfig.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  return config;
 }

@@ -1,14 +1,18 @@
 /**
  * Workflow definitions: the canonical validation is the JSON Schema in
- * schemas/workflow/definition.schema.json (Ajv2020 + ajv-formats), followed by the semantic
- * checks a schema cannot express (output.stepIndex must name an existing step).
+ * schemas/workflow/definition.schema.json, compiled by codegen into standalone validators
+ * (generated/validators/schemas.js), followed by the semantic checks a schema cannot express
+ * (output.stepIndex must name an existing step).
  */
-import { readFileSync } from 'node:fs';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import {
+  WorkflowDefinition as validateWhole,
+  WorkflowDefinitionCodeStep,
+  WorkflowDefinitionHttpStep,
+  WorkflowDefinitionToolStep,
+  WorkflowDefinitionAgentStep,
+} from '../../generated/validators/schemas.js';
 import { AppError } from '../errors/index.js';
-
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 export type StepType = 'code' | 'http' | 'tool' | 'agent';
 export const STEP_TYPES: readonly StepType[] = ['code', 'http', 'tool', 'agent'];
@@ -38,22 +42,10 @@ interface Validators {
   byType: Record<StepType, ValidateFunction>;
 }
 
-let validators: Validators | undefined;
-
-function load(): Validators {
-  if (validators) return validators;
-  const schema = JSON.parse(
-    readFileSync(new URL('../../schemas/workflow/definition.schema.json', import.meta.url), 'utf8'),
-  ) as { $id: string };
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
-  addFormats(ajv);
-  const whole = ajv.compile(schema);
-  const byType = Object.fromEntries(
-    STEP_TYPES.map((t) => [t, ajv.getSchema(`${schema.$id}#/$defs/${t}Step`)!]),
-  ) as Record<StepType, ValidateFunction>;
-  validators = { whole, byType };
-  return validators;
-}
+const validators: Validators = {
+  whole: validateWhole,
+  byType: { code: WorkflowDefinitionCodeStep, http: WorkflowDefinitionHttpStep, tool: WorkflowDefinitionToolStep, agent: WorkflowDefinitionAgentStep },
+};
 
 function plain(e: ErrorObject, prefix = ''): DefinitionError {
   return { instancePath: prefix + e.instancePath, keyword: e.keyword, message: e.message, params: e.params };
@@ -111,7 +103,7 @@ function semanticErrors(def: WorkflowDefinition): DefinitionError[] {
 
 /** Validates a workflow definition; invalid → 400 invalid_request with the errors as details. */
 export function validateDefinition(input: unknown): WorkflowDefinition {
-  const v = load();
+  const v = validators;
   if (!v.whole(input)) {
     throw new AppError('ERR_REQUEST_INVALID', {
       message: 'The workflow definition is invalid',

@@ -2,7 +2,9 @@
  * Cursor pagination shared by every management list (openapi/management.yaml conventions):
  * `limit` 1..200 (default 50), an opaque `cursor`, and `{items, nextCursor}` pages. A cursor
  * is base64url JSON naming the list it belongs to and the last key returned, so a cursor from
- * another list, or a forged one, is rejected with 400 invalid_cursor.
+ * another list, or a forged one, is rejected with 400 invalid_cursor. Keys are ids (UUIDv7
+ * based, src/storage/ids.ts) or numbers, so "key > last key" walks rows in creation order
+ * without offsets.
  */
 import type { Knex } from 'knex';
 import { defaults } from '../config/defaults.js';
@@ -30,7 +32,11 @@ export function encodeCursor(list: string, after: string | number): string {
   return Buffer.from(JSON.stringify({ l: list, a: after }), 'utf8').toString('base64url');
 }
 
-export function decodeCursor(list: string, cursor: string, keyType: 'string' | 'number'): string | number {
+/**
+ * The last key of a cursor of `list`. `keyPattern`, when given, is what a string key of that
+ * list looks like (e.g. `cred_<32 hex>`): anything else is a forged cursor.
+ */
+export function decodeCursor(list: string, cursor: string, keyType: 'string' | 'number', keyPattern?: RegExp): string | number {
   let parsed: unknown;
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');
@@ -41,6 +47,7 @@ export function decodeCursor(list: string, cursor: string, keyType: 'string' | '
   const p = parsed as { l?: unknown; a?: unknown } | null;
   if (!p || typeof p !== 'object' || p.l !== list || typeof p.a !== keyType) throw new AppError('ERR_INVALID_CURSOR');
   if (keyType === 'number' && !Number.isSafeInteger(p.a)) throw new AppError('ERR_INVALID_CURSOR');
+  if (keyPattern && !(typeof p.a === 'string' && keyPattern.test(p.a))) throw new AppError('ERR_INVALID_CURSOR');
   return p.a as string | number;
 }
 
@@ -52,6 +59,8 @@ export interface PageSpec {
   /** Key of that column in the returned rows; defaults to the column name after its dot. */
   rowKey?: string;
   keyType?: 'string' | 'number';
+  /** Shape of a string key (anchored); a cursor carrying another value is invalid_cursor. */
+  keyPattern?: RegExp;
 }
 
 /**
@@ -65,7 +74,7 @@ export async function pageRows<Row extends Record<string, unknown>>(
 ): Promise<{ rows: Row[]; nextCursor: string | null }> {
   const limit = pageLimit(req.limit);
   const keyType = spec.keyType ?? 'string';
-  if (req.cursor !== undefined) query.where(spec.column, '>', decodeCursor(spec.list, req.cursor, keyType));
+  if (req.cursor !== undefined) query.where(spec.column, '>', decodeCursor(spec.list, req.cursor, keyType, spec.keyPattern));
   const rows = (await query.orderBy(spec.column, 'asc').limit(limit + 1)) as Row[];
   if (rows.length <= limit) return { rows, nextCursor: null };
   const page = rows.slice(0, limit);

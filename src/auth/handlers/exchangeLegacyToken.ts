@@ -1,6 +1,7 @@
+import type { Handler } from '../../http/types.js';
+import { header } from '../../http/support.js';
 import { authenticateSecret } from '../credentials.js';
-import { NO_STORE, header, oauthFailure } from './oauth.js';
-import type { Handler } from './types.js';
+import { NO_STORE, oauthFailure } from './oauth.js';
 
 /**
  * POST /auth/token — legacy exchange (spec section 6; "Authentication" 4: the client secret is
@@ -10,10 +11,11 @@ import type { Handler } from './types.js';
  * client secret is invalid_client (401); an `X-Selected-Org` other than the credential's
  * organisation is invalid_scope (400), the legacy analogue of a scope naming another org.
  */
-export const exchangeLegacyToken: Handler = async (req, ctx) => {
-  const apiKey = header(req.headers, 'x-api-key');
+export const exchangeLegacyToken: Handler<'exchangeLegacyToken'> = async (req, ctx) => {
+  // Absent and empty (or blank) are the same thing for the token endpoints.
+  const apiKey = header(req, 'x-api-key')?.trim();
   if (!apiKey) throw oauthFailure('invalid_request', 'The X-Api-Key header is required.');
-  const selectedOrg = header(req.headers, 'x-selected-org');
+  const selectedOrg = header(req, 'x-selected-org')?.trim();
   if (!selectedOrg) throw oauthFailure('invalid_request', 'The X-Selected-Org header is required.');
 
   const { db, tokens } = ctx.services;

@@ -1,4 +1,4 @@
-import type { Handler } from './types.js';
+import type { Handler } from '../../http/types.js';
 
 /**
  * GET /.well-known/oauth-authorization-server — RFC 8414 metadata (openapi/auth.yaml).
@@ -6,7 +6,7 @@ import type { Handler } from './types.js';
  * member is required) and `scopes_supported` is omitted because `org:<id>` values cannot be
  * enumerated. `issuer` is the `iss` of every token.
  */
-export const getAuthorizationServerMetadata: Handler = async (_req, ctx) => {
+export const getAuthorizationServerMetadata: Handler<'getAuthorizationServerMetadata'> = async (_req, ctx) => {
   const issuer = ctx.services.config.baseUrls.auth;
   return {
     status: 200,

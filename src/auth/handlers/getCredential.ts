@@ -1,11 +1,10 @@
+import type { Handler } from '../../http/types.js';
 import { getCredential as get } from '../credentials.js';
-import { notFound, pathParam, requireAuth } from './management.js';
-import type { Handler } from './types.js';
+import { notFound } from './management.js';
 
 /** Another organisation's credential answers 404, exactly like a missing one. */
-export const getCredential: Handler = async (req, ctx) => {
-  const { orgId } = requireAuth(ctx);
-  const view = await get(ctx.services.db, orgId, pathParam(req, 'credentialId'));
+export const getCredential: Handler<'getCredential'> = async (req, ctx) => {
+  const view = await get(ctx.services.db, ctx.auth.orgId, req.params.credentialId);
   if (!view) throw notFound();
   return { status: 200, body: view };
 };

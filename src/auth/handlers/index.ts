@@ -1,3 +1,4 @@
+import { guardBearerAuth } from '../../http/support.js';
 import { createApiKey } from './createApiKey.js';
 import { createCredential } from './createCredential.js';
 import { exchangeLegacyToken } from './exchangeLegacyToken.js';
@@ -12,8 +13,11 @@ import { listCredentials } from './listCredentials.js';
 import { revokeApiKey } from './revokeApiKey.js';
 import { revokeCredential } from './revokeCredential.js';
 
-/** Handlers of the auth context, keyed by operationId (DESIGN.md section 2). */
-export const authHandlers = {
+/**
+ * Handlers of the auth context, keyed by operationId (DESIGN.md section 2); each is a
+ * Handler<operationId>, which src/app.ts checks with `satisfies HandlerMap`.
+ */
+export const authHandlers = guardBearerAuth({
   issueOauthToken,
   exchangeLegacyToken,
   getJwks,
@@ -27,6 +31,4 @@ export const authHandlers = {
   getApiKey,
   revokeApiKey,
   getOrganization,
-};
-
-export type { Handler, HandlerContext, HandlerRequest, Reply, AuthServices } from './types.js';
+});

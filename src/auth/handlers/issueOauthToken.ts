@@ -1,6 +1,7 @@
+import type { Handler } from '../../http/types.js';
+import { header } from '../../http/support.js';
 import { authenticateClient } from '../credentials.js';
-import { NO_STORE, formParam, header, oauthFailure, parseBasicCredentials, parseOrgScope } from './oauth.js';
-import type { Handler } from './types.js';
+import { NO_STORE, formParam, oauthFailure, parseBasicCredentials, parseOrgScope } from './oauth.js';
 
 /**
  * POST /oauth/token — OAuth 2.0 client credentials (spec section 6; RFC 6749 sections 2.3, 4.4,
@@ -10,14 +11,14 @@ import type { Handler } from './types.js';
  * or a scope not of the form `org:<id>` is invalid_request; a well-formed scope for an
  * organisation other than the credential's is invalid_scope; every client-authentication
  * failure is invalid_client (401) with the same description, so callers cannot tell an
- * unknown client from a wrong secret or a revoked credential.
+ * unknown client from a wrong secret or a revoked credential. The form is checked here as
+ * well as by the pipeline: these are the OAuth error shapes RFC 6749 prescribes.
  */
-export const issueOauthToken: Handler = async (req, ctx) => {
-  const body = req.body;
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
+  const form = req.body;
+  if (form === null || typeof form !== 'object' || Array.isArray(form)) {
     throw oauthFailure('invalid_request', 'The body must be application/x-www-form-urlencoded.');
   }
-  const form = body as Record<string, unknown>;
   const grantType = formParam(form, 'grant_type');
   const bodyClientId = formParam(form, 'client_id');
   const bodySecret = formParam(form, 'client_secret');
@@ -26,7 +27,7 @@ export const issueOauthToken: Handler = async (req, ctx) => {
   if (!grantType) throw oauthFailure('invalid_request', 'The grant_type parameter is required.');
   if (grantType !== 'client_credentials') throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
 
-  const authorization = header(req.headers, 'authorization');
+  const authorization = header(req, 'authorization')?.trim();
   let clientId: string;
   let clientSecret: string;
   if (authorization) {

@@ -1,9 +1,9 @@
+import type { Handler } from '../../http/types.js';
+import { pageOf } from '../../http/support.js';
 import { listApiKeys as list } from '../api-keys.js';
-import { parseListQuery, requireAuth } from './management.js';
-import type { Handler } from './types.js';
 
 /** GET trigger API keys of the token's organisation, oldest first, keyset-paginated. */
-export const listApiKeys: Handler = async (req, ctx) => {
-  const { orgId } = requireAuth(ctx);
-  return { status: 200, body: await list(ctx.services.db, orgId, parseListQuery(req.query)) };
-};
+export const listApiKeys: Handler<'listApiKeys'> = async (req, ctx) => ({
+  status: 200,
+  body: await list(ctx.services.db, ctx.auth.orgId, pageOf(req)),
+});

@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { OAuthError, type OAuthErrorCode } from '../../errors/index.js';
 
 /** RFC 6749 section 5.1: token responses, and errors too, must not be cached. */
@@ -15,19 +14,12 @@ export function oauthFailure(code: OAuthErrorCode, description: string): OAuthEr
   return new OAuthError(code, description, headers);
 }
 
-/** One header value; absent and empty are the same thing for the token endpoints. */
-export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const raw = headers[name];
-  const value = Array.isArray(raw) ? raw[0] : raw;
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
-}
-
 /**
  * A form parameter. RFC 6749 section 3.2: parameters must not be repeated; a repeated one
  * (the form parser gives an array) or a non-string is an invalid request.
  */
-export function formParam(body: Record<string, unknown>, name: string): string | undefined {
-  const value = body[name];
+export function formParam<F extends object>(form: F, name: Extract<keyof F, string>): string | undefined {
+  const value: unknown = form[name];
   if (value === undefined || value === null || value === '') return undefined;
   if (typeof value !== 'string') throw oauthFailure('invalid_request', `The ${name} parameter must be given once, as a string.`);
   return value;

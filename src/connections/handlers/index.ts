@@ -1,3 +1,4 @@
+import { guardBearerAuth } from '../../http/support.js';
 import { createConnection } from './createConnection.js';
 import { deleteConnection } from './deleteConnection.js';
 import { getConnection } from './getConnection.js';
@@ -7,13 +8,13 @@ import { updateConnection } from './updateConnection.js';
 
 /**
  * Handlers of the connection operations: the management ones in openapi/management.yaml and
- * listUserConnections (spec section 10, GET /manage/user-connections).
+ * listUserConnections (spec section 10, GET /manage/user-connections); Handler<operationId> each.
  */
-export const connectionHandlers = {
+export const connectionHandlers = guardBearerAuth({
   listConnections,
   createConnection,
   getConnection,
   updateConnection,
   deleteConnection,
   listUserConnections,
-};
+});

@@ -1,13 +1,13 @@
-import { orgOf, pageOf } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
+import type { Handler } from '../../http/types.js';
+import { pageOf } from '../../http/support.js';
 import { listConnections as list } from '../connections.js';
 import { parseStatuses } from '../statuses.js';
 
 /** GET /v1/connections — optional filters serviceKey and statuses (comma-separated). */
-export const listConnections: Handler = async (req, ctx) => {
+export const listConnections: Handler<'listConnections'> = async (req, ctx) => {
   const { serviceKey, statuses } = req.query;
-  const page = await list(ctx.services.db, orgOf(ctx), {
-    serviceKey: typeof serviceKey === 'string' ? serviceKey : undefined,
+  const page = await list(ctx.services.db, ctx.auth.orgId, {
+    serviceKey,
     statuses: statuses === undefined ? undefined : parseStatuses(statuses),
   }, pageOf(req));
   return { status: 200, body: page };

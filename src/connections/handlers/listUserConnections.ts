@@ -1,6 +1,6 @@
 import { AppError } from '../../errors/index.js';
-import { header, orgOf } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
+import type { Handler } from '../../http/types.js';
+import { header } from '../../http/support.js';
 import { listUserConnections as list } from '../connections.js';
 import { parseStatuses } from '../statuses.js';
 
@@ -9,8 +9,8 @@ import { parseStatuses } from '../statuses.js';
  * objects ({id, name, service_key, status}), optionally filtered by `statuses`. An
  * X-Selected-Org header, when sent, must name the token's organisation (403 otherwise).
  */
-export const listUserConnections: Handler = async (req, ctx) => {
-  const orgId = orgOf(ctx);
+export const listUserConnections: Handler<'listUserConnections'> = async (req, ctx) => {
+  const { orgId } = ctx.auth;
   const selected = header(req, 'x-selected-org');
   if (selected !== undefined && selected !== orgId) throw new AppError('ERR_AUTH_ORG_MISMATCH');
   const statuses = parseStatuses(req.query.statuses);

@@ -1,11 +1,10 @@
-import { etag, orgOf, requireIfMatch, stringParam } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
-import { updateConnection as update, type ConnectionPatch } from '../connections.js';
+import type { Handler } from '../../http/types.js';
+import { etag, requireIfMatch } from '../../http/support.js';
+import { updateConnection as update } from '../connections.js';
 
 /** PATCH /v1/connections/{connectionId} — name, status, secret, metadata; If-Match is required. */
-export const updateConnection: Handler = async (req, ctx) => {
+export const updateConnection: Handler<'updateConnection'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const c = await update(ctx.services.db, orgOf(ctx), stringParam(req, 'connectionId'), expected,
-    req.body as ConnectionPatch, ctx.services.config);
+  const c = await update(ctx.services.db, ctx.auth.orgId, req.params.connectionId, expected, req.body, ctx.services.config);
   return { status: 200, body: c, headers: etag(c.version) };
 };

@@ -1,9 +1,9 @@
+import type { Handler } from '../../http/types.js';
+import { parseIfMatch } from '../../http/support.js';
 import { deleteWorkflow as remove } from '../workflows.js';
-import { orgOf, parseIfMatch, stringParam } from './support.js';
-import type { Handler } from './types.js';
 
 /** DELETE /v1/workflows/{automationId} — with its versions and triggers; If-Match optional. */
-export const deleteWorkflow: Handler = async (req, ctx) => {
-  await remove(ctx.services.db, orgOf(ctx), stringParam(req, 'automationId'), parseIfMatch(req));
+export const deleteWorkflow: Handler<'deleteWorkflow'> = async (req, ctx) => {
+  await remove(ctx.services.db, ctx.auth.orgId, req.params.automationId, parseIfMatch(req));
   return { status: 204 };
 };

@@ -1,9 +1,9 @@
+import type { Handler } from '../../http/types.js';
+import { pageOf } from '../../http/support.js';
 import { listWorkflowVersions as list } from '../workflows-versions.js';
-import { orgOf, pageOf, stringParam } from './support.js';
-import type { Handler } from './types.js';
 
 /** GET /v1/workflows/{automationId}/versions — every published version, oldest first. */
-export const listWorkflowVersions: Handler = async (req, ctx) => ({
+export const listWorkflowVersions: Handler<'listWorkflowVersions'> = async (req, ctx) => ({
   status: 200,
-  body: await list(ctx.services.db, orgOf(ctx), stringParam(req, 'automationId'), pageOf(req)),
+  body: await list(ctx.services.db, ctx.auth.orgId, req.params.automationId, pageOf(req)),
 });

@@ -1,9 +1,9 @@
+import type { Handler } from '../../http/types.js';
+import { pageOf } from '../../http/support.js';
 import { listWorkflows as list } from '../workflows.js';
-import { orgOf, pageOf } from './support.js';
-import type { Handler } from './types.js';
 
 /** GET /v1/workflows — workflows of the token's organisation, one page. */
-export const listWorkflows: Handler = async (req, ctx) => ({
+export const listWorkflows: Handler<'listWorkflows'> = async (req, ctx) => ({
   status: 200,
-  body: await list(ctx.services.db, orgOf(ctx), pageOf(req)),
+  body: await list(ctx.services.db, ctx.auth.orgId, pageOf(req)),
 });

@@ -1,10 +1,10 @@
+import type { Handler } from '../../http/types.js';
+import { etag, requireIfMatch } from '../../http/support.js';
 import { updateWorkflow as update } from '../workflows.js';
-import { etag, orgOf, requireIfMatch, stringParam } from './support.js';
-import type { Handler } from './types.js';
 
 /** PUT /v1/workflows/{automationId} — publishes a new version; If-Match is required. */
-export const updateWorkflow: Handler = async (req, ctx) => {
+export const updateWorkflow: Handler<'updateWorkflow'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const wf = await update(ctx.services.db, orgOf(ctx), stringParam(req, 'automationId'), expected, req.body);
+  const wf = await update(ctx.services.db, ctx.auth.orgId, req.params.automationId, expected, req.body);
   return { status: 200, body: wf, headers: etag(wf.version) };
 };

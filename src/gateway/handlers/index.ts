@@ -1,14 +1,15 @@
+import { guardBearerAuth } from '../../http/support.js';
 import { createAppServer } from './createAppServer.js';
 import { deleteAppServer } from './deleteAppServer.js';
 import { getAppServer } from './getAppServer.js';
 import { listAppServers } from './listAppServers.js';
 import { updateAppServer } from './updateAppServer.js';
 
-/** Handlers of the application server operations in openapi/management.yaml. */
-export const appServerHandlers = {
+/** Handlers of the application server operations in openapi/management.yaml (Handler<operationId> each). */
+export const appServerHandlers = guardBearerAuth({
   listAppServers,
   createAppServer,
   getAppServer,
   updateAppServer,
   deleteAppServer,
-};
+});

@@ -1,9 +1,9 @@
-import { orgOf, pageOf } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
+import type { Handler } from '../../http/types.js';
+import { pageOf } from '../../http/support.js';
 import { listAppServers as list } from '../registry.js';
 
 /** GET /v1/servers — application servers registered by the organisation. */
-export const listAppServers: Handler = async (req, ctx) => ({
+export const listAppServers: Handler<'listAppServers'> = async (req, ctx) => ({
   status: 200,
-  body: await list(ctx.services.db, orgOf(ctx), pageOf(req)),
+  body: await list(ctx.services.db, ctx.auth.orgId, pageOf(req)),
 });

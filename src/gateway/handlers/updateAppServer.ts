@@ -1,10 +1,10 @@
-import { etag, orgOf, requireIfMatch, stringParam } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
-import { updateAppServer as update, type AppServerPatch } from '../registry.js';
+import type { Handler } from '../../http/types.js';
+import { etag, requireIfMatch } from '../../http/support.js';
+import { updateAppServer as update } from '../registry.js';
 
 /** PATCH /v1/servers/{serverId} — If-Match is required. */
-export const updateAppServer: Handler = async (req, ctx) => {
+export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const s = await update(ctx.services.db, orgOf(ctx), stringParam(req, 'serverId'), expected, req.body as AppServerPatch);
+  const s = await update(ctx.services.db, ctx.auth.orgId, req.params.serverId, expected, req.body);
   return { status: 200, body: s, headers: etag(s.version) };
 };

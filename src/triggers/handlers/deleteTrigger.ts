@@ -1,9 +1,9 @@
-import { orgOf, parseIfMatch, stringParam } from '../../engine/handlers/support.js';
-import type { Handler } from '../../engine/handlers/types.js';
+import type { Handler } from '../../http/types.js';
+import { parseIfMatch } from '../../http/support.js';
 import { deleteTrigger as remove } from '../triggers.js';
 
 /** DELETE /v1/triggers/{triggerId} — If-Match optional. */
-export const deleteTrigger: Handler = async (req, ctx) => {
-  await remove(ctx.services.db, orgOf(ctx), stringParam(req, 'triggerId'), parseIfMatch(req));
+export const deleteTrigger: Handler<'deleteTrigger'> = async (req, ctx) => {
+  await remove(ctx.services.db, ctx.auth.orgId, req.params.triggerId, parseIfMatch(req));
   return { status: 204 };
 };

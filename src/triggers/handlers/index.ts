@@ -1,14 +1,15 @@
+import { guardBearerAuth } from '../../http/support.js';
 import { createTrigger } from './createTrigger.js';
 import { deleteTrigger } from './deleteTrigger.js';
 import { getTrigger } from './getTrigger.js';
 import { listTriggers } from './listTriggers.js';
 import { updateTrigger } from './updateTrigger.js';
 
-/** Handlers of the trigger management operations in openapi/management.yaml. */
-export const triggerHandlers = {
+/** Handlers of the trigger management operations in openapi/management.yaml (Handler<operationId> each). */
+export const triggerHandlers = guardBearerAuth({
   listTriggers,
   createTrigger,
   getTrigger,
   updateTrigger,
   deleteTrigger,
-};
+});

@@ -3,6 +3,7 @@
  * organisations, definitions, a handler context, error capture and OpenAPI reply checks.
  */
 import { randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { readFileSync } from 'node:fs';
@@ -12,7 +13,8 @@ import { createLogger } from '../../../src/config/logger.js';
 import { AppError } from '../../../src/errors/index.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { WorkflowDefinition } from '../../../src/engine/index.js';
-import type { Handler, HandlerContext, HandlerRequest, Reply } from '../../../src/engine/handlers/types.js';
+import type { AuthContext, TokenService } from '../../../src/auth/index.js';
+import type { Handler, HandlerRequest, OperationId, Reply, RequestContext } from '../../../src/http/types.js';
 
 export const ORG_A = 'org_a';
 export const ORG_B = 'org_b';
@@ -48,13 +50,52 @@ export function testConfig(): Config {
   };
 }
 
-export function context(db: Knex, orgId: string, config: Config = testConfig()): HandlerContext {
+/** What the pipeline hands a bearerAuth operation's handler (src/http/types.ts RequestContext). */
+export type BearerContext = Omit<RequestContext, 'auth'> & { auth: AuthContext };
+
+/** The management handlers never issue or verify tokens; a call here is a test bug. */
+const noTokens: TokenService = {
+  issue: () => Promise.reject(new Error('tokens are not used by these handlers')),
+  verify: () => Promise.reject(new Error('tokens are not used by these handlers')),
+  jwks: () => Promise.reject(new Error('tokens are not used by these handlers')),
+  rotate: () => Promise.reject(new Error('tokens are not used by these handlers')),
+  revokeCredential: () => Promise.reject(new Error('tokens are not used by these handlers')),
+  forgetCredential: () => undefined,
+  close: () => Promise.resolve(),
+};
+
+export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {
   const log = createLogger('silent');
-  return { services: { config, db, log }, log, requestId: 'req-test', auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test' } };
+  return {
+    services: { config, db, log, tokens: noTokens }, log, requestId: 'req-test',
+    auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test', tokenId: 'tok_test', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+  };
 }
 
-export function request(parts: Partial<HandlerRequest> = {}): HandlerRequest {
-  return { params: {}, query: {}, headers: {}, body: undefined, ...parts };
+/**
+ * The parts of a request a test sets. Loose on purpose: tests also hand the handlers what the
+ * pipeline would have rejected or coerced (unknown fields, bodies without schema defaults) to
+ * prove the checks of the handlers and repositories themselves.
+ */
+export interface RequestParts {
+  params?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  headers?: IncomingHttpHeaders;
+  body?: unknown;
+}
+
+export function request(parts: RequestParts = {}): RequestParts {
+  return parts;
+}
+
+/** The HandlerRequest<K> the pipeline would build from these parts (handlers do not read `raw`). */
+function handlerRequest<K extends OperationId>(operationId: K, parts: RequestParts): HandlerRequest<K> {
+  const built = {
+    operationId, params: {}, query: {}, headers: {}, body: undefined,
+    contentType: parts.body === undefined ? undefined : 'application/json', raw: undefined, ...parts,
+  };
+  // The one cast of these fixtures: the parts are deliberately loose (see RequestParts).
+  return built as unknown as HandlerRequest<K>;
 }
 
 /** Awaits a promise that must fail with an AppError of the given wire code and status. */
@@ -88,10 +129,10 @@ function validatorFor(operationId: string): Promise<ResponseValidator> {
  * Runs a handler and renders a thrown AppError as the pipeline does ({error, message,
  * details}); the reply must match openapi/ for its operation and status.
  */
-export async function call(operationId: string, handler: Handler, req: HandlerRequest, ctx: HandlerContext): Promise<Reply> {
+export async function call<K extends OperationId>(operationId: K, handler: Handler<K>, req: RequestParts, ctx: RequestContext<K>): Promise<Reply> {
   let reply: Reply;
   try {
-    reply = await handler(req, ctx);
+    reply = await handler(handlerRequest(operationId, req), ctx);
   } catch (e) {
     if (!(e instanceof AppError)) throw e;
     reply = { status: e.status, body: { error: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };

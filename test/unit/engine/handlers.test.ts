@@ -75,7 +75,7 @@ for (const kind of kinds) {
       expect((bad.body as { error: string }).error).to.equal('invalid_cursor');
     });
 
-    it('versions: list and get (path version as coerced number or string)', async () => {
+    it('versions: list and get (path version as the pipeline coerces it: a number)', async () => {
       const ctx = context(store.db, ORG_A);
       const wf = await created(ctx);
       await call('updateWorkflow', h.updateWorkflow,
@@ -85,9 +85,9 @@ for (const kind of kinds) {
       const v1 = await call('getWorkflowVersion', h.getWorkflowVersion,
         request({ params: { automationId: wf.automationId, version: 1 } }), ctx);
       expect(v1.body).to.deep.include({ version: 1, stepMap: { 0: 1, 1: 1 } });
-      const v2 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: '2' } }), ctx);
+      const v2 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: 2 } }), ctx);
       expect(v2.body).to.deep.include({ version: 2, stepMap: { 0: 1 } });
-      const v9 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: '9' } }), ctx);
+      const v9 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: 9 } }), ctx);
       expect(v9.status).to.equal(404);
     });
 
@@ -96,13 +96,13 @@ for (const kind of kinds) {
       const ctxB = context(store.db, ORG_B);
       const wf = await created(ctxA);
       const params = { automationId: wf.automationId };
-      for (const [op, fn, extra] of [
-        ['getWorkflow', h.getWorkflow, {}],
-        ['updateWorkflow', h.updateWorkflow, { body: definition(1), headers: { 'if-match': '"1"' } }],
-        ['deleteWorkflow', h.deleteWorkflow, {}],
-        ['listWorkflowVersions', h.listWorkflowVersions, {}],
+      for (const [op, send] of [
+        ['getWorkflow', () => call('getWorkflow', h.getWorkflow, request({ params }), ctxB)],
+        ['updateWorkflow', () => call('updateWorkflow', h.updateWorkflow, request({ params, body: definition(1), headers: { 'if-match': '"1"' } }), ctxB)],
+        ['deleteWorkflow', () => call('deleteWorkflow', h.deleteWorkflow, request({ params }), ctxB)],
+        ['listWorkflowVersions', () => call('listWorkflowVersions', h.listWorkflowVersions, request({ params }), ctxB)],
       ] as const) {
-        const r = await call(op, fn, request({ params, ...extra }), ctxB);
+        const r = await send();
         expect(r.status, op).to.equal(404);
       }
       expect((await call('listWorkflows', h.listWorkflows, request(), ctxB)).body).to.deep.equal({ items: [], nextCursor: null });

@@ -1,0 +1,72 @@
+/**
+ * Helpers shared by the handlers of every context, typed against the shared handler contract
+ * (src/http/types.ts): header reading, ETag / If-Match optimistic locking, list paging from
+ * the query (openapi/management.yaml conventions) and the bearer guard of a handler map.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { operations, type OperationMeta } from '../../generated/openapi/operations.js';
+import { AppError } from '../errors/index.js';
+import type { PageRequest } from '../storage/page.js';
+import type { Handler, OperationId, PartialHandlerMap } from './types.js';
+
+/** One request header as sent (a repeated header's values joined with ", "), or undefined. */
+export function header(req: { headers: IncomingHttpHeaders }, name: string): string | undefined {
+  const v = req.headers[name.toLowerCase()];
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** Strong entity tag of a versioned resource: the version number in quotes. */
+export function etag(version: number): Record<string, string> {
+  return { ETag: `"${version}"` };
+}
+
+/**
+ * Reads `If-Match: "<version>"`. Absent or `*` → undefined (no usable precondition). A value
+ * that is not one strong ETag of a positive integer can never match the current ETag, so it
+ * is a failed precondition (412), as RFC 9110 section 13.1.1 prescribes.
+ */
+export function parseIfMatch(req: { headers: IncomingHttpHeaders }): number | undefined {
+  const raw = header(req, 'if-match')?.trim();
+  if (raw === undefined || raw === '' || raw === '*') return undefined;
+  const m = /^"([1-9][0-9]{0,9})"$/.exec(raw);
+  if (!m) throw new AppError('ERR_VERSION_CONFLICT', { details: { ifMatch: 'not a current entity tag' } });
+  return Number(m[1]);
+}
+
+/** Updates REQUIRE If-Match: missing → 428 precondition_required. */
+export function requireIfMatch(req: { headers: IncomingHttpHeaders }): number {
+  const version = parseIfMatch(req);
+  if (version === undefined) throw new AppError('ERR_PRECONDITION_REQUIRED');
+  return version;
+}
+
+/**
+ * `limit` and `cursor` of a list operation's query (ManagementLimit, ManagementCursor), already
+ * coerced by the pipeline; range and cursor checks happen in src/storage/page.ts.
+ */
+export function pageOf(req: { query: { limit?: number; cursor?: string } }): PageRequest {
+  return { limit: req.query.limit, cursor: req.query.cursor };
+}
+
+/**
+ * The pipeline authenticates every bearerAuth operation before calling its handler, which is
+ * why RequestContext<K>['auth'] is not optional there and handlers read `ctx.auth.orgId`
+ * directly. A caller that bypasses the pipeline (a test, a future in-process caller) and
+ * passes no auth gets the 401 missing_token the pipeline would have answered, not a
+ * TypeError: this wraps the bearer-secured handlers of a context's map with that check.
+ */
+export function guardBearerAuth<M extends PartialHandlerMap>(handlers: M): M {
+  const guarded: Record<string, unknown> = { ...handlers };
+  // Object.entries forgets which handler belongs to which operationId; the wrapper below
+  // keeps each handler's own signature, so the map keeps type M.
+  for (const [id, handler] of Object.entries(handlers) as [OperationId, Handler<OperationId>][]) {
+    const op: OperationMeta = operations[id];
+    if (!op.security.includes('bearerAuth')) continue;
+    const wrapped: Handler<OperationId> = async (req, ctx) => {
+      if (!ctx.auth) throw new AppError('ERR_AUTH_MISSING_TOKEN');
+      return handler(req, ctx);
+    };
+    guarded[id] = wrapped;
+  }
+  return guarded as M;
+}

@@ -1,0 +1,76 @@
+/** `npx switchyard …` against a real store, as a person at a terminal would use it. */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import YAML from 'yaml';
+import { decodeJwt } from 'jose';
+import { demoWorkflow } from '../../../src/bootstrap/demo-workflow.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+
+describe('process: the switchyard CLI', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  const cli = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir } });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+  const json = (s: string) => JSON.parse(s);
+  before(() => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-cli-'));
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('init seeds once; credentials, keys, token, workflow deploy and trigger create work; errors are clear', async () => {
+    const init = await cli('init');
+    expect(init.code, init.stderr).to.equal(0);
+    expect(init.stdout).to.contain('Switchyard is ready');
+    expect(json((await cli('init')).stdout).message).to.contain('nothing to do');
+
+    const cred = json((await cli('credentials', 'create', '--label', 'ci')).stdout);
+    expect(cred.clientSecret).to.match(/^sys_/);
+    const tok = json((await cli('token', '--client-id', cred.clientId, '--client-secret', cred.clientSecret)).stdout);
+    expect(tok.token_type).to.equal('Bearer');
+    expect(decodeJwt(tok.access_token).org).to.equal(cred.orgId);
+    const bad = await cli('token', '--client-id', cred.clientId, '--client-secret', 'sys_wrong');
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.contain('invalid_client');
+
+    const key = json((await cli('keys', 'create', '--label', 'zapier')).stdout);
+    expect(key.apiKey).to.match(/^syk_/);
+    expect(json((await cli('keys', 'list')).stdout).items.map((k: { id: string }) => k.id)).to.include(key.id);
+
+    const file = path.join(dataDir, 'wf.yaml');
+    writeFileSync(file, YAML.stringify({ ...demoWorkflow, name: 'From YAML' }));
+    const wf = json((await cli('workflow', 'deploy', file)).stdout);
+    expect(wf).to.include({ name: 'From YAML', version: 1 });
+    writeFileSync(file, YAML.stringify({ ...demoWorkflow, name: 'From YAML v2', steps: [demoWorkflow.steps[0], { ...demoWorkflow.steps[1], name: 'Write it' }] }));
+    const wf2 = json((await cli('workflow', 'deploy', file, '--id', wf.automationId)).stdout);
+    expect(wf2).to.include({ version: 2 });
+    expect(wf2.stepMap).to.deep.equal({ 0: 1, 1: 2 });
+
+    const trg = json((await cli('trigger', 'create', '--workflow', wf.automationId, '--kind', 'webhook')).stdout);
+    expect(trg).to.include({ kind: 'webhook', automationId: wf.automationId });
+
+    writeFileSync(file, YAML.stringify({ name: 'no steps', steps: [] }));
+    const invalid = await cli('workflow', 'deploy', file);
+    expect(invalid.code).to.equal(1);
+    expect(invalid.stderr).to.match(/invalid|steps/i);
+
+    const revoked = json((await cli('credentials', 'revoke', cred.id)).stdout);
+    expect(revoked.revokedAt).to.be.a('string');
+    expect((await cli('token', '--client-id', cred.clientId, '--client-secret', cred.clientSecret)).code).to.equal(1);
+
+    const rotated = json((await cli('signing-keys:rotate')).stdout);
+    expect(rotated.kid).to.be.a('string');
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * The README's start command as a real process: first start on an empty DATA_DIR seeds the
+ * demo, writes bootstrap.json (mode 0600), prints working commands once; a second start does
+ * not seed again; SIGTERM shuts down cleanly.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { freePort, call } from '../../helpers/server.js';
+
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+
+interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
+
+function start(dataDir: string, port: number): Proc {
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', PUBLIC_URL: `http://127.0.0.1:${port}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+async function waitReady(base: string, proc: Proc): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (proc.child.exitCode !== null) throw new Error(`server exited early:\n${proc.output()}`);
+    try {
+      if ((await fetch(`${base}/readyz`)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`server not ready:\n${proc.output()}`);
+}
+
+describe('process: npm start on an empty DATA_DIR', function () {
+  this.timeout(60_000);
+  let dataDir: string;
+  before(() => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-start-'));
+  });
+  after(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('seeds the demo, writes bootstrap.json 0600, and the printed token command works; SIGTERM exits 0', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = start(dataDir, port);
+    try {
+      await waitReady(base, proc);
+      const file = path.join(dataDir, 'bootstrap.json');
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && !proc.output().includes('Switchyard is ready')) await new Promise((r) => setTimeout(r, 100));
+      expect(statSync(file).mode & 0o777).to.equal(0o600);
+      const b = JSON.parse(readFileSync(file, 'utf8'));
+      expect(Object.keys(b).sort()).to.deep.equal(['apiKey', 'baseUrls', 'clientId', 'clientSecret', 'demo', 'orgId']);
+      expect(Object.keys(b.baseUrls).sort()).to.deep.equal(['auth', 'connect', 'mcp', 'runFiles', 'triggers']);
+      expect(Object.keys(b.demo).sort()).to.deep.equal(['apiTriggerId', 'automationId', 'webhookTriggerId']);
+      expect(b.baseUrls.mcp).to.equal(`${base}/mcp`);
+
+      // The printed command, as printed.
+      const printed = proc.output();
+      expect(printed).to.contain(`-d client_id=${b.clientId}`);
+      const token = await call(base, 'POST', '/oauth/token', {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString(),
+      });
+      expect(token.status).to.equal(200);
+      const wf = await call(base, 'GET', `/v1/workflows/${b.demo.automationId}`, { token: token.body.access_token });
+      expect(wf.status).to.equal(200);
+      expect(wf.body.definition.steps).to.have.length.greaterThanOrEqual(2);
+      expect(wf.body.definition.output).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
+      const triggers = await call(base, 'GET', `/v1/triggers?automationId=${b.demo.automationId}`, { token: token.body.access_token });
+      const byId = Object.fromEntries(triggers.body.items.map((t: { triggerId: string }) => [t.triggerId, t]));
+      expect(byId[b.demo.apiTriggerId]).to.include({ kind: 'api' });
+      expect(byId[b.demo.apiTriggerId].designatedOutput).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
+      expect(byId[b.demo.webhookTriggerId]).to.include({ kind: 'webhook' });
+
+      // Secrets never reach the log lines (they are printed once, in the welcome text only).
+      const logLines = printed.split('\n').filter((l) => l.startsWith('{'));
+      for (const line of logLines) {
+        expect(line).to.not.contain(b.clientSecret);
+        expect(line).to.not.contain(b.apiKey);
+      }
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    expect(await proc.exited).to.equal(0);
+  });
+
+  it('a second start on the same DATA_DIR keeps the data and does not seed or print again', async () => {
+    const before = readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8');
+    const port = await freePort();
+    const proc = start(dataDir, port);
+    try {
+      await waitReady(`http://127.0.0.1:${port}`, proc);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(proc.output()).to.not.contain('Switchyard is ready');
+      expect(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).to.equal(before);
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    expect(await proc.exited).to.equal(0);
+  });
+
+  it('refuses a bad configuration with a clear message and exit code 2', async () => {
+    const proc = start(dataDir, 70000);
+    expect(await proc.exited).to.equal(2);
+    expect(proc.output()).to.contain('PORT must be an integer between 0 and 65535');
+  });
+});

@@ -1,0 +1,65 @@
+import { Writable } from 'node:stream';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { loadConfig, ConfigError } from '../../../src/config/index.js';
+import { createLogger, redactUrl } from '../../../src/config/logger.js';
+
+const dataDir = () => mkdtempSync(path.join(os.tmpdir(), 'switchyard-config-'));
+
+describe('config', () => {
+  it('defaults: port 8080, every base URL on PUBLIC_URL, mcp under /mcp', () => {
+    const c = loadConfig({ DATA_DIR: dataDir() });
+    expect(c.port).to.equal(8080);
+    expect(c.baseUrls).to.deep.equal({
+      triggers: 'http://localhost:8080', auth: 'http://localhost:8080', mcp: 'http://localhost:8080/mcp',
+      connect: 'http://localhost:8080', runFiles: 'http://localhost:8080',
+    });
+    expect(c.secretKey).to.have.length(32);
+  });
+
+  it('honours one base URL per spec host and trims trailing slashes', () => {
+    const c = loadConfig({ DATA_DIR: dataDir(), PUBLIC_URL: 'https://sy.example.org/', AUTH_URL: 'https://auth.example.org/', MCP_URL: 'https://mcp.example.org' });
+    expect(c.baseUrls.auth).to.equal('https://auth.example.org');
+    expect(c.baseUrls.mcp).to.equal('https://mcp.example.org');
+    expect(c.baseUrls.triggers).to.equal('https://sy.example.org');
+  });
+
+  it('keeps the generated secret key across loads of the same DATA_DIR', () => {
+    const dir = dataDir();
+    expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).to.equal(true);
+  });
+
+  for (const [name, env, message] of [
+    ['a port out of range', { PORT: '70000' }, 'PORT'],
+    ['a non-numeric port', { PORT: 'eighty' }, 'PORT'],
+    ['a relative public URL', { PUBLIC_URL: 'localhost:8080' }, 'PUBLIC_URL'],
+    ['an unknown log level', { LOG_LEVEL: 'verbose' }, '/logLevel'],
+    ['a non-PostgreSQL DATABASE_URL', { DATABASE_URL: 'mysql://x' }, '/databaseUrl'],
+    ['a short SECRET_KEY', { SECRET_KEY: Buffer.alloc(8).toString('base64') }, 'SECRET_KEY'],
+    ['a revocation window over 5 s', { REVOCATION_CACHE_MS: '6000' }, 'REVOCATION_CACHE_MS'],
+    ['a bad boolean', { SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
+  ] as const) {
+    it(`rejects ${name} with a ConfigError naming it`, () => {
+      expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).to.throw(ConfigError, message);
+    });
+  }
+});
+
+describe('logging redaction', () => {
+  it('removes webhook keys from URLs and signature query values', () => {
+    expect(redactUrl('/ext/webhook/syk_secret123/triggers/trg_1?x=1')).to.equal('/ext/webhook/[REDACTED]/triggers/trg_1?x=1');
+    expect(redactUrl('/ext/webhook/syk_secret123/runs/wf/run/status')).to.not.contain('syk_secret123');
+    expect(redactUrl('/files/f1?expires=1&signature=abc')).to.equal('/files/f1?expires=1&signature=[REDACTED]');
+  });
+
+  it('never writes authorization headers, API keys or client secrets', () => {
+    let out = '';
+    const sink = new Writable({ write(chunk, _enc, cb) { out += chunk.toString(); cb(); } });
+    const log = createLogger('info', sink);
+    log.info({ req: { headers: { authorization: 'Bearer eyJsecret', 'x-api-key': 'syk_abc' } }, clientSecret: 'sys_abc', apiKey: 'syk_def' }, 'hello');
+    expect(out).to.contain('hello');
+    for (const secret of ['eyJsecret', 'syk_abc', 'sys_abc', 'syk_def']) expect(out).to.not.contain(secret);
+  });
+});
