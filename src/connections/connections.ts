@@ -11,6 +11,7 @@ import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import { CONNECTION_STATUSES, isConnectionStatus, type ConnectionStatus } from './statuses.js';
+import { failedPrecondition } from '../storage/versioned.js';
 
 export type ConnectionSecret = string | Record<string, unknown>;
 type KeyConfig = Pick<Config, 'secretKey'>;
@@ -186,19 +187,13 @@ export async function updateConnection(
   const updated = await db('connections')
     .where({ id: connectionId, org_id: orgId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
-  if (updated !== 1) await failedPrecondition(db, orgId, connectionId);
+  if (updated !== 1) await failedPrecondition(db, 'connections', orgId, connectionId, 'Connection');
   return getConnection(db, orgId, connectionId);
-}
-
-async function failedPrecondition(db: Knex, orgId: string, connectionId: string): Promise<never> {
-  const row = await findConnectionRow(db, orgId, connectionId);
-  if (!row) throw new AppError('ERR_NOT_FOUND', { message: 'Connection not found' });
-  throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: Number(row.version) } });
 }
 
 export async function deleteConnection(db: Knex, orgId: string, connectionId: string, expectedVersion?: number): Promise<void> {
   const where: Record<string, unknown> = { id: connectionId, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('connections').where(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, orgId, connectionId);
+  if (deleted !== 1) await failedPrecondition(db, 'connections', orgId, connectionId, 'Connection');
 }

@@ -9,6 +9,7 @@ import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import { nextStepMap, validateDefinition, type WorkflowDefinition } from './definition.js';
+import { failedPrecondition } from '../storage/versioned.js';
 
 export interface Workflow {
   automationId: string;
@@ -106,7 +107,7 @@ export async function updateWorkflow(
     const bumped = await trx('workflows')
       .where({ id: automationId, org_id: orgId, version: expectedVersion })
       .update({ version: expectedVersion + 1, name: definition.name, description: definition.description ?? null, updated_at: now });
-    if (bumped !== 1) await failedPrecondition(trx, orgId, automationId);
+    if (bumped !== 1) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
     const prev = (await trx('workflow_versions')
       .where({ workflow_id: automationId, version: expectedVersion })
       .first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
@@ -121,13 +122,6 @@ export async function updateWorkflow(
   return getWorkflow(db, orgId, automationId);
 }
 
-/** After a conditional write touched no row: 404 when absent in this org, else 412. */
-async function failedPrecondition(db: Knex, orgId: string, automationId: string): Promise<never> {
-  const row = (await db('workflows').where({ id: automationId, org_id: orgId }).first('version')) as { version: number | string } | undefined;
-  if (!row) throw new AppError('ERR_NOT_FOUND', { message: 'Workflow not found' });
-  throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: Number(row.version) } });
-}
-
 /**
  * Deletes the workflow, all its versions and its triggers in one transaction (the foreign
  * keys cascade too; the explicit deletes keep the behaviour independent of that). With
@@ -138,10 +132,10 @@ export async function deleteWorkflow(db: Knex, orgId: string, automationId: stri
     const where: Record<string, unknown> = { id: automationId, org_id: orgId };
     if (expectedVersion !== undefined) where.version = expectedVersion;
     const owned = await trx('workflows').where(where).first('id');
-    if (!owned) await failedPrecondition(trx, orgId, automationId);
+    if (!owned) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
     await trx('triggers').where({ workflow_id: automationId, org_id: orgId }).delete();
     await trx('workflow_versions').where({ workflow_id: automationId }).delete();
     const deleted = await trx('workflows').where(where).delete();
-    if (deleted !== 1) await failedPrecondition(trx, orgId, automationId);
+    if (deleted !== 1) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
   });
 }

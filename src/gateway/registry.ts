@@ -13,6 +13,7 @@ import {
   checkAuth, checkDescription, checkName, checkPath, checkServiceKey, checkUpstream,
   type Upstream, type UpstreamAuth,
 } from './registry-validate.js';
+import { failedPrecondition } from '../storage/versioned.js';
 
 export interface AppServer {
   serverId: string;
@@ -182,13 +183,8 @@ export async function updateAppServer(
     if (isUniqueViolation(e)) throw duplicatePath(String(set.path));
     throw e;
   }
-  if (updated !== 1) await failedPrecondition(db, orgId, serverId);
+  if (updated !== 1) await failedPrecondition(db, 'app_servers', orgId, serverId, 'Application server');
   return getAppServer(db, orgId, serverId);
-}
-
-async function failedPrecondition(db: Knex, orgId: string, serverId: string): Promise<never> {
-  const current = await getAppServer(db, orgId, serverId);
-  throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: current.version } });
 }
 
 /** A server with children cannot be deleted (409) until its children are. */
@@ -200,5 +196,5 @@ export async function deleteAppServer(db: Knex, orgId: string, serverId: string,
   const where: Record<string, unknown> = { id: serverId, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('app_servers').where(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, orgId, serverId);
+  if (deleted !== 1) await failedPrecondition(db, 'app_servers', orgId, serverId, 'Application server');
 }

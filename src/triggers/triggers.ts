@@ -9,6 +9,7 @@ import { AppError } from '../errors/index.js';
 import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { failedPrecondition } from '../storage/versioned.js';
 
 export type TriggerKind = 'api' | 'webhook';
 export const TRIGGER_KINDS: readonly TriggerKind[] = ['api', 'webhook'];
@@ -160,19 +161,13 @@ export async function updateTrigger(
   const updated = await scoped(db, orgId)
     .andWhere({ id: triggerId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
-  if (updated !== 1) await failedPrecondition(db, orgId, triggerId);
+  if (updated !== 1) await failedPrecondition(db, 'triggers', orgId, triggerId, 'Trigger');
   return getTrigger(db, orgId, triggerId);
-}
-
-async function failedPrecondition(db: Knex, orgId: string, triggerId: string): Promise<never> {
-  const current = await findTrigger(db, orgId, triggerId);
-  if (!current) throw new AppError('ERR_NOT_FOUND', { message: 'Trigger not found' });
-  throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: current.version } });
 }
 
 export async function deleteTrigger(db: Knex, orgId: string, triggerId: string, expectedVersion?: number): Promise<void> {
   const where: Record<string, unknown> = { id: triggerId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await scoped(db, orgId).andWhere(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, orgId, triggerId);
+  if (deleted !== 1) await failedPrecondition(db, 'triggers', orgId, triggerId, 'Trigger');
 }

@@ -1,0 +1,13 @@
+import type { Knex } from 'knex';
+import { AppError } from '../errors/index.js';
+
+/**
+ * After a conditional write (`WHERE id = ? AND org_id = ? AND version = ?`) touched no row:
+ * 404 when the row does not exist in this organisation, otherwise 412 with its current
+ * version (optimistic locking, management API conventions).
+ */
+export async function failedPrecondition(db: Knex, table: string, orgId: string, id: string, what: string): Promise<never> {
+  const row = (await db(table).where({ id, org_id: orgId }).first('version')) as { version: number | string } | undefined;
+  if (!row) throw new AppError('ERR_NOT_FOUND', { message: `${what} not found` });
+  throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: Number(row.version) } });
+}
