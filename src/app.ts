@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
 import { openStore, migrate, type Knex } from './storage/db.js';
+import { connectRedis } from './storage/redis.js';
 import { createTokenService, authHandlers } from './auth/index.js';
 import { workflowHandlers } from './engine/index.js';
 import { triggerHandlers } from './triggers/index.js';
@@ -48,7 +49,8 @@ export async function createApp(config: Config, log: Logger, opts: AppOptions = 
   const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const tokens = await createTokenService({ db, config, log });
-  const services: Services = { config, db, log, tokens };
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;
+  const services: Services = { config, db, log, tokens, redis };
   const responseValidator = config.validateResponses
     ? await ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
     : undefined;
@@ -58,6 +60,8 @@ export async function createApp(config: Config, log: Logger, opts: AppOptions = 
     http,
     responseValidator,
     async close() {
+      await tokens.close();
+      if (redis) await redis.close();
       if (ownsDb) await db.destroy();
     },
   };

@@ -7,6 +7,7 @@ import type { OperationId, operations } from '../../generated/openapi/operations
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { AuthContext, TokenService } from '../auth/index.js';
+import type { RedisClient } from '../storage/redis.js';
 
 export type { OperationId };
 
@@ -16,6 +17,8 @@ export interface Services {
   db: Knex;
   log: Logger;
   tokens: TokenService;
+  /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
+  redis?: RedisClient | undefined;
 }
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }

@@ -8,6 +8,7 @@ import { openStore, migrate, type Knex, type StoreKind } from '../../src/storage
 export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 let pgAvailable: boolean | undefined;
+let warned = false;
 
 export async function isPgAvailable(): Promise<boolean> {
   if (pgAvailable !== undefined) return pgAvailable;
@@ -31,6 +32,10 @@ export async function isPgAvailable(): Promise<boolean> {
 export async function storeKinds(): Promise<StoreKind[]> {
   if (await isPgAvailable()) return ['sqlite', 'pg'];
   if (process.env.CI === 'true') throw new Error(`PostgreSQL is required on CI but ${TEST_PG_URL} is not reachable`);
+  if (!warned) {
+    warned = true;
+    process.stderr.write(`\nNOTE: PostgreSQL is not reachable at ${TEST_PG_URL}; storage tests run on sqlite only (run scripts/ensure-services.sh to start it).\n`);
+  }
   return ['sqlite'];
 }
 

@@ -1,14 +1,16 @@
 import { access, constants } from 'node:fs/promises';
 import type { Handler } from '../types.js';
+import { pingRedis } from '../../storage/redis.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
 /** Liveness: the process answers. */
 export const getHealth: Handler<'getHealth'> = async () => ({ status: 200, body: { status: 'ok' }, headers: NO_STORE });
 
-/** Readiness: the store answers a query and the data folder (blobs) is writable. */
+/** Readiness: the store answers a query, the data folder (blobs) is writable, Redis (when configured) answers PING. */
 export const getReadiness: Handler<'getReadiness'> = async (_req, ctx) => {
-  const checks = { store: 'ok' as 'ok' | 'error', blobs: 'ok' as 'ok' | 'error' };
+  type Check = 'ok' | 'error';
+  const checks: { store: Check; blobs: Check; redis?: Check } = { store: 'ok', blobs: 'ok' };
   try {
     await ctx.services.db.raw('select 1');
   } catch (err) {
@@ -21,6 +23,7 @@ export const getReadiness: Handler<'getReadiness'> = async (_req, ctx) => {
     ctx.log.warn({ err }, 'readiness: data folder is not writable');
     checks.blobs = 'error';
   }
-  const ready = checks.store === 'ok' && checks.blobs === 'ok';
+  if (ctx.services.redis) checks.redis = (await pingRedis(ctx.services.redis)) ? 'ok' : 'error';
+  const ready = Object.values(checks).every((c) => c === 'ok');
   return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks }, headers: NO_STORE };
 };

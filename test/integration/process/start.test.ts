@@ -8,17 +8,19 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import pg from 'pg';
 import { freePort, call } from '../../helpers/server.js';
+import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
 
-function start(dataDir: string, port: number): Proc {
+function start(dataDir: string, port: number, extraEnv: Record<string, string> = {}): Proc {
   let out = '';
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', PUBLIC_URL: `http://127.0.0.1:${port}` },
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', PUBLIC_URL: `http://127.0.0.1:${port}`, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -114,5 +116,59 @@ describe('process: npm start on an empty DATA_DIR', function () {
     const proc = start(dataDir, 70000);
     expect(await proc.exited).to.equal(2);
     expect(proc.output()).to.contain('PORT must be an integer between 0 and 65535');
+  });
+});
+
+describe('process: npm start with DATABASE_URL and REDIS_URL (PostgreSQL + Redis)', function () {
+  this.timeout(60_000);
+  const schema = `t_start_${process.pid}`;
+  let dataDir: string;
+  before(async function () {
+    if (!(await isPgAvailable())) {
+      if (process.env.CI === 'true') throw new Error(`PostgreSQL is required on CI (${TEST_PG_URL})`);
+      this.skip();
+    }
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-start-pg-'));
+    const c = new pg.Client({ connectionString: TEST_PG_URL });
+    await c.connect();
+    await c.query(`CREATE SCHEMA "${schema}"`);
+    await c.end();
+  });
+  after(async () => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    const c = new pg.Client({ connectionString: TEST_PG_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await c.end();
+  });
+
+  it('migrates and seeds PostgreSQL, reports Redis in /readyz, and keeps no sqlite file', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const databaseUrl = `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    const proc = start(dataDir, port, { DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379' });
+    try {
+      await waitReady(base, proc);
+      const ready = await call(base, 'GET', '/readyz');
+      expect(ready.body).to.deep.equal({ status: 'ready', checks: { store: 'ok', blobs: 'ok', redis: 'ok' } });
+      const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+      const c = new pg.Client({ connectionString: databaseUrl });
+      await c.connect();
+      const orgs = await c.query('select id from organizations');
+      await c.end();
+      expect(orgs.rows.map((r: { id: string }) => r.id)).to.deep.equal([b.orgId]);
+      expect(() => statSync(path.join(dataDir, 'switchyard.sqlite'))).to.throw();
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    expect(await proc.exited).to.equal(0);
+  });
+
+  it('refuses to start when REDIS_URL names a Redis that does not answer', async () => {
+    const port = await freePort();
+    const dead = await freePort();
+    const proc = start(dataDir, port, { DATABASE_URL: `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, REDIS_URL: `redis://127.0.0.1:${dead}` });
+    expect(await proc.exited).to.equal(1);
+    expect(proc.output()).to.match(/failed to start: .*ECONNREFUSED/);
   });
 });
