@@ -1,6 +1,6 @@
 /**
- * Composition root: builds the services and the HTTP app from configuration. No business
- * logic lives here (DESIGN.md section 3).
+ * Composition root: builds the services, the run workers and the HTTP app from
+ * configuration. No business logic lives here (DESIGN.md section 3).
  */
 import type { Express } from 'express';
 import { readFileSync } from 'node:fs';
@@ -9,21 +9,31 @@ import type { Logger } from './config/logger.js';
 import { openStore, migrate, type Knex } from './storage/db.js';
 import { connectRedis } from './storage/redis.js';
 import { createTokenService, authHandlers } from './auth/index.js';
-import { workflowHandlers } from './engine/index.js';
-import { triggerHandlers } from './triggers/index.js';
+import { workflowHandlers, SandboxPool } from './engine/index.js';
+import { triggerHandlers, triggerCallHandlers } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers } from './gateway/index.js';
+import { runHandlers } from './runs/handlers/index.js';
+import { openBlobStore } from './runs/blobs.js';
+import { createSignals } from './runs/signals.js';
+import { GroupCommitter } from './runs/group-commit.js';
+import { RunWorkers } from './runs/worker.js';
+import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { createHttpApp } from './http/pipeline.js';
 import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './http/handlers/health.js';
 import { ResponseValidator } from './http/response-validator.js';
 import type { HandlerMap, Services } from './http/types.js';
 
-export interface App {
+export interface Runtime {
   services: Services;
+  workers: RunWorkers;
+  close(): Promise<void>;
+}
+
+export interface App extends Runtime {
   http: Express;
   responseValidator: ResponseValidator | undefined;
-  close(): Promise<void>;
 }
 
 export interface AppOptions {
@@ -37,6 +47,8 @@ export function allHandlers(): HandlerMap {
     ...authHandlers,
     ...workflowHandlers,
     ...triggerHandlers,
+    ...triggerCallHandlers,
+    ...runHandlers,
     ...connectionHandlers,
     ...appServerHandlers,
     getHealth,
@@ -44,25 +56,41 @@ export function allHandlers(): HandlerMap {
   } satisfies HandlerMap;
 }
 
-export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {
+/** Services and run workers, without HTTP (`npm run worker` uses this alone). */
+export async function createRuntime(config: Config, log: Logger, opts: AppOptions = {}): Promise<Runtime> {
   const ownsDb = !opts.db;
   const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const tokens = await createTokenService({ db, config, log });
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;
-  const services: Services = { config, db, log, tokens, redis };
-  const responseValidator = config.validateResponses
-    ? await ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
-    : undefined;
-  const http = createHttpApp({ services, handlers: allHandlers(), responseValidator });
+  const signals = await createSignals(redis, log, config.redisPrefix);
+  const queue = config.redisUrl
+    ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
+    : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
+  const blobs = openBlobStore(config);
+  const services: Services = { config, db, log, tokens, redis, blobs, signals, queue, runWriter: new GroupCommitter(db) };
+  const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
+  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals });
+  await workers.start();
   return {
     services,
-    http,
-    responseValidator,
+    workers,
     async close() {
+      await workers.close();
+      await sandbox.close();
+      await signals.close();
       await tokens.close();
       if (redis) await redis.close();
       if (ownsDb) await db.destroy();
     },
   };
+}
+
+export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {
+  const runtime = await createRuntime(config, log, opts);
+  const responseValidator = config.validateResponses
+    ? await ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
+    : undefined;
+  const http = createHttpApp({ services: runtime.services, handlers: allHandlers(), responseValidator });
+  return { ...runtime, http, responseValidator };
 }

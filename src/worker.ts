@@ -1,12 +1,36 @@
 /**
- * Worker-only entry (scale-out). The run queue and its workers arrive with the workflow
- * engine issue; until then this entry refuses to start with a clear message instead of
- * pretending to work.
+ * Worker-only entry (scale-out): executes queued runs, no HTTP. Needs REDIS_URL (bee-queue
+ * delivers the runs and run-finished signals reach the HTTP processes' sync waits) and a
+ * store shared with the HTTP processes (DATABASE_URL, or the same sqlite file on one host).
  */
-import { loadConfig } from './config/index.js';
+import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
+import { createRuntime } from './app.js';
 
-const config = loadConfig();
-const log = createLogger(config.logLevel);
-log.error({ capability: 'run queue workers' }, 'not implemented: the run queue and workers arrive with the workflow engine (issue 3)');
-process.exitCode = 2;
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config.logLevel);
+  if (!config.redisUrl) {
+    throw new ConfigError('npm run worker needs REDIS_URL: without Redis, runs and run-finished signals cannot cross processes (npm start alone runs workers in-process)');
+  }
+  if (config.runConcurrency === 0) throw new ConfigError('RUN_CONCURRENCY must be at least 1 for a worker');
+  const runtime = await createRuntime(config, log);
+  log.info({ workerId: runtime.workers.workerId, concurrency: config.runConcurrency }, 'switchyard worker started');
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal }, 'worker shutting down');
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    runtime.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : err instanceof Error ? err.stack ?? err.message : String(err);
+  process.stderr.write(`switchyard worker: ${message}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});

@@ -4491,6 +4491,18 @@ export interface operations {
                     "application/octet-stream": string;
                 };
             };
+            /**
+             * @description `expires` or `signature` is missing or malformed (not an integer / not 64 hex
+             *     characters): the URL was not produced by us.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The signature is wrong or the URL has expired. */
             403: {
                 headers: {

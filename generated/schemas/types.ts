@@ -1972,7 +1972,15 @@ export interface components {
          *       "signingKeyMaxAgeDays": 30,
          *       "tokenAudience": "switchyard",
          *       "validateResponses": false,
-         *       "seedDemo": true
+         *       "seedDemo": true,
+         *       "syncWaitMs": 60000,
+         *       "runTimeoutMs": 600000,
+         *       "runConcurrency": 4,
+         *       "runLeaseMs": 30000,
+         *       "runMaxAttempts": 2,
+         *       "runRetentionDays": 30,
+         *       "sandboxPoolSize": 2,
+         *       "redisPrefix": "switchyard"
          *     }
          */
         SwitchyardConfig: {
@@ -2032,6 +2040,11 @@ export interface components {
              * @description PUBLIC_URL: the external base URL; the default of every base URL below.
              */
             publicUrl: string;
+            /**
+             * @description REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis.
+             * @default switchyard
+             */
+            redisPrefix: string;
             /** @description REDIS_URL: Redis for the scale-out run queue, signals and rate windows. */
             redisUrl?: string | null;
             /**
@@ -2039,6 +2052,36 @@ export interface components {
              * @default 2000
              */
             revocationCacheMs: number;
+            /**
+             * @description RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere).
+             * @default 4
+             */
+            runConcurrency: number;
+            /**
+             * @description RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered.
+             * @default 30000
+             */
+            runLeaseMs: number;
+            /**
+             * @description RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED.
+             * @default 2
+             */
+            runMaxAttempts: number;
+            /**
+             * @description RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days.
+             * @default 30
+             */
+            runRetentionDays: number;
+            /**
+             * @description RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT.
+             * @default 600000
+             */
+            runTimeoutMs: number;
+            /**
+             * @description SANDBOX_POOL_SIZE: warm sandbox processes for code steps.
+             * @default 2
+             */
+            sandboxPoolSize: number;
             /**
              * @description SEED_DEMO: create the demo organisation on an empty store.
              * @default true
@@ -2049,6 +2092,11 @@ export interface components {
              * @default 30
              */
             signingKeyMaxAgeDays: number;
+            /**
+             * @description SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low).
+             * @default 60000
+             */
+            syncWaitMs: number;
             /**
              * @description TOKEN_AUDIENCE: the `aud` claim of runtime tokens.
              * @default switchyard

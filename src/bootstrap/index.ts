@@ -21,7 +21,7 @@ export interface BootstrapFile {
   demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string };
 }
 
-export async function bootstrapIfEmpty(services: Services, out?: NodeJS.WritableStream): Promise<BootstrapFile | undefined> {
+export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' | 'log'>, out?: NodeJS.WritableStream): Promise<BootstrapFile | undefined> {
   const { db, config, log } = services;
   const existing = await db('organizations').first('id');
   if (existing) return undefined;

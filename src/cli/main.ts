@@ -60,8 +60,7 @@ const orgOption = () => new Option('--org <id>', 'organisation id (default: SWIT
 
 program.command('init').description('create the default organisation and demo data on an empty store').action(() =>
   withStore(async ({ db, config, log }) => {
-    const tokens = await createTokenService({ db, config, log });
-    const created = await bootstrapIfEmpty({ db, config, log, tokens }, process.stdout);
+    const created = await bootstrapIfEmpty({ db, config, log }, process.stdout);
     if (!created) print({ message: 'the store already has an organisation; nothing to do', dataDir: config.dataDir });
   }),
 );

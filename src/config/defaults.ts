@@ -16,4 +16,18 @@ export const defaults = {
   pageMax: 200,
   /** Body limits for JSON/form bodies (multipart is streamed separately). */
   jsonBodyLimitBytes: 1024 * 1024,
+  /** Spec Limits: synchronous wait 60 s. */
+  syncWaitMs: 60_000,
+  /** Per-run execution limit when the definition sets none (TIMEOUT beyond it). */
+  runTimeoutMs: 600_000,
+  /** Concurrent runs per process. */
+  runConcurrency: 4,
+  /** A worker holds a run for this long and renews while it runs; expired leases are recovered. */
+  runLeaseMs: 30_000,
+  /** Attempts before a run whose worker was lost ends FAILED. */
+  runMaxAttempts: 2,
+  /** Finished runs, their files and attachments are pruned after this many days. */
+  runRetentionDays: 30,
+  /** Warm sandbox processes for code steps. */
+  sandboxPoolSize: 2,
 } as const;

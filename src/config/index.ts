@@ -20,6 +20,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Key prefix of everything Switchyard keeps in Redis (several deployments may share one Redis). */
+  redisPrefix: string;
   publicUrl: string;
   baseUrls: BaseUrls;
   /** 32-byte key for AES-256-GCM encryption at rest and HMAC signing of URLs. */
@@ -33,6 +35,13 @@ export interface Config {
   validateResponses: boolean;
   /** Create the demo organisation and data on an empty store. */
   seedDemo: boolean;
+  syncWaitMs: number;
+  runTimeoutMs: number;
+  runConcurrency: number;
+  runLeaseMs: number;
+  runMaxAttempts: number;
+  runRetentionDays: number;
+  sandboxPoolSize: number;
 }
 
 export class ConfigError extends Error {}
@@ -99,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.REDIS_PREFIX || 'switchyard',
     publicUrl,
     baseUrls: {
       triggers: urlEnv(env, 'TRIGGERS_URL', publicUrl),
@@ -115,6 +125,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
     validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', false),
     seedDemo: boolEnv(env, 'SEED_DEMO', true),
+    syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, 1, 60_000),
+    runTimeoutMs: intEnv(env, 'RUN_TIMEOUT_MS', defaults.runTimeoutMs, 1000, 86_400_000),
+    runConcurrency: intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, 0, 256),
+    runLeaseMs: intEnv(env, 'RUN_LEASE_MS', defaults.runLeaseMs, 500, 3_600_000),
+    runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, 1, 10),
+    runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, 1, 3650),
+    sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
   };
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, ...shape } = config;

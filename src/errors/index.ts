@@ -22,6 +22,12 @@ export const catalogue = {
   ERR_AUTH_MISSING_API_KEY: { status: 401, code: 'missing_api_key', rpc: -32000, message: 'The API key is missing' },
   ERR_AUTH_INVALID_API_KEY: { status: 401, code: 'invalid_api_key', rpc: -32000, message: 'The API key is invalid' },
 
+  // triggers and runs (spec sections 1-4)
+  ERR_TRIGGER_NOT_FOUND: { status: 404, code: 'trigger_not_found', rpc: -32000, message: 'No such trigger for this API key' },
+  ERR_TRIGGER_DISABLED: { status: 403, code: 'trigger_disabled', rpc: -32000, message: 'This trigger is disabled' },
+  ERR_RUN_NOT_FOUND: { status: 404, code: 'run_not_found', rpc: -32000, message: 'No such run for this API key' },
+  ERR_INPUTS_INVALID: { status: 400, code: 'invalid_inputs', rpc: -32602, message: "The inputs do not match the workflow's input schema" },
+
   // management resources
   ERR_NOT_FOUND: { status: 404, code: 'not_found', rpc: -32000, message: 'Resource not found' },
   ERR_VERSION_CONFLICT: { status: 412, code: 'version_conflict', rpc: -32000, message: 'The resource was changed by someone else; reload it and retry with its current version' },
@@ -29,6 +35,20 @@ export const catalogue = {
   ERR_CONFLICT: { status: 409, code: 'conflict', rpc: -32000, message: 'The resource conflicts with an existing one' },
   ERR_INVALID_CURSOR: { status: 400, code: 'invalid_cursor', rpc: -32602, message: 'The pagination cursor is invalid' },
   ERR_INVALID_STATUSES: { status: 400, code: 'invalid_statuses', rpc: -32602, message: 'statuses must be a comma-separated list of connected, error, disconnected' },
+
+  // trigger attachments (spec "Attachment", "Errors" and "Limits"; statuses decided in openapi/triggers.yaml)
+  ERR_ATTACHMENT_TOO_MANY: { status: 400, code: 'too_many_attachments', rpc: -32000, message: 'Too many attachments' },
+  ERR_ATTACHMENT_FILE_TOO_LARGE: { status: 413, code: 'file_too_large', rpc: -32000, message: 'File too large' },
+  ERR_ATTACHMENT_TOTAL_TOO_LARGE: { status: 413, code: 'attachments_too_large', rpc: -32000, message: 'Total attachment size exceeds limit' },
+  ERR_ATTACHMENT_BLOCKED_TYPE: { status: 415, code: 'blocked_file_type', rpc: -32000, message: 'Blocked file type' },
+  ERR_MULTIPART_INVALID: { status: 400, code: 'invalid_multipart', rpc: -32602, message: 'The multipart body is malformed' },
+  ERR_MULTIPART_TOO_MANY_FIELDS: { status: 400, code: 'too_many_fields', rpc: -32602, message: 'Too many form fields (at most 1000)' },
+  ERR_MULTIPART_FIELD_TOO_LARGE: { status: 400, code: 'field_too_large', rpc: -32602, message: 'A form field is too large (name at most 1 KiB, value at most 1 MiB)' },
+
+  // run files behind signed URLs (openapi/run-files.yaml downloadRunFile)
+  ERR_FILE_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The download URL signature is not valid.' },
+  ERR_FILE_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The download URL has expired; request a new one.' },
+  ERR_FILE_NOT_FOUND: { status: 404, code: 'file_not_found', rpc: -32000, message: 'The file no longer exists.' },
 } as const satisfies Record<string, { status: number; code: string; rpc: number; message: string }>;
 
 export type ErrorKey = keyof typeof catalogue;

@@ -7,13 +7,6 @@ import type { OperationId, Handler } from './types.js';
  * same list and fails when the two disagree.
  */
 export const pendingOperations = {
-  callApiTrigger: 'workflow runs (issue 3) and agent API channel',
-  callApiTriggerWithQuery: 'workflow runs (issue 3)',
-  callWebhookTrigger: 'workflow runs (issue 3)',
-  callWebhookTriggerWithQuery: 'workflow runs (issue 3)',
-  getRunStatus: 'run polling (issue 3)',
-  getRunResults: 'run polling (issue 3)',
-  downloadRunFile: 'run files (issue 3)',
   createMemoryItem: 'resource event triggers',
   updateMemoryItem: 'resource event triggers',
   replaceMemoryItem: 'resource event triggers',

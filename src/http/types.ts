@@ -8,6 +8,10 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { AuthContext, TokenService } from '../auth/index.js';
 import type { RedisClient } from '../storage/redis.js';
+import type { BlobStore } from '../runs/blobs.js';
+import type { Signals } from '../runs/signals.js';
+import type { GroupCommitter } from '../runs/group-commit.js';
+import type { RunQueue } from '../queues/run-queue.js';
 
 export type { OperationId };
 
@@ -19,6 +23,11 @@ export interface Services {
   tokens: TokenService;
   /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
   redis?: RedisClient | undefined;
+  blobs: BlobStore;
+  signals: Signals;
+  queue: RunQueue;
+  /** Group commit of new runs (src/runs/group-commit.ts). */
+  runWriter: GroupCommitter;
 }
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }

@@ -18,4 +18,4 @@ export {
   type DesignatedOutput,
 } from './triggers.js';
 export { triggerUrl, triggerView, type TriggerView } from './urls.js';
-export { triggerHandlers } from './handlers/index.js';
+export { triggerHandlers, triggerCallHandlers } from './handlers/index.js';

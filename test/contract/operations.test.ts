@@ -14,14 +14,6 @@ import { listTestFiles } from '../helpers/files.js';
 
 // Allow-list of operations answering 501 until their capability lands.
 const ALLOWED_501: Record<string, string> = {
-  // Workflow runs, polling and run files — issue 3 "Workflows that really run".
-  callApiTrigger: 'workflow runs (issue 3) and agent API channel',
-  callApiTriggerWithQuery: 'workflow runs (issue 3)',
-  callWebhookTrigger: 'workflow runs (issue 3)',
-  callWebhookTriggerWithQuery: 'workflow runs (issue 3)',
-  getRunStatus: 'run polling (issue 3)',
-  getRunResults: 'run polling (issue 3)',
-  downloadRunFile: 'run files (issue 3)',
   // Resource event triggers (spec section 14 and "Events") — the events issue.
   createMemoryItem: 'resource event triggers',
   updateMemoryItem: 'resource event triggers',

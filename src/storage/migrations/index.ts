@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_initial.js';
+import * as m002 from './002_run_execution.js';
 
 export interface Migration {
   name: string;
@@ -8,4 +9,7 @@ export interface Migration {
 }
 
 /** Ordered list of migrations; later issues append theirs. */
-export const migrations: Migration[] = [{ name: '001_initial', ...m001 }];
+export const migrations: Migration[] = [
+  { name: '001_initial', ...m001 },
+  { name: '002_run_execution', ...m002 },
+];

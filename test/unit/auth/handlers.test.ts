@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { expect } from 'chai';
+import type { Services } from '../../../src/http/types.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
   authHandlers, createCredential, createOrganization, createTokenService, settleUsageWrites,
@@ -75,7 +76,8 @@ for (const kind of kinds) {
     function ctx(): Context<undefined>;
     function ctx(auth: AuthContext): Context<AuthContext>;
     function ctx(auth?: AuthContext): Context<AuthContext | undefined> {
-      return { services: { config, db: store.db, log: logs.log, tokens }, log: logs.log, requestId: 'req-test', auth };
+      // These handlers use only config, db, log and tokens of the services.
+      return { services: { config, db: store.db, log: logs.log, tokens } as Services, log: logs.log, requestId: 'req-test', auth };
     }
     /** A bearer operation's context without auth, which the pipeline never builds (proves the handlers' guard). */
     const withoutAuth = (): Context<AuthContext> => ctx() as Context<AuthContext | undefined> as Context<AuthContext>;

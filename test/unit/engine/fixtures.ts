@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
+import type { Services } from '../../../src/http/types.js';
 import type { Config } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { AppError } from '../../../src/errors/index.js';
@@ -40,13 +41,15 @@ export function definition(steps = 2, extra: Partial<WorkflowDefinition> = {}): 
 export function testConfig(): Config {
   return {
     port: 0, host: '127.0.0.1', dataDir: '/tmp', databaseUrl: undefined, redisUrl: undefined,
-    publicUrl: 'http://localhost:8080',
+    publicUrl: 'http://localhost:8080', redisPrefix: 'switchyard',
     baseUrls: {
       triggers: 'http://triggers.test', auth: 'http://auth.test', mcp: 'http://mcp.test/mcp',
       connect: 'http://connect.test', runFiles: 'http://files.test',
     },
     secretKey: randomBytes(32), logLevel: 'silent', tokenTtlSeconds: 3600, revocationCacheMs: 0,
     signingKeyMaxAgeDays: 30, tokenAudience: 'switchyard', validateResponses: true, seedDemo: false,
+    syncWaitMs: 1000, runTimeoutMs: 60_000, runConcurrency: 0, runLeaseMs: 30_000, runMaxAttempts: 2,
+    runRetentionDays: 30, sandboxPoolSize: 1,
   };
 }
 
@@ -67,7 +70,8 @@ const noTokens: TokenService = {
 export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {
   const log = createLogger('silent');
   return {
-    services: { config, db, log, tokens: noTokens }, log, requestId: 'req-test',
+    // Management handlers use only config, db and log of the services.
+    services: { config, db, log, tokens: noTokens } as Services, log, requestId: 'req-test',
     auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test', tokenId: 'tok_test', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
   };
 }

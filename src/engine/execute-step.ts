@@ -1,0 +1,33 @@
+/**
+ * Executes one step of a run (issue 3 §1) and reports its outcome in the shape the run
+ * worker records: status, resultType, result text, exitCode, duration, files and log lines.
+ * Never throws: every failure, including an unexpected one, is a FAILED outcome.
+ */
+import type { WorkflowStep } from './definition.js';
+import { runCodeStep } from './steps/code.js';
+import { runHttpStep } from './steps/http.js';
+import { notImplemented } from './steps/not-implemented.js';
+import { EXIT, failed, type ExecutedStep, type StepDeps, type StepRunContext } from './steps/types.js';
+
+export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType } from './steps/types.js';
+export type { SandboxPool } from './sandbox/pool.js';
+
+export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
+  const started = performance.now();
+  try {
+    switch (step.type) {
+      case 'code':
+        return await runCodeStep(step, ctx, deps);
+      case 'http':
+        return await runHttpStep(step, ctx, deps);
+      case 'tool':
+      case 'agent':
+        return notImplemented(step.type);
+      default:
+        return failed('FAILED', EXIT.invalid, `Invalid step: unknown step type ${JSON.stringify((step as { type?: unknown }).type)}`, 0);
+    }
+  } catch (err) {
+    deps.log.error({ err, runId: ctx.runId, stepIndex: ctx.stepIndex }, 'step executor failed unexpectedly');
+    return failed('FAILED', EXIT.error, `Internal error while running the step: ${(err as Error).message}`, Math.round(performance.now() - started));
+  }
+}

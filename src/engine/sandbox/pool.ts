@@ -1,0 +1,320 @@
+/**
+ * A pool of warm sandbox processes for code steps (issue 3 §1). Processes are grouped by heap
+ * limit (`memoryMb`), because a V8 heap limit is fixed when a process starts:
+ * - the default class (128 MB) keeps `size` processes warm from `start()` on;
+ * - any other memoryMb gets its own class on first use, up to `size` processes, and its idle
+ *   processes exit after `idleTimeoutMs`;
+ * - all classes together hold at most `maxProcesses` processes: an idle process of another
+ *   class is stopped to make room, otherwise the step waits.
+ * A process serves one execution at a time (each in a new vm context), is recycled after
+ * `maxExecutionsPerProcess` executions, and is replaced after a timeout, a crash or a kill.
+ * Waiting for a process counts against the caller's AbortSignal (the run deadline), not
+ * against the step's own timeoutMs, which starts when the step reaches a process.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Logger } from '../../config/logger.js';
+import { DEFAULT_LIMITS, type SandboxLimits } from './limits.js';
+import { checkFiles, LogCollector } from './results.js';
+import { SandboxWorker, type WorkerOptions } from './worker.js';
+
+export interface SandboxPoolOptions {
+  /** Warm processes per memory class (default 2; config SANDBOX_POOL_SIZE). */
+  size?: number;
+  /** Heap limit of steps that set no memoryMb (schema default 128). */
+  defaultMemoryMb?: number;
+  /** Processes across all memory classes (default 2 × size). */
+  maxProcesses?: number;
+  /** Executions before a process is replaced (default 100); 1 = a fresh process per step. */
+  maxExecutionsPerProcess?: number;
+  /** Idle time after which a process of a non-default class exits (default 30 s). */
+  idleTimeoutMs?: number;
+  spawnTimeoutMs?: number;
+  /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */
+  killGraceMs?: number;
+  /** Resident memory allowed above the heap limit, in MiB (default 384: Node, files, buffers). */
+  rssHeadroomMb?: number;
+  limits?: Partial<SandboxLimits>;
+  log?: Logger;
+}
+
+export interface SandboxRequest {
+  /** Body of an async function receiving `ctx` (schema codeStep.code). */
+  code: string;
+  inputs: unknown;
+  steps: unknown;
+  timeoutMs: number;
+  memoryMb?: number;
+  /** The run was cancelled or reached its deadline: the process is killed. */
+  signal?: AbortSignal;
+}
+
+export interface SandboxFile {
+  fileName: string;
+  mimeType: string;
+  data: Buffer;
+}
+
+/**
+ * ok: the step returned (`kind` says what); error: it threw or broke a limit; invalid: it does
+ * not compile; timeout: over timeoutMs (or awaiting a promise that can never settle); memory:
+ * over its memory limit; killed: its process died or misbehaved; aborted: the caller's signal;
+ * unavailable: no process could be started. `text` is the result text or the message.
+ */
+export interface SandboxRun {
+  outcome: 'ok' | 'error' | 'invalid' | 'timeout' | 'memory' | 'killed' | 'aborted' | 'unavailable';
+  kind?: 'string' | 'json' | 'undefined';
+  text: string;
+  files: SandboxFile[];
+  logs: string[];
+  durationMs: number;
+}
+
+interface Waiter {
+  memoryMb: number;
+  resolve: (w: SandboxWorker) => void;
+  reject: (e: Error) => void;
+}
+
+export class SandboxPool {
+  readonly size: number;
+  readonly defaultMemoryMb: number;
+  readonly limits: SandboxLimits;
+  private readonly maxProcesses: number;
+  private readonly maxExecutions: number;
+  private readonly idleTimeoutMs: number;
+  private readonly workerOptions: Omit<WorkerOptions, 'memoryMb' | 'cwd'>;
+  private readonly log: Logger | undefined;
+  private readonly workers = new Set<SandboxWorker>();
+  private readonly idle = new Map<SandboxWorker, NodeJS.Timeout | undefined>();
+  private readonly starting = new Map<number, number>();
+  private readonly spawning = new Set<Promise<void>>();
+  private waiters: Waiter[] = [];
+  private cwd: string | undefined;
+  private warm = false;
+  private closed = false;
+  private spawnFailedAt = 0;
+
+  constructor(options: SandboxPoolOptions = {}) {
+    this.size = Math.max(1, options.size ?? 2);
+    this.defaultMemoryMb = options.defaultMemoryMb ?? 128;
+    this.maxProcesses = Math.max(this.size, options.maxProcesses ?? this.size * 2);
+    this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 100);
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.log = options.log;
+    this.workerOptions = {
+      limits: this.limits,
+      spawnTimeoutMs: options.spawnTimeoutMs ?? 10_000,
+      killGraceMs: options.killGraceMs ?? 500,
+      rssHeadroomMb: options.rssHeadroomMb ?? 384,
+    };
+  }
+
+  /** Starts the default class's warm processes; resolves when they are ready (or failed). */
+  async start(): Promise<void> {
+    this.warm = true;
+    this.pump();
+    const deadline = Date.now() + this.workerOptions.spawnTimeoutMs;
+    while (!this.closed && (this.starting.get(this.defaultMemoryMb) ?? 0) > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  /** Runs one code step; never rejects. */
+  async run(req: SandboxRequest): Promise<SandboxRun> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = []): SandboxRun => ({ outcome, text, files: [], logs, durationMs: elapsed() });
+    let data: string;
+    try {
+      data = JSON.stringify({ inputs: req.inputs ?? {}, steps: req.steps ?? [] });
+    } catch (err) {
+      return fail('error', `The step's inputs cannot be passed to the sandbox: ${(err as Error).message}`);
+    }
+    this.warm = true;
+    let worker: SandboxWorker;
+    try {
+      worker = await this.acquire(req.memoryMb ?? this.defaultMemoryMb, req.signal);
+    } catch (err) {
+      return req.signal?.aborted ? fail('aborted', 'The run was stopped before the step started') : fail('unavailable', (err as Error).message);
+    }
+    const logs = new LogCollector(this.limits);
+    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs }, (line) => logs.push(line), req.signal);
+    // Only a process that answered normally is reused; after a timeout it is replaced too.
+    this.release(worker, 'done' in out && out.done.outcome !== 'timeout');
+    if ('killed' in out) {
+      const outcome = { timeout: 'timeout', memory: 'memory', abort: 'aborted', crash: 'killed', protocol: 'killed' } as const;
+      return fail(outcome[out.killed], out.detail, logs.lines);
+    }
+    const done = out.done;
+    if (done.outcome === 'stalled') return fail('timeout', done.message, logs.lines);
+    if (done.outcome !== 'ok') return fail(done.outcome, done.message, logs.lines);
+    const checked = checkFiles(done.files, this.limits);
+    if (typeof checked === 'string') return fail('error', checked, logs.lines);
+    if (Buffer.byteLength(done.text) > this.limits.maxResultBytes) {
+      return fail('error', `The step result is ${Buffer.byteLength(done.text)} bytes; the limit is ${this.limits.maxResultBytes} bytes`, logs.lines);
+    }
+    return { outcome: 'ok', kind: done.kind, text: done.text, files: checked, logs: logs.lines, durationMs: elapsed() };
+  }
+
+  /** Stops every process and refuses further work. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w.reject(new Error('The sandbox pool is closed'));
+    const exits = [...this.workers].map((w) => new Promise<void>((r) => w.onExitOnce(r)));
+    for (const w of this.workers) w.kill('crash', 'the sandbox pool was closed');
+    // Processes still starting are killed as they come up (spawn()); wait for both kinds.
+    const all = Promise.all([...exits, ...this.spawning]);
+    await Promise.race([all, new Promise((r) => setTimeout(r, 2000).unref())]);
+    if (this.cwd) rmSync(this.cwd, { recursive: true, force: true });
+  }
+
+  /** Process ids of the live sandbox processes (observability and tests). */
+  pids(): number[] {
+    return [...this.workers].filter((w) => !w.dead && w.pid !== undefined).map((w) => w.pid!);
+  }
+
+  stats(): { processes: number; idle: number; starting: number; waiting: number } {
+    let starting = 0;
+    for (const n of this.starting.values()) starting += n;
+    return { processes: this.workers.size, idle: this.idle.size, starting, waiting: this.waiters.length };
+  }
+
+  private acquire(memoryMb: number, signal?: AbortSignal): Promise<SandboxWorker> {
+    if (this.closed) return Promise.reject(new Error('The sandbox pool is closed'));
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        reject(new Error('aborted'));
+      };
+      const waiter: Waiter = {
+        memoryMb,
+        resolve: (w) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(w);
+        },
+        reject: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      };
+      if (signal?.aborted) return reject(new Error('aborted'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+      this.pump();
+    });
+  }
+
+  private release(worker: SandboxWorker, reusable: boolean): void {
+    worker.executions += 1;
+    if (!reusable || worker.dead || this.closed || worker.executions >= this.maxExecutions) {
+      worker.kill('crash', 'recycled'); // its exit removes it and starts a replacement if needed
+      return;
+    }
+    this.makeIdle(worker);
+    this.pump();
+  }
+
+  private makeIdle(worker: SandboxWorker): void {
+    let timer: NodeJS.Timeout | undefined;
+    if (worker.memoryMb !== this.defaultMemoryMb) {
+      timer = setTimeout(() => worker.kill('crash', 'idle'), this.idleTimeoutMs);
+      timer.unref();
+    }
+    this.idle.set(worker, timer);
+  }
+
+  private takeIdle(worker: SandboxWorker): void {
+    clearTimeout(this.idle.get(worker));
+    this.idle.delete(worker);
+  }
+
+  private classCount(memoryMb: number): number {
+    let n = this.starting.get(memoryMb) ?? 0;
+    for (const w of this.workers) if (w.memoryMb === memoryMb && !w.dead) n += 1;
+    return n;
+  }
+
+  private total(): number {
+    let n = this.workers.size;
+    for (const s of this.starting.values()) n += s;
+    return n;
+  }
+
+  /** Hands idle processes to waiters, starts processes where needed, keeps the default warm. */
+  private pump(): void {
+    if (this.closed) return;
+    for (const waiter of [...this.waiters]) {
+      const worker = [...this.idle.keys()].find((w) => w.memoryMb === waiter.memoryMb && !w.dead);
+      if (!worker) continue;
+      this.takeIdle(worker);
+      this.waiters = this.waiters.filter((w) => w !== waiter);
+      waiter.resolve(worker);
+    }
+    const wanted = new Map<number, number>();
+    for (const w of this.waiters) wanted.set(w.memoryMb, (wanted.get(w.memoryMb) ?? 0) + 1);
+    for (const [memoryMb, count] of wanted) {
+      let need = count - (this.starting.get(memoryMb) ?? 0);
+      while (need > 0 && this.classCount(memoryMb) < this.size && this.makeRoom(memoryMb)) {
+        this.spawn(memoryMb);
+        need -= 1;
+      }
+    }
+    // Keep the default class warm, but do not retry a failing start in a loop.
+    const recentFailure = Date.now() - this.spawnFailedAt < 5_000;
+    while (this.warm && !recentFailure && this.classCount(this.defaultMemoryMb) < this.size && this.total() < this.maxProcesses) {
+      this.spawn(this.defaultMemoryMb);
+    }
+  }
+
+  /** True when a process of `memoryMb` may start, stopping an idle one of another class if needed. */
+  private makeRoom(memoryMb: number): boolean {
+    if (this.total() < this.maxProcesses) return true;
+    const victim = [...this.idle.keys()].find((w) => w.memoryMb !== memoryMb);
+    if (!victim) return false;
+    this.takeIdle(victim);
+    this.workers.delete(victim); // counted out now; its exit follows
+    victim.kill('crash', 'evicted');
+    return true;
+  }
+
+  private spawn(memoryMb: number): void {
+    this.cwd ??= mkdtempSync(path.join(os.tmpdir(), 'switchyard-sandbox-'));
+    this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 0) + 1);
+    const done = () => this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 1) - 1);
+    const spawning: Promise<void> = SandboxWorker.start({ ...this.workerOptions, memoryMb, cwd: this.cwd }).then(
+      async (worker) => {
+        done();
+        if (this.closed) {
+          const exited = new Promise<void>((r) => worker.onExitOnce(r));
+          worker.kill('crash', 'the sandbox pool was closed');
+          return exited;
+        }
+        this.workers.add(worker);
+        worker.onExitOnce(() => {
+          this.workers.delete(worker);
+          this.takeIdle(worker);
+          this.pump();
+        });
+        this.makeIdle(worker);
+        this.pump();
+      },
+      (err: Error) => {
+        done();
+        this.spawnFailedAt = Date.now();
+        this.log?.error({ err, memoryMb }, 'sandbox process failed to start');
+        // Waiters of this class fail unless another process of the class is on its way.
+        if (this.classCount(memoryMb) === 0) {
+          for (const w of this.waiters.filter((x) => x.memoryMb === memoryMb)) {
+            this.waiters = this.waiters.filter((x) => x !== w);
+            w.reject(new Error(`The code sandbox is unavailable: ${err.message}`));
+          }
+        }
+      },
+    );
+    this.spawning.add(spawning);
+    void spawning.finally(() => this.spawning.delete(spawning));
+  }
+}

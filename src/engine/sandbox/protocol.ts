@@ -1,0 +1,71 @@
+/**
+ * IPC messages between the service and a sandbox process (runner.cjs). Tiny and versioned: a
+ * process speaking another version is killed, never trusted. Everything from the child is
+ * checked field by field before use (`parseChildMessage`), because code running in the child
+ * is not trusted.
+ */
+export const PROTOCOL_VERSION = 1;
+
+export interface ExecMessage {
+  v: typeof PROTOCOL_VERSION;
+  t: 'exec';
+  id: number;
+  /** The step's JavaScript, the body of an async function receiving `ctx`. */
+  code: string;
+  /** JSON text of `{inputs, steps}`, parsed inside the step's context. */
+  data: string;
+  timeoutMs: number;
+}
+
+export interface RawFile {
+  name: string;
+  mime: string | undefined;
+  /** Written as a string (or JSON) rather than bytes: decides the default MIME type. */
+  text: boolean;
+  data: Buffer;
+}
+
+export type DoneOutcome =
+  | { outcome: 'ok'; kind: 'string' | 'json' | 'undefined'; text: string; files: RawFile[] }
+  | { outcome: 'error' | 'invalid' | 'timeout' | 'stalled'; message: string };
+
+export type ChildMessage =
+  | { t: 'ready' }
+  | { t: 'log'; id: number; line: string }
+  | ({ t: 'done'; id: number } & DoneOutcome);
+
+const str = (v: unknown): v is string => typeof v === 'string';
+
+function parseFiles(value: unknown): RawFile[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const files: RawFile[] = [];
+  for (const f of value as unknown[]) {
+    if (!f || typeof f !== 'object') return undefined;
+    const { name, mime, text, data } = f as Record<string, unknown>;
+    if (!str(name) || (mime !== undefined && !str(mime)) || typeof text !== 'boolean') return undefined;
+    // `advanced` serialization turns a Buffer into a Uint8Array on arrival.
+    if (!(data instanceof Uint8Array)) return undefined;
+    files.push({ name, mime, text, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength) });
+  }
+  return files;
+}
+
+/** A child message in its typed form, or undefined when it is not a well-formed v1 message. */
+export function parseChildMessage(raw: unknown): ChildMessage | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const m = raw as Record<string, unknown>;
+  if (m.v !== PROTOCOL_VERSION) return undefined;
+  if (m.t === 'ready') return { t: 'ready' };
+  if (typeof m.id !== 'number') return undefined;
+  if (m.t === 'log') return str(m.line) ? { t: 'log', id: m.id, line: m.line } : undefined;
+  if (m.t !== 'done') return undefined;
+  if (m.outcome === 'ok') {
+    const files = parseFiles(m.files);
+    if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined')) return undefined;
+    return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files };
+  }
+  if ((m.outcome === 'error' || m.outcome === 'invalid' || m.outcome === 'timeout' || m.outcome === 'stalled') && str(m.message)) {
+    return { t: 'done', id: m.id, outcome: m.outcome, message: m.message };
+  }
+  return undefined;
+}

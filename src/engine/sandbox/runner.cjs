@@ -1,0 +1,281 @@
+'use strict';
+/*
+ * Sandbox runner (issue 3 §1: code steps run "isolated from the service: a separate isolate or
+ * process"). A child process started by worker.ts with the permission model (read access to
+ * this file only; no writes, child processes, workers or addons), an empty environment, a heap
+ * limit and --disallow-code-generation-from-strings. It runs one execution at a time, each in a
+ * fresh vm context, and talks to the service over the IPC channel only. Plain JavaScript so it
+ * starts without tsx or a loader. Protocol (version 1, see protocol.ts):
+ *   parent → child  {v, t: 'exec', id, code, data, timeoutMs}
+ *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, …}
+ *
+ * Rule that keeps the vm boundary tight: no object of this (host) realm is ever handed to user
+ * code. Data enters as JSON text parsed inside the context, ctx functions are context-realm
+ * closures around one host bridge that takes and returns primitives only, and results leave as
+ * strings produced inside the context (within the vm timeout).
+ */
+const vm = require('node:vm');
+const { types } = require('node:util');
+
+const PROTOCOL = 1;
+const LIMITS = JSON.parse(process.argv[2] || '{}');
+const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false }, microtaskMode: 'afterEvaluate' };
+const SCRIPT_CACHE_SIZE = 50;
+const STEP_FILE = 'step.js';
+
+// Host-realm intrinsics captured before anything else runs (typed-array reads must not go
+// through prototype getters a step could have replaced in its own realm).
+const TA_PROTO = Object.getPrototypeOf(Uint8Array.prototype);
+const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
+const taBuffer = getter(TA_PROTO, 'buffer');
+const taOffset = getter(TA_PROTO, 'byteOffset');
+const taLength = getter(TA_PROTO, 'byteLength');
+const dvBuffer = getter(DataView.prototype, 'buffer');
+const dvOffset = getter(DataView.prototype, 'byteOffset');
+const dvLength = getter(DataView.prototype, 'byteLength');
+const send = process.send.bind(process);
+
+/*
+ * Installed in every new context before user code exists, so the intrinsics it captures are
+ * pristine. It defines `__syGo(fn)` (deleted on first call) which builds ctx in the context's
+ * realm, starts the step function and records how it settles in a null-prototype object that
+ * user code cannot reach.
+ */
+const SETUP = new vm.Script(`(function () {
+  'use strict';
+  const g = globalThis;
+  const parse = JSON.parse, stringify = JSON.stringify, apply = Reflect.apply;
+  const then = Promise.prototype.then, isView = ArrayBuffer.isView;
+  const abLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
+  const StringC = String, ErrorC = Error, TypeErrorC = TypeError, U8 = Uint8Array;
+  const create = Object.create, freeze = Object.freeze, defineProperty = Object.defineProperty;
+  // Its callbacks would run later as tasks of this process, outside the vm timeout and
+  // possibly during another step's execution.
+  delete g.FinalizationRegistry;
+  return function install(host) {
+    const call = (op, a, b, c) => {
+      let r;
+      try { r = host(op, a, b, c); } catch { r = 'internal sandbox error'; }
+      if (typeof r === 'string') throw new ErrorC(r);
+    };
+    const text = (v) => {
+      if (typeof v === 'string') return v;
+      try { const s = stringify(v); if (s !== undefined) return s; } catch {}
+      return StringC(v);
+    };
+    const log = function log(...args) {
+      let line = '';
+      for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + text(args[i]);
+      call('log', line);
+    };
+    const write = function write(fileName, data, mimeType) {
+      const name = StringC(fileName === undefined || fileName === null ? '' : fileName);
+      const mime = mimeType === undefined || mimeType === null ? undefined : StringC(mimeType);
+      let isBuffer = false;
+      try { apply(abLength, data, []); isBuffer = true; } catch {}
+      if (typeof data === 'string') return void call('file', name, data, mime);
+      if (isView(data)) return void call('file', name, data, mime);
+      if (isBuffer) return void call('file', name, new U8(data), mime);
+      const json = stringify(data);
+      if (json === undefined) throw new TypeErrorC('files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value');
+      call('file', name, json, mime === undefined ? 'application/json' : mime);
+    };
+    const ctx = (data) => freeze({ inputs: data.inputs, steps: data.steps, log, files: freeze({ write }) });
+    const describe = (e) => {
+      try {
+        if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+          const stack = e.stack;
+          if (typeof stack === 'string' && stack !== '') return stack;
+          return StringC(e.name || 'Error') + ': ' + StringC(e.message);
+        }
+        return 'Uncaught ' + text(e);
+      } catch { return 'Uncaught exception (its message could not be read)'; }
+    };
+    defineProperty(g, '__syGo', { configurable: true, value: function go(fn) {
+      delete g.__syGo;
+      const input = g.__syIn;
+      delete g.__syIn;
+      const state = create(null);
+      state.status = 'pending';
+      call('begin', state);
+      const fail = (e) => { state.message = describe(e); state.status = 'error'; };
+      const done = (v) => {
+        if (typeof v === 'string') { state.kind = 'string'; state.text = v; }
+        else if (v === undefined) { state.kind = 'undefined'; state.text = ''; }
+        else {
+          let json;
+          try { json = stringify(v); } catch (e) { return fail(e); }
+          if (json === undefined) return fail(new TypeErrorC('The return value (' + typeof v + ') cannot be serialised to JSON'));
+          state.kind = 'json'; state.text = json;
+        }
+        state.status = 'ok';
+      };
+      try { apply(then, fn(ctx(parse(input))), [done, fail]); } catch (e) { fail(e); }
+    } });
+  };
+})()`, { filename: 'sandbox-setup.js' });
+
+let current = null; // the execution in progress: { id, state, files, fileBytes, logLines, logBytes, logCut, imported }
+let nextContext = null;
+const scripts = new Map();
+
+function hostBridge(op, a, b, c) {
+  try {
+    const exec = current;
+    if (!exec) return 'no execution in progress';
+    if (op === 'begin') { exec.state = a; return undefined; }
+    if (op === 'log') return onLog(exec, a);
+    if (op === 'file') return onFile(exec, a, b, c);
+    return 'unknown sandbox operation';
+  } catch {
+    return 'internal sandbox error';
+  }
+}
+
+function newContext() {
+  const sandbox = Object.create(null); // a null prototype: globalThis.constructor stays in the context's realm
+  const context = vm.createContext(sandbox, CONTEXT_OPTIONS);
+  SETUP.runInContext(context)(hostBridge);
+  const errorIn = vm.runInContext('(m) => new Error(m)', context);
+  return { sandbox, context, errorIn };
+}
+
+function onLog(exec, line) {
+  if (typeof line !== 'string') return 'log: bad line';
+  if (exec.logCut) return undefined;
+  const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
+  if (exec.logLines >= LIMITS.maxLogLines || room <= 0) {
+    exec.logCut = true;
+    send({ v: PROTOCOL, t: 'log', id: exec.id, line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]` });
+    return undefined;
+  }
+  const cut = Buffer.byteLength(line) > room ? Buffer.from(line).subarray(0, room).toString() : line;
+  exec.logLines += 1;
+  exec.logBytes += Buffer.byteLength(cut);
+  send({ v: PROTOCOL, t: 'log', id: exec.id, line: cut });
+  return undefined;
+}
+
+function bytesOf(data) {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+  if (types.isDataView(data)) {
+    return Buffer.from(new Uint8Array(Reflect.apply(dvBuffer, data, []), Reflect.apply(dvOffset, data, []), Reflect.apply(dvLength, data, [])));
+  }
+  if (types.isTypedArray(data)) {
+    return Buffer.from(new Uint8Array(Reflect.apply(taBuffer, data, []), Reflect.apply(taOffset, data, []), Reflect.apply(taLength, data, [])));
+  }
+  return undefined;
+}
+
+function onFile(exec, name, data, mime) {
+  if (typeof name !== 'string' || (mime !== undefined && typeof mime !== 'string')) return 'files.write: bad arguments';
+  const index = exec.files.findIndex((f) => f.name === name);
+  if (index < 0 && exec.files.length >= LIMITS.maxFiles) return `files.write: at most ${LIMITS.maxFiles} files per step`;
+  const bytes = bytesOf(data);
+  if (!bytes) return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
+  if (bytes.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+  const before = index < 0 ? 0 : exec.files[index].data.length;
+  if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes) return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
+  const file = { name, mime, text: typeof data === 'string', data: bytes };
+  if (index < 0) exec.files.push(file);
+  else exec.files[index] = file; // writing a name again replaces the earlier file
+  exec.fileBytes += bytes.length - before;
+  return undefined;
+}
+
+function compile(code) {
+  let script = scripts.get(code);
+  if (script) {
+    scripts.delete(code); // re-insert: the Map's order is the LRU order
+  } else {
+    script = new vm.Script(`__syGo(async function (ctx) {\n${code}\n})`, {
+      filename: STEP_FILE,
+      lineOffset: -1, // line 1 of the step's code is reported as line 1
+      // import() must never reach Node's loader. The rejection value would be created here; it
+      // never reaches the step because a used context's microtasks are never run again, and the
+      // attempt is reported as an error of its own (see below).
+      importModuleDynamically: () => {
+        if (current) current.imported = true;
+        throw current && current.errorIn ? current.errorIn('import() is not available in code steps') : 'import() is not available';
+      },
+    });
+    if (scripts.size >= SCRIPT_CACHE_SIZE) scripts.delete(scripts.keys().next().value);
+  }
+  scripts.set(code, script);
+  return script;
+}
+
+function syntaxMessage(err) {
+  const line = /^step\.js:(\d+)/.exec(String(err && err.stack));
+  return `SyntaxError: ${err && err.message}${line ? ` (line ${line[1]})` : ''}`;
+}
+
+// Node creates the timeout error in the step's own realm, so it is read without invoking any
+// accessor a step could have planted there (own data property only), and the clock decides
+// when that property is not readable.
+function isTimeout(err, startedAt, timeoutMs) {
+  if (performance.now() - startedAt >= timeoutMs) return true;
+  if (types.isProxy(err) || !types.isNativeError(err)) return false;
+  const code = Object.getOwnPropertyDescriptor(err, 'code');
+  return Boolean(code && code.value === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
+}
+
+function run(msg) {
+  const box = nextContext || newContext();
+  nextContext = null;
+  const exec = { id: msg.id, state: undefined, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false, imported: false, errorIn: box.errorIn };
+  current = exec;
+  try {
+    let script;
+    try {
+      script = compile(msg.code);
+    } catch (err) {
+      return { outcome: 'invalid', message: syntaxMessage(err) };
+    }
+    box.sandbox.__syIn = msg.data;
+    const startedAt = performance.now();
+    try {
+      script.runInContext(box.context, { timeout: msg.timeoutMs, displayErrors: false });
+    } catch (err) {
+      if (isTimeout(err, startedAt, msg.timeoutMs)) return { outcome: 'timeout', message: `Step timed out after ${msg.timeoutMs} ms` };
+      // Only code that breaks out of the function wrapper throws here; its value is not read.
+      if (!exec.state) return { outcome: 'error', message: 'Error: the step code threw before it started' };
+    }
+    if (exec.imported) return { outcome: 'error', message: 'Error: import() is not available in code steps' };
+    const state = exec.state;
+    if (!state) return { outcome: 'error', message: 'Error: the step code did not run (it left its function wrapper)' };
+    if (state.status === 'pending') {
+      // No timers, I/O or host promises exist in the context: nothing can settle it any more.
+      return { outcome: 'stalled', message: `Step timed out: it awaits a promise that can never settle (limit ${msg.timeoutMs} ms)` };
+    }
+    if (state.status === 'error') return { outcome: 'error', message: String(state.message) };
+    const text = String(state.text);
+    if (Buffer.byteLength(text) > LIMITS.maxResultBytes) {
+      return { outcome: 'error', message: `Error: the step result is ${Buffer.byteLength(text)} bytes; the limit is ${LIMITS.maxResultBytes} bytes` };
+    }
+    return { outcome: 'ok', kind: String(state.kind), text, files: exec.files };
+  } finally {
+    current = null;
+  }
+}
+
+process.on('message', (msg) => {
+  if (!msg || msg.v !== PROTOCOL || msg.t !== 'exec') {
+    send({ v: PROTOCOL, t: 'error', message: 'unsupported message' });
+    return;
+  }
+  const reply = run(msg);
+  send({ v: PROTOCOL, t: 'done', id: msg.id, ...reply });
+  // Prepare the next execution's context while idle, after the reply is on its way.
+  setImmediate(() => {
+    if (!nextContext) nextContext = newContext();
+  });
+});
+// The service went away (crash, kill -9): nothing else would end this process.
+process.on('disconnect', () => process.exit(0));
+// A step may leave rejected promises nobody handles (in its own, discarded context). Node's
+// default would end this process on the next tick, failing whichever step runs next.
+process.on('unhandledRejection', () => undefined);
+
+nextContext = newContext();
+send({ v: PROTOCOL, t: 'ready' });

@@ -1,0 +1,186 @@
+/**
+ * Blob storage for attachments, run files and uploads (DESIGN.md section 4, `BlobStore`).
+ * The default backend is a local folder, `DATA_DIR/blobs`; the interface is kept small and
+ * key-based so an S3-compatible backend can implement it unchanged (keys become object keys,
+ * `deletePrefix` becomes a prefix listing + batch delete).
+ *
+ * Guarantees of the local backend:
+ * - a blob becomes visible only complete: bytes go to a temp file in `blobs/.tmp`, are
+ *   fsynced, then renamed onto the key (rename is atomic within one filesystem);
+ * - a stream that exceeds `maxBytes`, or fails, aborts the write and removes the temp file;
+ * - bytes are streamed, never buffered whole.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+export interface PutOptions {
+  /** Reject (and store nothing) when the content is longer than this many bytes. */
+  maxBytes?: number | undefined;
+}
+
+export interface PutResult {
+  size: number;
+  /** Hex SHA-256 of the stored bytes. */
+  sha256: string;
+}
+
+export interface BlobReadable {
+  stream: Readable;
+  size: number;
+}
+
+export interface BlobStore {
+  put(key: string, content: Readable | Buffer, opts?: PutOptions): Promise<PutResult>;
+  /** Throws BlobNotFoundError when no blob has this key. */
+  get(key: string): Promise<BlobReadable>;
+  /** Removes one blob; a missing blob is not an error. */
+  delete(key: string): Promise<void>;
+  /** Removes every blob whose key starts with `prefix` + `/` (whole path segments only). */
+  deletePrefix(prefix: string): Promise<void>;
+}
+
+export class BlobNotFoundError extends Error {
+  constructor(readonly key: string) {
+    super(`no blob with key ${key}`);
+    this.name = 'BlobNotFoundError';
+  }
+}
+
+export class BlobTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`blob exceeds ${maxBytes} bytes`);
+    this.name = 'BlobTooLargeError';
+  }
+}
+
+export class InvalidBlobKeyError extends Error {
+  constructor(readonly key: string) {
+    super('invalid blob key');
+    this.name = 'InvalidBlobKeyError';
+  }
+}
+
+/** Keys fit the `files.blob_key` column (255) and are plain relative paths. */
+const MAX_KEY_LENGTH = 255;
+const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
+
+/**
+ * Keys are `/`-separated segments of `[A-Za-z0-9._-]`: no absolute paths, no backslashes,
+ * no empty, `.` or `..` segments, and no segment starting with a dot (which also keeps the
+ * store's own `.tmp` folder out of reach).
+ */
+export function assertBlobKey(key: string): void {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) throw new InvalidBlobKeyError(String(key));
+  for (const segment of key.split('/')) {
+    if (!SEGMENT.test(segment)) throw new InvalidBlobKeyError(key);
+  }
+}
+
+/** Counts and hashes the bytes going through; fails past `maxBytes`. */
+class Meter extends Transform {
+  size = 0;
+  private readonly hash = createHash('sha256');
+  constructor(private readonly maxBytes: number) {
+    super();
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.maxBytes) {
+      cb(new BlobTooLargeError(this.maxBytes));
+      return;
+    }
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+  digest(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+export class LocalBlobStore implements BlobStore {
+  readonly root: string;
+  private readonly tmpDir: string;
+
+  /** `root` is the blob folder itself (normally `DATA_DIR/blobs`). */
+  constructor(root: string) {
+    this.root = path.resolve(root);
+    this.tmpDir = path.join(this.root, '.tmp');
+  }
+
+  private pathOf(key: string): string {
+    assertBlobKey(key);
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async put(key: string, content: Readable | Buffer, opts: PutOptions = {}): Promise<PutResult> {
+    const target = this.pathOf(key);
+    await mkdir(this.tmpDir, { recursive: true });
+    const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
+    const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
+    const source = Buffer.isBuffer(content) ? Readable.from([content]) : content;
+    try {
+      // `flush: true` fsyncs before close, so the renamed blob survives a crash whole.
+      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true }));
+      await mkdir(path.dirname(target), { recursive: true });
+      await rename(tmp, target);
+    } catch (err) {
+      if (!source.destroyed) source.destroy();
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { size: meter.size, sha256: meter.digest() };
+  }
+
+  async get(key: string): Promise<BlobReadable> {
+    const file = this.pathOf(key);
+    let handle;
+    try {
+      handle = await open(file, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') throw new BlobNotFoundError(key);
+      throw err;
+    }
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw new BlobNotFoundError(key);
+      // The size comes from the open descriptor, so it matches the bytes the stream reads.
+      return { stream: handle.createReadStream(), size: stat.size };
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const file = this.pathOf(key);
+    try {
+      await rm(file, { force: true });
+    } catch (err) {
+      // A key that names a folder (a prefix) is not a blob: nothing to delete.
+      if ((err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR' && (err as NodeJS.ErrnoException).code !== 'EISDIR') throw err;
+    }
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    const folder = this.pathOf(prefix.replace(/\/+$/, ''));
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+const stores = new Map<string, LocalBlobStore>();
+
+/** The local store under `DATA_DIR/blobs`, one instance per data folder. */
+export function openBlobStore(config: { dataDir: string }): LocalBlobStore {
+  const root = path.join(path.resolve(config.dataDir), 'blobs');
+  let store = stores.get(root);
+  if (!store) {
+    store = new LocalBlobStore(root);
+    stores.set(root, store);
+  }
+  return store;
+}
+

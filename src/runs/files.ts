@@ -1,0 +1,180 @@
+/**
+ * File records over the `files` table (migration 001): trigger attachments, step result
+ * files and uploads, each pointing at a blob in the BlobStore. Every query is scoped by
+ * org_id (DESIGN.md section 5) except `getFile`, which serves the download endpoint: that
+ * endpoint is authorised by the URL's signature (openapi/run-files.yaml), not by an org token.
+ */
+import type { Knex } from 'knex';
+import { newId, nowIso } from '../storage/ids.js';
+import type { BlobStore } from './blobs.js';
+
+export type FileKind = 'attachment' | 'step' | 'upload';
+export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload'];
+
+export interface FileRecord {
+  id: string;
+  orgId: string;
+  runId: string | null;
+  stepIndex: number | null;
+  kind: FileKind;
+  filename: string;
+  mimeType: string;
+  size: number;
+  blobKey: string;
+  createdAt: string;
+  /** After this instant the file is treated as gone (404 file_not_found); null = kept until pruned. */
+  expiresAt: string | null;
+}
+
+export interface FileCreate {
+  /** Callers that must name the blob before the row exists (attachments) pass the id. */
+  id?: string | undefined;
+  orgId: string;
+  runId?: string | null | undefined;
+  stepIndex?: number | null | undefined;
+  kind: FileKind;
+  filename: string;
+  mimeType: string;
+  size: number;
+  blobKey: string;
+  expiresAt?: string | null | undefined;
+}
+
+interface FileRow {
+  id: string;
+  org_id: string;
+  run_id: string | null;
+  step_index: number | string | null;
+  kind: FileKind;
+  filename: string;
+  mime_type: string;
+  size: number | string;
+  blob_key: string;
+  created_at: string;
+  expires_at: string | null;
+}
+
+const MAX_TEXT = 255;
+
+function toRecord(r: FileRow): FileRecord {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    runId: r.run_id,
+    stepIndex: r.step_index === null ? null : Number(r.step_index),
+    kind: r.kind,
+    filename: r.filename,
+    mimeType: r.mime_type,
+    // PostgreSQL returns bigint as a string.
+    size: Number(r.size),
+    blobKey: r.blob_key,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  };
+}
+
+function toRow(f: FileCreate, createdAt: string): FileRow {
+  if (!FILE_KINDS.includes(f.kind)) throw new RangeError(`unknown file kind ${String(f.kind)}`);
+  if (!Number.isSafeInteger(f.size) || f.size < 0) throw new RangeError('size must be a non-negative integer');
+  if (f.filename.length === 0 || f.filename.length > MAX_TEXT) throw new RangeError('filename must be 1 to 255 characters');
+  if (f.mimeType.length === 0 || f.mimeType.length > MAX_TEXT) throw new RangeError('mimeType must be 1 to 255 characters');
+  return {
+    id: f.id ?? newId('file'),
+    org_id: f.orgId,
+    run_id: f.runId ?? null,
+    step_index: f.stepIndex ?? null,
+    kind: f.kind,
+    filename: f.filename,
+    mime_type: f.mimeType,
+    size: f.size,
+    blob_key: f.blobKey,
+    created_at: createdAt,
+    expires_at: f.expiresAt ?? null,
+  };
+}
+
+/** Inserts one file record (pass a transaction as `db` to join the caller's). */
+export async function recordFile(db: Knex, input: FileCreate): Promise<FileRecord> {
+  const [record] = await recordFiles(db, [input]);
+  return record!;
+}
+
+/** Inserts several file records in one statement. */
+export async function recordFiles(db: Knex, inputs: readonly FileCreate[]): Promise<FileRecord[]> {
+  if (inputs.length === 0) return [];
+  const createdAt = nowIso();
+  const rows = inputs.map((f) => toRow(f, createdAt));
+  await db('files').insert(rows);
+  return rows.map(toRecord);
+}
+
+/**
+ * The file behind a signed download URL, whatever its organisation: only the download
+ * endpoint uses this, after the signature (which names this file id) has been verified.
+ */
+export async function getFile(db: Knex, fileId: string): Promise<FileRecord | undefined> {
+  const row = (await db('files').where({ id: fileId }).first()) as FileRow | undefined;
+  return row ? toRecord(row) : undefined;
+}
+
+/** A file of one organisation. */
+export async function findFile(db: Knex, orgId: string, fileId: string): Promise<FileRecord | undefined> {
+  const row = (await db('files').where({ org_id: orgId, id: fileId }).first()) as FileRow | undefined;
+  return row ? toRecord(row) : undefined;
+}
+
+/** A run's files: attachments first, then step files by step index, each in creation order. */
+export async function listRunFiles(db: Knex, orgId: string, runId: string): Promise<FileRecord[]> {
+  const rows = (await db('files')
+    .where({ org_id: orgId, run_id: runId })
+    .orderByRaw('step_index IS NOT NULL')
+    .orderBy([{ column: 'step_index' }, { column: 'created_at' }, { column: 'id' }])) as FileRow[];
+  return rows.map(toRecord);
+}
+
+/**
+ * Sets run_id on files stored before their run existed (trigger attachments). Only files of
+ * this organisation that are not attached yet are touched; returns how many were.
+ */
+export async function attachFilesToRun(db: Knex, orgId: string, fileIds: readonly string[], runId: string): Promise<number> {
+  if (fileIds.length === 0) return 0;
+  return db('files').where({ org_id: orgId }).whereNull('run_id').whereIn('id', [...fileIds]).update({ run_id: runId });
+}
+
+/** Deletes rows first, then blobs: a blob whose delete fails is an orphan, never a dangling row. */
+async function deleteRecords(db: Knex, blobs: BlobStore, orgId: string, rows: FileRow[]): Promise<number> {
+  if (rows.length === 0) return 0;
+  const count = await db('files').where({ org_id: orgId }).whereIn('id', rows.map((r) => r.id)).delete();
+  for (const r of rows) await blobs.delete(r.blob_key);
+  return count;
+}
+
+/** Deletes a run's file records and their blobs (retention, run deletion). */
+export async function deleteRunFiles(db: Knex, blobs: BlobStore, orgId: string, runId: string): Promise<number> {
+  const rows = (await db('files').where({ org_id: orgId, run_id: runId }).select('id', 'blob_key')) as FileRow[];
+  return deleteRecords(db, blobs, orgId, rows);
+}
+
+/** Deletes the named files of one organisation and their blobs. */
+export async function deleteFiles(db: Knex, blobs: BlobStore, orgId: string, fileIds: readonly string[]): Promise<number> {
+  if (fileIds.length === 0) return 0;
+  const rows = (await db('files').where({ org_id: orgId }).whereIn('id', [...fileIds]).select('id', 'blob_key')) as FileRow[];
+  return deleteRecords(db, blobs, orgId, rows);
+}
+
+/**
+ * Maintenance sweep across organisations: attachments never attached to a run (the process
+ * stopped between storing them and inserting the run) and created before `createdBefore`.
+ */
+export async function deleteUnattachedAttachments(db: Knex, blobs: BlobStore, createdBefore: string): Promise<number> {
+  const rows = (await db('files')
+    .where({ kind: 'attachment' })
+    .whereNull('run_id')
+    .where('created_at', '<', createdBefore)
+    .select('id', 'org_id', 'blob_key')) as FileRow[];
+  let count = 0;
+  const byOrg = new Map<string, FileRow[]>();
+  for (const r of rows) byOrg.set(r.org_id, [...(byOrg.get(r.org_id) ?? []), r]);
+  for (const [orgId, list] of byOrg) count += await deleteRecords(db, blobs, orgId, list);
+  return count;
+}

@@ -1,0 +1,53 @@
+/**
+ * GET {run_files_url}/files/{fileId}?expires=&signature= (openapi/run-files.yaml
+ * downloadRunFile). The signed URL is the credential: signature first (403
+ * invalid_signature), then expiry (403 url_expired), then the lookup (404 file_not_found), so
+ * an invalid URL never reveals whether a file exists. The body is the whole file, streamed.
+ */
+import { AppError } from '../../errors/index.js';
+import type { Handler } from '../../http/types.js';
+import { BlobNotFoundError, type BlobReadable } from '../blobs.js';
+import { getFile } from '../files.js';
+import { verifyFileSignature } from '../signed-urls.js';
+
+/** RFC 5987 attr-char: everything else in the UTF-8 bytes is percent-encoded. */
+function encodeRfc5987(value: string): string {
+  return encodeURIComponent(value).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+/**
+ * `attachment; filename="<ASCII fallback>"; filename*=UTF-8''<percent-encoded>` (RFC 6266
+ * section 4.3): the quoted fallback has non-ASCII, quotes, backslashes and controls replaced.
+ */
+export function contentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeRfc5987(filename)}`;
+}
+
+export const downloadRunFile: Handler<'downloadRunFile'> = async (req, ctx) => {
+  const { fileId } = req.params;
+  const now = Date.now();
+  const secondsLeft = verifyFileSignature(ctx.services.config, fileId, req.query.expires, req.query.signature, now);
+  const file = await getFile(ctx.services.db, fileId);
+  if (!file || (file.expiresAt !== null && Date.parse(file.expiresAt) <= now)) throw new AppError('ERR_FILE_NOT_FOUND');
+  let blob: BlobReadable;
+  try {
+    blob = await ctx.services.blobs.get(file.blobKey);
+  } catch (err) {
+    if (err instanceof BlobNotFoundError) throw new AppError('ERR_FILE_NOT_FOUND');
+    throw err;
+  }
+  return {
+    status: 200,
+    contentType: file.mimeType,
+    stream: blob.stream,
+    headers: {
+      'Content-Length': blob.size,
+      'Content-Disposition': contentDisposition(file.filename),
+      // openapi/run-files.yaml: private caching until the URL expires.
+      'Cache-Control': `private, max-age=${secondsLeft}`,
+      // Stored types are client-declared: never let a browser sniff them into something else.
+      'X-Content-Type-Options': 'nosniff',
+    },
+  };
+};

@@ -1,0 +1,200 @@
+/**
+ * Runs and their steps (spec "Run identifiers", "States and transitions"). A run pins the
+ * workflow version it started with; terminal states are final: every transition is a
+ * conditional UPDATE that never touches a run already COMPLETE, FAILED or TIMEOUT.
+ */
+import type { Knex } from 'knex';
+import { fromJson, toJson } from '../storage/db.js';
+import { newId, nowIso } from '../storage/ids.js';
+import { TERMINAL, type RunStatus, type StepStatus } from './states.js';
+
+export interface NewRun {
+  orgId: string;
+  automationId: string;
+  automationVersion: number;
+  /** Step names of the pinned version, in order, with their step versions. */
+  steps: { name: string; stepVersion: number }[];
+  triggerId: string | null;
+  inputs: Record<string, unknown>;
+  startedBy: string;
+  timeoutMs: number;
+}
+
+export interface RunRow {
+  id: string;
+  org_id: string;
+  workflow_id: string;
+  workflow_version: number;
+  trigger_id: string | null;
+  status: RunStatus;
+  inputs: string | null;
+  started_by: string | null;
+  error: string | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  attempts: number;
+  claimed_by: string | null;
+  lease_until: string | null;
+  timeout_ms: number | null;
+}
+
+export interface StepRow {
+  run_id: string;
+  step_index: number;
+  step_version: number;
+  name: string;
+  status: StepStatus;
+  execution_order: number | null;
+  result_type: string | null;
+  result: string | null;
+  exit_code: number | null;
+  duration_ms: number | null;
+  started_at: string | null;
+  finished_at: string | null;
+  logs: string | null;
+}
+
+/** Rows to insert for one run; the caller decides the transaction (group commit batches many). */
+export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown>; steps: Record<string, unknown>[] } {
+  return {
+    run: {
+      id, org_id: run.orgId, workflow_id: run.automationId, workflow_version: run.automationVersion,
+      trigger_id: run.triggerId, status: 'PENDING', inputs: toJson(run.inputs), started_by: run.startedBy,
+      created_at: now, attempts: 0, timeout_ms: run.timeoutMs,
+    },
+    steps: run.steps.map((s, i) => ({
+      run_id: id, step_index: i, step_version: s.stepVersion, name: s.name, status: 'PENDING',
+    })),
+  };
+}
+
+export type RunRows = ReturnType<typeof runRows>;
+
+/** Inserts runs and their steps in one transaction; `extra` runs inside it (attachments, idempotency). */
+export async function insertRuns(db: Knex, rows: RunRows[], extra?: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
+  if (rows.length === 0) return;
+  await db.transaction(async (trx) => {
+    if (extra) await extra(trx);
+    await trx.batchInsert('runs', rows.map((r) => r.run), 200);
+    const steps = rows.flatMap((r) => r.steps);
+    if (steps.length) await trx.batchInsert('run_steps', steps, 200);
+  });
+}
+
+export async function findRun(db: Knex, orgId: string, runId: string): Promise<RunRow | undefined> {
+  return (await db('runs').where({ id: runId, org_id: orgId }).first()) as RunRow | undefined;
+}
+
+/** Unscoped read for the worker, which receives run ids from its own queue. */
+export async function loadRunForWorker(db: Knex, runId: string): Promise<RunRow | undefined> {
+  return (await db('runs').where({ id: runId }).first()) as RunRow | undefined;
+}
+
+export async function listSteps(db: Knex, runId: string): Promise<StepRow[]> {
+  return (await db('run_steps').where({ run_id: runId }).orderBy('step_index')) as StepRow[];
+}
+
+export function runInputs(row: RunRow): Record<string, unknown> {
+  return fromJson<Record<string, unknown>>(row.inputs) ?? {};
+}
+
+const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOString();
+
+/**
+ * Claims the oldest PENDING run (in-process queue) or a given one (Redis queue): PENDING →
+ * RUNNING with a lease. One statement, so two workers never claim the same run.
+ */
+export async function claimRun(db: Knex, workerId: string, leaseMs: number, runId?: string): Promise<RunRow | undefined> {
+  const now = nowIso();
+  const pick = runId
+    ? db('runs').select('id').where({ id: runId, status: 'PENDING' })
+    : db('runs').select('id').where({ status: 'PENDING' }).orderBy('created_at').orderBy('id').limit(1);
+  if (db.client.config.client === 'pg' && !runId) pick.forUpdate().skipLocked();
+  const rows = (await db('runs')
+    .whereIn('id', pick)
+    .andWhere({ status: 'PENDING' })
+    .update({ status: 'RUNNING', claimed_by: workerId, lease_until: leaseUntil(leaseMs), started_at: now, attempts: db.raw('attempts + 1') })
+    .returning('*')) as RunRow[];
+  return rows[0];
+}
+
+/** Extends the lease of a run this worker holds; false when it lost the run. */
+export async function renewLease(db: Knex, runId: string, workerId: string, leaseMs: number): Promise<boolean> {
+  const n = await db('runs').where({ id: runId, claimed_by: workerId, status: 'RUNNING' }).update({ lease_until: leaseUntil(leaseMs) });
+  return n === 1;
+}
+
+export async function startStep(db: Knex, runId: string, stepIndex: number, executionOrder: number): Promise<void> {
+  await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({ status: 'RUNNING', execution_order: executionOrder, started_at: nowIso() });
+}
+
+export interface StepOutcome {
+  status: StepStatus;
+  resultType: string;
+  result: string;
+  exitCode: number;
+  durationMs: number;
+  logs: string[];
+}
+
+export async function finishStep(db: Knex, runId: string, stepIndex: number, o: StepOutcome): Promise<void> {
+  await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({
+    status: o.status, result_type: o.resultType, result: o.result, exit_code: o.exitCode,
+    duration_ms: o.durationMs, finished_at: nowIso(), logs: o.logs.length ? o.logs.join('\n') : null,
+  });
+}
+
+export async function skipRemainingSteps(db: Knex, runId: string): Promise<void> {
+  await db('run_steps').where({ run_id: runId }).whereIn('status', ['PENDING', 'RUNNING']).update({ status: 'SKIPPED' });
+}
+
+/** RUNNING → terminal; false when the run was already terminal (never overwritten). */
+export async function finishRun(db: Knex, runId: string, status: RunStatus, error?: string): Promise<boolean> {
+  const n = await db('runs')
+    .where({ id: runId })
+    .whereNotIn('status', TERMINAL as RunStatus[])
+    .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
+  return n === 1;
+}
+
+/**
+ * Crash recovery (documented rule): a RUNNING run whose lease expired lost its worker. With
+ * attempts left it goes back to PENDING (its steps reset, their files removed by the caller);
+ * otherwise it ends FAILED with "worker lost". Returns the ids re-queued and failed.
+ */
+export async function recoverExpiredRuns(db: Knex, maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }> {
+  const now = nowIso();
+  const expired = (await db('runs').where({ status: 'RUNNING' }).andWhere('lease_until', '<', now).select('id', 'attempts')) as { id: string; attempts: number }[];
+  const requeued: string[] = [];
+  const failed: string[] = [];
+  for (const r of expired) {
+    if (Number(r.attempts) < maxAttempts) {
+      const n = await db.transaction(async (trx) => {
+        const moved = await trx('runs').where({ id: r.id, status: 'RUNNING' }).andWhere('lease_until', '<', now)
+          .update({ status: 'PENDING', claimed_by: null, lease_until: null, started_at: null });
+        if (moved === 1) {
+          await trx('run_steps').where({ run_id: r.id }).update({
+            status: 'PENDING', execution_order: null, result_type: null, result: null, exit_code: null,
+            duration_ms: null, started_at: null, finished_at: null, logs: null,
+          });
+        }
+        return moved;
+      });
+      if (n === 1) requeued.push(r.id);
+    } else {
+      const n = await db('runs').where({ id: r.id, status: 'RUNNING' }).andWhere('lease_until', '<', now)
+        .update({ status: 'FAILED', finished_at: now, error: 'The worker running this run was lost (crash or shutdown) and no attempts are left', lease_until: null });
+      if (n === 1) {
+        await skipRemainingSteps(db, r.id);
+        failed.push(r.id);
+      }
+    }
+  }
+  return { requeued, failed };
+}
+
+/** Ids of PENDING runs, oldest first (re-enqueued at start by the Redis backend). */
+export async function pendingRunIds(db: Knex, limit = 10_000): Promise<string[]> {
+  return ((await db('runs').where({ status: 'PENDING' }).orderBy('created_at').limit(limit).select('id')) as { id: string }[]).map((r) => r.id);
+}

@@ -1,0 +1,72 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../config/logger.js';
+import type { RedisClient } from '../storage/redis.js';
+import type { RunStatus } from './states.js';
+
+/**
+ * Run-finished signals (DESIGN.md section 4): a synchronous trigger call waits on a signal,
+ * never by polling the store. In-process: an EventEmitter. Scaled out: Redis pub/sub, so a
+ * run finished by a worker on another machine wakes the waiting HTTP process.
+ */
+export interface Signals {
+  runFinished(runId: string, status: RunStatus): Promise<void>;
+  /** Resolves with the terminal status, or undefined when `timeoutMs` passes first. */
+  waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined>;
+  close(): Promise<void>;
+}
+
+
+class LocalSignals implements Signals {
+  protected readonly emitter = new EventEmitter();
+  constructor() {
+    this.emitter.setMaxListeners(0);
+  }
+  async runFinished(runId: string, status: RunStatus): Promise<void> {
+    this.emitter.emit(runId, status);
+  }
+  waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined> {
+    return new Promise((resolve) => {
+      const onDone = (status: RunStatus) => {
+        clearTimeout(timer);
+        resolve(status);
+      };
+      const timer = setTimeout(() => {
+        this.emitter.off(runId, onDone);
+        resolve(undefined);
+      }, timeoutMs);
+      this.emitter.once(runId, onDone);
+    });
+  }
+  async close(): Promise<void> {
+    this.emitter.removeAllListeners();
+  }
+}
+
+class RedisSignals extends LocalSignals {
+  private constructor(private readonly pub: RedisClient, private readonly sub: RedisClient, private readonly channel: string) {
+    super();
+  }
+  static async create(client: RedisClient, log: Logger, prefix: string): Promise<RedisSignals> {
+    const sub = client.duplicate();
+    sub.on('error', (err: Error) => log.warn({ err: err.message }, 'redis subscriber error'));
+    await sub.connect();
+    const channel = `${prefix}:run-finished`;
+    const signals = new RedisSignals(client, sub, channel);
+    await sub.subscribe(channel, (message: string) => {
+      const [runId, status] = message.split(' ');
+      if (runId && status) signals.emitter.emit(runId, status as RunStatus);
+    });
+    return signals;
+  }
+  override async runFinished(runId: string, status: RunStatus): Promise<void> {
+    await this.pub.publish(this.channel, `${runId} ${status}`);
+  }
+  override async close(): Promise<void> {
+    await super.close();
+    await this.sub.close();
+  }
+}
+
+export async function createSignals(redis: RedisClient | undefined, log: Logger, prefix: string): Promise<Signals> {
+  return redis ? RedisSignals.create(redis, log, prefix) : new LocalSignals();
+}

@@ -1,0 +1,9 @@
+/** Run and step states (spec "States and transitions"; SKIPPED is our step-only addition). */
+export type RunStatus = 'PENDING' | 'RUNNING' | 'COMPLETE' | 'FAILED' | 'TIMEOUT';
+export type StepStatus = RunStatus | 'SKIPPED';
+
+export const TERMINAL: readonly RunStatus[] = ['COMPLETE', 'FAILED', 'TIMEOUT'];
+
+export function isTerminal(status: string): boolean {
+  return (TERMINAL as readonly string[]).includes(status);
+}

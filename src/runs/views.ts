@@ -1,0 +1,108 @@
+/**
+ * The spec's run views: status response, results response and the synchronous results body
+ * ("Status response (polling)", "Results response (polling)", "Synchronous results body").
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import { fromJson } from '../storage/db.js';
+import { listRunFiles, type FileRecord } from './files.js';
+import { signFileUrl } from './signed-urls.js';
+import { listSteps, runInputs, type RunRow, type StepRow } from './runs.js';
+
+/** Result files are downloadable for 24 h from the moment a view is produced (openapi decision). */
+const RESULT_URL_TTL_S = 24 * 3600;
+
+export interface DesignatedOutputSpec { stepIndex: number; fileName: string }
+
+export async function statusView(db: Knex, run: RunRow) {
+  const steps = await listSteps(db, run.id);
+  return {
+    automationId: run.workflow_id,
+    runId: run.id,
+    status: run.status,
+    stepStatus: Object.fromEntries(steps.map((s) => [String(s.step_index), s.status])),
+    stepInfo: Object.fromEntries(steps.map((s) => [String(s.step_index), {
+      status: s.status,
+      name: s.name,
+      // Steps run in order; a step not reached yet reports its planned position.
+      executionOrder: s.execution_order ?? s.step_index + 1,
+    }])),
+  };
+}
+
+interface RunContext {
+  run: RunRow;
+  steps: StepRow[];
+  files: FileRecord[];
+  name: string;
+}
+
+async function load(db: Knex, run: RunRow): Promise<RunContext> {
+  const [steps, files, wf] = await Promise.all([
+    listSteps(db, run.id),
+    listRunFiles(db, run.org_id, run.id),
+    db('workflow_versions').where({ workflow_id: run.workflow_id, version: run.workflow_version }).first('definition') as Promise<{ definition: string } | undefined>,
+  ]);
+  const definition = wf ? fromJson<{ name: string }>(wf.definition) : null;
+  return { run, steps, files, name: definition?.name ?? '' };
+}
+
+function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec | null | undefined) {
+  if (!spec) return undefined;
+  const file = ctx.files.find((f) => f.kind === 'step' && f.stepIndex === spec.stepIndex && f.filename === spec.fileName);
+  if (!file) return undefined;
+  return { url: signFileUrl(config, file.id, RESULT_URL_TTL_S), fileName: file.filename, mimeType: file.mimeType, size: file.size };
+}
+
+export async function resultsView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
+  const ctx = await load(db, run);
+  const results = ctx.steps
+    .filter((s) => s.status !== 'PENDING' && s.status !== 'SKIPPED')
+    .map((s) => ({
+      stepIndex: s.step_index,
+      stepVersion: s.step_version,
+      resultUrls: Object.fromEntries(ctx.files.filter((f) => f.kind === 'step' && f.stepIndex === s.step_index).map((f) => [f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size }])),
+      exitCode: s.exit_code ?? 0,
+      duration: s.duration_ms ?? 0,
+    }));
+  const out = designated(config, ctx, output);
+  return {
+    automationId: run.workflow_id,
+    automationVersion: run.workflow_version,
+    automationName: ctx.name,
+    id: run.id,
+    type: 'TRIGGER' as const,
+    results,
+    started: run.started_at ?? run.created_at,
+    status: run.status,
+    ...(out ? { designatedOutput: out } : {}),
+  };
+}
+
+export async function syncView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
+  const ctx = await load(db, run);
+  const out = designated(config, ctx, output);
+  return {
+    automationId: run.workflow_id,
+    automationVersion: run.workflow_version,
+    automationName: ctx.name,
+    id: run.id,
+    type: 'TRIGGER' as const,
+    stepMap: Object.fromEntries(ctx.steps.map((s) => [String(s.step_index), s.step_version])),
+    inputs: JSON.stringify(runInputs(run)),
+    triggerId: run.trigger_id ?? '',
+    results: ctx.steps
+      .filter((s) => s.status !== 'PENDING' && s.status !== 'SKIPPED')
+      .map((s) => ({
+        stepIndex: s.step_index,
+        stepVersion: s.step_version,
+        result: { stepIndex: s.step_index, resultType: s.result_type ?? 'plaintext', result: s.result ?? '' },
+        exitCode: s.exit_code ?? 0,
+        duration: s.duration_ms ?? 0,
+      })),
+    started: run.started_at ?? run.created_at,
+    startedBy: run.started_by ?? 'api_trigger',
+    status: run.status,
+    ...(out ? { designatedOutput: out } : {}),
+  };
+}

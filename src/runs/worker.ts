@@ -1,0 +1,91 @@
+/**
+ * Run workers of one process: consume the run queue, claim runs, execute them, recover runs
+ * whose worker was lost, and prune old runs. `npm start` runs them beside the HTTP server
+ * (RUN_CONCURRENCY > 0); `npm run worker` runs only them.
+ */
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import type { RunQueue } from '../queues/run-queue.js';
+import type { SandboxPool } from '../engine/index.js';
+import type { BlobStore } from './blobs.js';
+import { executeRun } from './executor.js';
+import { deleteFiles, listRunFiles } from './files.js';
+import { claimRun, loadRunForWorker, pendingRunIds, recoverExpiredRuns } from './runs.js';
+import type { Signals } from './signals.js';
+import { pruneFinishedRuns } from './retention.js';
+
+export interface RunWorkersDeps {
+  db: Knex;
+  config: Config;
+  log: Logger;
+  queue: RunQueue;
+  sandbox: SandboxPool;
+  blobs: BlobStore;
+  signals: Signals;
+}
+
+export class RunWorkers {
+  readonly workerId = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private timers: NodeJS.Timeout[] = [];
+  private readonly active = new Set<Promise<unknown>>();
+
+  constructor(private readonly deps: RunWorkersDeps) {}
+
+  async start(): Promise<void> {
+    const { config, queue } = this.deps;
+    await this.recover();
+    // Redis may have lost jobs (restart without persistence): PENDING rows are re-announced.
+    if (queue.kind === 'redis') await queue.enqueue(await pendingRunIds(this.deps.db));
+    if (config.runConcurrency > 0) queue.consume(config.runConcurrency, (runId) => this.runOne(runId));
+    const every = (ms: number, fn: () => Promise<unknown>) => {
+      const t = setInterval(() => void fn().catch((err: unknown) => this.deps.log.error({ err }, 'background run task failed')), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(Math.max(250, Math.floor(config.runLeaseMs / 2)), () => this.recover());
+    every(3_600_000, () => pruneFinishedRuns(this.deps.db, this.deps.blobs, config.runRetentionDays));
+  }
+
+  /** Claims one run (the given one, or the oldest PENDING) and executes it. */
+  private async runOne(runId: string | undefined): Promise<boolean> {
+    const { db, config } = this.deps;
+    const run = await claimRun(db, this.workerId, config.runLeaseMs, runId);
+    if (!run) return false;
+    const job = executeRun({ ...this.deps, workerId: this.workerId, leaseMs: config.runLeaseMs, fileTtlMs: 24 * 3_600_000 }, run);
+    this.active.add(job);
+    try {
+      await job;
+    } finally {
+      this.active.delete(job);
+    }
+    return true;
+  }
+
+  /** Documented rule: lease expired → back to PENDING while attempts remain, else FAILED. */
+  private async recover(): Promise<void> {
+    const { db, config, queue, log, blobs, signals } = this.deps;
+    const { requeued, failed } = await recoverExpiredRuns(db, config.runMaxAttempts);
+    // A re-run starts clean: the lost attempt's step files go; attachments (inputs) stay.
+    for (const runId of requeued) {
+      const run = await loadRunForWorker(db, runId);
+      if (!run) continue;
+      const stepFiles = (await listRunFiles(db, run.org_id, runId)).filter((f) => f.kind === 'step');
+      await deleteFiles(db, blobs, run.org_id, stepFiles.map((f) => f.id));
+    }
+    if (requeued.length) {
+      log.warn({ runs: requeued }, 'recovered runs whose worker was lost: queued again');
+      await queue.enqueue(requeued);
+    }
+    for (const runId of failed) await signals.runFinished(runId, 'FAILED');
+    if (failed.length) log.warn({ runs: failed }, 'runs whose worker was lost and no attempts were left: FAILED');
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    await this.deps.queue.close();
+    await Promise.allSettled([...this.active]);
+  }
+}

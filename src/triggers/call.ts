@@ -1,0 +1,134 @@
+/**
+ * A trigger call (spec endpoints 1 and 2): authenticate the key, find the trigger, build the
+ * run inputs, record the run durably, queue it, and answer async (200, body null, run
+ * headers) or sync (wait for the run-finished signal up to SYNC_WAIT_MS).
+ */
+import type { Request } from 'express';
+import type { Knex } from 'knex';
+import { AppError } from '../errors/index.js';
+import { verifyApiKey } from '../auth/index.js';
+import { findWorkflow } from '../engine/index.js';
+import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
+import { isTerminal } from '../runs/states.js';
+import { syncView } from '../runs/views.js';
+import type { Reply, Services } from '../http/types.js';
+import { findTrigger, type TriggerKind, type TriggerRecord } from './triggers.js';
+import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
+import { checkInputs } from './inputs.js';
+import { lookupIdempotent, rememberIdempotent, IdempotencyRace } from './idempotency.js';
+
+export interface TriggerCall {
+  kind: TriggerKind;
+  triggerId: string;
+  apiKey: string | undefined;
+  query: Record<string, unknown>;
+  body: unknown;
+  contentType: string | undefined;
+  wait: boolean;
+  idempotencyKey: string | undefined;
+  raw: Request;
+}
+
+/** Credentials first, so a caller without a valid key never learns whether a trigger exists. */
+async function authorise(services: Services, call: TriggerCall): Promise<{ orgId: string; trigger: TriggerRecord }> {
+  if (!call.apiKey) throw new AppError('ERR_AUTH_MISSING_API_KEY');
+  const key = await verifyApiKey(services.db, call.apiKey, services.log);
+  if (!key) throw new AppError('ERR_AUTH_INVALID_API_KEY');
+  const trigger = await findTrigger(services.db, key.orgId, call.triggerId);
+  if (!trigger || trigger.kind !== call.kind) throw new AppError('ERR_TRIGGER_NOT_FOUND');
+  if (!trigger.enabled) throw new AppError('ERR_TRIGGER_DISABLED');
+  return { orgId: key.orgId, trigger };
+}
+
+/** Query pairs become inputs; body fields win on conflict (openapi/triggers.yaml decision). */
+function mergeInputs(query: Record<string, unknown>, body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null || body === '') return { ...query };
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    throw new AppError('ERR_REQUEST_INVALID', { message: 'The request body must be a JSON object (or form fields)' });
+  }
+  return { ...query, ...(body as Record<string, unknown>) };
+}
+
+function runHeaders(runId: string, automationId: string, replay: boolean): Record<string, string> {
+  const h: Record<string, string> = { 'X-Pf-Run-Id': runId, 'X-Pf-Automation-Id': automationId };
+  if (replay) h['Idempotent-Replay'] = 'true';
+  return h;
+}
+
+/** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
+async function answer(services: Services, runId: string, trigger: TriggerRecord, wait: boolean, waiting: Promise<unknown> | undefined, replay: boolean, orgId: string): Promise<Reply> {
+  const headers = runHeaders(runId, trigger.automationId, replay);
+  if (!wait) return { status: 200, body: null, headers };
+  let run = await findRun(services.db, orgId, runId);
+  if (run && !isTerminal(run.status)) {
+    await (waiting ?? services.signals.waitForRun(runId, services.config.syncWaitMs));
+    run = await findRun(services.db, orgId, runId);
+  }
+  if (!run || !isTerminal(run.status)) {
+    const seconds = Math.round(services.config.syncWaitMs / 1000);
+    return { status: 200, headers, body: { status: 'timeout', message: `The run did not finish within ${seconds} seconds; poll its status with the X-Pf-Run-Id and X-Pf-Automation-Id headers.` } };
+  }
+  return { status: 200, headers, body: await syncView(services.db, services.config, run, trigger.designatedOutput) };
+}
+
+export async function callTrigger(services: Services, call: TriggerCall): Promise<Reply> {
+  const { db } = services;
+  const { orgId, trigger } = await authorise(services, call);
+  if (call.idempotencyKey) {
+    const earlier = await lookupIdempotent(db, trigger.triggerId, call.idempotencyKey);
+    if (earlier) return answer(services, earlier, trigger, call.wait, undefined, true, orgId);
+  }
+  const workflow = await findWorkflow(db, orgId, trigger.automationId);
+  if (!workflow) throw new AppError('ERR_TRIGGER_NOT_FOUND', { message: 'The workflow of this trigger no longer exists' });
+
+  let inputs: Record<string, unknown>;
+  let stored: Attachment[] = [];
+  if (call.contentType === 'multipart/form-data') {
+    const { fields, attachments } = await readMultipartTrigger(call.raw, { blobs: services.blobs, db, orgId, config: services.config, log: services.log });
+    stored = attachments;
+    inputs = { ...call.query, ...fields, attachments: attachments.map(({ filename, contentType, size, url }) => ({ filename, contentType, size, url })) };
+  } else {
+    inputs = mergeInputs(call.query, call.body);
+  }
+  try {
+    return await startRun(services, call, orgId, trigger, workflow, inputs, stored);
+  } catch (err) {
+    // No run: the request's attachments must not stay behind (issue 3: no partial data).
+    if (stored.length) await discardAttachments({ blobs: services.blobs, db, orgId }, stored);
+    throw err;
+  }
+}
+
+async function startRun(
+  services: Services, call: TriggerCall, orgId: string, trigger: TriggerRecord,
+  workflow: NonNullable<Awaited<ReturnType<typeof findWorkflow>>>, inputs: Record<string, unknown>, stored: Attachment[],
+): Promise<Reply> {
+  const { db } = services;
+  const attachmentIds = stored.map((a) => a.fileId);
+  checkInputs(workflow.definition, inputs);
+
+  const rows: RunRows = runRows({
+    orgId, automationId: workflow.automationId, automationVersion: workflow.version,
+    steps: workflow.definition.steps.map((s, i) => ({ name: s.name, stepVersion: workflow.stepMap[String(i)] ?? 1 })),
+    triggerId: trigger.triggerId, inputs, startedBy: call.kind === 'api' ? 'api_trigger' : 'webhook_trigger',
+    timeoutMs: workflow.definition.timeoutMs ?? services.config.runTimeoutMs,
+  });
+  const runId = rows.run.id as string;
+  // Listen before the run can finish, so a fast run's signal is never missed.
+  const waiting = call.wait ? services.signals.waitForRun(runId, services.config.syncWaitMs) : undefined;
+  try {
+    if (call.idempotencyKey || attachmentIds.length) {
+      await insertRuns(db, [rows], async (trx: Knex.Transaction) => {
+        if (call.idempotencyKey) await rememberIdempotent(trx, { orgId, triggerId: trigger.triggerId, key: call.idempotencyKey, runId });
+        if (attachmentIds.length) await attachToRun(trx, orgId, attachmentIds, runId);
+      });
+    } else {
+      await services.runWriter.add(rows);
+    }
+  } catch (err) {
+    if (err instanceof IdempotencyRace) return answer(services, err.runId, trigger, call.wait, undefined, true, orgId);
+    throw err;
+  }
+  await services.queue.enqueue([runId]);
+  return answer(services, runId, trigger, call.wait, waiting, false, orgId);
+}

@@ -1,0 +1,34 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { AppError } from '../errors/index.js';
+import type { WorkflowDefinition } from '../engine/definition.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
+/** Compiled input schemas by their text (a workflow version's schema never changes). */
+const compiled = new Map<string, ValidateFunction>();
+
+/**
+ * A workflow may declare `inputSchema` (schemas/workflow/definition.schema.json): a trigger
+ * call whose inputs do not match it is refused with 400 before any run exists. Query and
+ * form values arrive as strings, so the schema is applied as written (no coercion).
+ */
+export function checkInputs(definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
+  if (!definition.inputSchema) return;
+  const key = JSON.stringify(definition.inputSchema);
+  let validate = compiled.get(key);
+  if (!validate) {
+    try {
+      validate = ajv.compile(definition.inputSchema);
+    } catch {
+      return; // an uncompilable schema was refused at deploy time; never block runs on it here
+    }
+    if (compiled.size > 1000) compiled.clear();
+    compiled.set(key, validate);
+  }
+  if (!validate(inputs)) {
+    throw new AppError('ERR_INPUTS_INVALID', {
+      details: (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'invalid' })),
+    });
+  }
+}
