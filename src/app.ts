@@ -70,6 +70,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const services: Services = { config, db, log, tokens, redis, blobs, signals, queue, runWriter: new GroupCommitter(db) };
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
+  // Warm the code-step sandbox now, so the first run does not pay its cold start.
+  if (config.runConcurrency > 0) await sandbox.start();
   const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals });
   await workers.start();
   return {

@@ -17,59 +17,10 @@ import path from 'node:path';
 import type { Logger } from '../../config/logger.js';
 import { DEFAULT_LIMITS, type SandboxLimits } from './limits.js';
 import { checkFiles, LogCollector } from './results.js';
+import type { SandboxPoolOptions, SandboxRequest, SandboxRun } from './types.js';
 import { SandboxWorker, type WorkerOptions } from './worker.js';
 
-export interface SandboxPoolOptions {
-  /** Warm processes per memory class (default 2; config SANDBOX_POOL_SIZE). */
-  size?: number;
-  /** Heap limit of steps that set no memoryMb (schema default 128). */
-  defaultMemoryMb?: number;
-  /** Processes across all memory classes (default 2 × size). */
-  maxProcesses?: number;
-  /** Executions before a process is replaced (default 100); 1 = a fresh process per step. */
-  maxExecutionsPerProcess?: number;
-  /** Idle time after which a process of a non-default class exits (default 30 s). */
-  idleTimeoutMs?: number;
-  spawnTimeoutMs?: number;
-  /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */
-  killGraceMs?: number;
-  /** Resident memory allowed above the heap limit, in MiB (default 384: Node, files, buffers). */
-  rssHeadroomMb?: number;
-  limits?: Partial<SandboxLimits>;
-  log?: Logger;
-}
-
-export interface SandboxRequest {
-  /** Body of an async function receiving `ctx` (schema codeStep.code). */
-  code: string;
-  inputs: unknown;
-  steps: unknown;
-  timeoutMs: number;
-  memoryMb?: number;
-  /** The run was cancelled or reached its deadline: the process is killed. */
-  signal?: AbortSignal;
-}
-
-export interface SandboxFile {
-  fileName: string;
-  mimeType: string;
-  data: Buffer;
-}
-
-/**
- * ok: the step returned (`kind` says what); error: it threw or broke a limit; invalid: it does
- * not compile; timeout: over timeoutMs (or awaiting a promise that can never settle); memory:
- * over its memory limit; killed: its process died or misbehaved; aborted: the caller's signal;
- * unavailable: no process could be started. `text` is the result text or the message.
- */
-export interface SandboxRun {
-  outcome: 'ok' | 'error' | 'invalid' | 'timeout' | 'memory' | 'killed' | 'aborted' | 'unavailable';
-  kind?: 'string' | 'json' | 'undefined';
-  text: string;
-  files: SandboxFile[];
-  logs: string[];
-  durationMs: number;
-}
+export type { SandboxPoolOptions, SandboxRequest, SandboxRun, SandboxFile } from './types.js';
 
 interface Waiter {
   memoryMb: number;
@@ -90,6 +41,8 @@ export class SandboxPool {
   private readonly idle = new Map<SandboxWorker, NodeJS.Timeout | undefined>();
   private readonly starting = new Map<number, number>();
   private readonly spawning = new Set<Promise<void>>();
+  /** Retiring processes whose replacement has started (or failed to): stopped when next idle. */
+  private readonly replaced = new WeakSet<SandboxWorker>();
   private waiters: Waiter[] = [];
   private cwd: string | undefined;
   private warm = false;
@@ -126,7 +79,8 @@ export class SandboxPool {
   async run(req: SandboxRequest): Promise<SandboxRun> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = []): SandboxRun => ({ outcome, text, files: [], logs, durationMs: elapsed() });
+    // Messages are capped again here: the child is not trusted.
+    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = []): SandboxRun => ({ outcome, text: text.slice(0, 65_536), files: [], logs, durationMs: elapsed() });
     let data: string;
     try {
       data = JSON.stringify({ inputs: req.inputs ?? {}, steps: req.steps ?? [] });
@@ -139,6 +93,10 @@ export class SandboxPool {
       worker = await this.acquire(req.memoryMb ?? this.defaultMemoryMb, req.signal);
     } catch (err) {
       return req.signal?.aborted ? fail('aborted', 'The run was stopped before the step started') : fail('unavailable', (err as Error).message);
+    }
+    if (req.signal?.aborted) {
+      this.release(worker, true, false); // untouched: back to the pool
+      return fail('aborted', 'The run was stopped before the step started');
     }
     const logs = new LogCollector(this.limits);
     const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs }, (line) => logs.push(line), req.signal);
@@ -207,14 +165,36 @@ export class SandboxPool {
     });
   }
 
-  private release(worker: SandboxWorker, reusable: boolean): void {
-    worker.executions += 1;
-    if (!reusable || worker.dead || this.closed || worker.executions >= this.maxExecutions) {
+  private release(worker: SandboxWorker, reusable: boolean, ran = true): void {
+    if (ran) worker.executions += 1;
+    const due = worker.executions >= this.maxExecutions;
+    if (!reusable || worker.dead || this.closed || this.replaced.has(worker) || (due && !this.retire(worker))) {
       worker.kill('crash', 'recycled'); // its exit removes it and starts a replacement if needed
       return;
     }
     this.makeIdle(worker);
     this.pump();
+  }
+
+  /**
+   * Recycling without a cold start on the critical path: a process due for recycling keeps
+   * serving until its replacement is ready, then exits (so "recycled after N" means after N
+   * or a few more). False when there is no room for the replacement or every step must have a
+   * fresh process (the process is then stopped at once).
+   */
+  private retire(worker: SandboxWorker): boolean {
+    if (worker.retiring) return true;
+    // maxExecutionsPerProcess 1 promises a fresh process per step: no extra execution.
+    if (this.maxExecutions === 1 || this.total() >= this.maxProcesses) return false;
+    worker.retiring = true;
+    this.spawn(worker.memoryMb, () => {
+      this.replaced.add(worker); // also when the replacement failed: recycle it anyway
+      if (this.idle.has(worker)) {
+        this.takeIdle(worker);
+        worker.kill('crash', 'recycled');
+      }
+    });
+    return true;
   }
 
   private makeIdle(worker: SandboxWorker): void {
@@ -247,7 +227,8 @@ export class SandboxPool {
   private pump(): void {
     if (this.closed) return;
     for (const waiter of [...this.waiters]) {
-      const worker = [...this.idle.keys()].find((w) => w.memoryMb === waiter.memoryMb && !w.dead);
+      const fits = [...this.idle.keys()].filter((w) => w.memoryMb === waiter.memoryMb && !w.dead);
+      const worker = fits.find((w) => !w.retiring) ?? fits[0];
       if (!worker) continue;
       this.takeIdle(worker);
       this.waiters = this.waiters.filter((w) => w !== waiter);
@@ -280,7 +261,7 @@ export class SandboxPool {
     return true;
   }
 
-  private spawn(memoryMb: number): void {
+  private spawn(memoryMb: number, settled?: () => void): void {
     this.cwd ??= mkdtempSync(path.join(os.tmpdir(), 'switchyard-sandbox-'));
     this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 0) + 1);
     const done = () => this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 1) - 1);
@@ -299,10 +280,12 @@ export class SandboxPool {
           this.pump();
         });
         this.makeIdle(worker);
+        settled?.();
         this.pump();
       },
       (err: Error) => {
         done();
+        settled?.();
         this.spawnFailedAt = Date.now();
         this.log?.error({ err, memoryMb }, 'sandbox process failed to start');
         // Waiters of this class fail unless another process of the class is on its way.

@@ -5,7 +5,7 @@
  */
 import { cleanMimeType, defaultMimeType, sanitizeFileName, type SandboxLimits } from './limits.js';
 import type { RawFile } from './protocol.js';
-import type { SandboxFile } from './pool.js';
+import type { SandboxFile } from './types.js';
 
 /** ctx.log lines of one step, bounded by count and bytes; one marker line when cut. */
 export class LogCollector {

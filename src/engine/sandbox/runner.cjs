@@ -22,6 +22,8 @@ const LIMITS = JSON.parse(process.argv[2] || '{}');
 const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false }, microtaskMode: 'afterEvaluate' };
 const SCRIPT_CACHE_SIZE = 50;
 const STEP_FILE = 'step.js';
+/** Characters of an error message sent back (a step can make its error's stack any size). */
+const MAX_MESSAGE = 64 * 1024;
 
 // Host-realm intrinsics captured before anything else runs (typed-array reads must not go
 // through prototype getters a step could have replaced in its own realm).
@@ -156,24 +158,39 @@ function onLog(exec, line) {
   return undefined;
 }
 
-function bytesOf(data) {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+/** A view of the bytes written (no copy yet), or undefined for anything else. */
+function viewOf(data) {
+  if (typeof data === 'string') return undefined;
   if (types.isDataView(data)) {
-    return Buffer.from(new Uint8Array(Reflect.apply(dvBuffer, data, []), Reflect.apply(dvOffset, data, []), Reflect.apply(dvLength, data, [])));
+    return new Uint8Array(Reflect.apply(dvBuffer, data, []), Reflect.apply(dvOffset, data, []), Reflect.apply(dvLength, data, []));
   }
   if (types.isTypedArray(data)) {
-    return Buffer.from(new Uint8Array(Reflect.apply(taBuffer, data, []), Reflect.apply(taOffset, data, []), Reflect.apply(taLength, data, [])));
+    return new Uint8Array(Reflect.apply(taBuffer, data, []), Reflect.apply(taOffset, data, []), Reflect.apply(taLength, data, []));
   }
   return undefined;
+}
+
+/** Bytes of `data` as a Buffer of its own, sized before anything is copied. */
+function bytesOf(data) {
+  if (typeof data === 'string') {
+    // Every character is at least one UTF-8 byte: a string this long is too big anyway.
+    if (data.length > LIMITS.maxFileBytes) return { size: data.length };
+    const bytes = Buffer.from(data, 'utf8');
+    return { size: bytes.length, bytes };
+  }
+  const view = viewOf(data);
+  if (!view) return undefined;
+  return view.length > LIMITS.maxFileBytes ? { size: view.length } : { size: view.length, bytes: Buffer.from(view) };
 }
 
 function onFile(exec, name, data, mime) {
   if (typeof name !== 'string' || (mime !== undefined && typeof mime !== 'string')) return 'files.write: bad arguments';
   const index = exec.files.findIndex((f) => f.name === name);
   if (index < 0 && exec.files.length >= LIMITS.maxFiles) return `files.write: at most ${LIMITS.maxFiles} files per step`;
-  const bytes = bytesOf(data);
-  if (!bytes) return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
-  if (bytes.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+  const sized = bytesOf(data);
+  if (!sized) return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
+  if (!sized.bytes || sized.size > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${sized.size}${typeof data === 'string' ? '+' : ''} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+  const bytes = sized.bytes;
   const before = index < 0 ? 0 : exec.files[index].data.length;
   if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes) return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
   const file = { name, mime, text: typeof data === 'string', data: bytes };
@@ -265,6 +282,7 @@ process.on('message', (msg) => {
     return;
   }
   const reply = run(msg);
+  if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE) reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
   send({ v: PROTOCOL, t: 'done', id: msg.id, ...reply });
   // Prepare the next execution's context while idle, after the reply is on its way.
   setImmediate(() => {

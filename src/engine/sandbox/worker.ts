@@ -35,6 +35,8 @@ export class SandboxWorker {
   executions = 0;
   /** Set once the process is gone or condemned; it takes no more work. */
   dead = false;
+  /** Due for recycling: serves only until its replacement is ready. */
+  retiring = false;
   private readonly child: ChildProcess;
   private stderr = '';
   private nextId = 1;
@@ -60,10 +62,6 @@ export class SandboxWorker {
 
   get pid(): number | undefined {
     return this.child.pid;
-  }
-
-  get busy(): boolean {
-    return this.pending !== undefined;
   }
 
   /** Starts a process and resolves once its runner reports ready. */

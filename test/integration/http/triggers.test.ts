@@ -3,6 +3,7 @@
  * on both stores and both run-queue backends, every response checked against the OpenAPI
  * bundle.
  */
+import http from 'node:http';
 import { expect } from 'chai';
 import { storeKinds } from '../../helpers/store.js';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../../helpers/server.js';
@@ -91,7 +92,12 @@ for (const setup of setups) {
     });
 
     it('sync: a run longer than the wait answers the timeout body with the run headers, and keeps going', async () => {
-      const slow = await deploy(server, org, { name: 'Slow', steps: [code('Nap', 'await new Promise((r) => setTimeout(r, 4500)); return "rested";')] });
+      // An http step against a slow loopback server keeps the run busy without burning CPU.
+      const slowServer = http.createServer((_req, res) => setTimeout(() => res.end('rested'), 4500));
+      await new Promise<void>((r) => slowServer.listen(0, '127.0.0.1', () => r()));
+      after(() => slowServer.close());
+      const url = `http://127.0.0.1:${(slowServer.address() as { port: number }).port}/`;
+      const slow = await deploy(server, org, { name: 'Slow', steps: [{ type: 'http', name: 'Nap', request: { method: 'GET', url } }] });
       const res = await trigger(slow.apiTriggerId, { body: {}, headers: { 'x-api-wait': 'true' } });
       expect(res.status).to.equal(200);
       expect(res.body).to.deep.equal({ status: 'timeout', message: res.body.message });

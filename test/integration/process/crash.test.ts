@@ -51,7 +51,7 @@ describe('process: crash safety (kill -9 under load, restart)', function () {
     await ready(base);
     const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
     const token = (await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() })).body.access_token;
-    const wf = await call(base, 'POST', '/v1/workflows', { token, body: { name: 'Slow', steps: [{ type: 'code', name: 'Nap', code: 'await new Promise((r) => setTimeout(r, 300)); return ctx.inputs.n;' }] } });
+    const wf = await call(base, 'POST', '/v1/workflows', { token, body: { name: 'Slow', steps: [{ type: 'code', name: 'Nap', code: 'const end = Date.now() + 300; while (Date.now() < end) { /* busy: the sandbox has no timers */ } return ctx.inputs.n;' }] } });
     const trg = await call(base, 'POST', '/v1/triggers', { token, body: { automationId: wf.body.automationId, kind: 'api' } });
 
     const accepted: string[] = [];

@@ -5,8 +5,8 @@
  * would have an empty environment and no fs write, child process or worker permission).
  */
 import { expect } from 'chai';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { fork, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,6 +67,24 @@ describe('engine sandbox: isolation and limits', function () {
         expect(r.reached, out.result).to.equal(false);
       });
     }
+
+    it('everything a step can touch belongs to its own realm (checked without code generation)', async () => {
+      const out = await runCode(pool, `
+        let thrown; try { ctx.files.write("x", Symbol()); } catch (e) { thrown = e; }
+        let logged; try { ctx.log({ toJSON() { throw new TypeError("t"); } }); logged = "ok"; } catch (e) { logged = e; }
+        return {
+          global: globalThis.constructor.constructor === Function,
+          log: ctx.log.constructor === Function && Object.getPrototypeOf(ctx.log) === Function.prototype,
+          write: ctx.files.write.constructor === Function,
+          ctx: Object.getPrototypeOf(ctx) === Object.prototype && Object.getPrototypeOf(ctx.files) === Object.prototype,
+          inputs: Object.getPrototypeOf(ctx.inputs) === Object.prototype && Object.getPrototypeOf(ctx.inputs.list) === Array.prototype,
+          steps: Object.getPrototypeOf(ctx.steps) === Array.prototype && Object.getPrototypeOf(ctx.steps[0]) === Object.prototype,
+          thrown: thrown instanceof Error,
+          logged: logged === "ok" || logged instanceof Error,
+        };`, { inputs: { list: [1] }, steps: [{ stepIndex: 0, name: 'a', status: 'COMPLETE', resultType: 'plaintext', result: 'x', exitCode: 0 }] });
+      expect(out.status, out.result).to.equal('COMPLETE');
+      expect(JSON.parse(out.result)).to.deep.equal({ global: true, log: true, write: true, ctx: true, inputs: true, steps: true, thrown: true, logged: true });
+    });
 
     it('import() is refused', async () => {
       const out = await runCode(pool, 'const fs = await import("fs"); return typeof fs.readFileSync');
@@ -156,9 +174,19 @@ describe('engine sandbox: isolation and limits', function () {
       expect(r.evalHost).to.match(/Code generation from strings disallowed/);
     });
 
-    it('the canary of the service environment is not visible to the runner either', () => {
+    it('a child forked with the pool\'s options (IPC included) sees none of the service environment', async () => {
       expect(process.env[CANARY]).to.equal('must-not-leak');
-      expect(sandboxForkOptions(128, cwd).env).to.deep.equal({});
+      const script = path.join(cwd, 'env-probe.cjs');
+      writeFileSync(script, 'process.send(Object.keys(process.env)); process.disconnect();');
+      const opts = sandboxForkOptions(64, cwd);
+      // Same options; only the readable file differs (the probe instead of the runner).
+      opts.execArgv = opts.execArgv!.map((a) => (a.startsWith('--allow-fs-read=') ? `--allow-fs-read=${script}` : a));
+      const child = fork(script, [], opts);
+      const keys = await new Promise<unknown>((resolve, reject) => {
+        child.once('message', resolve);
+        child.once('exit', (code) => reject(new Error(`probe exited ${code}`)));
+      });
+      expect(keys).to.deep.equal([]);
     });
   });
 

@@ -56,6 +56,24 @@ describe('engine sandbox: pool', function () {
     }
   });
 
+  it('maxExecutionsPerProcess 1 gives every step a fresh process', async () => {
+    const pool = new SandboxPool({ size: 1, maxExecutionsPerProcess: 1, log: silentLog });
+    try {
+      await pool.start();
+      const used: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        await pool.start(); // wait for the replacement so pids() names the process that will run
+        const [pid] = pool.pids();
+        used.push(pid!);
+        expect((await runCode(pool, 'return 1')).status).to.equal('COMPLETE');
+        expect(await waitGone(pid!)).to.equal(true);
+      }
+      expect(new Set(used).size).to.equal(3);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('runs more steps than processes: the rest wait their turn', async () => {
     const pool = new SandboxPool({ size: 2, log: silentLog });
     try {

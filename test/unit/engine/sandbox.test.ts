@@ -237,6 +237,12 @@ describe('engine sandbox: code steps', function () {
       expect(out.result).to.not.match(/runner\.cjs|sandbox-setup|node:|switchyard|\/work\//);
     });
 
+    it('a huge error message is cut to 64 KiB', async () => {
+      const out = await runCode(pool, 'const e = new Error("x"); e.stack = "y".repeat(5e6); throw e');
+      expect(out).to.include({ status: 'FAILED', exitCode: 1 });
+      expect(out.result.length).to.be.within(60_000, 66_000);
+    });
+
     it('a thrown non-error value is reported', async () => {
       const out = await runCode(pool, 'throw "plain string"');
       expect(out).to.include({ status: 'FAILED', exitCode: 1, result: 'Uncaught plain string' });

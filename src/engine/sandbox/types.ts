@@ -1,0 +1,55 @@
+/** Public shapes of the sandbox pool (pool.ts). */
+import type { Logger } from '../../config/logger.js';
+import type { SandboxLimits } from './limits.js';
+
+export interface SandboxPoolOptions {
+  /** Warm processes per memory class (default 2; config SANDBOX_POOL_SIZE). */
+  size?: number;
+  /** Heap limit of steps that set no memoryMb (schema default 128). */
+  defaultMemoryMb?: number;
+  /** Processes across all memory classes (default 2 × size). */
+  maxProcesses?: number;
+  /** Executions before a process is replaced (default 100); 1 = a fresh process per step. */
+  maxExecutionsPerProcess?: number;
+  /** Idle time after which a process of a non-default class exits (default 30 s). */
+  idleTimeoutMs?: number;
+  spawnTimeoutMs?: number;
+  /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */
+  killGraceMs?: number;
+  /** Resident memory allowed above the heap limit, in MiB (default 384: Node, files, buffers). */
+  rssHeadroomMb?: number;
+  limits?: Partial<SandboxLimits>;
+  log?: Logger;
+}
+
+export interface SandboxRequest {
+  /** Body of an async function receiving `ctx` (schema codeStep.code). */
+  code: string;
+  inputs: unknown;
+  steps: unknown;
+  timeoutMs: number;
+  memoryMb?: number;
+  /** The run was cancelled or reached its deadline: the process is killed. */
+  signal?: AbortSignal;
+}
+
+export interface SandboxFile {
+  fileName: string;
+  mimeType: string;
+  data: Buffer;
+}
+
+/**
+ * ok: the step returned (`kind` says what); error: it threw or broke a limit; invalid: it does
+ * not compile; timeout: over timeoutMs (or awaiting a promise that can never settle); memory:
+ * over its memory limit; killed: its process died or misbehaved; aborted: the caller's signal;
+ * unavailable: no process could be started. `text` is the result text or the message.
+ */
+export interface SandboxRun {
+  outcome: 'ok' | 'error' | 'invalid' | 'timeout' | 'memory' | 'killed' | 'aborted' | 'unavailable';
+  kind?: 'string' | 'json' | 'undefined';
+  text: string;
+  files: SandboxFile[];
+  logs: string[];
+  durationMs: number;
+}
