@@ -8,7 +8,7 @@ import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
 import { openStore, migrate, type Knex } from './storage/db.js';
 import { connectRedis } from './storage/redis.js';
-import { createTokenService, authHandlers } from './auth/index.js';
+import { createTokenService, authHandlers, ApiKeyVerifier } from './auth/index.js';
 import { workflowHandlers, SandboxPool } from './engine/index.js';
 import { triggerHandlers, triggerCallHandlers } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
@@ -68,7 +68,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
-  const services: Services = { config, db, log, tokens, redis, blobs, signals, queue, runWriter: new GroupCommitter(db) };
+  const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
+  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db) };
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();

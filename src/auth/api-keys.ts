@@ -94,3 +94,34 @@ export async function verifyApiKey(
   touchLastUsed(db, 'api_keys', row.id, log);
   return { orgId: row.org_id, keyId: row.id };
 }
+
+/**
+ * Per-process memo of `verifyApiKey` for the trigger hot path. Our rule for revocation (as
+ * for credentials): a revoked key stops working within `ttlMs` (≤ 5 s) in every process, and
+ * at once in the process that revoked it (`forget`). Unknown keys are remembered too, so a
+ * caller hammering with a wrong key does not reach the store on every request.
+ */
+export class ApiKeyVerifier {
+  private readonly memo = new Map<string, { value: { orgId: string; keyId: string } | null; until: number }>();
+  private static readonly MAX_ENTRIES = 10_000;
+
+  constructor(private readonly db: Knex, private readonly ttlMs: number, private readonly log?: Logger) {}
+
+  async verify(secret: string): Promise<{ orgId: string; keyId: string } | null> {
+    if (this.ttlMs === 0) return verifyApiKey(this.db, secret, this.log);
+    const now = Date.now();
+    // Keyed by the hash: no plaintext key is held in a long-lived map.
+    const key = hashSecret(secret);
+    const hit = this.memo.get(key);
+    if (hit && hit.until > now) return hit.value;
+    const value = await verifyApiKey(this.db, secret, this.log);
+    if (this.memo.size >= ApiKeyVerifier.MAX_ENTRIES) this.memo.delete(this.memo.keys().next().value as string);
+    this.memo.set(key, { value, until: now + this.ttlMs });
+    return value;
+  }
+
+  /** Drops every remembered answer of this process (after a revocation here). */
+  forget(): void {
+    this.memo.clear();
+  }
+}

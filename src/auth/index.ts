@@ -19,6 +19,7 @@ export {
   getApiKey,
   revokeApiKey,
   verifyApiKey,
+  ApiKeyVerifier,
   type ApiKeyView,
 } from './api-keys.js';
 export {

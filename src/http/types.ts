@@ -6,7 +6,7 @@ import type { operations as Ops } from '../../generated/openapi/types.js';
 import type { OperationId, operations } from '../../generated/openapi/operations.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { AuthContext, TokenService } from '../auth/index.js';
+import type { ApiKeyVerifier, AuthContext, TokenService } from '../auth/index.js';
 import type { RedisClient } from '../storage/redis.js';
 import type { BlobStore } from '../runs/blobs.js';
 import type { Signals } from '../runs/signals.js';
@@ -23,6 +23,8 @@ export interface Services {
   tokens: TokenService;
   /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
   redis?: RedisClient | undefined;
+  /** Trigger API keys, verified with a short per-process memo (src/auth/api-keys.ts). */
+  apiKeys: ApiKeyVerifier;
   blobs: BlobStore;
   signals: Signals;
   queue: RunQueue;

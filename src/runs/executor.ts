@@ -6,7 +6,6 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
-import { fromJson } from '../storage/db.js';
 import { newId } from '../storage/ids.js';
 import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool } from '../engine/index.js';
 import type { WorkflowDefinition } from '../engine/definition.js';
@@ -14,6 +13,7 @@ import type { BlobStore } from './blobs.js';
 import { recordFile } from './files.js';
 import { finishRun, finishStep, listSteps, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
 import type { Signals } from './signals.js';
+import { loadVersion } from '../triggers/target.js';
 import type { RunStatus } from './states.js';
 
 export interface ExecutorDeps {
@@ -41,8 +41,7 @@ function parseResult(resultType: string | null, result: string | null): unknown 
 }
 
 async function loadDefinition(db: Knex, run: RunRow): Promise<WorkflowDefinition | undefined> {
-  const row = (await db('workflow_versions').where({ workflow_id: run.workflow_id, version: run.workflow_version }).first('definition')) as { definition: string } | undefined;
-  return row ? fromJson<WorkflowDefinition>(row.definition) ?? undefined : undefined;
+  return (await loadVersion(db, run.workflow_id, run.workflow_version))?.definition;
 }
 
 async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, outcome: ExecutedStep): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
-import { fromJson } from '../storage/db.js';
+import { loadVersion } from '../triggers/target.js';
 import { listRunFiles, type FileRecord } from './files.js';
 import { signFileUrl } from './signed-urls.js';
 import { listSteps, runInputs, type RunRow, type StepRow } from './runs.js';
@@ -38,13 +38,12 @@ interface RunContext {
 }
 
 async function load(db: Knex, run: RunRow): Promise<RunContext> {
-  const [steps, files, wf] = await Promise.all([
+  const [steps, files, pinned] = await Promise.all([
     listSteps(db, run.id),
     listRunFiles(db, run.org_id, run.id),
-    db('workflow_versions').where({ workflow_id: run.workflow_id, version: run.workflow_version }).first('definition') as Promise<{ definition: string } | undefined>,
+    loadVersion(db, run.workflow_id, run.workflow_version),
   ]);
-  const definition = wf ? fromJson<{ name: string }>(wf.definition) : null;
-  return { run, steps, files, name: definition?.name ?? '' };
+  return { run, steps, files, name: pinned?.definition.name ?? '' };
 }
 
 function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec | null | undefined) {

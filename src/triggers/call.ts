@@ -6,13 +6,12 @@
 import type { Request } from 'express';
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { verifyApiKey } from '../auth/index.js';
-import { findWorkflow } from '../engine/index.js';
 import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
 import { isTerminal } from '../runs/states.js';
 import { syncView } from '../runs/views.js';
 import type { Reply, Services } from '../http/types.js';
-import { findTrigger, type TriggerKind, type TriggerRecord } from './triggers.js';
+import type { TriggerKind } from './triggers.js';
+import { loadCallTarget, type CallTarget } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
 import { checkInputs } from './inputs.js';
 import { lookupIdempotent, rememberIdempotent, IdempotencyRace } from './idempotency.js';
@@ -30,11 +29,11 @@ export interface TriggerCall {
 }
 
 /** Credentials first, so a caller without a valid key never learns whether a trigger exists. */
-async function authorise(services: Services, call: TriggerCall): Promise<{ orgId: string; trigger: TriggerRecord }> {
+async function authorise(services: Services, call: TriggerCall): Promise<{ orgId: string; trigger: CallTarget }> {
   if (!call.apiKey) throw new AppError('ERR_AUTH_MISSING_API_KEY');
-  const key = await verifyApiKey(services.db, call.apiKey, services.log);
+  const key = await services.apiKeys.verify(call.apiKey);
   if (!key) throw new AppError('ERR_AUTH_INVALID_API_KEY');
-  const trigger = await findTrigger(services.db, key.orgId, call.triggerId);
+  const trigger = await loadCallTarget(services.db, key.orgId, call.triggerId);
   if (!trigger || trigger.kind !== call.kind) throw new AppError('ERR_TRIGGER_NOT_FOUND');
   if (!trigger.enabled) throw new AppError('ERR_TRIGGER_DISABLED');
   return { orgId: key.orgId, trigger };
@@ -56,11 +55,12 @@ function runHeaders(runId: string, automationId: string, replay: boolean): Recor
 }
 
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(services: Services, runId: string, trigger: TriggerRecord, wait: boolean, waiting: Promise<unknown> | undefined, replay: boolean, orgId: string): Promise<Reply> {
+async function answer(services: Services, runId: string, trigger: CallTarget, wait: boolean, waiting: Promise<unknown> | undefined, replay: boolean, orgId: string): Promise<Reply> {
   const headers = runHeaders(runId, trigger.automationId, replay);
   if (!wait) return { status: 200, body: null, headers };
-  let run = await findRun(services.db, orgId, runId);
-  if (run && !isTerminal(run.status)) {
+  // A run created by this call is known to be PENDING: wait for its signal straight away.
+  let run = waiting ? undefined : await findRun(services.db, orgId, runId);
+  if (!run || !isTerminal(run.status)) {
     await (waiting ?? services.signals.waitForRun(runId, services.config.syncWaitMs));
     run = await findRun(services.db, orgId, runId);
   }
@@ -78,9 +78,6 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
     const earlier = await lookupIdempotent(db, trigger.triggerId, call.idempotencyKey);
     if (earlier) return answer(services, earlier, trigger, call.wait, undefined, true, orgId);
   }
-  const workflow = await findWorkflow(db, orgId, trigger.automationId);
-  if (!workflow) throw new AppError('ERR_TRIGGER_NOT_FOUND', { message: 'The workflow of this trigger no longer exists' });
-
   let inputs: Record<string, unknown>;
   let stored: Attachment[] = [];
   if (call.contentType === 'multipart/form-data') {
@@ -91,7 +88,7 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
     inputs = mergeInputs(call.query, call.body);
   }
   try {
-    return await startRun(services, call, orgId, trigger, workflow, inputs, stored);
+    return await startRun(services, call, orgId, trigger, inputs, stored);
   } catch (err) {
     // No run: the request's attachments must not stay behind (issue 3: no partial data).
     if (stored.length) await discardAttachments({ blobs: services.blobs, db, orgId }, stored);
@@ -99,12 +96,10 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
   }
 }
 
-async function startRun(
-  services: Services, call: TriggerCall, orgId: string, trigger: TriggerRecord,
-  workflow: NonNullable<Awaited<ReturnType<typeof findWorkflow>>>, inputs: Record<string, unknown>, stored: Attachment[],
-): Promise<Reply> {
+async function startRun(services: Services, call: TriggerCall, orgId: string, trigger: CallTarget, inputs: Record<string, unknown>, stored: Attachment[]): Promise<Reply> {
   const { db } = services;
   const attachmentIds = stored.map((a) => a.fileId);
+  const workflow = trigger;
   checkInputs(workflow.definition, inputs);
 
   const rows: RunRows = runRows({

@@ -2,11 +2,15 @@ import type { Handler } from '../../http/types.js';
 import { revokeApiKey as revoke } from '../api-keys.js';
 import { notFound } from './management.js';
 
-/** DELETE a trigger API key: idempotent; trigger calls with it fail from the next request on. */
+/**
+ * DELETE a trigger API key: idempotent; trigger calls with it fail from the next request on
+ * in this process, and within REVOCATION_CACHE_MS (≤ 5 s) in every other one.
+ */
 export const revokeApiKey: Handler<'revokeApiKey'> = async (req, ctx) => {
   const { orgId } = ctx.auth;
   const view = await revoke(ctx.services.db, orgId, req.params.keyId);
   if (!view) throw notFound();
+  ctx.services.apiKeys?.forget();
   ctx.log.info({ keyId: view.id, orgId }, 'API key revoked');
   return { status: 200, body: view };
 };

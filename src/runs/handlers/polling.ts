@@ -3,14 +3,13 @@
  * (used for polling whichever trigger form started the run).
  */
 import { AppError } from '../../errors/index.js';
-import { verifyApiKey } from '../../auth/index.js';
 import { findTrigger } from '../../triggers/triggers.js';
 import type { Handler, Services } from '../../http/types.js';
 import { findRun, type RunRow } from '../runs.js';
 import { resultsView, statusView } from '../views.js';
 
 async function runFor(services: Services, apiKey: string, automationId: string, runId: string): Promise<RunRow> {
-  const key = await verifyApiKey(services.db, apiKey, services.log);
+  const key = await services.apiKeys.verify(apiKey);
   if (!key) throw new AppError('ERR_AUTH_INVALID_API_KEY');
   const run = await findRun(services.db, key.orgId, runId);
   if (!run || run.workflow_id !== automationId) throw new AppError('ERR_RUN_NOT_FOUND');
