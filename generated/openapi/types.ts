@@ -466,9 +466,16 @@ export interface paths {
          *     we use 400 for the count, 413 for sizes and 415 for blocked types. Decision: a file is
          *     blocked when its extension is one of .exe .dll .com .scr .msi .msp .bat .cmd .ps1
          *     .psm1 .vbs .vbe .js .jse .mjs .cjs .wsf .wsh .hta .jar .sh .bash .zsh .ksh .csh .py
-         *     .pl .rb .php .app .apk .deb .rpm .dmg .pkg .run .bin or when its first bytes are an
-         *     executable or script signature (`MZ`, ELF, Mach-O, `#!`), whatever the declared
-         *     content type.
+         *     .pl .rb .php .app .apk .deb .rpm .dmg .pkg .run .bin, when its declared content type
+         *     is an executable or script type (e.g. `application/x-msdownload`, `application/x-sh`,
+         *     `text/javascript`, `application/java-archive`), or when its first bytes are an
+         *     executable or script signature (`MZ`, ELF, Mach-O, Java class/jar, apk, deb, rpm,
+         *     `#!`), whatever the declared content type. Decision: a part without a filename but
+         *     with `Content-Type: application/octet-stream` is an attachment too (named `file`).
+         *     Decision: malformed multipart (bad boundary, truncated body) answers 400
+         *     `invalid_multipart`; more than 1000 fields 400 `too_many_fields`; a field value over
+         *     1 MiB or a field name over 1 KiB 400 `field_too_large`; on any rejection nothing is
+         *     stored and no run starts.
          *
          *     **Body size.** Decision: JSON and form-encoded bodies are limited to 16 MiB (413
          *     `payload_too_large`), the default payload limit n8n users know.

@@ -73,7 +73,17 @@ Shown once — paste into a shell:
   # 4. connections (spec 10)
   curl -s "${u.connect}/manage/user-connections?statuses=connected" -H "Authorization: Bearer $TOKEN"
 
-Trigger URLs (runs execute once the workflow engine lands): API ${u.triggers}/ext/triggers/${b.demo.apiTriggerId} (header X-API-KEY),
-webhook ${u.triggers}/ext/webhook/<apiKey>/triggers/${b.demo.webhookTriggerId}.
+  # 5. run the demo workflow: async (200, body null, X-Pf-Run-Id / X-Pf-Automation-Id headers)
+  curl -si -X POST ${u.triggers}/ext/triggers/${b.demo.apiTriggerId} -H 'X-API-KEY: ${b.apiKey}' -H 'Content-Type: application/json' -d '{"name":"Ada"}'
+
+  # 6. sync (waits up to 60 s): the results body, with designatedOutput.url to download report.md
+  curl -s -X POST ${u.triggers}/ext/triggers/${b.demo.apiTriggerId} -H 'X-API-KEY: ${b.apiKey}' -H 'x-api-wait: true' -H 'Content-Type: application/json' -d '{"name":"Ada"}'
+
+  # 7. poll a run (RUN_ID from the X-Pf-Run-Id header of step 5)
+  curl -s ${u.triggers}/ext/webhook/${b.apiKey}/runs/${b.demo.automationId}/RUN_ID/status
+  curl -s ${u.triggers}/ext/webhook/${b.apiKey}/runs/${b.demo.automationId}/RUN_ID/results
+
+  # 8. the webhook trigger (the key is in the path: treat the URL as a secret)
+  curl -s -X POST ${u.triggers}/ext/webhook/${b.apiKey}/triggers/${b.demo.webhookTriggerId} -H 'Content-Type: application/json' -d '{"name":"Grace"}'
 `;
 }

@@ -14,8 +14,8 @@ export const defaults = {
   /** Management list pagination. */
   pageDefault: 50,
   pageMax: 200,
-  /** Body limits for JSON/form bodies (multipart is streamed separately). */
-  jsonBodyLimitBytes: 1024 * 1024,
+  /** Body limit for JSON and form bodies (openapi/triggers.yaml decision: 16 MiB; multipart is streamed). */
+  jsonBodyLimitBytes: 16 * 1024 * 1024,
   /** Spec Limits: synchronous wait 60 s. */
   syncWaitMs: 60_000,
   /** Per-run execution limit when the definition sets none (TIMEOUT beyond it). */

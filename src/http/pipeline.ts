@@ -6,6 +6,7 @@ import { operations, type OperationId, type OperationMeta } from '../../generate
 import { operationValidators } from '../../generated/validators/operations.js';
 import { AppError } from '../errors/index.js';
 import { redactUrl } from '../config/logger.js';
+import { defaults } from '../config/defaults.js';
 import { OAUTH_OPERATIONS, renderError, sendError, type ErrorFormat } from './render.js';
 import type { HandlerMap, HandlerRequest, Reply, RequestContext, Services } from './types.js';
 import type { ResponseValidator } from './response-validator.js';
@@ -44,8 +45,8 @@ function check(validate: ValidateFunction | undefined, data: unknown, where: str
   }
 }
 
-const jsonParser = express.json({ limit: '1mb', strict: false, type: () => true });
-const formParser = express.urlencoded({ extended: false, limit: '1mb', type: () => true });
+const jsonParser = express.json({ limit: defaults.jsonBodyLimitBytes, strict: false, type: () => true });
+const formParser = express.urlencoded({ extended: false, limit: defaults.jsonBodyLimitBytes, parameterLimit: 1000, type: () => true });
 
 function runParser(parser: RequestHandler, req: Request, res: Response): Promise<void> {
   return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
