@@ -18,13 +18,15 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   const app = await createApp(config, log);
+  // Seed before listening: once /readyz answers, bootstrap.json exists.
+  const welcome = config.seedDemo ? await bootstrapIfEmpty(app.services) : undefined;
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.http.listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   server.keepAliveTimeout = 65_000;
   log.info({ port: config.port, store: config.databaseUrl ? 'postgres' : 'sqlite', dataDir: config.dataDir }, 'switchyard listening');
-  if (config.seedDemo) await bootstrapIfEmpty(app.services, process.stdout);
+  if (welcome) process.stdout.write(welcome.text);
 
   let closing = false;
   const shutdown = (signal: string) => {

@@ -21,7 +21,8 @@ export interface BootstrapFile {
   demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string };
 }
 
-export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' | 'log'>, out?: NodeJS.WritableStream): Promise<BootstrapFile | undefined> {
+/** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
+export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' | 'log'>, out?: NodeJS.WritableStream): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;
   const existing = await db('organizations').first('id');
   if (existing) return undefined;
@@ -48,8 +49,9 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
   writeFileSync(target, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
   chmodSync(target, 0o600);
   log.info({ orgId: org.id, file: target }, 'first start: demo organisation created (secrets are in bootstrap.json)');
-  out?.write(welcome(file, target));
-  return file;
+  const text = welcome(file, target);
+  out?.write(text);
+  return Object.assign(file, { text });
 }
 
 function welcome(b: BootstrapFile, file: string): string {

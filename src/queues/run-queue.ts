@@ -19,6 +19,8 @@ export interface RunQueue {
   enqueue(runIds: string[]): Promise<void>;
   /** Starts `concurrency` consumers; the handler claims (a given or the oldest) PENDING run. */
   consume(concurrency: number, handler: RunHandler): void;
+  /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
+  onError(listener: (err: unknown) => void): void;
   close(): Promise<void>;
 }
 
@@ -27,22 +29,46 @@ export class InProcessRunQueue implements RunQueue {
   private readonly wake = new EventEmitter();
   private closed = false;
   private readonly loops: Promise<void>[] = [];
+  /** Bumped by every enqueue, so a consumer that was busy claiming when work arrived does not sleep. */
+  private wakeups = 0;
+  private errorListener: (err: unknown) => void = () => undefined;
 
   constructor(private readonly idleCheckMs: number) {
     this.wake.setMaxListeners(0);
   }
 
   async enqueue(runIds: string[]): Promise<void> {
-    if (runIds.length) this.wake.emit('work', runIds.length);
+    if (runIds.length) {
+      this.wakeups += 1;
+      this.wake.emit('work', runIds.length);
+    }
   }
 
-  /** Each consumer claims until nothing is PENDING, then sleeps until woken (or the idle check). */
+  onError(listener: (err: unknown) => void): void {
+    this.errorListener = listener;
+  }
+
+  /**
+   * Each consumer claims until nothing is PENDING, then sleeps until woken (or the idle check).
+   * An enqueue that lands while the consumer is inside the handler (its claim saw no run yet)
+   * finds no listener: the wakeup counter catches it, so that run does not wait for the idle
+   * check. A handler that throws (store unavailable) is reported and retried after a sleep;
+   * it must not end the consumer (nor reject its loop, which nobody awaits until close).
+   */
   consume(concurrency: number, handler: RunHandler): void {
     for (let i = 0; i < concurrency; i++) {
       this.loops.push((async () => {
         while (!this.closed) {
-          const ran = await handler(undefined);
-          if (!ran && !this.closed) await this.sleep();
+          const seen = this.wakeups;
+          let ran: boolean;
+          try {
+            ran = await handler(undefined);
+          } catch (err) {
+            this.errorListener(err);
+            if (!this.closed) await this.sleep();
+            continue;
+          }
+          if (!ran && !this.closed && this.wakeups === seen) await this.sleep();
         }
       })());
     }
@@ -72,9 +98,12 @@ export class InProcessRunQueue implements RunQueue {
 export class RedisRunQueue implements RunQueue {
   readonly kind = 'redis' as const;
   private readonly queue: BeeQueue<{ runId: string }>;
+  private readonly stallIntervalMs: number;
+  private errorListener: (err: unknown) => void = () => undefined;
 
-  constructor(redisUrl: string, opts: { isWorker: boolean; prefix?: string }) {
+  constructor(redisUrl: string, opts: { isWorker: boolean; prefix?: string; stallIntervalMs?: number }) {
     const u = new URL(redisUrl);
+    this.stallIntervalMs = opts.stallIntervalMs ?? 5000;
     this.queue = new BeeQueue<{ runId: string }>('runs', {
       prefix: opts.prefix ?? 'switchyard',
       // bee-queue 2 carries its own redis@3 client: it takes host/port (DESIGN.md section 6).
@@ -85,7 +114,15 @@ export class RedisRunQueue implements RunQueue {
       removeOnSuccess: true,
       removeOnFailure: true,
       activateDelayedJobs: false,
+      stallInterval: this.stallIntervalMs,
     });
+    // bee-queue reports a lost Redis connection as an 'error' event and reconnects by itself;
+    // an EventEmitter 'error' without a listener throws and would end the process.
+    this.queue.on('error', (err: Error) => this.errorListener(err));
+  }
+
+  onError(listener: (err: unknown) => void): void {
+    this.errorListener = listener;
   }
 
   async enqueue(runIds: string[]): Promise<void> {
@@ -100,6 +137,10 @@ export class RedisRunQueue implements RunQueue {
     this.queue.process(concurrency, async (job) => {
       await handler(job.data.runId);
     });
+    // A job whose worker died stays "active", and its id (= the run id) makes a later enqueue
+    // of that run (lease recovery, restart) a no-op: the run would stay PENDING for ever. The
+    // periodic stalled-job check (bee-queue README) puts such jobs back on the waiting list.
+    this.queue.checkStalledJobs(this.stallIntervalMs).catch((err: unknown) => this.errorListener(err));
   }
 
   async close(): Promise<void> {

@@ -122,7 +122,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
     return 'RUNNING';
   }
   if (status !== 'COMPLETE') await skipRemainingSteps(db, run.id);
-  if (await finishRun(db, run.id, status, error)) await deps.signals.runFinished(run.id, status);
+  if (await finishRun(db, run.id, status, error, deps.workerId)) await deps.signals.runFinished(run.id, status);
   rlog.info({ status }, 'run finished');
   return status;
 }

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../storage/ids.js';
-import { TERMINAL, type RunStatus, type StepStatus } from './states.js';
+import type { RunStatus, StepStatus } from './states.js';
 
 export interface NewRun {
   orgId: string;
@@ -103,7 +103,10 @@ const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOStri
 
 /**
  * Claims the oldest PENDING run (in-process queue) or a given one (Redis queue): PENDING →
- * RUNNING with a lease. One statement, so two workers never claim the same run.
+ * RUNNING with a lease. One statement, so two workers never claim the same run. The pick is
+ * a scalar subquery (`id = (…)`, evaluated once), not `id IN (…)`: PostgreSQL may run an IN
+ * subquery as a semi-join that re-scans `LIMIT 1 FOR UPDATE SKIP LOCKED` per outer row, and
+ * each re-scan skips the row just updated and returns the next one — claiming every PENDING run.
  */
 export async function claimRun(db: Knex, workerId: string, leaseMs: number, runId?: string): Promise<RunRow | undefined> {
   const now = nowIso();
@@ -112,7 +115,7 @@ export async function claimRun(db: Knex, workerId: string, leaseMs: number, runI
     : db('runs').select('id').where({ status: 'PENDING' }).orderBy('created_at').orderBy('id').limit(1);
   if (db.client.config.client === 'pg' && !runId) pick.forUpdate().skipLocked();
   const rows = (await db('runs')
-    .whereIn('id', pick)
+    .where('id', pick)
     .andWhere({ status: 'PENDING' })
     .update({ status: 'RUNNING', claimed_by: workerId, lease_until: leaseUntil(leaseMs), started_at: now, attempts: db.raw('attempts + 1') })
     .returning('*')) as RunRow[];
@@ -149,11 +152,14 @@ export async function skipRemainingSteps(db: Knex, runId: string): Promise<void>
   await db('run_steps').where({ run_id: runId }).whereIn('status', ['PENDING', 'RUNNING']).update({ status: 'SKIPPED' });
 }
 
-/** RUNNING → terminal; false when the run was already terminal (never overwritten). */
-export async function finishRun(db: Knex, runId: string, status: RunStatus, error?: string): Promise<boolean> {
+/**
+ * RUNNING → terminal; false when the run was not RUNNING (a terminal state is never
+ * overwritten; a run re-queued after its lease was lost is PENDING) or, given `workerId`, when
+ * another worker holds it now: a worker that lost its run never finishes it for the new owner.
+ */
+export async function finishRun(db: Knex, runId: string, status: RunStatus, error?: string, workerId?: string): Promise<boolean> {
   const n = await db('runs')
-    .where({ id: runId })
-    .whereNotIn('status', TERMINAL as RunStatus[])
+    .where({ id: runId, status: 'RUNNING', ...(workerId === undefined ? {} : { claimed_by: workerId }) })
     .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
   return n === 1;
 }

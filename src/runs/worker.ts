@@ -35,7 +35,8 @@ export class RunWorkers {
   constructor(private readonly deps: RunWorkersDeps) {}
 
   async start(): Promise<void> {
-    const { config, queue } = this.deps;
+    const { config, queue, log } = this.deps;
+    queue.onError((err) => log.warn({ err }, 'run queue error (the queue carries on)'));
     await this.recover();
     // Redis may have lost jobs (restart without persistence): PENDING rows are re-announced.
     if (queue.kind === 'redis') await queue.enqueue(await pendingRunIds(this.deps.db));

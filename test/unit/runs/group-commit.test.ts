@@ -1,0 +1,140 @@
+/**
+ * Group commit of run creation (issue 3 section 6): trigger calls arriving together share a
+ * transaction; each caller's promise settles only after its rows are committed; one bad row
+ * fails only its own caller.
+ */
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { createOrganization } from '../../../src/auth/index.js';
+import { GroupCommitter } from '../../../src/runs/group-commit.js';
+import { insertRuns, runRows, type RunRows } from '../../../src/runs/runs.js';
+import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
+
+const kinds = await storeKinds();
+
+interface QueryEvent { sql: string; __knexTxId?: string }
+
+for (const kind of kinds) {
+  describe(`group commit of runs (${kind})`, () => {
+    let store: TestStore;
+    let db: Knex;
+    let orgId: string;
+    /** Distinct transactions that inserted into `runs` since the last reset. */
+    let runInsertTx: Set<string>;
+    const onQuery = (q: QueryEvent) => {
+      if (/^insert into [`"]runs[`"]/i.test(q.sql)) runInsertTx.add(q.__knexTxId ?? 'no transaction');
+    };
+
+    beforeEach(async () => {
+      store = await createTestStore(kind);
+      db = store.db;
+      orgId = (await createOrganization(db, { name: 'Group commit org' })).id;
+      runInsertTx = new Set();
+      db.on('query', onQuery);
+    });
+    afterEach(async () => {
+      db.off('query', onQuery);
+      await store.close();
+    });
+
+    const rowsFor = (i: number, id?: string): RunRows => runRows({
+      orgId, automationId: 'wf_test', automationVersion: 1,
+      steps: [{ name: 'a', stepVersion: 1 }, { name: 'b', stepVersion: 2 }],
+      triggerId: 'trg_test', inputs: { i }, startedBy: 'api_trigger', timeoutMs: 60_000,
+    }, id);
+
+    /** Reads the run and its steps the moment the caller's promise resolves (another pool connection). */
+    async function readBack(id: string): Promise<{ run: Record<string, unknown> | undefined; steps: number }> {
+      const run = (await db('runs').where({ id }).first()) as Record<string, unknown> | undefined;
+      const steps = Number(((await db('run_steps').where({ run_id: id }).count({ n: '*' })) as { n: number | string }[])[0]!.n);
+      return { run, steps };
+    }
+
+    it('50 concurrent add() calls share one transaction, and each resolves only once its rows are readable', async () => {
+      const gc = new GroupCommitter(db);
+      const batch = Array.from({ length: 50 }, (_, i) => rowsFor(i));
+      const seen = await Promise.all(batch.map((rows) => gc.add(rows).then(() => readBack(rows.run.id as string))));
+      expect(runInsertTx.size, 'transactions that inserted runs').to.equal(1);
+      expect([...runInsertTx][0]).to.not.equal('no transaction');
+      seen.forEach((s, i) => {
+        expect(s.run, `run ${i} readable when its promise resolved`).to.not.equal(undefined);
+        expect(s.run).to.include({ status: 'PENDING', inputs: JSON.stringify({ i }), org_id: orgId });
+        expect(s.steps).to.equal(2);
+      });
+      expect(Number(((await db('runs').count({ n: '*' })) as { n: number | string }[])[0]!.n)).to.equal(50);
+    });
+
+    it('calls that arrive while a batch commits form the next batch (few transactions, none lost)', async () => {
+      const gc = new GroupCommitter(db);
+      const all: Promise<{ run: Record<string, unknown> | undefined; steps: number }>[] = [];
+      // Four waves of 25 a few milliseconds apart: later waves pile up behind the first commit.
+      for (let wave = 0; wave < 4; wave++) {
+        for (let i = 0; i < 25; i++) {
+          const rows = rowsFor(wave * 25 + i);
+          all.push(gc.add(rows).then(() => readBack(rows.run.id as string)));
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      const seen = await Promise.all(all);
+      expect(seen.every((s) => s.run !== undefined && s.steps === 2)).to.equal(true);
+      expect(runInsertTx.size).to.be.within(1, 4);
+    });
+
+    it('splits more than maxBatch pending calls into maxBatch-sized transactions', async () => {
+      const gc = new GroupCommitter(db, 10);
+      await Promise.all(Array.from({ length: 25 }, (_, i) => gc.add(rowsFor(i))));
+      expect(runInsertTx.size).to.equal(3);
+      expect(Number(((await db('runs').count({ n: '*' })) as { n: number | string }[])[0]!.n)).to.equal(25);
+    });
+
+    it('a duplicate run id rejects only its own promise; the rest of the batch is committed', async () => {
+      const existing = rowsFor(-1);
+      await insertRuns(db, [existing]);
+      const existingId = existing.run.id as string;
+
+      const gc = new GroupCommitter(db);
+      const good = Array.from({ length: 9 }, (_, i) => rowsFor(i));
+      const dup = rowsFor(100, existingId);
+      const all = [...good.slice(0, 4), dup, ...good.slice(4)];
+      const results = await Promise.allSettled(all.map((rows) => gc.add(rows).then(() => readBack(rows.run.id as string))));
+
+      const rejected = results.filter((r) => r.status === 'rejected');
+      expect(rejected).to.have.length(1);
+      expect(results[4]!.status, 'the duplicate').to.equal('rejected');
+      expect(String((results[4] as PromiseRejectedResult).reason)).to.match(/unique|duplicate|constraint/i);
+      results.forEach((r, i) => {
+        if (i === 4) return;
+        expect(r.status, `call ${i}`).to.equal('fulfilled');
+        const v = (r as PromiseFulfilledResult<{ run: Record<string, unknown> | undefined; steps: number }>).value;
+        expect(v.run).to.not.equal(undefined);
+        expect(v.steps).to.equal(2);
+      });
+      // The existing run is untouched: its inputs and exactly its own two steps.
+      const ex = await readBack(existingId);
+      expect(ex.run).to.include({ inputs: JSON.stringify({ i: -1 }) });
+      expect(ex.steps).to.equal(2);
+      expect(Number(((await db('runs').count({ n: '*' })) as { n: number | string }[])[0]!.n)).to.equal(10);
+    });
+
+    it('two calls with the same new run id in one batch: the first is committed, the second rejected', async () => {
+      const gc = new GroupCommitter(db);
+      const first = rowsFor(1);
+      const second = rowsFor(2, first.run.id as string);
+      const other = rowsFor(3);
+      const [a, b, c] = await Promise.allSettled([gc.add(first), gc.add(second), gc.add(other)]);
+      expect([a.status, b.status, c.status]).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect((await readBack(first.run.id as string)).run).to.include({ inputs: JSON.stringify({ i: 1 }) });
+      expect((await readBack(other.run.id as string)).run).to.not.equal(undefined);
+    });
+
+    it('keeps working after a failed batch (the next calls are committed)', async () => {
+      const gc = new GroupCommitter(db);
+      const a = rowsFor(1);
+      await gc.add(a);
+      await gc.add(rowsFor(2, a.run.id as string)).then(() => expect.fail('the duplicate must be rejected'), () => undefined);
+      const later = rowsFor(3);
+      await gc.add(later);
+      expect((await readBack(later.run.id as string)).run).to.not.equal(undefined);
+    });
+  });
+}
