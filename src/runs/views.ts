@@ -53,55 +53,55 @@ function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec 
   return { url: signFileUrl(config, file.id, RESULT_URL_TTL_S), fileName: file.filename, mimeType: file.mimeType, size: file.size };
 }
 
+/** Fields both the results response and the synchronous body carry (spec). */
+function common(ctx: RunContext) {
+  const { run } = ctx;
+  return {
+    automationId: run.workflow_id,
+    automationVersion: run.workflow_version,
+    automationName: ctx.name,
+    id: run.id,
+    type: 'TRIGGER' as const,
+    started: run.started_at ?? run.created_at,
+    status: run.status,
+  };
+}
+
+/** Steps that ran (or are running), in order. */
+const ranSteps = (ctx: RunContext) => ctx.steps.filter((s) => s.status !== 'PENDING' && s.status !== 'SKIPPED');
+
+function withOutput<T extends object>(body: T, out: ReturnType<typeof designated>): T {
+  return out ? { ...body, designatedOutput: out } : body;
+}
+
 export async function resultsView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
   const ctx = await load(db, run);
-  const results = ctx.steps
-    .filter((s) => s.status !== 'PENDING' && s.status !== 'SKIPPED')
-    .map((s) => ({
+  return withOutput({
+    ...common(ctx),
+    results: ranSteps(ctx).map((s) => ({
       stepIndex: s.step_index,
       stepVersion: s.step_version,
       resultUrls: Object.fromEntries(ctx.files.filter((f) => f.kind === 'step' && f.stepIndex === s.step_index).map((f) => [f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size }])),
       exitCode: s.exit_code ?? 0,
       duration: s.duration_ms ?? 0,
-    }));
-  const out = designated(config, ctx, output);
-  return {
-    automationId: run.workflow_id,
-    automationVersion: run.workflow_version,
-    automationName: ctx.name,
-    id: run.id,
-    type: 'TRIGGER' as const,
-    results,
-    started: run.started_at ?? run.created_at,
-    status: run.status,
-    ...(out ? { designatedOutput: out } : {}),
-  };
+    })),
+  }, designated(config, ctx, output));
 }
 
 export async function syncView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
   const ctx = await load(db, run);
-  const out = designated(config, ctx, output);
-  return {
-    automationId: run.workflow_id,
-    automationVersion: run.workflow_version,
-    automationName: ctx.name,
-    id: run.id,
-    type: 'TRIGGER' as const,
+  return withOutput({
+    ...common(ctx),
     stepMap: Object.fromEntries(ctx.steps.map((s) => [String(s.step_index), s.step_version])),
     inputs: JSON.stringify(runInputs(run)),
     triggerId: run.trigger_id ?? '',
-    results: ctx.steps
-      .filter((s) => s.status !== 'PENDING' && s.status !== 'SKIPPED')
-      .map((s) => ({
-        stepIndex: s.step_index,
-        stepVersion: s.step_version,
-        result: { stepIndex: s.step_index, resultType: s.result_type ?? 'plaintext', result: s.result ?? '' },
-        exitCode: s.exit_code ?? 0,
-        duration: s.duration_ms ?? 0,
-      })),
-    started: run.started_at ?? run.created_at,
     startedBy: run.started_by ?? 'api_trigger',
-    status: run.status,
-    ...(out ? { designatedOutput: out } : {}),
-  };
+    results: ranSteps(ctx).map((s) => ({
+      stepIndex: s.step_index,
+      stepVersion: s.step_version,
+      result: { stepIndex: s.step_index, resultType: s.result_type ?? 'plaintext', result: s.result ?? '' },
+      exitCode: s.exit_code ?? 0,
+      duration: s.duration_ms ?? 0,
+    })),
+  }, designated(config, ctx, output));
 }
