@@ -7,7 +7,6 @@
  * - bee-queue on Redis (REDIS_URL): one job per run id, shared by every process started
  *   with `npm start` or `npm run worker`.
  */
-import { EventEmitter } from 'node:events';
 import BeeQueue from 'bee-queue';
 
 /** Claims and executes one run (the given one, or the oldest PENDING); false when there was none. */
@@ -26,21 +25,21 @@ export interface RunQueue {
 
 export class InProcessRunQueue implements RunQueue {
   readonly kind = 'in-process' as const;
-  private readonly wake = new EventEmitter();
   private closed = false;
   private readonly loops: Promise<void>[] = [];
+  /** Consumers waiting for work, oldest first. */
+  private sleepers: (() => void)[] = [];
   /** Bumped by every enqueue, so a consumer that was busy claiming when work arrived does not sleep. */
   private wakeups = 0;
   private errorListener: (err: unknown) => void = () => undefined;
 
-  constructor(private readonly idleCheckMs: number) {
-    this.wake.setMaxListeners(0);
-  }
+  constructor(private readonly idleCheckMs: number) {}
 
+  /** Wakes one sleeping consumer per run (not all of them: the others would only race to claim). */
   async enqueue(runIds: string[]): Promise<void> {
     if (runIds.length) {
       this.wakeups += 1;
-      this.wake.emit('work', runIds.length);
+      for (let i = 0; i < runIds.length && this.sleepers.length; i++) this.sleepers.shift()!();
     }
   }
 
@@ -78,19 +77,18 @@ export class InProcessRunQueue implements RunQueue {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.wake.off('work', done);
-        this.wake.off('close', done);
+        const i = this.sleepers.indexOf(done);
+        if (i >= 0) this.sleepers.splice(i, 1);
         resolve();
       };
       const timer = setTimeout(done, this.idleCheckMs);
-      this.wake.once('work', done);
-      this.wake.once('close', done);
+      this.sleepers.push(done);
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    this.wake.emit('close');
+    for (const wake of this.sleepers.splice(0)) wake();
     await Promise.all(this.loops);
   }
 }

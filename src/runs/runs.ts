@@ -71,14 +71,24 @@ export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: 
 
 export type RunRows = ReturnType<typeof runRows>;
 
+/** Rows per INSERT statement (well under sqlite's bound-parameter limit for these tables). */
+const INSERT_CHUNK = 100;
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
 /** Inserts runs and their steps in one transaction; `extra` runs inside it (attachments, idempotency). */
 export async function insertRuns(db: Knex, rows: RunRows[], extra?: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
   if (rows.length === 0) return;
   await db.transaction(async (trx) => {
     if (extra) await extra(trx);
-    await trx.batchInsert('runs', rows.map((r) => r.run), 200);
-    const steps = rows.flatMap((r) => r.steps);
-    if (steps.length) await trx.batchInsert('run_steps', steps, 200);
+    // Plain chunked inserts: knex's batchInsert wraps each chunk in a savepoint, which costs
+    // more than the insert itself on the synchronous trigger path.
+    for (const chunk of chunks(rows.map((r) => r.run), INSERT_CHUNK)) await trx('runs').insert(chunk);
+    for (const chunk of chunks(rows.flatMap((r) => r.steps), INSERT_CHUNK)) await trx('run_steps').insert(chunk);
   });
 }
 
