@@ -211,6 +211,8 @@ export async function recoverExpiredRuns(db: Knex, maxAttempts: number): Promise
 }
 
 /** Ids of PENDING runs, oldest first (re-enqueued at start by the Redis backend). */
-export async function pendingRunIds(db: Knex, limit = 10_000): Promise<string[]> {
-  return ((await db('runs').where({ status: 'PENDING' }).orderBy('created_at').limit(limit).select('id')) as { id: string }[]).map((r) => r.id);
+export async function pendingRunIds(db: Knex, limit = 10_000, createdBefore?: string): Promise<string[]> {
+  const q = db('runs').where({ status: 'PENDING' });
+  if (createdBefore) q.andWhere('created_at', '<', createdBefore);
+  return ((await q.orderBy('created_at').limit(limit).select('id')) as { id: string }[]).map((r) => r.id);
 }

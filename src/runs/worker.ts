@@ -82,6 +82,13 @@ export class RunWorkers {
     }
     for (const runId of failed) await signals.runFinished(runId, 'FAILED');
     if (failed.length) log.warn({ runs: failed }, 'runs whose worker was lost and no attempts were left: FAILED');
+    // Redis queue: a run still PENDING a lease after it was created lost its job (a handler
+    // failure removed it, or Redis lost it): announce it again. The job id is the run id, so
+    // a run whose job is still waiting is not queued twice.
+    if (queue.kind === 'redis') {
+      const stale = await pendingRunIds(db, 1000, new Date(Date.now() - config.runLeaseMs).toISOString());
+      if (stale.length) await queue.enqueue(stale);
+    }
   }
 
   async close(): Promise<void> {
