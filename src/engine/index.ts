@@ -1,6 +1,7 @@
 /**
- * Engine context public surface. Foundation scope: workflow definitions and workflow records
- * (management API). Step executors arrive with a later issue.
+ * Engine context public surface: workflow definitions, workflow records and versions
+ * (management API), the immutable version cache, and step execution (sandbox, templates,
+ * step executors) used by the run workers.
  */
 export {
   validateDefinition,
@@ -23,6 +24,7 @@ export {
 } from './workflows.js';
 export { listWorkflowVersions, getWorkflowVersion, type WorkflowVersion } from './workflows-versions.js';
 export { workflowHandlers } from './handlers/index.js';
+export { loadVersion, type PinnedVersion } from './version-cache.js';
 export {
   executeStep,
   type PriorStep,

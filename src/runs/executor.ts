@@ -13,7 +13,7 @@ import type { BlobStore } from './blobs.js';
 import { recordFile } from './files.js';
 import { finishRun, finishStep, listSteps, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
 import type { Signals } from './signals.js';
-import { loadVersion } from '../triggers/target.js';
+import { loadVersion } from '../engine/index.js';
 import type { RunStatus } from './states.js';
 
 export interface ExecutorDeps {

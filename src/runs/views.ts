@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
-import { loadVersion } from '../triggers/target.js';
+import { loadVersion } from '../engine/index.js';
 import { listRunFiles, type FileRecord } from './files.js';
 import { signFileUrl } from './signed-urls.js';
 import { listSteps, runInputs, type RunRow, type StepRow } from './runs.js';

@@ -99,14 +99,13 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
 async function startRun(services: Services, call: TriggerCall, orgId: string, trigger: CallTarget, inputs: Record<string, unknown>, stored: Attachment[]): Promise<Reply> {
   const { db } = services;
   const attachmentIds = stored.map((a) => a.fileId);
-  const workflow = trigger;
-  checkInputs(workflow.definition, inputs);
+  checkInputs(trigger.definition, inputs);
 
   const rows: RunRows = runRows({
-    orgId, automationId: workflow.automationId, automationVersion: workflow.version,
-    steps: workflow.definition.steps.map((s, i) => ({ name: s.name, stepVersion: workflow.stepMap[String(i)] ?? 1 })),
+    orgId, automationId: trigger.automationId, automationVersion: trigger.version,
+    steps: trigger.definition.steps.map((s, i) => ({ name: s.name, stepVersion: trigger.stepMap[String(i)] ?? 1 })),
     triggerId: trigger.triggerId, inputs, startedBy: call.kind === 'api' ? 'api_trigger' : 'webhook_trigger',
-    timeoutMs: workflow.definition.timeoutMs ?? services.config.runTimeoutMs,
+    timeoutMs: trigger.definition.timeoutMs ?? services.config.runTimeoutMs,
   });
   const runId = rows.run.id as string;
   // Listen before the run can finish, so a fast run's signal is never missed.

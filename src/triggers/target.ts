@@ -1,40 +1,19 @@
 /**
  * What a trigger call needs, in one indexed read: the trigger and its workflow's current
- * version. Workflow versions are immutable, so their definitions are memoised per process by
- * (workflow id, version): an update publishes a new version and is seen by the next call.
+ * version (the definition itself comes from the engine's immutable version cache).
  */
 import type { Knex } from 'knex';
 import { fromJson } from '../storage/db.js';
-import type { WorkflowDefinition } from '../engine/definition.js';
+import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { DesignatedOutput, TriggerKind } from './triggers.js';
 
-export interface CallTarget {
+export interface CallTarget extends PinnedVersion {
   triggerId: string;
   kind: TriggerKind;
   enabled: boolean;
   designatedOutput: DesignatedOutput | null;
   automationId: string;
   version: number;
-  definition: WorkflowDefinition;
-  stepMap: Record<string, number>;
-}
-
-interface PinnedVersion { definition: WorkflowDefinition; stepMap: Record<string, number> }
-
-const versions = new Map<string, PinnedVersion>();
-const MAX_VERSIONS = 5_000;
-
-/** The pinned definition of one workflow version (immutable, so memoised). */
-export async function loadVersion(db: Knex, automationId: string, version: number): Promise<PinnedVersion | undefined> {
-  const key = `${automationId}@${version}`;
-  const hit = versions.get(key);
-  if (hit) return hit;
-  const row = (await db('workflow_versions').where({ workflow_id: automationId, version }).first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
-  if (!row) return undefined;
-  const pinned = { definition: fromJson<WorkflowDefinition>(row.definition)!, stepMap: fromJson<Record<string, number>>(row.step_map) ?? {} };
-  if (versions.size >= MAX_VERSIONS) versions.delete(versions.keys().next().value as string);
-  versions.set(key, pinned);
-  return pinned;
 }
 
 export async function loadCallTarget(db: Knex, orgId: string, triggerId: string): Promise<CallTarget | undefined> {
