@@ -2,7 +2,6 @@
  * Composition root: builds the services, the run workers and the HTTP app from
  * configuration. No business logic lives here (DESIGN.md section 3).
  */
-import type { Express } from 'express';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
@@ -10,7 +9,7 @@ import { openStore, migrate, type Knex } from './storage/db.js';
 import { connectRedis } from './storage/redis.js';
 import { createTokenService, authHandlers, ApiKeyVerifier } from './auth/index.js';
 import { workflowHandlers, SandboxPool } from './engine/index.js';
-import { triggerHandlers, triggerCallHandlers } from './triggers/index.js';
+import { triggerHandlers, triggerCallHandlers, CallTargets } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
@@ -19,7 +18,7 @@ import { createSignals } from './runs/signals.js';
 import { GroupCommitter } from './runs/group-commit.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
-import { createHttpApp } from './http/pipeline.js';
+import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './http/handlers/health.js';
 import { ResponseValidator } from './http/response-validator.js';
@@ -32,7 +31,7 @@ export interface Runtime {
 }
 
 export interface App extends Runtime {
-  http: Express;
+  http: HttpApp;
   responseValidator: ResponseValidator | undefined;
 }
 
@@ -69,7 +68,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db) };
+  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs) };
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();

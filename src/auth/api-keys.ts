@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { TtlMemo } from '../storage/ttl-memo.js';
 import type { Logger } from '../config/logger.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
@@ -102,22 +103,15 @@ export async function verifyApiKey(
  * caller hammering with a wrong key does not reach the store on every request.
  */
 export class ApiKeyVerifier {
-  private readonly memo = new Map<string, { value: { orgId: string; keyId: string } | null; until: number }>();
-  private static readonly MAX_ENTRIES = 10_000;
+  private readonly memo: TtlMemo<{ orgId: string; keyId: string } | null>;
 
-  constructor(private readonly db: Knex, private readonly ttlMs: number, private readonly log?: Logger) {}
+  constructor(private readonly db: Knex, ttlMs: number, private readonly log?: Logger) {
+    this.memo = new TtlMemo(ttlMs);
+  }
 
-  async verify(secret: string): Promise<{ orgId: string; keyId: string } | null> {
-    if (this.ttlMs === 0) return verifyApiKey(this.db, secret, this.log);
-    const now = Date.now();
+  verify(secret: string): Promise<{ orgId: string; keyId: string } | null> {
     // Keyed by the hash: no plaintext key is held in a long-lived map.
-    const key = hashSecret(secret);
-    const hit = this.memo.get(key);
-    if (hit && hit.until > now) return hit.value;
-    const value = await verifyApiKey(this.db, secret, this.log);
-    if (this.memo.size >= ApiKeyVerifier.MAX_ENTRIES) this.memo.delete(this.memo.keys().next().value as string);
-    this.memo.set(key, { value, until: now + this.ttlMs });
-    return value;
+    return this.memo.get(hashSecret(secret), () => verifyApiKey(this.db, secret, this.log));
   }
 
   /** Drops every remembered answer of this process (after a revocation here). */

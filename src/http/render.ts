@@ -1,11 +1,16 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { AppError, OAuthError, isAppError } from '../errors/index.js';
 import type { Logger } from '../config/logger.js';
+import { sendJson } from './reply.js';
 
 export type ErrorFormat = 'rest' | 'oauth';
 
 /** Operations whose errors use the OAuth shape `{error, error_description}` (spec section 6). */
 export const OAUTH_OPERATIONS = new Set(['issueOauthToken', 'exchangeLegacyToken']);
+
+export function errorFormatOf(operationId: string): ErrorFormat {
+  return OAUTH_OPERATIONS.has(operationId) ? 'oauth' : 'rest';
+}
 
 export interface RenderedError {
   status: number;
@@ -41,12 +46,10 @@ export function renderError(err: unknown, format: ErrorFormat, log: Logger): Ren
   return { status: 500, body: { error: internal.code, message: internal.message }, headers: {} };
 }
 
-export function sendError(res: Response, rendered: RenderedError): void {
+export function sendError(res: ServerResponse, rendered: RenderedError): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  res.status(rendered.status);
-  for (const [k, v] of Object.entries(rendered.headers)) res.setHeader(k, v);
-  res.type('application/json').send(JSON.stringify(rendered.body));
+  sendJson(res, rendered.status, rendered.body, rendered.headers);
 }

@@ -1,6 +1,5 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Request } from 'express';
 import type { Knex } from 'knex';
 import type { operations as Ops } from '../../generated/openapi/types.js';
 import type { OperationId, operations } from '../../generated/openapi/operations.js';
@@ -12,6 +11,7 @@ import type { BlobStore } from '../runs/blobs.js';
 import type { Signals } from '../runs/signals.js';
 import type { GroupCommitter } from '../runs/group-commit.js';
 import type { RunQueue } from '../queues/run-queue.js';
+import type { CallTargets } from '../triggers/target.js';
 
 export type { OperationId };
 
@@ -30,6 +30,8 @@ export interface Services {
   queue: RunQueue;
   /** Group commit of new runs (src/runs/group-commit.ts). */
   runWriter: GroupCommitter;
+  /** Trigger call targets, memoised per process (src/triggers/target.ts). */
+  callTargets: CallTargets;
 }
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }
@@ -56,7 +58,7 @@ export interface HandlerRequest<K extends OperationId = OperationId> {
   /** Media type of the request body without parameters, lower-cased. */
   contentType: string | undefined;
   /** The raw request, for handlers that stream their body. */
-  raw: Request;
+  raw: IncomingMessage;
 }
 
 export interface Reply {

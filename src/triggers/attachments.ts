@@ -18,7 +18,7 @@
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import busboy from 'busboy';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
@@ -184,7 +184,7 @@ function contentTypeOf(p: Pending): string {
 const malformed = (why: string): AppError => new AppError('ERR_MULTIPART_INVALID', { message: `The multipart body is malformed: ${why}` });
 
 /** Parses a multipart trigger body; see the module comment for limits and clean-up. */
-export async function readMultipartTrigger(req: Request, deps: AttachmentDeps): Promise<MultipartTrigger> {
+export async function readMultipartTrigger(req: IncomingMessage, deps: AttachmentDeps): Promise<MultipartTrigger> {
   const limits: AttachmentLimits = { ...ATTACHMENT_LIMITS, ...deps.limits };
   if (req.readableEnded) throw new Error('readMultipartTrigger: the request body was already consumed');
   let bb: busboy.Busboy;

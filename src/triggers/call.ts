@@ -3,7 +3,7 @@
  * run inputs, record the run durably, queue it, and answer async (200, body null, run
  * headers) or sync (wait for the run-finished signal up to SYNC_WAIT_MS).
  */
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
@@ -11,7 +11,7 @@ import { isTerminal } from '../runs/states.js';
 import { syncView } from '../runs/views.js';
 import type { Reply, Services } from '../http/types.js';
 import type { TriggerKind } from './triggers.js';
-import { loadCallTarget, type CallTarget } from './target.js';
+import type { CallTarget } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
 import { checkInputs } from './inputs.js';
 import { lookupIdempotent, rememberIdempotent, IdempotencyRace } from './idempotency.js';
@@ -25,7 +25,7 @@ export interface TriggerCall {
   contentType: string | undefined;
   wait: boolean;
   idempotencyKey: string | undefined;
-  raw: Request;
+  raw: IncomingMessage;
 }
 
 /** Credentials first, so a caller without a valid key never learns whether a trigger exists. */
@@ -33,7 +33,7 @@ async function authorise(services: Services, call: TriggerCall): Promise<{ orgId
   if (!call.apiKey) throw new AppError('ERR_AUTH_MISSING_API_KEY');
   const key = await services.apiKeys.verify(call.apiKey);
   if (!key) throw new AppError('ERR_AUTH_INVALID_API_KEY');
-  const trigger = await loadCallTarget(services.db, key.orgId, call.triggerId);
+  const trigger = await services.callTargets.get(key.orgId, call.triggerId);
   if (!trigger || trigger.kind !== call.kind) throw new AppError('ERR_TRIGGER_NOT_FOUND');
   if (!trigger.enabled) throw new AppError('ERR_TRIGGER_DISABLED');
   return { orgId: key.orgId, trigger };

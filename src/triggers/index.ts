@@ -19,3 +19,4 @@ export {
 } from './triggers.js';
 export { triggerUrl, triggerView, type TriggerView } from './urls.js';
 export { triggerHandlers, triggerCallHandlers } from './handlers/index.js';
+export { CallTargets, type CallTarget } from './target.js';

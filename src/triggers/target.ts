@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { fromJson } from '../storage/db.js';
+import { TtlMemo } from '../storage/ttl-memo.js';
 import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { DesignatedOutput, TriggerKind } from './triggers.js';
 
@@ -35,4 +36,30 @@ export async function loadCallTarget(db: Knex, orgId: string, triggerId: string)
     version: Number(row.version),
     ...pinned,
   };
+}
+
+/**
+ * Per-process memo of call targets: a trigger call reads no record from the store. The
+ * process that changes a trigger or workflow forgets its organisation's entries at once;
+ * other processes see a change (disable, delete, new version) within `ttlMs`
+ * (REVOCATION_CACHE_MS, the bound already promised for key revocation). Unknown triggers are
+ * not remembered, so a trigger created by another process works on its first call.
+ */
+export class CallTargets {
+  private readonly memo: TtlMemo<CallTarget | undefined>;
+
+  constructor(private readonly db: Knex, ttlMs: number) {
+    this.memo = new TtlMemo(ttlMs);
+  }
+
+  async get(orgId: string, triggerId: string): Promise<CallTarget | undefined> {
+    const key = `${orgId}\u0000${triggerId}`;
+    const target = await this.memo.get(key, () => loadCallTarget(this.db, orgId, triggerId));
+    if (!target) this.memo.delete(key);
+    return target;
+  }
+
+  forgetOrg(orgId: string): void {
+    this.memo.deletePrefix(`${orgId}\u0000`);
+  }
 }

@@ -7,5 +7,6 @@ import { triggerView } from '../urls.js';
 export const updateTrigger: Handler<'updateTrigger'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
   const t = await update(ctx.services.db, ctx.auth.orgId, req.params.triggerId, expected, req.body);
+  ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 200, body: triggerView(ctx.services.config.baseUrls.triggers, t), headers: etag(t.version) };
 };

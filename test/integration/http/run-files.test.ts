@@ -15,6 +15,7 @@ import { loadConfig, type Config } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { createHttpApp } from '../../../src/http/pipeline.js';
 import { renderError, sendError } from '../../../src/http/render.js';
+import { sendJson } from '../../../src/http/reply.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { HandlerMap, Services } from '../../../src/http/types.js';
 import { LocalBlobStore } from '../../../src/runs/blobs.js';
@@ -56,15 +57,16 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     plain = http.createServer(plainApp);
     await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', () => resolve()));
     plainBase = `http://127.0.0.1:${(plain.address() as AddressInfo).port}`;
-    const app = createHttpApp({ services, handlers, responseValidator: validator }, (a) => {
-      a.post('/test/upload', (req, res) => {
-        readMultipartTrigger(req, { blobs, db: store.db, orgId: ORG, config, log }).then(
-          (out) => res.json(out),
-          (err: unknown) => sendError(res, renderError(err, 'rest', log)),
-        );
-      });
-    });
-    server.on('request', app);
+    const app = createHttpApp({ services, handlers, responseValidator: validator });
+    // A test-only upload route in front of the pipeline, to store attachments as a trigger call does.
+    const withUpload = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      if (req.method !== 'POST' || req.url !== '/test/upload') return app(req, res);
+      readMultipartTrigger(req, { blobs, db: store.db, orgId: ORG, config, log }).then(
+        (out) => sendJson(res, 200, out),
+        (err: unknown) => sendError(res, renderError(err, 'rest', log)),
+      );
+    };
+    server.on('request', withUpload);
   });
   after(async () => {
     for (const s of [server, plain]) {

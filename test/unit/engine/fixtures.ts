@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import type { Services } from '../../../src/http/types.js';
+import { CallTargets } from '../../../src/triggers/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { AppError } from '../../../src/errors/index.js';
@@ -70,8 +71,8 @@ const noTokens: TokenService = {
 export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {
   const log = createLogger('silent');
   return {
-    // Management handlers use only config, db and log of the services.
-    services: { config, db, log, tokens: noTokens } as Services, log, requestId: 'req-test',
+    // Management handlers use only config, db, log and the call-target memo of the services.
+    services: { config, db, log, tokens: noTokens, callTargets: new CallTargets(db, config.revocationCacheMs) } as Services, log, requestId: 'req-test',
     auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test', tokenId: 'tok_test', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
   };
 }

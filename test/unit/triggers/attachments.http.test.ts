@@ -10,9 +10,9 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { expect } from 'chai';
-import express from 'express';
 import { createLogger } from '../../../src/config/logger.js';
 import { renderError, sendError } from '../../../src/http/render.js';
+import { sendJson } from '../../../src/http/reply.js';
 import { LocalBlobStore } from '../../../src/runs/blobs.js';
 import { getFile, listRunFiles } from '../../../src/runs/files.js';
 import { verifyFileSignature } from '../../../src/runs/signed-urls.js';
@@ -46,11 +46,10 @@ async function startHarness(): Promise<Harness> {
   await store.db('organizations').insert({ id: ORG, name: 'Uploads', created_at: new Date().toISOString() });
   const blobs = new LocalBlobStore(path.join(store.dataDir, 'blobs'));
   const outcomes: Promise<Outcome>[] = [];
-  const app = express();
-  app.post('/upload', (req, res) => {
+  const app = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const done = readMultipartTrigger(req, { blobs, db: store.db, orgId: ORG, config, log }).then(
       (ok) => {
-        res.json(ok);
+        sendJson(res, 200, ok);
         return { ok };
       },
       (err: unknown) => {
@@ -59,9 +58,9 @@ async function startHarness(): Promise<Harness> {
       },
     );
     outcomes.push(done);
-  });
+  };
   const server = await new Promise<http.Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const s = http.createServer(app).listen(0, '127.0.0.1', () => resolve(s));
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/upload`,

@@ -1,0 +1,47 @@
+/** Writes a handler's Reply on a node:http response (JSON unless the reply says otherwise). */
+import type { ServerResponse } from 'node:http';
+import { contentType as withCharset } from 'mime-types';
+import type { Reply } from './types.js';
+
+/** `text/markdown` → `text/markdown; charset=utf-8` where the type is textual (as mime-db says). */
+export function contentTypeHeader(type: string): string {
+  return (type.includes(';') ? type : withCharset(type)) || type;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string | number | string[]>, type = JSON_TYPE): void {
+  const text = JSON.stringify(body ?? null);
+  res.statusCode = status;
+  if (headers) for (const k in headers) res.setHeader(k, headers[k]!);
+  res.setHeader('Content-Type', type);
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+export function writeReply(res: ServerResponse, reply: Reply): void {
+  if (reply.stream) {
+    res.statusCode = reply.status;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+    if (reply.contentType) res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
+    reply.stream.on('error', () => res.destroy());
+    reply.stream.pipe(res);
+    return;
+  }
+  if (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined)) {
+    res.statusCode = reply.status;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+    res.end();
+    return;
+  }
+  if (reply.contentType && !reply.contentType.includes('json')) {
+    const body = typeof reply.body === 'string' || Buffer.isBuffer(reply.body) ? reply.body : String(reply.body);
+    res.statusCode = reply.status;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+    res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
+    res.setHeader('Content-Length', Buffer.byteLength(body));
+    res.end(body);
+    return;
+  }
+  sendJson(res, reply.status, reply.body, reply.headers, reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE);
+}
