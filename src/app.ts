@@ -11,7 +11,7 @@ import { createTokenService, authHandlers, ApiKeyVerifier } from './auth/index.j
 import { workflowHandlers, SandboxPool } from './engine/index.js';
 import { triggerHandlers, triggerCallHandlers, CallTargets } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
-import { appServerHandlers } from './gateway/index.js';
+import { appServerHandlers, gatewayHandlers, createGateway } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
 import { openBlobStore } from './runs/blobs.js';
 import { createSignals } from './runs/signals.js';
@@ -50,6 +50,7 @@ export function allHandlers(): HandlerMap {
     ...runHandlers,
     ...connectionHandlers,
     ...appServerHandlers,
+    ...gatewayHandlers,
     getHealth,
     getReadiness,
   } satisfies HandlerMap;
@@ -67,8 +68,9 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
+  const gateway = createGateway(config, log);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs) };
+  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
@@ -79,6 +81,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     workers,
     async close() {
       await workers.close();
+      await gateway.close();
       await sandbox.close();
       await signals.close();
       await tokens.close();

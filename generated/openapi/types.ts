@@ -831,6 +831,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp/{serverPath}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a JSON-RPC message to a tool server
+         * @description Spec section 7. `serverPath` is `mcp` (listServers), `svc-sidekick` (discovery,
+         *     section 8), `gateway` (gateway_invoke and the two discovery tools, section 9),
+         *     `agent-management` (section 11), `browser-automation` (section 12) or the path of an
+         *     application server of the caller's organisation. Application tools take the extra
+         *     string argument `PCID` (a connection id of the organisation). Headers
+         *     `X-Pf-Forward-<Name>` are forwarded as `<name>` to remote MCP application servers
+         *     only (spec section 5 forwarding table).
+         */
+        post: operations["postMcpMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory/items": {
         parameters: {
             query?: never;
@@ -1701,11 +1727,43 @@ export interface components {
             version: number;
         };
         /**
-         * @description How the connection secret reaches the upstream: `bearer` (`Authorization: Bearer
-         *     <secret>`), `header` (the secret in header `headerName`, required with this scheme
-         *     and only with it), `basic` (secret object `{username, password}`) or `none`.
+         * @description How the connection secret reaches the upstream (spec Authentication 5: the upstream sees
+         *     the connection's credential, never the caller's token or channel key): `bearer`
+         *     (`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is
+         *     required with this scheme and only with it), `basic` (`Authorization: Basic
+         *     base64(username:password)`) or `none` (nothing is sent; a connection is still required).
+         *     The value for `bearer` and `header` is the secret when it is a string, else the first
+         *     non-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.
+         *     For `basic` the secret is an object `{username, password}` or a string `user:pass`.
+         *     A secret that does not fit its scheme fails the call with -32000 (the secret is never
+         *     shown).
          */
         AppServerAuth: components["schemas"]["AppServerSchemeAuth"] | components["schemas"]["AppServerHeaderAuth"];
+        /**
+         * @description The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input
+         *     is validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`
+         *     with the connection's secret per `auth` (normally `bearer`). Request body (our mapping):
+         *     `prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given
+         *     (then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;
+         *     `model` (the model id) and `modelParams` (`model.params`) when a model is given;
+         *     `target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),
+         *     skipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`
+         *     as given. The upstream's JSON answer is returned as structuredContent with `agentId`
+         *     (from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx
+         *     answer, or one without an id and a status, is a tool error (`isError: true`).
+         */
+        AppServerCodingAgentUpstream: {
+            /**
+             * Format: uri
+             * @description Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended).
+             */
+            baseUrl: string;
+            /**
+             * @description Upstream kind. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "coding-agent";
+        };
         /** @description A new application server registration. */
         AppServerCreate: {
             auth: components["schemas"]["AppServerAuth"];
@@ -1801,8 +1859,29 @@ export interface components {
             service_key?: string;
             upstream?: components["schemas"]["AppServerUpstream"];
         };
-        /** @description Where the server's tools come from. */
-        AppServerUpstream: components["schemas"]["AppServerMcpUpstream"] | components["schemas"]["AppServerOpenapiUpstream"];
+        /**
+         * @description Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists
+         *     them (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);
+         *     an OpenAPI document's operations, one tool per operation; the coding-agent template's
+         *     launch tool. Every tool gets the required string argument `PCID`. An application server
+         *     shows tools only to an organisation with a `connected` connection of its service key
+         *     (otherwise `tools/list` is empty and no error is given).
+         *
+         *     OpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`
+         *     replaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a
+         *     repeated name gets `_2`, `_3` …); description = summary and description; arguments =
+         *     path, query and header parameters as top-level properties under their own names (a name
+         *     used twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,
+         *     Content-Type or Authorization are not offered) and the JSON request body under `body`
+         *     (operations whose body has no JSON media type are not offered). Unknown or missing
+         *     required arguments are a -32000 error. The call goes to `baseUrl` + the operation path
+         *     (the document's `servers` are ignored), redirects are not followed, and the document's
+         *     own security schemes are ignored: `auth` applies. A 2xx JSON object answer is the
+         *     structuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is
+         *     `isError: true` with structuredContent `{status, error}` (`error` = the first 2000
+         *     characters of the body).
+         */
+        AppServerUpstream: components["schemas"]["AppServerMcpUpstream"] | components["schemas"]["AppServerOpenapiUpstream"] | components["schemas"]["AppServerCodingAgentUpstream"];
         /** @description OAuth 2.0 authorization server metadata (RFC 8414 section 2). */
         AuthorizationServerMetadata: {
             /** @description Supported grant types. */
@@ -2111,6 +2190,57 @@ export interface components {
              * @constant
              */
             status: "ok";
+        };
+        /** @description A response, or a batch of responses. */
+        JsonRpcAnswer: components["schemas"]["JsonRpcResponse"] | components["schemas"]["JsonRpcResponse"][];
+        /** @description An error response. */
+        JsonRpcErrorResponse: {
+            /** @description What went wrong. */
+            error: {
+                /** @description -32700, -32600, -32601, -32602, -32603 or -32000 (validation, timeout, unsupported media, authentication). */
+                code: number;
+                /** @description Details; `error` is a stable machine-readable code. */
+                data?: Record<string, never>;
+                /** @description Readable message; never a secret or a stack trace. */
+                message: string;
+            };
+            /** @description The request's id, or null when it could not be read. */
+            id: number | string | null;
+            /**
+             * @description Protocol version.
+             * @constant
+             */
+            jsonrpc: "2.0";
+        };
+        /** @description A request (with `id`) or a notification (without). */
+        JsonRpcMessage: {
+            /** @description Request id (integer or string); absent for notifications. */
+            id?: number | string | null;
+            /**
+             * @description Protocol version.
+             * @constant
+             */
+            jsonrpc?: "2.0";
+            /** @description initialize, ping, tools/list, tools/call, or a notification. */
+            method?: string;
+            /** @description Method parameters; for tools/call `{name, arguments}`. */
+            params?: Record<string, never>;
+        };
+        /** @description One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600. */
+        JsonRpcPayload: components["schemas"]["JsonRpcMessage"] | components["schemas"]["JsonRpcMessage"][];
+        /** @description A success or an error response. */
+        JsonRpcResponse: components["schemas"]["JsonRpcSuccessResponse"] | components["schemas"]["JsonRpcErrorResponse"];
+        /** @description A successful response. */
+        JsonRpcSuccessResponse: {
+            /** @description The request's id. */
+            id: number | string;
+            /**
+             * @description Protocol version.
+             * @constant
+             */
+            jsonrpc: "2.0";
+            /** @description Method result (tools/call result has `content`, `structuredContent`, `isError`). */
+            result: Record<string, never>;
         };
         /** @description A public EC P-256 signing key (RFC 7517, RFC 7518). */
         Jwk: {
@@ -4702,6 +4832,226 @@ export interface operations {
                 };
             };
             501: components["responses"]["NotImplemented"];
+        };
+    };
+    postMcpMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Organisation id; must equal the token's organisation when sent.
+                 * @example org_01a2013d2152727e993ddc795c93288e
+                 */
+                "X-Selected-Org"?: string;
+            };
+            path: {
+                /**
+                 * @description Path of the tool server.
+                 * @example svc-sidekick
+                 */
+                serverPath: string;
+            };
+            cookie?: never;
+        };
+        /** @description A JSON-RPC 2.0 request or notification, or a batch array of them. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JsonRpcPayload"];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response (or batch of responses). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonRpcAnswer"];
+                };
+            };
+            /** @description The body held only notifications; nothing to answer. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Malformed JSON (-32700). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32700,
+                     *         "message": "The request body is not valid JSON",
+                     *         "data": {
+                     *           "error": "malformed_json"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid runtime token (-32000). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "Authorization: Bearer <token> is required",
+                     *         "data": {
+                     *           "error": "missing_token"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description X-Selected-Org is not the token's organisation (-32000). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "X-Selected-Org does not match the token organisation",
+                     *         "data": {
+                     *           "error": "org_mismatch"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description No such server path for this organisation (-32000). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "Unknown server path \"nope\"",
+                     *         "data": {
+                     *           "error": "unknown_server"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description Accept does not include application/json (-32000). */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "Accept must include application/json",
+                     *         "data": {
+                     *           "error": "not_acceptable"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description The request body is too large (-32000). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "The request body is too large",
+                     *         "data": {
+                     *           "error": "payload_too_large"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description Content-Type is not application/json (-32000). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32000,
+                     *         "message": "Content-Type must be one of: application/json",
+                     *         "data": {
+                     *           "error": "unsupported_media_type"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
+            /** @description Internal failure (-32603). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": null,
+                     *       "error": {
+                     *         "code": -32603,
+                     *         "message": "Internal error",
+                     *         "data": {
+                     *           "error": "internal_error"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["JsonRpcErrorResponse"];
+                };
+            };
         };
     };
     createMemoryItem: {

@@ -47,6 +47,7 @@ export declare const listUserConnections_query: ValidateFunction;
 export declare const listWorkflows_query: ValidateFunction;
 export declare const listWorkflowVersions_params: ValidateFunction;
 export declare const listWorkflowVersions_query: ValidateFunction;
+export declare const postMcpMessage_params: ValidateFunction;
 export declare const replaceMemoryItem_params: ValidateFunction;
 export declare const replaceMemoryItem_query: ValidateFunction;
 export declare const revokeApiKey_params: ValidateFunction;

@@ -5872,14 +5872,106 @@ return errors === 0;
 }
 validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_params = validate67;
-const schema82 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+export const postMcpMessage_params = validate67;
+const schema82 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
+const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 
 function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="replaceMemoryItem_params" */;
+/*# sourceURL="postMcpMessage_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate67.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.serverPath === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "serverPath"},message:"must have required property '"+"serverPath"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.serverPath !== undefined){
+let data0 = data.serverPath;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/serverPath",schemaPath:"#/properties/serverPath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["serverPath"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(!pattern6.test(data0)){
+const err2 = {instancePath:instancePath+"/serverPath",schemaPath:"#/properties/serverPath/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9][a-z0-9-]{0,62}$"},message:"must match pattern \""+"^[a-z0-9][a-z0-9-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate67.errors = vErrors;
+return errors === 0;
+}
+validate67.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
+
+export const replaceMemoryItem_params = validate68;
+const schema83 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="replaceMemoryItem_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5968,19 +6060,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate67.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_query = validate68;
-const schema83 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
+export const replaceMemoryItem_query = validate69;
+const schema84 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6069,19 +6161,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate68.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const revokeApiKey_params = validate69;
-const schema84 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
+export const revokeApiKey_params = validate70;
+const schema85 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeApiKey_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6170,19 +6262,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate70.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+validate70.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeCredential_params = validate70;
-const schema85 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
+export const revokeCredential_params = validate71;
+const schema86 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeCredential_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6271,117 +6363,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate70.errors = vErrors;
-return errors === 0;
-}
-validate70.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const testDataCollectionTrigger_params = validate71;
-const schema86 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
-
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDataCollectionTrigger_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate71.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["collectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate71.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_query = validate72;
-const schema87 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
+export const testDataCollectionTrigger_params = validate72;
+const schema87 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testMemoryTrigger_query" */;
+/*# sourceURL="testDataCollectionTrigger_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate72.evaluated;
@@ -6476,16 +6467,117 @@ errors++;
 validate72.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_params = validate73;
-const schema88 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+export const testMemoryTrigger_query = validate73;
+const schema88 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateAppServer_params" */;
+/*# sourceURL="testMemoryTrigger_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate73.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate73.errors = vErrors;
+return errors === 0;
+}
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateAppServer_params = validate74;
+const schema89 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateAppServer_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6574,19 +6666,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_params = validate74;
-const schema89 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
+export const updateConnection_params = validate75;
+const schema90 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6675,19 +6767,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate74.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_params = validate75;
-const schema90 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
+export const updateDataCollection_params = validate76;
+const schema91 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6776,19 +6868,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_params = validate76;
-const schema91 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
+export const updateMemoryItem_params = validate77;
+const schema92 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6877,19 +6969,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_query = validate77;
-const schema92 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+export const updateMemoryItem_query = validate78;
+const schema93 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6978,19 +7070,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_params = validate78;
-const schema93 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
+export const updateTrigger_params = validate79;
+const schema94 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7079,19 +7171,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_params = validate79;
-const schema94 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
+export const updateWorkflow_params = validate80;
+const schema95 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7180,20 +7272,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_params = validate80;
-const schema95 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
-const pattern6 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
+export const uploadCsvFile_params = validate81;
+const schema96 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
+const pattern7 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7249,7 +7341,7 @@ data["csvKey"] = coerced0;
 }
 }
 if(typeof data0 === "string"){
-if(!pattern6.test(data0)){
+if(!pattern7.test(data0)){
 const err2 = {instancePath:instancePath+"/csvKey",schemaPath:"#/properties/csvKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,128}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
@@ -7272,19 +7364,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_query = validate81;
-const schema96 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
+export const uploadCsvFile_query = validate82;
+const schema97 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7421,19 +7513,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const uploadFilestorageItem_query = validate82;
-const schema97 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
+export const uploadFilestorageItem_query = validate83;
+const schema98 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadFilestorageItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7522,7 +7614,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};

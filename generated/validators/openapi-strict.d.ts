@@ -13,6 +13,7 @@ export declare const createMemoryItem_json: ValidateFunction;
 export declare const createTrigger_json: ValidateFunction;
 export declare const createWorkflow_json: ValidateFunction;
 export declare const exchangeLegacyToken_json: ValidateFunction;
+export declare const postMcpMessage_json: ValidateFunction;
 export declare const replaceMemoryItem_json: ValidateFunction;
 export declare const testDataCollectionTrigger_json: ValidateFunction;
 export declare const testMemoryTrigger_json: ValidateFunction;

@@ -324,9 +324,10 @@ const schema41 = {"type":"object","description":"A new application server regist
 const schema42 = {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$","not":{"enum":["mcp","svc-sidekick","gateway","agent-management","browser-automation"]},"description":"Server path under the tool gateway (`{mcp_url}/<path>`); embedded server paths are reserved."};
 const pattern4 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 const pattern5 = new RegExp("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", "u");
-const schema44 = {"description":"Where the server's tools come from.","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream"}}};
+const schema44 = {"description":"Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists\nthem (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);\nan OpenAPI document's operations, one tool per operation; the coding-agent template's\nlaunch tool. Every tool gets the required string argument `PCID`. An application server\nshows tools only to an organisation with a `connected` connection of its service key\n(otherwise `tools/list` is empty and no error is given).\n\nOpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`\nreplaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a\nrepeated name gets `_2`, `_3` …); description = summary and description; arguments =\npath, query and header parameters as top-level properties under their own names (a name\nused twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,\nContent-Type or Authorization are not offered) and the JSON request body under `body`\n(operations whose body has no JSON media type are not offered). Unknown or missing\nrequired arguments are a -32000 error. The call goes to `baseUrl` + the operation path\n(the document's `servers` are ignored), redirects are not followed, and the document's\nown security schemes are ignored: `auth` applies. A 2xx JSON object answer is the\nstructuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is\n`isError: true` with structuredContent `{status, error}` (`error` = the first 2000\ncharacters of the body).\n","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"},{"$ref":"components#/$defs/AppServerCodingAgentUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream","coding-agent":"#/components/schemas/AppServerCodingAgentUpstream"}}};
 const schema45 = {"type":"object","description":"A remote MCP server.","required":["type","url","transport"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["mcp"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"url":{"type":"string","format":"uri","description":"Absolute http(s) URL of the MCP endpoint."},"transport":{"type":"string","enum":["streamable-http","sse"],"description":"MCP transport of the upstream."}}};
 const schema46 = {"type":"object","description":"An HTTP API described by an OpenAPI document; its operations become tools.","required":["type","baseUrl","document"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["openapi"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL the operations are called on."},"document":{"type":"object","description":"The OpenAPI 3.0 or 3.1 document.","required":["openapi","info"],"additionalProperties":true,"properties":{"openapi":{"type":"string","pattern":"^3\\.[01]\\.[0-9]+$","description":"OpenAPI version."},"info":{"type":"object","description":"OpenAPI info object."}}}}};
+const schema47 = {"type":"object","description":"The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input\nis validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`\nwith the connection's secret per `auth` (normally `bearer`). Request body (our mapping):\n`prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given\n(then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;\n`model` (the model id) and `modelParams` (`model.params`) when a model is given;\n`target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),\nskipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`\nas given. The upstream's JSON answer is returned as structuredContent with `agentId`\n(from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx\nanswer, or one without an id and a status, is a tool error (`isError: true`).\n","required":["type","baseUrl"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["coding-agent"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended)."}}};
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 const pattern7 = new RegExp("^3\\.[01]\\.[0-9]+$", "u");
 
@@ -664,14 +665,121 @@ if(props0 !== true){
 props0 = true;
 }
 }
-}
-if(!valid0){
-const err26 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const _errs26 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err26 = {instancePath,schemaPath:"components#/$defs/AppServerCodingAgentUpstream/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
 else {
 vErrors.push(err26);
+}
+errors++;
+}
+if(data.baseUrl === undefined){
+const err27 = {instancePath,schemaPath:"components#/$defs/AppServerCodingAgentUpstream/required",keyword:"required",params:{missingProperty: "baseUrl"},message:"must have required property '"+"baseUrl"+"'"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+for(const key2 in data){
+if(!((key2 === "type") || (key2 === "baseUrl"))){
+const err28 = {instancePath,schemaPath:"components#/$defs/AppServerCodingAgentUpstream/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+let data8 = data.type;
+if(typeof data8 !== "string"){
+const err29 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(!(data8 === "coding-agent")){
+const err30 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema47.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data.baseUrl !== undefined){
+let data9 = data.baseUrl;
+if(typeof data9 === "string"){
+if(!(formats0(data9))){
+const err31 = {instancePath:instancePath+"/baseUrl",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/baseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/baseUrl",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/baseUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath,schemaPath:"components#/$defs/AppServerCodingAgentUpstream/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+var _valid0 = _errs26 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 2;
+if(props0 !== true){
+props0 = true;
+}
+}
+}
+}
+if(!valid0){
+const err34 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
 }
 errors++;
 }
@@ -692,9 +800,9 @@ return errors === 0;
 }
 validate28.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema47 = {"description":"How the connection secret reaches the upstream: `bearer` (`Authorization: Bearer\n<secret>`), `header` (the secret in header `headerName`, required with this scheme\nand only with it), `basic` (secret object `{username, password}`) or `none`.\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
-const schema48 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
-const schema49 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
+const schema48 = {"description":"How the connection secret reaches the upstream (spec Authentication 5: the upstream sees\nthe connection's credential, never the caller's token or channel key): `bearer`\n(`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is\nrequired with this scheme and only with it), `basic` (`Authorization: Basic\nbase64(username:password)`) or `none` (nothing is sent; a connection is still required).\nThe value for `bearer` and `header` is the secret when it is a string, else the first\nnon-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.\nFor `basic` the secret is an object `{username, password}` or a string `user:pass`.\nA secret that does not fit its scheme fails the call with -32000 (the secret is never\nshown).\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
+const schema49 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
+const schema50 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
 const pattern8 = new RegExp("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", "u");
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -747,7 +855,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "bearer") || (data0 === "basic")) || (data0 === "none"))){
-const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema48.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema49.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -821,7 +929,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data1 === "header")){
-const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema49.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema50.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1235,10 +1343,10 @@ return errors === 0;
 validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createConnection_json = validate33;
-const schema50 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
-const schema51 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
-const schema52 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
-const schema53 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"type":"string","minLength":1},{"type":"object"}]};
+const schema51 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
+const schema52 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
+const schema53 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
+const schema54 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"type":"string","minLength":1},{"type":"object"}]};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1366,7 +1474,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data2 === "connected") || (data2 === "error")) || (data2 === "disconnected"))){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema52.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema53.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1504,8 +1612,8 @@ return errors === 0;
 validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createCredential_json = validate36;
-const schema54 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
-const schema55 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
+const schema55 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
+const schema56 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCredential_json" */;
@@ -1593,8 +1701,8 @@ return errors === 0;
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvBatch_json = validate37;
-const schema56 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
-const schema57 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
+const schema57 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
+const schema58 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
 const pattern10 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1708,8 +1816,8 @@ return errors === 0;
 validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvUploadUrl_json = validate38;
-const schema58 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
-const schema59 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
+const schema59 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
+const schema60 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
 const pattern11 = new RegExp("^[^/\\\\]*\\.[cC][sS][vV]$", "u");
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1853,10 +1961,10 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createMemoryItem_json = validate39;
-const schema60 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
-const schema61 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
-const schema62 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."},{"type":"string","description":"Content of an unstructured datastore item."}]};
-const schema63 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema61 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
+const schema62 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+const schema63 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."},{"type":"string","description":"Content of an unstructured datastore item."}]};
+const schema64 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
 const pattern12 = new RegExp("^https?://", "u");
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2116,7 +2224,7 @@ vErrors.push(err17);
 errors++;
 }
 if(!(((data6 === "onCreate") || (data6 === "onEdit")) || (data6 === "onDelete"))){
-const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema63.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2219,7 +2327,7 @@ vErrors.push(err26);
 errors++;
 }
 if(!((data9 === "collection") || (data9 === "item"))){
-const err27 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema63.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err27 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2291,10 +2399,10 @@ return errors === 0;
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createTrigger_json = validate42;
-const schema64 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema65 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema66 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema67 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+const schema65 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema66 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema67 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema68 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2377,7 +2485,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema66.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2589,14 +2697,14 @@ return errors === 0;
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createWorkflow_json = validate45;
-const schema68 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema69 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema75 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema70 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema71 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
-const schema72 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
-const schema73 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema74 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema69 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema70 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema76 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema71 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema72 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
+const schema73 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
+const schema74 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema75 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2656,7 +2764,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowCodeStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema71.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowCodeStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema72.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2834,7 +2942,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowCodeStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema71.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowCodeStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema72.properties.resultType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2913,7 +3021,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!(data7 === "http")){
-const err25 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowHttpStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema72.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowHttpStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema73.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3019,7 +3127,7 @@ vErrors.push(err33);
 errors++;
 }
 if(!(((((data11 === "GET") || (data11 === "POST")) || (data11 === "PUT")) || (data11 === "PATCH")) || (data11 === "DELETE"))){
-const err34 = {instancePath:instancePath+"/request/method",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema72.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err34 = {instancePath:instancePath+"/request/method",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema73.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3133,7 +3241,7 @@ vErrors.push(err42);
 errors++;
 }
 if(!(((data17 === "markdown") || (data17 === "plaintext")) || (data17 === "json"))){
-const err43 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowHttpStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema72.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+const err43 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowHttpStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema73.properties.resultType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3227,7 +3335,7 @@ vErrors.push(err49);
 errors++;
 }
 if(!(data18 === "tool")){
-const err50 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema73.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err50 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema74.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -3471,7 +3579,7 @@ vErrors.push(err68);
 errors++;
 }
 if(!(data25 === "agent")){
-const err69 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema74.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err69 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema75.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -3975,7 +4083,7 @@ return errors === 0;
 validate45.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 export const exchangeLegacyToken_json = validate50;
-const schema76 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+const schema77 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
@@ -4005,14 +4113,273 @@ return errors === 0;
 }
 validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_json = validate51;
-const schema77 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema78 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
+export const postMcpMessage_json = validate51;
+const schema78 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema79 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema80 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate52.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.jsonrpc !== undefined){
+let data0 = data.jsonrpc;
+if(typeof data0 !== "string"){
+const err0 = {instancePath:instancePath+"/jsonrpc",schemaPath:"components#/$defs/JsonRpcMessage/properties/jsonrpc/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if("2.0" !== data0){
+const err1 = {instancePath:instancePath+"/jsonrpc",schemaPath:"components#/$defs/JsonRpcMessage/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data1 = data.id;
+if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema80.properties.id.type},message:"must be integer,string,null"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.method !== undefined){
+if(typeof data.method !== "string"){
+const err3 = {instancePath:instancePath+"/method",schemaPath:"components#/$defs/JsonRpcMessage/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.params !== undefined){
+let data3 = data.params;
+if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
+const err4 = {instancePath:instancePath+"/params",schemaPath:"components#/$defs/JsonRpcMessage/properties/params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"components#/$defs/JsonRpcMessage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+var props0 = {};
+props0.jsonrpc = true;
+props0.id = true;
+props0.method = true;
+props0.params = true;
+}
+const _errs12 = errors;
+if(Array.isArray(data)){
+const len0 = data.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data[i0];
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.jsonrpc !== undefined){
+let data5 = data4.jsonrpc;
+if(typeof data5 !== "string"){
+const err6 = {instancePath:instancePath+"/" + i0+"/jsonrpc",schemaPath:"components#/$defs/JsonRpcMessage/properties/jsonrpc/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if("2.0" !== data5){
+const err7 = {instancePath:instancePath+"/" + i0+"/jsonrpc",schemaPath:"components#/$defs/JsonRpcMessage/properties/jsonrpc/const",keyword:"const",params:{allowedValue: "2.0"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data4.id !== undefined){
+let data6 = data4.id;
+if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema80.properties.id.type},message:"must be integer,string,null"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data4.method !== undefined){
+if(typeof data4.method !== "string"){
+const err9 = {instancePath:instancePath+"/" + i0+"/method",schemaPath:"components#/$defs/JsonRpcMessage/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data4.params !== undefined){
+let data8 = data4.params;
+if(!(data8 && typeof data8 == "object" && !Array.isArray(data8))){
+const err10 = {instancePath:instancePath+"/" + i0+"/params",schemaPath:"components#/$defs/JsonRpcMessage/properties/params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/" + i0,schemaPath:"components#/$defs/JsonRpcMessage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/oneOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+var _valid0 = _errs12 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+var items0 = true;
+}
+}
+if(!valid0){
+const err13 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate52.errors = vErrors;
+evaluated0.props = props0;
+evaluated0.items = items0;
+return errors === 0;
+}
+validate52.evaluated = {"dynamicProps":true,"dynamicItems":true};
+
+
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="postMcpMessage_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+errors = vErrors.length;
+}
+else {
+var props0 = validate52.evaluated.props;
+var items0 = validate52.evaluated.items;
+}
+validate51.errors = vErrors;
+evaluated0.props = props0;
+evaluated0.items = items0;
+return errors === 0;
+}
+validate51.evaluated = {"dynamicProps":true,"dynamicItems":true};
+
+export const replaceMemoryItem_json = validate54;
+const schema82 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema83 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
+
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4221,7 +4588,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema63.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -4324,7 +4691,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data8 === "collection") || (data8 === "item"))){
-const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema63.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4381,41 +4748,41 @@ vErrors.push(err27);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate55(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
 errors = vErrors.length;
 }
-validate51.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate54;
-const schema81 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema82 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const testDataCollectionTrigger_json = validate57;
+const schema86 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema87 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4468,7 +4835,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/DataCollectionTriggerTest/properties/event/enum",keyword:"enum",params:{allowedValues: schema82.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/DataCollectionTriggerTest/properties/event/enum",keyword:"enum",params:{allowedValues: schema87.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4504,20 +4871,20 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate55;
-const schema83 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema84 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+export const testMemoryTrigger_json = validate58;
+const schema88 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema89 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4708,19 +5075,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate55.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate56;
-const schema85 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema86 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAppServer_json = validate59;
+const schema90 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema91 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4847,7 +5214,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema86.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema91.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5015,40 +5382,40 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
-validate56.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate61;
-const schema89 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema90 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateConnection_json = validate64;
+const schema94 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema95 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5126,7 +5493,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "connected") || (data1 === "error")) || (data1 === "disconnected"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema52.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema53.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5237,40 +5604,40 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate62.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate65(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
-validate61.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate64;
-const schema93 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema94 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate67;
+const schema98 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema99 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5372,7 +5739,7 @@ vErrors.push(err7);
 errors++;
 }
 if(!(((data2 === "onCreate") || (data2 === "onEdit")) || (data2 === "onDelete"))){
-const err8 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema63.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5475,7 +5842,7 @@ vErrors.push(err16);
 errors++;
 }
 if(!((data5 === "collection") || (data5 === "item"))){
-const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema63.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -5520,39 +5887,39 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate65.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate65(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
+if(!(validate68(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
 errors = vErrors.length;
 }
-validate64.errors = vErrors;
+validate67.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate67;
-const schema96 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate70;
+const schema101 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5761,7 +6128,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema63.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5864,7 +6231,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!((data8 === "collection") || (data8 === "item"))){
-const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema63.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -5921,40 +6288,40 @@ vErrors.push(err27);
 }
 errors++;
 }
-validate68.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate68(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
+if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
 errors = vErrors.length;
 }
-validate67.errors = vErrors;
+validate70.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate70;
-const schema100 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema101 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateTrigger_json = validate73;
+const schema105 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema106 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6198,39 +6565,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate71.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
+if(!(validate74(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate74.errors : vErrors.concat(validate74.errors);
 errors = vErrors.length;
 }
-validate70.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate73;
-const schema103 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate76;
+const schema108 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6524,28 +6891,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate74.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate74(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate74.errors : vErrors.concat(validate74.errors);
+if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
 errors = vErrors.length;
 }
-validate73.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

@@ -51,6 +51,7 @@ export const operationValidators = {
   listUserConnections: { query: c.listUserConnections_query },
   listWorkflows: { query: c.listWorkflows_query },
   listWorkflowVersions: { params: c.listWorkflowVersions_params, query: c.listWorkflowVersions_query },
+  postMcpMessage: { params: c.postMcpMessage_params, json: s.postMcpMessage_json },
   replaceMemoryItem: { params: c.replaceMemoryItem_params, query: c.replaceMemoryItem_query, json: s.replaceMemoryItem_json },
   revokeApiKey: { params: c.revokeApiKey_params },
   revokeCredential: { params: c.revokeCredential_params },

@@ -45,6 +45,10 @@ export const catalogue = {
   ERR_MULTIPART_TOO_MANY_FIELDS: { status: 400, code: 'too_many_fields', rpc: -32602, message: 'Too many form fields (at most 1000)' },
   ERR_MULTIPART_FIELD_TOO_LARGE: { status: 400, code: 'field_too_large', rpc: -32602, message: 'A form field is too large (name at most 1 KiB, value at most 1 MiB)' },
 
+  // tool gateway (spec section 7, Errors: validation, timeout, unsupported media → -32000; openapi/gateway.yaml)
+  ERR_NOT_ACCEPTABLE: { status: 406, code: 'not_acceptable', rpc: -32000, message: 'Accept must include application/json' },
+  ERR_GATEWAY_UNKNOWN_SERVER: { status: 404, code: 'unknown_server', rpc: -32000, message: 'Unknown server path' },
+
   // run files behind signed URLs (openapi/run-files.yaml downloadRunFile)
   ERR_FILE_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The download URL signature is not valid.' },
   ERR_FILE_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The download URL has expired; request a new one.' },

@@ -6,6 +6,7 @@ export {
   createAppServer,
   getAppServer,
   findAppServerByPath,
+  allAppServers,
   listAppServers,
   updateAppServer,
   deleteAppServer,
@@ -19,7 +20,10 @@ export {
   type Upstream,
   type McpUpstream,
   type OpenapiUpstream,
+  type CodingAgentUpstream,
   type UpstreamAuth,
   type AuthScheme,
 } from './registry-validate.js';
-export { appServerHandlers } from './handlers/index.js';
+export { appServerHandlers, gatewayHandlers } from './handlers/index.js';
+export { createGateway, type Gateway } from './gateway.js';
+export { GatewayError, RPC, jsonResult, toolError, type ToolServer, type ToolDef, type CallResult, type GatewayContext } from './types.js';

@@ -198,3 +198,9 @@ export async function deleteAppServer(db: Knex, orgId: string, serverId: string,
   const deleted = await db('app_servers').where(where).delete();
   if (deleted !== 1) await failedPrecondition(db, 'app_servers', orgId, serverId, 'Application server');
 }
+
+/** Every registration of the organisation (the gateway's catalogue; bounded by what an org registers). */
+export async function allAppServers(db: Knex, orgId: string): Promise<AppServer[]> {
+  const rows = (await db('app_servers').where('org_id', orgId).orderBy('path')) as ServerRow[];
+  return rows.map(toView);
+}

@@ -3,13 +3,17 @@ import { AppError, OAuthError, isAppError } from '../errors/index.js';
 import type { Logger } from '../config/logger.js';
 import { sendJson } from './reply.js';
 
-export type ErrorFormat = 'rest' | 'oauth';
+export type ErrorFormat = 'rest' | 'oauth' | 'jsonrpc';
 
 /** Operations whose errors use the OAuth shape `{error, error_description}` (spec section 6). */
 export const OAUTH_OPERATIONS = new Set(['issueOauthToken', 'exchangeLegacyToken']);
 
+/** Operations answered in JSON-RPC 2.0, transport failures included (openapi/gateway.yaml). */
+export const JSONRPC_OPERATIONS = new Set(['postMcpMessage']);
+
 export function errorFormatOf(operationId: string): ErrorFormat {
-  return OAUTH_OPERATIONS.has(operationId) ? 'oauth' : 'rest';
+  if (OAUTH_OPERATIONS.has(operationId)) return 'oauth';
+  return JSONRPC_OPERATIONS.has(operationId) ? 'jsonrpc' : 'rest';
 }
 
 export interface RenderedError {
@@ -20,6 +24,7 @@ export interface RenderedError {
 
 /** The one renderer for REST and OAuth surfaces (JSON-RPC has its own in the gateway). */
 export function renderError(err: unknown, format: ErrorFormat, log: Logger): RenderedError {
+  if (format === 'jsonrpc') return renderRpcError(err, log);
   if (format === 'oauth') {
     const headers: Record<string, string> = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
     if (err instanceof OAuthError) {
@@ -44,6 +49,23 @@ export function renderError(err: unknown, format: ErrorFormat, log: Logger): Ren
   log.error({ err }, 'unhandled error');
   const internal = new AppError('ERR_INTERNAL');
   return { status: 500, body: { error: internal.code, message: internal.message }, headers: {} };
+}
+
+/**
+ * A failure before any JSON-RPC message was read (auth, media type, body): a JSON-RPC error
+ * response with `id: null`, under the HTTP status of the catalogue entry.
+ */
+function renderRpcError(err: unknown, log: Logger): RenderedError {
+  const known = isAppError(err) ? err : undefined;
+  if (!known || known.status >= 500) log.error({ err }, 'gateway request failed');
+  const e = known && known.status < 500 ? known : new AppError('ERR_INTERNAL');
+  // A body that is JSON but not a JSON-RPC payload is an invalid request (-32600).
+  const code = e.key === 'ERR_REQUEST_INVALID' ? -32600 : e.rpc;
+  return {
+    status: e.status,
+    headers: e.headers ?? {},
+    body: { jsonrpc: '2.0', id: null, error: { code, message: e.message, data: { error: e.code } } },
+  };
 }
 
 export function sendError(res: ServerResponse, rendered: RenderedError): void {

@@ -12,6 +12,7 @@ import type { Signals } from '../runs/signals.js';
 import type { GroupCommitter } from '../runs/group-commit.js';
 import type { RunQueue } from '../queues/run-queue.js';
 import type { CallTargets } from '../triggers/target.js';
+import type { Gateway } from '../gateway/gateway.js';
 
 export type { OperationId };
 
@@ -32,6 +33,8 @@ export interface Services {
   runWriter: GroupCommitter;
   /** Trigger call targets, memoised per process (src/triggers/target.ts). */
   callTargets: CallTargets;
+  /** The tool gateway: catalogue, router, upstream pool (src/gateway). */
+  gateway: Gateway;
 }
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }

@@ -4,6 +4,7 @@ import { deleteAppServer } from './deleteAppServer.js';
 import { getAppServer } from './getAppServer.js';
 import { listAppServers } from './listAppServers.js';
 import { updateAppServer } from './updateAppServer.js';
+import { postMcpMessage } from './postMcpMessage.js';
 
 /** Handlers of the application server operations in openapi/management.yaml (Handler<operationId> each). */
 export const appServerHandlers = guardBearerAuth({
@@ -13,3 +14,6 @@ export const appServerHandlers = guardBearerAuth({
   updateAppServer,
   deleteAppServer,
 });
+
+/** The JSON-RPC endpoint of every tool server (openapi/gateway.yaml). */
+export const gatewayHandlers = guardBearerAuth({ postMcpMessage });

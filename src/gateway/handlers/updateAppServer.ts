@@ -6,5 +6,6 @@ import { updateAppServer as update } from '../registry.js';
 export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
   const s = await update(ctx.services.db, ctx.auth.orgId, req.params.serverId, expected, req.body);
+  ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 200, body: s, headers: etag(s.version) };
 };

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
 import type { Services } from '../../../src/http/types.js';
 import { CallTargets } from '../../../src/triggers/index.js';
+import { createGateway, type Gateway } from '../../../src/gateway/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { AppError } from '../../../src/errors/index.js';
@@ -68,11 +69,17 @@ const noTokens: TokenService = {
   close: () => Promise.resolve(),
 };
 
+let sharedGateway: Gateway | undefined;
+/** One gateway for every handler context of a test process (its caches are keyed by organisation). */
+function testGateway(config: Config, log: ReturnType<typeof createLogger>): Gateway {
+  return (sharedGateway ??= createGateway(config, log));
+}
+
 export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {
   const log = createLogger('silent');
   return {
-    // Management handlers use only config, db, log and the call-target memo of the services.
-    services: { config, db, log, tokens: noTokens, callTargets: new CallTargets(db, config.revocationCacheMs) } as Services, log, requestId: 'req-test',
+    // Management handlers use only config, db, log and the per-process memos (call targets, gateway) of the services.
+    services: { config, db, log, tokens: noTokens, callTargets: new CallTargets(db, config.revocationCacheMs), gateway: testGateway(config, log) } as Services, log, requestId: 'req-test',
     auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test', tokenId: 'tok_test', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
   };
 }

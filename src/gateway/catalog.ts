@@ -1,0 +1,122 @@
+/**
+ * The servers an organisation sees at `{mcp_url}/<path>` (spec section 7): the embedded
+ * servers plus its application servers, resolved per call from a per-process memo. The
+ * process that changes a registration or a connection forgets the organisation's entries at
+ * once (`forgetOrg`); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
+ * bound already promised for key revocation). It is also discovery's source: every tool of
+ * every server, the connections and the resources, with a cheap fingerprint that changes
+ * when any of them does.
+ */
+import type { Knex } from 'knex';
+import { allAppServers, type AppServer } from './registry.js';
+import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
+import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
+import { TtlMemo } from '../storage/ttl-memo.js';
+import type {
+  CatalogConnection, CatalogResource, CatalogTool, DiscoverySource, GatewayContext, ToolServer,
+} from './types.js';
+
+interface OrgServers {
+  byPath: Map<string, ToolServer>;
+  app: ToolServer[];
+}
+
+/** Application tool lists change without a registration change: discovery refreshes them this often. */
+const UPSTREAM_TOOLS_REFRESH_MS = 5 * 60_000;
+
+export class GatewayCatalog implements DiscoverySource {
+  private readonly embedded = new Map<string, ToolServer>();
+  private readonly orgs: TtlMemo<OrgServers>;
+  private readonly fingerprints: TtlMemo<string>;
+  /** Built ToolServers by registration version, so their per-server state survives memo refreshes. */
+  private readonly built = new Map<string, ToolServer>();
+
+  constructor(private readonly pool: UpstreamPool, ttlMs: number) {
+    this.orgs = new TtlMemo(ttlMs);
+    this.fingerprints = new TtlMemo(ttlMs);
+  }
+
+  registerEmbedded(server: ToolServer): void {
+    this.embedded.set(server.path, server);
+  }
+
+  /** After a registration or connection change in this process. */
+  forgetOrg(orgId: string): void {
+    this.orgs.delete(orgId);
+    this.fingerprints.delete(orgId);
+  }
+
+  async resolve(ctx: GatewayContext, path: string): Promise<ToolServer | undefined> {
+    return this.embedded.get(path) ?? (await this.orgServers(ctx)).byPath.get(path);
+  }
+
+  /** Embedded servers first, then the organisation's application servers by path. */
+  async visibleServers(ctx: GatewayContext): Promise<ToolServer[]> {
+    return [...this.embedded.values(), ...(await this.orgServers(ctx)).app];
+  }
+
+  private orgServers(ctx: GatewayContext): Promise<OrgServers> {
+    return this.orgs.get(ctx.orgId, async () => {
+      const registrations = await allAppServers(ctx.services.db, ctx.orgId);
+      const byPathReg = new Map(registrations.map((r) => [r.path, r]));
+      const app = registrations.map((r) => this.build(r, r.parentPath ? byPathReg.get(r.parentPath) : undefined));
+      return { byPath: new Map(app.map((s) => [s.path, s])), app };
+    });
+  }
+
+  private build(server: AppServer, parent: AppServer | undefined): ToolServer {
+    const key = `${server.serverId}@${server.version}/${parent ? `${parent.serverId}@${parent.version}` : ''}`;
+    let built = this.built.get(key);
+    if (!built) {
+      if (this.built.size >= 10_000) this.built.delete(this.built.keys().next().value as string);
+      built = createAppToolServer(server, parent, this.pool);
+      this.built.set(key, built);
+    }
+    return built;
+  }
+
+  // ---- DiscoverySource (spec section 8) ----
+
+  fingerprint(ctx: GatewayContext): Promise<string> {
+    return this.fingerprints.get(ctx.orgId, async () => {
+      const { db } = ctx.services;
+      const [servers, connections] = await Promise.all([stamp(db, 'app_servers', ctx.orgId), stamp(db, 'connections', ctx.orgId)]);
+      return `${servers}|${connections}|${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
+    });
+  }
+
+  async tools(ctx: GatewayContext): Promise<CatalogTool[]> {
+    const out: CatalogTool[] = [];
+    for (const server of this.embedded.values()) {
+      for (const tool of await server.listTools(ctx)) {
+        out.push({ server: server.path, serverTitle: server.name, serverDescription: server.description, embedded: true, tool });
+      }
+    }
+    const registrations = await allAppServers(ctx.services.db, ctx.orgId);
+    const byPath = new Map(registrations.map((r) => [r.path, r]));
+    const lists = await Promise.all(registrations.map((r) => listAppServerTools(ctx, r, r.parentPath ? byPath.get(r.parentPath) : undefined, this.pool)));
+    registrations.forEach((r, i) => {
+      const parent = r.parentPath ? byPath.get(r.parentPath) : undefined;
+      for (const tool of lists[i]!) {
+        out.push({ server: r.path, serverTitle: r.name, serverDescription: r.description ?? '', embedded: false, serviceKey: parent?.service_key ?? r.service_key, tool });
+      }
+    });
+    return out;
+  }
+
+  async connections(ctx: GatewayContext): Promise<CatalogConnection[]> {
+    const rows = await listUserConnections(ctx.services.db, ctx.orgId, CONNECTION_STATUSES);
+    return rows.map((c) => ({ id: c.id, name: c.name, serviceKey: c.service_key, status: c.status }));
+  }
+
+  /** The organisation's collections; none exist until the resources issue lands. */
+  resources(): Promise<CatalogResource[]> {
+    return Promise.resolve([]);
+  }
+}
+
+/** Count and newest change of an organisation's rows: changes when a row is added, changed or removed. */
+async function stamp(db: Knex, table: string, orgId: string): Promise<string> {
+  const row = (await db(table).where('org_id', orgId).count({ n: '*' }).max({ at: 'updated_at' }).first()) as { n: number | string; at: string | null } | undefined;
+  return `${row?.n ?? 0}@${row?.at ?? ''}`;
+}

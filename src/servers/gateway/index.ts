@@ -1,0 +1,68 @@
+/**
+ * Embedded server `gateway` (spec section 9): the fixed three-tool set for agents that cannot
+ * add endpoints — `capabilities_discover` and `capability_details` (served by the discovery
+ * server) and `gateway_invoke {server, tool, arguments}`, which reaches every tool of every
+ * server. `arguments` may be a JSON string, parsed as real JSON (a string that is not the
+ * JSON of an object is a -32000 validation error). PCID rules of application servers apply
+ * unchanged, including injection of the only connected connection.
+ */
+import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
+import { checkArguments, describedServer, unknownTool } from '../embedded.js';
+
+export interface ServerResolver {
+  resolve(ctx: GatewayContext, path: string): Promise<ToolServer | undefined>;
+}
+
+function parseArguments(raw: unknown): Record<string, unknown> {
+  if (raw === undefined) return {};
+  if (typeof raw !== 'string') return raw as Record<string, unknown>;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw new GatewayError(RPC.SERVER, `arguments is a string but not valid JSON: ${(err as Error).message}`, { error: 'invalid_arguments' });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new GatewayError(RPC.SERVER, 'arguments must be a JSON object (or the JSON text of one)', { error: 'invalid_arguments' });
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** gateway_invoke's output is always an object (schemas/tools/gateway/gateway_invoke.output). */
+function asInvokeResult(result: CallResult): CallResult {
+  if (result.structuredContent) return result;
+  const first = result.content[0];
+  if (first?.type === 'text' && typeof first.text === 'string') {
+    try {
+      const parsed: unknown = JSON.parse(first.text);
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return { ...result, structuredContent: parsed as Record<string, unknown> };
+    } catch {
+      // plain text: wrapped below
+    }
+  }
+  return { ...result, structuredContent: { content: result.content } };
+}
+
+export function createGatewayServer(discovery: ToolServer, servers: ServerResolver): ToolServer {
+  const described = describedServer('gateway');
+  const invoke = described.tools.get('gateway_invoke')!;
+  return {
+    path: 'gateway',
+    name: described.name,
+    description: described.description,
+    embedded: true,
+    listTools: () => Promise.resolve([...described.tools.values()].map((t) => t.def)),
+    async callTool(ctx, name, args) {
+      if (name === 'capabilities_discover' || name === 'capability_details') return discovery.callTool(ctx, name, args);
+      if (name !== 'gateway_invoke') throw unknownTool('gateway', name);
+      checkArguments(invoke, args);
+      const { server: path, tool } = args as { server: string; tool: string };
+      if (path === 'gateway' && tool === 'gateway_invoke') {
+        throw new GatewayError(RPC.SERVER, 'gateway_invoke cannot invoke itself', { error: 'invalid_arguments' });
+      }
+      const target = await servers.resolve(ctx, path);
+      if (!target) throw new GatewayError(RPC.SERVER, `Unknown server "${path}": use a serverName from capabilities_discover`, { error: 'unknown_server' });
+      return asInvokeResult(await target.callTool(ctx, tool, parseArguments(args.arguments)));
+    },
+  };
+}

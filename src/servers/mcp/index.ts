@@ -1,0 +1,42 @@
+/**
+ * Embedded server `mcp` (spec section 7): `listServers` returns every server visible to the
+ * organisation — embedded ones and its application servers — as `{name, path, description,
+ * embedded, tools}` with `tools` the tool names (schemas/tools/mcp/listServers.output).
+ */
+import { jsonResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
+import { checkArguments, describedServer, unknownTool } from '../embedded.js';
+
+export interface ServerLister {
+  visibleServers(ctx: GatewayContext): Promise<ToolServer[]>;
+}
+
+/** One server's tool names; an upstream that cannot list its tools right now shows none. */
+async function toolNames(ctx: GatewayContext, server: ToolServer): Promise<string[]> {
+  try {
+    return (await server.listTools(ctx)).map((t) => t.name);
+  } catch (err) {
+    ctx.log.warn({ server: server.path, err: err instanceof Error ? err.message : String(err) }, 'listServers: tools unavailable');
+    return [];
+  }
+}
+
+export function createMcpServer(lister: ServerLister): ToolServer {
+  const described = describedServer('mcp');
+  const tool = described.tools.get('listServers')!;
+  return {
+    path: 'mcp',
+    name: described.name,
+    description: described.description,
+    embedded: true,
+    listTools: () => Promise.resolve([...described.tools.values()].map((t) => t.def)),
+    async callTool(ctx, name, args) {
+      if (name !== 'listServers') throw unknownTool('mcp', name);
+      checkArguments(tool, args);
+      const servers = await lister.visibleServers(ctx);
+      const entries = await Promise.all(servers.map(async (s) => ({
+        name: s.name, path: s.path, description: s.description, embedded: s.embedded, tools: await toolNames(ctx, s),
+      })));
+      return jsonResult({ servers: entries });
+    },
+  };
+}
