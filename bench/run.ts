@@ -2,6 +2,8 @@
 const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'token-verify': () => import('./token-verify.js'),
   triggers: () => import('./triggers.js'),
+  discovery: () => import('./discovery.js'),
+  gateway: () => import('./gateway.js'),
 };
 
 const wanted = process.argv.slice(2);

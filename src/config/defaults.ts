@@ -30,4 +30,14 @@ export const defaults = {
   runRetentionDays: 30,
   /** Warm sandbox processes for code steps. */
   sandboxPoolSize: 2,
+  /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
+  upstreamIdleMs: 300_000,
+  /** Upstream sessions kept per process at most (least recently used evicted first). */
+  upstreamMaxSessions: 1000,
+  /** Time limit of one upstream operation, connect included (spec Errors: timeout → -32000). */
+  upstreamTimeoutMs: 30_000,
+  /** Connection (PCID) lookups are reused this long: status changes and revocation apply within it. */
+  upstreamConnectionTtlMs: 2000,
+  /** An upstream MCP server's tool list is reused this long within one session. */
+  upstreamToolsTtlMs: 30_000,
 } as const;

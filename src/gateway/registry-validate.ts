@@ -13,7 +13,9 @@ const HEADER_NAME_PATTERN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
 export type McpUpstream = { type: 'mcp'; url: string; transport: 'streamable-http' | 'sse' };
 export type OpenapiUpstream = { type: 'openapi'; baseUrl: string; document: Record<string, unknown> };
-export type Upstream = McpUpstream | OpenapiUpstream;
+/** The coding-agent application-server template (spec section 13): one launch tool, `POST <baseUrl>/v0/agents`. */
+export type CodingAgentUpstream = { type: 'coding-agent'; baseUrl: string };
+export type Upstream = McpUpstream | OpenapiUpstream | CodingAgentUpstream;
 export type AuthScheme = 'bearer' | 'header' | 'basic' | 'none';
 export interface UpstreamAuth {
   scheme: AuthScheme;
@@ -74,7 +76,10 @@ export function checkUpstream(v: unknown): Upstream {
     }
     return { type: 'openapi', baseUrl: httpUrl(v.baseUrl, 'upstream.baseUrl'), document: doc };
   }
-  throw invalid('upstream.type must be mcp or openapi', 'upstream.type');
+  if (v.type === 'coding-agent') {
+    return { type: 'coding-agent', baseUrl: httpUrl(v.baseUrl, 'upstream.baseUrl') };
+  }
+  throw invalid('upstream.type must be mcp, openapi or coding-agent', 'upstream.type');
 }
 
 export function checkAuth(v: unknown): UpstreamAuth {

@@ -18,6 +18,15 @@ type Descriptor = (typeof toolServers)[number];
 
 const byTitle = validators as unknown as Record<string, ValidateFunction | undefined>;
 
+/** Tool tables are shared by every call (no copy per tools/list): frozen so no caller can change them. */
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
   const validate = byTitle[t.inputTitle];
   if (!validate) throw new Error(`no generated validator for ${t.inputTitle}`);
@@ -29,7 +38,7 @@ function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
   };
   if ('title' in t && typeof t.title === 'string') def.title = t.title;
   if ('annotations' in t) def.annotations = t.annotations as Record<string, unknown>;
-  return { def, validate };
+  return { def: deepFreeze(def), validate };
 }
 
 /** The generated descriptor of one schemas/tools server. */
@@ -39,20 +48,41 @@ export function describedServer(path: string): { name: string; description: stri
   return { name: d.name, description: d.description, embedded: d.embedded, tools: new Map(d.tools.map((t) => [t.name, toolOf(t)])) };
 }
 
-function describe(errors: ErrorObject[] | null | undefined): string {
-  return (errors ?? []).slice(0, 5).map((e) => {
-    const at = e.instancePath || '/';
-    if (e.keyword === 'additionalProperties') return `${at} has unknown field "${String((e.params as { additionalProperty?: unknown }).additionalProperty)}"`;
-    if (e.keyword === 'required') return `${at} is missing "${String((e.params as { missingProperty?: unknown }).missingProperty)}"`;
-    return `${at} ${e.message ?? 'is invalid'}`;
-  }).join('; ');
+/** `/types/0` → `types[0]`; the root is `arguments`. */
+function fieldOf(e: ErrorObject): string {
+  const parts = e.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (e.keyword === 'required') parts.push(String((e.params as { missingProperty: string }).missingProperty));
+  if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty: string }).additionalProperty));
+  if (parts.length === 0) return 'arguments';
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+function messageOf(e: ErrorObject): string {
+  switch (e.keyword) {
+    case 'required': return 'is required';
+    case 'additionalProperties': return 'is not a known argument';
+    case 'enum': return `must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
+    default: return e.message ?? 'is invalid';
+  }
+}
+
+/** Validates a tool's arguments or throws GatewayError(-32000) listing every problem, field first. */
+export function checkWith<T>(validate: ValidateFunction, tool: string, args: unknown): T {
+  if (validate(args)) return args as T;
+  const errors = (validate.errors ?? []).map((e) => ({ field: fieldOf(e), message: messageOf(e) }));
+  const unique = [...new Map(errors.map((e) => [`${e.field} ${e.message}`, e])).values()];
+  const text = unique.map((e) => `\`${e.field}\` ${e.message}`).join('; ') || 'arguments are invalid';
+  throw new GatewayError(RPC.SERVER, `Invalid arguments for ${tool}: ${text}`, { error: 'invalid_arguments', errors: unique });
 }
 
 /** Checks a tool's arguments against its input schema. */
 export function checkArguments(tool: EmbeddedTool, args: Record<string, unknown>): void {
-  if (!tool.validate(args)) {
-    throw new GatewayError(RPC.SERVER, `Invalid arguments for ${tool.def.name}: ${describe(tool.validate.errors)}`, { error: 'invalid_arguments' });
-  }
+  checkWith(tool.validate, tool.def.name, args);
+}
+
+/** The tool definitions of a described server (shared, read-only objects). */
+export function toolDefsOf(path: string): ToolDef[] {
+  return [...describedServer(path).tools.values()].map((t) => t.def);
 }
 
 /** A tool name the server does not have: -32602, as the MCP specification prescribes. */

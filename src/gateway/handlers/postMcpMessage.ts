@@ -17,16 +17,22 @@ function acceptsJson(accept: string | undefined): boolean {
 export const postMcpMessage: Handler<'postMcpMessage'> = async (req, ctx) => {
   if (!acceptsJson(header(req, 'accept'))) throw new AppError('ERR_NOT_ACCEPTABLE');
   const { gateway } = ctx.services;
-  const abort = new AbortController();
+  // The abort signal (client gone) is made only when a call asks for it: embedded tools never do.
+  let abort: AbortController | undefined;
   const socket = req.raw.socket;
-  const onClose = () => abort.abort(new Error('the client went away'));
-  socket.once('close', onClose);
+  const onClose = () => abort?.abort(new Error('the client went away'));
   try {
     const gctx: GatewayContext = {
       services: ctx.services,
       orgId: ctx.auth.orgId,
       forwardedHeaders: forwardedHeaders(req.headers),
-      signal: abort.signal,
+      get signal() {
+        if (!abort) {
+          abort = new AbortController();
+          socket.once('close', onClose);
+        }
+        return abort.signal;
+      },
       // The request logger is made only when a call logs (most never do).
       get log() {
         return ctx.log;
@@ -38,6 +44,6 @@ export const postMcpMessage: Handler<'postMcpMessage'> = async (req, ctx) => {
     if (answer === null) return { status: 202 };
     return { status: 200, body: answer };
   } finally {
-    socket.removeListener('close', onClose);
+    if (abort) socket.removeListener('close', onClose);
   }
 };

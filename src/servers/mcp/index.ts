@@ -20,8 +20,22 @@ async function toolNames(ctx: GatewayContext, server: ToolServer): Promise<strin
   }
 }
 
+type Entry = { name: string; path: string; description: string; embedded: boolean; tools: string[] };
+
+async function entryOf(ctx: GatewayContext, s: ToolServer): Promise<Entry> {
+  return { name: s.name, path: s.path, description: s.description, embedded: s.embedded, tools: await toolNames(ctx, s) };
+}
+
 export function createMcpServer(lister: ServerLister): ToolServer {
   const described = describedServer('mcp');
+  // Embedded servers and their tools never change while the process runs: their entries are built once.
+  const embeddedEntries = new WeakMap<ToolServer, Entry>();
+  const entry = async (ctx: GatewayContext, s: ToolServer): Promise<Entry> => {
+    if (!s.embedded) return entryOf(ctx, s);
+    let e = embeddedEntries.get(s);
+    if (!e) embeddedEntries.set(s, (e = await entryOf(ctx, s)));
+    return e;
+  };
   const tool = described.tools.get('listServers')!;
   return {
     path: 'mcp',
@@ -33,9 +47,7 @@ export function createMcpServer(lister: ServerLister): ToolServer {
       if (name !== 'listServers') throw unknownTool('mcp', name);
       checkArguments(tool, args);
       const servers = await lister.visibleServers(ctx);
-      const entries = await Promise.all(servers.map(async (s) => ({
-        name: s.name, path: s.path, description: s.description, embedded: s.embedded, tools: await toolNames(ctx, s),
-      })));
+      const entries = await Promise.all(servers.map((s) => entry(ctx, s)));
       return jsonResult({ servers: entries });
     },
   };

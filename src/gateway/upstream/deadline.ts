@@ -1,0 +1,128 @@
+/**
+ * Upstream deadlines and failure messages (spec Errors: validation and timeouts are JSON-RPC
+ * -32000). Every upstream operation runs under one Deadline: the configured timeout combined
+ * with the call's own signal (client gone, call deadline). Failures become GatewayError
+ * messages that say what failed — never a stack trace, a URL or a secret.
+ */
+import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
+import type { Logger } from '../../config/logger.js';
+import { GatewayError, RPC } from '../types.js';
+
+class DeadlineExpired extends Error {
+  constructor() { super('upstream deadline expired'); this.name = 'DeadlineExpired'; }
+}
+
+/**
+ * One operation's abort signal. `done()` must be called when the operation ends: the timer is
+ * cleared and the caller's signal released, so nothing aborts (and no MCP cancellation is sent)
+ * after a request completed.
+ */
+export class Deadline {
+  private readonly ac = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onParentAbort: () => void;
+  timedOut = false;
+
+  constructor(private readonly parent: AbortSignal, readonly timeoutMs: number) {
+    this.onParentAbort = () => this.ac.abort(parent.reason);
+    if (parent.aborted) this.ac.abort(parent.reason);
+    else parent.addEventListener('abort', this.onParentAbort, { once: true });
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.ac.abort(new DeadlineExpired());
+    }, timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** Waits for a promise shared with other callers (a session's connect) until this deadline. */
+  race<T>(p: Promise<T>): Promise<T> {
+    const signal = this.ac.signal;
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason as Error);
+      signal.addEventListener('abort', onAbort, { once: true });
+      p.then(
+        (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
+        (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e as Error); },
+      );
+    });
+  }
+
+  done(): void {
+    clearTimeout(this.timer);
+    this.parent.removeEventListener('abort', this.onParentAbort);
+  }
+}
+
+function httpStatusOf(err: unknown): number | undefined {
+  if (err instanceof StreamableHTTPError || err instanceof SseError) return typeof err.code === 'number' && err.code > 0 ? err.code : undefined;
+  // The SSE client's POST failure is a plain Error naming the status.
+  const m = err instanceof Error ? /\(HTTP (\d{3})\)/.exec(err.message) : null;
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * The upstream forgot our session: HTTP 404 on a request carrying a session id (MCP Streamable
+ * HTTP spec, "Session Management"). Some servers (the reference "everything" server among
+ * them) answer 400 "No valid session ID" instead; that is treated the same way.
+ */
+export function isSessionGone(err: unknown): boolean {
+  const status = httpStatusOf(err);
+  if (status === 404) return true;
+  return status === 400 && err instanceof Error && /session/i.test(err.message);
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE',
+  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+]);
+
+function networkCode(err: unknown): string | undefined {
+  // The SSE client's EventSource keeps only the text of the fetch failure.
+  if (err instanceof SseError) {
+    const named = /\b(E[A-Z_]+|UND_ERR_[A-Z_]+)\b/.exec(err.message)?.[1];
+    if (named && NETWORK_CODES.has(named)) return named;
+  }
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
+    const errors = (e as { errors?: unknown }).errors; // AggregateError of happy-eyeballs attempts
+    if (Array.isArray(errors)) for (const inner of errors) { const c = networkCode(inner); if (c) return c; }
+  }
+  return undefined;
+}
+
+/** "MCP error -32602: Tool x not found" → "Tool x not found". */
+const mcpMessage = (e: McpError) => e.message.replace(/^MCP error -?\d+: /, '');
+
+/**
+ * A GatewayError for a failed upstream operation. `what` names it, e.g. "upstream github
+ * tools/call search". Upstream JSON-RPC errors keep their code and message.
+ */
+export function upstreamFailure(err: unknown, what: string, deadline: Deadline, log: Logger): GatewayError {
+  if (err instanceof GatewayError) return err;
+  const timedOut = () => new GatewayError(RPC.SERVER, `${what} timed out after ${deadline.timeoutMs} ms`);
+  if (deadline.timedOut || err instanceof DeadlineExpired) return timedOut();
+  // The SDK reports any abort as RequestTimeout: the caller's signal is checked first.
+  if (deadline.signal.aborted) return new GatewayError(RPC.SERVER, `${what} was cancelled: the call was aborted`);
+  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return timedOut();
+  const net = networkCode(err);
+  if (net) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable (${net})`);
+  const status = httpStatusOf(err);
+  if (status === 401 || status === 403) {
+    return new GatewayError(RPC.SERVER, `${what} failed: the upstream refused the connection's credential (HTTP ${status})`);
+  }
+  if (status !== undefined) return new GatewayError(RPC.SERVER, `${what} failed: the upstream answered HTTP ${status}`);
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.ConnectionClosed) return new GatewayError(RPC.SERVER, `${what} failed: the upstream closed the connection`);
+    return new GatewayError(err.code, `${what}: ${mcpMessage(err)}`, { upstream: true });
+  }
+  if ((err instanceof TypeError || err instanceof SseError) && /fetch failed/i.test(err.message)) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable`);
+  log.warn({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err), what }, 'upstream call failed');
+  return new GatewayError(RPC.SERVER, `${what} failed: the upstream sent an unusable answer`);
+}

@@ -1,0 +1,182 @@
+/**
+ * The upstream pool: per-process state of proxied application servers (spec sections 5 and
+ * 7). It holds
+ * - upstream MCP sessions keyed by (organisation, server and its version, PCID and the
+ *   connection's version, forwarded header values) — spec section 5: different forwarded
+ *   values never share a session; a changed secret or registration opens a new one;
+ * - the short-lived connection cache used by resolvePcid;
+ * - the tool catalogues of OpenAPI-described servers, per registration version.
+ *
+ * Sessions are evicted after `idleMs` without use (a sweep timer that never keeps the process
+ * alive) and least-recently-used first beyond `maxSessions` (sessions with calls in flight
+ * are never evicted, so the bound is soft under load). Concurrent first calls share one
+ * connect; a session the upstream says is gone is re-opened once (MCP Streamable HTTP
+ * "Session Management": HTTP 404 on a request with a session id).
+ */
+import { defaults } from '../../config/defaults.js';
+import type { Logger } from '../../config/logger.js';
+import { createLogger } from '../../config/logger.js';
+import { GatewayError, RPC } from '../types.js';
+import { isSessionGone, type Deadline } from './deadline.js';
+import type { McpSession } from './mcp-session.js';
+import { ConnectionCache } from './pcid.js';
+
+export interface UpstreamPoolOptions {
+  /** Idle time after which an upstream session is closed (default 5 min). */
+  idleMs?: number | undefined;
+  /** Upstream sessions kept at most (default 1000). */
+  maxSessions?: number | undefined;
+  /** Time limit of one upstream operation, connect included (default 30 s). */
+  timeoutMs?: number | undefined;
+  /** How long a connection lookup is trusted (default 2 s): status changes apply within it. */
+  connectionTtlMs?: number | undefined;
+  /** How long an upstream's tool list is reused within a session (default 30 s). */
+  toolsTtlMs?: number | undefined;
+  /** Pool-level events (evictions); calls log with their own context logger. */
+  log?: Logger | undefined;
+}
+
+interface Slot {
+  ready: Promise<McpSession>;
+  session: McpSession | undefined;
+  inflight: number;
+  lastUsed: number;
+}
+
+/** OpenAPI catalogues kept at most (one per registration version). */
+const MAX_CATALOGUES = 1000;
+
+export class UpstreamPool {
+  readonly idleMs: number;
+  readonly maxSessions: number;
+  readonly timeoutMs: number;
+  readonly toolsTtlMs: number;
+  readonly connections: ConnectionCache;
+  private readonly log: Logger;
+  /** Map order is recency order: a used slot is re-inserted at the end. */
+  private readonly slots = new Map<string, Slot>();
+  private readonly catalogues = new Map<string, unknown>();
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(options: UpstreamPoolOptions = {}) {
+    this.idleMs = options.idleMs ?? defaults.upstreamIdleMs;
+    this.maxSessions = Math.max(1, options.maxSessions ?? defaults.upstreamMaxSessions);
+    this.timeoutMs = options.timeoutMs ?? defaults.upstreamTimeoutMs;
+    this.toolsTtlMs = options.toolsTtlMs ?? defaults.upstreamToolsTtlMs;
+    this.connections = new ConnectionCache(options.connectionTtlMs ?? defaults.upstreamConnectionTtlMs);
+    this.log = options.log ?? createLogger('silent');
+    const every = Math.max(25, Math.min(this.idleMs, 60_000) / 2);
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  /** Open upstream sessions (connecting ones included). */
+  get size(): number {
+    return this.slots.size;
+  }
+
+  /**
+   * Runs `fn` on the session of `key`, opening it with `open` when there is none (concurrent
+   * callers share that connect). When the upstream says the session is gone, the session is
+   * dropped, re-opened and `fn` retried once.
+   */
+  async use<T>(key: string, open: () => Promise<McpSession>, deadline: Deadline, fn: (s: McpSession) => Promise<T>): Promise<T> {
+    if (this.closed) throw new GatewayError(RPC.INTERNAL, 'the upstream pool is closed');
+    for (let attempt = 0; ; attempt++) {
+      const slot = this.slot(key, open);
+      slot.inflight++;
+      try {
+        // A failed connect is final: only an established session can be "gone".
+        const session = await deadline.race(slot.ready);
+        try {
+          return await fn(session);
+        } catch (err) {
+          if (attempt === 0 && isSessionGone(err)) {
+            this.log.debug('upstream session gone; re-initialising');
+            this.drop(key, slot);
+            continue;
+          }
+          throw err;
+        }
+      } finally {
+        slot.inflight--;
+        slot.lastUsed = Date.now();
+      }
+    }
+  }
+
+  private slot(key: string, open: () => Promise<McpSession>): Slot {
+    const existing = this.slots.get(key);
+    if (existing) {
+      this.slots.delete(key);
+      this.slots.set(key, existing);
+      return existing;
+    }
+    const slot: Slot = { ready: open(), session: undefined, inflight: 0, lastUsed: Date.now() };
+    slot.ready.then(
+      (session) => {
+        slot.session = session;
+        session.onClose = () => this.drop(key, slot);
+        // The pool may have dropped the slot (closed, evicted) while it was connecting.
+        if (this.slots.get(key) !== slot) void session.close();
+      },
+      () => this.drop(key, slot),
+    );
+    this.slots.set(key, slot);
+    this.enforceMax();
+    return slot;
+  }
+
+  /** Removes `slot` if it is still the one stored for `key`, and closes its session. */
+  private drop(key: string, slot: Slot): void {
+    if (this.slots.get(key) === slot) this.slots.delete(key);
+    const s = slot.session;
+    slot.session = undefined;
+    if (s) void s.close();
+  }
+
+  private enforceMax(): void {
+    if (this.slots.size <= this.maxSessions) return;
+    for (const [key, slot] of this.slots) {
+      if (this.slots.size <= this.maxSessions) break;
+      if (slot.inflight > 0 || !slot.session) continue;
+      this.log.debug('upstream session evicted (max sessions)');
+      this.drop(key, slot);
+    }
+  }
+
+  private sweep(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [key, slot] of this.slots) {
+      if (slot.inflight === 0 && slot.session && slot.lastUsed <= cutoff) {
+        this.log.debug('upstream session evicted (idle)');
+        this.drop(key, slot);
+      }
+    }
+  }
+
+  /** A memo per registration version (OpenAPI tool catalogues). */
+  catalogue<T>(key: string, build: () => T): T {
+    const hit = this.catalogues.get(key);
+    if (hit !== undefined) return hit as T;
+    const value = build();
+    if (this.catalogues.size >= MAX_CATALOGUES) this.catalogues.delete(this.catalogues.keys().next().value as string);
+    this.catalogues.set(key, value);
+    return value;
+  }
+
+  /** Closes every session and stops the sweep timer. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    const sessions = [...this.slots.values()];
+    this.slots.clear();
+    this.connections.clear();
+    this.catalogues.clear();
+    await Promise.all(sessions.map(async (slot) => {
+      const s = slot.session ?? (await slot.ready.catch(() => undefined));
+      await s?.close();
+    }));
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * Discovery server `svc-sidekick` (spec section 8): public surface. See README.md.
+ */
+export {
+  createSidekickServer,
+  createDiscoveryEngine,
+  SIDEKICK_PATH,
+  DISCOVER_TOOL,
+  DETAILS_TOOL,
+  type SidekickOptions,
+  type DiscoveryEngine,
+} from './server.js';
+export { createMemorySource, describedServerTools, type CatalogData, type MemorySource } from './memory-source.js';
+export { loadSkillDir, parseSkill, SkillLibrary, DEFAULT_SKILLS_DIR, type SkillDoc } from './skills.js';
+export { SKILL_SEPARATOR, type DetailsArgs, type DetailsResult, type DetailItem } from './details.js';
+export {
+  DEFAULT_LIMIT,
+  type DiscoverArgs,
+  type DiscoverResult,
+  type DiscoverContext,
+  type Kind,
+  type ToolMatch,
+  type ConnectionMatch,
+  type ResourceMatch,
+  type SkillMatch,
+} from './discover.js';
