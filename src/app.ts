@@ -11,7 +11,7 @@ import { createTokenService, authHandlers, ApiKeyVerifier } from './auth/index.j
 import { workflowHandlers, SandboxPool } from './engine/index.js';
 import { triggerHandlers, triggerCallHandlers, CallTargets } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
-import { appServerHandlers, gatewayHandlers, createGateway } from './gateway/index.js';
+import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
 import { openBlobStore } from './runs/blobs.js';
 import { createSignals } from './runs/signals.js';
@@ -74,7 +74,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
-  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals });
+  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, callTool: toolCaller(services) });
   await workers.start();
   return {
     services,

@@ -1669,7 +1669,7 @@ export interface components {
          */
         GatewayCapabilitiesDiscoverInput: {
             /**
-             * @description What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only.
+             * @description What the results are for; tunes ranking only, never the data. agent-execution (an agent calls the tool now): application tools whose application has no connected connection rank lower (x0.6), connected connections rank higher (x1.15, others x0.5), and fewer borderline matches are returned (confidence floor 0.25). workflow-creation (building a workflow that runs later): tools are not demoted for a missing connection, read-only or idempotent tools are slightly preferred (x1.1), and more borderline matches are returned (floor 0.12). Omitted: neutral ranking, floor 0.2.
              * @enum {string}
              */
             context?: "workflow-creation" | "agent-execution";
@@ -1783,7 +1783,7 @@ export interface components {
          *     }
          */
         GatewayCapabilityDetailsInput: {
-            /** @description Tool names, as returned in capabilities_discover tools[].name. */
+            /** @description Tool names, as returned in capabilities_discover tools[].name. A name served by several servers returns every match (each with its serverName); write server/tool (e.g. slack/slack_message_send) to get the tool of one server. */
             items: string[];
             /** @description Kinds of capability whose details to return: without tool the schemas are omitted (empty objects), without agentSkill `skill` is null. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools). */
             types?: ("tool" | "connection" | "resource" | "agentSkill")[];
@@ -1980,7 +1980,9 @@ export interface components {
          *       "runMaxAttempts": 2,
          *       "runRetentionDays": 30,
          *       "sandboxPoolSize": 2,
-         *       "redisPrefix": "switchyard"
+         *       "redisPrefix": "switchyard",
+         *       "upstreamTimeoutMs": 30000,
+         *       "upstreamIdleMs": 300000
          *     }
          */
         SwitchyardConfig: {
@@ -2107,6 +2109,16 @@ export interface components {
              * @default 3600
              */
             tokenTtlSeconds: number;
+            /**
+             * @description GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed.
+             * @default 300000
+             */
+            upstreamIdleMs: number;
+            /**
+             * @description GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out.
+             * @default 30000
+             */
+            upstreamTimeoutMs: number;
             /**
              * @description VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests).
              * @default false

@@ -2259,7 +2259,7 @@ export const toolServers = [
                 "workflow-creation",
                 "agent-execution"
               ],
-              "description": "What the results are for: building a workflow (workflow-creation) or an agent acting now (agent-execution). Tunes ranking only."
+              "description": "What the results are for; tunes ranking only, never the data. agent-execution (an agent calls the tool now): application tools whose application has no connected connection rank lower (x0.6), connected connections rank higher (x1.15, others x0.5), and fewer borderline matches are returned (confidence floor 0.25). workflow-creation (building a workflow that runs later): tools are not demoted for a missing connection, read-only or idempotent tools are slightly preferred (x1.1), and more borderline matches are returned (floor 0.12). Omitted: neutral ranking, floor 0.2."
             },
             "limit": {
               "type": "integer",
@@ -2456,7 +2456,7 @@ export const toolServers = [
               "type": "array",
               "minItems": 1,
               "maxItems": 50,
-              "description": "Tool names, as returned in capabilities_discover tools[].name.",
+              "description": "Tool names, as returned in capabilities_discover tools[].name. A name served by several servers returns every match (each with its serverName); write server/tool (e.g. slack/slack_message_send) to get the tool of one server.",
               "items": {
                 "type": "string",
                 "minLength": 1

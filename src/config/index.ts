@@ -42,6 +42,10 @@ export interface Config {
   runMaxAttempts: number;
   runRetentionDays: number;
   sandboxPoolSize: number;
+  /** Gateway: time limit of one upstream call (ms). */
+  upstreamTimeoutMs: number;
+  /** Gateway: idle upstream sessions close after this long (ms). */
+  upstreamIdleMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -132,6 +136,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, 1, 10),
     runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, 1, 3650),
     sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
+    upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
+    upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),
   };
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, ...shape } = config;

@@ -6,10 +6,11 @@
 import type { WorkflowStep } from './definition.js';
 import { runCodeStep } from './steps/code.js';
 import { runHttpStep } from './steps/http.js';
+import { runToolStep } from './steps/tool.js';
 import { notImplemented } from './steps/not-implemented.js';
 import { EXIT, failed, type ExecutedStep, type StepDeps, type StepRunContext } from './steps/types.js';
 
-export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType } from './steps/types.js';
+export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType, ToolCaller, ToolCall } from './steps/types.js';
 export type { SandboxPool } from './sandbox/pool.js';
 
 export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
@@ -21,6 +22,7 @@ export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps:
       case 'http':
         return await runHttpStep(step, ctx, deps);
       case 'tool':
+        return await runToolStep(step, ctx, deps);
       case 'agent':
         return notImplemented(step.type);
       default:

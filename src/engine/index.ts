@@ -32,6 +32,8 @@ export {
   type ProducedFile,
   type ExecutedStep,
   type StepDeps,
+  type ToolCaller,
+  type ToolCall,
   type StepStatus,
   type ResultType,
 } from './execute-step.js';

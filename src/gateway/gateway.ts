@@ -22,7 +22,7 @@ export interface Gateway {
 }
 
 export function createGateway(config: Config, log: Logger): Gateway {
-  const pool = new UpstreamPool({ log });
+  const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
   const sidekick = createSidekickServer(catalog);
   catalog.registerEmbedded(createMcpServer(catalog));

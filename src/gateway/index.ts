@@ -26,4 +26,5 @@ export {
 } from './registry-validate.js';
 export { appServerHandlers, gatewayHandlers } from './handlers/index.js';
 export { createGateway, type Gateway } from './gateway.js';
+export { toolCaller } from './steps.js';
 export { GatewayError, RPC, jsonResult, toolError, type ToolServer, type ToolDef, type CallResult, type GatewayContext } from './types.js';

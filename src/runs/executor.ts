@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../storage/ids.js';
-import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool } from '../engine/index.js';
+import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller } from '../engine/index.js';
 import type { WorkflowDefinition } from '../engine/definition.js';
 import type { BlobStore } from './blobs.js';
 import { recordFile } from './files.js';
@@ -26,6 +26,8 @@ export interface ExecutorDeps {
   leaseMs: number;
   /** Step files are kept this long (retention prunes them after). */
   fileTtlMs: number;
+  /** Tool steps call the gateway through this. */
+  callTool?: ToolCaller | undefined;
 }
 
 function parseResult(resultType: string | null, result: string | null): unknown {
@@ -94,7 +96,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
         break;
       }
       await startStep(db, run.id, row.step_index, prior.length + 1);
-      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal });
+      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, callTool: deps.callTool });
       if (lost) return 'RUNNING';
       await storeFiles(deps, run, row.step_index, outcome);
       await finishStep(db, run.id, row.step_index, {

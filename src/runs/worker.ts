@@ -16,6 +16,7 @@ import { deleteFiles, listRunFiles } from './files.js';
 import { claimRun, loadRunForWorker, pendingRunIds, recoverExpiredRuns } from './runs.js';
 import type { Signals } from './signals.js';
 import { pruneFinishedRuns } from './retention.js';
+import type { ToolCaller } from '../engine/index.js';
 
 export interface RunWorkersDeps {
   db: Knex;
@@ -25,6 +26,8 @@ export interface RunWorkersDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
+  /** Tool steps call the gateway through this (src/gateway/steps.ts). */
+  callTool?: ToolCaller | undefined;
 }
 
 export class RunWorkers {

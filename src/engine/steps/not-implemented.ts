@@ -1,12 +1,11 @@
 /**
- * `tool` and `agent` steps are valid in a definition, but their machinery arrives with later
- * issues: the MCP gateway (issue 4) and the agents issue. Until then they fail clearly and
- * never pretend to have run (exit code 2: the step cannot be executed as written).
+ * `agent` steps are valid in a definition, but their machinery arrives with the agents issue.
+ * Until then they fail clearly and never pretend to have run (exit code 2: the step cannot be
+ * executed as written).
  */
 import { EXIT, failed, type ExecutedStep } from './types.js';
 
 export const NOT_IMPLEMENTED = {
-  tool: 'Not implemented yet: tool steps arrive with the MCP gateway (issue 4)',
   agent: 'Not implemented yet: agent steps arrive with the agents issue',
 } as const;
 

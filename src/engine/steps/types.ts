@@ -25,6 +25,8 @@ export interface StepRunContext {
   runId: string;
   automationId: string;
   stepIndex: number;
+  /** The run's organisation: tool steps call the gateway as it. */
+  orgId?: string | undefined;
 }
 
 export interface ProducedFile {
@@ -62,7 +64,21 @@ export interface StepDeps {
    */
   signal?: AbortSignal;
   fetchImpl?: typeof fetch;
+  /** Calls an MCP tool through the gateway as the run's organisation (tool steps). */
+  callTool?: ToolCaller;
 }
+
+/** What a tool step needs of the gateway (src/gateway/steps.ts builds it). */
+export interface ToolCall {
+  orgId: string;
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  signal: AbortSignal | undefined;
+}
+
+/** A tool's result (MCP CallToolResult), or a thrown error carrying a JSON-RPC `code`. */
+export type ToolCaller = (call: ToolCall) => Promise<{ content: Array<{ type: string; [k: string]: unknown }>; structuredContent?: Record<string, unknown> | undefined; isError?: boolean | undefined }>;
 
 export const EXIT = { ok: 0, error: 1, invalid: 2, timeout: 124, killed: 137 } as const;
 

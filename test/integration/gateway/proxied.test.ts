@@ -11,6 +11,7 @@ import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } f
 import { startEverything } from '../upstream/setup.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { callTool, createConnection, registerServer, sdkClient } from './helpers.js';
+import { deploy, code } from '../../helpers/runs.js';
 
 const INSPECTOR = path.resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
 
@@ -119,6 +120,33 @@ describe('gateway with real upstreams (op:postMcpMessage)', function () {
     } finally {
       await agent.close();
     }
+  });
+
+  it('workflow tool steps call proxied and embedded tools through the gateway (templated arguments)', async () => {
+    const wf = await deploy(server, org, {
+      name: 'Tool steps',
+      steps: [
+        { type: 'tool', name: 'Echo', server: 'everything', tool: 'echo', arguments: { message: 'hello {{ inputs.name }}' } },
+        { type: 'tool', name: 'Servers', server: 'mcp', tool: 'listServers', arguments: {} },
+        code('Count', 'return { echoed: ctx.steps[0].result, servers: ctx.steps[1].result.servers.length };'),
+      ],
+    });
+    const res = await call(server.baseUrl, 'POST', `/ext/triggers/${wf.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: { name: 'Ada' } });
+    expect(res.status, res.text).to.equal(200);
+    const results = res.body.results as { result: { resultType: string; result: string }; exitCode: number }[];
+    expect(results.map((r) => r.exitCode)).to.deep.equal([0, 0, 0]);
+    expect(results[0]!.result).to.deep.include({ resultType: 'plaintext', result: 'Echo: hello Ada' });
+    expect(results[1]!.result.resultType).to.equal('json');
+    expect(JSON.parse(results[2]!.result.result)).to.deep.equal({ echoed: 'Echo: hello Ada', servers: 7 });
+
+    const failing = await deploy(server, org, { name: 'Bad tool', steps: [{ type: 'tool', name: 'Nope', server: 'everything', tool: 'no-such-tool', arguments: {} }] });
+    const bad = await call(server.baseUrl, 'POST', `/ext/triggers/${failing.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: {} });
+    expect(bad.body.results[0].exitCode).to.equal(1);
+    expect(bad.body.results[0].result.result).to.match(/no-such-tool/);
+    const unknownServer = await deploy(server, org, { name: 'Bad server', steps: [{ type: 'tool', name: 'Nope', server: 'nowhere', tool: 'x', arguments: {} }] });
+    const gone = await call(server.baseUrl, 'POST', `/ext/triggers/${unknownServer.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: {} });
+    expect(gone.body.results[0].exitCode).to.equal(1);
+    expect(gone.body.results[0].result.result).to.equal('Tool call failed: Unknown server "nowhere" for this organisation (JSON-RPC -32000)');
   });
 
   describe('PCID rules through the gateway', () => {

@@ -20,10 +20,11 @@ describe('engine steps: dispatch', function () {
   });
   after(() => pool.close());
 
-  it('a tool step fails: not implemented until the MCP gateway (issue 4)', async () => {
+  it('a tool step without the gateway (a worker started without one) fails as an invalid step', async () => {
     const step: WorkflowStep = { type: 'tool', name: 'Post', server: 'slack', tool: 'slack_message_send', arguments: { text: '{{ inputs.x }}' } };
     const out = await executeStep(step, ctx, { sandbox: pool, log: silentLog });
-    expect(out).to.deep.equal({ status: 'FAILED', resultType: 'error', exitCode: 2, result: 'Not implemented yet: tool steps arrive with the MCP gateway (issue 4)', durationMs: 0, files: [], logs: [] });
+    expect(out).to.deep.include({ status: 'FAILED', resultType: 'error', exitCode: 2 });
+    expect(out.result).to.match(/^Invalid step: tool steps need the gateway/);
   });
 
   it('an agent step fails: not implemented until the agents issue', async () => {

@@ -1,0 +1,19 @@
+/**
+ * Workflow `tool` steps call tools in-process, as the run's organisation, through the same
+ * catalogue as `{mcp_url}/<server>` (PCID rules, upstream sessions and all). No headers are
+ * forwarded: a workflow run has no caller whose `X-Pf-Forward-*` headers could apply.
+ */
+import type { ToolCaller } from '../engine/index.js';
+import type { Services } from '../http/types.js';
+import { GatewayError, RPC, type GatewayContext } from './types.js';
+
+const NEVER = new AbortController().signal;
+
+export function toolCaller(services: Services): ToolCaller {
+  return async (call) => {
+    const ctx: GatewayContext = { services, log: services.log, orgId: call.orgId, forwardedHeaders: {}, signal: call.signal ?? NEVER };
+    const server = await services.gateway.catalog.resolve(ctx, call.server);
+    if (!server) throw new GatewayError(RPC.SERVER, `Unknown server "${call.server}" for this organisation`);
+    return server.callTool(ctx, call.tool, call.arguments);
+  };
+}
