@@ -87,5 +87,13 @@ Shown once — paste into a shell:
 
   # 8. the webhook trigger (the key is in the path: treat the URL as a secret)
   curl -s -X POST ${u.triggers}/ext/webhook/${b.apiKey}/triggers/${b.demo.webhookTriggerId} -H 'Content-Type: application/json' -d '{"name":"Grace"}'
+
+  # 9. the tool gateway (JSON-RPC 2.0, spec 7-9): list the servers, then discover tools in plain language
+  curl -s -X POST ${u.mcp}/mcp -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"listServers","arguments":{}}}'
+  curl -s -X POST ${u.mcp}/svc-sidekick -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json' \
+    -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"capabilities_discover","arguments":{"request":"create an agent"}}}'
+  # MCP clients connect to ${u.mcp}/<server-path> over Streamable HTTP with the same Bearer token, e.g.
+  #   npx @modelcontextprotocol/inspector --cli ${u.mcp}/gateway --transport http --header "Authorization: Bearer $TOKEN" --method tools/list
 `;
 }

@@ -7,6 +7,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
 /** Compiled input schemas by their text (a workflow version's schema never changes). */
 const compiled = new Map<string, ValidateFunction>();
+/** The same, by definition object: pinned versions are memoised, so the hot path skips the text key. */
+const byDefinition = new WeakMap<object, ValidateFunction>();
 
 /**
  * A workflow may declare `inputSchema` (schemas/workflow/definition.schema.json): a trigger
@@ -15,8 +17,9 @@ const compiled = new Map<string, ValidateFunction>();
  */
 export function checkInputs(definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
   if (!definition.inputSchema) return;
-  const key = JSON.stringify(definition.inputSchema);
-  let validate = compiled.get(key);
+  let validate = byDefinition.get(definition.inputSchema);
+  const key = validate ? '' : JSON.stringify(definition.inputSchema);
+  validate ??= compiled.get(key);
   if (!validate) {
     try {
       validate = ajv.compile(definition.inputSchema);
@@ -26,6 +29,7 @@ export function checkInputs(definition: WorkflowDefinition, inputs: Record<strin
     if (compiled.size > 1000) compiled.clear();
     compiled.set(key, validate);
   }
+  byDefinition.set(definition.inputSchema, validate);
   if (!validate(inputs)) {
     throw new AppError('ERR_INPUTS_INVALID', {
       details: (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'invalid' })),

@@ -41,6 +41,7 @@ function withPcid(tools: ToolDef[], serviceKey: string): ToolDef[] {
 function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool): Backend {
   const open = (ctx: GatewayContext, conn: ResolvedConnection) => () => McpSession.open({
     upstream,
+    agent: pool.agentFor(new URL(upstream.url)),
     // Credential last: a forwarded header can never replace the connection's credential.
     headers: { ...ctx.forwardedHeaders, ...credentialHeaders(server.auth, conn.secret, conn.id) },
     toolsTtlMs: pool.toolsTtlMs,

@@ -9,6 +9,7 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Logger } from '../../config/logger.js';
 import { GatewayError, RPC } from '../types.js';
+import { AnswerTooLarge } from './mcp-answer.js';
 
 class DeadlineExpired extends Error {
   constructor() { super('upstream deadline expired'); this.name = 'DeadlineExpired'; }
@@ -118,6 +119,7 @@ export function upstreamFailure(err: unknown, what: string, deadline: Deadline, 
     return new GatewayError(RPC.SERVER, `${what} failed: the upstream refused the connection's credential (HTTP ${status})`);
   }
   if (status !== undefined) return new GatewayError(RPC.SERVER, `${what} failed: the upstream answered HTTP ${status}`);
+  if (err instanceof AnswerTooLarge) return new GatewayError(RPC.SERVER, `${what} failed: ${err.message}`);
   if (err instanceof McpError) {
     if (err.code === ErrorCode.ConnectionClosed) return new GatewayError(RPC.SERVER, `${what} failed: the upstream closed the connection`);
     return new GatewayError(err.code, `${what}: ${mcpMessage(err)}`, { upstream: true });

@@ -7,16 +7,23 @@
  * Results are passed through unchanged: requests use a loose result schema instead of
  * `Client.callTool`, which would validate structuredContent against the tool's outputSchema
  * and reject content types it does not know. Validation is the end client's business.
+ *
+ * Over Streamable HTTP, once the SDK client has opened the session (initialize,
+ * notifications/initialized), tools/call and tools/list go the lean way of mcp-post.ts; the
+ * legacy SSE transport, a redirecting upstream and anything the server sends on its own stay
+ * with the SDK client.
  */
+import type { Agent } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Logger } from '../../config/logger.js';
 import type { McpUpstream } from '../registry-validate.js';
 import type { CallResult, ContentBlock, JsonSchemaObject, ToolDef } from '../types.js';
+import { RedirectAnswer, postRequest, postTarget, type PostTarget } from './mcp-post.js';
 
 /** Anything object-shaped: the gateway does not re-validate what it passes through. */
 const LooseResult = z.looseObject({});
@@ -35,6 +42,12 @@ const SDK_TIMEOUT_SLACK_MS = 5_000;
 const NO_RECONNECT = { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 };
 /** Ending a session tells the upstream (HTTP DELETE), without holding up eviction for long. */
 const TERMINATE_TIMEOUT_MS = 2_000;
+/**
+ * First id of the lean path's requests. The SDK client numbers its own requests of the same
+ * session (initialize, and any it still sends) from 0, and a session's request ids must not
+ * repeat (MCP base protocol, "Requests"); this stays within 32-bit integers for strict servers.
+ */
+const LEAN_FIRST_ID = 1_000_000;
 
 export interface McpSessionOptions {
   upstream: McpUpstream;
@@ -43,6 +56,8 @@ export interface McpSessionOptions {
   toolsTtlMs: number;
   timeoutMs: number;
   log: Logger;
+  /** Keep-alive agent of the pool for the upstream's scheme; without it every request goes through the SDK. */
+  agent?: Agent | undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -63,6 +78,9 @@ function toToolDef(t: Record<string, unknown>): ToolDef | undefined {
 
 export class McpSession {
   private tools: { list: ToolDef[]; until: number } | undefined;
+  /** Set once a Streamable HTTP session is open, unless the upstream redirects our POSTs. */
+  private lean: PostTarget | undefined;
+  private nextId = LEAN_FIRST_ID;
   /** Called once when the transport closes on its own (stream ended, upstream went away). */
   onClose: (() => void) | undefined;
 
@@ -101,7 +119,51 @@ export class McpSession {
     } finally {
       clearTimeout(timer);
     }
+    if (transport instanceof StreamableHTTPClientTransport && opts.agent) {
+      // The negotiated version goes on every request after initialize (MCP Streamable HTTP,
+      // "Protocol Version Header"); the session id likewise ("Session Management").
+      session.lean = postTarget(url, opts.agent, opts.headers, transport.sessionId, transport.protocolVersion);
+    }
     return session;
+  }
+
+  /**
+   * What the server sends on a lean call's SSE stream besides our response goes to the SDK
+   * client as if its transport had read it: it answers pings and the like as before, and
+   * notifications/tools/list_changed still drops the tool cache.
+   */
+  private readonly fromServer = (message: Record<string, unknown>): void => {
+    const parsed = JSONRPCMessageSchema.safeParse(message);
+    if (parsed.success) this.transport.onmessage?.(parsed.data);
+  };
+
+  /** One request on the lean path when there is one, else through the SDK client. */
+  private async request(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const lean = this.lean;
+    if (lean) {
+      const id = this.nextId++;
+      try {
+        return await postRequest(lean, id, method, params, signal, this.fromServer);
+      } catch (err) {
+        if (!(err instanceof RedirectAnswer)) {
+          if (signal.aborted) this.cancel(id);
+          throw err;
+        }
+        this.opts.log.debug({ status: err.status }, 'upstream redirects POSTs; calls go through the SDK client');
+        this.lean = undefined;
+      }
+    }
+    return this.client.request({ method, params }, LooseResult, { signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+  }
+
+  /**
+   * A request given up (timeout, caller gone) is cancelled explicitly: closing its HTTP
+   * request is not a cancellation (MCP Streamable HTTP, "Sending Messages to the Server";
+   * MCP "Cancellation"). The SDK client does the same for its own requests.
+   */
+  private cancel(requestId: number): void {
+    this.client.notification({ method: 'notifications/cancelled', params: { requestId, reason: 'the gateway gave up waiting' } })
+      .catch((err: unknown) => this.opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, 'upstream cancellation not sent'));
   }
 
   /** The upstream's tools, cached for toolsTtlMs and dropped on notifications/tools/list_changed. */
@@ -110,11 +172,7 @@ export class McpSession {
     const list: ToolDef[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = await this.client.request(
-        { method: 'tools/list', params: cursor ? { cursor } : {} },
-        LooseResult,
-        { signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS },
-      );
+      const result = await this.request('tools/list', cursor ? { cursor } : {}, signal);
       const tools = Array.isArray(result.tools) ? result.tools : [];
       for (const t of tools) {
         const def = isObject(t) ? toToolDef(t) : undefined;
@@ -129,11 +187,7 @@ export class McpSession {
 
   /** tools/call, the result passed through as the upstream sent it. */
   async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallResult> {
-    const result = await this.client.request(
-      { method: 'tools/call', params: { name, arguments: args } },
-      LooseResult,
-      { signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS },
-    );
+    const result = await this.request('tools/call', { name, arguments: args }, signal);
     const content = Array.isArray(result.content) ? (result.content as ContentBlock[]) : [];
     return { ...result, content } as CallResult;
   }
@@ -141,6 +195,7 @@ export class McpSession {
   /** Ends the session: DELETE for Streamable HTTP (MCP "Session Management"), then close. */
   async close(): Promise<void> {
     this.onClose = undefined;
+    this.lean = undefined;
     const t = this.transport;
     if (t instanceof StreamableHTTPClientTransport && t.sessionId) {
       let timer: NodeJS.Timeout | undefined;

@@ -12,7 +12,12 @@
  * are never evicted, so the bound is soft under load). Concurrent first calls share one
  * connect; a session the upstream says is gone is re-opened once (MCP Streamable HTTP
  * "Session Management": HTTP 404 on a request with a session id).
+ *
+ * The pool also owns the keep-alive agents that sessions' calls travel on (mcp-post.ts): one
+ * per scheme, which Node divides per origin, so calls to an upstream reuse warm sockets.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { defaults } from '../../config/defaults.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
@@ -45,6 +50,16 @@ interface Slot {
 
 /** OpenAPI catalogues kept at most (one per registration version). */
 const MAX_CATALOGUES = 1000;
+/**
+ * Sockets per upstream origin (open and idle alike): above the concurrency one gateway
+ * process sees, while bounding what a slow upstream can pile up.
+ */
+const MAX_SOCKETS_PER_ORIGIN = 256;
+/** Idle keep-alive sockets are closed after this; a server's shorter Keep-Alive hint wins. */
+const IDLE_SOCKET_MS = 30_000;
+const agentOptions: http.AgentOptions = {
+  keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN, maxFreeSockets: MAX_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, scheduling: 'lifo',
+};
 
 export class UpstreamPool {
   readonly idleMs: number;
@@ -57,6 +72,8 @@ export class UpstreamPool {
   private readonly slots = new Map<string, Slot>();
   private readonly catalogues = new Map<string, unknown>();
   private readonly sweeper: NodeJS.Timeout;
+  private readonly httpAgent = new http.Agent(agentOptions);
+  private readonly httpsAgent = new https.Agent(agentOptions);
   private closed = false;
 
   constructor(options: UpstreamPoolOptions = {}) {
@@ -74,6 +91,11 @@ export class UpstreamPool {
   /** Open upstream sessions (connecting ones included). */
   get size(): number {
     return this.slots.size;
+  }
+
+  /** The keep-alive agent for an upstream URL's scheme. */
+  agentFor(url: URL): http.Agent {
+    return url.protocol === 'https:' ? this.httpsAgent : this.httpAgent;
   }
 
   /**
@@ -178,5 +200,7 @@ export class UpstreamPool {
       const s = slot.session ?? (await slot.ready.catch(() => undefined));
       await s?.close();
     }));
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
   }
 }
