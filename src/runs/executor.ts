@@ -8,12 +8,11 @@ import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../storage/ids.js';
 import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller } from '../engine/index.js';
-import type { WorkflowDefinition } from '../engine/definition.js';
 import type { BlobStore } from './blobs.js';
 import { recordFile } from './files.js';
-import { finishRun, finishStep, listSteps, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
+import { finishRun, finishStep, pinnedStepList, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
 import type { Signals } from './signals.js';
-import { loadVersion } from '../engine/index.js';
+import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { RunStatus } from './states.js';
 
 export interface ExecutorDeps {
@@ -42,8 +41,8 @@ function parseResult(resultType: string | null, result: string | null): unknown 
   return result;
 }
 
-async function loadDefinition(db: Knex, run: RunRow): Promise<WorkflowDefinition | undefined> {
-  return (await loadVersion(db, run.workflow_id, run.workflow_version))?.definition;
+async function loadPinned(db: Knex, run: RunRow): Promise<PinnedVersion | undefined> {
+  return loadVersion(db, run.workflow_id, run.workflow_version);
 }
 
 async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, outcome: ExecutedStep): Promise<void> {
@@ -82,20 +81,19 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
   let status: RunStatus = 'COMPLETE';
   let error: string | undefined;
   try {
-    const definition = await loadDefinition(db, run);
-    if (!definition) throw new Error(`workflow version ${run.workflow_version} of ${run.workflow_id} no longer exists`);
-    const steps = await listSteps(db, run.id);
+    const pinned = await loadPinned(db, run);
+    if (!pinned) throw new Error(`workflow version ${run.workflow_version} of ${run.workflow_id} no longer exists`);
+    const { definition } = pinned;
     const inputs = runInputs(run);
     const prior: PriorStep[] = [];
-    for (const row of steps) {
-      const step = definition.steps[row.step_index];
-      if (!step) throw new Error(`step ${row.step_index} is missing from the pinned definition`);
+    for (const row of pinnedStepList(pinned).map((s, i) => ({ step_index: i, name: s.name, stepVersion: s.stepVersion }))) {
+      const step = definition.steps[row.step_index]!;
       if (abort.signal.aborted) {
         status = 'TIMEOUT';
         error = 'The run exceeded its execution time limit';
         break;
       }
-      await startStep(db, run.id, row.step_index, prior.length + 1);
+      await startStep(db, run.id, row.step_index, prior.length + 1, row);
       const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, callTool: deps.callTool });
       if (lost) return 'RUNNING';
       await storeFiles(deps, run, row.step_index, outcome);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { insertRuns, type RunRows } from './runs.js';
+import { insertRuns, MAX_RUNS_PER_INSERT, type RunRows } from './runs.js';
 
 /**
  * Group commit for run creation (issue 3 benchmark): trigger calls that arrive together are
@@ -11,7 +11,7 @@ export class GroupCommitter {
   private pending: { rows: RunRows; resolve: () => void; reject: (err: unknown) => void }[] = [];
   private flushing = false;
 
-  constructor(private readonly db: Knex, private readonly maxBatch = 500) {}
+  constructor(private readonly db: Knex, private readonly maxBatch = MAX_RUNS_PER_INSERT) {}
 
   add(rows: RunRows): Promise<void> {
     return new Promise((resolve, reject) => {

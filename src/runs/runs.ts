@@ -12,8 +12,6 @@ export interface NewRun {
   orgId: string;
   automationId: string;
   automationVersion: number;
-  /** Step names of the pinned version, in order, with their step versions. */
-  steps: { name: string; stepVersion: number }[];
   triggerId: string | null;
   inputs: Record<string, unknown>;
   startedBy: string;
@@ -55,41 +53,67 @@ export interface StepRow {
   logs: string | null;
 }
 
-/** Rows to insert for one run; the caller decides the transaction (group commit batches many). */
-export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown>; steps: Record<string, unknown>[] } {
+/**
+ * The row to insert for one run; the caller decides how it is written (group commit batches
+ * many). A run is accepted as this one row: a step's row is written when a worker starts that step
+ * (`startStep`); until then the pinned version says what the step is (`withPlannedSteps`).
+ * One row per run lets a batch of accepted runs be one INSERT statement (issue 3 benchmark).
+ */
+export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {
     run: {
       id, org_id: run.orgId, workflow_id: run.automationId, workflow_version: run.automationVersion,
       trigger_id: run.triggerId, status: 'PENDING', inputs: toJson(run.inputs), started_by: run.startedBy,
       created_at: now, attempts: 0, timeout_ms: run.timeoutMs,
     },
-    steps: run.steps.map((s, i) => ({
-      run_id: id, step_index: i, step_version: s.stepVersion, name: s.name, status: 'PENDING',
-    })),
   };
 }
 
 export type RunRows = ReturnType<typeof runRows>;
 
-/** Rows per INSERT statement (well under sqlite's bound-parameter limit for these tables). */
-const INSERT_CHUNK = 100;
+/**
+ * Runs per INSERT statement: 11 columns each stays under sqlite's (32,766) and PostgreSQL's
+ * (65,535) bound-parameter limits; the group committer never batches more.
+ */
+export const MAX_RUNS_PER_INSERT = 500;
 
-function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-/** Inserts runs and their steps in one transaction; `extra` runs inside it (attachments, idempotency). */
+/**
+ * Inserts runs. Without `extra`, a batch of up to MAX_RUNS_PER_INSERT runs is one INSERT
+ * statement — atomic on its own, so no BEGIN/COMMIT round trips; with `extra` (attachments,
+ * idempotency) everything is one transaction.
+ */
 export async function insertRuns(db: Knex, rows: RunRows[], extra?: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
   if (rows.length === 0) return;
+  if (rows.length > MAX_RUNS_PER_INSERT) throw new Error(`insertRuns: at most ${MAX_RUNS_PER_INSERT} runs per call`);
+  if (!extra) {
+    await db('runs').insert(rows.map((r) => r.run));
+    return;
+  }
   await db.transaction(async (trx) => {
-    if (extra) await extra(trx);
-    // Plain chunked inserts: knex's batchInsert wraps each chunk in a savepoint, which costs
-    // more than the insert itself on the synchronous trigger path.
-    for (const chunk of chunks(rows.map((r) => r.run), INSERT_CHUNK)) await trx('runs').insert(chunk);
-    for (const chunk of chunks(rows.flatMap((r) => r.steps), INSERT_CHUNK)) await trx('run_steps').insert(chunk);
+    await extra(trx);
+    await trx('runs').insert(rows.map((r) => r.run));
   });
+}
+
+/** The steps of a pinned version as a run records them: name and step version, in order. */
+export function pinnedStepList(pinned: { definition: { steps: readonly { name: string }[] }; stepMap: Record<string, number> }): { name: string; stepVersion: number }[] {
+  return pinned.definition.steps.map((s, i) => ({ name: s.name, stepVersion: pinned.stepMap[String(i)] ?? 1 }));
+}
+
+/**
+ * Every step of a run: the rows of the steps a worker started, and for the others what the
+ * pinned version plans — PENDING while the run is not over, SKIPPED once it is.
+ */
+export function withPlannedSteps(run: RunRow, rows: StepRow[], planned: readonly { name: string; stepVersion: number }[]): StepRow[] {
+  const status: StepStatus = run.status === 'PENDING' || run.status === 'RUNNING' ? 'PENDING' : 'SKIPPED';
+  const byIndex = new Map(rows.map((r) => [Number(r.step_index), r]));
+  const all = planned.map((s, i) => byIndex.get(i) ?? {
+    run_id: run.id, step_index: i, step_version: s.stepVersion, name: s.name, status, execution_order: null,
+    result_type: null, result: null, exit_code: null, duration_ms: null, started_at: null, finished_at: null, logs: null,
+  });
+  // Rows beyond the plan cannot exist for a pinned version; keep them rather than hide data.
+  for (const r of rows) if (Number(r.step_index) >= planned.length) all.push(r);
+  return all;
 }
 
 export async function findRun(db: Knex, orgId: string, runId: string): Promise<RunRow | undefined> {
@@ -138,8 +162,16 @@ export async function renewLease(db: Knex, runId: string, workerId: string, leas
   return n === 1;
 }
 
-export async function startStep(db: Knex, runId: string, stepIndex: number, executionOrder: number): Promise<void> {
-  await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({ status: 'RUNNING', execution_order: executionOrder, started_at: nowIso() });
+/**
+ * A step starts: its row is written now (runs are accepted without step rows), or reset when
+ * it exists from an earlier attempt of a recovered run.
+ */
+export async function startStep(db: Knex, runId: string, stepIndex: number, executionOrder: number, step: { name: string; stepVersion: number }): Promise<void> {
+  const started = { status: 'RUNNING', execution_order: executionOrder, started_at: nowIso() };
+  await db('run_steps')
+    .insert({ run_id: runId, step_index: stepIndex, step_version: step.stepVersion, name: step.name, ...started })
+    .onConflict(['run_id', 'step_index'])
+    .merge({ ...started, result_type: null, result: null, exit_code: null, duration_ms: null, finished_at: null, logs: null });
 }
 
 export interface StepOutcome {

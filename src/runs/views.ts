@@ -4,18 +4,24 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
-import { loadVersion } from '../engine/index.js';
+import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import { listRunFiles, type FileRecord } from './files.js';
 import { signFileUrl } from './signed-urls.js';
-import { listSteps, runInputs, type RunRow, type StepRow } from './runs.js';
+import { listSteps, pinnedStepList, withPlannedSteps, runInputs, type RunRow, type StepRow } from './runs.js';
 
 /** Result files are downloadable for 24 h from the moment a view is produced (openapi decision). */
 const RESULT_URL_TTL_S = 24 * 3600;
 
 export interface DesignatedOutputSpec { stepIndex: number; fileName: string }
 
+/** Every step of a run: started ones from their rows, the others as its pinned version plans them. */
+async function stepsOf(db: Knex, run: RunRow, pinned?: PinnedVersion): Promise<StepRow[]> {
+  const [rows, version] = await Promise.all([listSteps(db, run.id), pinned ?? loadVersion(db, run.workflow_id, run.workflow_version)]);
+  return version ? withPlannedSteps(run, rows, pinnedStepList(version)) : rows;
+}
+
 export async function statusView(db: Knex, run: RunRow) {
-  const steps = await listSteps(db, run.id);
+  const steps = await stepsOf(db, run);
   return {
     automationId: run.workflow_id,
     runId: run.id,
@@ -38,12 +44,11 @@ interface RunContext {
 }
 
 async function load(db: Knex, run: RunRow): Promise<RunContext> {
-  const [steps, files, pinned] = await Promise.all([
-    listSteps(db, run.id),
+  const [files, pinned] = await Promise.all([
     listRunFiles(db, run.org_id, run.id),
     loadVersion(db, run.workflow_id, run.workflow_version),
   ]);
-  return { run, steps, files, name: pinned?.definition.name ?? '' };
+  return { run, steps: await stepsOf(db, run, pinned), files, name: pinned?.definition.name ?? '' };
 }
 
 function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec | null | undefined) {

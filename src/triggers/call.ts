@@ -103,7 +103,6 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
 
   const rows: RunRows = runRows({
     orgId, automationId: trigger.automationId, automationVersion: trigger.version,
-    steps: trigger.definition.steps.map((s, i) => ({ name: s.name, stepVersion: trigger.stepMap[String(i)] ?? 1 })),
     triggerId: trigger.triggerId, inputs, startedBy: call.kind === 'api' ? 'api_trigger' : 'webhook_trigger',
     timeoutMs: trigger.definition.timeoutMs ?? services.config.runTimeoutMs,
   });

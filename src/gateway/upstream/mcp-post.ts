@@ -107,7 +107,10 @@ function resultOf(r: RpcResponse): Record<string, unknown> {
 export function postRequest(
   target: PostTarget, id: number, method: string, params: Record<string, unknown>, signal: AbortSignal, other: OtherMessage,
 ): Promise<Record<string, unknown>> {
-  const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, method, params }), 'utf8');
+  // A string body: Node sends it in one write together with the head, where a Buffer would
+  // go out as a separate chunk (writev), which costs measurably per call.
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+  const length = String(Buffer.byteLength(body, 'utf8'));
   return new Promise<Record<string, unknown>>((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason as Error);
@@ -129,7 +132,7 @@ export function postRequest(
     signal.addEventListener('abort', onAbort, { once: true });
 
     const send = (retried: boolean) => {
-      const r = target.request({ ...target.options, headers: { ...target.headers, 'content-length': String(body.length) } });
+      const r = target.request({ ...target.options, headers: { ...target.headers, 'content-length': length } });
       req = r;
       let answered = false;
       r.on('error', (err: NodeJS.ErrnoException) => {

@@ -15,6 +15,9 @@ import { createAppServer, type AppServer, type AppServerCreate } from '../../../
 import { GatewayError, type GatewayContext } from '../../../src/gateway/types.js';
 import type { Services } from '../../../src/http/types.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
+import { freePort } from '../../helpers/server.js';
+
+export { freePort };
 
 export interface Env {
   store: TestStore;
@@ -56,18 +59,6 @@ export async function gatewayError(p: Promise<unknown>, code = -32000): Promise<
     return e as GatewayError;
   }
   expect.fail('expected a GatewayError');
-}
-
-/** A free loopback port (own copy: test/helpers/server.ts pulls in the whole app). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, child: ChildProcess, ms: number): Promise<void> {

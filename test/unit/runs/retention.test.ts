@@ -51,13 +51,14 @@ for (const kind of kinds) {
     /** A run in `status`, created `createdAgo` and (when terminal) finished `finishedAgo`, with a step file and an attachment. */
     async function addRun(status: RunStatus, createdAgo: number, finishedAgo: number | null): Promise<{ id: string; fileIds: string[]; blobKeys: string[] }> {
       const rows = runRows({
-        orgId, automationId: 'wf_ret', automationVersion: 1, steps: [{ name: 'a', stepVersion: 1 }, { name: 'b', stepVersion: 1 }],
+        orgId, automationId: 'wf_ret', automationVersion: 1,
         triggerId: 'trg_ret', inputs: {}, startedBy: 'test', timeoutMs: 60_000,
       }, undefined, ago(createdAgo));
       rows.run.status = status;
       if (finishedAgo !== null) rows.run.finished_at = ago(finishedAgo);
       await insertRuns(db, [rows]);
       const id = rows.run.id as string;
+      await db('run_steps').insert([0, 1].map((i) => ({ run_id: id, step_index: i, step_version: 1, name: `s${i}`, status: 'COMPLETE' })));
       const fileIds: string[] = [];
       const blobKeys: string[] = [];
       for (const [kindOf, key, stepIndex] of [['step', `runs/${id}/1/f1`, 1], ['attachment', `attachments/${orgId}/${id}-att`, null]] as const) {

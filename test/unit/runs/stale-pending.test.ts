@@ -36,7 +36,7 @@ describe('run workers: stale PENDING runs on the Redis queue', function () {
     const { db } = runtime.services;
     const org = await createOrganization(db, { name: 'Stale' });
     const wf = await createWorkflow(db, org.id, { name: 'w', steps: [{ type: 'code', name: 's', code: 'return 7;' }] });
-    const rows = runRows({ orgId: org.id, automationId: wf.automationId, automationVersion: 1, steps: [{ name: 's', stepVersion: 1 }], triggerId: null, inputs: {}, startedBy: 'api_trigger', timeoutMs: 60_000 });
+    const rows = runRows({ orgId: org.id, automationId: wf.automationId, automationVersion: 1, triggerId: null, inputs: {}, startedBy: 'api_trigger', timeoutMs: 60_000 });
     await insertRuns(db, [rows]); // committed but never enqueued: no job exists in Redis
     const runId = rows.run.id as string;
     const deadline = Date.now() + 15_000;

@@ -14,6 +14,7 @@ import {
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 
 const kinds = await storeKinds();
+const STEPS = [{ name: 'First', stepVersion: 1 }, { name: 'Second', stepVersion: 1 }];
 const LEASE_MS = 30_000;
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const at = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
@@ -43,13 +44,14 @@ for (const kind of kinds) {
     });
     afterEach(async () => store.close());
 
-    /** Inserts one PENDING run (two steps) created at `createdAt`. */
+    /** Inserts one PENDING run created at `createdAt`, with PENDING rows for its two steps (an earlier attempt's). */
     async function addRun(createdAt = new Date().toISOString()): Promise<string> {
       const rows = runRows({
-        orgId, automationId, automationVersion: 1, steps: [{ name: 'First', stepVersion: 1 }, { name: 'Second', stepVersion: 1 }],
+        orgId, automationId, automationVersion: 1,
         triggerId: null, inputs: { n: 1 }, startedBy: 'test', timeoutMs: 60_000,
       }, undefined, createdAt);
       await insertRuns(db, [rows]);
+      await db('run_steps').insert(STEPS.map((st, i) => ({ run_id: rows.run.id, step_index: i, step_version: st.stepVersion, name: st.name, status: 'PENDING' })));
       return rows.run.id as string;
     }
 
@@ -128,7 +130,7 @@ for (const kind of kinds) {
       it('records steps RUNNING then COMPLETE with their result, and skips what is left', async () => {
         const id = await addRun();
         await claimRun(db, 'w1', LEASE_MS, id);
-        await startStep(db, id, 0, 1);
+        await startStep(db, id, 0, 1, STEPS[0]!);
         let steps = await listSteps(db, id);
         expect(steps.map((s) => s.status)).to.deep.equal(['RUNNING', 'PENDING']);
         expect(Number(steps[0]!.execution_order)).to.equal(1);
@@ -223,23 +225,23 @@ for (const kind of kinds) {
         await expire(b);
         expect(await recoverExpiredRuns(db, MAX)).to.deep.equal({ requeued: [b], failed: [] });
         expect(Number((await claimRun(db, 'dead-2', LEASE_MS, b))?.attempts)).to.equal(2);
-        await startStep(db, b, 0, 1);
+        await startStep(db, b, 0, 1, STEPS[0]!);
         await finishStep(db, b, 0, done('B0'));
-        await startStep(db, b, 1, 2);
+        await startStep(db, b, 1, 2, STEPS[1]!);
         await expire(b);
 
         // A: lost half-way through its first attempt (step 0 done, step 1 running).
         const a = await addRun(at(0));
         await claimRun(db, 'dead-3', LEASE_MS, a);
-        await startStep(db, a, 0, 1);
+        await startStep(db, a, 0, 1, STEPS[0]!);
         await finishStep(db, a, 0, done('A0'));
-        await startStep(db, a, 1, 2);
+        await startStep(db, a, 1, 2, STEPS[1]!);
         await expire(a);
 
         // C: a live lease; D: PENDING; E: COMPLETE.
         const c = await addRun(at(2));
         await claimRun(db, 'alive', LEASE_MS, c);
-        await startStep(db, c, 0, 1);
+        await startStep(db, c, 0, 1, STEPS[0]!);
         const d = await addRun(at(3));
         const e = await addRun(at(4));
         await claimRun(db, 'w', LEASE_MS, e);
