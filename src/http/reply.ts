@@ -1,5 +1,6 @@
 /** Writes a handler's Reply on a node:http response (JSON unless the reply says otherwise). */
 import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
 import { contentType as withCharset } from 'mime-types';
 import type { Reply } from './types.js';
 
@@ -24,8 +25,8 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
     res.statusCode = reply.status;
     for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
     if (reply.contentType) res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
-    reply.stream.on('error', () => res.destroy());
-    reply.stream.pipe(res);
+    // pipeline destroys the source when the client goes away mid-download (no file handle left open).
+    pipeline(reply.stream, res, () => undefined);
     return;
   }
   if (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined)) {

@@ -16,40 +16,69 @@ class DeadlineExpired extends Error {
 }
 
 /**
- * One operation's abort signal. `done()` must be called when the operation ends: the timer is
+ * One operation's deadline. `done()` must be called when the operation ends: the timer is
  * cleared and the caller's signal released, so nothing aborts (and no MCP cancellation is sent)
- * after a request completed.
+ * after a request completed. An AbortSignal is made only for consumers that need one (fetch,
+ * the SDK client): an AbortController per call is a measurable cost on the proxied hot path,
+ * which subscribes with `onAbort` instead.
  */
 export class Deadline {
-  private readonly ac = new AbortController();
+  private ac: AbortController | undefined;
   private readonly timer: NodeJS.Timeout;
   private readonly onParentAbort: () => void;
+  private hooks: Set<(reason: Error) => void> | undefined;
+  private abortReason: Error | undefined;
+  /** True once the deadline ended the operation (timeout or caller's signal). */
+  aborted = false;
   timedOut = false;
 
   constructor(private readonly parent: AbortSignal, readonly timeoutMs: number) {
-    this.onParentAbort = () => this.ac.abort(parent.reason);
-    if (parent.aborted) this.ac.abort(parent.reason);
+    this.onParentAbort = () => this.abort(parent.reason as Error);
+    if (parent.aborted) this.abort(parent.reason as Error);
     else parent.addEventListener('abort', this.onParentAbort, { once: true });
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.ac.abort(new DeadlineExpired());
+      this.abort(new DeadlineExpired());
     }, timeoutMs);
   }
 
+  /** Why the operation was ended (undefined while it runs). */
+  get reason(): Error | undefined {
+    return this.abortReason;
+  }
+
   get signal(): AbortSignal {
+    if (!this.ac) {
+      this.ac = new AbortController();
+      if (this.aborted) this.ac.abort(this.abortReason);
+    }
     return this.ac.signal;
+  }
+
+  /** Calls `fn` once if the deadline ends the operation; the returned function unsubscribes. */
+  onAbort(fn: (reason: Error) => void): () => void {
+    (this.hooks ??= new Set()).add(fn);
+    return () => { this.hooks?.delete(fn); };
+  }
+
+  private abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.abortReason = reason;
+    this.ac?.abort(reason);
+    const hooks = this.hooks;
+    this.hooks = undefined;
+    if (hooks) for (const fn of hooks) fn(reason);
   }
 
   /** Waits for a promise shared with other callers (a session's connect) until this deadline. */
   race<T>(p: Promise<T>): Promise<T> {
-    const signal = this.ac.signal;
-    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    if (this.aborted) return Promise.reject(this.abortReason!);
     return new Promise<T>((resolve, reject) => {
-      const onAbort = () => reject(signal.reason as Error);
-      signal.addEventListener('abort', onAbort, { once: true });
+      const off = this.onAbort(reject);
       p.then(
-        (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
-        (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e as Error); },
+        (v) => { off(); resolve(v); },
+        (e: unknown) => { off(); reject(e as Error); },
       );
     });
   }
@@ -110,7 +139,7 @@ export function upstreamFailure(err: unknown, what: string, deadline: Deadline, 
   const timedOut = () => new GatewayError(RPC.SERVER, `${what} timed out after ${deadline.timeoutMs} ms`);
   if (deadline.timedOut || err instanceof DeadlineExpired) return timedOut();
   // The SDK reports any abort as RequestTimeout: the caller's signal is checked first.
-  if (deadline.signal.aborted) return new GatewayError(RPC.SERVER, `${what} was cancelled: the call was aborted`);
+  if (deadline.aborted) return new GatewayError(RPC.SERVER, `${what} was cancelled: the call was aborted`);
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return timedOut();
   const net = networkCode(err);
   if (net) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable (${net})`);

@@ -47,7 +47,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** The response to `id`, or undefined for any other message (handed to `other`). */
 function match(msg: unknown, id: number, other: OtherMessage): RpcResponse | undefined {
   if (!isObject(msg)) return undefined;
-  if (msg.id === id && ('result' in msg || 'error' in msg)) return msg;
+  // A numeric id echoed as a string is still ours (the SDK client accepts that too).
+  if ((msg.id === id || msg.id === String(id)) && ('result' in msg || 'error' in msg)) return msg;
   // Responses to requests other than ours have no one waiting for them here.
   if (typeof msg.method === 'string') other(msg);
   return undefined;

@@ -19,6 +19,13 @@ import {
   type OtherMessage, type RpcResponse,
 } from './mcp-answer.js';
 
+/** What ends a request early: the operation's Deadline (deadline.ts). */
+export interface Abortable {
+  readonly aborted: boolean;
+  readonly reason: Error | undefined;
+  onAbort(fn: (reason: Error) => void): () => void;
+}
+
 /** Where and how a session POSTs: fixed when the session opens. */
 export interface PostTarget {
   request: typeof http.request;
@@ -99,37 +106,36 @@ function resultOf(r: RpcResponse): Record<string, unknown> {
 }
 
 /**
- * Sends `method` with `id` and resolves with the result object. `signal` (the operation's
- * Deadline) aborts the HTTP request; its listener is removed when the call settles. A stale
+ * Sends `method` with `id` and resolves with the result object. `until` (the operation's
+ * Deadline) aborts the HTTP request; its hook is removed when the call settles. A stale
  * keep-alive socket (the upstream closed it while idle) is retried once on a fresh one, as
  * Node's documentation advises for `reusedSocket`: the request never reached the server.
  */
 export function postRequest(
-  target: PostTarget, id: number, method: string, params: Record<string, unknown>, signal: AbortSignal, other: OtherMessage,
+  target: PostTarget, id: number, method: string, params: Record<string, unknown>, until: Abortable, other: OtherMessage,
 ): Promise<Record<string, unknown>> {
   // A string body: Node sends it in one write together with the head, where a Buffer would
   // go out as a separate chunk (writev), which costs measurably per call.
   const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });
   const length = String(Buffer.byteLength(body, 'utf8'));
   return new Promise<Record<string, unknown>>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason as Error);
+    if (until.aborted) {
+      reject(until.reason!);
       return;
     }
     let settled = false;
     let req: http.ClientRequest | undefined;
-    const onAbort = () => {
-      finish(signal.reason as Error);
-      req?.destroy();
-    };
     const finish = (err: Error | undefined, value?: Record<string, unknown>) => {
       if (settled) return;
       settled = true;
-      signal.removeEventListener('abort', onAbort);
+      off();
       if (err) reject(err);
       else resolve(value!);
     };
-    signal.addEventListener('abort', onAbort, { once: true });
+    const off = until.onAbort((reason) => {
+      finish(reason);
+      req?.destroy();
+    });
 
     const send = (retried: boolean) => {
       const r = target.request({ ...target.options, headers: { ...target.headers, 'content-length': length } });

@@ -23,6 +23,7 @@ import { z } from 'zod';
 import type { Logger } from '../../config/logger.js';
 import type { McpUpstream } from '../registry-validate.js';
 import type { CallResult, ContentBlock, JsonSchemaObject, ToolDef } from '../types.js';
+import type { Deadline } from './deadline.js';
 import { RedirectAnswer, postRequest, postTarget, type PostTarget } from './mcp-post.js';
 
 /** Anything object-shaped: the gateway does not re-validate what it passes through. */
@@ -138,22 +139,22 @@ export class McpSession {
   };
 
   /** One request on the lean path when there is one, else through the SDK client. */
-  private async request(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  private async request(method: string, params: Record<string, unknown>, deadline: Deadline): Promise<Record<string, unknown>> {
     const lean = this.lean;
     if (lean) {
       const id = this.nextId++;
       try {
-        return await postRequest(lean, id, method, params, signal, this.fromServer);
+        return await postRequest(lean, id, method, params, deadline, this.fromServer);
       } catch (err) {
         if (!(err instanceof RedirectAnswer)) {
-          if (signal.aborted) this.cancel(id);
+          if (deadline.aborted) this.cancel(id);
           throw err;
         }
         this.opts.log.debug({ status: err.status }, 'upstream redirects POSTs; calls go through the SDK client');
         this.lean = undefined;
       }
     }
-    return this.client.request({ method, params }, LooseResult, { signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+    return this.client.request({ method, params }, LooseResult, { signal: deadline.signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
   }
 
   /**
@@ -167,12 +168,12 @@ export class McpSession {
   }
 
   /** The upstream's tools, cached for toolsTtlMs and dropped on notifications/tools/list_changed. */
-  async listTools(signal: AbortSignal): Promise<ToolDef[]> {
+  async listTools(deadline: Deadline): Promise<ToolDef[]> {
     if (this.tools && this.tools.until > Date.now()) return this.tools.list;
     const list: ToolDef[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_TOOL_PAGES; page++) {
-      const result = await this.request('tools/list', cursor ? { cursor } : {}, signal);
+      const result = await this.request('tools/list', cursor ? { cursor } : {}, deadline);
       const tools = Array.isArray(result.tools) ? result.tools : [];
       for (const t of tools) {
         const def = isObject(t) ? toToolDef(t) : undefined;
@@ -186,10 +187,11 @@ export class McpSession {
   }
 
   /** tools/call, the result passed through as the upstream sent it. */
-  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallResult> {
-    const result = await this.request('tools/call', { name, arguments: args }, signal);
-    const content = Array.isArray(result.content) ? (result.content as ContentBlock[]) : [];
-    return { ...result, content } as CallResult;
+  async callTool(name: string, args: Record<string, unknown>, deadline: Deadline): Promise<CallResult> {
+    const result = await this.request('tools/call', { name, arguments: args }, deadline);
+    // content is required (MCP CallToolResult); an upstream that omits it gets an empty list.
+    if (Array.isArray(result.content)) return result as unknown as CallResult;
+    return { ...result, content: [] as ContentBlock[] } as CallResult;
   }
 
   /** Ends the session: DELETE for Streamable HTTP (MCP "Session Management"), then close. */

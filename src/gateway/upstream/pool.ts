@@ -109,8 +109,9 @@ export class UpstreamPool {
       const slot = this.slot(key, open);
       slot.inflight++;
       try {
-        // A failed connect is final: only an established session can be "gone".
-        const session = await deadline.race(slot.ready);
+        // A failed connect is final: only an established session can be "gone". An open
+        // session is used at once (no race with the deadline to set up per call).
+        const session = slot.session ?? await deadline.race(slot.ready);
         try {
           return await fn(session);
         } catch (err) {
