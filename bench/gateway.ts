@@ -5,6 +5,7 @@
  * 2. A proxied call to a local upstream MCP server vs calling that upstream directly
  *    (targets: added p50 ≤ 1 ms, throughput ≥ 0.6 of direct).
  */
+import http from 'node:http';
 import { startServer, load, report, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
@@ -36,6 +37,29 @@ const echoCall = (args: Record<string, unknown>) => JSON.stringify({ jsonrpc: '2
 
 function latencyLine(name: string, direct: LoadResult, proxied: LoadResult): void {
   console.log(`- ${name}: p50 ${direct.p50} → ${proxied.p50} ms (added ${(proxied.p50 - direct.p50).toFixed(2)} ms), p99 ${direct.p99} → ${proxied.p99} ms`);
+}
+
+const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+
+/** Sequential calls over one keep-alive connection, timed in microseconds (autocannon rounds to 1 ms). */
+async function sequential(opts: { url: string; headers: Record<string, string>; body: string }, n: number): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const once = () => new Promise<number>((resolve, reject) => {
+    const t0 = performance.now();
+    const req = http.request(opts.url, { method: 'POST', agent, headers: { ...opts.headers, 'content-length': Buffer.byteLength(opts.body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - t0) : reject(new Error(`HTTP ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+  const out: number[] = [];
+  for (let i = 0; i < n + 50; i++) {
+    const ms = await once();
+    if (i >= 50) out.push(ms); // warm-up
+  }
+  agent.destroy();
+  return out;
 }
 
 export async function run(): Promise<void> {
@@ -70,10 +94,14 @@ export async function run(): Promise<void> {
     const direct = await load('upstream MCP server, direct', directOpts);
     const proxied = await load('same call through the gateway', proxiedOpts);
     report('Proxied tools/call vs the same upstream called directly (50 connections)', direct, [proxied]);
-    const direct1 = await load('direct, 1 connection', { ...directOpts, connections: 1 });
-    const proxied1 = await load('proxied, 1 connection', { ...proxiedOpts, connections: 1 });
-    console.log('\nAdded latency of the gateway hop:');
-    latencyLine('1 connection (sequential)', direct1, proxied1);
+    const n = Number(process.env.BENCH_SEQ_CALLS ?? 1000);
+    const seqDirect = await sequential(directOpts, n);
+    const seqProxied = await sequential(proxiedOpts, n);
+    console.log(`\nAdded latency of the gateway hop (${n} sequential calls each, one keep-alive connection):`);
+    console.log('| measure | direct ms | through the gateway ms | added ms |');
+    console.log('|---|---:|---:|---:|');
+    for (const p of [50, 90, 99]) console.log(`| p${p} | ${pct(seqDirect, p).toFixed(3)} | ${pct(seqProxied, p).toFixed(3)} | ${(pct(seqProxied, p) - pct(seqDirect, p)).toFixed(3)} |`);
+    console.log('\nUnder load (50 connections, queueing included):');
     latencyLine('50 connections', direct, proxied);
   } finally {
     await target.stop();

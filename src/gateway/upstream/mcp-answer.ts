@@ -61,6 +61,9 @@ export function mediaType(header: string | undefined): string {
   return (semi < 0 ? header : header.slice(0, semi)).trim().toLowerCase();
 }
 
+/** How long an SSE answer stream may stay open after our response before it is cut off. */
+const STREAM_GRACE_MS = 200;
+
 /**
  * Consumes `res` and settles once: `onData` returns a value to finish early; `onEnd` gives the
  * outcome at the end of the body. Bytes are counted against MAX_RESPONSE_BYTES.
@@ -126,9 +129,6 @@ function consume<T>(res: IncomingMessage, onData: (chunk: Buffer) => T | undefin
   });
 }
 
-/** How long an SSE answer stream may stay open after our response before it is cut off. */
-const STREAM_GRACE_MS = 200;
-
 /** A JSON body: one message or a batch (JSON-RPC 2.0 section 6). */
 export function readJsonAnswer(res: IncomingMessage, id: number, other: OtherMessage): Promise<RpcResponse> {
   const chunks: Buffer[] = [];
@@ -162,7 +162,9 @@ export function readSseAnswer(res: IncomingMessage, id: number, other: OtherMess
       try {
         msg = JSON.parse(event.data);
       } catch {
-        return; // A malformed event is skipped, as the SDK client does; the response may follow.
+        // Malformed or empty data (a priming event carries only an id) is skipped, as the SDK
+        // client does; the response may still follow.
+        return;
       }
       found = match(msg, id, other);
     },
