@@ -50,8 +50,10 @@ export function openStore(opts: StoreOptions): Knex {
       min: 1,
       max: SQLITE_POOL_MAX,
       afterCreate: (conn: { exec: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void) => {
-        // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors.
-        conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
+        // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors. synchronous
+        // FULL: every commit is fsynced, so an answered trigger call survives a power loss, not
+        // only a process crash (issue 3: "durably recorded"); group commit pays it once per batch.
+        conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
       },
     },
   });
