@@ -59,7 +59,7 @@ export function allHandlers(): HandlerMap {
 /** Services and run workers, without HTTP (`npm run worker` uses this alone). */
 export async function createRuntime(config: Config, log: Logger, opts: AppOptions = {}): Promise<Runtime> {
   const ownsDb = !opts.db;
-  const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous });
   await migrate(db);
   const tokens = await createTokenService({ db, config, log });
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;

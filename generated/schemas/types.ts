@@ -1982,7 +1982,8 @@ export interface components {
          *       "sandboxPoolSize": 2,
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
-         *       "upstreamIdleMs": 300000
+         *       "upstreamIdleMs": 300000,
+         *       "sqliteSynchronous": "NORMAL"
          *     }
          */
         SwitchyardConfig: {
@@ -2094,6 +2095,12 @@ export interface components {
              * @default 30
              */
             signingKeyMaxAgeDays: number;
+            /**
+             * @description SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default.
+             * @default NORMAL
+             * @enum {unknown}
+             */
+            sqliteSynchronous: "NORMAL" | "FULL";
             /**
              * @description SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low).
              * @default 60000

@@ -24,7 +24,7 @@ function print(value: unknown): void {
 async function withStore<T>(fn: (ctx: { db: Knex; config: ReturnType<typeof loadConfig>; log: ReturnType<typeof createLogger> }) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
-  const db = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous });
   try {
     await migrate(db);
     return await fn({ db, config, log });

@@ -42,6 +42,8 @@ export interface Config {
   runMaxAttempts: number;
   runRetentionDays: number;
   sandboxPoolSize: number;
+  /** sqlite commit durability: NORMAL (process crash) or FULL (power loss too). */
+  sqliteSynchronous: 'NORMAL' | 'FULL';
   /** Gateway: time limit of one upstream call (ms). */
   upstreamTimeoutMs: number;
   /** Gateway: idle upstream sessions close after this long (ms). */
@@ -69,6 +71,13 @@ function urlEnv(env: NodeJS.ProcessEnv, name: string, fallback: string): string 
     throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+function sqliteSynchronous(env: NodeJS.ProcessEnv): 'NORMAL' | 'FULL' {
+  const raw = (env.SQLITE_SYNCHRONOUS ?? '').trim().toUpperCase();
+  if (raw === '' || raw === 'NORMAL') return 'NORMAL';
+  if (raw === 'FULL') return 'FULL';
+  throw new ConfigError(`SQLITE_SYNCHRONOUS must be NORMAL or FULL, got "${env.SQLITE_SYNCHRONOUS}"`);
 }
 
 function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -136,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, 1, 10),
     runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, 1, 3650),
     sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
+    sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
     upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),
   };

@@ -12,6 +12,11 @@ export interface StoreOptions {
   /** PostgreSQL connection string; when absent the sqlite file under dataDir is used. */
   databaseUrl?: string | undefined;
   dataDir: string;
+  /**
+   * sqlite `synchronous`: NORMAL (default) makes every commit durable against a process
+   * crash (kill -9); FULL also against power loss, at one fsync per commit (SQLITE_SYNCHRONOUS).
+   */
+  sqliteSynchronous?: 'NORMAL' | 'FULL' | undefined;
   /** PostgreSQL schema to use (tests isolate themselves in one schema each). */
   pgSchema?: string | undefined;
   sqliteFile?: string | undefined;
@@ -41,6 +46,7 @@ export function openStore(opts: StoreOptions): Knex {
     });
   }
   const filename = opts.sqliteFile ?? path.join(opts.dataDir, 'switchyard.sqlite');
+  const synchronous = opts.sqliteSynchronous === 'FULL' ? 'FULL' : 'NORMAL';
   return knexFactory({
     client: 'sqlite3',
     connection: { filename },
@@ -50,10 +56,8 @@ export function openStore(opts: StoreOptions): Knex {
       min: 1,
       max: SQLITE_POOL_MAX,
       afterCreate: (conn: { exec: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void) => {
-        // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors. synchronous
-        // FULL: every commit is fsynced, so an answered trigger call survives a power loss, not
-        // only a process crash (issue 3: "durably recorded"); group commit pays it once per batch.
-        conn.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;', (err) => done(err, conn));
+        // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors.
+        conn.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`, (err) => done(err, conn));
       },
     },
   });

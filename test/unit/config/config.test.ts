@@ -26,6 +26,12 @@ describe('config', () => {
     expect(c.baseUrls.triggers).to.equal('https://sy.example.org');
   });
 
+  it('sqlite durability is NORMAL unless SQLITE_SYNCHRONOUS=FULL; gateway upstream limits have defaults', () => {
+    const c = loadConfig({ DATA_DIR: dataDir() });
+    expect(c).to.include({ sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000 });
+    expect(loadConfig({ DATA_DIR: dataDir(), SQLITE_SYNCHRONOUS: 'full' }).sqliteSynchronous).to.equal('FULL');
+  });
+
   it('keeps the generated secret key across loads of the same DATA_DIR', () => {
     const dir = dataDir();
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).to.equal(true);
@@ -40,6 +46,8 @@ describe('config', () => {
     ['a short SECRET_KEY', { SECRET_KEY: Buffer.alloc(8).toString('base64') }, 'SECRET_KEY'],
     ['a revocation window over 5 s', { REVOCATION_CACHE_MS: '6000' }, 'REVOCATION_CACHE_MS'],
     ['a bad boolean', { SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
+    ['an unknown sqlite synchronous mode', { SQLITE_SYNCHRONOUS: 'OFF' }, 'SQLITE_SYNCHRONOUS'],
+    ['a gateway upstream timeout under 100 ms', { GATEWAY_UPSTREAM_TIMEOUT_MS: '5' }, 'GATEWAY_UPSTREAM_TIMEOUT_MS'],
   ] as const) {
     it(`rejects ${name} with a ConfigError naming it`, () => {
       expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).to.throw(ConfigError, message);

@@ -51,7 +51,7 @@ export function testConfig(): Config {
     secretKey: randomBytes(32), logLevel: 'silent', tokenTtlSeconds: 3600, revocationCacheMs: 0,
     signingKeyMaxAgeDays: 30, tokenAudience: 'switchyard', validateResponses: true, seedDemo: false,
     syncWaitMs: 1000, runTimeoutMs: 60_000, runConcurrency: 0, runLeaseMs: 30_000, runMaxAttempts: 2,
-    runRetentionDays: 30, sandboxPoolSize: 1, upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000,
+    runRetentionDays: 30, sandboxPoolSize: 1, sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000,
   };
 }
 

@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { createTestStore, storeKinds } from '../../helpers/store.js';
-import { migrate } from '../../../src/storage/db.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { migrate, openStore } from '../../../src/storage/db.js';
 import { migrations } from '../../../src/storage/migrations/index.js';
 
 const kinds = await storeKinds();
@@ -33,3 +36,18 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe('sqlite durability (SQLITE_SYNCHRONOUS)', () => {
+  it('opens every connection with synchronous NORMAL (1) by default and FULL (2) on request', async () => {
+    for (const [mode, expected] of [[undefined, 1], ['FULL', 2]] as const) {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-sync-'));
+      const db = openStore({ dataDir, sqliteSynchronous: mode });
+      try {
+        const rows = (await db.raw('PRAGMA synchronous')) as { synchronous: number }[];
+        expect(rows[0]!.synchronous, String(mode)).to.equal(expected);
+      } finally {
+        await db.destroy();
+      }
+    }
+  });
+});
