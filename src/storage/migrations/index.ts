@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_initial.js';
 import * as m002 from './002_run_execution.js';
+import * as m003 from './003_lean_run_indexes.js';
 
 export interface Migration {
   name: string;
@@ -12,4 +13,5 @@ export interface Migration {
 export const migrations: Migration[] = [
   { name: '001_initial', ...m001 },
   { name: '002_run_execution', ...m002 },
+  { name: '003_lean_run_indexes', ...m003 },
 ];
