@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
-import { loadVersion, type PinnedVersion } from '../engine/index.js';
+import { loadVersion } from '../engine/index.js';
 import { listRunFiles, type FileRecord } from './files.js';
 import { signFileUrl } from './signed-urls.js';
 import { listSteps, pinnedStepList, withPlannedSteps, runInputs, type RunRow, type StepRow } from './runs.js';
@@ -15,8 +15,8 @@ const RESULT_URL_TTL_S = 24 * 3600;
 export interface DesignatedOutputSpec { stepIndex: number; fileName: string }
 
 /** Every step of a run: started ones from their rows, the others as its pinned version plans them. */
-async function stepsOf(db: Knex, run: RunRow, pinned?: PinnedVersion): Promise<StepRow[]> {
-  const [rows, version] = await Promise.all([listSteps(db, run.id), pinned ?? loadVersion(db, run.workflow_id, run.workflow_version)]);
+async function stepsOf(db: Knex, run: RunRow): Promise<StepRow[]> {
+  const [rows, version] = await Promise.all([listSteps(db, run.id), loadVersion(db, run.workflow_id, run.workflow_version)]);
   return version ? withPlannedSteps(run, rows, pinnedStepList(version)) : rows;
 }
 
@@ -44,11 +44,14 @@ interface RunContext {
 }
 
 async function load(db: Knex, run: RunRow): Promise<RunContext> {
-  const [files, pinned] = await Promise.all([
+  // One round trip's worth of waiting: the three reads run side by side.
+  const [rows, files, pinned] = await Promise.all([
+    listSteps(db, run.id),
     listRunFiles(db, run.org_id, run.id),
     loadVersion(db, run.workflow_id, run.workflow_version),
   ]);
-  return { run, steps: await stepsOf(db, run, pinned), files, name: pinned?.definition.name ?? '' };
+  const steps = pinned ? withPlannedSteps(run, rows, pinnedStepList(pinned)) : rows;
+  return { run, steps, files, name: pinned?.definition.name ?? '' };
 }
 
 function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec | null | undefined) {
