@@ -6,7 +6,7 @@
  *    (targets: added p50 ≤ 1 ms, throughput ≥ 0.6 of direct).
  */
 import http from 'node:http';
-import { startServer, load, report, type LoadResult } from './lib.js';
+import { startServer, load, report, baselineLoad, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
 
@@ -63,13 +63,7 @@ async function sequential(opts: { url: string; headers: Record<string, string>; 
 }
 
 export async function run(): Promise<void> {
-  const baseline = await startServer<{ url: string }>('bench/servers/baseline.ts');
-  let base: LoadResult;
-  try {
-    base = await load('bare node:http', { url: `${baseline.info.url}/`, method: 'POST', body: '{}' });
-  } finally {
-    await baseline.stop();
-  }
+  const base = await baselineLoad();
   const upstream = await startServer<{ url: string }>('bench/servers/mcp-upstream.ts');
   const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts');
   try {

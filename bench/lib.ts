@@ -94,3 +94,13 @@ export function report(title: string, baseline: LoadResult, targets: LoadResult[
     console.log(`| ${r.name} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${ratio} |`);
   }
 }
+
+/** The baseline of every benchmark: a bare node:http server answering a small JSON body, loaded the same way. */
+export async function baselineLoad(): Promise<LoadResult> {
+  const baseline = await startServer<{ url: string }>('bench/servers/baseline.ts');
+  try {
+    return await load('bare node:http', { url: `${baseline.info.url}/`, method: 'POST', body: '{}' });
+  } finally {
+    await baseline.stop();
+  }
+}

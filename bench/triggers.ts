@@ -5,7 +5,7 @@
  * 2. Sync trigger of a one-step no-op workflow: added latency over the step's own duration.
  */
 import { openStore } from '../src/storage/db.js';
-import { startServer, load, report, type LoadResult } from './lib.js';
+import { startServer, load, report, baselineLoad, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
 
@@ -73,13 +73,7 @@ async function syncLatency(): Promise<void> {
 }
 
 export async function run(): Promise<void> {
-  const baseline = await startServer<{ url: string }>('bench/servers/baseline.ts');
-  let base: LoadResult;
-  try {
-    base = await load('bare node:http', { url: `${baseline.info.url}/`, method: 'POST', body: '{}' });
-  } finally {
-    await baseline.stop();
-  }
+  const base = await baselineLoad();
   const acceptOnly = await acceptance('async trigger, accept only (RUN_CONCURRENCY=0)', { RUN_CONCURRENCY: '0' });
   const withWorkers = await acceptance('async trigger, accept + execute in-process', {});
   report('Async trigger acceptance on the demo workflow (50 connections)', base, [acceptOnly, withWorkers]);

@@ -10,6 +10,7 @@
  */
 import type { WorkflowStep } from '../definition.js';
 import { extensionFor } from '../sandbox/limits.js';
+import { readBounded } from '../../http/read-bounded.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
 import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
@@ -75,26 +76,9 @@ async function prepare(step: WorkflowStep, ctx: StepRunContext): Promise<Prepare
 
 /** Reads at most MAX_BODY_BYTES; more fails the step instead of filling the service's memory. */
 async function readBody(res: Response): Promise<Buffer> {
-  const declared = Number(res.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-    await res.body?.cancel();
-    throw new StepFailure(EXIT.error, `The response body is ${declared} bytes; the limit is ${MAX_BODY_BYTES} bytes`);
-  }
-  if (!res.body) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel();
-      throw new StepFailure(EXIT.error, `The response body is over the ${MAX_BODY_BYTES}-byte limit`);
-    }
-    chunks.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
-  }
-  return Buffer.concat(chunks, size);
+  const body = await readBounded(res, MAX_BODY_BYTES);
+  if (body === 'too-large') throw new StepFailure(EXIT.error, `The response body is over the ${MAX_BODY_BYTES}-byte limit`);
+  return body;
 }
 
 function decode(data: Buffer, contentType: string): string {

@@ -7,6 +7,7 @@
  */
 import type { CallResult } from '../types.js';
 import type { Deadline } from './deadline.js';
+import { readBounded } from '../../http/read-bounded.js';
 
 /** Answers larger than this are refused rather than buffered. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
@@ -22,26 +23,9 @@ export interface HttpAnswer {
 class TooLarge extends Error {}
 
 async function readCapped(res: Response): Promise<string> {
-  const declared = Number(res.headers.get('content-length') ?? NaN);
-  if (declared > MAX_RESPONSE_BYTES) {
-    await res.body?.cancel();
-    throw new TooLarge();
-  }
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = res.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new TooLarge();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const body = await readBounded(res, MAX_RESPONSE_BYTES);
+  if (body === 'too-large') throw new TooLarge();
+  return body.toString('utf8');
 }
 
 /** One request under the deadline; network failures and timeouts throw (see upstreamFailure). */

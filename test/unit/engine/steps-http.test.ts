@@ -165,7 +165,7 @@ describe('engine steps: http', function () {
   it('a body over 10 MiB fails, announced or streamed', async () => {
     const announced = await run({ method: 'GET', url: `${base}/big` });
     expect(announced).to.include({ status: 'FAILED', exitCode: 1 });
-    expect(announced.result).to.match(/limit is 10485760 bytes/);
+    expect(announced.result).to.match(/over the 10485760-byte limit/);
     const streamed = await run({ method: 'GET', url: `${base}/big-chunked` });
     expect(streamed).to.include({ status: 'FAILED', exitCode: 1 });
     expect(streamed.result).to.match(/over the 10485760-byte limit/);
