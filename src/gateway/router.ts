@@ -17,6 +17,8 @@ export interface RpcCall {
 }
 
 const VERSION = '0.1.0';
+/** Requests per batch (openapi/gateway.yaml): a bigger batch is refused whole with -32600. */
+export const MAX_BATCH = 100;
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -62,6 +64,7 @@ export class GatewayRouter {
     if (messages.length > 0 && messages.every(isNotificationOrResponse)) return null;
     if (Array.isArray(payload)) {
       if (payload.length === 0) return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, 'An empty batch is not a valid request');
+      if (payload.length > MAX_BATCH) return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, `A batch holds at most ${MAX_BATCH} messages`);
       const answers = await this.rpc.receive(payload.filter((m) => !isNotificationOrResponse(m)) as never[], call);
       return answers;
     }

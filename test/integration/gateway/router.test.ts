@@ -117,6 +117,11 @@ describe('gateway router (op:postMcpMessage)', function () {
       expect(batch.body[1].error.code).to.equal(-32601);
       const empty = await call(server.baseUrl, 'POST', '/mcp/gateway', { token: org.token, headers: JSON_HEADERS, raw: '[]' });
       expect(empty.body.error.code).to.equal(-32600);
+      const big = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }));
+      const tooBig = await call(server.baseUrl, 'POST', '/mcp/gateway', { token: org.token, headers: JSON_HEADERS, raw: JSON.stringify(big) });
+      expect(tooBig.body.error).to.include({ code: -32600, message: 'A batch holds at most 100 messages' });
+      const full = await call(server.baseUrl, 'POST', '/mcp/gateway', { token: org.token, headers: JSON_HEADERS, raw: JSON.stringify(big.slice(0, 100)) });
+      expect(full.body).to.have.length(100);
     });
 
     it('unknown method -32601; tools/call without a name or with non-object arguments -32602; unknown tool -32602', async () => {
