@@ -33,7 +33,8 @@ function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
   const def: ToolDef = {
     name: t.name,
     description: t.description,
-    inputSchema: t.inputSchema as unknown as JsonSchemaObject,
+    // Spec "Tool server and tool": inputSchema has type, properties and required — always.
+    inputSchema: { ...(t.inputSchema as unknown as JsonSchemaObject), properties: (t.inputSchema as { properties?: Record<string, unknown> }).properties ?? {}, required: [...((t.inputSchema as { required?: readonly string[] }).required ?? [])] },
     outputSchema: t.outputSchema as unknown as JsonSchemaObject,
   };
   if ('title' in t && typeof t.title === 'string') def.title = t.title;

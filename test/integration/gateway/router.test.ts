@@ -151,11 +151,14 @@ describe('gateway router (op:postMcpMessage)', function () {
       };
       for (const [path, names] of Object.entries(expected)) {
         const res = await rpc(server, org.token, path, 'tools/list', {});
-        const tools = res.body.result.tools as { name: string; description: string; inputSchema: { type: string } }[];
+        const tools = res.body.result.tools as { name: string; description: string; inputSchema: { type: string; properties?: unknown; required?: unknown } }[];
         expect(tools.map((t) => t.name), path).to.have.members(names);
         for (const t of tools) {
           expect(t.description, t.name).to.be.a('string').and.not.equal('');
           expect(t.inputSchema.type, t.name).to.equal('object');
+          // spec "Tool server and tool": type, properties and required are always there
+          expect(t.inputSchema, t.name).to.have.property('properties').that.is.an('object');
+          expect(t.inputSchema, t.name).to.have.property('required').that.is.an('array');
         }
       }
       const agents = await rpc(server, org.token, 'agent-management', 'tools/list', {});
