@@ -12,13 +12,16 @@ import { allAppServers, type AppServer } from './registry.js';
 import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
 import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
 import { TtlMemo } from '../storage/ttl-memo.js';
-import type {
-  CatalogConnection, CatalogResource, CatalogTool, DiscoverySource, GatewayContext, ToolServer,
+import {
+  GatewayError, RPC,
+  type CatalogConnection, type CatalogResource, type CatalogTool, type DiscoverySource, type GatewayContext, type ToolServer,
 } from './types.js';
 
 interface OrgServers {
   byPath: Map<string, ToolServer>;
   app: ToolServer[];
+  /** The registrations behind `app`, with each one's parent (discovery needs their service keys). */
+  registrations: { server: AppServer; parent: AppServer | undefined }[];
 }
 
 /** Application tool lists change without a registration change: discovery refreshes them this often. */
@@ -50,6 +53,13 @@ export class GatewayCatalog implements DiscoverySource {
     return this.embedded.get(path) ?? (await this.orgServers(ctx)).byPath.get(path);
   }
 
+  /** As resolve, for callers that name a server inside a tool call (gateway_invoke, tool steps). */
+  async require(ctx: GatewayContext, path: string): Promise<ToolServer> {
+    const server = await this.resolve(ctx, path);
+    if (!server) throw new GatewayError(RPC.SERVER, `Unknown server "${path}" for this organisation: use a serverName from capabilities_discover or listServers`, { error: 'unknown_server' });
+    return server;
+  }
+
   /** Embedded servers first, then the organisation's application servers by path. */
   async visibleServers(ctx: GatewayContext): Promise<ToolServer[]> {
     return [...this.embedded.values(), ...(await this.orgServers(ctx)).app];
@@ -57,10 +67,11 @@ export class GatewayCatalog implements DiscoverySource {
 
   private orgServers(ctx: GatewayContext): Promise<OrgServers> {
     return this.orgs.get(ctx.orgId, async () => {
-      const registrations = await allAppServers(ctx.services.db, ctx.orgId);
-      const byPathReg = new Map(registrations.map((r) => [r.path, r]));
-      const app = registrations.map((r) => this.build(r, r.parentPath ? byPathReg.get(r.parentPath) : undefined));
-      return { byPath: new Map(app.map((s) => [s.path, s])), app };
+      const rows = await allAppServers(ctx.services.db, ctx.orgId);
+      const byPathReg = new Map(rows.map((r) => [r.path, r]));
+      const registrations = rows.map((server) => ({ server, parent: server.parentPath ? byPathReg.get(server.parentPath) : undefined }));
+      const app = registrations.map((r) => this.build(r.server, r.parent));
+      return { byPath: new Map(app.map((s) => [s.path, s])), app, registrations };
     });
   }
 
@@ -92,13 +103,14 @@ export class GatewayCatalog implements DiscoverySource {
         out.push({ server: server.path, serverTitle: server.name, serverDescription: server.description, embedded: true, tool });
       }
     }
-    const registrations = await allAppServers(ctx.services.db, ctx.orgId);
-    const byPath = new Map(registrations.map((r) => [r.path, r]));
-    const lists = await Promise.all(registrations.map((r) => listAppServerTools(ctx, r, r.parentPath ? byPath.get(r.parentPath) : undefined, this.pool)));
-    registrations.forEach((r, i) => {
-      const parent = r.parentPath ? byPath.get(r.parentPath) : undefined;
+    // Discovery asks only when the fingerprint changed: read the registrations afresh, so an
+    // index is never built from a memo older than the fingerprint it is stamped with.
+    this.orgs.delete(ctx.orgId);
+    const { registrations } = await this.orgServers(ctx);
+    const lists = await Promise.all(registrations.map((r) => listAppServerTools(ctx, r.server, r.parent, this.pool)));
+    registrations.forEach(({ server, parent }, i) => {
       for (const tool of lists[i]!) {
-        out.push({ server: r.path, serverTitle: r.name, serverDescription: r.description ?? '', embedded: false, serviceKey: parent?.service_key ?? r.service_key, tool });
+        out.push({ server: server.path, serverTitle: server.name, serverDescription: server.description ?? '', embedded: false, serviceKey: parent?.service_key ?? server.service_key, tool });
       }
     });
     return out;

@@ -36,7 +36,7 @@ export function createGateway(config: Config, log: Logger): Gateway {
     pool,
     forgetConnections(orgId) {
       catalog.forgetOrg(orgId);
-      pool.connections.clear();
+      pool.connections.forgetOrg(orgId);
     },
     close: () => pool.close(),
   };

@@ -5,15 +5,14 @@
  */
 import type { ToolCaller } from '../engine/index.js';
 import type { Services } from '../http/types.js';
-import { GatewayError, RPC, type GatewayContext } from './types.js';
+import type { GatewayContext } from './types.js';
 
 const NEVER = new AbortController().signal;
 
 export function toolCaller(services: Services): ToolCaller {
   return async (call) => {
     const ctx: GatewayContext = { services, log: services.log, orgId: call.orgId, forwardedHeaders: {}, signal: call.signal ?? NEVER };
-    const server = await services.gateway.catalog.resolve(ctx, call.server);
-    if (!server) throw new GatewayError(RPC.SERVER, `Unknown server "${call.server}" for this organisation`);
+    const server = await services.gateway.catalog.require(ctx, call.server);
     return server.callTool(ctx, call.tool, call.arguments);
   };
 }

@@ -21,28 +21,25 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 export function writeReply(res: ServerResponse, reply: Reply): void {
+  const isJson = !reply.stream && (reply.contentType === undefined || reply.contentType.includes('json'));
+  const empty = !reply.stream && (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined));
+  if (isJson && !empty) {
+    sendJson(res, reply.status, reply.body, reply.headers, reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE);
+    return;
+  }
+  res.statusCode = reply.status;
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  if (empty) {
+    res.end();
+    return;
+  }
+  if (reply.contentType) res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
   if (reply.stream) {
-    res.statusCode = reply.status;
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
-    if (reply.contentType) res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
     // pipeline destroys the source when the client goes away mid-download (no file handle left open).
     pipeline(reply.stream, res, () => undefined);
     return;
   }
-  if (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined)) {
-    res.statusCode = reply.status;
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
-    res.end();
-    return;
-  }
-  if (reply.contentType && !reply.contentType.includes('json')) {
-    const body = typeof reply.body === 'string' || Buffer.isBuffer(reply.body) ? reply.body : String(reply.body);
-    res.statusCode = reply.status;
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
-    res.setHeader('Content-Type', contentTypeHeader(reply.contentType));
-    res.setHeader('Content-Length', Buffer.byteLength(body));
-    res.end(body);
-    return;
-  }
-  sendJson(res, reply.status, reply.body, reply.headers, reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE);
+  const body = typeof reply.body === 'string' || Buffer.isBuffer(reply.body) ? reply.body : String(reply.body);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
 }

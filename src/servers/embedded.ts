@@ -43,10 +43,11 @@ function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
 }
 
 /** The generated descriptor of one schemas/tools server. */
-export function describedServer(path: string): { name: string; description: string; embedded: boolean; tools: Map<string, EmbeddedTool> } {
+export function describedServer(path: string): { name: string; description: string; embedded: boolean; tools: Map<string, EmbeddedTool>; defs: ToolDef[] } {
   const d = toolServers.find((s) => s.path === path);
   if (!d) throw new Error(`schemas/tools has no server ${path}`);
-  return { name: d.name, description: d.description, embedded: d.embedded, tools: new Map(d.tools.map((t) => [t.name, toolOf(t)])) };
+  const tools = new Map(d.tools.map((t) => [t.name, toolOf(t)]));
+  return { name: d.name, description: d.description, embedded: d.embedded, tools, defs: [...tools.values()].map((t) => t.def) };
 }
 
 /** `/types/0` → `types[0]`; the root is `arguments`. */
@@ -83,7 +84,7 @@ export function checkArguments(tool: EmbeddedTool, args: Record<string, unknown>
 
 /** The tool definitions of a described server (shared, read-only objects). */
 export function toolDefsOf(path: string): ToolDef[] {
-  return [...describedServer(path).tools.values()].map((t) => t.def);
+  return describedServer(path).defs;
 }
 
 /** A tool name the server does not have: -32602, as the MCP specification prescribes. */

@@ -15,7 +15,7 @@ export function registeredOnlyServer(path: string, arrivesWith: string): ToolSer
     name: described.name,
     description: described.description,
     embedded: true,
-    listTools: () => Promise.resolve([...described.tools.values()].map((t) => t.def)),
+    listTools: () => Promise.resolve(described.defs),
     callTool(_ctx, name, args) {
       const tool = described.tools.get(name);
       if (!tool) return Promise.reject(unknownTool(path, name));

@@ -12,6 +12,7 @@ import {
   decryptConnectionSecret, findConnectionRow, listConnections,
   type ConnectionSecret, type ConnectionStatus,
 } from '../../connections/index.js';
+import { TtlMemo } from '../../storage/ttl-memo.js';
 import { GatewayError, RPC, type GatewayContext } from '../types.js';
 
 export interface ResolvedConnection {
@@ -24,63 +25,50 @@ export interface ResolvedConnection {
   secret: ConnectionSecret | null;
 }
 
-interface Entry<V> { value: V; until: number }
-
 /** At most this many connections are named when a missing PCID is ambiguous. */
 const MAX_LISTED = 20;
 
 export class ConnectionCache {
-  private readonly byId = new Map<string, Entry<ResolvedConnection>>();
-  private readonly byService = new Map<string, Entry<Array<{ id: string; name: string }>>>();
+  private readonly byId: TtlMemo<ResolvedConnection | undefined>;
+  private readonly byService: TtlMemo<Array<{ id: string; name: string }>>;
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 10_000) {}
-
-  private put<V>(map: Map<string, Entry<V>>, key: string, value: V): void {
-    if (this.ttlMs <= 0) return;
-    if (map.size >= this.maxEntries) map.delete(map.keys().next().value as string);
-    map.set(key, { value, until: Date.now() + this.ttlMs });
+  constructor(ttlMs: number, maxEntries = 10_000) {
+    this.byId = new TtlMemo(ttlMs, maxEntries);
+    this.byService = new TtlMemo(ttlMs, maxEntries);
   }
 
   /** The connection `id` of the organisation (decrypted secret included), or undefined. */
   async get(ctx: GatewayContext, id: string): Promise<ResolvedConnection | undefined> {
     const key = `${ctx.orgId}\0${id}`;
-    const hit = this.byId.get(key);
-    if (hit && hit.until > Date.now()) return hit.value;
-    const { db, config } = ctx.services;
-    const row = await findConnectionRow(db, ctx.orgId, id);
-    if (!row) {
-      this.byId.delete(key);
-      return undefined;
-    }
-    const value: ResolvedConnection = {
-      id: row.id, name: row.name, serviceKey: row.service_key, status: row.status,
-      version: Number(row.version), secret: decryptConnectionSecret(config, row),
-    };
-    this.put(this.byId, key, value);
-    return value;
+    const found = await this.byId.get(key, async () => {
+      const { db, config } = ctx.services;
+      const row = await findConnectionRow(db, ctx.orgId, id);
+      if (!row) return undefined;
+      return {
+        id: row.id, name: row.name, serviceKey: row.service_key, status: row.status,
+        version: Number(row.version), secret: decryptConnectionSecret(config, row),
+      };
+    });
+    if (!found) this.byId.delete(key); // misses are not remembered
+    return found;
   }
 
   /** Connected connections of the organisation for these service keys (id order). */
-  async connected(ctx: GatewayContext, serviceKeys: readonly string[]): Promise<Array<{ id: string; name: string }>> {
-    const key = `${ctx.orgId}\0${serviceKeys.join('\0')}`;
-    const hit = this.byService.get(key);
-    if (hit && hit.until > Date.now()) return hit.value;
-    const found: Array<{ id: string; name: string }> = [];
-    for (const serviceKey of serviceKeys) {
-      const page = await listConnections(ctx.services.db, ctx.orgId, { serviceKey, statuses: ['connected'] }, { limit: MAX_LISTED + 1 });
-      for (const c of page.items) found.push({ id: c.id, name: c.name });
-    }
-    found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    this.put(this.byService, key, found);
-    return found;
+  connected(ctx: GatewayContext, serviceKeys: readonly string[]): Promise<Array<{ id: string; name: string }>> {
+    return this.byService.get(`${ctx.orgId}\0${serviceKeys.join('\0')}`, async () => {
+      const found: Array<{ id: string; name: string }> = [];
+      for (const serviceKey of serviceKeys) {
+        const page = await listConnections(ctx.services.db, ctx.orgId, { serviceKey, statuses: ['connected'] }, { limit: MAX_LISTED + 1 });
+        for (const c of page.items) found.push({ id: c.id, name: c.name });
+      }
+      return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    });
   }
 
   /** Forgets one organisation's entries (after a connection change in this process). */
   forgetOrg(orgId: string): void {
-    const prefix = `${orgId}\0`;
-    for (const map of [this.byId, this.byService] as Array<Map<string, unknown>>) {
-      for (const key of map.keys()) if (key.startsWith(prefix)) map.delete(key);
-    }
+    this.byId.deletePrefix(`${orgId}\0`);
+    this.byService.deletePrefix(`${orgId}\0`);
   }
 
   clear(): void {

@@ -10,7 +10,8 @@ import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolServe
 import { checkArguments, describedServer, unknownTool } from '../embedded.js';
 
 export interface ServerResolver {
-  resolve(ctx: GatewayContext, path: string): Promise<ToolServer | undefined>;
+  /** The server at `path` for the caller's organisation; unknown → GatewayError -32000. */
+  require(ctx: GatewayContext, path: string): Promise<ToolServer>;
 }
 
 function parseArguments(raw: unknown): Record<string, unknown> {
@@ -51,7 +52,7 @@ export function createGatewayServer(discovery: ToolServer, servers: ServerResolv
     name: described.name,
     description: described.description,
     embedded: true,
-    listTools: () => Promise.resolve([...described.tools.values()].map((t) => t.def)),
+    listTools: () => Promise.resolve(described.defs),
     async callTool(ctx, name, args) {
       if (name === 'capabilities_discover' || name === 'capability_details') return discovery.callTool(ctx, name, args);
       if (name !== 'gateway_invoke') throw unknownTool('gateway', name);
@@ -60,8 +61,7 @@ export function createGatewayServer(discovery: ToolServer, servers: ServerResolv
       if (path === 'gateway' && tool === 'gateway_invoke') {
         throw new GatewayError(RPC.SERVER, 'gateway_invoke cannot invoke itself', { error: 'invalid_arguments' });
       }
-      const target = await servers.resolve(ctx, path);
-      if (!target) throw new GatewayError(RPC.SERVER, `Unknown server "${path}": use a serverName from capabilities_discover`, { error: 'unknown_server' });
+      const target = await servers.require(ctx, path);
       return asInvokeResult(await target.callTool(ctx, tool, parseArguments(args.arguments)));
     },
   };

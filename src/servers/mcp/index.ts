@@ -42,7 +42,7 @@ export function createMcpServer(lister: ServerLister): ToolServer {
     name: described.name,
     description: described.description,
     embedded: true,
-    listTools: () => Promise.resolve([...described.tools.values()].map((t) => t.def)),
+    listTools: () => Promise.resolve(described.defs),
     async callTool(ctx, name, args) {
       if (name !== 'listServers') throw unknownTool('mcp', name);
       checkArguments(tool, args);

@@ -146,7 +146,7 @@ describe('gateway with real upstreams (op:postMcpMessage)', function () {
     const unknownServer = await deploy(server, org, { name: 'Bad server', steps: [{ type: 'tool', name: 'Nope', server: 'nowhere', tool: 'x', arguments: {} }] });
     const gone = await call(server.baseUrl, 'POST', `/ext/triggers/${unknownServer.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: {} });
     expect(gone.body.results[0].exitCode).to.equal(1);
-    expect(gone.body.results[0].result.result).to.equal('Tool call failed: Unknown server "nowhere" for this organisation (JSON-RPC -32000)');
+    expect(gone.body.results[0].result.result).to.equal('Tool call failed: Unknown server "nowhere" for this organisation: use a serverName from capabilities_discover or listServers (JSON-RPC -32000)');
   });
 
   describe('PCID rules through the gateway', () => {
