@@ -7,7 +7,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { toolServers } from '../../generated/tools/servers.js';
 import * as validators from '../../generated/validators/schemas.js';
-import { GatewayError, RPC, type JsonSchemaObject, type ToolDef } from '../gateway/types.js';
+import { GatewayError, RPC, type CallResult, type GatewayContext, type JsonSchemaObject, type ToolDef, type ToolServer } from '../gateway/types.js';
 
 export interface EmbeddedTool {
   def: ToolDef;
@@ -90,4 +90,25 @@ export function toolDefsOf(path: string): ToolDef[] {
 /** A tool name the server does not have: -32602, as the MCP specification prescribes. */
 export function unknownTool(path: string, name: string): GatewayError {
   return new GatewayError(RPC.INVALID_PARAMS, `Unknown tool "${name}" on server "${path}"`, { error: 'unknown_tool' });
+}
+
+/**
+ * An embedded server from its schemas/tools descriptor: tools/list serves the prepared table,
+ * an unknown tool is -32602, and arguments are validated (-32000) before `run` sees them.
+ */
+export function embeddedServer(path: string, run: (ctx: GatewayContext, tool: ToolDef, args: Record<string, unknown>) => Promise<CallResult>): ToolServer {
+  const described = describedServer(path);
+  return {
+    path,
+    name: described.name,
+    description: described.description,
+    embedded: true,
+    listTools: () => Promise.resolve(described.defs),
+    async callTool(ctx, name, args) {
+      const tool = described.tools.get(name);
+      if (!tool) throw unknownTool(path, name);
+      checkArguments(tool, args);
+      return run(ctx, tool.def, args);
+    },
+  };
 }

@@ -6,22 +6,11 @@
  */
 import { AppError } from '../errors/index.js';
 import { GatewayError, RPC, type ToolServer } from '../gateway/types.js';
-import { checkArguments, describedServer, unknownTool } from './embedded.js';
+import { embeddedServer } from './embedded.js';
 
 export function registeredOnlyServer(path: string, arrivesWith: string): ToolServer {
-  const described = describedServer(path);
-  return {
-    path,
-    name: described.name,
-    description: described.description,
-    embedded: true,
-    listTools: () => Promise.resolve(described.defs),
-    callTool(_ctx, name, args) {
-      const tool = described.tools.get(name);
-      if (!tool) return Promise.reject(unknownTool(path, name));
-      checkArguments(tool, args);
-      const e = new AppError('ERR_NOT_IMPLEMENTED');
-      return Promise.reject(new GatewayError(RPC.INTERNAL, `Not implemented yet: ${name} arrives with ${arrivesWith}`, { error: e.code, capability: name }));
-    },
-  };
+  return embeddedServer(path, (_ctx, tool) => {
+    const e = new AppError('ERR_NOT_IMPLEMENTED');
+    return Promise.reject(new GatewayError(RPC.INTERNAL, `Not implemented yet: ${tool.name} arrives with ${arrivesWith}`, { error: e.code, capability: tool.name }));
+  });
 }

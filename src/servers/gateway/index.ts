@@ -7,7 +7,7 @@
  * unchanged, including injection of the only connected connection.
  */
 import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
-import { checkArguments, describedServer, unknownTool } from '../embedded.js';
+import { embeddedServer } from '../embedded.js';
 
 export interface ServerResolver {
   /** The server at `path` for the caller's organisation; unknown → GatewayError -32000. */
@@ -45,24 +45,13 @@ function asInvokeResult(result: CallResult): CallResult {
 }
 
 export function createGatewayServer(discovery: ToolServer, servers: ServerResolver): ToolServer {
-  const described = describedServer('gateway');
-  const invoke = described.tools.get('gateway_invoke')!;
-  return {
-    path: 'gateway',
-    name: described.name,
-    description: described.description,
-    embedded: true,
-    listTools: () => Promise.resolve(described.defs),
-    async callTool(ctx, name, args) {
-      if (name === 'capabilities_discover' || name === 'capability_details') return discovery.callTool(ctx, name, args);
-      if (name !== 'gateway_invoke') throw unknownTool('gateway', name);
-      checkArguments(invoke, args);
-      const { server: path, tool } = args as { server: string; tool: string };
-      if (path === 'gateway' && tool === 'gateway_invoke') {
-        throw new GatewayError(RPC.SERVER, 'gateway_invoke cannot invoke itself', { error: 'invalid_arguments' });
-      }
-      const target = await servers.require(ctx, path);
-      return asInvokeResult(await target.callTool(ctx, tool, parseArguments(args.arguments)));
-    },
-  };
+  return embeddedServer('gateway', async (ctx, tool, args) => {
+    if (tool.name !== 'gateway_invoke') return discovery.callTool(ctx, tool.name, args);
+    const { server: path, tool: name } = args as { server: string; tool: string };
+    if (path === 'gateway' && name === 'gateway_invoke') {
+      throw new GatewayError(RPC.SERVER, 'gateway_invoke cannot invoke itself', { error: 'invalid_arguments' });
+    }
+    const target = await servers.require(ctx, path);
+    return asInvokeResult(await target.callTool(ctx, name, parseArguments(args.arguments)));
+  });
 }

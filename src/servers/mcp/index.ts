@@ -4,7 +4,7 @@
  * embedded, tools}` with `tools` the tool names (schemas/tools/mcp/listServers.output).
  */
 import { jsonResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
-import { checkArguments, describedServer, unknownTool } from '../embedded.js';
+import { embeddedServer } from '../embedded.js';
 
 export interface ServerLister {
   visibleServers(ctx: GatewayContext): Promise<ToolServer[]>;
@@ -27,7 +27,6 @@ async function entryOf(ctx: GatewayContext, s: ToolServer): Promise<Entry> {
 }
 
 export function createMcpServer(lister: ServerLister): ToolServer {
-  const described = describedServer('mcp');
   // Embedded servers and their tools never change while the process runs: their entries are built once.
   const embeddedEntries = new WeakMap<ToolServer, Entry>();
   const entry = async (ctx: GatewayContext, s: ToolServer): Promise<Entry> => {
@@ -36,19 +35,9 @@ export function createMcpServer(lister: ServerLister): ToolServer {
     if (!e) embeddedEntries.set(s, (e = await entryOf(ctx, s)));
     return e;
   };
-  const tool = described.tools.get('listServers')!;
-  return {
-    path: 'mcp',
-    name: described.name,
-    description: described.description,
-    embedded: true,
-    listTools: () => Promise.resolve(described.defs),
-    async callTool(ctx, name, args) {
-      if (name !== 'listServers') throw unknownTool('mcp', name);
-      checkArguments(tool, args);
-      const servers = await lister.visibleServers(ctx);
-      const entries = await Promise.all(servers.map((s) => entry(ctx, s)));
-      return jsonResult({ servers: entries });
-    },
-  };
+  // listServers is the server's only tool.
+  return embeddedServer('mcp', async (ctx) => {
+    const servers = await lister.visibleServers(ctx);
+    return jsonResult({ servers: await Promise.all(servers.map((s) => entry(ctx, s))) });
+  });
 }
