@@ -274,8 +274,9 @@ export interface paths {
          *     (HMAC-SHA256 by the server over the key, queue, declared size and expiry) authorise
          *     the call, so no bearer token is needed; the URL is valid 1 hour. Clients use the URL
          *     exactly as returned.
-         *     Decision: the body is stored as is; `Content-Type` `text/csv` (as returned in
-         *     `headers`) or `application/octet-stream`. It may be at most the declared `sizeBytes`
+         *     Decision: the body is stored as is (raw bytes); `Content-Type`
+         *     `application/octet-stream` (as returned in `headers`, the type client generators
+         *     handle as a file) or `text/csv`. It may be at most the declared `sizeBytes`
          *     and at most 1 GiB (413 `file_too_large`); an empty body answers 400 `empty_file`.
          *     Decision: a second PUT before the batch is created replaces the file; once a batch
          *     has been created from the key the URL answers 409 `csv_already_used`.
@@ -395,6 +396,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ext/channels/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The channel trigger id (spec "Trigger"), not the agent id.
+                 * @example trg_8Ch4Nn3Lq1
+                 */
+                triggerId: components["parameters"]["ChannelTriggerIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message to an agent API channel
+         * @description Spec section 5 ("Agent API channel"): `POST {triggers_url}/ext/triggers/{triggerId}`
+         *     with a channel trigger id. Decision: the same call is also served at
+         *     `/ext/channels/{triggerId}`, and this operation describes it, so that generated
+         *     clients type the channel's request (`AgentChannelRequest`) and its replies apart from
+         *     workflow runs (`callApiTrigger`). Both paths behave identically for a channel trigger
+         *     id; a workflow trigger id on this path answers 404 `trigger_not_found`.
+         *
+         *     **Authentication.** Header `X-API-Key` with the channel key (spec "Authentication" 2;
+         *     header names are case-insensitive). Rotating the key replaces it atomically. A
+         *     disabled channel answers 403 `trigger_disabled`; a missing or invalid key 401.
+         *
+         *       Only `application/json` with the `AgentChannelRequest`
+         *       body (unknown fields rejected with 400); any other content type, multipart included,
+         *       answers 415 `unsupported_media_type`. The reply's format is set per channel: text
+         *       (default, `text/plain`), markdown (`text/markdown`) or json (`application/json`,
+         *       `AgentChannelJsonOutput`). Every response that produced or continued a chat carries
+         *       `X-Pf-Chat-Id`. A `chatId` not owned by this channel answers 403 `unowned_chat_id`
+         *       and the chatId is not echoed. Decision: a channel call always waits for the reply
+         *       (`x-api-wait` is ignored) for up to 60 seconds, the synchronous limit of the spec;
+         *       past that it answers 200 with the `TriggerTimeout` JSON body and `X-Pf-Chat-Id`, the
+         *       agent finishes the turn and its reply is kept in the chat history. Decision: messages
+         *       to the same chat are processed one at a time in arrival order. Decision: channel
+         *       responses carry `X-Pf-Chat-Id` and `X-Pf-Run-Id` (the id of this agent turn) but not
+         *       `X-Pf-Automation-Id`, because no workflow runs; the polling endpoints serve workflow
+         *       runs only. Decision: errors are always the JSON `Error` object, whatever the
+         *       channel's output format.
+         *
+         *       **Header forwarding (channels only).** Request headers named `X-Pf-Forward-<Name>`
+         *       are forwarded to remote tool servers as `<name>` (prefix stripped, name lowercased);
+         *       headers without the prefix are not forwarded; `authorization`, `content-type`,
+         *       `accept` and `mcp-session-id` are dropped even when prefixed. Forwarding applies only
+         *       to remote tool servers that have a matching connection (servers generated from an
+         *       API description and embedded servers receive nothing); when a condition fails the
+         *       tools simply do not appear and no error is given. Forwarded values are part of the
+         *       upstream session cache key. OpenAPI cannot declare a header-name pattern, so these
+         *       headers are described here rather than listed as parameters.
+         *
+         *     Decision: until agents land on this server, this operation answers 501
+         *     `not_implemented`.
+         */
+        post: operations["sendChannelMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ext/triggers/{triggerId}": {
         parameters: {
             query?: never;
@@ -413,7 +478,7 @@ export interface paths {
          * Call an API trigger with query parameters
          * @description Spec section 1: "The trigger may also take parameters as query parameters on GET; the
          *     GET form is not shown beyond that." Same headers and same run semantics as
-         *     `callApiTrigger`; every query pair becomes a run input (see `params`) and there is no
+         *     `callApiTrigger`; every query pair becomes a run input (see `inputs`) and there is no
          *     body.
          *     Decision: GET serves workflow triggers only; an agent channel trigger id answers 405
          *     `method_not_allowed` with `Allow: POST` (a channel needs a JSON body).
@@ -423,24 +488,23 @@ export interface paths {
         get: operations["callApiTriggerWithQuery"];
         put?: never;
         /**
-         * Call an API trigger or an agent API channel
-         * @description Spec sections 1 ("Workflow API trigger") and 5 ("Agent API channel") share this path;
-         *     this single operation serves both and the `triggerId` decides which: a workflow
-         *     trigger id starts a workflow run, a channel trigger id sends a message to the
-         *     channel's agent.
+         * Call an API trigger
+         * @description Spec section 1 ("Workflow API trigger"). Spec section 5 ("Agent API channel") uses the
+         *     same path with a channel trigger id: the server serves both here and the `triggerId`
+         *     decides which. Decision: the channel form is described by its own operation,
+         *     `sendChannelMessage` (`POST /ext/channels/{triggerId}`, an alias served identically),
+         *     so that generated clients get distinct request and response types for workflow runs
+         *     and agent replies; this operation describes the workflow form only.
          *
-         *     **Authentication.** The key travels in the `X-API-KEY` header. The channel section of
-         *     the spec writes it `X-API-Key`; HTTP header names are case-insensitive, so both are the
-         *     same header. A workflow trigger accepts the organisation's API keys; a channel accepts
-         *     only its own channel key (rotation replaces it atomically, spec "Authentication" 2).
+         *     **Authentication.** The key travels in the `X-API-KEY` header; a workflow trigger
+         *     accepts the organisation's API keys.
          *     Decision: an unknown trigger id presented with an invalid key answers 401, so the
          *     existence of a trigger never leaks; 404 `trigger_not_found` is returned only when the
-         *     key is valid for the organisation. A disabled trigger or channel answers 403
-         *     `trigger_disabled`.
+         *     key is valid for the organisation. A disabled trigger answers 403 `trigger_disabled`.
          *
          *     **Workflow triggers (spec 1).** Content types `application/json` (any JSON object),
          *     `application/x-www-form-urlencoded` (form fields) and `multipart/form-data` (form
-         *     fields plus files). Query pairs are inputs too (see the `params` parameter).
+         *     fields plus files). Query pairs are inputs too (see the `inputs` parameter).
          *     Decision: an absent or empty body starts the run with the query inputs only (an
          *     empty input object when there are none). Decision: a JSON body that is not an object
          *     (array, string, number, null) answers 400 `invalid_request`.
@@ -479,32 +543,6 @@ export interface paths {
          *
          *     **Body size.** Decision: JSON and form-encoded bodies are limited to 16 MiB (413
          *     `payload_too_large`), the default payload limit n8n users know.
-         *
-         *     **Agent channels (spec 5).** Only `application/json` with the `AgentChannelRequest`
-         *     body (unknown fields rejected with 400); any other content type, multipart included,
-         *     answers 415 `unsupported_media_type`. The reply's format is set per channel: text
-         *     (default, `text/plain`), markdown (`text/markdown`) or json (`application/json`,
-         *     `AgentChannelJsonOutput`). Every response that produced or continued a chat carries
-         *     `X-Pf-Chat-Id`. A `chatId` not owned by this channel answers 403 `unowned_chat_id`
-         *     and the chatId is not echoed. Decision: a channel call always waits for the reply
-         *     (`x-api-wait` is ignored) for up to 60 seconds, the synchronous limit of the spec;
-         *     past that it answers 200 with the `TriggerTimeout` JSON body and `X-Pf-Chat-Id`, the
-         *     agent finishes the turn and its reply is kept in the chat history. Decision: messages
-         *     to the same chat are processed one at a time in arrival order. Decision: channel
-         *     responses carry `X-Pf-Chat-Id` and `X-Pf-Run-Id` (the id of this agent turn) but not
-         *     `X-Pf-Automation-Id`, because no workflow runs; the polling endpoints serve workflow
-         *     runs only. Decision: errors are always the JSON `Error` object, whatever the
-         *     channel's output format.
-         *
-         *     **Header forwarding (channels only).** Request headers named `X-Pf-Forward-<Name>`
-         *     are forwarded to remote tool servers as `<name>` (prefix stripped, name lowercased);
-         *     headers without the prefix are not forwarded; `authorization`, `content-type`,
-         *     `accept` and `mcp-session-id` are dropped even when prefixed. Forwarding applies only
-         *     to remote tool servers that have a matching connection (servers generated from an
-         *     API description and embedded servers receive nothing); when a condition fails the
-         *     tools simply do not appear and no error is given. Forwarded values are part of the
-         *     upstream session cache key. OpenAPI cannot declare a header-name pattern, so these
-         *     headers are described here rather than listed as parameters.
          *
          *     **Idempotency (our extension).** `Idempotency-Key` (1 to 255 characters): within 24
          *     hours the same key on the same trigger does not start a new run or agent turn; it
@@ -639,7 +677,7 @@ export interface paths {
         /**
          * Call a webhook trigger with query parameters
          * @description Spec sections 1 and 2: the GET form of the webhook trigger. Every query pair becomes
-         *     a run input (see `params`); there is no body. Headers and responses as for
+         *     a run input (see `inputs`); there is no body. Headers and responses as for
          *     `callWebhookTrigger`.
          *     Decision: `Idempotency-Key` is honoured on GET as on POST.
          */
@@ -1006,8 +1044,15 @@ export interface paths {
          *     The credentials may instead be sent as `Authorization: Basic
          *     <base64(client_id:client_secret)>` (RFC 6749 `client_secret_basic`), in which case
          *     `client_id` and `client_secret` are omitted from the body; that is why they are
-         *     optional in the schema and why `security` is "basicAuth or none". Sending
-         *     credentials both ways answers 400 `invalid_request` (RFC 6749 section 2.3).
+         *     optional in the schema.
+         *
+         *     Decision: the endpoint needs no token (`security` is empty), so a generated client
+         *     calls it unauthenticated; the credentials themselves are the request. The rule for
+         *     the `Authorization` header: only the `Basic` scheme is client authentication. Any
+         *     other scheme (for example a stale `Bearer` token a client sends on every request) is
+         *     ignored and the body credentials are used. `Basic` together with body credentials is
+         *     accepted when both name the same client id and secret, and answers 400
+         *     `invalid_request` when they differ (RFC 6749 section 2.3: one method per request).
          *
          *     Response: `access_token` (JWT), `token_type` `Bearer`, `expires_in` 3600, with
          *     `Cache-Control: no-store` (RFC 6749 section 5.1).
@@ -1622,6 +1667,11 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * @description JSON body of an agent channel reply: the json-format output, or the timeout body past
+         *     60 seconds.
+         */
+        AgentChannelJsonBody: components["schemas"]["AgentChannelJsonOutput"] | components["schemas"]["TriggerTimeout"];
+        /**
          * @description Reply of an agent channel whose output format is json: the agent's structured output
          *     verbatim when the agent has an output schema, otherwise `{chatId, output}`.
          *     Decision: an agent's output schema must have an object root, so this body is always
@@ -1933,11 +1983,7 @@ export interface components {
             name: string;
             /** @description Product or service family; for most servers it equals the server path. */
             service_key: string;
-            /**
-             * @description Connection status.
-             * @enum {string}
-             */
-            status: "connected" | "error" | "disconnected";
+            status: components["schemas"]["ConnectionStatus"];
         };
         /** @description A new connection. */
         ConnectionCreate: {
@@ -1989,7 +2035,11 @@ export interface components {
             version: number;
         };
         /** @description Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON. */
-        ConnectionSecret: string | Record<string, never>;
+        ConnectionSecret: components["schemas"]["ConnectionSecretToken"] | components["schemas"]["ConnectionSecretFields"];
+        /** @description Several secret values, such as `{username, password}`. */
+        ConnectionSecretFields: Record<string, never>;
+        /** @description A token or key string. */
+        ConnectionSecretToken: string;
         /**
          * @description Connection status (spec "States and transitions").
          * @enum {string}
@@ -2083,11 +2133,8 @@ export interface components {
         };
         /** @description Body of `testDataCollectionTrigger` (spec section 14). */
         DataCollectionTriggerTest: {
-            /**
-             * @description Event whose collection-level trigger URLs are called.
-             * @enum {string}
-             */
-            event: "onCreate" | "onEdit" | "onDelete";
+            /** @description Event whose collection-level trigger URLs are called. */
+            event: components["schemas"]["TriggerUrlEvent"];
             /** @description Fields merged over the synthetic event payload. */
             testData: {
                 [key: string]: unknown;
@@ -2101,11 +2148,8 @@ export interface components {
             httpStatus?: number;
             /** @description `X-Pf-Run-Id` returned by the URL, when any. */
             runId?: string;
-            /**
-             * @description `success` when the URL answered 2xx.
-             * @enum {string}
-             */
-            status: "success" | "failed";
+            /** @description `success` when the URL answered 2xx. */
+            status: components["schemas"]["TriggerCallOutcome"];
             /**
              * Format: uri
              * @description The trigger URL called.
@@ -2282,9 +2326,13 @@ export interface components {
             token: string;
         };
         /** @description Item content - an object (structured datastores, vaults) or a string (unstructured datastores). */
-        MemoryContent: {
+        MemoryContent: components["schemas"]["MemoryContentObject"] | components["schemas"]["MemoryContentText"];
+        /** @description Content of a structured datastore or vault item. */
+        MemoryContentObject: {
             [key: string]: unknown;
-        } | string;
+        };
+        /** @description Content of an unstructured datastore item. */
+        MemoryContentText: string;
         /** @description A datastore or vault item. */
         MemoryItem: {
             /** @description Identifier of the collection. */
@@ -2380,11 +2428,8 @@ export interface components {
                 executionTime: number;
                 /** @description `X-Pf-Run-Id` returned by the URL, or null. */
                 runId: string | null;
-                /**
-                 * @description `success` when the URL answered 2xx.
-                 * @enum {string}
-                 */
-                status: "success" | "failed";
+                /** @description `success` when the URL answered 2xx. */
+                status: components["schemas"]["TriggerCallOutcome"];
             };
             /** @description Summary of the test. */
             message: string;
@@ -2687,11 +2732,10 @@ export interface components {
             version: number;
         };
         /**
-         * @description JSON body of `callApiTrigger`: the workflow forms of `TriggerWorkflowJsonBody` or an
-         *     agent channel's json reply. `anyOf` rather than `oneOf` because the agent's structured
-         *     output may be any JSON object.
+         * @description Outcome of one call to a trigger URL.
+         * @enum {string}
          */
-        TriggerCallJsonBody: null | components["schemas"]["TriggerSyncResult"] | components["schemas"]["TriggerTimeout"] | components["schemas"]["AgentChannelJsonOutput"];
+        TriggerCallOutcome: "success" | "failed";
         /** @description A new trigger. */
         TriggerCreate: {
             /** @description Workflow the trigger runs. */
@@ -2721,13 +2765,6 @@ export interface components {
             [key: string]: string;
         };
         /**
-         * @description JSON body of `callApiTrigger`: any JSON object for a workflow trigger, or an
-         *     `AgentChannelRequest` for an agent channel. `anyOf` rather than `oneOf` because every
-         *     channel request is also a JSON object; the channel's strict shape (unknown fields
-         *     rejected) is applied once the trigger id is known to be a channel.
-         */
-        TriggerJsonBody: components["schemas"]["TriggerWorkflowInput"] | components["schemas"]["AgentChannelRequest"];
-        /**
          * @description `api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2).
          * @enum {string}
          */
@@ -2752,6 +2789,12 @@ export interface components {
         } & {
             [key: string]: string;
         };
+        /**
+         * @description A query input value as a client passes it. On the wire every value is a string (a
+         *     repeated name for an array); the server converts it to the type the workflow's
+         *     `inputSchema` declares.
+         */
+        TriggerQueryValue: string | number | boolean | (string | number | boolean)[];
         /**
          * @description Synchronous results body, returned by a trigger call with `x-api-wait: true` that
          *     finished within 60 seconds (spec "Synchronous results body").
@@ -2785,11 +2828,10 @@ export interface components {
              */
             startedBy: string;
             /**
-             * @description Our extension (the spec's field list has no status) - terminal status of the run,
-             *     so a caller needs no extra status poll.
-             * @enum {string}
+             * @description Our extension (the spec's field list has no status) - terminal status of the run
+             *     (COMPLETE, FAILED or TIMEOUT), so a caller needs no extra status poll.
              */
-            status: "COMPLETE" | "FAILED" | "TIMEOUT";
+            status: components["schemas"]["RunStatusValue"];
             /** @description Map from step index (string) to the integer step version. */
             stepMap: {
                 [key: string]: number;
@@ -2857,18 +2899,14 @@ export interface components {
         TriggerUrl: {
             /** @description Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned. */
             apiKey: string;
-            /**
-             * @description Event that calls the URL.
-             * @enum {string}
-             */
-            event: "onCreate" | "onEdit" | "onDelete";
+            /** @description Event that calls the URL. */
+            event: components["schemas"]["TriggerUrlEvent"];
             /**
              * @description `collection` or `item`; auto-detected when omitted: `item` on item and file
              *     endpoints, `collection` on `updateDataCollection`. Item level on a filestore or
              *     knowledge base is delivered as `triggerLevel: file` in payloads.
-             * @enum {string}
              */
-            triggerLevel?: "collection" | "item";
+            triggerLevel?: components["schemas"]["TriggerUrlLevel"];
             /**
              * Format: uri
              * @description Endpoint called, typically a workflow API trigger (http or https only).
@@ -2879,22 +2917,26 @@ export interface components {
         TriggerUrlConfigured: {
             /** @description Last four characters of the configured key, to tell keys apart. */
             apiKeyLast4: string;
-            /**
-             * @description Event that calls the URL.
-             * @enum {string}
-             */
-            event: "onCreate" | "onEdit" | "onDelete";
-            /**
-             * @description Resolved level of the entry.
-             * @enum {string}
-             */
-            triggerLevel: "collection" | "item";
+            /** @description Event that calls the URL. */
+            event: components["schemas"]["TriggerUrlEvent"];
+            /** @description Resolved level of the entry. */
+            triggerLevel: components["schemas"]["TriggerUrlLevel"];
             /**
              * Format: uri
              * @description Endpoint called.
              */
             url: string;
         };
+        /**
+         * @description Resource event (spec "Trigger URL entry", "Events").
+         * @enum {string}
+         */
+        TriggerUrlEvent: "onCreate" | "onEdit" | "onDelete";
+        /**
+         * @description Level of a trigger URL entry (spec "Trigger URL entry").
+         * @enum {string}
+         */
+        TriggerUrlLevel: "collection" | "item";
         /** @description Public URLs of the trigger. */
         TriggerUrls: {
             /**
@@ -2905,6 +2947,12 @@ export interface components {
              */
             trigger: string;
         };
+        /**
+         * @description Value of the `x-api-wait` header (spec section 1).
+         * @default false
+         * @enum {string}
+         */
+        TriggerWaitFlag: "true" | "false";
         /**
          * @description Run inputs of a workflow trigger: any JSON object (spec section 1). Its fields are
          *     merged over the query inputs.
@@ -2966,11 +3014,7 @@ export interface components {
             memoryMb?: number;
             /** @description Step name (stepInfo name in run status). */
             name: string;
-            /**
-             * @description How the result is reported.
-             * @enum {string}
-             */
-            resultType?: "markdown" | "plaintext" | "json";
+            resultType?: components["schemas"]["WorkflowResultType"];
             /** @description Time limit of the step in milliseconds (default 60000). */
             timeoutMs?: number;
             /**
@@ -3025,11 +3069,7 @@ export interface components {
                 /** @description Absolute http(s) URL (templated). */
                 url: string;
             };
-            /**
-             * @description How the result is reported.
-             * @enum {string}
-             */
-            resultType?: "markdown" | "plaintext" | "json";
+            resultType?: components["schemas"]["WorkflowResultType"];
             /**
              * @description Step type. (enum property replaced by openapi-typescript)
              * @enum {string}
@@ -3050,6 +3090,11 @@ export interface components {
             /** @description 0-based index of the step that writes the file. */
             stepIndex: number;
         };
+        /**
+         * @description How the step result is reported.
+         * @enum {string}
+         */
+        WorkflowResultType: "markdown" | "plaintext" | "json";
         /** @description A step, discriminated by `type`. */
         WorkflowStep: components["schemas"]["WorkflowCodeStep"] | components["schemas"]["WorkflowHttpStep"] | components["schemas"]["WorkflowToolStep"] | components["schemas"]["WorkflowAgentStep"];
         /** @description Map from step index (string, 0-based) to step version (spec "stepMap"). */
@@ -3101,6 +3146,61 @@ export interface components {
         };
     };
     responses: {
+        /** @description Malformed JSON, or a body with unknown or missing fields (spec "Errors"). */
+        ChannelBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The channel is disabled, or the `chatId` is not owned by this channel (the chatId is not echoed). */
+        ChannelForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The agent's reply, in the channel's output format: `text/plain` (text, default),
+         *     `text/markdown` (markdown) or `application/json` (json: `AgentChannelJsonOutput`).
+         *     Past 60 seconds the body is the JSON `TriggerTimeout` body whatever the format.
+         */
+        ChannelReplyOk: {
+            headers: {
+                /**
+                 * @description Present with value `true` when the response replays an earlier call with the same `Idempotency-Key`; absent otherwise.
+                 * @example true
+                 */
+                "Idempotent-Replay"?: "true";
+                /**
+                 * @description Chat id on every agent-channel response that produced or continued a chat; send it
+                 *     back as `chatId` to continue the conversation. Absent on a response that produced
+                 *     no chat (an error before the agent ran).
+                 * @example chat_9Wd2Kp4Rt7
+                 */
+                "X-Pf-Chat-Id"?: string;
+                "X-Pf-Run-Id": components["headers"]["TriggerRunId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AgentChannelJsonBody"];
+                "text/markdown": components["schemas"]["AgentChannelTextOutput"];
+                "text/plain": components["schemas"]["AgentChannelTextOutput"];
+            };
+        };
+        /** @description The body is not `application/json` (multipart and form data included; spec "Errors"). */
+        ChannelUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request is invalid (body, parameters, `limit` or `cursor`). */
         ManagementBadRequest: {
             headers: {
@@ -3348,38 +3448,10 @@ export interface components {
             };
         };
         /**
-         * @description Bad request: request validation failed, malformed JSON, a channel body with unknown
-         *     or missing fields, or more than 20 attachments.
+         * @description Bad request: request validation failed, malformed JSON, inputs that do not match the
+         *     workflow's input schema, or more than 20 attachments.
          */
         TriggerBadRequest: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /**
-         * @description Run started (asynchronous, body `null`), run finished (synchronous results body), run
-         *     still going after 60 seconds (timeout body), or the agent channel's reply (`text/plain`,
-         *     `text/markdown` or `application/json` according to the channel's output format).
-         */
-        TriggerCallOk: {
-            headers: {
-                "Idempotent-Replay": components["headers"]["TriggerIdempotentReplay"];
-                "X-Pf-Automation-Id": components["headers"]["TriggerAutomationId"];
-                "X-Pf-Chat-Id": components["headers"]["TriggerChatId"];
-                "X-Pf-Run-Id": components["headers"]["TriggerRunId"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["TriggerCallJsonBody"];
-                "text/markdown": components["schemas"]["AgentChannelTextOutput"];
-                "text/plain": components["schemas"]["AgentChannelTextOutput"];
-            };
-        };
-        /** @description The trigger or channel is disabled, or the `chatId` is not owned by this channel (the chatId is not echoed). */
-        TriggerForbidden: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3419,7 +3491,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Bad request (a header such as `x-api-wait` or `Idempotency-Key` has an invalid value). */
+        /**
+         * @description Bad request: a header such as `x-api-wait` or `Idempotency-Key` has an invalid value,
+         *     or a query input does not convert to the type the workflow's input schema declares.
+         */
         TriggerQueryBadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -3440,10 +3515,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /**
-         * @description Unsupported content type, an agent-channel body that is not `application/json`
-         *     (multipart included), or a blocked file type (executable or script).
-         */
+        /** @description Unsupported content type, or a blocked file type (executable or script). */
         TriggerUnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -3495,7 +3567,11 @@ export interface components {
          */
         TriggerWorkflowOk: {
             headers: {
-                "Idempotent-Replay": components["headers"]["TriggerIdempotentReplay"];
+                /**
+                 * @description Present with value `true` when the response replays an earlier call with the same `Idempotency-Key`; absent otherwise.
+                 * @example true
+                 */
+                "Idempotent-Replay"?: "true";
                 "X-Pf-Automation-Id": components["headers"]["TriggerAutomationId"];
                 "X-Pf-Run-Id": components["headers"]["TriggerRunId"];
                 [name: string]: unknown;
@@ -3512,25 +3588,51 @@ export interface components {
          */
         ApiKeyIdParam: string;
         /**
+         * @description Opaque `nextCursor` of the previous page of the API keys list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYXBpLWtleXMiLCJhIjoia2V5XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcyIn0
+         */
+        ApiKeysCursor: string;
+        /**
          * @description Application server registration id.
          * @example srv_01932f5f6d7e7f809a1b2c3d4e5f6071
          */
         AppServerIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the application servers list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYXBwLXNlcnZlcnMiLCJhIjoic3J2XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTc1In0
+         */
+        AppServersCursor: string;
+        /**
+         * @description The channel key (spec section 5). A missing or invalid key answers 401 before the
+         *     body is read.
+         * @example ck_live_9Qm2Xc7Vb4Tn8Rw1
+         */
+        ChannelApiKeyHeader: string;
+        /**
+         * @description The channel trigger id (spec "Trigger"), not the agent id.
+         * @example trg_8Ch4Nn3Lq1
+         */
+        ChannelTriggerIdPath: string;
         /**
          * @description Connection id (the PCID).
          * @example pcid_01932f5f3b4c7d5e9f0a1b2c3d4e5f60
          */
         ConnectionIdParam: string;
         /**
+         * @description Opaque `nextCursor` of the previous page of the connections list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY29ubmVjdGlvbnMiLCJhIjoicGNpZF8wMTkzMmY1ZThhN2I3YzNkOWUwZjFhMmIzYzRkNWU3NCJ9
+         */
+        ConnectionsCursor: string;
+        /**
          * @description Credential id.
          * @example cred_01932f60a1b27c3d8e9f0a1b2c3d4e5f
          */
         CredentialIdParam: string;
         /**
-         * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-         * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+         * @description Opaque `nextCursor` of the previous page of the credentials list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY3JlZGVudGlhbHMiLCJhIjoiY3JlZF8wMTkzMmY1ZThhN2I3YzNkOWUwZjFhMmIzYzRkNWU3MSJ9
          */
-        ManagementCursor: string;
+        CredentialsCursor: string;
         /**
          * @description REQUIRED for updates: the current `ETag` of the resource, `"<version>"`. Missing
          *     answers 428 `precondition_required`; a stale or malformed value answers 412
@@ -3599,10 +3701,8 @@ export interface components {
          */
         RunIdPath: string;
         /**
-         * @description The API key (spec section 1), or the channel key for an agent channel (spec section
-         *     5 writes it `X-API-Key`; HTTP header names are case-insensitive, it is the same
-         *     header). A missing or invalid key answers 401 (the key is checked before request
-         *     validation).
+         * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
+         *     before request validation).
          * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
          */
         TriggerApiKeyHeader: string;
@@ -3626,24 +3726,39 @@ export interface components {
         TriggerIdPath: string;
         /**
          * @description Decision: the spec's "one optional trigger query parameter" is this single
-         *     form-exploded object parameter: every query pair (`?email=ada@example.com&plan=pro`)
-         *     becomes a run input of type string; on POST, body fields win on a name conflict.
-         *     Decision: a name repeated in the query keeps its last value.
+         *     form-exploded object parameter: every query pair (`?email=ada@example.com&seats=5`)
+         *     becomes a run input by its plain name; on POST, body fields win on a name conflict.
+         *     The parameter is named `inputs` so that it collides with no generator's own
+         *     variables. Clients that serialise objects as `deepObject` (openapi-fetch's default)
+         *     send `?inputs[email]=ada@example.com`: a query name of the form `inputs[<name>]`
+         *     (also `inputs[<name>][]` and `inputs[<name>][<n>]`) is read as the input `<name>`.
+         *     Decision: query values are strings on the wire; when the workflow declares an
+         *     `inputSchema`, each query input is converted to the type its property declares
+         *     (`number`, `integer`, `boolean` from `true`/`false`, `null` from an empty value,
+         *     `array` from repeated names or a single value), and a value that does not convert is
+         *     refused with 400 `invalid_inputs` (for example `/seats must be number`). Without a
+         *     declared type a value stays a string, and a repeated name keeps its last value.
+         *     Body inputs are never converted.
          * @example {
          *       "email": "ada@example.com",
-         *       "plan": "pro"
+         *       "seats": 5
          *     }
          */
-        TriggerQueryParams: {
-            [key: string]: string;
+        TriggerQueryInputs: {
+            [key: string]: components["schemas"]["TriggerQueryValue"];
         };
+        /**
+         * @description Opaque `nextCursor` of the previous page of the triggers list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoidHJpZ2dlcnMiLCJhIjoidHJnXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTczIn0
+         */
+        TriggersCursor: string;
         /**
          * @description `true` waits up to 60 seconds for the run and returns the synchronous results body
          *     (or the timeout body); `false` (default) returns at once with a `null` body. Ignored
          *     by agent channels, which always wait for the reply.
          * @example true
          */
-        TriggerWaitHeader: "true" | "false";
+        TriggerWaitHeader: components["schemas"]["TriggerWaitFlag"];
         /**
          * @description The API key embedded in the URL (spec sections 2 to 4). The URL is a credential:
          *     treat it as secret.
@@ -3656,10 +3771,20 @@ export interface components {
          */
         WorkflowIdParam: string;
         /**
+         * @description Opaque `nextCursor` of the previous page of the workflows list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+         */
+        WorkflowsCursor: string;
+        /**
          * @description Workflow version number (the spec's automationVersion).
          * @example 2
          */
         WorkflowVersionParam: number;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the versions of this workflow list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoid29ya2Zsb3ctdmVyc2lvbnMiLCJhIjoxfQ
+         */
+        WorkflowVersionsCursor: string;
     };
     requestBodies: never;
     headers: {
@@ -3688,17 +3813,6 @@ export interface components {
          * @example auto_7Kq2Lm9Xw3
          */
         TriggerAutomationId: string;
-        /**
-         * @description Chat id on every agent-channel response that produced or continued a chat; send it
-         *     back as `chatId` to continue the conversation.
-         * @example chat_9Wd2Kp4Rt7
-         */
-        TriggerChatId: string;
-        /**
-         * @description Present with value `true` when the response replays an earlier call with the same `Idempotency-Key`.
-         * @example true
-         */
-        TriggerIdempotentReplay: "true";
         /**
          * @description Identifier of the run (spec "Run identifiers"). For an agent channel, the id of the
          *     agent turn.
@@ -4244,20 +4358,74 @@ export interface operations {
             501: components["responses"]["NotImplemented"];
         };
     };
+    sendChannelMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Our extension. Within 24 hours the same key on the same trigger replays the original
+                 *     run's headers and result with the response header `Idempotent-Replay: true` instead
+                 *     of starting a new run.
+                 * @example order-1042-created
+                 */
+                "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
+                /**
+                 * @description The channel key (spec section 5). A missing or invalid key answers 401 before the
+                 *     body is read.
+                 * @example ck_live_9Qm2Xc7Vb4Tn8Rw1
+                 */
+                "X-API-Key": components["parameters"]["ChannelApiKeyHeader"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (spec "Trigger"), not the agent id.
+                 * @example trg_8Ch4Nn3Lq1
+                 */
+                triggerId: components["parameters"]["ChannelTriggerIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description The user message, the chat to continue and free metadata. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentChannelRequest"];
+            };
+        };
+        responses: {
+            200: components["responses"]["ChannelReplyOk"];
+            400: components["responses"]["ChannelBadRequest"];
+            401: components["responses"]["TriggerUnauthorized"];
+            403: components["responses"]["ChannelForbidden"];
+            404: components["responses"]["TriggerNotFound"];
+            413: components["responses"]["TriggerWebhookPayloadTooLarge"];
+            415: components["responses"]["ChannelUnsupportedMediaType"];
+            501: components["responses"]["NotImplemented"];
+        };
+    };
     callApiTriggerWithQuery: {
         parameters: {
             query?: {
                 /**
                  * @description Decision: the spec's "one optional trigger query parameter" is this single
-                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&plan=pro`)
-                 *     becomes a run input of type string; on POST, body fields win on a name conflict.
-                 *     Decision: a name repeated in the query keeps its last value.
+                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&seats=5`)
+                 *     becomes a run input by its plain name; on POST, body fields win on a name conflict.
+                 *     The parameter is named `inputs` so that it collides with no generator's own
+                 *     variables. Clients that serialise objects as `deepObject` (openapi-fetch's default)
+                 *     send `?inputs[email]=ada@example.com`: a query name of the form `inputs[<name>]`
+                 *     (also `inputs[<name>][]` and `inputs[<name>][<n>]`) is read as the input `<name>`.
+                 *     Decision: query values are strings on the wire; when the workflow declares an
+                 *     `inputSchema`, each query input is converted to the type its property declares
+                 *     (`number`, `integer`, `boolean` from `true`/`false`, `null` from an empty value,
+                 *     `array` from repeated names or a single value), and a value that does not convert is
+                 *     refused with 400 `invalid_inputs` (for example `/seats must be number`). Without a
+                 *     declared type a value stays a string, and a repeated name keeps its last value.
+                 *     Body inputs are never converted.
                  * @example {
                  *       "email": "ada@example.com",
-                 *       "plan": "pro"
+                 *       "seats": 5
                  *     }
                  */
-                params?: components["parameters"]["TriggerQueryParams"];
+                inputs?: components["parameters"]["TriggerQueryInputs"];
             };
             header: {
                 /**
@@ -4268,10 +4436,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
                 /**
-                 * @description The API key (spec section 1), or the channel key for an agent channel (spec section
-                 *     5 writes it `X-API-Key`; HTTP header names are case-insensitive, it is the same
-                 *     header). A missing or invalid key answers 401 (the key is checked before request
-                 *     validation).
+                 * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
+                 *     before request validation).
                  * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
                  */
                 "X-API-KEY": components["parameters"]["TriggerApiKeyHeader"];
@@ -4309,15 +4475,25 @@ export interface operations {
             query?: {
                 /**
                  * @description Decision: the spec's "one optional trigger query parameter" is this single
-                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&plan=pro`)
-                 *     becomes a run input of type string; on POST, body fields win on a name conflict.
-                 *     Decision: a name repeated in the query keeps its last value.
+                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&seats=5`)
+                 *     becomes a run input by its plain name; on POST, body fields win on a name conflict.
+                 *     The parameter is named `inputs` so that it collides with no generator's own
+                 *     variables. Clients that serialise objects as `deepObject` (openapi-fetch's default)
+                 *     send `?inputs[email]=ada@example.com`: a query name of the form `inputs[<name>]`
+                 *     (also `inputs[<name>][]` and `inputs[<name>][<n>]`) is read as the input `<name>`.
+                 *     Decision: query values are strings on the wire; when the workflow declares an
+                 *     `inputSchema`, each query input is converted to the type its property declares
+                 *     (`number`, `integer`, `boolean` from `true`/`false`, `null` from an empty value,
+                 *     `array` from repeated names or a single value), and a value that does not convert is
+                 *     refused with 400 `invalid_inputs` (for example `/seats must be number`). Without a
+                 *     declared type a value stays a string, and a repeated name keeps its last value.
+                 *     Body inputs are never converted.
                  * @example {
                  *       "email": "ada@example.com",
-                 *       "plan": "pro"
+                 *       "seats": 5
                  *     }
                  */
-                params?: components["parameters"]["TriggerQueryParams"];
+                inputs?: components["parameters"]["TriggerQueryInputs"];
             };
             header: {
                 /**
@@ -4328,10 +4504,8 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
                 /**
-                 * @description The API key (spec section 1), or the channel key for an agent channel (spec section
-                 *     5 writes it `X-API-Key`; HTTP header names are case-insensitive, it is the same
-                 *     header). A missing or invalid key answers 401 (the key is checked before request
-                 *     validation).
+                 * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
+                 *     before request validation).
                  * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
                  */
                 "X-API-KEY": components["parameters"]["TriggerApiKeyHeader"];
@@ -4353,22 +4527,19 @@ export interface operations {
             };
             cookie?: never;
         };
-        /**
-         * @description Run inputs for a workflow trigger, or the `AgentChannelRequest` for an agent
-         *     channel. Body fields win over query pairs with the same name.
-         */
+        /** @description Run inputs. Body fields win over query inputs with the same name. */
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["TriggerJsonBody"];
+                "application/json": components["schemas"]["TriggerWorkflowInput"];
                 "application/x-www-form-urlencoded": components["schemas"]["TriggerFormInput"];
                 "multipart/form-data": components["schemas"]["TriggerMultipartInput"];
             };
         };
         responses: {
-            200: components["responses"]["TriggerCallOk"];
+            200: components["responses"]["TriggerWorkflowOk"];
             400: components["responses"]["TriggerBadRequest"];
             401: components["responses"]["TriggerUnauthorized"];
-            403: components["responses"]["TriggerForbidden"];
+            403: components["responses"]["TriggerWorkflowForbidden"];
             404: components["responses"]["TriggerNotFound"];
             413: components["responses"]["TriggerPayloadTooLarge"];
             415: components["responses"]["TriggerUnsupportedMediaType"];
@@ -4460,15 +4631,25 @@ export interface operations {
             query?: {
                 /**
                  * @description Decision: the spec's "one optional trigger query parameter" is this single
-                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&plan=pro`)
-                 *     becomes a run input of type string; on POST, body fields win on a name conflict.
-                 *     Decision: a name repeated in the query keeps its last value.
+                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&seats=5`)
+                 *     becomes a run input by its plain name; on POST, body fields win on a name conflict.
+                 *     The parameter is named `inputs` so that it collides with no generator's own
+                 *     variables. Clients that serialise objects as `deepObject` (openapi-fetch's default)
+                 *     send `?inputs[email]=ada@example.com`: a query name of the form `inputs[<name>]`
+                 *     (also `inputs[<name>][]` and `inputs[<name>][<n>]`) is read as the input `<name>`.
+                 *     Decision: query values are strings on the wire; when the workflow declares an
+                 *     `inputSchema`, each query input is converted to the type its property declares
+                 *     (`number`, `integer`, `boolean` from `true`/`false`, `null` from an empty value,
+                 *     `array` from repeated names or a single value), and a value that does not convert is
+                 *     refused with 400 `invalid_inputs` (for example `/seats must be number`). Without a
+                 *     declared type a value stays a string, and a repeated name keeps its last value.
+                 *     Body inputs are never converted.
                  * @example {
                  *       "email": "ada@example.com",
-                 *       "plan": "pro"
+                 *       "seats": 5
                  *     }
                  */
-                params?: components["parameters"]["TriggerQueryParams"];
+                inputs?: components["parameters"]["TriggerQueryInputs"];
             };
             header?: {
                 /**
@@ -4517,15 +4698,25 @@ export interface operations {
             query?: {
                 /**
                  * @description Decision: the spec's "one optional trigger query parameter" is this single
-                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&plan=pro`)
-                 *     becomes a run input of type string; on POST, body fields win on a name conflict.
-                 *     Decision: a name repeated in the query keeps its last value.
+                 *     form-exploded object parameter: every query pair (`?email=ada@example.com&seats=5`)
+                 *     becomes a run input by its plain name; on POST, body fields win on a name conflict.
+                 *     The parameter is named `inputs` so that it collides with no generator's own
+                 *     variables. Clients that serialise objects as `deepObject` (openapi-fetch's default)
+                 *     send `?inputs[email]=ada@example.com`: a query name of the form `inputs[<name>]`
+                 *     (also `inputs[<name>][]` and `inputs[<name>][<n>]`) is read as the input `<name>`.
+                 *     Decision: query values are strings on the wire; when the workflow declares an
+                 *     `inputSchema`, each query input is converted to the type its property declares
+                 *     (`number`, `integer`, `boolean` from `true`/`false`, `null` from an empty value,
+                 *     `array` from repeated names or a single value), and a value that does not convert is
+                 *     refused with 400 `invalid_inputs` (for example `/seats must be number`). Without a
+                 *     declared type a value stays a string, and a repeated name keeps its last value.
+                 *     Body inputs are never converted.
                  * @example {
                  *       "email": "ada@example.com",
-                 *       "plan": "pro"
+                 *       "seats": 5
                  *     }
                  */
-                params?: components["parameters"]["TriggerQueryParams"];
+                inputs?: components["parameters"]["TriggerQueryInputs"];
             };
             header?: {
                 /**
@@ -5349,10 +5540,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the API keys list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYXBpLWtleXMiLCJhIjoia2V5XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcyIn0
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["ApiKeysCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50
@@ -5496,10 +5687,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the connections list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY29ubmVjdGlvbnMiLCJhIjoicGNpZF8wMTkzMmY1ZThhN2I3YzNkOWUwZjFhMmIzYzRkNWU3NCJ9
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["ConnectionsCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50
@@ -5721,10 +5912,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the credentials list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY3JlZGVudGlhbHMiLCJhIjoiY3JlZF8wMTkzMmY1ZThhN2I3YzNkOWUwZjFhMmIzYzRkNWU3MSJ9
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["CredentialsCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50
@@ -5897,10 +6088,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the application servers list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYXBwLXNlcnZlcnMiLCJhIjoic3J2XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTc1In0
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["AppServersCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50
@@ -6110,10 +6301,10 @@ export interface operations {
                  */
                 automationId?: string;
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the triggers list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoidHJpZ2dlcnMiLCJhIjoidHJnXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTczIn0
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["TriggersCursor"];
                 /**
                  * @description Only triggers of this kind.
                  * @example webhook
@@ -6321,10 +6512,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
+                 * @description Opaque `nextCursor` of the previous page of the workflows list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
                  * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["WorkflowsCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50
@@ -6534,10 +6725,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque `nextCursor` of the previous page of the same list; omit for the first page.
-                 * @example eyJsIjoid29ya2Zsb3dzIiwiYSI6IndmXzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTcwIn0
+                 * @description Opaque `nextCursor` of the previous page of the versions of this workflow list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoid29ya2Zsb3ctdmVyc2lvbnMiLCJhIjoxfQ
                  */
-                cursor?: components["parameters"]["ManagementCursor"];
+                cursor?: components["parameters"]["WorkflowVersionsCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).
                  * @example 50

@@ -52,6 +52,7 @@ export declare const replaceMemoryItem_params: ValidateFunction;
 export declare const replaceMemoryItem_query: ValidateFunction;
 export declare const revokeApiKey_params: ValidateFunction;
 export declare const revokeCredential_params: ValidateFunction;
+export declare const sendChannelMessage_params: ValidateFunction;
 export declare const testDataCollectionTrigger_params: ValidateFunction;
 export declare const testMemoryTrigger_query: ValidateFunction;
 export declare const updateAppServer_params: ValidateFunction;

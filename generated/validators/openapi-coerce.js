@@ -105,7 +105,8 @@ return errors === 0;
 validate20.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTrigger_query = validate21;
-const schema32 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":"string"},"$id":"callApiTrigger_query"};
+const schema32 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callApiTrigger_query"};
+const schema34 = {"description":"A query input value as a client passes it. On the wire every value is a string (a\nrepeated name for an array); the server converts it to the type the workflow's\n`inputSchema` declares.\n","type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTrigger_query" */;
@@ -121,13 +122,13 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 let data0 = data[key0];
-if(typeof data0 !== "string"){
+if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (!(Array.isArray(data0)))){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
 data0 = data0[0];
 dataType0 = typeof data0;
-if(typeof data0 === "string"){
+if((((typeof data0 === "string") && ((typeof data0 == "number") && (isFinite(data0)))) && (typeof data0 === "boolean")) && (Array.isArray(data0))){
 coerced0 = data0;
 }
 }
@@ -138,8 +139,22 @@ coerced0 = "" + data0;
 else if(data0 === null){
 coerced0 = "";
 }
+else if(dataType0 == "boolean" || data0 === null
+              || (dataType0 == "string" && data0 && data0 == +data0)){
+coerced0 = +data0;
+}
+else if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else if(dataType0 === "string" || dataType0 === "number"
+              || dataType0 === "boolean" || data0 === null){
+coerced0 = [data0];
+}
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -156,10 +171,39 @@ data[key0] = coerced0;
 }
 }
 }
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(((typeof data1 === "string") && ((typeof data1 == "number") && (isFinite(data1)))) && (typeof data1 === "boolean")){
+coerced1 = data1;
 }
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else if(dataType1 == "boolean" || data1 === null
+              || (dataType1 == "string" && data1 && data1 == +data1)){
+coerced1 = +data1;
+}
+else if(data1 === "false" || data1 === 0 || data1 === null){
+coerced1 = false;
+}
+else if(data1 === "true" || data1 === 1){
+coerced1 = true;
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -168,20 +212,42 @@ vErrors.push(err1);
 }
 errors++;
 }
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data0 !== undefined){
+data0[i0] = coerced1;
+}
+}
+}
+}
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
 validate21.errors = vErrors;
 return errors === 0;
 }
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const callApiTrigger_form = validate22;
-const schema33 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callApiTrigger_form"};
-const schema35 = {"type":"object","description":"Form fields (`application/x-www-form-urlencoded`); each field becomes a string run\ninput. Decision: a field repeated in the body keeps its last value.\n","additionalProperties":{"type":"string"}};
+export const callApiTrigger_form = validate23;
+const schema35 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callApiTrigger_form"};
+const schema36 = {"type":"object","description":"Form fields (`application/x-www-form-urlencoded`); each field becomes a string run\ninput. Decision: a field repeated in the body keeps its last value.\n","additionalProperties":{"type":"string"}};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTrigger_form" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate22.evaluated;
+const evaluated0 = validate23.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -238,13 +304,13 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
-validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTriggerWithQuery_params = validate24;
-const schema36 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"callApiTriggerWithQuery_params"};
+const schema37 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"callApiTriggerWithQuery_params"};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTriggerWithQuery_params" */;
@@ -345,7 +411,7 @@ return errors === 0;
 validate24.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTriggerWithQuery_query = validate25;
-const schema37 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":"string"},"$id":"callApiTriggerWithQuery_query"};
+const schema38 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callApiTriggerWithQuery_query"};
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTriggerWithQuery_query" */;
@@ -361,13 +427,13 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 let data0 = data[key0];
-if(typeof data0 !== "string"){
+if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (!(Array.isArray(data0)))){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
 data0 = data0[0];
 dataType0 = typeof data0;
-if(typeof data0 === "string"){
+if((((typeof data0 === "string") && ((typeof data0 == "number") && (isFinite(data0)))) && (typeof data0 === "boolean")) && (Array.isArray(data0))){
 coerced0 = data0;
 }
 }
@@ -378,8 +444,22 @@ coerced0 = "" + data0;
 else if(data0 === null){
 coerced0 = "";
 }
+else if(dataType0 == "boolean" || data0 === null
+              || (dataType0 == "string" && data0 && data0 == +data0)){
+coerced0 = +data0;
+}
+else if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else if(dataType0 === "string" || dataType0 === "number"
+              || dataType0 === "boolean" || data0 === null){
+coerced0 = [data0];
+}
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -396,15 +476,66 @@ data[key0] = coerced0;
 }
 }
 }
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(((typeof data1 === "string") && ((typeof data1 == "number") && (isFinite(data1)))) && (typeof data1 === "boolean")){
+coerced1 = data1;
 }
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else if(dataType1 == "boolean" || data1 === null
+              || (dataType1 == "string" && data1 && data1 == +data1)){
+coerced1 = +data1;
+}
+else if(data1 === "false" || data1 === 0 || data1 === null){
+coerced1 = false;
+}
+else if(data1 === "true" || data1 === 1){
+coerced1 = true;
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data0 !== undefined){
+data0[i0] = coerced1;
+}
+}
+}
+}
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -414,7 +545,7 @@ return errors === 0;
 validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_params = validate26;
-const schema38 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTrigger_params"};
+const schema40 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTrigger_params"};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_params" */;
@@ -585,7 +716,7 @@ return errors === 0;
 validate26.evaluated = {"props":{"apiKey":true,"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_query = validate27;
-const schema39 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":"string"},"$id":"callWebhookTrigger_query"};
+const schema41 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callWebhookTrigger_query"};
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_query" */;
@@ -601,13 +732,13 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 let data0 = data[key0];
-if(typeof data0 !== "string"){
+if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (!(Array.isArray(data0)))){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
 data0 = data0[0];
 dataType0 = typeof data0;
-if(typeof data0 === "string"){
+if((((typeof data0 === "string") && ((typeof data0 == "number") && (isFinite(data0)))) && (typeof data0 === "boolean")) && (Array.isArray(data0))){
 coerced0 = data0;
 }
 }
@@ -618,8 +749,22 @@ coerced0 = "" + data0;
 else if(data0 === null){
 coerced0 = "";
 }
+else if(dataType0 == "boolean" || data0 === null
+              || (dataType0 == "string" && data0 && data0 == +data0)){
+coerced0 = +data0;
+}
+else if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else if(dataType0 === "string" || dataType0 === "number"
+              || dataType0 === "boolean" || data0 === null){
+coerced0 = [data0];
+}
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -636,15 +781,66 @@ data[key0] = coerced0;
 }
 }
 }
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(((typeof data1 === "string") && ((typeof data1 == "number") && (isFinite(data1)))) && (typeof data1 === "boolean")){
+coerced1 = data1;
 }
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else if(dataType1 == "boolean" || data1 === null
+              || (dataType1 == "string" && data1 && data1 == +data1)){
+coerced1 = +data1;
+}
+else if(data1 === "false" || data1 === 0 || data1 === null){
+coerced1 = false;
+}
+else if(data1 === "true" || data1 === 1){
+coerced1 = true;
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data0 !== undefined){
+data0[i0] = coerced1;
+}
+}
+}
+}
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -654,7 +850,7 @@ return errors === 0;
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_form = validate28;
-const schema40 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callWebhookTrigger_form"};
+const schema43 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callWebhookTrigger_form"};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_form" */;
@@ -723,7 +919,7 @@ return errors === 0;
 validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTriggerWithQuery_params = validate29;
-const schema42 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTriggerWithQuery_params"};
+const schema45 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTriggerWithQuery_params"};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTriggerWithQuery_params" */;
@@ -894,7 +1090,7 @@ return errors === 0;
 validate29.evaluated = {"props":{"apiKey":true,"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTriggerWithQuery_query = validate30;
-const schema43 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":"string"},"$id":"callWebhookTriggerWithQuery_query"};
+const schema46 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callWebhookTriggerWithQuery_query"};
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTriggerWithQuery_query" */;
@@ -910,13 +1106,13 @@ evaluated0.items = undefined;
 if(data && typeof data == "object" && !Array.isArray(data)){
 for(const key0 in data){
 let data0 = data[key0];
-if(typeof data0 !== "string"){
+if((((typeof data0 !== "string") && (!((typeof data0 == "number") && (isFinite(data0))))) && (typeof data0 !== "boolean")) && (!(Array.isArray(data0)))){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
 if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
 data0 = data0[0];
 dataType0 = typeof data0;
-if(typeof data0 === "string"){
+if((((typeof data0 === "string") && ((typeof data0 == "number") && (isFinite(data0)))) && (typeof data0 === "boolean")) && (Array.isArray(data0))){
 coerced0 = data0;
 }
 }
@@ -927,8 +1123,22 @@ coerced0 = "" + data0;
 else if(data0 === null){
 coerced0 = "";
 }
+else if(dataType0 == "boolean" || data0 === null
+              || (dataType0 == "string" && data0 && data0 == +data0)){
+coerced0 = +data0;
+}
+else if(data0 === "false" || data0 === 0 || data0 === null){
+coerced0 = false;
+}
+else if(data0 === "true" || data0 === 1){
+coerced0 = true;
+}
+else if(dataType0 === "string" || dataType0 === "number"
+              || dataType0 === "boolean" || data0 === null){
+coerced0 = [data0];
+}
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -945,15 +1155,66 @@ data[key0] = coerced0;
 }
 }
 }
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(((typeof data1 !== "string") && (!((typeof data1 == "number") && (isFinite(data1))))) && (typeof data1 !== "boolean")){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(((typeof data1 === "string") && ((typeof data1 == "number") && (isFinite(data1)))) && (typeof data1 === "boolean")){
+coerced1 = data1;
 }
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else if(dataType1 == "boolean" || data1 === null
+              || (dataType1 == "string" && data1 && data1 == +data1)){
+coerced1 = +data1;
+}
+else if(data1 === "false" || data1 === 0 || data1 === null){
+coerced1 = false;
+}
+else if(data1 === "true" || data1 === 1){
+coerced1 = true;
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data0 !== undefined){
+data0[i0] = coerced1;
+}
+}
+}
+}
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -963,7 +1224,7 @@ return errors === 0;
 validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const cancelQueueBatch_params = validate31;
-const schema44 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"cancelQueueBatch_params"};
+const schema48 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"cancelQueueBatch_params"};
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="cancelQueueBatch_params" */;
@@ -1134,7 +1395,7 @@ return errors === 0;
 validate31.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvBatch_params = validate32;
-const schema45 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvBatch_params"};
+const schema49 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvBatch_params"};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvBatch_params" */;
@@ -1235,7 +1496,7 @@ return errors === 0;
 validate32.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvUploadUrl_params = validate33;
-const schema46 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvUploadUrl_params"};
+const schema50 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvUploadUrl_params"};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_params" */;
@@ -1336,7 +1597,7 @@ return errors === 0;
 validate33.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createMemoryItem_query = validate34;
-const schema47 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"createMemoryItem_query"};
+const schema51 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"createMemoryItem_query"};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createMemoryItem_query" */;
@@ -1437,7 +1698,7 @@ return errors === 0;
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteAppServer_params = validate35;
-const schema48 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"deleteAppServer_params"};
+const schema52 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"deleteAppServer_params"};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteAppServer_params" */;
@@ -1538,7 +1799,7 @@ return errors === 0;
 validate35.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteConnection_params = validate36;
-const schema49 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"deleteConnection_params"};
+const schema53 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"deleteConnection_params"};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteConnection_params" */;
@@ -1639,7 +1900,7 @@ return errors === 0;
 validate36.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteFilestorageItem_params = validate37;
-const schema50 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteFilestorageItem_params"};
+const schema54 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteFilestorageItem_params"};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteFilestorageItem_params" */;
@@ -1740,7 +2001,7 @@ return errors === 0;
 validate37.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteFilestorageItem_query = validate38;
-const schema51 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteFilestorageItem_query"};
+const schema55 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteFilestorageItem_query"};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteFilestorageItem_query" */;
@@ -1841,7 +2102,7 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteMemoryItem_params = validate39;
-const schema52 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteMemoryItem_params"};
+const schema56 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteMemoryItem_params"};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteMemoryItem_params" */;
@@ -1942,7 +2203,7 @@ return errors === 0;
 validate39.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteMemoryItem_query = validate40;
-const schema53 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteMemoryItem_query"};
+const schema57 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteMemoryItem_query"};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteMemoryItem_query" */;
@@ -2043,7 +2304,7 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteTrigger_params = validate41;
-const schema54 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"deleteTrigger_params"};
+const schema58 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"deleteTrigger_params"};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteTrigger_params" */;
@@ -2144,7 +2405,7 @@ return errors === 0;
 validate41.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteWorkflow_params = validate42;
-const schema55 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"deleteWorkflow_params"};
+const schema59 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"deleteWorkflow_params"};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteWorkflow_params" */;
@@ -2245,7 +2506,7 @@ return errors === 0;
 validate42.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const downloadRunFile_params = validate43;
-const schema56 = {"type":"object","properties":{"fileId":{"type":"string","minLength":1,"maxLength":128}},"required":["fileId"],"$id":"downloadRunFile_params"};
+const schema60 = {"type":"object","properties":{"fileId":{"type":"string","minLength":1,"maxLength":128}},"required":["fileId"],"$id":"downloadRunFile_params"};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="downloadRunFile_params" */;
@@ -2346,7 +2607,7 @@ return errors === 0;
 validate43.evaluated = {"props":{"fileId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const downloadRunFile_query = validate44;
-const schema57 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"downloadRunFile_query"};
+const schema61 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"downloadRunFile_query"};
 const pattern4 = new RegExp("^[0-9a-f]{64}$", "u");
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2496,7 +2757,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const getApiKey_params = validate45;
-const schema58 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"getApiKey_params"};
+const schema62 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"getApiKey_params"};
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getApiKey_params" */;
@@ -2597,7 +2858,7 @@ return errors === 0;
 validate45.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getAppServer_params = validate46;
-const schema59 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"getAppServer_params"};
+const schema63 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"getAppServer_params"};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getAppServer_params" */;
@@ -2698,7 +2959,7 @@ return errors === 0;
 validate46.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getConnection_params = validate47;
-const schema60 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
+const schema64 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getConnection_params" */;
@@ -2799,7 +3060,7 @@ return errors === 0;
 validate47.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getCredential_params = validate48;
-const schema61 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
+const schema65 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getCredential_params" */;
@@ -2900,7 +3161,7 @@ return errors === 0;
 validate48.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getQueueBatch_params = validate49;
-const schema62 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
+const schema66 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
 
 function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getQueueBatch_params" */;
@@ -3071,7 +3332,7 @@ return errors === 0;
 validate49.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getRunResults_params = validate50;
-const schema63 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
+const schema67 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getRunResults_params" */;
@@ -3312,7 +3573,7 @@ return errors === 0;
 validate50.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getRunStatus_params = validate51;
-const schema64 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
+const schema68 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
 
 function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getRunStatus_params" */;
@@ -3553,7 +3814,7 @@ return errors === 0;
 validate51.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getTrigger_params = validate52;
-const schema65 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
+const schema69 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getTrigger_params" */;
@@ -3654,7 +3915,7 @@ return errors === 0;
 validate52.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getWorkflow_params = validate53;
-const schema66 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
+const schema70 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
 
 function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflow_params" */;
@@ -3755,7 +4016,7 @@ return errors === 0;
 validate53.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getWorkflowVersion_params = validate54;
-const schema67 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
+const schema71 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
 
 function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflowVersion_params" */;
@@ -3914,8 +4175,8 @@ return errors === 0;
 validate54.evaluated = {"props":{"automationId":true,"version":true},"dynamicProps":false,"dynamicItems":false};
 
 export const issueOauthToken_form = validate55;
-const schema68 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
-const schema69 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
+const schema72 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
+const schema73 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
 const pattern5 = new RegExp("^org:.+$", "u");
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4155,7 +4416,7 @@ return errors === 0;
 validate55.evaluated = {"props":{"grant_type":true,"client_id":true,"client_secret":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listApiKeys_query = validate56;
-const schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
+const schema74 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
 
 function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listApiKeys_query" */;
@@ -4305,7 +4566,7 @@ return errors === 0;
 validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listAppServers_query = validate57;
-const schema71 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
+const schema75 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listAppServers_query" */;
@@ -4455,7 +4716,7 @@ return errors === 0;
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listBatchRowErrors_params = validate58;
-const schema72 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
+const schema76 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listBatchRowErrors_params" */;
@@ -4626,7 +4887,7 @@ return errors === 0;
 validate58.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listBatchRowErrors_query = validate59;
-const schema73 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
+const schema77 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
 
 function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listBatchRowErrors_query" */;
@@ -4766,7 +5027,7 @@ return errors === 0;
 validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listConnections_query = validate60;
-const schema74 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
+const schema78 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
 
 function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listConnections_query" */;
@@ -5004,7 +5265,7 @@ return errors === 0;
 validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listCredentials_query = validate61;
-const schema75 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
+const schema79 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
 
 function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCredentials_query" */;
@@ -5154,8 +5415,8 @@ return errors === 0;
 validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listTriggers_query = validate62;
-const schema76 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
-const schema77 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema80 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
+const schema81 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
 
 function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listTriggers_query" */;
@@ -5260,7 +5521,7 @@ data["kind"] = coerced1;
 }
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5403,7 +5664,7 @@ return errors === 0;
 validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listUserConnections_query = validate63;
-const schema78 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
+const schema82 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
 
 function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listUserConnections_query" */;
@@ -5472,7 +5733,7 @@ return errors === 0;
 validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflows_query = validate64;
-const schema79 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
+const schema83 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
 
 function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflows_query" */;
@@ -5622,7 +5883,7 @@ return errors === 0;
 validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflowVersions_params = validate65;
-const schema80 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
+const schema84 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
 
 function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_params" */;
@@ -5723,7 +5984,7 @@ return errors === 0;
 validate65.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflowVersions_query = validate66;
-const schema81 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
+const schema85 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
 
 function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_query" */;
@@ -5873,7 +6134,7 @@ return errors === 0;
 validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const postMcpMessage_params = validate67;
-const schema82 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
+const schema86 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
 const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 
 function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -5965,7 +6226,7 @@ return errors === 0;
 validate67.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
 
 export const replaceMemoryItem_params = validate68;
-const schema83 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+const schema87 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_params" */;
@@ -6066,7 +6327,7 @@ return errors === 0;
 validate68.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const replaceMemoryItem_query = validate69;
-const schema84 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
+const schema88 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_query" */;
@@ -6167,7 +6428,7 @@ return errors === 0;
 validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const revokeApiKey_params = validate70;
-const schema85 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
+const schema89 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
 
 function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeApiKey_params" */;
@@ -6268,7 +6529,7 @@ return errors === 0;
 validate70.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const revokeCredential_params = validate71;
-const schema86 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
+const schema90 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeCredential_params" */;
@@ -6368,11 +6629,11 @@ return errors === 0;
 }
 validate71.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_params = validate72;
-const schema87 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
+export const sendChannelMessage_params = validate72;
+const schema91 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDataCollectionTrigger_params" */;
+/*# sourceURL="sendChannelMessage_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate72.evaluated;
@@ -6383,8 +6644,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(data.triggerId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "triggerId"},message:"must have required property '"+"triggerId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6393,8 +6654,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
+if(data.triggerId !== undefined){
+let data0 = data.triggerId;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
@@ -6413,7 +6674,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err1 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6426,13 +6687,13 @@ errors++;
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["collectionId"] = coerced0;
+data["triggerId"] = coerced0;
 }
 }
 }
 if(typeof data0 === "string"){
 if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+const err2 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6442,7 +6703,7 @@ vErrors.push(err2);
 errors++;
 }
 if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err3 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -6467,13 +6728,13 @@ errors++;
 validate72.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_query = validate73;
-const schema88 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
+export const testDataCollectionTrigger_params = validate73;
+const schema92 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testMemoryTrigger_query" */;
+/*# sourceURL="testDataCollectionTrigger_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate73.evaluated;
@@ -6568,16 +6829,117 @@ errors++;
 validate73.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_params = validate74;
-const schema89 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+export const testMemoryTrigger_query = validate74;
+const schema93 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateAppServer_params" */;
+/*# sourceURL="testMemoryTrigger_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate74.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate74.errors = vErrors;
+return errors === 0;
+}
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateAppServer_params = validate75;
+const schema94 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateAppServer_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6666,19 +7028,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate74.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_params = validate75;
-const schema90 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
+export const updateConnection_params = validate76;
+const schema95 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6767,19 +7129,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_params = validate76;
-const schema91 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
+export const updateDataCollection_params = validate77;
+const schema96 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6868,19 +7230,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_params = validate77;
-const schema92 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
+export const updateMemoryItem_params = validate78;
+const schema97 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6969,19 +7331,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_query = validate78;
-const schema93 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+export const updateMemoryItem_query = validate79;
+const schema98 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7070,19 +7432,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_params = validate79;
-const schema94 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
+export const updateTrigger_params = validate80;
+const schema99 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7171,19 +7533,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_params = validate80;
-const schema95 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
+export const updateWorkflow_params = validate81;
+const schema100 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7272,20 +7634,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_params = validate81;
-const schema96 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
+export const uploadCsvFile_params = validate82;
+const schema101 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
 const pattern7 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7364,19 +7726,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_query = validate82;
-const schema97 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
+export const uploadCsvFile_query = validate83;
+const schema102 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7513,19 +7875,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const uploadFilestorageItem_query = validate83;
-const schema98 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
+export const uploadFilestorageItem_query = validate84;
+const schema103 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
 
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadFilestorageItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate83.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7614,7 +7976,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate83.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};

@@ -15,6 +15,7 @@ export declare const createWorkflow_json: ValidateFunction;
 export declare const exchangeLegacyToken_json: ValidateFunction;
 export declare const postMcpMessage_json: ValidateFunction;
 export declare const replaceMemoryItem_json: ValidateFunction;
+export declare const sendChannelMessage_json: ValidateFunction;
 export declare const testDataCollectionTrigger_json: ValidateFunction;
 export declare const testMemoryTrigger_json: ValidateFunction;
 export declare const updateAppServer_json: ValidateFunction;

@@ -3,176 +3,8 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const callApiTrigger_json = validate20;
-const schema31 = {"$ref":"components#/$defs/TriggerJsonBody","$id":"callApiTrigger_json"};
-const schema33 = {"description":"JSON body of `callApiTrigger`: any JSON object for a workflow trigger, or an\n`AgentChannelRequest` for an agent channel. `anyOf` rather than `oneOf` because every\nchannel request is also a JSON object; the channel's strict shape (unknown fields\nrejected) is applied once the trigger id is known to be a channel.\n","anyOf":[{"$ref":"components#/$defs/TriggerWorkflowInput"},{"$ref":"components#/$defs/AgentChannelRequest"}]};
-const schema34 = {"type":"object","description":"Run inputs of a workflow trigger: any JSON object (spec section 1). Its fields are\nmerged over the query inputs.\n","additionalProperties":true};
-const schema35 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
-const func1 = require("ajv/dist/runtime/ucs2length").default;
-
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate22.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-const _errs0 = errors;
-let valid0 = false;
-const _errs1 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-}
-else {
-const err0 = {instancePath,schemaPath:"components#/$defs/TriggerWorkflowInput/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-var _valid0 = _errs1 === errors;
-valid0 = valid0 || _valid0;
-if(_valid0){
-var props0 = true;
-}
-const _errs5 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.message === undefined){
-const err1 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data){
-if(!(((key0 === "message") || (key0 === "chatId")) || (key0 === "metadata"))){
-const err2 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.message !== undefined){
-let data0 = data.message;
-if(typeof data0 === "string"){
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/AgentChannelRequest/properties/message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/AgentChannelRequest/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(data.chatId !== undefined){
-let data1 = data.chatId;
-if(typeof data1 === "string"){
-if(func1(data1) < 1){
-const err5 = {instancePath:instancePath+"/chatId",schemaPath:"components#/$defs/AgentChannelRequest/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/chatId",schemaPath:"components#/$defs/AgentChannelRequest/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.metadata !== undefined){
-let data2 = data.metadata;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-}
-else {
-const err7 = {instancePath:instancePath+"/metadata",schemaPath:"components#/$defs/AgentChannelRequest/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-var _valid0 = _errs5 === errors;
-valid0 = valid0 || _valid0;
-if(_valid0){
-if(props0 !== true){
-props0 = true;
-}
-}
-if(!valid0){
-const err9 = {instancePath,schemaPath:"#/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-else {
-errors = _errs0;
-if(vErrors !== null){
-if(_errs0){
-vErrors.length = _errs0;
-}
-else {
-vErrors = null;
-}
-}
-}
-validate22.errors = vErrors;
-evaluated0.props = props0;
-return errors === 0;
-}
-validate22.evaluated = {"dynamicProps":true,"dynamicItems":false};
-
+const schema31 = {"$ref":"components#/$defs/TriggerWorkflowInput","$id":"callApiTrigger_json"};
+const schema33 = {"type":"object","description":"Run inputs of a workflow trigger: any JSON object (spec section 1). Its fields are\nmerged over the query inputs.\n","additionalProperties":true};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTrigger_json" */;
@@ -185,27 +17,31 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate22(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
+if(data && typeof data == "object" && !Array.isArray(data)){
 }
 else {
-var props0 = validate22.evaluated.props;
+const err0 = {instancePath,schemaPath:"components#/$defs/TriggerWorkflowInput/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
 }
 validate20.errors = vErrors;
-evaluated0.props = props0;
 return errors === 0;
 }
-validate20.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const callWebhookTrigger_json = validate24;
-const schema36 = {"$ref":"components#/$defs/TriggerWorkflowInput","$id":"callWebhookTrigger_json"};
+export const callWebhookTrigger_json = validate22;
+const schema34 = {"$ref":"components#/$defs/TriggerWorkflowInput","$id":"callWebhookTrigger_json"};
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate24.evaluated;
+const evaluated0 = validate22.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -224,20 +60,21 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
-validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createApiKey_json = validate25;
-const schema38 = {"$ref":"components#/$defs/ApiKeyCreate","$id":"createApiKey_json"};
-const schema39 = {"type":"object","description":"A new API key.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the key is for."}}};
+export const createApiKey_json = validate23;
+const schema36 = {"$ref":"components#/$defs/ApiKeyCreate","$id":"createApiKey_json"};
+const schema37 = {"type":"object","description":"A new API key.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the key is for."}}};
+const func1 = require("ajv/dist/runtime/ucs2length").default;
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createApiKey_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate25.evaluated;
+const evaluated0 = validate23.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -313,28 +150,28 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
-validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createAppServer_json = validate26;
-const schema40 = {"$ref":"components#/$defs/AppServerCreate","$id":"createAppServer_json"};
-const schema41 = {"type":"object","description":"A new application server registration.","required":["path","name","service_key","upstream","auth"],"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (listServers `name`)."},"description":{"type":"string","maxLength":2000,"description":"What the server offers."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family of the connections (PCIDs) it accepts; usually equals the path."},"parentPath":{"$ref":"components#/$defs/AppServerPath","description":"Path of an existing top-level server of the organisation; the child shares its PCID."},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
-const schema42 = {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$","not":{"enum":["mcp","svc-sidekick","gateway","agent-management","browser-automation"]},"description":"Server path under the tool gateway (`{mcp_url}/<path>`); embedded server paths are reserved."};
+export const createAppServer_json = validate24;
+const schema38 = {"$ref":"components#/$defs/AppServerCreate","$id":"createAppServer_json"};
+const schema39 = {"type":"object","description":"A new application server registration.","required":["path","name","service_key","upstream","auth"],"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (listServers `name`)."},"description":{"type":"string","maxLength":2000,"description":"What the server offers."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family of the connections (PCIDs) it accepts; usually equals the path."},"parentPath":{"$ref":"components#/$defs/AppServerPath","description":"Path of an existing top-level server of the organisation; the child shares its PCID."},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+const schema40 = {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$","not":{"enum":["mcp","svc-sidekick","gateway","agent-management","browser-automation"]},"description":"Server path under the tool gateway (`{mcp_url}/<path>`); embedded server paths are reserved."};
 const pattern4 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 const pattern5 = new RegExp("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", "u");
-const schema44 = {"description":"Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists\nthem (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);\nan OpenAPI document's operations, one tool per operation; the coding-agent template's\nlaunch tool. Every tool gets the required string argument `PCID`. An application server\nshows tools only to an organisation with a `connected` connection of its service key\n(otherwise `tools/list` is empty and no error is given).\n\nOpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`\nreplaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a\nrepeated name gets `_2`, `_3` …); description = summary and description; arguments =\npath, query and header parameters as top-level properties under their own names (a name\nused twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,\nContent-Type or Authorization are not offered) and the JSON request body under `body`\n(operations whose body has no JSON media type are not offered). Unknown or missing\nrequired arguments are a -32000 error. The call goes to `baseUrl` + the operation path\n(the document's `servers` are ignored), redirects are not followed, and the document's\nown security schemes are ignored: `auth` applies. A 2xx JSON object answer is the\nstructuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is\n`isError: true` with structuredContent `{status, error}` (`error` = the first 2000\ncharacters of the body).\n","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"},{"$ref":"components#/$defs/AppServerCodingAgentUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream","coding-agent":"#/components/schemas/AppServerCodingAgentUpstream"}}};
-const schema45 = {"type":"object","description":"A remote MCP server.","required":["type","url","transport"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["mcp"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"url":{"type":"string","format":"uri","description":"Absolute http(s) URL of the MCP endpoint."},"transport":{"type":"string","enum":["streamable-http","sse"],"description":"MCP transport of the upstream."}}};
-const schema46 = {"type":"object","description":"An HTTP API described by an OpenAPI document; its operations become tools.","required":["type","baseUrl","document"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["openapi"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL the operations are called on."},"document":{"type":"object","description":"The OpenAPI 3.0 or 3.1 document.","required":["openapi","info"],"additionalProperties":true,"properties":{"openapi":{"type":"string","pattern":"^3\\.[01]\\.[0-9]+$","description":"OpenAPI version."},"info":{"type":"object","description":"OpenAPI info object."}}}}};
-const schema47 = {"type":"object","description":"The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input\nis validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`\nwith the connection's secret per `auth` (normally `bearer`). Request body (our mapping):\n`prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given\n(then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;\n`model` (the model id) and `modelParams` (`model.params`) when a model is given;\n`target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),\nskipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`\nas given. The upstream's JSON answer is returned as structuredContent with `agentId`\n(from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx\nanswer, or one without an id and a status, is a tool error (`isError: true`).\n","required":["type","baseUrl"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["coding-agent"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended)."}}};
+const schema42 = {"description":"Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists\nthem (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);\nan OpenAPI document's operations, one tool per operation; the coding-agent template's\nlaunch tool. Every tool gets the required string argument `PCID`. An application server\nshows tools only to an organisation with a `connected` connection of its service key\n(otherwise `tools/list` is empty and no error is given).\n\nOpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`\nreplaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a\nrepeated name gets `_2`, `_3` …); description = summary and description; arguments =\npath, query and header parameters as top-level properties under their own names (a name\nused twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,\nContent-Type or Authorization are not offered) and the JSON request body under `body`\n(operations whose body has no JSON media type are not offered). Unknown or missing\nrequired arguments are a -32000 error. The call goes to `baseUrl` + the operation path\n(the document's `servers` are ignored), redirects are not followed, and the document's\nown security schemes are ignored: `auth` applies. A 2xx JSON object answer is the\nstructuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is\n`isError: true` with structuredContent `{status, error}` (`error` = the first 2000\ncharacters of the body).\n","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"},{"$ref":"components#/$defs/AppServerCodingAgentUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream","coding-agent":"#/components/schemas/AppServerCodingAgentUpstream"}}};
+const schema43 = {"type":"object","description":"A remote MCP server.","required":["type","url","transport"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["mcp"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"url":{"type":"string","format":"uri","description":"Absolute http(s) URL of the MCP endpoint."},"transport":{"type":"string","enum":["streamable-http","sse"],"description":"MCP transport of the upstream."}}};
+const schema44 = {"type":"object","description":"An HTTP API described by an OpenAPI document; its operations become tools.","required":["type","baseUrl","document"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["openapi"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL the operations are called on."},"document":{"type":"object","description":"The OpenAPI 3.0 or 3.1 document.","required":["openapi","info"],"additionalProperties":true,"properties":{"openapi":{"type":"string","pattern":"^3\\.[01]\\.[0-9]+$","description":"OpenAPI version."},"info":{"type":"object","description":"OpenAPI info object."}}}}};
+const schema45 = {"type":"object","description":"The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input\nis validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`\nwith the connection's secret per `auth` (normally `bearer`). Request body (our mapping):\n`prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given\n(then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;\n`model` (the model id) and `modelParams` (`model.params`) when a model is given;\n`target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),\nskipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`\nas given. The upstream's JSON answer is returned as structuredContent with `agentId`\n(from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx\nanswer, or one without an id and a status, is a tool error (`isError: true`).\n","required":["type","baseUrl"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["coding-agent"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended)."}}};
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 const pattern7 = new RegExp("^3\\.[01]\\.[0-9]+$", "u");
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate26.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -401,7 +238,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "mcp")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema45.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema43.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -449,7 +286,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((data2 === "streamable-http") || (data2 === "sse"))){
-const err9 = {instancePath:instancePath+"/transport",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/transport/enum",keyword:"enum",params:{allowedValues: schema45.properties.transport.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/transport",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/transport/enum",keyword:"enum",params:{allowedValues: schema43.properties.transport.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -533,7 +370,7 @@ vErrors.push(err15);
 errors++;
 }
 if(!(data3 === "openapi")){
-const err16 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerOpenapiUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema46.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err16 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerOpenapiUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema44.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -712,7 +549,7 @@ vErrors.push(err29);
 errors++;
 }
 if(!(data8 === "coding-agent")){
-const err30 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema47.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err30 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema45.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -794,21 +631,21 @@ vErrors = null;
 }
 }
 }
-validate28.errors = vErrors;
+validate26.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate28.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate26.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema48 = {"description":"How the connection secret reaches the upstream (spec Authentication 5: the upstream sees\nthe connection's credential, never the caller's token or channel key): `bearer`\n(`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is\nrequired with this scheme and only with it), `basic` (`Authorization: Basic\nbase64(username:password)`) or `none` (nothing is sent; a connection is still required).\nThe value for `bearer` and `header` is the secret when it is a string, else the first\nnon-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.\nFor `basic` the secret is an object `{username, password}` or a string `user:pass`.\nA secret that does not fit its scheme fails the call with -32000 (the secret is never\nshown).\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
-const schema49 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
-const schema50 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
+const schema46 = {"description":"How the connection secret reaches the upstream (spec Authentication 5: the upstream sees\nthe connection's credential, never the caller's token or channel key): `bearer`\n(`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is\nrequired with this scheme and only with it), `basic` (`Authorization: Basic\nbase64(username:password)`) or `none` (nothing is sent; a connection is still required).\nThe value for `bearer` and `header` is the secret when it is a string, else the first\nnon-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.\nFor `basic` the secret is an object `{username, password}` or a string `user:pass`.\nA secret that does not fit its scheme fails the call with -32000 (the secret is never\nshown).\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
+const schema47 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
+const schema48 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
 const pattern8 = new RegExp("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", "u");
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate30.evaluated;
+const evaluated0 = validate28.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -855,7 +692,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "bearer") || (data0 === "basic")) || (data0 === "none"))){
-const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema49.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema47.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -929,7 +766,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data1 === "header")){
-const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema50.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema48.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1010,17 +847,17 @@ vErrors = null;
 }
 }
 }
-validate30.errors = vErrors;
+validate28.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate30.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate28.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate27.evaluated;
+const evaluated0 = validate25.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1294,14 +1131,14 @@ errors++;
 }
 }
 if(data.upstream !== undefined){
-if(!(validate28(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+if(!(validate26(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
 if(data.auth !== undefined){
-if(!(validate30(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate28(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
 errors = vErrors.length;
 }
 }
@@ -1316,42 +1153,134 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
-validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate26.evaluated;
+const evaluated0 = validate24.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate27(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate27.errors : vErrors.concat(validate27.errors);
+if(!(validate25(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
 errors = vErrors.length;
 }
-validate26.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
-validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createConnection_json = validate33;
-const schema51 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
-const schema52 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
-const schema53 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
-const schema54 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"type":"string","minLength":1},{"type":"object"}]};
+export const createConnection_json = validate31;
+const schema49 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
+const schema50 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
+const schema51 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
+const schema52 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
+const schema53 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
+const schema54 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate34.evaluated;
+const evaluated0 = validate33.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(typeof data === "string"){
+if(func1(data) < 1){
+const err0 = {instancePath,schemaPath:"components#/$defs/ConnectionSecretToken/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"components#/$defs/ConnectionSecretToken/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+}
+const _errs4 = errors;
+if(!(data && typeof data == "object" && !Array.isArray(data))){
+const err2 = {instancePath,schemaPath:"components#/$defs/ConnectionSecretFields/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+var _valid0 = _errs4 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+}
+}
+if(!valid0){
+const err3 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate33.errors = vErrors;
+return errors === 0;
+}
+validate33.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate32.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1474,7 +1403,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data2 === "connected") || (data2 === "error")) || (data2 === "disconnected"))){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema53.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema51.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1485,14 +1414,15 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-let data3 = data.secret;
-const _errs11 = errors;
-let valid3 = false;
-let passing0 = null;
-const _errs12 = errors;
-if(typeof data3 === "string"){
-if(func1(data3) < 1){
-const err11 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!(validate33(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+errors = vErrors.length;
+}
+}
+if(data.metadata !== undefined){
+let data4 = data.metadata;
+if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
+const err11 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1502,8 +1432,9 @@ vErrors.push(err11);
 errors++;
 }
 }
+}
 else {
-const err12 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1512,104 +1443,31 @@ vErrors.push(err12);
 }
 errors++;
 }
-var _valid0 = _errs12 === errors;
-if(_valid0){
-valid3 = true;
-passing0 = 0;
-}
-const _errs14 = errors;
-if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
-const err13 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-var _valid0 = _errs14 === errors;
-if(_valid0 && valid3){
-valid3 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid3 = true;
-passing0 = 1;
-}
-}
-if(!valid3){
-const err14 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-else {
-errors = _errs11;
-if(vErrors !== null){
-if(_errs11){
-vErrors.length = _errs11;
-}
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.metadata !== undefined){
-let data4 = data.metadata;
-if(!(data4 && typeof data4 == "object" && !Array.isArray(data4))){
-const err15 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-}
-else {
-const err16 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-validate34.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
-validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate31.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate34(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
+if(!(validate32(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
 errors = vErrors.length;
 }
-validate33.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createCredential_json = validate36;
 const schema55 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
@@ -1963,9 +1821,291 @@ validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 export const createMemoryItem_json = validate39;
 const schema61 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
 const schema62 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
-const schema63 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."},{"type":"string","description":"Content of an unstructured datastore item."}]};
-const schema64 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema63 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
+const schema64 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
+const schema65 = {"type":"string","description":"Content of an unstructured datastore item."};
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+}
+else {
+const err0 = {instancePath,schemaPath:"components#/$defs/MemoryContentObject/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var _valid0 = _errs1 === errors;
+if(_valid0){
+valid0 = true;
+passing0 = 0;
+var props0 = true;
+}
+const _errs5 = errors;
+if(typeof data !== "string"){
+const err1 = {instancePath,schemaPath:"components#/$defs/MemoryContentText/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var _valid0 = _errs5 === errors;
+if(_valid0 && valid0){
+valid0 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid0 = true;
+passing0 = 1;
+}
+}
+if(!valid0){
+const err2 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+else {
+errors = _errs0;
+if(vErrors !== null){
+if(_errs0){
+vErrors.length = _errs0;
+}
+else {
+vErrors = null;
+}
+}
+}
+validate41.errors = vErrors;
+evaluated0.props = props0;
+return errors === 0;
+}
+validate41.evaluated = {"dynamicProps":true,"dynamicItems":false};
+
+const schema66 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema67 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
+const schema68 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
 const pattern12 = new RegExp("^https?://", "u");
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.event === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.url === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.apiKey === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "event") || (key0 === "url")) || (key0 === "apiKey")) || (key0 === "triggerLevel"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.event !== undefined){
+let data0 = data.event;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
+const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.url !== undefined){
+let data1 = data.url;
+if(typeof data1 === "string"){
+if(func1(data1) > 2048){
+const err6 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(!pattern12.test(data1)){
+const err7 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(!(formats0(data1))){
+const err8 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.apiKey !== undefined){
+let data2 = data.apiKey;
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+const err10 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err11 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.triggerLevel !== undefined){
+let data3 = data.triggerLevel;
+if(typeof data3 !== "string"){
+const err13 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!((data3 === "collection") || (data3 === "item"))){
+const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema68.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+validate43.errors = vErrors;
+return errors === 0;
+}
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2046,15 +2186,17 @@ errors++;
 }
 }
 if(data.content !== undefined){
-let data1 = data.content;
-const _errs6 = errors;
-let valid2 = false;
-let passing0 = null;
-const _errs7 = errors;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+errors = vErrors.length;
+}
+}
+if(data.metadata !== undefined){
+let data2 = data.metadata;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 }
 else {
-const err6 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err6 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2063,14 +2205,12 @@ vErrors.push(err6);
 }
 errors++;
 }
-var _valid0 = _errs7 === errors;
-if(_valid0){
-valid2 = true;
-passing0 = 0;
 }
-const _errs10 = errors;
-if(typeof data1 !== "string"){
-const err7 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.sortField !== undefined){
+let data3 = data.sortField;
+if(typeof data3 === "string"){
+if(func1(data3) > 255){
+const err7 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2079,19 +2219,9 @@ vErrors.push(err7);
 }
 errors++;
 }
-var _valid0 = _errs10 === errors;
-if(_valid0 && valid2){
-valid2 = false;
-passing0 = [passing0, 1];
 }
 else {
-if(_valid0){
-valid2 = true;
-passing0 = 1;
-}
-}
-if(!valid2){
-const err8 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err8 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2100,24 +2230,12 @@ vErrors.push(err8);
 }
 errors++;
 }
-else {
-errors = _errs6;
-if(vErrors !== null){
-if(_errs6){
-vErrors.length = _errs6;
 }
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.metadata !== undefined){
-let data2 = data.metadata;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-}
-else {
-const err9 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.triggerUrls !== undefined){
+let data4 = data.triggerUrls;
+if(Array.isArray(data4)){
+if(data4.length > 50){
+const err9 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2126,12 +2244,16 @@ vErrors.push(err9);
 }
 errors++;
 }
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate43(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
 }
-if(data.sortField !== undefined){
-let data3 = data.sortField;
-if(typeof data3 === "string"){
-if(func1(data3) > 255){
-const err10 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2141,234 +2263,14 @@ vErrors.push(err10);
 errors++;
 }
 }
+}
 else {
-const err11 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data.triggerUrls !== undefined){
-let data4 = data.triggerUrls;
-if(Array.isArray(data4)){
-if(data4.length > 50){
-const err12 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-const len0 = data4.length;
-for(let i0=0; i0<len0; i0++){
-let data5 = data4[i0];
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-if(data5.event === undefined){
-const err13 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(data5.url === undefined){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-if(data5.apiKey === undefined){
-const err15 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((((key1 === "event") || (key1 === "url")) || (key1 === "apiKey")) || (key1 === "triggerLevel"))){
-const err16 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-}
-if(data5.event !== undefined){
-let data6 = data5.event;
-if(typeof data6 !== "string"){
-const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-if(!(((data6 === "onCreate") || (data6 === "onEdit")) || (data6 === "onDelete"))){
-const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data5.url !== undefined){
-let data7 = data5.url;
-if(typeof data7 === "string"){
-if(func1(data7) > 2048){
-const err19 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if(!pattern12.test(data7)){
-const err20 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-if(!(formats0(data7))){
-const err21 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-if(data5.apiKey !== undefined){
-let data8 = data5.apiKey;
-if(typeof data8 === "string"){
-if(func1(data8) > 256){
-const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-if(func1(data8) < 1){
-const err24 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-}
-else {
-const err25 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-if(data5.triggerLevel !== undefined){
-let data9 = data5.triggerLevel;
-if(typeof data9 !== "string"){
-const err26 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-if(!((data9 === "collection") || (data9 === "item"))){
-const err27 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-}
-else {
-const err28 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-}
-}
-else {
-const err29 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-}
-else {
-const err30 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
 }
 errors++;
 }
@@ -2398,16 +2300,16 @@ return errors === 0;
 }
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createTrigger_json = validate42;
-const schema65 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema66 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema67 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema68 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+export const createTrigger_json = validate46;
+const schema69 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema70 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema71 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema72 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2485,7 +2387,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema71.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2670,59 +2572,55 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate43(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate47(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
-validate42.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWorkflow_json = validate45;
-const schema69 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema70 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema76 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema71 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema72 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
-const schema73 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported."}}};
-const schema74 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema75 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+export const createWorkflow_json = validate49;
+const schema73 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema74 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema82 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema75 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema80 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema81 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema76 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema77 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-const _errs0 = errors;
-let valid0 = false;
-let passing0 = null;
-const _errs1 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err0 = {instancePath,schemaPath:"components#/$defs/WorkflowCodeStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2732,7 +2630,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.name === undefined){
-const err1 = {instancePath,schemaPath:"components#/$defs/WorkflowCodeStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2742,7 +2640,7 @@ vErrors.push(err1);
 errors++;
 }
 if(data.code === undefined){
-const err2 = {instancePath,schemaPath:"components#/$defs/WorkflowCodeStep/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "code"},message:"must have required property '"+"code"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2754,7 +2652,7 @@ errors++;
 if(data.type !== undefined){
 let data0 = data.type;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowCodeStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2764,7 +2662,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowCodeStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema72.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema76.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2778,7 +2676,7 @@ if(data.name !== undefined){
 let data1 = data.name;
 if(typeof data1 === "string"){
 if(func1(data1) > 200){
-const err5 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowCodeStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2788,7 +2686,7 @@ vErrors.push(err5);
 errors++;
 }
 if(func1(data1) < 1){
-const err6 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowCodeStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2799,7 +2697,7 @@ errors++;
 }
 }
 else {
-const err7 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowCodeStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2813,7 +2711,7 @@ if(data.description !== undefined){
 let data2 = data.description;
 if(typeof data2 === "string"){
 if(func1(data2) > 2000){
-const err8 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowCodeStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+const err8 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2824,7 +2722,7 @@ errors++;
 }
 }
 else {
-const err9 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowCodeStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2838,7 +2736,7 @@ if(data.code !== undefined){
 let data3 = data.code;
 if(typeof data3 === "string"){
 if(func1(data3) < 1){
-const err10 = {instancePath:instancePath+"/code",schemaPath:"components#/$defs/WorkflowCodeStep/properties/code/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err10 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2849,7 +2747,7 @@ errors++;
 }
 }
 else {
-const err11 = {instancePath:instancePath+"/code",schemaPath:"components#/$defs/WorkflowCodeStep/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err11 = {instancePath:instancePath+"/code",schemaPath:"#/properties/code/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2862,7 +2760,7 @@ errors++;
 if(data.timeoutMs !== undefined){
 let data4 = data.timeoutMs;
 if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
-const err12 = {instancePath:instancePath+"/timeoutMs",schemaPath:"components#/$defs/WorkflowCodeStep/properties/timeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err12 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2873,7 +2771,7 @@ errors++;
 }
 if((typeof data4 == "number") && (isFinite(data4))){
 if(data4 > 300000 || isNaN(data4)){
-const err13 = {instancePath:instancePath+"/timeoutMs",schemaPath:"components#/$defs/WorkflowCodeStep/properties/timeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 300000},message:"must be <= 300000"};
+const err13 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 300000},message:"must be <= 300000"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2883,7 +2781,7 @@ vErrors.push(err13);
 errors++;
 }
 if(data4 < 1 || isNaN(data4)){
-const err14 = {instancePath:instancePath+"/timeoutMs",schemaPath:"components#/$defs/WorkflowCodeStep/properties/timeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err14 = {instancePath:instancePath+"/timeoutMs",schemaPath:"#/properties/timeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2897,7 +2795,7 @@ errors++;
 if(data.memoryMb !== undefined){
 let data5 = data.memoryMb;
 if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
-const err15 = {instancePath:instancePath+"/memoryMb",schemaPath:"components#/$defs/WorkflowCodeStep/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err15 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2908,7 +2806,7 @@ errors++;
 }
 if((typeof data5 == "number") && (isFinite(data5))){
 if(data5 > 1024 || isNaN(data5)){
-const err16 = {instancePath:instancePath+"/memoryMb",schemaPath:"components#/$defs/WorkflowCodeStep/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"};
+const err16 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1024},message:"must be <= 1024"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2918,7 +2816,7 @@ vErrors.push(err16);
 errors++;
 }
 if(data5 < 16 || isNaN(data5)){
-const err17 = {instancePath:instancePath+"/memoryMb",schemaPath:"components#/$defs/WorkflowCodeStep/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"};
+const err17 = {instancePath:instancePath+"/memoryMb",schemaPath:"#/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 16},message:"must be >= 16"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2932,7 +2830,7 @@ errors++;
 if(data.resultType !== undefined){
 let data6 = data.resultType;
 if(typeof data6 !== "string"){
-const err18 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowCodeStep/properties/resultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err18 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2942,7 +2840,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowCodeStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema72.properties.resultType.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2954,7 +2852,7 @@ errors++;
 }
 }
 else {
-const err20 = {instancePath,schemaPath:"components#/$defs/WorkflowCodeStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2962,6 +2860,332 @@ else {
 vErrors.push(err20);
 }
 errors++;
+}
+validate52.errors = vErrors;
+return errors === 0;
+}
+validate52.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+
+const schema78 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate54.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.name === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.request === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.type !== undefined){
+let data0 = data.type;
+if(typeof data0 !== "string"){
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!(data0 === "http")){
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema78.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func1(data1) > 200){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func1(data2) > 2000){
+const err8 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.request !== undefined){
+let data3 = data.request;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.method === undefined){
+const err10 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/required",keyword:"required",params:{missingProperty: "method"},message:"must have required property '"+"method"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data3.url === undefined){
+const err11 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data3.method !== undefined){
+let data4 = data3.method;
+if(typeof data4 !== "string"){
+const err12 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema78.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data3.url !== undefined){
+let data5 = data3.url;
+if(typeof data5 === "string"){
+if(func1(data5) < 1){
+const err14 = {instancePath:instancePath+"/request/url",schemaPath:"#/properties/request/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/request/url",schemaPath:"#/properties/request/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data3.headers !== undefined){
+let data6 = data3.headers;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key0 in data6){
+if(typeof data6[key0] !== "string"){
+const err16 = {instancePath:instancePath+"/request/headers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/request/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/request/headers",schemaPath:"#/properties/request/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data3.query !== undefined){
+let data8 = data3.query;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+for(const key1 in data8){
+if(typeof data8[key1] !== "string"){
+const err18 = {instancePath:instancePath+"/request/query/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/request/properties/query/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/request/query",schemaPath:"#/properties/request/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/request",schemaPath:"#/properties/request/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.resultType !== undefined){
+let data10 = data.resultType;
+if(typeof data10 !== "string"){
+const err21 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+validate54.errors = vErrors;
+return errors === 0;
+}
+validate54.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+
+
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs0 = errors;
+let valid0 = false;
+let passing0 = null;
+const _errs1 = errors;
+if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
 if(_valid0){
@@ -2976,293 +3200,12 @@ props0.timeoutMs = true;
 props0.memoryMb = true;
 props0.resultType = true;
 }
-const _errs18 = errors;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.type === undefined){
-const err21 = {instancePath,schemaPath:"components#/$defs/WorkflowHttpStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-if(data.name === undefined){
-const err22 = {instancePath,schemaPath:"components#/$defs/WorkflowHttpStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-if(data.request === undefined){
-const err23 = {instancePath,schemaPath:"components#/$defs/WorkflowHttpStep/required",keyword:"required",params:{missingProperty: "request"},message:"must have required property '"+"request"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-if(data.type !== undefined){
-let data7 = data.type;
-if(typeof data7 !== "string"){
-const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowHttpStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(!(data7 === "http")){
-const err25 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowHttpStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema73.properties.type.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-if(data.name !== undefined){
-let data8 = data.name;
-if(typeof data8 === "string"){
-if(func1(data8) > 200){
-const err26 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowHttpStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-if(func1(data8) < 1){
-const err27 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowHttpStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-}
-else {
-const err28 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowHttpStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-}
-if(data.description !== undefined){
-let data9 = data.description;
-if(typeof data9 === "string"){
-if(func1(data9) > 2000){
-const err29 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowHttpStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-else {
-const err30 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowHttpStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
-}
-errors++;
-}
-}
-if(data.request !== undefined){
-let data10 = data.request;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.method === undefined){
-const err31 = {instancePath:instancePath+"/request",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/required",keyword:"required",params:{missingProperty: "method"},message:"must have required property '"+"method"+"'"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-if(data10.url === undefined){
-const err32 = {instancePath:instancePath+"/request",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
-if(vErrors === null){
-vErrors = [err32];
-}
-else {
-vErrors.push(err32);
-}
-errors++;
-}
-if(data10.method !== undefined){
-let data11 = data10.method;
-if(typeof data11 !== "string"){
-const err33 = {instancePath:instancePath+"/request/method",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/method/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-if(!(((((data11 === "GET") || (data11 === "POST")) || (data11 === "PUT")) || (data11 === "PATCH")) || (data11 === "DELETE"))){
-const err34 = {instancePath:instancePath+"/request/method",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema73.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-}
-if(data10.url !== undefined){
-let data12 = data10.url;
-if(typeof data12 === "string"){
-if(func1(data12) < 1){
-const err35 = {instancePath:instancePath+"/request/url",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err35];
-}
-else {
-vErrors.push(err35);
-}
-errors++;
-}
-}
-else {
-const err36 = {instancePath:instancePath+"/request/url",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err36];
-}
-else {
-vErrors.push(err36);
-}
-errors++;
-}
-}
-if(data10.headers !== undefined){
-let data13 = data10.headers;
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-for(const key0 in data13){
-if(typeof data13[key0] !== "string"){
-const err37 = {instancePath:instancePath+"/request/headers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err37];
-}
-else {
-vErrors.push(err37);
-}
-errors++;
-}
-}
-}
-else {
-const err38 = {instancePath:instancePath+"/request/headers",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-}
-if(data10.query !== undefined){
-let data15 = data10.query;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
-for(const key1 in data15){
-if(typeof data15[key1] !== "string"){
-const err39 = {instancePath:instancePath+"/request/query/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/query/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-}
-}
-else {
-const err40 = {instancePath:instancePath+"/request/query",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-}
-else {
-const err41 = {instancePath:instancePath+"/request",schemaPath:"components#/$defs/WorkflowHttpStep/properties/request/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-}
-if(data.resultType !== undefined){
-let data17 = data.resultType;
-if(typeof data17 !== "string"){
-const err42 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowHttpStep/properties/resultType/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-if(!(((data17 === "markdown") || (data17 === "plaintext")) || (data17 === "json"))){
-const err43 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowHttpStep/properties/resultType/enum",keyword:"enum",params:{allowedValues: schema73.properties.resultType.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-}
-else {
-const err44 = {instancePath,schemaPath:"components#/$defs/WorkflowHttpStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-var _valid0 = _errs18 === errors;
+const _errs2 = errors;
+if(!(validate54(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate54.errors : vErrors.concat(validate54.errors);
+errors = vErrors.length;
+}
+var _valid0 = _errs2 === errors;
 if(_valid0 && valid0){
 valid0 = false;
 passing0 = [passing0, 1];
@@ -3280,231 +3223,231 @@ props0.request = true;
 props0.resultType = true;
 }
 }
-const _errs45 = errors;
+const _errs3 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err45 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+const err0 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
-vErrors = [err45];
+vErrors = [err0];
 }
 else {
-vErrors.push(err45);
+vErrors.push(err0);
 }
 errors++;
 }
 if(data.name === undefined){
-const err46 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err1 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
-vErrors = [err46];
+vErrors = [err1];
 }
 else {
-vErrors.push(err46);
+vErrors.push(err1);
 }
 errors++;
 }
 if(data.server === undefined){
-const err47 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+const err2 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
-vErrors = [err47];
+vErrors = [err2];
 }
 else {
-vErrors.push(err47);
+vErrors.push(err2);
 }
 errors++;
 }
 if(data.tool === undefined){
-const err48 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "tool"},message:"must have required property '"+"tool"+"'"};
+const err3 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/required",keyword:"required",params:{missingProperty: "tool"},message:"must have required property '"+"tool"+"'"};
 if(vErrors === null){
-vErrors = [err48];
+vErrors = [err3];
 }
 else {
-vErrors.push(err48);
+vErrors.push(err3);
 }
 errors++;
 }
 if(data.type !== undefined){
-let data18 = data.type;
-if(typeof data18 !== "string"){
-const err49 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data0 = data.type;
+if(typeof data0 !== "string"){
+const err4 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err49];
+vErrors = [err4];
 }
 else {
-vErrors.push(err49);
+vErrors.push(err4);
 }
 errors++;
 }
-if(!(data18 === "tool")){
-const err50 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema74.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(!(data0 === "tool")){
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema80.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err50];
+vErrors = [err5];
 }
 else {
-vErrors.push(err50);
+vErrors.push(err5);
 }
 errors++;
 }
 }
 if(data.name !== undefined){
-let data19 = data.name;
-if(typeof data19 === "string"){
-if(func1(data19) > 200){
-const err51 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func1(data1) > 200){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
-vErrors = [err51];
+vErrors = [err6];
 }
 else {
-vErrors.push(err51);
+vErrors.push(err6);
 }
 errors++;
 }
-if(func1(data19) < 1){
-const err52 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(func1(data1) < 1){
+const err7 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err52];
+vErrors = [err7];
 }
 else {
-vErrors.push(err52);
+vErrors.push(err7);
 }
 errors++;
 }
 }
 else {
-const err53 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err8 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowToolStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err53];
+vErrors = [err8];
 }
 else {
-vErrors.push(err53);
+vErrors.push(err8);
 }
 errors++;
 }
 }
 if(data.description !== undefined){
-let data20 = data.description;
-if(typeof data20 === "string"){
-if(func1(data20) > 2000){
-const err54 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowToolStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func1(data2) > 2000){
+const err9 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowToolStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
-vErrors = [err54];
+vErrors = [err9];
 }
 else {
-vErrors.push(err54);
+vErrors.push(err9);
 }
 errors++;
 }
 }
 else {
-const err55 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowToolStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err10 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowToolStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err55];
+vErrors = [err10];
 }
 else {
-vErrors.push(err55);
+vErrors.push(err10);
 }
 errors++;
 }
 }
 if(data.server !== undefined){
-let data21 = data.server;
-if(typeof data21 === "string"){
-if(func1(data21) < 1){
-const err56 = {instancePath:instancePath+"/server",schemaPath:"components#/$defs/WorkflowToolStep/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let data3 = data.server;
+if(typeof data3 === "string"){
+if(func1(data3) < 1){
+const err11 = {instancePath:instancePath+"/server",schemaPath:"components#/$defs/WorkflowToolStep/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err56];
+vErrors = [err11];
 }
 else {
-vErrors.push(err56);
+vErrors.push(err11);
 }
 errors++;
 }
 }
 else {
-const err57 = {instancePath:instancePath+"/server",schemaPath:"components#/$defs/WorkflowToolStep/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err12 = {instancePath:instancePath+"/server",schemaPath:"components#/$defs/WorkflowToolStep/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err57];
+vErrors = [err12];
 }
 else {
-vErrors.push(err57);
+vErrors.push(err12);
 }
 errors++;
 }
 }
 if(data.tool !== undefined){
-let data22 = data.tool;
-if(typeof data22 === "string"){
-if(func1(data22) < 1){
-const err58 = {instancePath:instancePath+"/tool",schemaPath:"components#/$defs/WorkflowToolStep/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let data4 = data.tool;
+if(typeof data4 === "string"){
+if(func1(data4) < 1){
+const err13 = {instancePath:instancePath+"/tool",schemaPath:"components#/$defs/WorkflowToolStep/properties/tool/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err58];
+vErrors = [err13];
 }
 else {
-vErrors.push(err58);
+vErrors.push(err13);
 }
 errors++;
 }
 }
 else {
-const err59 = {instancePath:instancePath+"/tool",schemaPath:"components#/$defs/WorkflowToolStep/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err14 = {instancePath:instancePath+"/tool",schemaPath:"components#/$defs/WorkflowToolStep/properties/tool/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err59];
+vErrors = [err14];
 }
 else {
-vErrors.push(err59);
+vErrors.push(err14);
 }
 errors++;
 }
 }
 if(data.arguments !== undefined){
-let data23 = data.arguments;
-if(!(data23 && typeof data23 == "object" && !Array.isArray(data23))){
-const err60 = {instancePath:instancePath+"/arguments",schemaPath:"components#/$defs/WorkflowToolStep/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"};
+let data5 = data.arguments;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+const err15 = {instancePath:instancePath+"/arguments",schemaPath:"components#/$defs/WorkflowToolStep/properties/arguments/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err60];
+vErrors = [err15];
 }
 else {
-vErrors.push(err60);
+vErrors.push(err15);
 }
 errors++;
 }
 }
 if(data.PCID !== undefined){
-let data24 = data.PCID;
-if(typeof data24 === "string"){
-if(func1(data24) < 1){
-const err61 = {instancePath:instancePath+"/PCID",schemaPath:"components#/$defs/WorkflowToolStep/properties/PCID/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let data6 = data.PCID;
+if(typeof data6 === "string"){
+if(func1(data6) < 1){
+const err16 = {instancePath:instancePath+"/PCID",schemaPath:"components#/$defs/WorkflowToolStep/properties/PCID/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err61];
+vErrors = [err16];
 }
 else {
-vErrors.push(err61);
+vErrors.push(err16);
 }
 errors++;
 }
 }
 else {
-const err62 = {instancePath:instancePath+"/PCID",schemaPath:"components#/$defs/WorkflowToolStep/properties/PCID/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err17 = {instancePath:instancePath+"/PCID",schemaPath:"components#/$defs/WorkflowToolStep/properties/PCID/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err62];
+vErrors = [err17];
 }
 else {
-vErrors.push(err62);
+vErrors.push(err17);
 }
 errors++;
 }
 }
 }
 else {
-const err63 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err18 = {instancePath,schemaPath:"components#/$defs/WorkflowToolStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err63];
+vErrors = [err18];
 }
 else {
-vErrors.push(err63);
+vErrors.push(err18);
 }
 errors++;
 }
-var _valid0 = _errs45 === errors;
+var _valid0 = _errs3 === errors;
 if(_valid0 && valid0){
 valid0 = false;
 passing0 = [passing0, 2];
@@ -3524,193 +3467,193 @@ props0.arguments = true;
 props0.PCID = true;
 }
 }
-const _errs62 = errors;
+const _errs20 = errors;
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.type === undefined){
-const err64 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+const err19 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
-vErrors = [err64];
+vErrors = [err19];
 }
 else {
-vErrors.push(err64);
+vErrors.push(err19);
 }
 errors++;
 }
 if(data.name === undefined){
-const err65 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+const err20 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
-vErrors = [err65];
+vErrors = [err20];
 }
 else {
-vErrors.push(err65);
+vErrors.push(err20);
 }
 errors++;
 }
 if(data.agentId === undefined){
-const err66 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+const err21 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
 if(vErrors === null){
-vErrors = [err66];
+vErrors = [err21];
 }
 else {
-vErrors.push(err66);
+vErrors.push(err21);
 }
 errors++;
 }
 if(data.message === undefined){
-const err67 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+const err22 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
 if(vErrors === null){
-vErrors = [err67];
+vErrors = [err22];
 }
 else {
-vErrors.push(err67);
+vErrors.push(err22);
 }
 errors++;
 }
 if(data.type !== undefined){
-let data25 = data.type;
-if(typeof data25 !== "string"){
-const err68 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data7 = data.type;
+if(typeof data7 !== "string"){
+const err23 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err68];
+vErrors = [err23];
 }
 else {
-vErrors.push(err68);
+vErrors.push(err23);
 }
 errors++;
 }
-if(!(data25 === "agent")){
-const err69 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema75.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(!(data7 === "agent")){
+const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema81.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err69];
+vErrors = [err24];
 }
 else {
-vErrors.push(err69);
+vErrors.push(err24);
 }
 errors++;
 }
 }
 if(data.name !== undefined){
-let data26 = data.name;
-if(typeof data26 === "string"){
-if(func1(data26) > 200){
-const err70 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+let data8 = data.name;
+if(typeof data8 === "string"){
+if(func1(data8) > 200){
+const err25 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
-vErrors = [err70];
+vErrors = [err25];
 }
 else {
-vErrors.push(err70);
+vErrors.push(err25);
 }
 errors++;
 }
-if(func1(data26) < 1){
-const err71 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(func1(data8) < 1){
+const err26 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err71];
+vErrors = [err26];
 }
 else {
-vErrors.push(err71);
+vErrors.push(err26);
 }
 errors++;
 }
 }
 else {
-const err72 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err27 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/WorkflowAgentStep/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err72];
+vErrors = [err27];
 }
 else {
-vErrors.push(err72);
+vErrors.push(err27);
 }
 errors++;
 }
 }
 if(data.description !== undefined){
-let data27 = data.description;
-if(typeof data27 === "string"){
-if(func1(data27) > 2000){
-const err73 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowAgentStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+let data9 = data.description;
+if(typeof data9 === "string"){
+if(func1(data9) > 2000){
+const err28 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowAgentStep/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
-vErrors = [err73];
+vErrors = [err28];
 }
 else {
-vErrors.push(err73);
+vErrors.push(err28);
 }
 errors++;
 }
 }
 else {
-const err74 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowAgentStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err29 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/WorkflowAgentStep/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err74];
+vErrors = [err29];
 }
 else {
-vErrors.push(err74);
+vErrors.push(err29);
 }
 errors++;
 }
 }
 if(data.agentId !== undefined){
-let data28 = data.agentId;
-if(typeof data28 === "string"){
-if(func1(data28) < 1){
-const err75 = {instancePath:instancePath+"/agentId",schemaPath:"components#/$defs/WorkflowAgentStep/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let data10 = data.agentId;
+if(typeof data10 === "string"){
+if(func1(data10) < 1){
+const err30 = {instancePath:instancePath+"/agentId",schemaPath:"components#/$defs/WorkflowAgentStep/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err75];
+vErrors = [err30];
 }
 else {
-vErrors.push(err75);
+vErrors.push(err30);
 }
 errors++;
 }
 }
 else {
-const err76 = {instancePath:instancePath+"/agentId",schemaPath:"components#/$defs/WorkflowAgentStep/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err31 = {instancePath:instancePath+"/agentId",schemaPath:"components#/$defs/WorkflowAgentStep/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err76];
+vErrors = [err31];
 }
 else {
-vErrors.push(err76);
+vErrors.push(err31);
 }
 errors++;
 }
 }
 if(data.message !== undefined){
-let data29 = data.message;
-if(typeof data29 === "string"){
-if(func1(data29) < 1){
-const err77 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/WorkflowAgentStep/properties/message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let data11 = data.message;
+if(typeof data11 === "string"){
+if(func1(data11) < 1){
+const err32 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/WorkflowAgentStep/properties/message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
-vErrors = [err77];
+vErrors = [err32];
 }
 else {
-vErrors.push(err77);
+vErrors.push(err32);
 }
 errors++;
 }
 }
 else {
-const err78 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/WorkflowAgentStep/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err33 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/WorkflowAgentStep/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err78];
+vErrors = [err33];
 }
 else {
-vErrors.push(err78);
+vErrors.push(err33);
 }
 errors++;
 }
 }
 }
 else {
-const err79 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err34 = {instancePath,schemaPath:"components#/$defs/WorkflowAgentStep/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err79];
+vErrors = [err34];
 }
 else {
-vErrors.push(err79);
+vErrors.push(err34);
 }
 errors++;
 }
-var _valid0 = _errs62 === errors;
+var _valid0 = _errs20 === errors;
 if(_valid0 && valid0){
 valid0 = false;
 passing0 = [passing0, 3];
@@ -3732,12 +3675,12 @@ props0.message = true;
 }
 }
 if(!valid0){
-const err80 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err35 = {instancePath,schemaPath:"#/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
 if(vErrors === null){
-vErrors = [err80];
+vErrors = [err35];
 }
 else {
-vErrors.push(err80);
+vErrors.push(err35);
 }
 errors++;
 }
@@ -3752,17 +3695,17 @@ vErrors = null;
 }
 }
 }
-validate47.errors = vErrors;
+validate51.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate47.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate51.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3888,8 +3831,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate47(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate51(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -4056,40 +3999,40 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
-validate45.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exchangeLegacyToken_json = validate50;
-const schema77 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+export const exchangeLegacyToken_json = validate58;
+const schema83 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4108,20 +4051,20 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_json = validate51;
-const schema78 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
-const schema79 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
-const schema80 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
+export const postMcpMessage_json = validate59;
+const schema84 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema85 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema86 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4159,7 +4102,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema80.properties.id.type},message:"must be integer,string,null"};
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema86.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4247,7 +4190,7 @@ errors++;
 if(data4.id !== undefined){
 let data6 = data4.id;
 if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
-const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema80.properties.id.type},message:"must be integer,string,null"};
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema86.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4338,48 +4281,48 @@ vErrors = null;
 }
 }
 }
-validate52.errors = vErrors;
+validate60.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate52.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate60.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="postMcpMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
 else {
-var props0 = validate52.evaluated.props;
-var items0 = validate52.evaluated.items;
+var props0 = validate60.evaluated.props;
+var items0 = validate60.evaluated.items;
 }
-validate51.errors = vErrors;
+validate59.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate51.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate59.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
-export const replaceMemoryItem_json = validate54;
-const schema82 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema83 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
+export const replaceMemoryItem_json = validate62;
+const schema88 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema89 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4410,15 +4353,17 @@ errors++;
 }
 }
 if(data.content !== undefined){
-let data0 = data.content;
-const _errs4 = errors;
-let valid2 = false;
-let passing0 = null;
-const _errs5 = errors;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+errors = vErrors.length;
+}
+}
+if(data.metadata !== undefined){
+let data1 = data.metadata;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 }
 else {
-const err2 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err2 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4427,14 +4372,12 @@ vErrors.push(err2);
 }
 errors++;
 }
-var _valid0 = _errs5 === errors;
-if(_valid0){
-valid2 = true;
-passing0 = 0;
 }
-const _errs8 = errors;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.sortField !== undefined){
+let data2 = data.sortField;
+if(typeof data2 === "string"){
+if(func1(data2) > 255){
+const err3 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4443,19 +4386,9 @@ vErrors.push(err3);
 }
 errors++;
 }
-var _valid0 = _errs8 === errors;
-if(_valid0 && valid2){
-valid2 = false;
-passing0 = [passing0, 1];
 }
 else {
-if(_valid0){
-valid2 = true;
-passing0 = 1;
-}
-}
-if(!valid2){
-const err4 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err4 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4464,24 +4397,12 @@ vErrors.push(err4);
 }
 errors++;
 }
-else {
-errors = _errs4;
-if(vErrors !== null){
-if(_errs4){
-vErrors.length = _errs4;
 }
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.metadata !== undefined){
-let data1 = data.metadata;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-}
-else {
-const err5 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.triggerUrls !== undefined){
+let data3 = data.triggerUrls;
+if(Array.isArray(data3)){
+if(data3.length > 50){
+const err5 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4490,12 +4411,16 @@ vErrors.push(err5);
 }
 errors++;
 }
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate43(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
 }
-if(data.sortField !== undefined){
-let data2 = data.sortField;
-if(typeof data2 === "string"){
-if(func1(data2) > 255){
-const err6 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4505,8 +4430,9 @@ vErrors.push(err6);
 errors++;
 }
 }
-else {
-const err7 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.triggerChanges !== undefined){
+if(typeof data.triggerChanges !== "boolean"){
+const err7 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -4516,11 +4442,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.triggerUrls !== undefined){
-let data3 = data.triggerUrls;
-if(Array.isArray(data3)){
-if(data3.length > 50){
-const err8 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4529,260 +4453,159 @@ vErrors.push(err8);
 }
 errors++;
 }
-const len0 = data3.length;
-for(let i0=0; i0<len0; i0++){
-let data4 = data3[i0];
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-if(data4.event === undefined){
-const err9 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(data4.url === undefined){
-const err10 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(data4.apiKey === undefined){
-const err11 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-for(const key1 in data4){
-if(!((((key1 === "event") || (key1 === "url")) || (key1 === "apiKey")) || (key1 === "triggerLevel"))){
-const err12 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data4.event !== undefined){
-let data5 = data4.event;
-if(typeof data5 !== "string"){
-const err13 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-if(data4.url !== undefined){
-let data6 = data4.url;
-if(typeof data6 === "string"){
-if(func1(data6) > 2048){
-const err15 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-if(!pattern12.test(data6)){
-const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(!(formats0(data6))){
-const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-else {
-const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data4.apiKey !== undefined){
-let data7 = data4.apiKey;
-if(typeof data7 === "string"){
-if(func1(data7) > 256){
-const err19 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if(func1(data7) < 1){
-const err20 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-else {
-const err21 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-if(data4.triggerLevel !== undefined){
-let data8 = data4.triggerLevel;
-if(typeof data8 !== "string"){
-const err22 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-if(!((data8 === "collection") || (data8 === "item"))){
-const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-}
-else {
-const err24 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-}
-}
-else {
-const err25 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-if(data.triggerChanges !== undefined){
-if(typeof data.triggerChanges !== "boolean"){
-const err26 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-}
-}
-else {
-const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-validate55.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate55(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
-validate54.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate57;
-const schema86 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema87 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const sendChannelMessage_json = validate67;
+const schema90 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
+const schema91 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDataCollectionTrigger_json" */;
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="sendChannelMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate67.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.message === undefined){
+const err0 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "message") || (key0 === "chatId")) || (key0 === "metadata"))){
+const err1 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data0 = data.message;
+if(typeof data0 === "string"){
+if(func1(data0) < 1){
+const err2 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/AgentChannelRequest/properties/message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/message",schemaPath:"components#/$defs/AgentChannelRequest/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.chatId !== undefined){
+let data1 = data.chatId;
+if(typeof data1 === "string"){
+if(func1(data1) < 1){
+const err4 = {instancePath:instancePath+"/chatId",schemaPath:"components#/$defs/AgentChannelRequest/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/chatId",schemaPath:"components#/$defs/AgentChannelRequest/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.metadata !== undefined){
+let data2 = data.metadata;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+}
+else {
+const err6 = {instancePath:instancePath+"/metadata",schemaPath:"components#/$defs/AgentChannelRequest/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"components#/$defs/AgentChannelRequest/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate67.errors = vErrors;
+return errors === 0;
+}
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const testDataCollectionTrigger_json = validate68;
+const schema92 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema93 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4791,7 +4614,7 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.event === undefined){
-const err0 = {instancePath,schemaPath:"components#/$defs/DataCollectionTriggerTest/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4801,7 +4624,7 @@ vErrors.push(err0);
 errors++;
 }
 if(data.testData === undefined){
-const err1 = {instancePath,schemaPath:"components#/$defs/DataCollectionTriggerTest/required",keyword:"required",params:{missingProperty: "testData"},message:"must have required property '"+"testData"+"'"};
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "testData"},message:"must have required property '"+"testData"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4812,7 +4635,7 @@ errors++;
 }
 for(const key0 in data){
 if(!((key0 === "event") || (key0 === "testData"))){
-const err2 = {instancePath,schemaPath:"components#/$defs/DataCollectionTriggerTest/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4825,7 +4648,7 @@ errors++;
 if(data.event !== undefined){
 let data0 = data.event;
 if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/DataCollectionTriggerTest/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err3 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4835,7 +4658,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/DataCollectionTriggerTest/properties/event/enum",keyword:"enum",params:{allowedValues: schema87.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4850,7 +4673,7 @@ let data1 = data.testData;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 }
 else {
-const err5 = {instancePath:instancePath+"/testData",schemaPath:"components#/$defs/DataCollectionTriggerTest/properties/testData/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err5 = {instancePath:instancePath+"/testData",schemaPath:"#/properties/testData/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4862,7 +4685,7 @@ errors++;
 }
 }
 else {
-const err6 = {instancePath,schemaPath:"components#/$defs/DataCollectionTriggerTest/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4871,20 +4694,41 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate58;
-const schema88 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema89 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="testDataCollectionTrigger_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate68.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
+errors = vErrors.length;
+}
+validate68.errors = vErrors;
+return errors === 0;
+}
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const testMemoryTrigger_json = validate71;
+const schema95 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema96 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5075,19 +4919,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate59;
-const schema90 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema91 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAppServer_json = validate72;
+const schema97 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema98 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5214,7 +5058,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema91.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema98.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5360,14 +5204,14 @@ vErrors = null;
 }
 }
 if(data.upstream !== undefined){
-if(!(validate28(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+if(!(validate26(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
 if(data.auth !== undefined){
-if(!(validate30(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate28(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
 errors = vErrors.length;
 }
 }
@@ -5382,40 +5226,40 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
 errors = vErrors.length;
 }
-validate59.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate64;
-const schema94 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema95 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateConnection_json = validate77;
+const schema101 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema102 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5493,7 +5337,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "connected") || (data1 === "error")) || (data1 === "disconnected"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema53.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema51.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5504,14 +5348,15 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-let data2 = data.secret;
-const _errs9 = errors;
-let valid3 = false;
-let passing0 = null;
-const _errs10 = errors;
-if(typeof data2 === "string"){
-if(func1(data2) < 1){
-const err7 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/0/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!(validate33(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+errors = vErrors.length;
+}
+}
+if(data.metadata !== undefined){
+let data3 = data.metadata;
+if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
+const err7 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -5521,8 +5366,9 @@ vErrors.push(err7);
 errors++;
 }
 }
+}
 else {
-const err8 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5531,113 +5377,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-var _valid0 = _errs10 === errors;
-if(_valid0){
-valid3 = true;
-passing0 = 0;
-}
-const _errs12 = errors;
-if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-const err9 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-var _valid0 = _errs12 === errors;
-if(_valid0 && valid3){
-valid3 = false;
-passing0 = [passing0, 1];
-}
-else {
-if(_valid0){
-valid3 = true;
-passing0 = 1;
-}
-}
-if(!valid3){
-const err10 = {instancePath:instancePath+"/secret",schemaPath:"components#/$defs/ConnectionSecret/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-else {
-errors = _errs9;
-if(vErrors !== null){
-if(_errs9){
-vErrors.length = _errs9;
-}
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.metadata !== undefined){
-let data3 = data.metadata;
-if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
-const err11 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-}
-else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-validate65.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate65.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate65(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
+if(!(validate78(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
 errors = vErrors.length;
 }
-validate64.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate67;
-const schema98 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema99 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate81;
+const schema104 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema105 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5682,10 +5455,14 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.event === undefined){
-const err3 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(!(validate43(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5694,8 +5471,10 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(data1.url === undefined){
-const err4 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5704,222 +5483,39 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data1.apiKey === undefined){
-const err5 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-for(const key1 in data1){
-if(!((((key1 === "event") || (key1 === "url")) || (key1 === "apiKey")) || (key1 === "triggerLevel"))){
-const err6 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data1.event !== undefined){
-let data2 = data1.event;
-if(typeof data2 !== "string"){
-const err7 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if(!(((data2 === "onCreate") || (data2 === "onEdit")) || (data2 === "onDelete"))){
-const err8 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data1.url !== undefined){
-let data3 = data1.url;
-if(typeof data3 === "string"){
-if(func1(data3) > 2048){
-const err9 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(!pattern12.test(data3)){
-const err10 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(!(formats0(data3))){
-const err11 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-else {
-const err12 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data1.apiKey !== undefined){
-let data4 = data1.apiKey;
-if(typeof data4 === "string"){
-if(func1(data4) > 256){
-const err13 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(func1(data4) < 1){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-else {
-const err15 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-if(data1.triggerLevel !== undefined){
-let data5 = data1.triggerLevel;
-if(typeof data5 !== "string"){
-const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(!((data5 === "collection") || (data5 === "item"))){
-const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-}
-else {
-const err18 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-}
-else {
-const err19 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-}
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-validate68.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate68(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate68.errors : vErrors.concat(validate68.errors);
+if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
 errors = vErrors.length;
 }
-validate67.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate70;
-const schema101 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate85;
+const schema106 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5950,15 +5546,17 @@ errors++;
 }
 }
 if(data.content !== undefined){
-let data0 = data.content;
-const _errs4 = errors;
-let valid2 = false;
-let passing0 = null;
-const _errs5 = errors;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+errors = vErrors.length;
+}
+}
+if(data.metadata !== undefined){
+let data1 = data.metadata;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 }
 else {
-const err2 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err2 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5967,14 +5565,12 @@ vErrors.push(err2);
 }
 errors++;
 }
-var _valid0 = _errs5 === errors;
-if(_valid0){
-valid2 = true;
-passing0 = 0;
 }
-const _errs8 = errors;
-if(typeof data0 !== "string"){
-const err3 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.sortField !== undefined){
+let data2 = data.sortField;
+if(typeof data2 === "string"){
+if(func1(data2) > 255){
+const err3 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5983,19 +5579,9 @@ vErrors.push(err3);
 }
 errors++;
 }
-var _valid0 = _errs8 === errors;
-if(_valid0 && valid2){
-valid2 = false;
-passing0 = [passing0, 1];
 }
 else {
-if(_valid0){
-valid2 = true;
-passing0 = 1;
-}
-}
-if(!valid2){
-const err4 = {instancePath:instancePath+"/content",schemaPath:"components#/$defs/MemoryContent/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+const err4 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -6004,24 +5590,12 @@ vErrors.push(err4);
 }
 errors++;
 }
-else {
-errors = _errs4;
-if(vErrors !== null){
-if(_errs4){
-vErrors.length = _errs4;
 }
-else {
-vErrors = null;
-}
-}
-}
-}
-if(data.metadata !== undefined){
-let data1 = data.metadata;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-}
-else {
-const err5 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.triggerUrls !== undefined){
+let data3 = data.triggerUrls;
+if(Array.isArray(data3)){
+if(data3.length > 50){
+const err5 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6030,12 +5604,16 @@ vErrors.push(err5);
 }
 errors++;
 }
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+if(!(validate43(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
 }
-if(data.sortField !== undefined){
-let data2 = data.sortField;
-if(typeof data2 === "string"){
-if(func1(data2) > 255){
-const err6 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6045,8 +5623,9 @@ vErrors.push(err6);
 errors++;
 }
 }
-else {
-const err7 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.triggerChanges !== undefined){
+if(typeof data.triggerChanges !== "boolean"){
+const err7 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6056,11 +5635,9 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.triggerUrls !== undefined){
-let data3 = data.triggerUrls;
-if(Array.isArray(data3)){
-if(data3.length > 50){
-const err8 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6069,259 +5646,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-const len0 = data3.length;
-for(let i0=0; i0<len0; i0++){
-let data4 = data3[i0];
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-if(data4.event === undefined){
-const err9 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(data4.url === undefined){
-const err10 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(data4.apiKey === undefined){
-const err11 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-for(const key1 in data4){
-if(!((((key1 === "event") || (key1 === "url")) || (key1 === "apiKey")) || (key1 === "triggerLevel"))){
-const err12 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data4.event !== undefined){
-let data5 = data4.event;
-if(typeof data5 !== "string"){
-const err13 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
-const err14 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/TriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema64.properties.event.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-if(data4.url !== undefined){
-let data6 = data4.url;
-if(typeof data6 === "string"){
-if(func1(data6) > 2048){
-const err15 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-if(!pattern12.test(data6)){
-const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(!(formats0(data6))){
-const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-}
-else {
-const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/TriggerUrl/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-}
-if(data4.apiKey !== undefined){
-let data7 = data4.apiKey;
-if(typeof data7 === "string"){
-if(func1(data7) > 256){
-const err19 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if(func1(data7) < 1){
-const err20 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-else {
-const err21 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/TriggerUrl/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-if(data4.triggerLevel !== undefined){
-let data8 = data4.triggerLevel;
-if(typeof data8 !== "string"){
-const err22 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-if(!((data8 === "collection") || (data8 === "item"))){
-const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema64.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-}
-else {
-const err24 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/TriggerUrl/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-}
-}
-else {
-const err25 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-}
-if(data.triggerChanges !== undefined){
-if(typeof data.triggerChanges !== "boolean"){
-const err26 = {instancePath:instancePath+"/triggerChanges",schemaPath:"#/properties/triggerChanges/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-}
-}
-else {
-const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-validate71.errors = vErrors;
+validate86.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
+if(!(validate86(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate86.errors : vErrors.concat(validate86.errors);
 errors = vErrors.length;
 }
-validate70.errors = vErrors;
+validate85.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate73;
-const schema105 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema106 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateTrigger_json = validate90;
+const schema108 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema109 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6565,39 +5923,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate74.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate74(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate74.errors : vErrors.concat(validate74.errors);
+if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
 errors = vErrors.length;
 }
-validate73.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate76;
-const schema108 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate93;
+const schema111 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6723,8 +6081,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate47(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate51(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -6891,28 +6249,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate93.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate77(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate77.errors : vErrors.concat(validate77.errors);
+if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
 errors = vErrors.length;
 }
-validate76.errors = vErrors;
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

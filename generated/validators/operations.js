@@ -55,6 +55,7 @@ export const operationValidators = {
   replaceMemoryItem: { params: c.replaceMemoryItem_params, query: c.replaceMemoryItem_query, json: s.replaceMemoryItem_json },
   revokeApiKey: { params: c.revokeApiKey_params },
   revokeCredential: { params: c.revokeCredential_params },
+  sendChannelMessage: { params: c.sendChannelMessage_params, json: s.sendChannelMessage_json },
   testDataCollectionTrigger: { params: c.testDataCollectionTrigger_params, json: s.testDataCollectionTrigger_json },
   testMemoryTrigger: { query: c.testMemoryTrigger_query, json: s.testMemoryTrigger_json },
   updateAppServer: { params: c.updateAppServer_params, json: s.updateAppServer_json },

@@ -56,7 +56,8 @@ export async function listWorkflowVersions(
   await assertWorkflow(db, orgId, automationId);
   const { rows, nextCursor } = await pageRows<VersionRow & Record<string, unknown>>(
     versionsOf(db, orgId, automationId),
-    { list: `workflow-versions:${automationId}`, column: 'v.version', keyType: 'number' },
+    // The page is already scoped by the path's automation: the cursor holds only a version number.
+    { list: 'workflow-versions', column: 'v.version', keyType: 'number' },
     page,
   );
   return { items: rows.map(toView), nextCursor };

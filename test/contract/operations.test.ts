@@ -11,9 +11,13 @@ import { allHandlers } from '../../src/app.js';
 import { pendingOperations } from '../../src/http/pending.js';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../helpers/server.js';
 import { listTestFiles } from '../helpers/files.js';
+import { createWorkflow } from '../../src/engine/index.js';
+import { demoWorkflow } from '../../src/bootstrap/demo-workflow.js';
 
 // Allow-list of operations answering 501 until their capability lands.
 const ALLOWED_501: Record<string, string> = {
+  // Agent API channel alias (spec section 5) — the agents issue.
+  sendChannelMessage: 'agent API channels',
   // Resource event triggers (spec section 14 and "Events") — the events issue.
   createMemoryItem: 'resource event triggers',
   updateMemoryItem: 'resource event triggers',
@@ -144,6 +148,34 @@ describe('contract: operations, handlers and tests', () => {
         expect(res.status, `${req.method} ${req.url}: ${res.text}`).to.equal(501);
         expect(res.body).to.deep.include({ error: 'not_implemented' });
         expect(res.body.message).to.contain(capability);
+      });
+    }
+  });
+
+  describe('every example cursor is accepted by its own list (sqlite)', () => {
+    let server: TestServer;
+    let org: TestOrg;
+    let automationId: string;
+    before(async () => {
+      server = await startTestServer('sqlite');
+      org = await createTestOrg(server);
+      ({ automationId } = await createWorkflow(server.app.services.db, org.orgId, demoWorkflow));
+    });
+    after(async () => server.close());
+    afterEach(() => server.assertResponsesValid());
+
+    // Pending operations answer 501 whatever the cursor; each joins this check when it lands.
+    const lists = operationIds.filter((id) => !(id in ALLOWED_501) && ((operationObject(id).parameters ?? []) as Json[]).some((p) => resolve(p).name === 'cursor'));
+    it('the bundle has paginated lists', () => expect(lists.length).to.be.greaterThan(5));
+    for (const id of lists) {
+      it(`${id}: its documented cursor example pages instead of answering 400`, async () => {
+        const cursor = exampleOf(((operationObject(id).parameters ?? []) as Json[]).map(resolve).find((p) => p.name === 'cursor'));
+        expect(cursor, `${id} documents a cursor example`).to.be.a('string');
+        const req = exampleRequest(id, org);
+        const url = req.url.replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))), automationId);
+        const res = await call(server.baseUrl, 'GET', `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(String(cursor))}`, { headers: req.headers });
+        expect(res.status, `${id}: ${res.text}`).to.equal(200);
+        expect(res.body).to.have.property('items').that.is.an('array');
       });
     }
   });
