@@ -1170,6 +1170,10 @@ export interface paths {
          * Revoke a trigger API key
          * @description Revokes the key (idempotent): trigger and polling calls with it answer 401 from the
          *     next request on. The record stays listed with `revokedAt` set.
+         *     Decision: revoking the organisation's last active key while it has an enabled
+         *     trigger answers 409 `last_active_api_key` and changes nothing (every trigger would
+         *     answer 401); with no enabled trigger the last key may be revoked. Create another key
+         *     first, or force it at the store with `switchyard keys revoke <id> --force`.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -1315,6 +1319,12 @@ export interface paths {
          * Revoke an API credential
          * @description Revokes the credential (idempotent): it can no longer obtain runtime tokens. The
          *     record stays listed with `revokedAt` set.
+         *     Decision: revoking the organisation's last active credential answers 409
+         *     `last_active_credential` and changes nothing, so no token (not even one issued for
+         *     that very credential) can lock the organisation out of the API. Create another
+         *     credential first; someone with access to the store can still force it with
+         *     `switchyard credentials revoke <id> --force`. Revoking the credential of the calling
+         *     token is allowed when another active credential exists.
          */
         delete: operations["revokeCredential"];
         options?: never;
@@ -5681,6 +5691,15 @@ export interface operations {
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            /** @description The last active API key while enabled triggers need one */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listConnections: {
@@ -6053,6 +6072,15 @@ export interface operations {
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+            /** @description The organisation's last active credential */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getOrganization: {

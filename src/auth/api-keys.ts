@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { revokeUnlessLast } from './last-active.js';
 import { TtlMemo } from '../storage/ttl-memo.js';
 import type { Logger } from '../config/logger.js';
 import { newId, nowIso } from '../storage/ids.js';
@@ -72,9 +73,17 @@ export async function getApiKey(db: Knex, orgId: string, id: string): Promise<Ap
 }
 
 /** Idempotent; a revoked key fails verification from the next request on (no cache). */
-export async function revokeApiKey(db: Knex, orgId: string, id: string): Promise<ApiKeyView | null> {
-  await db('api_keys').where({ id, org_id: orgId }).whereNull('revoked_at').update({ revoked_at: nowIso() });
-  return getApiKey(db, orgId, id);
+/**
+ * Refused with 409 when it is the organisation's last active key while an enabled trigger
+ * still needs one (./last-active.ts); with no enabled trigger the last key may go.
+ */
+export async function revokeApiKey(db: Knex, orgId: string, id: string, opts: { force?: boolean } = {}): Promise<ApiKeyView | null> {
+  const outcome = await revokeUnlessLast(db, 'api_keys', orgId, id, {
+    force: opts.force,
+    refusal: 'ERR_LAST_API_KEY',
+    stillNeeded: async (trx, org) => Boolean(await trx('triggers').where({ org_id: org, enabled: true }).first('id')),
+  });
+  return outcome === 'missing' ? null : getApiKey(db, orgId, id);
 }
 
 /**

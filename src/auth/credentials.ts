@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
+import { revokeUnlessLast } from './last-active.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import { generateSecret, hashSecret, safeEqual } from './crypto.js';
@@ -89,9 +90,10 @@ export async function getCredential(db: Knex, orgId: string, id: string): Promis
  * seconds through the TokenService's status cache; use TokenService.revokeCredential to also
  * evict this process's cache entry at once.
  */
-export async function revokeCredential(db: Knex, orgId: string, id: string): Promise<CredentialView | null> {
-  await db('credentials').where({ id, org_id: orgId }).whereNull('revoked_at').update({ revoked_at: nowIso() });
-  return getCredential(db, orgId, id);
+export async function revokeCredential(db: Knex, orgId: string, id: string, opts: { force?: boolean } = {}): Promise<CredentialView | null> {
+  // Refused with 409 when it is the organisation's last active credential (./last-active.ts).
+  const outcome = await revokeUnlessLast(db, 'credentials', orgId, id, { force: opts.force, refusal: 'ERR_LAST_CREDENTIAL' });
+  return outcome === 'missing' ? null : getCredential(db, orgId, id);
 }
 
 function checkSecret(row: CredentialRow | undefined, clientSecret: string): CredentialRow | null {

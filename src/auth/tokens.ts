@@ -36,7 +36,7 @@ export interface TokenService {
   jwks(): Promise<{ keys: PublicJwk[] }>;
   rotate(): Promise<{ kid: string }>;
   /** Revokes in the store and makes this process reject the credential's tokens at once. */
-  revokeCredential(orgId: string, id: string): Promise<CredentialView | null>;
+  revokeCredential(orgId: string, id: string, opts?: { force?: boolean }): Promise<CredentialView | null>;
   /** Drops this process's cached status (e.g. after a revocation done through the store directly). */
   forgetCredential(credentialId: string): void;
   /** Waits for background writes (last-use bookkeeping) so the store can be closed. */
@@ -160,8 +160,8 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
     };
   }
 
-  async function revokeCredential(orgId: string, id: string): Promise<CredentialView | null> {
-    const view = await revokeCredentialRow(db, orgId, id);
+  async function revokeCredential(orgId: string, id: string, opts: { force?: boolean } = {}): Promise<CredentialView | null> {
+    const view = await revokeCredentialRow(db, orgId, id, opts);
     if (view?.revokedAt) statuses.markRevoked(id);
     return view;
   }

@@ -33,6 +33,8 @@ export const catalogue = {
   ERR_VERSION_CONFLICT: { status: 412, code: 'version_conflict', rpc: -32000, message: 'The resource was changed by someone else; reload it and retry with its current version' },
   ERR_PRECONDITION_REQUIRED: { status: 428, code: 'precondition_required', rpc: -32000, message: 'If-Match with the current version (ETag) is required for updates' },
   ERR_CONFLICT: { status: 409, code: 'conflict', rpc: -32000, message: 'The resource conflicts with an existing one' },
+  ERR_LAST_CREDENTIAL: { status: 409, code: 'last_active_credential', rpc: -32000, message: "This is the organisation's last active credential: revoking it would lock the organisation out of the API. Create another credential first (POST /v1/credentials), or revoke it at the store with `switchyard credentials revoke <id> --force`" },
+  ERR_LAST_API_KEY: { status: 409, code: 'last_active_api_key', rpc: -32000, message: "This is the organisation's last active API key and enabled triggers still need one. Create another key first (POST /v1/api-keys), or revoke it at the store with `switchyard keys revoke <id> --force`" },
   ERR_INVALID_CURSOR: { status: 400, code: 'invalid_cursor', rpc: -32602, message: 'The pagination cursor is invalid' },
   ERR_INVALID_STATUSES: { status: 400, code: 'invalid_statuses', rpc: -32602, message: 'statuses must be a comma-separated list of connected, error, disconnected' },
 

@@ -14,12 +14,14 @@ import type { TriggerKind } from './triggers.js';
 import type { CallTarget } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
 import { checkInputs } from './inputs.js';
+import { queryInputs } from './query-inputs.js';
 import { lookupIdempotent, rememberIdempotent, IdempotencyRace } from './idempotency.js';
 
 export interface TriggerCall {
   kind: TriggerKind;
   triggerId: string;
   apiKey: string | undefined;
+  /** The parsed query string; converted to inputs by the workflow's input schema. */
   query: Record<string, unknown>;
   body: unknown;
   contentType: string | undefined;
@@ -54,8 +56,18 @@ function runHeaders(runId: string, automationId: string, replay: boolean): Recor
   return h;
 }
 
+interface Answer {
+  orgId: string;
+  runId: string;
+  trigger: CallTarget;
+  wait: boolean;
+  /** The run-finished wait started before a new run was queued; absent for a replay. */
+  waiting?: Promise<unknown> | undefined;
+  replay: boolean;
+}
+
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(services: Services, runId: string, trigger: CallTarget, wait: boolean, waiting: Promise<unknown> | undefined, replay: boolean, orgId: string): Promise<Reply> {
+async function answer(services: Services, { orgId, runId, trigger, wait, waiting, replay }: Answer): Promise<Reply> {
   const headers = runHeaders(runId, trigger.automationId, replay);
   if (!wait) return { status: 200, body: null, headers };
   // A run created by this call is known to be PENDING: wait for its signal straight away.
@@ -76,21 +88,22 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
   const { orgId, trigger } = await authorise(services, call);
   if (call.idempotencyKey) {
     const earlier = await lookupIdempotent(db, trigger.triggerId, call.idempotencyKey);
-    if (earlier) return answer(services, earlier, trigger, call.wait, undefined, true, orgId);
+    if (earlier) return answer(services, { orgId, runId: earlier, trigger, wait: call.wait, replay: true });
   }
+  const query = queryInputs(call.query, trigger.definition);
   let inputs: Record<string, unknown>;
   let stored: Attachment[] = [];
   if (call.contentType === 'multipart/form-data') {
     const { fields, attachments } = await readMultipartTrigger(call.raw, { blobs: services.blobs, db, orgId, config: services.config, log: services.log });
     stored = attachments;
-    inputs = { ...call.query, ...fields, attachments: attachments.map(({ filename, contentType, size, url }) => ({ filename, contentType, size, url })) };
+    inputs = { ...query, ...fields, attachments: attachments.map(({ filename, contentType, size, url }) => ({ filename, contentType, size, url })) };
   } else {
-    inputs = mergeInputs(call.query, call.body);
+    inputs = mergeInputs(query, call.body);
   }
   try {
     return await startRun(services, call, orgId, trigger, inputs, stored);
   } catch (err) {
-    // No run: the request's attachments must not stay behind (issue 3: no partial data).
+    // No run: the request's attachments must not stay behind (no partial data on a refusal).
     if (stored.length) await discardAttachments({ blobs: services.blobs, db, orgId }, stored);
     throw err;
   }
@@ -119,9 +132,9 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
       await services.runWriter.add(rows);
     }
   } catch (err) {
-    if (err instanceof IdempotencyRace) return answer(services, err.runId, trigger, call.wait, undefined, true, orgId);
+    if (err instanceof IdempotencyRace) return answer(services, { orgId, runId: err.runId, trigger, wait: call.wait, replay: true });
     throw err;
   }
   await services.queue.enqueue([runId]);
-  return answer(services, runId, trigger, call.wait, waiting, false, orgId);
+  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, replay: false });
 }

@@ -12,8 +12,9 @@ const byDefinition = new WeakMap<object, ValidateFunction>();
 
 /**
  * A workflow may declare `inputSchema` (schemas/workflow/definition.schema.json): a trigger
- * call whose inputs do not match it is refused with 400 before any run exists. Query and
- * form values arrive as strings, so the schema is applied as written (no coercion).
+ * call whose inputs do not match it is refused with 400 before any run exists. Query inputs
+ * were converted to the declared types beforehand (query-inputs.ts); JSON and form bodies are
+ * checked as sent.
  */
 export function checkInputs(definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
   if (!definition.inputSchema) return;
@@ -31,8 +32,10 @@ export function checkInputs(definition: WorkflowDefinition, inputs: Record<strin
   }
   byDefinition.set(definition.inputSchema, validate);
   if (!validate(inputs)) {
+    const details = (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'invalid' }));
     throw new AppError('ERR_INPUTS_INVALID', {
-      details: (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'invalid' })),
+      message: `The inputs do not match the workflow's input schema: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
+      details,
     });
   }
 }

@@ -6,7 +6,10 @@ import { NO_STORE, formParam, oauthFailure, parseBasicCredentials, parseOrgScope
 /**
  * POST /oauth/token — OAuth 2.0 client credentials (spec section 6; RFC 6749 sections 2.3, 4.4,
  * 5). Credentials come from the form body (client_secret_post) or from `Authorization: Basic`
- * (client_secret_basic), never both (RFC 6749 section 2.3: one method per request).
+ * (client_secret_basic). Only the Basic scheme is client authentication: another scheme (a
+ * stray `Bearer` a client sends on every request) is ignored. Basic and body credentials
+ * together are accepted when they name the same client and secret (openapi/auth.yaml
+ * decision; RFC 6749 section 2.3 asks clients for one method per request).
  * Decisions: a missing parameter (including client_id/client_secret without a Basic header)
  * or a scope not of the form `org:<id>` is invalid_request; a well-formed scope for an
  * organisation other than the credential's is invalid_scope; every client-authentication
@@ -27,22 +30,7 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
   if (!grantType) throw oauthFailure('invalid_request', 'The grant_type parameter is required.');
   if (grantType !== 'client_credentials') throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
 
-  const authorization = header(req, 'authorization')?.trim();
-  let clientId: string;
-  let clientSecret: string;
-  if (authorization) {
-    if (bodyClientId !== undefined || bodySecret !== undefined) {
-      throw oauthFailure('invalid_request', 'Send the client credentials either in the Authorization header or in the body, not both.');
-    }
-    ({ clientId, clientSecret } = parseBasicCredentials(authorization));
-  } else {
-    // RFC 6749 section 5.2: "no client authentication included" is invalid_client.
-    if (!bodyClientId || !bodySecret) {
-      throw oauthFailure('invalid_client', 'Client authentication is required: client_id and client_secret in the body, or Authorization: Basic.');
-    }
-    clientId = bodyClientId;
-    clientSecret = bodySecret;
-  }
+  const { clientId, clientSecret } = clientCredentials(header(req, 'authorization'), bodyClientId, bodySecret);
 
   if (!scope) throw oauthFailure('invalid_request', 'The scope parameter is required.');
   const scopeOrg = parseOrgScope(scope);
@@ -69,3 +57,21 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
     body: { access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn },
   };
 };
+
+/** The client's id and secret from `Authorization: Basic` or the body (see the rule above). */
+function clientCredentials(authorization: string | undefined, bodyClientId: string | undefined, bodySecret: string | undefined): { clientId: string; clientSecret: string } {
+  const value = authorization?.trim();
+  if (value && /^Basic(\s|$)/i.test(value)) {
+    const basic = parseBasicCredentials(value);
+    const inBody = bodyClientId !== undefined || bodySecret !== undefined;
+    if (inBody && (bodyClientId !== basic.clientId || bodySecret !== basic.clientSecret)) {
+      throw oauthFailure('invalid_request', 'The Authorization: Basic credentials and the body credentials differ; send the credentials one way.');
+    }
+    return basic;
+  }
+  // RFC 6749 section 5.2: "no client authentication included" is invalid_client.
+  if (!bodyClientId || !bodySecret) {
+    throw oauthFailure('invalid_client', 'Client authentication is required: client_id and client_secret in the body, or Authorization: Basic.');
+  }
+  return { clientId: bodyClientId, clientSecret: bodySecret };
+}

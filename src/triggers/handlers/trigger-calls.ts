@@ -22,13 +22,9 @@ function idempotencyKey(req: HandlerRequest<OperationId>): string | undefined {
   return v;
 }
 
-/** Every query pair is an input; a repeated name keeps its last value (openapi decision). */
-function queryInputs(query: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, Array.isArray(v) ? v[v.length - 1] : v]));
-}
-
+/** The query as parsed; it becomes typed inputs once the trigger's workflow is known (../query-inputs.ts). */
 function common(req: HandlerRequest<OperationId>): Pick<TriggerCall, 'query' | 'wait' | 'idempotencyKey' | 'raw' | 'contentType'> {
-  return { query: queryInputs(req.query as Record<string, unknown>), wait: waitHeader(req), idempotencyKey: idempotencyKey(req), raw: req.raw, contentType: req.contentType };
+  return { query: req.query as Record<string, unknown>, wait: waitHeader(req), idempotencyKey: idempotencyKey(req), raw: req.raw, contentType: req.contentType };
 }
 
 export const callApiTrigger: Handler<'callApiTrigger'> = async (req, ctx) =>

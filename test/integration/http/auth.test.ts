@@ -50,6 +50,18 @@ for (const kind of kinds) {
         expect(res.body.access_token).to.be.a('string');
       });
 
+      it('ignores a stray Bearer header next to body credentials (only Basic is client authentication)', async () => {
+        const res = await token({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${org.orgId}` }, { authorization: 'Bearer an-old-token' });
+        expect(res.status).to.equal(200);
+        expect(res.body.access_token).to.be.a('string');
+      });
+
+      it('accepts Basic together with the same credentials in the body', async () => {
+        const basic = Buffer.from(`${org.clientId}:${org.clientSecret}`).toString('base64');
+        const res = await token({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${org.orgId}` }, { authorization: `Basic ${basic}` });
+        expect(res.status).to.equal(200);
+      });
+
       const failures: [string, () => Record<string, string>, (() => Record<string, string>) | undefined, number, string][] = [
         ['a wrong secret', () => ({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: 'sys_wrong', scope: `org:${org.orgId}` }), undefined, 401, 'invalid_client'],
         ['an unknown client', () => ({ grant_type: 'client_credentials', client_id: 'cli_nope', client_secret: org.clientSecret, scope: `org:${org.orgId}` }), undefined, 401, 'invalid_client'],
@@ -58,7 +70,8 @@ for (const kind of kinds) {
         ['a missing grant type', () => ({ client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${org.orgId}` }), undefined, 400, 'invalid_request'],
         ['a missing scope', () => ({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret }), undefined, 400, 'invalid_request'],
         ['a scope of another organisation', () => ({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${other.orgId}` }), undefined, 400, 'invalid_scope'],
-        ['credentials both in the header and the body', () => ({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${org.orgId}` }), () => ({ authorization: `Basic ${Buffer.from(`${org.clientId}:${org.clientSecret}`).toString('base64')}` }), 400, 'invalid_request'],
+        ['Basic and body credentials that differ', () => ({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: 'sys_other', scope: `org:${org.orgId}` }), () => ({ authorization: `Basic ${Buffer.from(`${org.clientId}:${org.clientSecret}`).toString('base64')}` }), 400, 'invalid_request'],
+        ['a Bearer header and no body credentials', () => ({ grant_type: 'client_credentials', scope: `org:${org.orgId}` }), () => ({ authorization: `Bearer ${org.token}` }), 401, 'invalid_client'],
         ['no credentials at all', () => ({ grant_type: 'client_credentials', scope: `org:${org.orgId}` }), undefined, 401, 'invalid_client'],
       ];
       for (const [what, fields, headers, status, error] of failures) {
@@ -185,6 +198,51 @@ for (const kind of kinds) {
         expect(list.body.items.map((k: { id: string }) => k.id)).to.include(created.body.id);
         const revoked = await call(server.baseUrl, 'DELETE', `/v1/api-keys/${created.body.id}`, { token: org.token });
         expect(revoked.body.revokedAt).to.be.a('string');
+      });
+
+      it('no lock-outs: the last active credential answers 409, even to a token issued for it; with another one it goes', async () => {
+        const lone = await createTestOrg(server, 'One credential');
+        const only = (await call(server.baseUrl, 'GET', '/v1/credentials', { token: lone.token })).body.items as { id: string }[];
+        expect(only).to.have.length(1);
+        const refused = await call(server.baseUrl, 'DELETE', `/v1/credentials/${only[0]!.id}`, { token: lone.token });
+        expect([refused.status, refused.body.error]).to.deep.equal([409, 'last_active_credential']);
+        expect(refused.body.message).to.contain('Create another credential first');
+        expect((await call(server.baseUrl, 'GET', `/v1/credentials/${only[0]!.id}`, { token: lone.token })).body.revokedAt).to.equal(null);
+        expect((await call(server.baseUrl, 'GET', '/v1/organization', { token: lone.token })).status).to.equal(200);
+        const second = await call(server.baseUrl, 'POST', '/v1/credentials', { token: lone.token, body: { label: 'second' } });
+        const revoked = await call(server.baseUrl, 'DELETE', `/v1/credentials/${only[0]!.id}`, { token: lone.token });
+        expect([revoked.status, typeof revoked.body.revokedAt]).to.deep.equal([200, 'string']);
+        const fresh = await token({ grant_type: 'client_credentials', client_id: second.body.clientId, client_secret: second.body.clientSecret, scope: `org:${lone.orgId}` });
+        const again = await call(server.baseUrl, 'DELETE', `/v1/credentials/${only[0]!.id}`, { token: fresh.body.access_token });
+        expect(again.status, 'revoking a revoked credential is idempotent').to.equal(200);
+      });
+
+      it('no lock-outs: two concurrent revocations of the last two credentials leave one active', async () => {
+        const pair = await createTestOrg(server, 'Two credentials');
+        const extra = await call(server.baseUrl, 'POST', '/v1/credentials', { token: pair.token, body: { label: 'b' } });
+        const ids = ((await call(server.baseUrl, 'GET', '/v1/credentials', { token: pair.token })).body.items as { id: string }[]).map((c) => c.id);
+        expect(ids).to.include(extra.body.id).and.have.length(2);
+        const answers = await Promise.all(ids.map((id) => call(server.baseUrl, 'DELETE', `/v1/credentials/${id}`, { token: pair.token })));
+        expect(answers.map((a) => a.status).sort()).to.deep.equal([200, 409]);
+        // One of the two tokens' credentials is revoked now: read the store itself.
+        const active = await server.app.services.db('credentials').where({ org_id: pair.orgId }).whereNull('revoked_at');
+        expect(active).to.have.length(1);
+      });
+
+      it('no lock-outs: the last active API key answers 409 while an enabled trigger needs it, and may go when none does', async () => {
+        const keyed = await createTestOrg(server, 'One key');
+        const keys = (await call(server.baseUrl, 'GET', '/v1/api-keys', { token: keyed.token })).body.items as { id: string }[];
+        expect(keys).to.have.length(1);
+        const wf = await call(server.baseUrl, 'POST', '/v1/workflows', { token: keyed.token, body: { name: 'w', steps: [{ type: 'code', name: 's', code: 'return 1' }] } });
+        const trg = await call(server.baseUrl, 'POST', '/v1/triggers', { token: keyed.token, body: { automationId: wf.body.automationId, kind: 'api' } });
+        expect(trg.status).to.equal(201);
+        const refused = await call(server.baseUrl, 'DELETE', `/v1/api-keys/${keys[0]!.id}`, { token: keyed.token });
+        expect([refused.status, refused.body.error]).to.deep.equal([409, 'last_active_api_key']);
+        expect((await call(server.baseUrl, 'POST', `/ext/triggers/${trg.body.triggerId}`, { headers: { 'x-api-key': keyed.apiKey }, body: {} })).status, 'the key still works').to.equal(200);
+        const disabled = await call(server.baseUrl, 'PATCH', `/v1/triggers/${trg.body.triggerId}`, { token: keyed.token, headers: { 'if-match': `"${trg.body.version}"` }, body: { enabled: false } });
+        expect(disabled.status, disabled.text).to.equal(200);
+        const revoked = await call(server.baseUrl, 'DELETE', `/v1/api-keys/${keys[0]!.id}`, { token: keyed.token });
+        expect([revoked.status, typeof revoked.body.revokedAt]).to.deep.equal([200, 'string']);
       });
 
       it('rejects an invalid pagination limit and cursor with 400', async () => {

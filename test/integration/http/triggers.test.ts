@@ -128,6 +128,33 @@ for (const setup of setups) {
       expect(JSON.parse(both.body.inputs)).to.deep.equal({ name: 'Body', extra: '1' });
     });
 
+    it('op:callApiTriggerWithQuery converts query inputs to the input schema types, reads inputs[name], and refuses what does not convert', async () => {
+      const typed = await deploy(server, org, {
+        name: 'Typed',
+        inputSchema: {
+          type: 'object',
+          required: ['seats'],
+          properties: { seats: { type: 'integer' }, ratio: { type: 'number' }, vip: { type: 'boolean' }, tags: { type: 'array', items: { type: 'string' } }, note: { type: 'string' }, gone: { type: ['null', 'integer'] } },
+        },
+        steps: [code('Echo', 'return JSON.stringify(ctx.inputs);', { resultType: 'json' })],
+      });
+      const get = (qs: string) => call(server.baseUrl, 'GET', `/ext/triggers/${typed.apiTriggerId}?${qs}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' } });
+      const ok = await get('seats=5&ratio=0.5&vip=true&tags=a&tags=b&note=007&gone=&extra=1&extra=2&inputs%5Bsource%5D=sdk&inputs%5Bcodes%5D%5B%5D=x&inputs%5Bcodes%5D%5B%5D=y');
+      expect(ok.status, ok.text).to.equal(200);
+      expect(JSON.parse(ok.body.inputs)).to.deep.equal({ seats: 5, ratio: 0.5, vip: true, tags: ['a', 'b'], note: '007', gone: null, extra: '2', source: 'sdk', codes: 'y' });
+      const one = await get('seats=1&tags=solo');
+      expect(JSON.parse(one.body.inputs)).to.deep.equal({ seats: 1, tags: ['solo'] });
+      const hook = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/triggers/${typed.webhookTriggerId}?inputs%5Bseats%5D=7`, { headers: { 'x-api-wait': 'true' } });
+      expect(JSON.parse(hook.body.inputs)).to.deep.equal({ seats: 7 });
+      const bad = await get('seats=five&vip=maybe');
+      expect([bad.status, bad.body.error]).to.deep.equal([400, 'invalid_inputs']);
+      expect(bad.body.message).to.contain('/seats must be integer').and.contain('/vip must be boolean');
+      expect(await get('seats=1.5').then((r) => r.status)).to.equal(400);
+      // Body inputs are never converted: a JSON string where the schema says integer is refused.
+      const body = await trigger(typed.apiTriggerId, { body: { seats: '5' }, headers: { 'x-api-wait': 'true' } });
+      expect([body.status, body.body.error]).to.deep.equal([400, 'invalid_inputs']);
+    });
+
     it('keys: missing or invalid → 401; a valid key of another organisation → 404; unknown trigger → 401 without a valid key, 404 with one; disabled → 403', async () => {
       const missing = await trigger(demo.apiTriggerId, { key: '', body: {} });
       expect([missing.status, missing.body.error]).to.deep.equal([401, 'missing_api_key']);

@@ -73,4 +73,21 @@ describe('process: the switchyard CLI', function () {
     const rotated = json((await cli('signing-keys:rotate')).stdout);
     expect(rotated.kid).to.be.a('string');
   });
+
+  it('no lock-outs: the last active credential and key are refused without --force and revoked with it', async () => {
+    const active = (items: { id: string; revokedAt: string | null }[]) => items.filter((i) => i.revokedAt === null);
+    const [lastCred, ...moreCreds] = active(json((await cli('credentials', 'list')).stdout).items);
+    expect(moreCreds, 'the first test left one active credential (the admin one)').to.have.length(0);
+    const refused = await cli('credentials', 'revoke', lastCred!.id);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.contain("last active credential").and.contain('--force');
+    expect(json((await cli('credentials', 'revoke', lastCred!.id, '--force')).stdout).revokedAt).to.be.a('string');
+
+    const keys = active(json((await cli('keys', 'list')).stdout).items);
+    for (const k of keys.slice(1)) expect((await cli('keys', 'revoke', k.id)).code).to.equal(0);
+    const lastKey = await cli('keys', 'revoke', keys[0]!.id);
+    expect(lastKey.code, 'enabled triggers still need a key').to.equal(1);
+    expect(lastKey.stderr).to.contain('last active API key');
+    expect(json((await cli('keys', 'revoke', keys[0]!.id, '--force')).stdout).revokedAt).to.be.a('string');
+  });
 });
