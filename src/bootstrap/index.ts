@@ -1,15 +1,17 @@
 /**
  * First start on an empty store: a default organisation, an admin credential, a trigger API
  * key, and a demo workflow with an API trigger (designated output = its file) and a webhook
- * trigger. Writes DATA_DIR/bootstrap.json (mode 0600) and prints ready-to-paste commands once.
+ * trigger. Writes DATA_DIR/bootstrap.json and DATA_DIR/postman_environment.json (mode 0600)
+ * and prints ready-to-paste commands once.
  */
 import { writeFileSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
 import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
-import type { Services } from '../http/types.js';
+import type { Services } from '../services.js';
 import { demoWorkflow } from './demo-workflow.js';
+import { POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment } from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
 export interface BootstrapFile {
@@ -48,6 +50,8 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
   const target = path.join(config.dataDir, 'bootstrap.json');
   writeFileSync(target, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
   chmodSync(target, 0o600);
+  // The Postman environment holds the same secrets; written only here, while the secret is known.
+  writePostmanEnvironment(path.join(config.dataDir, POSTMAN_ENV_FILE), postmanEnvironment(valuesFromBootstrap(config.publicUrl, file)));
   log.info({ orgId: org.id, file: target }, 'first start: demo organisation created (secrets are in bootstrap.json)');
   const text = welcome(file, target);
   out?.write(text);
@@ -58,6 +62,7 @@ function welcome(b: BootstrapFile, file: string): string {
   const u = b.baseUrls;
   return `
 Switchyard is ready. Demo organisation ${b.orgId}; secrets saved to ${file} (mode 0600).
+Postman: import generated/postman/switchyard.postman_collection.json and ${path.join(path.dirname(file), POSTMAN_ENV_FILE)}.
 Shown once — paste into a shell:
 
   # 1. an OAuth runtime token (spec 6), valid 60 minutes

@@ -15,6 +15,9 @@ import {
 import { createWorkflow, updateWorkflow, findWorkflow, listWorkflows } from '../engine/index.js';
 import { createTrigger, listTriggers } from '../triggers/index.js';
 import { bootstrapIfEmpty } from '../bootstrap/index.js';
+import {
+  BOOTSTRAP_FILE, checkPostmanValues, freshPostmanValues, postmanEnvironment, readBootstrapFile, valuesFromBootstrap, writePostmanEnvironment,
+} from '../bootstrap/postman-env.js';
 import { AppError } from '../errors/index.js';
 
 function print(value: unknown): void {
@@ -152,6 +155,35 @@ program.command('token').description('issue a runtime token for a credential (sa
       const tokens = await createTokenService({ db, config, log });
       const issued = await tokens.issue({ orgId: credential.orgId, credentialId: credential.id, clientId: credential.clientId });
       print({ access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn });
+    }),
+  );
+
+program.command('postman-env')
+  .description('print a Postman environment for generated/postman/switchyard.postman_collection.json (values from DATA_DIR/bootstrap.json, baseUrl from PUBLIC_URL)')
+  .option('--out <file>', 'write it to this file (mode 0600) instead of stdout')
+  .option('--new-credential', 'create a new API credential and API key for it (when bootstrap.json is gone or its credential or key was revoked)')
+  .addOption(orgOption())
+  .action((o: { out?: string; newCredential?: boolean; org?: string }) =>
+    withStore(async ({ db, config }) => {
+      const bootstrap = readBootstrapFile(config.dataDir);
+      let values;
+      if (o.newCredential) {
+        values = await freshPostmanValues(db, config.publicUrl, await resolveOrg(db, o.org ?? bootstrap?.orgId));
+      } else if (!bootstrap) {
+        // Client secrets are stored only as hashes (DESIGN.md section 5): nothing to rebuild them from.
+        throw new CliError(`${config.dataDir}/${BOOTSTRAP_FILE} not found, and client secrets are stored only as hashes. ` +
+          'Run `switchyard postman-env --new-credential` to create a credential and an API key for Postman (existing ones keep working).');
+      } else {
+        values = valuesFromBootstrap(config.publicUrl, bootstrap);
+        const { fatal, warnings } = await checkPostmanValues(db, values);
+        if (fatal.length) throw new CliError(`${BOOTSTRAP_FILE}: ${fatal.join('; ')}. Run \`switchyard postman-env --new-credential\` for a fresh credential and API key.`);
+        for (const w of warnings) process.stderr.write(`switchyard: warning: ${w}\n`);
+      }
+      const env = postmanEnvironment(values);
+      if (o.out) {
+        writePostmanEnvironment(o.out, env);
+        process.stderr.write(`switchyard: wrote ${o.out} (mode 0600; it holds the client secret and the API key)\n`);
+      } else print(env);
     }),
   );
 

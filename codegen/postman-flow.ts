@@ -1,0 +1,297 @@
+/**
+ * Hand-written knowledge for the Postman collection: the order of the requests, which
+ * values flow from one response into the next request, the bodies that make sense against
+ * a real installation, and the expected status where it is not the operation's first
+ * documented 2xx. Everything generic (URLs, parameters, security, response schemas,
+ * documented headers) is derived from the bundle by codegen/postman.ts.
+ *
+ * Values may use Postman variables (`{{name}}`). The variables a user sets come from
+ * `npx switchyard postman-env` (baseUrl, clientId, clientSecret, orgId, apiKey, demo ids,
+ * written from DATA_DIR/bootstrap.json); the others are captured on the way.
+ */
+
+/** Where a captured value comes from in the response of a step. */
+export type Capture =
+  /** A dotted path into the JSON body (`items.0.id`). */
+  | { var: string; body: string }
+  /** A response header. */
+  | { var: string; header: string }
+  /** A signed run-files URL in the JSON body, split into the parts downloadRunFile takes. */
+  | { signedUrl: string; vars: { fileId: string; expires: string; signature: string } };
+
+/** Extra assertions beyond status, schema and documented headers. */
+export type Check =
+  | { body: string; equals: unknown }
+  | { body: string; nonEmpty: true }
+  | { textContains: string };
+
+export interface FlowStep {
+  /** operationId in the bundle. */
+  op: string;
+  /** Request name (unique in the collection; polling re-runs a request by name). Default: the operation's summary. */
+  name?: string;
+  /** Expected HTTP status. Default: the first 2xx the operation documents. */
+  expect?: number;
+  /** Path parameter values; a parameter not listed here becomes `{{<parameter name>}}`. */
+  path?: Record<string, string>;
+  /** Query parameters to send (enabled); documented optional ones not listed stay disabled. */
+  query?: Record<string, string>;
+  /** Headers to send (enabled); documented optional ones not listed stay disabled. */
+  headers?: Record<string, string>;
+  /** JSON request body (replaces the documented example). */
+  json?: unknown;
+  /** Form request body (replaces the documented example). */
+  form?: Record<string, string>;
+  /** Raw request body with its content type. */
+  raw?: { contentType: string; text: string };
+  captures?: Capture[];
+  checks?: Check[];
+  /** Repeat this request until a body field reaches one of the values (run polling, spec "Limits"). */
+  pollUntil?: { body: string; oneOf: string[]; maxTries: number; delayMs: number };
+  /** Why this step is here or shaped this way (goes into the request description). */
+  note?: string;
+}
+
+export interface FlowFolder {
+  name: string;
+  description: string;
+  steps: FlowStep[];
+}
+
+/** Security schemes whose key is a collection variable (bearer schemes use the collection auth). */
+export const keyVariables: Record<string, string> = {
+  triggerApiKey: 'apiKey',
+  channelApiKey: 'channelKey',
+};
+
+/**
+ * Variables the user (or `switchyard postman-env`) sets. Declared on the collection with
+ * empty values so the collection imports cleanly; the environment overrides them.
+ */
+export const userVariables: { key: string; description: string; secret?: boolean }[] = [
+  { key: 'baseUrl', description: 'Service root (PUBLIC_URL), e.g. http://localhost:8080' },
+  { key: 'clientId', description: 'Client id of an API credential (DATA_DIR/bootstrap.json)' },
+  { key: 'clientSecret', description: 'Client secret of that credential (shown once; DATA_DIR/bootstrap.json)', secret: true },
+  { key: 'orgId', description: 'Organisation id; the token scope is org:{{orgId}}' },
+  { key: 'apiKey', description: 'Trigger API key: X-API-KEY header and webhook/polling path segment', secret: true },
+  { key: 'demoAutomationId', description: 'Demo workflow id (created on first start)' },
+  { key: 'demoApiTriggerId', description: 'Demo API trigger id (designated output report.md)' },
+  { key: 'demoWebhookTriggerId', description: 'Demo webhook trigger id' },
+];
+
+/** Variables the scripts maintain; declared so the collection documents them. */
+export const scriptVariables: { key: string; description: string }[] = [
+  { key: 'accessToken', description: 'Runtime token fetched by the collection pre-request script (POST /oauth/token)' },
+  { key: 'accessTokenExpiresAt', description: 'Expiry of accessToken in epoch milliseconds; refreshed 60 s before' },
+];
+
+const workflowV2 = {
+  name: 'Postman: greeting report',
+  description: 'Created by the Postman collection; deleted at the end of the run.',
+  inputSchema: { type: 'object', properties: { name: { type: 'string' } } },
+  steps: [
+    { type: 'code', name: 'Compute greeting', code: 'return `Hello, ${ctx.inputs.name ?? "world"}!`;', resultType: 'plaintext' },
+    { type: 'code', name: 'Write report', code: 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "# " + ctx.steps[0].result;', resultType: 'markdown' },
+  ],
+  output: { stepIndex: 1, fileName: 'report.md' },
+};
+
+const TERMINAL = ['COMPLETE', 'FAILED', 'TIMEOUT'];
+
+export const flow: FlowFolder[] = [
+  {
+    name: 'Service',
+    description: 'Probes and token-signing metadata; no authentication.',
+    steps: [{ op: 'getHealth' }, { op: 'getReadiness' }, { op: 'getJwks' }, { op: 'getAuthorizationServerMetadata' }],
+  },
+  {
+    name: 'Tokens',
+    description: 'Runtime tokens (spec 6). The collection pre-request script already fetches and caches one; these requests show the two endpoints themselves.',
+    steps: [
+      {
+        op: 'issueOauthToken',
+        note: 'Credentials in the form body only, with no Authorization header: one client authentication method per request (RFC 6749 section 2.3).',
+        form: { grant_type: 'client_credentials', client_id: '{{clientId}}', client_secret: '{{clientSecret}}', scope: 'org:{{orgId}}' },
+        checks: [{ body: 'token_type', equals: 'Bearer' }],
+      },
+      { op: 'exchangeLegacyToken', headers: { 'X-Api-Key': '{{clientSecret}}', 'X-Selected-Org': '{{orgId}}' }, json: {} },
+    ],
+  },
+  {
+    name: 'Organisation and credentials',
+    description: 'The management API (/v1) with the bearer token of the collection.',
+    steps: [
+      { op: 'getOrganization', checks: [{ body: 'id', equals: '{{orgId}}' }] },
+      { op: 'listCredentials' },
+      { op: 'createCredential', json: { label: 'Postman run' }, captures: [{ var: 'credentialId', body: 'id' }] },
+      { op: 'getCredential', path: { credentialId: '{{credentialId}}' }, checks: [{ body: 'id', equals: '{{credentialId}}' }] },
+      { op: 'listApiKeys' },
+      { op: 'createApiKey', json: { label: 'Postman run' }, captures: [{ var: 'keyId', body: 'id' }] },
+      { op: 'getApiKey', path: { keyId: '{{keyId}}' }, checks: [{ body: 'id', equals: '{{keyId}}' }] },
+    ],
+  },
+  {
+    name: 'Workflows and triggers',
+    description: 'Create a workflow, publish a second version, add an API trigger; the clean-up folder deletes them.',
+    steps: [
+      { op: 'listWorkflows' },
+      { op: 'createWorkflow', json: workflowV2, captures: [{ var: 'workflowId', body: 'automationId' }, { var: 'workflowEtag', header: 'ETag' }] },
+      { op: 'getWorkflow', path: { automationId: '{{workflowId}}' }, captures: [{ var: 'workflowEtag', header: 'ETag' }] },
+      {
+        op: 'updateWorkflow',
+        note: 'Updates require If-Match with the current ETag (428 without, 412 when stale).',
+        path: { automationId: '{{workflowId}}' },
+        headers: { 'If-Match': '{{workflowEtag}}' },
+        json: { ...workflowV2, description: 'Version 2, published by the Postman collection.' },
+        captures: [{ var: 'workflowVersion', body: 'version' }],
+        checks: [{ body: 'version', equals: 2 }],
+      },
+      { op: 'listWorkflowVersions', path: { automationId: '{{workflowId}}' } },
+      { op: 'getWorkflowVersion', path: { automationId: '{{workflowId}}', version: '{{workflowVersion}}' } },
+      {
+        op: 'createTrigger',
+        json: { automationId: '{{workflowId}}', kind: 'api', name: 'Postman API trigger', designatedOutput: { stepIndex: 1, fileName: 'report.md' } },
+        captures: [{ var: 'triggerId', body: 'triggerId' }],
+      },
+      { op: 'getTrigger', path: { triggerId: '{{triggerId}}' }, captures: [{ var: 'triggerEtag', header: 'ETag' }] },
+      { op: 'updateTrigger', path: { triggerId: '{{triggerId}}' }, headers: { 'If-Match': '{{triggerEtag}}' }, json: { name: 'Postman API trigger (renamed)' } },
+      { op: 'listTriggers', query: { automationId: '{{workflowId}}' } },
+    ],
+  },
+  {
+    name: 'Run the demo workflow',
+    description: 'Spec endpoints 1–4 on the demo workflow created on first start, with the trigger API key.',
+    steps: [
+      {
+        op: 'callApiTrigger',
+        name: 'Call the demo API trigger (async)',
+        path: { triggerId: '{{demoApiTriggerId}}' },
+        json: { name: 'Postman' },
+        captures: [{ var: 'runId', header: 'X-Pf-Run-Id' }, { var: 'runAutomationId', header: 'X-Pf-Automation-Id' }],
+        checks: [{ body: '', equals: null }],
+      },
+      {
+        op: 'getRunStatus',
+        name: 'Poll the run status until it ends',
+        note: 'Re-runs itself every 250 ms until the run ends (spec "Limits" recommends 2-5 s for real clients).',
+        path: { automationId: '{{runAutomationId}}', runId: '{{runId}}' },
+        pollUntil: { body: 'status', oneOf: TERMINAL, maxTries: 120, delayMs: 250 },
+        checks: [{ body: 'status', equals: 'COMPLETE' }],
+      },
+      { op: 'getRunResults', path: { automationId: '{{runAutomationId}}', runId: '{{runId}}' }, checks: [{ body: 'id', equals: '{{runId}}' }] },
+      {
+        op: 'callApiTrigger',
+        name: 'Call the demo API trigger (sync, x-api-wait)',
+        path: { triggerId: '{{demoApiTriggerId}}' },
+        headers: { 'x-api-wait': 'true' },
+        json: { name: 'Postman' },
+        captures: [{ signedUrl: 'designatedOutput.url', vars: { fileId: 'runFileId', expires: 'runFileExpires', signature: 'runFileSignature' } }],
+        checks: [{ body: 'status', equals: 'COMPLETE' }],
+      },
+      {
+        op: 'downloadRunFile',
+        name: 'Download the designated output (report.md)',
+        path: { fileId: '{{runFileId}}' },
+        query: { expires: '{{runFileExpires}}', signature: '{{runFileSignature}}' },
+        checks: [{ textContains: 'Hello, Postman!' }],
+      },
+      { op: 'callApiTriggerWithQuery', path: { triggerId: '{{demoApiTriggerId}}' }, query: { name: 'Postman' } },
+      { op: 'callWebhookTrigger', path: { triggerId: '{{demoWebhookTriggerId}}' }, json: { name: 'Postman' } },
+      { op: 'callWebhookTriggerWithQuery', path: { triggerId: '{{demoWebhookTriggerId}}' }, query: { name: 'Postman' } },
+      {
+        op: 'sendChannelMessage',
+        expect: 501,
+        path: { triggerId: '{{channelTriggerId}}' },
+        note: 'Agent API channels are not served yet: the documented 501 not_implemented.',
+        json: { message: 'Hello from Postman' },
+      },
+    ],
+  },
+  {
+    name: 'Connections and application servers',
+    description: 'Connections (PCIDs, spec 10) and application server registrations of the tool gateway.',
+    steps: [
+      { op: 'listUserConnections' },
+      {
+        op: 'createConnection',
+        json: { name: 'Postman connection', service_key: 'postman', secret: 'example-token', metadata: { createdBy: 'postman' } },
+        captures: [{ var: 'connectionId', body: 'id' }],
+      },
+      { op: 'getConnection', path: { connectionId: '{{connectionId}}' }, captures: [{ var: 'connectionEtag', header: 'ETag' }] },
+      { op: 'updateConnection', path: { connectionId: '{{connectionId}}' }, headers: { 'If-Match': '{{connectionEtag}}' }, json: { status: 'error' }, checks: [{ body: 'status', equals: 'error' }] },
+      { op: 'listConnections' },
+      {
+        op: 'createAppServer',
+        note: 'Registration does not contact the upstream. The path is unique per run ({{$timestamp}}) so a re-run after an interrupted one does not conflict.',
+        json: { path: 'postman-{{$timestamp}}', name: 'Postman example', service_key: 'postman', upstream: { type: 'mcp', url: 'https://mcp.example.com/postman', transport: 'streamable-http' }, auth: { scheme: 'bearer' } },
+        captures: [{ var: 'serverId', body: 'serverId' }],
+      },
+      { op: 'getAppServer', path: { serverId: '{{serverId}}' }, captures: [{ var: 'serverEtag', header: 'ETag' }] },
+      { op: 'updateAppServer', path: { serverId: '{{serverId}}' }, headers: { 'If-Match': '{{serverEtag}}' }, json: { name: 'Postman example (renamed)' } },
+      { op: 'listAppServers' },
+    ],
+  },
+  {
+    name: 'Tool gateway',
+    description: 'JSON-RPC 2.0 over HTTP (spec 7-9) with the bearer token.',
+    steps: [
+      {
+        op: 'postMcpMessage',
+        name: 'Gateway: tools/list on the gateway server',
+        path: { serverPath: 'gateway' },
+        json: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+        checks: [{ body: 'result.tools', nonEmpty: true }],
+      },
+      {
+        op: 'postMcpMessage',
+        name: 'Gateway: listServers',
+        path: { serverPath: 'mcp' },
+        json: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'listServers', arguments: {} } },
+      },
+    ],
+  },
+  {
+    name: 'Resources (not implemented yet)',
+    description: 'Resource event-trigger endpoints (spec 14): documented, answering 501 not_implemented until they are built.',
+    steps: [
+      { op: 'createMemoryItem', expect: 501, query: { collectionId: '{{datastoreId}}' } },
+      { op: 'updateMemoryItem', expect: 501, path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' } },
+      { op: 'replaceMemoryItem', expect: 501, path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' } },
+      { op: 'deleteMemoryItem', expect: 501, path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' } },
+      { op: 'testMemoryTrigger', expect: 501, query: { collectionId: '{{datastoreId}}' } },
+      { op: 'uploadFilestorageItem', expect: 501, query: { collectionId: '{{filestoreId}}' }, note: 'Pick a file for the `file` part in Postman; newman sends the text parts only.' },
+      { op: 'deleteFilestorageItem', expect: 501, path: { id: '{{fileItemId}}' }, query: { collectionId: '{{filestoreId}}' } },
+      { op: 'updateDataCollection', expect: 501, path: { collectionId: '{{datastoreId}}' } },
+      { op: 'testDataCollectionTrigger', expect: 501, path: { collectionId: '{{datastoreId}}' } },
+    ],
+  },
+  {
+    name: 'Queues (not implemented yet)',
+    description: 'Queue CSV batching (spec 15): documented, answering 501 not_implemented until it is built.',
+    steps: [
+      { op: 'createCsvUploadUrl', expect: 501 },
+      { op: 'uploadCsvFile', expect: 501, query: { expires: '{{csvUploadExpires}}', signature: '{{csvUploadSignature}}' }, raw: { contentType: 'text/csv', text: 'name\nAda\nGrace\n' } },
+      { op: 'createCsvBatch', expect: 501 },
+      { op: 'getQueueBatch', expect: 501 },
+      { op: 'cancelQueueBatch', expect: 501 },
+      { op: 'listBatchRowErrors', expect: 501 },
+    ],
+  },
+  {
+    name: 'Clean up',
+    description: 'Deletes and revokes what this run created, last, so every earlier request had its ids.',
+    steps: [
+      { op: 'deleteAppServer', path: { serverId: '{{serverId}}' } },
+      { op: 'deleteConnection', path: { connectionId: '{{connectionId}}' } },
+      { op: 'deleteTrigger', path: { triggerId: '{{triggerId}}' } },
+      { op: 'deleteWorkflow', path: { automationId: '{{workflowId}}' } },
+      { op: 'revokeApiKey', path: { keyId: '{{keyId}}' }, checks: [{ body: 'id', equals: '{{keyId}}' }] },
+      {
+        op: 'revokeCredential',
+        note: 'Revokes the credential this run created, never the one the collection signs in with.',
+        path: { credentialId: '{{credentialId}}' },
+        checks: [{ body: 'id', equals: '{{credentialId}}' }],
+      },
+    ],
+  },
+];
