@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { CatalogTool, GatewayContext, JsonSchemaObject } from '../src/gateway/types.js';
-import type { Services } from '../src/http/types.js';
+import type { Services } from '../src/services.js';
 import { describedServerTools, type DiscoveryEngine } from '../src/servers/sidekick/index.js';
 
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'discovery');

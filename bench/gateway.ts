@@ -1,5 +1,5 @@
 /**
- * Issue 4 benchmarks (not tests), each against a baseline measured in the same run:
+ * Gateway benchmarks (not tests), each against a baseline measured in the same run:
  * 1. tools/call of a trivial embedded tool through the gateway vs a bare node:http server
  *    (target ratio ≥ 0.15).
  * 2. A proxied call to a local upstream MCP server vs calling that upstream directly

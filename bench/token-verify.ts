@@ -1,5 +1,5 @@
 /**
- * Issue 2 benchmark: token verification on an authenticated no-op management call
+ * Token benchmark: token verification on an authenticated no-op management call
  * (GET /v1/organization with a Bearer token) against a bare node:http server, same run.
  */
 import { startServer, load, report } from './lib.js';

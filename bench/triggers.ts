@@ -1,5 +1,5 @@
 /**
- * Issue 3 benchmarks (not tests):
+ * Trigger benchmarks (not tests):
  * 1. Async trigger acceptance on the demo workflow, 50 connections, against a bare node:http
  *    server in the same run; every 200 must be a durable run (counted in the store after).
  * 2. Sync trigger of a one-step no-op workflow: added latency over the step's own duration.

@@ -20,9 +20,9 @@ import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { pendingHandlers } from './http/pending.js';
-import { getHealth, getReadiness } from './http/handlers/health.js';
+import { getHealth, getReadiness } from './health/handlers.js';
 import { ResponseValidator } from './http/response-validator.js';
-import type { HandlerMap, Services } from './http/types.js';
+import type { HandlerMap, Services } from './services.js';
 
 export interface Runtime {
   services: Services;

@@ -1,5 +1,5 @@
 /**
- * Executes one step of a run (issue 3 §1) and reports its outcome in the shape the run
+ * Executes one step of a run (src/engine/README.md) and reports its outcome in the shape the run
  * worker records: status, resultType, result text, exitCode, duration, files and log lines.
  * Never throws: every failure, including an unexpected one, is a FAILED outcome.
  */

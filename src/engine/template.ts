@@ -1,5 +1,5 @@
 /**
- * Step input templates (issue 3 §1: "one documented expression language"; schema
+ * Step input templates (src/engine/README.md: "one documented expression language"; schema
  * workflow/definition.schema.json): JSONata expressions written `{{ expression }}` inside
  * strings, evaluated against `{inputs, steps}`.
  * - A string that is exactly one template takes the expression's value, any JSON type

@@ -4,7 +4,7 @@
  * forwarded: a workflow run has no caller whose `X-Pf-Forward-*` headers could apply.
  */
 import type { ToolCaller } from '../engine/index.js';
-import type { Services } from '../http/types.js';
+import type { Services } from '../services.js';
 import type { GatewayContext } from './types.js';
 
 const NEVER = new AbortController().signal;

@@ -5,7 +5,7 @@
  * dispatches parsed requests straight to these, without building an McpServer per request.
  */
 import type { Logger } from '../config/logger.js';
-import type { Services } from '../http/types.js';
+import type { Services } from '../services.js';
 
 /** A JSON Schema object as MCP carries it (`type: "object"`, `properties`, `required`). */
 export type JsonSchemaObject = { type: 'object'; properties?: Record<string, unknown>; required?: string[]; [k: string]: unknown };
@@ -84,7 +84,7 @@ export const RPC = {
   SERVER: -32000,
 } as const;
 
-/** Success data in structuredContent and the same JSON in content[0].text (issue 4 §1). */
+/** Success data in structuredContent and the same JSON in content[0].text (spec section 7). */
 export function jsonResult(data: Record<string, unknown>): CallResult {
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
 }

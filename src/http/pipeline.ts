@@ -3,7 +3,7 @@
  * handler → reply. Routing is find-my-way (a radix tree); request parts are checked by the
  * generated ajv standalone validators. No web framework sits in between: express 5 cost
  * about 85 % of the bare node:http throughput on these 2-core machines, more than the
- * trigger and gateway benchmarks allow (issues 3 and 4).
+ * trigger and gateway benchmarks allow (bench/triggers.ts, bench/gateway.ts).
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -17,14 +17,14 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
-import type { HandlerMap, HandlerRequest, Reply, RequestContext, Services } from './types.js';
+import type { HandlerMap, HandlerRequest, PipelineServices, Reply, RequestContext } from './types.js';
 import type { ResponseValidator } from './response-validator.js';
 
 export { mediaType } from './body.js';
 
-export interface PipelineOptions {
-  services: Services;
-  handlers: HandlerMap;
+export interface PipelineOptions<S extends PipelineServices = PipelineServices> {
+  services: S;
+  handlers: HandlerMap<S>;
   /** Tests pass one: every response is checked against the OpenAPI bundle. */
   responseValidator?: ResponseValidator | undefined;
 }
@@ -75,7 +75,7 @@ async function readBody(op: OperationMeta, operationId: OperationId, req: Incomi
 }
 
 /** Bearer verification for operations secured by bearerAuth (spec "Authentication" 3). */
-async function authenticate(services: Services, req: IncomingMessage): Promise<RequestContext['auth']> {
+async function authenticate(services: PipelineServices, req: IncomingMessage): Promise<RequestContext['auth']> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!match) throw new AppError('ERR_AUTH_MISSING_TOKEN', { headers: { 'WWW-Authenticate': 'Bearer realm="switchyard"' } });
@@ -88,7 +88,7 @@ async function authenticate(services: Services, req: IncomingMessage): Promise<R
 type Route = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, unknown>, requestId: string) => Promise<void>;
 
 /** A per-request child logger, made only when something logs (most requests never do). */
-function lazyContext(services: Services, requestId: string, operationId: OperationId, auth: RequestContext['auth']): RequestContext {
+function lazyContext(services: PipelineServices, requestId: string, operationId: OperationId, auth: RequestContext['auth']): RequestContext {
   let log: Logger | undefined;
   return {
     services,
@@ -134,7 +134,7 @@ function invalidResponse(opts: PipelineOptions, operationId: OperationId, reply:
 }
 
 /** Request id, timing and redacted access log for every request. */
-function startRequest(services: Services, req: IncomingMessage, res: ServerResponse): string {
+function startRequest(services: PipelineServices, req: IncomingMessage, res: ServerResponse): string {
   const incoming = req.headers['x-request-id'];
   const requestId = typeof incoming === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(incoming) ? incoming : randomUUID();
   res.setHeader('X-Request-Id', requestId);
@@ -150,7 +150,9 @@ function startRequest(services: Services, req: IncomingMessage, res: ServerRespo
 
 const KNOWN_METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-export function createHttpApp(opts: PipelineOptions): HttpApp {
+export function createHttpApp<S extends PipelineServices>(options: PipelineOptions<S>): HttpApp {
+  // Handlers are bound to the composition's services; the pipeline only passes them along.
+  const opts = options as unknown as PipelineOptions;
   const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
   for (const id of Object.keys(operations) as OperationId[]) {
     const op = operations[id];

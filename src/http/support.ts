@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { operations, type OperationMeta } from '../../generated/openapi/operations.js';
 import { AppError } from '../errors/index.js';
 import type { PageRequest } from '../storage/page.js';
-import type { Handler, OperationId, PartialHandlerMap } from './types.js';
+import type { HandlerRequest, OperationId, Reply } from './types.js';
 
 /** One request header as sent (a repeated header's values joined with ", "), or undefined. */
 export function header(req: { headers: IncomingHttpHeaders }, name: string): string | undefined {
@@ -55,14 +55,17 @@ export function pageOf(req: { query: { limit?: number; cursor?: string } }): Pag
  * passes no auth gets the 401 missing_token the pipeline would have answered, not a
  * TypeError: this wraps the bearer-secured handlers of a context's map with that check.
  */
-export function guardBearerAuth<M extends PartialHandlerMap>(handlers: M): M {
+/** Any context's handler, whatever services it is bound to (only `auth` is read here). */
+type AnyHandler = (req: HandlerRequest<OperationId>, ctx: { auth?: unknown }) => Promise<Reply>;
+
+export function guardBearerAuth<M extends { [K in OperationId]?: unknown }>(handlers: M): M {
   const guarded: Record<string, unknown> = { ...handlers };
   // Object.entries forgets which handler belongs to which operationId; the wrapper below
   // keeps each handler's own signature, so the map keeps type M.
-  for (const [id, handler] of Object.entries(handlers) as [OperationId, Handler<OperationId>][]) {
+  for (const [id, handler] of Object.entries(handlers) as [OperationId, AnyHandler][]) {
     const op: OperationMeta = operations[id];
     if (!op.security.includes('bearerAuth')) continue;
-    const wrapped: Handler<OperationId> = async (req, ctx) => {
+    const wrapped: AnyHandler = async (req, ctx) => {
       if (!ctx.auth) throw new AppError('ERR_AUTH_MISSING_TOKEN');
       return handler(req, ctx);
     };

@@ -1,41 +1,23 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Knex } from 'knex';
 import type { operations as Ops } from '../../generated/openapi/types.js';
 import type { OperationId, operations } from '../../generated/openapi/operations.js';
-import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { ApiKeyVerifier, AuthContext, TokenService } from '../auth/index.js';
-import type { RedisClient } from '../storage/redis.js';
-import type { BlobStore } from '../runs/blobs.js';
-import type { Signals } from '../runs/signals.js';
-import type { GroupCommitter } from '../runs/group-commit.js';
-import type { RunQueue } from '../queues/run-queue.js';
-import type { CallTargets } from '../triggers/target.js';
-import type { Gateway } from '../gateway/gateway.js';
 
 export type { OperationId };
 
-/** Everything a handler may use; built once by the composition root (src/app.ts). */
-export interface Services {
-  config: Config;
-  db: Knex;
+/**
+ * What the pipeline itself needs of the services: a logger and a bearer-token verifier. The
+ * composition type (`Services`, src/services.ts) extends it; http/ knows no context.
+ */
+export interface PipelineServices {
   log: Logger;
-  tokens: TokenService;
-  /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
-  redis?: RedisClient | undefined;
-  /** Trigger API keys, verified with a short per-process memo (src/auth/api-keys.ts). */
-  apiKeys: ApiKeyVerifier;
-  blobs: BlobStore;
-  signals: Signals;
-  queue: RunQueue;
-  /** Group commit of new runs (src/runs/group-commit.ts). */
-  runWriter: GroupCommitter;
-  /** Trigger call targets, memoised per process (src/triggers/target.ts). */
-  callTargets: CallTargets;
-  /** The tool gateway: catalogue, router, upstream pool (src/gateway). */
-  gateway: Gateway;
+  /** Verifies a runtime token; the organisation is checked against `X-Selected-Org`. */
+  tokens: { verify(token: string): Promise<{ orgId: string }> };
 }
+
+/** The verified runtime token's context, as the services' verifier returns it. */
+export type AuthOf<S extends PipelineServices> = Awaited<ReturnType<S['tokens']['verify']>>;
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }
   ? P extends { [X in W]?: infer T }
@@ -75,16 +57,16 @@ export interface Reply {
 
 type Security<K extends OperationId> = (typeof operations)[K]['security'][number];
 
-export interface RequestContext<K extends OperationId = OperationId> {
-  services: Services;
+export interface RequestContext<K extends OperationId = OperationId, S extends PipelineServices = PipelineServices> {
+  services: S;
   log: Logger;
   requestId: string;
   /** Set by the pipeline for operations secured by bearerAuth (verified runtime token). */
-  auth: 'bearerAuth' extends Security<K> ? AuthContext : AuthContext | undefined;
+  auth: 'bearerAuth' extends Security<K> ? AuthOf<S> : AuthOf<S> | undefined;
 }
 
-export type Handler<K extends OperationId> = (req: HandlerRequest<K>, ctx: RequestContext<K>) => Promise<Reply>;
+export type Handler<K extends OperationId, S extends PipelineServices = PipelineServices> = (req: HandlerRequest<K>, ctx: RequestContext<K, S>) => Promise<Reply>;
 
 /** Every operation in openapi/ must have a handler: a missing one fails to compile. */
-export type HandlerMap = { [K in OperationId]: Handler<K> };
-export type PartialHandlerMap = { [K in OperationId]?: Handler<K> };
+export type HandlerMap<S extends PipelineServices = PipelineServices> = { [K in OperationId]: Handler<K, S> };
+export type PartialHandlerMap<S extends PipelineServices = PipelineServices> = { [K in OperationId]?: Handler<K, S> };

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { insertRuns, MAX_RUNS_PER_INSERT, type RunRows } from './runs.js';
 
 /**
- * Group commit for run creation (issue 3 benchmark): trigger calls that arrive together are
+ * Group commit for run creation (bench/triggers.ts): trigger calls that arrive together are
  * written in one transaction. Each caller's promise settles only after the transaction that
  * holds its run committed, so a 200 is never sent for a run that is not durable. While one
  * batch commits, the next one accumulates; there is no timer and no added latency when idle.

@@ -3,7 +3,7 @@ import type { BlobStore } from './blobs.js';
 import { deleteRunFiles, deleteUnattachedAttachments } from './files.js';
 
 /**
- * Retention (issue 3 section 5): finished runs older than `days`, with their steps, files and
+ * Retention (README "Scaling out"): finished runs older than `days`, with their steps, files and
  * attachments, are deleted; expired idempotency keys (24 h) too. Returns the runs pruned.
  */
 export async function pruneFinishedRuns(db: Knex, blobs: BlobStore, days: number, now = Date.now()): Promise<number> {

@@ -57,7 +57,7 @@ export interface StepRow {
  * The row to insert for one run; the caller decides how it is written (group commit batches
  * many). A run is accepted as this one row: a step's row is written when a worker starts that step
  * (`startStep`); until then the pinned version says what the step is (`withPlannedSteps`).
- * One row per run lets a batch of accepted runs be one INSERT statement (issue 3 benchmark).
+ * One row per run lets a batch of accepted runs be one INSERT statement (bench/triggers.ts).
  */
 export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {

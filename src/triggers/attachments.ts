@@ -52,7 +52,7 @@ export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
   'php', 'app', 'apk', 'deb', 'rpm', 'dmg', 'pkg', 'run', 'bin',
 ]);
 
-/** Blocked by declared part Content-Type (issue 3: "…and declared type"). */
+/** Blocked by declared part Content-Type (openapi/triggers.yaml decision: extension, declared type or leading bytes). */
 export const BLOCKED_MEDIA_TYPES: ReadonlySet<string> = new Set([
   'application/x-msdownload', 'application/x-msdos-program', 'application/x-dosexec',
   'application/vnd.microsoft.portable-executable', 'application/x-ms-installer', 'application/x-msi',

@@ -9,7 +9,7 @@ import { AppError } from '../errors/index.js';
 import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
 import { isTerminal } from '../runs/states.js';
 import { syncView } from '../runs/views.js';
-import type { Reply, Services } from '../http/types.js';
+import type { Reply, Services } from '../services.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';

@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` (issue 3, beyond the spec): within 24 hours the same key on the same
+ * `Idempotency-Key` (our extension, openapi/triggers.yaml): within 24 hours the same key on the same
  * trigger replays the original run instead of starting a second one.
  */
 import type { Knex } from 'knex';

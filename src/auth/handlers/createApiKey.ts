@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { createApiKey as create } from '../api-keys.js';
 import { NO_STORE } from './oauth.js';
 import { parseLabel } from './management.js';

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { header } from '../../http/support.js';
 import { authenticateSecret } from '../credentials.js';
 import { NO_STORE, oauthFailure } from './oauth.js';

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { getApiKey as get } from '../api-keys.js';
 import { notFound } from './management.js';
 

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 
 /**
  * GET /.well-known/oauth-authorization-server — RFC 8414 metadata (openapi/auth.yaml).

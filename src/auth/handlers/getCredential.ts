@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { getCredential as get } from '../credentials.js';
 import { notFound } from './management.js';
 

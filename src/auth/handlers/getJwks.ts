@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 
 /**
  * GET /.well-known/jwks.json — public keys verifying runtime tokens (RFC 7517). During a

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { getOrganization as get } from '../organizations.js';
 import { notFound } from './management.js';
 

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { header } from '../../http/support.js';
 import { authenticateClient } from '../credentials.js';
 import { NO_STORE, formParam, oauthFailure, parseBasicCredentials, parseOrgScope } from './oauth.js';

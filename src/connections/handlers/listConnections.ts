@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { pageOf } from '../../http/support.js';
 import { listConnections as list } from '../connections.js';
 import { parseStatuses } from '../statuses.js';

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/index.js';
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { header } from '../../http/support.js';
 import { listUserConnections as list } from '../connections.js';
 import { parseStatuses } from '../statuses.js';

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { etag, requireIfMatch } from '../../http/support.js';
 import { updateConnection as update } from '../connections.js';
 

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { getWorkflowVersion as get } from '../workflows-versions.js';
 
 /** GET /v1/workflows/{automationId}/versions/{version} — one immutable version. */

@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { pageOf } from '../../http/support.js';
 import { listWorkflows as list } from '../workflows.js';
 

@@ -1,5 +1,5 @@
 /**
- * How a sandbox process is started (issue 3 §1: "no access to the service's own modules,
+ * How a sandbox process is started (src/engine/README.md: "no access to the service's own modules,
  * files or environment"). Exported so a test can start a process with exactly these flags
  * and check the process-level boundary on its own, independent of the vm boundary.
  */

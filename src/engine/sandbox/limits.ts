@@ -1,5 +1,5 @@
 /**
- * Limits on what a code step may hand back (issue 3 §1) and the file-name rule for the files
+ * Limits on what a code step may hand back (src/engine/README.md) and the file-name rule for the files
  * it writes. The runner enforces the limits as the step runs (so `files.write` throws inside
  * the step, where the author can see it); the parent checks them again on arrival, because
  * the child process is not trusted.

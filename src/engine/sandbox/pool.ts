@@ -1,5 +1,5 @@
 /**
- * A pool of warm sandbox processes for code steps (issue 3 §1). Processes are grouped by heap
+ * A pool of warm sandbox processes for code steps (src/engine/README.md). Processes are grouped by heap
  * limit (`memoryMb`), because a V8 heap limit is fixed when a process starts:
  * - the default class (128 MB) keeps `size` processes warm from `start()` on;
  * - any other memoryMb gets its own class on first use, up to `size` processes, and its idle

@@ -1,5 +1,5 @@
 /**
- * The parent's second look at what a sandbox process sends back (issue 3 §1 limits): the
+ * The parent's second look at what a sandbox process sends back (limits in src/engine/README.md): the
  * runner already enforces them, but the child is not trusted, so files and log lines are
  * checked and bounded again here before they reach the run.
  */

@@ -1,6 +1,6 @@
 'use strict';
 /*
- * Sandbox runner (issue 3 §1: code steps run "isolated from the service: a separate isolate or
+ * Sandbox runner (src/engine/README.md: code steps run "isolated from the service: a separate isolate or
  * process"). A child process started by worker.ts with the permission model (read access to
  * this file only; no writes, child processes, workers or addons), an empty environment, a heap
  * limit and --disallow-code-generation-from-strings. It runs one execution at a time, each in a

@@ -1,5 +1,5 @@
 /**
- * `code` steps (schema codeStep; issue 3 §1): the step's JavaScript runs in the sandbox pool;
+ * `code` steps (schema codeStep; src/engine/README.md): the step's JavaScript runs in the sandbox pool;
  * its return value becomes the result. Templates are not applied to code.
  * Result types: a string is plaintext, or markdown when the step says so, or JSON text when
  * the step says json (it must then parse); undefined is an empty result; anything else is

@@ -1,5 +1,5 @@
 /**
- * `tool` steps (schema toolStep; issue 3 §1 "an MCP tool through the gateway"): the step's
+ * `tool` steps (schema toolStep; src/engine/README.md: "an MCP tool through the gateway"): the step's
  * `arguments` and `PCID` are templated against {inputs, steps}, then the tool is called
  * in-process through the gateway as the run's organisation — the same catalogue, PCID rules
  * and upstream sessions as `{mcp_url}/<server>`.

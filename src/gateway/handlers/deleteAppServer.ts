@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { parseIfMatch } from '../../http/support.js';
 import { deleteAppServer as remove } from '../registry.js';
 

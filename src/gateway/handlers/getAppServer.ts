@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { etag } from '../../http/support.js';
 import { getAppServer as get } from '../registry.js';
 

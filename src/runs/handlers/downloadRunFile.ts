@@ -5,7 +5,7 @@
  * an invalid URL never reveals whether a file exists. The body is the whole file, streamed.
  */
 import { AppError } from '../../errors/index.js';
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { BlobNotFoundError, type BlobReadable } from '../blobs.js';
 import { getFile } from '../files.js';
 import { verifyFileSignature } from '../signed-urls.js';

@@ -4,7 +4,7 @@
  */
 import { AppError } from '../../errors/index.js';
 import { findTrigger } from '../../triggers/triggers.js';
-import type { Handler, Services } from '../../http/types.js';
+import type { Handler, Services } from '../../services.js';
 import { findRun, type RunRow } from '../runs.js';
 import { resultsView, statusView } from '../views.js';
 

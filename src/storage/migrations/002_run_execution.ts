@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Run execution (issue 3): leases for crash-safe claiming, attempts, the run deadline, step
+ * Run execution (spec "States and transitions"): leases for crash-safe claiming, attempts, the run deadline, step
  * logs, and idempotency keys (24 h per trigger).
  */
 export async function up(db: Knex): Promise<void> {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * Every accepted trigger call inserts a run, so each index on `runs` is paid on the hot path
- * (issue 3 benchmark). Two never serve a query: `(status)` is a prefix of
+ * (bench/triggers.ts). Two never serve a query: `(status)` is a prefix of
  * `(status, created_at)`, and `(trigger_id, idempotency_key)` indexes a column nothing writes
  * (Idempotency-Key lives in its own table since 002).
  */

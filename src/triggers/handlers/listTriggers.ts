@@ -1,4 +1,4 @@
-import type { Handler } from '../../http/types.js';
+import type { Handler } from '../../services.js';
 import { pageOf } from '../../http/support.js';
 import { listTriggers as list } from '../triggers.js';
 import { triggerView } from '../urls.js';

@@ -4,7 +4,7 @@
  */
 import { AppError } from '../../errors/index.js';
 import { header } from '../../http/support.js';
-import type { Handler, HandlerRequest, OperationId } from '../../http/types.js';
+import type { Handler, HandlerRequest, OperationId } from '../../services.js';
 import { callTrigger, type TriggerCall } from '../call.js';
 
 /** `x-api-wait`: `true` or `false` (default false); anything else is a bad request. */

@@ -1,5 +1,5 @@
 /**
- * Issue 4 acceptance over the running service: the MCP Inspector CLI lists and calls tools on
+ * The gateway over the running service: the MCP Inspector CLI lists and calls tools on
  * svc-sidekick, gateway and a proxied server (server-everything); an agent limited to the
  * three fixed tools finds and calls a proxied tool from a plain-language request; PCID rules,
  * header forwarding and session-key separation through the real HTTP gateway (op:postMcpMessage).

@@ -17,7 +17,7 @@ import { createHttpApp } from '../../../src/http/pipeline.js';
 import { renderError, sendError } from '../../../src/http/render.js';
 import { sendJson } from '../../../src/http/reply.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
-import type { HandlerMap, Services } from '../../../src/http/types.js';
+import type { HandlerMap, Services } from '../../../src/services.js';
 import { LocalBlobStore } from '../../../src/runs/blobs.js';
 import { recordFile } from '../../../src/runs/files.js';
 import { contentDisposition, downloadRunFile } from '../../../src/runs/handlers/downloadRunFile.js';

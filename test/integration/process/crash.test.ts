@@ -1,5 +1,5 @@
 /**
- * Crash safety (issue 3 section 5): kill -9 the server under load, restart it, and every run
+ * Crash safety (README "Scaling out"): kill -9 the server under load, restart it, and every run
  * whose trigger call got a 200 reaches a terminal state; terminal states are never rewritten.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * `npm run worker` as a real process (issue 3 section 5): an HTTP server that only accepts
+ * `npm run worker` as a real process (README "Scaling out"): an HTTP server that only accepts
  * triggers (RUN_CONCURRENCY=0) and a separate worker process on the same sqlite DATA_DIR,
  * joined by Redis (bee-queue for the runs, pub/sub for run-finished signals).
  */

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { expect } from 'chai';
-import type { Services } from '../../../src/http/types.js';
+import type { Services } from '../../../src/services.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
   authHandlers, createCredential, createOrganization, createTokenService, settleUsageWrites,
@@ -8,7 +8,7 @@ import {
 } from '../../../src/auth/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { AppError, OAuthError } from '../../../src/errors/index.js';
-import type { HandlerRequest, OperationId, RequestContext } from '../../../src/http/types.js';
+import type { HandlerRequest, OperationId, RequestContext } from '../../../src/services.js';
 import { capturingLog, testConfig } from './helpers.js';
 
 const kinds = await storeKinds();

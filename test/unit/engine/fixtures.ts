@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { readFileSync } from 'node:fs';
 import YAML from 'yaml';
-import type { Services } from '../../../src/http/types.js';
+import type { Services } from '../../../src/services.js';
 import { CallTargets } from '../../../src/triggers/index.js';
 import { createGateway, type Gateway } from '../../../src/gateway/index.js';
 import type { Config } from '../../../src/config/index.js';
@@ -17,7 +17,7 @@ import { AppError } from '../../../src/errors/index.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { WorkflowDefinition } from '../../../src/engine/index.js';
 import type { AuthContext, TokenService } from '../../../src/auth/index.js';
-import type { Handler, HandlerRequest, OperationId, Reply, RequestContext } from '../../../src/http/types.js';
+import type { Handler, HandlerRequest, OperationId, Reply, RequestContext } from '../../../src/services.js';
 
 export const ORG_A = 'org_a';
 export const ORG_B = 'org_b';

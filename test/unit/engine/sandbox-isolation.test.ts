@@ -1,5 +1,5 @@
 /**
- * The code-step boundary (issue 3 §1: "no access to the service's own modules, files or
+ * The code-step boundary (src/engine/README.md: "no access to the service's own modules, files or
  * environment", memory and wall-clock limits). Two layers are tested separately:
  * the vm context (a step reaches no host object) and the process (even a process object
  * would have an empty environment and no fs write, child process or worker permission).

@@ -1,6 +1,6 @@
 /**
  * Code steps through executeStep with real sandbox processes: results and result types,
- * ctx.inputs / ctx.steps, files.write and its limits, ctx.log, errors (issue 3 §1).
+ * ctx.inputs / ctx.steps, files.write and its limits, ctx.log, errors (src/engine/README.md).
  */
 import { expect } from 'chai';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';

@@ -1,5 +1,5 @@
 /**
- * `http` steps against a real loopback server (schema httpStep; issue 3 §1): templated
+ * `http` steps against a real loopback server (schema httpStep; src/engine/README.md): templated
  * requests, result types, failures, limits and time limits.
  */
 import { expect } from 'chai';

@@ -1,6 +1,6 @@
 /**
  * JSONata templates `{{ expression }}` over {inputs, steps} (schema
- * workflow/definition.schema.json; issue 3 §1 "one documented expression language").
+ * workflow/definition.schema.json; src/engine/README.md: "one documented expression language").
  */
 import { expect } from 'chai';
 import { findTemplates, renderTemplates, TemplateError } from '../../../src/engine/template.js';

@@ -1,5 +1,5 @@
 /**
- * The RunQueue backends (DESIGN.md section 4, issue 3 section 5): the in-process queue wakes
+ * The RunQueue backends (DESIGN.md section 4): the in-process queue wakes
  * its consumers at once and survives a failing handler; the bee-queue backend on the
  * machine's Redis delivers each run id once, de-duplicates a run id queued twice, re-delivers
  * the job of a worker that died, survives a lost connection, and closes cleanly.

@@ -1,5 +1,5 @@
 /**
- * Group commit of run creation (issue 3 section 6): trigger calls arriving together share one
+ * Group commit of run creation (bench/triggers.ts): trigger calls arriving together share one
  * INSERT statement (atomic by itself: no BEGIN/COMMIT round trips); each caller's promise
  * settles only after its row is committed; one bad row fails only its own caller. A run is
  * accepted as its run row alone: step rows are written when a worker starts it.

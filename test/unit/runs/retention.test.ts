@@ -1,5 +1,5 @@
 /**
- * Retention (issue 3 section 5): finished runs older than the configured age go with their
+ * Retention (README "Scaling out"): finished runs older than the configured age go with their
  * steps, file records and blobs; newer and unfinished runs stay; idempotency keys expire
  * after 24 h; attachments that never became a run go after an hour.
  */

@@ -1,5 +1,5 @@
 /**
- * The run/step state machine (issue 3 sections 1 and 5) on both stores: claiming (oldest first,
+ * The run/step state machine (spec "States and transitions") on both stores: claiming (oldest first,
  * never twice), terminal states that are never overwritten, leases, and the documented
  * crash-recovery rule (expired lease → PENDING while attempts remain, else FAILED).
  */

@@ -1,7 +1,7 @@
 /**
  * readMultipartTrigger over real loopback HTTP: bodies built by FormData + fetch, and raw or
  * generated streams for malformed and very large cases. After every rejection the blob
- * folder and the files table must be empty (issue 3 §4: no stored blob, no partial data).
+ * folder and the files table must be empty (no stored blob, no partial data on a refusal).
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';

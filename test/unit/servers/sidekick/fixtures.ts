@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import type {
   CatalogConnection, CatalogResource, CatalogTool, GatewayContext, JsonSchemaObject,
 } from '../../../../src/gateway/types.js';
-import type { Services } from '../../../../src/http/types.js';
+import type { Services } from '../../../../src/services.js';
 import { describedServerTools, type SkillDoc } from '../../../../src/servers/sidekick/index.js';
 
 export function context(orgId = 'org_a'): GatewayContext {

@@ -1,0 +1,44 @@
+/**
+ * The composition type: everything a handler may use, built once by the composition root
+ * (src/app.ts). It lives here, beside app.ts, so that http/ stays free of the contexts: the
+ * pipeline is generic over `PipelineServices`, and the handler types below bind it to these.
+ */
+import type { Knex } from 'knex';
+import type { Config } from './config/index.js';
+import type { Logger } from './config/logger.js';
+import type { ApiKeyVerifier, TokenService } from './auth/index.js';
+import type { RedisClient } from './storage/redis.js';
+import type { BlobStore } from './runs/blobs.js';
+import type { Signals } from './runs/signals.js';
+import type { GroupCommitter } from './runs/group-commit.js';
+import type { RunQueue } from './queues/run-queue.js';
+import type { CallTargets } from './triggers/target.js';
+import type { Gateway } from './gateway/gateway.js';
+import type * as Http from './http/types.js';
+
+export type { HandlerRequest, Reply, OperationId } from './http/types.js';
+
+export interface Services extends Http.PipelineServices {
+  config: Config;
+  db: Knex;
+  log: Logger;
+  tokens: TokenService;
+  /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
+  redis?: RedisClient | undefined;
+  /** Trigger API keys, verified with a short per-process memo (src/auth/api-keys.ts). */
+  apiKeys: ApiKeyVerifier;
+  blobs: BlobStore;
+  signals: Signals;
+  queue: RunQueue;
+  /** Group commit of new runs (src/runs/group-commit.ts). */
+  runWriter: GroupCommitter;
+  /** Trigger call targets, memoised per process (src/triggers/target.ts). */
+  callTargets: CallTargets;
+  /** The tool gateway: catalogue, router, upstream pool (src/gateway). */
+  gateway: Gateway;
+}
+
+export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http.RequestContext<K, Services>;
+export type Handler<K extends Http.OperationId> = Http.Handler<K, Services>;
+export type HandlerMap = Http.HandlerMap<Services>;
+export type PartialHandlerMap = Http.PartialHandlerMap<Services>;
