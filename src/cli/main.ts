@@ -82,10 +82,12 @@ credentials.command('create').requiredOption('--label <label>').addOption(orgOpt
 credentials.command('list').addOption(orgOption()).action((o: { org?: string }) =>
   withStore(async ({ db }) => print(await listCredentials(db, await resolveOrg(db, o.org), { limit: 200 }))),
 );
-credentials.command('revoke <credentialId>').addOption(orgOption()).action((id: string, o: { org?: string }) =>
+credentials.command('revoke <credentialId>').addOption(orgOption())
+  .option('--force', "revoke even the organisation's last active credential (the API refuses that with 409)")
+  .action((id: string, o: { org?: string; force?: boolean }) =>
   withStore(async ({ db, config, log }) => {
     const tokens = await createTokenService({ db, config, log });
-    const revoked = await tokens.revokeCredential(await resolveOrg(db, o.org), id);
+    const revoked = await tokens.revokeCredential(await resolveOrg(db, o.org), id, { force: o.force === true });
     if (!revoked) throw new CliError(`no credential ${id}`);
     print(revoked);
   }),
@@ -101,9 +103,11 @@ keys.command('create').requiredOption('--label <label>').addOption(orgOption()).
 keys.command('list').addOption(orgOption()).action((o: { org?: string }) =>
   withStore(async ({ db }) => print(await listApiKeys(db, await resolveOrg(db, o.org), { limit: 200 }))),
 );
-keys.command('revoke <keyId>').addOption(orgOption()).action((id: string, o: { org?: string }) =>
+keys.command('revoke <keyId>').addOption(orgOption())
+  .option('--force', 'revoke even the last active key while enabled triggers need one (the API refuses that with 409)')
+  .action((id: string, o: { org?: string; force?: boolean }) =>
   withStore(async ({ db }) => {
-    const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id);
+    const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id, { force: o.force === true });
     if (!revoked) throw new CliError(`no API key ${id}`);
     print(revoked);
   }),
