@@ -94,10 +94,11 @@ for (const kind of kinds) {
     it('revokes idempotently, keeping the first revocation time', async () => {
       const org = await createOrganization(store.db, { name: 'Acme' });
       const { credential } = await createCredential(store.db, org.id, { label: 'x' });
-      const first = await revokeCredential(store.db, org.id, credential.id);
+      // The organisation's only credential: --force, as the CLI passes it (the API answers 409).
+      const first = await revokeCredential(store.db, org.id, credential.id, { force: true });
       expect(first?.revokedAt).to.be.a('string');
       await new Promise((r) => setTimeout(r, 5));
-      const second = await revokeCredential(store.db, org.id, credential.id);
+      const second = await revokeCredential(store.db, org.id, credential.id, { force: true });
       expect(second?.revokedAt).to.equal(first?.revokedAt);
       expect(await revokeCredential(store.db, org.id, 'cred_00000000000000000000000000000000')).to.equal(null);
     });
@@ -118,13 +119,26 @@ for (const kind of kinds) {
       expect((await authenticateClient(store.db, two.credential.clientId, two.clientSecret))?.id).to.equal(two.credential.id);
     });
 
+    it('refuses to revoke the last active credential without force (no lock-outs)', async () => {
+      const org = await createOrganization(store.db, { name: 'Lone' });
+      const { credential } = await createCredential(store.db, org.id, { label: 'only' });
+      let code: string | undefined;
+      try {
+        await revokeCredential(store.db, org.id, credential.id);
+      } catch (err) {
+        code = (err as { code?: string }).code;
+      }
+      expect(code).to.equal('last_active_credential');
+      expect((await getCredential(store.db, org.id, credential.id))?.revokedAt).to.equal(null);
+    });
+
     it('authenticates by secret alone for the legacy exchange', async () => {
       const org = await createOrganization(store.db, { name: 'Acme' });
       const { credential, clientSecret } = await createCredential(store.db, org.id, { label: 'legacy' });
       expect((await authenticateSecret(store.db, clientSecret))?.id).to.equal(credential.id);
       expect(await authenticateSecret(store.db, clientSecret.slice(0, -1))).to.equal(null);
       expect(await authenticateSecret(store.db, credential.clientId)).to.equal(null);
-      await revokeCredential(store.db, org.id, credential.id);
+      await revokeCredential(store.db, org.id, credential.id, { force: true });
       expect(await authenticateSecret(store.db, clientSecret)).to.equal(null);
     });
 

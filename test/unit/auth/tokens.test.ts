@@ -157,7 +157,7 @@ for (const kind of kinds) {
       expect((await tokens.verify(accessToken)).credentialId).to.equal(credential.id);
       expect((await elsewhere.verify(accessToken)).credentialId).to.equal(credential.id);
       const revokedAt = Date.now();
-      const view = await tokens.revokeCredential(orgId, credential.id);
+      const view = await tokens.revokeCredential(orgId, credential.id, { force: true });
       expect(view?.revokedAt).to.be.a('string');
       await expectInvalidToken(tokens.verify(accessToken), 'revoked in this process');
       let rejectedAfter = -1;
@@ -181,7 +181,7 @@ for (const kind of kinds) {
       const svc = await createTokenService({ db: store.db, config: { ...quick, secretKey: config.secretKey }, log: silentLog });
       const { accessToken } = await svc.issue({ orgId, credentialId: credential.id, clientId: credential.clientId });
       await svc.verify(accessToken);
-      await revokeCredential(store.db, orgId, credential.id);
+      await revokeCredential(store.db, orgId, credential.id, { force: true });
       await new Promise((r) => setTimeout(r, 250));
       await expectInvalidToken(svc.verify(accessToken), 'after the TTL');
       await svc.close();
