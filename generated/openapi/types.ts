@@ -3804,7 +3804,7 @@ export interface components {
          */
         HealthCacheControl: "no-store";
         /**
-         * @description Current version of the resource as a strong entity tag, `"<version>"`; send it back in `If-Match` to update.
+         * @description Current version of the resource as a strong entity tag, `"<version>"`; send it back in `If-Match` to update. Always sent.
          * @example "1"
          */
         ManagementETag: string;
