@@ -70,6 +70,22 @@ function resolveParam(bundle: Json, p: Json): Json {
   return p;
 }
 
+const PRIMITIVES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/**
+ * On the wire a form-exploded object's member may be repeated (`?tags=a&tags=b`), and the
+ * query parser gives an array of its values. A member schema of primitive types therefore
+ * also accepts an array of them. Written as one type list, not anyOf: with type coercion,
+ * an array branch would wrap every scalar.
+ */
+function repeatable(bundle: Json, member: unknown): unknown {
+  let schema = member as Json;
+  if (schema && typeof schema.$ref === 'string') schema = ((bundle.components as Json).schemas as Json)[schema.$ref.split('/').pop()!] as Json;
+  const types = schema && (Array.isArray(schema.type) ? schema.type : [schema.type]);
+  if (!types?.length || !types.every((t: unknown) => PRIMITIVES.has(String(t)))) return member;
+  return { type: [...types, 'array'], items: { type: types } };
+}
+
 interface OpSchemas { params?: Json; query?: Json; json?: Json; form?: Json }
 
 /** Request schemas per operation: path params, query, JSON body and form body. */
@@ -96,7 +112,7 @@ export function requestSchemas(bundle: Json, op: OperationInfo): OpSchemas {
       // A form-exploded object parameter spreads over the whole query string.
       if (schema.type === 'object' && p.explode !== false && (p.style ?? 'form') === 'form') {
         Object.assign(properties, (schema.properties as Json) ?? {});
-        additional = schema.additionalProperties ?? true;
+        additional = repeatable(bundle, schema.additionalProperties ?? true);
         continue;
       }
       properties[p.name as string] = schema;

@@ -2800,11 +2800,13 @@ export interface components {
             [key: string]: string;
         };
         /**
-         * @description A query input value as a client passes it. On the wire every value is a string (a
-         *     repeated name for an array); the server converts it to the type the workflow's
-         *     `inputSchema` declares.
+         * @description A query input value as a client passes it: a string, number or boolean (sent as its
+         *     text). The server converts it to the type the workflow's `inputSchema` declares.
+         *     OpenAPI's `form` and `deepObject` styles define no arrays inside an object parameter,
+         *     so arrays are not part of this type; a hand-written URL may repeat a name
+         *     (`?tags=a&tags=b`), which makes an array where the input schema declares one.
          */
-        TriggerQueryValue: string | number | boolean | (string | number | boolean)[];
+        TriggerQueryValue: string | number | boolean;
         /**
          * @description Synchronous results body, returned by a trigger call with `x-api-wait: true` that
          *     finished within 60 seconds (spec "Synchronous results body").
@@ -3613,12 +3615,6 @@ export interface components {
          */
         AppServersCursor: string;
         /**
-         * @description The channel key (spec section 5). A missing or invalid key answers 401 before the
-         *     body is read.
-         * @example ck_live_9Qm2Xc7Vb4Tn8Rw1
-         */
-        ChannelApiKeyHeader: string;
-        /**
          * @description The channel trigger id (spec "Trigger"), not the agent id.
          * @example trg_8Ch4Nn3Lq1
          */
@@ -3710,12 +3706,6 @@ export interface components {
          * @example run_3Fh8Tz1Qp6
          */
         RunIdPath: string;
-        /**
-         * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
-         *     before request validation).
-         * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
-         */
-        TriggerApiKeyHeader: string;
         /**
          * @description Our extension. Within 24 hours the same key on the same trigger replays the original
          *     run's headers and result with the response header `Idempotent-Replay: true` instead
@@ -4371,7 +4361,7 @@ export interface operations {
     sendChannelMessage: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Our extension. Within 24 hours the same key on the same trigger replays the original
                  *     run's headers and result with the response header `Idempotent-Replay: true` instead
@@ -4379,12 +4369,6 @@ export interface operations {
                  * @example order-1042-created
                  */
                 "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
-                /**
-                 * @description The channel key (spec section 5). A missing or invalid key answers 401 before the
-                 *     body is read.
-                 * @example ck_live_9Qm2Xc7Vb4Tn8Rw1
-                 */
-                "X-API-Key": components["parameters"]["ChannelApiKeyHeader"];
             };
             path: {
                 /**
@@ -4437,7 +4421,7 @@ export interface operations {
                  */
                 inputs?: components["parameters"]["TriggerQueryInputs"];
             };
-            header: {
+            header?: {
                 /**
                  * @description Our extension. Within 24 hours the same key on the same trigger replays the original
                  *     run's headers and result with the response header `Idempotent-Replay: true` instead
@@ -4445,12 +4429,6 @@ export interface operations {
                  * @example order-1042-created
                  */
                 "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
-                /**
-                 * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
-                 *     before request validation).
-                 * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
-                 */
-                "X-API-KEY": components["parameters"]["TriggerApiKeyHeader"];
                 /**
                  * @description `true` waits up to 60 seconds for the run and returns the synchronous results body
                  *     (or the timeout body); `false` (default) returns at once with a `null` body. Ignored
@@ -4505,7 +4483,7 @@ export interface operations {
                  */
                 inputs?: components["parameters"]["TriggerQueryInputs"];
             };
-            header: {
+            header?: {
                 /**
                  * @description Our extension. Within 24 hours the same key on the same trigger replays the original
                  *     run's headers and result with the response header `Idempotent-Replay: true` instead
@@ -4513,12 +4491,6 @@ export interface operations {
                  * @example order-1042-created
                  */
                 "Idempotency-Key"?: components["parameters"]["TriggerIdempotencyKeyHeader"];
-                /**
-                 * @description The API key (spec section 1). A missing or invalid key answers 401 (the key is checked
-                 *     before request validation).
-                 * @example sk_live_4eC39HqLyjWDarjtT1zdp7dc
-                 */
-                "X-API-KEY": components["parameters"]["TriggerApiKeyHeader"];
                 /**
                  * @description `true` waits up to 60 seconds for the run and returns the synchronous results body
                  *     (or the timeout body); `false` (default) returns at once with a `null` body. Ignored

@@ -105,8 +105,7 @@ return errors === 0;
 validate20.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTrigger_query = validate21;
-const schema32 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callApiTrigger_query"};
-const schema34 = {"description":"A query input value as a client passes it. On the wire every value is a string (a\nrepeated name for an array); the server converts it to the type the workflow's\n`inputSchema` declares.\n","type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}};
+const schema32 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}},"$id":"callApiTrigger_query"};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTrigger_query" */;
@@ -154,7 +153,7 @@ else if(dataType0 === "string" || dataType0 === "number"
 coerced0 = [data0];
 }
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: schema32.additionalProperties.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -203,7 +202,7 @@ else if(data1 === "true" || data1 === 1){
 coerced1 = true;
 }
 else {
-const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"#/additionalProperties/items/type",keyword:"type",params:{type: schema32.additionalProperties.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -239,15 +238,15 @@ return errors === 0;
 }
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const callApiTrigger_form = validate23;
-const schema35 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callApiTrigger_form"};
-const schema36 = {"type":"object","description":"Form fields (`application/x-www-form-urlencoded`); each field becomes a string run\ninput. Decision: a field repeated in the body keeps its last value.\n","additionalProperties":{"type":"string"}};
+export const callApiTrigger_form = validate22;
+const schema33 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callApiTrigger_form"};
+const schema35 = {"type":"object","description":"Form fields (`application/x-www-form-urlencoded`); each field becomes a string run\ninput. Decision: a field repeated in the body keeps its last value.\n","additionalProperties":{"type":"string"}};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTrigger_form" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate23.evaluated;
+const evaluated0 = validate22.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -304,13 +303,13 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
-validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTriggerWithQuery_params = validate24;
-const schema37 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"callApiTriggerWithQuery_params"};
+const schema36 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"callApiTriggerWithQuery_params"};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTriggerWithQuery_params" */;
@@ -411,7 +410,7 @@ return errors === 0;
 validate24.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callApiTriggerWithQuery_query = validate25;
-const schema38 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callApiTriggerWithQuery_query"};
+const schema37 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}},"$id":"callApiTriggerWithQuery_query"};
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callApiTriggerWithQuery_query" */;
@@ -459,7 +458,7 @@ else if(dataType0 === "string" || dataType0 === "number"
 coerced0 = [data0];
 }
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: schema37.additionalProperties.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -508,7 +507,7 @@ else if(data1 === "true" || data1 === 1){
 coerced1 = true;
 }
 else {
-const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"#/additionalProperties/items/type",keyword:"type",params:{type: schema37.additionalProperties.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -545,7 +544,7 @@ return errors === 0;
 validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_params = validate26;
-const schema40 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTrigger_params"};
+const schema38 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTrigger_params"};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_params" */;
@@ -716,7 +715,7 @@ return errors === 0;
 validate26.evaluated = {"props":{"apiKey":true,"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_query = validate27;
-const schema41 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callWebhookTrigger_query"};
+const schema39 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}},"$id":"callWebhookTrigger_query"};
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_query" */;
@@ -764,7 +763,7 @@ else if(dataType0 === "string" || dataType0 === "number"
 coerced0 = [data0];
 }
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: schema39.additionalProperties.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -813,7 +812,7 @@ else if(data1 === "true" || data1 === 1){
 coerced1 = true;
 }
 else {
-const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"#/additionalProperties/items/type",keyword:"type",params:{type: schema39.additionalProperties.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -850,7 +849,7 @@ return errors === 0;
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTrigger_form = validate28;
-const schema43 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callWebhookTrigger_form"};
+const schema40 = {"$ref":"components#/$defs/TriggerFormInput","$id":"callWebhookTrigger_form"};
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTrigger_form" */;
@@ -919,7 +918,7 @@ return errors === 0;
 validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTriggerWithQuery_params = validate29;
-const schema45 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTriggerWithQuery_params"};
+const schema42 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","triggerId"],"$id":"callWebhookTriggerWithQuery_params"};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTriggerWithQuery_params" */;
@@ -1090,7 +1089,7 @@ return errors === 0;
 validate29.evaluated = {"props":{"apiKey":true,"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const callWebhookTriggerWithQuery_query = validate30;
-const schema46 = {"type":"object","properties":{},"required":[],"additionalProperties":{"$ref":"components#/$defs/TriggerQueryValue"},"$id":"callWebhookTriggerWithQuery_query"};
+const schema43 = {"type":"object","properties":{},"required":[],"additionalProperties":{"type":["string","number","boolean","array"],"items":{"type":["string","number","boolean"]}},"$id":"callWebhookTriggerWithQuery_query"};
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="callWebhookTriggerWithQuery_query" */;
@@ -1138,7 +1137,7 @@ else if(dataType0 === "string" || dataType0 === "number"
 coerced0 = [data0];
 }
 else {
-const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"components#/$defs/TriggerQueryValue/type",keyword:"type",params:{type: schema34.type},message:"must be string,number,boolean,array"};
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/type",keyword:"type",params:{type: schema43.additionalProperties.type},message:"must be string,number,boolean,array"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1187,7 +1186,7 @@ else if(data1 === "true" || data1 === 1){
 coerced1 = true;
 }
 else {
-const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"components#/$defs/TriggerQueryValue/items/type",keyword:"type",params:{type: schema34.items.type},message:"must be string,number,boolean"};
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/" + i0,schemaPath:"#/additionalProperties/items/type",keyword:"type",params:{type: schema43.additionalProperties.items.type},message:"must be string,number,boolean"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1224,7 +1223,7 @@ return errors === 0;
 validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const cancelQueueBatch_params = validate31;
-const schema48 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"cancelQueueBatch_params"};
+const schema44 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"cancelQueueBatch_params"};
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="cancelQueueBatch_params" */;
@@ -1395,7 +1394,7 @@ return errors === 0;
 validate31.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvBatch_params = validate32;
-const schema49 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvBatch_params"};
+const schema45 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvBatch_params"};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvBatch_params" */;
@@ -1496,7 +1495,7 @@ return errors === 0;
 validate32.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvUploadUrl_params = validate33;
-const schema50 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvUploadUrl_params"};
+const schema46 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"createCsvUploadUrl_params"};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_params" */;
@@ -1597,7 +1596,7 @@ return errors === 0;
 validate33.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const createMemoryItem_query = validate34;
-const schema51 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"createMemoryItem_query"};
+const schema47 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"createMemoryItem_query"};
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createMemoryItem_query" */;
@@ -1698,7 +1697,7 @@ return errors === 0;
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteAppServer_params = validate35;
-const schema52 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"deleteAppServer_params"};
+const schema48 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"deleteAppServer_params"};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteAppServer_params" */;
@@ -1799,7 +1798,7 @@ return errors === 0;
 validate35.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteConnection_params = validate36;
-const schema53 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"deleteConnection_params"};
+const schema49 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"deleteConnection_params"};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteConnection_params" */;
@@ -1900,7 +1899,7 @@ return errors === 0;
 validate36.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteFilestorageItem_params = validate37;
-const schema54 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteFilestorageItem_params"};
+const schema50 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteFilestorageItem_params"};
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteFilestorageItem_params" */;
@@ -2001,7 +2000,7 @@ return errors === 0;
 validate37.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteFilestorageItem_query = validate38;
-const schema55 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteFilestorageItem_query"};
+const schema51 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteFilestorageItem_query"};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteFilestorageItem_query" */;
@@ -2102,7 +2101,7 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteMemoryItem_params = validate39;
-const schema56 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteMemoryItem_params"};
+const schema52 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"deleteMemoryItem_params"};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteMemoryItem_params" */;
@@ -2203,7 +2202,7 @@ return errors === 0;
 validate39.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteMemoryItem_query = validate40;
-const schema57 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteMemoryItem_query"};
+const schema53 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"deleteMemoryItem_query"};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteMemoryItem_query" */;
@@ -2304,7 +2303,7 @@ return errors === 0;
 validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const deleteTrigger_params = validate41;
-const schema58 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"deleteTrigger_params"};
+const schema54 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"deleteTrigger_params"};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteTrigger_params" */;
@@ -2405,7 +2404,7 @@ return errors === 0;
 validate41.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const deleteWorkflow_params = validate42;
-const schema59 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"deleteWorkflow_params"};
+const schema55 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"deleteWorkflow_params"};
 
 function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteWorkflow_params" */;
@@ -2506,7 +2505,7 @@ return errors === 0;
 validate42.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const downloadRunFile_params = validate43;
-const schema60 = {"type":"object","properties":{"fileId":{"type":"string","minLength":1,"maxLength":128}},"required":["fileId"],"$id":"downloadRunFile_params"};
+const schema56 = {"type":"object","properties":{"fileId":{"type":"string","minLength":1,"maxLength":128}},"required":["fileId"],"$id":"downloadRunFile_params"};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="downloadRunFile_params" */;
@@ -2607,7 +2606,7 @@ return errors === 0;
 validate43.evaluated = {"props":{"fileId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const downloadRunFile_query = validate44;
-const schema61 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"downloadRunFile_query"};
+const schema57 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"downloadRunFile_query"};
 const pattern4 = new RegExp("^[0-9a-f]{64}$", "u");
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2757,7 +2756,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const getApiKey_params = validate45;
-const schema62 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"getApiKey_params"};
+const schema58 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"getApiKey_params"};
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getApiKey_params" */;
@@ -2858,7 +2857,7 @@ return errors === 0;
 validate45.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getAppServer_params = validate46;
-const schema63 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"getAppServer_params"};
+const schema59 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"getAppServer_params"};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getAppServer_params" */;
@@ -2959,7 +2958,7 @@ return errors === 0;
 validate46.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getConnection_params = validate47;
-const schema64 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
+const schema60 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getConnection_params" */;
@@ -3060,7 +3059,7 @@ return errors === 0;
 validate47.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getCredential_params = validate48;
-const schema65 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
+const schema61 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getCredential_params" */;
@@ -3161,7 +3160,7 @@ return errors === 0;
 validate48.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getQueueBatch_params = validate49;
-const schema66 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
+const schema62 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
 
 function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getQueueBatch_params" */;
@@ -3332,7 +3331,7 @@ return errors === 0;
 validate49.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getRunResults_params = validate50;
-const schema67 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
+const schema63 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getRunResults_params" */;
@@ -3573,7 +3572,7 @@ return errors === 0;
 validate50.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getRunStatus_params = validate51;
-const schema68 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
+const schema64 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
 
 function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getRunStatus_params" */;
@@ -3814,7 +3813,7 @@ return errors === 0;
 validate51.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getTrigger_params = validate52;
-const schema69 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
+const schema65 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getTrigger_params" */;
@@ -3915,7 +3914,7 @@ return errors === 0;
 validate52.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getWorkflow_params = validate53;
-const schema70 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
+const schema66 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
 
 function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflow_params" */;
@@ -4016,7 +4015,7 @@ return errors === 0;
 validate53.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const getWorkflowVersion_params = validate54;
-const schema71 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
+const schema67 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
 
 function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflowVersion_params" */;
@@ -4175,8 +4174,8 @@ return errors === 0;
 validate54.evaluated = {"props":{"automationId":true,"version":true},"dynamicProps":false,"dynamicItems":false};
 
 export const issueOauthToken_form = validate55;
-const schema72 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
-const schema73 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
+const schema68 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
+const schema69 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
 const pattern5 = new RegExp("^org:.+$", "u");
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4416,7 +4415,7 @@ return errors === 0;
 validate55.evaluated = {"props":{"grant_type":true,"client_id":true,"client_secret":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listApiKeys_query = validate56;
-const schema74 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
+const schema70 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
 
 function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listApiKeys_query" */;
@@ -4566,7 +4565,7 @@ return errors === 0;
 validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listAppServers_query = validate57;
-const schema75 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
+const schema71 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listAppServers_query" */;
@@ -4716,7 +4715,7 @@ return errors === 0;
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listBatchRowErrors_params = validate58;
-const schema76 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
+const schema72 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listBatchRowErrors_params" */;
@@ -4887,7 +4886,7 @@ return errors === 0;
 validate58.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listBatchRowErrors_query = validate59;
-const schema77 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
+const schema73 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
 
 function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listBatchRowErrors_query" */;
@@ -5027,7 +5026,7 @@ return errors === 0;
 validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listConnections_query = validate60;
-const schema78 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
+const schema74 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
 
 function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listConnections_query" */;
@@ -5265,7 +5264,7 @@ return errors === 0;
 validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listCredentials_query = validate61;
-const schema79 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
+const schema75 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
 
 function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCredentials_query" */;
@@ -5415,8 +5414,8 @@ return errors === 0;
 validate61.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listTriggers_query = validate62;
-const schema80 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
-const schema81 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema76 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
+const schema77 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
 
 function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listTriggers_query" */;
@@ -5521,7 +5520,7 @@ data["kind"] = coerced1;
 }
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -5664,7 +5663,7 @@ return errors === 0;
 validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listUserConnections_query = validate63;
-const schema82 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
+const schema78 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
 
 function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listUserConnections_query" */;
@@ -5733,7 +5732,7 @@ return errors === 0;
 validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflows_query = validate64;
-const schema83 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
+const schema79 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
 
 function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflows_query" */;
@@ -5883,7 +5882,7 @@ return errors === 0;
 validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflowVersions_params = validate65;
-const schema84 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
+const schema80 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
 
 function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_params" */;
@@ -5984,7 +5983,7 @@ return errors === 0;
 validate65.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const listWorkflowVersions_query = validate66;
-const schema85 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
+const schema81 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
 
 function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_query" */;
@@ -6134,7 +6133,7 @@ return errors === 0;
 validate66.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const postMcpMessage_params = validate67;
-const schema86 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
+const schema82 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
 const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 
 function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -6226,7 +6225,7 @@ return errors === 0;
 validate67.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
 
 export const replaceMemoryItem_params = validate68;
-const schema87 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+const schema83 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_params" */;
@@ -6327,7 +6326,7 @@ return errors === 0;
 validate68.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const replaceMemoryItem_query = validate69;
-const schema88 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
+const schema84 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_query" */;
@@ -6428,7 +6427,7 @@ return errors === 0;
 validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const revokeApiKey_params = validate70;
-const schema89 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
+const schema85 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
 
 function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeApiKey_params" */;
@@ -6529,7 +6528,7 @@ return errors === 0;
 validate70.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const revokeCredential_params = validate71;
-const schema90 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
+const schema86 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeCredential_params" */;
@@ -6630,7 +6629,7 @@ return errors === 0;
 validate71.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const sendChannelMessage_params = validate72;
-const schema91 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
+const schema87 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_params" */;
@@ -6731,7 +6730,7 @@ return errors === 0;
 validate72.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const testDataCollectionTrigger_params = validate73;
-const schema92 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
+const schema88 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_params" */;
@@ -6832,7 +6831,7 @@ return errors === 0;
 validate73.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const testMemoryTrigger_query = validate74;
-const schema93 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
+const schema89 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_query" */;
@@ -6933,7 +6932,7 @@ return errors === 0;
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateAppServer_params = validate75;
-const schema94 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+const schema90 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_params" */;
@@ -7034,7 +7033,7 @@ return errors === 0;
 validate75.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const updateConnection_params = validate76;
-const schema95 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
+const schema91 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
 
 function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_params" */;
@@ -7135,7 +7134,7 @@ return errors === 0;
 validate76.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const updateDataCollection_params = validate77;
-const schema96 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
+const schema92 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
 
 function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_params" */;
@@ -7236,7 +7235,7 @@ return errors === 0;
 validate77.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const updateMemoryItem_params = validate78;
-const schema97 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
+const schema93 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
 
 function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_params" */;
@@ -7337,7 +7336,7 @@ return errors === 0;
 validate78.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
 export const updateMemoryItem_query = validate79;
-const schema98 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+const schema94 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
 
 function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_query" */;
@@ -7438,7 +7437,7 @@ return errors === 0;
 validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const updateTrigger_params = validate80;
-const schema99 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
+const schema95 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
 
 function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_params" */;
@@ -7539,7 +7538,7 @@ return errors === 0;
 validate80.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const updateWorkflow_params = validate81;
-const schema100 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
+const schema96 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
 
 function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_params" */;
@@ -7640,7 +7639,7 @@ return errors === 0;
 validate81.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
 export const uploadCsvFile_params = validate82;
-const schema101 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
+const schema97 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
 const pattern7 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
 function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7732,7 +7731,7 @@ return errors === 0;
 validate82.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
 
 export const uploadCsvFile_query = validate83;
-const schema102 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
+const schema98 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
 
 function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_query" */;
@@ -7881,7 +7880,7 @@ return errors === 0;
 validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const uploadFilestorageItem_query = validate84;
-const schema103 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
+const schema99 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
 
 function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadFilestorageItem_query" */;
