@@ -14,6 +14,8 @@ export const catalogue = {
   ERR_NOT_IMPLEMENTED: { status: 501, code: 'not_implemented', rpc: -32603, message: 'Not implemented' },
   ERR_INTERNAL: { status: 500, code: 'internal_error', rpc: -32603, message: 'Internal error' },
   ERR_UNAVAILABLE: { status: 503, code: 'unavailable', rpc: -32603, message: 'Service unavailable' },
+  // Embedded under another server (src/embed.ts): a deployment fault, not a client error.
+  ERR_BODY_ALREADY_READ: { status: 500, code: 'body_already_read', rpc: -32603, message: 'The request body was already read by middleware that runs before Switchyard (such as express.json()); mount Switchyard before any body parser' },
 
   // authentication and authorisation
   ERR_AUTH_MISSING_TOKEN: { status: 401, code: 'missing_token', rpc: -32000, message: 'Authorization: Bearer <token> is required' },

@@ -133,6 +133,26 @@ function invalidResponse(opts: PipelineOptions, operationId: OperationId, reply:
   return true;
 }
 
+/**
+ * The path the client asked for. Mounted in another server (src/embed.ts), the host framework
+ * rewrites `req.url` relative to the mount point and keeps the full one in `originalUrl`
+ * (express); the access log shows what the client sent.
+ */
+function requestPath(req: IncomingMessage): string {
+  const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl;
+  return typeof original === 'string' ? original : req.url ?? '/';
+}
+
+/**
+ * A body-parsing middleware that ran before us (express.json(), body-parser sets `_body`)
+ * has read the stream to its end. Reading it again finds nothing: the client would get a
+ * 400 blaming its body, or a streaming handler would wait for data that never comes. The
+ * request is answered at once with an error that names the fix (README "Embedding").
+ */
+function bodyAlreadyRead(req: IncomingMessage): boolean {
+  return hasBody(req) && (req.readableEnded || (req as IncomingMessage & { _body?: unknown })._body === true);
+}
+
 /** Request id, timing and redacted access log for every request. */
 function startRequest(services: PipelineServices, req: IncomingMessage, res: ServerResponse): string {
   const incoming = req.headers['x-request-id'];
@@ -142,7 +162,7 @@ function startRequest(services: PipelineServices, req: IncomingMessage, res: Ser
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      services.log.info({ reqId: requestId, method: req.method, url: redactUrl(req.url ?? '/'), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      services.log.info({ reqId: requestId, method: req.method, url: redactUrl(requestPath(req)), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
     });
   }
   return requestId;
@@ -168,6 +188,8 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     }
     sendError(res, renderError(new AppError('ERR_ROUTE_NOT_FOUND'), 'rest', services.log));
   };
+  // Paths are matched on req.url, which a host framework has already made relative to its
+  // mount point (src/embed.ts): the same routes serve standalone and under a prefix.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     const requestId = startRequest(services, req, res);
     const url = req.url ?? '/';
@@ -176,6 +198,9 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     const method = (req.method === 'HEAD' ? 'GET' : req.method) as HTTPMethod;
     const found = router.find(method, pathname);
     if (!found) return notRouted(res, method, pathname);
+    // In the REST shape on every surface: the OAuth and JSON-RPC renderers hide 5xx messages,
+    // and this one is meant for whoever mounted the app.
+    if (bodyAlreadyRead(req)) return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
     const query = q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) };
     void (found.store as { route: Route }).route(req, res, found.params as Record<string, string>, query, requestId);
   };

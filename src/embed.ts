@@ -1,0 +1,79 @@
+/**
+ * Switchyard inside an existing Node HTTP application (README "Embedding"): the same services
+ * and the same pipeline as `npm start`, handed over as a request handler to mount under a
+ * prefix, for example in express 5:
+ *
+ *   const switchyard = await createSwitchyard({ env: { PUBLIC_URL: 'https://example.com/switchyard' } });
+ *   app.use('/switchyard', switchyard.handler);   // before express.json() and other body parsers
+ *
+ * The host framework rewrites `req.url` relative to the mount point, which is what the pipeline
+ * routes on. Every path under the prefix is answered here (404 in the REST error shape for
+ * unknown ones), so `next` is never called. Absolute URLs in answers (signed run-file URLs,
+ * `designatedOutput.url`, trigger URLs, token issuer, bootstrap.json) come from PUBLIC_URL and
+ * the *_URL settings, so PUBLIC_URL must include the mount prefix; a mismatch is logged once.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { loadConfig, type Config } from './config/index.js';
+import { createLogger, type Logger } from './config/logger.js';
+import { createApp } from './app.js';
+import { bootstrapIfEmpty, type BootstrapFile } from './bootstrap/index.js';
+import type { ResponseValidator } from './http/response-validator.js';
+import type { Services } from './services.js';
+
+export interface SwitchyardOptions {
+  /** Settings merged over `process.env`: the same variables as the standalone server (README "Configuration"). */
+  env?: Record<string, string | undefined>;
+  /** A pino logger to log into; by default one at LOG_LEVEL on stdout, like `npm start`. */
+  log?: Logger;
+}
+
+/** A request handler in the node:http shape; express and other frameworks accept it as middleware. */
+export type SwitchyardHandler = (req: IncomingMessage, res: ServerResponse, next?: unknown) => void;
+
+export interface Switchyard {
+  handler: SwitchyardHandler;
+  services: Services;
+  config: Config;
+  /** Set on the first start over an empty store when SEED_DEMO is on (also written to DATA_DIR/bootstrap.json). */
+  bootstrap: BootstrapFile | undefined;
+  /** Set when VALIDATE_RESPONSES is on (tests): records answers that break the OpenAPI document. */
+  responseValidator: ResponseValidator | undefined;
+  /** Stops the run workers and closes the store, Redis and the gateway; the host closes its own server. */
+  close(): Promise<void>;
+}
+
+/** The mount prefix a framework stripped from `req.url`, read from express's `originalUrl`. */
+function mountPrefix(req: IncomingMessage): string | undefined {
+  const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl;
+  if (typeof original !== 'string' || req.url === undefined) return undefined;
+  const full = original.split('?')[0]!;
+  const rest = req.url.split('?')[0]!;
+  if (!full.endsWith(rest)) return undefined;
+  return full.slice(0, full.length - rest.length).replace(/\/+$/, '');
+}
+
+export async function createSwitchyard(options: SwitchyardOptions = {}): Promise<Switchyard> {
+  const config = loadConfig({ ...process.env, ...options.env });
+  const log = options.log ?? createLogger(config.logLevel);
+  const app = await createApp(config, log);
+  const seeded = config.seedDemo ? await bootstrapIfEmpty(app.services) : undefined;
+  let bootstrap: BootstrapFile | undefined;
+  if (seeded) {
+    const { text: _welcome, ...file } = seeded;
+    bootstrap = file;
+  }
+  const publicPath = new URL(config.publicUrl).pathname.replace(/\/+$/, '');
+  const seen = new Set<string>();
+  const handler: SwitchyardHandler = (req, res) => {
+    const prefix = mountPrefix(req);
+    // Once per mount path: a host has few mounts, and the check is a string comparison.
+    if (prefix !== undefined && !seen.has(prefix)) {
+      seen.add(prefix);
+      if (!publicPath.endsWith(prefix)) {
+        log.warn({ mountPath: prefix || '/', publicUrl: config.publicUrl }, 'PUBLIC_URL does not end with the mount path: URLs in answers (signed files, designatedOutput, trigger URLs) will not reach this mount');
+      }
+    }
+    app.http(req, res);
+  };
+  return { handler, services: app.services, config, bootstrap, responseValidator: app.responseValidator, close: () => app.close() };
+}
