@@ -592,7 +592,20 @@ export interface paths {
          *     come.
          *     Decision: every step that produced a textual result exposes it as a file in
          *     `resultUrls` (`result.md` for markdown, `result.txt` for plaintext, `result.json` for
-         *     json), next to any file the step wrote.
+         *     json), next to any file the step wrote. The file's content is exactly the step's
+         *     `result` text as the synchronous results body carries it, encoded as UTF-8 (JSON text
+         *     for json results); `mimeType` is `text/markdown`, `text/plain` or `application/json`
+         *     and `size` is its length in bytes (an empty result is a file of size 0).
+         *     Decision: a step that failed or timed out (result type `error`) exposes its error
+         *     message as `error.txt` (`text/plain`) instead; `exitCode` tells it apart from a result.
+         *     A step still running has no result file yet.
+         *     Decision: if a step also wrote a file with the same name, the written file wins: its
+         *     entry replaces the result file's.
+         *     Decision: a result file stays downloadable as long as the run is kept (it is served
+         *     from the run's record, not stored separately); its URL is signed and expires like any
+         *     other run-file URL.
+         *     Decision: `designatedOutput` names a file the step wrote; a result file is not a
+         *     designated output unless the step wrote that file itself.
          *     Decision: `duration` is in milliseconds.
          *     Decision: the `resultUrls` and `designatedOutput` URLs are signed URLs on the
          *     run-files host (`downloadRunFile`), valid 24 hours like attachment URLs.
@@ -712,7 +725,8 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Identifier of the stored file.
+                 * @description Opaque identifier of the file: a stored file, or a step's result file (served from
+                 *     the run's record). Clients use the signed URL as given and never build ids.
                  * @example file_2Hs8Lq
                  */
                 fileId: string;
@@ -734,6 +748,13 @@ export interface paths {
          *     expiry) is checked before the expiry and before the file lookup, so an invalid URL
          *     never reveals whether a file exists: 403 `invalid_signature`, then 403 `url_expired`,
          *     then 404 `file_not_found` (file deleted since the URL was issued).
+         *     Decision: a step's result file in `resultUrls` (`result.md`, `result.txt`,
+         *     `result.json`, `error.txt`; see `getRunResults`) is not stored as a separate file: it
+         *     is served from the step's recorded result under an id the server derives from the run
+         *     and the step. Its signature names that run, that step and that result type, so it
+         *     follows the same rules as any other file: 403 for a changed URL, 403 after expiry,
+         *     404 once the run is deleted (retention) or when the step's result is no longer of
+         *     that type. The body is the result text as UTF-8.
          *     Decision: the body is the whole file (no Range requests); the response's media type
          *     is the file's stored MIME type (`Content-Type`), `Content-Length` is its size and
          *     `Content-Disposition` is `attachment` with the sanitized file name (RFC 6266, UTF-8
@@ -4767,7 +4788,8 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Identifier of the stored file.
+                 * @description Opaque identifier of the file: a stored file, or a step's result file (served from
+                 *     the run's record). Clients use the signed URL as given and never build ids.
                  * @example file_2Hs8Lq
                  */
                 fileId: string;

@@ -7,6 +7,7 @@
 import type { Knex } from 'knex';
 import { newId, nowIso } from '../storage/ids.js';
 import type { BlobStore } from './blobs.js';
+import { isResultFileId, RESULT_FILE_ID_PREFIX } from './result-files.js';
 
 export type FileKind = 'attachment' | 'step' | 'upload';
 export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload'];
@@ -75,6 +76,8 @@ function toRecord(r: FileRow): FileRecord {
 
 function toRow(f: FileCreate, createdAt: string): FileRow {
   if (!FILE_KINDS.includes(f.kind)) throw new RangeError(`unknown file kind ${String(f.kind)}`);
+  // downloadRunFile routes this prefix to step result files (result-files.ts), never to a row.
+  if (f.id !== undefined && isResultFileId(f.id)) throw new RangeError(`file ids must not start with ${RESULT_FILE_ID_PREFIX}`);
   if (!Number.isSafeInteger(f.size) || f.size < 0) throw new RangeError('size must be a non-negative integer');
   if (f.filename.length === 0 || f.filename.length > MAX_TEXT) throw new RangeError('filename must be 1 to 255 characters');
   if (f.mimeType.length === 0 || f.mimeType.length > MAX_TEXT) throw new RangeError('mimeType must be 1 to 255 characters');

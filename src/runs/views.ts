@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import { loadVersion } from '../engine/index.js';
 import { listRunFiles, type FileRecord } from './files.js';
+import { stepResultFile } from './result-files.js';
 import { signFileUrl } from './signed-urls.js';
 import { listSteps, pinnedStepList, withPlannedSteps, runInputs, type RunRow, type StepRow } from './runs.js';
 
@@ -82,6 +83,24 @@ function withOutput<T extends object>(body: T, out: ReturnType<typeof designated
   return out ? { ...body, designatedOutput: out } : body;
 }
 
+type ResultUrl = { url: string; mimeType: string; size: number };
+
+/**
+ * A step's `resultUrls` (getRunResults decisions): its textual result as result.md /
+ * result.txt / result.json / error.txt, served from the step row, then every file it wrote;
+ * a written file with the same name wins.
+ */
+function resultUrls(config: Config, ctx: RunContext, step: StepRow): Record<string, ResultUrl> {
+  // A Map, then fromEntries: a written file may be named anything, "__proto__" included.
+  const urls = new Map<string, ResultUrl>();
+  const result = stepResultFile(step);
+  if (result) urls.set(result.fileName, { url: signFileUrl(config, result.id, RESULT_URL_TTL_S), mimeType: result.mimeType, size: result.size });
+  for (const f of ctx.files) {
+    if (f.kind === 'step' && f.stepIndex === step.step_index) urls.set(f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size });
+  }
+  return Object.fromEntries(urls);
+}
+
 export async function resultsView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
   const ctx = await load(db, run);
   return withOutput({
@@ -89,7 +108,7 @@ export async function resultsView(db: Knex, config: Config, run: RunRow, output?
     results: ranSteps(ctx).map((s) => ({
       stepIndex: s.step_index,
       stepVersion: s.step_version,
-      resultUrls: Object.fromEntries(ctx.files.filter((f) => f.kind === 'step' && f.stepIndex === s.step_index).map((f) => [f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size }])),
+      resultUrls: resultUrls(config, ctx, s),
       exitCode: s.exit_code ?? 0,
       duration: s.duration_ms ?? 0,
     })),

@@ -20,6 +20,8 @@ import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { HandlerMap, Services } from '../../../src/services.js';
 import { LocalBlobStore } from '../../../src/runs/blobs.js';
 import { recordFile } from '../../../src/runs/files.js';
+import { stepResultFile } from '../../../src/runs/result-files.js';
+import { newId } from '../../../src/storage/ids.js';
 import { contentDisposition, downloadRunFile } from '../../../src/runs/handlers/downloadRunFile.js';
 import { ATTACHMENT_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS, signFileUrl } from '../../../src/runs/signed-urls.js';
 import { readMultipartTrigger } from '../../../src/triggers/attachments.js';
@@ -190,6 +192,114 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
       expect(res.status, bad).to.equal(400);
       expect(((await res.json()) as { error: string }).error).to.equal('invalid_request');
     }
+  });
+
+  /** A finished run with one step row per given result; returns the run id (result files: getRunResults decision). */
+  async function runWithSteps(steps: { resultType: string | null; result: string | null; status?: string }[]): Promise<string> {
+    const runId = newId('run');
+    const now = new Date().toISOString();
+    await store.db('runs').insert({ id: runId, org_id: ORG, workflow_id: 'wf_files', workflow_version: 1, status: 'COMPLETE', created_at: now, attempts: 1 });
+    await store.db('run_steps').insert(steps.map((s, i) => ({
+      run_id: runId, step_index: i, step_version: 1, name: `Step ${i}`, status: s.status ?? 'COMPLETE',
+      execution_order: i + 1, result_type: s.resultType, result: s.result, exit_code: 0, duration_ms: 1,
+    })));
+    return runId;
+  }
+
+  async function resultUrl(runId: string, stepIndex: number): Promise<{ url: string; fileName: string; mimeType: string; size: number }> {
+    const row = await store.db('run_steps').where({ run_id: runId, step_index: stepIndex }).first();
+    const file = stepResultFile(row)!;
+    return { url: signFileUrl(config, file.id, STEP_FILE_URL_TTL_SECONDS), fileName: file.fileName, mimeType: file.mimeType, size: file.size };
+  }
+
+  it('serves a step\'s result file (md, txt, json, error) from its step row: exact UTF-8 bytes, type, length, disposition, caching', async () => {
+    const markdown = '## Ada Lovelace — été\n\n* 5 seats 🚀\n';
+    const json = '{"name":"Ada","seats":5,"note":"naïve"}';
+    const runId = await runWithSteps([
+      { resultType: 'markdown', result: markdown },
+      { resultType: 'plaintext', result: 'Hello, Ada!' },
+      { resultType: 'json', result: json },
+      { resultType: 'error', result: 'no coffee', status: 'FAILED' },
+      { resultType: 'plaintext', result: '' },
+    ]);
+    const cases = [
+      { step: 0, name: 'result.md', type: 'text/markdown', body: markdown },
+      { step: 1, name: 'result.txt', type: 'text/plain', body: 'Hello, Ada!' },
+      { step: 2, name: 'result.json', type: 'application/json', body: json },
+      { step: 3, name: 'error.txt', type: 'text/plain', body: 'no coffee' },
+      { step: 4, name: 'result.txt', type: 'text/plain', body: '' },
+    ];
+    for (const c of cases) {
+      const r = await resultUrl(runId, c.step);
+      const bytes = Buffer.from(c.body, 'utf8');
+      expect(r, c.name).to.deep.include({ fileName: c.name, mimeType: c.type, size: bytes.length });
+      expect(r.url.startsWith(`${base}/files/result_`)).to.equal(true);
+      const res = await fetch(r.url);
+      expect(res.status, c.name).to.equal(200);
+      expect(res.headers.get('content-type')).to.equal(`${c.type}; charset=utf-8`);
+      expect(res.headers.get('content-length')).to.equal(String(bytes.length));
+      expect(res.headers.get('content-disposition')).to.equal(`attachment; filename="${c.name}"; filename*=UTF-8''${c.name}`);
+      const maxAge = Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1]);
+      expect(maxAge).to.be.within(STEP_FILE_URL_TTL_SECONDS - 5, STEP_FILE_URL_TTL_SECONDS);
+      expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes), c.name).to.equal(true);
+    }
+    const head = await fetch((await resultUrl(runId, 0)).url, { method: 'HEAD' });
+    expect([head.status, head.headers.get('content-length'), await head.text()]).to.deep.equal([200, String(Buffer.byteLength(markdown)), '']);
+  });
+
+  it('a result file URL is bound to its run, step and type: edited → 403 invalid_signature, expired → 403 url_expired', async () => {
+    const runId = await runWithSteps([{ resultType: 'plaintext', result: 'mine' }, { resultType: 'plaintext', result: 'step 1' }]);
+    const otherRun = await runWithSteps([{ resultType: 'plaintext', result: 'someone else\'s' }]);
+    const { url } = await resultUrl(runId, 0);
+    const id = new URL(url).pathname.split('/').pop()!;
+    const edits = [
+      tamper(url, 'signature'),
+      tamper(url, 'expires'),
+      url.replace(runId, otherRun),
+      url.replace(`${id}?`, `${id.replace('_0_txt', '_1_txt')}?`),
+      url.replace(`${id}?`, `${id.replace('_0_txt', '_0_md')}?`),
+    ];
+    for (const bad of edits) {
+      expect(bad).to.not.equal(url);
+      const res = await fetch(bad);
+      expect(res.status, bad).to.equal(403);
+      expect(await res.json()).to.deep.equal({ error: 'invalid_signature', message: 'The download URL signature is not valid.' });
+    }
+    const lapsed = signFileUrl(config, id, 60, Date.now() - 120_000);
+    const res = await fetch(lapsed);
+    expect([res.status, ((await res.json()) as { error: string }).error]).to.deep.equal([403, 'url_expired']);
+  });
+
+  it('a signed result file URL whose step no longer has that result → 404 file_not_found (run pruned, step re-run, no result)', async () => {
+    const runId = await runWithSteps([{ resultType: 'markdown', result: '# v1' }, { resultType: 'plaintext', result: 'kept' }]);
+    const changed = (await resultUrl(runId, 0)).url;
+    const pruned = (await resultUrl(runId, 1)).url;
+    // A recovered run re-ran step 0 and it now answers plaintext: the md URL names a result that is gone.
+    await store.db('run_steps').where({ run_id: runId, step_index: 0 }).update({ result_type: 'plaintext', result: 'v2' });
+    const running = await runWithSteps([{ resultType: null, result: null, status: 'RUNNING' }]);
+    const never = signFileUrl(config, `result_${running}_0_txt`, 3600);
+    const noStep = signFileUrl(config, `result_${running}_7_txt`, 3600);
+    const malformed = signFileUrl(config, 'result_not-a-result-id', 3600);
+    const before = await fetch(pruned);
+    expect(before.status).to.equal(200);
+    await store.db('run_steps').where({ run_id: runId }).delete();
+    await store.db('runs').where({ id: runId }).delete();
+    for (const url of [changed, pruned, never, noStep, malformed]) {
+      const res = await fetch(url);
+      expect(res.status, url).to.equal(404);
+      expect(await res.json()).to.deep.equal({ error: 'file_not_found', message: 'The file no longer exists.' });
+    }
+  });
+
+  it('stored file ids never take the result-file prefix', async () => {
+    let thrown: unknown;
+    try {
+      await recordFile(store.db, { id: 'result_run_x_0_md', orgId: ORG, kind: 'step', filename: 'x.md', mimeType: 'text/markdown', size: 0, blobKey: 'k' });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).to.be.instanceOf(RangeError);
   });
 
   it('contentDisposition: RFC 6266 fallback plus RFC 5987 filename*', () => {

@@ -58,7 +58,8 @@ for (const setup of setups) {
       expect(results.status).to.equal(200);
       expect(results.body).to.include({ automationId: demo.automationId, automationVersion: 1, automationName: 'Report', id: runId, type: 'TRIGGER', status: 'COMPLETE' });
       expect(results.body.results).to.have.length(2);
-      expect(results.body.results[1].resultUrls).to.have.key('report.md');
+      // Step 1 wrote report.md and returned markdown: both are files of the step (getRunResults decision).
+      expect(results.body.results[1].resultUrls).to.have.keys('report.md', 'result.md');
       expect(results.body.designatedOutput).to.include({ fileName: 'report.md', mimeType: 'text/markdown' });
       const file = await fetch(results.body.designatedOutput.url);
       expect(file.status).to.equal(200);
@@ -78,6 +79,57 @@ for (const setup of setups) {
       expect(res.body.designatedOutput.fileName).to.equal('report.md');
     });
 
+    it('op:getRunResults: each step exposes its textual result as result.md / result.txt / result.json; a file the step wrote with that name wins', async () => {
+      const json = { name: 'Ada', seats: 5, tags: ['été', '🚀'] };
+      const wf = await deploy(server, org, {
+        name: 'Results as files',
+        steps: [
+          code('Markdown', 'return "## Ada Lovelace — été\\n\\n* 5 seats\\n";', { resultType: 'markdown' }),
+          code('Plain', 'return "Hello, Ada!";'),
+          code('Json', `return ${JSON.stringify(json)};`),
+          code('Own result.md', 'ctx.files.write("result.md", "# written by the step", "text/markdown"); return "# returned";', { resultType: 'markdown' }),
+        ],
+      });
+      const res = await trigger(wf.apiTriggerId, { body: {} });
+      const runId = res.headers.get('x-pf-run-id')!;
+      expect((await waitTerminal(server, org.apiKey, wf.automationId, runId)).status).to.equal('COMPLETE');
+      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${wf.automationId}/${runId}/results`);
+      expect(results.status, results.text).to.equal(200);
+      const steps = results.body.results as { resultUrls: Record<string, { url: string; mimeType: string; size: number }> }[];
+      expect(steps.map((s) => Object.keys(s.resultUrls))).to.deep.equal([['result.md'], ['result.txt'], ['result.json'], ['result.md']]);
+      const expected = [
+        { name: 'result.md', type: 'text/markdown', body: '## Ada Lovelace — été\n\n* 5 seats\n' },
+        { name: 'result.txt', type: 'text/plain', body: 'Hello, Ada!' },
+        { name: 'result.json', type: 'application/json', body: JSON.stringify(json) },
+        { name: 'result.md', type: 'text/markdown', body: '# written by the step' },
+      ];
+      for (const [i, e] of expected.entries()) {
+        const entry = steps[i]!.resultUrls[e.name]!;
+        const bytes = Buffer.from(e.body, 'utf8');
+        expect(entry, e.name).to.deep.include({ mimeType: e.type, size: bytes.length });
+        const file = await fetch(entry.url);
+        expect(file.status, e.name).to.equal(200);
+        expect(file.headers.get('content-type')).to.equal(`${e.type}; charset=utf-8`);
+        expect(file.headers.get('content-length')).to.equal(String(bytes.length));
+        expect(file.headers.get('content-disposition')).to.equal(`attachment; filename="${e.name}"; filename*=UTF-8''${e.name}`);
+        expect(file.headers.get('cache-control')).to.match(/^private, max-age=\d+$/);
+        expect(Buffer.from(await file.arrayBuffer()).equals(bytes), e.name).to.equal(true);
+      }
+      // The url is valid 24 hours (openapi decision).
+      const expires = Number(new URL(steps[0]!.resultUrls['result.md']!.url).searchParams.get('expires'));
+      expect(expires - Math.floor(Date.now() / 1000)).to.be.within(24 * 3600 - 30, 24 * 3600);
+      // The written result.md is a stored file; the returned ones are served from the step.
+      expect(new URL(steps[3]!.resultUrls['result.md']!.url).pathname).to.match(/^\/files\/file_/);
+      const tampered = await fetch(steps[1]!.resultUrls['result.txt']!.url.replace(/signature=([0-9a-f])/, (_: string, c: string) => `signature=${c === '0' ? '1' : '0'}`));
+      expect([tampered.status, ((await tampered.json()) as { error: string }).error]).to.deep.equal([403, 'invalid_signature']);
+      // Another run's step cannot be read by editing the run id in a signed URL.
+      const again = await trigger(wf.apiTriggerId, { body: {} });
+      const otherRun = again.headers.get('x-pf-run-id')!;
+      await waitTerminal(server, org.apiKey, wf.automationId, otherRun);
+      const swapped = await fetch(steps[1]!.resultUrls['result.txt']!.url.replace(runId, otherRun));
+      expect(swapped.status).to.equal(403);
+    });
+
     it('sync: a failing run answers at once with FAILED, a non-zero exit code and the message', async () => {
       const failing = await deploy(server, org, { name: 'Fails', steps: [code('Boom', 'throw new Error("no coffee");'), code('Never', 'return 1;')] });
       const started = Date.now();
@@ -89,6 +141,12 @@ for (const setup of setups) {
       expect(res.body.results[0].result.result).to.contain('no coffee');
       const status = await waitTerminal(server, org.apiKey, failing.automationId, res.headers.get('x-pf-run-id')!);
       expect(status.stepStatus).to.deep.equal({ 0: 'FAILED', 1: 'SKIPPED' });
+      // Polling exposes the failed step's message as error.txt (getRunResults decision).
+      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${failing.automationId}/${res.body.id}/results`);
+      expect(Object.keys(results.body.results[0].resultUrls)).to.deep.equal(['error.txt']);
+      const error = results.body.results[0].resultUrls['error.txt'];
+      expect(error).to.deep.include({ mimeType: 'text/plain', size: Buffer.byteLength(res.body.results[0].result.result) });
+      expect(await (await fetch(error.url)).text()).to.equal(res.body.results[0].result.result);
     });
 
     it('sync: a run longer than the wait answers the timeout body with the run headers, and keeps going', async () => {
