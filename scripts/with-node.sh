@@ -9,8 +9,8 @@
 # them; the checkout's own node_modules, built for the machine's Node, is never touched.
 #
 # Cache folder: $SWITCHYARD_NODE_CACHE, else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
-# Outside CI the copy keeps its node_modules while package-lock.json is unchanged; with CI=true
-# it is installed afresh every time.
+# The copy keeps its node_modules while package.json and package-lock.json are unchanged, so
+# `scripts/with-node.sh <version> true` installs ahead of time (.ci/run does, in a fresh cache).
 set -euo pipefail
 
 usage() { echo "usage: scripts/with-node.sh <node version x.y.z> <command> [args...]" >&2; exit 2; }
@@ -54,7 +54,7 @@ export npm_config_nodedir="$node_home"
 
 stamp=$tree/node_modules/.with-node-lock
 lock_sum=$(cat "$tree/package.json" "$tree/package-lock.json" | sha256sum | cut -d' ' -f1)
-if [ "${CI:-}" = "true" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
   echo "with-node: npm ci under Node $(node -v) in $tree"
   # The machine's own `npm ci` has just filled the npm cache: prefer it over the network.
   (cd "$tree" && npm ci --prefer-offline --no-audit --no-fund)
