@@ -18,6 +18,7 @@ import { createLogger, type Logger } from './config/logger.js';
 import { createApp } from './app.js';
 import { bootstrapIfEmpty, type BootstrapFile } from './bootstrap/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
+import { requestPath } from './http/pipeline.js';
 import type { Services } from './services.js';
 
 export interface SwitchyardOptions {
@@ -42,11 +43,10 @@ export interface Switchyard {
   close(): Promise<void>;
 }
 
-/** The mount prefix a framework stripped from `req.url`, read from express's `originalUrl`. */
+/** The mount prefix a framework stripped from `req.url` (the pipeline reads express's `originalUrl`). */
 function mountPrefix(req: IncomingMessage): string | undefined {
-  const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl;
-  if (typeof original !== 'string' || req.url === undefined) return undefined;
-  const full = original.split('?')[0]!;
+  if (req.url === undefined) return undefined;
+  const full = requestPath(req).split('?')[0]!;
   const rest = req.url.split('?')[0]!;
   if (!full.endsWith(rest)) return undefined;
   return full.slice(0, full.length - rest.length).replace(/\/+$/, '');

@@ -4,14 +4,13 @@
  * trigger. Writes DATA_DIR/bootstrap.json and DATA_DIR/postman_environment.json (mode 0600)
  * and prints ready-to-paste commands once.
  */
-import { writeFileSync, chmodSync } from 'node:fs';
 import path from 'node:path';
 import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
 import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
 import type { Services } from '../services.js';
 import { demoWorkflow } from './demo-workflow.js';
-import { POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment } from './postman-env.js';
+import { BOOTSTRAP_FILE, POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment, writeSecretJson } from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
 export interface BootstrapFile {
@@ -47,9 +46,7 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     baseUrls: { ...config.baseUrls },
     demo: { automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId },
   };
-  const target = path.join(config.dataDir, 'bootstrap.json');
-  writeFileSync(target, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
-  chmodSync(target, 0o600);
+  const target = writeSecretJson(path.join(config.dataDir, BOOTSTRAP_FILE), file);
   // The Postman environment holds the same secrets; written only here, while the secret is known.
   writePostmanEnvironment(path.join(config.dataDir, POSTMAN_ENV_FILE), postmanEnvironment(valuesFromBootstrap(config.publicUrl, file)));
   log.info({ orgId: org.id, file: target }, 'first start: demo organisation created (secrets are in bootstrap.json)');

@@ -54,11 +54,16 @@ export function postmanEnvironment(v: PostmanEnvValues): PostmanEnvironment {
   };
 }
 
-/** Writes the environment with mode 0600 (it carries the client secret and the API key). */
-export function writePostmanEnvironment(file: string, env: PostmanEnvironment): string {
-  writeFileSync(file, JSON.stringify(env, null, 2) + '\n', { mode: 0o600 });
+/** A JSON file that holds secrets: mode 0600, also when it already existed with another mode. */
+export function writeSecretJson(file: string, value: unknown): string {
+  writeFileSync(file, JSON.stringify(value, null, 2) + '\n', { mode: 0o600 });
   chmodSync(file, 0o600);
   return file;
+}
+
+/** Writes the environment with mode 0600 (it carries the client secret and the API key). */
+export function writePostmanEnvironment(file: string, env: PostmanEnvironment): string {
+  return writeSecretJson(file, env);
 }
 
 export function readBootstrapFile(dataDir: string): BootstrapFile | undefined {

@@ -138,7 +138,7 @@ function invalidResponse(opts: PipelineOptions, operationId: OperationId, reply:
  * rewrites `req.url` relative to the mount point and keeps the full one in `originalUrl`
  * (express); the access log shows what the client sent.
  */
-function requestPath(req: IncomingMessage): string {
+export function requestPath(req: IncomingMessage): string {
   const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl;
   return typeof original === 'string' ? original : req.url ?? '/';
 }
