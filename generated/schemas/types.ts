@@ -1987,6 +1987,16 @@ export interface components {
          *     }
          */
         SwitchyardConfig: {
+            /**
+             * @description AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error.
+             * @default 20
+             */
+            agentMaxSteps: number;
+            /**
+             * @description AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together).
+             * @default 300000
+             */
+            agentTurnTimeoutMs: number;
             /** @description One base URL per spec host placeholder. */
             baseUrls: {
                 /**
@@ -2033,6 +2043,18 @@ export interface components {
              * @enum {unknown}
              */
             logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+            /** @description Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check). */
+            models: {
+                /** @description DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset. */
+                defaultModel: string | null;
+                /**
+                 * Format: uri
+                 * @description OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset.
+                 */
+                openaiCompatibleBaseUrl: string | null;
+                /** @description Providers that are configured (base URL or key present). */
+                providers: ("openai-compatible" | "openai" | "anthropic" | "google")[];
+            };
             /**
              * @description PORT: HTTP port; every surface is served on it.
              * @default 8080

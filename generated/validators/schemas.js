@@ -3,13 +3,15 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL"}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL"}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
+const func0 = require("ajv/dist/runtime/equal").default;
 const pattern4 = new RegExp("^postgres(ql)?://", "u");
 const pattern5 = new RegExp("^rediss?://", "u");
 const pattern6 = new RegExp("^https?://", "u");
 const pattern12 = new RegExp("^[A-Za-z0-9:_-]{1,64}$", "u");
+const pattern13 = new RegExp("^(openai-compatible|openai|anthropic|google)/.+$", "u");
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -254,9 +256,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err23 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.models === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -265,11 +266,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err24 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.agentMaxSteps === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -278,9 +276,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err25 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(data.agentTurnTimeoutMs === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -289,8 +286,9 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err26 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err26 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -300,12 +298,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err27 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err27 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -314,9 +310,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-else {
-const err28 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err28 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -325,12 +321,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err29 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err29 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -340,8 +332,12 @@ vErrors.push(err29);
 errors++;
 }
 }
-else {
-const err30 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err30 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -351,10 +347,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err31 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err31 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -363,9 +357,12 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err32 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err32 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -375,11 +372,8 @@ vErrors.push(err32);
 errors++;
 }
 }
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err33 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+else {
+const err33 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -388,9 +382,11 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err34 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err34 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -399,13 +395,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-}
-if(data.publicUrl !== undefined){
-let data5 = data.publicUrl;
-if(typeof data5 === "string"){
-if(!pattern6.test(data5)){
-const err35 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err35 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -414,8 +406,12 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(!(formats0(data5))){
-const err36 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err36 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -424,9 +420,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err37 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -436,11 +432,12 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err38 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+}
+if(data.publicUrl !== undefined){
+let data5 = data.publicUrl;
+if(typeof data5 === "string"){
+if(!pattern6.test(data5)){
+const err38 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -449,8 +446,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err39 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+if(!(formats0(data5))){
+const err39 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -459,8 +456,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err40 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+}
+else {
+const err40 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -469,8 +467,12 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err41 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err41 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -479,8 +481,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err42 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.auth === undefined){
+const err42 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -489,9 +491,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.mcp === undefined){
+const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -500,12 +501,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err44 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data6.connect === undefined){
+const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -514,8 +511,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err45 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data6.runFiles === undefined){
+const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -524,9 +521,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-else {
-const err46 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -536,11 +533,11 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err47 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err47 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -549,8 +546,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err48 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(!(formats0(data7))){
+const err48 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -561,7 +558,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err49 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -571,11 +568,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err50 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err50 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -584,8 +581,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err51 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(!(formats0(data8))){
+const err51 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -596,7 +593,7 @@ errors++;
 }
 }
 else {
-const err52 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err52 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -606,11 +603,11 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err53 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err53 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -619,8 +616,8 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err54 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(!(formats0(data9))){
+const err54 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -631,7 +628,7 @@ errors++;
 }
 }
 else {
-const err55 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err55 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -641,11 +638,11 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err56 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err56 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -654,8 +651,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err57 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(!(formats0(data10))){
+const err57 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -666,7 +663,7 @@ errors++;
 }
 }
 else {
-const err58 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err58 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -676,9 +673,11 @@ vErrors.push(err58);
 errors++;
 }
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err59 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -687,11 +686,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-}
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err60 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+if(!(formats0(data11))){
+const err60 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -701,10 +697,8 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err61 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err61 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -713,9 +707,10 @@ vErrors.push(err61);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err62 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -724,8 +719,11 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err63 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+}
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err63 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -735,11 +733,10 @@ vErrors.push(err63);
 errors++;
 }
 }
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err64 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err64 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -748,9 +745,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err65 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err65 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -759,8 +756,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err66 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data13 < 60 || isNaN(data13)){
+const err66 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -771,10 +768,10 @@ errors++;
 }
 }
 }
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err67 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err67 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -783,9 +780,9 @@ vErrors.push(err67);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err68 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err68 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -794,8 +791,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err69 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data14 < 0 || isNaN(data14)){
+const err69 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -806,11 +803,10 @@ errors++;
 }
 }
 }
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err70 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err70 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -819,9 +815,9 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err71 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -830,10 +826,8 @@ vErrors.push(err71);
 }
 errors++;
 }
-}
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err72 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data15 < 1 || isNaN(data15)){
+const err72 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -843,9 +837,12 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err73 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err73 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -855,10 +852,8 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data19 = data.syncWaitMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err74 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err74 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -867,9 +862,10 @@ vErrors.push(err74);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 60000 || isNaN(data19)){
-const err75 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err75 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -878,8 +874,10 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(data19 < 1 || isNaN(data19)){
-const err76 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err76 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -889,11 +887,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-}
-if(data.runTimeoutMs !== undefined){
-let data20 = data.runTimeoutMs;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err77 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.syncWaitMs !== undefined){
+let data19 = data.syncWaitMs;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err77 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -902,9 +899,9 @@ vErrors.push(err77);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400000 || isNaN(data20)){
-const err78 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 60000 || isNaN(data19)){
+const err78 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -913,8 +910,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(data20 < 1000 || isNaN(data20)){
-const err79 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data19 < 1 || isNaN(data19)){
+const err79 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -925,10 +922,10 @@ errors++;
 }
 }
 }
-if(data.runConcurrency !== undefined){
-let data21 = data.runConcurrency;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err80 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.runTimeoutMs !== undefined){
+let data20 = data.runTimeoutMs;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err80 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -937,9 +934,9 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 256 || isNaN(data21)){
-const err81 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 86400000 || isNaN(data20)){
+const err81 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -948,8 +945,8 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err82 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data20 < 1000 || isNaN(data20)){
+const err82 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -960,10 +957,10 @@ errors++;
 }
 }
 }
-if(data.runLeaseMs !== undefined){
-let data22 = data.runLeaseMs;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err83 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.runConcurrency !== undefined){
+let data21 = data.runConcurrency;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err83 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -972,9 +969,9 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 3600000 || isNaN(data22)){
-const err84 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 256 || isNaN(data21)){
+const err84 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -983,8 +980,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data22 < 500 || isNaN(data22)){
-const err85 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if(data21 < 0 || isNaN(data21)){
+const err85 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -995,10 +992,10 @@ errors++;
 }
 }
 }
-if(data.runMaxAttempts !== undefined){
-let data23 = data.runMaxAttempts;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err86 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.runLeaseMs !== undefined){
+let data22 = data.runLeaseMs;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err86 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1007,9 +1004,9 @@ vErrors.push(err86);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 10 || isNaN(data23)){
-const err87 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 3600000 || isNaN(data22)){
+const err87 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1018,8 +1015,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err88 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data22 < 500 || isNaN(data22)){
+const err88 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1030,10 +1027,10 @@ errors++;
 }
 }
 }
-if(data.runRetentionDays !== undefined){
-let data24 = data.runRetentionDays;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err89 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.runMaxAttempts !== undefined){
+let data23 = data.runMaxAttempts;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err89 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1042,9 +1039,9 @@ vErrors.push(err89);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 3650 || isNaN(data24)){
-const err90 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 10 || isNaN(data23)){
+const err90 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1053,8 +1050,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err91 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data23 < 1 || isNaN(data23)){
+const err91 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1065,10 +1062,10 @@ errors++;
 }
 }
 }
-if(data.sandboxPoolSize !== undefined){
-let data25 = data.sandboxPoolSize;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err92 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.runRetentionDays !== undefined){
+let data24 = data.runRetentionDays;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err92 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1077,9 +1074,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 64 || isNaN(data25)){
-const err93 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 3650 || isNaN(data24)){
+const err93 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1088,8 +1085,8 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err94 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data24 < 1 || isNaN(data24)){
+const err94 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1100,10 +1097,10 @@ errors++;
 }
 }
 }
-if(data.sqliteSynchronous !== undefined){
-let data26 = data.sqliteSynchronous;
-if(!((data26 === "NORMAL") || (data26 === "FULL"))){
-const err95 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if(data.sandboxPoolSize !== undefined){
+let data25 = data.sandboxPoolSize;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err95 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1112,11 +1109,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-if(data.upstreamTimeoutMs !== undefined){
-let data27 = data.upstreamTimeoutMs;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err96 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 64 || isNaN(data25)){
+const err96 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1125,9 +1120,8 @@ vErrors.push(err96);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 600000 || isNaN(data27)){
-const err97 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+if(data25 < 1 || isNaN(data25)){
+const err97 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1136,8 +1130,12 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data27 < 100 || isNaN(data27)){
-const err98 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+}
+if(data.sqliteSynchronous !== undefined){
+let data26 = data.sqliteSynchronous;
+if(!((data26 === "NORMAL") || (data26 === "FULL"))){
+const err98 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1147,11 +1145,10 @@ vErrors.push(err98);
 errors++;
 }
 }
-}
-if(data.upstreamIdleMs !== undefined){
-let data28 = data.upstreamIdleMs;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err99 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.upstreamTimeoutMs !== undefined){
+let data27 = data.upstreamTimeoutMs;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err99 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1160,9 +1157,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 86400000 || isNaN(data28)){
-const err100 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 600000 || isNaN(data27)){
+const err100 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1171,8 +1168,8 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data28 < 1000 || isNaN(data28)){
-const err101 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data27 < 100 || isNaN(data27)){
+const err101 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1183,11 +1180,10 @@ errors++;
 }
 }
 }
-if(data.redisPrefix !== undefined){
-let data29 = data.redisPrefix;
-if(typeof data29 === "string"){
-if(!pattern12.test(data29)){
-const err102 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data.upstreamIdleMs !== undefined){
+let data28 = data.upstreamIdleMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err102 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1196,9 +1192,9 @@ vErrors.push(err102);
 }
 errors++;
 }
-}
-else {
-const err103 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 86400000 || isNaN(data28)){
+const err103 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1207,15 +1203,277 @@ vErrors.push(err103);
 }
 errors++;
 }
-}
-}
-else {
-const err104 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data28 < 1000 || isNaN(data28)){
+const err104 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err104];
 }
 else {
 vErrors.push(err104);
+}
+errors++;
+}
+}
+}
+if(data.redisPrefix !== undefined){
+let data29 = data.redisPrefix;
+if(typeof data29 === "string"){
+if(!pattern12.test(data29)){
+const err105 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+}
+else {
+const err106 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+if(data.models !== undefined){
+let data30 = data.models;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.defaultModel === undefined){
+const err107 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+if(data30.openaiCompatibleBaseUrl === undefined){
+const err108 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+if(data30.providers === undefined){
+const err109 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+for(const key2 in data30){
+if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
+const err110 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+if(data30.defaultModel !== undefined){
+let data31 = data30.defaultModel;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err111 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+if(typeof data31 === "string"){
+if(!pattern13.test(data31)){
+const err112 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+}
+if(data30.openaiCompatibleBaseUrl !== undefined){
+let data32 = data30.openaiCompatibleBaseUrl;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err113 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+if(typeof data32 === "string"){
+if(!(formats0(data32))){
+const err114 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+}
+}
+if(data30.providers !== undefined){
+let data33 = data30.providers;
+if(Array.isArray(data33)){
+const len0 = data33.length;
+for(let i0=0; i0<len0; i0++){
+let data34 = data33[i0];
+if(!((((data34 === "openai-compatible") || (data34 === "openai")) || (data34 === "anthropic")) || (data34 === "google"))){
+const err115 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+}
+let i1 = data33.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data33[i1], data33[j0])){
+const err116 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+break outer0;
+}
+}
+}
+}
+}
+else {
+const err117 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+}
+else {
+const err118 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+if(data.agentMaxSteps !== undefined){
+let data35 = data.agentMaxSteps;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err119 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 100 || isNaN(data35)){
+const err120 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+if(data35 < 1 || isNaN(data35)){
+const err121 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
+}
+errors++;
+}
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data36 = data.agentTurnTimeoutMs;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err122 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err122];
+}
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 3600000 || isNaN(data36)){
+const err123 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err123];
+}
+else {
+vErrors.push(err123);
+}
+errors++;
+}
+if(data36 < 1000 || isNaN(data36)){
+const err124 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err124];
+}
+else {
+vErrors.push(err124);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err125 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err125];
+}
+else {
+vErrors.push(err125);
 }
 errors++;
 }
@@ -1226,7 +1484,7 @@ validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const DatastoreEventPayload = validate21;
 const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content (after the change; the deleted content for onDelete)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
-const formats12 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const formats14 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/datastore-event.schema" */;
@@ -1754,7 +2012,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -1779,7 +2037,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -2350,7 +2608,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data12 = data.createdAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -2375,7 +2633,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data13 = data.updatedAt;
 if(typeof data13 === "string"){
-if(!(formats12.validate(data13))){
+if(!(formats14.validate(data13))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -3556,7 +3814,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -3581,7 +3839,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -4680,7 +4938,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -4705,7 +4963,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -5348,7 +5606,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -5373,7 +5631,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -5837,7 +6095,7 @@ errors++;
 if(data.publishedAt !== undefined){
 let data2 = data.publishedAt;
 if(typeof data2 === "string"){
-if(!(formats12.validate(data2))){
+if(!(formats14.validate(data2))){
 const err8 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -6403,7 +6661,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -6428,7 +6686,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -7890,7 +8148,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats12.validate(data11))){
+if(!(formats14.validate(data11))){
 const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err36];
@@ -7915,7 +8173,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats12.validate(data12))){
+if(!(formats14.validate(data12))){
 const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err38];
@@ -8422,7 +8680,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats12.validate(data3))){
+if(!(formats14.validate(data3))){
 const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -8447,7 +8705,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats12.validate(data4))){
+if(!(formats14.validate(data4))){
 const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -8796,7 +9054,7 @@ errors++;
 if(data1.createdAt !== undefined){
 let data5 = data1.createdAt;
 if(typeof data5 === "string"){
-if(!(formats12.validate(data5))){
+if(!(formats14.validate(data5))){
 const err14 = {instancePath:instancePath+"/chats/" + i0+"/createdAt",schemaPath:"#/$defs/chatRecord/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -8821,7 +9079,7 @@ errors++;
 if(data1.updatedAt !== undefined){
 let data6 = data1.updatedAt;
 if(typeof data6 === "string"){
-if(!(formats12.validate(data6))){
+if(!(formats14.validate(data6))){
 const err16 = {instancePath:instancePath+"/chats/" + i0+"/updatedAt",schemaPath:"#/$defs/chatRecord/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -9037,7 +9295,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats12.validate(data3))){
+if(!(formats14.validate(data3))){
 const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -9062,7 +9320,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats12.validate(data4))){
+if(!(formats14.validate(data4))){
 const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -9919,7 +10177,7 @@ errors++;
 if(data2.createdAt !== undefined){
 let data8 = data2.createdAt;
 if(typeof data8 === "string"){
-if(!(formats12.validate(data8))){
+if(!(formats14.validate(data8))){
 const err20 = {instancePath:instancePath+"/contexts/" + i0+"/createdAt",schemaPath:"#/properties/contexts/items/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err20];
@@ -9983,8 +10241,8 @@ validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const BrowserAutomationOperatorRunInput = validate58;
 const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (page structure), cua (screenshots, computer use) or hybrid (both)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of operator steps, 1 to 100."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
-const pattern13 = new RegExp("^[^\\r\\n]+$", "u");
-const pattern14 = new RegExp("^[A-Za-z0-9]{8}$", "u");
+const pattern14 = new RegExp("^[^\\r\\n]+$", "u");
+const pattern15 = new RegExp("^[A-Za-z0-9]{8}$", "u");
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema" */;
@@ -10043,7 +10301,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern13.test(data0)){
+if(!pattern14.test(data0)){
 const err4 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/pattern",keyword:"pattern",params:{pattern: "^[^\\r\\n]+$"},message:"must match pattern \""+"^[^\\r\\n]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -10068,7 +10326,7 @@ errors++;
 if(data.cacheKey !== undefined){
 let data1 = data.cacheKey;
 if(typeof data1 === "string"){
-if(!pattern14.test(data1)){
+if(!pattern15.test(data1)){
 const err6 = {instancePath:instancePath+"/cacheKey",schemaPath:"#/properties/cacheKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]{8}$"},message:"must match pattern \""+"^[A-Za-z0-9]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -13163,8 +13421,8 @@ validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const CodingAgentLaunchInput = validate68;
 const schema88 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema","title":"CodingAgentLaunchInput","description":"Launch input of the coding agent (spec section 13). Decisions: 15 MB means 15 MiB (15,728,640 bytes) of decoded image, expressed as maxLength 20971520 on the padded standard base64 text (4 * ceil(15728640 / 3)); envVars name and value limits are in bytes of UTF-8, which JSON Schema cannot express: maxLength 1024 / 4096 is the character bound and the x-maxBytes annotation carries the byte limit that code enforces. autoGenerateBranch only matters with repos[0].prUrl and skipReviewerRequest only with autoCreatePR true; otherwise they are accepted and ignored.","type":"object","required":["PCID","prompt","repos"],"additionalProperties":false,"properties":{"PCID":{"type":"string","minLength":1,"description":"Connection id of the coding-agent connection."},"prompt":{"type":"object","description":"Task for the agent.","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"description":"Task instructions."},"images":{"type":"array","maxItems":5,"description":"Up to 5 images, each standard padded base64 of at most 15 MiB of image data.","items":{"type":"string","contentEncoding":"base64","minLength":4,"maxLength":20971520,"pattern":"^[A-Za-z0-9+/]*={0,2}$","description":"Base64 image, standard alphabet (RFC 4648 section 4), 15 MiB decoded at most = 20971520 base64 characters. The pattern checks the alphabet and trailing padding only; code checks the length is a multiple of 4 when decoding."}}}},"repos":{"type":"array","minItems":1,"maxItems":1,"description":"Repositories to work on; exactly one is supported.","items":{"type":"object","additionalProperties":false,"description":"Repository: url (required unless prUrl is given) and optional startingRef, or prUrl (then url and startingRef are ignored).","properties":{"url":{"type":"string","format":"uri","description":"Repository URL, e.g. https://github.com/acme/app."},"startingRef":{"type":"string","minLength":1,"description":"Branch, tag or commit to start from."},"prUrl":{"type":"string","format":"uri","description":"Pull request to work on; when given, url and startingRef are ignored."}},"anyOf":[{"properties":{"url":true},"required":["url"]},{"properties":{"prUrl":true},"required":["prUrl"]}]}},"model":{"type":"object","description":"Model to use (ids from the upstream /v1/ model list); omitted lets the service choose.","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Model id."},"params":{"type":"array","description":"Model parameters, passed through.","items":{"type":"object"}}}},"autoCreatePR":{"type":"boolean","description":"Open a pull request when the agent finishes."},"autoGenerateBranch":{"type":"boolean","description":"With repos[0].prUrl: true creates a new branch, false pushes to the pull request's head branch. Ignored without prUrl."},"branchName":{"type":"string","minLength":1,"description":"Custom branch name."},"envVars":{"type":"object","description":"Environment variables for the agent. Names: non-empty, at most 1024 bytes, not starting with CURSOR_. Values: non-empty strings of at most 4096 bytes.","propertyNames":{"type":"string","minLength":1,"maxLength":1024,"x-maxBytes":1024,"not":{"type":"string","pattern":"^CURSOR_"}},"additionalProperties":{"type":"string","minLength":1,"maxLength":4096,"x-maxBytes":4096}},"skipReviewerRequest":{"type":"boolean","description":"Do not request reviewers on the created pull request. Only applies when autoCreatePR is true."}},"examples":[{"PCID":"conn_c0de","prompt":{"text":"Add a health-check endpoint with a test."},"repos":[{"url":"https://github.com/acme/app","startingRef":"main"}],"autoCreatePR":true,"envVars":{"NODE_ENV":"test"}},{"PCID":"conn_c0de","prompt":{"text":"Fix the failing lint in this PR.","images":["iVBORw0KGgo="]},"repos":[{"prUrl":"https://github.com/acme/app/pull/42"}],"autoGenerateBranch":false,"model":{"id":"claude-4-sonnet","params":[{"name":"thinking","value":"high"}]}}]};
-const pattern15 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
-const pattern16 = new RegExp("^CURSOR_", "u");
+const pattern16 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
+const pattern17 = new RegExp("^CURSOR_", "u");
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema" */;
@@ -13332,7 +13590,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!pattern15.test(data4)){
+if(!pattern16.test(data4)){
 const err13 = {instancePath:instancePath+"/prompt/images/" + i0,schemaPath:"#/properties/prompt/properties/images/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]*={0,2}$"},message:"must match pattern \""+"^[A-Za-z0-9+/]*={0,2}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -13728,7 +13986,7 @@ const _errs46 = errors;
 const _errs47 = errors;
 if(errors === _errs47){
 if(typeof key4 === "string"){
-if(!pattern16.test(key4)){
+if(!pattern17.test(key4)){
 const err42 = {};
 if(vErrors === null){
 vErrors = [err42];
@@ -15545,7 +15803,7 @@ validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const GatewayInvokeInput = validate74;
 const schema94 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema","title":"GatewayInvokeInput","description":"Arguments of gateway_invoke (spec section 9).","type":"object","required":["server","tool"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path of the tool (serverName from capabilities_discover)."},"tool":{"type":"string","minLength":1,"description":"Tool name on that server."},"arguments":{"description":"Arguments passed to the tool: an object, or a string holding the JSON encoding of an object (for platforms that cannot express nested objects). A string that does not parse to a JSON object is rejected with a validation error. Omitted means {}.","default":{},"oneOf":[{"type":"object","description":"The tool arguments."},{"type":"string","contentMediaType":"application/json","pattern":"^\\s*\\{[\\s\\S]*\\}\\s*$","description":"JSON text of an object holding the tool arguments."}]}},"examples":[{"server":"slack","tool":"slack_message_send","arguments":{"PCID":"conn_8f2a","channel":"C024BE91L","text":"Deploy done"}},{"server":"slack","tool":"slack_message_send","arguments":"{\"PCID\":\"conn_8f2a\",\"channel\":\"C024BE91L\",\"text\":\"Deploy done\"}"},{"server":"browser-automation","tool":"browser-automation_logins_list"}]};
-const pattern17 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
+const pattern18 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema" */;
@@ -15664,7 +15922,7 @@ passing0 = 0;
 }
 const _errs10 = errors;
 if(typeof data2 === "string"){
-if(!pattern17.test(data2)){
+if(!pattern18.test(data2)){
 const err8 = {instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^\\s*\\{[\\s\\S]*\\}\\s*$"},message:"must match pattern \""+"^\\s*\\{[\\s\\S]*\\}\\s*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];

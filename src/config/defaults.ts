@@ -40,4 +40,8 @@ export const defaults = {
   upstreamConnectionTtlMs: 2000,
   /** An upstream MCP server's tool list is reused this long within one session. */
   upstreamToolsTtlMs: 30_000,
+  /** Agents: model calls per turn at most (a model that never stops calling tools ends there). */
+  agentMaxSteps: 20,
+  /** Agents: time limit of one turn, model and tool calls together. */
+  agentTurnTimeoutMs: 300_000,
 } as const;

@@ -48,6 +48,24 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** Gateway: idle upstream sessions close after this long (ms). */
   upstreamIdleMs: number;
+  /** Language models of agents (src/agents/runtime/providers.ts). */
+  models: ModelConfig;
+  agentMaxSteps: number;
+  agentTurnTimeoutMs: number;
+}
+
+export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
+
+export interface ModelConfig {
+  /** DEFAULT_MODEL (`provider/model`), used by agents that name no model. */
+  defaultModel: string | null;
+  /** OPENAI_COMPATIBLE_BASE_URL (Ollama, vLLM, LM Studio, llama.cpp …). */
+  openaiCompatibleBaseUrl: string | null;
+  /** Secrets, never logged nor validated into the config schema. */
+  keys: { openaiCompatible: string | null; openai: string | null; anthropic: string | null; google: string | null };
+  /** OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways). */
+  openaiBaseUrl: string | null;
+  providers: ModelProviderName[];
 }
 
 export class ConfigError extends Error {}
@@ -110,6 +128,28 @@ function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
   return key;
 }
 
+function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
+  const text = (name: string): string | null => (env[name] ?? '').trim() || null;
+  const baseUrl = env.OPENAI_COMPATIBLE_BASE_URL ? urlEnv(env, 'OPENAI_COMPATIBLE_BASE_URL', '') : null;
+  const openaiBaseUrl = env.OPENAI_BASE_URL ? urlEnv(env, 'OPENAI_BASE_URL', '') : null;
+  const keys = {
+    openaiCompatible: text('OPENAI_COMPATIBLE_API_KEY'),
+    openai: text('OPENAI_API_KEY'),
+    anthropic: text('ANTHROPIC_API_KEY'),
+    google: text('GOOGLE_GENERATIVE_AI_API_KEY') ?? text('GEMINI_API_KEY'),
+  };
+  const providers: ModelProviderName[] = [];
+  if (baseUrl) providers.push('openai-compatible');
+  if (keys.openai) providers.push('openai');
+  if (keys.anthropic) providers.push('anthropic');
+  if (keys.google) providers.push('google');
+  const defaultModel = text('DEFAULT_MODEL');
+  if (defaultModel !== null && !/^(openai-compatible|openai|anthropic|google)\/.+$/.test(defaultModel)) {
+    throw new ConfigError(`DEFAULT_MODEL must be provider/model with provider openai-compatible, openai, anthropic or google, got "${defaultModel}"`);
+  }
+  return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, keys, providers };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = intEnv(env, 'PORT', defaults.port, 0, 65535);
   const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
@@ -148,10 +188,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
     upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),
+    models: modelConfig(env),
+    agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, 1, 100),
+    agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, 1000, 3_600_000),
   };
   // The resolved configuration must match schemas/config/config.schema.json.
-  const { secretKey: _secret, ...shape } = config;
-  const checked = { ...shape, databaseUrl: shape.databaseUrl ?? null, redisUrl: shape.redisUrl ?? null };
+  const { secretKey: _secret, models, ...shape } = config;
+  const checked = {
+    ...shape, databaseUrl: shape.databaseUrl ?? null, redisUrl: shape.redisUrl ?? null,
+    models: { defaultModel: models.defaultModel, openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl, providers: models.providers },
+  };
   if (!validateConfig(checked)) {
     const problems = (validateConfig.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);

@@ -53,6 +53,11 @@ export const catalogue = {
   ERR_NOT_ACCEPTABLE: { status: 406, code: 'not_acceptable', rpc: -32000, message: 'Accept must include application/json' },
   ERR_GATEWAY_UNKNOWN_SERVER: { status: 404, code: 'unknown_server', rpc: -32000, message: 'Unknown server path' },
 
+  // agents and the agent API channel (spec section 11, "Agent API channel", Errors)
+  ERR_CHANNEL_UNOWNED_CHAT: { status: 403, code: 'unowned_chat_id', rpc: -32000, message: 'The chatId does not belong to this channel' },
+  ERR_AGENT_MODEL_NOT_CONFIGURED: { status: 503, code: 'model_not_configured', rpc: -32000, message: 'No language model is configured' },
+  ERR_AGENT_PUBLIC_NEEDS_RELEASE: { status: 409, code: 'release_required', rpc: -32000, message: 'Publish a release (agent_publish_release) before making the agent a public template' },
+
   // run files behind signed URLs (openapi/run-files.yaml downloadRunFile)
   ERR_FILE_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The download URL signature is not valid.' },
   ERR_FILE_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The download URL has expired; request a new one.' },

@@ -9,8 +9,8 @@ import { newId, nowIso } from '../storage/ids.js';
 import type { BlobStore } from './blobs.js';
 import { isResultFileId, RESULT_FILE_ID_PREFIX } from './result-files.js';
 
-export type FileKind = 'attachment' | 'step' | 'upload';
-export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload'];
+export type FileKind = 'attachment' | 'step' | 'upload' | 'chat';
+export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload', 'chat'];
 
 export interface FileRecord {
   id: string;

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_initial.js';
 import * as m002 from './002_run_execution.js';
 import * as m003 from './003_lean_run_indexes.js';
+import * as m004 from './004_agents.js';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,5 @@ export const migrations: Migration[] = [
   { name: '001_initial', ...m001 },
   { name: '002_run_execution', ...m002 },
   { name: '003_lean_run_indexes', ...m003 },
+  { name: '004_agents', ...m004 },
 ];
