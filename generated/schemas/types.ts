@@ -47,6 +47,8 @@ export interface components {
             description: string;
             /** @description System instructions of the agent. */
             instructions: string;
+            /** @description Greeting shown when a chat starts (chat_create returns it; it is not sent to the model). */
+            introMessage?: string;
             /** @description Model id as provider/model (e.g. openai/gpt-4o); omitted uses the installation default (Switchyard extension). */
             model?: string;
             /** @description Agent name. */
@@ -93,7 +95,8 @@ export interface components {
          *       "updatedAt": "2025-05-02T08:30:00Z",
          *       "version": 3,
          *       "releaseVersion": 1,
-         *       "isPublicTemplate": false
+         *       "isPublicTemplate": false,
+         *       "introMessage": null
          *     }
          */
         AgentManagementAgentCreateOutput: {
@@ -108,6 +111,8 @@ export interface components {
             description: string;
             /** @description System instructions of the agent. */
             instructions: string;
+            /** @description Greeting shown when a chat starts, or null. */
+            introMessage: string | null;
             /** @description Whether the agent is in the public template gallery. */
             isPublicTemplate: boolean;
             /** @description Model id, or null for the installation default. */
@@ -198,7 +203,7 @@ export interface components {
         };
         /**
          * AgentManagementAgentListOutput
-         * @description Result of agent_list: one page of agent records, most recently updated first.
+         * @description Result of agent_list: one page of agent records in creation order (oldest first; the cursor walks forward).
          * @example {
          *       "agents": [
          *         {
@@ -223,7 +228,8 @@ export interface components {
          *           "updatedAt": "2025-05-02T08:30:00Z",
          *           "version": 3,
          *           "releaseVersion": 1,
-         *           "isPublicTemplate": false
+         *           "isPublicTemplate": false,
+         *           "introMessage": null
          *         }
          *       ],
          *       "nextCursor": null
@@ -248,6 +254,8 @@ export interface components {
                     description: string;
                     /** @description System instructions of the agent. */
                     instructions: string;
+                    /** @description Greeting shown when a chat starts, or null. */
+                    introMessage: string | null;
                     /** @description Whether the agent is in the public template gallery. */
                     isPublicTemplate: boolean;
                     /** @description Model id, or null for the installation default. */
@@ -347,7 +355,8 @@ export interface components {
          *       "updatedAt": "2025-05-02T08:30:00Z",
          *       "version": 3,
          *       "releaseVersion": 1,
-         *       "isPublicTemplate": false
+         *       "isPublicTemplate": false,
+         *       "introMessage": null
          *     }
          */
         AgentManagementAgentReadOutput: {
@@ -362,6 +371,8 @@ export interface components {
             description: string;
             /** @description System instructions of the agent. */
             instructions: string;
+            /** @description Greeting shown when a chat starts, or null. */
+            introMessage: string | null;
             /** @description Whether the agent is in the public template gallery. */
             isPublicTemplate: boolean;
             /** @description Model id, or null for the installation default. */
@@ -446,6 +457,8 @@ export interface components {
             description?: string;
             /** @description System instructions of the agent. */
             instructions?: string;
+            /** @description New greeting, or null to remove it. */
+            introMessage?: string | null;
             /** @description New model id, or null to return to the installation default. */
             model?: string | null;
             /** @description Agent name. */
@@ -489,7 +502,8 @@ export interface components {
          *       "updatedAt": "2025-05-02T08:30:00Z",
          *       "version": 3,
          *       "releaseVersion": 1,
-         *       "isPublicTemplate": false
+         *       "isPublicTemplate": false,
+         *       "introMessage": null
          *     }
          */
         AgentManagementAgentUpdateOutput: {
@@ -504,6 +518,8 @@ export interface components {
             description: string;
             /** @description System instructions of the agent. */
             instructions: string;
+            /** @description Greeting shown when a chat starts, or null. */
+            introMessage: string | null;
             /** @description Whether the agent is in the public template gallery. */
             isPublicTemplate: boolean;
             /** @description Model id, or null for the installation default. */
@@ -555,7 +571,8 @@ export interface components {
          *       "agentId": "agt_01HZX3",
          *       "title": "Billing questions",
          *       "createdAt": "2025-05-02T09:00:00Z",
-         *       "updatedAt": "2025-05-02T09:05:00Z"
+         *       "updatedAt": "2025-05-02T09:05:00Z",
+         *       "introMessage": null
          *     }
          */
         AgentManagementChatCreateOutput: {
@@ -568,6 +585,8 @@ export interface components {
              * @description Creation time (ISO 8601 UTC).
              */
             createdAt: string;
+            /** @description The agent's greeting for a new chat (introMessage), or null. */
+            introMessage: string | null;
             /** @description Chat title, or null when none was given. */
             title: string | null;
             /**
@@ -642,7 +661,7 @@ export interface components {
         };
         /**
          * AgentManagementChatListOutput
-         * @description Result of chat_list: one page of chats, most recently active first.
+         * @description Result of chat_list: one page of chats, newest first (by creation; the cursor walks back in time).
          * @example {
          *       "chats": [
          *         {
@@ -696,7 +715,7 @@ export interface components {
         };
         /**
          * AgentManagementChatResetConversationOutput
-         * @description Result of chat_reset_conversation.
+         * @description Result of chat_reset_conversation: the chat's messages (and so the model's memory of it) are deleted; the chat id, its channel ownership and the files it produced stay.
          * @example {
          *       "success": true,
          *       "chatId": "cht_7Q2K"

@@ -63,6 +63,12 @@ export const toolServers = [
             "outputSchema": {
               "type": "object",
               "description": "JSON Schema of the agent's structured output; when set, replies are JSON objects valid against it (Switchyard extension)."
+            },
+            "introMessage": {
+              "type": "string",
+              "minLength": 1,
+              "maxLength": 4000,
+              "description": "Greeting shown when a chat starts (chat_create returns it; it is not sent to the model)."
             }
           },
           "$defs": {
@@ -108,7 +114,8 @@ export const toolServers = [
             "updatedAt",
             "version",
             "releaseVersion",
-            "isPublicTemplate"
+            "isPublicTemplate",
+            "introMessage"
           ],
           "additionalProperties": false,
           "properties": {
@@ -181,6 +188,13 @@ export const toolServers = [
             "isPublicTemplate": {
               "type": "boolean",
               "description": "Whether the agent is in the public template gallery."
+            },
+            "introMessage": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "Greeting shown when a chat starts, or null."
             }
           },
           "$defs": {
@@ -217,7 +231,7 @@ export const toolServers = [
       {
         "name": "agent-management_agent_list",
         "title": "List agents",
-        "description": "List the agents you can access, most recently updated first, one page at a time (limit, cursor). Each entry is a full agent record including agentId, which the other agent-management tools take.",
+        "description": "List the agents you can access, oldest first, one page at a time (limit, cursor). Each entry is a full agent record including agentId, which the other agent-management tools take.",
         "annotations": {
           "readOnlyHint": true,
           "destructiveHint": false,
@@ -244,7 +258,7 @@ export const toolServers = [
           }
         },
         "outputSchema": {
-          "description": "Result of agent_list: one page of agent records, most recently updated first.",
+          "description": "Result of agent_list: one page of agent records in creation order (oldest first; the cursor walks forward).",
           "type": "object",
           "required": [
             "agents",
@@ -283,7 +297,8 @@ export const toolServers = [
                 "updatedAt",
                 "version",
                 "releaseVersion",
-                "isPublicTemplate"
+                "isPublicTemplate",
+                "introMessage"
               ],
               "additionalProperties": false,
               "properties": {
@@ -356,6 +371,13 @@ export const toolServers = [
                 "isPublicTemplate": {
                   "type": "boolean",
                   "description": "Whether the agent is in the public template gallery."
+                },
+                "introMessage": {
+                  "type": [
+                    "string",
+                    "null"
+                  ],
+                  "description": "Greeting shown when a chat starts, or null."
                 }
               }
             },
@@ -429,7 +451,8 @@ export const toolServers = [
             "updatedAt",
             "version",
             "releaseVersion",
-            "isPublicTemplate"
+            "isPublicTemplate",
+            "introMessage"
           ],
           "additionalProperties": false,
           "properties": {
@@ -502,6 +525,13 @@ export const toolServers = [
             "isPublicTemplate": {
               "type": "boolean",
               "description": "Whether the agent is in the public template gallery."
+            },
+            "introMessage": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "Greeting shown when a chat starts, or null."
             }
           },
           "$defs": {
@@ -597,6 +627,15 @@ export const toolServers = [
                 "null"
               ],
               "description": "New output JSON Schema, or null to return to plain-text replies."
+            },
+            "introMessage": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "minLength": 1,
+              "maxLength": 4000,
+              "description": "New greeting, or null to remove it."
             }
           },
           "$defs": {
@@ -642,7 +681,8 @@ export const toolServers = [
             "updatedAt",
             "version",
             "releaseVersion",
-            "isPublicTemplate"
+            "isPublicTemplate",
+            "introMessage"
           ],
           "additionalProperties": false,
           "properties": {
@@ -715,6 +755,13 @@ export const toolServers = [
             "isPublicTemplate": {
               "type": "boolean",
               "description": "Whether the agent is in the public template gallery."
+            },
+            "introMessage": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "Greeting shown when a chat starts, or null."
             }
           },
           "$defs": {
@@ -857,7 +904,8 @@ export const toolServers = [
             "agentId",
             "title",
             "createdAt",
-            "updatedAt"
+            "updatedAt",
+            "introMessage"
           ],
           "additionalProperties": false,
           "properties": {
@@ -887,6 +935,13 @@ export const toolServers = [
               "type": "string",
               "format": "date-time",
               "description": "Time of the last message or change (ISO 8601 UTC)."
+            },
+            "introMessage": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "description": "The agent's greeting for a new chat (introMessage), or null."
             }
           }
         },
@@ -896,7 +951,7 @@ export const toolServers = [
       {
         "name": "agent-management_chat_list",
         "title": "List chats",
-        "description": "List your chats, most recently active first, optionally only those of one agent (agentId), one page at a time (limit, cursor).",
+        "description": "List your chats, newest first, optionally only those of one agent (agentId), one page at a time (limit, cursor).",
         "annotations": {
           "readOnlyHint": true,
           "destructiveHint": false,
@@ -928,7 +983,7 @@ export const toolServers = [
           }
         },
         "outputSchema": {
-          "description": "Result of chat_list: one page of chats, most recently active first.",
+          "description": "Result of chat_list: one page of chats, newest first (by creation; the cursor walks back in time).",
           "type": "object",
           "required": [
             "chats",
@@ -1024,7 +1079,7 @@ export const toolServers = [
           }
         },
         "outputSchema": {
-          "description": "Result of chat_reset_conversation.",
+          "description": "Result of chat_reset_conversation: the chat's messages (and so the model's memory of it) are deleted; the chat id, its channel ownership and the files it produced stay.",
           "type": "object",
           "required": [
             "success",

@@ -2864,7 +2864,7 @@ return errors === 0;
 validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentCreateInput = validate24;
-const schema35 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.input.schema","title":"AgentManagementAgentCreateInput","description":"Arguments of agent_create (spec section 11). name and instructions are required; description defaults to \"\" and servers to [] (no tools). model and outputSchema are Switchyard extensions.","type":"object","required":["name","instructions"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for.","default":""},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"},"default":[]},"model":{"type":"string","minLength":1,"description":"Model id as provider/model (e.g. openai/gpt-4o); omitted uses the installation default (Switchyard extension)."},"outputSchema":{"type":"object","description":"JSON Schema of the agent's structured output; when set, replies are JSON objects valid against it (Switchyard extension)."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}]},{"name":"Extractor","instructions":"Extract the invoice number.","model":"openai/gpt-4o-mini","outputSchema":{"type":"object","properties":{"invoiceNumber":{"type":"string"}},"required":["invoiceNumber"]}}]};
+const schema35 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.input.schema","title":"AgentManagementAgentCreateInput","description":"Arguments of agent_create (spec section 11). name and instructions are required; description defaults to \"\" and servers to [] (no tools). model and outputSchema are Switchyard extensions.","type":"object","required":["name","instructions"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for.","default":""},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"},"default":[]},"model":{"type":"string","minLength":1,"description":"Model id as provider/model (e.g. openai/gpt-4o); omitted uses the installation default (Switchyard extension)."},"outputSchema":{"type":"object","description":"JSON Schema of the agent's structured output; when set, replies are JSON objects valid against it (Switchyard extension)."},"introMessage":{"type":"string","minLength":1,"maxLength":4000,"description":"Greeting shown when a chat starts (chat_create returns it; it is not sent to the model)."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}]},{"name":"Extractor","instructions":"Extract the invoice number.","model":"openai/gpt-4o-mini","outputSchema":{"type":"object","properties":{"invoiceNumber":{"type":"string"}},"required":["invoiceNumber"]}}]};
 const schema36 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2900,7 +2900,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!((((((key0 === "name") || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema"))){
+if(!(((((((key0 === "name") || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema")) || (key0 === "introMessage"))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -3197,14 +3197,49 @@ vErrors.push(err24);
 errors++;
 }
 }
-}
-else {
-const err25 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.introMessage !== undefined){
+let data10 = data.introMessage;
+if(typeof data10 === "string"){
+if(func2(data10) > 4000){
+const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
 else {
 vErrors.push(err25);
+}
+errors++;
+}
+if(func2(data10) < 1){
+const err26 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
 }
 errors++;
 }
@@ -3365,7 +3400,7 @@ return errors === 0;
 validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentCreateOutput = validate26;
-const schema38 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.output.schema","title":"AgentManagementAgentCreateOutput","description":"Result of agent_create: the new agent record (version 1, releaseVersion null, isPublicTemplate false).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+const schema38 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_create.output.schema","title":"AgentManagementAgentCreateOutput","description":"Result of agent_create: the new agent record (version 1, releaseVersion null, isPublicTemplate false).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate","introMessage"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."},"introMessage":{"type":["string","null"],"description":"Greeting shown when a chat starts, or null."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false,"introMessage":null}]};
 const schema39 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3500,9 +3535,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema38.properties, key0))){
-const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3511,12 +3545,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!(func1.call(schema38.properties, key0))){
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3526,8 +3557,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3537,11 +3571,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err15 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -3550,8 +3581,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -3560,9 +3595,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 1){
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -3572,11 +3606,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+else {
+const err18 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3586,8 +3617,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3597,11 +3631,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+else {
+const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3610,8 +3641,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -3620,14 +3655,24 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -3640,18 +3685,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.server === undefined){
-const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3660,12 +3694,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err25 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3675,8 +3706,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3686,11 +3720,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3699,12 +3730,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3713,14 +3744,28 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -3736,12 +3781,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
 if(vErrors === null){
-vErrors = [err30];
+vErrors = [err31];
 }
 else {
-vErrors.push(err30);
+vErrors.push(err31);
 }
 errors++;
 break;
@@ -3751,19 +3796,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err32 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3775,7 +3808,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err33 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3785,10 +3818,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema38.properties.model.type},message:"must be string,null"};
+}
+else {
+const err34 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3798,10 +3830,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema38.properties.outputSchema.type},message:"must be object,null"};
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema38.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3811,11 +3843,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err36 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema38.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3825,8 +3856,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats14.validate(data11))){
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3836,11 +3870,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3850,8 +3881,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3861,10 +3895,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.version !== undefined){
-let data13 = data.version;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err40 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3873,9 +3905,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3884,12 +3918,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-}
-if(data.releaseVersion !== undefined){
-let data14 = data.releaseVersion;
-if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema38.properties.releaseVersion.type},message:"must be integer,null"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3898,9 +3929,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 < 1 || isNaN(data14)){
-const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema38.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3909,11 +3943,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err44 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3924,13 +3956,39 @@ errors++;
 }
 }
 }
-else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err45 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
 else {
 vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data16 = data.introMessage;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema38.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
 }
 errors++;
 }
@@ -4489,8 +4547,8 @@ return errors === 0;
 validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentListOutput = validate31;
-const schema44 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.output.schema","title":"AgentManagementAgentListOutput","description":"Result of agent_list: one page of agent records, most recently updated first.","type":"object","required":["agents","nextCursor"],"additionalProperties":false,"properties":{"agents":{"type":"array","description":"Agent records.","items":{"$ref":"#/$defs/agentRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"agentRecord":{"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}},"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agents":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}],"nextCursor":null}]};
-const schema45 = {"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}}};
+const schema44 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_list.output.schema","title":"AgentManagementAgentListOutput","description":"Result of agent_list: one page of agent records in creation order (oldest first; the cursor walks forward).","type":"object","required":["agents","nextCursor"],"additionalProperties":false,"properties":{"agents":{"type":"array","description":"Agent records.","items":{"$ref":"#/$defs/agentRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"agentRecord":{"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate","introMessage"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."},"introMessage":{"type":["string","null"],"description":"Greeting shown when a chat starts, or null."}}},"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agents":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false,"introMessage":null}],"nextCursor":null}]};
+const schema45 = {"type":"object","description":"An agent record (full configuration).","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate","introMessage"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."},"introMessage":{"type":["string","null"],"description":"Greeting shown when a chat starts, or null."}}};
 const schema46 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4624,9 +4682,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema45.properties, key0))){
-const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4635,12 +4692,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!(func1.call(schema45.properties, key0))){
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4650,8 +4704,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -4661,11 +4718,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err15 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -4674,8 +4728,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -4684,9 +4742,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 1){
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -4696,11 +4753,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+else {
+const err18 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -4710,8 +4764,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -4721,11 +4778,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+else {
+const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4734,8 +4788,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -4744,14 +4802,24 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -4764,18 +4832,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.server === undefined){
-const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4784,12 +4841,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err25 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -4799,8 +4853,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -4810,11 +4867,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -4823,12 +4877,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4837,14 +4891,28 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -4860,12 +4928,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
 if(vErrors === null){
-vErrors = [err30];
+vErrors = [err31];
 }
 else {
-vErrors.push(err30);
+vErrors.push(err31);
 }
 errors++;
 break;
@@ -4875,19 +4943,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err32 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -4899,7 +4955,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err33 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -4909,10 +4965,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
+}
+else {
+const err34 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -4922,10 +4977,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -4935,11 +4990,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err36 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -4949,8 +5003,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats14.validate(data11))){
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -4960,11 +5017,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4974,8 +5028,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -4985,10 +5042,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.version !== undefined){
-let data13 = data.version;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err40 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4997,9 +5052,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -5008,12 +5065,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-}
-if(data.releaseVersion !== undefined){
-let data14 = data.releaseVersion;
-if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5022,9 +5076,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 < 1 || isNaN(data14)){
-const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -5033,11 +5090,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err44 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -5048,13 +5103,39 @@ errors++;
 }
 }
 }
-else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err45 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
 else {
 vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data16 = data.introMessage;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema45.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
 }
 errors++;
 }
@@ -5292,9 +5373,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema45.properties, key0))){
-const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5303,12 +5383,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!(func1.call(schema45.properties, key0))){
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5318,8 +5395,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -5329,11 +5409,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err15 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -5342,8 +5419,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -5352,9 +5433,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 1){
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -5364,11 +5444,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+else {
+const err18 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -5378,8 +5455,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -5389,11 +5469,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+else {
+const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -5402,8 +5479,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -5412,14 +5493,24 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -5432,18 +5523,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.server === undefined){
-const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5452,12 +5532,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err25 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -5467,8 +5544,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -5478,11 +5558,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -5491,12 +5568,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -5505,14 +5582,28 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -5528,12 +5619,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
 if(vErrors === null){
-vErrors = [err30];
+vErrors = [err31];
 }
 else {
-vErrors.push(err30);
+vErrors.push(err31);
 }
 errors++;
 break;
@@ -5543,19 +5634,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err32 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -5567,7 +5646,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err33 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -5577,10 +5656,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
+}
+else {
+const err34 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -5590,10 +5668,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema45.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5603,11 +5681,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err36 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema45.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -5617,8 +5694,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats14.validate(data11))){
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -5628,11 +5708,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5642,8 +5719,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -5653,10 +5733,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.version !== undefined){
-let data13 = data.version;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err40 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -5665,9 +5743,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -5676,12 +5756,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-}
-if(data.releaseVersion !== undefined){
-let data14 = data.releaseVersion;
-if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5690,9 +5767,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 < 1 || isNaN(data14)){
-const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema45.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -5701,11 +5781,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err44 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -5716,13 +5794,39 @@ errors++;
 }
 }
 }
-else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err45 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
 else {
 vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data16 = data.introMessage;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema45.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
 }
 errors++;
 }
@@ -6212,7 +6316,7 @@ return errors === 0;
 validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentReadOutput = validate39;
-const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema","title":"AgentManagementAgentReadOutput","description":"Result of agent_read: the agent record.","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_read.output.schema","title":"AgentManagementAgentReadOutput","description":"Result of agent_read: the agent record.","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate","introMessage"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."},"introMessage":{"type":["string","null"],"description":"Greeting shown when a chat starts, or null."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false,"introMessage":null}]};
 const schema54 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -6347,9 +6451,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema53.properties, key0))){
-const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -6358,12 +6461,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!(func1.call(schema53.properties, key0))){
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -6373,8 +6473,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -6384,11 +6487,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err15 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -6397,8 +6497,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -6407,9 +6511,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 1){
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -6419,11 +6522,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+else {
+const err18 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -6433,8 +6533,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6444,11 +6547,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+else {
+const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -6457,8 +6557,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -6467,14 +6571,24 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -6487,18 +6601,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.server === undefined){
-const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6507,12 +6610,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err25 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6522,8 +6622,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -6533,11 +6636,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -6546,12 +6646,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6560,14 +6660,28 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -6583,12 +6697,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
 if(vErrors === null){
-vErrors = [err30];
+vErrors = [err31];
 }
 else {
-vErrors.push(err30);
+vErrors.push(err31);
 }
 errors++;
 break;
@@ -6598,19 +6712,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err32 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -6622,7 +6724,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err33 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -6632,10 +6734,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema53.properties.model.type},message:"must be string,null"};
+}
+else {
+const err34 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -6645,10 +6746,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema53.properties.outputSchema.type},message:"must be object,null"};
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema53.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -6658,11 +6759,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err36 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema53.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -6672,8 +6772,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats14.validate(data11))){
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -6683,11 +6786,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -6697,8 +6797,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -6708,10 +6811,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.version !== undefined){
-let data13 = data.version;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err40 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -6720,9 +6821,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -6731,12 +6834,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-}
-if(data.releaseVersion !== undefined){
-let data14 = data.releaseVersion;
-if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema53.properties.releaseVersion.type},message:"must be integer,null"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -6745,9 +6845,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 < 1 || isNaN(data14)){
-const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema53.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -6756,11 +6859,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err44 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -6771,13 +6872,39 @@ errors++;
 }
 }
 }
-else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err45 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
 else {
 vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data16 = data.introMessage;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema53.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
 }
 errors++;
 }
@@ -7173,7 +7300,7 @@ return errors === 0;
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentUpdateInput = validate43;
-const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema","title":"AgentManagementAgentUpdateInput","description":"Arguments of agent_update: agentId and at least one field of agent_create (partial update).","type":"object","required":["agentId"],"minProperties":2,"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"minLength":1,"description":"New model id, or null to return to the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null to return to plain-text replies."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","instructions":"Classify each message as bug, billing, sales or other."},{"agentId":"agt_01HZX3","model":null,"servers":[{"server":"svc-sidekick"}]}]};
+const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.input.schema","title":"AgentManagementAgentUpdateInput","description":"Arguments of agent_update: agentId and at least one field of agent_create (partial update).","type":"object","required":["agentId"],"minProperties":2,"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"minLength":1,"description":"New model id, or null to return to the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null to return to plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","instructions":"Classify each message as bug, billing, sales or other."},{"agentId":"agt_01HZX3","model":null,"servers":[{"server":"svc-sidekick"}]}]};
 const schema59 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7209,7 +7336,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((((((key0 === "agentId") || (key0 === "name")) || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema"))){
+if(!((((((((key0 === "agentId") || (key0 === "name")) || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema")) || (key0 === "introMessage"))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -7531,14 +7658,49 @@ vErrors.push(err26);
 errors++;
 }
 }
-}
-else {
-const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.introMessage !== undefined){
+let data11 = data.introMessage;
+if((typeof data11 !== "string") && (data11 !== null)){
+const err27 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema58.properties.introMessage.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err27];
 }
 else {
 vErrors.push(err27);
+}
+errors++;
+}
+if(typeof data11 === "string"){
+if(func2(data11) > 4000){
+const err28 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if(func2(data11) < 1){
+const err29 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err30 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -7699,7 +7861,7 @@ return errors === 0;
 validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementAgentUpdateOutput = validate45;
-const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema","title":"AgentManagementAgentUpdateOutput","description":"Result of agent_update: the updated agent record (version incremented).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false}]};
+const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_agent_update.output.schema","title":"AgentManagementAgentUpdateOutput","description":"Result of agent_update: the updated agent record (version incremented).","type":"object","required":["agentId","name","description","instructions","servers","model","outputSchema","createdAt","updatedAt","version","releaseVersion","isPublicTemplate","introMessage"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"description":"Agent id."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"#/$defs/serverRef"}},"model":{"type":["string","null"],"description":"Model id, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the structured output, or null when replies are plain text."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Last update time (ISO 8601 UTC)."},"version":{"type":"integer","minimum":1,"description":"Draft version: 1 at creation, +1 on every update."},"releaseVersion":{"type":["integer","null"],"minimum":1,"description":"Latest published release (agent_publish_release), or null when never published."},"isPublicTemplate":{"type":"boolean","description":"Whether the agent is in the public template gallery."},"introMessage":{"type":["string","null"],"description":"Greeting shown when a chat starts, or null."}},"$defs":{"serverRef":{"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}}},"examples":[{"agentId":"agt_01HZX3","name":"Support triage","description":"Sorts incoming support mail.","instructions":"Classify each message as bug, billing or other and reply with the label.","servers":[{"server":"svc-sidekick"},{"server":"slack","tools":["slack_message_send"]}],"model":"openai/gpt-4o","outputSchema":null,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T08:30:00Z","version":3,"releaseVersion":1,"isPublicTemplate":false,"introMessage":null}]};
 const schema62 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools.","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path (as in listServers), e.g. svc-sidekick or slack."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -7834,9 +7996,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema61.properties, key0))){
-const err12 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7845,12 +8006,9 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-if(data.agentId !== undefined){
-let data0 = data.agentId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err13 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!(func1.call(schema61.properties, key0))){
+const err13 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -7860,8 +8018,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err14 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -7871,11 +8032,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data.name !== undefined){
-let data1 = data.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 200){
-const err15 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+else {
+const err15 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -7884,8 +8042,12 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 200){
+const err16 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -7894,9 +8056,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data1) < 1){
+const err17 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -7906,11 +8067,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.description !== undefined){
-let data2 = data.description;
-if(typeof data2 === "string"){
-if(func2(data2) > 2000){
-const err18 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+else {
+const err18 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -7920,8 +8078,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.description !== undefined){
+let data2 = data.description;
+if(typeof data2 === "string"){
+if(func2(data2) > 2000){
+const err19 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -7931,11 +8092,8 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.instructions !== undefined){
-let data3 = data.instructions;
-if(typeof data3 === "string"){
-if(func2(data3) > 100000){
-const err20 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+else {
+const err20 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -7944,8 +8102,12 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(func2(data3) < 1){
-const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.instructions !== undefined){
+let data3 = data.instructions;
+if(typeof data3 === "string"){
+if(func2(data3) > 100000){
+const err21 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -7954,14 +8116,24 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-else {
-const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data3) < 1){
+const err22 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -7974,18 +8146,7 @@ for(let i0=0; i0<len0; i0++){
 let data5 = data4[i0];
 if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
 if(data5.server === undefined){
-const err23 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-for(const key1 in data5){
-if(!((key1 === "server") || (key1 === "tools"))){
-const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+const err24 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -7994,12 +8155,9 @@ vErrors.push(err24);
 }
 errors++;
 }
-}
-if(data5.server !== undefined){
-let data6 = data5.server;
-if(typeof data6 === "string"){
-if(func2(data6) < 1){
-const err25 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key1 in data5){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err25 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -8009,8 +8167,11 @@ vErrors.push(err25);
 errors++;
 }
 }
-else {
-const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data5.server !== undefined){
+let data6 = data5.server;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err26 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -8020,11 +8181,8 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data5.tools !== undefined){
-let data7 = data5.tools;
-if(Array.isArray(data7)){
-if(data7.length < 1){
-const err27 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err27 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"#/$defs/serverRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -8033,12 +8191,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len1 = data7.length;
-for(let i1=0; i1<len1; i1++){
-let data8 = data7[i1];
-if(typeof data8 === "string"){
-if(func2(data8) < 1){
-const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data5.tools !== undefined){
+let data7 = data5.tools;
+if(Array.isArray(data7)){
+if(data7.length < 1){
+const err28 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -8047,14 +8205,28 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len1 = data7.length;
+for(let i1=0; i1<len1; i1++){
+let data8 = data7[i1];
+if(typeof data8 === "string"){
+if(func2(data8) < 1){
+const err29 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
 else {
 vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"#/$defs/serverRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
 }
 errors++;
 }
@@ -8070,12 +8242,12 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-const err30 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
 if(vErrors === null){
-vErrors = [err30];
+vErrors = [err31];
 }
 else {
-vErrors.push(err30);
+vErrors.push(err31);
 }
 errors++;
 break;
@@ -8085,19 +8257,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err31 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err32 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"#/$defs/serverRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -8109,7 +8269,7 @@ errors++;
 }
 }
 else {
-const err33 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err33 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"#/$defs/serverRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -8119,10 +8279,9 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.model !== undefined){
-let data9 = data.model;
-if((typeof data9 !== "string") && (data9 !== null)){
-const err34 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema61.properties.model.type},message:"must be string,null"};
+}
+else {
+const err34 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -8132,10 +8291,10 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.outputSchema !== undefined){
-let data10 = data.outputSchema;
-if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
-const err35 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema61.properties.outputSchema.type},message:"must be object,null"};
+if(data.model !== undefined){
+let data9 = data.model;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err35 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema61.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -8145,11 +8304,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.outputSchema !== undefined){
+let data10 = data.outputSchema;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+const err36 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema61.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -8159,8 +8317,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data11 = data.createdAt;
+if(typeof data11 === "string"){
+if(!(formats14.validate(data11))){
+const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -8170,11 +8331,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err38 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -8184,8 +8342,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data12 = data.updatedAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -8195,10 +8356,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.version !== undefined){
-let data13 = data.version;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err40 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err40 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -8207,9 +8366,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.version !== undefined){
+let data13 = data.version;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err41 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -8218,12 +8379,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-}
-if(data.releaseVersion !== undefined){
-let data14 = data.releaseVersion;
-if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
-const err42 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema61.properties.releaseVersion.type},message:"must be integer,null"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 < 1 || isNaN(data13)){
+const err42 = {instancePath:instancePath+"/version",schemaPath:"#/properties/version/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -8232,9 +8390,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 < 1 || isNaN(data14)){
-const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.releaseVersion !== undefined){
+let data14 = data.releaseVersion;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+const err43 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/type",keyword:"type",params:{type: schema61.properties.releaseVersion.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -8243,11 +8404,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-}
-if(data.isPublicTemplate !== undefined){
-if(typeof data.isPublicTemplate !== "boolean"){
-const err44 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err44 = {instancePath:instancePath+"/releaseVersion",schemaPath:"#/properties/releaseVersion/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -8258,13 +8417,39 @@ errors++;
 }
 }
 }
-else {
-const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.isPublicTemplate !== undefined){
+if(typeof data.isPublicTemplate !== "boolean"){
+const err45 = {instancePath:instancePath+"/isPublicTemplate",schemaPath:"#/properties/isPublicTemplate/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err45];
 }
 else {
 vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data16 = data.introMessage;
+if((typeof data16 !== "string") && (data16 !== null)){
+const err46 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema61.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
 }
 errors++;
 }
@@ -8538,7 +8723,7 @@ return errors === 0;
 validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementChatCreateOutput = validate48;
-const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema","title":"AgentManagementChatCreateOutput","description":"Result of chat_create: the new chat.","type":"object","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}},"examples":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}]};
+const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema","title":"AgentManagementChatCreateOutput","description":"Result of chat_create: the new chat.","type":"object","required":["chatId","agentId","title","createdAt","updatedAt","introMessage"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."},"introMessage":{"type":["string","null"],"description":"The agent's greeting for a new chat (introMessage), or null."}},"examples":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z","introMessage":null}]};
 
 function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_create.output.schema" */;
@@ -8602,9 +8787,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(((((key0 === "chatId") || (key0 === "agentId")) || (key0 === "title")) || (key0 === "createdAt")) || (key0 === "updatedAt"))){
-const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.introMessage === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "introMessage"},message:"must have required property '"+"introMessage"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8613,12 +8797,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-if(data.chatId !== undefined){
-let data0 = data.chatId;
-if(typeof data0 === "string"){
-if(func2(data0) < 1){
-const err6 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key0 in data){
+if(!((((((key0 === "chatId") || (key0 === "agentId")) || (key0 === "title")) || (key0 === "createdAt")) || (key0 === "updatedAt")) || (key0 === "introMessage"))){
+const err6 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -8628,8 +8809,11 @@ vErrors.push(err6);
 errors++;
 }
 }
-else {
-const err7 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.chatId !== undefined){
+let data0 = data.chatId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err7 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -8639,11 +8823,8 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.agentId !== undefined){
-let data1 = data.agentId;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err8 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err8 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -8653,8 +8834,11 @@ vErrors.push(err8);
 errors++;
 }
 }
-else {
-const err9 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.agentId !== undefined){
+let data1 = data.agentId;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err9 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -8664,10 +8848,8 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.title !== undefined){
-let data2 = data.title;
-if((typeof data2 !== "string") && (data2 !== null)){
-const err10 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema65.properties.title.type},message:"must be string,null"};
+else {
+const err10 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -8677,11 +8859,10 @@ vErrors.push(err10);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data3 = data.createdAt;
-if(typeof data3 === "string"){
-if(!(formats14.validate(data3))){
-const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.title !== undefined){
+let data2 = data.title;
+if((typeof data2 !== "string") && (data2 !== null)){
+const err11 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: schema65.properties.title.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -8691,8 +8872,11 @@ vErrors.push(err11);
 errors++;
 }
 }
-else {
-const err12 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data3 = data.createdAt;
+if(typeof data3 === "string"){
+if(!(formats14.validate(data3))){
+const err12 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8702,11 +8886,8 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data4 = data.updatedAt;
-if(typeof data4 === "string"){
-if(!(formats14.validate(data4))){
-const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err13 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -8716,8 +8897,11 @@ vErrors.push(err13);
 errors++;
 }
 }
-else {
-const err14 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.updatedAt !== undefined){
+let data4 = data.updatedAt;
+if(typeof data4 === "string"){
+if(!(formats14.validate(data4))){
+const err14 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -8727,14 +8911,38 @@ vErrors.push(err14);
 errors++;
 }
 }
-}
 else {
-const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err15 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err15];
 }
 else {
 vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data5 = data.introMessage;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err16 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema65.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
 }
 errors++;
 }
@@ -8872,7 +9080,7 @@ return errors === 0;
 validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementChatListOutput = validate50;
-const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.output.schema","title":"AgentManagementChatListOutput","description":"Result of chat_list: one page of chats, most recently active first.","type":"object","required":["chats","nextCursor"],"additionalProperties":false,"properties":{"chats":{"type":"array","description":"Chats.","items":{"$ref":"#/$defs/chatRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"chatRecord":{"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}}},"examples":[{"chats":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}],"nextCursor":"eyJvIjoxMH0"}]};
+const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_list.output.schema","title":"AgentManagementChatListOutput","description":"Result of chat_list: one page of chats, newest first (by creation; the cursor walks back in time).","type":"object","required":["chats","nextCursor"],"additionalProperties":false,"properties":{"chats":{"type":"array","description":"Chats.","items":{"$ref":"#/$defs/chatRecord"}},"nextCursor":{"type":["string","null"],"description":"Cursor for the next page, or null when this is the last page."}},"$defs":{"chatRecord":{"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}}},"examples":[{"chats":[{"chatId":"cht_7Q2K","agentId":"agt_01HZX3","title":"Billing questions","createdAt":"2025-05-02T09:00:00Z","updatedAt":"2025-05-02T09:05:00Z"}],"nextCursor":"eyJvIjoxMH0"}]};
 const schema68 = {"type":"object","description":"A chat (conversation) with an agent.","required":["chatId","agentId","title","createdAt","updatedAt"],"additionalProperties":false,"properties":{"chatId":{"type":"string","minLength":1,"description":"Chat id."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"title":{"type":["string","null"],"description":"Chat title, or null when none was given."},"createdAt":{"type":"string","format":"date-time","description":"Creation time (ISO 8601 UTC)."},"updatedAt":{"type":"string","format":"date-time","description":"Time of the last message or change (ISO 8601 UTC)."}}};
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -9786,7 +9994,7 @@ return errors === 0;
 validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const AgentManagementChatResetConversationOutput = validate55;
-const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema","title":"AgentManagementChatResetConversationOutput","description":"Result of chat_reset_conversation.","type":"object","required":["success","chatId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the history was cleared."},"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"success":true,"chatId":"cht_7Q2K"}]};
+const schema73 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema","title":"AgentManagementChatResetConversationOutput","description":"Result of chat_reset_conversation: the chat's messages (and so the model's memory of it) are deleted; the chat id, its channel ownership and the files it produced stay.","type":"object","required":["success","chatId"],"additionalProperties":false,"properties":{"success":{"type":"boolean","description":"true when the history was cleared."},"chatId":{"type":"string","minLength":1,"description":"Chat id."}},"examples":[{"success":true,"chatId":"cht_7Q2K"}]};
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/agent-management/agent-management_chat_reset_conversation.output.schema" */;
