@@ -159,6 +159,50 @@ export const flow: FlowFolder[] = [
     ],
   },
   {
+    name: 'Agents and channels',
+    description: 'An agent (spec section 11 fields) and an API channel for it (spec 5); the key is captured from the creation and again from the rotation, the only two responses that show it. The clean-up folder deletes both.',
+    steps: [
+      { op: 'listAgents' },
+      {
+        op: 'createAgent',
+        json: { name: 'Postman agent', description: 'Created by the Postman collection; deleted at the end of the run.', instructions: 'Answer in one short sentence.', servers: [{ server: 'svc-sidekick' }], introMessage: 'Hello from Postman!' },
+        captures: [{ var: 'agentId', body: 'agentId' }, { var: 'agentEtag', header: 'ETag' }],
+      },
+      { op: 'getAgent', path: { agentId: '{{agentId}}' }, captures: [{ var: 'agentEtag', header: 'ETag' }], checks: [{ body: 'agentId', equals: '{{agentId}}' }] },
+      {
+        op: 'updateAgent',
+        note: 'Updates require If-Match with the current ETag (428 without, 412 when stale).',
+        path: { agentId: '{{agentId}}' },
+        headers: { 'If-Match': '{{agentEtag}}' },
+        json: { instructions: 'Answer in one short, friendly sentence.' },
+        checks: [{ body: 'version', equals: 2 }],
+      },
+      {
+        op: 'createChannel',
+        note: 'The channel key (apiKey) is shown only here and by rotate-key; it is captured as channelKey for the channel call.',
+        json: { agentId: '{{agentId}}', name: 'Postman channel', outputFormat: 'markdown' },
+        captures: [{ var: 'channelTriggerId', body: 'triggerId' }, { var: 'channelKey', body: 'apiKey' }],
+      },
+      { op: 'getChannel', path: { triggerId: '{{channelTriggerId}}' }, captures: [{ var: 'channelEtag', header: 'ETag' }], checks: [{ body: 'triggerId', equals: '{{channelTriggerId}}' }] },
+      {
+        op: 'updateChannel',
+        note: "A channel's ETag is the epoch milliseconds of its last change (ChannelETag); If-Match works as for the other resources.",
+        path: { triggerId: '{{channelTriggerId}}' },
+        headers: { 'If-Match': '{{channelEtag}}' },
+        json: { name: 'Postman channel (renamed)' },
+        checks: [{ body: 'name', equals: 'Postman channel (renamed)' }],
+      },
+      {
+        op: 'rotateChannelKey',
+        note: 'The previous key stops working at once (spec "Authentication" 2); the new one is captured.',
+        path: { triggerId: '{{channelTriggerId}}' },
+        captures: [{ var: 'channelKey', body: 'apiKey' }],
+        checks: [{ body: 'triggerId', equals: '{{channelTriggerId}}' }],
+      },
+      { op: 'listChannels', query: { agentId: '{{agentId}}' } },
+    ],
+  },
+  {
     name: 'Run the demo workflow',
     description: 'Spec endpoints 1–4 on the demo workflow created on first start, with the trigger API key.',
     steps: [
@@ -283,6 +327,8 @@ export const flow: FlowFolder[] = [
     steps: [
       { op: 'deleteAppServer', path: { serverId: '{{serverId}}' } },
       { op: 'deleteConnection', path: { connectionId: '{{connectionId}}' } },
+      { op: 'deleteChannel', path: { triggerId: '{{channelTriggerId}}' } },
+      { op: 'deleteAgent', note: "Deleting an agent also deletes its channels and chats (foreign keys, ON DELETE CASCADE).", path: { agentId: '{{agentId}}' } },
       { op: 'deleteTrigger', path: { triggerId: '{{triggerId}}' } },
       { op: 'deleteWorkflow', path: { automationId: '{{workflowId}}' } },
       { op: 'revokeApiKey', path: { keyId: '{{keyId}}' }, checks: [{ body: 'id', equals: '{{keyId}}' }] },

@@ -13,6 +13,7 @@ import { triggerHandlers, triggerCallHandlers, CallTargets } from './triggers/in
 import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
+import { agentHandlers, channelHandlers } from './agents/handlers/index.js';
 import { openBlobStore } from './runs/blobs.js';
 import { createSignals } from './runs/signals.js';
 import { GroupCommitter } from './runs/group-commit.js';
@@ -50,6 +51,7 @@ export function allHandlers(): HandlerMap {
     ...runHandlers,
     ...connectionHandlers,
     ...appServerHandlers,
+    ...agentHandlers, ...channelHandlers,
     ...gatewayHandlers,
     getHealth,
     getReadiness,

@@ -1130,6 +1130,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agents
+         * @description Lists the organisation's agents (spec "Agent and chat"; the records the
+         *     agent-management tools `agent_list` and `agent_read` return), oldest first.
+         */
+        get: operations["listAgents"];
+        put?: never;
+        /**
+         * Create an agent
+         * @description Creates an agent (spec section 11 `agent_create`: `name`, `description`,
+         *     `instructions`, `servers`; `model`, `outputSchema` and `introMessage` are Switchyard
+         *     extensions, the same fields as the agent-management tool's input). Checks beyond the
+         *     schema answer 400 `invalid_request` with `details[].path` naming the field: every
+         *     `servers[].server` must be a server path of the organisation (embedded or a
+         *     registered application server, as in `listServers`), listed once; `tools` of an
+         *     embedded server must exist on it; `model` must be `provider/model` with provider
+         *     `openai-compatible`, `openai`, `anthropic` or `google`; `outputSchema` must compile
+         *     as JSON Schema 2020-12 with `type: object` at its root (a channel in `json` format
+         *     returns the structured output verbatim, always a JSON object). The new agent is at
+         *     draft `version` 1 (its `ETag`) with no release; chats run the draft until a release
+         *     is published.
+         */
+        post: operations["createAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Agent id (`agt_<32 hex>`).
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId: components["parameters"]["AgentIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an agent
+         * @description Returns one agent (the `agent_read` record); `ETag` carries its draft version.
+         */
+        get: operations["getAgent"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an agent
+         * @description Deletes the agent with everything that belongs to it: its releases, its API
+         *     channels (their URLs answer 401 from then on, like an unknown channel) and its chats
+         *     with their messages, turns and files. Decision: the store deletes them in the same
+         *     statement through foreign keys with `ON DELETE CASCADE`, so no channel or chat of a
+         *     deleted agent can stay reachable. `If-Match` is optional; when sent it must be
+         *     current (412 otherwise).
+         */
+        delete: operations["deleteAgent"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an agent
+         * @description Partial update (spec section 11 `agent_update`): only the fields sent change;
+         *     `model`, `outputSchema` and `introMessage` accept `null` to clear them. The checks of
+         *     `createAgent` apply to the fields sent. Every update raises the draft `version` by
+         *     one; a published release is not changed (publish again to release the new draft).
+         *     Requires `If-Match: "<version>"`: missing → 428, stale → 412.
+         */
+        patch: operations["updateAgent"];
+        trace?: never;
+    };
     "/v1/api-keys": {
         parameters: {
             query?: never;
@@ -1197,6 +1288,132 @@ export interface paths {
          *     first, or force it at the store with `switchyard keys revoke <id> --force`.
          */
         delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List agent API channels
+         * @description Lists the organisation's agent API channels (spec section 5), optionally only those
+         *     of one agent. Never returns a channel key: `keyHint` shows its last 4 characters.
+         */
+        get: operations["listChannels"];
+        put?: never;
+        /**
+         * Create an agent API channel
+         * @description Exposes one agent of the organisation over plain HTTP (spec section 5): the response
+         *     carries the call `url`, `{triggers_url}/ext/triggers/{triggerId}` (spec "Trigger":
+         *     for a channel, `triggerId` is the channel trigger id, not the agent id), and the
+         *     channel key `apiKey`, sent by callers in `X-API-Key` (spec "Authentication" 2). The
+         *     key is shown only in this response (and after `rotateChannelKey`); only its SHA-256
+         *     and a 4-character hint are stored. Decision: channel trigger ids are `chn_<32 hex>`
+         *     and workflow trigger ids `trg_<32 hex>`; both are served at
+         *     `/ext/triggers/{triggerId}` and the prefix tells them apart, so the two kinds share
+         *     one namespace without collisions. `outputFormat` sets the reply's format (`text`
+         *     default, `markdown`, `json`; spec "Agent API channel"). An unknown `agentId` (or one
+         *     of another organisation) answers 404. Without `name` the channel is named
+         *     `API channel`.
+         */
+        post: operations["createChannel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an agent API channel
+         * @description Returns one channel with its call URL and key hint (never the key); `ETag` is the
+         *     time of its last change (see `ChannelETag`).
+         */
+        get: operations["getChannel"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an agent API channel
+         * @description Deletes the channel; its URL and key stop working at once (calls answer 401). Its
+         *     chats stay with the agent. `If-Match` is optional; when sent it must be the current
+         *     `ETag` (412 otherwise).
+         */
+        delete: operations["deleteChannel"];
+        options?: never;
+        head?: never;
+        /**
+         * Update an agent API channel
+         * @description Renames the channel, changes its output format, or enables or disables it. A
+         *     disabled channel keeps its URL and key; calls are rejected (spec "Authentication" 2;
+         *     403 `trigger_disabled`, openapi/triggers.yaml) until it is enabled again. The change
+         *     applies to the next call: channel calls read the channel from the store every time.
+         *     Requires `If-Match` with the channel's current `ETag`: missing → 428, stale → 412.
+         */
+        patch: operations["updateChannel"];
+        trace?: never;
+    };
+    "/v1/channels/{triggerId}/rotate-key": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an agent API channel's key
+         * @description Replaces the channel key atomically (spec "Authentication" 2): one store write
+         *     swaps the stored hash, so the old key stops working immediately, in every process
+         *     (channel calls read the key hash from the store on every call, with no cache), and
+         *     the new key works from the same moment. The new key is shown only in this response.
+         *     No request body. Decision: no `If-Match` is needed (rotation does not depend on the
+         *     channel's other fields); the channel's `ETag` changes, as its `keyHint` does.
+         */
+        post: operations["rotateChannelKey"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1697,6 +1914,41 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An agent record (spec "Agent and chat"; the `agent_read` output of the agent-management tools). */
+        Agent: {
+            /** @description Agent id (`agt_<32 hex>`). */
+            agentId: string;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description What the agent is for. */
+            description: string;
+            /** @description System instructions of the agent. */
+            instructions: string;
+            /** @description Greeting shown when a chat starts, or null. */
+            introMessage: string | null;
+            /** @description Whether the agent is in the public template gallery. */
+            isPublicTemplate: boolean;
+            /** @description Model (provider/model), or null for the installation default. */
+            model: string | null;
+            /** @description Agent name. */
+            name: string;
+            /** @description JSON Schema of the structured output, or null when replies are plain text. */
+            outputSchema: Record<string, never> | null;
+            /** @description Latest published release, or null when never published (chats then run the draft). */
+            releaseVersion: number | null;
+            /** @description Tool servers (and optionally tools) the agent may use. */
+            servers: components["schemas"]["AgentServerRef"][];
+            /**
+             * Format: date-time
+             * @description Last update of the draft (ISO 8601 UTC).
+             */
+            updatedAt: string;
+            /** @description Draft version: 1 at creation, +1 on every update; also the ETag. */
+            version: number;
+        };
         /**
          * @description JSON body of an agent channel reply: the json-format output, or the timeout body past
          *     60 seconds.
@@ -1729,6 +1981,58 @@ export interface components {
         };
         /** @description Reply text of an agent channel whose output format is text (`text/plain`) or markdown (`text/markdown`). */
         AgentChannelTextOutput: string;
+        /**
+         * @description A new agent: the arguments of the agent-management tool `agent_create`
+         *     (schemas/tools/agent-management). `description` defaults to "" and `servers` to []
+         *     (no tools).
+         */
+        AgentCreate: {
+            /** @description What the agent is for. */
+            description?: string;
+            /** @description System instructions of the agent. */
+            instructions: string;
+            /** @description Greeting shown when a chat starts (not sent to the model). */
+            introMessage?: string;
+            /** @description Model as provider/model (e.g. openai/gpt-4o); omitted uses the installation default. */
+            model?: string;
+            /** @description Agent name. */
+            name: string;
+            /** @description JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it. */
+            outputSchema?: Record<string, never>;
+            /** @description Tool servers (and optionally tools) the agent may use. */
+            servers?: components["schemas"]["AgentServerRef"][];
+        };
+        /** @description One page of agents. */
+        AgentList: {
+            /** @description Agents, oldest first. */
+            items: components["schemas"]["Agent"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description A tool server the agent may use and, optionally, which of its tools (spec section 11 `servers`). */
+        AgentServerRef: {
+            /** @description Server path as in listServers, e.g. svc-sidekick or an application server path. */
+            server: string;
+            /** @description Tool names the agent may call on that server; omitted means all of its tools. */
+            tools?: string[];
+        };
+        /** @description Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`. */
+        AgentUpdate: {
+            /** @description What the agent is for. */
+            description?: string;
+            /** @description System instructions of the agent. */
+            instructions?: string;
+            /** @description New greeting, or null to remove it. */
+            introMessage?: string | null;
+            /** @description New model, or null for the installation default. */
+            model?: string | null;
+            /** @description Agent name. */
+            name?: string;
+            /** @description New output JSON Schema, or null for plain-text replies. */
+            outputSchema?: Record<string, never> | null;
+            /** @description Replaces the tool servers as a whole. */
+            servers?: components["schemas"]["AgentServerRef"][];
+        };
         /** @description A trigger API key record; the key itself is never part of it. */
         ApiKey: {
             /**
@@ -2005,6 +2309,108 @@ export interface components {
             reason: "column_count" | "unterminated_quote";
             /** @description 1-based record number in the file; the header is record 1, so data rows start at 2. */
             rowNumber: number;
+        };
+        /** @description An agent API channel (spec section 5); the key itself is never part of it. */
+        Channel: {
+            /** @description Agent the channel exposes. */
+            agentId: string;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description Whether calls are accepted (a disabled channel answers 403). */
+            enabled: boolean;
+            /** @description Last 4 characters of the channel key, to recognise it. */
+            keyHint: string;
+            /** @description Display name. */
+            name: string;
+            outputFormat: components["schemas"]["ChannelOutputFormat"];
+            /** @description Channel trigger id (`chn_<32 hex>`), the path identifier of the call URL (spec "Trigger"). */
+            triggerId: string;
+            /**
+             * Format: date-time
+             * @description Last change, key rotations included (ISO 8601 UTC); the ETag is its epoch milliseconds.
+             */
+            updatedAt: string;
+            /** @description Call URL, `<triggers base URL>/ext/triggers/<triggerId>` (spec section 5); send `X-API-Key` with the channel key. */
+            url: string;
+        };
+        /** @description A new agent API channel. */
+        ChannelCreate: {
+            /** @description Agent the channel exposes. */
+            agentId: string;
+            /**
+             * @description Whether calls are accepted.
+             * @default true
+             */
+            enabled: boolean;
+            /** @description Display name (default: API channel). */
+            name?: string;
+            /** @default text */
+            outputFormat: components["schemas"]["ChannelOutputFormat"];
+        };
+        /** @description A new channel with its key, shown only once. */
+        ChannelCreated: {
+            /** @description Agent the channel exposes. */
+            agentId: string;
+            /** @description The channel key (`X-API-Key` header of channel calls); shown only in this response. */
+            apiKey: string;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description Whether calls are accepted. */
+            enabled: boolean;
+            /** @description Last 4 characters of the channel key. */
+            keyHint: string;
+            /** @description Display name. */
+            name: string;
+            outputFormat: components["schemas"]["ChannelOutputFormat"];
+            /** @description Channel trigger id (`chn_<32 hex>`). */
+            triggerId: string;
+            /**
+             * Format: date-time
+             * @description Last change (ISO 8601 UTC).
+             */
+            updatedAt: string;
+            /** @description Call URL, `<triggers base URL>/ext/triggers/<triggerId>`. */
+            url: string;
+        };
+        /** @description The channel's new key, shown only once; the previous key no longer works. */
+        ChannelKeyRotated: {
+            /** @description The new channel key (`X-API-Key`); shown only in this response. */
+            apiKey: string;
+            /** @description Last 4 characters of the new key. */
+            keyHint: string;
+            /**
+             * Format: date-time
+             * @description Time of the rotation (ISO 8601 UTC); also the channel's new `updatedAt`.
+             */
+            rotatedAt: string;
+            /** @description Channel trigger id. */
+            triggerId: string;
+        };
+        /** @description One page of agent API channels. */
+        ChannelList: {
+            /** @description Channels, oldest first. */
+            items: components["schemas"]["Channel"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description Format of the channel's replies (spec "Agent API channel"): `text` (text/plain), `markdown` (text/markdown) or `json` (application/json).
+         * @enum {string}
+         */
+        ChannelOutputFormat: "text" | "markdown" | "json";
+        /** @description Fields to change (at least one). */
+        ChannelUpdate: {
+            /** @description Whether calls are accepted. */
+            enabled?: boolean;
+            /** @description Display name. */
+            name?: string;
+            outputFormat?: components["schemas"]["ChannelOutputFormat"];
         };
         /** @description A connection to an external service (spec resource "Connection"). */
         Connection: {
@@ -3616,6 +4022,16 @@ export interface components {
     };
     parameters: {
         /**
+         * @description Agent id (`agt_<32 hex>`).
+         * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+         */
+        AgentIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the agents list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYWdlbnRzIiwiYSI6ImFndF8wMTkzMmY2MmMzZDQ3ZTVmOGE5YjBjMWQyZTNmNGE1YiJ9
+         */
+        AgentsCursor: string;
+        /**
          * @description API key record id (not the key).
          * @example key_01932f61b2c37d4e9f0a1b2c3d4e5f60
          */
@@ -3635,6 +4051,29 @@ export interface components {
          * @example eyJsIjoiYXBwLXNlcnZlcnMiLCJhIjoic3J2XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTc1In0
          */
         AppServersCursor: string;
+        /**
+         * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+         * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+         */
+        ChannelIdParam: string;
+        /**
+         * @description REQUIRED for updates: the channel's current `ETag` (`ChannelETag`, the time of its
+         *     last change in milliseconds, quoted). Missing answers 428 `precondition_required`; a
+         *     stale or malformed value answers 412 `version_conflict`. (Declared optional so that
+         *     its absence reaches the 428 rule.)
+         * @example "1748782800000"
+         */
+        ChannelIfMatch: string;
+        /**
+         * @description Optional current `ETag` of the channel (`ChannelETag`); when sent and stale or malformed the request answers 412 `version_conflict`.
+         * @example "1748782800000"
+         */
+        ChannelIfMatchOptional: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the agent API channels list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY2hhbm5lbHMiLCJhIjoiY2huXzAxOTMyZjYzZDRlNTdmNmE5YjBjMWQyZTNmNGE1YjZjIn0
+         */
+        ChannelsCursor: string;
         /**
          * @description The channel trigger id (spec "Trigger"), not the agent id.
          * @example trg_8Ch4Nn3Lq1
@@ -3809,6 +4248,15 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description Entity tag of an agent API channel: the time of its last change (`updatedAt`) in
+         *     milliseconds since the Unix epoch, quoted, e.g. `"1748782800000"` for
+         *     `2025-06-01T13:00:00.000Z`. Decision: channels carry no version counter; every change
+         *     (update, key rotation) moves `updatedAt` forward by at least one millisecond, so the
+         *     tag changes with every change. Send it back in `If-Match` to update. Always sent.
+         * @example "1748782800000"
+         */
+        ChannelETag: string;
         /**
          * @description Probe answers are never cached.
          * @example no-store
@@ -5540,6 +5988,211 @@ export interface operations {
             };
         };
     };
+    listAgents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the agents list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYWdlbnRzIiwiYSI6ImFndF8wMTkzMmY2MmMzZDQ3ZTVmOGE5YjBjMWQyZTNmNGE1YiJ9
+                 */
+                cursor?: components["parameters"]["AgentsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of agents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    createAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentCreate"];
+            };
+        };
+        responses: {
+            /** @description The agent. */
+            201: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+        };
+    };
+    getAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Agent id (`agt_<32 hex>`).
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId: components["parameters"]["AgentIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    deleteAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional current `ETag` (`"<version>"`); when sent and stale or malformed the request answers 412 `version_conflict`.
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatchOptional"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Agent id (`agt_<32 hex>`).
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId: components["parameters"]["AgentIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+        };
+    };
+    updateAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description REQUIRED for updates: the current `ETag` of the resource, `"<version>"`. Missing
+                 *     answers 428 `precondition_required`; a stale or malformed value answers 412
+                 *     `version_conflict`. (Declared optional so that its absence reaches the 428 rule.)
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatch"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Agent id (`agt_<32 hex>`).
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId: components["parameters"]["AgentIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated agent. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
@@ -5694,6 +6347,254 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listChannels: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the channels of this agent.
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId?: string;
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the agent API channels list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY2hhbm5lbHMiLCJhIjoiY2huXzAxOTMyZjYzZDRlNTdmNmE5YjBjMWQyZTNmNGE1YjZjIn0
+                 */
+                cursor?: components["parameters"]["ChannelsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of channels. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    createChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelCreate"];
+            };
+        };
+        responses: {
+            /** @description The channel with its call URL and its key (shown only here). */
+            201: {
+                headers: {
+                    ETag: components["headers"]["ChannelETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelCreated"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+        };
+    };
+    getChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The channel. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ChannelETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    deleteChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional current `ETag` of the channel (`ChannelETag`); when sent and stale or malformed the request answers 412 `version_conflict`.
+                 * @example "1748782800000"
+                 */
+                "If-Match"?: components["parameters"]["ChannelIfMatchOptional"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+        };
+    };
+    updateChannel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description REQUIRED for updates: the channel's current `ETag` (`ChannelETag`, the time of its
+                 *     last change in milliseconds, quoted). Missing answers 428 `precondition_required`; a
+                 *     stale or malformed value answers 412 `version_conflict`. (Declared optional so that
+                 *     its absence reaches the 428 rule.)
+                 * @example "1748782800000"
+                 */
+                "If-Match"?: components["parameters"]["ChannelIfMatch"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated channel. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ChannelETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channel"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
+    rotateChannelKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                triggerId: components["parameters"]["ChannelIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new key (shown only here) and its hint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelKeyRotated"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
         };
     };
     listConnections: {

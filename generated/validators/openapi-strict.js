@@ -65,16 +65,432 @@ return errors === 0;
 }
 validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createApiKey_json = validate23;
-const schema36 = {"$ref":"components#/$defs/ApiKeyCreate","$id":"createApiKey_json"};
-const schema37 = {"type":"object","description":"A new API key.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the key is for."}}};
+export const createAgent_json = validate23;
+const schema36 = {"$ref":"components#/$defs/AgentCreate","$id":"createAgent_json"};
+const schema37 = {"type":"object","description":"A new agent: the arguments of the agent-management tool `agent_create`\n(schemas/tools/agent-management). `description` defaults to \"\" and `servers` to []\n(no tools).\n","required":["name","instructions"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Tool servers (and optionally tools) the agent may use.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":"string","minLength":1,"maxLength":200,"description":"Model as provider/model (e.g. openai/gpt-4o); omitted uses the installation default."},"outputSchema":{"type":"object","description":"JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it."},"introMessage":{"type":"string","minLength":1,"maxLength":4000,"description":"Greeting shown when a chat starts (not sent to the model)."}}};
+const schema38 = {"type":"object","description":"A tool server the agent may use and, optionally, which of its tools (spec section 11 `servers`).","required":["server"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path as in listServers, e.g. svc-sidekick or an application server path."},"tools":{"type":"array","minItems":1,"uniqueItems":true,"description":"Tool names the agent may call on that server; omitted means all of its tools.","items":{"type":"string","minLength":1}}}};
 const func1 = require("ajv/dist/runtime/ucs2length").default;
 
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate24.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.instructions === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "instructions"},message:"must have required property '"+"instructions"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "name") || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema")) || (key0 === "introMessage"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err6 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.instructions !== undefined){
+let data2 = data.instructions;
+if(typeof data2 === "string"){
+if(func1(data2) > 100000){
+const err8 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err9 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.servers !== undefined){
+let data3 = data.servers;
+if(Array.isArray(data3)){
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.server === undefined){
+const err11 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err12 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data4.server !== undefined){
+let data5 = data4.server;
+if(typeof data5 === "string"){
+if(func1(data5) < 1){
+const err13 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"components#/$defs/AgentServerRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"components#/$defs/AgentServerRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data4.tools !== undefined){
+let data6 = data4.tools;
+if(Array.isArray(data6)){
+if(data6.length < 1){
+const err15 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+const len1 = data6.length;
+for(let i1=0; i1<len1; i1++){
+let data7 = data6[i1];
+if(typeof data7 === "string"){
+if(func1(data7) < 1){
+const err16 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"components#/$defs/AgentServerRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"components#/$defs/AgentServerRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+let i2 = data6.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data6[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err18 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data.model !== undefined){
+let data8 = data.model;
+if(typeof data8 === "string"){
+if(func1(data8) > 200){
+const err22 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(func1(data8) < 1){
+const err23 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.outputSchema !== undefined){
+let data9 = data.outputSchema;
+if(!(data9 && typeof data9 == "object" && !Array.isArray(data9))){
+const err25 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data10 = data.introMessage;
+if(typeof data10 === "string"){
+if(func1(data10) > 4000){
+const err26 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(func1(data10) < 1){
+const err27 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
 function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createApiKey_json" */;
+/*# sourceURL="createAgent_json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate23.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
+errors = vErrors.length;
+}
+validate23.errors = vErrors;
+return errors === 0;
+}
+validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createApiKey_json = validate26;
+const schema39 = {"$ref":"components#/$defs/ApiKeyCreate","$id":"createApiKey_json"};
+const schema40 = {"type":"object","description":"A new API key.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the key is for."}}};
+
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createApiKey_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate26.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -150,28 +566,28 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
-validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createAppServer_json = validate24;
-const schema38 = {"$ref":"components#/$defs/AppServerCreate","$id":"createAppServer_json"};
-const schema39 = {"type":"object","description":"A new application server registration.","required":["path","name","service_key","upstream","auth"],"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (listServers `name`)."},"description":{"type":"string","maxLength":2000,"description":"What the server offers."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family of the connections (PCIDs) it accepts; usually equals the path."},"parentPath":{"$ref":"components#/$defs/AppServerPath","description":"Path of an existing top-level server of the organisation; the child shares its PCID."},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
-const schema40 = {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$","not":{"enum":["mcp","svc-sidekick","gateway","agent-management","browser-automation"]},"description":"Server path under the tool gateway (`{mcp_url}/<path>`); embedded server paths are reserved."};
+export const createAppServer_json = validate27;
+const schema41 = {"$ref":"components#/$defs/AppServerCreate","$id":"createAppServer_json"};
+const schema42 = {"type":"object","description":"A new application server registration.","required":["path","name","service_key","upstream","auth"],"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (listServers `name`)."},"description":{"type":"string","maxLength":2000,"description":"What the server offers."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family of the connections (PCIDs) it accepts; usually equals the path."},"parentPath":{"$ref":"components#/$defs/AppServerPath","description":"Path of an existing top-level server of the organisation; the child shares its PCID."},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+const schema43 = {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$","not":{"enum":["mcp","svc-sidekick","gateway","agent-management","browser-automation"]},"description":"Server path under the tool gateway (`{mcp_url}/<path>`); embedded server paths are reserved."};
 const pattern4 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 const pattern5 = new RegExp("^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", "u");
-const schema42 = {"description":"Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists\nthem (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);\nan OpenAPI document's operations, one tool per operation; the coding-agent template's\nlaunch tool. Every tool gets the required string argument `PCID`. An application server\nshows tools only to an organisation with a `connected` connection of its service key\n(otherwise `tools/list` is empty and no error is given).\n\nOpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`\nreplaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a\nrepeated name gets `_2`, `_3` …); description = summary and description; arguments =\npath, query and header parameters as top-level properties under their own names (a name\nused twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,\nContent-Type or Authorization are not offered) and the JSON request body under `body`\n(operations whose body has no JSON media type are not offered). Unknown or missing\nrequired arguments are a -32000 error. The call goes to `baseUrl` + the operation path\n(the document's `servers` are ignored), redirects are not followed, and the document's\nown security schemes are ignored: `auth` applies. A 2xx JSON object answer is the\nstructuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is\n`isError: true` with structuredContent `{status, error}` (`error` = the first 2000\ncharacters of the body).\n","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"},{"$ref":"components#/$defs/AppServerCodingAgentUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream","coding-agent":"#/components/schemas/AppServerCodingAgentUpstream"}}};
-const schema43 = {"type":"object","description":"A remote MCP server.","required":["type","url","transport"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["mcp"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"url":{"type":"string","format":"uri","description":"Absolute http(s) URL of the MCP endpoint."},"transport":{"type":"string","enum":["streamable-http","sse"],"description":"MCP transport of the upstream."}}};
-const schema44 = {"type":"object","description":"An HTTP API described by an OpenAPI document; its operations become tools.","required":["type","baseUrl","document"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["openapi"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL the operations are called on."},"document":{"type":"object","description":"The OpenAPI 3.0 or 3.1 document.","required":["openapi","info"],"additionalProperties":true,"properties":{"openapi":{"type":"string","pattern":"^3\\.[01]\\.[0-9]+$","description":"OpenAPI version."},"info":{"type":"object","description":"OpenAPI info object."}}}}};
-const schema45 = {"type":"object","description":"The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input\nis validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`\nwith the connection's secret per `auth` (normally `bearer`). Request body (our mapping):\n`prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given\n(then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;\n`model` (the model id) and `modelParams` (`model.params`) when a model is given;\n`target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),\nskipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`\nas given. The upstream's JSON answer is returned as structuredContent with `agentId`\n(from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx\nanswer, or one without an id and a status, is a tool error (`isError: true`).\n","required":["type","baseUrl"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["coding-agent"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended)."}}};
+const schema45 = {"description":"Where the server's tools come from. Tool lists: a remote MCP server's tools as it lists\nthem (cached per upstream session for 30 s, dropped on `notifications/tools/list_changed`);\nan OpenAPI document's operations, one tool per operation; the coding-agent template's\nlaunch tool. Every tool gets the required string argument `PCID`. An application server\nshows tools only to an organisation with a `connected` connection of its service key\n(otherwise `tools/list` is empty and no error is given).\n\nOpenAPI tools (our mapping): name = operationId with characters outside `[A-Za-z0-9_-]`\nreplaced by `_` (at most 64 characters; `<method>_<path>` without an operationId; a\nrepeated name gets `_2`, `_3` …); description = summary and description; arguments =\npath, query and header parameters as top-level properties under their own names (a name\nused twice becomes `<in>_<name>`; cookie parameters and header parameters named Accept,\nContent-Type or Authorization are not offered) and the JSON request body under `body`\n(operations whose body has no JSON media type are not offered). Unknown or missing\nrequired arguments are a -32000 error. The call goes to `baseUrl` + the operation path\n(the document's `servers` are ignored), redirects are not followed, and the document's\nown security schemes are ignored: `auth` applies. A 2xx JSON object answer is the\nstructuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is\n`isError: true` with structuredContent `{status, error}` (`error` = the first 2000\ncharacters of the body).\n","oneOf":[{"$ref":"components#/$defs/AppServerMcpUpstream"},{"$ref":"components#/$defs/AppServerOpenapiUpstream"},{"$ref":"components#/$defs/AppServerCodingAgentUpstream"}],"discriminator":{"propertyName":"type","mapping":{"mcp":"#/components/schemas/AppServerMcpUpstream","openapi":"#/components/schemas/AppServerOpenapiUpstream","coding-agent":"#/components/schemas/AppServerCodingAgentUpstream"}}};
+const schema46 = {"type":"object","description":"A remote MCP server.","required":["type","url","transport"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["mcp"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"url":{"type":"string","format":"uri","description":"Absolute http(s) URL of the MCP endpoint."},"transport":{"type":"string","enum":["streamable-http","sse"],"description":"MCP transport of the upstream."}}};
+const schema47 = {"type":"object","description":"An HTTP API described by an OpenAPI document; its operations become tools.","required":["type","baseUrl","document"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["openapi"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL the operations are called on."},"document":{"type":"object","description":"The OpenAPI 3.0 or 3.1 document.","required":["openapi","info"],"additionalProperties":true,"properties":{"openapi":{"type":"string","pattern":"^3\\.[01]\\.[0-9]+$","description":"OpenAPI version."},"info":{"type":"object","description":"OpenAPI info object."}}}}};
+const schema48 = {"type":"object","description":"The coding-agent template (spec section 13): one tool, `coding-agent_launch`, whose input\nis validated as schemas/tools/coding-agent says and then sent as `POST <baseUrl>/v0/agents`\nwith the connection's secret per `auth` (normally `bearer`). Request body (our mapping):\n`prompt` `{text, images?: [{data}]}`; `source` `{prUrl}` when `repos[0].prUrl` is given\n(then `url` and `startingRef` are dropped), else `{repository: url, ref?: startingRef}`;\n`model` (the model id) and `modelParams` (`model.params`) when a model is given;\n`target` `{autoCreatePr, branchName, autoBranch (autoGenerateBranch, only with prUrl),\nskipReviewerRequest (only with autoCreatePR true)}` with unset fields left out; `envVars`\nas given. The upstream's JSON answer is returned as structuredContent with `agentId`\n(from `id` or `agentId`), `status` and `url` (from `url` or `target.url`) set; a non-2xx\nanswer, or one without an id and a status, is a tool error (`isError: true`).\n","required":["type","baseUrl"],"additionalProperties":false,"properties":{"type":{"type":"string","enum":["coding-agent"],"description":"Upstream kind. (enum property replaced by openapi-typescript)"},"baseUrl":{"type":"string","format":"uri","description":"Absolute http(s) base URL of the coding-agent API (`/v0/agents` is appended)."}}};
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 const pattern7 = new RegExp("^3\\.[01]\\.[0-9]+$", "u");
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate26.evaluated;
+const evaluated0 = validate29.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -238,7 +654,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "mcp")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema43.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema46.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -286,7 +702,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!((data2 === "streamable-http") || (data2 === "sse"))){
-const err9 = {instancePath:instancePath+"/transport",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/transport/enum",keyword:"enum",params:{allowedValues: schema43.properties.transport.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/transport",schemaPath:"components#/$defs/AppServerMcpUpstream/properties/transport/enum",keyword:"enum",params:{allowedValues: schema46.properties.transport.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -370,7 +786,7 @@ vErrors.push(err15);
 errors++;
 }
 if(!(data3 === "openapi")){
-const err16 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerOpenapiUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema44.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err16 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerOpenapiUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema47.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -549,7 +965,7 @@ vErrors.push(err29);
 errors++;
 }
 if(!(data8 === "coding-agent")){
-const err30 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema45.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err30 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/AppServerCodingAgentUpstream/properties/type/enum",keyword:"enum",params:{allowedValues: schema48.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -631,21 +1047,21 @@ vErrors = null;
 }
 }
 }
-validate26.errors = vErrors;
+validate29.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate26.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate29.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema46 = {"description":"How the connection secret reaches the upstream (spec Authentication 5: the upstream sees\nthe connection's credential, never the caller's token or channel key): `bearer`\n(`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is\nrequired with this scheme and only with it), `basic` (`Authorization: Basic\nbase64(username:password)`) or `none` (nothing is sent; a connection is still required).\nThe value for `bearer` and `header` is the secret when it is a string, else the first\nnon-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.\nFor `basic` the secret is an object `{username, password}` or a string `user:pass`.\nA secret that does not fit its scheme fails the call with -32000 (the secret is never\nshown).\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
-const schema47 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
-const schema48 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
+const schema49 = {"description":"How the connection secret reaches the upstream (spec Authentication 5: the upstream sees\nthe connection's credential, never the caller's token or channel key): `bearer`\n(`Authorization: Bearer <value>`), `header` (`<headerName>: <value>`; `headerName` is\nrequired with this scheme and only with it), `basic` (`Authorization: Basic\nbase64(username:password)`) or `none` (nothing is sent; a connection is still required).\nThe value for `bearer` and `header` is the secret when it is a string, else the first\nnon-empty string among the secret object's `token`, `accessToken`, `apiKey` and `key`.\nFor `basic` the secret is an object `{username, password}` or a string `user:pass`.\nA secret that does not fit its scheme fails the call with -32000 (the secret is never\nshown).\n","oneOf":[{"$ref":"components#/$defs/AppServerSchemeAuth"},{"$ref":"components#/$defs/AppServerHeaderAuth"}],"discriminator":{"propertyName":"scheme","mapping":{"bearer":"#/components/schemas/AppServerSchemeAuth","basic":"#/components/schemas/AppServerSchemeAuth","none":"#/components/schemas/AppServerSchemeAuth","header":"#/components/schemas/AppServerHeaderAuth"}}};
+const schema50 = {"type":"object","description":"Schemes without parameters.","required":["scheme"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["bearer","basic","none"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"}}};
+const schema51 = {"type":"object","description":"The secret is sent in a custom header.","required":["scheme","headerName"],"additionalProperties":false,"properties":{"scheme":{"type":"string","enum":["header"],"description":"Authentication scheme. (enum property replaced by openapi-typescript)"},"headerName":{"type":"string","pattern":"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$","description":"Header carrying the secret."}}};
 const pattern8 = new RegExp("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", "u");
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate28.evaluated;
+const evaluated0 = validate31.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -692,7 +1108,7 @@ vErrors.push(err2);
 errors++;
 }
 if(!(((data0 === "bearer") || (data0 === "basic")) || (data0 === "none"))){
-const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema47.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerSchemeAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema50.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -766,7 +1182,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data1 === "header")){
-const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema48.properties.scheme.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/scheme",schemaPath:"components#/$defs/AppServerHeaderAuth/properties/scheme/enum",keyword:"enum",params:{allowedValues: schema51.properties.scheme.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -847,17 +1263,17 @@ vErrors = null;
 }
 }
 }
-validate28.errors = vErrors;
+validate31.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate28.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate31.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate25.evaluated;
+const evaluated0 = validate28.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1131,14 +1547,14 @@ errors++;
 }
 }
 if(data.upstream !== undefined){
-if(!(validate26(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate29(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
 errors = vErrors.length;
 }
 }
 if(data.auth !== undefined){
-if(!(validate28(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+if(!(validate31(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
@@ -1153,44 +1569,224 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
-validate25.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate28.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate24.evaluated;
+const evaluated0 = validate27.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate25(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+if(!(validate28(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
 errors = vErrors.length;
 }
-validate24.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
-validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createConnection_json = validate31;
-const schema49 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
-const schema50 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
-const schema51 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
-const schema52 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
-const schema53 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
-const schema54 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
+export const createChannel_json = validate34;
+const schema52 = {"$ref":"components#/$defs/ChannelCreate","$id":"createChannel_json"};
+const schema53 = {"type":"object","description":"A new agent API channel.","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"maxLength":64,"description":"Agent the channel exposes."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API channel)."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat","default":"text"},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."}}};
+const schema54 = {"type":"string","enum":["text","markdown","json"],"description":"Format of the channel's replies (spec \"Agent API channel\"): `text` (text/plain), `markdown` (text/markdown) or `json` (application/json)."};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate33.evaluated;
+const evaluated0 = validate35.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.agentId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentId"},message:"must have required property '"+"agentId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "agentId") || (key0 === "name")) || (key0 === "outputFormat")) || (key0 === "enabled"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data1 = data.name;
+if(typeof data1 === "string"){
+if(func1(data1) > 200){
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err6 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.outputFormat !== undefined){
+let data2 = data.outputFormat;
+if(typeof data2 !== "string"){
+const err8 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(((data2 === "text") || (data2 === "markdown")) || (data2 === "json"))){
+const err9 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema54.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.enabled !== undefined){
+if(typeof data.enabled !== "boolean"){
+const err10 = {instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate35.errors = vErrors;
+return errors === 0;
+}
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createChannel_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate34.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate35(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+errors = vErrors.length;
+}
+validate34.errors = vErrors;
+return errors === 0;
+}
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createConnection_json = validate37;
+const schema55 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
+const schema56 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
+const schema57 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
+const schema58 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
+const schema59 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
+const schema60 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
+
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1271,16 +1867,16 @@ vErrors = null;
 }
 }
 }
-validate33.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate33.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate32.evaluated;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1403,7 +1999,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data2 === "connected") || (data2 === "error")) || (data2 === "disconnected"))){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema51.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1414,8 +2010,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate33(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate39(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 }
@@ -1443,41 +2039,41 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate32.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate31.evaluated;
+const evaluated0 = validate37.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate32(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+if(!(validate38(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
 errors = vErrors.length;
 }
-validate31.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
-validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCredential_json = validate36;
-const schema55 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
-const schema56 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
+export const createCredential_json = validate42;
+const schema61 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
+const schema62 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCredential_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate36.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1553,21 +2149,21 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvBatch_json = validate37;
-const schema57 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
-const schema58 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
+export const createCsvBatch_json = validate43;
+const schema63 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
+const schema64 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
 const pattern10 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvBatch_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1668,21 +2264,21 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvUploadUrl_json = validate38;
-const schema59 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
-const schema60 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
+export const createCsvUploadUrl_json = validate44;
+const schema65 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
+const schema66 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
 const pattern11 = new RegExp("^[^/\\\\]*\\.[cC][sS][vV]$", "u");
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1813,22 +2409,22 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createMemoryItem_json = validate39;
-const schema61 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
-const schema62 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
-const schema63 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
-const schema64 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
-const schema65 = {"type":"string","description":"Content of an unstructured datastore item."};
+export const createMemoryItem_json = validate45;
+const schema67 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
+const schema68 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+const schema69 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
+const schema70 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
+const schema71 = {"type":"string","description":"Content of an unstructured datastore item."};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1900,21 +2496,21 @@ vErrors = null;
 }
 }
 }
-validate41.errors = vErrors;
+validate47.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate41.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate47.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema66 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
-const schema67 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
-const schema68 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
+const schema72 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema73 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
+const schema74 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
 const pattern12 = new RegExp("^https?://", "u");
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1977,7 +2573,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2080,7 +2676,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!((data3 === "collection") || (data3 === "item"))){
-const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema68.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema74.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2101,16 +2697,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2186,8 +2782,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
 }
@@ -2246,8 +2842,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate43(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate49(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
 }
@@ -2274,42 +2870,42 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate40(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate40.errors : vErrors.concat(validate40.errors);
+if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
 errors = vErrors.length;
 }
-validate39.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createTrigger_json = validate46;
-const schema69 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema70 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema71 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema72 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+export const createTrigger_json = validate52;
+const schema75 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema76 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema77 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema78 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2387,7 +2983,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema71.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2572,46 +3168,46 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate47(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate53(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
-validate46.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWorkflow_json = validate49;
-const schema73 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema74 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema82 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema75 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema80 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema81 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
-const schema76 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
-const schema77 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
+export const createWorkflow_json = validate55;
+const schema79 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema80 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema88 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema81 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema86 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema87 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema82 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema83 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2662,7 +3258,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema76.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema82.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2840,7 +3436,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2861,17 +3457,17 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema78 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema84 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
 
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate54.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2922,7 +3518,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "http")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema78.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema84.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3028,7 +3624,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
-const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema78.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema84.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3142,7 +3738,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
-const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3163,16 +3759,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate54.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3183,8 +3779,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate52(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate58(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -3201,8 +3797,8 @@ props0.memoryMb = true;
 props0.resultType = true;
 }
 const _errs2 = errors;
-if(!(validate54(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate54.errors : vErrors.concat(validate54.errors);
+if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -3278,7 +3874,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "tool")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema80.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema86.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3522,7 +4118,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data7 === "agent")){
-const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema81.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema87.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3695,17 +4291,17 @@ vErrors = null;
 }
 }
 }
-validate51.errors = vErrors;
+validate57.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate51.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate57.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3831,8 +4427,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate51(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+if(!(validate57(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
 errors = vErrors.length;
 }
 }
@@ -3999,40 +4595,40 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+if(!(validate56(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate56.errors : vErrors.concat(validate56.errors);
 errors = vErrors.length;
 }
-validate49.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exchangeLegacyToken_json = validate58;
-const schema83 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+export const exchangeLegacyToken_json = validate64;
+const schema89 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4051,20 +4647,20 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_json = validate59;
-const schema84 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
-const schema85 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
-const schema86 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
+export const postMcpMessage_json = validate65;
+const schema90 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema91 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema92 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4102,7 +4698,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema86.properties.id.type},message:"must be integer,string,null"};
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema92.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4190,7 +4786,7 @@ errors++;
 if(data4.id !== undefined){
 let data6 = data4.id;
 if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
-const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema86.properties.id.type},message:"must be integer,string,null"};
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema92.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4281,48 +4877,48 @@ vErrors = null;
 }
 }
 }
-validate60.errors = vErrors;
+validate66.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate60.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate66.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="postMcpMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate66(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate66.errors : vErrors.concat(validate66.errors);
 errors = vErrors.length;
 }
 else {
-var props0 = validate60.evaluated.props;
-var items0 = validate60.evaluated.items;
+var props0 = validate66.evaluated.props;
+var items0 = validate66.evaluated.items;
 }
-validate59.errors = vErrors;
+validate65.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate59.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate65.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
-export const replaceMemoryItem_json = validate62;
-const schema88 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema89 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
+export const replaceMemoryItem_json = validate68;
+const schema94 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema95 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4353,8 +4949,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
 }
@@ -4413,8 +5009,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate43(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate49(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
 }
@@ -4453,41 +5049,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate63.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
+if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
-validate62.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_json = validate67;
-const schema90 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
-const schema91 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
+export const sendChannelMessage_json = validate73;
+const schema96 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
+const schema97 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4593,19 +5189,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate67.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate68;
-const schema92 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema93 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const testDataCollectionTrigger_json = validate74;
+const schema98 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema99 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4658,7 +5254,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema67.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4694,41 +5290,41 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
+if(!(validate75(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
 errors = vErrors.length;
 }
-validate68.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate71;
-const schema95 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema96 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+export const testMemoryTrigger_json = validate77;
+const schema101 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema102 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4919,19 +5515,424 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate71.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate72;
-const schema97 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema98 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAgent_json = validate78;
+const schema103 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
+const schema104 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate79.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "name") || (key0 === "description")) || (key0 === "instructions")) || (key0 === "servers")) || (key0 === "model")) || (key0 === "outputSchema")) || (key0 === "introMessage"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err5 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.instructions !== undefined){
+let data2 = data.instructions;
+if(typeof data2 === "string"){
+if(func1(data2) > 100000){
+const err7 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/maxLength",keyword:"maxLength",params:{limit: 100000},message:"must NOT have more than 100000 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err8 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/instructions",schemaPath:"#/properties/instructions/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.servers !== undefined){
+let data3 = data.servers;
+if(Array.isArray(data3)){
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.server === undefined){
+const err10 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/required",keyword:"required",params:{missingProperty: "server"},message:"must have required property '"+"server"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!((key1 === "server") || (key1 === "tools"))){
+const err11 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data4.server !== undefined){
+let data5 = data4.server;
+if(typeof data5 === "string"){
+if(func1(data5) < 1){
+const err12 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"components#/$defs/AgentServerRef/properties/server/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/servers/" + i0+"/server",schemaPath:"components#/$defs/AgentServerRef/properties/server/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data4.tools !== undefined){
+let data6 = data4.tools;
+if(Array.isArray(data6)){
+if(data6.length < 1){
+const err14 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+const len1 = data6.length;
+for(let i1=0; i1<len1; i1++){
+let data7 = data6[i1];
+if(typeof data7 === "string"){
+if(func1(data7) < 1){
+const err15 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"components#/$defs/AgentServerRef/properties/tools/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/servers/" + i0+"/tools/" + i1,schemaPath:"components#/$defs/AgentServerRef/properties/tools/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+let i2 = data6.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data6[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err17 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+break;
+}
+indices0[item0] = i2;
+}
+}
+}
+else {
+const err18 = {instancePath:instancePath+"/servers/" + i0+"/tools",schemaPath:"components#/$defs/AgentServerRef/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/servers/" + i0,schemaPath:"components#/$defs/AgentServerRef/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/servers",schemaPath:"#/properties/servers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.model !== undefined){
+let data8 = data.model;
+if((typeof data8 !== "string") && (data8 !== null)){
+const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema104.properties.model.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(typeof data8 === "string"){
+if(func1(data8) > 200){
+const err22 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(func1(data8) < 1){
+const err23 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+if(data.outputSchema !== undefined){
+let data9 = data.outputSchema;
+if((!(data9 && typeof data9 == "object" && !Array.isArray(data9))) && (data9 !== null)){
+const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema104.properties.outputSchema.type},message:"must be object,null"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.introMessage !== undefined){
+let data10 = data.introMessage;
+if((typeof data10 !== "string") && (data10 !== null)){
+const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema104.properties.introMessage.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(typeof data10 === "string"){
+if(func1(data10) > 4000){
+const err26 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/maxLength",keyword:"maxLength",params:{limit: 4000},message:"must NOT have more than 4000 characters"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(func1(data10) < 1){
+const err27 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+validate79.errors = vErrors;
+return errors === 0;
+}
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateAgent_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate78.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
+errors = vErrors.length;
+}
+validate78.errors = vErrors;
+return errors === 0;
+}
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateAppServer_json = validate81;
+const schema106 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema107 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5058,7 +6059,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema98.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema107.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5204,14 +6205,14 @@ vErrors = null;
 }
 }
 if(data.upstream !== undefined){
-if(!(validate26(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate29(data.upstream, {instancePath:instancePath+"/upstream",parentData:data,parentDataProperty:"upstream",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
 errors = vErrors.length;
 }
 }
 if(data.auth !== undefined){
-if(!(validate28(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate28.errors : vErrors.concat(validate28.errors);
+if(!(validate31(data.auth, {instancePath:instancePath+"/auth",parentData:data,parentDataProperty:"auth",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
@@ -5226,40 +6227,184 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
+if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
 errors = vErrors.length;
 }
-validate72.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate77;
-const schema101 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema102 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateChannel_json = validate86;
+const schema110 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
+const schema111 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate87.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+const err0 = {instancePath,schemaPath:"#/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "name") || (key0 === "outputFormat")) || (key0 === "enabled"))){
+const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.outputFormat !== undefined){
+let data1 = data.outputFormat;
+if(typeof data1 !== "string"){
+const err5 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!(((data1 === "text") || (data1 === "markdown")) || (data1 === "json"))){
+const err6 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema54.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.enabled !== undefined){
+if(typeof data.enabled !== "boolean"){
+const err7 = {instancePath:instancePath+"/enabled",schemaPath:"#/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate87.errors = vErrors;
+return errors === 0;
+}
+validate87.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateChannel_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate86.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate87(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
+errors = vErrors.length;
+}
+validate86.errors = vErrors;
+return errors === 0;
+}
+validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateConnection_json = validate89;
+const schema113 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema114 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5337,7 +6482,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "connected") || (data1 === "error")) || (data1 === "disconnected"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema51.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5348,8 +6493,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate33(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate33.errors : vErrors.concat(validate33.errors);
+if(!(validate39(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 }
@@ -5377,40 +6522,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate89.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate78(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
+if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
 errors = vErrors.length;
 }
-validate77.errors = vErrors;
+validate89.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate81;
-const schema104 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema105 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate93;
+const schema116 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema117 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5455,8 +6600,8 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate43(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate49(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
 }
@@ -5483,39 +6628,39 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate93.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
+if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
 errors = vErrors.length;
 }
-validate81.errors = vErrors;
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate85;
-const schema106 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate97;
+const schema118 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate86.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5546,8 +6691,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate41(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
 errors = vErrors.length;
 }
 }
@@ -5606,8 +6751,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate43(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate49(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
 }
@@ -5646,40 +6791,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate86.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate85.evaluated;
+const evaluated0 = validate97.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate86(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate86.errors : vErrors.concat(validate86.errors);
+if(!(validate98(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate98.errors : vErrors.concat(validate98.errors);
 errors = vErrors.length;
 }
-validate85.errors = vErrors;
+validate97.errors = vErrors;
 return errors === 0;
 }
-validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate90;
-const schema108 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema109 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateTrigger_json = validate102;
+const schema120 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema121 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
 
-function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate91.evaluated;
+const evaluated0 = validate103.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5923,39 +7068,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate91.errors = vErrors;
+validate103.errors = vErrors;
 return errors === 0;
 }
-validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate102.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
+if(!(validate103(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
 errors = vErrors.length;
 }
-validate90.errors = vErrors;
+validate102.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate93;
-const schema111 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate105;
+const schema123 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate94.evaluated;
+const evaluated0 = validate106.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6081,8 +7226,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate51(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+if(!(validate57(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
 errors = vErrors.length;
 }
 }
@@ -6249,28 +7394,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate94.errors = vErrors;
+validate106.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate106.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate93.evaluated;
+const evaluated0 = validate105.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
+if(!(validate106(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate106.errors : vErrors.concat(validate106.errors);
 errors = vErrors.length;
 }
-validate93.errors = vErrors;
+validate105.errors = vErrors;
 return errors === 0;
 }
-validate93.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate105.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

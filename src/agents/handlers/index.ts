@@ -1,0 +1,31 @@
+import { guardBearerAuth } from '../../http/support.js';
+import { createAgent } from './createAgent.js';
+import { deleteAgent } from './deleteAgent.js';
+import { getAgent } from './getAgent.js';
+import { listAgents } from './listAgents.js';
+import { updateAgent } from './updateAgent.js';
+import { createChannel } from './createChannel.js';
+import { deleteChannel } from './deleteChannel.js';
+import { getChannel } from './getChannel.js';
+import { listChannels } from './listChannels.js';
+import { rotateChannelKey } from './rotateChannelKey.js';
+import { updateChannel } from './updateChannel.js';
+
+/** Handlers of the agent management operations in openapi/management.yaml (Handler<operationId> each). */
+export const agentHandlers = guardBearerAuth({
+  listAgents,
+  createAgent,
+  getAgent,
+  updateAgent,
+  deleteAgent,
+});
+
+/** Handlers of the agent API channel management operations (the channel call itself is served elsewhere). */
+export const channelHandlers = guardBearerAuth({
+  listChannels,
+  createChannel,
+  getChannel,
+  updateChannel,
+  deleteChannel,
+  rotateChannelKey,
+});
