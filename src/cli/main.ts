@@ -19,6 +19,7 @@ import {
   BOOTSTRAP_FILE, checkPostmanValues, freshPostmanValues, postmanEnvironment, readBootstrapFile, valuesFromBootstrap, writePostmanEnvironment,
 } from '../bootstrap/postman-env.js';
 import { AppError } from '../errors/index.js';
+import { registerAgentCommands } from './agents.js';
 
 function print(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
@@ -190,6 +191,8 @@ program.command('postman-env')
       } else print(env);
     }),
   );
+
+registerAgentCommands(program, { withStore, resolveOrg, orgOption, print, readDefinition, fail: (message) => new CliError(message) });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof CliError || err instanceof AppError ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);
