@@ -244,9 +244,9 @@ export const flow: FlowFolder[] = [
       { op: 'callWebhookTriggerWithQuery', path: { triggerId: '{{demoWebhookTriggerId}}' }, query: { name: 'Postman' } },
       {
         op: 'sendChannelMessage',
-        expect: 501,
+        expect: 503,
         path: { triggerId: '{{channelTriggerId}}' },
-        note: 'Agent API channels are not served yet: the documented 501 not_implemented.',
+        note: 'Without DEFAULT_MODEL the server answers 503 model_not_configured, naming the settings; with a model configured this is 200 and the reply.',
         json: { message: 'Hello from Postman' },
       },
     ],

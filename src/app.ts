@@ -14,6 +14,8 @@ import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
 import { agentHandlers, channelHandlers } from './agents/handlers/index.js';
+import { AgentService, agentInvoker, failAbandonedTurns, sendChannelMessage } from './agents/index.js';
+import { createChatOrder } from './agents/chat-order.js';
 import { openBlobStore } from './runs/blobs.js';
 import { createSignals } from './runs/signals.js';
 import { GroupCommitter } from './runs/group-commit.js';
@@ -53,6 +55,7 @@ export function allHandlers(): HandlerMap {
     ...appServerHandlers,
     ...agentHandlers, ...channelHandlers,
     ...gatewayHandlers,
+    sendChannelMessage,
     getHealth,
     getReadiness,
   } satisfies HandlerMap;
@@ -72,17 +75,23 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const services: Services = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
+  const services = partial as Services;
+  services.agents = new AgentService(services, chatOrder);
+  // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
+  await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
-  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, callTool: toolCaller(services) });
+  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
   await workers.start();
   return {
     services,
     workers,
     async close() {
       await workers.close();
+      await chatOrder.close();
       await gateway.close();
       await sandbox.close();
       await signals.close();

@@ -14,6 +14,7 @@ import type { GroupCommitter } from './runs/group-commit.js';
 import type { RunQueue } from './queues/run-queue.js';
 import type { CallTargets } from './triggers/target.js';
 import type { Gateway } from './gateway/gateway.js';
+import type { AgentService } from './agents/service.js';
 import type * as Http from './http/types.js';
 
 export type { HandlerRequest, Reply, OperationId } from './http/types.js';
@@ -36,9 +37,12 @@ export interface Services extends Http.PipelineServices {
   callTargets: CallTargets;
   /** The tool gateway: catalogue, router, upstream pool (src/gateway). */
   gateway: Gateway;
+  /** Agent turns for the channel, agent_invoke and workflow agent steps (src/agents). */
+  agents: AgentService;
 }
 
 export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http.RequestContext<K, Services>;
 export type Handler<K extends Http.OperationId> = Http.Handler<K, Services>;
 export type HandlerMap = Http.HandlerMap<Services>;
+export type BeforeBody = Http.BeforeBody<Services>;
 export type PartialHandlerMap = Http.PartialHandlerMap<Services>;

@@ -450,8 +450,36 @@ export interface paths {
          *       upstream session cache key. OpenAPI cannot declare a header-name pattern, so these
          *       headers are described here rather than listed as parameters.
          *
-         *     Decision: until agents land on this server, this operation answers 501
-         *     `not_implemented`.
+         *     **Order of checks.** Decision: before the body is read, the key (401; an unknown
+         *     channel id answers 401 too, so ids do not leak), the enabled flag (403
+         *     `trigger_disabled`) and the media type (415); then the body (400), the
+         *     `Idempotency-Key` replay, the chat's owner (403 `unowned_chat_id`) and the model (503
+         *     `model_not_configured` when no model is configured for the agent: no chat is created
+         *     and the message names the settings, `DEFAULT_MODEL`, `OPENAI_COMPATIBLE_BASE_URL` and
+         *     the provider keys).
+         *
+         *     **The turn.** Decision: the agent runs its latest published release (the draft while
+         *     it has none). `X-Pf-Run-Id` is the id of this turn (one message and its reply). A turn
+         *     that fails after its chat exists answers with the chat headers and the `Error` object:
+         *     502 with `error` one of `model_error` (the model provider failed), `step_limit` (the
+         *     model was still calling tools after the step limit, `AGENT_MAX_STEPS`),
+         *     `invalid_output` (the answer did not match the agent's output schema after one
+         *     retry), `turn_timeout` 504 (the turn passed `AGENT_TURN_TIMEOUT_MS`). The user message
+         *     and whatever tool calls happened stay in the history.
+         *
+         *     **Idempotency.** `Idempotency-Key` (1 to 255 characters): within 24 hours the same key
+         *     on the same channel does not start a new turn; the original turn's reply (waiting up
+         *     to 60 seconds for it) is returned with `Idempotent-Replay: true`.
+         *
+         *     **Streaming (our extension).** With `Accept: text/event-stream` the reply is streamed
+         *     as server-sent events: `text-delta` `{delta}`, `tool-call-start` `{toolCallId,
+         *     server, tool}`, `tool-call-end` `{toolCallId, server, tool, isError, durationMs}`, then
+         *     `done` `{chatId, runId, reply, output}` (`output` is the structured output or null) or
+         *     `error` `{error, message}`. `X-Pf-Chat-Id` and `X-Pf-Run-Id` are sent before the first
+         *     event; a comment line every 15 seconds keeps the stream open; the 60-second limit
+         *     does not apply (the turn's own time limit does). Errors found before the turn starts
+         *     (401, 403, 415, 400, 503) are ordinary JSON responses. Without this `Accept` value
+         *     nothing changes.
          */
         post: operations["sendChannelMessage"];
         delete?: never;
@@ -1949,6 +1977,8 @@ export interface components {
             /** @description Draft version: 1 at creation, +1 on every update; also the ETag. */
             version: number;
         };
+        /** @description Server-sent events of a streamed turn (see `sendChannelMessage`, "Streaming"). */
+        AgentChannelEventStream: string;
         /**
          * @description JSON body of an agent channel reply: the json-format output, or the timeout body past
          *     60 seconds.
@@ -3585,6 +3615,39 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description Agent channel only: the turn failed after its chat existed (`model_error`,
+         *     `step_limit`, `invalid_output`). `X-Pf-Chat-Id` and `X-Pf-Run-Id` are set.
+         */
+        ChannelAgentFailed: {
+            headers: {
+                /** @description The chat of the failed turn. */
+                "X-Pf-Chat-Id": string;
+                "X-Pf-Run-Id": components["headers"]["TriggerRunId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Agent channel only, streamed or replayed turns excepted — the turn passed its time limit (`AGENT_TURN_TIMEOUT_MS`). */
+        ChannelAgentTimeout: {
+            headers: {
+                /** @description The chat of the turn. */
+                "X-Pf-Chat-Id": string;
+                "X-Pf-Run-Id": components["headers"]["TriggerRunId"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "turn_timeout",
+                 *       "message": "The agent turn reached its time limit (AGENT_TURN_TIMEOUT_MS) before the agent answered"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Malformed JSON, or a body with unknown or missing fields (spec "Errors"). */
         ChannelBadRequest: {
             headers: {
@@ -3600,6 +3663,21 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Agent channel only — no language model is configured for the agent; nothing was recorded (no chat). */
+        ChannelModelNotConfigured: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "model_not_configured",
+                 *       "message": "This agent names no model and DEFAULT_MODEL is not set. Set DEFAULT_MODEL (e.g. openai-compatible/llama3.1 with OPENAI_COMPATIBLE_BASE_URL=http://localhost:11434/v1 for Ollama, or openai/gpt-4o-mini with OPENAI_API_KEY) and restart; see the README \"Agents\" section."
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -3627,6 +3705,7 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["AgentChannelJsonBody"];
+                "text/event-stream": components["schemas"]["AgentChannelEventStream"];
                 "text/markdown": components["schemas"]["AgentChannelTextOutput"];
                 "text/plain": components["schemas"]["AgentChannelTextOutput"];
             };
@@ -4862,7 +4941,9 @@ export interface operations {
             404: components["responses"]["TriggerNotFound"];
             413: components["responses"]["TriggerWebhookPayloadTooLarge"];
             415: components["responses"]["ChannelUnsupportedMediaType"];
-            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["ChannelAgentFailed"];
+            503: components["responses"]["ChannelModelNotConfigured"];
+            504: components["responses"]["ChannelAgentTimeout"];
         };
     };
     callApiTriggerWithQuery: {
@@ -4995,6 +5076,9 @@ export interface operations {
             413: components["responses"]["TriggerPayloadTooLarge"];
             415: components["responses"]["TriggerUnsupportedMediaType"];
             501: components["responses"]["NotImplemented"];
+            502: components["responses"]["ChannelAgentFailed"];
+            503: components["responses"]["ChannelModelNotConfigured"];
+            504: components["responses"]["ChannelAgentTimeout"];
         };
     };
     getRunResults: {

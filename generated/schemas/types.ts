@@ -2002,7 +2002,16 @@ export interface components {
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
          *       "upstreamIdleMs": 300000,
-         *       "sqliteSynchronous": "NORMAL"
+         *       "sqliteSynchronous": "NORMAL",
+         *       "models": {
+         *         "defaultModel": "openai-compatible/llama3.1",
+         *         "openaiCompatibleBaseUrl": "http://localhost:11434/v1",
+         *         "providers": [
+         *           "openai-compatible"
+         *         ]
+         *       },
+         *       "agentMaxSteps": 20,
+         *       "agentTurnTimeoutMs": 300000
          *     }
          */
         SwitchyardConfig: {

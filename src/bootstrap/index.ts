@@ -10,6 +10,9 @@ import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
 import type { Services } from '../services.js';
 import { demoWorkflow } from './demo-workflow.js';
+import { demoAgent } from './demo-agent.js';
+import { createAgent } from '../agents/agents.js';
+import { createChannel } from '../agents/channels.js';
 import { BOOTSTRAP_FILE, POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment, writeSecretJson } from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
@@ -19,7 +22,7 @@ export interface BootstrapFile {
   clientSecret: string;
   apiKey: string;
   baseUrls: { triggers: string; auth: string; mcp: string; connect: string; runFiles: string };
-  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string };
+  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string };
 }
 
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
@@ -38,13 +41,18 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     designatedOutput: { stepIndex: 1, fileName: 'report.md' },
   });
   const webhookTrigger = await createTrigger(db, org.id, { automationId: workflow.automationId, kind: 'webhook', name: 'Demo webhook trigger' });
+  const agent = await createAgent(db, org.id, demoAgent);
+  const { channel, apiKey: channelApiKey } = await createChannel(db, org.id, { agentId: agent.agentId, name: 'Demo text channel', outputFormat: 'text' });
   const file: BootstrapFile = {
     orgId: org.id,
     clientId: credential.clientId,
     clientSecret,
     apiKey,
     baseUrls: { ...config.baseUrls },
-    demo: { automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId },
+    demo: {
+      automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId,
+      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey,
+    },
   };
   const target = writeSecretJson(path.join(config.dataDir, BOOTSTRAP_FILE), file);
   // The Postman environment holds the same secrets; written only here, while the secret is known.
@@ -95,6 +103,8 @@ Shown once — paste into a shell:
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"listServers","arguments":{}}}'
   curl -s -X POST ${u.mcp}/svc-sidekick -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json' \
     -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"capabilities_discover","arguments":{"request":"create an agent"}}}'
+  # 10. talk to the demo agent over its API channel (spec 5; needs DEFAULT_MODEL, see the README "Agents")
+  curl -si -X POST ${u.triggers}/ext/triggers/${b.demo.channelTriggerId} -H 'X-API-Key: ${b.demo.channelApiKey}' -H 'Content-Type: application/json' -d '{"message":"Which tools can you use?"}'
   # MCP clients connect to ${u.mcp}/<server-path> over Streamable HTTP with the same Bearer token, e.g.
   #   npx @modelcontextprotocol/inspector --cli ${u.mcp}/gateway --transport http --header "Authorization: Bearer $TOKEN" --method tools/list
 `;

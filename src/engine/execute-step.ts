@@ -7,10 +7,10 @@ import type { WorkflowStep } from './definition.js';
 import { runCodeStep } from './steps/code.js';
 import { runHttpStep } from './steps/http.js';
 import { runToolStep } from './steps/tool.js';
-import { notImplemented } from './steps/not-implemented.js';
+import { runAgentStep } from './steps/agent.js';
 import { EXIT, failed, type ExecutedStep, type StepDeps, type StepRunContext } from './steps/types.js';
 
-export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType, ToolCaller, ToolCall } from './steps/types.js';
+export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType, ToolCaller, ToolCall, AgentInvoker } from './steps/types.js';
 export type { SandboxPool } from './sandbox/pool.js';
 
 export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
@@ -24,7 +24,7 @@ export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps:
       case 'tool':
         return await runToolStep(step, ctx, deps);
       case 'agent':
-        return notImplemented(step.type);
+        return await runAgentStep(step, ctx, deps);
       default:
         return failed('FAILED', EXIT.invalid, `Invalid step: unknown step type ${JSON.stringify((step as { type?: unknown }).type)}`, 0);
     }

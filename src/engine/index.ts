@@ -33,10 +33,10 @@ export {
   type ExecutedStep,
   type StepDeps,
   type ToolCaller,
+  type AgentInvoker,
   type ToolCall,
   type StepStatus,
   type ResultType,
 } from './execute-step.js';
 export { SandboxPool, type SandboxPoolOptions, type SandboxRun, DEFAULT_LIMITS as SANDBOX_LIMITS, type SandboxLimits } from './sandbox/index.js';
 export { renderTemplates, findTemplates, TemplateError, DEFAULT_TEMPLATE_LIMITS, type TemplateData, type TemplateLimits } from './template.js';
-export { NOT_IMPLEMENTED } from './steps/not-implemented.js';

@@ -11,6 +11,7 @@ import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
 import { createSidekickServer } from '../servers/sidekick/index.js';
 import { registeredOnlyServer } from '../servers/not-yet.js';
+import { createAgentManagementServer } from '../servers/agent-management/index.js';
 
 export interface Gateway {
   catalog: GatewayCatalog;
@@ -28,7 +29,7 @@ export function createGateway(config: Config, log: Logger): Gateway {
   catalog.registerEmbedded(createMcpServer(catalog));
   catalog.registerEmbedded(sidekick);
   catalog.registerEmbedded(createGatewayServer(sidekick, catalog));
-  catalog.registerEmbedded(registeredOnlyServer('agent-management', 'the agents issue'));
+  catalog.registerEmbedded(createAgentManagementServer());
   catalog.registerEmbedded(registeredOnlyServer('browser-automation', 'the browser automation issue'));
   return {
     catalog,

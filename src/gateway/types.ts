@@ -44,6 +44,12 @@ export interface GatewayContext {
   forwardedHeaders: Readonly<Record<string, string>>;
   /** Aborted when the call's deadline passes or the client goes away. */
   signal: AbortSignal;
+  /**
+   * An agent channel caller's `metadata` (spec "Agent API channel": forwarded to the agent as
+   * `sourceMetadata`): embedded tools read it here; remote MCP tools get it as
+   * `_meta.sourceMetadata` of tools/call. Absent outside agent turns.
+   */
+  sourceMetadata?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** A server at `{mcp_url}/<path>`. */

@@ -7,7 +7,6 @@ import type { OperationId, Handler } from './types.js';
  * same list and fails when the two disagree.
  */
 export const pendingOperations = {
-  sendChannelMessage: 'agent API channels',
   createMemoryItem: 'resource event triggers',
   updateMemoryItem: 'resource event triggers',
   replaceMemoryItem: 'resource event triggers',

@@ -17,7 +17,7 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
-import type { HandlerMap, HandlerRequest, PipelineServices, Reply, RequestContext } from './types.js';
+import type { BeforeBody, HandlerMap, HandlerRequest, PipelineServices, Reply, RequestContext } from './types.js';
 import type { ResponseValidator } from './response-validator.js';
 
 export { mediaType } from './body.js';
@@ -43,7 +43,8 @@ function ajvDetails(errors: ErrorObject[] | null | undefined, where: string): { 
   }));
 }
 
-function check(validate: ValidateFunction | undefined, data: unknown, where: string): void {
+/** Throws 400 invalid_request listing every problem of `data` (handlers use it for parts they validate themselves). */
+export function check(validate: ValidateFunction | undefined, data: unknown, where: string): void {
   if (validate && !validate(data)) {
     throw new AppError('ERR_REQUEST_INVALID', { message: `Invalid ${where}: ${ajvDetails(validate.errors, where).map((d) => `${d.path} ${d.message}`).join('; ')}`, details: ajvDetails(validate.errors, where) });
   }
@@ -106,6 +107,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   const format = errorFormatOf(operationId);
   const validators = operationValidators[operationId];
   const needsBearer = op.security.includes('bearerAuth');
+  const beforeBody = (handler as { beforeBody?: BeforeBody }).beforeBody;
   const { services } = opts;
   return async (req, res, params, query, requestId) => {
     let ctx: RequestContext | undefined;
@@ -114,6 +116,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
       check(validators?.query, query, 'query parameters');
       const auth = needsBearer ? await authenticate(services, req) : undefined;
       ctx = lazyContext(services, requestId, operationId, auth as RequestContext["auth"]);
+      if (beforeBody) ctx.preBody = await beforeBody({ operationId, params, headers: req.headers, contentType: mediaType(req), raw: req }, ctx);
       const { body, contentType } = await readBody(op, operationId, req);
       const hreq = { operationId, params, query, headers: req.headers, body, contentType, raw: req } as unknown as HandlerRequest;
       const reply = await handler(hreq, ctx);
@@ -127,7 +130,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
 
 /** In tests, a reply that breaks the OpenAPI document is recorded and answered with 500. */
 function invalidResponse(opts: PipelineOptions, operationId: OperationId, reply: Reply, res: ServerResponse): boolean {
-  const failure = opts.responseValidator?.check(operationId, reply);
+  const failure = opts.responseValidator?.check(reply.describedBy ?? operationId, reply);
   if (!failure) return false;
   sendError(res, { status: 500, headers: {}, body: { error: 'response_validation_failed', message: failure.message } });
   return true;

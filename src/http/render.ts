@@ -3,6 +3,13 @@ import { AppError, OAuthError, isAppError } from '../errors/index.js';
 import type { Logger } from '../config/logger.js';
 import { sendJson } from './reply.js';
 
+/**
+ * 5xx answers that are not faults of this service: a described-but-unbuilt capability, and an
+ * agent whose model is not configured (the message tells the operator what to set; logging it
+ * at error level on every call would bury real failures).
+ */
+const QUIET_5XX = new Set<string | undefined>(['ERR_NOT_IMPLEMENTED', 'ERR_AGENT_MODEL_NOT_CONFIGURED']);
+
 export type ErrorFormat = 'rest' | 'oauth' | 'jsonrpc';
 
 /** Operations whose errors use the OAuth shape `{error, error_description}` (spec section 6). */
@@ -38,7 +45,7 @@ export function renderError(err: unknown, format: ErrorFormat, log: Logger): Ren
     return { status: 500, body: { error: 'server_error', error_description: 'Internal error' }, headers };
   }
   if (isAppError(err)) {
-    if (err.status >= 500 && err.key !== 'ERR_NOT_IMPLEMENTED') log.error({ err }, 'request failed');
+    if (err.status >= 500 && !QUIET_5XX.has(err.key)) log.error({ err }, 'request failed');
     const body: Record<string, unknown> = { error: err.code, message: err.message };
     if (err.details !== undefined) body.details = err.details;
     return { status: err.status, body, headers: err.headers ?? {} };

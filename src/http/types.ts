@@ -53,6 +53,12 @@ export interface Reply {
   headers?: Record<string, string | number | string[]>;
   contentType?: string;
   stream?: Readable;
+  /**
+   * Check this reply against another operation's responses (tests' response validator): a
+   * path served by two operations (spec 5: a channel trigger id on `/ext/triggers/{id}`)
+   * answers as the operation that describes what it did.
+   */
+  describedBy?: OperationId;
 }
 
 type Security<K extends OperationId> = (typeof operations)[K]['security'][number];
@@ -63,7 +69,19 @@ export interface RequestContext<K extends OperationId = OperationId, S extends P
   requestId: string;
   /** Set by the pipeline for operations secured by bearerAuth (verified runtime token). */
   auth: 'bearerAuth' extends Security<K> ? AuthOf<S> : AuthOf<S> | undefined;
+  /** What the handler's `beforeBody` step returned (see BeforeBody). */
+  preBody?: unknown;
 }
+
+/**
+ * A step a handler may carry (`handler.beforeBody`), run after routing and before the body is
+ * read: key checks that must answer 401/403/415 without reading a body (openapi/triggers.yaml
+ * channelApiKey: "a missing or invalid key answers 401 before the body is read").
+ */
+export type BeforeBody<S extends PipelineServices = PipelineServices> = (
+  req: { operationId: OperationId; params: Record<string, string>; headers: IncomingHttpHeaders; contentType: string | undefined; raw: IncomingMessage },
+  ctx: RequestContext<OperationId, S>,
+) => Promise<unknown>;
 
 export type Handler<K extends OperationId, S extends PipelineServices = PipelineServices> = (req: HandlerRequest<K>, ctx: RequestContext<K, S>) => Promise<Reply>;
 

@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../storage/ids.js';
-import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller } from '../engine/index.js';
+import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller, type AgentInvoker } from '../engine/index.js';
 import type { BlobStore } from './blobs.js';
 import { recordFile } from './files.js';
 import { finishRun, finishStep, pinnedStepList, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
@@ -27,6 +27,8 @@ export interface ExecutorDeps {
   fileTtlMs: number;
   /** Tool steps call the gateway through this. */
   callTool?: ToolCaller | undefined;
+  /** Agent steps run agent turns through this (src/agents). */
+  invokeAgent?: AgentInvoker | undefined;
 }
 
 function parseResult(resultType: string | null, result: string | null): unknown {
@@ -94,7 +96,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
         break;
       }
       await startStep(db, run.id, row.step_index, prior.length + 1, row);
-      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, callTool: deps.callTool });
+      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
       if (lost) return 'RUNNING';
       await storeFiles(deps, run, row.step_index, outcome);
       await finishStep(db, run.id, row.step_index, {

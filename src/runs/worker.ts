@@ -16,7 +16,7 @@ import { deleteFiles, listRunFiles } from './files.js';
 import { claimRun, loadRunForWorker, pendingRunIds, recoverExpiredRuns } from './runs.js';
 import type { Signals } from './signals.js';
 import { pruneFinishedRuns } from './retention.js';
-import type { ToolCaller } from '../engine/index.js';
+import type { AgentInvoker, ToolCaller } from '../engine/index.js';
 
 export interface RunWorkersDeps {
   db: Knex;
@@ -28,6 +28,8 @@ export interface RunWorkersDeps {
   signals: Signals;
   /** Tool steps call the gateway through this (src/gateway/steps.ts). */
   callTool?: ToolCaller | undefined;
+  /** Agent steps run agent turns through this (src/agents). */
+  invokeAgent?: AgentInvoker | undefined;
 }
 
 export class RunWorkers {

@@ -17,7 +17,6 @@ import { demoWorkflow } from '../../src/bootstrap/demo-workflow.js';
 // Allow-list of operations answering 501 until their capability lands.
 const ALLOWED_501: Record<string, string> = {
   // Agent API channel alias (spec section 5) — the agents issue.
-  sendChannelMessage: 'agent API channels',
   // Resource event triggers (spec section 14 and "Events") — the events issue.
   createMemoryItem: 'resource event triggers',
   updateMemoryItem: 'resource event triggers',

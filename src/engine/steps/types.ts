@@ -66,7 +66,16 @@ export interface StepDeps {
   fetchImpl?: typeof fetch;
   /** Calls an MCP tool through the gateway as the run's organisation (tool steps). */
   callTool?: ToolCaller;
+  /** Runs one agent turn in a new chat as the run's organisation (agent steps). */
+  invokeAgent?: AgentInvoker;
 }
+
+/** What an agent step needs of the agents context (src/app.ts builds it from AgentService). */
+export type AgentInvoker = (call: { orgId: string; agentId: string; message: string; signal: AbortSignal | undefined }) => Promise<
+  | { kind: 'ok'; chatId: string; turnId: string; reply: string; output: Record<string, unknown> | null; messages: unknown[] }
+  | { kind: 'failed'; chatId: string; turnId: string; error: string; message: string; messages: unknown[] }
+  | { kind: 'refused'; message: string }
+>;
 
 /** What a tool step needs of the gateway (src/gateway/steps.ts builds it). */
 export interface ToolCall {

@@ -52,7 +52,7 @@ function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool
     `${ctx.orgId}\0${server.serverId}\0${server.version}\0${conn.id}\0${conn.version}\0${forwardKey(ctx.forwardedHeaders)}`;
   return {
     list: (ctx, conn, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.listTools(deadline)),
-    call: (ctx, conn, name, args, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.callTool(name, args, deadline)),
+    call: (ctx, conn, name, args, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.callTool(name, args, deadline, ctx.sourceMetadata)),
   };
 }
 

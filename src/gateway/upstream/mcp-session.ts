@@ -186,9 +186,14 @@ export class McpSession {
     return list;
   }
 
-  /** tools/call, the result passed through as the upstream sent it. */
-  async callTool(name: string, args: Record<string, unknown>, deadline: Deadline): Promise<CallResult> {
-    const result = await this.request('tools/call', { name, arguments: args }, deadline);
+  /**
+   * tools/call, the result passed through as the upstream sent it. An agent channel's
+   * `metadata` travels as `_meta.sourceMetadata` (MCP request metadata), so tools see it.
+   */
+  async callTool(name: string, args: Record<string, unknown>, deadline: Deadline, sourceMetadata?: Readonly<Record<string, unknown>>): Promise<CallResult> {
+    const params: Record<string, unknown> = { name, arguments: args };
+    if (sourceMetadata) params._meta = { sourceMetadata };
+    const result = await this.request('tools/call', params, deadline);
     // content is required (MCP CallToolResult); an upstream that omits it gets an empty list.
     if (Array.isArray(result.content)) return result as unknown as CallResult;
     return { ...result, content: [] as ContentBlock[] } as CallResult;

@@ -4,7 +4,8 @@
  */
 import { AppError } from '../../errors/index.js';
 import { header } from '../../http/support.js';
-import type { Handler, HandlerRequest, OperationId } from '../../services.js';
+import type { BeforeBody, Handler, HandlerRequest, OperationId } from '../../services.js';
+import { authoriseChannel, isChannelId, serveChannel, type ChannelRecord } from '../../agents/index.js';
 import { callTrigger, type TriggerCall } from '../call.js';
 
 /** `x-api-wait`: `true` or `false` (default false); anything else is a bad request. */
@@ -27,8 +28,22 @@ function common(req: HandlerRequest<OperationId>): Pick<TriggerCall, 'query' | '
   return { query: req.query as Record<string, unknown>, wait: waitHeader(req), idempotencyKey: idempotencyKey(req), raw: req.raw, contentType: req.contentType };
 }
 
-export const callApiTrigger: Handler<'callApiTrigger'> = async (req, ctx) =>
-  callTrigger(ctx.services, { ...common(req), kind: 'api', triggerId: req.params.triggerId, apiKey: header(req, 'x-api-key'), body: req.body });
+/**
+ * Spec 1 and spec 5 share this path: a channel trigger id (src/agents: `chn_…`) is an agent API
+ * channel, checked before its body is read and answered as `sendChannelMessage` describes.
+ */
+export const callApiTrigger: Handler<'callApiTrigger'> & { beforeBody: BeforeBody } = Object.assign(
+  (async (req, ctx) => {
+    if (ctx.preBody) return { ...(await serveChannel(ctx.services, ctx.preBody as ChannelRecord, req.body, req.headers)), describedBy: 'sendChannelMessage' };
+    return callTrigger(ctx.services, { ...common(req), kind: 'api', triggerId: req.params.triggerId, apiKey: header(req, 'x-api-key'), body: req.body });
+  }) as Handler<'callApiTrigger'>,
+  {
+    beforeBody: (async (req, ctx) => {
+      const id = req.params.triggerId ?? '';
+      return isChannelId(id) ? authoriseChannel(ctx.services, id, req.headers, req.contentType) : undefined;
+    }) as BeforeBody,
+  },
+);
 
 export const callApiTriggerWithQuery: Handler<'callApiTriggerWithQuery'> = async (req, ctx) =>
   callTrigger(ctx.services, { ...common(req), kind: 'api', triggerId: req.params.triggerId, apiKey: header(req, 'x-api-key'), body: undefined });

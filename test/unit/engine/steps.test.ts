@@ -1,11 +1,10 @@
 /**
- * executeStep's dispatch: tool and agent steps fail clearly until their issues land, unknown
- * types are invalid, and the schema's example workflow runs step after step.
+ * executeStep's dispatch: tool and agent steps without their runtime fail as invalid steps,
+ * unknown types are invalid, and the schema's example workflow runs step after step.
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { executeStep, type PriorStep } from '../../../src/engine/execute-step.js';
-import { NOT_IMPLEMENTED } from '../../../src/engine/steps/not-implemented.js';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import type { WorkflowDefinition, WorkflowStep } from '../../../src/engine/definition.js';
 import { silentLog } from './sandbox-helpers.js';
@@ -27,11 +26,36 @@ describe('engine steps: dispatch', function () {
     expect(out.result).to.match(/^Invalid step: tool steps need the gateway/);
   });
 
-  it('an agent step fails: not implemented until the agents issue', async () => {
+  it('an agent step without the agents runtime fails as an invalid step', async () => {
     const step: WorkflowStep = { type: 'agent', name: 'Summarise', agentId: 'agt_1', message: 'hi' };
-    const out = await executeStep(step, ctx, { sandbox: pool, log: silentLog });
-    expect(out).to.include({ status: 'FAILED', resultType: 'error', exitCode: 2, result: NOT_IMPLEMENTED.agent });
-    expect(out.result).to.equal('Not implemented yet: agent steps arrive with the agents issue');
+    const out = await executeStep(step, { ...ctx, orgId: 'org_1' }, { sandbox: pool, log: silentLog });
+    expect(out).to.include({ status: 'FAILED', resultType: 'error', exitCode: 2 });
+    expect(out.result).to.match(/^Invalid step: agent steps need the agents runtime/);
+  });
+
+  it('an agent step sends the templated message and keeps the turn as agent-turn.json', async () => {
+    const step: WorkflowStep = { type: 'agent', name: 'Summarise', agentId: 'agt_1', message: 'Summarise {{ inputs.topic }}' };
+    const calls: unknown[] = [];
+    const invokeAgent = async (call: { orgId: string; agentId: string; message: string }) => {
+      calls.push({ orgId: call.orgId, agentId: call.agentId, message: call.message });
+      return { kind: 'ok' as const, chatId: 'chat_1', turnId: 'turn_1', reply: '**done**', output: null, messages: [{ role: 'user', content: call.message }] };
+    };
+    const out = await executeStep(step, { ...ctx, inputs: { topic: 'tides' }, orgId: 'org_1' }, { sandbox: pool, log: silentLog, invokeAgent });
+    expect(calls).to.deep.equal([{ orgId: 'org_1', agentId: 'agt_1', message: 'Summarise tides' }]);
+    expect(out).to.include({ status: 'COMPLETE', resultType: 'markdown', result: '**done**', exitCode: 0 });
+    expect(out.files.map((f) => f.fileName)).to.deep.equal(['agent-turn.json']);
+    expect(JSON.parse(out.files[0]!.data.toString())).to.deep.include({ chatId: 'chat_1', turnId: 'turn_1', ok: true });
+  });
+
+  it('an agent step maps refusals to exit 2 and failed turns to exit 1, structured output to json', async () => {
+    const step: WorkflowStep = { type: 'agent', name: 'Extract', agentId: 'agt_1', message: 'x' };
+    const run = (outcome: unknown) => executeStep(step, { ...ctx, orgId: 'org_1' }, { sandbox: pool, log: silentLog, invokeAgent: async () => outcome as never });
+    const refused = await run({ kind: 'refused', message: 'No agent agt_1 in this organisation' });
+    expect(refused).to.include({ status: 'FAILED', exitCode: 2, result: 'Agent step cannot run: No agent agt_1 in this organisation' });
+    const failedTurn = await run({ kind: 'failed', chatId: 'c', turnId: 't', error: 'step_limit', message: 'too many steps', messages: [] });
+    expect(failedTurn).to.include({ status: 'FAILED', exitCode: 1, result: 'Agent turn failed (step_limit): too many steps' });
+    const structured = await run({ kind: 'ok', chatId: 'c', turnId: 't', reply: '{"n":1}', output: { n: 1 }, messages: [] });
+    expect(structured).to.include({ status: 'COMPLETE', resultType: 'json', result: '{"n":1}' });
   });
 
   it('an unknown step type is an invalid step', async () => {

@@ -1,0 +1,70 @@
+/**
+ * Model providers through the Vercel AI SDK (DESIGN.md section 4 `ModelProvider`): an agent's
+ * model is `provider/model`; `DEFAULT_MODEL` serves agents that name none. Providers:
+ * - `openai-compatible/<id>`: any OpenAI-compatible Chat Completions API by base URL (Ollama,
+ *   vLLM, LM Studio, llama.cpp …): OPENAI_COMPATIBLE_BASE_URL (+ OPENAI_COMPATIBLE_API_KEY);
+ * - `openai/<id>`: OPENAI_API_KEY (OPENAI_BASE_URL optional);
+ * - `anthropic/<id>`: ANTHROPIC_API_KEY;
+ * - `google/<id>`: GOOGLE_GENERATIVE_AI_API_KEY (or GEMINI_API_KEY).
+ * A missing setting is a clear error naming it: never an invented answer.
+ */
+import type { LanguageModel } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import type { ModelConfig } from '../../config/index.js';
+import { AppError } from '../../errors/index.js';
+
+const HOW_TO =
+  'Set DEFAULT_MODEL (e.g. openai-compatible/llama3.1 with OPENAI_COMPATIBLE_BASE_URL=http://localhost:11434/v1 for Ollama, or openai/gpt-4o-mini with OPENAI_API_KEY) and restart; see the README "Agents" section';
+
+function notConfigured(message: string): AppError {
+  return new AppError('ERR_AGENT_MODEL_NOT_CONFIGURED', { message: `${message}. ${HOW_TO}.` });
+}
+
+/** One provider instance per configuration (they are stateless; building them costs a little). */
+const cache = new WeakMap<ModelConfig, Map<string, LanguageModel>>();
+
+function build(config: ModelConfig, provider: string, id: string): LanguageModel {
+  switch (provider) {
+    case 'openai-compatible': {
+      if (!config.openaiCompatibleBaseUrl) throw notConfigured(`The model "${provider}/${id}" needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
+      return createOpenAICompatible({
+        name: 'openai-compatible',
+        baseURL: config.openaiCompatibleBaseUrl,
+        ...(config.keys.openaiCompatible ? { apiKey: config.keys.openaiCompatible } : {}),
+        includeUsage: true,
+      }).chatModel(id);
+    }
+    case 'openai':
+      if (!config.keys.openai) throw notConfigured(`The model "${provider}/${id}" needs OPENAI_API_KEY, which is not set`);
+      return createOpenAI({ apiKey: config.keys.openai, ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}) })(id);
+    case 'anthropic':
+      if (!config.keys.anthropic) throw notConfigured(`The model "${provider}/${id}" needs ANTHROPIC_API_KEY, which is not set`);
+      return createAnthropic({ apiKey: config.keys.anthropic })(id);
+    case 'google':
+      if (!config.keys.google) throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
+      return createGoogleGenerativeAI({ apiKey: config.keys.google })(id);
+    default:
+      throw notConfigured(`Unknown model provider "${provider}" (use openai-compatible, openai, anthropic or google)`);
+  }
+}
+
+/** The model an agent runs: its own `model`, else DEFAULT_MODEL. */
+export function resolveModel(config: ModelConfig, agentModel: string | null): { model: LanguageModel; modelId: string } {
+  const modelId = agentModel ?? config.defaultModel;
+  if (!modelId) throw notConfigured('This agent names no model and DEFAULT_MODEL is not set');
+  const slash = modelId.indexOf('/');
+  const provider = slash > 0 ? modelId.slice(0, slash) : '';
+  const id = slash > 0 ? modelId.slice(slash + 1) : '';
+  if (!provider || !id) throw notConfigured(`The model "${modelId}" is not provider/model`);
+  let models = cache.get(config);
+  if (!models) cache.set(config, (models = new Map()));
+  let model = models.get(modelId);
+  if (!model) {
+    model = build(config, provider, id);
+    models.set(modelId, model);
+  }
+  return { model, modelId };
+}

@@ -1,0 +1,145 @@
+/**
+ * One agent turn: the model reads the instructions, the chat history and the new message,
+ * calls the agent's tools as it needs (each result fed back), and answers. Bounded by a step
+ * limit (model calls per turn) and a time limit. With an output schema the final answer must
+ * be a JSON object valid against it (ajv): an invalid answer is sent back once with the
+ * validation errors, then the turn fails with a clear error.
+ */
+import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import type { ErrorObject } from 'ajv';
+import type { AgentConfig } from '../agents.js';
+import { outputValidator } from '../validate.js';
+
+export type TurnFailureCode = 'step_limit' | 'model_error' | 'invalid_output' | 'turn_timeout' | 'turn_cancelled';
+
+export class TurnFailure extends Error {
+  constructor(readonly code: TurnFailureCode, message: string, readonly messages: ModelMessage[] = []) {
+    super(message);
+    this.name = 'TurnFailure';
+  }
+}
+
+export interface TurnInput {
+  model: LanguageModel;
+  config: AgentConfig;
+  history: ModelMessage[];
+  message: string;
+  /** The channel caller's metadata (spec "Agent API channel": `sourceMetadata`). */
+  sourceMetadata?: Record<string, unknown> | undefined;
+  tools: ToolSet;
+  maxSteps: number;
+  /** Aborted by the turn's time limit (reason name TimeoutError) or by a cancellation. */
+  signal: AbortSignal;
+  onTextDelta?: ((delta: string) => void) | undefined;
+}
+
+export interface TurnResult {
+  reply: string;
+  output: Record<string, unknown> | null;
+  /** The messages this turn adds to the history: the user message, then the model's and the tools'. */
+  messages: ModelMessage[];
+  steps: number;
+}
+
+function systemPrompt(config: AgentConfig, sourceMetadata: Record<string, unknown> | undefined): string {
+  const parts = [config.instructions];
+  if (config.outputSchema) {
+    parts.push(`Answer with only a JSON object (no prose, no code fence) that is valid against this JSON Schema:\n${JSON.stringify(config.outputSchema)}`);
+  }
+  if (sourceMetadata && Object.keys(sourceMetadata).length) {
+    parts.push(`The caller sent this metadata with the message (sourceMetadata):\n${JSON.stringify(sourceMetadata)}`);
+  }
+  return parts.join('\n\n');
+}
+
+/** The JSON object of a structured answer; models sometimes wrap it in a code fence. */
+function parseObject(text: string): unknown {
+  const fenced = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/i.exec(text);
+  try {
+    return JSON.parse(fenced ? fenced[1]! : text);
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(errors: ErrorObject[] | null | undefined): string {
+  return (errors ?? []).slice(0, 10).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');
+}
+
+function stopReason(signal: AbortSignal, steps: ModelMessage[]): TurnFailure {
+  const reason = signal.reason as { name?: string } | undefined;
+  if (reason?.name === 'TimeoutError') return new TurnFailure('turn_timeout', 'The agent turn reached its time limit (AGENT_TURN_TIMEOUT_MS) before the agent answered', steps);
+  return new TurnFailure('turn_cancelled', 'The agent turn was cancelled', steps);
+}
+
+/** One model exchange (possibly several steps with tool calls). */
+async function exchange(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+  let produced: ModelMessage[] = [];
+  let failure: unknown;
+  const result = streamText({
+    model: input.model,
+    system,
+    messages,
+    tools: input.tools,
+    stopWhen: stepCountIs(input.maxSteps),
+    abortSignal: input.signal,
+    maxRetries: 1,
+    onStepFinish: (step) => {
+      produced = step.response.messages as ModelMessage[];
+    },
+    onError: ({ error }) => {
+      failure ??= error;
+    },
+  });
+  try {
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') input.onTextDelta?.(part.text);
+      else if (part.type === 'error') failure ??= part.error;
+    }
+  } catch (err) {
+    failure ??= err;
+  }
+  if (input.signal.aborted) throw stopReason(input.signal, produced);
+  if (failure !== undefined) {
+    const message = failure instanceof Error ? failure.message : String(failure);
+    throw new TurnFailure('model_error', `The model call failed: ${message.slice(0, 500)}`, produced);
+  }
+  const steps = (await result.steps).length;
+  const finish = await result.finishReason;
+  const response = (await result.response).messages as ModelMessage[];
+  if (finish === 'tool-calls') {
+    throw new TurnFailure('step_limit', `The agent reached its step limit (${input.maxSteps} model calls) while still calling tools, without a final answer (AGENT_MAX_STEPS)`, response);
+  }
+  return { text: await result.text, messages: response, steps };
+}
+
+export async function runTurn(input: TurnInput): Promise<TurnResult> {
+  const system = systemPrompt(input.config, input.sourceMetadata);
+  const user: ModelMessage = { role: 'user', content: input.message };
+  const first = await exchange(input, system, [...input.history, user]).catch((err: unknown) => {
+    if (err instanceof TurnFailure) throw new TurnFailure(err.code, err.message, [user, ...err.messages]);
+    throw err;
+  });
+  const added: ModelMessage[] = [user, ...first.messages];
+  if (!input.config.outputSchema) return { reply: first.text, output: null, messages: added, steps: first.steps };
+
+  const validate = outputValidator(input.config.outputSchema);
+  let text = first.text;
+  let steps = first.steps;
+  for (let attempt = 0; ; attempt++) {
+    const parsed = parseObject(text);
+    const ok = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && validate(parsed);
+    if (ok) return { reply: JSON.stringify(parsed), output: parsed as Record<string, unknown>, messages: added, steps };
+    const problem = parsed === undefined ? 'it is not JSON' : describe(validate.errors) || 'it is not a JSON object';
+    if (attempt >= 1) throw new TurnFailure('invalid_output', `The agent's answer does not match its output schema after one retry: ${problem}`, added);
+    const correction: ModelMessage = { role: 'user', content: `Your answer is not valid against the output schema (${problem}). Answer again with only the JSON object.` };
+    added.push(correction);
+    const again = await exchange(input, system, [...input.history, ...added]).catch((err: unknown) => {
+      if (err instanceof TurnFailure) throw new TurnFailure(err.code, err.message, [...added, ...err.messages]);
+      throw err;
+    });
+    added.push(...again.messages);
+    text = again.text;
+    steps += again.steps;
+  }
+}

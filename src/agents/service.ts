@@ -1,0 +1,159 @@
+/**
+ * Starting and running agent turns, for every surface that talks to an agent: the agent API
+ * channel (spec 5), `agent-management_agent_invoke` (spec 11) and the workflow `agent` step.
+ * `start` checks everything that can be refused (agent, model, chat ownership) before any chat
+ * or turn exists, records the turn, and queues it on its chat (one turn at a time per chat, in
+ * arrival order: src/agents/chat-order.ts); `done` settles when the turn has finished and its
+ * messages are in the history. A caller that stops waiting (the channel's 60 s) does not stop
+ * the turn: it completes into the history.
+ */
+import type { ModelMessage } from 'ai';
+import type { Services } from '../services.js';
+import type { GatewayContext } from '../gateway/index.js';
+import { AppError } from '../errors/index.js';
+import { recordFile } from '../runs/files.js';
+import { newId } from '../storage/ids.js';
+import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
+import { appendMessages, createChat, createTurn, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, type TurnRecord } from './chats.js';
+import type { ChatOrder } from './chat-order.js';
+import { resolveModel } from './runtime/providers.js';
+import { agentTools } from './runtime/tools.js';
+import { runTurn, TurnFailure } from './runtime/turn.js';
+
+export type AgentEvent =
+  | { type: 'text-delta'; delta: string }
+  | { type: 'tool-call-start'; toolCallId: string; server: string; tool: string }
+  | { type: 'tool-call-end'; toolCallId: string; server: string; tool: string; isError: boolean; durationMs: number };
+
+export interface InvokeRequest {
+  orgId: string;
+  agentId: string;
+  message: string;
+  chatId?: string | undefined;
+  /** A channel call: the chat must be this channel's (else 403 unowned_chat_id), new chats become its. */
+  channelId?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  forwardedHeaders?: Record<string, string> | undefined;
+  idempotencyKey?: string | undefined;
+  onEvent?: ((e: AgentEvent) => void) | undefined;
+  /** Stops the turn early (a workflow run cancelled or past its deadline). */
+  signal?: AbortSignal | undefined;
+}
+
+export type TurnOutcome =
+  | { ok: true; reply: string; output: Record<string, unknown> | null; messages: ModelMessage[] }
+  | { ok: false; error: { error: string; message: string }; messages: ModelMessage[] };
+
+export interface Invocation {
+  chatId: string;
+  turnId: string;
+  config: AgentConfig;
+  done: Promise<TurnOutcome>;
+}
+
+export class AgentService {
+  /** Turns running in this process, so a replay or a second waiter can await the same promise. */
+  private readonly running = new Map<string, Promise<TurnOutcome>>();
+
+  constructor(private readonly services: Services, private readonly order: ChatOrder) {}
+
+  async start(req: InvokeRequest): Promise<Invocation> {
+    const { db, config } = this.services;
+    const agent = await requireAgent(db, req.orgId, req.agentId);
+    const agentConfig = await runnableConfig(db, agent);
+    // Refuse before anything is recorded: no model configured means no chat and no turn.
+    const { model } = resolveModel(config.models, agentConfig.model);
+    let chatId = req.chatId;
+    if (chatId !== undefined) {
+      const chat = await getChat(db, req.orgId, chatId);
+      if (req.channelId !== undefined) {
+        // Spec Errors: not owned by this channel → 403 unowned_chat_id; an unknown chat answers the same (no existence oracle).
+        if (!chat || chat.channelId !== req.channelId) throw new AppError('ERR_CHANNEL_UNOWNED_CHAT');
+      } else if (!chat || chat.agentId !== req.agentId) {
+        throw new AppError('ERR_NOT_FOUND', { message: `No chat ${chatId} with agent ${req.agentId} in this organisation` });
+      }
+    } else {
+      chatId = (await createChat(db, { orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null })).chatId;
+    }
+    const turn = await createTurn(db, { orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
+    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model));
+    this.running.set(turn.turnId, done);
+    void done.finally(() => this.running.delete(turn.turnId));
+    return { chatId, turnId: turn.turnId, config: agentConfig, done };
+  }
+
+  /** chat_reset_conversation: queued behind the chat's running turns, so no turn writes into a cleared history. */
+  reset(orgId: string, chatId: string): Promise<boolean> {
+    return this.order.run(chatId, () => resetChat(this.services.db, orgId, chatId));
+  }
+
+  /**
+   * The finished turn, waiting up to `timeoutMs`: the in-process promise when this process
+   * runs it, else the store (a replay that reached another process).
+   */
+  async waitForTurn(orgId: string, turnId: string, timeoutMs: number): Promise<TurnRecord | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    const local = this.running.get(turnId);
+    if (local) await Promise.race([local.catch(() => undefined), new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+    for (;;) {
+      const turn = await getTurn(this.services.db, orgId, turnId);
+      if (!turn || turn.status !== 'RUNNING' || Date.now() >= deadline) return turn;
+      await new Promise((r) => setTimeout(r, Math.min(200, Math.max(1, deadline - Date.now()))));
+    }
+  }
+
+  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model']): Promise<TurnOutcome> {
+    const { db, config, log } = this.services;
+    const limit = AbortSignal.timeout(config.agentTurnTimeoutMs);
+    const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
+    const ctx: GatewayContext = {
+      services: this.services, log, orgId: req.orgId, forwardedHeaders: req.forwardedHeaders ?? {}, signal,
+      ...(req.metadata ? { sourceMetadata: req.metadata } : {}),
+    };
+    let outcome: TurnOutcome;
+    try {
+      const history = await loadHistory(db, req.orgId, chatId);
+      const { tools } = await agentTools(ctx, agentConfig.servers, (c, p) => this.services.gateway.catalog.resolve(c, p), {
+        onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
+        onToolEnd: (e) => req.onEvent?.({ type: 'tool-call-end', ...e }),
+        onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
+      });
+      const result = await runTurn({
+        model, config: agentConfig, history, message: req.message, sourceMetadata: req.metadata, tools,
+        maxSteps: config.agentMaxSteps, signal, onTextDelta: (delta) => req.onEvent?.({ type: 'text-delta', delta }),
+      });
+      outcome = { ok: true, reply: result.reply, output: result.output, messages: result.messages };
+    } catch (err) {
+      if (!(err instanceof TurnFailure)) log.error({ err, chatId, turnId }, 'agent turn failed unexpectedly');
+      const error = err instanceof TurnFailure ? { error: err.code, message: err.message } : { error: 'internal_error', message: `The agent turn failed: ${(err as Error).message}` };
+      const messages = err instanceof TurnFailure ? err.messages : [{ role: 'user', content: req.message } as ModelMessage];
+      outcome = { ok: false, error, messages };
+    }
+    try {
+      await appendMessages(db, req.orgId, chatId, turnId, outcome.messages);
+      await finishTurn(db, req.orgId, turnId, outcome.ok ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output } : { status: 'FAILED', error: outcome.error });
+    } catch (err) {
+      log.error({ err, chatId, turnId }, 'agent turn could not be recorded');
+      throw err;
+    }
+    return outcome;
+  }
+
+  /** A file from a tool result: a `files` row (kind chat) linked to the chat; its id, or undefined. */
+  private async saveFile(orgId: string, chatId: string, turnId: string, f: { fileName: string; mimeType: string; data: Buffer }): Promise<string | undefined> {
+    const { db, blobs, log } = this.services;
+    try {
+      const id = newId('file');
+      const blobKey = `chats/${chatId}/${id}`;
+      await blobs.put(blobKey, f.data);
+      await db.transaction(async (trx) => {
+        await recordFile(trx, { id, orgId, kind: 'chat', filename: f.fileName.slice(0, 255), mimeType: f.mimeType.slice(0, 255), size: f.data.length, blobKey });
+        await linkChatFile(trx, { fileId: id, orgId, chatId, turnId });
+      });
+      return id;
+    } catch (err) {
+      log.warn({ err: (err as Error).message, chatId }, 'a chat file could not be saved');
+      return undefined;
+    }
+  }
+}
