@@ -4,6 +4,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   triggers: () => import('./triggers.js'),
   discovery: () => import('./discovery.js'),
   gateway: () => import('./gateway.js'),
+  channel: () => import('./channel.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -63,6 +63,7 @@ export class RedisChatOrder implements ChatOrder {
   private subscribing: Promise<void> | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly local = new InProcessChatOrder();
+  private readonly renewals = new Set<NodeJS.Timeout>();
 
   constructor(private readonly redis: RedisClient, private readonly opts: RedisChatOrderOptions) {
     this.leaseMs = opts.leaseMs ?? 15_000;
@@ -147,13 +148,18 @@ export class RedisChatOrder implements ChatOrder {
       void this.redis.set(k.lease, String(ticket), { PX: this.leaseMs }).catch(() => undefined);
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
     renew.unref();
+    this.renewals.add(renew);
     return async () => {
       clearInterval(renew);
+      this.renewals.delete(renew);
       await this.redis.eval(ADVANCE, { keys: [k.serving, k.lease, k.channel], arguments: [String(ticket), String(IDLE_EXPIRY_S), chatId] });
     };
   }
 
+  /** Stops lease renewals (turns still running here lose the chat after the lease) and the subscriber. */
   async close(): Promise<void> {
+    for (const t of this.renewals) clearInterval(t);
+    this.renewals.clear();
     if (this.subscribing) await this.subscribing.catch(() => undefined);
     if (this.subscriber) await this.subscriber.quit().catch(() => undefined);
     this.subscriber = undefined;

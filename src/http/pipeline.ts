@@ -107,7 +107,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   const format = errorFormatOf(operationId);
   const validators = operationValidators[operationId];
   const needsBearer = op.security.includes('bearerAuth');
-  const beforeBody = (handler as { beforeBody?: BeforeBody }).beforeBody;
+  const beforeBody = (handler as { beforeBody?: BeforeBody } | undefined)?.beforeBody;
   const { services } = opts;
   return async (req, res, params, query, requestId) => {
     let ctx: RequestContext | undefined;

@@ -56,7 +56,10 @@ describe('process: the switchyard CLI for agents and channels', function () {
     const jsonFile = path.join(dataDir, 'agent.json');
     writeFileSync(jsonFile, JSON.stringify({ name: 'Extractor', instructions: 'Extract.', model: 'openai/gpt-4o-mini', outputSchema: { type: 'object' } }));
     const second = await json('agents', 'create', '--file', jsonFile);
-    expect((await json('agents', 'list')).items.map((a: { agentId: string }) => a.agentId)).to.deep.equal([agent.agentId, second.agentId]);
+    // `init` seeded the demo agent first (bootstrap.json demo.agentId).
+    const listedIds = (await json('agents', 'list')).items.map((a: { agentId: string }) => a.agentId);
+    expect(listedIds).to.have.length(3);
+    expect(listedIds.slice(1)).to.deep.equal([agent.agentId, second.agentId]);
     expect(await json('agents', 'show', agent.agentId)).to.deep.equal(agent);
 
     const refused = async (content: Record<string, unknown>, pattern: RegExp) => {
@@ -75,7 +78,7 @@ describe('process: the switchyard CLI for agents and channels', function () {
   });
 
   it('channels create prints the key once; list and show never do; rotate-key swaps it at once; enable, disable, delete', async () => {
-    const [agent] = (await json('agents', 'list')).items as { agentId: string }[];
+    const [, agent] = (await json('agents', 'list')).items as { agentId: string }[];
     const created = await json('channels', 'create', '--agent', agent!.agentId, '--name', 'Widget', '--format', 'markdown');
     expect(created.triggerId).to.match(/^chn_[0-9a-f]{32}$/);
     expect(created).to.deep.include({ agentId: agent!.agentId, name: 'Widget', outputFormat: 'markdown', enabled: true, keyHint: created.apiKey.slice(-4) });

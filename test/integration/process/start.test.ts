@@ -64,7 +64,9 @@ describe('process: npm start on an empty DATA_DIR', function () {
       const b = JSON.parse(readFileSync(file, 'utf8'));
       expect(Object.keys(b).sort()).to.deep.equal(['apiKey', 'baseUrls', 'clientId', 'clientSecret', 'demo', 'orgId']);
       expect(Object.keys(b.baseUrls).sort()).to.deep.equal(['auth', 'connect', 'mcp', 'runFiles', 'triggers']);
-      expect(Object.keys(b.demo).sort()).to.deep.equal(['apiTriggerId', 'automationId', 'webhookTriggerId']);
+      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'webhookTriggerId']);
+      expect(b.demo.channelTriggerId).to.match(/^chn_[0-9a-f]{32}$/);
+      expect(b.demo.agentId).to.match(/^agt_[0-9a-f]{32}$/);
       expect(b.baseUrls.mcp).to.equal(`${base}/mcp`);
 
       // The printed command, as printed.
@@ -85,11 +87,19 @@ describe('process: npm start on an empty DATA_DIR', function () {
       expect(byId[b.demo.apiTriggerId].designatedOutput).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
       expect(byId[b.demo.webhookTriggerId]).to.include({ kind: 'webhook' });
 
+      // The demo agent's channel: without DEFAULT_MODEL it says how to configure one, never pretends.
+      const agentReply = await call(base, 'POST', `/ext/triggers/${b.demo.channelTriggerId}`, { headers: { 'x-api-key': b.demo.channelApiKey }, body: { message: 'hello' } });
+      expect([agentReply.status, agentReply.body.error]).to.deep.equal([503, 'model_not_configured']);
+      expect(agentReply.body.message).to.include('DEFAULT_MODEL').and.include('OPENAI_COMPATIBLE_BASE_URL');
+      const agent = await call(base, 'GET', `/v1/agents/${b.demo.agentId}`, { token: token.body.access_token });
+      expect(agent.body.servers).to.deep.equal([{ server: 'gateway' }]);
+
       // Secrets never reach the log lines (they are printed once, in the welcome text only).
       const logLines = printed.split('\n').filter((l) => l.startsWith('{'));
       for (const line of logLines) {
         expect(line).to.not.contain(b.clientSecret);
         expect(line).to.not.contain(b.apiKey);
+        expect(line).to.not.contain(b.demo.channelApiKey);
       }
     } finally {
       proc.child.kill('SIGTERM');
