@@ -3617,7 +3617,8 @@ export interface components {
     responses: {
         /**
          * @description Agent channel only: the turn failed after its chat existed (`model_error`,
-         *     `step_limit`, `invalid_output`). `X-Pf-Chat-Id` and `X-Pf-Run-Id` are set.
+         *     `step_limit`, `invalid_output`, or `internal_error` when the answer could not be
+         *     recorded; then it is not in the history). `X-Pf-Chat-Id` and `X-Pf-Run-Id` are set.
          */
         ChannelAgentFailed: {
             headers: {

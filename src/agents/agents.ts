@@ -128,6 +128,16 @@ export async function listAgents(db: Knex, orgId: string, page: { limit: number;
   return { agents: items, nextCursor: more ? encodeCursor('agents', items[items.length - 1]!.agentId) : null };
 }
 
+/**
+ * A no-op write that takes the agent's lock before the transaction reads it (sqlite: the
+ * database write lock, so a read-to-write upgrade never fails with SQLITE_BUSY; PostgreSQL: the
+ * row lock, so concurrent updates serialise). Unknown agent → 404.
+ */
+async function lockAgent(trx: Knex.Transaction, orgId: string, agentId: string): Promise<void> {
+  const n = await trx('agents').where({ org_id: orgId, id: agentId }).update({ version: trx.raw('version') });
+  if (n === 0) throw new AppError('ERR_NOT_FOUND', { message: `No agent ${agentId} in this organisation` });
+}
+
 const PATCH_COLUMNS: Record<keyof AgentPatch, keyof AgentRow> = {
   name: 'name', description: 'description', instructions: 'instructions', servers: 'servers', model: 'model', outputSchema: 'output_schema', introMessage: 'intro_message',
 };
@@ -135,6 +145,7 @@ const PATCH_COLUMNS: Record<keyof AgentPatch, keyof AgentRow> = {
 /** Partial update: only the fields given change; the draft version grows by one. */
 export async function updateAgent(db: Knex, orgId: string, agentId: string, patch: AgentPatch): Promise<AgentRecord> {
   return db.transaction(async (trx) => {
+    await lockAgent(trx, orgId, agentId);
     const current = await requireAgent(trx, orgId, agentId);
     const changes: Record<string, unknown> = { version: current.version + 1, updated_at: nowIso() };
     for (const [field, column] of Object.entries(PATCH_COLUMNS) as [keyof AgentPatch, keyof AgentRow][]) {
@@ -154,6 +165,7 @@ export async function deleteAgent(db: Knex, orgId: string, agentId: string): Pro
 /** An immutable numbered snapshot of the current draft. */
 export async function publishRelease(db: Knex, orgId: string, agentId: string, notes: string | undefined): Promise<{ agentId: string; releaseVersion: number; publishedAt: string }> {
   return db.transaction(async (trx) => {
+    await lockAgent(trx, orgId, agentId);
     const agent = await requireAgent(trx, orgId, agentId);
     const releaseVersion = (agent.releaseVersion ?? 0) + 1;
     const publishedAt = nowIso();
@@ -161,7 +173,7 @@ export async function publishRelease(db: Knex, orgId: string, agentId: string, n
       agent_id: agentId, release_version: releaseVersion, org_id: orgId, draft_version: agent.version,
       snapshot: toJson(configOf(agent)), notes: notes ?? null, published_at: publishedAt,
     });
-    // Guarded by the release number read above: a concurrent publish fails on the primary key.
+    // The lock above serialises publications; the primary key would catch any that slipped by.
     await trx('agents').where({ org_id: orgId, id: agentId }).update({ release_version: releaseVersion });
     return { agentId, releaseVersion, publishedAt };
   });

@@ -26,7 +26,6 @@ interface ChatRow {
   agent_id: string;
   channel_id: string | null;
   title: string | null;
-  next_seq: number | string;
   created_at: string;
   updated_at: string;
 }
@@ -39,7 +38,7 @@ function toChat(r: ChatRow): ChatRecord {
 
 export async function createChat(db: Knex, input: { orgId: string; agentId: string; channelId?: string | null | undefined; title?: string | null | undefined }): Promise<ChatRecord> {
   const now = nowIso();
-  const row: ChatRow = { id: newId('chat'), org_id: input.orgId, agent_id: input.agentId, channel_id: input.channelId ?? null, title: input.title ?? null, next_seq: 1, created_at: now, updated_at: now };
+  const row: ChatRow = { id: newId('chat'), org_id: input.orgId, agent_id: input.agentId, channel_id: input.channelId ?? null, title: input.title ?? null, created_at: now, updated_at: now };
   await db('chats').insert(row);
   return toChat(row);
 }
@@ -76,21 +75,25 @@ export async function loadHistory(db: Knex, orgId: string, chatId: string): Prom
 }
 
 /**
- * Appends messages in order. Turns of one chat never overlap (src/agents/chat-order.ts), and
- * the (chat_id, seq) primary key turns any overlap that slipped through into a failed write
- * rather than an interleaved history.
+ * Appends messages in order (pass the caller's transaction: this opens none). Turns of one
+ * chat never overlap (src/agents/chat-order.ts), and the (chat_id, seq) primary key turns any
+ * overlap that slipped through into a failed write rather than an interleaved history.
  */
-export async function appendMessages(db: Knex, orgId: string, chatId: string, turnId: string, messages: readonly ModelMessage[]): Promise<void> {
+export async function appendMessages(trx: Knex, orgId: string, chatId: string, turnId: string, messages: readonly ModelMessage[], firstSeq?: number): Promise<void> {
   if (messages.length === 0) return;
-  await db.transaction(async (trx) => {
-    const chat = (await trx('chats').where({ org_id: orgId, id: chatId }).first('next_seq')) as { next_seq: number | string } | undefined;
-    // A chat deleted meanwhile (its agent was deleted): nothing to keep.
-    if (!chat) return;
-    const first = Number(chat.next_seq);
-    const now = nowIso();
-    await trx('chat_messages').insert(messages.map((m, i) => ({ chat_id: chatId, seq: first + i, org_id: orgId, turn_id: turnId, role: m.role, message: toJson(m), created_at: now })));
-    await trx('chats').where({ org_id: orgId, id: chatId }).update({ next_seq: first + messages.length, updated_at: now });
-  });
+  const now = nowIso();
+  // Write first: the UPDATE takes the write lock (sqlite) or the row lock (PostgreSQL) before
+  // anything is read, so writers queue instead of failing a read-to-write upgrade.
+  const n = await trx('chats').where({ org_id: orgId, id: chatId }).update({ updated_at: now });
+  // A chat deleted meanwhile (its agent was deleted): nothing to keep.
+  if (n === 0) return;
+  // The caller knows the next seq when it read the history within this chat's turn order.
+  let first = firstSeq;
+  if (first === undefined) {
+    const last = (await trx('chat_messages').where({ chat_id: chatId }).max({ seq: 'seq' }).first()) as { seq: number | string | null } | undefined;
+    first = Number(last?.seq ?? 0) + 1;
+  }
+  await trx('chat_messages').insert(messages.map((m, i) => ({ chat_id: chatId, seq: first + i, org_id: orgId, turn_id: turnId, role: m.role, message: toJson(m), created_at: now })));
 }
 
 // ---- turns: one user message and its reply ----
@@ -138,20 +141,13 @@ export class TurnIdempotencyRace extends Error {
   }
 }
 
+/** Inserts a RUNNING turn; a second turn with the same channel and Idempotency-Key fails on the unique key. */
 export async function createTurn(db: Knex, input: { orgId: string; chatId: string; agentId: string; channelId?: string | null | undefined; idemKey?: string | undefined }): Promise<TurnRecord> {
   const row: TurnRow = {
     id: newId('turn'), org_id: input.orgId, chat_id: input.chatId, agent_id: input.agentId, channel_id: input.channelId ?? null,
     idem_key: input.idemKey ?? null, status: 'RUNNING', reply: null, output: null, error: null, created_at: nowIso(), finished_at: null,
   };
-  try {
-    await db('agent_turns').insert(row);
-  } catch (err) {
-    if (input.idemKey && input.channelId) {
-      const earlier = await findTurnByIdempotencyKey(db, input.orgId, input.channelId, input.idemKey);
-      if (earlier) throw new TurnIdempotencyRace(earlier.turnId);
-    }
-    throw err;
-  }
+  await db('agent_turns').insert(row);
   return toTurn(row);
 }
 

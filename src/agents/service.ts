@@ -14,7 +14,10 @@ import { AppError } from '../errors/index.js';
 import { recordFile } from '../runs/files.js';
 import { newId } from '../storage/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
-import { appendMessages, createChat, createTurn, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, type TurnRecord } from './chats.js';
+import {
+  appendMessages, createChat, createTurn, findTurnByIdempotencyKey, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, TurnIdempotencyRace, type TurnRecord,
+} from './chats.js';
+import { WriteQueue } from './write-queue.js';
 import type { ChatOrder } from './chat-order.js';
 import { resolveModel } from './runtime/providers.js';
 import { agentTools } from './runtime/tools.js';
@@ -55,7 +58,11 @@ export class AgentService {
   /** Turns running in this process, so a replay or a second waiter can await the same promise. */
   private readonly running = new Map<string, Promise<TurnOutcome>>();
 
-  constructor(private readonly services: Services, private readonly order: ChatOrder) {}
+  private readonly writes: WriteQueue;
+
+  constructor(private readonly services: Services, private readonly order: ChatOrder) {
+    this.writes = new WriteQueue(services.db);
+  }
 
   async start(req: InvokeRequest): Promise<Invocation> {
     const { db, config } = this.services;
@@ -63,22 +70,36 @@ export class AgentService {
     const agentConfig = await runnableConfig(db, agent);
     // Refuse before anything is recorded: no model configured means no chat and no turn.
     const { model } = resolveModel(config.models, agentConfig.model);
-    let chatId = req.chatId;
-    if (chatId !== undefined) {
-      const chat = await getChat(db, req.orgId, chatId);
+    if (req.chatId !== undefined) {
+      const chat = await getChat(db, req.orgId, req.chatId);
       if (req.channelId !== undefined) {
         // Spec Errors: not owned by this channel → 403 unowned_chat_id; an unknown chat answers the same (no existence oracle).
         if (!chat || chat.channelId !== req.channelId) throw new AppError('ERR_CHANNEL_UNOWNED_CHAT');
       } else if (!chat || chat.agentId !== req.agentId) {
-        throw new AppError('ERR_NOT_FOUND', { message: `No chat ${chatId} with agent ${req.agentId} in this organisation` });
+        throw new AppError('ERR_NOT_FOUND', { message: `No chat ${req.chatId} with agent ${req.agentId} in this organisation` });
       }
-    } else {
-      chatId = (await createChat(db, { orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null })).chatId;
     }
-    const turn = await createTurn(db, { orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
-    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model));
+    let started: { chatId: string; turnId: string };
+    try {
+      // The new chat (if any) and the turn commit together: a refused turn leaves no empty chat.
+      started = await this.writes.run(async (trx) => {
+        const chatId = req.chatId ?? (await createChat(trx, { orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null })).chatId;
+        const turn = await createTurn(trx, { orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
+        return { chatId, turnId: turn.turnId };
+      });
+    } catch (err) {
+      if (req.idempotencyKey && req.channelId) {
+        const earlier = await findTurnByIdempotencyKey(db, req.orgId, req.channelId, req.idempotencyKey);
+        if (earlier) throw new TurnIdempotencyRace(earlier.turnId);
+      }
+      throw err;
+    }
+    const { chatId } = started;
+    const turn = { turnId: started.turnId };
+    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model, req.chatId === undefined));
     this.running.set(turn.turnId, done);
-    void done.finally(() => this.running.delete(turn.turnId));
+    const forget = () => this.running.delete(turn.turnId);
+    done.then(forget, forget);
     return { chatId, turnId: turn.turnId, config: agentConfig, done };
   }
 
@@ -102,7 +123,7 @@ export class AgentService {
     }
   }
 
-  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model']): Promise<TurnOutcome> {
+  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model'], newChat: boolean): Promise<TurnOutcome> {
     const { db, config, log } = this.services;
     const limit = AbortSignal.timeout(config.agentTurnTimeoutMs);
     const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
@@ -111,8 +132,12 @@ export class AgentService {
       ...(req.metadata ? { sourceMetadata: req.metadata } : {}),
     };
     let outcome: TurnOutcome;
+    // Seq of this turn's first message: history rows are numbered 1..n without gaps (a reset deletes them all).
+    let nextSeq: number | undefined;
     try {
-      const history = await loadHistory(db, req.orgId, chatId);
+      // A chat made for this turn has no history yet: no read needed.
+      const history = newChat ? [] : await loadHistory(db, req.orgId, chatId);
+      nextSeq = history.length + 1;
       const { tools } = await agentTools(ctx, agentConfig.servers, (c, p) => this.services.gateway.catalog.resolve(c, p), {
         onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
         onToolEnd: (e) => req.onEvent?.({ type: 'tool-call-end', ...e }),
@@ -120,7 +145,7 @@ export class AgentService {
       });
       const result = await runTurn({
         model, config: agentConfig, history, message: req.message, sourceMetadata: req.metadata, tools,
-        maxSteps: config.agentMaxSteps, signal, onTextDelta: (delta) => req.onEvent?.({ type: 'text-delta', delta }),
+        maxSteps: config.agentMaxSteps, signal, onTextDelta: req.onEvent ? (delta) => req.onEvent?.({ type: 'text-delta', delta }) : undefined,
       });
       outcome = { ok: true, reply: result.reply, output: result.output, messages: result.messages };
     } catch (err) {
@@ -130,11 +155,16 @@ export class AgentService {
       outcome = { ok: false, error, messages };
     }
     try {
-      await appendMessages(db, req.orgId, chatId, turnId, outcome.messages);
-      await finishTurn(db, req.orgId, turnId, outcome.ok ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output } : { status: 'FAILED', error: outcome.error });
+      await this.writes.run(async (trx) => {
+        await finishTurn(trx, req.orgId, turnId, outcome.ok ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output } : { status: 'FAILED', error: outcome.error });
+        await appendMessages(trx, req.orgId, chatId, turnId, outcome.messages, nextSeq);
+      });
     } catch (err) {
+      // The reply is not kept: the caller must not believe it is in the history.
       log.error({ err, chatId, turnId }, 'agent turn could not be recorded');
-      throw err;
+      const error = { error: 'internal_error', message: 'The agent answered but its turn could not be recorded; try again' };
+      await finishTurn(db, req.orgId, turnId, { status: 'FAILED', error }).catch(() => undefined);
+      return { ok: false, error, messages: outcome.messages };
     }
     return outcome;
   }
@@ -146,7 +176,7 @@ export class AgentService {
       const id = newId('file');
       const blobKey = `chats/${chatId}/${id}`;
       await blobs.put(blobKey, f.data);
-      await db.transaction(async (trx) => {
+      await this.writes.run(async (trx) => {
         await recordFile(trx, { id, orgId, kind: 'chat', filename: f.fileName.slice(0, 255), mimeType: f.mimeType.slice(0, 255), size: f.data.length, blobKey });
         await linkChatFile(trx, { fileId: id, orgId, chatId, turnId });
       });

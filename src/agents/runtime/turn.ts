@@ -5,7 +5,7 @@
  * be a JSON object valid against it (ajv): an invalid answer is sent back once with the
  * validation errors, then the turn fails with a clear error.
  */
-import { stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import type { ErrorObject } from 'ajv';
 import type { AgentConfig } from '../agents.js';
 import { outputValidator } from '../validate.js';
@@ -72,8 +72,44 @@ function stopReason(signal: AbortSignal, steps: ModelMessage[]): TurnFailure {
   return new TurnFailure('turn_cancelled', 'The agent turn was cancelled', steps);
 }
 
-/** One model exchange (possibly several steps with tool calls). */
+function modelFailure(err: unknown, produced: ModelMessage[]): TurnFailure {
+  const message = err instanceof Error ? err.message : String(err);
+  return new TurnFailure('model_error', `The model call failed: ${message.slice(0, 500)}`, produced);
+}
+
+function stepLimit(input: TurnInput, produced: ModelMessage[]): TurnFailure {
+  return new TurnFailure('step_limit', `The agent reached its step limit (${input.maxSteps} model calls) while still calling tools, without a final answer (AGENT_MAX_STEPS)`, produced);
+}
+
+/**
+ * One model exchange (possibly several steps with tool calls). Streamed only when someone
+ * reads the text as it comes (SSE); otherwise one JSON completion per step, which costs the
+ * process far less than the stream machinery (bench/channel.ts).
+ */
 async function exchange(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+  return input.onTextDelta ? streamed(input, system, messages) : whole(input, system, messages);
+}
+
+async function whole(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+  let produced: ModelMessage[] = [];
+  let result: Awaited<ReturnType<typeof generateText>>;
+  try {
+    result = await generateText({
+      model: input.model, system, messages, tools: input.tools, stopWhen: stepCountIs(input.maxSteps), abortSignal: input.signal, maxRetries: 1,
+      onStepFinish: (step) => {
+        produced = step.response.messages as ModelMessage[];
+      },
+    });
+  } catch (err) {
+    if (input.signal.aborted) throw stopReason(input.signal, produced);
+    throw modelFailure(err, produced);
+  }
+  const response = result.response.messages as ModelMessage[];
+  if (result.finishReason === 'tool-calls') throw stepLimit(input, response);
+  return { text: result.text, messages: response, steps: result.steps.length };
+}
+
+async function streamed(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
   let produced: ModelMessage[] = [];
   let failure: unknown;
   const result = streamText({
@@ -100,16 +136,11 @@ async function exchange(input: TurnInput, system: string, messages: ModelMessage
     failure ??= err;
   }
   if (input.signal.aborted) throw stopReason(input.signal, produced);
-  if (failure !== undefined) {
-    const message = failure instanceof Error ? failure.message : String(failure);
-    throw new TurnFailure('model_error', `The model call failed: ${message.slice(0, 500)}`, produced);
-  }
+  if (failure !== undefined) throw modelFailure(failure, produced);
   const steps = (await result.steps).length;
   const finish = await result.finishReason;
   const response = (await result.response).messages as ModelMessage[];
-  if (finish === 'tool-calls') {
-    throw new TurnFailure('step_limit', `The agent reached its step limit (${input.maxSteps} model calls) while still calling tools, without a final answer (AGENT_MAX_STEPS)`, response);
-  }
+  if (finish === 'tool-calls') throw stepLimit(input, response);
   return { text: await result.text, messages: response, steps };
 }
 

@@ -63,7 +63,6 @@ export async function up(db: Knex): Promise<void> {
     t.string('agent_id', 64).notNullable().references('agents.id').onDelete('CASCADE');
     t.string('channel_id', 64);
     t.string('title', 200);
-    t.integer('next_seq').notNullable().defaultTo(1);
     t.string('created_at', 32).notNullable();
     t.string('updated_at', 32).notNullable();
     t.index(['org_id', 'id']);

@@ -130,7 +130,7 @@ for (const kind of kinds) {
       const created = await api('POST', '/v1/channels', { body: { agentId: agent.agentId } });
       const { db } = server.app.services;
       const now = new Date().toISOString();
-      await db('chats').insert({ id: `chat_${agent.agentId.slice(4)}`, org_id: org.orgId, agent_id: agent.agentId, channel_id: channel.triggerId, next_seq: 1, created_at: now, updated_at: now });
+      await db('chats').insert({ id: `chat_${agent.agentId.slice(4)}`, org_id: org.orgId, agent_id: agent.agentId, channel_id: channel.triggerId, created_at: now, updated_at: now });
       const path = `/v1/agents/${agent.agentId}`;
       expect((await api('DELETE', path, { token: other.token })).status).to.equal(404);
       expect((await api('DELETE', path, { headers: { 'if-match': '"7"' } })).status).to.equal(412);
