@@ -171,7 +171,7 @@ export class AgentService {
 
   /** A file from a tool result: a `files` row (kind chat) linked to the chat; its id, or undefined. */
   private async saveFile(orgId: string, chatId: string, turnId: string, f: { fileName: string; mimeType: string; data: Buffer }): Promise<string | undefined> {
-    const { db, blobs, log } = this.services;
+    const { blobs, log } = this.services;
     try {
       const id = newId('file');
       const blobKey = `chats/${chatId}/${id}`;
