@@ -8,7 +8,10 @@
  *    vs turns with none, minus the extra model round trips and the direct gateway calls
  *    (target ≤ 2 ms per tool call).
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { startServer, load, report, baselineLoad } from './lib.js';
 
 interface DemoInfo { url: string; bootstrap: { clientId: string; clientSecret: string; orgId: string; demo: { channelTriggerId: string; channelApiKey: string } } }
@@ -44,22 +47,25 @@ async function token(info: DemoInfo): Promise<string> {
 
 export async function run(): Promise<void> {
   const base = await baselineLoad();
-  const model = await startServer<{ url: string }>('bench/servers/scripted-model.ts');
+  const capture = path.join(mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-')), 'model-request.json');
+  const model = await startServer<{ url: string }>('bench/servers/scripted-model.ts', { BENCH_CAPTURE: capture });
   const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OPENAI_COMPATIBLE_BASE_URL: model.info.url, DEFAULT_MODEL: 'openai-compatible/bench' });
   try {
     const { channelTriggerId, channelApiKey } = target.info.bootstrap.demo;
     const channelUrl = `${target.info.url}/ext/triggers/${channelTriggerId}`;
     const channelHeaders = { 'content-type': 'application/json', 'x-api-key': channelApiKey };
     const message = (m: string) => JSON.stringify({ message: m });
-    const check = await fetch(channelUrl, { method: 'POST', headers: channelHeaders, body: message('tools:1') });
-    if (check.status !== 200) throw new Error(`channel answered ${check.status}: ${await check.text()}`);
+    for (const m of ['tools:1', 'hi']) {
+      const check = await fetch(channelUrl, { method: 'POST', headers: channelHeaders, body: message(m) });
+      if (check.status !== 200) throw new Error(`channel answered ${check.status}: ${await check.text()}`);
+    }
 
     const channel = await load('channel round trip (new chat, model answers at once)', { url: channelUrl, method: 'POST', headers: channelHeaders, body: message('hi') });
     report('Agent channel vs bare node:http (50 connections)', base, [channel]);
 
     const n = Number(process.env.BENCH_SEQ_CALLS ?? 300);
-    // What the AI SDK sends the model for a turn without tools, streamed.
-    const modelBody = JSON.stringify({ model: 'bench', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'system', content: 'x' }, { role: 'user', content: 'hi' }] });
+    // Model time: exactly the request a turn sends (system prompt, the agent's tools, the message), asked of the model directly.
+    const modelBody = readFileSync(capture, 'utf8');
     const modelDirect = await sequential(`${model.info.url}/chat/completions`, { 'content-type': 'application/json' }, modelBody, n);
     const turn0 = await sequential(channelUrl, channelHeaders, message('hi'), n);
     const turn3 = await sequential(channelUrl, channelHeaders, message('tools:3'), Math.max(50, Math.floor(n / 3)));

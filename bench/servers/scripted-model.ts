@@ -4,7 +4,11 @@
  * (mcp/listServers, the cheapest embedded tool) n times, one per step, before it answers.
  * Prints `{url}` (the base URL for OPENAI_COMPATIBLE_BASE_URL) on its first stdout line.
  */
+import { writeFileSync } from 'node:fs';
 import { startModelServer, reply } from '../../test/helpers/model-server.js';
+
+/** BENCH_CAPTURE: where to write the first plain request's body, so the benchmark can time the model alone on exactly what a turn sends. */
+let captured = !process.env.BENCH_CAPTURE;
 
 const model = await startModelServer((req) => {
   const lastUser = [...req.messages].reverse().find((m: { role: string }) => m.role === 'user') as { content: unknown } | undefined;
@@ -12,6 +16,10 @@ const model = await startModelServer((req) => {
   const wanted = /^tools:(\d+)$/.exec(text);
   const lastUserIndex = req.messages.lastIndexOf(lastUser);
   const done = req.messages.slice(lastUserIndex).filter((m: { role: string }) => m.role === 'tool').length;
+  if (!captured && text === 'hi') {
+    captured = true;
+    writeFileSync(process.env.BENCH_CAPTURE!, JSON.stringify(req.body));
+  }
   if (wanted && done < Number(wanted[1])) return reply.toolCall('gateway_invoke', { server: 'mcp', tool: 'listServers', arguments: {} });
   return reply.text('ok');
 });

@@ -36,9 +36,9 @@ function toChat(r: ChatRow): ChatRecord {
   return { chatId: r.id, agentId: r.agent_id, channelId: r.channel_id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
 }
 
-export async function createChat(db: Knex, input: { orgId: string; agentId: string; channelId?: string | null | undefined; title?: string | null | undefined }): Promise<ChatRecord> {
+export async function createChat(db: Knex, input: { id?: string | undefined; orgId: string; agentId: string; channelId?: string | null | undefined; title?: string | null | undefined }): Promise<ChatRecord> {
   const now = nowIso();
-  const row: ChatRow = { id: newId('chat'), org_id: input.orgId, agent_id: input.agentId, channel_id: input.channelId ?? null, title: input.title ?? null, created_at: now, updated_at: now };
+  const row: ChatRow = { id: input.id ?? newId('chat'), org_id: input.orgId, agent_id: input.agentId, channel_id: input.channelId ?? null, title: input.title ?? null, created_at: now, updated_at: now };
   await db('chats').insert(row);
   return toChat(row);
 }
@@ -142,9 +142,9 @@ export class TurnIdempotencyRace extends Error {
 }
 
 /** Inserts a RUNNING turn; a second turn with the same channel and Idempotency-Key fails on the unique key. */
-export async function createTurn(db: Knex, input: { orgId: string; chatId: string; agentId: string; channelId?: string | null | undefined; idemKey?: string | undefined }): Promise<TurnRecord> {
+export async function createTurn(db: Knex, input: { id?: string | undefined; orgId: string; chatId: string; agentId: string; channelId?: string | null | undefined; idemKey?: string | undefined }): Promise<TurnRecord> {
   const row: TurnRow = {
-    id: newId('turn'), org_id: input.orgId, chat_id: input.chatId, agent_id: input.agentId, channel_id: input.channelId ?? null,
+    id: input.id ?? newId('turn'), org_id: input.orgId, chat_id: input.chatId, agent_id: input.agentId, channel_id: input.channelId ?? null,
     idem_key: input.idemKey ?? null, status: 'RUNNING', reply: null, output: null, error: null, created_at: nowIso(), finished_at: null,
   };
   await db('agent_turns').insert(row);

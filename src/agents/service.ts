@@ -79,24 +79,30 @@ export class AgentService {
         throw new AppError('ERR_NOT_FOUND', { message: `No chat ${req.chatId} with agent ${req.agentId} in this organisation` });
       }
     }
-    let started: { chatId: string; turnId: string };
-    try {
-      // The new chat (if any) and the turn commit together: a refused turn leaves no empty chat.
-      started = await this.writes.run(async (trx) => {
-        const chatId = req.chatId ?? (await createChat(trx, { orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null })).chatId;
-        const turn = await createTurn(trx, { orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
-        return { chatId, turnId: turn.turnId };
-      });
-    } catch (err) {
-      if (req.idempotencyKey && req.channelId) {
-        const earlier = await findTurnByIdempotencyKey(db, req.orgId, req.channelId, req.idempotencyKey);
-        if (earlier) throw new TurnIdempotencyRace(earlier.turnId);
+    const chatId = req.chatId ?? newId('chat');
+    const turnId = newId('turn');
+    // The new chat (if any) and the turn commit together: a refused turn leaves no empty chat.
+    const recorded = this.writes.run(async (trx) => {
+      if (req.chatId === undefined) await createChat(trx, { id: chatId, orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null });
+      await createTurn(trx, { id: turnId, orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
+    });
+    if (req.idempotencyKey) {
+      // A replay must find the turn: the key is claimed before the model runs.
+      try {
+        await recorded;
+      } catch (err) {
+        if (req.channelId) {
+          const earlier = await findTurnByIdempotencyKey(db, req.orgId, req.channelId, req.idempotencyKey);
+          if (earlier) throw new TurnIdempotencyRace(earlier.turnId);
+        }
+        throw err;
       }
-      throw err;
+    } else {
+      // The model starts while the rows commit; the turn's end is written after them (one queue, in order).
+      recorded.catch(() => undefined);
     }
-    const { chatId } = started;
-    const turn = { turnId: started.turnId };
-    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model, req.chatId === undefined));
+    const turn = { turnId };
+    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model, req.chatId === undefined, recorded));
     this.running.set(turn.turnId, done);
     const forget = () => this.running.delete(turn.turnId);
     done.then(forget, forget);
@@ -123,7 +129,7 @@ export class AgentService {
     }
   }
 
-  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model'], newChat: boolean): Promise<TurnOutcome> {
+  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model'], newChat: boolean, recorded: Promise<void>): Promise<TurnOutcome> {
     const { db, config, log } = this.services;
     const limit = AbortSignal.timeout(config.agentTurnTimeoutMs);
     const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
@@ -155,6 +161,7 @@ export class AgentService {
       outcome = { ok: false, error, messages };
     }
     try {
+      await recorded;
       await this.writes.run(async (trx) => {
         await finishTurn(trx, req.orgId, turnId, outcome.ok ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output } : { status: 'FAILED', error: outcome.error });
         await appendMessages(trx, req.orgId, chatId, turnId, outcome.messages, nextSeq);

@@ -295,6 +295,37 @@ for (const kind of kinds) {
       expect([old.status, fresh.status]).to.deep.equal([401, 200]);
     });
 
+    it('a tool error is fed back to the model as the tool result, and the model recovers', async () => {
+      const ch = await newChannel((await newAgent()).agentId);
+      model.setScript([reply.toolCall('capability_details', { items: [] }), reply.text('Sorry, that tool call was wrong.')]);
+      const res = await send(ch, { message: 'details please' });
+      expect([res.status, res.text]).to.deep.equal([200, 'Sorry, that tool call was wrong.']);
+      const toolMessage = (model.requests[1]!.body as any).messages.find((m: { role: string }) => m.role === 'tool');
+      expect(toolMessage.content).to.match(/items/);
+    });
+
+    it('a turn past AGENT_TURN_TIMEOUT_MS fails with 504 turn_timeout (an app with a 1 s turn limit on the same store)', async () => {
+      const ch = await newChannel((await newAgent()).agentId);
+      const config = loadConfig({
+        DATA_DIR: server.store.dataDir, LOG_LEVEL: 'silent', SEED_DEMO: 'false', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
+        RUN_CONCURRENCY: '0', AGENT_TURN_TIMEOUT_MS: '1000', SYNC_WAIT_MS: '5000',
+      });
+      const limited = await createApp(config, createLogger('silent'), { db: server.app.services.db });
+      try {
+        const srv = limited.http.listen(0, '127.0.0.1');
+        await new Promise((r) => srv.once('listening', r));
+        model.setScript([{ ...reply.text('too late'), delayMs: 2500 }]);
+        const res = await call(`http://127.0.0.1:${(srv.address() as { port: number }).port}`, 'POST', `/ext/channels/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey }, body: { message: 'slow' } });
+        expect([res.status, res.body.error]).to.deep.equal([504, 'turn_timeout']);
+        expect(res.body.message).to.include('AGENT_TURN_TIMEOUT_MS');
+        expect(res.headers.get('x-pf-chat-id')).to.match(/^chat_/);
+        srv.closeAllConnections();
+        await new Promise((r) => srv.close(r));
+      } finally {
+        await limited.close();
+      }
+    });
+
     it('a restart between turns keeps the history (a new app on the same store)', async () => {
       const ch = await newChannel((await newAgent()).agentId);
       model.setScript([reply.text('remembered')]);
