@@ -162,11 +162,19 @@ export async function getTurn(db: Knex, orgId: string, turnId: string): Promise<
   return row ? toTurn(row) : undefined;
 }
 
+const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
+
 /** Idempotency-Key replays (openapi/triggers.yaml): 24 hours per channel and key. */
 export async function findTurnByIdempotencyKey(db: Knex, orgId: string, channelId: string, key: string): Promise<TurnRecord | undefined> {
-  const since = new Date(Date.now() - 24 * 3600_000).toISOString();
+  const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
   const row = (await db('agent_turns').where({ org_id: orgId, channel_id: channelId, idem_key: key }).andWhere('created_at', '>=', since).first()) as TurnRow | undefined;
   return row ? toTurn(row) : undefined;
+}
+
+/** After the window the key may be used again: the old turn keeps its record but not the key (a write, so it may open a transaction). */
+export async function releaseExpiredIdempotencyKey(db: Knex, orgId: string, channelId: string, key: string): Promise<void> {
+  const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
+  await db('agent_turns').where({ org_id: orgId, channel_id: channelId, idem_key: key }).andWhere('created_at', '<', since).update({ idem_key: null });
 }
 
 /** A turn left RUNNING by a process that died: failed, never stuck (called at start-up). */

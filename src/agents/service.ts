@@ -15,7 +15,7 @@ import { recordFile } from '../runs/files.js';
 import { newId } from '../storage/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {
-  appendMessages, createChat, createTurn, findTurnByIdempotencyKey, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, TurnIdempotencyRace, type TurnRecord,
+  appendMessages, createChat, createTurn, findTurnByIdempotencyKey, releaseExpiredIdempotencyKey, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, TurnIdempotencyRace, type TurnRecord,
 } from './chats.js';
 import { WriteQueue } from './write-queue.js';
 import type { ChatOrder } from './chat-order.js';
@@ -83,6 +83,8 @@ export class AgentService {
     const turnId = newId('turn');
     // The new chat (if any) and the turn commit together: a refused turn leaves no empty chat.
     const recorded = this.writes.run(async (trx) => {
+      // A key older than the 24-hour replay window is free again: release it from its old turn.
+      if (req.idempotencyKey && req.channelId) await releaseExpiredIdempotencyKey(trx, req.orgId, req.channelId, req.idempotencyKey);
       if (req.chatId === undefined) await createChat(trx, { id: chatId, orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null });
       await createTurn(trx, { id: turnId, orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
     });

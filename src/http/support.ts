@@ -20,22 +20,27 @@ export function etag(version: number): Record<string, string> {
   return { ETag: `"${version}"` };
 }
 
+const IF_MATCH = new Map<number, RegExp>();
+
 /**
- * Reads `If-Match: "<version>"`. Absent or `*` → undefined (no usable precondition). A value
- * that is not one strong ETag of a positive integer can never match the current ETag, so it
- * is a failed precondition (412), as RFC 9110 section 13.1.1 prescribes.
+ * Reads `If-Match: "<n>"`, a strong ETag of a positive integer of at most `maxDigits` digits
+ * (versions: 10; a channel's epoch-millisecond tag: 16). Absent or `*` → undefined (no usable
+ * precondition). Any other value can never match the current ETag, so it is a failed
+ * precondition (412), as RFC 9110 section 13.1.1 prescribes.
  */
-export function parseIfMatch(req: { headers: IncomingHttpHeaders }): number | undefined {
+export function parseIfMatch(req: { headers: IncomingHttpHeaders }, maxDigits = 10): number | undefined {
   const raw = header(req, 'if-match')?.trim();
   if (raw === undefined || raw === '' || raw === '*') return undefined;
-  const m = /^"([1-9][0-9]{0,9})"$/.exec(raw);
+  let pattern = IF_MATCH.get(maxDigits);
+  if (!pattern) IF_MATCH.set(maxDigits, (pattern = new RegExp(`^"([1-9][0-9]{0,${maxDigits - 1}})"$`)));
+  const m = pattern.exec(raw);
   if (!m) throw new AppError('ERR_VERSION_CONFLICT', { details: { ifMatch: 'not a current entity tag' } });
   return Number(m[1]);
 }
 
 /** Updates REQUIRE If-Match: missing → 428 precondition_required. */
-export function requireIfMatch(req: { headers: IncomingHttpHeaders }): number {
-  const version = parseIfMatch(req);
+export function requireIfMatch(req: { headers: IncomingHttpHeaders }, maxDigits = 10): number {
+  const version = parseIfMatch(req, maxDigits);
   if (version === undefined) throw new AppError('ERR_PRECONDITION_REQUIRED');
   return version;
 }

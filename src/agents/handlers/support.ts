@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Knex } from 'knex';
 import { AppError } from '../../errors/index.js';
-import { header } from '../../http/support.js';
+import { parseIfMatch, requireIfMatch } from '../../http/support.js';
 import type { Services } from '../../services.js';
 import { failedPrecondition } from '../../storage/versioned.js';
 import { deleteAgent, updateAgent, type AgentPatch, type AgentRecord, type ServerRef } from '../agents.js';
@@ -58,22 +58,13 @@ export function channelEtagHeader(c: Pick<ChannelRecord, 'updatedAt'>): Record<s
   return { ETag: `"${channelEtag(c)}"` };
 }
 
-/**
- * `If-Match` of a channel: its ETag is epoch milliseconds (13 digits today), longer than the
- * versions src/http/support.ts parses, with the same rules: absent or `*` → undefined, a value
- * that is not one strong tag of a positive integer → 412 (RFC 9110 section 13.1.1).
- */
+/** A channel's ETag is epoch milliseconds (13 digits today), longer than a version; the If-Match rules are the same. */
+const CHANNEL_TAG_DIGITS = 16;
+
 export function channelIfMatch(req: { headers: IncomingHttpHeaders }): number | undefined {
-  const raw = header(req, 'if-match')?.trim();
-  if (raw === undefined || raw === '' || raw === '*') return undefined;
-  const m = /^"([1-9][0-9]{0,15})"$/.exec(raw);
-  if (!m) throw new AppError('ERR_VERSION_CONFLICT', { details: { ifMatch: 'not a current entity tag' } });
-  return Number(m[1]);
+  return parseIfMatch(req, CHANNEL_TAG_DIGITS);
 }
 
-/** Updates REQUIRE If-Match: missing → 428 precondition_required. */
 export function requireChannelIfMatch(req: { headers: IncomingHttpHeaders }): number {
-  const tag = channelIfMatch(req);
-  if (tag === undefined) throw new AppError('ERR_PRECONDITION_REQUIRED');
-  return tag;
+  return requireIfMatch(req, CHANNEL_TAG_DIGITS);
 }

@@ -249,6 +249,13 @@ for (const kind of kinds) {
       expect(again.headers.get('x-pf-run-id')).to.equal(first.headers.get('x-pf-run-id'));
       expect(again.headers.get('x-pf-chat-id')).to.equal(first.headers.get('x-pf-chat-id'));
       expect(model.requests).to.have.length(1);
+      // Past the 24-hour window the same key starts a new turn.
+      const dayAgo = new Date(Date.now() - 25 * 3600_000).toISOString();
+      await server.app.services.db('agent_turns').where({ id: first.headers.get('x-pf-run-id') }).update({ created_at: dayAgo });
+      model.setScript([reply.text('a new turn')]);
+      const later = await send(ch, { message: 'x' }, { 'idempotency-key': 'k-1' });
+      expect([later.status, later.text, later.headers.get('idempotent-replay')]).to.deep.equal([200, 'a new turn', null]);
+      expect(later.headers.get('x-pf-run-id')).to.not.equal(first.headers.get('x-pf-run-id'));
     });
 
     it('past the sync wait the timeout body answers and the turn completes into the history', async () => {
