@@ -55,7 +55,7 @@ for (const kind of kinds) {
     before(async () => {
       model = await startModelServer();
       server = await startTestServer(kind, {
-        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted', SYNC_WAIT_MS: '3000', AGENT_MAX_STEPS: '3',
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted', SYNC_WAIT_MS: '1500', AGENT_MAX_STEPS: '3',
       });
       org = await createTestOrg(server, 'Channel org');
     });
@@ -260,12 +260,12 @@ for (const kind of kinds) {
 
     it('past the sync wait the timeout body answers and the turn completes into the history', async () => {
       const ch = await newChannel((await newAgent()).agentId);
-      model.setScript([{ ...reply.text('late reply'), delayMs: 3500 }]);
+      model.setScript([{ ...reply.text('late reply'), delayMs: 1900 }]);
       const res = await send(ch, { message: 'slow please' });
       expect(res.status).to.equal(200);
       expect(res.body).to.deep.include({ status: 'timeout' });
       const chatId = res.headers.get('x-pf-chat-id')!;
-      await new Promise((r) => setTimeout(r, 800));
+      await new Promise((r) => setTimeout(r, 700));
       model.setScript([reply.text('ok')]);
       await send(ch, { message: 'and now?', chatId });
       expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal(['user: slow please', 'assistant: late reply', 'user: and now?']);
