@@ -16,7 +16,7 @@ import { operationValidators } from '../../generated/validators/operations.js';
 import { AppError } from '../errors/index.js';
 import { check } from '../http/pipeline.js';
 import type { BeforeBody, Handler, Reply, Services } from '../services.js';
-import { forwardedHeaders } from '../gateway/upstream/index.js';
+import { forwardedHeaders } from '../gateway/upstream/forwarding.js';
 import { isChannelId, verifyChannelKey, type ChannelRecord } from './channels.js';
 import { findTurnByIdempotencyKey, TurnIdempotencyRace, type TurnRecord } from './chats.js';
 import type { TurnOutcome } from './service.js';

@@ -14,7 +14,9 @@ import {
   OUTPUT_FORMATS, type OutputFormat,
 } from '../agents/channels.js';
 import { AgentConfigError, checkModel, checkOutputSchema } from '../agents/validate.js';
-import { EMBEDDED_PATHS, findAppServerByPath } from '../gateway/index.js';
+// The registry modules alone: the gateway's index loads its router, servers and upstream clients, which a CLI start does not need.
+import { EMBEDDED_PATHS } from '../gateway/registry-validate.js';
+import { findAppServerByPath } from '../gateway/registry.js';
 
 /** What main.ts lends to every verb: the store, the organisation, output and errors. */
 export interface CliKit {
