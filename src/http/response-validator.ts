@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { OpenAPIBackend, type Document } from 'openapi-backend';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -24,11 +25,29 @@ export class ResponseValidationError extends Error {
  * the schema for that status, and documented required headers must be present. Used in
  * tests (VALIDATE_RESPONSES=true); a mismatch is recorded and answered with 500.
  */
+/**
+ * Compiled documents, shared by every validator of the process: compiling the bundle takes
+ * 3-4 s here, and a test process starts dozens of servers on the same bundle. The compiled
+ * backend is read-only once initialised; failures stay per validator.
+ */
+const compiled = new Map<string, Promise<OpenAPI31Backend>>();
+
 export class ResponseValidator {
   readonly failures: ResponseValidationError[] = [];
-  private constructor(private readonly api: OpenAPI31Backend, private readonly document: Record<string, unknown>) {}
+  private constructor(private readonly api: OpenAPI31Backend) {}
 
   static async create(document: Record<string, unknown>): Promise<ResponseValidator> {
+    const key = createHash('sha256').update(JSON.stringify(document)).digest('hex');
+    let api = compiled.get(key);
+    if (!api) {
+      api = ResponseValidator.compile(document);
+      compiled.set(key, api);
+      api.catch(() => compiled.delete(key));
+    }
+    return new ResponseValidator(await api);
+  }
+
+  private static async compile(document: Record<string, unknown>): Promise<OpenAPI31Backend> {
     const api = new OpenAPI31Backend({
       definition: structuredClone(document) as unknown as Document,
       quick: false,
@@ -41,7 +60,7 @@ export class ResponseValidator {
       },
     });
     await api.init();
-    return new ResponseValidator(api, document);
+    return api;
   }
 
   private documented(operationId: string, status: number): Record<string, unknown> | undefined {
