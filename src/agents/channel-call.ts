@@ -15,6 +15,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { operationValidators } from '../../generated/validators/operations.js';
 import { AppError } from '../errors/index.js';
 import { check } from '../http/pipeline.js';
+import { header, idempotencyKey } from '../http/support.js';
 import type { BeforeBody, Handler, Reply, Services } from '../services.js';
 import { forwardedHeaders } from '../gateway/upstream/forwarding.js';
 import { isChannelId, verifyChannelKey, type ChannelRecord } from './channels.js';
@@ -28,27 +29,15 @@ interface ChannelRequest {
   metadata?: Record<string, unknown>;
 }
 
-function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const v = headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
 /** The key and flag checks, before any body byte is read (openapi/triggers.yaml channelApiKey). */
 export async function authoriseChannel(services: Services, triggerId: string, headers: IncomingHttpHeaders, contentType: string | undefined): Promise<ChannelRecord> {
-  const key = headerOf(headers, 'x-api-key');
+  const key = header({ headers }, 'x-api-key');
   if (!key) throw new AppError('ERR_AUTH_MISSING_API_KEY');
   const channel = isChannelId(triggerId) ? await verifyChannelKey(services.db, triggerId, key) : undefined;
   if (!channel) throw new AppError('ERR_AUTH_INVALID_API_KEY');
   if (!channel.enabled) throw new AppError('ERR_TRIGGER_DISABLED', { message: 'This channel is disabled' });
   if (contentType !== 'application/json') throw new AppError('ERR_REQUEST_UNSUPPORTED_MEDIA', { message: 'Content-Type must be application/json' });
   return channel;
-}
-
-function idempotencyKey(headers: IncomingHttpHeaders): string | undefined {
-  const v = headerOf(headers, 'idempotency-key');
-  if (v === undefined) return undefined;
-  if (v.length < 1 || v.length > 255) throw new AppError('ERR_REQUEST_INVALID', { message: 'Idempotency-Key must be 1 to 255 characters' });
-  return v;
 }
 
 /** Statuses of a turn that failed after its chat existed (openapi/triggers.yaml ChannelAgentFailed). */
@@ -113,8 +102,8 @@ async function withinSyncWait(services: Services, done: Promise<TurnOutcome>): P
 export async function serveChannel(services: Services, channel: ChannelRecord, body: unknown, headers: IncomingHttpHeaders): Promise<Reply> {
   check(operationValidators.sendChannelMessage?.json, body, 'body');
   const request = body as ChannelRequest;
-  const key = idempotencyKey(headers);
-  const sse = wantsEventStream(headerOf(headers, 'accept'));
+  const key = idempotencyKey({ headers });
+  const sse = wantsEventStream(header({ headers }, 'accept'));
   if (key) {
     const earlier = await findTurnByIdempotencyKey(services.db, channel.orgId, channel.triggerId, key);
     if (earlier) return replay(services, channel, earlier, sse);

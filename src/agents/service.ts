@@ -103,12 +103,11 @@ export class AgentService {
       // The model starts while the rows commit; the turn's end is written after them (one queue, in order).
       recorded.catch(() => undefined);
     }
-    const turn = { turnId };
-    const done = this.order.run(chatId, () => this.execute(req, chatId, turn.turnId, agentConfig, model, req.chatId === undefined, recorded));
-    this.running.set(turn.turnId, done);
-    const forget = () => this.running.delete(turn.turnId);
+    const done = this.order.run(chatId, () => this.execute(req, chatId, turnId, agentConfig, model, req.chatId === undefined, recorded));
+    this.running.set(turnId, done);
+    const forget = () => this.running.delete(turnId);
     done.then(forget, forget);
-    return { chatId, turnId: turn.turnId, config: agentConfig, done };
+    return { chatId, turnId, config: agentConfig, done };
   }
 
   /** chat_reset_conversation: queued behind the chat's running turns, so no turn writes into a cleared history. */

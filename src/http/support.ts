@@ -15,6 +15,17 @@ export function header(req: { headers: IncomingHttpHeaders }, name: string): str
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
+/**
+ * `Idempotency-Key` (openapi/triggers.yaml, our extension): 1 to 255 characters, or absent.
+ * Shared by workflow triggers and agent channels.
+ */
+export function idempotencyKey(req: { headers: IncomingHttpHeaders }): string | undefined {
+  const v = header(req, 'idempotency-key');
+  if (v === undefined) return undefined;
+  if (v.length < 1 || v.length > 255) throw new AppError('ERR_REQUEST_INVALID', { message: 'Idempotency-Key must be 1 to 255 characters' });
+  return v;
+}
+
 /** Strong entity tag of a versioned resource: the version number in quotes. */
 export function etag(version: number): Record<string, string> {
   return { ETag: `"${version}"` };

@@ -3,7 +3,7 @@
  * implementation in ../call.ts; these adapters only read the operation's own inputs.
  */
 import { AppError } from '../../errors/index.js';
-import { header } from '../../http/support.js';
+import { header, idempotencyKey } from '../../http/support.js';
 import type { BeforeBody, Handler, HandlerRequest, OperationId } from '../../services.js';
 // The channel modules alone (not the agents index, which loads the model runtime): the CLI loads triggers too.
 import { authoriseChannel, serveChannel } from '../../agents/channel-call.js';
@@ -16,13 +16,6 @@ function waitHeader(req: HandlerRequest<OperationId>): boolean {
   if (v === undefined || v === '' || v === 'false') return false;
   if (v === 'true') return true;
   throw new AppError('ERR_REQUEST_INVALID', { message: 'x-api-wait must be true or false' });
-}
-
-function idempotencyKey(req: HandlerRequest<OperationId>): string | undefined {
-  const v = header(req, 'idempotency-key');
-  if (v === undefined) return undefined;
-  if (v.length < 1 || v.length > 255) throw new AppError('ERR_REQUEST_INVALID', { message: 'Idempotency-Key must be 1 to 255 characters' });
-  return v;
 }
 
 /** The query as parsed; it becomes typed inputs once the trigger's workflow is known (../query-inputs.ts). */

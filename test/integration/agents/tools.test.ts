@@ -191,7 +191,6 @@ for (const kind of kinds) {
       const recorderPcid = await createConnection(server, org, { name: 'Recorder', service_key: 'recorder', secret: 'conn-secret' });
       const agent = await ok('agent_create', { name: 'Forwarder', instructions: 'x', servers: [{ server: 'recorder', tools: ['whoami'] }] });
       const ch = (await call(server.baseUrl, 'POST', '/v1/channels', { token: org.token, body: { agentId: agent.agentId } })).body as { triggerId: string; apiKey: string };
-      model.setScript(() => reply.toolCall('whoami', { PCID: recorderPcid }));
       const seen: Array<{ headers: Record<string, string>; meta?: Record<string, unknown> }> = [];
       model.setScript((req) => {
         const toolMsg = req.messages.find((m: { role: string }) => m.role === 'tool');
