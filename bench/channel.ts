@@ -1,7 +1,10 @@
 /**
  * Agent API channel benchmarks (not tests), against baselines measured in the same run:
  * 1. Channel round trips (a new chat per call, the scripted model answering at once) vs a
- *    bare node:http server, 50 connections (target ratio ≥ 0.08).
+ *    bare node:http server, 50 connections (target ratio ≥ 0.08). Two floors are measured in the
+ *    same run: node:http calling the same model through the AI SDK's `generateText` and nothing
+ *    else (bench/servers/model-floor.ts), and through one raw node:http request. They bound what
+ *    any channel on this stack and machine can reach.
  * 2. Added latency of the channel over the model's own time: sequential channel calls vs the
  *    same streamed completion asked of the model server directly (target p50 ≤ 5 ms).
  * 3. The tool loop's cost per tool call over a direct gateway call: turns with 3 tool calls
@@ -61,7 +64,17 @@ export async function run(): Promise<void> {
     }
 
     const channel = await load('channel round trip (new chat, model answers at once)', { url: channelUrl, method: 'POST', headers: channelHeaders, body: message('hi') });
-    report('Agent channel vs bare node:http (50 connections)', base, [channel]);
+    const floors = [];
+    for (const [mode, name] of [['ai-sdk', 'floor: node:http + AI SDK generateText, nothing else'], ['http', 'floor: node:http + one raw node:http model call']] as const) {
+      const floor = await startServer<{ url: string }>('bench/servers/model-floor.ts', { MODEL_URL: model.info.url, FLOOR_MODE: mode });
+      try {
+        floors.push(await load(name, { url: floor.info.url, method: 'POST', headers: { 'content-type': 'application/json' }, body: message('hi') }));
+      } finally {
+        await floor.stop();
+      }
+    }
+    report('Agent channel vs bare node:http (50 connections)', base, [channel, ...floors]);
+    console.log(`- channel / AI SDK floor: ${(channel.reqPerSec / floors[0]!.reqPerSec).toFixed(2)}`);
 
     const n = Number(process.env.BENCH_SEQ_CALLS ?? 300);
     // Model time: exactly the request a turn sends (system prompt, the agent's tools, the message), asked of the model directly.

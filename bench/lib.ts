@@ -90,7 +90,8 @@ export function report(title: string, baseline: LoadResult, targets: LoadResult[
   console.log('| target | req/s | p50 ms | p99 ms | non-2xx | errors | ratio to baseline |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const r of [baseline, ...targets]) {
-    const ratio = r === baseline ? '1.00' : (r.reqPerSec / baseline.reqPerSec).toFixed(2);
+    const share = r.reqPerSec / baseline.reqPerSec;
+    const ratio = r === baseline ? '1.00' : share.toFixed(share < 0.1 ? 3 : 2);
     console.log(`| ${r.name} | ${r.reqPerSec} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} | ${ratio} |`);
   }
 }
