@@ -266,7 +266,8 @@ function requestBody(op: OperationInfo, step: FlowStep, converted: Json | undefi
     return { contentType: 'application/x-www-form-urlencoded', body: { mode: 'urlencoded', urlencoded: Object.entries(step.form).map(([key, value]) => ({ key, value })) } };
   }
   if (step.raw) {
-    check(step.raw.contentType);
+    // A media type's parameters (a multipart boundary) are not part of what the operation lists.
+    check(step.raw.contentType.split(';')[0]!.trim());
     return { contentType: step.raw.contentType, body: { mode: 'raw', raw: step.raw.text } };
   }
   const body = (converted?.request as Json | undefined)?.body as Json | undefined;

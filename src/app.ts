@@ -14,6 +14,7 @@ import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
 import { runHandlers } from './runs/handlers/index.js';
 import { agentHandlers, channelHandlers } from './agents/handlers/index.js';
+import { EventsService, resourceHandlers, collectionHandlers, eventCalls } from './events/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, sendChannelMessage } from './agents/index.js';
 import { createChatOrder } from './agents/chat-order.js';
 import { openBlobStore } from './runs/blobs.js';
@@ -54,6 +55,7 @@ export function allHandlers(): HandlerMap {
     ...connectionHandlers,
     ...appServerHandlers,
     ...agentHandlers, ...channelHandlers,
+    ...resourceHandlers, ...collectionHandlers,
     ...gatewayHandlers,
     sendChannelMessage,
     getHealth,
@@ -75,10 +77,12 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
+  // Event calls are delivered where runs are executed; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
+  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: config.runConcurrency > 0 });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
@@ -86,10 +90,12 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   if (config.runConcurrency > 0) await sandbox.start();
   const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
   await workers.start();
+  services.events.start();
   return {
     services,
     workers,
     async close() {
+      await services.events.stop();
       await workers.close();
       await chatOrder.close();
       await gateway.close();

@@ -15,6 +15,7 @@ import type { RunQueue } from './queues/run-queue.js';
 import type { CallTargets } from './triggers/target.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { AgentService } from './agents/service.js';
+import type { EventsService } from './events/service.js';
 import type * as Http from './http/types.js';
 
 export type { HandlerRequest, Reply, OperationId } from './http/types.js';
@@ -39,6 +40,8 @@ export interface Services extends Http.PipelineServices {
   gateway: Gateway;
   /** Agent turns for the channel, agent_invoke and workflow agent steps (src/agents). */
   agents: AgentService;
+  /** Collections, items, files and their event calls (src/events). */
+  events: EventsService;
 }
 
 export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http.RequestContext<K, Services>;

@@ -1447,6 +1447,163 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List collections
+         * @description Lists the organisation's collections (datastores, filestores, knowledge bases and
+         *     vaults; spec section 14, "Events"), oldest first, optionally only one `type`.
+         */
+        get: operations["listCollections"];
+        put?: never;
+        /**
+         * Create a collection
+         * @description Creates a structured or unstructured datastore, a filestore, a knowledge base or a
+         *     vault. `triggerUrls` may set the collection-level trigger URLs at once, with the
+         *     rules of `PATCH /datacollection/{collectionId}` (openapi/resources.yaml): collection
+         *     level only, at most 50, http(s) URLs whose address the outbound policy allows
+         *     (400 `invalid_trigger_url` otherwise). Responses never return a trigger URL's
+         *     `apiKey`, only `apiKeyLast4`. The new collection is at `version` 1 (its `ETag`).
+         */
+        post: operations["createCollection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collectionId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a collection
+         * @description Returns one collection with its collection-level trigger URLs and its item count; `ETag` carries its version.
+         */
+        get: operations["getCollection"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a collection
+         * @description Deletes the collection with its items, files (their signed URLs stop working) and
+         *     delivery log. Decision: deleting a whole collection emits no onDelete per item (the
+         *     spec names item and file deletes as the emitting operations); events already in the
+         *     outbox are not delivered. `If-Match` is optional; when sent it must be current (412
+         *     otherwise).
+         */
+        delete: operations["deleteCollection"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename or describe a collection
+         * @description Changes `name` and/or `description` (the type never changes; trigger URLs are set
+         *     with `PATCH /datacollection/{collectionId}`, which also raises the version). Requires
+         *     `If-Match: "<version>"`: missing → 428, stale → 412.
+         */
+        patch: operations["updateCollection"];
+        trace?: never;
+    };
+    "/v1/collections/{collectionId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a collection's event deliveries
+         * @description The delivery log of the collection's event triggers (spec "Events", "Limits"): one
+         *     entry per event and trigger URL, oldest first, with `status` `pending` (written with
+         *     the change, not yet called), `sent` (the URL answered 2xx), `failed` (it answered
+         *     otherwise, timed out, or was refused by the outbound policy; never retried, per the
+         *     spec) or `dropped` (an onEdit over the limit of 2 per item or file per rolling 60
+         *     seconds: dropped, not queued). `eventId` is the `eventId` of the delivered payload;
+         *     `runId` is the `X-Pf-Run-Id` the URL answered with, when any. The URL's `apiKey` is
+         *     never shown. Entries are kept 7 days (decision).
+         */
+        get: operations["listCollectionDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collectionId}/items": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a collection's items or files
+         * @description Lists the items (datastores, vaults) or files (filestores, knowledge bases) of a
+         *     collection, oldest first. Items carry `key`, `sortField`, `content` and `metadata`;
+         *     files carry `filename`, `fileSize`, `mimeType` and a `signedUrl` valid 7 days.
+         *     Decision: vault items are listed with `isSecret: true` and `content: null`: a vault's
+         *     content is encrypted at rest and never returned in plain text by a list.
+         */
+        get: operations["listCollectionItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/connections": {
         parameters: {
             query?: never;
@@ -2442,6 +2599,150 @@ export interface components {
             name?: string;
             outputFormat?: components["schemas"]["ChannelOutputFormat"];
         };
+        /** @description A collection and its collection-level trigger URLs. */
+        Collection: {
+            /** @description Collection id (`col_<32 hex>`); the `collectionId` of the resource endpoints. */
+            collectionId: string;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description What the collection holds. */
+            description: string;
+            /** @description Number of items or files. */
+            itemCount: number;
+            /** @description Display name. */
+            name: string;
+            /** @description Collection-level trigger URLs. */
+            triggerUrls: components["schemas"]["CollectionTriggerUrlConfigured"][];
+            type: components["schemas"]["CollectionType"];
+            /**
+             * Format: date-time
+             * @description Last change (ISO 8601 UTC).
+             */
+            updatedAt: string;
+            /** @description Version, raised by every change (also the `ETag`). */
+            version: number;
+        };
+        /** @description Body of `createCollection`. */
+        CollectionCreate: {
+            /** @description What the collection holds (default empty); discovery searches it. */
+            description?: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Collection-level trigger URLs. */
+            triggerUrls?: components["schemas"]["CollectionTriggerUrl"][];
+            type: components["schemas"]["CollectionType"];
+        };
+        /** @description One page of a collection's items or files. */
+        CollectionItemList: {
+            /** @description Items or files, oldest first. */
+            items: components["schemas"]["CollectionItemSummary"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description An item (datastores, vaults) or a file (filestores, knowledge bases) of a collection. */
+        CollectionItemSummary: {
+            /** @description Collection id. */
+            collectionId: string;
+            /** @description Items only: an object, a string (unstructured datastores), or null for vault items. */
+            content?: unknown;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description Files only. */
+            filename?: string;
+            /** @description Files only: size in bytes. */
+            fileSize?: number;
+            /**
+             * @description Vault items only.
+             * @constant
+             */
+            isSecret?: true;
+            /** @description Item or file id (the payloads' `itemId`). */
+            itemId: string;
+            /** @description Items only. */
+            key?: string;
+            /** @description Free key/values. */
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** @description Files only. */
+            mimeType?: string;
+            /**
+             * Format: uri
+             * @description Files only: download URL valid 7 days.
+             */
+            signedUrl?: string;
+            /** @description Items only. */
+            sortField?: string | null;
+            /**
+             * Format: date-time
+             * @description Last change (ISO 8601 UTC).
+             */
+            updatedAt: string;
+        };
+        /** @description One page of collections. */
+        CollectionList: {
+            /** @description Collections, oldest first. */
+            items: components["schemas"]["Collection"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description A trigger URL entry as written by clients (spec "Trigger URL entry"); `apiKey` is write-only. */
+        CollectionTriggerUrl: {
+            /** @description Key sent as `X-API-KEY`; never returned. */
+            apiKey: string;
+            /**
+             * @description Event that calls the URL.
+             * @enum {string}
+             */
+            event: "onCreate" | "onEdit" | "onDelete";
+            /**
+             * @description Must be `collection` here when given.
+             * @enum {string}
+             */
+            triggerLevel?: "collection" | "item";
+            /**
+             * Format: uri
+             * @description Endpoint called (http or https).
+             */
+            url: string;
+        };
+        /** @description A configured trigger URL; the `apiKey` is never returned. */
+        CollectionTriggerUrlConfigured: {
+            /** @description Last four characters of the key. */
+            apiKeyLast4: string;
+            /**
+             * @description Event that calls the URL.
+             * @enum {string}
+             */
+            event: "onCreate" | "onEdit" | "onDelete";
+            /**
+             * @description Level of the entry.
+             * @enum {string}
+             */
+            triggerLevel: "collection" | "item";
+            /** @description Endpoint called. */
+            url: string;
+        };
+        /**
+         * @description Kind of collection (spec "Events"): structured datastores (object content), unstructured
+         *     datastores (text content), filestores and knowledge bases (files), vaults (object
+         *     content, encrypted at rest, never returned in plain text).
+         * @enum {string}
+         */
+        CollectionType: "structured_datastore" | "unstructured_datastore" | "filestore" | "knowledge_base" | "vault";
+        /** @description Body of `updateCollection`; at least one field. */
+        CollectionUpdate: {
+            /** @description What the collection holds. */
+            description?: string;
+            /** @description Display name. */
+            name?: string;
+        };
         /** @description A connection to an external service (spec resource "Connection"). */
         Connection: {
             /** @description The PCID passed to application tools. */
@@ -2635,6 +2936,56 @@ export interface components {
             /** @description The complete collection-level list (replaces the current one). */
             triggerUrls: components["schemas"]["TriggerUrl"][];
         };
+        /** @description One entry of a collection's delivery log. */
+        Delivery: {
+            /**
+             * Format: date-time
+             * @description When the change was committed (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description Round-trip time of the call in milliseconds. */
+            durationMs: number | null;
+            /** @description Why the call failed or was dropped. */
+            error: string | null;
+            /**
+             * @description Event.
+             * @enum {string}
+             */
+            event: "onCreate" | "onEdit" | "onDelete";
+            /** @description The payload's `eventId` (receivers de-duplicate with it). */
+            eventId: string;
+            /**
+             * Format: date-time
+             * @description When the call ended or the event was dropped.
+             */
+            finishedAt: string | null;
+            /** @description Status the URL answered, when it answered. */
+            httpStatus: number | null;
+            /** @description Item or file the event is about. */
+            itemId: string;
+            /** @description `X-Pf-Run-Id` the URL answered with, when any. */
+            runId: string | null;
+            status: components["schemas"]["DeliveryStatus"];
+            /**
+             * @description Level of the trigger URL called.
+             * @enum {string}
+             */
+            triggerLevel: "collection" | "item" | "file";
+            /** @description Trigger URL called. */
+            url: string;
+        };
+        /** @description One page of a delivery log. */
+        DeliveryList: {
+            /** @description Entries, oldest first. */
+            items: components["schemas"]["Delivery"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description Outcome of one event call (see `listCollectionDeliveries`).
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "sent" | "failed" | "dropped";
         /** @description Error object of every REST endpoint (spec "Error object"). */
         Error: {
             /** @description Optional structured details such as validation errors. */
@@ -4160,6 +4511,21 @@ export interface components {
          */
         ChannelTriggerIdPath: string;
         /**
+         * @description Collection id (`col_<32 hex>`).
+         * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+         */
+        CollectionIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of a collection's items; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY29sbGVjdGlvbi1pdGVtcyIsImEiOiJpdGVtXzAxOTMyZjcwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+         */
+        CollectionItemsCursor: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the collections list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY29sbGVjdGlvbnMiLCJhIjoiY29sXzAxOTMyZjZmYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+         */
+        CollectionsCursor: string;
+        /**
          * @description Connection id (the PCID).
          * @example pcid_01932f5f3b4c7d5e9f0a1b2c3d4e5f60
          */
@@ -4179,6 +4545,11 @@ export interface components {
          * @example eyJsIjoiY3JlZGVudGlhbHMiLCJhIjoiY3JlZF8wMTkzMmY1ZThhN2I3YzNkOWUwZjFhMmIzYzRkNWU3MSJ9
          */
         CredentialsCursor: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of a delivery log; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiZGVsaXZlcmllcyIsImEiOiJldnRfMDE5MzJmNzFhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+         */
+        DeliveriesCursor: string;
         /**
          * @description REQUIRED for updates: the current `ETag` of the resource, `"<version>"`. Missing
          *     answers 428 `precondition_required`; a stale or malformed value answers 412
@@ -6674,6 +7045,325 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChannelKeyRotated"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listCollections: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the collections list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY29sbGVjdGlvbnMiLCJhIjoiY29sXzAxOTMyZjZmYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+                 */
+                cursor?: components["parameters"]["CollectionsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+                /**
+                 * @description Only collections of this type.
+                 * @example structured_datastore
+                 */
+                type?: components["schemas"]["CollectionType"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of collections. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    createCollection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CollectionCreate"];
+            };
+        };
+        responses: {
+            /** @description The collection. */
+            201: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Collection"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+        };
+    };
+    getCollection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Collection"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    deleteCollection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional current `ETag` (`"<version>"`); when sent and stale or malformed the request answers 412 `version_conflict`.
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatchOptional"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+        };
+    };
+    updateCollection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description REQUIRED for updates: the current `ETag` of the resource, `"<version>"`. Missing
+                 *     answers 428 `precondition_required`; a stale or malformed value answers 412
+                 *     `version_conflict`. (Declared optional so that its absence reaches the 428 rule.)
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatch"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CollectionUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated collection. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Collection"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
+    listCollectionDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of a delivery log; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiZGVsaXZlcmllcyIsImEiOiJldnRfMDE5MzJmNzFhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+                 */
+                cursor?: components["parameters"]["DeliveriesCursor"];
+                /**
+                 * @description Only entries of this event.
+                 * @example onEdit
+                 */
+                event?: "onCreate" | "onEdit" | "onDelete";
+                /**
+                 * @description Only entries about this item or file.
+                 * @example item_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                itemId?: string;
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+                /**
+                 * @description Only entries with this status.
+                 * @example dropped
+                 */
+                status?: components["schemas"]["DeliveryStatus"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the delivery log. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listCollectionItems: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of a collection's items; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY29sbGVjdGlvbi1pdGVtcyIsImEiOiJpdGVtXzAxOTMyZjcwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+                 */
+                cursor?: components["parameters"]["CollectionItemsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Collection id (`col_<32 hex>`).
+                 * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                collectionId: components["parameters"]["CollectionIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of items or files. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionItemList"];
                 };
             };
             400: components["responses"]["ManagementBadRequest"];

@@ -1485,8 +1485,9 @@ export interface components {
         };
         /**
          * DatastoreEventPayload
-         * @description Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec "Events"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried.
+         * @description Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec "Events"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).
          * @example {
+         *       "eventId": "evt_01932f71a1b27c3d9e0f1a2b3c4d5e00",
          *       "event": "onCreate",
          *       "itemId": "itm_01",
          *       "providerId": "prv_default",
@@ -1504,6 +1505,7 @@ export interface components {
          *       "triggerLevel": "collection"
          *     }
          * @example {
+         *       "eventId": "evt_01932f71a1b27c3d9e0f1a2b3c4d5e01",
          *       "event": "onEdit",
          *       "itemId": "itm_01",
          *       "providerId": "prv_default",
@@ -1530,6 +1532,7 @@ export interface components {
          *       }
          *     }
          * @example {
+         *       "eventId": "evt_01932f71a1b27c3d9e0f1a2b3c4d5e02",
          *       "event": "onDelete",
          *       "itemId": "itm_09",
          *       "providerId": "prv_default",
@@ -1561,7 +1564,7 @@ export interface components {
              * @enum {string}
              */
             collectionType: "datastore" | "vault";
-            /** @description Item content (after the change; the deleted content for onDelete). */
+            /** @description Item content after the change (the deleted content for onDelete). Always an object: an unstructured datastore's text arrives as {"text": ...}; in vault payloads every value is replaced by "********" (never the plain secret). */
             content: Record<string, never>;
             /**
              * Format: date-time
@@ -1573,6 +1576,8 @@ export interface components {
              * @enum {string}
              */
             event: "onCreate" | "onEdit" | "onDelete" | "onTest";
+            /** @description Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second. */
+            eventId: string;
             /**
              * @description Vault payloads only: always true.
              * @constant
@@ -1601,8 +1606,9 @@ export interface components {
         } & (unknown & unknown);
         /**
          * FilestorageEventPayload
-         * @description Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec "Events"). signedUrl is valid 7 days. Sent asynchronously, not retried.
+         * @description Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec "Events"). signedUrl is valid 7 days. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).
          * @example {
+         *       "eventId": "evt_01932f71a1b27c3d9e0f1a2b3c4d5e00",
          *       "event": "onCreate",
          *       "itemId": "fil_01",
          *       "providerId": "prv_default",
@@ -1638,6 +1644,8 @@ export interface components {
              * @enum {string}
              */
             event: "onCreate" | "onEdit" | "onDelete" | "onTest";
+            /** @description Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second. */
+            eventId: string;
             /** @description File name. */
             filename: string;
             /** @description Path of the file inside the filestore. */
@@ -2011,7 +2019,8 @@ export interface components {
          *         ]
          *       },
          *       "agentMaxSteps": 20,
-         *       "agentTurnTimeoutMs": 300000
+         *       "agentTurnTimeoutMs": 300000,
+         *       "outboundAllowlist": []
          *     }
          */
         SwitchyardConfig: {
@@ -2083,6 +2092,11 @@ export interface components {
                 /** @description Providers that are configured (base URL or key present). */
                 providers: ("openai-compatible" | "openai" | "anthropic" | "google")[];
             };
+            /**
+             * @description OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own trigger URLs are always allowed.
+             * @default []
+             */
+            outboundAllowlist: string[];
             /**
              * @description PORT: HTTP port; every surface is served on it.
              * @default 8080

@@ -1775,18 +1775,397 @@ return errors === 0;
 }
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createConnection_json = validate37;
-const schema55 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
-const schema56 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
-const schema57 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
-const schema58 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
-const schema59 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
-const schema60 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
+export const createCollection_json = validate37;
+const schema55 = {"$ref":"components#/$defs/CollectionCreate","$id":"createCollection_json"};
+const schema56 = {"type":"object","description":"Body of `createCollection`.","required":["name","type"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds (default empty); discovery searches it."},"type":{"$ref":"components#/$defs/CollectionType"},"triggerUrls":{"type":"array","maxItems":50,"description":"Collection-level trigger URLs.","items":{"$ref":"components#/$defs/CollectionTriggerUrl"}}}};
+const schema57 = {"type":"string","enum":["structured_datastore","unstructured_datastore","filestore","knowledge_base","vault"],"description":"Kind of collection (spec \"Events\"): structured datastores (object content), unstructured\ndatastores (text content), filestores and knowledge bases (files), vaults (object\ncontent, encrypted at rest, never returned in plain text).\n"};
+const schema58 = {"type":"object","description":"A trigger URL entry as written by clients (spec \"Trigger URL entry\"); `apiKey` is write-only.","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called (http or https)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Must be `collection` here when given."}}};
+const pattern9 = new RegExp("^https?://", "u");
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate38.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.type === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "name") || (key0 === "description")) || (key0 === "type")) || (key0 === "triggerUrls"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err4 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err6 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+let data2 = data.type;
+if(typeof data2 !== "string"){
+const err8 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(((((data2 === "structured_datastore") || (data2 === "unstructured_datastore")) || (data2 === "filestore")) || (data2 === "knowledge_base")) || (data2 === "vault"))){
+const err9 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.triggerUrls !== undefined){
+let data3 = data.triggerUrls;
+if(Array.isArray(data3)){
+if(data3.length > 50){
+const err10 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(data4.event === undefined){
+const err11 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/CollectionTriggerUrl/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data4.url === undefined){
+const err12 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/CollectionTriggerUrl/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data4.apiKey === undefined){
+const err13 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/CollectionTriggerUrl/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+for(const key1 in data4){
+if(!((((key1 === "event") || (key1 === "url")) || (key1 === "apiKey")) || (key1 === "triggerLevel"))){
+const err14 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/CollectionTriggerUrl/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data4.event !== undefined){
+let data5 = data4.event;
+if(typeof data5 !== "string"){
+const err15 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
+const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema58.properties.event.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data4.url !== undefined){
+let data6 = data4.url;
+if(typeof data6 === "string"){
+if(func1(data6) > 2048){
+const err17 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/url/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(!pattern9.test(data6)){
+const err18 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(!(formats0(data6))){
+const err19 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/url/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/triggerUrls/" + i0+"/url",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data4.apiKey !== undefined){
+let data7 = data4.apiKey;
+if(typeof data7 === "string"){
+if(func1(data7) > 256){
+const err21 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(func1(data7) < 1){
+const err22 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/triggerUrls/" + i0+"/apiKey",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data4.triggerLevel !== undefined){
+let data8 = data4.triggerLevel;
+if(typeof data8 !== "string"){
+const err24 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(!((data8 === "collection") || (data8 === "item"))){
+const err25 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema58.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/triggerUrls/" + i0,schemaPath:"components#/$defs/CollectionTriggerUrl/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath:instancePath+"/triggerUrls",schemaPath:"#/properties/triggerUrls/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+else {
+const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createCollection_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate38(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+errors = vErrors.length;
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createConnection_json = validate40;
+const schema59 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
+const schema60 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
+const schema61 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
+const schema62 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
+const schema63 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
+const schema64 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1867,16 +2246,16 @@ vErrors = null;
 }
 }
 }
-validate39.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1999,7 +2378,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data2 === "connected") || (data2 === "error")) || (data2 === "disconnected"))){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema61.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2010,8 +2389,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate39(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
+if(!(validate42(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 }
@@ -2039,41 +2418,41 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate40.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate38(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate41(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
 errors = vErrors.length;
 }
-validate37.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCredential_json = validate42;
-const schema61 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
-const schema62 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
+export const createCredential_json = validate45;
+const schema65 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
+const schema66 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCredential_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2149,21 +2528,21 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvBatch_json = validate43;
-const schema63 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
-const schema64 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
-const pattern10 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
+export const createCsvBatch_json = validate46;
+const schema67 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
+const schema68 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
+const pattern11 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvBatch_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2206,7 +2585,7 @@ errors++;
 if(data.csvKey !== undefined){
 let data0 = data.csvKey;
 if(typeof data0 === "string"){
-if(!pattern10.test(data0)){
+if(!pattern11.test(data0)){
 const err3 = {instancePath:instancePath+"/csvKey",schemaPath:"components#/$defs/QueueCsvBatchRequest/properties/csvKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,128}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -2264,21 +2643,21 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvUploadUrl_json = validate44;
-const schema65 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
-const schema66 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
-const pattern11 = new RegExp("^[^/\\\\]*\\.[cC][sS][vV]$", "u");
+export const createCsvUploadUrl_json = validate47;
+const schema69 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
+const schema70 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
+const pattern12 = new RegExp("^[^/\\\\]*\\.[cC][sS][vV]$", "u");
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2341,7 +2720,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern11.test(data0)){
+if(!pattern12.test(data0)){
 const err5 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/pattern",keyword:"pattern",params:{pattern: "^[^/\\\\]*\\.[cC][sS][vV]$"},message:"must match pattern \""+"^[^/\\\\]*\\.[cC][sS][vV]$"+"\""};
 if(vErrors === null){
 vErrors = [err5];
@@ -2409,22 +2788,22 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createMemoryItem_json = validate45;
-const schema67 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
-const schema68 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
-const schema69 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
-const schema70 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
-const schema71 = {"type":"string","description":"Content of an unstructured datastore item."};
+export const createMemoryItem_json = validate48;
+const schema71 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
+const schema72 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+const schema73 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
+const schema74 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
+const schema75 = {"type":"string","description":"Content of an unstructured datastore item."};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2496,21 +2875,20 @@ vErrors = null;
 }
 }
 }
-validate47.errors = vErrors;
+validate50.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate47.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate50.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema72 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
-const schema73 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
-const schema74 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
-const pattern12 = new RegExp("^https?://", "u");
+const schema76 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema77 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
+const schema78 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2573,7 +2951,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2596,7 +2974,7 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(!pattern12.test(data1)){
+if(!pattern9.test(data1)){
 const err7 = {instancePath:instancePath+"/url",schemaPath:"#/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -2676,7 +3054,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!((data3 === "collection") || (data3 === "item"))){
-const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema74.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema78.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2697,16 +3075,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2782,8 +3160,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 }
@@ -2842,8 +3220,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate49(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate52(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
 errors = vErrors.length;
 }
 }
@@ -2870,42 +3248,42 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate46(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+if(!(validate49(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
 errors = vErrors.length;
 }
-validate45.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createTrigger_json = validate52;
-const schema75 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema76 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema77 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema78 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+export const createTrigger_json = validate55;
+const schema79 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema80 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema81 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema82 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
 
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate53.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2983,7 +3361,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3168,46 +3546,46 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate53.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate53(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
+if(!(validate56(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate56.errors : vErrors.concat(validate56.errors);
 errors = vErrors.length;
 }
-validate52.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWorkflow_json = validate55;
-const schema79 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema80 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema88 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema81 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema86 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema87 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
-const schema82 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
-const schema83 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
+export const createWorkflow_json = validate58;
+const schema83 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema84 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema92 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema85 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema90 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema91 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema86 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema87 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3258,7 +3636,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema82.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema86.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3436,7 +3814,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema87.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3457,17 +3835,17 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema84 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema88 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3518,7 +3896,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "http")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema84.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema88.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3624,7 +4002,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
-const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema84.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema88.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -3738,7 +4116,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
-const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema87.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3759,16 +4137,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3779,8 +4157,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate58(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
+if(!(validate61(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -3797,8 +4175,8 @@ props0.memoryMb = true;
 props0.resultType = true;
 }
 const _errs2 = errors;
-if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -3874,7 +4252,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "tool")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema86.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema90.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4118,7 +4496,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data7 === "agent")){
-const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema87.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema91.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4291,17 +4669,17 @@ vErrors = null;
 }
 }
 }
-validate57.errors = vErrors;
+validate60.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate57.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate60.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4427,8 +4805,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate57(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+if(!(validate60(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
 }
@@ -4595,40 +4973,40 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate56(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate56.errors : vErrors.concat(validate56.errors);
+if(!(validate59(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
 errors = vErrors.length;
 }
-validate55.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exchangeLegacyToken_json = validate64;
-const schema89 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+export const exchangeLegacyToken_json = validate67;
+const schema93 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4647,20 +5025,20 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate64.errors = vErrors;
+validate67.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_json = validate65;
-const schema90 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
-const schema91 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
-const schema92 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
+export const postMcpMessage_json = validate68;
+const schema94 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema95 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema96 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
-function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate66.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4698,7 +5076,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema92.properties.id.type},message:"must be integer,string,null"};
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema96.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4786,7 +5164,7 @@ errors++;
 if(data4.id !== undefined){
 let data6 = data4.id;
 if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
-const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema92.properties.id.type},message:"must be integer,string,null"};
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema96.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -4877,48 +5255,48 @@ vErrors = null;
 }
 }
 }
-validate66.errors = vErrors;
+validate69.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate66.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate69.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="postMcpMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate66(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate66.errors : vErrors.concat(validate66.errors);
+if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
 else {
-var props0 = validate66.evaluated.props;
-var items0 = validate66.evaluated.items;
+var props0 = validate69.evaluated.props;
+var items0 = validate69.evaluated.items;
 }
-validate65.errors = vErrors;
+validate68.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
 return errors === 0;
 }
-validate65.evaluated = {"dynamicProps":true,"dynamicItems":true};
+validate68.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
-export const replaceMemoryItem_json = validate68;
-const schema94 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema95 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
+export const replaceMemoryItem_json = validate71;
+const schema98 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema99 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4949,8 +5327,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 }
@@ -5009,8 +5387,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate49(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate52(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
 errors = vErrors.length;
 }
 }
@@ -5049,41 +5427,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
+if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
 errors = vErrors.length;
 }
-validate68.errors = vErrors;
+validate71.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_json = validate73;
-const schema96 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
-const schema97 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
+export const sendChannelMessage_json = validate76;
+const schema100 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
+const schema101 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5189,19 +5567,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate74;
-const schema98 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema99 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const testDataCollectionTrigger_json = validate77;
+const schema102 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema103 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
 
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate75.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5254,7 +5632,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema73.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5290,41 +5668,41 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate74.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate75(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
+if(!(validate78(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
 errors = vErrors.length;
 }
-validate74.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate77;
-const schema101 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema102 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+export const testMemoryTrigger_json = validate80;
+const schema105 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema106 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5397,7 +5775,7 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(!pattern12.test(data0)){
+if(!pattern9.test(data0)){
 const err6 = {instancePath:instancePath+"/url",schemaPath:"components#/$defs/MemoryTriggerTest/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -5515,19 +5893,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAgent_json = validate78;
-const schema103 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
-const schema104 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
+export const updateAgent_json = validate81;
+const schema107 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
+const schema108 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5808,7 +6186,7 @@ errors++;
 if(data.model !== undefined){
 let data8 = data.model;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema104.properties.model.type},message:"must be string,null"};
+const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema108.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -5843,7 +6221,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data9 = data.outputSchema;
 if((!(data9 && typeof data9 == "object" && !Array.isArray(data9))) && (data9 !== null)){
-const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema104.properties.outputSchema.type},message:"must be object,null"};
+const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema108.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5856,7 +6234,7 @@ errors++;
 if(data.introMessage !== undefined){
 let data10 = data.introMessage;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema104.properties.introMessage.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema108.properties.introMessage.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -5899,40 +6277,40 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAgent_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
+if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
 errors = vErrors.length;
 }
-validate78.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate81;
-const schema106 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema107 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAppServer_json = validate84;
+const schema110 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema111 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6059,7 +6437,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema107.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema111.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6227,40 +6605,40 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate85.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
+if(!(validate85(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate85.errors : vErrors.concat(validate85.errors);
 errors = vErrors.length;
 }
-validate81.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateChannel_json = validate86;
-const schema110 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
-const schema111 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
+export const updateChannel_json = validate89;
+const schema114 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
+const schema115 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
 
-function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate87.evaluated;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6371,40 +6749,154 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate87.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate87.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateChannel_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate86.evaluated;
+const evaluated0 = validate89.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate87(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
+if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
 errors = vErrors.length;
 }
-validate86.errors = vErrors;
+validate89.errors = vErrors;
 return errors === 0;
 }
-validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate89;
-const schema113 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema114 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateCollection_json = validate92;
+const schema117 = {"$ref":"components#/$defs/CollectionUpdate","$id":"updateCollection_json"};
+const schema118 = {"type":"object","description":"Body of `updateCollection`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds."}}};
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate92.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+const err0 = {instancePath,schemaPath:"components#/$defs/CollectionUpdate/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "name") || (key0 === "description"))){
+const err1 = {instancePath,schemaPath:"components#/$defs/CollectionUpdate/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/CollectionUpdate/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/CollectionUpdate/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/CollectionUpdate/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err5 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/CollectionUpdate/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/CollectionUpdate/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"components#/$defs/CollectionUpdate/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+validate92.errors = vErrors;
+return errors === 0;
+}
+validate92.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateConnection_json = validate93;
+const schema119 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema120 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6482,7 +6974,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "connected") || (data1 === "error")) || (data1 === "disconnected"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema61.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6493,8 +6985,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate39(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
+if(!(validate42(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 }
@@ -6522,40 +7014,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate90.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate89.evaluated;
+const evaluated0 = validate93.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
 errors = vErrors.length;
 }
-validate89.errors = vErrors;
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate93;
-const schema116 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema117 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate97;
+const schema122 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema123 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate94.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6600,8 +7092,8 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate49(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate52(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
 errors = vErrors.length;
 }
 }
@@ -6628,39 +7120,39 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate94.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate93.evaluated;
+const evaluated0 = validate97.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
+if(!(validate98(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate98.errors : vErrors.concat(validate98.errors);
 errors = vErrors.length;
 }
-validate93.errors = vErrors;
+validate97.errors = vErrors;
 return errors === 0;
 }
-validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate97;
-const schema118 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate101;
+const schema124 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate98.evaluated;
+const evaluated0 = validate102.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6691,8 +7183,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate47(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate47.errors : vErrors.concat(validate47.errors);
+if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
 }
@@ -6751,8 +7243,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate49(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate52(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
 errors = vErrors.length;
 }
 }
@@ -6791,40 +7283,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate98.errors = vErrors;
+validate102.errors = vErrors;
 return errors === 0;
 }
-validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate97.evaluated;
+const evaluated0 = validate101.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate98(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate98.errors : vErrors.concat(validate98.errors);
+if(!(validate102(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate102.errors : vErrors.concat(validate102.errors);
 errors = vErrors.length;
 }
-validate97.errors = vErrors;
+validate101.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate101.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate102;
-const schema120 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema121 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateTrigger_json = validate106;
+const schema126 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema127 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
 
-function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate103.evaluated;
+const evaluated0 = validate107.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7068,39 +7560,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate103.errors = vErrors;
+validate107.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate102.evaluated;
+const evaluated0 = validate106.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate103(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
+if(!(validate107(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate107.errors : vErrors.concat(validate107.errors);
 errors = vErrors.length;
 }
-validate102.errors = vErrors;
+validate106.errors = vErrors;
 return errors === 0;
 }
-validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate106.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate105;
-const schema123 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate109;
+const schema129 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate106.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7226,8 +7718,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate57(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+if(!(validate60(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
 }
@@ -7394,28 +7886,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate106.errors = vErrors;
+validate110.errors = vErrors;
 return errors === 0;
 }
-validate106.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate110.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate105.evaluated;
+const evaluated0 = validate109.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate106(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate106.errors : vErrors.concat(validate106.errors);
+if(!(validate110(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate110.errors : vErrors.concat(validate110.errors);
 errors = vErrors.length;
 }
-validate105.errors = vErrors;
+validate109.errors = vErrors;
 return errors === 0;
 }
-validate105.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate109.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own trigger URLs are always allowed."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[]}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -286,9 +286,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err26 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.outboundAllowlist === undefined){
+const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -297,11 +296,9 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err27 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err27 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -310,9 +307,11 @@ vErrors.push(err27);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err28 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err28 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -321,8 +320,9 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err29 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err29 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -331,13 +331,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err30 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err30 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -347,8 +342,12 @@ vErrors.push(err30);
 errors++;
 }
 }
-else {
-const err31 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err31 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -358,11 +357,8 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err32 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err32 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -372,8 +368,11 @@ vErrors.push(err32);
 errors++;
 }
 }
-else {
-const err33 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err33 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -383,10 +382,8 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err34 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err34 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -395,9 +392,11 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err35 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err35 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -406,12 +405,9 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err36 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err36 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -420,14 +416,28 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err37 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err37 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err37];
 }
 else {
 vErrors.push(err37);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err38 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
 }
 errors++;
 }
@@ -437,17 +447,7 @@ if(data.publicUrl !== undefined){
 let data5 = data.publicUrl;
 if(typeof data5 === "string"){
 if(!pattern6.test(data5)){
-const err38 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-if(!(formats0(data5))){
-const err39 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err39 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -456,9 +456,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-else {
-const err40 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data5))){
+const err40 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -468,11 +467,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err41 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err41 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -481,8 +477,12 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err42 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err42 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -491,8 +491,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data6.auth === undefined){
+const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -501,8 +501,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data6.mcp === undefined){
+const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -511,8 +511,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.connect === undefined){
+const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -521,9 +521,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.runFiles === undefined){
+const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -532,12 +531,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err47 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err47 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -546,8 +542,12 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err48 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err48 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -556,9 +556,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data7))){
+const err49 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -568,11 +567,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err50 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err50 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -581,8 +577,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err51 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err51 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -591,9 +591,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-else {
-const err52 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err52 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -603,11 +602,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err53 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err53 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -616,8 +612,12 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err54 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err54 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -626,9 +626,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-else {
-const err55 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err55 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -638,11 +637,8 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err56 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err56 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -651,8 +647,12 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err57 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err57 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -661,9 +661,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err58 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -673,11 +672,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err59 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err59 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -686,8 +682,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err60 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err60 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -696,9 +696,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-}
-else {
-const err61 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err61 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -708,9 +707,8 @@ vErrors.push(err61);
 errors++;
 }
 }
-}
 else {
-const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err62 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -720,10 +718,9 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err63 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -733,10 +730,10 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err64 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err64 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -745,9 +742,11 @@ vErrors.push(err64);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err65 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err65 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -756,8 +755,9 @@ vErrors.push(err65);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err66 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err66 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -766,12 +766,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err67 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13 < 60 || isNaN(data13)){
+const err67 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -780,9 +776,12 @@ vErrors.push(err67);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err68 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err68 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -791,8 +790,9 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err69 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err69 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -801,12 +801,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err70 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 0 || isNaN(data14)){
+const err70 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -815,9 +811,12 @@ vErrors.push(err70);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err71 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err71 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -826,8 +825,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err72 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err72 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -836,13 +836,8 @@ vErrors.push(err72);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err73 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15 < 1 || isNaN(data15)){
+const err73 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -852,8 +847,12 @@ vErrors.push(err73);
 errors++;
 }
 }
-else {
-const err74 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err74 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -863,9 +862,8 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err75 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err75 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -875,9 +873,9 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err76 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err76 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -887,10 +885,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data19 = data.syncWaitMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err77 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err77 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -899,9 +896,11 @@ vErrors.push(err77);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 60000 || isNaN(data19)){
-const err78 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.syncWaitMs !== undefined){
+let data19 = data.syncWaitMs;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err78 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -910,8 +909,9 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(data19 < 1 || isNaN(data19)){
-const err79 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 60000 || isNaN(data19)){
+const err79 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -920,12 +920,8 @@ vErrors.push(err79);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data20 = data.runTimeoutMs;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err80 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19 < 1 || isNaN(data19)){
+const err80 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -934,9 +930,12 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400000 || isNaN(data20)){
-const err81 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.runTimeoutMs !== undefined){
+let data20 = data.runTimeoutMs;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err81 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -945,8 +944,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data20 < 1000 || isNaN(data20)){
-const err82 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 86400000 || isNaN(data20)){
+const err82 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -955,12 +955,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data21 = data.runConcurrency;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err83 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20 < 1000 || isNaN(data20)){
+const err83 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -969,9 +965,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 256 || isNaN(data21)){
-const err84 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runConcurrency !== undefined){
+let data21 = data.runConcurrency;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err84 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -980,8 +979,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err85 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 256 || isNaN(data21)){
+const err85 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -990,12 +990,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data22 = data.runLeaseMs;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err86 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data21 < 0 || isNaN(data21)){
+const err86 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1004,9 +1000,12 @@ vErrors.push(err86);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 3600000 || isNaN(data22)){
-const err87 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.runLeaseMs !== undefined){
+let data22 = data.runLeaseMs;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err87 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1015,8 +1014,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data22 < 500 || isNaN(data22)){
-const err88 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 3600000 || isNaN(data22)){
+const err88 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1025,12 +1025,8 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data23 = data.runMaxAttempts;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err89 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data22 < 500 || isNaN(data22)){
+const err89 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1039,9 +1035,12 @@ vErrors.push(err89);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 10 || isNaN(data23)){
-const err90 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data23 = data.runMaxAttempts;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err90 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1050,8 +1049,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err91 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 10 || isNaN(data23)){
+const err91 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1060,12 +1060,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data24 = data.runRetentionDays;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err92 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23 < 1 || isNaN(data23)){
+const err92 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1074,9 +1070,12 @@ vErrors.push(err92);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 3650 || isNaN(data24)){
-const err93 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data24 = data.runRetentionDays;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err93 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1085,8 +1084,9 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err94 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 3650 || isNaN(data24)){
+const err94 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1095,12 +1095,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-}
-if(data.sandboxPoolSize !== undefined){
-let data25 = data.sandboxPoolSize;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err95 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 1 || isNaN(data24)){
+const err95 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1109,9 +1105,12 @@ vErrors.push(err95);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 64 || isNaN(data25)){
-const err96 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data25 = data.sandboxPoolSize;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err96 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1120,8 +1119,9 @@ vErrors.push(err96);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err97 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 64 || isNaN(data25)){
+const err97 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1130,12 +1130,8 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-}
-if(data.sqliteSynchronous !== undefined){
-let data26 = data.sqliteSynchronous;
-if(!((data26 === "NORMAL") || (data26 === "FULL"))){
-const err98 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if(data25 < 1 || isNaN(data25)){
+const err98 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1145,10 +1141,11 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data.upstreamTimeoutMs !== undefined){
-let data27 = data.upstreamTimeoutMs;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err99 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.sqliteSynchronous !== undefined){
+let data26 = data.sqliteSynchronous;
+if(!((data26 === "NORMAL") || (data26 === "FULL"))){
+const err99 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1157,9 +1154,11 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 600000 || isNaN(data27)){
-const err100 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+if(data.upstreamTimeoutMs !== undefined){
+let data27 = data.upstreamTimeoutMs;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err100 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1168,8 +1167,9 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data27 < 100 || isNaN(data27)){
-const err101 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 600000 || isNaN(data27)){
+const err101 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1178,12 +1178,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data28 = data.upstreamIdleMs;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err102 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 100 || isNaN(data27)){
+const err102 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1192,9 +1188,12 @@ vErrors.push(err102);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 86400000 || isNaN(data28)){
-const err103 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.upstreamIdleMs !== undefined){
+let data28 = data.upstreamIdleMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err103 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1203,8 +1202,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data28 < 1000 || isNaN(data28)){
-const err104 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 86400000 || isNaN(data28)){
+const err104 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1213,13 +1213,8 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-}
-if(data.redisPrefix !== undefined){
-let data29 = data.redisPrefix;
-if(typeof data29 === "string"){
-if(!pattern12.test(data29)){
-const err105 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data28 < 1000 || isNaN(data28)){
+const err105 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1229,8 +1224,12 @@ vErrors.push(err105);
 errors++;
 }
 }
-else {
-const err106 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.redisPrefix !== undefined){
+let data29 = data.redisPrefix;
+if(typeof data29 === "string"){
+if(!pattern12.test(data29)){
+const err106 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1240,11 +1239,8 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data.models !== undefined){
-let data30 = data.models;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.defaultModel === undefined){
-const err107 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+else {
+const err107 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1253,8 +1249,12 @@ vErrors.push(err107);
 }
 errors++;
 }
-if(data30.openaiCompatibleBaseUrl === undefined){
-const err108 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+}
+if(data.models !== undefined){
+let data30 = data.models;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.defaultModel === undefined){
+const err108 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1263,8 +1263,8 @@ vErrors.push(err108);
 }
 errors++;
 }
-if(data30.providers === undefined){
-const err109 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data30.openaiCompatibleBaseUrl === undefined){
+const err109 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1273,9 +1273,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-for(const key2 in data30){
-if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
-const err110 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data30.providers === undefined){
+const err110 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1284,11 +1283,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-if(data30.defaultModel !== undefined){
-let data31 = data30.defaultModel;
-if((typeof data31 !== "string") && (data31 !== null)){
-const err111 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+for(const key2 in data30){
+if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
+const err111 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1297,9 +1294,11 @@ vErrors.push(err111);
 }
 errors++;
 }
-if(typeof data31 === "string"){
-if(!pattern13.test(data31)){
-const err112 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data30.defaultModel !== undefined){
+let data31 = data30.defaultModel;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err112 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1308,12 +1307,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-}
-if(data30.openaiCompatibleBaseUrl !== undefined){
-let data32 = data30.openaiCompatibleBaseUrl;
-if((typeof data32 !== "string") && (data32 !== null)){
-const err113 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(typeof data31 === "string"){
+if(!pattern13.test(data31)){
+const err113 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1322,14 +1318,28 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(typeof data32 === "string"){
-if(!(formats0(data32))){
-const err114 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data30.openaiCompatibleBaseUrl !== undefined){
+let data32 = data30.openaiCompatibleBaseUrl;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err114 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err114];
 }
 else {
 vErrors.push(err114);
+}
+errors++;
+}
+if(typeof data32 === "string"){
+if(!(formats0(data32))){
+const err115 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
 }
 errors++;
 }
@@ -1342,12 +1352,12 @@ const len0 = data33.length;
 for(let i0=0; i0<len0; i0++){
 let data34 = data33[i0];
 if(!((((data34 === "openai-compatible") || (data34 === "openai")) || (data34 === "anthropic")) || (data34 === "google"))){
-const err115 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+const err116 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err115];
+vErrors = [err116];
 }
 else {
-vErrors.push(err115);
+vErrors.push(err116);
 }
 errors++;
 }
@@ -1359,12 +1369,12 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data33[i1], data33[j0])){
-const err116 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+const err117 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
-vErrors = [err116];
+vErrors = [err117];
 }
 else {
-vErrors.push(err116);
+vErrors.push(err117);
 }
 errors++;
 break outer0;
@@ -1374,19 +1384,7 @@ break outer0;
 }
 }
 else {
-const err117 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err117];
-}
-else {
-vErrors.push(err117);
-}
-errors++;
-}
-}
-}
-else {
-const err118 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err118 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1396,10 +1394,9 @@ vErrors.push(err118);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data35 = data.agentMaxSteps;
-if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
-const err119 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err119 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1408,9 +1405,11 @@ vErrors.push(err119);
 }
 errors++;
 }
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 > 100 || isNaN(data35)){
-const err120 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+}
+if(data.agentMaxSteps !== undefined){
+let data35 = data.agentMaxSteps;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err120 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1419,8 +1418,9 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(data35 < 1 || isNaN(data35)){
-const err121 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 100 || isNaN(data35)){
+const err121 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1429,12 +1429,8 @@ vErrors.push(err121);
 }
 errors++;
 }
-}
-}
-if(data.agentTurnTimeoutMs !== undefined){
-let data36 = data.agentTurnTimeoutMs;
-if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
-const err122 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data35 < 1 || isNaN(data35)){
+const err122 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1443,9 +1439,12 @@ vErrors.push(err122);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 > 3600000 || isNaN(data36)){
-const err123 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data36 = data.agentTurnTimeoutMs;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err123 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1454,8 +1453,9 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(data36 < 1000 || isNaN(data36)){
-const err124 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 3600000 || isNaN(data36)){
+const err124 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1464,16 +1464,67 @@ vErrors.push(err124);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err125 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data36 < 1000 || isNaN(data36)){
+const err125 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err125];
 }
 else {
 vErrors.push(err125);
+}
+errors++;
+}
+}
+}
+if(data.outboundAllowlist !== undefined){
+let data37 = data.outboundAllowlist;
+if(Array.isArray(data37)){
+const len1 = data37.length;
+for(let i2=0; i2<len1; i2++){
+let data38 = data37[i2];
+if(typeof data38 === "string"){
+if(func2(data38) < 1){
+const err126 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+}
+else {
+const err127 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err127];
+}
+else {
+vErrors.push(err127);
+}
+errors++;
+}
+}
+}
+else {
+const err128 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+}
+}
+else {
+const err129 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err129];
+}
+else {
+vErrors.push(err129);
 }
 errors++;
 }
@@ -1483,7 +1534,7 @@ return errors === 0;
 validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const DatastoreEventPayload = validate21;
-const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content (after the change; the deleted content for onDelete)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
+const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).","type":"object","required":["eventId","event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"eventId":{"type":"string","minLength":1,"description":"Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second."},"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content after the change (the deleted content for onDelete). Always an object: an unstructured datastore's text arrives as {\"text\": ...}; in vault payloads every value is replaced by \"********\" (never the plain secret)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e00","event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e01","event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e02","event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
 const formats14 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1715,8 +1766,8 @@ Object.assign(props0, props1);
 }
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.event === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(data.eventId === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "eventId"},message:"must have required property '"+"eventId"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1725,8 +1776,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.itemId === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "itemId"},message:"must have required property '"+"itemId"+"'"};
+if(data.event === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1735,8 +1786,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.providerId === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "providerId"},message:"must have required property '"+"providerId"+"'"};
+if(data.itemId === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "itemId"},message:"must have required property '"+"itemId"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1745,8 +1796,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.collectionId === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(data.providerId === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "providerId"},message:"must have required property '"+"providerId"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1755,8 +1806,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.collectionType === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionType"},message:"must have required property '"+"collectionType"+"'"};
+if(data.collectionId === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -1765,8 +1816,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.key === undefined){
-const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+if(data.collectionType === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionType"},message:"must have required property '"+"collectionType"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -1775,8 +1826,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.content === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
+if(data.key === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -1785,8 +1836,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.metadata === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
+if(data.content === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1795,8 +1846,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.createdAt === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(data.metadata === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -1805,8 +1856,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.updatedAt === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+if(data.createdAt === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -1815,8 +1866,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.triggerLevel === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "triggerLevel"},message:"must have required property '"+"triggerLevel"+"'"};
+if(data.updatedAt === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -1825,9 +1876,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema32.properties, key0))){
-const err21 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.triggerLevel === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "triggerLevel"},message:"must have required property '"+"triggerLevel"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -1836,11 +1886,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-if(data.event !== undefined){
-let data2 = data.event;
-if(typeof data2 !== "string"){
-const err22 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!(func1.call(schema32.properties, key0))){
+const err22 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -1849,8 +1897,12 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(!((((data2 === "onCreate") || (data2 === "onEdit")) || (data2 === "onDelete")) || (data2 === "onTest"))){
-const err23 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema32.properties.event.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.eventId !== undefined){
+let data2 = data.eventId;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err23 = {instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -1860,11 +1912,8 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.itemId !== undefined){
-let data3 = data.itemId;
-if(typeof data3 === "string"){
-if(func2(data3) < 1){
-const err24 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err24 = {instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -1874,8 +1923,10 @@ vErrors.push(err24);
 errors++;
 }
 }
-else {
-const err25 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.event !== undefined){
+let data3 = data.event;
+if(typeof data3 !== "string"){
+const err25 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -1884,12 +1935,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-}
-if(data.providerId !== undefined){
-let data4 = data.providerId;
-if(typeof data4 === "string"){
-if(func2(data4) < 1){
-const err26 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!((((data3 === "onCreate") || (data3 === "onEdit")) || (data3 === "onDelete")) || (data3 === "onTest"))){
+const err26 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema32.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -1899,8 +1946,11 @@ vErrors.push(err26);
 errors++;
 }
 }
-else {
-const err27 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.itemId !== undefined){
+let data4 = data.itemId;
+if(typeof data4 === "string"){
+if(func2(data4) < 1){
+const err27 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -1910,11 +1960,8 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data.collectionId !== undefined){
-let data5 = data.collectionId;
-if(typeof data5 === "string"){
-if(func2(data5) < 1){
-const err28 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err28 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -1924,8 +1971,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-else {
-const err29 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.providerId !== undefined){
+let data5 = data.providerId;
+if(typeof data5 === "string"){
+if(func2(data5) < 1){
+const err29 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -1935,10 +1985,8 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data.collectionType !== undefined){
-let data6 = data.collectionType;
-if(typeof data6 !== "string"){
-const err30 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err30 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -1947,8 +1995,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(!((data6 === "datastore") || (data6 === "vault"))){
-const err31 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema32.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.collectionId !== undefined){
+let data6 = data.collectionId;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err31 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -1958,9 +2010,8 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.key !== undefined){
-if(typeof data.key !== "string"){
-const err32 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err32 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -1970,10 +2021,10 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data.sortField !== undefined){
-let data8 = data.sortField;
-if((typeof data8 !== "string") && (data8 !== null)){
-const err33 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: schema32.properties.sortField.type},message:"must be string,null"};
+if(data.collectionType !== undefined){
+let data7 = data.collectionType;
+if(typeof data7 !== "string"){
+const err33 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -1982,11 +2033,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-}
-if(data.content !== undefined){
-let data9 = data.content;
-if(!(data9 && typeof data9 == "object" && !Array.isArray(data9))){
-const err34 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!((data7 === "datastore") || (data7 === "vault"))){
+const err34 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema32.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -1996,10 +2044,9 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.metadata !== undefined){
-let data10 = data.metadata;
-if(!(data10 && typeof data10 == "object" && !Array.isArray(data10))){
-const err35 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.key !== undefined){
+if(typeof data.key !== "string"){
+const err35 = {instancePath:instancePath+"/key",schemaPath:"#/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2009,11 +2056,10 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data11 = data.createdAt;
-if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.sortField !== undefined){
+let data9 = data.sortField;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err36 = {instancePath:instancePath+"/sortField",schemaPath:"#/properties/sortField/type",keyword:"type",params:{type: schema32.properties.sortField.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2023,8 +2069,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.content !== undefined){
+let data10 = data.content;
+if(!(data10 && typeof data10 == "object" && !Array.isArray(data10))){
+const err37 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2034,11 +2082,10 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data12 = data.updatedAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.metadata !== undefined){
+let data11 = data.metadata;
+if(!(data11 && typeof data11 == "object" && !Array.isArray(data11))){
+const err38 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2048,8 +2095,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data12 = data.createdAt;
+if(typeof data12 === "string"){
+if(!(formats14.validate(data12))){
+const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2059,10 +2109,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.triggerLevel !== undefined){
-let data13 = data.triggerLevel;
-if(typeof data13 !== "string"){
-const err40 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err40 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2071,8 +2119,12 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(!((data13 === "collection") || (data13 === "item"))){
-const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema32.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.updatedAt !== undefined){
+let data13 = data.updatedAt;
+if(typeof data13 === "string"){
+if(!(formats14.validate(data13))){
+const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2082,11 +2134,8 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data.changed !== undefined){
-let data14 = data.changed;
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
-if(data14.content === undefined){
-const err42 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
+else {
+const err42 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -2095,8 +2144,11 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data14.metadata === undefined){
-const err43 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
+}
+if(data.triggerLevel !== undefined){
+let data14 = data.triggerLevel;
+if(typeof data14 !== "string"){
+const err43 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -2105,9 +2157,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-for(const key1 in data14){
-if(!((key1 === "content") || (key1 === "metadata"))){
-const err44 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(!((data14 === "collection") || (data14 === "item"))){
+const err44 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema32.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -2117,10 +2168,11 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data14.content !== undefined){
-let data15 = data14.content;
-if(!(data15 && typeof data15 == "object" && !Array.isArray(data15))){
-const err45 = {instancePath:instancePath+"/changed/content",schemaPath:"#/properties/changed/properties/content/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.changed !== undefined){
+let data15 = data.changed;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.content === undefined){
+const err45 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/required",keyword:"required",params:{missingProperty: "content"},message:"must have required property '"+"content"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -2129,11 +2181,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-if(data14.metadata !== undefined){
-let data16 = data14.metadata;
-if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
-const err46 = {instancePath:instancePath+"/changed/metadata",schemaPath:"#/properties/changed/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data15.metadata === undefined){
+const err46 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -2142,10 +2191,9 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-}
-else {
-const err47 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key1 in data15){
+if(!((key1 === "content") || (key1 === "metadata"))){
+const err47 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -2155,9 +2203,10 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data.isSecret !== undefined){
-if(true !== data.isSecret){
-const err48 = {instancePath:instancePath+"/isSecret",schemaPath:"#/properties/isSecret/const",keyword:"const",params:{allowedValue: true},message:"must be equal to constant"};
+if(data15.content !== undefined){
+let data16 = data15.content;
+if(!(data16 && typeof data16 == "object" && !Array.isArray(data16))){
+const err48 = {instancePath:instancePath+"/changed/content",schemaPath:"#/properties/changed/properties/content/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2167,14 +2216,51 @@ vErrors.push(err48);
 errors++;
 }
 }
-}
-else {
-const err49 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data15.metadata !== undefined){
+let data17 = data15.metadata;
+if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
+const err49 = {instancePath:instancePath+"/changed/metadata",schemaPath:"#/properties/changed/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err49];
 }
 else {
 vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/changed",schemaPath:"#/properties/changed/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data.isSecret !== undefined){
+if(true !== data.isSecret){
+const err51 = {instancePath:instancePath+"/isSecret",schemaPath:"#/properties/isSecret/const",keyword:"const",params:{allowedValue: true},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+}
+else {
+const err52 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
 }
 errors++;
 }
@@ -2184,7 +2270,7 @@ return errors === 0;
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const FilestorageEventPayload = validate22;
-const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/filestorage-event.schema","title":"FilestorageEventPayload","description":"Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec \"Events\"). signedUrl is valid 7 days. Sent asynchronously, not retried.","type":"object","required":["event","itemId","providerId","collectionId","collectionType","filename","filepath","fileSize","mimeType","signedUrl","metadata","isPublic","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"File id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Filestore id."},"collectionType":{"type":"string","enum":["filestorage"],"description":"Always filestorage."},"filename":{"type":"string","minLength":1,"description":"File name."},"filepath":{"type":"string","description":"Path of the file inside the filestore."},"fileSize":{"type":"integer","minimum":0,"description":"Size in bytes."},"mimeType":{"type":"string","description":"MIME type."},"signedUrl":{"type":"string","format":"uri","description":"Signed download URL, valid 7 days."},"metadata":{"type":"object","description":"File metadata."},"isPublic":{"type":"boolean","description":"Whether the file is publicly readable."},"createdAt":{"type":"string","format":"date-time","description":"File creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"File last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","file"],"description":"Level of the trigger URL that fired: collection, or file (a trigger set on the file itself)."}},"examples":[{"event":"onCreate","itemId":"fil_01","providerId":"prv_default","collectionId":"col_docs","collectionType":"filestorage","filename":"invoice.pdf","filepath":"/invoices/2025/invoice.pdf","fileSize":48213,"mimeType":"application/pdf","signedUrl":"https://files.example.com/f/fil_01?sig=abc","metadata":{},"isPublic":false,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"file"}]};
+const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/filestorage-event.schema","title":"FilestorageEventPayload","description":"Body POSTed to a trigger URL when a file of a filestore (or a knowledge base document, which uses the same payload) is created, edited or deleted (spec \"Events\"). signedUrl is valid 7 days. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).","type":"object","required":["eventId","event","itemId","providerId","collectionId","collectionType","filename","filepath","fileSize","mimeType","signedUrl","metadata","isPublic","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"eventId":{"type":"string","minLength":1,"description":"Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second."},"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"File id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Filestore id."},"collectionType":{"type":"string","enum":["filestorage"],"description":"Always filestorage."},"filename":{"type":"string","minLength":1,"description":"File name."},"filepath":{"type":"string","description":"Path of the file inside the filestore."},"fileSize":{"type":"integer","minimum":0,"description":"Size in bytes."},"mimeType":{"type":"string","description":"MIME type."},"signedUrl":{"type":"string","format":"uri","description":"Signed download URL, valid 7 days."},"metadata":{"type":"object","description":"File metadata."},"isPublic":{"type":"boolean","description":"Whether the file is publicly readable."},"createdAt":{"type":"string","format":"date-time","description":"File creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"File last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","file"],"description":"Level of the trigger URL that fired: collection, or file (a trigger set on the file itself)."}},"examples":[{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e00","event":"onCreate","itemId":"fil_01","providerId":"prv_default","collectionId":"col_docs","collectionType":"filestorage","filename":"invoice.pdf","filepath":"/invoices/2025/invoice.pdf","fileSize":48213,"mimeType":"application/pdf","signedUrl":"https://files.example.com/f/fil_01?sig=abc","metadata":{},"isPublic":false,"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"file"}]};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/filestorage-event.schema" */;
@@ -2198,8 +2284,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.event === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
+if(data.eventId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "eventId"},message:"must have required property '"+"eventId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2208,8 +2294,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.itemId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "itemId"},message:"must have required property '"+"itemId"+"'"};
+if(data.event === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "event"},message:"must have required property '"+"event"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2218,8 +2304,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.providerId === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "providerId"},message:"must have required property '"+"providerId"+"'"};
+if(data.itemId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "itemId"},message:"must have required property '"+"itemId"+"'"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2228,8 +2314,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(data.collectionId === undefined){
-const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(data.providerId === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "providerId"},message:"must have required property '"+"providerId"+"'"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2238,8 +2324,8 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(data.collectionType === undefined){
-const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionType"},message:"must have required property '"+"collectionType"+"'"};
+if(data.collectionId === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2248,8 +2334,8 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(data.filename === undefined){
-const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "filename"},message:"must have required property '"+"filename"+"'"};
+if(data.collectionType === undefined){
+const err5 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionType"},message:"must have required property '"+"collectionType"+"'"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2258,8 +2344,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-if(data.filepath === undefined){
-const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "filepath"},message:"must have required property '"+"filepath"+"'"};
+if(data.filename === undefined){
+const err6 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "filename"},message:"must have required property '"+"filename"+"'"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2268,8 +2354,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.fileSize === undefined){
-const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fileSize"},message:"must have required property '"+"fileSize"+"'"};
+if(data.filepath === undefined){
+const err7 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "filepath"},message:"must have required property '"+"filepath"+"'"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2278,8 +2364,8 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data.mimeType === undefined){
-const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mimeType"},message:"must have required property '"+"mimeType"+"'"};
+if(data.fileSize === undefined){
+const err8 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "fileSize"},message:"must have required property '"+"fileSize"+"'"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2288,8 +2374,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-if(data.signedUrl === undefined){
-const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "signedUrl"},message:"must have required property '"+"signedUrl"+"'"};
+if(data.mimeType === undefined){
+const err9 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mimeType"},message:"must have required property '"+"mimeType"+"'"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2298,8 +2384,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.metadata === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
+if(data.signedUrl === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "signedUrl"},message:"must have required property '"+"signedUrl"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2308,8 +2394,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.isPublic === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "isPublic"},message:"must have required property '"+"isPublic"+"'"};
+if(data.metadata === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metadata"},message:"must have required property '"+"metadata"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2318,8 +2404,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.createdAt === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
+if(data.isPublic === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "isPublic"},message:"must have required property '"+"isPublic"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -2328,8 +2414,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.updatedAt === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
+if(data.createdAt === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "createdAt"},message:"must have required property '"+"createdAt"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2338,8 +2424,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.triggerLevel === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "triggerLevel"},message:"must have required property '"+"triggerLevel"+"'"};
+if(data.updatedAt === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "updatedAt"},message:"must have required property '"+"updatedAt"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2348,9 +2434,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema33.properties, key0))){
-const err15 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.triggerLevel === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "triggerLevel"},message:"must have required property '"+"triggerLevel"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -2359,11 +2444,9 @@ vErrors.push(err15);
 }
 errors++;
 }
-}
-if(data.event !== undefined){
-let data0 = data.event;
-if(typeof data0 !== "string"){
-const err16 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key0 in data){
+if(!(func1.call(schema33.properties, key0))){
+const err16 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2372,8 +2455,12 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(!((((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete")) || (data0 === "onTest"))){
-const err17 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema33.properties.event.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.eventId !== undefined){
+let data0 = data.eventId;
+if(typeof data0 === "string"){
+if(func2(data0) < 1){
+const err17 = {instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2383,11 +2470,8 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.itemId !== undefined){
-let data1 = data.itemId;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err18 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err18 = {instancePath:instancePath+"/eventId",schemaPath:"#/properties/eventId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -2397,8 +2481,10 @@ vErrors.push(err18);
 errors++;
 }
 }
-else {
-const err19 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.event !== undefined){
+let data1 = data.event;
+if(typeof data1 !== "string"){
+const err19 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2407,12 +2493,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-if(data.providerId !== undefined){
-let data2 = data.providerId;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err20 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!((((data1 === "onCreate") || (data1 === "onEdit")) || (data1 === "onDelete")) || (data1 === "onTest"))){
+const err20 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema33.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -2422,8 +2504,11 @@ vErrors.push(err20);
 errors++;
 }
 }
-else {
-const err21 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.itemId !== undefined){
+let data2 = data.itemId;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err21 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -2433,11 +2518,8 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data.collectionId !== undefined){
-let data3 = data.collectionId;
-if(typeof data3 === "string"){
-if(func2(data3) < 1){
-const err22 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err22 = {instancePath:instancePath+"/itemId",schemaPath:"#/properties/itemId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -2447,8 +2529,11 @@ vErrors.push(err22);
 errors++;
 }
 }
-else {
-const err23 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.providerId !== undefined){
+let data3 = data.providerId;
+if(typeof data3 === "string"){
+if(func2(data3) < 1){
+const err23 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -2458,10 +2543,8 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data.collectionType !== undefined){
-let data4 = data.collectionType;
-if(typeof data4 !== "string"){
-const err24 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err24 = {instancePath:instancePath+"/providerId",schemaPath:"#/properties/providerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -2470,8 +2553,12 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(!(data4 === "filestorage")){
-const err25 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema33.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.collectionId !== undefined){
+let data4 = data.collectionId;
+if(typeof data4 === "string"){
+if(func2(data4) < 1){
+const err25 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2481,11 +2568,8 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data.filename !== undefined){
-let data5 = data.filename;
-if(typeof data5 === "string"){
-if(func2(data5) < 1){
-const err26 = {instancePath:instancePath+"/filename",schemaPath:"#/properties/filename/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err26 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2495,8 +2579,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-else {
-const err27 = {instancePath:instancePath+"/filename",schemaPath:"#/properties/filename/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.collectionType !== undefined){
+let data5 = data.collectionType;
+if(typeof data5 !== "string"){
+const err27 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2505,10 +2591,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data.filepath !== undefined){
-if(typeof data.filepath !== "string"){
-const err28 = {instancePath:instancePath+"/filepath",schemaPath:"#/properties/filepath/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(data5 === "filestorage")){
+const err28 = {instancePath:instancePath+"/collectionType",schemaPath:"#/properties/collectionType/enum",keyword:"enum",params:{allowedValues: schema33.properties.collectionType.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2518,10 +2602,11 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.fileSize !== undefined){
-let data7 = data.fileSize;
-if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
-const err29 = {instancePath:instancePath+"/fileSize",schemaPath:"#/properties/fileSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.filename !== undefined){
+let data6 = data.filename;
+if(typeof data6 === "string"){
+if(func2(data6) < 1){
+const err29 = {instancePath:instancePath+"/filename",schemaPath:"#/properties/filename/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -2530,9 +2615,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-if((typeof data7 == "number") && (isFinite(data7))){
-if(data7 < 0 || isNaN(data7)){
-const err30 = {instancePath:instancePath+"/fileSize",schemaPath:"#/properties/fileSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+else {
+const err30 = {instancePath:instancePath+"/filename",schemaPath:"#/properties/filename/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -2542,10 +2627,9 @@ vErrors.push(err30);
 errors++;
 }
 }
-}
-if(data.mimeType !== undefined){
-if(typeof data.mimeType !== "string"){
-const err31 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.filepath !== undefined){
+if(typeof data.filepath !== "string"){
+const err31 = {instancePath:instancePath+"/filepath",schemaPath:"#/properties/filepath/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2555,11 +2639,10 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data.signedUrl !== undefined){
-let data9 = data.signedUrl;
-if(typeof data9 === "string"){
-if(!(formats0(data9))){
-const err32 = {instancePath:instancePath+"/signedUrl",schemaPath:"#/properties/signedUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data.fileSize !== undefined){
+let data8 = data.fileSize;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err32 = {instancePath:instancePath+"/fileSize",schemaPath:"#/properties/fileSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -2568,9 +2651,9 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-else {
-const err33 = {instancePath:instancePath+"/signedUrl",schemaPath:"#/properties/signedUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data8 == "number") && (isFinite(data8))){
+if(data8 < 0 || isNaN(data8)){
+const err33 = {instancePath:instancePath+"/fileSize",schemaPath:"#/properties/fileSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -2580,10 +2663,10 @@ vErrors.push(err33);
 errors++;
 }
 }
-if(data.metadata !== undefined){
-let data10 = data.metadata;
-if(!(data10 && typeof data10 == "object" && !Array.isArray(data10))){
-const err34 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if(data.mimeType !== undefined){
+if(typeof data.mimeType !== "string"){
+const err34 = {instancePath:instancePath+"/mimeType",schemaPath:"#/properties/mimeType/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2593,9 +2676,11 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.isPublic !== undefined){
-if(typeof data.isPublic !== "boolean"){
-const err35 = {instancePath:instancePath+"/isPublic",schemaPath:"#/properties/isPublic/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.signedUrl !== undefined){
+let data10 = data.signedUrl;
+if(typeof data10 === "string"){
+if(!(formats0(data10))){
+const err35 = {instancePath:instancePath+"/signedUrl",schemaPath:"#/properties/signedUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2605,11 +2690,8 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.createdAt !== undefined){
-let data12 = data.createdAt;
-if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
-const err36 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+else {
+const err36 = {instancePath:instancePath+"/signedUrl",schemaPath:"#/properties/signedUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2619,8 +2701,10 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.metadata !== undefined){
+let data11 = data.metadata;
+if(!(data11 && typeof data11 == "object" && !Array.isArray(data11))){
+const err37 = {instancePath:instancePath+"/metadata",schemaPath:"#/properties/metadata/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -2630,11 +2714,9 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.updatedAt !== undefined){
-let data13 = data.updatedAt;
-if(typeof data13 === "string"){
-if(!(formats14.validate(data13))){
-const err38 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(data.isPublic !== undefined){
+if(typeof data.isPublic !== "boolean"){
+const err38 = {instancePath:instancePath+"/isPublic",schemaPath:"#/properties/isPublic/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -2644,8 +2726,11 @@ vErrors.push(err38);
 errors++;
 }
 }
-else {
-const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.createdAt !== undefined){
+let data13 = data.createdAt;
+if(typeof data13 === "string"){
+if(!(formats14.validate(data13))){
+const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2655,10 +2740,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.triggerLevel !== undefined){
-let data14 = data.triggerLevel;
-if(typeof data14 !== "string"){
-const err40 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err40 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -2667,8 +2750,12 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(!((data14 === "collection") || (data14 === "file"))){
-const err41 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema33.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.updatedAt !== undefined){
+let data14 = data.updatedAt;
+if(typeof data14 === "string"){
+if(!(formats14.validate(data14))){
+const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -2678,14 +2765,48 @@ vErrors.push(err41);
 errors++;
 }
 }
-}
 else {
-const err42 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err42 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
 else {
 vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.triggerLevel !== undefined){
+let data15 = data.triggerLevel;
+if(typeof data15 !== "string"){
+const err43 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+if(!((data15 === "collection") || (data15 === "file"))){
+const err44 = {instancePath:instancePath+"/triggerLevel",schemaPath:"#/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema33.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+}
+else {
+const err45 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
 }
 errors++;
 }

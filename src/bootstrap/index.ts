@@ -13,6 +13,7 @@ import { demoWorkflow } from './demo-workflow.js';
 import { demoAgent } from './demo-agent.js';
 import { createAgent } from '../agents/agents.js';
 import { createChannel } from '../agents/channels.js';
+import { createCollection } from '../events/collections.js';
 import { BOOTSTRAP_FILE, POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment, writeSecretJson } from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
@@ -22,7 +23,7 @@ export interface BootstrapFile {
   clientSecret: string;
   apiKey: string;
   baseUrls: { triggers: string; auth: string; mcp: string; connect: string; runFiles: string };
-  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string };
+  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string; datastoreId: string };
 }
 
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
@@ -43,6 +44,8 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
   const webhookTrigger = await createTrigger(db, org.id, { automationId: workflow.automationId, kind: 'webhook', name: 'Demo webhook trigger' });
   const agent = await createAgent(db, org.id, demoAgent);
   const { channel, apiKey: channelApiKey } = await createChannel(db, org.id, { agentId: agent.agentId, name: 'Demo text channel', outputFormat: 'text' });
+  // A structured datastore with no trigger URLs (README "Collections" attaches one).
+  const datastore = await createCollection(db, org.id, { name: 'Demo customers', description: 'Demo structured datastore: one item per customer.', type: 'structured_datastore' });
   const file: BootstrapFile = {
     orgId: org.id,
     clientId: credential.clientId,
@@ -51,7 +54,7 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     baseUrls: { ...config.baseUrls },
     demo: {
       automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId,
-      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey,
+      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey, datastoreId: datastore.id,
     },
   };
   const target = writeSecretJson(path.join(config.dataDir, BOOTSTRAP_FILE), file);

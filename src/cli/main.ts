@@ -20,6 +20,7 @@ import {
 } from '../bootstrap/postman-env.js';
 import { AppError } from '../errors/index.js';
 import { registerAgentCommands } from './agents.js';
+import { registerCollectionCommands } from './collections.js';
 
 function print(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
@@ -192,7 +193,9 @@ program.command('postman-env')
     }),
   );
 
-registerAgentCommands(program, { withStore, resolveOrg, orgOption, print, readDefinition, fail: (message) => new CliError(message) });
+const kit = { withStore, resolveOrg, orgOption, print, readDefinition, fail: (message: string) => new CliError(message) };
+registerAgentCommands(program, kit);
+registerCollectionCommands(program, kit);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof CliError || err instanceof AppError ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);

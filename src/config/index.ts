@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { defaults } from './defaults.js';
+import { parseOutboundAllowlist } from '../http/outbound.js';
 import { SwitchyardConfig as validateConfig } from '../../generated/validators/schemas.js';
 
 export { defaults };
@@ -52,6 +53,8 @@ export interface Config {
   models: ModelConfig;
   agentMaxSteps: number;
   agentTurnTimeoutMs: number;
+  /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
+  outboundAllowlist: string[];
 }
 
 export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
@@ -150,6 +153,14 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, keys, providers };
 }
 
+function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {
+  try {
+    return [...parseOutboundAllowlist(env.OUTBOUND_ALLOWLIST).entries];
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = intEnv(env, 'PORT', defaults.port, 0, 65535);
   const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
@@ -191,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     models: modelConfig(env),
     agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, 1, 100),
     agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, 1000, 3_600_000),
+    outboundAllowlist: outboundAllowlist(env),
   };
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, models, ...shape } = config;

@@ -58,6 +58,15 @@ export const catalogue = {
   ERR_AGENT_MODEL_NOT_CONFIGURED: { status: 503, code: 'model_not_configured', rpc: -32000, message: 'No language model is configured' },
   ERR_AGENT_PUBLIC_NEEDS_RELEASE: { status: 409, code: 'release_required', rpc: -32000, message: 'Publish a release (agent_publish_release) before making the agent a public template' },
 
+  // collections and their event triggers (openapi/resources.yaml, spec section 14)
+  ERR_COLLECTION_NOT_FOUND: { status: 404, code: 'collection_not_found', rpc: -32000, message: 'No collection with this id exists.' },
+  ERR_ITEM_NOT_FOUND: { status: 404, code: 'item_not_found', rpc: -32000, message: 'No item with this id exists in the collection.' },
+  ERR_ITEM_KEY_CONFLICT: { status: 409, code: 'item_key_conflict', rpc: -32000, message: 'An item with this key already exists in this collection.' },
+  ERR_INVALID_TRIGGER_URL: { status: 400, code: 'invalid_trigger_url', rpc: -32602, message: 'A trigger URL entry is invalid.' },
+  ERR_INVALID_CONTENT: { status: 400, code: 'invalid_content', rpc: -32602, message: 'The content does not fit the collection type.' },
+  ERR_COLLECTION_TYPE_MISMATCH: { status: 400, code: 'collection_type_mismatch', rpc: -32602, message: 'This endpoint does not serve this kind of collection.' },
+  ERR_COLLECTION_MISMATCH: { status: 400, code: 'collection_mismatch', rpc: -32602, message: 'dataStoreId must equal the collectionId query parameter.' },
+
   // run files behind signed URLs (openapi/run-files.yaml downloadRunFile)
   ERR_FILE_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The download URL signature is not valid.' },
   ERR_FILE_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The download URL has expired; request a new one.' },

@@ -91,8 +91,8 @@ export class GatewayCatalog implements DiscoverySource {
   fingerprint(ctx: GatewayContext): Promise<string> {
     return this.fingerprints.get(ctx.orgId, async () => {
       const { db } = ctx.services;
-      const [servers, connections] = await Promise.all([stamp(db, 'app_servers', ctx.orgId), stamp(db, 'connections', ctx.orgId)]);
-      return `${servers}|${connections}|${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
+      const [servers, connections, collections] = await Promise.all([stamp(db, 'app_servers', ctx.orgId), stamp(db, 'connections', ctx.orgId), stamp(db, 'collections', ctx.orgId)]);
+      return `${servers}|${connections}|${collections}|${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
     });
   }
 
@@ -121,11 +121,25 @@ export class GatewayCatalog implements DiscoverySource {
     return rows.map((c) => ({ id: c.id, name: c.name, serviceKey: c.service_key, status: c.status }));
   }
 
-  /** The organisation's collections; none exist until the resources issue lands. */
-  resources(): Promise<CatalogResource[]> {
-    return Promise.resolve([]);
+  /**
+   * The organisation's collections (spec section 14), by name, description and kind, so that
+   * "the customers datastore" finds them. Items are not indexed one by one: a collection can
+   * hold 100k of them; its description says what it holds.
+   */
+  async resources(ctx: GatewayContext): Promise<CatalogResource[]> {
+    const rows = (await ctx.services.db('collections').where({ org_id: ctx.orgId }).orderBy('id').select('id', 'name', 'description', 'type')) as Array<{ id: string; name: string; description: string; type: string }>;
+    return rows.map((r) => ({ id: r.id, name: r.name, type: RESOURCE_KIND[r.type] ?? r.type, description: r.description || undefined }));
   }
 }
+
+/** Collection types (openapi/management.yaml CollectionType) as discovery names resource kinds. */
+const RESOURCE_KIND: Record<string, string> = {
+  structured_datastore: 'datastore',
+  unstructured_datastore: 'datastore',
+  filestore: 'filestore',
+  knowledge_base: 'knowledge-base',
+  vault: 'vault',
+};
 
 /** Count and newest change of an organisation's rows: changes when a row is added, changed or removed. */
 async function stamp(db: Knex, table: string, orgId: string): Promise<string> {

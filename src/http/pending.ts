@@ -7,15 +7,6 @@ import type { OperationId, Handler } from './types.js';
  * same list and fails when the two disagree.
  */
 export const pendingOperations = {
-  createMemoryItem: 'resource event triggers',
-  updateMemoryItem: 'resource event triggers',
-  replaceMemoryItem: 'resource event triggers',
-  deleteMemoryItem: 'resource event triggers',
-  uploadFilestorageItem: 'resource event triggers',
-  deleteFilestorageItem: 'resource event triggers',
-  updateDataCollection: 'resource event triggers',
-  testDataCollectionTrigger: 'resource event triggers',
-  testMemoryTrigger: 'resource event triggers',
   createCsvUploadUrl: 'queue CSV batching',
   uploadCsvFile: 'queue CSV batching',
   createCsvBatch: 'queue CSV batching',

@@ -9,8 +9,8 @@ import { newId, nowIso } from '../storage/ids.js';
 import type { BlobStore } from './blobs.js';
 import { isResultFileId, RESULT_FILE_ID_PREFIX } from './result-files.js';
 
-export type FileKind = 'attachment' | 'step' | 'upload' | 'chat';
-export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload', 'chat'];
+export type FileKind = 'attachment' | 'step' | 'upload' | 'chat' | 'collection';
+export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload', 'chat', 'collection'];
 
 export interface FileRecord {
   id: string;

@@ -101,6 +101,12 @@ export interface AttachmentDeps {
   log: Logger;
   /** Only tests override these; the defaults are the spec's limits. */
   limits?: Partial<AttachmentLimits> | undefined;
+  /**
+   * `collection`: files kept in a filestore or knowledge base (src/events): any file type
+   * (openapi/resources.yaml decision), stored as file kind `collection`, never pruned as an
+   * unattached attachment. Default `attachment`.
+   */
+  purpose?: 'attachment' | 'collection' | undefined;
 }
 
 const blocked = (): AppError => new AppError('ERR_ATTACHMENT_BLOCKED_TYPE');
@@ -134,7 +140,7 @@ class AttachmentGuard extends Transform {
   private headBytes = 0;
   private inspected = false;
 
-  constructor(private readonly totals: { bytes: number }, private readonly limits: AttachmentLimits) {
+  constructor(private readonly totals: { bytes: number }, private readonly limits: AttachmentLimits, private readonly blockTypes: boolean) {
     super();
   }
 
@@ -160,7 +166,7 @@ class AttachmentGuard extends Transform {
     this.head = [];
     this.inspected = true;
     const verdict = await inspectContent(head);
-    if (verdict.blocked) throw blocked();
+    if (verdict.blocked && this.blockTypes) throw blocked();
     this.detectedMime = verdict.mime;
     this.push(head);
   }
@@ -186,6 +192,8 @@ const malformed = (why: string): AppError => new AppError('ERR_MULTIPART_INVALID
 /** Parses a multipart trigger body; see the module comment for limits and clean-up. */
 export async function readMultipartTrigger(req: IncomingMessage, deps: AttachmentDeps): Promise<MultipartTrigger> {
   const limits: AttachmentLimits = { ...ATTACHMENT_LIMITS, ...deps.limits };
+  const purpose = deps.purpose ?? 'attachment';
+  const blockTypes = purpose === 'attachment';
   if (req.readableEnded) throw new Error('readMultipartTrigger: the request body was already consumed');
   let bb: busboy.Busboy;
   try {
@@ -240,12 +248,12 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
     }
     const filename = sanitizeFilename(info.filename);
     const declared = info.mimeType.toLowerCase();
-    if (isBlockedFilename(filename) || isBlockedMediaType(declared)) {
+    if (blockTypes && (isBlockedFilename(filename) || isBlockedMediaType(declared))) {
       file.resume();
       return fail(blocked());
     }
     const fileId = newId('file');
-    const pending: Pending = { fileId, filename, declared, blobKey: `attachments/${deps.orgId}/${fileId}`, guard: new AttachmentGuard(totals, limits), size: 0 };
+    const pending: Pending = { fileId, filename, declared, blobKey: `${purpose === 'collection' ? 'collections' : 'attachments'}/${deps.orgId}/${fileId}`, guard: new AttachmentGuard(totals, limits, blockTypes), size: 0 };
     files.push(pending);
     // The guard's own error (limit, blocked type, broken part) is the reason to report; the
     // blob write fails with it too, and a write failing alone is a storage error (500).
@@ -275,7 +283,7 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
   }
   try {
     await recordFiles(deps.db, files.map((f) => ({
-      id: f.fileId, orgId: deps.orgId, kind: 'attachment' as const, filename: f.filename,
+      id: f.fileId, orgId: deps.orgId, kind: purpose, filename: f.filename,
       mimeType: contentTypeOf(f), size: f.size, blobKey: f.blobKey,
     })));
   } catch (err) {

@@ -12,21 +12,12 @@ import { pendingOperations } from '../../src/http/pending.js';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../helpers/server.js';
 import { listTestFiles } from '../helpers/files.js';
 import { createWorkflow } from '../../src/engine/index.js';
+import { createCollection } from '../../src/events/index.js';
 import { demoWorkflow } from '../../src/bootstrap/demo-workflow.js';
 
 // Allow-list of operations answering 501 until their capability lands.
 const ALLOWED_501: Record<string, string> = {
   // Agent API channel alias (spec section 5) — the agents issue.
-  // Resource event triggers (spec section 14 and "Events") — the events issue.
-  createMemoryItem: 'resource event triggers',
-  updateMemoryItem: 'resource event triggers',
-  replaceMemoryItem: 'resource event triggers',
-  deleteMemoryItem: 'resource event triggers',
-  uploadFilestorageItem: 'resource event triggers',
-  deleteFilestorageItem: 'resource event triggers',
-  updateDataCollection: 'resource event triggers',
-  testDataCollectionTrigger: 'resource event triggers',
-  testMemoryTrigger: 'resource event triggers',
   // Queue CSV batching (spec section 15) — the queues issue.
   createCsvUploadUrl: 'queue CSV batching',
   uploadCsvFile: 'queue CSV batching',
@@ -155,10 +146,12 @@ describe('contract: operations, handlers and tests', () => {
     let server: TestServer;
     let org: TestOrg;
     let automationId: string;
+    let collectionId: string;
     before(async () => {
       server = await startTestServer('sqlite');
       org = await createTestOrg(server);
       ({ automationId } = await createWorkflow(server.app.services.db, org.orgId, demoWorkflow));
+      ({ id: collectionId } = await createCollection(server.app.services.db, org.orgId, { name: 'Contract', type: 'structured_datastore' }));
     });
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
@@ -171,7 +164,9 @@ describe('contract: operations, handlers and tests', () => {
         const cursor = exampleOf(((operationObject(id).parameters ?? []) as Json[]).map(resolve).find((p) => p.name === 'cursor'));
         expect(cursor, `${id} documents a cursor example`).to.be.a('string');
         const req = exampleRequest(id, org);
-        const url = req.url.replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))), automationId);
+        const url = req.url
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))), automationId)
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/CollectionIdParam' })))), collectionId);
         const res = await call(server.baseUrl, 'GET', `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(String(cursor))}`, { headers: req.headers });
         expect(res.status, `${id}: ${res.text}`).to.equal(200);
         expect(res.body).to.have.property('items').that.is.an('array');

@@ -3,6 +3,7 @@ import * as m001 from './001_initial.js';
 import * as m002 from './002_run_execution.js';
 import * as m003 from './003_lean_run_indexes.js';
 import * as m004 from './004_agents.js';
+import * as m005 from './005_collections.js';
 
 export interface Migration {
   name: string;
@@ -16,4 +17,5 @@ export const migrations: Migration[] = [
   { name: '002_run_execution', ...m002 },
   { name: '003_lean_run_indexes', ...m003 },
   { name: '004_agents', ...m004 },
+  { name: '005_collections', ...m005 },
 ];

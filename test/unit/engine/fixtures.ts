@@ -53,7 +53,7 @@ export function testConfig(): Config {
     syncWaitMs: 1000, runTimeoutMs: 60_000, runConcurrency: 0, runLeaseMs: 30_000, runMaxAttempts: 2,
     runRetentionDays: 30, sandboxPoolSize: 1, sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000,
     models: { defaultModel: null, openaiCompatibleBaseUrl: null, openaiBaseUrl: null, keys: { openaiCompatible: null, openai: null, anthropic: null, google: null }, providers: [] },
-    agentMaxSteps: 20, agentTurnTimeoutMs: 300_000,
+    agentMaxSteps: 20, agentTurnTimeoutMs: 300_000, outboundAllowlist: [],
   };
 }
 

@@ -385,7 +385,7 @@ describe('schemas/ (JSON Schema documents)', () => {
 
     const DS = 'events/datastore-event.schema.json';
     const dsOk = {
-      event: 'onCreate', itemId: 'i', providerId: 'p', collectionId: 'c', collectionType: 'datastore', key: 'k', content: {}, metadata: {},
+      eventId: 'evt_1', event: 'onCreate', itemId: 'i', providerId: 'p', collectionId: 'c', collectionType: 'datastore', key: 'k', content: {}, metadata: {},
       createdAt: '2025-05-01T10:00:00Z', updatedAt: '2025-05-01T10:00:00Z', triggerLevel: 'collection',
     };
     it('datastore event: changed only (and always) on onEdit; isSecret only (and always) on vault', () => {
@@ -399,6 +399,8 @@ describe('schemas/ (JSON Schema documents)', () => {
       expectRejected(DS, { ...dsOk, isSecret: true });
       expectRejected(DS, { ...dsOk, event: 'onUpdate' });
       expectRejected(DS, { ...dsOk, createdAt: 'yesterday' });
+      const { eventId: _dropped, ...withoutEventId } = dsOk;
+      expectRejected(DS, withoutEventId);
     });
     it('filestorage event: file level, integer size, URI signedUrl', () => {
       const P = 'events/filestorage-event.schema.json';

@@ -1,0 +1,171 @@
+/**
+ * Delivers the outbox (src/events/outbox.ts): claims pending rows, POSTs each payload to its
+ * trigger URL with `X-API-KEY` (openapi/resources.yaml: no signature, 10-second timeout, no
+ * redirects, never retried), and records the outcomes in batches. Woken at once by writes in
+ * this process; other processes' writes are found by polling. Runs wherever run workers run
+ * (RUN_CONCURRENCY > 0), so an HTTP-only process never delivers.
+ *
+ * Delivery never blocks or fails the write that caused it: the write only inserts rows.
+ */
+import type { Knex } from 'knex';
+import type { Logger } from '../config/logger.js';
+import { nowIso } from '../storage/ids.js';
+import { claimPending, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
+import { revealKey } from './trigger-urls.js';
+
+export interface PostResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  durationMs: number;
+}
+
+/** One guarded POST (src/http/outbound.ts); rejects with a message fit for the delivery log. */
+export type Poster = (url: string, body: string, headers: Record<string, string>) => Promise<PostResult>;
+
+export interface DispatcherOptions {
+  concurrency?: number;
+  leaseMs?: number;
+  pollMs?: number;
+}
+
+const MAX_ERROR = 500;
+
+export class EventDispatcher {
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private inFlight = 0;
+  private readonly settled = new Set<Promise<void>>();
+  private outcomes: DeliveryOutcome[] = [];
+  private flushing: Promise<void> | undefined;
+  private pumping = false;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly secretKey: Buffer,
+    private readonly post: Poster,
+    private readonly log: Logger,
+    opts: DispatcherOptions = {},
+  ) {
+    this.concurrency = opts.concurrency ?? 64;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.pollMs = opts.pollMs ?? 1000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** A write in this process committed outbox rows. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    while (this.settled.size > 0) await Promise.all([...this.settled]);
+    await this.flush();
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.pump(), ms);
+    this.timer.unref();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.stopped || this.pumping) return;
+    this.pumping = true;
+    let full = false;
+    try {
+      do {
+        this.again = false;
+        const free = this.concurrency - this.inFlight;
+        if (free <= 0) break;
+        const rows = await claimPending(this.db, free, this.leaseMs);
+        full = rows.length === free;
+        for (const row of rows) this.track(this.deliver(row));
+      } while ((this.again || full) && !this.stopped && this.inFlight < this.concurrency);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'event outbox: claim failed; retrying');
+    } finally {
+      this.pumping = false;
+    }
+    if (!this.stopped) this.schedule(this.again ? 0 : this.pollMs);
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight++;
+    this.settled.add(p);
+    void p.finally(() => {
+      this.inFlight--;
+      this.settled.delete(p);
+      // A slot freed while rows may still wait: look again soon.
+      if (!this.stopped) this.wake();
+    });
+  }
+
+  private async deliver(row: OutboxRow): Promise<void> {
+    let outcome: DeliveryOutcome;
+    const started = performance.now();
+    try {
+      const key = revealKey(this.secretKey, row.api_key_enc);
+      const res = await this.post(row.url, row.payload, { 'content-type': 'application/json', 'x-api-key': key });
+      const runId = res.headers['x-pf-run-id'];
+      const ok = res.status >= 200 && res.status < 300;
+      outcome = {
+        id: row.id,
+        status: ok ? 'sent' : 'failed',
+        httpStatus: res.status,
+        durationMs: Math.round(res.durationMs),
+        runId: typeof runId === 'string' ? runId.slice(0, 64) : null,
+        error: ok ? null : `The trigger URL answered ${res.status}`,
+        finishedAt: nowIso(),
+      };
+    } catch (err) {
+      outcome = {
+        id: row.id,
+        status: 'failed',
+        httpStatus: null,
+        durationMs: Math.round(performance.now() - started),
+        runId: null,
+        error: ((err as Error).message || 'delivery failed').slice(0, MAX_ERROR),
+        finishedAt: nowIso(),
+      };
+    }
+    this.outcomes.push(outcome);
+    void this.flushSoon();
+  }
+
+  /** Group commit of outcomes: one transaction records every outcome that arrived meanwhile. */
+  private flushSoon(): Promise<void> {
+    if (!this.flushing) {
+      this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()).finally(() => {
+        this.flushing = undefined;
+        if (this.outcomes.length > 0) void this.flushSoon();
+      });
+    }
+    return this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.outcomes;
+    this.outcomes = [];
+    try {
+      await recordOutcomes(this.db, batch);
+    } catch (err) {
+      // The rows stay pending under their lease and are delivered again after it: at least once.
+      this.log.error({ err: (err as Error).message, count: batch.length }, 'event outbox: recording outcomes failed');
+    }
+  }
+}

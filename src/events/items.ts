@@ -1,0 +1,264 @@
+/**
+ * Items of datastores and vaults (spec section 14 `/memory/items`, "Events"): create, merge
+ * (PATCH, RFC 7396), replace (PUT) and delete, each writing its event calls to the outbox in the
+ * same transaction (src/events/outbox.ts). Rules in openapi/resources.yaml.
+ *
+ * onEdit goes to the collection-level and item-level onEdit URLs unless `triggerChanges` is
+ * false or nothing changed, and is limited to 2 per item per rolling 60 s (spec "Limits"): one
+ * edit is one hit of the item's window; an edit over the limit is recorded as dropped for each
+ * of its URLs, never queued.
+ *
+ * Vaults: content is encrypted at rest (AES-256-GCM) and never returned or sent in plain text
+ * (values are replaced by "********", src/events/payloads.ts).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { Knex } from 'knex';
+import { encrypt, decrypt } from '../auth/crypto.js';
+import { AppError } from '../errors/index.js';
+import { newId, nowIso } from '../storage/ids.js';
+import type { CollectionRecord } from './collections.js';
+import { enqueueEvents, type OutboxEvent } from './outbox.js';
+import { itemPayload, REDACTED, type ItemState } from './payloads.js';
+import { configuredView, normalizeTriggerUrls, parseStored, type AddressCheck, type EventName, type StoredTriggerUrl, type TriggerUrlInput } from './trigger-urls.js';
+import { holdsFiles, ITEM_ID_PATTERN } from './types.js';
+import type { RateWindows } from './rate-windows.js';
+
+export const ON_EDIT_LIMIT = 2;
+export const ON_EDIT_WINDOW_MS = 60_000;
+export const DROPPED_MESSAGE = `onEdit limit of ${ON_EDIT_LIMIT} per item per ${ON_EDIT_WINDOW_MS / 1000} seconds reached; dropped, not queued.`;
+
+export interface ItemDeps {
+  db: Knex;
+  secretKey: Buffer;
+  addresses: AddressCheck;
+  windows: RateWindows;
+  /** Called after a commit that left pending outbox rows. */
+  wake(): void;
+}
+
+interface ItemRow {
+  id: string;
+  collection_id: string;
+  org_id: string;
+  key: string;
+  sort_field: string | null;
+  content: string;
+  metadata: string;
+  trigger_urls: string;
+  created_at: string;
+  updated_at: string;
+}
+
+interface Item extends ItemState {
+  triggerUrls: StoredTriggerUrl[];
+}
+
+export interface ItemBody {
+  /** Create only. */
+  key?: string | undefined;
+  content: unknown;
+  metadata?: Record<string, unknown> | undefined;
+  sortField?: string | undefined;
+  triggerUrls?: TriggerUrlInput[] | undefined;
+  triggerChanges?: boolean | undefined;
+}
+
+function checkCollection(c: CollectionRecord): void {
+  if (holdsFiles(c.type)) {
+    throw new AppError('ERR_COLLECTION_TYPE_MISMATCH', { message: `This collection is a ${c.type.replace('_', ' ')}; use /filestorage/items/upload.` });
+  }
+}
+
+function checkContent(c: CollectionRecord, content: unknown): void {
+  if (c.type === 'unstructured_datastore') {
+    if (typeof content !== 'string') throw new AppError('ERR_INVALID_CONTENT', { message: 'Items of an unstructured datastore need a string as content.' });
+  } else if (!content || typeof content !== 'object' || Array.isArray(content)) {
+    throw new AppError('ERR_INVALID_CONTENT', { message: `Items of a ${c.type === 'vault' ? 'vault' : 'structured datastore'} need an object as content.` });
+  }
+}
+
+function sealContent(deps: ItemDeps, c: CollectionRecord, content: unknown): string {
+  const json = JSON.stringify(content);
+  return c.type === 'vault' ? encrypt(deps.secretKey, json) : json;
+}
+
+function toItem(deps: ItemDeps, c: CollectionRecord, r: ItemRow): Item {
+  return {
+    id: r.id,
+    key: r.key,
+    sortField: r.sort_field,
+    content: JSON.parse(c.type === 'vault' ? decrypt(deps.secretKey, r.content) : r.content) as unknown,
+    metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    triggerUrls: parseStored(r.trigger_urls),
+  };
+}
+
+/** The resource API shape (openapi/resources.yaml MemoryItem); vault values never in plain text. */
+export function itemView(c: CollectionRecord, item: Item) {
+  const content = c.type === 'vault' ? Object.fromEntries(Object.keys(item.content as Record<string, unknown>).map((k) => [k, REDACTED])) : item.content;
+  return {
+    id: item.id,
+    collectionId: c.id,
+    collectionType: c.type === 'vault' ? ('vault' as const) : ('datastore' as const),
+    key: item.key,
+    ...(item.sortField !== null ? { sortField: item.sortField } : {}),
+    content,
+    metadata: item.metadata,
+    triggerUrls: configuredView(item.triggerUrls),
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+  };
+}
+
+/** RFC 7396 JSON Merge Patch: objects merge recursively, `null` deletes, anything else replaces. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> = target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+function events(c: CollectionRecord, item: Item, event: EventName, targets: StoredTriggerUrl[], previous?: { content: unknown; metadata: Record<string, unknown> }, dropped?: string): OutboxEvent[] {
+  return targets.map((target) => ({
+    orgId: c.orgId,
+    collectionId: c.id,
+    itemId: item.id,
+    event,
+    target,
+    payload: itemPayload(event, c, item, target.triggerLevel, previous),
+    dropped,
+  }));
+}
+
+function targetsOf(c: CollectionRecord, item: { triggerUrls: StoredTriggerUrl[] } | undefined, event: EventName): StoredTriggerUrl[] {
+  return [...c.triggerUrls, ...(item?.triggerUrls ?? [])].filter((t) => t.event === event);
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e.code === '23505' || (e.code === 'SQLITE_CONSTRAINT' && /UNIQUE/.test(e.message ?? ''));
+}
+
+export async function createItem(deps: ItemDeps, c: CollectionRecord, body: ItemBody): Promise<ReturnType<typeof itemView>> {
+  checkCollection(c);
+  checkContent(c, body.content);
+  const triggerUrls = normalizeTriggerUrls(body.triggerUrls ?? [], { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
+  const now = nowIso();
+  const item: Item = {
+    id: newId('item'),
+    key: body.key ?? '',
+    sortField: body.sortField ?? null,
+    content: body.content,
+    metadata: body.metadata ?? {},
+    createdAt: now,
+    updatedAt: now,
+    triggerUrls,
+  };
+  let pending = 0;
+  try {
+    await deps.db.transaction(async (trx) => {
+      await trx('collection_items').insert({
+        id: item.id,
+        collection_id: c.id,
+        org_id: c.orgId,
+        key: item.key,
+        sort_field: item.sortField,
+        content: sealContent(deps, c, item.content),
+        metadata: JSON.stringify(item.metadata),
+        trigger_urls: JSON.stringify(triggerUrls),
+        is_public: false,
+        created_at: now,
+        updated_at: now,
+      });
+      // onCreate exists at collection level only (spec "Events").
+      pending = await enqueueEvents(trx, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new AppError('ERR_ITEM_KEY_CONFLICT', { message: `An item with key ${item.key} already exists in this collection.` });
+    throw err;
+  }
+  if (pending > 0) deps.wake();
+  return itemView(c, item);
+}
+
+async function readItem(deps: ItemDeps, db: Knex | Knex.Transaction, c: CollectionRecord, id: string): Promise<Item | undefined> {
+  if (!ITEM_ID_PATTERN.test(id)) return undefined;
+  const row = (await db('collection_items').where({ id, collection_id: c.id }).first()) as ItemRow | undefined;
+  return row ? toItem(deps, c, row) : undefined;
+}
+
+function notFound(): AppError {
+  return new AppError('ERR_ITEM_NOT_FOUND');
+}
+
+export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string, body: ItemBody, mode: 'merge' | 'replace'): Promise<ReturnType<typeof itemView>> {
+  checkCollection(c);
+  checkContent(c, body.content);
+  const newTriggerUrls = body.triggerUrls === undefined ? undefined : normalizeTriggerUrls(body.triggerUrls, { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
+  const before = await readItem(deps, deps.db, c, id);
+  if (!before) throw notFound();
+  const next = nextState(c, before, body, mode);
+  const targets = targetsOf(c, { triggerUrls: newTriggerUrls ?? before.triggerUrls }, 'onEdit');
+  const fires = body.triggerChanges !== false && targets.length > 0 && changed(before, next);
+  // The window is asked before the transaction: its store backend writes in a transaction of its own.
+  const admitted = fires ? await deps.windows.admit(`${c.id}:${id}`, ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS) : true;
+
+  let pending = 0;
+  const result = await deps.db.transaction(async (trx) => {
+    const now = nowIso();
+    // Write first (sqlite lock upgrade), and hold the row against concurrent edits.
+    const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: now });
+    if (n === 0) throw notFound();
+    const current = (await readItem(deps, trx, c, id))!;
+    const state = nextState(c, current, body, mode);
+    const item: Item = { ...current, ...state, updatedAt: now, triggerUrls: newTriggerUrls ?? current.triggerUrls };
+    await trx('collection_items').where({ id }).update({
+      content: sealContent(deps, c, item.content),
+      metadata: JSON.stringify(item.metadata),
+      sort_field: item.sortField,
+      trigger_urls: JSON.stringify(item.triggerUrls),
+    });
+    if (fires && changed(current, state)) {
+      pending = await enqueueEvents(trx, events(c, item, 'onEdit', targetsOf(c, item, 'onEdit'), { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
+    }
+    return item;
+  });
+  if (pending > 0) deps.wake();
+  return itemView(c, result);
+}
+
+function nextState(c: CollectionRecord, current: Item, body: ItemBody, mode: 'merge' | 'replace'): Pick<Item, 'content' | 'metadata' | 'sortField'> {
+  const merge = mode === 'merge';
+  const content = merge && c.type !== 'unstructured_datastore' ? mergePatch(current.content, body.content) : body.content;
+  const metadata = body.metadata === undefined ? (merge ? current.metadata : {}) : merge ? (mergePatch(current.metadata, body.metadata) as Record<string, unknown>) : body.metadata;
+  return { content, metadata, sortField: body.sortField ?? current.sortField };
+}
+
+function changed(a: Pick<Item, 'content' | 'metadata' | 'sortField'>, b: Pick<Item, 'content' | 'metadata' | 'sortField'>): boolean {
+  return !isDeepStrictEqual(a.content, b.content) || !isDeepStrictEqual(a.metadata, b.metadata) || a.sortField !== b.sortField;
+}
+
+export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string): Promise<void> {
+  checkCollection(c);
+  let pending = 0;
+  await deps.db.transaction(async (trx) => {
+    const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() });
+    if (n === 0 || !ITEM_ID_PATTERN.test(id)) throw notFound();
+    const item = (await readItem(deps, trx, c, id))!;
+    await trx('collection_items').where({ id }).delete();
+    // Not suppressible: the spec offers triggerChanges on updates only.
+    pending = await enqueueEvents(trx, events(c, item, 'onDelete', targetsOf(c, item, 'onDelete')));
+  });
+  if (pending > 0) deps.wake();
+}
+
+/** A sample item for the trigger tests (openapi/resources.yaml testDataCollectionTrigger). */
+export function sampleItem(testData: Record<string, unknown>): ItemState {
+  const now = nowIso();
+  return { id: 'test', key: 'test', sortField: null, content: {}, metadata: {}, createdAt: now, updatedAt: now, ...testData } as ItemState;
+}

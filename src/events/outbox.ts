@@ -1,0 +1,190 @@
+/**
+ * The transactional outbox of event calls (spec "Events"): one row per event and trigger URL,
+ * inserted in the transaction of the change, so a change that committed has its calls on
+ * record even when the process dies right after (kill -9): the dispatcher of the next start
+ * claims and delivers them. Delivery is at least once; each payload carries the row id as
+ * `eventId` for de-duplication. Rows stay as the delivery log (listCollectionDeliveries).
+ *
+ * Status: pending → sent | failed (one attempt: the spec says failed calls are not retried),
+ * or dropped at once (onEdit over its window, spec "Limits"). A claim is a lease
+ * (`claimed_until`): a row whose claimant died is claimed again when the lease runs out.
+ */
+import type { Knex } from 'knex';
+import { newId, nowIso } from '../storage/ids.js';
+import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
+import type { EventPayload } from './payloads.js';
+
+export type DeliveryStatus = 'pending' | 'sent' | 'failed' | 'dropped';
+
+export interface OutboxEvent {
+  orgId: string;
+  collectionId: string;
+  itemId: string;
+  event: EventName;
+  target: StoredTriggerUrl;
+  /** Built per target (triggerLevel differs); eventId is added here. */
+  payload: EventPayload;
+  dropped?: string | undefined;
+}
+
+export interface OutboxRow {
+  id: string;
+  org_id: string;
+  collection_id: string;
+  item_id: string;
+  event: EventName;
+  trigger_level: string;
+  url: string;
+  api_key_enc: string;
+  payload: string;
+  status: DeliveryStatus;
+  http_status: number | null;
+  duration_ms: number | null;
+  run_id: string | null;
+  error: string | null;
+  attempts: number;
+  claimed_until: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
+
+/** Inserts the rows inside the caller's transaction; returns how many are pending delivery. */
+export async function enqueueEvents(trx: Knex | Knex.Transaction, events: readonly OutboxEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  const now = nowIso();
+  const rows = events.map((e) => {
+    const id = newId('evt');
+    const level: Level | 'file' = (e.payload.triggerLevel as Level | 'file' | undefined) ?? e.target.triggerLevel;
+    return {
+      id,
+      org_id: e.orgId,
+      collection_id: e.collectionId,
+      item_id: e.itemId,
+      event: e.event,
+      trigger_level: level,
+      url: e.target.url,
+      api_key_enc: e.target.apiKeyEnc,
+      payload: JSON.stringify({ eventId: id, ...e.payload }),
+      status: e.dropped ? 'dropped' : 'pending',
+      error: e.dropped ?? null,
+      attempts: 0,
+      created_at: now,
+      finished_at: e.dropped ? now : null,
+    };
+  });
+  // Chunks keep each statement under sqlite's bound-parameter limit.
+  for (let i = 0; i < rows.length; i += 50) await trx('event_outbox').insert(rows.slice(i, i + 50));
+  return rows.filter((r) => r.status === 'pending').length;
+}
+
+function leaseUntil(ms: number): string {
+  return new Date(Date.now() + ms).toISOString();
+}
+
+/**
+ * Claims up to `limit` pending rows whose lease is free or expired, in id (creation) order. One
+ * statement: two processes never claim the same row while its lease runs.
+ */
+export async function claimPending(db: Knex, limit: number, leaseMs: number): Promise<OutboxRow[]> {
+  const now = nowIso();
+  const until = leaseUntil(leaseMs);
+  if (db.client.config.client === 'pg') {
+    const res = await db.raw(
+      `WITH picked AS (
+         SELECT id FROM event_outbox
+         WHERE status = 'pending' AND (claimed_until IS NULL OR claimed_until < ?)
+         ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+       UPDATE event_outbox e SET claimed_until = ?, attempts = e.attempts + 1
+       FROM picked WHERE e.id = picked.id
+       RETURNING e.*`,
+      [now, limit, until],
+    );
+    return (res.rows as OutboxRow[]).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+  const pick = db('event_outbox')
+    .select('id')
+    .where({ status: 'pending' })
+    .andWhere((q) => q.whereNull('claimed_until').orWhere('claimed_until', '<', now))
+    .orderBy('id')
+    .limit(limit);
+  const rows = (await db('event_outbox')
+    .whereIn('id', pick)
+    .update({ claimed_until: until, attempts: db.raw('attempts + 1') })
+    .returning('*')) as OutboxRow[];
+  return rows.sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+export interface DeliveryOutcome {
+  id: string;
+  status: 'sent' | 'failed';
+  httpStatus: number | null;
+  durationMs: number;
+  runId: string | null;
+  error: string | null;
+  finishedAt: string;
+}
+
+/** Records a batch of outcomes in one transaction (group commit: one fsync for many calls). */
+export async function recordOutcomes(db: Knex, outcomes: readonly DeliveryOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await db.transaction(async (trx) => {
+    for (const o of outcomes) {
+      await trx('event_outbox')
+        .where({ id: o.id })
+        .update({ status: o.status, http_status: o.httpStatus, duration_ms: o.durationMs, run_id: o.runId, error: o.error, finished_at: o.finishedAt, claimed_until: null });
+    }
+  });
+}
+
+export interface DeliveryView {
+  eventId: string;
+  event: EventName;
+  itemId: string;
+  triggerLevel: string;
+  url: string;
+  status: DeliveryStatus;
+  httpStatus: number | null;
+  durationMs: number | null;
+  runId: string | null;
+  error: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+export async function listDeliveries(
+  db: Knex,
+  collectionId: string,
+  filter: { status?: DeliveryStatus | undefined; event?: EventName | undefined; itemId?: string | undefined },
+  page: PageRequest,
+): Promise<Page<DeliveryView>> {
+  const q = db('event_outbox').where({ collection_id: collectionId });
+  if (filter.status) q.andWhere({ status: filter.status });
+  if (filter.event) q.andWhere({ event: filter.event });
+  if (filter.itemId) q.andWhere({ item_id: filter.itemId });
+  const { rows, nextCursor } = await pageRows<OutboxRow & Record<string, unknown>>(q, { list: 'deliveries', column: 'id', keyPattern: EVENT_ID_PATTERN }, page);
+  return {
+    items: rows.map((r) => ({
+      eventId: r.id,
+      event: r.event,
+      itemId: r.item_id,
+      triggerLevel: r.trigger_level,
+      url: r.url,
+      status: r.status,
+      httpStatus: r.http_status === null ? null : Number(r.http_status),
+      durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+      runId: r.run_id,
+      error: r.error,
+      createdAt: r.created_at,
+      finishedAt: r.finished_at,
+    })),
+    nextCursor,
+  };
+}
+
+/** Housekeeping: finished rows older than `before` (the log keeps 7 days). */
+export async function pruneDeliveries(db: Knex, before: string): Promise<number> {
+  return db('event_outbox').whereNot({ status: 'pending' }).andWhere('created_at', '<', before).delete();
+}

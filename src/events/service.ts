@@ -1,0 +1,83 @@
+/**
+ * The events context as the rest of the service sees it: the dependencies of the item and
+ * file writes, the outbox dispatcher, and the synchronous trigger tests (openapi/resources.yaml
+ * testDataCollectionTrigger, testMemoryTrigger).
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import type { BlobStore } from '../runs/blobs.js';
+import type { RedisClient } from '../storage/redis.js';
+import { EventDispatcher, type Poster } from './dispatcher.js';
+import type { FileDeps } from './files.js';
+import { redisRateWindows, storeRateWindows } from './rate-windows.js';
+import type { AddressCheck } from './trigger-urls.js';
+
+export interface EventsOptions {
+  db: Knex;
+  config: Config;
+  log: Logger;
+  blobs: BlobStore;
+  redis?: RedisClient | undefined;
+  post: Poster;
+  addresses: AddressCheck;
+  /** Deliver in this process (false on HTTP-only processes: RUN_CONCURRENCY=0). */
+  deliver: boolean;
+}
+
+export interface CallResult {
+  ok: boolean;
+  httpStatus: number | null;
+  runId: string | null;
+  durationMs: number;
+  error: string | null;
+}
+
+export class EventsService {
+  readonly deps: FileDeps;
+  readonly dispatcher: EventDispatcher | undefined;
+  private readonly post: Poster;
+
+  constructor(opts: EventsOptions) {
+    this.post = opts.post;
+    this.dispatcher = opts.deliver ? new EventDispatcher(opts.db, opts.config.secretKey, opts.post, opts.log) : undefined;
+    const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : storeRateWindows(opts.db);
+    this.deps = {
+      db: opts.db,
+      secretKey: opts.config.secretKey,
+      addresses: opts.addresses,
+      windows,
+      blobs: opts.blobs,
+      config: opts.config,
+      log: opts.log,
+      wake: () => this.dispatcher?.wake(),
+    };
+  }
+
+  start(): void {
+    this.dispatcher?.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.dispatcher?.stop();
+  }
+
+  /** One synchronous call, as an event call is made (the trigger test endpoints). */
+  async call(url: string, apiKey: string, payload: unknown): Promise<CallResult> {
+    const started = performance.now();
+    try {
+      const res = await this.post(url, JSON.stringify(payload), { 'content-type': 'application/json', 'x-api-key': apiKey });
+      const runId = res.headers['x-pf-run-id'];
+      const ok = res.status >= 200 && res.status < 300;
+      return {
+        ok,
+        httpStatus: res.status,
+        runId: typeof runId === 'string' ? runId : null,
+        durationMs: Math.round(res.durationMs),
+        error: ok ? null : `The trigger URL answered ${res.status}`,
+      };
+    } catch (err) {
+      return { ok: false, httpStatus: null, runId: null, durationMs: Math.round(performance.now() - started), error: (err as Error).message.slice(0, 500) };
+    }
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * Outbound HTTP to user-given URLs (event trigger URLs), guarded against SSRF: loopback,
+ * private, link-local (cloud metadata), carrier-grade NAT, multicast and reserved addresses
+ * are refused unless OUTBOUND_ALLOWLIST names them (CIDRs, addresses or host names). The check
+ * runs in the socket's own `lookup`, on the address actually connected to, after DNS (a name
+ * that resolves to 10.0.0.5 is refused however it is spelled); IP literals are checked before
+ * connecting. URLs on the service's own origins are always allowed.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import dns from 'node:dns';
+import type net from 'node:net';
+import { BlockList, isIP } from 'node:net';
+
+export interface OutboundAllowlist {
+  blocks: BlockList;
+  hosts: ReadonlySet<string>;
+  entries: readonly string[];
+}
+
+export class OutboundAllowlistError extends Error {}
+
+/** `127.0.0.0/8,::1/128,internal.example.com` → the allow-list; a bad entry throws naming it. */
+export function parseOutboundAllowlist(value: string | undefined): OutboundAllowlist {
+  const blocks = new BlockList();
+  const hosts = new Set<string>();
+  const entries = (value ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+  for (const entry of entries) {
+    const [addr, bits, extra] = entry.split('/');
+    const family = isIP(addr ?? '');
+    if (extra !== undefined) throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
+    if (family !== 0) {
+      const max = family === 4 ? 32 : 128;
+      const prefix = bits === undefined ? max : Number(bits);
+      if (!/^\d+$/.test(bits ?? String(max)) || prefix > max) throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" has an invalid prefix length`);
+      blocks.addSubnet(addr!, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    } else if (bits === undefined && /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry)) {
+      hosts.add(entry.toLowerCase());
+    } else {
+      throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
+    }
+  }
+  return { blocks, hosts, entries };
+}
+
+/** Ranges no user URL may reach by default (RFC 6890 special-purpose registries). */
+const REFUSED: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
+  ['0.0.0.0', 8, 'ipv4', 'unspecified address'],
+  ['10.0.0.0', 8, 'ipv4', 'private address'],
+  ['100.64.0.0', 10, 'ipv4', 'carrier-grade NAT address'],
+  ['127.0.0.0', 8, 'ipv4', 'loopback address'],
+  ['169.254.0.0', 16, 'ipv4', 'link-local or cloud metadata address'],
+  ['172.16.0.0', 12, 'ipv4', 'private address'],
+  ['192.0.0.0', 24, 'ipv4', 'reserved address'],
+  ['192.168.0.0', 16, 'ipv4', 'private address'],
+  ['198.18.0.0', 15, 'ipv4', 'reserved address'],
+  ['224.0.0.0', 3, 'ipv4', 'multicast or reserved address'],
+  ['::', 128, 'ipv6', 'unspecified address'],
+  ['::1', 128, 'ipv6', 'loopback address'],
+  ['fc00::', 7, 'ipv6', 'private address'],
+  ['fe80::', 10, 'ipv6', 'link-local address'],
+  ['ff00::', 8, 'ipv6', 'multicast address'],
+];
+const refusedLists = REFUSED.map(([addr, prefix, type, why]) => {
+  const list = new BlockList();
+  list.addSubnet(addr, prefix, type);
+  return { list, why };
+});
+
+/** `::ffff:10.0.0.1` is 10.0.0.1 to the kernel: check the IPv4 it carries. */
+function normalize(address: string): { address: string; type: 'ipv4' | 'ipv6' } {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return { address: mapped[1]!, type: 'ipv4' };
+  return { address, type: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
+}
+
+export class OutboundRefusedError extends Error {}
+
+export class OutboundPolicy {
+  private readonly origins: ReadonlySet<string>;
+  /** Keep-alive pools whose new connections go through the checked lookup. */
+  readonly agents: { http: http.Agent; https: https.Agent };
+
+  constructor(private readonly allowlist: OutboundAllowlist, alwaysAllowOrigins: readonly string[] = []) {
+    this.origins = new Set(alwaysAllowOrigins.map((o) => new URL(o).origin));
+    const lookup = this.lookup();
+    this.agents = { http: new http.Agent({ keepAlive: true, lookup } as http.AgentOptions), https: new https.Agent({ keepAlive: true, lookup } as https.AgentOptions) };
+  }
+
+  /** Pools for the service's own origins and allow-listed host names (no address check). */
+  readonly trustedAgents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+  allowsOrigin(url: URL): boolean {
+    return this.origins.has(url.origin) || this.allowlist.hosts.has(url.hostname.toLowerCase());
+  }
+
+  /** Throws OutboundRefusedError when `address` (an IP) may not be connected to. */
+  check(address: string): void {
+    const { address: ip, type } = normalize(address);
+    if (this.allowlist.blocks.check(ip, type)) return;
+    for (const { list, why } of refusedLists) {
+      if (list.check(ip, type)) throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`);
+    }
+  }
+
+  /** A `lookup` for node:net that resolves, then refuses what check() refuses. */
+  lookup(): net.LookupFunction {
+    return (hostname, options, callback) => {
+      dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
+        if (err) return callback(err, '', 0);
+        try {
+          this.check(address);
+        } catch (refused) {
+          return callback(refused as NodeJS.ErrnoException, '', 0);
+        }
+        callback(null, address, family);
+      });
+    };
+  }
+}
+
+export type OutboundErrorKind = 'refused' | 'timeout' | 'too_large' | 'network';
+
+export class OutboundError extends Error {
+  constructor(readonly kind: OutboundErrorKind, message: string) {
+    super(message);
+  }
+}
+
+export interface OutboundOptions {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | Buffer | undefined;
+  timeoutMs: number;
+  maxResponseBytes: number;
+  /** Event calls follow no redirects: a 3xx is the answer. */
+  followRedirects?: false;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  durationMs: number;
+}
+
+
+/** One request through the policy; never leaks the URL's query (keys) into messages. */
+export function outboundRequest(target: string, opts: OutboundOptions, policy: OutboundPolicy): Promise<OutboundResponse> {
+  const started = performance.now();
+  const url = new URL(target);
+  const where = `${url.protocol}//${url.host}`;
+  return new Promise<OutboundResponse>((resolve, reject) => {
+    const trusted = policy.allowsOrigin(url);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!trusted && isIP(host)) {
+      try {
+        policy.check(host);
+      } catch (err) {
+        return reject(new OutboundError('refused', (err as Error).message));
+      }
+    }
+    const mod = url.protocol === 'https:' ? https : http;
+    const req = mod.request(url, {
+      method: opts.method,
+      headers: { ...opts.headers, ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}) },
+      agent: (trusted ? policy.trustedAgents : policy.agents)[url.protocol === 'https:' ? 'https' : 'http'],
+      timeout: opts.timeoutMs,
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > opts.maxResponseBytes) {
+          req.destroy(new OutboundError('too_large', `The answer of ${where} exceeds ${opts.maxResponseBytes} bytes`));
+          return;
+        }
+        chunks.push(c);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), durationMs: performance.now() - started }));
+      res.on('error', (err) => reject(err instanceof OutboundError ? err : new OutboundError('network', `${where}: ${err.message}`)));
+    });
+    const deadline = setTimeout(() => req.destroy(new OutboundError('timeout', `${where} did not answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+    req.on('close', () => clearTimeout(deadline));
+    req.on('error', (err: Error) => {
+      if (err instanceof OutboundError) return reject(err);
+      if (err instanceof OutboundRefusedError) return reject(new OutboundError('refused', err.message));
+      reject(new OutboundError('network', `${where}: ${err.message}`));
+    });
+    req.end(opts.body);
+  });
+}
