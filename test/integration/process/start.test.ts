@@ -64,8 +64,9 @@ describe('process: npm start on an empty DATA_DIR', function () {
       const b = JSON.parse(readFileSync(file, 'utf8'));
       expect(Object.keys(b).sort()).to.deep.equal(['apiKey', 'baseUrls', 'clientId', 'clientSecret', 'demo', 'orgId']);
       expect(Object.keys(b.baseUrls).sort()).to.deep.equal(['auth', 'connect', 'mcp', 'runFiles', 'triggers']);
-      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'webhookTriggerId']);
+      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'datastoreId', 'webhookTriggerId']);
       expect(b.demo.channelTriggerId).to.match(/^chn_[0-9a-f]{32}$/);
+      expect(b.demo.datastoreId).to.match(/^col_[0-9a-f]{32}$/);
       expect(b.demo.agentId).to.match(/^agt_[0-9a-f]{32}$/);
       expect(b.baseUrls.mcp).to.equal(`${base}/mcp`);
 
