@@ -5,6 +5,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   discovery: () => import('./discovery.js'),
   gateway: () => import('./gateway.js'),
   channel: () => import('./channel.js'),
+  events: () => import('./events.js'),
 };
 
 const wanted = process.argv.slice(2);

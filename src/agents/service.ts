@@ -17,7 +17,7 @@ import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {
   appendMessages, createChat, createTurn, findTurnByIdempotencyKey, releaseExpiredIdempotencyKey, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, TurnIdempotencyRace, type TurnRecord,
 } from './chats.js';
-import { WriteQueue } from './write-queue.js';
+import { WriteQueue } from '../storage/write-queue.js';
 import type { ChatOrder } from './chat-order.js';
 import { resolveModel } from './runtime/providers.js';
 import { agentTools } from './runtime/tools.js';

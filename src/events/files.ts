@@ -131,7 +131,7 @@ export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: Incom
     };
     const file = toFile(deps, c, row);
     let pending = 0;
-    await deps.db.transaction(async (trx) => {
+    await deps.writes.run(async (trx) => {
       await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
       pending = await enqueueEvents(trx, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
     });
@@ -148,16 +148,18 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
   if (!FILE_ITEM_ID_PATTERN.test(id)) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
   let pending = 0;
   let fileId: string | undefined;
-  await deps.db.transaction(async (trx) => {
+  const found = await deps.writes.run(async (trx) => {
     const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() });
-    if (n === 0) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
+    if (n === 0) return false;
     const row = (await trx('collection_items').where({ id }).first()) as FileRow;
     const file = toFile(deps, c, row);
     fileId = row.file_id;
     await trx('collection_items').where({ id }).delete();
     const targets = [...c.triggerUrls, ...file.triggerUrls].filter((t) => t.event === 'onDelete');
     pending = await enqueueEvents(trx, events(c, file, 'onDelete', targets));
+    return true;
   });
+  if (!found) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
   // The blob and its row go after the commit: the payload's signed URL then answers 404 file_not_found.
   if (fileId) await deleteFiles(deps.db, deps.blobs, c.orgId, [fileId]);
   if (pending > 0) deps.wake();

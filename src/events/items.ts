@@ -21,7 +21,8 @@ import { enqueueEvents, type OutboxEvent } from './outbox.js';
 import { itemPayload, REDACTED, type ItemState } from './payloads.js';
 import { configuredView, normalizeTriggerUrls, parseStored, type AddressCheck, type EventName, type StoredTriggerUrl, type TriggerUrlInput } from './trigger-urls.js';
 import { holdsFiles, ITEM_ID_PATTERN } from './types.js';
-import type { RateWindows } from './rate-windows.js';
+import { slideWindow, type RateWindows } from './rate-windows.js';
+import type { WriteQueue } from '../storage/write-queue.js';
 
 export const ON_EDIT_LIMIT = 2;
 export const ON_EDIT_WINDOW_MS = 60_000;
@@ -29,9 +30,12 @@ export const DROPPED_MESSAGE = `onEdit limit of ${ON_EDIT_LIMIT} per item per ${
 
 export interface ItemDeps {
   db: Knex;
+  /** Group commit of item and file writes with their outbox rows (src/storage/write-queue.ts). */
+  writes: WriteQueue;
   secretKey: Buffer;
   addresses: AddressCheck;
-  windows: RateWindows;
+  /** Redis's window when REDIS_URL is set; otherwise the window lives on the item row. */
+  windows?: RateWindows | undefined;
   /** Called after a commit that left pending outbox rows. */
   wake(): void;
 }
@@ -45,6 +49,7 @@ interface ItemRow {
   content: string;
   metadata: string;
   trigger_urls: string;
+  edit_hits: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -139,11 +144,6 @@ function targetsOf(c: CollectionRecord, item: { triggerUrls: StoredTriggerUrl[] 
   return [...c.triggerUrls, ...(item?.triggerUrls ?? [])].filter((t) => t.event === event);
 }
 
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e.code === '23505' || (e.code === 'SQLITE_CONSTRAINT' && /UNIQUE/.test(e.message ?? ''));
-}
-
 export async function createItem(deps: ItemDeps, c: CollectionRecord, body: ItemBody): Promise<ReturnType<typeof itemView>> {
   checkCollection(c);
   checkContent(c, body.content);
@@ -160,9 +160,10 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
     triggerUrls,
   };
   let pending = 0;
-  try {
-    await deps.db.transaction(async (trx) => {
-      await trx('collection_items').insert({
+  // ON CONFLICT DO NOTHING: a taken key is answered without aborting the group's transaction.
+  const inserted = await deps.writes.run(async (trx) => {
+    const rows = (await trx('collection_items')
+      .insert({
         id: item.id,
         collection_id: c.id,
         org_id: c.orgId,
@@ -174,22 +175,19 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
         is_public: false,
         created_at: now,
         updated_at: now,
-      });
-      // onCreate exists at collection level only (spec "Events").
-      pending = await enqueueEvents(trx, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
-    });
-  } catch (err) {
-    if (isUniqueViolation(err)) throw new AppError('ERR_ITEM_KEY_CONFLICT', { message: `An item with key ${item.key} already exists in this collection.` });
-    throw err;
-  }
+      })
+      .onConflict(['collection_id', 'key'])
+      .ignore()
+      .returning('id')) as unknown[];
+    if (rows.length === 0) return false;
+    // onCreate exists at collection level only (spec "Events").
+    pending = await enqueueEvents(trx, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
+    return true;
+  });
+  const conflict = !inserted;
+  if (conflict) throw new AppError('ERR_ITEM_KEY_CONFLICT', { message: `An item with key ${item.key} already exists in this collection.` });
   if (pending > 0) deps.wake();
   return itemView(c, item);
-}
-
-async function readItem(deps: ItemDeps, db: Knex | Knex.Transaction, c: CollectionRecord, id: string): Promise<Item | undefined> {
-  if (!ITEM_ID_PATTERN.test(id)) return undefined;
-  const row = (await db('collection_items').where({ id, collection_id: c.id }).first()) as ItemRow | undefined;
-  return row ? toItem(deps, c, row) : undefined;
 }
 
 function notFound(): AppError {
@@ -200,34 +198,38 @@ export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string
   checkCollection(c);
   checkContent(c, body.content);
   const newTriggerUrls = body.triggerUrls === undefined ? undefined : normalizeTriggerUrls(body.triggerUrls, { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
-  const before = await readItem(deps, deps.db, c, id);
-  if (!before) throw notFound();
-  const next = nextState(c, before, body, mode);
-  const targets = targetsOf(c, { triggerUrls: newTriggerUrls ?? before.triggerUrls }, 'onEdit');
-  const fires = body.triggerChanges !== false && targets.length > 0 && changed(before, next);
-  // The window is asked before the transaction: its store backend writes in a transaction of its own.
-  const admitted = fires ? await deps.windows.admit(`${c.id}:${id}`, ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS) : true;
-
   let pending = 0;
-  const result = await deps.db.transaction(async (trx) => {
+  const result = await deps.writes.run(async (trx) => {
     const now = nowIso();
-    // Write first (sqlite lock upgrade), and hold the row against concurrent edits.
-    const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: now });
-    if (n === 0) throw notFound();
-    const current = (await readItem(deps, trx, c, id))!;
+    // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads it in the same statement.
+    const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: now }).returning('*')) as ItemRow[];
+    if (!row || !ITEM_ID_PATTERN.test(id)) return undefined;
+    const current = toItem(deps, c, row);
     const state = nextState(c, current, body, mode);
     const item: Item = { ...current, ...state, updatedAt: now, triggerUrls: newTriggerUrls ?? current.triggerUrls };
+    const targets = targetsOf(c, item, 'onEdit');
+    const fires = body.triggerChanges !== false && targets.length > 0 && changed(current, state);
+    // One edit is one hit of the item's window: on this row (held by this transaction) or in Redis.
+    let admitted = true;
+    let hits: number[] | undefined;
+    if (fires) {
+      const nowMs = Date.parse(now);
+      if (deps.windows) admitted = await deps.windows.admit(`${c.id}:${id}`, ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS, nowMs);
+      else ({ admitted, hits } = slideWindow(row.edit_hits ? (JSON.parse(row.edit_hits) as number[]) : [], ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS, nowMs));
+    }
     await trx('collection_items').where({ id }).update({
       content: sealContent(deps, c, item.content),
       metadata: JSON.stringify(item.metadata),
       sort_field: item.sortField,
       trigger_urls: JSON.stringify(item.triggerUrls),
+      ...(hits ? { edit_hits: JSON.stringify(hits) } : {}),
     });
-    if (fires && changed(current, state)) {
-      pending = await enqueueEvents(trx, events(c, item, 'onEdit', targetsOf(c, item, 'onEdit'), { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
+    if (fires) {
+      pending = await enqueueEvents(trx, events(c, item, 'onEdit', targets, { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
     }
     return item;
   });
+  if (!result) throw notFound();
   if (pending > 0) deps.wake();
   return itemView(c, result);
 }
@@ -246,14 +248,17 @@ function changed(a: Pick<Item, 'content' | 'metadata' | 'sortField'>, b: Pick<It
 export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string): Promise<void> {
   checkCollection(c);
   let pending = 0;
-  await deps.db.transaction(async (trx) => {
-    const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() });
-    if (n === 0 || !ITEM_ID_PATTERN.test(id)) throw notFound();
-    const item = (await readItem(deps, trx, c, id))!;
+  const found = await deps.writes.run(async (trx) => {
+    // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's sqlite DELETE has no RETURNING).
+    const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() }).returning('*')) as ItemRow[];
+    if (!row || !ITEM_ID_PATTERN.test(id)) return false;
+    const item = toItem(deps, c, row);
     await trx('collection_items').where({ id }).delete();
     // Not suppressible: the spec offers triggerChanges on updates only.
     pending = await enqueueEvents(trx, events(c, item, 'onDelete', targetsOf(c, item, 'onDelete')));
+    return true;
   });
+  if (!found) throw notFound();
   if (pending > 0) deps.wake();
 }
 

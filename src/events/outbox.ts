@@ -127,16 +127,23 @@ export interface DeliveryOutcome {
   finishedAt: string;
 }
 
-/** Records a batch of outcomes in one transaction (group commit: one fsync for many calls). */
+/**
+ * Records a batch of outcomes in one statement (group commit: one write for many calls):
+ * UPDATE … FROM (VALUES …), which sqlite (3.33+) and PostgreSQL both take.
+ */
 export async function recordOutcomes(db: Knex, outcomes: readonly DeliveryOutcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  await db.transaction(async (trx) => {
-    for (const o of outcomes) {
-      await trx('event_outbox')
-        .where({ id: o.id })
-        .update({ status: o.status, http_status: o.httpStatus, duration_ms: o.durationMs, run_id: o.runId, error: o.error, finished_at: o.finishedAt, claimed_until: null });
-    }
-  });
+  const pg = db.client.config.client === 'pg';
+  for (let i = 0; i < outcomes.length; i += 100) {
+    const chunk = outcomes.slice(i, i + 100);
+    const values = chunk.map(() => (pg ? '(?, ?, ?::int, ?::int, ?, ?, ?)' : '(?, ?, ?, ?, ?, ?, ?)')).join(', ');
+    const params = chunk.flatMap((o) => [o.id, o.status, o.httpStatus, o.durationMs, o.runId, o.error, o.finishedAt]);
+    const sql = pg
+      ? `UPDATE event_outbox AS e SET status = v.status, http_status = v.http_status, duration_ms = v.duration_ms, run_id = v.run_id, error = v.error, finished_at = v.finished_at, claimed_until = NULL
+         FROM (VALUES ${values}) AS v(id, status, http_status, duration_ms, run_id, error, finished_at) WHERE e.id = v.id`
+      : `UPDATE event_outbox SET status = v.column2, http_status = v.column3, duration_ms = v.column4, run_id = v.column5, error = v.column6, finished_at = v.column7, claimed_until = NULL
+         FROM (VALUES ${values}) AS v WHERE event_outbox.id = v.column1`;
+    await db.raw(sql, params);
+  }
 }
 
 export interface DeliveryView {

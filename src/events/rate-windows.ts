@@ -1,11 +1,10 @@
 /**
  * The onEdit window (spec "Limits": 2 executions per rolling 60 s per item or file; excess
- * dropped, not queued), shared by every process: a row per key in the store
- * (`event_rate_windows`, hits as epoch-ms JSON), or a Redis sorted set per key with REDIS_URL.
- * `admit` is atomic across processes in both.
+ * dropped, not queued), shared by every process: on the item's row in the store (slideWindow,
+ * inside the edit's transaction), or a Redis sorted set per key with REDIS_URL (one Lua script,
+ * atomic). Both hold across processes.
  */
 import { randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { RedisClient } from '../storage/redis.js';
 
 export interface RateWindows {
@@ -13,27 +12,15 @@ export interface RateWindows {
   admit(key: string, limit: number, windowMs: number, nowMs?: number): Promise<boolean>;
 }
 
-export function storeRateWindows(db: Knex): RateWindows {
-  return {
-    admit(key, limit, windowMs, nowMs = Date.now()) {
-      return db.transaction(async (trx) => {
-        // Write first: it takes sqlite's write lock (a read-then-write transaction can fail to
-        // upgrade) and PostgreSQL's row lock, so concurrent admits of one key queue here.
-        await trx.raw('INSERT INTO event_rate_windows (key, hits, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET updated_at = excluded.updated_at', [key, '[]', nowMs]);
-        const row = (await trx('event_rate_windows').where({ key }).first('hits')) as { hits: string };
-        const hits = (JSON.parse(row.hits) as number[]).filter((t) => t > nowMs - windowMs);
-        const admitted = hits.length < limit;
-        if (admitted) hits.push(nowMs);
-        await trx('event_rate_windows').where({ key }).update({ hits: JSON.stringify(hits) });
-        return admitted;
-      });
-    },
-  };
-}
-
-/** Rows whose window has passed (housekeeping). */
-export async function pruneRateWindows(db: Knex, olderThanMs: number): Promise<number> {
-  return db('event_rate_windows').where('updated_at', '<', olderThanMs).delete();
+/**
+ * The store's window, kept on the row the edit already holds (`collection_items.edit_hits`):
+ * the hits still in the window, plus this one when admitted.
+ */
+export function slideWindow(hits: readonly number[], limit: number, windowMs: number, nowMs: number): { admitted: boolean; hits: number[] } {
+  const kept = hits.filter((t) => t > nowMs - windowMs);
+  const admitted = kept.length < limit;
+  if (admitted) kept.push(nowMs);
+  return { admitted, hits: kept };
 }
 
 const ADMIT = `

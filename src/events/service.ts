@@ -10,7 +10,8 @@ import type { BlobStore } from '../runs/blobs.js';
 import type { RedisClient } from '../storage/redis.js';
 import { EventDispatcher, type Poster } from './dispatcher.js';
 import type { FileDeps } from './files.js';
-import { redisRateWindows, storeRateWindows } from './rate-windows.js';
+import { redisRateWindows } from './rate-windows.js';
+import { WriteQueue } from '../storage/write-queue.js';
 import type { AddressCheck } from './trigger-urls.js';
 
 export interface EventsOptions {
@@ -41,9 +42,10 @@ export class EventsService {
   constructor(opts: EventsOptions) {
     this.post = opts.post;
     this.dispatcher = opts.deliver ? new EventDispatcher(opts.db, opts.config.secretKey, opts.post, opts.log) : undefined;
-    const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : storeRateWindows(opts.db);
+    const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
       db: opts.db,
+      writes: new WriteQueue(opts.db),
       secretKey: opts.config.secretKey,
       addresses: opts.addresses,
       windows,

@@ -10,9 +10,10 @@ import type { Knex } from 'knex';
  * - event_outbox: one row per event call, written in the transaction of the change that
  *   caused it (the transactional outbox), then delivered and kept as the delivery log:
  *   status pending → sent | failed, or dropped at once by the onEdit window.
- * - event_rate_windows: the store-backed onEdit window (2 per rolling 60 s per item or file);
- *   `hits` is a JSON array of epoch-ms admission times. Redis sorted sets replace it when
- *   REDIS_URL is set.
+ * The store-backed onEdit window (2 per rolling 60 s per item or file) is `edit_hits` on the
+ * item row (JSON epoch-ms admission times): the edit's own transaction holds that row, so the
+ * window is atomic across processes at no extra statement. Redis sorted sets replace it when
+ * REDIS_URL is set.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.createTable('collections', (t) => {
@@ -42,6 +43,7 @@ export async function up(db: Knex): Promise<void> {
     t.bigInteger('file_size');
     t.string('mime_type', 255);
     t.boolean('is_public').notNullable().defaultTo(false);
+    t.text('edit_hits'); // JSON [epoch ms] of admitted onEdit events in the current window
     t.string('created_at', 32).notNullable();
     t.string('updated_at', 32).notNullable();
     t.unique(['collection_id', 'key']);
@@ -70,16 +72,9 @@ export async function up(db: Knex): Promise<void> {
     t.index(['status', 'id']);
     t.index(['collection_id', 'id']);
   });
-
-  await db.schema.createTable('event_rate_windows', (t) => {
-    t.string('key', 200).primary();
-    t.text('hits').notNullable();
-    t.bigInteger('updated_at').notNullable();
-  });
 }
 
 export async function down(db: Knex): Promise<void> {
-  await db.schema.dropTableIfExists('event_rate_windows');
   await db.schema.dropTableIfExists('event_outbox');
   await db.schema.dropTableIfExists('collection_items');
   await db.schema.dropTableIfExists('collections');

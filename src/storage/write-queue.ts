@@ -1,12 +1,14 @@
 /**
- * Group commit for the writes of agent turns (as src/runs/group-commit.ts does for runs): the
- * writes of turns that happen together — a turn's start (its chat and turn rows) and its end
- * (its messages and outcome) — commit in one transaction. On sqlite this keeps one writer at a
- * time in the process, so concurrent turns queue here instead of sleeping in SQLite's busy
- * handler (bench/channel.ts); on PostgreSQL it saves commits. Each caller's promise settles
+ * Group commit (as src/runs/group-commit.ts does for runs): writes that happen together commit
+ * in one transaction — the start and end of agent turns (src/agents), item and file changes
+ * with their outbox rows (src/events). On sqlite this keeps one writer at a time in the
+ * process, so concurrent writes queue here instead of sleeping in SQLite's busy handler
+ * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise settles
  * after the transaction that holds its write committed. Every operation must start with a
  * write (it may be first in its transaction). One failing operation does not fail its
- * neighbours: the batch is retried one operation per transaction.
+ * neighbours: the batch is retried one operation per transaction. An operation
+ * that expects to fail (not found, conflict) should return its error instead of throwing, so
+ * that its neighbours keep their shared commit.
  */
 import type { Knex } from 'knex';
 
