@@ -78,13 +78,6 @@ export async function findCollection(db: Knex, orgId: string, id: string): Promi
   return row ? toRecord(row) : undefined;
 }
 
-/** For the resource endpoints: 404 collection_not_found. */
-export async function requireCollection(db: Knex, orgId: string, id: string): Promise<CollectionRecord> {
-  const found = await findCollection(db, orgId, id);
-  if (!found) throw new AppError('ERR_COLLECTION_NOT_FOUND');
-  return found;
-}
-
 export async function listCollections(db: Knex, orgId: string, filter: { type?: CollectionType | undefined }, page: PageRequest): Promise<Page<CollectionRecord>> {
   const q = db('collections').where({ org_id: orgId });
   if (filter.type) q.andWhere({ type: filter.type });

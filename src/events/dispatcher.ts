@@ -29,6 +29,8 @@ export interface DispatcherOptions {
 }
 
 const MAX_ERROR = 500;
+/** How long outcomes wait to share one UPDATE; the log shows `pending` at most this much longer. */
+const OUTCOME_FLUSH_MS = 5;
 
 export class EventDispatcher {
   private readonly concurrency: number;
@@ -41,6 +43,7 @@ export class EventDispatcher {
   private pumping = false;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  private timerDue = 0;
   private stopped = true;
 
   constructor(
@@ -77,9 +80,16 @@ export class EventDispatcher {
     await this.flush();
   }
 
+  /** Keeps an earlier pending pump: a stream of wakes must not postpone it forever. */
   private schedule(ms: number): void {
+    const due = Date.now() + ms;
+    if (this.timer && this.timerDue <= due) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.pump(), ms);
+    this.timerDue = due;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pump();
+    }, ms);
     this.timer.unref();
   }
 
@@ -110,8 +120,8 @@ export class EventDispatcher {
     void p.finally(() => {
       this.inFlight--;
       this.settled.delete(p);
-      // A slot freed while rows may still wait: look again soon.
-      if (!this.stopped) this.wake();
+      // Claim again once half the slots are free: one claim per row would cost a statement per call.
+      if (!this.stopped && this.inFlight <= this.concurrency / 2) this.wake();
     });
   }
 
@@ -147,10 +157,10 @@ export class EventDispatcher {
     void this.flushSoon();
   }
 
-  /** Group commit of outcomes: one transaction records every outcome that arrived meanwhile. */
+  /** Group commit of outcomes: one statement records every outcome of the last few milliseconds. */
   private flushSoon(): Promise<void> {
     if (!this.flushing) {
-      this.flushing = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()).finally(() => {
+      this.flushing = new Promise<void>((resolve) => setTimeout(resolve, OUTCOME_FLUSH_MS)).then(() => this.flush()).finally(() => {
         this.flushing = undefined;
         if (this.outcomes.length > 0) void this.flushSoon();
       });

@@ -15,7 +15,7 @@ import { FILESTORAGE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js
 import { nowIso } from '../storage/ids.js';
 import { discardAttachments, readMultipartTrigger, type Attachment } from '../triggers/attachments.js';
 import type { CollectionRecord } from './collections.js';
-import type { ItemDeps } from './items.js';
+import { isForeignKeyViolation, type ItemDeps } from './items.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
 import { filePayload, type FileState } from './payloads.js';
 import { configuredView, normalizeTriggerUrls, parseStored, type EventName, type StoredTriggerUrl, type TriggerUrlInput } from './trigger-urls.js';
@@ -139,6 +139,8 @@ export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: Incom
     return fileView(c, file);
   } catch (err) {
     await discard();
+    // The collection was deleted by another process while this one still knew it.
+    if (isForeignKeyViolation(err)) throw new AppError('ERR_COLLECTION_NOT_FOUND');
     throw err;
   }
 }

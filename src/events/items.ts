@@ -183,11 +183,20 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
     // onCreate exists at collection level only (spec "Events").
     pending = await enqueueEvents(trx, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
     return true;
+  }).catch((err: unknown) => {
+    // The collection was deleted by another process while this one still knew it (EventsService.collection).
+    if (isForeignKeyViolation(err)) throw new AppError('ERR_COLLECTION_NOT_FOUND');
+    throw err;
   });
-  const conflict = !inserted;
+  const conflict = inserted === false;
   if (conflict) throw new AppError('ERR_ITEM_KEY_CONFLICT', { message: `An item with key ${item.key} already exists in this collection.` });
   if (pending > 0) deps.wake();
   return itemView(c, item);
+}
+
+export function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e.code === '23503' || (e.code === 'SQLITE_CONSTRAINT' && /FOREIGN KEY/.test(e.message ?? ''));
 }
 
 function notFound(): AppError {

@@ -12,6 +12,8 @@ import { EventDispatcher, type Poster } from './dispatcher.js';
 import type { FileDeps } from './files.js';
 import { redisRateWindows } from './rate-windows.js';
 import { WriteQueue } from '../storage/write-queue.js';
+import { TtlMemo } from '../storage/ttl-memo.js';
+import { findCollection, type CollectionRecord } from './collections.js';
 import type { AddressCheck } from './trigger-urls.js';
 
 export interface EventsOptions {
@@ -38,9 +40,18 @@ export class EventsService {
   readonly deps: FileDeps;
   readonly dispatcher: EventDispatcher | undefined;
   private readonly post: Poster;
+  /**
+   * Collections as item writes read them, per process for REVOCATION_CACHE_MS (2 s): a change
+   * made here is seen at once; one made by another process of a scaled-out installation within
+   * that time (openapi/resources.yaml updateDataCollection).
+   */
+  private readonly collections: TtlMemo<CollectionRecord | undefined>;
+  private readonly db: Knex;
 
   constructor(opts: EventsOptions) {
     this.post = opts.post;
+    this.db = opts.db;
+    this.collections = new TtlMemo(opts.config.revocationCacheMs);
     this.dispatcher = opts.deliver ? new EventDispatcher(opts.db, opts.config.secretKey, opts.post, opts.log) : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
@@ -54,6 +65,15 @@ export class EventsService {
       log: opts.log,
       wake: () => this.dispatcher?.wake(),
     };
+  }
+
+  collection(orgId: string, id: string): Promise<CollectionRecord | undefined> {
+    return this.collections.get(`${orgId}:${id}`, () => findCollection(this.db, orgId, id));
+  }
+
+  /** After a change of the collection in this process. */
+  forget(orgId: string, id: string): void {
+    this.collections.delete(`${orgId}:${id}`);
   }
 
   start(): void {

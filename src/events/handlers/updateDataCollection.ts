@@ -9,5 +9,6 @@ export const updateDataCollection: Handler<'updateDataCollection'> = async (req,
   const { deps } = ctx.services.events;
   const entries = normalizeTriggerUrls(req.body.triggerUrls, { level: 'collection', collectionType: collection.type, secretKey: deps.secretKey, addresses: deps.addresses });
   const updated = await setCollectionTriggerUrls(ctx.services.db, ctx.auth.orgId, collection.id, entries);
+  ctx.services.events.forget(ctx.auth.orgId, collection.id);
   return { status: 200, body: dataCollectionView(updated) };
 };
