@@ -352,6 +352,8 @@ export interface paths {
          *     Decision: entries are collection level: an omitted `triggerLevel` means
          *     `collection`, and `triggerLevel: item` answers 400 `invalid_trigger_url`.
          *     Decision: at most 50 entries per collection (400 `invalid_request` beyond).
+         *     Decision: item writes in this process use the new list at once; other processes of a
+         *     scaled-out installation within `REVOCATION_CACHE_MS` (2 s by default).
          *     Decision: event calls are `POST <url>` with the JSON payload and `X-API-KEY:
          *     <apiKey>`, no signature, 10-second timeout, asynchronous, never retried (the spec
          *     does not show their shape).
@@ -851,8 +853,8 @@ export interface paths {
          *     Decision: `filename` is sanitized like trigger attachments (path parts removed,
          *     special characters replaced); each upload creates a new file even when the name is
          *     already used, and `filepath` is `<collectionId>/<id>/<filename>`.
-         *     Decision: `mimeType` is the part's Content-Type, or is derived from the file name
-         *     when the part says `application/octet-stream` or nothing.
+         *     Decision: `mimeType` is the part's Content-Type, or is recognised from the content
+         *     (file-type signatures) when the part says `application/octet-stream` or nothing.
          *     Decision: uploaded files are private (`isPublic` false).
          *     Decision: the collection must be a filestore or a knowledge base; any other type
          *     answers 400 `collection_type_mismatch`.
@@ -972,6 +974,8 @@ export interface paths {
          *     base answers 400 `collection_type_mismatch`.
          *     Decision: responses never return a trigger URL's `apiKey`, only its last four
          *     characters (`apiKeyLast4`).
+         *     Decision: vault item content is encrypted at rest and never returned in plain text:
+         *     responses show every content value as `"********"`.
          *     Decision: item-level trigger URLs are implemented for structured datastores (the spec
          *     announces them as coming).
          *     Decision: event calls are `POST <url>` with the JSON payload and `X-API-KEY:

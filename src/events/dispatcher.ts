@@ -10,7 +10,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { nowIso } from '../storage/ids.js';
-import { claimPending, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
+import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
 import { revealKey } from './trigger-urls.js';
 
 export interface PostResult {
@@ -29,6 +29,9 @@ export interface DispatcherOptions {
 }
 
 const MAX_ERROR = 500;
+/** The delivery log keeps finished entries 7 days (openapi/management.yaml listCollectionDeliveries). */
+export const DELIVERY_LOG_DAYS = 7;
+const PRUNE_EVERY_MS = 3_600_000;
 /** How long outcomes wait to share one UPDATE; the log shows `pending` at most this much longer. */
 const OUTCOME_FLUSH_MS = 5;
 
@@ -45,6 +48,7 @@ export class EventDispatcher {
   private timer: NodeJS.Timeout | undefined;
   private timerDue = 0;
   private stopped = true;
+  private pruner: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Knex,
@@ -61,6 +65,13 @@ export class EventDispatcher {
   start(): void {
     this.stopped = false;
     this.schedule(0);
+    const prune = () => {
+      pruneDeliveries(this.db, new Date(Date.now() - DELIVERY_LOG_DAYS * 86_400_000).toISOString())
+        .catch((err: Error) => this.log.warn({ err: err.message }, 'event outbox: pruning the delivery log failed'));
+    };
+    prune();
+    this.pruner = setInterval(prune, PRUNE_EVERY_MS);
+    this.pruner.unref();
   }
 
   /** A write in this process committed outbox rows. */
@@ -76,6 +87,7 @@ export class EventDispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.pruner) clearInterval(this.pruner);
     while (this.settled.size > 0) await Promise.all([...this.settled]);
     await this.flush();
   }

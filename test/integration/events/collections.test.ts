@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { storeKinds } from '../../helpers/store.js';
 import { payloadErrors, startReceiver, type Receiver } from '../../helpers/receiver.js';
+import { pruneDeliveries } from '../../../src/events/outbox.js';
 
 const kinds = await storeKinds();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -327,6 +328,13 @@ for (const kind of kinds) {
       expect((await api('GET', `/v1/collections/${id}/deliveries?event=onCreate`)).body.items).to.have.length(1);
       expect((await api('GET', `/v1/collections/${id}/deliveries`, { token: other.token })).status).to.equal(404);
       expect((await api('GET', `/v1/collections/${id}/deliveries?cursor=bogus`)).status).to.equal(400);
+      // The log keeps finished entries 7 days; pending ones stay until delivered.
+      const { db } = server.app.services;
+      await db('event_outbox').where({ collection_id: id }).update({ created_at: '2000-01-01T00:00:00.000Z' });
+      await db('event_outbox').insert({ ...(await db('event_outbox').where({ collection_id: id }).first()), id: 'evt_00000000000000000000000000000001', status: 'pending', claimed_until: '2999-01-01T00:00:00.000Z' });
+      expect(await pruneDeliveries(db, new Date(Date.now() - 7 * 86_400_000).toISOString())).to.equal(1);
+      expect((await deliveries(id)).map((d) => d.status)).to.deep.equal(['pending']);
+      await db('event_outbox').where({ collection_id: id }).delete();
     });
   });
 }
