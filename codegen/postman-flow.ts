@@ -224,6 +224,12 @@ export const flow: FlowFolder[] = [
       },
       { op: 'getRunResults', path: { automationId: '{{runAutomationId}}', runId: '{{runId}}' }, checks: [{ body: 'id', equals: '{{runId}}' }] },
       {
+        op: 'listRuns',
+        name: "List the demo workflow's runs (newest first)",
+        query: { automationId: '{{runAutomationId}}', limit: '5' },
+        checks: [{ body: 'items.0.runId', equals: '{{runId}}' }],
+      },
+      {
         op: 'callApiTrigger',
         name: 'Call the demo API trigger (sync, x-api-wait)',
         path: { triggerId: '{{demoApiTriggerId}}' },

@@ -12,7 +12,7 @@ import { workflowHandlers, SandboxPool } from './engine/index.js';
 import { triggerHandlers, triggerCallHandlers, CallTargets } from './triggers/index.js';
 import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
-import { runHandlers } from './runs/handlers/index.js';
+import { runHandlers, runListHandlers } from './runs/handlers/index.js';
 import { agentHandlers, channelHandlers } from './agents/handlers/index.js';
 import { EventsService, resourceHandlers, collectionHandlers, eventCalls } from './events/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, sendChannelMessage } from './agents/index.js';
@@ -51,7 +51,7 @@ export function allHandlers(): HandlerMap {
     ...workflowHandlers,
     ...triggerHandlers,
     ...triggerCallHandlers,
-    ...runHandlers,
+    ...runHandlers, ...runListHandlers,
     ...connectionHandlers,
     ...appServerHandlers,
     ...agentHandlers, ...channelHandlers,

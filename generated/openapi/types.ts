@@ -1785,6 +1785,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List runs
+         * @description Lists the organisation's runs, newest first, so a user sees which runs a trigger, an
+         *     event delivery (`runId` in the delivery log) or a batch started. Filters combine
+         *     (AND): the workflow (`automationId`), the trigger, the status, and a creation-time
+         *     window (`createdAfter` inclusive, `createdBefore` exclusive; a window that is empty or
+         *     reversed simply matches nothing). An unknown workflow or trigger id matches nothing
+         *     rather than answering 404, like any other filter value. Each entry is a summary; the
+         *     steps, results and files of one run are read through `getRunStatus` and
+         *     `getRunResults`. Decision: runs are kept as long as run retention allows
+         *     (`RUN_RETENTION_DAYS`), so the list shows what the polling endpoints can still answer.
+         */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/servers": {
         parameters: {
             query?: never;
@@ -3437,6 +3471,13 @@ export interface components {
              */
             url: string;
         };
+        /** @description One page of runs. */
+        RunList: {
+            /** @description Runs, newest first. */
+            items: components["schemas"]["RunSummary"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
         /** @description A file produced by a step. */
         RunResultFile: {
             /** @description MIME type of the file. */
@@ -3526,6 +3567,37 @@ export interface components {
          * @enum {string}
          */
         RunStepStatus: "PENDING" | "RUNNING" | "COMPLETE" | "FAILED" | "TIMEOUT" | "SKIPPED";
+        /** @description One run of the organisation (see `listRuns`). */
+        RunSummary: {
+            /** @description Workflow id. */
+            automationId: string;
+            /** @description Workflow version the run is pinned to. */
+            automationVersion: number;
+            /**
+             * Format: date-time
+             * @description When the run was accepted (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description Why the run failed or timed out; null otherwise. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description When the run ended; null until then.
+             */
+            finishedAt: string | null;
+            /** @description Run id (`X-Pf-Run-Id`). */
+            runId: string;
+            /**
+             * Format: date-time
+             * @description When execution began; null while PENDING.
+             */
+            startedAt: string | null;
+            /** @description What started the run, as in the results response (`api_trigger` or `webhook_trigger`). */
+            startedBy: string;
+            status: components["schemas"]["RunStatusValue"];
+            /** @description Trigger the run was started through; null when none (e.g. a test run). */
+            triggerId: string | null;
+        };
         /** @description A workflow trigger (spec "Trigger"). */
         Trigger: {
             /** @description Workflow the trigger runs. */
@@ -4621,6 +4693,11 @@ export interface components {
          * @example run_3Fh8Tz1Qp6
          */
         RunIdPath: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the runs list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. Keep the same filters while paging.
+         * @example eyJsIjoicnVucyIsImEiOiJydW5fMDE5MzJmNzFiMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+         */
+        RunsCursor: string;
         /**
          * @description Our extension. Within 24 hours the same key on the same trigger replays the original
          *     run's headers and result with the response header `Idempotent-Replay: true` instead
@@ -7784,6 +7861,71 @@ export interface operations {
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only runs of this workflow.
+                 * @example wf_01932f5e8a7b7c3d9e0f1a2b3c4d5e70
+                 */
+                automationId?: string;
+                /**
+                 * @description Only runs created at or after this time (ISO 8601 with a time zone).
+                 * @example 2025-06-01T00:00:00Z
+                 */
+                createdAfter?: string;
+                /**
+                 * @description Only runs created before this time (ISO 8601 with a time zone).
+                 * @example 2025-06-02T00:00:00Z
+                 */
+                createdBefore?: string;
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the runs list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. Keep the same filters while paging.
+                 * @example eyJsIjoicnVucyIsImEiOiJydW5fMDE5MzJmNzFiMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+                 */
+                cursor?: components["parameters"]["RunsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+                /**
+                 * @description Only runs in this status.
+                 * @example COMPLETE
+                 */
+                status?: components["schemas"]["RunStatusValue"];
+                /**
+                 * @description Only runs started through this trigger.
+                 * @example trg_01932f5f0c1d7e2f8a9b0c1d2e3f4a5b
+                 */
+                triggerId?: string;
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
         };
     };
     listAppServers: {

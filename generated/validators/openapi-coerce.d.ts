@@ -55,6 +55,7 @@ export declare const listCollectionItems_query: ValidateFunction;
 export declare const listCollections_query: ValidateFunction;
 export declare const listConnections_query: ValidateFunction;
 export declare const listCredentials_query: ValidateFunction;
+export declare const listRuns_query: ValidateFunction;
 export declare const listTriggers_query: ValidateFunction;
 export declare const listUserConnections_query: ValidateFunction;
 export declare const listWorkflows_query: ValidateFunction;

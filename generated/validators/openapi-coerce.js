@@ -7237,15 +7237,435 @@ return errors === 0;
 }
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listTriggers_query = validate75;
-const schema91 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
-const schema92 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+export const listRuns_query = validate75;
+const schema91 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"triggerId":{"type":"string","minLength":1,"maxLength":64},"status":{"$ref":"components#/$defs/RunStatusValue"},"createdAfter":{"type":"string","format":"date-time"},"createdBefore":{"type":"string","format":"date-time"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listRuns_query"};
+const schema92 = {"type":"string","description":"Run status: PENDING (queued, not started), RUNNING (executing), COMPLETE (finished\nsuccessfully), FAILED (ended with an error), TIMEOUT (exceeded the execution time\nlimit).\n","enum":["PENDING","RUNNING","COMPLETE","FAILED","TIMEOUT"]};
+const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listTriggers_query" */;
+/*# sourceURL="listRuns_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate75.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+if(data.automationId !== undefined){
+let data0 = data.automationId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["automationId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+const err1 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err2 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+if(data.triggerId !== undefined){
+let data1 = data.triggerId;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["triggerId"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 64){
+const err4 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/triggerId",schemaPath:"#/properties/triggerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+if(data.status !== undefined){
+let data2 = data.status;
+if(typeof data2 !== "string"){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
+data2 = data2[0];
+dataType2 = typeof data2;
+if(typeof data2 === "string"){
+coerced2 = data2;
+}
+}
+if(!(coerced2 !== undefined)){
+if(dataType2 == "number" || dataType2 == "boolean"){
+coerced2 = "" + data2;
+}
+else if(data2 === null){
+coerced2 = "";
+}
+else {
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/RunStatusValue/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["status"] = coerced2;
+}
+}
+}
+if(!(((((data2 === "PENDING") || (data2 === "RUNNING")) || (data2 === "COMPLETE")) || (data2 === "FAILED")) || (data2 === "TIMEOUT"))){
+const err7 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/RunStatusValue/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.createdAfter !== undefined){
+let data3 = data.createdAfter;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(dataType3 == 'object' && Array.isArray(data3) && data3.length == 1){
+data3 = data3[0];
+dataType3 = typeof data3;
+if(typeof data3 === "string"){
+coerced3 = data3;
+}
+}
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+const err8 = {instancePath:instancePath+"/createdAfter",schemaPath:"#/properties/createdAfter/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["createdAfter"] = coerced3;
+}
+}
+}
+if(typeof data3 === "string"){
+if(!(formats0.validate(data3))){
+const err9 = {instancePath:instancePath+"/createdAfter",schemaPath:"#/properties/createdAfter/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+if(data.createdBefore !== undefined){
+let data4 = data.createdBefore;
+if(typeof data4 !== "string"){
+let dataType4 = typeof data4;
+let coerced4 = undefined;
+if(dataType4 == 'object' && Array.isArray(data4) && data4.length == 1){
+data4 = data4[0];
+dataType4 = typeof data4;
+if(typeof data4 === "string"){
+coerced4 = data4;
+}
+}
+if(!(coerced4 !== undefined)){
+if(dataType4 == "number" || dataType4 == "boolean"){
+coerced4 = "" + data4;
+}
+else if(data4 === null){
+coerced4 = "";
+}
+else {
+const err10 = {instancePath:instancePath+"/createdBefore",schemaPath:"#/properties/createdBefore/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(coerced4 !== undefined){
+data4 = coerced4;
+if(data !== undefined){
+data["createdBefore"] = coerced4;
+}
+}
+}
+if(typeof data4 === "string"){
+if(!(formats0.validate(data4))){
+const err11 = {instancePath:instancePath+"/createdBefore",schemaPath:"#/properties/createdBefore/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+let data5 = data.limit;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+let dataType5 = typeof data5;
+let coerced5 = undefined;
+if(dataType5 == 'object' && Array.isArray(data5) && data5.length == 1){
+data5 = data5[0];
+dataType5 = typeof data5;
+if(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5))){
+coerced5 = data5;
+}
+}
+if(!(coerced5 !== undefined)){
+if(dataType5 === "boolean" || data5 === null
+              || (dataType5 === "string" && data5 && data5 == +data5 && !(data5 % 1))){
+coerced5 = +data5;
+}
+else {
+const err12 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(coerced5 !== undefined){
+data5 = coerced5;
+if(data !== undefined){
+data["limit"] = coerced5;
+}
+}
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 200 || isNaN(data5)){
+const err13 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(data5 < 1 || isNaN(data5)){
+const err14 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data6 = data.cursor;
+if(typeof data6 !== "string"){
+let dataType6 = typeof data6;
+let coerced6 = undefined;
+if(dataType6 == 'object' && Array.isArray(data6) && data6.length == 1){
+data6 = data6[0];
+dataType6 = typeof data6;
+if(typeof data6 === "string"){
+coerced6 = data6;
+}
+}
+if(!(coerced6 !== undefined)){
+if(dataType6 == "number" || dataType6 == "boolean"){
+coerced6 = "" + data6;
+}
+else if(data6 === null){
+coerced6 = "";
+}
+else {
+const err15 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(coerced6 !== undefined){
+data6 = coerced6;
+if(data !== undefined){
+data["cursor"] = coerced6;
+}
+}
+}
+if(typeof data6 === "string"){
+if(func1(data6) > 512){
+const err16 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(func1(data6) < 1){
+const err17 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+validate75.errors = vErrors;
+return errors === 0;
+}
+validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listTriggers_query = validate76;
+const schema93 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
+const schema94 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listTriggers_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7344,7 +7764,7 @@ data["kind"] = coerced1;
 }
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema94.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7481,19 +7901,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listUserConnections_query = validate76;
-const schema93 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
+export const listUserConnections_query = validate77;
+const schema95 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listUserConnections_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7550,19 +7970,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listWorkflows_query = validate77;
-const schema94 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
+export const listWorkflows_query = validate78;
+const schema96 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflows_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7700,19 +8120,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listWorkflowVersions_params = validate78;
-const schema95 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
+export const listWorkflowVersions_params = validate79;
+const schema97 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7801,19 +8221,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listWorkflowVersions_query = validate79;
-const schema96 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
+export const listWorkflowVersions_query = validate80;
+const schema98 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWorkflowVersions_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7951,20 +8371,20 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_params = validate80;
-const schema97 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
+export const postMcpMessage_params = validate81;
+const schema99 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
 const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="postMcpMessage_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8043,19 +8463,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_params = validate81;
-const schema98 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+export const replaceMemoryItem_params = validate82;
+const schema100 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8144,19 +8564,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_query = validate82;
-const schema99 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
+export const replaceMemoryItem_query = validate83;
+const schema101 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8245,19 +8665,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const revokeApiKey_params = validate83;
-const schema100 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
+export const revokeApiKey_params = validate84;
+const schema102 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
 
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeApiKey_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate83.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8346,19 +8766,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate83.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeCredential_params = validate84;
-const schema101 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
+export const revokeCredential_params = validate85;
+const schema103 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
 
-function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeCredential_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate84.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8447,19 +8867,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate84.errors = vErrors;
+validate85.errors = vErrors;
 return errors === 0;
 }
-validate84.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
+validate85.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const rotateChannelKey_params = validate85;
-const schema102 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"rotateChannelKey_params"};
+export const rotateChannelKey_params = validate86;
+const schema104 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"rotateChannelKey_params"};
 
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="rotateChannelKey_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate85.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8548,19 +8968,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate85.errors = vErrors;
+validate86.errors = vErrors;
 return errors === 0;
 }
-validate85.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate86.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_params = validate86;
-const schema103 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
+export const sendChannelMessage_params = validate87;
+const schema105 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
 
-function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate86.evaluated;
+const evaluated0 = validate87.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8649,117 +9069,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate86.errors = vErrors;
-return errors === 0;
-}
-validate86.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const testDataCollectionTrigger_params = validate87;
-const schema104 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
-
-function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDataCollectionTrigger_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate87.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["collectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate87.errors = vErrors;
 return errors === 0;
 }
-validate87.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_query = validate88;
-const schema105 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
+export const testDataCollectionTrigger_params = validate88;
+const schema106 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
 
 function validate88(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testMemoryTrigger_query" */;
+/*# sourceURL="testDataCollectionTrigger_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate88.evaluated;
@@ -8854,16 +9173,117 @@ errors++;
 validate88.errors = vErrors;
 return errors === 0;
 }
-validate88.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate88.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAgent_params = validate89;
-const schema106 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64}},"required":["agentId"],"$id":"updateAgent_params"};
+export const testMemoryTrigger_query = validate89;
+const schema107 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
 
 function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateAgent_params" */;
+/*# sourceURL="testMemoryTrigger_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate89.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate89.errors = vErrors;
+return errors === 0;
+}
+validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateAgent_params = validate90;
+const schema108 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64}},"required":["agentId"],"$id":"updateAgent_params"};
+
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateAgent_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8952,19 +9372,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate89.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate89.evaluated = {"props":{"agentId":true},"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":{"agentId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_params = validate90;
-const schema107 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+export const updateAppServer_params = validate91;
+const schema109 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9053,19 +9473,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate90.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateChannel_params = validate91;
-const schema108 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateChannel_params"};
+export const updateChannel_params = validate92;
+const schema110 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateChannel_params"};
 
-function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateChannel_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate91.evaluated;
+const evaluated0 = validate92.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9154,19 +9574,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate91.errors = vErrors;
+validate92.errors = vErrors;
 return errors === 0;
 }
-validate91.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate92.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateCollection_params = validate92;
-const schema109 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateCollection_params"};
+export const updateCollection_params = validate93;
+const schema111 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateCollection_params"};
 
-function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateCollection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate92.evaluated;
+const evaluated0 = validate93.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9255,19 +9675,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate92.errors = vErrors;
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate92.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_params = validate93;
-const schema110 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
+export const updateConnection_params = validate94;
+const schema112 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
 
-function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate93.evaluated;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9356,19 +9776,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate93.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate93.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_params = validate94;
-const schema111 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
+export const updateDataCollection_params = validate95;
+const schema113 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
 
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate94.evaluated;
+const evaluated0 = validate95.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9457,19 +9877,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate94.errors = vErrors;
+validate95.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate95.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_params = validate95;
-const schema112 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
+export const updateMemoryItem_params = validate96;
+const schema114 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
 
-function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate95.evaluated;
+const evaluated0 = validate96.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9558,19 +9978,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate95.errors = vErrors;
+validate96.errors = vErrors;
 return errors === 0;
 }
-validate95.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate96.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_query = validate96;
-const schema113 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+export const updateMemoryItem_query = validate97;
+const schema115 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
 
-function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate96.evaluated;
+const evaluated0 = validate97.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9659,19 +10079,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate96.errors = vErrors;
+validate97.errors = vErrors;
 return errors === 0;
 }
-validate96.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_params = validate97;
-const schema114 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
+export const updateTrigger_params = validate98;
+const schema116 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
 
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate97.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9760,19 +10180,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate97.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_params = validate98;
-const schema115 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
+export const updateWorkflow_params = validate99;
+const schema117 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
 
-function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate98.evaluated;
+const evaluated0 = validate99.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9861,20 +10281,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate98.errors = vErrors;
+validate99.errors = vErrors;
 return errors === 0;
 }
-validate98.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate99.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_params = validate99;
-const schema116 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
+export const uploadCsvFile_params = validate100;
+const schema118 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
 const pattern7 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate99.evaluated;
+const evaluated0 = validate100.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9953,19 +10373,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate99.errors = vErrors;
+validate100.errors = vErrors;
 return errors === 0;
 }
-validate99.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
+validate100.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_query = validate100;
-const schema117 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
+export const uploadCsvFile_query = validate101;
+const schema119 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
 
-function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate100.evaluated;
+const evaluated0 = validate101.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10102,19 +10522,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate100.errors = vErrors;
+validate101.errors = vErrors;
 return errors === 0;
 }
-validate100.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate101.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const uploadFilestorageItem_query = validate101;
-const schema118 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
+export const uploadFilestorageItem_query = validate102;
+const schema120 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
 
-function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadFilestorageItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate101.evaluated;
+const evaluated0 = validate102.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10203,7 +10623,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate101.errors = vErrors;
+validate102.errors = vErrors;
 return errors === 0;
 }
-validate101.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};

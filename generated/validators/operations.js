@@ -61,6 +61,7 @@ export const operationValidators = {
   listCollections: { query: c.listCollections_query },
   listConnections: { query: c.listConnections_query },
   listCredentials: { query: c.listCredentials_query },
+  listRuns: { query: c.listRuns_query },
   listTriggers: { query: c.listTriggers_query },
   listUserConnections: { query: c.listUserConnections_query },
   listWorkflows: { query: c.listWorkflows_query },

@@ -61,11 +61,14 @@ export interface PageSpec {
   keyType?: 'string' | 'number';
   /** Shape of a string key (anchored); a cursor carrying another value is invalid_cursor. */
   keyPattern?: RegExp;
+  /** `desc` walks newest first (e.g. runs); ascending otherwise. */
+  order?: 'asc' | 'desc';
 }
 
 /**
- * Runs `query` (already scoped and filtered) ordered by the spec's column ascending, one page
- * at a time: fetches limit + 1 rows to know whether another page exists.
+ * Runs `query` (already scoped and filtered) ordered by the spec's column (ascending unless
+ * `order: 'desc'`), one page at a time: fetches limit + 1 rows to know whether another page
+ * exists.
  */
 export async function pageRows<Row extends Record<string, unknown>>(
   query: Knex.QueryBuilder,
@@ -74,8 +77,11 @@ export async function pageRows<Row extends Record<string, unknown>>(
 ): Promise<{ rows: Row[]; nextCursor: string | null }> {
   const limit = pageLimit(req.limit);
   const keyType = spec.keyType ?? 'string';
-  if (req.cursor !== undefined) query.where(spec.column, '>', decodeCursor(spec.list, req.cursor, keyType, spec.keyPattern));
-  const rows = (await query.orderBy(spec.column, 'asc').limit(limit + 1)) as Row[];
+  const order = spec.order ?? 'asc';
+  if (req.cursor !== undefined) {
+    query.where(spec.column, order === 'asc' ? '>' : '<', decodeCursor(spec.list, req.cursor, keyType, spec.keyPattern));
+  }
+  const rows = (await query.orderBy(spec.column, order).limit(limit + 1)) as Row[];
   if (rows.length <= limit) return { rows, nextCursor: null };
   const page = rows.slice(0, limit);
   const key = spec.rowKey ?? spec.column.split('.').pop()!;
