@@ -23,6 +23,7 @@ import { GroupCommitter } from './runs/group-commit.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
+import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
 import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './health/handlers.js';
 import { ResponseValidator } from './http/response-validator.js';
@@ -88,7 +89,9 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
-  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
+  // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.
+  const fetchImpl = policyFetch(new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)));
+  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, fetchImpl, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
   await workers.start();
   services.events.start();
   return {

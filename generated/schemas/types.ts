@@ -2093,7 +2093,7 @@ export interface components {
                 providers: ("openai-compatible" | "openai" | "anthropic" | "google")[];
             };
             /**
-             * @description OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own trigger URLs are always allowed.
+             * @description OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed.
              * @default []
              */
             outboundAllowlist: string[];
@@ -2356,7 +2356,7 @@ export interface components {
                     /** @constant */
                     type: "code";
                 };
-                /** @description Makes an HTTP request; the response body is the step result. */
+                /** @description Makes an HTTP request; the response body is the step result. Destinations follow the outbound policy: loopback, private, link-local (cloud metadata) and other special-purpose addresses, checked after DNS and on every redirect hop, fail the step unless OUTBOUND_ALLOWLIST lists them; this service's own URLs are always reachable. */
                 httpStep: {
                     description?: components["schemas"]["WorkflowDefinition"]["$defs"]["stepDescription"];
                     name: components["schemas"]["WorkflowDefinition"]["$defs"]["stepName"];

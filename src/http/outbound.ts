@@ -4,13 +4,16 @@
  * are refused unless OUTBOUND_ALLOWLIST names them (CIDRs, addresses or host names). The check
  * runs in the socket's own `lookup`, on the address actually connected to, after DNS (a name
  * that resolves to 10.0.0.5 is refused however it is spelled); IP literals are checked before
- * connecting. URLs on the service's own origins are always allowed.
+ * connecting. URLs on the service's own origins are always allowed. Event calls use
+ * outboundRequest(); workflow `http` steps use policyFetch(), whose every connection
+ * (redirect hops included) passes the same check.
  */
 import http from 'node:http';
 import https from 'node:https';
 import dns from 'node:dns';
 import type net from 'node:net';
 import { BlockList, isIP } from 'node:net';
+import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 
 export interface OutboundAllowlist {
   blocks: BlockList;
@@ -151,13 +154,19 @@ export function outboundRequest(target: string, opts: OutboundOptions, policy: O
   const url = new URL(target);
   const where = `${url.protocol}//${url.host}`;
   return new Promise<OutboundResponse>((resolve, reject) => {
+    let settled = false;
+    const fail = (err: OutboundError) => {
+      if (settled) return;
+      settled = true;
+      reject(err);
+    };
     const trusted = policy.allowsOrigin(url);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (!trusted && isIP(host)) {
       try {
         policy.check(host);
       } catch (err) {
-        return reject(new OutboundError('refused', (err as Error).message));
+        return fail(new OutboundError('refused', (err as Error).message));
       }
     }
     const mod = url.protocol === 'https:' ? https : http;
@@ -172,21 +181,58 @@ export function outboundRequest(target: string, opts: OutboundOptions, policy: O
       res.on('data', (c: Buffer) => {
         size += c.length;
         if (size > opts.maxResponseBytes) {
-          req.destroy(new OutboundError('too_large', `The answer of ${where} exceeds ${opts.maxResponseBytes} bytes`));
+          // Settle first: the socket is thrown away, whatever it emits next is ignored.
+          fail(new OutboundError('too_large', `The answer of ${where} exceeds ${opts.maxResponseBytes} bytes`));
+          res.destroy();
+          req.destroy();
           return;
         }
         chunks.push(c);
       });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), durationMs: performance.now() - started }));
-      res.on('error', (err) => reject(err instanceof OutboundError ? err : new OutboundError('network', `${where}: ${err.message}`)));
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), durationMs: performance.now() - started });
+      });
+      res.on('error', (err) => fail(err instanceof OutboundError ? err : new OutboundError('network', `${where}: ${err.message}`)));
     });
-    const deadline = setTimeout(() => req.destroy(new OutboundError('timeout', `${where} did not answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+    const deadline = setTimeout(() => {
+      fail(new OutboundError('timeout', `${where} did not answer within ${opts.timeoutMs} ms`));
+      req.destroy();
+    }, opts.timeoutMs);
     req.on('close', () => clearTimeout(deadline));
     req.on('error', (err: Error) => {
-      if (err instanceof OutboundError) return reject(err);
-      if (err instanceof OutboundRefusedError) return reject(new OutboundError('refused', err.message));
-      reject(new OutboundError('network', `${where}: ${err.message}`));
+      if (err instanceof OutboundError) return fail(err);
+      if (err instanceof OutboundRefusedError) return fail(new OutboundError('refused', err.message));
+      fail(new OutboundError('network', `${where}: ${err.message}`));
     });
     req.end(opts.body);
   });
+}
+
+/**
+ * A fetch (undici's, matching the Response the http step reads) whose every new connection,
+ * redirect hops included, goes through the policy: IP literals are checked before connecting,
+ * names after DNS on the address connected to. The service's own origins and allow-listed
+ * host names connect unchecked.
+ */
+export function policyFetch(policy: OutboundPolicy): typeof fetch {
+  const checked = buildConnector({ lookup: policy.lookup() } as buildConnector.BuildOptions);
+  const plain = buildConnector({});
+  const connect: buildConnector.connector = (opts, callback) => {
+    const url = new URL(`${opts.protocol}//${opts.host}`);
+    if (policy.allowsOrigin(url)) return plain(opts, callback);
+    const host = opts.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      try {
+        policy.check(host);
+      } catch (err) {
+        return callback(err as Error, null);
+      }
+    }
+    return checked(opts, callback);
+  };
+  const dispatcher = new Agent({ connect });
+  const guarded = (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) => undiciFetch(input, { ...init, dispatcher });
+  return guarded as unknown as typeof fetch;
 }

@@ -25,6 +25,8 @@ export interface ExecutorDeps {
   leaseMs: number;
   /** Step files are kept this long (retention prunes them after). */
   fileTtlMs: number;
+  /** `http` steps fetch through this (the outbound policy); global fetch when absent. */
+  fetchImpl?: typeof fetch | undefined;
   /** Tool steps call the gateway through this. */
   callTool?: ToolCaller | undefined;
   /** Agent steps run agent turns through this (src/agents). */
@@ -96,7 +98,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
         break;
       }
       await startStep(db, run.id, row.step_index, prior.length + 1, row);
-      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
+      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, fetchImpl: deps.fetchImpl, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
       if (lost) return 'RUNNING';
       await storeFiles(deps, run, row.step_index, outcome);
       await finishStep(db, run.id, row.step_index, {

@@ -26,6 +26,8 @@ export interface RunWorkersDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
+  /** `http` steps fetch through this (the outbound policy, src/http/outbound.ts). */
+  fetchImpl?: typeof fetch | undefined;
   /** Tool steps call the gateway through this (src/gateway/steps.ts). */
   callTool?: ToolCaller | undefined;
   /** Agent steps run agent turns through this (src/agents). */

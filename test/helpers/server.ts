@@ -41,6 +41,8 @@ export async function startTestServer(kind: StoreKind, env: Record<string, strin
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     VALIDATE_RESPONSES: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Tests talk to servers on loopback (http steps, event receivers); a test of the guard overrides it.
+    OUTBOUND_ALLOWLIST: '127.0.0.0/8,::1/128',
     ...env,
   });
   const log = createLogger(config.logLevel);

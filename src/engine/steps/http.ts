@@ -7,10 +7,13 @@
  *   with a short plaintext result. Bodies over 10 MiB fail the step.
  * - Non-2xx → FAILED, exit code 1, `HTTP <status>: <first 500 characters>`.
  * - Time limit: the step's timeoutMs (default 30 s) and never beyond the run's signal.
+ * - Destinations: the service's outbound policy (OUTBOUND_ALLOWLIST, src/http/outbound.ts);
+ *   a refused address fails the step with the reason, nothing is sent.
  */
 import type { WorkflowStep } from '../definition.js';
 import { extensionFor } from '../sandbox/limits.js';
 import { readBounded } from '../../http/read-bounded.js';
+import { OutboundRefusedError } from '../../http/outbound.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
 import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
@@ -162,6 +165,7 @@ export async function runHttpStep(step: WorkflowStep, ctx: StepRunContext, deps:
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
     const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
     if (e.name === 'TimeoutError') return failed('TIMEOUT', EXIT.timeout, `The HTTP request timed out after ${prepared?.timeoutMs} ms`, elapsed());
+    if (e.cause instanceof OutboundRefusedError) return failed('FAILED', EXIT.error, `The HTTP request was not sent: ${e.cause.message}`, elapsed());
     const cause = e.cause?.code ?? e.cause?.message;
     deps.log.debug({ origin: prepared?.url.origin, err: e.message }, 'http step request failed');
     return failed('FAILED', EXIT.error, `The HTTP request failed: ${e.message ?? String(err)}${cause ? ` (${cause})` : ''}`, elapsed());
