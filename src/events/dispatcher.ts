@@ -5,9 +5,10 @@
  * this process; other processes' writes are found by polling. Runs wherever run workers run
  * (RUN_CONCURRENCY > 0), so an HTTP-only process never delivers.
  *
- * Delivery never blocks or fails the write that caused it: the write only inserts rows.
+ * Delivery never blocks or fails the write that caused it: the write only inserts rows. Claims
+ * and outcomes go through the events' write queue, so they share commits with item writes.
  */
-import type { Knex } from 'knex';
+import type { WriteQueue } from '../storage/write-queue.js';
 import type { Logger } from '../config/logger.js';
 import { nowIso } from '../storage/ids.js';
 import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
@@ -33,7 +34,7 @@ const MAX_ERROR = 500;
 export const DELIVERY_LOG_DAYS = 7;
 const PRUNE_EVERY_MS = 3_600_000;
 /** How long outcomes wait to share one UPDATE; the log shows `pending` at most this much longer. */
-const OUTCOME_FLUSH_MS = 5;
+const OUTCOME_FLUSH_MS = 50;
 
 export class EventDispatcher {
   private readonly concurrency: number;
@@ -51,7 +52,7 @@ export class EventDispatcher {
   private pruner: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly db: Knex,
+    private readonly writes: WriteQueue,
     private readonly secretKey: Buffer,
     private readonly post: Poster,
     private readonly log: Logger,
@@ -66,7 +67,7 @@ export class EventDispatcher {
     this.stopped = false;
     this.schedule(0);
     const prune = () => {
-      pruneDeliveries(this.db, new Date(Date.now() - DELIVERY_LOG_DAYS * 86_400_000).toISOString())
+      this.writes.run((trx) => pruneDeliveries(trx, new Date(Date.now() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()))
         .catch((err: Error) => this.log.warn({ err: err.message }, 'event outbox: pruning the delivery log failed'));
     };
     prune();
@@ -114,7 +115,7 @@ export class EventDispatcher {
         this.again = false;
         const free = this.concurrency - this.inFlight;
         if (free <= 0) break;
-        const rows = await claimPending(this.db, free, this.leaseMs);
+        const rows = await this.writes.run((trx) => claimPending(trx, free, this.leaseMs));
         full = rows.length === free;
         for (const row of rows) this.track(this.deliver(row));
       } while ((this.again || full) && !this.stopped && this.inFlight < this.concurrency);
@@ -184,7 +185,7 @@ export class EventDispatcher {
     const batch = this.outcomes;
     this.outcomes = [];
     try {
-      await recordOutcomes(this.db, batch);
+      await this.writes.run((trx) => recordOutcomes(trx, batch));
     } catch (err) {
       // The rows stay pending under their lease and are delivered again after it: at least once.
       this.log.error({ err: (err as Error).message, count: batch.length }, 'event outbox: recording outcomes failed');

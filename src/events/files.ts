@@ -131,9 +131,9 @@ export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: Incom
     };
     const file = toFile(deps, c, row);
     let pending = 0;
-    await deps.writes.run(async (trx) => {
+    await deps.writes.run(async (trx, batch) => {
       await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
-      pending = await enqueueEvents(trx, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
+      pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
     });
     if (pending > 0) deps.wake();
     return fileView(c, file);
@@ -150,7 +150,7 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
   if (!FILE_ITEM_ID_PATTERN.test(id)) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
   let pending = 0;
   let fileId: string | undefined;
-  const found = await deps.writes.run(async (trx) => {
+  const found = await deps.writes.run(async (trx, batch) => {
     const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() });
     if (n === 0) return false;
     const row = (await trx('collection_items').where({ id }).first()) as FileRow;
@@ -158,7 +158,7 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
     fileId = row.file_id;
     await trx('collection_items').where({ id }).delete();
     const targets = [...c.triggerUrls, ...file.triggerUrls].filter((t) => t.event === 'onDelete');
-    pending = await enqueueEvents(trx, events(c, file, 'onDelete', targets));
+    pending = enqueueEvents(batch, events(c, file, 'onDelete', targets));
     return true;
   });
   if (!found) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });

@@ -161,7 +161,7 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
   };
   let pending = 0;
   // ON CONFLICT DO NOTHING: a taken key is answered without aborting the group's transaction.
-  const inserted = await deps.writes.run(async (trx) => {
+  const inserted = await deps.writes.run(async (trx, batch) => {
     const rows = (await trx('collection_items')
       .insert({
         id: item.id,
@@ -181,7 +181,7 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
       .returning('id')) as unknown[];
     if (rows.length === 0) return false;
     // onCreate exists at collection level only (spec "Events").
-    pending = await enqueueEvents(trx, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
+    pending = enqueueEvents(batch, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
     return true;
   }).catch((err: unknown) => {
     // The collection was deleted by another process while this one still knew it (EventsService.collection).
@@ -208,7 +208,7 @@ export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string
   checkContent(c, body.content);
   const newTriggerUrls = body.triggerUrls === undefined ? undefined : normalizeTriggerUrls(body.triggerUrls, { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
   let pending = 0;
-  const result = await deps.writes.run(async (trx) => {
+  const result = await deps.writes.run(async (trx, batch) => {
     const now = nowIso();
     // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads it in the same statement.
     const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: now }).returning('*')) as ItemRow[];
@@ -234,7 +234,7 @@ export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string
       ...(hits ? { edit_hits: JSON.stringify(hits) } : {}),
     });
     if (fires) {
-      pending = await enqueueEvents(trx, events(c, item, 'onEdit', targets, { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
+      pending = enqueueEvents(batch, events(c, item, 'onEdit', targets, { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
     }
     return item;
   });
@@ -257,14 +257,14 @@ function changed(a: Pick<Item, 'content' | 'metadata' | 'sortField'>, b: Pick<It
 export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string): Promise<void> {
   checkCollection(c);
   let pending = 0;
-  const found = await deps.writes.run(async (trx) => {
+  const found = await deps.writes.run(async (trx, batch) => {
     // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's sqlite DELETE has no RETURNING).
     const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() }).returning('*')) as ItemRow[];
     if (!row || !ITEM_ID_PATTERN.test(id)) return false;
     const item = toItem(deps, c, row);
     await trx('collection_items').where({ id }).delete();
     // Not suppressible: the spec offers triggerChanges on updates only.
-    pending = await enqueueEvents(trx, events(c, item, 'onDelete', targetsOf(c, item, 'onDelete')));
+    pending = enqueueEvents(batch, events(c, item, 'onDelete', targetsOf(c, item, 'onDelete')));
     return true;
   });
   if (!found) throw notFound();

@@ -14,6 +14,7 @@ import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
 import type { EventPayload } from './payloads.js';
+import type { WriteBatch } from '../storage/write-queue.js';
 
 export type DeliveryStatus = 'pending' | 'sent' | 'failed' | 'dropped';
 
@@ -51,8 +52,11 @@ export interface OutboxRow {
 
 const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
 
-/** Inserts the rows inside the caller's transaction; returns how many are pending delivery. */
-export async function enqueueEvents(trx: Knex | Knex.Transaction, events: readonly OutboxEvent[]): Promise<number> {
+/**
+ * Hands the rows to the caller's write batch (inserted before its commit, src/storage/write-queue.ts);
+ * returns how many are pending delivery.
+ */
+export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[]): number {
   if (events.length === 0) return 0;
   const now = nowIso();
   const rows = events.map((e) => {
@@ -75,8 +79,7 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: readon
       finished_at: e.dropped ? now : null,
     };
   });
-  // Chunks keep each statement under sqlite's bound-parameter limit.
-  for (let i = 0; i < rows.length; i += 50) await trx('event_outbox').insert(rows.slice(i, i + 50));
+  batch.insertLater('event_outbox', rows);
   return rows.filter((r) => r.status === 'pending').length;
 }
 

@@ -52,11 +52,14 @@ export class EventsService {
     this.post = opts.post;
     this.db = opts.db;
     this.collections = new TtlMemo(opts.config.revocationCacheMs);
-    this.dispatcher = opts.deliver ? new EventDispatcher(opts.db, opts.config.secretKey, opts.post, opts.log) : undefined;
+    // One write queue for item writes and the dispatcher's claims and outcomes: on sqlite they
+    // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
+    const writes = new WriteQueue(opts.db);
+    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, opts.post, opts.log) : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
       db: opts.db,
-      writes: new WriteQueue(opts.db),
+      writes,
       secretKey: opts.config.secretKey,
       addresses: opts.addresses,
       windows,

@@ -9,10 +9,42 @@
  * neighbours: the batch is retried one operation per transaction. An operation
  * that expects to fail (not found, conflict) should return its error instead of throwing, so
  * that its neighbours keep their shared commit.
+ *
+ * Rows an operation only appends (the event outbox) can be handed to `batch.insertLater`: the
+ * batch inserts every operation's rows of one table in a single multi-row statement just before
+ * its commit, so they cost one statement per batch rather than one per operation, and commit
+ * or roll back with the rest.
  */
 import type { Knex } from 'knex';
 
-type Op = { run: (trx: Knex.Transaction) => Promise<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
+export interface WriteBatch {
+  /** Appends rows to `table` at the end of this transaction (before its commit). */
+  insertLater(table: string, rows: readonly Record<string, unknown>[]): void;
+}
+
+type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T>;
+type Op = { run: WriteOp<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
+
+/** Rows per multi-row INSERT: far under sqlite's bound-parameter limit for tables of ~20 columns. */
+const INSERT_CHUNK = 200;
+
+/** Runs `ops` in `trx`, then inserts the rows they deferred. */
+async function runOps(trx: Knex.Transaction, ops: readonly Op[]): Promise<unknown[]> {
+  const later = new Map<string, Record<string, unknown>[]>();
+  const batch: WriteBatch = {
+    insertLater(table, rows) {
+      const list = later.get(table);
+      if (list) list.push(...rows);
+      else later.set(table, [...rows]);
+    },
+  };
+  const out: unknown[] = [];
+  for (const op of ops) out.push(await op.run(trx, batch));
+  for (const [table, rows] of later) {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
+  }
+  return out;
+}
 
 export class WriteQueue {
   private pending: Op[] = [];
@@ -20,7 +52,7 @@ export class WriteQueue {
 
   constructor(private readonly db: Knex, private readonly maxBatch = 64) {}
 
-  run<T>(op: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  run<T>(op: WriteOp<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ run: op, resolve: resolve as (v: unknown) => void, reject });
       if (!this.flushing) {
@@ -34,18 +66,14 @@ export class WriteQueue {
     while (this.pending.length) {
       const batch = this.pending.splice(0, this.maxBatch);
       try {
-        const results = await this.db.transaction(async (trx) => {
-          const out: unknown[] = [];
-          for (const op of batch) out.push(await op.run(trx));
-          return out;
-        });
+        const results = await this.db.transaction((trx) => runOps(trx, batch));
         batch.forEach((op, i) => op.resolve(results[i]));
       } catch (err) {
         if (batch.length === 1) batch[0]!.reject(err);
         else {
           for (const op of batch) {
             try {
-              op.resolve(await this.db.transaction((trx) => op.run(trx)));
+              op.resolve((await this.db.transaction((trx) => runOps(trx, [op])))[0]);
             } catch (e) {
               op.reject(e);
             }
