@@ -34,7 +34,7 @@ const MAX_ERROR = 500;
 export const DELIVERY_LOG_DAYS = 7;
 const PRUNE_EVERY_MS = 3_600_000;
 /** How long outcomes wait to share one UPDATE; the log shows `pending` at most this much longer. */
-const OUTCOME_FLUSH_MS = 50;
+const OUTCOME_FLUSH_MS = 5;
 
 export class EventDispatcher {
   private readonly concurrency: number;
