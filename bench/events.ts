@@ -25,6 +25,8 @@ const ITEMS = Number(process.env.BENCH_EVENT_ITEMS ?? 5_000);
 const ROUNDS = Number(process.env.BENCH_EVENT_ROUNDS ?? 3);
 /** BENCH_NO_DELIVERY=1: the service only records the calls (RUN_CONCURRENCY=0), to tell the outbox's cost from the deliveries'. */
 const NO_DELIVERY = Boolean(process.env.BENCH_NO_DELIVERY);
+/** BENCH_EVENT_WORKER=1: the API process only records (RUN_CONCURRENCY=0); a second process on the same store delivers. */
+const WORKER = Boolean(process.env.BENCH_EVENT_WORKER);
 /** Offered load of the edit phases: a sustained rate, so p99 compares like with like (not two saturated queues). */
 const RATE = Number(process.env.BENCH_EVENT_RATE ?? 1000);
 
@@ -105,7 +107,8 @@ async function itemIds(base: string, token: string, collectionId: string): Promi
 export async function run(): Promise<void> {
   const base = await baselineLoad();
   const receiver = await startServer<{ url: string }>('bench/servers/event-receiver.ts');
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...(NO_DELIVERY ? { RUN_CONCURRENCY: '0' } : {}) });
+  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...(NO_DELIVERY || WORKER ? { RUN_CONCURRENCY: '0' } : {}) });
+  const worker = WORKER && !NO_DELIVERY ? await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8', DATA_DIR: target.info.dataDir }) : undefined;
   try {
     const url = target.info.url;
     const b = target.info.bootstrap;
@@ -165,6 +168,7 @@ export async function run(): Promise<void> {
       console.log(`- deliveries: ${total} edits with a trigger; ${atEnd} delivered by the end of their phase; all delivered at ${Math.round(total / (ms / 1000))}/s from each phase's first edit to its last delivery (target: keep up with ≥ 1,000 writes/s)`);
     }
   } finally {
+    await worker?.stop();
     await target.stop();
     await receiver.stop();
   }

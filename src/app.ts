@@ -14,7 +14,7 @@ import { connectionHandlers } from './connections/index.js';
 import { appServerHandlers, gatewayHandlers, createGateway, toolCaller } from './gateway/index.js';
 import { runHandlers, runListHandlers } from './runs/handlers/index.js';
 import { agentHandlers, channelHandlers } from './agents/handlers/index.js';
-import { EventsService, resourceHandlers, collectionHandlers, eventCalls } from './events/index.js';
+import { EventsService, resourceHandlers, collectionHandlers, eventCalls, threadPoster } from './events/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, sendChannelMessage } from './agents/index.js';
 import { createChatOrder } from './agents/chat-order.js';
 import { openBlobStore } from './runs/blobs.js';
@@ -83,7 +83,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
   // Event calls are delivered where runs are executed; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
-  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: config.runConcurrency > 0 });
+  // Event calls are made on a delivery thread, off the event loop that serves requests.
+  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: config.runConcurrency > 0, delivery: config.runConcurrency > 0 ? threadPoster(config) : undefined });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });

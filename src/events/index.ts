@@ -6,4 +6,4 @@ export { createItem } from './items.js';
 export type { AddressCheck } from './trigger-urls.js';
 export type { Poster, PostResult } from './dispatcher.js';
 export { COLLECTION_TYPES, type CollectionType } from './types.js';
-export { eventCalls } from './outbound.js';
+export { eventCalls, threadPoster } from './outbound.js';

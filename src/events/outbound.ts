@@ -5,10 +5,12 @@
  * time out after 10 s and read at most 1 MiB of the answer (openapi/resources.yaml).
  */
 import { isIP } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import type { Config } from '../config/index.js';
 import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
 import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
+import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';
 
 export const EVENT_CALL_TIMEOUT_MS = 10_000;
 export const EVENT_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -33,4 +35,64 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
     },
   };
   return { post, addresses };
+}
+
+/**
+ * The dispatcher's Poster on a delivery thread (src/events/delivery-thread.ts): the same policy,
+ * timeout and size cap, with the HTTP work off the main event loop. Calls made in one tick go
+ * over as one message. The thread starts on first use; `close()` ends it.
+ */
+export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): { post: Poster; close(): Promise<void> } {
+  let worker: Worker | undefined;
+  let next = 0;
+  const waiting = new Map<number, { resolve: (r: Awaited<ReturnType<Poster>>) => void; reject: (e: Error) => void }>();
+  let outgoing: ThreadCall[] = [];
+  let scheduled = false;
+  const start = (): Worker => {
+    const init: ThreadInit = { allowlist: config.outboundAllowlist, origins: [config.baseUrls.triggers], timeoutMs: EVENT_CALL_TIMEOUT_MS, maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES };
+    const w = new Worker(new URL('./delivery-thread-entry.mjs', import.meta.url), { workerData: init });
+    w.unref();
+    w.on('message', (batch: ThreadReply[]) => {
+      for (const r of batch) {
+        const p = waiting.get(r.n);
+        if (!p) continue;
+        waiting.delete(r.n);
+        if ('error' in r) p.reject(new Error(r.error));
+        else p.resolve({ status: r.status, headers: r.headers, durationMs: r.durationMs });
+      }
+    });
+    // A dead thread fails its calls (recorded as failed, like any call that got no answer); the next call starts another.
+    const died = (why: string) => {
+      if (worker === w) worker = undefined;
+      for (const [n, p] of waiting) {
+        waiting.delete(n);
+        p.reject(new Error(why));
+      }
+    };
+    w.on('error', (err) => died(`delivery thread failed: ${err.message}`));
+    w.on('exit', (code) => died(`delivery thread exited (${code})`));
+    return w;
+  };
+  const post: Poster = (url, body, headers) => new Promise((resolve, reject) => {
+    const n = next++;
+    waiting.set(n, { resolve, reject });
+    outgoing.push({ n, url, body, headers });
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      const batch = outgoing;
+      outgoing = [];
+      worker ??= start();
+      worker.postMessage(batch);
+    });
+  });
+  return {
+    post,
+    async close() {
+      const w = worker;
+      worker = undefined;
+      if (w) await w.terminate();
+    },
+  };
 }

@@ -26,6 +26,8 @@ export interface EventsOptions {
   addresses: AddressCheck;
   /** Deliver in this process (false on HTTP-only processes: RUN_CONCURRENCY=0). */
   deliver: boolean;
+  /** The dispatcher's calls (a delivery thread, src/events/outbound.ts); `post` when absent. */
+  delivery?: { post: Poster; close(): Promise<void> } | undefined;
 }
 
 export interface CallResult {
@@ -40,6 +42,7 @@ export class EventsService {
   readonly deps: FileDeps;
   readonly dispatcher: EventDispatcher | undefined;
   private readonly post: Poster;
+  private readonly delivery: { post: Poster; close(): Promise<void> } | undefined;
   /**
    * Collections as item writes read them, per process for REVOCATION_CACHE_MS (2 s): a change
    * made here is seen at once; one made by another process of a scaled-out installation within
@@ -55,7 +58,8 @@ export class EventsService {
     // One write queue for item writes and the dispatcher's claims and outcomes: on sqlite they
     // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
     const writes = new WriteQueue(opts.db);
-    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, opts.post, opts.log) : undefined;
+    this.delivery = opts.deliver ? opts.delivery : undefined;
+    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, this.delivery?.post ?? opts.post, opts.log) : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
       db: opts.db,
@@ -85,6 +89,7 @@ export class EventsService {
 
   async stop(): Promise<void> {
     await this.dispatcher?.stop();
+    await this.delivery?.close();
   }
 
   /** One synchronous call, as an event call is made (the trigger test endpoints). */

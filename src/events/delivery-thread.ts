@@ -1,0 +1,39 @@
+/**
+ * The delivery thread (worker_threads): makes the outbox's HTTP calls off the main event loop,
+ * so an API process's request handling does not share its thread with them
+ * (src/events/outbound.ts threadPoster). Messages are batches in both directions.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
+
+export interface ThreadInit { allowlist: string[]; origins: string[]; timeoutMs: number; maxResponseBytes: number }
+export interface ThreadCall { n: number; url: string; body: string; headers: Record<string, string> }
+export type ThreadReply =
+  | { n: number; status: number; headers: Record<string, string | string[] | undefined>; durationMs: number }
+  | { n: number; error: string };
+
+const init = workerData as ThreadInit;
+const policy = new OutboundPolicy(parseOutboundAllowlist(init.allowlist.join(',')), init.origins);
+let replies: ThreadReply[] = [];
+let scheduled = false;
+
+function reply(r: ThreadReply): void {
+  replies.push(r);
+  if (scheduled) return;
+  scheduled = true;
+  setImmediate(() => {
+    scheduled = false;
+    const batch = replies;
+    replies = [];
+    parentPort!.postMessage(batch);
+  });
+}
+
+parentPort!.on('message', (calls: ThreadCall[]) => {
+  for (const c of calls) {
+    outboundRequest(c.url, { method: 'POST', headers: c.headers, body: c.body, timeoutMs: init.timeoutMs, maxResponseBytes: init.maxResponseBytes, followRedirects: false }, policy).then(
+      (res) => reply({ n: c.n, status: res.status, headers: { 'x-pf-run-id': res.headers['x-pf-run-id'] }, durationMs: res.durationMs }),
+      (err: unknown) => reply({ n: c.n, error: (err as Error).message || 'delivery failed' }),
+    );
+  }
+});
