@@ -16,7 +16,7 @@
  */
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
-import { startServer, baselineLoad, report, type LoadResult } from './lib.js';
+import { startServer, baselineLoad, cpuMs, report, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
 
@@ -27,6 +27,8 @@ const ROUNDS = Number(process.env.BENCH_EVENT_ROUNDS ?? 3);
 const NO_DELIVERY = Boolean(process.env.BENCH_NO_DELIVERY);
 /** BENCH_EVENT_WORKER=1: the API process only records (RUN_CONCURRENCY=0); a second process on the same store delivers. */
 const WORKER = Boolean(process.env.BENCH_EVENT_WORKER);
+/** BENCH_EVENT_CONTROL=1: an A/A run, the second collection without its trigger URL too, to see how much the phase order alone moves the figures. */
+const CONTROL = Boolean(process.env.BENCH_EVENT_CONTROL);
 /** Offered load of the edit phases: a sustained rate, so p99 compares like with like (not two saturated queues). */
 const RATE = Number(process.env.BENCH_EVENT_RATE ?? 1000);
 
@@ -115,7 +117,8 @@ export async function run(): Promise<void> {
     const tok = await fetch(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }) });
     const token = ((await tok.json()) as { access_token: string }).access_token;
     const plain = (await json(`${url}/v1/collections`, { method: 'POST', token, body: JSON.stringify({ name: 'plain', type: 'structured_datastore' }) })).collectionId as string;
-    const hooked = (await json(`${url}/v1/collections`, { method: 'POST', token, body: JSON.stringify({ name: 'hooked', type: 'structured_datastore', triggerUrls: [{ event: 'onEdit', url: `${receiver.info.url}/hook`, apiKey: 'bench-key' }] }) })).collectionId as string;
+    const hookedUrls = CONTROL ? [] : [{ event: 'onEdit', url: `${receiver.info.url}/hook`, apiKey: 'bench-key' }];
+    const hooked = (await json(`${url}/v1/collections`, { method: 'POST', token, body: JSON.stringify({ name: 'hooked', type: 'structured_datastore', triggerUrls: hookedUrls }) })).collectionId as string;
 
     const creates: LoadResult[] = [];
     for (const [label, id] of [['plain', plain], ['hooked', hooked]] as const) {
@@ -126,8 +129,13 @@ export async function run(): Promise<void> {
     const edit = (n: number) => JSON.stringify({ content: { n: -n, stage: 'edited' } });
     const count = async () => ((await json(`${receiver.info.url}/count`)) as { count: number }).count;
 
-    type Hooked = LoadResult & { atEnd: number; drainMs: number };
-    const runs = { burst: { plain: [] as LoadResult[], hooked: [] as Hooked[] }, paced: { plain: [] as LoadResult[], hooked: [] as Hooked[] } };
+    // CPU used by the service (every process and thread of it) and by the receiver, per phase
+    // (hooked phases until their last delivery): the service's own cost per edit, apart from
+    // the contention of sharing the machine with the load generator and the receiver.
+    const serviceCpu = () => (cpuMs(target.child.pid) ?? NaN) + (worker ? cpuMs(worker.child.pid) ?? NaN : 0);
+    type Plain = LoadResult & { cpu: number };
+    type Hooked = Plain & { atEnd: number; drainMs: number; receiverCpu: number };
+    const runs = { burst: { plain: [] as Plain[], hooked: [] as Hooked[] }, paced: { plain: [] as Plain[], hooked: [] as Hooked[] } };
     let offset = 0;
     for (let round = 0; round < ROUNDS; round++) {
       for (const mode of ['paced', 'burst'] as const) {
@@ -138,14 +146,18 @@ export async function run(): Promise<void> {
             ? paced(name, url, token, (n) => `/memory/items/${ids[o + n]}?collectionId=${id}`, edit, { rate: RATE, amount: ITEMS })
             : drive(name, url, token, 'PATCH', (n) => `/memory/items/${ids[o + n]}?collectionId=${id}`, edit, { rate: RATE, amount: ITEMS });
         };
-        runs[mode].plain.push(await phase('no trigger URL', plainIds, plain));
+        const cpu0 = serviceCpu();
+        const p = await phase('no trigger URL', plainIds, plain);
+        runs[mode].plain.push({ ...p, cpu: serviceCpu() - cpu0 });
         const before = await count();
+        const cpu1 = serviceCpu();
+        const rcpu1 = cpuMs(receiver.child.pid) ?? NaN;
         const t0 = performance.now();
         const r = await phase('one onEdit trigger URL each', hookedIds, hooked);
         const atEnd = (await count()) - before;
-        const deadline = Date.now() + (NO_DELIVERY ? 0 : 120_000);
+        const deadline = Date.now() + (NO_DELIVERY || CONTROL ? 0 : 120_000);
         while ((await count()) - before < r.requests && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
-        runs[mode].hooked.push({ ...r, atEnd, drainMs: performance.now() - t0 });
+        runs[mode].hooked.push({ ...r, atEnd, drainMs: performance.now() - t0, cpu: serviceCpu() - cpu1, receiverCpu: (cpuMs(receiver.child.pid) ?? NaN) - rcpu1 });
         offset += ITEMS;
       }
     }
@@ -156,6 +168,8 @@ export async function run(): Promise<void> {
       const { plain: p, hooked: h } = runs[mode];
       const p99Plain = median(p.map((r) => r.p99));
       const p99Hooked = median(h.map((r) => r.p99));
+      const perEdit = (rs: Plain[]) => median(rs.map((r) => (r.cpu / r.requests) * 1000)).toFixed(0);
+      console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: service CPU per edit (median) ${perEdit(p)} µs without, ${perEdit(h)} µs with one onEdit trigger (its delivery included); the receiver used ${median(h.map((r) => (r.receiverCpu / r.requests) * 1000)).toFixed(0)} µs per call`);
       console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: median p99 over ${ROUNDS} rounds: ${p99Plain} ms without, ${p99Hooked} ms with one onEdit trigger: ${p99Hooked >= p99Plain ? '+' : ''}${(((p99Hooked - p99Plain) / Math.max(0.1, p99Plain)) * 100).toFixed(1)} % (target ≤ 10 %); median p50 ${median(p.map((r) => r.p50))} → ${median(h.map((r) => r.p50))} ms`);
     }
     const hookedRuns = [...runs.paced.hooked, ...runs.burst.hooked];

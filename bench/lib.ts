@@ -4,6 +4,7 @@
  * same run (ratios, not absolute numbers: these machines are noisy).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -18,7 +19,9 @@ export interface Started<T> {
 
 /** Starts `tsx <script>` and waits for its first stdout line, a JSON object describing it. */
 export async function startServer<T extends { url: string }>(script: string, env: Record<string, string> = {}): Promise<Started<T>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
+  // BENCH_CPU_PROF=DIR: every server the bench starts writes V8 CPU profiles (one per thread) into DIR.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -44,6 +47,19 @@ export async function startServer<T extends { url: string }>(script: string, env
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** CPU time (user + system, all threads) a process has used so far, in ms, from /proc (Linux); undefined elsewhere. */
+export function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (USER_HZ, 100 on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface LoadResult {
