@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
+import { tickBatcher } from './tick-batch.js';
 
 export interface ThreadInit { allowlist: string[]; origins: string[]; timeoutMs: number; maxResponseBytes: number }
 export interface ThreadCall { n: number; url: string; body: string; headers: Record<string, string> }
@@ -14,20 +15,7 @@ export type ThreadReply =
 
 const init = workerData as ThreadInit;
 const policy = new OutboundPolicy(parseOutboundAllowlist(init.allowlist.join(',')), init.origins);
-let replies: ThreadReply[] = [];
-let scheduled = false;
-
-function reply(r: ThreadReply): void {
-  replies.push(r);
-  if (scheduled) return;
-  scheduled = true;
-  setImmediate(() => {
-    scheduled = false;
-    const batch = replies;
-    replies = [];
-    parentPort!.postMessage(batch);
-  });
-}
+const reply = tickBatcher<ThreadReply>((batch) => parentPort!.postMessage(batch));
 
 parentPort!.on('message', (calls: ThreadCall[]) => {
   for (const c of calls) {

@@ -11,6 +11,7 @@ import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http
 import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
 import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';
+import { tickBatcher } from './tick-batch.js';
 
 export const EVENT_CALL_TIMEOUT_MS = 10_000;
 export const EVENT_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -46,8 +47,6 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
   let worker: Worker | undefined;
   let next = 0;
   const waiting = new Map<number, { resolve: (r: Awaited<ReturnType<Poster>>) => void; reject: (e: Error) => void }>();
-  let outgoing: ThreadCall[] = [];
-  let scheduled = false;
   const start = (): Worker => {
     const init: ThreadInit = { allowlist: config.outboundAllowlist, origins: [config.baseUrls.triggers], timeoutMs: EVENT_CALL_TIMEOUT_MS, maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES };
     const w = new Worker(new URL('./delivery-thread-entry.mjs', import.meta.url), { workerData: init });
@@ -73,19 +72,14 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
     w.on('exit', (code) => died(`delivery thread exited (${code})`));
     return w;
   };
+  const send = tickBatcher<ThreadCall>((batch) => {
+    worker ??= start();
+    worker.postMessage(batch);
+  });
   const post: Poster = (url, body, headers) => new Promise((resolve, reject) => {
     const n = next++;
     waiting.set(n, { resolve, reject });
-    outgoing.push({ n, url, body, headers });
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      const batch = outgoing;
-      outgoing = [];
-      worker ??= start();
-      worker.postMessage(batch);
-    });
+    send({ n, url, body, headers });
   });
   return {
     post,
