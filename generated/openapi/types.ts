@@ -161,8 +161,9 @@ export interface paths {
          *     ordered by `rowNumber`. The list grows while the batch is running. An unknown or
          *     malformed cursor answers 400 `invalid_cursor`.
          *     Decision: `rowNumber` is the 1-based record number in the file with the header as
-         *     record 1, so the first data row is 2; for files without quoted line breaks it is the
-         *     line number a spreadsheet or editor shows.
+         *     record 1, so the first data row is 2; blank lines count as records (they make no
+         *     item), so for files without quoted line breaks it is the line number a spreadsheet or
+         *     editor shows.
          *     Decision: `rawExcerpt` holds the first 200 characters of the raw record.
          */
         get: operations["listBatchRowErrors"];
@@ -199,16 +200,20 @@ export interface paths {
          *     dispatched in the background (`running`), progress is read with `getQueueBatch`.
          *     Decision: validation failures answer 400 and leave no batch: `csv_not_uploaded` (no
          *     file stored under this key for this queue, or the URL's upload never happened),
-         *     `invalid_csv_header` (empty, duplicate or missing column names), `too_many_rows`
-         *     (more than 500,000 data rows; the header does not count), `invalid_trigger` (the
-         *     trigger is an agent channel, not a workflow trigger).
+         *     `empty_file` (no bytes, or only a BOM and blank lines), `invalid_csv_header` (a
+         *     header with no data rows, empty, duplicate or missing column names, a quote the header
+         *     never closes, or a single column holding `;` or a tab: only comma-separated files are
+         *     accepted), `invalid_encoding` (not UTF-8; the message names the first bad row),
+         *     `too_many_rows` (more than 500,000 data rows; the header does not count),
+         *     `invalid_trigger` (the trigger is an agent channel, not a workflow trigger).
          *     Decision: a `csvKey` makes one batch only (409 `csv_already_used`).
          *     Decision: the CSV format is RFC 4180 (comma, UTF-8 with optional BOM, LF or CRLF,
          *     double quotes); the first record is the header and names the run inputs; each data
          *     record becomes one queue item whose run is started through `triggerId`
-         *     (`startedBy` `queue_batch`); blank lines are ignored; a record with the wrong column
-         *     count is skipped (`column_count`), an unclosed quote skips the rest of the file as
-         *     one record (`unterminated_quote`).
+         *     (`startedBy` `queue_batch`); blank lines are ignored (no item, no error) but count in
+         *     `rowNumber`; LF and CRLF may be mixed; a quote inside an unquoted field is kept as
+         *     text; a record with the wrong column count is skipped (`column_count`), an unclosed
+         *     quote skips the rest of the file as one record (`unterminated_quote`).
          *     Decision: 404 `queue_not_found` or `trigger_not_found` when either is not in the
          *     token's organisation.
          */
