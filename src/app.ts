@@ -82,9 +82,10 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
-  // Event calls are delivered where runs are executed; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
-  // Event calls are made on a delivery thread, off the event loop that serves requests.
-  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: config.runConcurrency > 0, delivery: config.runConcurrency > 0 ? threadPoster(config) : undefined });
+  // Event calls are delivered where runs are executed, on a delivery thread off the event loop that
+  // serves requests; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
+  const delivers = config.runConcurrency > 0;
+  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: delivers, delivery: delivers ? threadPoster(config) : undefined });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });

@@ -58,8 +58,8 @@ export class EventsService {
     // One write queue for item writes and the dispatcher's claims and outcomes: on sqlite they
     // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
     const writes = new WriteQueue(opts.db);
-    this.delivery = opts.deliver ? opts.delivery : undefined;
-    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, this.delivery?.post ?? opts.post, opts.log) : undefined;
+    this.delivery = opts.delivery;
+    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, opts.delivery?.post ?? opts.post, opts.log) : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
       db: opts.db,

@@ -16,7 +16,7 @@ export type Opener = (start: number) => NodeJS.ReadableStream | Readable;
 /** Data rows a batch may have (createCsvBatch: `too_many_rows`); the header does not count. */
 export const CSV_MAX_ROWS = 500_000;
 
-export type CsvHeadErrorCode = 'empty_file' | 'invalid_csv_header' | 'invalid_encoding' | 'too_many_rows' | 'unterminated_quote';
+export type CsvHeadErrorCode = 'empty_file' | 'invalid_csv_header' | 'invalid_encoding' | 'too_many_rows';
 
 /** Why a file cannot become a batch; the message is shown to the user as is. */
 export class CsvHeadError extends Error {
