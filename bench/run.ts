@@ -6,6 +6,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   gateway: () => import('./gateway.js'),
   channel: () => import('./channel.js'),
   events: () => import('./events.js'),
+  queues: () => import('./queues.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -129,8 +129,8 @@ function captureLines(c: Capture): string[] {
     return [
       `pm.test(${js(`captures ${v.fileId}, ${v.expires}, ${v.signature} from ${c.signedUrl}`)}, function () {`,
       `  var url = pick(body, ${js(c.signedUrl)});`,
-      "  var m = /\\/files\\/([^/?#]+)\\?([^#]*)/.exec(String(url));",
-      "  pm.expect(m, 'a signed /files/{fileId}?expires&signature URL').to.not.equal(null);",
+      "  var m = /\\/([^/?#]+)\\?([^#]*)/.exec(String(url));",
+      "  pm.expect(m, 'a signed .../{id}?expires&signature URL').to.not.equal(null);",
       '  var q = {};',
       "  m[2].split('&').forEach(function (pair) { var i = pair.indexOf('='); q[decodeURIComponent(pair.slice(0, i))] = decodeURIComponent(pair.slice(i + 1)); });",
       "  pm.expect(q.expires, 'expires').to.be.a('string');",

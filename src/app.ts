@@ -22,6 +22,9 @@ import { createSignals } from './runs/signals.js';
 import { GroupCommitter } from './runs/group-commit.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
+import { QueuesService } from './queues/service.js';
+import { queueManagementHandlers } from './queues/handlers/index.js';
+import { queueBatchHandlers } from './queues/handlers/batch-handlers.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
 import { pendingHandlers } from './http/pending.js';
@@ -57,6 +60,7 @@ export function allHandlers(): HandlerMap {
     ...appServerHandlers,
     ...agentHandlers, ...channelHandlers,
     ...resourceHandlers, ...collectionHandlers,
+    ...queueManagementHandlers, ...queueBatchHandlers,
     ...gatewayHandlers,
     sendChannelMessage,
     getHealth,
@@ -78,13 +82,14 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events' | 'queues'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
   // Event calls are delivered where runs are executed, on a delivery thread off the event loop that
   // serves requests; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
   const delivers = config.runConcurrency > 0;
+  services.queues = new QueuesService({ db, config, log, blobs, signals, callTargets: services.callTargets, runQueue: queue, active: delivers });
   services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: delivers, delivery: delivers ? threadPoster(config) : undefined });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
@@ -96,10 +101,12 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, fetchImpl, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
   await workers.start();
   services.events.start();
+  services.queues.start();
   return {
     services,
     workers,
     async close() {
+      await services.queues.stop();
       await services.events.stop();
       await workers.close();
       await chatOrder.close();

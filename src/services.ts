@@ -16,6 +16,7 @@ import type { CallTargets } from './triggers/target.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { AgentService } from './agents/service.js';
 import type { EventsService } from './events/service.js';
+import type { QueuesService } from './queues/service.js';
 import type * as Http from './http/types.js';
 
 export type { HandlerRequest, Reply, OperationId } from './http/types.js';
@@ -42,6 +43,8 @@ export interface Services extends Http.PipelineServices {
   agents: AgentService;
   /** Collections, items, files and their event calls (src/events). */
   events: EventsService;
+  /** Queues, CSV batches, their loader and dispatcher (src/queues). */
+  queues: QueuesService;
 }
 
 export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http.RequestContext<K, Services>;

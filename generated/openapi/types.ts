@@ -1790,6 +1790,181 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/queues": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List queues
+         * @description Lists the organisation's queues (spec section 15), oldest first. A queue starts the
+         *     runs of its CSV batches (openapi/queues.yaml) through a workflow trigger, at most
+         *     `concurrencyLimit` at a time, queues with a higher `priority` first.
+         */
+        get: operations["listQueues"];
+        put?: never;
+        /**
+         * Create a queue
+         * @description Creates a queue bound to a workflow trigger (spec section 15). Rows of the queue's CSV
+         *     batches become runs of that workflow, started at most `concurrencyLimit` at a time;
+         *     when several queues have rows waiting, the one with the higher `priority` (1 to 10,
+         *     10 first) starts its runs first. A run that ends FAILED or TIMEOUT is started again
+         *     up to `maxRetries` times (0 to 3). A queue created with `paused: true` accepts
+         *     batches but starts no run until it is resumed (`updateQueue`).
+         *     Decision: omitted settings take the defaults `concurrencyLimit` 5, `priority` 5,
+         *     `maxRetries` 0, `paused` false and `description` empty.
+         *     Decision: `triggerId` must name an API or webhook trigger of a workflow in the
+         *     token's organisation; anything else (an unknown id, another organisation's trigger,
+         *     an agent channel id) answers 400 `invalid_trigger`, not 404, because the queue URL
+         *     exists and it is the body that is wrong. The trigger's `enabled` flag is not checked
+         *     here: a queue may be set up before its trigger is enabled.
+         *     The new queue is at `version` 1 (its `ETag`).
+         */
+        post: operations["createQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queueId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a queue
+         * @description Returns one queue with its settings; `ETag` carries its version. Batch progress is read with `listQueueBatches` or `getQueueBatch`.
+         */
+        get: operations["getQueue"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a queue
+         * @description Deletes the queue with its CSV uploads (stored files and unused upload URLs), its
+         *     batches, their items and their row errors. Decision: runs the queue already created
+         *     stay: they are ordinary runs of the organisation (`listRuns`, the polling
+         *     endpoints) and those in flight finish; rows not yet started never run. `If-Match`
+         *     is optional; when sent it must be current (412 otherwise).
+         */
+        delete: operations["deleteQueue"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume a queue
+         * @description Changes any of the settings of `createQueue` (at least one). Requires
+         *     `If-Match: "<version>"`: missing → 428, stale → 412.
+         *     Decision: `paused: true` pauses the queue: runs already started (PENDING or RUNNING)
+         *     finish normally and count in their batch, but no new run starts; rows keep waiting
+         *     as `queued` items. `paused: false` resumes it and dispatching continues at once.
+         *     Decision: a lower `concurrencyLimit` cancels nothing: runs in flight finish, and new
+         *     runs start only while fewer than the new limit are in flight. A higher limit or
+         *     priority applies to the next dispatch at once.
+         *     Decision: a new `triggerId` (same rule as `createQueue`: 400 `invalid_trigger`) is the
+         *     queue's trigger from now on; batches already created keep the trigger they were
+         *     created with (`QueueBatch.triggerId`). A new `maxRetries` applies to runs that end
+         *     after the change.
+         */
+        patch: operations["updateQueue"];
+        trace?: never;
+    };
+    "/v1/queues/{queueId}/batches": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a queue's batches
+         * @description Lists the queue's CSV batches (openapi/queues.yaml `QueueBatch`, the shape
+         *     `getQueueBatch` returns), oldest first, each with its status and counters.
+         */
+        get: operations["listQueueBatches"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/queues/{queueId}/items": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a queue's items
+         * @description Lists the queue's items, one per loaded CSV row, in load order (batch by batch, row
+         *     by row), optionally of one batch and in one status. `payload` is the row as the run
+         *     receives it (`{column: value}` strings), read from the stored upload.
+         *     Decision: `status` is what happened to the row: `queued` (loaded, waiting for a
+         *     run), `pending` (its run is created and not started), `running`, `completed` (run
+         *     COMPLETE), `failed` (its last run ended FAILED or TIMEOUT after the queue's retries)
+         *     or `cancelled` (the batch was cancelled before its run started). `runId` is the
+         *     row's latest run and `attempts` the number of runs started for it.
+         *     Decision: a `batchId` that is not a batch of this queue matches nothing (an empty
+         *     page), like any other filter value. Rows skipped while loading are not items; read
+         *     them with `listBatchRowErrors`.
+         */
+        get: operations["listQueueItems"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs": {
         parameters: {
             query?: never;
@@ -3350,6 +3525,37 @@ export interface components {
             /** @description Display name. */
             name: string;
         };
+        /** @description A queue (spec section 15) and its dispatch settings. */
+        Queue: {
+            /** @description Most runs of the queue in flight at once. */
+            concurrencyLimit: number;
+            /**
+             * Format: date-time
+             * @description Creation time (ISO 8601 UTC).
+             */
+            createdAt: string;
+            /** @description What the queue is for. */
+            description: string;
+            /** @description How often a row whose run ended FAILED or TIMEOUT is started again. */
+            maxRetries: number;
+            /** @description Display name. */
+            name: string;
+            /** @description True while paused: runs in flight finish, no new one starts. */
+            paused: boolean;
+            /** @description Dispatch order between queues: 10 first, 1 last. */
+            priority: number;
+            /** @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints. */
+            queueId: string;
+            /** @description Workflow trigger the queue's runs start through. */
+            triggerId: string;
+            /**
+             * Format: date-time
+             * @description Last change (ISO 8601 UTC).
+             */
+            updatedAt: string;
+            /** @description Version, raised by every change (also the `ETag`). */
+            version: number;
+        };
         /** @description A CSV batch (spec "Queue batch"; fields beyond the spec's are ours). */
         QueueBatch: {
             /** @description Identifier of the batch. */
@@ -3369,6 +3575,18 @@ export interface components {
             loadedRows: number;
             /** @description Identifier of the queue. */
             queueId: string;
+            /** @description Data rows read so far, loaded or skipped (`loadedRows` + `skippedRows`); blank lines are not rows. */
+            readRows: number;
+            /** @description Rows that never ran because the batch was cancelled before their run started. */
+            runsCancelled: number;
+            /** @description Rows whose run finished successfully (run status COMPLETE). */
+            runsCompleted: number;
+            /** @description Rows whose last run ended FAILED or TIMEOUT after the queue's `maxRetries` retries. */
+            runsFailed: number;
+            /** @description Loaded rows whose run has not started yet (waiting in the queue, or created and not yet picked up by a worker). */
+            runsPending: number;
+            /** @description Rows whose run is executing now. */
+            runsRunning: number;
             /** @description Size of the uploaded file in bytes. */
             sizeBytes: number;
             /** @description Rows skipped so far (see `listBatchRowErrors`). */
@@ -3388,12 +3606,48 @@ export interface components {
              */
             updatedAt: string;
         };
+        /** @description One page of a queue's batches. */
+        QueueBatchList: {
+            /** @description Batches, oldest first. */
+            items: components["schemas"]["QueueBatch"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
         /** @description One page of `listBatchRowErrors`. */
         QueueBatchRowErrorPage: {
             /** @description Skipped rows ordered by `rowNumber`. */
             items: components["schemas"]["BatchRowError"][];
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        /** @description Body of `createQueue`. */
+        QueueCreate: {
+            /**
+             * @description Most runs of the queue in flight (PENDING or RUNNING) at once.
+             * @default 5
+             */
+            concurrencyLimit: number;
+            /** @description What the queue is for (default empty). */
+            description?: string;
+            /**
+             * @description How often a row whose run ended FAILED or TIMEOUT is started again.
+             * @default 0
+             */
+            maxRetries: number;
+            /** @description Display name. */
+            name: string;
+            /**
+             * @description When true, no new run starts; runs in flight finish.
+             * @default false
+             */
+            paused: boolean;
+            /**
+             * @description Dispatch order between queues with rows waiting: 10 first, 1 last.
+             * @default 5
+             */
+            priority: number;
+            /** @description API or webhook trigger of a workflow in the organisation; the runs of the queue's rows start through it. */
+            triggerId: string;
         };
         /** @description Body of `createCsvBatch` (spec section 15). */
         QueueCsvBatchRequest: {
@@ -3435,10 +3689,69 @@ export interface components {
         };
         /** @description Body of `createCsvUploadUrl` (spec section 15). */
         QueueCsvUploadUrlRequest: {
-            /** @description Name of the file; must end in `.csv` and contain no path separators. */
+            /** @description Name of the file: 1 to 255 characters, ending in `.csv` (any letter case), with no `/` or `\`. Decision: checked by the server, not by this schema, so that a bad name answers its own code (400 `invalid_filename`) rather than `invalid_request`. */
             filename: string;
-            /** @description Size of the file in bytes, at most 1 GiB. */
+            /** @description Size of the file in bytes, at most 1 GiB (1,073,741,824). Decision: the limit is checked by the server (400 `file_too_large`), not by this schema, so that the answer names it. */
             sizeBytes: number;
+        };
+        /** @description One loaded CSV row of a queue (see `listQueueItems`). */
+        QueueItem: {
+            /** @description Runs started for the row (1 plus its retries once dispatched). */
+            attempts: number;
+            /** @description Batch the row belongs to. */
+            batchId: string;
+            /** @description The run inputs, `{column: value}` strings; null when the stored upload is gone. */
+            payload: {
+                [key: string]: string;
+            } | null;
+            /** @description 1-based record number in the file; the header is record 1, so data rows start at 2. */
+            rowNumber: number;
+            /** @description The row's latest run; null until one is created. */
+            runId: string | null;
+            status: components["schemas"]["QueueItemStatus"];
+            /**
+             * Format: date-time
+             * @description When the row's status last changed; null while it is as loaded.
+             */
+            updatedAt: string | null;
+        };
+        /** @description One page of a queue's items. */
+        QueueItemList: {
+            /** @description Items in load order. */
+            items: components["schemas"]["QueueItem"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * @description What happened to a loaded row: queued (waiting for a run), pending (run created, not
+         *     started), running, completed (run COMPLETE), failed (last run FAILED or TIMEOUT after
+         *     the queue's retries), cancelled (batch cancelled before the row's run started).
+         * @enum {string}
+         */
+        QueueItemStatus: "queued" | "pending" | "running" | "completed" | "failed" | "cancelled";
+        /** @description One page of queues. */
+        QueueList: {
+            /** @description Queues, oldest first. */
+            items: components["schemas"]["Queue"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description Body of `updateQueue`; at least one field. */
+        QueueUpdate: {
+            /** @description Most runs of the queue in flight at once. */
+            concurrencyLimit?: number;
+            /** @description What the queue is for. */
+            description?: string;
+            /** @description How often a failed row is started again. */
+            maxRetries?: number;
+            /** @description Display name. */
+            name?: string;
+            /** @description true pauses (runs in flight finish, no new one starts); false resumes. */
+            paused?: boolean;
+            /** @description Dispatch order between queues: 10 first, 1 last. */
+            priority?: number;
+            /** @description API or webhook trigger of a workflow in the organisation. */
+            triggerId?: string;
         };
         /** @description Readiness answer. */
         Readiness: {
@@ -4206,6 +4519,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The request is invalid (body or parameters), or `triggerId` names no workflow trigger of the organisation. */
+        ManagementQueueBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Missing, malformed or expired bearer token. */
         ManagementUnauthorized: {
             headers: {
@@ -4259,6 +4581,18 @@ export interface components {
                  *       "message": "Not implemented"
                  *     }
                  */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Decision: an empty path segment where a parameter belongs answers 400
+         *     `invalid_request` naming the parameter, before any lookup.
+         */
+        QueueBadPath: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -4374,6 +4708,18 @@ export interface components {
                  * @example Bearer realm="switchyard", error="invalid_token"
                  */
                 "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Decision: an empty path segment where a parameter belongs answers 400
+         *     `invalid_request` naming the parameter, before any lookup.
+         */
+        RunBadPath: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -4654,15 +5000,35 @@ export interface components {
          */
         ManagementSelectedOrg: string;
         /**
+         * @description Opaque `nextCursor` of the previous page of this queue's batches; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoicXVldWUtYmF0Y2hlcyIsImEiOiJiYXRjaF8wMTkzMmY4MWExYjI3YzNkOWUwZjFhMmIzYzRkNWU2ZiJ9
+         */
+        QueueBatchesCursor: string;
+        /**
          * @description Identifier of the batch.
          * @example batch_6Yh3Pd9Qs1
          */
         QueueBatchIdPath: string;
         /**
+         * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+         * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+         */
+        QueueIdParam: string;
+        /**
          * @description Identifier of the queue.
          * @example queue_1Mz7Xc4Vb2
          */
         QueueIdPath: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of this queue's items; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. Keep the same filters while paging.
+         * @example eyJsIjoicXVldWUtaXRlbXMiLCJhIjo0Mn0
+         */
+        QueueItemsCursor: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the queues list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoicXVldWVzIiwiYSI6InF1ZXVlXzAxOTMyZjgwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+         */
+        QueuesCursor: string;
         /**
          * @description Decision: optional, as on the tool gateway; when sent it must equal the organisation of the bearer token (else 403 `org_mismatch`).
          * @example org_4Lm8Qz2Wd6
@@ -4909,6 +5275,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["QueueBatchOk"];
+            400: components["responses"]["QueueBadPath"];
             401: components["responses"]["QueueUnauthorized"];
             403: components["responses"]["QueueForbidden"];
             404: components["responses"]["QueueBatchNotFound"];
@@ -4950,6 +5317,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueueBatch"];
                 };
             };
+            400: components["responses"]["QueueBadPath"];
             401: components["responses"]["QueueUnauthorized"];
             403: components["responses"]["QueueForbidden"];
             404: components["responses"]["QueueBatchNotFound"];
@@ -4969,8 +5337,8 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Opaque cursor from the previous page's `nextCursor`.
-                 * @example eyJyb3ciOjQwMTJ9
+                 * @description Opaque cursor from the previous page's `nextCursor`; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoicm93LWVycm9ycyIsImEiOjQwMTJ9
                  */
                 cursor?: string;
                 /**
@@ -5574,6 +5942,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResults"];
                 };
             };
+            400: components["responses"]["RunBadPath"];
             401: components["responses"]["RunUnauthorized"];
             404: components["responses"]["RunNotFound"];
             501: components["responses"]["NotImplemented"];
@@ -5614,6 +5983,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunStatus"];
                 };
             };
+            400: components["responses"]["RunBadPath"];
             401: components["responses"]["RunUnauthorized"];
             404: components["responses"]["RunNotFound"];
             501: components["responses"]["NotImplemented"];
@@ -7863,6 +8233,315 @@ export interface operations {
                     "application/json": components["schemas"]["Organization"];
                 };
             };
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listQueues: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the queues list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoicXVldWVzIiwiYSI6InF1ZXVlXzAxOTMyZjgwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+                 */
+                cursor?: components["parameters"]["QueuesCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of queues. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    createQueue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueCreate"];
+            };
+        };
+        responses: {
+            /** @description The queue. */
+            201: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["ManagementQueueBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+        };
+    };
+    getQueue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    deleteQueue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional current `ETag` (`"<version>"`); when sent and stale or malformed the request answers 412 `version_conflict`.
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatchOptional"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+        };
+    };
+    updateQueue: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description REQUIRED for updates: the current `ETag` of the resource, `"<version>"`. Missing
+                 *     answers 428 `precondition_required`; a stale or malformed value answers 412
+                 *     `version_conflict`. (Declared optional so that its absence reaches the 428 rule.)
+                 * @example "1"
+                 */
+                "If-Match"?: components["parameters"]["ManagementIfMatch"];
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueUpdate"];
+            };
+        };
+        responses: {
+            /** @description The updated queue. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ManagementETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            400: components["responses"]["ManagementQueueBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+            412: components["responses"]["ManagementVersionConflict"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+            428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
+    listQueueBatches: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of this queue's batches; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoicXVldWUtYmF0Y2hlcyIsImEiOiJiYXRjaF8wMTkzMmY4MWExYjI3YzNkOWUwZjFhMmIzYzRkNWU2ZiJ9
+                 */
+                cursor?: components["parameters"]["QueueBatchesCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of batches. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueBatchList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listQueueItems: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only items of this batch.
+                 * @example batch_01932f81a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                batchId?: string;
+                /**
+                 * @description Opaque `nextCursor` of the previous page of this queue's items; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. Keep the same filters while paging.
+                 * @example eyJsIjoicXVldWUtaXRlbXMiLCJhIjo0Mn0
+                 */
+                cursor?: components["parameters"]["QueueItemsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+                /**
+                 * @description Only items in this status.
+                 * @example failed
+                 */
+                status?: components["schemas"]["QueueItemStatus"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Queue id (`queue_<32 hex>`); the `queueId` of the CSV batch endpoints (openapi/queues.yaml).
+                 * @example queue_01932f80a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                queueId: components["parameters"]["QueueIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of items. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueItemList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
             404: components["responses"]["ManagementNotFound"];

@@ -2650,8 +2650,7 @@ validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const createCsvUploadUrl_json = validate47;
 const schema69 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
-const schema70 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[^/\\\\]*\\.[cC][sS][vV]$","description":"Name of the file; must end in `.csv` and contain no path separators."},"sizeBytes":{"type":"integer","minimum":1,"maximum":1073741824,"description":"Size of the file in bytes, at most 1 GiB."}}};
-const pattern12 = new RegExp("^[^/\\\\]*\\.[cC][sS][vV]$", "u");
+const schema70 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"description":"Name of the file: 1 to 255 characters, ending in `.csv` (any letter case), with no `/` or `\\`. Decision: checked by the server, not by this schema, so that a bad name answers its own code (400 `invalid_filename`) rather than `invalid_request`."},"sizeBytes":{"type":"integer","minimum":1,"description":"Size of the file in bytes, at most 1 GiB (1,073,741,824). Decision: the limit is checked by the server (400 `file_too_large`), not by this schema, so that the answer names it."}}};
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_json" */;
@@ -2700,8 +2699,8 @@ errors++;
 if(data.filename !== undefined){
 let data0 = data.filename;
 if(typeof data0 === "string"){
-if(func1(data0) > 255){
-const err3 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2710,8 +2709,9 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(func1(data0) < 1){
-const err4 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+else {
+const err4 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2720,8 +2720,11 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern12.test(data0)){
-const err5 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/pattern",keyword:"pattern",params:{pattern: "^[^/\\\\]*\\.[cC][sS][vV]$"},message:"must match pattern \""+"^[^/\\\\]*\\.[cC][sS][vV]$"+"\""};
+}
+if(data.sizeBytes !== undefined){
+let data1 = data.sizeBytes;
+if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
+const err5 = {instancePath:instancePath+"/sizeBytes",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/sizeBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2730,9 +2733,9 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-else {
-const err6 = {instancePath:instancePath+"/filename",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/filename/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data1 == "number") && (isFinite(data1))){
+if(data1 < 1 || isNaN(data1)){
+const err6 = {instancePath:instancePath+"/sizeBytes",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/sizeBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2742,49 +2745,15 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.sizeBytes !== undefined){
-let data1 = data.sizeBytes;
-if(!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))){
-const err7 = {instancePath:instancePath+"/sizeBytes",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/sizeBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+else {
+const err7 = {instancePath,schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
 else {
 vErrors.push(err7);
-}
-errors++;
-}
-if((typeof data1 == "number") && (isFinite(data1))){
-if(data1 > 1073741824 || isNaN(data1)){
-const err8 = {instancePath:instancePath+"/sizeBytes",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/sizeBytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1073741824},message:"must be <= 1073741824"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-if(data1 < 1 || isNaN(data1)){
-const err9 = {instancePath:instancePath+"/sizeBytes",schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/properties/sizeBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"components#/$defs/QueueCsvUploadUrlRequest/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
 }
 errors++;
 }
@@ -3274,16 +3243,292 @@ return errors === 0;
 }
 validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createTrigger_json = validate55;
-const schema79 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema80 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema81 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema82 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+export const createQueue_json = validate55;
+const schema79 = {"$ref":"components#/$defs/QueueCreate","$id":"createQueue_json"};
+const schema80 = {"type":"object","description":"Body of `createQueue`.","required":["name","triggerId"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for (default empty)."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation; the runs of the queue's rows start through it."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"default":5,"description":"Most runs of the queue in flight (PENDING or RUNNING) at once."},"priority":{"type":"integer","minimum":1,"maximum":10,"default":5,"description":"Dispatch order between queues with rows waiting: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"default":0,"description":"How often a row whose run ended FAILED or TIMEOUT is started again."},"paused":{"type":"boolean","default":false,"description":"When true, no new run starts; runs in flight finish."}}};
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createQueue_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate55.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.name === undefined){
+const err0 = {instancePath,schemaPath:"components#/$defs/QueueCreate/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.triggerId === undefined){
+const err1 = {instancePath,schemaPath:"components#/$defs/QueueCreate/required",keyword:"required",params:{missingProperty: "triggerId"},message:"must have required property '"+"triggerId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "name") || (key0 === "description")) || (key0 === "triggerId")) || (key0 === "concurrencyLimit")) || (key0 === "priority")) || (key0 === "maxRetries")) || (key0 === "paused"))){
+const err2 = {instancePath,schemaPath:"components#/$defs/QueueCreate/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueCreate/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err4 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueCreate/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueCreate/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err6 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/QueueCreate/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/QueueCreate/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.triggerId !== undefined){
+let data2 = data.triggerId;
+if(typeof data2 === "string"){
+if(func1(data2) > 64){
+const err8 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueCreate/properties/triggerId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err9 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueCreate/properties/triggerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueCreate/properties/triggerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.concurrencyLimit !== undefined){
+let data3 = data.concurrencyLimit;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err11 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueCreate/properties/concurrencyLimit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 > 1000 || isNaN(data3)){
+const err12 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueCreate/properties/concurrencyLimit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(data3 < 1 || isNaN(data3)){
+const err13 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueCreate/properties/concurrencyLimit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+if(data.priority !== undefined){
+let data4 = data.priority;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err14 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueCreate/properties/priority/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 10 || isNaN(data4)){
+const err15 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueCreate/properties/priority/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data4 < 1 || isNaN(data4)){
+const err16 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueCreate/properties/priority/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+if(data.maxRetries !== undefined){
+let data5 = data.maxRetries;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err17 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueCreate/properties/maxRetries/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 3 || isNaN(data5)){
+const err18 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueCreate/properties/maxRetries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3},message:"must be <= 3"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data5 < 0 || isNaN(data5)){
+const err19 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueCreate/properties/maxRetries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+if(data.paused !== undefined){
+if(typeof data.paused !== "boolean"){
+const err20 = {instancePath:instancePath+"/paused",schemaPath:"components#/$defs/QueueCreate/properties/paused/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"components#/$defs/QueueCreate/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+validate55.errors = vErrors;
+return errors === 0;
+}
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createTrigger_json = validate56;
+const schema81 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema82 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema83 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema84 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3361,7 +3606,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema81.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3546,46 +3791,46 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate56(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate56.errors : vErrors.concat(validate56.errors);
+if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
 errors = vErrors.length;
 }
-validate55.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWorkflow_json = validate58;
-const schema83 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema84 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema92 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema85 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema90 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema91 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
-const schema86 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
-const schema87 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
+export const createWorkflow_json = validate59;
+const schema85 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema86 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema94 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema87 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema92 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema93 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema88 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema89 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3636,7 +3881,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema86.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema88.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3814,7 +4059,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema87.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3835,17 +4080,17 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema88 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema90 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate64.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3896,7 +4141,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "http")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema88.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema90.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4002,7 +4247,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
-const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema88.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema90.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4116,7 +4361,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
-const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema87.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4137,16 +4382,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate63.errors = vErrors;
+validate64.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate64.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4157,8 +4402,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate61(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -4175,8 +4420,8 @@ props0.memoryMb = true;
 props0.resultType = true;
 }
 const _errs2 = errors;
-if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
+if(!(validate64(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -4252,7 +4497,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "tool")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema90.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema92.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4496,7 +4741,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data7 === "agent")){
-const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema91.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema93.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4669,17 +4914,17 @@ vErrors = null;
 }
 }
 }
-validate60.errors = vErrors;
+validate61.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate60.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate61.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4805,8 +5050,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate60(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate61(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
 errors = vErrors.length;
 }
 }
@@ -4973,40 +5218,40 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate59(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate59.errors : vErrors.concat(validate59.errors);
+if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
-validate58.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exchangeLegacyToken_json = validate67;
-const schema93 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+export const exchangeLegacyToken_json = validate68;
+const schema95 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5025,20 +5270,20 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate67.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_json = validate68;
-const schema94 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
-const schema95 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
-const schema96 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
+export const postMcpMessage_json = validate69;
+const schema96 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema97 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema98 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate70.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5076,7 +5321,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema96.properties.id.type},message:"must be integer,string,null"};
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema98.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5164,7 +5409,7 @@ errors++;
 if(data4.id !== undefined){
 let data6 = data4.id;
 if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
-const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema96.properties.id.type},message:"must be integer,string,null"};
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema98.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5255,6 +5500,33 @@ vErrors = null;
 }
 }
 }
+validate70.errors = vErrors;
+evaluated0.props = props0;
+evaluated0.items = items0;
+return errors === 0;
+}
+validate70.evaluated = {"dynamicProps":true,"dynamicItems":true};
+
+
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="postMcpMessage_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate69.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate70(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate70.errors : vErrors.concat(validate70.errors);
+errors = vErrors.length;
+}
+else {
+var props0 = validate70.evaluated.props;
+var items0 = validate70.evaluated.items;
+}
 validate69.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
@@ -5262,41 +5534,14 @@ return errors === 0;
 }
 validate69.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
+export const replaceMemoryItem_json = validate72;
+const schema100 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema101 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="postMcpMessage_json" */;
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate69(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
-errors = vErrors.length;
-}
-else {
-var props0 = validate69.evaluated.props;
-var items0 = validate69.evaluated.items;
-}
-validate68.errors = vErrors;
-evaluated0.props = props0;
-evaluated0.items = items0;
-return errors === 0;
-}
-validate68.evaluated = {"dynamicProps":true,"dynamicItems":true};
-
-export const replaceMemoryItem_json = validate71;
-const schema98 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema99 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
-
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5427,41 +5672,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate72.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate71.evaluated;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate72(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
+if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
 errors = vErrors.length;
 }
-validate71.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_json = validate76;
-const schema100 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
-const schema101 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
+export const sendChannelMessage_json = validate77;
+const schema102 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
+const schema103 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5567,19 +5812,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate77.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate77;
-const schema102 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema103 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const testDataCollectionTrigger_json = validate78;
+const schema104 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema105 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5668,41 +5913,41 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate78(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
+if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
 errors = vErrors.length;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate80;
-const schema105 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema106 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+export const testMemoryTrigger_json = validate81;
+const schema107 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema108 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5893,19 +6138,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate80.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAgent_json = validate81;
-const schema107 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
-const schema108 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
+export const updateAgent_json = validate82;
+const schema109 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
+const schema110 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6186,7 +6431,7 @@ errors++;
 if(data.model !== undefined){
 let data8 = data.model;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema108.properties.model.type},message:"must be string,null"};
+const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema110.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -6221,7 +6466,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data9 = data.outputSchema;
 if((!(data9 && typeof data9 == "object" && !Array.isArray(data9))) && (data9 !== null)){
-const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema108.properties.outputSchema.type},message:"must be object,null"};
+const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema110.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6234,7 +6479,7 @@ errors++;
 if(data.introMessage !== undefined){
 let data10 = data.introMessage;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema108.properties.introMessage.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema110.properties.introMessage.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6277,40 +6522,40 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAgent_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate82(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
+if(!(validate83(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate83.errors : vErrors.concat(validate83.errors);
 errors = vErrors.length;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate84;
-const schema110 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema111 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAppServer_json = validate85;
+const schema112 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema113 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
 
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate85.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6437,7 +6682,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema111.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema113.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6605,40 +6850,40 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate85.errors = vErrors;
+validate86.errors = vErrors;
 return errors === 0;
 }
-validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate84.evaluated;
+const evaluated0 = validate85.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate85(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate85.errors : vErrors.concat(validate85.errors);
+if(!(validate86(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate86.errors : vErrors.concat(validate86.errors);
 errors = vErrors.length;
 }
-validate84.errors = vErrors;
+validate85.errors = vErrors;
 return errors === 0;
 }
-validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateChannel_json = validate89;
-const schema114 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
-const schema115 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
+export const updateChannel_json = validate90;
+const schema116 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
+const schema117 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6749,41 +6994,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate90.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateChannel_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate89.evaluated;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate90(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
 errors = vErrors.length;
 }
-validate89.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateCollection_json = validate92;
-const schema117 = {"$ref":"components#/$defs/CollectionUpdate","$id":"updateCollection_json"};
-const schema118 = {"type":"object","description":"Body of `updateCollection`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds."}}};
+export const updateCollection_json = validate93;
+const schema119 = {"$ref":"components#/$defs/CollectionUpdate","$id":"updateCollection_json"};
+const schema120 = {"type":"object","description":"Body of `updateCollection`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds."}}};
 
-function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate92.evaluated;
+const evaluated0 = validate93.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6884,19 +7129,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate92.errors = vErrors;
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate92.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate93;
-const schema119 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema120 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateConnection_json = validate94;
+const schema121 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema122 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
 
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate94.evaluated;
+const evaluated0 = validate95.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7014,40 +7259,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate94.errors = vErrors;
+validate95.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate95.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate93.evaluated;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate94(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
+if(!(validate95(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate95.errors : vErrors.concat(validate95.errors);
 errors = vErrors.length;
 }
-validate93.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate97;
-const schema122 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema123 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate98;
+const schema124 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema125 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate98.evaluated;
+const evaluated0 = validate99.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7120,39 +7365,39 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate98.errors = vErrors;
+validate99.errors = vErrors;
 return errors === 0;
 }
-validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate99.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate97.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate98(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate98.errors : vErrors.concat(validate98.errors);
+if(!(validate99(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
 errors = vErrors.length;
 }
-validate97.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate101;
-const schema124 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate102;
+const schema126 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate102.evaluated;
+const evaluated0 = validate103.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7283,40 +7528,306 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate102.errors = vErrors;
+validate103.errors = vErrors;
 return errors === 0;
 }
-validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate101.evaluated;
+const evaluated0 = validate102.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate102(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate102.errors : vErrors.concat(validate102.errors);
+if(!(validate103(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
 errors = vErrors.length;
 }
-validate101.errors = vErrors;
+validate102.errors = vErrors;
 return errors === 0;
 }
-validate101.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate106;
-const schema126 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema127 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateQueue_json = validate107;
+const schema128 = {"$ref":"components#/$defs/QueueUpdate","$id":"updateQueue_json"};
+const schema129 = {"type":"object","description":"Body of `updateQueue`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"description":"Most runs of the queue in flight at once."},"priority":{"type":"integer","minimum":1,"maximum":10,"description":"Dispatch order between queues: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"description":"How often a failed row is started again."},"paused":{"type":"boolean","description":"true pauses (runs in flight finish, no new one starts); false resumes."}}};
 
 function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateQueue_json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate107.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(Object.keys(data).length < 1){
+const err0 = {instancePath,schemaPath:"components#/$defs/QueueUpdate/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((((((key0 === "name") || (key0 === "description")) || (key0 === "triggerId")) || (key0 === "concurrencyLimit")) || (key0 === "priority")) || (key0 === "maxRetries")) || (key0 === "paused"))){
+const err1 = {instancePath,schemaPath:"components#/$defs/QueueUpdate/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.name !== undefined){
+let data0 = data.name;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err2 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueUpdate/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueUpdate/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/name",schemaPath:"components#/$defs/QueueUpdate/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.description !== undefined){
+let data1 = data.description;
+if(typeof data1 === "string"){
+if(func1(data1) > 2000){
+const err5 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/QueueUpdate/properties/description/maxLength",keyword:"maxLength",params:{limit: 2000},message:"must NOT have more than 2000 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/description",schemaPath:"components#/$defs/QueueUpdate/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.triggerId !== undefined){
+let data2 = data.triggerId;
+if(typeof data2 === "string"){
+if(func1(data2) > 64){
+const err7 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueUpdate/properties/triggerId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err8 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueUpdate/properties/triggerId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else {
+const err9 = {instancePath:instancePath+"/triggerId",schemaPath:"components#/$defs/QueueUpdate/properties/triggerId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data.concurrencyLimit !== undefined){
+let data3 = data.concurrencyLimit;
+if(!(((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3))) && (isFinite(data3)))){
+const err10 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueUpdate/properties/concurrencyLimit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if((typeof data3 == "number") && (isFinite(data3))){
+if(data3 > 1000 || isNaN(data3)){
+const err11 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueUpdate/properties/concurrencyLimit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(data3 < 1 || isNaN(data3)){
+const err12 = {instancePath:instancePath+"/concurrencyLimit",schemaPath:"components#/$defs/QueueUpdate/properties/concurrencyLimit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+if(data.priority !== undefined){
+let data4 = data.priority;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err13 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueUpdate/properties/priority/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 10 || isNaN(data4)){
+const err14 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueUpdate/properties/priority/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data4 < 1 || isNaN(data4)){
+const err15 = {instancePath:instancePath+"/priority",schemaPath:"components#/$defs/QueueUpdate/properties/priority/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data.maxRetries !== undefined){
+let data5 = data.maxRetries;
+if(!(((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5))) && (isFinite(data5)))){
+const err16 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueUpdate/properties/maxRetries/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if((typeof data5 == "number") && (isFinite(data5))){
+if(data5 > 3 || isNaN(data5)){
+const err17 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueUpdate/properties/maxRetries/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3},message:"must be <= 3"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data5 < 0 || isNaN(data5)){
+const err18 = {instancePath:instancePath+"/maxRetries",schemaPath:"components#/$defs/QueueUpdate/properties/maxRetries/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+if(data.paused !== undefined){
+if(typeof data.paused !== "boolean"){
+const err19 = {instancePath:instancePath+"/paused",schemaPath:"components#/$defs/QueueUpdate/properties/paused/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+else {
+const err20 = {instancePath,schemaPath:"components#/$defs/QueueUpdate/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+validate107.errors = vErrors;
+return errors === 0;
+}
+validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateTrigger_json = validate108;
+const schema130 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema131 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+
+function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate109.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7560,39 +8071,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate107.errors = vErrors;
+validate109.errors = vErrors;
 return errors === 0;
 }
-validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate106.evaluated;
+const evaluated0 = validate108.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate107(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate107.errors : vErrors.concat(validate107.errors);
+if(!(validate109(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
 errors = vErrors.length;
 }
-validate106.errors = vErrors;
+validate108.errors = vErrors;
 return errors === 0;
 }
-validate106.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate109;
-const schema129 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate111;
+const schema133 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate110.evaluated;
+const evaluated0 = validate112.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7718,8 +8229,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate60(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate61(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
 errors = vErrors.length;
 }
 }
@@ -7886,28 +8397,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate110.errors = vErrors;
+validate112.errors = vErrors;
 return errors === 0;
 }
-validate110.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate112.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate109.evaluated;
+const evaluated0 = validate111.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate110(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate110.errors : vErrors.concat(validate110.errors);
+if(!(validate112(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
 errors = vErrors.length;
 }
-validate109.errors = vErrors;
+validate111.errors = vErrors;
 return errors === 0;
 }
-validate109.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate111.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

@@ -1,6 +1,7 @@
 /**
  * First start on an empty store: a default organisation, an admin credential, a trigger API
- * key, and a demo workflow with an API trigger (designated output = its file) and a webhook
+ * key, a demo workflow with an API trigger (designated output = its file) and a webhook
+ * trigger, a demo agent with a text channel, a demo datastore and a demo queue on the API
  * trigger. Writes DATA_DIR/bootstrap.json and DATA_DIR/postman_environment.json (mode 0600)
  * and prints ready-to-paste commands once.
  */
@@ -14,6 +15,7 @@ import { demoAgent } from './demo-agent.js';
 import { createAgent } from '../agents/agents.js';
 import { createChannel } from '../agents/channels.js';
 import { createCollection } from '../events/collections.js';
+import { createQueue } from '../queues/queues.js';
 import { BOOTSTRAP_FILE, POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment, writeSecretJson } from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
@@ -23,7 +25,7 @@ export interface BootstrapFile {
   clientSecret: string;
   apiKey: string;
   baseUrls: { triggers: string; auth: string; mcp: string; connect: string; runFiles: string };
-  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string; datastoreId: string };
+  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string; datastoreId: string; queueId: string };
 }
 
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
@@ -46,6 +48,8 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
   const { channel, apiKey: channelApiKey } = await createChannel(db, org.id, { agentId: agent.agentId, name: 'Demo text channel', outputFormat: 'text' });
   // A structured datastore with no trigger URLs (README "Collections" attaches one).
   const datastore = await createCollection(db, org.id, { name: 'Demo customers', description: 'Demo structured datastore: one item per customer.', type: 'structured_datastore' });
+  // A queue for CSV batches on the demo API trigger (spec section 15); two runs at a time keeps a demo batch visibly queued.
+  const queue = await createQueue(db, org.id, { name: 'Demo queue', description: 'Demo queue: one run of the demo workflow per CSV row.', triggerId: apiTrigger.triggerId, concurrencyLimit: 2 });
   const file: BootstrapFile = {
     orgId: org.id,
     clientId: credential.clientId,
@@ -54,7 +58,7 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     baseUrls: { ...config.baseUrls },
     demo: {
       automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId,
-      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey, datastoreId: datastore.id,
+      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey, datastoreId: datastore.id, queueId: queue.id,
     },
   };
   const target = writeSecretJson(path.join(config.dataDir, BOOTSTRAP_FILE), file);
@@ -108,6 +112,8 @@ Shown once — paste into a shell:
     -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"capabilities_discover","arguments":{"request":"create an agent"}}}'
   # 10. talk to the demo agent over its API channel (spec 5; needs DEFAULT_MODEL, see the README "Agents")
   curl -si -X POST ${u.triggers}/ext/triggers/${b.demo.channelTriggerId} -H 'X-API-Key: ${b.demo.channelApiKey}' -H 'Content-Type: application/json' -d '{"message":"Which tools can you use?"}'
+  # 11. the demo queue (spec 15): CSV rows become runs of the demo workflow, two at a time
+  curl -s ${u.triggers}/v1/queues/${b.demo.queueId} -H "Authorization: Bearer $TOKEN"
   # MCP clients connect to ${u.mcp}/<server-path> over Streamable HTTP with the same Bearer token, e.g.
   #   npx @modelcontextprotocol/inspector --cli ${u.mcp}/gateway --transport http --header "Authorization: Bearer $TOKEN" --method tools/list
 `;

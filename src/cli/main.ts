@@ -21,6 +21,7 @@ import {
 import { AppError } from '../errors/index.js';
 import { registerAgentCommands } from './agents.js';
 import { registerCollectionCommands } from './collections.js';
+import { registerQueueCommands } from './queues.js';
 
 function print(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
@@ -196,6 +197,7 @@ program.command('postman-env')
 const kit = { withStore, resolveOrg, orgOption, print, readDefinition, fail: (message: string) => new CliError(message) };
 registerAgentCommands(program, kit);
 registerCollectionCommands(program, kit);
+registerQueueCommands(program, kit);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   const message = err instanceof CliError || err instanceof AppError ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);

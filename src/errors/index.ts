@@ -71,6 +71,20 @@ export const catalogue = {
   ERR_FILE_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The download URL signature is not valid.' },
   ERR_FILE_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The download URL has expired; request a new one.' },
   ERR_FILE_NOT_FOUND: { status: 404, code: 'file_not_found', rpc: -32000, message: 'The file no longer exists.' },
+
+  // queues and CSV batches (openapi/queues.yaml, spec section 15)
+  ERR_QUEUE_NOT_FOUND: { status: 404, code: 'queue_not_found', rpc: -32000, message: 'No queue with this id exists.' },
+  ERR_BATCH_NOT_FOUND: { status: 404, code: 'batch_not_found', rpc: -32000, message: 'No batch with this id exists in the queue.' },
+  ERR_QUEUE_TRIGGER_NOT_FOUND: { status: 404, code: 'trigger_not_found', rpc: -32000, message: 'No trigger with this id exists.' },
+  ERR_QUEUE_INVALID_TRIGGER: { status: 400, code: 'invalid_trigger', rpc: -32602, message: 'Batches need an enabled workflow trigger.' },
+  ERR_CSV_INVALID_FILENAME: { status: 400, code: 'invalid_filename', rpc: -32602, message: 'The file name must end in .csv and contain no path separators.' },
+  ERR_CSV_TOO_LARGE: { status: 413, code: 'file_too_large', rpc: -32602, message: 'CSV files are limited to 1 GiB (1073741824 bytes).' },
+  ERR_CSV_EMPTY: { status: 400, code: 'empty_file', rpc: -32602, message: 'The uploaded file is empty.' },
+  ERR_CSV_NOT_UPLOADED: { status: 400, code: 'csv_not_uploaded', rpc: -32602, message: 'No CSV file has been uploaded for this key.' },
+  ERR_CSV_ALREADY_USED: { status: 409, code: 'csv_already_used', rpc: -32000, message: 'A batch has already been created from this upload.' },
+  ERR_CSV_INVALID_SIGNATURE: { status: 403, code: 'invalid_signature', rpc: -32000, message: 'The upload URL signature is not valid.' },
+  ERR_CSV_URL_EXPIRED: { status: 403, code: 'url_expired', rpc: -32000, message: 'The upload URL has expired; request a new one.' },
+  ERR_BATCH_FINISHED: { status: 409, code: 'batch_finished', rpc: -32000, message: 'The batch has already finished and cannot be cancelled.' },
 } as const satisfies Record<string, { status: number; code: string; rpc: number; message: string }>;
 
 export type ErrorKey = keyof typeof catalogue;

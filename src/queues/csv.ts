@@ -44,6 +44,9 @@ export interface ResumePoint {
 export interface CsvRow {
   rowNumber: number;
   values: Record<string, string>;
+  /** Byte range of the record in the file, line end included (a queue item keeps this, not a copy). */
+  start: number;
+  end: number;
 }
 
 /** A skipped record (openapi/queues.yaml, BatchRowError). */
@@ -204,12 +207,14 @@ function blankFirstLine(): CsvHeadError {
  * chunk's `next` is where the following chunk starts, and the last chunk has `done: true` (it may
  * hold nothing). A chunk is yielded once a further row or row error is known to follow it, so
  * `done` is never a guess. Reads ahead one region of the file (about one read chunk), whatever
- * `chunkRows` is. On abort the generator throws an error named AbortError.
+ * `chunkRows` is. On abort the generator throws an error named AbortError. With `values: false`
+ * rows carry an empty `values` (their byte ranges only).
  */
-export async function* readRows(open: Opener, opts: { columns: string[]; from: ResumePoint; chunkRows: number; signal?: AbortSignal }): AsyncGenerator<CsvChunk> {
+export async function* readRows(open: Opener, opts: { columns: string[]; from: ResumePoint; chunkRows: number; signal?: AbortSignal; values?: boolean }): AsyncGenerator<CsvChunk> {
   const { columns, chunkRows, signal } = opts;
   if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new RangeError('chunkRows must be a positive integer');
-  const toValues = valuesBuilder(columns);
+  // A caller that keeps only byte ranges (the batch loader) skips building an object per row.
+  const toValues = opts.values === false ? () => NO_VALUES : valuesBuilder(columns);
   const reader = new RecordReader(open, opts.from.offset, signal);
   let next: ResumePoint = { ...opts.from };
   let rows: CsvRow[] = [];
@@ -239,7 +244,7 @@ export async function* readRows(open: Opener, opts: { columns: string[]; from: R
             [rows, errors] = [[], []];
             throwIfAborted(signal);
           }
-          if (record.length === columns.length) rows.push({ rowNumber: next.rowNumber, values: toValues(record) });
+          if (record.length === columns.length) rows.push({ rowNumber: next.rowNumber, values: toValues(record), start: next.offset, end: ends[r]! });
           else errors.push(columnCountError(next.rowNumber, record.length, columns.length, bytes, start, end));
         }
         next = { offset: ends[r]!, rowNumber: next.rowNumber + 1 };
@@ -252,8 +257,18 @@ export async function* readRows(open: Opener, opts: { columns: string[]; from: R
   }
 }
 
+const NO_VALUES: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * The fields of the records in `bytes` (whole records cut from the file, e.g. a queue item's byte
+ * range), parsed with the options readRows uses.
+ */
+export function parseRecords(bytes: Buffer): string[][] {
+  return parse(bytes, PARSE_OPTIONS) as string[][];
+}
+
 /** A plain object per row, except that a column named __proto__ must stay an own property. */
-function valuesBuilder(columns: string[]): (record: string[]) => Record<string, string> {
+export function valuesBuilder(columns: string[]): (record: string[]) => Record<string, string> {
   const n = columns.length;
   if (columns.includes('__proto__')) {
     return (record) => Object.fromEntries(columns.map((c, i) => [c, record[i]!]));

@@ -11,7 +11,7 @@
  * - bytes are streamed, never buffered whole.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
@@ -37,6 +37,13 @@ export interface BlobStore {
   put(key: string, content: Readable | Buffer, opts?: PutOptions): Promise<PutResult>;
   /** Throws BlobNotFoundError when no blob has this key. */
   get(key: string): Promise<BlobReadable>;
+  /**
+   * The blob's bytes from `start` on, as a stream made at once (a missing blob fails the stream,
+   * ENOENT for the local store); for readers that open a file at many offsets (CSV ingest).
+   */
+  streamFrom(key: string, start: number): Readable;
+  /** Bytes [start, end) of a blob (fewer when it is shorter); throws BlobNotFoundError when no blob has this key. */
+  getRange(key: string, start: number, end: number): Promise<Buffer>;
   /** Removes one blob; a missing blob is not an error. */
   delete(key: string): Promise<void>;
   /** Removes every blob whose key starts with `prefix` + `/` (whole path segments only). */
@@ -152,6 +159,32 @@ export class LocalBlobStore implements BlobStore {
     } catch (err) {
       await handle.close();
       throw err;
+    }
+  }
+
+  streamFrom(key: string, start: number): Readable {
+    return createReadStream(this.pathOf(key), { start });
+  }
+
+  async getRange(key: string, start: number, end: number): Promise<Buffer> {
+    let handle;
+    try {
+      handle = await open(this.pathOf(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') throw new BlobNotFoundError(key);
+      throw err;
+    }
+    try {
+      const out = Buffer.allocUnsafe(Math.max(0, end - start));
+      let filled = 0;
+      while (filled < out.length) {
+        const { bytesRead } = await handle.read(out, filled, out.length - filled, start + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return out.subarray(0, filled);
+    } finally {
+      await handle.close();
     }
   }
 

@@ -12,9 +12,13 @@ export interface Signals {
   runFinished(runId: string, status: RunStatus): Promise<void>;
   /** Resolves with the terminal status, or undefined when `timeoutMs` passes first. */
   waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined>;
+  /** Every run finished here or (Redis) in another process; returns the unsubscribe function. */
+  onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void;
   close(): Promise<void>;
 }
 
+/** The emitter's event for "any run finished" (run ids are `run_…`, so it never names a run). */
+const ANY_RUN = Symbol('any run finished');
 
 class LocalSignals implements Signals {
   protected readonly emitter = new EventEmitter();
@@ -22,7 +26,15 @@ class LocalSignals implements Signals {
     this.emitter.setMaxListeners(0);
   }
   async runFinished(runId: string, status: RunStatus): Promise<void> {
+    this.finished(runId, status);
+  }
+  protected finished(runId: string, status: RunStatus): void {
     this.emitter.emit(runId, status);
+    this.emitter.emit(ANY_RUN, runId, status);
+  }
+  onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void {
+    this.emitter.on(ANY_RUN, listener);
+    return () => this.emitter.off(ANY_RUN, listener);
   }
   waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined> {
     return new Promise((resolve) => {
@@ -54,7 +66,7 @@ class RedisSignals extends LocalSignals {
     const signals = new RedisSignals(client, sub, channel);
     await sub.subscribe(channel, (message: string) => {
       const [runId, status] = message.split(' ');
-      if (runId && status) signals.emitter.emit(runId, status as RunStatus);
+      if (runId && status) signals.finished(runId, status as RunStatus);
     });
     return signals;
   }

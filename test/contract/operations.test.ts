@@ -14,17 +14,11 @@ import { listTestFiles } from '../helpers/files.js';
 import { createWorkflow } from '../../src/engine/index.js';
 import { createCollection } from '../../src/events/index.js';
 import { demoWorkflow } from '../../src/bootstrap/demo-workflow.js';
+import { makeQueue, uploadCsv } from '../helpers/queues.js';
 
 // Allow-list of operations answering 501 until their capability lands.
 const ALLOWED_501: Record<string, string> = {
   // Agent API channel alias (spec section 5) — the agents issue.
-  // Queue CSV batching (spec section 15) — the queues issue.
-  createCsvUploadUrl: 'queue CSV batching',
-  uploadCsvFile: 'queue CSV batching',
-  createCsvBatch: 'queue CSV batching',
-  getQueueBatch: 'queue CSV batching',
-  cancelQueueBatch: 'queue CSV batching',
-  listBatchRowErrors: 'queue CSV batching',
 };
 
 type Json = Record<string, any>;
@@ -147,11 +141,20 @@ describe('contract: operations, handlers and tests', () => {
     let org: TestOrg;
     let automationId: string;
     let collectionId: string;
+    let queueId: string;
+    let batchId: string;
     before(async () => {
       server = await startTestServer('sqlite');
       org = await createTestOrg(server);
       ({ automationId } = await createWorkflow(server.app.services.db, org.orgId, demoWorkflow));
       ({ id: collectionId } = await createCollection(server.app.services.db, org.orgId, { name: 'Contract', type: 'structured_datastore' }));
+      const trigger = await call(server.baseUrl, 'POST', '/v1/triggers', { token: org.token, body: { automationId, kind: 'api' } });
+      expect(trigger.status, trigger.text).to.equal(201);
+      queueId = (await makeQueue(server, org, { name: 'Contract', triggerId: trigger.body.triggerId, paused: true })).id;
+      const csvKey = await uploadCsv(server, org, queueId, 'name\nAda\n');
+      const batch = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv`, { token: org.token, body: { csvKey, triggerId: trigger.body.triggerId } });
+      expect(batch.status, batch.text).to.equal(202);
+      batchId = batch.body.batchId;
     });
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
@@ -166,7 +169,10 @@ describe('contract: operations, handlers and tests', () => {
         const req = exampleRequest(id, org);
         const url = req.url
           .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))), automationId)
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/CollectionIdParam' })))), collectionId);
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/CollectionIdParam' })))), collectionId)
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdParam' })))), queueId)
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdPath' })))), queueId)
+          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueBatchIdPath' })))), batchId);
         const res = await call(server.baseUrl, 'GET', `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(String(cursor))}`, { headers: req.headers });
         expect(res.status, `${id}: ${res.text}`).to.equal(200);
         expect(res.body).to.have.property('items').that.is.an('array');

@@ -4,6 +4,7 @@ import * as m002 from './002_run_execution.js';
 import * as m003 from './003_lean_run_indexes.js';
 import * as m004 from './004_agents.js';
 import * as m005 from './005_collections.js';
+import * as m006 from './006_queues.js';
 
 export interface Migration {
   name: string;
@@ -18,4 +19,5 @@ export const migrations: Migration[] = [
   { name: '003_lean_run_indexes', ...m003 },
   { name: '004_agents', ...m004 },
   { name: '005_collections', ...m005 },
+  { name: '006_queues', ...m006 },
 ];

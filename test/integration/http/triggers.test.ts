@@ -64,6 +64,11 @@ for (const setup of setups) {
       const file = await fetch(results.body.designatedOutput.url);
       expect(file.status).to.equal(200);
       expect(await file.text()).to.equal('# Hello, Ada!');
+      // A path segment outside its schema is the documented 400, never an undocumented status.
+      for (const url of [`/ext/webhook/${org.apiKey}/runs/${demo.automationId}//status`, `/ext/webhook/${org.apiKey}/runs//${runId}/results`]) {
+        const bad = await call(server.baseUrl, 'GET', url);
+        expect([bad.status, bad.body.error], url).to.deep.equal([400, 'invalid_request']);
+      }
     });
 
     it('sync (x-api-wait: true) returns the synchronous results body with the designated output', async () => {

@@ -64,9 +64,10 @@ describe('process: npm start on an empty DATA_DIR', function () {
       const b = JSON.parse(readFileSync(file, 'utf8'));
       expect(Object.keys(b).sort()).to.deep.equal(['apiKey', 'baseUrls', 'clientId', 'clientSecret', 'demo', 'orgId']);
       expect(Object.keys(b.baseUrls).sort()).to.deep.equal(['auth', 'connect', 'mcp', 'runFiles', 'triggers']);
-      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'datastoreId', 'webhookTriggerId']);
+      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'datastoreId', 'queueId', 'webhookTriggerId']);
       expect(b.demo.channelTriggerId).to.match(/^chn_[0-9a-f]{32}$/);
       expect(b.demo.datastoreId).to.match(/^col_[0-9a-f]{32}$/);
+      expect(b.demo.queueId).to.match(/^queue_[0-9a-f]{32}$/);
       expect(b.demo.agentId).to.match(/^agt_[0-9a-f]{32}$/);
       expect(b.baseUrls.mcp).to.equal(`${base}/mcp`);
 
@@ -87,6 +88,11 @@ describe('process: npm start on an empty DATA_DIR', function () {
       expect(byId[b.demo.apiTriggerId]).to.include({ kind: 'api' });
       expect(byId[b.demo.apiTriggerId].designatedOutput).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
       expect(byId[b.demo.webhookTriggerId]).to.include({ kind: 'webhook' });
+      // The demo queue runs the demo workflow through its API trigger (spec section 15).
+      const queue = await call(base, 'GET', `/v1/queues/${b.demo.queueId}`, { token: token.body.access_token });
+      expect(queue.status, queue.text).to.equal(200);
+      expect(queue.body).to.include({ name: 'Demo queue', triggerId: b.demo.apiTriggerId, paused: false });
+      expect(printed).to.contain(`/v1/queues/${b.demo.queueId}`);
 
       // The demo agent's channel: without DEFAULT_MODEL it says how to configure one, never pretends.
       const agentReply = await call(base, 'POST', `/ext/triggers/${b.demo.channelTriggerId}`, { headers: { 'x-api-key': b.demo.channelApiKey }, body: { message: 'hello' } });
