@@ -250,6 +250,14 @@ async function freePort(): Promise<number> {
 }
 
 /** `node --import tsx src/main.ts` (the child's pid is the server itself, for /proc) on its own DATA_DIR. */
+/** What `npm start` runs (package.json scripts.start, e.g. its V8 flags), as node arguments. */
+function startArgs(): string[] {
+  const script = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const [cmd, ...args] = script.split(/\s+/);
+  if (cmd !== 'node') throw new Error(`npm start is not a node command line: ${script}`);
+  return args.map((a) => (a.endsWith('.ts') ? path.join(ROOT, a) : a));
+}
+
 async function startSwitchyard(env: Record<string, string>): Promise<Server> {
   installCleanup();
   const port = await freePort();
@@ -259,7 +267,7 @@ async function startSwitchyard(env: Record<string, string>): Promise<Server> {
   // The bench is about the embedded default: sqlite and the in-process run queue.
   delete childEnv.DATABASE_URL;
   delete childEnv.REDIS_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, startArgs(), { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   const entry = { child, dataDir };
   live.add(entry);
   // Log lines (JSON, warn and up) are counted by message; the first few go to our stderr,

@@ -3527,7 +3527,7 @@ export interface components {
         };
         /** @description A queue (spec section 15) and its dispatch settings. */
         Queue: {
-            /** @description Most runs of the queue in flight at once. */
+            /** @description Most runs of the queue in flight at once (created and not finished), counted over every process sharing the store. Decision: the count is kept in the store, not in Redis: each dispatch is one transaction that first locks the queue's row (PostgreSQL) or the database (sqlite), counts the queue's runs in flight and creates at most the free places, so no crash between a counter and a commit can leak or double a place. With `REDIS_URL`, Redis carries the run queue and the wake-ups (a run that finishes in any process wakes every dispatcher at once). */
             concurrencyLimit: number;
             /**
              * Format: date-time
@@ -3738,7 +3738,7 @@ export interface components {
         };
         /** @description Body of `updateQueue`; at least one field. */
         QueueUpdate: {
-            /** @description Most runs of the queue in flight at once. */
+            /** @description Most runs of the queue in flight at once (created and not finished), counted over every process sharing the store. Decision: the count is kept in the store, not in Redis: each dispatch is one transaction that first locks the queue's row (PostgreSQL) or the database (sqlite), counts the queue's runs in flight and creates at most the free places, so no crash between a counter and a commit can leak or double a place. With `REDIS_URL`, Redis carries the run queue and the wake-ups (a run that finishes in any process wakes every dispatcher at once). */
             concurrencyLimit?: number;
             /** @description What the queue is for. */
             description?: string;

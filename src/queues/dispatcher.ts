@@ -173,36 +173,51 @@ export class QueueDispatcher {
     }
   }
 
-  /** One queue's dispatch transaction: its free places get runs; returns the new run ids. */
+  /**
+   * One queue's dispatch: its free places get runs; returns the new run ids. Everything that is
+   * not the store (the rows' bytes, the triggers) is read before the transaction: on sqlite a
+   * write transaction that waits on file reads holds the database lock while other connections
+   * sleep in their busy handlers on the same small thread pool the reads need.
+   */
   private async fill(queueId: string, limit: number, budget: number): Promise<string[]> {
     const { db, blobs } = this.deps;
-    return db.transaction(async (trx) => {
+    // The first queued items are the candidates: the transaction takes at most this many.
+    const candidates = (await db('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(Math.min(limit, budget))
+      .select('seq', 'batch_id', 'byte_start', 'byte_end', 'attempts')) as QueuedItem[];
+    if (candidates.length === 0) return [];
+    const batches = (await db('queue_batches').whereIn('id', [...new Set(candidates.map((i) => i.batch_id))]).select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
+    const targets = new Map<string, CallTarget | undefined>();
+    for (const b of batches) targets.set(b.id, await this.deps.callTargets.get(b.org_id, b.trigger_id));
+    const payloads = await readPayloads(blobs, await batchSources(db, targets.keys()), candidates);
+    const prepared = new Map(candidates.map((c, i) => [Number(c.seq), { item: c, payload: payloads[i] }]));
+    const created = await db.transaction(async (trx) => {
       // Write first: the queue's row (PostgreSQL) or the database (sqlite) is locked until commit.
       const locked = await trx('queues').where({ id: queueId, paused: false }).increment('dispatch_seq', 1);
-      if (!locked) return [];
+      if (!locked) return { runIds: [], partial: false };
       const inFlight = (await trx('queue_items').where({ status: 'dispatched', queue_id: queueId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
       const free = Math.min(limit - Number(inFlight?.n ?? 0), budget);
-      if (free <= 0) return [];
-      const items = (await trx('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(free)
-        .select('seq', 'batch_id', 'byte_start', 'byte_end', 'attempts')) as QueuedItem[];
-      if (items.length === 0) return [];
-      const batches = (await trx('queue_batches').whereIn('id', [...new Set(items.map((i) => i.batch_id))]).select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
-      const targets = new Map<string, CallTarget | undefined>();
-      for (const b of batches) targets.set(b.id, await this.deps.callTargets.get(b.org_id, b.trigger_id));
-      const payloads = await readPayloads(blobs, await batchSources(trx, targets.keys()), items);
+      if (free <= 0) return { runIds: [], partial: false };
+      // Still queued, in order, under the lock; one not prepared (a retry put back meanwhile)
+      // ends this pass's share, and the next pass takes it.
+      const seqs = (await trx('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(free).pluck('seq')) as (number | string)[];
+      const take: { item: QueuedItem; payload: Record<string, string> | null | undefined }[] = [];
+      for (const seq of seqs) {
+        const p = prepared.get(Number(seq));
+        if (!p) break;
+        take.push(p);
+      }
       const now = nowIso();
       const runs: RunRows[] = [];
       const dispatched: { seq: number; runId: string }[] = [];
       const unrunnable = new Map<string, number[]>();
-      items.forEach((item, i) => {
+      for (const { item, payload } of take) {
         const batch = batches.find((b) => b.id === item.batch_id)!;
         const target = targets.get(item.batch_id);
-        const payload = payloads[i];
         if (!target || !target.enabled || !payload) {
           const list = unrunnable.get(item.batch_id) ?? [];
           list.push(Number(item.seq));
           unrunnable.set(item.batch_id, list);
-          return;
+          continue;
         }
         const runId = newId('run');
         runs.push(runRows({
@@ -210,7 +225,7 @@ export class QueueDispatcher {
           inputs: payload, startedBy: 'queue_batch', timeoutMs: target.definition.timeoutMs ?? this.deps.runTimeoutMs,
         }, runId, now));
         dispatched.push({ seq: Number(item.seq), runId });
-      });
+      }
       for (let i = 0; i < runs.length; i += MAX_RUNS_PER_INSERT) await insertRuns(trx, runs.slice(i, i + MAX_RUNS_PER_INSERT));
       for (let i = 0; i < dispatched.length; i += 200) {
         const part = dispatched.slice(i, i + 200);
@@ -220,9 +235,11 @@ export class QueueDispatcher {
           run_id: trx.raw(`CASE seq ${cases} END`, part.flatMap((d) => [d.seq, d.runId])),
         });
       }
-      for (const [batchId, seqs] of unrunnable) await this.failUnrunnable(trx, batchId, seqs, targets.get(batchId), now);
-      return dispatched.map((d) => d.runId);
+      for (const [batchId, seqs2] of unrunnable) await this.failUnrunnable(trx, batchId, seqs2, targets.get(batchId), now);
+      return { runIds: dispatched.map((d) => d.runId), partial: take.length < seqs.length };
     });
+    if (created.partial) this.again = true;
+    return created.runIds;
   }
 
   /**

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { CSV_MAX_ROWS, CsvHeadError, readRows, scanCsv, type CsvChunk, type CsvHead, type Opener, type ResumePoint } from '../../../src/queues/csv.js';
+import { CSV_MAX_ROWS, CsvHeadError, parseRecords, readRows, scanCsv, type CsvChunk, type CsvHead, type Opener, type ResumePoint } from '../../../src/queues/csv.js';
 
 let dir: string;
 let fileNo = 0;
@@ -72,10 +72,10 @@ const TRICKY = [
 ].join('');
 
 const TRICKY_ROWS = [
-  { rowNumber: 2, values: { name: 'Ada', email: 'ada@example.com', note: 'says "hi",\ntwice' } },
-  { rowNumber: 4, values: { name: 'Bob', email: 'bob@example.com', note: 'line one\nline two\r\nline three' } },
-  { rowNumber: 8, values: { name: 'Ed', email: 'ed@example.com', note: '' } },
-  { rowNumber: 9, values: { name: 'Fa', email: 'a"b', note: '"x"y' } },
+  { rowNumber: 2, start: 22, end: 64, values: { name: 'Ada', email: 'ada@example.com', note: 'says "hi",\ntwice' } },
+  { rowNumber: 4, start: 66, end: 119, values: { name: 'Bob', email: 'bob@example.com', note: 'line one\nline two\r\nline three' } },
+  { rowNumber: 8, start: 168, end: 187, values: { name: 'Ed', email: 'ed@example.com', note: '' } },
+  { rowNumber: 9, start: 187, end: 199, values: { name: 'Fa', email: 'a"b', note: '"x"y' } },
 ];
 const TRICKY_ERRORS = [
   { rowNumber: 6, reason: 'column_count', message: 'Row has 2 columns; the header has 3.', rawExcerpt: 'Cy,cy@example.com' },
@@ -210,6 +210,13 @@ describe('readRows', () => {
     const chunks = await readAll(opener(file), head.columns, start(head));
     expect(chunks).to.deep.equal([{ rows: TRICKY_ROWS, errors: TRICKY_ERRORS, next: { offset: Buffer.byteLength(TRICKY), rowNumber: 11 }, done: true }]);
     expect(TRICKY_ROWS.length + TRICKY_ERRORS.length).to.equal(head.totalRows);
+    // A row's byte range is its whole record, line end included: parsed alone it gives the row again.
+    const bytes = fs.readFileSync(file);
+    for (const row of TRICKY_ROWS) {
+      const [record, ...more] = parseRecords(bytes.subarray(row.start, row.end));
+      expect(more, `row ${row.rowNumber}`).to.deep.equal([]);
+      expect(record, `row ${row.rowNumber}`).to.deep.equal(head.columns.map((c) => (row.values as Record<string, string>)[c]));
+    }
   });
 
   it('gives the same chunks whatever the read size', async () => {
@@ -273,7 +280,7 @@ describe('readRows', () => {
   it('counts a last line holding only a CR as a blank record', async () => {
     const file = write('a,b\n1,2\n\r');
     expect(await readAll(opener(file), ['a', 'b'], { offset: 4, rowNumber: 2 })).to.deep.equal([
-      { rows: [{ rowNumber: 2, values: { a: '1', b: '2' } }], errors: [], next: { offset: 9, rowNumber: 4 }, done: true },
+      { rows: [{ rowNumber: 2, start: 4, end: 8, values: { a: '1', b: '2' } }], errors: [], next: { offset: 9, rowNumber: 4 }, done: true },
     ]);
     expect((await scanCsv(opener(file))).totalRows).to.equal(1);
   });
