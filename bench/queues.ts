@@ -485,6 +485,8 @@ interface Ingest {
   idleKb: number;
   idleTreeKb: number;
   peakKb: number;
+  /** Peak VmRSS within each phase: upload, create (head scan), ingest. */
+  phasePeakKb: [number, number, number];
   peakTreeKb: number;
   hwmKb: number;
   /** Server CPU (main process, all threads) over upload + create + ingest, ms. */
@@ -517,8 +519,12 @@ async function ingest(s: Server, setup: Setup, csv: CsvFile): Promise<Ingest> {
     const up = (await call<{ uploadUrl: string; csvKey: string; headers: Record<string, string> }>('POST', `${s.url}/api/queues/${setup.queueId}/items/csv/upload-url`, { token: setup.token, body: { filename: path.basename(csv.file), sizeBytes: csv.bytes } })).body;
     await putFile(up.uploadUrl, up.headers, csv.file, csv.bytes);
     const t1 = performance.now();
+    const phasePeakKb: [number, number, number] = [rss.peakKb, 0, 0];
+    rss.peakKb = 0;
     const created = await call<QueueBatch>('POST', `${s.url}/api/queues/${setup.queueId}/items/csv`, { token: setup.token, body: { csvKey: up.csvKey, triggerId: setup.triggerId } });
     const t2 = performance.now();
+    phasePeakKb[1] = rss.peakKb;
+    rss.peakKb = 0;
     const batch = created.body;
     if (created.status !== 202) throw new Error(`createCsvBatch answered ${created.status}, expected 202`);
     if (batch.totalRows !== csv.rows) throw new Error(`createCsvBatch counted ${batch.totalRows} rows, the file has ${csv.rows}`);
@@ -538,9 +544,10 @@ async function ingest(s: Server, setup: Setup, csv: CsvFile): Promise<Ingest> {
     }
     const t3 = performance.now();
     rss.stop();
+    phasePeakKb[2] = rss.peakKb;
     return {
       uploadMs: t1 - t0, createMs: t2 - t1, ingestMs: t3 - t2, pendingMs, totalRows: last.totalRows ?? 0, skippedRows: last.skippedRows,
-      idleKb: idle.kb, idleTreeKb: idle.treeKb, peakKb: rss.peakKb, peakTreeKb: rss.peakTreeKb, hwmKb: statusKb(pid, 'VmHWM'),
+      idleKb: idle.kb, idleTreeKb: idle.treeKb, peakKb: Math.max(...phasePeakKb), phasePeakKb, peakTreeKb: rss.peakTreeKb, hwmKb: statusKb(pid, 'VmHWM'),
       cpuMs: (cpuMs(pid) ?? NaN) - cpu0, marks, batchId: batch.batchId, logs: logsSince(s, logs0),
     };
   } finally {
@@ -669,12 +676,12 @@ function report(results: Map<string, SizeResult[]>): void {
     const marks = ['10%', '50%', '90%'].map((k) => (i.marks[k] === undefined ? '–' : s1(i.marks[k]!))).join(' / ');
     console.log(`| ${r.label} | ${r.csv.rows} | ${(r.csv.bytes / MB).toFixed(0)} | ${s1(baseline)} | ${s1(i.uploadMs)} | ${s1(i.createMs)} | ${s1(i.ingestMs)} | ${s1(total)} | ${(baseline / total).toFixed(2)} | ${Math.round(i.totalRows / (i.ingestMs / 1000))} | ${(r.csv.bytes / MB / (total / 1000)).toFixed(1)} | ${(i.cpuMs / total).toFixed(2)} | ${i.pendingMs === null ? '–' : s1(i.pendingMs)} | ${marks} |`);
   }
-  console.log('\n## Server memory during upload + ingest (VmRSS sampled every 50 ms from /proc)');
-  console.log('| file | idle RSS MB | peak RSS MB | peak − idle MB | VmHWM MB (since start) | peak RSS with child processes MB |');
-  console.log('|---|---:|---:|---:|---:|---:|');
-  for (const r of chosen) {
+  console.log('\n## Server memory during upload + ingest (VmRSS sampled every 50 ms from /proc; every round: the targets take the worst)');
+  console.log('| file | round | idle RSS MB | peak RSS MB | peak − idle MB | peak in upload / create / ingest MB | VmHWM MB (since start) | peak RSS with child processes MB |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  for (const [label, rs] of results) for (const [n, r] of rs.entries()) {
     const i = r.ingest;
-    console.log(`| ${r.label} | ${mb(i.idleKb)} | ${mb(i.peakKb)} | ${mb(i.peakKb - i.idleKb)} | ${mb(i.hwmKb)} | ${mb(i.peakTreeKb)} |`);
+    console.log(`| ${label} | ${n + 1} | ${mb(i.idleKb)} | ${mb(i.peakKb)} | ${mb(i.peakKb - i.idleKb)} | ${i.phasePeakKb.map(mb).join(' / ')} | ${mb(i.hwmKb)} | ${mb(i.peakTreeKb)} |`);
   }
   const withDispatch = chosen.filter((r) => r.dispatch);
   if (withDispatch.length) {
@@ -692,17 +699,19 @@ function report(results: Map<string, SizeResult[]>): void {
     for (const line of logged) console.log(line);
   }
   console.log('\n### Targets');
+  const worstPeakKb = (r: SizeResult) => Math.max(...(results.get(r.label) ?? [r]).map((x) => x.ingest.peakKb));
   for (const r of chosen) {
     const i = r.ingest;
+    const peakKb = worstPeakKb(r);
     const ratio = median((results.get(r.label) ?? [r]).map((x) => x.baselineMs)) / (i.uploadMs + i.createMs + i.ingestMs);
     console.log(`- ${r.label}: upload + ingest at ${ratio.toFixed(2)} of plain csv-parse's speed (target ≥ ${RATIO_TARGET}): ${pass(ratio >= RATIO_TARGET)}`);
-    console.log(`- ${r.label}: peak RSS ${mb(i.peakKb)} MB (target ≤ ${RSS_TARGET_MB} MB): ${pass(i.peakKb / 1024 <= RSS_TARGET_MB)}`);
+    console.log(`- ${r.label}: peak RSS ${mb(peakKb)} MB, worst of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''} (target ≤ ${RSS_TARGET_MB} MB): ${pass(peakKb / 1024 <= RSS_TARGET_MB)}`);
   }
   if (chosen.length > 1) {
     const small = chosen.reduce((a, b) => (a.csv.bytes <= b.csv.bytes ? a : b));
     const large = chosen.reduce((a, b) => (a.csv.bytes >= b.csv.bytes ? a : b));
-    const growth = (large.ingest.peakKb - small.ingest.peakKb) / 1024;
-    console.log(`- flat RSS: peak ${mb(small.ingest.peakKb)} MB at ${small.label} → ${mb(large.ingest.peakKb)} MB at ${large.label} (${growth >= 0 ? '+' : ''}${growth.toFixed(0)} MB for ${(large.csv.bytes / small.csv.bytes).toFixed(1)}× the bytes; target ≤ +${FLAT_MB} MB): ${pass(growth <= FLAT_MB)}`);
+    const growth = (worstPeakKb(large) - worstPeakKb(small)) / 1024;
+    console.log(`- flat RSS: worst peak ${mb(worstPeakKb(small))} MB at ${small.label} → ${mb(worstPeakKb(large))} MB at ${large.label} (${growth >= 0 ? '+' : ''}${growth.toFixed(0)} MB for ${(large.csv.bytes / small.csv.bytes).toFixed(1)}× the bytes; target ≤ +${FLAT_MB} MB): ${pass(growth <= FLAT_MB)}`);
   }
   if (chosen.some((r) => r.via === 'store')) console.log('- note: POST /v1/queues was not available; the queue was created (and resumed) directly in the store');
 }

@@ -33,6 +33,10 @@ export interface LoaderDeps {
 const ITEMS_PER_INSERT = 500; // knex builds a sqlite multi-row insert as a compound SELECT, capped at 500 terms
 const ERRORS_PER_INSERT = 500;
 
+/** A batch still `validating` this long after its creation was left by a server that stopped. */
+export const VALIDATION_STALE_MS = 5 * 60_000;
+const INTERRUPTED = 'The check of the file was interrupted (the server stopped); create the batch again with the same csvKey.';
+
 export class BatchLoader {
   readonly loaderId = `${os.hostname()}:${process.pid}:loader:${randomBytes(4).toString('hex')}`;
   private loop: Promise<void> | undefined;
@@ -75,9 +79,28 @@ export class BatchLoader {
 
   private async run(): Promise<void> {
     try {
+      await this.failInterrupted();
       for (let batch = await this.claim(); batch && !this.stopped; batch = await this.claim()) await this.load(batch);
     } catch (err) {
       if (!this.stopped) this.deps.log.error({ err }, 'batch loader failed (it retries on the next poll)');
+    }
+  }
+
+  /**
+   * Head validation runs inside createCsvBatch, so a server that stops there leaves its batch
+   * `validating`: past VALIDATION_STALE_MS (a 1 GiB check takes seconds) it fails with a reason,
+   * and its upload key is free for a new batch.
+   */
+  private async failInterrupted(): Promise<void> {
+    const { db, log } = this.deps;
+    const cutoff = new Date(Date.now() - VALIDATION_STALE_MS).toISOString();
+    const stale = (await db('queue_batches').where('status', 'validating').andWhere('updated_at', '<', cutoff).pluck('id')) as string[];
+    for (const id of stale) {
+      await db.transaction(async (trx) => {
+        const n = await trx('queue_batches').where({ id, status: 'validating' }).update({ status: 'failed', failure_reason: INTERRUPTED, updated_at: nowIso() });
+        if (n) await trx('csv_uploads').where({ batch_id: id }).update({ batch_id: null });
+      });
+      log.warn({ batchId: id }, INTERRUPTED);
     }
   }
 

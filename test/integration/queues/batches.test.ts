@@ -146,6 +146,27 @@ describe('queue CSV batches (sqlite)', function () {
       expect(cancelled.body).to.include({ status: 'cancelled', runsCancelled: 500_000, runsPending: 0 });
     });
 
+    it('fails a batch left validating by a stopped server after 5 minutes and frees its csvKey', async () => {
+      const { db, queues } = server.app.services;
+      const csvKey = await uploadCsv(server, org, queueId, 'n\n1\n2\n');
+      const first = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv`, { token: org.token, body: { csvKey, triggerId } });
+      expect(first.status, first.text).to.equal(202);
+      // What a server that died during the head scan leaves behind: the batch still validating.
+      const old = new Date(Date.now() - 4 * 60_000).toISOString();
+      await db('queue_batches').where({ id: first.body.batchId }).update({ status: 'validating', total_rows: null, updated_at: old });
+      queues.wake();
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${first.body.batchId}`, { token: org.token })).body.status, 'not yet: 4 minutes').to.equal('validating');
+      await db('queue_batches').where({ id: first.body.batchId }).update({ updated_at: new Date(Date.now() - 6 * 60_000).toISOString() });
+      queues.wake();
+      const failed = await waitBatch(server, org, queueId, first.body.batchId, finished);
+      expect(failed.status).to.equal('failed');
+      expect(failed.failureReason).to.match(/interrupted/);
+      const again = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv`, { token: org.token, body: { csvKey, triggerId } });
+      expect(again.status, again.text).to.equal(202);
+      expect(again.body).to.include({ csvKey, totalRows: 2, status: 'pending' });
+    });
+
     it('needs an uploaded file, a known trigger and a workflow trigger', async () => {
       expect((await create('csv_nothing')).body.error).to.equal('csv_not_uploaded');
       const url = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, { token: org.token, body: { filename: 'a.csv', sizeBytes: 4 } });
@@ -258,6 +279,41 @@ describe('queue CSV batches (sqlite)', function () {
       expect(await db('runs').where({ trigger_id: trigger, status: 'PENDING' }).count({ n: '*' }).first()).to.deep.equal({ n: 0 });
       const again = await call(server.baseUrl, 'POST', `/api/queues/${queue.id}/batches/${batch.body.batchId}/cancel`, { token: org.token });
       expect([again.status, again.body.status]).to.deep.equal([200, 'cancelled']);
+    });
+
+    it('cancel during ingest stops row creation within one chunk and leaves only whole chunks (op:cancelQueueBatch)', async () => {
+      const { db } = server.app.services;
+      const trigger = await slowTrigger('cancel-ingest');
+      const queue = await makeQueue(server, org, { name: 'cancelled while loading', triggerId: trigger, concurrencyLimit: 2 });
+      // 300,000 rows with a bad one every 1,000: seconds of loading, while two runs at a time go.
+      const rows = 300_000;
+      const csv = 'email,n\n' + Array.from({ length: rows }, (_, i) => (i % 1000 === 999 ? `bad${i},${i},x\n` : `u${i}@example.com,${i}\n`)).join('');
+      const csvKey = await uploadCsv(server, org, queue.id, csv);
+      const batch = await call(server.baseUrl, 'POST', `/api/queues/${queue.id}/items/csv`, { token: org.token, body: { csvKey, triggerId: trigger } });
+      expect(batch.status, batch.text).to.equal(202);
+      const batchId = batch.body.batchId as string;
+      await waitBatch(server, org, queue.id, batchId, (b) => b.readRows >= 5_000 && b.runsCompleted >= 1, 30_000);
+      const cancel = await call(server.baseUrl, 'POST', `/api/queues/${queue.id}/batches/${batchId}/cancel`, { token: org.token });
+      expect(cancel.status, cancel.text).to.equal(200);
+      expect(cancel.body.status).to.equal('cancelled');
+      const runsAtCancel = Number(((await db('runs').where({ trigger_id: trigger }).count({ n: '*' }).first()) as { n: number }).n);
+      await new Promise((r) => setTimeout(r, 1_000));
+      const settled = await waitBatch(server, org, queue.id, batchId, (b) => b.runsRunning === 0);
+      // The chunk in flight at the cancel commits before it or not at all: no row after the answer.
+      expect(settled.readRows).to.equal(cancel.body.readRows);
+      expect(settled.readRows, 'the load stopped before the end').to.be.lessThan(rows);
+      expect(settled.readRows % 5_000, 'whole chunks only').to.equal(0);
+      await new Promise((r) => setTimeout(r, 600));
+      const final = await waitBatch(server, org, queue.id, batchId, () => true);
+      expect(final.readRows, 'no row read after the batch settled').to.equal(settled.readRows);
+      const count = async (table: string, where: Record<string, unknown>) => Number(((await db(table).where(where).count({ n: '*' }).first()) as { n: number }).n);
+      expect(await count('queue_items', { batch_id: batchId })).to.equal(final.loadedRows);
+      expect(await count('batch_row_errors', { batch_id: batchId })).to.equal(final.skippedRows);
+      expect(await count('queue_items', { batch_id: batchId, status: 'queued' }), 'no item left to dispatch').to.equal(0);
+      expect(await count('runs', { trigger_id: trigger }), 'no run created after the cancel').to.equal(runsAtCancel);
+      expect(await count('runs', { trigger_id: trigger, status: 'PENDING' })).to.equal(0);
+      expect(final.runsCompleted + final.runsFailed + final.runsCancelled).to.equal(final.loadedRows);
+      expect(final).to.include({ status: 'cancelled', runsPending: 0, runsRunning: 0 });
     });
 
     it('answers 409 for a finished batch and 404 for unknown ones', async () => {
