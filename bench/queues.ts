@@ -250,12 +250,24 @@ async function freePort(): Promise<number> {
 }
 
 /** `node --import tsx src/main.ts` (the child's pid is the server itself, for /proc) on its own DATA_DIR. */
-/** What `npm start` runs (package.json scripts.start, e.g. its V8 flags), as node arguments. */
-function startArgs(): string[] {
+/**
+ * What `npm start` runs (package.json scripts.start): its environment assignments (`NAME=value`
+ * or `NAME=${NAME:-default}`) and node's arguments (e.g. its V8 flags).
+ */
+function startCommand(): { env: Record<string, string>; args: string[] } {
   const script = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const [cmd, ...args] = script.split(/\s+/);
+  const words = script.split(/\s+/);
+  const env: Record<string, string> = {};
+  let m: RegExpMatchArray | null;
+  while (words.length && (m = /^(\w+)=(.*)$/.exec(words[0]!))) {
+    const [, name, value] = m as unknown as [string, string, string];
+    const fallback = /^\$\{(\w+):-(.*)\}$/.exec(value);
+    env[name] = fallback ? (process.env[fallback[1]!] || fallback[2]!) : value;
+    words.shift();
+  }
+  const [cmd, ...args] = words;
   if (cmd !== 'node') throw new Error(`npm start is not a node command line: ${script}`);
-  return args.map((a) => (a.endsWith('.ts') ? path.join(ROOT, a) : a));
+  return { env, args: args.map((a) => (a.endsWith('.ts') ? path.join(ROOT, a) : a)) };
 }
 
 async function startSwitchyard(env: Record<string, string>): Promise<Server> {
@@ -267,7 +279,8 @@ async function startSwitchyard(env: Record<string, string>): Promise<Server> {
   // The bench is about the embedded default: sqlite and the in-process run queue.
   delete childEnv.DATABASE_URL;
   delete childEnv.REDIS_URL;
-  const child = spawn(process.execPath, startArgs(), { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const start = startCommand();
+  const child = spawn(process.execPath, start.args, { cwd: ROOT, env: { ...childEnv, ...start.env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const entry = { child, dataDir };
   live.add(entry);
   // Log lines (JSON, warn and up) are counted by message; the first few go to our stderr,
