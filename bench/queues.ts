@@ -33,6 +33,7 @@ import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { parse } from 'csv-parse';
 import type { Knex } from 'knex';
+import type { components } from '../generated/openapi/types.js';
 import { openStore } from '../src/storage/db.js';
 import { createQueue, updateQueue } from '../src/queues/queues.js';
 import { ROOT, cpuMs } from './lib.js';
@@ -426,20 +427,8 @@ class RssSampler {
 // ---------------------------------------------------------------------------------------------
 // One size
 
-interface QueueBatch {
-  batchId: string;
-  status: string;
-  totalRows: number | null;
-  loadedRows: number;
-  skippedRows: number;
-  readRows: number;
-  runsPending: number;
-  runsRunning: number;
-  runsCompleted: number;
-  runsFailed: number;
-  runsCancelled: number;
-  failureReason: string | null;
-}
+/** The API's batch (openapi/queues.yaml QueueBatch). */
+type QueueBatch = components['schemas']['QueueBatch'];
 
 interface Setup {
   token: string;

@@ -85,7 +85,9 @@ export interface paths {
          *     cancel rule) are `validating` while head validation runs; `pending` once validated and
          *     waiting to load; `running` while rows load and their runs are dispatched;
          *     `completed` when every row has been loaded or skipped and every resulting run has
-         *     left the queue; `failed` when loading stops on an error (`failureReason`);
+         *     left the queue; `failed` when loading stops on an error (`failureReason`), or when
+         *     a server stopped during head validation (a batch still `validating` 5 minutes after
+         *     its creation fails, and its `csvKey` can make a new batch);
          *     `cancelled` after `cancelQueueBatch`.
          */
         get: operations["getQueueBatch"];

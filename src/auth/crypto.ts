@@ -47,3 +47,14 @@ export function decrypt(key: Buffer, sealed: string): string {
 export function hmac(key: Buffer, data: string): string {
   return createHmac('sha256', key).update(data, 'utf8').digest('hex');
 }
+
+const derived = new WeakMap<Buffer, Map<string, Buffer>>();
+
+/** A key for one purpose (e.g. `switchyard/run-files/url-signing/v1`) derived from the secret key, once. */
+export function derivedKey(secretKey: Buffer, purpose: string): Buffer {
+  let byPurpose = derived.get(secretKey);
+  if (!byPurpose) derived.set(secretKey, (byPurpose = new Map()));
+  let key = byPurpose.get(purpose);
+  if (!key) byPurpose.set(purpose, (key = Buffer.from(hmac(secretKey, purpose), 'hex')));
+  return key;
+}

@@ -138,19 +138,7 @@ export async function deleteQueue(db: Knex, orgId: string, id: string, expectedV
   });
 }
 
-export interface QueueView {
-  queueId: string;
-  name: string;
-  description: string;
-  triggerId: string;
-  concurrencyLimit: number;
-  priority: number;
-  maxRetries: number;
-  paused: boolean;
-  version: number;
-  createdAt: string;
-  updatedAt: string;
-}
+export type QueueView = Omit<QueueRecord, 'id' | 'orgId'> & { queueId: string };
 
 /** The management API shape (openapi/management.yaml Queue). */
 export function queueView(q: QueueRecord): QueueView {

@@ -11,7 +11,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
-import { hmac, safeEqual } from '../auth/crypto.js';
+import { derivedKey, hmac, safeEqual } from '../auth/crypto.js';
 import { BlobTooLargeError, type BlobStore } from '../runs/blobs.js';
 import { nowIso } from '../storage/ids.js';
 import type { QueueRecord } from './queues.js';
@@ -38,16 +38,9 @@ export interface UploadRow {
   created_at: string;
 }
 
-const keys = new WeakMap<Buffer, Buffer>();
-
 /** HMAC key for upload URLs, derived from the service's secret key (domain-separated). */
 function urlKey(config: Pick<Config, 'secretKey'>): Buffer {
-  let key = keys.get(config.secretKey);
-  if (!key) {
-    key = Buffer.from(hmac(config.secretKey, 'switchyard/queue-uploads/url-signing/v1'), 'hex');
-    keys.set(config.secretKey, key);
-  }
-  return key;
+  return derivedKey(config.secretKey, 'switchyard/queue-uploads/url-signing/v1');
 }
 
 function signature(config: Pick<Config, 'secretKey'>, u: Pick<UploadRow, 'csv_key' | 'queue_id' | 'declared_size'>, expires: number): string {

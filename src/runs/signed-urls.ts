@@ -10,7 +10,7 @@
  */
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
-import { hmac, safeEqual } from '../auth/crypto.js';
+import { derivedKey, hmac, safeEqual } from '../auth/crypto.js';
 
 /** Spec "Limits": attachment URLs are valid 24 hours. */
 export const ATTACHMENT_URL_TTL_SECONDS = 24 * 3600;
@@ -23,16 +23,9 @@ export const FILESTORAGE_URL_TTL_SECONDS = 7 * 24 * 3600;
 
 type SigningConfig = Pick<Config, 'secretKey' | 'baseUrls'>;
 
-const keys = new WeakMap<Buffer, Buffer>();
-
-/** HMAC key for run-file URLs, derived once per secret key. */
+/** HMAC key for run-file URLs, derived from the service's secret key (domain-separated). */
 function urlKey(config: Pick<Config, 'secretKey'>): Buffer {
-  let key = keys.get(config.secretKey);
-  if (!key) {
-    key = Buffer.from(hmac(config.secretKey, 'switchyard/run-files/url-signing/v1'), 'hex');
-    keys.set(config.secretKey, key);
-  }
-  return key;
+  return derivedKey(config.secretKey, 'switchyard/run-files/url-signing/v1');
 }
 
 function signature(config: Pick<Config, 'secretKey'>, fileId: string, expires: number): string {

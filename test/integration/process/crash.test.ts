@@ -2,34 +2,16 @@
  * Crash safety (README "Scaling out"): kill -9 the server under load, restart it, and every run
  * whose trigger call got a 200 reaches a terminal state; terminal states are never rewritten.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { freePort, call } from '../../helpers/server.js';
-
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+import { startServer, waitReady as ready } from '../../helpers/process.js';
 
 function start(dataDir: string, port: number): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}`, RUN_LEASE_MS: '1000', RUN_CONCURRENCY: '2' },
-    stdio: 'ignore',
-  });
-}
-
-async function ready(base: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
+  return startServer(dataDir, port, { RUN_LEASE_MS: '1000', RUN_CONCURRENCY: '2' });
 }
 
 describe('process: crash safety (kill -9 under load, restart)', function () {

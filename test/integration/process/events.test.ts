@@ -6,45 +6,14 @@
  * - two processes editing one item share the onEdit window (the store's, or Redis's with
  *   REDIS_URL): exactly 2 deliveries per window in all.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { freePort, call } from '../../helpers/server.js';
 import { startReceiver, type Receiver } from '../../helpers/receiver.js';
-
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
-
-function start(dataDir: string, port: number, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
-    env: {
-      ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}`,
-      OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...env,
-    },
-    stdio: 'ignore',
-  });
-}
-
-async function ready(base: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
-
-async function tokenFor(base: string, dataDir: string): Promise<{ token: string; b: any }> {
-  const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-  const res = await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() });
-  return { token: res.body.access_token, b };
-}
+import { startServer as start, waitReady as ready, bootstrapToken as tokenFor } from '../../helpers/process.js';
 
 describe('process: resource events across restarts and processes', function () {
   this.timeout(120_000);

@@ -6,10 +6,10 @@
  * - two processes on one store dispatch one queue: together they never run more than its
  *   concurrencyLimit (sqlite file; PostgreSQL + Redis when this machine has them).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -17,39 +17,7 @@ import pg from 'pg';
 import { openStore, type Knex } from '../../../src/storage/db.js';
 import { freePort, call } from '../../helpers/server.js';
 import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
-
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
-
-function start(dataDir: string, port: number, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT,
-    env: {
-      ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}`,
-      OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...env,
-    },
-    stdio: 'ignore',
-  });
-}
-
-async function ready(base: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${base}/readyz`)).status === 200) return;
-    } catch {
-      // not yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
-
-async function tokenFor(base: string, dataDir: string): Promise<{ token: string; b: any }> {
-  const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-  const res = await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() });
-  expect(res.status, res.text).to.equal(200);
-  return { token: res.body.access_token, b };
-}
+import { startServer as start, waitReady as ready, bootstrapToken as tokenFor } from '../../helpers/process.js';
 
 async function upload(base: string, token: string, queueId: string, data: Buffer): Promise<string> {
   const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, { token, body: { filename: 'rows.csv', sizeBytes: data.length } });
