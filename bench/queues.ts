@@ -1,6 +1,7 @@
 /**
  * Queue CSV batch benchmarks (not tests; issue 11 "Queues and CSV batches"), sqlite store, one
- * fresh server process per file size (so its peak RSS belongs to that size alone):
+ * fresh server process per file size (so its peak RSS belongs to that size alone), started with
+ * `npm start`'s own command line (package.json: its environment and node flags):
  * - files: generated once into os.tmpdir()/switchyard-bench-csv/ and reused: 10 columns, every
  *   row exactly ROW_BYTES bytes, quoted fields with commas, escaped quotes and line breaks mixed
  *   with plain ones, some UTF-8; 500,000 rows ≈ 1 GiB (under the 1 GiB limit) and ~48,800 ≈ 100 MiB;
