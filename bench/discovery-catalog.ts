@@ -5,18 +5,8 @@
  * few phrasings and input schemas with a PCID. Deterministic (seeded), so runs compare.
  */
 import type { CatalogTool, JsonSchemaObject } from '../src/gateway/types.js';
+import { prng } from './lib.js';
 
-/** Mulberry32: small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CATEGORIES: Record<string, { about: string; entities: string[] }> = {
   crm: { about: 'Customer relationship management', entities: ['contact', 'company', 'deal', 'lead', 'note', 'pipeline', 'activity', 'owner'] },

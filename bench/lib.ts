@@ -121,3 +121,15 @@ export async function baselineLoad(): Promise<LoadResult> {
     await baseline.stop();
   }
 }
+
+/** Mulberry32: a small seeded PRNG, so generated benchmark data is the same in every run. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -37,7 +37,7 @@ import type { Knex } from 'knex';
 import type { components } from '../generated/openapi/types.js';
 import { openStore } from '../src/storage/db.js';
 import { createQueue, updateQueue } from '../src/queues/queues.js';
-import { ROOT, cpuMs } from './lib.js';
+import { ROOT, cpuMs, prng } from './lib.js';
 
 /** Bytes of every data row, line end included: 500,000 rows + header stay under 1 GiB (1,073,741,824). */
 const ROW_BYTES = 2_147;
@@ -61,17 +61,6 @@ const RATIO_TARGET = 0.5;
 // ---------------------------------------------------------------------------------------------
 // File generation
 
-/** Deterministic 32-bit PRNG (mulberry32): the same row index always gives the same row. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = ['Ada', 'Grace', 'Alan', 'Katherine', 'José', 'Zoë', 'Jürgen', 'Søren', 'Chloé', 'Ólafur', 'Margaret', 'Linus', 'Barbara', 'Edsger', 'Radia', 'Niklaus'];
 const LAST = ['Lovelace', 'Hopper', 'Turing', 'Johnson', 'Álvarez', 'Weiß', 'Kierkegaard', 'Dubois', 'Arnalds', 'Hamilton', 'Torvalds', 'Liskov', 'Dijkstra', 'Perlman', 'Wirth', 'Nakamura'];
@@ -89,7 +78,7 @@ const OPENERS = [
 /** Filler for quoted notes: commas and line breaks, no quotes (a cut can never split a "" pair). */
 const QUOTED_FILLER = (() => {
   const words = 'lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua'.split(' ');
-  const r = rng(7);
+  const r = prng(7);
   let s = '';
   while (s.length < 8192) {
     const sentence = Array.from({ length: 6 + Math.floor(r() * 10) }, () => words[Math.floor(r() * words.length)]!).join(' ');
@@ -106,7 +95,7 @@ function pick<T>(r: () => number, xs: readonly T[]): T {
 
 /** Data row `i` (0-based), exactly ROW_BYTES bytes with its LF. */
 export function csvRow(i: number): string {
-  const r = rng(i * 2654435761);
+  const r = prng(i * 2654435761);
   const first = pick(r, FIRST);
   const last = pick(r, LAST);
   const name = r() < 0.4 ? `"${last}, ${first}"` : `${first} ${last}`;

@@ -181,8 +181,11 @@ export class QueueDispatcher {
    */
   private async fill(queueId: string, limit: number, budget: number): Promise<string[]> {
     const { db, blobs } = this.deps;
-    // The first queued items are the candidates: the transaction takes at most this many.
-    const candidates = (await db('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(Math.min(limit, budget))
+    // The free places as they look now (the transaction checks again under the lock): a full
+    // queue costs one count, and the first queued items up to that many are the candidates.
+    const open = Math.min(limit - await this.inFlight(db, queueId), budget);
+    if (open <= 0) return [];
+    const candidates = (await db('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(open)
       .select('seq', 'batch_id', 'byte_start', 'byte_end', 'attempts')) as QueuedItem[];
     if (candidates.length === 0) return [];
     const batches = (await db('queue_batches').whereIn('id', [...new Set(candidates.map((i) => i.batch_id))]).select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
@@ -194,8 +197,7 @@ export class QueueDispatcher {
       // Write first: the queue's row (PostgreSQL) or the database (sqlite) is locked until commit.
       const locked = await trx('queues').where({ id: queueId, paused: false }).increment('dispatch_seq', 1);
       if (!locked) return { runIds: [], partial: false };
-      const inFlight = (await trx('queue_items').where({ status: 'dispatched', queue_id: queueId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
-      const free = Math.min(limit - Number(inFlight?.n ?? 0), budget);
+      const free = Math.min(limit - await this.inFlight(trx, queueId), budget);
       if (free <= 0) return { runIds: [], partial: false };
       // Still queued, in order, under the lock; one not prepared (a retry put back meanwhile)
       // ends this pass's share, and the next pass takes it.
@@ -240,6 +242,12 @@ export class QueueDispatcher {
     });
     if (created.partial) this.again = true;
     return created.runIds;
+  }
+
+  /** The queue's items whose run is created and not finished. */
+  private async inFlight(db: Knex, queueId: string): Promise<number> {
+    const row = (await db('queue_items').where({ status: 'dispatched', queue_id: queueId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(row?.n ?? 0);
   }
 
   /**

@@ -1,9 +1,12 @@
 /** Server processes for process tests: `src/main.ts` on loopback over a DATA_DIR, its readiness and a token from its bootstrap.json. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { call } from './server.js';
+
+const runFile = promisify(execFile);
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
@@ -39,4 +42,17 @@ export async function bootstrapToken(base: string, dataDir: string): Promise<{ t
   const res = await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() });
   expect(res.status, res.text).to.equal(200);
   return { token: res.body.access_token, b };
+}
+
+export interface CliResult { code: number; stdout: string; stderr: string }
+
+/** `switchyard …args` (bin/switchyard.js) with `env` over this process's environment; a non-zero exit is a result, not a throw. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await runFile(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }

@@ -4,21 +4,17 @@
  * as a person at a terminal would: a child process through bin/switchyard.js. The CLI's token
  * comes from the server's store (same DATA_DIR and PUBLIC_URL) or from SWITCHYARD_TOKEN.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../../helpers/server.js';
 import { deploy, code } from '../../helpers/runs.js';
 import { writeCsv, leadRows } from '../../helpers/csv-files.js';
 import { createQueue } from '../../../src/queues/queues.js';
+import { runCli, type CliResult } from '../../helpers/process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
-interface CliResult { code: number; stdout: string; stderr: string }
 
 describe('queues: switchyard queue upload (CLI over HTTP)', function () {
   this.timeout(60_000);
@@ -29,23 +25,11 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
   let triggerId: string;
 
   /** The CLI on the server's store; `env` overrides (SWITCHYARD_TOKEN, SWITCHYARD_URL, DATA_DIR). */
-  const cli = async (args: string[], env: Record<string, string> = {}): Promise<CliResult> => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATA_DIR: server.store.dataDir, DATABASE_URL: '', PUBLIC_URL: server.baseUrl,
-          SWITCHYARD_TOKEN: '', SWITCHYARD_URL: '', SWITCHYARD_ORG: '', LOG_LEVEL: 'warn',
-          ...env,
-        },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> => runCli(args, {
+    DATA_DIR: server.store.dataDir, DATABASE_URL: '', PUBLIC_URL: server.baseUrl,
+    SWITCHYARD_TOKEN: '', SWITCHYARD_URL: '', SWITCHYARD_ORG: '', LOG_LEVEL: 'warn',
+    ...env,
+  });
   const upload = (file: string, ...more: string[]) =>
     cli(['queue', 'upload', file, '--queue', queueId, '--trigger', triggerId, '--org', org.orgId, ...more]);
 

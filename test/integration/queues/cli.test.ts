@@ -1,27 +1,16 @@
 /** `npx switchyard queue …` against a real store, as a person at a terminal would use it (src/cli/queues.ts). */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
+import { runCli } from '../../helpers/process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 describe('process: the switchyard queue verbs', function () {
   this.timeout(120_000);
   let dataDir: string;
   let demo: { queueId: string; apiTriggerId: string; webhookTriggerId: string; channelTriggerId: string };
-  const cli = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir } });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (...args: string[]) => runCli(args, { DATA_DIR: dataDir });
   const ok = async (...args: string[]) => {
     const r = await cli(...args);
     expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(0);
