@@ -11,6 +11,7 @@
  * - bytes are streamed, never buffered whole.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -129,13 +130,17 @@ export class LocalBlobStore implements BlobStore {
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
     const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
     const source = Buffer.isBuffer(content) ? Readable.from([content]) : content;
+    // `flush: true` fsyncs before close, so the renamed blob survives a crash whole.
+    const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true });
     try {
-      // `flush: true` fsyncs before close, so the renamed blob survives a crash whole.
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true }));
+      await pipeline(source, meter, sink);
       await mkdir(path.dirname(target), { recursive: true });
       await rename(tmp, target);
     } catch (err) {
       if (!source.destroyed) source.destroy();
+      // A source that fails at once can fail the pipeline while the file is still being opened:
+      // remove it only after the stream has closed, or the open creates it after the rm.
+      if (!sink.closed) await once(sink, 'close').catch(() => undefined);
       await rm(tmp, { force: true });
       throw err;
     }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { migrations } from './migrations/index.js';
+import { cacheStatements } from './statement-cache.js';
 
 export type { Knex };
 export type StoreKind = 'sqlite' | 'pg';
@@ -47,7 +48,7 @@ export function openStore(opts: StoreOptions): Knex {
   }
   const filename = opts.sqliteFile ?? path.join(opts.dataDir, 'switchyard.sqlite');
   const synchronous = opts.sqliteSynchronous === 'FULL' ? 'FULL' : 'NORMAL';
-  return knexFactory({
+  const db = knexFactory({
     client: 'sqlite3',
     connection: { filename },
     useNullAsDefault: true,
@@ -61,6 +62,8 @@ export function openStore(opts: StoreOptions): Knex {
       },
     },
   });
+  cacheStatements(db);
+  return db;
 }
 
 /** Runs every pending migration; returns the names applied. */

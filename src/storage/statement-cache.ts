@@ -1,0 +1,112 @@
+/**
+ * Prepared statements kept per sqlite connection. knex's sqlite3 client runs every query as
+ * `connection.all(sql)` / `connection.run(sql)`, which node-sqlite3 carries out as three pieces
+ * of threadpool work — prepare, step, finalize — each handed back to the main event loop before
+ * the next starts. A statement prepared once and run again is one piece. Inside a transaction the
+ * statements of its operations follow one another, so on a busy event loop each hand-back costs a
+ * wait for the loop: measured here, an item edit's transaction ran 0.7–0.9 ms per operation
+ * through the group commit (src/storage/write-queue.ts), most of it waiting between pieces.
+ *
+ * The cache is per connection, least recently used first out (statements whose text varies, such
+ * as multi-row INSERTs, do not grow it past MAX_STATEMENTS); a statement that failed to prepare
+ * or to run is finalized and dropped, so the next use prepares it afresh. Results are what knex expects from
+ * node-sqlite3: rows for `all`, the statement (`lastID`, `changes`) as the callback's `this`.
+ */
+import type { Knex } from 'knex';
+
+const MAX_STATEMENTS = 128;
+
+type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
+
+interface SqliteStatement {
+  all(params: unknown[], cb: Callback): void;
+  run(params: unknown[], cb: Callback): void;
+  finalize(cb?: () => void): void;
+}
+
+interface SqliteDatabase {
+  prepare(sql: string, cb: (err: Error | null) => void): SqliteStatement;
+}
+
+interface QueryObject {
+  sql?: string;
+  bindings?: unknown[];
+  method?: string;
+  returning?: unknown;
+  response?: unknown;
+  context?: unknown;
+}
+
+/** The node-sqlite3 method knex's sqlite3 client would call for this query. */
+function callMethod(obj: QueryObject): 'all' | 'run' {
+  switch (obj.method) {
+    case 'insert':
+    case 'update':
+      return obj.returning ? 'all' : 'run';
+    case 'counter':
+    case 'del':
+      return 'run';
+    default:
+      return 'all';
+  }
+}
+
+/** Makes `db` (a knex instance on sqlite3) run its queries through per-connection prepared statements. */
+export function cacheStatements(db: Knex): void {
+  const caches = new WeakMap<SqliteDatabase, Map<string, Promise<SqliteStatement>>>();
+  const client = db.client as unknown as { _query(connection: SqliteDatabase, obj: QueryObject): Promise<QueryObject> };
+
+  /** The prepared statement, prepared on first use; a failed prepare is not kept. */
+  const statement = (connection: SqliteDatabase, sql: string): Promise<SqliteStatement> => {
+    let cache = caches.get(connection);
+    if (!cache) {
+      cache = new Map();
+      caches.set(connection, cache);
+    }
+    const known = cache.get(sql);
+    if (known) {
+      cache.delete(sql);
+      cache.set(sql, known);
+      return known;
+    }
+    const prepared = new Promise<SqliteStatement>((resolve, reject) => {
+      // Calls queued on a statement whose prepare fails are never answered: run only once it is prepared.
+      const stmt = connection.prepare(sql, (err) => (err ? reject(err) : resolve(stmt)));
+    });
+    cache.set(sql, prepared);
+    prepared.catch(() => forget(connection, sql, prepared));
+    if (cache.size > MAX_STATEMENTS) {
+      const [oldest, old] = cache.entries().next().value as [string, Promise<SqliteStatement>];
+      cache.delete(oldest);
+      old.then((stmt) => stmt.finalize(), () => undefined);
+    }
+    return prepared;
+  };
+
+  const forget = (connection: SqliteDatabase, sql: string, entry: Promise<SqliteStatement>) => {
+    const cache = caches.get(connection);
+    if (cache?.get(sql) !== entry) return;
+    cache.delete(sql);
+    entry.then((stmt) => stmt.finalize(), () => undefined);
+  };
+
+  client._query = async (connection, obj) => {
+    const sql = obj.sql;
+    if (!sql) throw new Error('The query is empty');
+    const method = callMethod(obj);
+    const entry = statement(connection, sql);
+    const stmt = await entry;
+    return new Promise<QueryObject>((resolve, reject) => {
+      stmt[method](obj.bindings ?? [], function (this: unknown, err, rows) {
+        if (err) {
+          forget(connection, sql, entry);
+          return reject(err);
+        }
+        obj.response = rows;
+        // knex reads lastID and changes from the statement (its processResponse).
+        obj.context = this;
+        resolve(obj);
+      });
+    });
+  };
+}
