@@ -9,7 +9,8 @@
  *
  * The cache is per connection, least recently used first out (statements whose text varies, such
  * as multi-row INSERTs, do not grow it past MAX_STATEMENTS); a statement that failed to prepare
- * or to run is finalized and dropped, so the next use prepares it afresh. Results are what knex expects from
+ * or to run is finalized and dropped, so the next use prepares it afresh. A connection's
+ * statements are finalized before the pool closes it (sqlite refuses to close otherwise). Results are what knex expects from
  * node-sqlite3: rows for `all`, the statement (`lastID`, `changes`) as the callback's `this`.
  */
 import type { Knex } from 'knex';
@@ -21,7 +22,7 @@ type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
 interface SqliteStatement {
   all(params: unknown[], cb: Callback): void;
   run(params: unknown[], cb: Callback): void;
-  finalize(cb?: () => void): void;
+  finalize(cb?: (err: Error | null) => void): void;
 }
 
 interface SqliteDatabase {
@@ -54,7 +55,23 @@ function callMethod(obj: QueryObject): 'all' | 'run' {
 /** Makes `db` (a knex instance on sqlite3) run its queries through per-connection prepared statements. */
 export function cacheStatements(db: Knex): void {
   const caches = new WeakMap<SqliteDatabase, Map<string, Promise<SqliteStatement>>>();
-  const client = db.client as unknown as { _query(connection: SqliteDatabase, obj: QueryObject): Promise<QueryObject> };
+  /** Finalizes under way per connection: a connection closes only after them. */
+  const finalizing = new WeakMap<SqliteDatabase, Set<Promise<void>>>();
+  const client = db.client as unknown as {
+    _query(connection: SqliteDatabase, obj: QueryObject): Promise<QueryObject>;
+    destroyRawConnection(connection: SqliteDatabase): Promise<void>;
+  };
+
+  const finalize = (connection: SqliteDatabase, entry: Promise<SqliteStatement>): void => {
+    let set = finalizing.get(connection);
+    if (!set) {
+      set = new Set();
+      finalizing.set(connection, set);
+    }
+    const done: Promise<void> = entry.then((stmt) => new Promise<void>((resolve) => stmt.finalize(() => resolve())), () => undefined)
+      .finally(() => set.delete(done));
+    set.add(done);
+  };
 
   /** The prepared statement, prepared on first use; a failed prepare is not kept. */
   const statement = (connection: SqliteDatabase, sql: string): Promise<SqliteStatement> => {
@@ -78,7 +95,7 @@ export function cacheStatements(db: Knex): void {
     if (cache.size > MAX_STATEMENTS) {
       const [oldest, old] = cache.entries().next().value as [string, Promise<SqliteStatement>];
       cache.delete(oldest);
-      old.then((stmt) => stmt.finalize(), () => undefined);
+      finalize(connection, old);
     }
     return prepared;
   };
@@ -87,7 +104,18 @@ export function cacheStatements(db: Knex): void {
     const cache = caches.get(connection);
     if (cache?.get(sql) !== entry) return;
     cache.delete(sql);
-    entry.then((stmt) => stmt.finalize(), () => undefined);
+    finalize(connection, entry);
+  };
+
+  // sqlite3_close refuses a connection with statements still prepared (SQLITE_BUSY): the pool's
+  // destroy would fail and leave the file open. Finalize them all first.
+  const destroy = client.destroyRawConnection.bind(client);
+  client.destroyRawConnection = async (connection) => {
+    const cache = caches.get(connection);
+    caches.delete(connection);
+    for (const entry of cache?.values() ?? []) finalize(connection, entry);
+    await Promise.all([...(finalizing.get(connection) ?? [])]);
+    return destroy(connection);
   };
 
   client._query = async (connection, obj) => {

@@ -3,12 +3,17 @@
  * a statement is prepared once per connection and reused; what knex reads back (rows, lastID,
  * changes) is unchanged; a statement that fails is dropped and the connection stays usable; a
  * bad statement reports sqlite's own message; more distinct statements than the cache holds
- * still run. And the write queue's sqlite transaction (boundTo): its queries run inside the
+ * still run; the pool can still close its connections (sqlite refuses while statements are
+ * prepared). And the write queue's sqlite transaction (boundTo): its queries run inside the
  * transaction, a failure rolls all of it back, and members it does not offer throw.
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
+import { openStore } from '../../../src/storage/db.js';
 import { boundTo, WriteQueue } from '../../../src/storage/write-queue.js';
 
 describe('sqlite prepared statements (statement cache)', () => {
@@ -82,6 +87,27 @@ describe('sqlite prepared statements (statement cache)', () => {
     }
     // And the earliest ones prepare again.
     expect(((await store.db.raw('select ? + 0 as v', [5])) as Array<{ v: number }>)[0]!.v).to.equal(5);
+  });
+});
+
+describe('sqlite connections with prepared statements close', () => {
+  it('the pool closes every connection (statements finalized first): the WAL is checkpointed and removed', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-sc-'));
+    try {
+      const db = openStore({ dataDir: dir });
+      const failures: string[] = [];
+      // tarn: destroyFail(eventId, resource, err)
+      (db.client as unknown as { pool: { on(event: string, cb: (id: number, resource: unknown, err: Error) => void): void } }).pool
+        .on('destroyFail', (_id, _resource, err) => failures.push(err.message));
+      await db.schema.createTable('t', (t) => t.integer('a'));
+      await Promise.all(Array.from({ length: 20 }, (_, i) => db('t').insert({ a: i })));
+      for (let i = 0; i < 200; i++) await db.raw(`select ${i} as v`);
+      await db.destroy();
+      expect(failures).to.deep.equal([]);
+      expect(readdirSync(dir)).to.deep.equal(['switchyard.sqlite']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
