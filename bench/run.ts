@@ -7,6 +7,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   channel: () => import('./channel.js'),
   events: () => import('./events.js'),
   queues: () => import('./queues.js'),
+  runs: () => import('./runs.js'),
 };
 
 const wanted = process.argv.slice(2);
