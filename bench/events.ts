@@ -16,7 +16,7 @@
  */
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
-import { startServer, baselineLoad, cpuMs, report, type LoadResult } from './lib.js';
+import { startServer, baselineLoad, cpuMs, json, report, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
 
@@ -31,15 +31,6 @@ const WORKER = Boolean(process.env.BENCH_EVENT_WORKER);
 const CONTROL = Boolean(process.env.BENCH_EVENT_CONTROL);
 /** Offered load of the edit phases: a sustained rate, so p99 compares like with like (not two saturated queues). */
 const RATE = Number(process.env.BENCH_EVENT_RATE ?? 1000);
-
-async function json(url: string, init: RequestInit & { token?: string } = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any -- bench responses of several shapes
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (init.token) headers.authorization = `Bearer ${init.token}`;
-  const res = await fetch(url, { ...init, headers });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 /** `amount` requests over 50 connections; `path(i)` names the i-th request's path. */
 async function drive(name: string, base: string, token: string, method: 'POST' | 'PATCH', path: (i: number) => string, body: (i: number) => string, opts: { rate?: number; amount: number }): Promise<LoadResult> {

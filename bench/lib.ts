@@ -122,6 +122,16 @@ export async function baselineLoad(): Promise<LoadResult> {
   }
 }
 
+/** A JSON request to the service under test (Bearer `token` when given); throws on a non-2xx answer with its body. */
+export async function json(url: string, init: RequestInit & { token?: string } = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any -- bench responses of several shapes
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (init.token) headers.authorization = `Bearer ${init.token}`;
+  const res = await fetch(url, { ...init, headers });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
 /** Mulberry32: a small seeded PRNG, so generated benchmark data is the same in every run. */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;

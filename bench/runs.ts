@@ -14,22 +14,13 @@
 import { Pool } from 'undici';
 import autocannon from 'autocannon';
 import { openStore, type Knex } from '../src/storage/db.js';
-import { startServer, baselineLoad, report, type LoadResult } from './lib.js';
+import { startServer, baselineLoad, json, report, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
 
 const SECONDS = Number(process.env.BENCH_RUNS_SECONDS ?? 30);
 const BACKLOG = Number(process.env.BENCH_RUNS_BACKLOG ?? 2000);
 const SYNC_SECONDS = Number(process.env.BENCH_RUNS_SYNC_SECONDS ?? 10);
-
-async function json(url: string, init: RequestInit & { token?: string } = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any -- bench responses of several shapes
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (init.token) headers.authorization = `Bearer ${init.token}`;
-  const res = await fetch(url, { ...init, headers });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 /** Runs per status created since `since` (phases run one after another; the (status, created_at) index serves it). */
 async function count(db: Knex, statuses: string[], since: string): Promise<number> {
