@@ -15,8 +15,10 @@
  * second, and its p99 then measures how long a burst takes to drain. Both are reported.
  */
 import autocannon from 'autocannon';
+import { spawn } from 'node:child_process';
 import { Pool } from 'undici';
-import { startServer, baselineLoad, cpuMs, json, report, type LoadResult } from './lib.js';
+import path from 'node:path';
+import { startServer, baselineLoad, cpuMs, json, report, ROOT, type LoadResult } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
 
@@ -28,7 +30,16 @@ const NO_DELIVERY = Boolean(process.env.BENCH_NO_DELIVERY);
 /** BENCH_EVENT_WORKER=1: the API process only records (RUN_CONCURRENCY=0); a second process on the same store delivers. */
 const WORKER = Boolean(process.env.BENCH_EVENT_WORKER);
 /** BENCH_EVENT_CONTROL=1: an A/A run, the second collection without its trigger URL too, to see how much the phase order alone moves the figures. */
-const CONTROL = Boolean(process.env.BENCH_EVENT_CONTROL);
+const AA = Boolean(process.env.BENCH_EVENT_CONTROL);
+/**
+ * BENCH_EVENT_SHADOW=1: an A/A run (no trigger URL on either collection) in which, during the second
+ * phase, another process sends the receiver the same calls at the same rate: what the machine's
+ * extra HTTP traffic alone does to the service's p99, apart from anything the service does.
+ */
+const SHADOW = Boolean(process.env.BENCH_EVENT_SHADOW);
+const CONTROL = AA || SHADOW;
+/** How the summary names the second phase of each pair. */
+const SECOND = SHADOW ? 'with shadow calls to the receiver' : AA ? 'in the A/A control phase' : 'with one onEdit trigger';
 /** Offered load of the edit phases: a sustained rate, so p99 compares like with like (not two saturated queues). */
 const RATE = Number(process.env.BENCH_EVENT_RATE ?? 1000);
 
@@ -141,10 +152,15 @@ export async function run(): Promise<void> {
         const p = await phase('no trigger URL', plainIds, plain);
         runs[mode].plain.push({ ...p, cpu: serviceCpu() - cpu0 });
         const before = await count();
+        // The shadow sender starts 2 s early and waits, so its own start-up is not in the phase.
+        const at = Date.now() + 2000;
+        const shadow = SHADOW ? spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/servers/shadow-sender.ts'), `${receiver.info.url}/hook`, String(RATE), String(ITEMS), String(at)], { stdio: 'inherit' }) : undefined;
+        if (shadow) await new Promise((res) => setTimeout(res, at - Date.now()));
         const cpu1 = serviceCpu();
         const rcpu1 = cpuMs(receiver.child.pid) ?? NaN;
         const t0 = performance.now();
-        const r = await phase('one onEdit trigger URL each', hookedIds, hooked);
+        const r = await phase(SHADOW ? 'no trigger URL, shadow calls to the receiver' : CONTROL ? 'no trigger URL (A/A control)' : 'one onEdit trigger URL each', hookedIds, hooked);
+        if (shadow) await new Promise((res) => shadow.exitCode !== null ? res(null) : shadow.once('exit', res));
         const atEnd = (await count()) - before;
         const deadline = Date.now() + (NO_DELIVERY || CONTROL ? 0 : 120_000);
         while ((await count()) - before < r.requests && Date.now() < deadline) await new Promise((res) => setTimeout(res, 20));
@@ -160,11 +176,13 @@ export async function run(): Promise<void> {
       const p99Plain = median(p.map((r) => r.p99));
       const p99Hooked = median(h.map((r) => r.p99));
       const perEdit = (rs: Plain[]) => median(rs.map((r) => (r.cpu / r.requests) * 1000)).toFixed(0);
-      console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: service CPU per edit (median) ${perEdit(p)} µs without, ${perEdit(h)} µs with one onEdit trigger (its delivery included); the receiver used ${median(h.map((r) => (r.receiverCpu / r.requests) * 1000)).toFixed(0)} µs per call`);
-      console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: median p99 over ${ROUNDS} rounds: ${p99Plain} ms without, ${p99Hooked} ms with one onEdit trigger: ${p99Hooked >= p99Plain ? '+' : ''}${(((p99Hooked - p99Plain) / Math.max(0.1, p99Plain)) * 100).toFixed(1)} % (target ≤ 10 %); median p50 ${median(p.map((r) => r.p50))} → ${median(h.map((r) => r.p50))} ms`);
+      console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: service CPU per edit (median) ${perEdit(p)} µs without, ${perEdit(h)} µs ${SECOND}${CONTROL ? '' : ' (its delivery included)'}; the receiver used ${median(h.map((r) => (r.receiverCpu / r.requests) * 1000)).toFixed(0)} µs per call`);
+      console.log(`- ${mode === 'paced' ? 'paced evenly' : 'autocannon bursts'}: median p99 over ${ROUNDS} rounds: ${p99Plain} ms without, ${p99Hooked} ms ${SECOND}: ${p99Hooked >= p99Plain ? '+' : ''}${(((p99Hooked - p99Plain) / Math.max(0.1, p99Plain)) * 100).toFixed(1)} % (target ≤ 10 %); median p50 ${median(p.map((r) => r.p50))} → ${median(h.map((r) => r.p50))} ms`);
     }
     const hookedRuns = [...runs.paced.hooked, ...runs.burst.hooked];
-    if (NO_DELIVERY) {
+    if (CONTROL) {
+      console.log(`- deliveries: none (${SHADOW ? 'shadow control: another process sent the receiver the calls' : 'A/A control'})`);
+    } else if (NO_DELIVERY) {
       console.log('- deliveries: off (BENCH_NO_DELIVERY): the calls were only written to the outbox');
     } else {
       const total = hookedRuns.reduce((n, r) => n + r.requests, 0);

@@ -8,6 +8,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   events: () => import('./events.js'),
   queues: () => import('./queues.js'),
   runs: () => import('./runs.js'),
+  browser: () => import('./browser.js'),
 };
 
 const wanted = process.argv.slice(2);

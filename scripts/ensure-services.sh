@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Finds PostgreSQL (127.0.0.1:5432, trust auth, database `test`) and Redis (127.0.0.1:6379)
-# running, or starts them; installs them from Debian's packages when they are missing.
+# running, or starts them; installs them from Debian's packages when they are missing. Installs
+# Chromium (for the browser automation tests) the same way.
 set -euo pipefail
 
 have_pg() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -31,3 +32,11 @@ if ! have_redis; then
 fi
 have_redis || { echo "ensure-services: Redis is not reachable on 127.0.0.1:6379" >&2; exit 1; }
 echo "ensure-services: PostgreSQL and Redis are running"
+
+# Browser automation (src/browser) drives Debian's Chromium; its tests need it (DESIGN.md section 6).
+if [ ! -x "${BROWSER_EXECUTABLE:-/usr/bin/chromium}" ]; then
+  echo "ensure-services: installing chromium from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+"${BROWSER_EXECUTABLE:-/usr/bin/chromium}" --version || { echo "ensure-services: Chromium does not run" >&2; exit 1; }

@@ -23,6 +23,7 @@ import { GroupCommitter } from './runs/group-commit.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { QueuesService } from './queues/service.js';
+import { BrowserService } from './browser/index.js';
 import { queueManagementHandlers } from './queues/handlers/index.js';
 import { queueBatchHandlers } from './queues/handlers/batch-handlers.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
@@ -82,7 +83,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events' | 'queues'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
@@ -91,6 +92,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const delivers = config.runConcurrency > 0;
   services.queues = new QueuesService({ db, config, log, blobs, signals, callTargets: services.callTargets, runQueue: queue, active: delivers });
   services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: delivers, delivery: delivers ? threadPoster(config) : undefined });
+  services.browser = new BrowserService({ db, config, log, events: services.events });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
@@ -102,10 +104,12 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   await workers.start();
   services.events.start();
   services.queues.start();
+  services.browser.start();
   return {
     services,
     workers,
     async close() {
+      await services.browser.stop();
       await services.queues.stop();
       await services.events.stop();
       await workers.close();

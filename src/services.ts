@@ -17,6 +17,7 @@ import type { Gateway } from './gateway/gateway.js';
 import type { AgentService } from './agents/service.js';
 import type { EventsService } from './events/service.js';
 import type { QueuesService } from './queues/service.js';
+import type { BrowserService } from './browser/service.js';
 import type * as Http from './http/types.js';
 
 export type { HandlerRequest, Reply, OperationId } from './http/types.js';
@@ -45,6 +46,8 @@ export interface Services extends Http.PipelineServices {
   events: EventsService;
   /** Queues, CSV batches, their loader and dispatcher (src/queues). */
   queues: QueuesService;
+  /** Browser tasks: the Chromium pool and the script runner (src/browser). */
+  browser: BrowserService;
 }
 
 export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http.RequestContext<K, Services>;

@@ -2020,7 +2020,13 @@ export interface components {
          *       },
          *       "agentMaxSteps": 20,
          *       "agentTurnTimeoutMs": 300000,
-         *       "outboundAllowlist": []
+         *       "outboundAllowlist": [],
+         *       "browser": {
+         *         "executable": "/usr/bin/chromium",
+         *         "maxContexts": 4,
+         *         "taskTimeoutMs": 300000,
+         *         "idleMs": 60000
+         *       }
          *     }
          */
         SwitchyardConfig: {
@@ -2061,6 +2067,29 @@ export interface components {
                  * @description TRIGGERS_URL: {triggers_url}.
                  */
                 triggers: string;
+            };
+            /** @description Browser automation (src/browser): Debian's Chromium driven by playwright-core. */
+            browser: {
+                /**
+                 * @description BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium).
+                 * @default /usr/bin/chromium
+                 */
+                executable: string;
+                /**
+                 * @description BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another).
+                 * @default 60000
+                 */
+                idleMs: number;
+                /**
+                 * @description BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot.
+                 * @default 4
+                 */
+                maxContexts: number;
+                /**
+                 * @description BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed.
+                 * @default 300000
+                 */
+                taskTimeoutMs: number;
             };
             /** @description DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. */
             databaseUrl?: string | null;

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[]}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -296,9 +296,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err27 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.browser === undefined){
+const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -307,11 +306,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err28 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err28 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -320,9 +317,11 @@ vErrors.push(err28);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err29 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err29 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -331,8 +330,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err30 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err30 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -341,13 +341,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err31 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err31 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -357,8 +352,12 @@ vErrors.push(err31);
 errors++;
 }
 }
-else {
-const err32 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err32 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -368,11 +367,8 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err33 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err33 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -382,8 +378,11 @@ vErrors.push(err33);
 errors++;
 }
 }
-else {
-const err34 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err34 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -393,10 +392,8 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err35 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err35 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -405,9 +402,11 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err36 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err36 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -416,12 +415,9 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err37 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err37 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -430,14 +426,28 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err38 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err38 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
 else {
 vErrors.push(err38);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err39 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
 }
 errors++;
 }
@@ -447,17 +457,7 @@ if(data.publicUrl !== undefined){
 let data5 = data.publicUrl;
 if(typeof data5 === "string"){
 if(!pattern6.test(data5)){
-const err39 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-if(!(formats0(data5))){
-const err40 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err40 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -466,9 +466,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-}
-else {
-const err41 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data5))){
+const err41 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -478,11 +477,8 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err42 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err42 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -491,8 +487,12 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err43 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -501,8 +501,8 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data6.auth === undefined){
+const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -511,8 +511,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data6.mcp === undefined){
+const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -521,8 +521,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.connect === undefined){
+const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -531,9 +531,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err47 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.runFiles === undefined){
+const err47 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -542,12 +541,9 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err48 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err48 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -556,8 +552,12 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err49 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err49 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -566,9 +566,8 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-else {
-const err50 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data7))){
+const err50 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -578,11 +577,8 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err51 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err51 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -591,8 +587,12 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err52 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err52 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -601,9 +601,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err53 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -613,11 +612,8 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err54 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err54 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -626,8 +622,12 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err55 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err55 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -636,9 +636,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err56 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -648,11 +647,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err57 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err57 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -661,8 +657,12 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err58 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err58 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -671,9 +671,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err59 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -683,11 +682,8 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err60 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err60 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -696,8 +692,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err61 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err61 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -706,9 +706,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-else {
-const err62 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err62 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -718,9 +717,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
 else {
-const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err63 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -730,10 +728,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err64 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err64 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -743,10 +740,10 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err65 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err65 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -755,9 +752,11 @@ vErrors.push(err65);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err66 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err66 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -766,8 +765,9 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err67 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err67 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -776,12 +776,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err68 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13 < 60 || isNaN(data13)){
+const err68 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -790,9 +786,12 @@ vErrors.push(err68);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err69 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err69 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -801,8 +800,9 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err70 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err70 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -811,12 +811,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err71 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 0 || isNaN(data14)){
+const err71 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -825,9 +821,12 @@ vErrors.push(err71);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err72 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err72 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -836,8 +835,9 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err73 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err73 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -846,13 +846,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err74 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15 < 1 || isNaN(data15)){
+const err74 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -862,8 +857,12 @@ vErrors.push(err74);
 errors++;
 }
 }
-else {
-const err75 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err75 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -873,9 +872,8 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err76 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err76 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -885,9 +883,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err77 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err77 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -897,10 +895,9 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data19 = data.syncWaitMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err78 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err78 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -909,9 +906,11 @@ vErrors.push(err78);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 60000 || isNaN(data19)){
-const err79 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.syncWaitMs !== undefined){
+let data19 = data.syncWaitMs;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err79 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -920,8 +919,9 @@ vErrors.push(err79);
 }
 errors++;
 }
-if(data19 < 1 || isNaN(data19)){
-const err80 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 60000 || isNaN(data19)){
+const err80 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -930,12 +930,8 @@ vErrors.push(err80);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data20 = data.runTimeoutMs;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err81 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19 < 1 || isNaN(data19)){
+const err81 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -944,9 +940,12 @@ vErrors.push(err81);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400000 || isNaN(data20)){
-const err82 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.runTimeoutMs !== undefined){
+let data20 = data.runTimeoutMs;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err82 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -955,8 +954,9 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data20 < 1000 || isNaN(data20)){
-const err83 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 86400000 || isNaN(data20)){
+const err83 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -965,12 +965,8 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data21 = data.runConcurrency;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err84 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20 < 1000 || isNaN(data20)){
+const err84 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -979,9 +975,12 @@ vErrors.push(err84);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 256 || isNaN(data21)){
-const err85 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runConcurrency !== undefined){
+let data21 = data.runConcurrency;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err85 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -990,8 +989,9 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err86 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 256 || isNaN(data21)){
+const err86 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1000,12 +1000,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data22 = data.runLeaseMs;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err87 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data21 < 0 || isNaN(data21)){
+const err87 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1014,9 +1010,12 @@ vErrors.push(err87);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 3600000 || isNaN(data22)){
-const err88 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.runLeaseMs !== undefined){
+let data22 = data.runLeaseMs;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err88 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1025,8 +1024,9 @@ vErrors.push(err88);
 }
 errors++;
 }
-if(data22 < 500 || isNaN(data22)){
-const err89 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 3600000 || isNaN(data22)){
+const err89 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1035,12 +1035,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data23 = data.runMaxAttempts;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err90 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data22 < 500 || isNaN(data22)){
+const err90 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1049,9 +1045,12 @@ vErrors.push(err90);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 10 || isNaN(data23)){
-const err91 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data23 = data.runMaxAttempts;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err91 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1060,8 +1059,9 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err92 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 10 || isNaN(data23)){
+const err92 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1070,12 +1070,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data24 = data.runRetentionDays;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err93 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23 < 1 || isNaN(data23)){
+const err93 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1084,9 +1080,12 @@ vErrors.push(err93);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 3650 || isNaN(data24)){
-const err94 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data24 = data.runRetentionDays;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err94 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1095,8 +1094,9 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err95 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 3650 || isNaN(data24)){
+const err95 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1105,12 +1105,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-}
-if(data.sandboxPoolSize !== undefined){
-let data25 = data.sandboxPoolSize;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err96 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 1 || isNaN(data24)){
+const err96 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1119,9 +1115,12 @@ vErrors.push(err96);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 64 || isNaN(data25)){
-const err97 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data25 = data.sandboxPoolSize;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err97 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1130,8 +1129,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err98 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 64 || isNaN(data25)){
+const err98 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1140,12 +1140,8 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-}
-if(data.sqliteSynchronous !== undefined){
-let data26 = data.sqliteSynchronous;
-if(!((data26 === "NORMAL") || (data26 === "FULL"))){
-const err99 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if(data25 < 1 || isNaN(data25)){
+const err99 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1155,10 +1151,11 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data.upstreamTimeoutMs !== undefined){
-let data27 = data.upstreamTimeoutMs;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err100 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.sqliteSynchronous !== undefined){
+let data26 = data.sqliteSynchronous;
+if(!((data26 === "NORMAL") || (data26 === "FULL"))){
+const err100 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1167,9 +1164,11 @@ vErrors.push(err100);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 600000 || isNaN(data27)){
-const err101 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+if(data.upstreamTimeoutMs !== undefined){
+let data27 = data.upstreamTimeoutMs;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err101 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1178,8 +1177,9 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data27 < 100 || isNaN(data27)){
-const err102 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 600000 || isNaN(data27)){
+const err102 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1188,12 +1188,8 @@ vErrors.push(err102);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data28 = data.upstreamIdleMs;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err103 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 100 || isNaN(data27)){
+const err103 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1202,9 +1198,12 @@ vErrors.push(err103);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 86400000 || isNaN(data28)){
-const err104 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.upstreamIdleMs !== undefined){
+let data28 = data.upstreamIdleMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err104 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1213,8 +1212,9 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(data28 < 1000 || isNaN(data28)){
-const err105 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 86400000 || isNaN(data28)){
+const err105 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1223,13 +1223,8 @@ vErrors.push(err105);
 }
 errors++;
 }
-}
-}
-if(data.redisPrefix !== undefined){
-let data29 = data.redisPrefix;
-if(typeof data29 === "string"){
-if(!pattern12.test(data29)){
-const err106 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data28 < 1000 || isNaN(data28)){
+const err106 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1239,8 +1234,12 @@ vErrors.push(err106);
 errors++;
 }
 }
-else {
-const err107 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.redisPrefix !== undefined){
+let data29 = data.redisPrefix;
+if(typeof data29 === "string"){
+if(!pattern12.test(data29)){
+const err107 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1250,11 +1249,8 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data.models !== undefined){
-let data30 = data.models;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.defaultModel === undefined){
-const err108 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+else {
+const err108 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1263,8 +1259,12 @@ vErrors.push(err108);
 }
 errors++;
 }
-if(data30.openaiCompatibleBaseUrl === undefined){
-const err109 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+}
+if(data.models !== undefined){
+let data30 = data.models;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.defaultModel === undefined){
+const err109 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1273,8 +1273,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data30.providers === undefined){
-const err110 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data30.openaiCompatibleBaseUrl === undefined){
+const err110 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1283,9 +1283,8 @@ vErrors.push(err110);
 }
 errors++;
 }
-for(const key2 in data30){
-if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
-const err111 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data30.providers === undefined){
+const err111 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1294,11 +1293,9 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-if(data30.defaultModel !== undefined){
-let data31 = data30.defaultModel;
-if((typeof data31 !== "string") && (data31 !== null)){
-const err112 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+for(const key2 in data30){
+if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
+const err112 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1307,9 +1304,11 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(typeof data31 === "string"){
-if(!pattern13.test(data31)){
-const err113 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data30.defaultModel !== undefined){
+let data31 = data30.defaultModel;
+if((typeof data31 !== "string") && (data31 !== null)){
+const err113 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1318,12 +1317,9 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-}
-if(data30.openaiCompatibleBaseUrl !== undefined){
-let data32 = data30.openaiCompatibleBaseUrl;
-if((typeof data32 !== "string") && (data32 !== null)){
-const err114 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(typeof data31 === "string"){
+if(!pattern13.test(data31)){
+const err114 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1332,14 +1328,28 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(typeof data32 === "string"){
-if(!(formats0(data32))){
-const err115 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data30.openaiCompatibleBaseUrl !== undefined){
+let data32 = data30.openaiCompatibleBaseUrl;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err115 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err115];
 }
 else {
 vErrors.push(err115);
+}
+errors++;
+}
+if(typeof data32 === "string"){
+if(!(formats0(data32))){
+const err116 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
 }
 errors++;
 }
@@ -1352,12 +1362,12 @@ const len0 = data33.length;
 for(let i0=0; i0<len0; i0++){
 let data34 = data33[i0];
 if(!((((data34 === "openai-compatible") || (data34 === "openai")) || (data34 === "anthropic")) || (data34 === "google"))){
-const err116 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+const err117 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err116];
+vErrors = [err117];
 }
 else {
-vErrors.push(err116);
+vErrors.push(err117);
 }
 errors++;
 }
@@ -1369,12 +1379,12 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data33[i1], data33[j0])){
-const err117 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+const err118 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
-vErrors = [err117];
+vErrors = [err118];
 }
 else {
-vErrors.push(err117);
+vErrors.push(err118);
 }
 errors++;
 break outer0;
@@ -1384,19 +1394,7 @@ break outer0;
 }
 }
 else {
-const err118 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err118];
-}
-else {
-vErrors.push(err118);
-}
-errors++;
-}
-}
-}
-else {
-const err119 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err119 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1406,10 +1404,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data35 = data.agentMaxSteps;
-if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
-const err120 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err120 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1418,9 +1415,11 @@ vErrors.push(err120);
 }
 errors++;
 }
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 > 100 || isNaN(data35)){
-const err121 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+}
+if(data.agentMaxSteps !== undefined){
+let data35 = data.agentMaxSteps;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err121 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1429,8 +1428,9 @@ vErrors.push(err121);
 }
 errors++;
 }
-if(data35 < 1 || isNaN(data35)){
-const err122 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 100 || isNaN(data35)){
+const err122 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1439,12 +1439,8 @@ vErrors.push(err122);
 }
 errors++;
 }
-}
-}
-if(data.agentTurnTimeoutMs !== undefined){
-let data36 = data.agentTurnTimeoutMs;
-if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
-const err123 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data35 < 1 || isNaN(data35)){
+const err123 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1453,9 +1449,12 @@ vErrors.push(err123);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 > 3600000 || isNaN(data36)){
-const err124 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data36 = data.agentTurnTimeoutMs;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err124 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1464,13 +1463,24 @@ vErrors.push(err124);
 }
 errors++;
 }
-if(data36 < 1000 || isNaN(data36)){
-const err125 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 3600000 || isNaN(data36)){
+const err125 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err125];
 }
 else {
 vErrors.push(err125);
+}
+errors++;
+}
+if(data36 < 1000 || isNaN(data36)){
+const err126 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
 }
 errors++;
 }
@@ -1484,18 +1494,7 @@ for(let i2=0; i2<len1; i2++){
 let data38 = data37[i2];
 if(typeof data38 === "string"){
 if(func2(data38) < 1){
-const err126 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err126];
-}
-else {
-vErrors.push(err126);
-}
-errors++;
-}
-}
-else {
-const err127 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err127 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1505,9 +1504,8 @@ vErrors.push(err127);
 errors++;
 }
 }
-}
 else {
-const err128 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err128 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1519,12 +1517,221 @@ errors++;
 }
 }
 else {
-const err129 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err129 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err129];
 }
 else {
 vErrors.push(err129);
+}
+errors++;
+}
+}
+if(data.browser !== undefined){
+let data39 = data.browser;
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+if(data39.executable === undefined){
+const err130 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+if(data39.maxContexts === undefined){
+const err131 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
+}
+errors++;
+}
+if(data39.taskTimeoutMs === undefined){
+const err132 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+if(data39.idleMs === undefined){
+const err133 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+if(vErrors === null){
+vErrors = [err133];
+}
+else {
+vErrors.push(err133);
+}
+errors++;
+}
+for(const key3 in data39){
+if(!((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs"))){
+const err134 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+if(data39.executable !== undefined){
+let data40 = data39.executable;
+if(typeof data40 === "string"){
+if(func2(data40) < 1){
+const err135 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err135];
+}
+else {
+vErrors.push(err135);
+}
+errors++;
+}
+}
+else {
+const err136 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+}
+if(data39.maxContexts !== undefined){
+let data41 = data39.maxContexts;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err137 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 64 || isNaN(data41)){
+const err138 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+if(data41 < 1 || isNaN(data41)){
+const err139 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+}
+if(data39.taskTimeoutMs !== undefined){
+let data42 = data39.taskTimeoutMs;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err140 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 3600000 || isNaN(data42)){
+const err141 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+if(data42 < 1000 || isNaN(data42)){
+const err142 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err142];
+}
+else {
+vErrors.push(err142);
+}
+errors++;
+}
+}
+}
+if(data39.idleMs !== undefined){
+let data43 = data39.idleMs;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err143 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 86400000 || isNaN(data43)){
+const err144 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(vErrors === null){
+vErrors = [err144];
+}
+else {
+vErrors.push(err144);
+}
+errors++;
+}
+if(data43 < 1000 || isNaN(data43)){
+const err145 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err145];
+}
+else {
+vErrors.push(err145);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err146 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err146];
+}
+else {
+vErrors.push(err146);
+}
+errors++;
+}
+}
+}
+else {
+const err147 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
 }
 errors++;
 }

@@ -28,6 +28,11 @@ export const defaults = {
   runMaxAttempts: 2,
   /** Finished runs, their files and attachments are pruned after this many days. */
   runRetentionDays: 30,
+  /** Browser automation (src/browser/README.md): Debian's Chromium, concurrent tasks per process, task time limit, idle browser lifetime. */
+  browserExecutable: '/usr/bin/chromium',
+  browserMaxContexts: 4,
+  browserTaskTimeoutMs: 300_000,
+  browserIdleMs: 60_000,
   /** Warm sandbox processes for code steps. */
   sandboxPoolSize: 2,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */

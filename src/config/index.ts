@@ -55,6 +55,8 @@ export interface Config {
   agentTurnTimeoutMs: number;
   /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
   outboundAllowlist: string[];
+  /** Browser automation (src/browser). */
+  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number };
 }
 
 export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
@@ -203,6 +205,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, 1, 100),
     agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, 1000, 3_600_000),
     outboundAllowlist: outboundAllowlist(env),
+    browser: {
+      executable: env.BROWSER_EXECUTABLE || defaults.browserExecutable,
+      maxContexts: intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, 1, 64),
+      taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, 1000, 3_600_000),
+      idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, 1000, 86_400_000),
+    },
   };
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, models, ...shape } = config;

@@ -10,9 +10,10 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { AppError, isAppError } from '../errors/index.js';
 import type { BlobStore } from '../runs/blobs.js';
-import { deleteFiles } from '../runs/files.js';
+import { deleteFiles, recordFile } from '../runs/files.js';
 import { FILESTORAGE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
-import { nowIso } from '../storage/ids.js';
+import { newId, nowIso } from '../storage/ids.js';
+import { sanitizeFilename } from '../triggers/filenames.js';
 import { discardAttachments, readMultipartTrigger, type Attachment } from '../triggers/attachments.js';
 import type { CollectionRecord } from './collections.js';
 import { isForeignKeyViolation, type ItemDeps } from './items.js';
@@ -165,6 +166,41 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
   // The blob and its row go after the commit: the payload's signed URL then answers 404 file_not_found.
   if (fileId) await deleteFiles(deps.db, deps.blobs, c.orgId, [fileId]);
   if (pending > 0) deps.wake();
+}
+
+/**
+ * A file the service makes itself (browser task files, src/browser): stored in the blob store,
+ * recorded, added to the collection and announced to its onCreate trigger URLs like an upload.
+ * The name is sanitised as upload names are; the blob is removed again if the row cannot be written.
+ */
+export async function addFile(deps: FileDeps, c: CollectionRecord, input: { filename: string; mimeType: string; data: Buffer }): Promise<ReturnType<typeof fileView>> {
+  checkCollection(c);
+  if (input.data.length > MAX_FILE_BYTES) throw new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE', { message: 'Files are limited to 100 MiB.' });
+  const fileId = newId('file');
+  const blobKey = `collections/${c.orgId}/${fileId}`;
+  const filename = sanitizeFilename(input.filename);
+  await deps.blobs.put(blobKey, input.data);
+  try {
+    await recordFile(deps.db, { id: fileId, orgId: c.orgId, kind: 'collection', filename, mimeType: input.mimeType, size: input.data.length, blobKey });
+    const now = nowIso();
+    const row: FileRow = {
+      id: fileId, file_id: fileId, filename, file_size: input.data.length, mime_type: input.mimeType,
+      metadata: '{}', is_public: false, trigger_urls: '[]', created_at: now, updated_at: now,
+    };
+    const file = toFile(deps, c, row);
+    let pending = 0;
+    await deps.writes.run(async (trx, batch) => {
+      await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
+      pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
+    });
+    if (pending > 0) deps.wake();
+    return fileView(c, file);
+  } catch (err) {
+    await deleteFiles(deps.db, deps.blobs, c.orgId, [fileId]).catch(() => undefined);
+    await deps.blobs.delete(blobKey).catch(() => undefined);
+    if (isForeignKeyViolation(err)) throw new AppError('ERR_COLLECTION_NOT_FOUND');
+    throw err;
+  }
 }
 
 /** A sample file for the trigger tests. */

@@ -10,8 +10,8 @@ import { UpstreamPool } from './upstream/index.js';
 import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
 import { createSidekickServer } from '../servers/sidekick/index.js';
-import { registeredOnlyServer } from '../servers/not-yet.js';
 import { createAgentManagementServer } from '../servers/agent-management/index.js';
+import { createBrowserAutomationServer } from '../servers/browser-automation/index.js';
 
 export interface Gateway {
   catalog: GatewayCatalog;
@@ -30,7 +30,7 @@ export function createGateway(config: Config, log: Logger): Gateway {
   catalog.registerEmbedded(sidekick);
   catalog.registerEmbedded(createGatewayServer(sidekick, catalog));
   catalog.registerEmbedded(createAgentManagementServer());
-  catalog.registerEmbedded(registeredOnlyServer('browser-automation', 'the browser automation issue'));
+  catalog.registerEmbedded(createBrowserAutomationServer());
   return {
     catalog,
     router: new GatewayRouter(log),

@@ -5,6 +5,7 @@ import * as m003 from './003_lean_run_indexes.js';
 import * as m004 from './004_agents.js';
 import * as m005 from './005_collections.js';
 import * as m006 from './006_queues.js';
+import * as m007 from './007_browser_tasks.js';
 
 export interface Migration {
   name: string;
@@ -20,4 +21,5 @@ export const migrations: Migration[] = [
   { name: '004_agents', ...m004 },
   { name: '005_collections', ...m005 },
   { name: '006_queues', ...m006 },
+  { name: '007_browser_tasks', ...m007 },
 ];

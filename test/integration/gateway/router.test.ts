@@ -167,9 +167,9 @@ describe('gateway router (op:postMcpMessage)', function () {
     });
 
     it('registered-only tools answer a clear not-implemented error after validating their arguments', async () => {
-      const err = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b1' });
+      const err = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open example.com', cacheKey: 'abcd1234' });
       expect(err.code).to.equal(-32603);
-      expect(err.message).to.match(/^Not implemented yet: browser-automation_playwright_run/);
+      expect(err.message).to.match(/^Not implemented yet: browser-automation_operator_run/);
       expect(err.data.error).to.equal('not_implemented');
       const invalid = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { task: 'x', cacheKey: 'short' });
       expect(invalid.code).to.equal(-32000);

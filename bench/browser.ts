@@ -1,0 +1,124 @@
+/**
+ * Browser task benchmark (issue 12), not a test: `browser-automation_playwright_run` of a
+ * trivial script (open a local page, return its title), measured from the start call to the
+ * first poll that answers `completed` (polls every 10 ms), in one run:
+ * - warm: the organisation's browser stays up between tasks (default BROWSER_IDLE_MS);
+ * - cold: a service with BROWSER_IDLE_MS=1000 and tasks 1.6 s apart, so every task launches
+ *   Chromium anew (the baseline the pool is measured against);
+ * - ten concurrent tasks on the warm service: throughput, failures, and the peak resident
+ *   memory of the service with every process it started (Chromium, script runners).
+ * Target: warm p50 ≤ 300 ms.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync, readdirSync } from 'node:fs';
+import { startServer } from './lib.js';
+
+interface DemoInfo { url: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
+
+const WARM_TASKS = Number(process.env.BENCH_BROWSER_TASKS ?? 30);
+const COLD_TASKS = Number(process.env.BENCH_BROWSER_COLD_TASKS ?? 10);
+const CONCURRENT = 10;
+
+async function token(info: DemoInfo): Promise<string> {
+  const b = info.bootstrap;
+  const res = await fetch(`${info.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }) });
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
+async function tool(info: DemoInfo, tok: string, name: string, args: Record<string, unknown>): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any -- tool results of two shapes
+  const res = await fetch(`${info.url}/mcp/browser-automation`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${tok}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+  });
+  const body = (await res.json()) as { result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
+  if (!body.result || body.result.isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
+  return body.result.structuredContent;
+}
+
+/** One task, start call to completed, in ms; throws when it fails. */
+async function task(info: DemoInfo, tok: string, page: string): Promise<number> {
+  const t0 = performance.now();
+  const started = await tool(info, tok, 'browser-automation_playwright_run', { code: `await page.goto(${JSON.stringify(page)}); return await page.title();`, buildId: 'bench' });
+  for (;;) {
+    const polled = await tool(info, tok, 'browser-automation_playwright_run_continue', { sessionId: started.sessionId });
+    if (polled.status === 'completed') return performance.now() - t0;
+    if (polled.status === 'failed') throw new Error(`task failed: ${polled.result}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resident memory of a process and all its descendants, in MiB (Linux /proc). */
+function treeRssMiB(root: number): number {
+  const children = new Map<number, number[]>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch { /* gone */ }
+  }
+  let kb = 0;
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    try {
+      kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    } catch { /* gone */ }
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return kb / 1024;
+}
+
+function quantiles(xs: number[]): { p50: number; p95: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q: number) => Math.round(s[Math.min(s.length - 1, Math.floor(q * s.length))]!);
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+export async function run(): Promise<void> {
+  const site = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Bench page</title><h1>Hello</h1>'));
+  await new Promise<void>((r) => site.listen(0, '127.0.0.1', () => r()));
+  const page = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+  const warm = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { BROWSER_MAX_CONTEXTS: '4' });
+  const cold = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { BROWSER_IDLE_MS: '1000' });
+  try {
+    const warmToken = await token(warm.info);
+    const coldToken = await token(cold.info);
+    await task(warm.info, warmToken, page); // launches the organisation's browser
+    const warmMs: number[] = [];
+    for (let i = 0; i < WARM_TASKS; i++) warmMs.push(await task(warm.info, warmToken, page));
+    const coldMs: number[] = [];
+    for (let i = 0; i < COLD_TASKS; i++) {
+      await new Promise((r) => setTimeout(r, 1600)); // past BROWSER_IDLE_MS: the browser was closed
+      coldMs.push(await task(cold.info, coldToken, page));
+    }
+
+    let peak = treeRssMiB(warm.child.pid!);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, treeRssMiB(warm.child.pid!));
+    }, 100);
+    const t0 = performance.now();
+    const results = await Promise.allSettled(Array.from({ length: CONCURRENT }, () => task(warm.info, warmToken, page)));
+    const wall = performance.now() - t0;
+    clearInterval(sampler);
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+
+    const w = quantiles(warmMs);
+    const c = quantiles(coldMs);
+    console.log('\n## playwright_run: start call → completed (trivial script: open a local page, return its title)\n');
+    console.log('| pool | tasks | p50 ms | p95 ms |');
+    console.log('|---|---:|---:|---:|');
+    console.log(`| warm (organisation's browser kept) | ${warmMs.length} | ${w.p50} | ${w.p95} |`);
+    console.log(`| cold (Chromium launched per task) | ${coldMs.length} | ${c.p50} | ${c.p95} |`);
+    console.log(`- warm p50 ${w.p50} ms (target ≤ 300 ms); cold/warm p50 ratio ${(c.p50 / w.p50).toFixed(2)}`);
+    console.log(`- ${CONCURRENT} concurrent tasks (BROWSER_MAX_CONTEXTS=4): ${ok} completed, ${CONCURRENT - ok} failed, ${(ok / (wall / 1000)).toFixed(1)} tasks/s, all done in ${Math.round(wall)} ms; peak RSS of the service with its Chromium and script processes ${Math.round(peak)} MiB`);
+    for (const r of results) if (r.status === 'rejected') console.log(`  - failure: ${(r.reason as Error).message}`);
+  } finally {
+    await warm.stop();
+    await cold.stop();
+    site.close();
+  }
+}

@@ -1,0 +1,2 @@
+export { BrowserService, TaskError, type ScriptArgs, type PollArgs, type FileEntry } from './service.js';
+export { BrowserPool, BrowserUnavailableError, CHROMIUM_ARGS } from './pool.js';

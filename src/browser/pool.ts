@@ -1,0 +1,171 @@
+/**
+ * Warm Chromium browsers, one per organisation, and the per-process limit of concurrent tasks
+ * (src/browser/README.md "Pool"). A browser is a playwright-core browser server on Debian's
+ * Chromium; a task's child process connects to it by its WebSocket endpoint, whose path is a
+ * random secret, and makes its own fresh context. Browsers are never shared between
+ * organisations: a script that reaches the browser level (CDP) sees only its own
+ * organisation's pages. A browser with no task for `idleMs` is closed; one that crashes is
+ * dropped (its tasks fail through their broken connections) and the next task starts another.
+ */
+import { accessSync, constants } from 'node:fs';
+import type { Logger } from '../config/logger.js';
+
+/** DESIGN.md section 6: the flags Chromium needs on these machines (closed network, root, no GPU). */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+];
+
+export interface PoolOptions {
+  executable: string;
+  maxContexts: number;
+  idleMs: number;
+  log: Logger;
+}
+
+interface BrowserServer {
+  wsEndpoint(): string;
+  close(): Promise<void>;
+  process(): { on(event: 'exit', cb: () => void): void; pid?: number | undefined };
+}
+
+interface Warm {
+  server: Promise<BrowserServer>;
+  tasks: number;
+  idle: NodeJS.Timeout | undefined;
+  dead: boolean;
+}
+
+export class BrowserUnavailableError extends Error {}
+
+/** A slot: the endpoint to connect to, and its release (exactly once). */
+export interface Lease {
+  wsEndpoint: string;
+  release(): void;
+}
+
+export class BrowserPool {
+  private readonly browsers = new Map<string, Warm>();
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private closed = false;
+
+  constructor(private readonly opts: PoolOptions) {}
+
+  /** Why browser tasks cannot run here, or undefined when they can. */
+  unavailable(): string | undefined {
+    try {
+      accessSync(this.opts.executable, constants.X_OK);
+      return undefined;
+    } catch {
+      return `Chromium is not installed on this server (no executable at ${this.opts.executable}). Install Debian's Chromium with \`apt-get install -y chromium\`, or set BROWSER_EXECUTABLE to a Chromium binary, then restart the service.`;
+    }
+  }
+
+  /** Waits for a free slot (BROWSER_MAX_CONTEXTS), then for the organisation's browser. */
+  async acquire(orgId: string, signal: AbortSignal): Promise<Lease> {
+    await this.slot(signal);
+    let released = false;
+    const warm = this.warm(orgId);
+    warm.tasks++;
+    if (warm.idle) clearTimeout(warm.idle);
+    warm.idle = undefined;
+    const release = () => {
+      if (released) return;
+      released = true;
+      warm.tasks--;
+      this.running--;
+      this.waiting.shift()?.();
+      if (warm.tasks === 0 && !warm.dead) {
+        warm.idle = setTimeout(() => this.retire(orgId, warm), this.opts.idleMs);
+        warm.idle.unref();
+      }
+    };
+    try {
+      const server = await warm.server;
+      return { wsEndpoint: server.wsEndpoint(), release };
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  /** Tasks running in this process now. */
+  get active(): number {
+    return this.running;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.browsers.entries()];
+    this.browsers.clear();
+    await Promise.all(all.map(async ([, w]) => {
+      if (w.idle) clearTimeout(w.idle);
+      w.dead = true;
+      await w.server.then((s) => s.close(), () => undefined).catch(() => undefined);
+    }));
+  }
+
+  private slot(signal: AbortSignal): Promise<void> {
+    if (this.closed) return Promise.reject(new BrowserUnavailableError('The service is shutting down'));
+    if (this.running < this.opts.maxContexts) {
+      this.running++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const go = () => {
+        signal.removeEventListener('abort', abort);
+        this.running++;
+        resolve();
+      };
+      const abort = () => {
+        const i = this.waiting.indexOf(go);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      this.waiting.push(go);
+    });
+  }
+
+  private warm(orgId: string): Warm {
+    const existing = this.browsers.get(orgId);
+    if (existing && !existing.dead) return existing;
+    const warm: Warm = { server: this.launch(), tasks: 0, idle: undefined, dead: false };
+    this.browsers.set(orgId, warm);
+    warm.server.then((server) => {
+      server.process().on('exit', () => {
+        warm.dead = true;
+        if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
+        if (!this.closed) this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
+      });
+    }, () => {
+      warm.dead = true;
+      if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
+    });
+    return warm;
+  }
+
+  private retire(orgId: string, warm: Warm): void {
+    if (warm.tasks > 0 || warm.dead) return;
+    warm.dead = true;
+    if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
+    void warm.server.then((s) => s.close()).catch(() => undefined);
+  }
+
+  private async launch(): Promise<BrowserServer> {
+    const why = this.unavailable();
+    if (why) throw new BrowserUnavailableError(why);
+    const { chromium } = await import('playwright-core');
+    return chromium.launchServer({
+      executablePath: this.opts.executable,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      // The service's environment (secrets included) is not the browser's business.
+      env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      handleSIGINT: false,
+      handleSIGTERM: false,
+      handleSIGHUP: false,
+    }) as Promise<BrowserServer>;
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * Browser tasks as the `browser-automation` server uses them (spec section 12, the browser task
+ * state table): a start call records the task RUNNING and returns at once; the task runs in the
+ * background in this process; a poll from any process reads the store. Files the task makes
+ * (the script's own, downloads) are saved in the task's collection, a filestore, and listed
+ * with signed URLs valid one hour; the log is saved there too, as `logFileName`.
+ */
+import { fileTypeFromBuffer } from 'file-type';
+import { lookup as mimeLookup } from 'mime-types';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import { AppError } from '../errors/index.js';
+import { addFile, createCollection, type CollectionRecord, type EventsService } from '../events/index.js';
+import { holdsFiles } from '../events/types.js';
+import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
+import { newId } from '../storage/ids.js';
+import { BrowserPool, BrowserUnavailableError } from './pool.js';
+import { runScript, type ScriptFile } from './scripts.js';
+import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
+
+/** The running process renews a task this often; a task not renewed for STALE_MS is failed. */
+const HEARTBEAT_MS = 5_000;
+const STALE_MS = 30_000;
+const SWEEP_MS = 30_000;
+
+export interface ScriptArgs {
+  code: string;
+  buildId: string;
+  collectionId?: string | undefined;
+  useContextService?: string | undefined;
+  viewportWidth?: number | undefined;
+  viewportHeight?: number | undefined;
+}
+
+export interface PollArgs {
+  sessionId: string;
+  collectionId?: string | undefined;
+  logFileName?: string | undefined;
+}
+
+export interface FileEntry {
+  url: string;
+  fileName: string;
+  mimeType: string;
+  size: number;
+  source: TaskFile['source'];
+}
+
+/** A problem of the caller's own task (unknown session, wrong collection): the tool's result with isError. */
+export class TaskError extends Error {}
+
+const CONTINUE_TOOL: Record<TaskKind, string> = { script: 'browser-automation_playwright_run_continue', operator: 'browser-automation_operator_run_continue' };
+
+function stamp(startedAt: number): string {
+  const s = (Date.now() - startedAt) / 1000;
+  return `[${String(Math.floor(s / 60)).padStart(2, '0')}:${(s % 60).toFixed(3).padStart(6, '0')}]`;
+}
+
+async function mimeTypeOf(file: ScriptFile): Promise<string> {
+  if (file.mimeType && /^[\w.+-]+\/[\w.+-]+/.test(file.mimeType)) return file.mimeType;
+  const byName = mimeLookup(file.fileName);
+  if (byName) return byName;
+  return (await fileTypeFromBuffer(file.data))?.mime ?? 'application/octet-stream';
+}
+
+export class BrowserService {
+  readonly pool: BrowserPool;
+  private readonly running = new Set<Promise<void>>();
+  private readonly stopping = new AbortController();
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService }) {
+    this.pool = new BrowserPool({ executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
+  }
+
+  start(): void {
+    const sweep = () => {
+      const now = Date.now();
+      expireStale(this.deps.db, { staleBefore: new Date(now - STALE_MS).toISOString(), lateBefore: new Date(now - STALE_MS).toISOString() })
+        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: sweeping stale tasks failed'));
+    };
+    sweep();
+    this.sweeper = setInterval(sweep, SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.stopping.abort(new Error('The service is shutting down'));
+    while (this.running.size > 0) await Promise.all([...this.running]);
+    await this.pool.close();
+  }
+
+  /** `playwright_run`: records the task and starts it; answers at once. */
+  async startScript(orgId: string, args: ScriptArgs): Promise<Record<string, unknown>> {
+    const why = this.pool.unavailable();
+    if (why) throw new BrowserUnavailableError(why);
+    if (args.useContextService !== undefined) {
+      throw new AppError('ERR_NOT_IMPLEMENTED', { message: 'Saved logins (useContextService) are not implemented yet; run the script without it.' });
+    }
+    const sessionId = newId('ses');
+    const collection = await this.collectionFor(orgId, args.collectionId, sessionId);
+    const logFileName = `task-${sessionId}.log`;
+    const deadline = Date.now() + this.deps.config.browser.taskTimeoutMs;
+    await insertTask(this.deps.db, {
+      id: sessionId, orgId, kind: 'script', buildId: args.buildId, collectionId: collection.id, logFileName,
+      message: 'Task started.', deadlineAt: new Date(deadline).toISOString(),
+    });
+    const task = this.runScriptTask(orgId, sessionId, collection, logFileName, args, deadline)
+      .catch((err: Error) => this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'));
+    this.running.add(task);
+    void task.finally(() => this.running.delete(task));
+    return {
+      status: 'RUNNING', sessionId, collectionId: collection.id, buildId: args.buildId, logFileName,
+      message: `Task started. Poll with ${CONTINUE_TOOL.script} every 3-5 seconds.`,
+    };
+  }
+
+  /** A `..._run_continue` poll: the task as the store has it, a stale RUNNING task failed first. */
+  async poll(orgId: string, kind: TaskKind, args: PollArgs): Promise<Record<string, unknown>> {
+    let task = await this.task(orgId, kind, args);
+    if (task.status === 'RUNNING') {
+      const now = Date.now();
+      if (await expireStale(this.deps.db, { staleBefore: new Date(now - STALE_MS).toISOString(), lateBefore: new Date(now - STALE_MS).toISOString() }, task.id) > 0) {
+        task = (await findTask(this.deps.db, orgId, task.id))!;
+      }
+    }
+    const base = { status: task.status, sessionId: task.id, collectionId: task.collectionId, logFileName: task.logFileName, message: task.message };
+    if (task.status === 'RUNNING') return base;
+    const files = task.files.map((f): FileEntry => ({ url: signFileUrl(this.deps.config, f.fileId, BROWSER_FILE_URL_TTL_SECONDS), fileName: f.fileName, mimeType: f.mimeType, size: f.size, source: f.source }));
+    return { ...base, result: task.result ?? '', files, logContent: task.log };
+  }
+
+  private async task(orgId: string, kind: TaskKind, args: PollArgs): Promise<TaskRecord> {
+    const task = await findTask(this.deps.db, orgId, args.sessionId);
+    if (!task) throw new TaskError(`No browser session ${args.sessionId} exists in this organisation.`);
+    if (task.kind !== kind) throw new TaskError(`Session ${args.sessionId} is ${task.kind === 'script' ? 'a playwright_run script' : 'an operator_run task'}; poll it with ${CONTINUE_TOOL[task.kind]}.`);
+    if (args.collectionId !== undefined && args.collectionId !== task.collectionId) throw new TaskError(`Session ${args.sessionId} writes to collection ${task.collectionId}, not ${args.collectionId}.`);
+    if (args.logFileName !== undefined && args.logFileName !== task.logFileName) throw new TaskError(`The log file of session ${args.sessionId} is ${task.logFileName}, not ${args.logFileName}.`);
+    return task;
+  }
+
+  private async collectionFor(orgId: string, collectionId: string | undefined, sessionId: string): Promise<CollectionRecord> {
+    if (collectionId === undefined) {
+      return createCollection(this.deps.db, orgId, { name: `Browser task ${sessionId}`, description: 'Files and log of a browser task (browser-automation).', type: 'filestore' });
+    }
+    const c = await this.deps.events.collection(orgId, collectionId);
+    if (!c) throw new TaskError(`No collection ${collectionId} exists in this organisation.`);
+    if (!holdsFiles(c.type)) throw new TaskError(`Collection ${collectionId} is a ${c.type.replace('_', ' ')}; browser task files need a filestore or a knowledge base.`);
+    return c;
+  }
+
+  private async runScriptTask(orgId: string, id: string, collection: CollectionRecord, logFileName: string, args: ScriptArgs, deadline: number): Promise<void> {
+    const startedAt = Date.now();
+    const lines: string[] = [];
+    const log = (line: string) => lines.push(line);
+    let message = 'Waiting for a browser.';
+    log(`${stamp(startedAt)} playwright_run started (build ${args.buildId})`);
+    const beat = setInterval(() => {
+      touchTask(this.deps.db, id, { message, log: lines.join('\n') }).catch((err: Error) => this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'));
+    }, HEARTBEAT_MS);
+    beat.unref();
+    const limit = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
+    let ok = false;
+    let result: string;
+    let made: ScriptFile[] = [];
+    try {
+      const lease = await this.pool.acquire(orgId, limit);
+      try {
+        message = 'Script running.';
+        log(`${stamp(startedAt)} browser ready`);
+        const outcome = await runScript({
+          wsEndpoint: lease.wsEndpoint, code: args.code, signal: this.stopping.signal,
+          viewport: { width: args.viewportWidth ?? 1288, height: args.viewportHeight ?? 711 },
+          timeoutMs: Math.max(1, deadline - Date.now()), onLog: log,
+        });
+        ({ ok, result, files: made } = outcome);
+      } finally {
+        lease.release();
+      }
+    } catch (err) {
+      result = err instanceof BrowserUnavailableError ? err.message
+        : limit.aborted && !this.stopping.signal.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).`
+          : `The task could not start a browser: ${(err as Error).message}`;
+    }
+    const files: TaskFile[] = [];
+    for (const f of made) {
+      try {
+        const saved = await addFile(this.deps.events.deps, collection, { filename: f.fileName, mimeType: await mimeTypeOf(f), data: f.data });
+        files.push({ fileId: saved.id, fileName: saved.filename, mimeType: saved.mimeType, size: saved.fileSize, source: f.source });
+      } catch (err) {
+        log(`${stamp(startedAt)} file not saved: ${f.fileName}: ${(err as Error).message}`);
+      }
+    }
+    log(`${stamp(startedAt)} task ${ok ? 'completed' : 'failed'}`);
+    clearInterval(beat);
+    const text = lines.join('\n');
+    try {
+      await addFile(this.deps.events.deps, collection, { filename: logFileName, mimeType: 'text/plain', data: Buffer.from(text, 'utf8') });
+    } catch (err) {
+      this.deps.log.warn({ err: (err as Error).message, sessionId: id }, 'browser: saving the task log file failed');
+    }
+    await finishTask(this.deps.db, id, { status: ok ? 'completed' : 'failed', message: ok ? 'Task completed.' : 'Task failed.', result, files, log: text });
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * browser-automation_playwright_run and _continue against real Chromium (/usr/bin/chromium,
+ * installed by scripts/ensure-services.sh) and pages served on loopback: the start response,
+ * polling to completed or failed, the script's own file and captured downloads saved in the
+ * collection with signed URLs that really download, the log, the time limit, isolation of the
+ * script from the service, stale tasks, organisation scoping, and a server without Chromium.
+ * Every tool response is checked against its output schema.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { ValidateFunction } from 'ajv';
+import * as validators from '../../../generated/validators/schemas.js';
+import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import { callTool } from '../gateway/helpers.js';
+
+const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
+const startOutput = validators.BrowserAutomationPlaywrightRunOutput as unknown as ValidateFunction;
+const pollOutput = validators.BrowserAutomationPlaywrightRunContinueOutput as unknown as ValidateFunction;
+
+const PAGE = `<!doctype html><html><head><title>Pricing of Acme</title></head><body>
+<h1>Plans</h1><ul><li class="plan">Basic 9 EUR</li><li class="plan">Pro 29 EUR</li></ul>
+<a id="export" href="/export.csv" download>Export</a></body></html>`;
+const CSV = 'plan,price\nBasic,9\nPro,29\n';
+
+function site(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (req.url === '/export.csv') {
+      res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' }).end(CSV);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  })));
+}
+
+const INSPECTOR = path.resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+
+function inspector(url: string, token: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [INSPECTOR, '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--stored-auth-only', ...args],
+      { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }));
+  });
+}
+
+async function start(server: TestServer, org: TestOrg, args: Record<string, unknown>): Promise<any> {
+  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', args);
+  if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
+  expect(startOutput(res.structuredContent), JSON.stringify(startOutput.errors)).to.equal(true);
+  return res.structuredContent;
+}
+
+async function poll(server: TestServer, org: TestOrg, args: Record<string, unknown>): Promise<any> {
+  return callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', args);
+}
+
+/** Polls until the task leaves RUNNING; every answer must match the output schema. */
+async function finished(server: TestServer, org: TestOrg, started: { sessionId: string }, limitMs = 60_000): Promise<any> {
+  const until = Date.now() + limitMs;
+  for (;;) {
+    const res = await poll(server, org, { sessionId: started.sessionId });
+    expect(res.isError, JSON.stringify(res)).to.not.equal(true);
+    const body = res.structuredContent;
+    expect(pollOutput(body), JSON.stringify(pollOutput.errors)).to.equal(true);
+    if (body.status !== 'RUNNING') return body;
+    if (Date.now() > until) throw new Error(`task ${started.sessionId} still RUNNING after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('browser-automation: playwright_run in real Chromium', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let org: TestOrg;
+  let other: TestOrg;
+  let pages: Awaited<ReturnType<typeof site>>;
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      // On CI Chromium is mandatory (scripts/ensure-services.sh installs it); elsewhere say how to get it.
+      if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
+      process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
+      this.skip();
+    }
+    pages = await site();
+    server = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '20000' });
+    org = await createTestOrg(server);
+    other = await createTestOrg(server, 'Other org');
+  });
+  after(async () => {
+    await server?.close();
+    await pages?.close();
+  });
+
+  it('runs a script with a ready page, saves its returned file in a new collection, and polls to completed with a working signed URL and the log', async () => {
+    const started = await start(server, org, {
+      code: `await page.goto(${JSON.stringify(pages.url)});\nconsole.log('plans', await page.locator('.plan').count());\nreturn { writeToCollection: true, fileName: 'title.txt', fileContent: await page.title() };`,
+      buildId: 'bld_pricing',
+    });
+    expect(started).to.include({ status: 'RUNNING', buildId: 'bld_pricing' });
+    expect(started.sessionId).to.match(/^ses_[0-9a-f]{32}$/);
+    expect(started.logFileName).to.equal(`task-${started.sessionId}.log`);
+    expect(started.message).to.match(/playwright_run_continue/);
+
+    const done = await finished(server, org, started);
+    expect(done.status, done.result).to.equal('completed');
+    expect(done.result).to.equal('Saved title.txt (15 bytes) to the collection.');
+    expect(done.files).to.have.length(1);
+    const [file] = done.files;
+    expect(file).to.include({ fileName: 'title.txt', mimeType: 'text/plain', size: 15, source: 'script' });
+    const expires = Number(new URL(file.url).searchParams.get('expires'));
+    expect(expires - Date.now() / 1000).to.be.within(3500, 3601);
+    const download = await fetch(file.url);
+    expect(download.status).to.equal(200);
+    expect(await download.text()).to.equal('Pricing of Acme');
+    expect(done.logContent).to.match(/\[\d\d:\d\d\.\d{3}\] plans 2/);
+    expect(done.logContent).to.match(/task completed$/);
+
+    // The files and the log are items of the task's own filestore.
+    const items = await call(server.baseUrl, 'GET', `/v1/collections/${started.collectionId}`, { token: org.token });
+    expect(items.status).to.equal(200);
+    expect(items.body).to.include({ type: 'filestore', itemCount: 2 });
+    server.assertResponsesValid();
+  });
+
+  it('captures a download the page makes (source download) in a collection the caller names, and gives the viewport asked for', async () => {
+    const col = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'exports', type: 'filestore' } });
+    expect(col.status).to.equal(201);
+    const started = await start(server, org, {
+      code: `await page.goto(${JSON.stringify(pages.url)});\nawait page.click('#export');\nreturn page.viewportSize();`,
+      buildId: 'bld_export', collectionId: col.body.collectionId, viewportWidth: 800, viewportHeight: 600,
+    });
+    expect(started.collectionId).to.equal(col.body.collectionId);
+    const done = await finished(server, org, started);
+    expect(done.status, done.result).to.equal('completed');
+    expect(JSON.parse(done.result)).to.deep.equal({ width: 800, height: 600 });
+    expect(done.files).to.have.length(1);
+    expect(done.files[0]).to.include({ fileName: 'export.csv', mimeType: 'text/csv', size: CSV.length, source: 'download' });
+    expect(await (await fetch(done.files[0].url)).text()).to.equal(CSV);
+    expect(done.logContent).to.match(/download saved: export\.csv/);
+  });
+
+  it('saves bytes such as a screenshot returned as fileContent', async () => {
+    const started = await start(server, org, {
+      code: `await page.goto(${JSON.stringify(pages.url)});\nreturn { writeToCollection: true, fileName: 'shot.png', fileContent: await page.screenshot() };`,
+      buildId: 'bld_shot',
+    });
+    const done = await finished(server, org, started);
+    expect(done.status, done.result).to.equal('completed');
+    expect(done.files[0]).to.include({ fileName: 'shot.png', mimeType: 'image/png', source: 'script' });
+    const bytes = Buffer.from(await (await fetch(done.files[0].url)).arrayBuffer());
+    expect(bytes.subarray(1, 4).toString('latin1')).to.equal('PNG');
+    expect(bytes.length).to.equal(done.files[0].size);
+  });
+
+  it('a script that throws, or does not compile, ends failed with the reason in result', async () => {
+    const thrown = await finished(server, org, await start(server, org, { code: `await page.goto(${JSON.stringify(pages.url)});\nthrow new Error('no plans found');`, buildId: 'b' }));
+    expect(thrown.status).to.equal('failed');
+    expect(thrown.result).to.equal('no plans found');
+    expect(thrown.logContent).to.match(/failed: no plans found/);
+    const syntax = await finished(server, org, await start(server, org, { code: 'return {', buildId: 'b' }));
+    expect(syntax.status).to.equal('failed');
+    expect(syntax.result).to.match(/Unexpected|SyntaxError/);
+  });
+
+  it('the script cannot reach the service: no process, require or environment, and no string compilation in the runner realm', async () => {
+    const probe = await finished(server, org, await start(server, org, {
+      code: 'return [typeof process, typeof require, typeof globalThis.fetch, typeof module].join(",")',
+      buildId: 'b',
+    }));
+    expect(probe.status, probe.result).to.equal('completed');
+    expect(probe.result).to.equal('undefined,undefined,undefined,undefined');
+    const escape = await finished(server, org, await start(server, org, {
+      code: 'const p = page.constructor.constructor("return process")(); return Object.keys(p.env).join(",");',
+      buildId: 'b',
+    }));
+    expect(escape.status).to.equal('failed');
+    expect(escape.result).to.match(/Code generation from strings disallowed/);
+  });
+
+  it('a value that is not JSON comes back as text, and a script with no return value completes with an empty result', async () => {
+    const big = await finished(server, org, await start(server, org, { code: 'return { n: 10n };', buildId: 'b' }));
+    expect(big.status, big.result).to.equal('completed');
+    expect(big.result).to.equal('[object Object]');
+    const circular = await finished(server, org, await start(server, org, { code: 'const a = {}; a.self = a; return a;', buildId: 'b' }));
+    expect(circular.status).to.equal('completed');
+    const nothing = await finished(server, org, await start(server, org, { code: `await page.goto(${JSON.stringify(pages.url)});`, buildId: 'b' }));
+    expect(nothing).to.include({ status: 'completed', result: '' });
+    expect(nothing.files).to.deep.equal([]);
+  });
+
+  it('the MCP Inspector CLI starts a script that extracts a heading and downloads a file, and polls it to completed with both files downloadable', async () => {
+    const url = `${server.baseUrl}/mcp/browser-automation`;
+    const code = `await page.goto(${JSON.stringify(pages.url)});\nawait page.click('#export');\nreturn { writeToCollection: true, fileName: 'heading.txt', fileContent: await page.textContent('h1') };`;
+    const started = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'browser-automation_playwright_run', '--tool-arg', `code=${code}`, '--tool-arg', 'buildId=bld_inspector']);
+    expect(started.code, started.stderr).to.equal(0);
+    const { sessionId } = (JSON.parse(started.stdout) as { structuredContent: { sessionId: string } }).structuredContent;
+    let body: any;
+    for (let i = 0; i < 60; i++) {
+      const polled = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'browser-automation_playwright_run_continue', '--tool-arg', `sessionId=${sessionId}`]);
+      expect(polled.code, polled.stderr).to.equal(0);
+      body = (JSON.parse(polled.stdout) as { structuredContent: unknown }).structuredContent;
+      if (body.status !== 'RUNNING') break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(body.status, body.result).to.equal('completed');
+    const byName = new Map<string, { url: string; source: string }>(body.files.map((f: { fileName: string; url: string; source: string }) => [f.fileName, f]));
+    expect(byName.get('heading.txt')?.source).to.equal('script');
+    expect(byName.get('export.csv')?.source).to.equal('download');
+    expect(await (await fetch(byName.get('heading.txt')!.url)).text()).to.equal('Plans');
+    expect(await (await fetch(byName.get('export.csv')!.url)).text()).to.equal(CSV);
+  });
+
+  it('a script that never ends is stopped at the task time limit and fails saying so', async () => {
+    const slow = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '2500' });
+    try {
+      const o = await createTestOrg(slow);
+      const t0 = Date.now();
+      const done = await finished(slow, o, await start(slow, o, { code: 'await new Promise(() => {});', buildId: 'b' }), 20_000);
+      expect(done.status).to.equal('failed');
+      expect(done.result).to.match(/time limit \(3 s\)|time limit \(2 s\)/);
+      expect(Date.now() - t0).to.be.below(10_000);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('polls are scoped to the organisation; unknown sessions and mismatched collection or log names are tool errors', async () => {
+    const started = await start(server, org, { code: 'return 1', buildId: 'b' });
+    const foreign = await poll(server, other, { sessionId: started.sessionId });
+    expect(foreign.isError).to.equal(true);
+    expect(foreign.structuredContent.error).to.equal(`No browser session ${started.sessionId} exists in this organisation.`);
+    const unknown = await poll(server, org, { sessionId: 'ses_nope' });
+    expect(unknown.isError).to.equal(true);
+    const wrongCollection = await poll(server, org, { sessionId: started.sessionId, collectionId: 'col_other' });
+    expect(wrongCollection.isError).to.equal(true);
+    const wrongLog = await poll(server, org, { sessionId: started.sessionId, logFileName: 'x.log' });
+    expect(wrongLog.isError).to.equal(true);
+    const done = await finished(server, org, started);
+    expect(done.result).to.equal('1');
+    const full = await poll(server, org, { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+    expect(full.structuredContent.status).to.equal('completed');
+  });
+
+  it('refuses a collection of another organisation or one that holds no files, and validates arguments', async () => {
+    const store = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'rows', type: 'structured_datastore' } });
+    const wrongType = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b', collectionId: store.body.collectionId });
+    expect(wrongType.isError).to.equal(true);
+    expect(wrongType.structuredContent.error).to.match(/structured datastore/);
+    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b', collectionId: store.body.collectionId });
+    expect(foreign.isError).to.equal(true);
+    expect(foreign.structuredContent.error).to.match(/^No collection/);
+    const invalid = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code: '', buildId: 'b', viewportWidth: 5 });
+    expect(invalid.code).to.equal(-32000);
+    expect(invalid.data.errors.map((e: { field: string }) => e.field)).to.include.members(['code', 'viewportWidth']);
+  });
+
+  it('a RUNNING task whose process stopped renewing it is failed by the next poll, never left RUNNING', async () => {
+    const { db } = server.app.services;
+    const old = new Date(Date.now() - 120_000).toISOString();
+    await db('browser_tasks').insert({
+      id: 'ses_00000000000000000000000000000dead', org_id: org.orgId, kind: 'script', status: 'RUNNING', build_id: 'b', collection_id: 'col_x',
+      log_file_name: 'task-x.log', message: 'Script running.', result: null, files: '[]', log: '', heartbeat_at: old,
+      deadline_at: new Date(Date.now() + 60_000).toISOString(), created_at: old, finished_at: null,
+    });
+    const res = await poll(server, org, { sessionId: 'ses_00000000000000000000000000000dead' });
+    expect(res.structuredContent.status).to.equal('failed');
+    expect(res.structuredContent.result).to.match(/stopped without finishing/);
+    expect(pollOutput(res.structuredContent)).to.equal(true);
+  });
+
+  it('without Chromium the tools answer browser_unavailable with how to install it', async () => {
+    const bare = await startTestServer('sqlite', { BROWSER_EXECUTABLE: '/nonexistent/chromium' });
+    try {
+      const o = await createTestOrg(bare);
+      const res = await callTool(bare, o.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b' });
+      expect(res.code).to.equal(-32603);
+      expect(res.data.error).to.equal('browser_unavailable');
+      expect(res.message).to.match(/apt-get install -y chromium/);
+    } finally {
+      await bare.close();
+    }
+  });
+});
