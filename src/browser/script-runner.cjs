@@ -1,6 +1,7 @@
 'use strict';
 /**
- * The child process of one `playwright_run` task (src/browser/README.md, "Script isolation").
+ * A script runner process of one organisation (src/browser/README.md, "Script isolation"): it
+ * runs that organisation's `playwright_run` tasks one at a time, each in a context of its own.
  * Plain JavaScript, started by src/browser/scripts.ts with Node's permission model: no file
  * writes, no child processes, no worker threads, no addons, an empty environment, read access to
  * this file and playwright-core only, and a heap limit. It connects to the organisation's
@@ -10,9 +11,11 @@
  * through the browser connection (no file is written here) and handed to the parent with the
  * script's own file, if it returned one.
  *
- * Messages: parent → child `{type: 'run', v: 1, ...}` once; child → parent `{type: 'log', line}`
- * and finally `{type: 'done', ok, result, files, error}`. The parent trusts none of it blindly
- * (src/browser/scripts.ts checks sizes again).
+ * Messages: parent → child `{type: 'run', v: 1, ...}`, one at a time; child → parent
+ * `{type: 'log', task, line}`, then `{type: 'done', task, ok, result, files, error}` and
+ * `{type: 'idle', task}` (ready for the next task). The parent
+ * trusts none of it blindly (src/browser/scripts.ts checks sizes again) and kills the process
+ * instead of reusing it after a time limit or a broken task.
  */
 const vm = require('node:vm');
 
@@ -37,28 +40,25 @@ const LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultCh
 /** After the script returns: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
 
-let totalBytes = 0;
-const files = [];
-const started = Date.now();
-
-function stamp() {
-  const s = (Date.now() - started) / 1000;
+function stamp(task) {
+  const s = (Date.now() - task.started) / 1000;
   const mm = String(Math.floor(s / 60)).padStart(2, '0');
   const ss = (s % 60).toFixed(3).padStart(6, '0');
   return `[${mm}:${ss}]`;
 }
 
-function log(text) {
-  const line = `${stamp()} ${String(text).replace(/[\r\n]+/g, ' ').slice(0, LIMITS.lineChars)}`;
-  if (process.connected) process.send({ type: 'log', line });
+/** A line of one task's log; nothing once the task is over (a promise it left behind cannot write into the next task's log). */
+function log(task, text) {
+  if (!task.live || !process.connected) return;
+  process.send({ type: 'log', task: task.n, line: `${stamp(task)} ${String(text).replace(/[\r\n]+/g, ' ').slice(0, LIMITS.lineChars)}` });
 }
 
-function addFile(file) {
-  if (files.length >= LIMITS.files) throw new Error(`at most ${LIMITS.files} files per task`);
+function addFile(task, file) {
+  if (task.files.length >= LIMITS.files) throw new Error(`at most ${LIMITS.files} files per task`);
   if (file.data.length > LIMITS.fileBytes) throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
-  if (totalBytes + file.data.length > LIMITS.totalBytes) throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
-  totalBytes += file.data.length;
-  files.push(file);
+  if (task.bytes + file.data.length > LIMITS.totalBytes) throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
+  task.bytes += file.data.length;
+  task.files.push(file);
 }
 
 /** A typed array of any realm (page.screenshot() answers a Buffer of this one; the script's own Uint8Array is of its context). */
@@ -78,7 +78,7 @@ function text(v) {
 }
 
 /** The script's return value → the task's result text, and its file when it asked for one. */
-function settleReturn(value) {
+function settleReturn(task, value) {
   if (value !== null && typeof value === 'object' && value.writeToCollection === true) {
     const { fileName, fileContent } = value;
     if (typeof fileName !== 'string' || fileName.trim() === '') throw new Error('writeToCollection needs a fileName (a non-empty string)');
@@ -86,16 +86,16 @@ function settleReturn(value) {
     if (typeof fileContent === 'string') data = Buffer.from(fileContent, 'utf8');
     else if (isBytes(fileContent)) data = Buffer.from(fileContent.buffer, fileContent.byteOffset, fileContent.byteLength);
     else throw new Error('writeToCollection needs a fileContent (a string or bytes such as page.screenshot()\'s)');
-    addFile({ fileName, data: Buffer.from(data), source: 'script', mimeType: typeof value.mimeType === 'string' ? value.mimeType : undefined });
-    log(`saved ${fileName} (${data.length} bytes, script)`);
+    addFile(task, { fileName, data: Buffer.from(data), source: 'script', mimeType: typeof value.mimeType === 'string' ? value.mimeType : undefined });
+    log(task, `saved ${fileName} (${data.length} bytes, script)`);
     return `Saved ${fileName} (${data.length} bytes) to the collection.`;
   }
   return text(value).slice(0, LIMITS.resultChars);
 }
 
-async function readDownload(download) {
+async function readDownload(task, download) {
   const name = download.suggestedFilename() || 'download';
-  log(`download started: ${name}`);
+  log(task, `download started: ${name}`);
   const stream = await download.createReadStream();
   const chunks = [];
   let size = 0;
@@ -109,15 +109,15 @@ async function readDownload(download) {
   }
   const failure = await download.failure();
   if (failure) throw new Error(`download ${name} failed: ${failure}`);
-  addFile({ fileName: name, data: Buffer.concat(chunks), source: 'download' });
-  log(`download saved: ${name} (${size} bytes)`);
+  addFile(task, { fileName: name, data: Buffer.concat(chunks), source: 'download' });
+  log(task, `download saved: ${name} (${size} bytes)`);
 }
 
-/** The script's realm: a fresh context, `page` and a console bridged through strings. */
-function scriptContext(page) {
+/** The script's realm: a fresh vm context per task with `page` and a console bridged through strings. */
+function scriptContext(task, page) {
   const sandbox = Object.create(null);
   const context = vm.createContext(sandbox, { name: 'playwright_run', codeGeneration: { strings: true, wasm: false } });
-  const bridge = (level, line) => log(level === 'log' ? line : `${level}: ${line}`);
+  const bridge = (level, line) => log(task, level === 'log' ? line : `${level}: ${line}`);
   vm.runInContext(`(function (bridge) {
     const show = (v) => { if (typeof v === 'string') return v; try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; } catch { return String(v); } };
     const make = (level) => (...args) => { bridge(level, args.map(show).join(' ')); };
@@ -127,49 +127,100 @@ function scriptContext(page) {
   return context;
 }
 
+/**
+ * A fresh context and page, opened before the task that will use it is known (with the default
+ * viewport) or for it; downloads of every page of the context are credited to the task that
+ * `holder.task` names when they start.
+ */
+async function openContext(browser, viewport, storageState) {
+  const context = await browser.newContext({
+    viewport: { width: viewport.width, height: viewport.height },
+    acceptDownloads: true,
+    ...(storageState ? { storageState } : {}),
+  });
+  const opened = { browser, context, page: undefined, viewport, downloads: [], last: 0, task: undefined };
+  context.on('page', (p) => p.on('download', (d) => {
+    const task = opened.task;
+    if (!task || !task.live) return;
+    opened.last = Date.now();
+    opened.downloads.push(readDownload(task, d).catch((err) => log(task, `download not saved: ${err.message}`)));
+  }));
+  opened.page = await context.newPage();
+  return opened;
+}
+
+/**
+ * The organisation's browser connection, kept between tasks, and the context opened for the
+ * next task while this one runs (`next`, a promise), so back-to-back tasks start on a ready page.
+ */
+let browser;
+let endpoint;
+let next;
+
+async function connect(wsEndpoint) {
+  if (browser && endpoint === wsEndpoint && browser.isConnected()) return browser;
+  if (browser) await browser.close().catch(() => undefined);
+  next = undefined;
+  browser = await chromium.connect(wsEndpoint, { timeout: 30_000 });
+  endpoint = wsEndpoint;
+  return browser;
+}
+
+/** The context opened ahead, when it suits this task (same browser, viewport, no saved login); else it is closed. */
+async function takeNext(b, msg) {
+  const ahead = next;
+  next = undefined;
+  const opened = ahead ? await ahead.catch(() => undefined) : undefined;
+  if (!opened) return undefined;
+  if (opened.browser === b && !msg.storageState && opened.viewport.width === msg.viewport.width && opened.viewport.height === msg.viewport.height) return opened;
+  void opened.context.close().catch(() => undefined);
+  return undefined;
+}
+
 async function run(msg) {
-  let browser;
+  const task = { n: msg.task, started: typeof msg.startedAt === 'number' ? msg.startedAt : Date.now(), files: [], bytes: 0, live: true };
+  log(task, 'script process ready');
+  let opened;
   try {
-    browser = await chromium.connect(msg.wsEndpoint, { timeout: 30_000 });
-    const context = await browser.newContext({
-      viewport: { width: msg.viewport.width, height: msg.viewport.height },
-      acceptDownloads: true,
-      ...(msg.storageState ? { storageState: msg.storageState } : {}),
-    });
-    const downloads = [];
-    let lastDownload = 0;
-    const watch = (p) => p.on('download', (d) => {
-      lastDownload = Date.now();
-      downloads.push(readDownload(d).catch((err) => log(`download not saved: ${err.message}`)));
-    });
-    context.on('page', watch);
-    const page = await context.newPage();
-    log(`browser context ready (viewport ${msg.viewport.width}x${msg.viewport.height})`);
+    const b = await connect(msg.wsEndpoint);
+    opened = (await takeNext(b, msg)) ?? (await openContext(b, msg.viewport, msg.storageState));
+    if (msg.reuse) {
+      next = openContext(b, msg.defaultViewport, undefined);
+      next.catch(() => undefined);
+    }
+    opened.task = task;
+    log(task, `browser context ready (viewport ${msg.viewport.width}x${msg.viewport.height})`);
     const script = new vm.Script(`(async () => {\n${msg.code}\n})()`, { filename: 'script.js', lineOffset: -1 });
-    const value = await script.runInContext(scriptContext(page));
-    const result = settleReturn(value);
-    log('script returned');
+    const value = await script.runInContext(scriptContext(task, opened.page));
+    const result = settleReturn(task, value);
+    log(task, 'script returned');
     // Downloads the script started just before returning may not have announced themselves yet.
     for (;;) {
-      const quiet = DOWNLOAD_SETTLE_MS - (Date.now() - lastDownload);
-      const pending = downloads.length;
+      const quiet = DOWNLOAD_SETTLE_MS - (Date.now() - opened.last);
+      const pending = opened.downloads.length;
       await new Promise((r) => setTimeout(r, Math.max(50, quiet)));
-      await Promise.all(downloads);
-      if (downloads.length === pending && Date.now() - lastDownload >= DOWNLOAD_SETTLE_MS) break;
+      await Promise.all(opened.downloads);
+      if (opened.downloads.length === pending && Date.now() - opened.last >= DOWNLOAD_SETTLE_MS) break;
     }
-    await context.close().catch(() => undefined);
-    process.send({ type: 'done', ok: true, result, files });
+    task.live = false;
+    process.send({ type: 'done', task: task.n, ok: true, result, files: task.files });
   } catch (err) {
     const message = err && typeof err === 'object' && 'message' in err ? String(err.message) : text(err);
-    log(`failed: ${message.split('\n')[0]}`);
-    process.send({ type: 'done', ok: false, error: message.slice(0, 4000), files });
-  } finally {
-    await browser?.close().catch(() => undefined);
+    log(task, `failed: ${message.split('\n')[0]}`);
+    task.live = false;
+    process.send({ type: 'done', task: task.n, ok: false, error: message.slice(0, 4000), files: task.files });
   }
+  // The task's context goes, in the background; the process takes its next task at once.
+  if (opened) void opened.context.close().catch(() => undefined);
+  process.send({ type: 'idle', task: task.n });
 }
 
 process.on('unhandledRejection', () => undefined);
-process.once('message', (msg) => {
-  if (!msg || msg.type !== 'run' || msg.v !== 1) process.exit(70);
-  run(msg).then(() => process.disconnect(), () => process.exit(70));
+let busy = false;
+process.on('message', (msg) => {
+  if (!msg || msg.v !== 1 || msg.type !== 'run' || busy) process.exit(70);
+  busy = true;
+  run(msg).then(() => {
+    busy = false;
+  }, () => process.exit(70));
 });

@@ -16,13 +16,15 @@ import { holdsFiles } from '../events/types.js';
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
 import { newId } from '../storage/ids.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
-import { runScript, type ScriptFile } from './scripts.js';
+import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
 import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
 
 /** The running process renews a task this often; a task not renewed for STALE_MS is failed. */
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 30_000;
 const SWEEP_MS = 30_000;
+/** A script runner process serves at most this many tasks of its organisation, then a new one starts. */
+const TASKS_PER_PROCESS = 50;
 
 export interface ScriptArgs {
   code: string;
@@ -66,11 +68,13 @@ async function mimeTypeOf(file: ScriptFile): Promise<string> {
 
 export class BrowserService {
   readonly pool: BrowserPool;
+  private readonly runners: ScriptRunners;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService }) {
+    this.runners = new ScriptRunners({ idleMs: deps.config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS });
     this.pool = new BrowserPool({ executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
   }
 
@@ -89,6 +93,7 @@ export class BrowserService {
     if (this.sweeper) clearInterval(this.sweeper);
     this.stopping.abort(new Error('The service is shutting down'));
     while (this.running.size > 0) await Promise.all([...this.running]);
+    this.runners.close();
     await this.pool.close();
   }
 
@@ -170,10 +175,10 @@ export class BrowserService {
       try {
         message = 'Script running.';
         log(`${stamp(startedAt)} browser ready`);
-        const outcome = await runScript({
+        const outcome = await this.runners.run(orgId, {
           wsEndpoint: lease.wsEndpoint, code: args.code, signal: this.stopping.signal,
-          viewport: { width: args.viewportWidth ?? 1288, height: args.viewportHeight ?? 711 },
-          timeoutMs: Math.max(1, deadline - Date.now()), onLog: log,
+          viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
+          timeoutMs: Math.max(1, deadline - Date.now()), startedAt, onLog: log,
         });
         ({ ok, result, files: made } = outcome);
       } finally {

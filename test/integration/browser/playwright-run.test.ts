@@ -220,6 +220,25 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     expect(await (await fetch(byName.get('export.csv')!.url)).text()).to.equal(CSV);
   });
 
+  it('each task gets a fresh context; a script process is reused only within its organisation', async () => {
+    const setCookie = await finished(server, org, await start(server, org, {
+      code: `await page.goto(${JSON.stringify(pages.url)});\nawait page.context().addCookies([{ name: 'sid', value: 'secret', url: ${JSON.stringify(pages.url)} }]);\nawait page.evaluate(() => localStorage.setItem('k', 'v'));\nglobalThis.leftover = 1;\npage.constructor.marker = 'org-a';\nreturn (await page.context().cookies()).length;`,
+      buildId: 'b',
+    }));
+    expect(setCookie.result).to.equal('1');
+    const fresh = await finished(server, org, await start(server, org, {
+      code: `await page.goto(${JSON.stringify(pages.url)});\nreturn [(await page.context().cookies()).length, await page.evaluate(() => localStorage.getItem('k')), typeof globalThis.leftover].join(',');`,
+      buildId: 'b',
+    }));
+    expect(fresh.result).to.equal('0,,undefined');
+    // The runner's own realm is shared by the tasks of one organisation (documented residual
+    // risk), never with another organisation's tasks.
+    const sameOrg = await finished(server, org, await start(server, org, { code: 'return String(page.constructor.marker)', buildId: 'b' }));
+    expect(sameOrg.result).to.equal('org-a');
+    const otherOrg = await finished(server, other, await start(server, other, { code: 'return String(page.constructor.marker)', buildId: 'b' }));
+    expect(otherOrg.result).to.equal('undefined');
+  });
+
   it('a script that never ends is stopped at the task time limit and fails saying so', async () => {
     const slow = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '2500' });
     try {
@@ -229,6 +248,9 @@ describe('browser-automation: playwright_run in real Chromium', function () {
       expect(done.status).to.equal('failed');
       expect(done.result).to.match(/time limit \(3 s\)|time limit \(2 s\)/);
       expect(Date.now() - t0).to.be.below(10_000);
+      // The stopped process is not reused: the organisation's next task runs.
+      const next = await finished(slow, o, await start(slow, o, { code: 'return "again"', buildId: 'b' }), 20_000);
+      expect(next).to.include({ status: 'completed', result: 'again' });
     } finally {
       await slow.close();
     }
