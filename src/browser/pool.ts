@@ -90,6 +90,13 @@ export class BrowserPool {
     }
   }
 
+  /** The process id of the organisation's running Chromium, if it has one (operations and tests). */
+  async pidOf(orgId: string): Promise<number | undefined> {
+    const warm = this.browsers.get(orgId);
+    if (!warm || warm.dead) return undefined;
+    return (await warm.server.catch(() => undefined))?.process().pid;
+  }
+
   /** Tasks running in this process now. */
   get active(): number {
     return this.running;

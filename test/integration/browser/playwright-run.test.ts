@@ -239,6 +239,30 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     expect(otherOrg.result).to.equal('undefined');
   });
 
+  it('a browser that crashes fails only the tasks it was running; another organisation\'s task completes and the next task starts a new browser', async () => {
+    const slowCode = `await page.goto(${JSON.stringify(pages.url)});\nawait page.waitForTimeout(3000);\nreturn 'survived';`;
+    const victim = await start(server, org, { code: slowCode, buildId: 'b' });
+    const bystander = await start(server, other, { code: slowCode, buildId: 'b' });
+    const pool = server.app.services.browser.pool;
+    let pid: number | undefined;
+    for (let i = 0; i < 100 && !pid; i++) {
+      pid = await pool.pidOf(org.orgId);
+      if (!pid) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(pid, 'the organisation has a browser').to.be.a('number');
+    expect(pid).to.not.equal(await pool.pidOf(other.orgId));
+    await new Promise((r) => setTimeout(r, 1000)); // both scripts are in their wait
+    process.kill(pid!, 'SIGKILL');
+    const failed = await finished(server, org, victim);
+    expect(failed.status).to.equal('failed');
+    expect(failed.result).to.match(/closed|crash|disconnected/i);
+    const survived = await finished(server, other, bystander);
+    expect(survived).to.include({ status: 'completed', result: 'survived' });
+    const again = await finished(server, org, await start(server, org, { code: 'return "new browser"', buildId: 'b' }));
+    expect(again).to.include({ status: 'completed', result: 'new browser' });
+    expect(await pool.pidOf(org.orgId)).to.not.equal(pid);
+  });
+
   it('a script that never ends is stopped at the task time limit and fails saying so', async () => {
     const slow = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '2500' });
     try {
