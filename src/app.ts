@@ -23,7 +23,7 @@ import { GroupCommitter } from './runs/group-commit.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { QueuesService } from './queues/service.js';
-import { BrowserService } from './browser/index.js';
+import { BrowserService, browserLoginHandlers } from './browser/index.js';
 import { queueManagementHandlers } from './queues/handlers/index.js';
 import { queueBatchHandlers } from './queues/handlers/batch-handlers.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
@@ -60,7 +60,7 @@ export function allHandlers(): HandlerMap {
     ...connectionHandlers,
     ...appServerHandlers,
     ...agentHandlers, ...channelHandlers,
-    ...resourceHandlers, ...collectionHandlers,
+    ...resourceHandlers, ...collectionHandlers, ...browserLoginHandlers,
     ...queueManagementHandlers, ...queueBatchHandlers,
     ...gatewayHandlers,
     sendChannelMessage,

@@ -1332,6 +1332,79 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/browser-logins": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List saved browser logins
+         * @description Lists the organisation's saved browser login contexts (spec section 12, "Browser task
+         *     files": `id`, `label`, `service`, `loginUrl`, `status`, `createdAt`), oldest first. The
+         *     stored browser state (cookies, local storage) is never returned. `status` is `expired`
+         *     once every cookie of the state that has an expiry is past it; otherwise `active`.
+         */
+        get: operations["listBrowserLogins"];
+        put?: never;
+        /**
+         * Save a browser login
+         * @description Saves a signed-in browser state for browser tasks: `storageState` is Playwright's
+         *     storage state (`{cookies, origins}`, as `context.storageState()` or
+         *     `playwright codegen --save-storage` write it), at most 1 MiB. It is stored encrypted
+         *     (AES-256-GCM) and only ever handed to the organisation's own browser tasks: pass the
+         *     returned `id` as `useContextService` to `browser-automation_playwright_run`.
+         */
+        post: operations["createBrowserLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/browser-logins/{loginId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Saved login id (`ctx_<32 hex>`).
+                 * @example ctx_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                loginId: components["parameters"]["BrowserLoginIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a saved browser login
+         * @description One saved login of the organisation (never its state); another organisation's id answers 404 like a missing one.
+         */
+        get: operations["getBrowserLogin"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved browser login
+         * @description Deletes the login and its stored state. Tasks already running with it keep the state they started with; later tasks naming it fail.
+         */
+        delete: operations["deleteBrowserLogin"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/channels": {
         parameters: {
             query?: never;
@@ -2716,6 +2789,86 @@ export interface components {
             reason: "column_count" | "unterminated_quote";
             /** @description 1-based record number in the file; the header is record 1, so data rows start at 2. */
             rowNumber: number;
+        };
+        /** @description A saved browser login context (spec "Browser task files"); its stored state is never returned. */
+        BrowserLogin: {
+            /**
+             * Format: date-time
+             * @description When it was saved.
+             */
+            createdAt: string;
+            /** @description Login id (`ctx_<32 hex>`): the value of `useContextService`. */
+            id: string;
+            /** @description Display label. */
+            label: string;
+            /**
+             * Format: uri
+             * @description The service's login page.
+             */
+            loginUrl: string;
+            /** @description The service the login is for. */
+            service: string;
+            /**
+             * @description `expired` once every cookie of the state that has an expiry is past it (sign in again and save a new login); otherwise `active`.
+             * @enum {string}
+             */
+            status: "active" | "expired";
+        };
+        /** @description A browser login to save. */
+        BrowserLoginCreate: {
+            /** @description Display label. */
+            label: string;
+            /**
+             * Format: uri
+             * @description The service's login page (http or https).
+             */
+            loginUrl: string;
+            /** @description The service the login is for (e.g. its host name). */
+            service: string;
+            /** @description Playwright's storage state: cookies and each origin's local storage. At most 1 MiB as JSON. */
+            storageState: {
+                /** @description Cookies, as Playwright writes them. */
+                cookies: {
+                    /** @description Cookie domain. */
+                    domain: string;
+                    /** @description Unix time in seconds; -1 for a session cookie. */
+                    expires?: number;
+                    /** @description HttpOnly flag. */
+                    httpOnly?: boolean;
+                    /** @description Cookie name. */
+                    name: string;
+                    /** @description Cookie path. */
+                    path: string;
+                    /**
+                     * @description SameSite policy.
+                     * @enum {string}
+                     */
+                    sameSite?: "Strict" | "Lax" | "None";
+                    /** @description Secure flag. */
+                    secure?: boolean;
+                    /** @description Cookie value. */
+                    value: string;
+                }[];
+                /** @description Local storage per origin. */
+                origins?: {
+                    /** @description Local storage entries. */
+                    localStorage: {
+                        /** @description Key. */
+                        name: string;
+                        /** @description Value. */
+                        value: string;
+                    }[];
+                    /** @description Origin, e.g. https://acme.example. */
+                    origin: string;
+                }[];
+            };
+        };
+        /** @description One page of saved browser logins. */
+        BrowserLoginList: {
+            /** @description Saved logins, oldest first. */
+            items: components["schemas"]["BrowserLogin"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
         };
         /** @description An agent API channel (spec section 5); the key itself is never part of it. */
         Channel: {
@@ -4911,6 +5064,13 @@ export interface components {
          * @example eyJsIjoiYXBwLXNlcnZlcnMiLCJhIjoic3J2XzAxOTMyZjVlOGE3YjdjM2Q5ZTBmMWEyYjNjNGQ1ZTc1In0
          */
         AppServersCursor: string;
+        /**
+         * @description Saved login id (`ctx_<32 hex>`).
+         * @example ctx_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+         */
+        BrowserLoginIdParam: string;
+        /** @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. */
+        BrowserLoginsCursor: string;
         /**
          * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
          * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
@@ -7261,6 +7421,148 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listBrowserLogins: {
+        parameters: {
+            query?: {
+                /** @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. */
+                cursor?: components["parameters"]["BrowserLoginsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of saved logins. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserLoginList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    createBrowserLogin: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BrowserLoginCreate"];
+            };
+        };
+        responses: {
+            /** @description The saved login (never its state). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserLogin"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            413: components["responses"]["ManagementPayloadTooLarge"];
+            415: components["responses"]["ManagementUnsupportedMediaType"];
+        };
+    };
+    getBrowserLogin: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Saved login id (`ctx_<32 hex>`).
+                 * @example ctx_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                loginId: components["parameters"]["BrowserLoginIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The saved login. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserLogin"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    deleteBrowserLogin: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Saved login id (`ctx_<32 hex>`).
+                 * @example ctx_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                loginId: components["parameters"]["BrowserLoginIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
         };
     };
     listChannels: {

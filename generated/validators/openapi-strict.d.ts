@@ -6,6 +6,7 @@ export declare const callWebhookTrigger_json: ValidateFunction;
 export declare const createAgent_json: ValidateFunction;
 export declare const createApiKey_json: ValidateFunction;
 export declare const createAppServer_json: ValidateFunction;
+export declare const createBrowserLogin_json: ValidateFunction;
 export declare const createChannel_json: ValidateFunction;
 export declare const createCollection_json: ValidateFunction;
 export declare const createConnection_json: ValidateFunction;

@@ -1595,15 +1595,641 @@ return errors === 0;
 }
 validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createChannel_json = validate34;
-const schema52 = {"$ref":"components#/$defs/ChannelCreate","$id":"createChannel_json"};
-const schema53 = {"type":"object","description":"A new agent API channel.","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"maxLength":64,"description":"Agent the channel exposes."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API channel)."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat","default":"text"},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."}}};
-const schema54 = {"type":"string","enum":["text","markdown","json"],"description":"Format of the channel's replies (spec \"Agent API channel\"): `text` (text/plain), `markdown` (text/markdown) or `json` (application/json)."};
+export const createBrowserLogin_json = validate34;
+const schema52 = {"$ref":"components#/$defs/BrowserLoginCreate","$id":"createBrowserLogin_json"};
+const schema53 = {"type":"object","description":"A browser login to save.","required":["label","service","loginUrl","storageState"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"Display label."},"service":{"type":"string","minLength":1,"maxLength":200,"description":"The service the login is for (e.g. its host name)."},"loginUrl":{"type":"string","format":"uri","maxLength":2048,"pattern":"^https?://","description":"The service's login page (http or https)."},"storageState":{"type":"object","description":"Playwright's storage state: cookies and each origin's local storage. At most 1 MiB as JSON.","required":["cookies"],"additionalProperties":false,"properties":{"cookies":{"type":"array","maxItems":1000,"description":"Cookies, as Playwright writes them.","items":{"type":"object","required":["name","value","domain","path"],"properties":{"name":{"type":"string","minLength":1,"description":"Cookie name."},"value":{"type":"string","description":"Cookie value."},"domain":{"type":"string","minLength":1,"description":"Cookie domain."},"path":{"type":"string","minLength":1,"description":"Cookie path."},"expires":{"type":"number","description":"Unix time in seconds; -1 for a session cookie."},"httpOnly":{"type":"boolean","description":"HttpOnly flag."},"secure":{"type":"boolean","description":"Secure flag."},"sameSite":{"type":"string","enum":["Strict","Lax","None"],"description":"SameSite policy."}}}},"origins":{"type":"array","maxItems":100,"description":"Local storage per origin.","items":{"type":"object","required":["origin","localStorage"],"properties":{"origin":{"type":"string","minLength":1,"description":"Origin, e.g. https://acme.example."},"localStorage":{"type":"array","description":"Local storage entries.","items":{"type":"object","required":["name","value"],"properties":{"name":{"type":"string","description":"Key."},"value":{"type":"string","description":"Value."}}}}}}}}}}};
+const pattern9 = new RegExp("^https?://", "u");
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createBrowserLogin_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate35.evaluated;
+const evaluated0 = validate34.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.label === undefined){
+const err0 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/required",keyword:"required",params:{missingProperty: "label"},message:"must have required property '"+"label"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.service === undefined){
+const err1 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/required",keyword:"required",params:{missingProperty: "service"},message:"must have required property '"+"service"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.loginUrl === undefined){
+const err2 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/required",keyword:"required",params:{missingProperty: "loginUrl"},message:"must have required property '"+"loginUrl"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.storageState === undefined){
+const err3 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/required",keyword:"required",params:{missingProperty: "storageState"},message:"must have required property '"+"storageState"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((key0 === "label") || (key0 === "service")) || (key0 === "loginUrl")) || (key0 === "storageState"))){
+const err4 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.label !== undefined){
+let data0 = data.label;
+if(typeof data0 === "string"){
+if(func1(data0) > 200){
+const err5 = {instancePath:instancePath+"/label",schemaPath:"components#/$defs/BrowserLoginCreate/properties/label/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err6 = {instancePath:instancePath+"/label",schemaPath:"components#/$defs/BrowserLoginCreate/properties/label/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/label",schemaPath:"components#/$defs/BrowserLoginCreate/properties/label/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.service !== undefined){
+let data1 = data.service;
+if(typeof data1 === "string"){
+if(func1(data1) > 200){
+const err8 = {instancePath:instancePath+"/service",schemaPath:"components#/$defs/BrowserLoginCreate/properties/service/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err9 = {instancePath:instancePath+"/service",schemaPath:"components#/$defs/BrowserLoginCreate/properties/service/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/service",schemaPath:"components#/$defs/BrowserLoginCreate/properties/service/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.loginUrl !== undefined){
+let data2 = data.loginUrl;
+if(typeof data2 === "string"){
+if(func1(data2) > 2048){
+const err11 = {instancePath:instancePath+"/loginUrl",schemaPath:"components#/$defs/BrowserLoginCreate/properties/loginUrl/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!pattern9.test(data2)){
+const err12 = {instancePath:instancePath+"/loginUrl",schemaPath:"components#/$defs/BrowserLoginCreate/properties/loginUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(!(formats0(data2))){
+const err13 = {instancePath:instancePath+"/loginUrl",schemaPath:"components#/$defs/BrowserLoginCreate/properties/loginUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/loginUrl",schemaPath:"components#/$defs/BrowserLoginCreate/properties/loginUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+if(data.storageState !== undefined){
+let data3 = data.storageState;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3.cookies === undefined){
+const err15 = {instancePath:instancePath+"/storageState",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/required",keyword:"required",params:{missingProperty: "cookies"},message:"must have required property '"+"cookies"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+for(const key1 in data3){
+if(!((key1 === "cookies") || (key1 === "origins"))){
+const err16 = {instancePath:instancePath+"/storageState",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data3.cookies !== undefined){
+let data4 = data3.cookies;
+if(Array.isArray(data4)){
+if(data4.length > 1000){
+const err17 = {instancePath:instancePath+"/storageState/cookies",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/maxItems",keyword:"maxItems",params:{limit: 1000},message:"must NOT have more than 1000 items"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5.name === undefined){
+const err18 = {instancePath:instancePath+"/storageState/cookies/" + i0,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data5.value === undefined){
+const err19 = {instancePath:instancePath+"/storageState/cookies/" + i0,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data5.domain === undefined){
+const err20 = {instancePath:instancePath+"/storageState/cookies/" + i0,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/required",keyword:"required",params:{missingProperty: "domain"},message:"must have required property '"+"domain"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data5.path === undefined){
+const err21 = {instancePath:instancePath+"/storageState/cookies/" + i0,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data5.name !== undefined){
+let data6 = data5.name;
+if(typeof data6 === "string"){
+if(func1(data6) < 1){
+const err22 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/name",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/name",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data5.value !== undefined){
+if(typeof data5.value !== "string"){
+const err24 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/value",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data5.domain !== undefined){
+let data8 = data5.domain;
+if(typeof data8 === "string"){
+if(func1(data8) < 1){
+const err25 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/domain",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/domain/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/domain",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/domain/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data5.path !== undefined){
+let data9 = data5.path;
+if(typeof data9 === "string"){
+if(func1(data9) < 1){
+const err27 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/path",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/path",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data5.expires !== undefined){
+let data10 = data5.expires;
+if(!((typeof data10 == "number") && (isFinite(data10)))){
+const err29 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/expires",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/expires/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data5.httpOnly !== undefined){
+if(typeof data5.httpOnly !== "boolean"){
+const err30 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/httpOnly",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/httpOnly/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data5.secure !== undefined){
+if(typeof data5.secure !== "boolean"){
+const err31 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/secure",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/secure/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data5.sameSite !== undefined){
+let data13 = data5.sameSite;
+if(typeof data13 !== "string"){
+const err32 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/sameSite",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/sameSite/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if(!(((data13 === "Strict") || (data13 === "Lax")) || (data13 === "None"))){
+const err33 = {instancePath:instancePath+"/storageState/cookies/" + i0+"/sameSite",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/properties/sameSite/enum",keyword:"enum",params:{allowedValues: schema53.properties.storageState.properties.cookies.items.properties.sameSite.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/storageState/cookies/" + i0,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/storageState/cookies",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/cookies/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+if(data3.origins !== undefined){
+let data14 = data3.origins;
+if(Array.isArray(data14)){
+if(data14.length > 100){
+const err36 = {instancePath:instancePath+"/storageState/origins",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+const len1 = data14.length;
+for(let i1=0; i1<len1; i1++){
+let data15 = data14[i1];
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.origin === undefined){
+const err37 = {instancePath:instancePath+"/storageState/origins/" + i1,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/required",keyword:"required",params:{missingProperty: "origin"},message:"must have required property '"+"origin"+"'"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(data15.localStorage === undefined){
+const err38 = {instancePath:instancePath+"/storageState/origins/" + i1,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/required",keyword:"required",params:{missingProperty: "localStorage"},message:"must have required property '"+"localStorage"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data15.origin !== undefined){
+let data16 = data15.origin;
+if(typeof data16 === "string"){
+if(func1(data16) < 1){
+const err39 = {instancePath:instancePath+"/storageState/origins/" + i1+"/origin",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/origin/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/storageState/origins/" + i1+"/origin",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/origin/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data15.localStorage !== undefined){
+let data17 = data15.localStorage;
+if(Array.isArray(data17)){
+const len2 = data17.length;
+for(let i2=0; i2<len2; i2++){
+let data18 = data17[i2];
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.name === undefined){
+const err41 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage/" + i2,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+if(data18.value === undefined){
+const err42 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage/" + i2,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/items/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(data18.name !== undefined){
+if(typeof data18.name !== "string"){
+const err43 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage/" + i2+"/name",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data18.value !== undefined){
+if(typeof data18.value !== "string"){
+const err44 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage/" + i2+"/value",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/items/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage/" + i2,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+}
+else {
+const err46 = {instancePath:instancePath+"/storageState/origins/" + i1+"/localStorage",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/properties/localStorage/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+else {
+const err47 = {instancePath:instancePath+"/storageState/origins/" + i1,schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+}
+}
+else {
+const err48 = {instancePath:instancePath+"/storageState/origins",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/properties/origins/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+else {
+const err49 = {instancePath:instancePath+"/storageState",schemaPath:"components#/$defs/BrowserLoginCreate/properties/storageState/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+}
+else {
+const err50 = {instancePath,schemaPath:"components#/$defs/BrowserLoginCreate/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+validate34.errors = vErrors;
+return errors === 0;
+}
+validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const createChannel_json = validate35;
+const schema54 = {"$ref":"components#/$defs/ChannelCreate","$id":"createChannel_json"};
+const schema55 = {"type":"object","description":"A new agent API channel.","required":["agentId"],"additionalProperties":false,"properties":{"agentId":{"type":"string","minLength":1,"maxLength":64,"description":"Agent the channel exposes."},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API channel)."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat","default":"text"},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."}}};
+const schema56 = {"type":"string","enum":["text","markdown","json"],"description":"Format of the channel's replies (spec \"Agent API channel\"): `text` (text/plain), `markdown` (text/markdown) or `json` (application/json)."};
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate36.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1716,7 +2342,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data2 === "text") || (data2 === "markdown")) || (data2 === "json"))){
-const err9 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema54.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema56.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1749,43 +2375,42 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
-validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createChannel_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate34.evaluated;
+const evaluated0 = validate35.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate35(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+if(!(validate36(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate36.errors : vErrors.concat(validate36.errors);
 errors = vErrors.length;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCollection_json = validate37;
-const schema55 = {"$ref":"components#/$defs/CollectionCreate","$id":"createCollection_json"};
-const schema56 = {"type":"object","description":"Body of `createCollection`.","required":["name","type"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds (default empty); discovery searches it."},"type":{"$ref":"components#/$defs/CollectionType"},"triggerUrls":{"type":"array","maxItems":50,"description":"Collection-level trigger URLs.","items":{"$ref":"components#/$defs/CollectionTriggerUrl"}}}};
-const schema57 = {"type":"string","enum":["structured_datastore","unstructured_datastore","filestore","knowledge_base","vault"],"description":"Kind of collection (spec \"Events\"): structured datastores (object content), unstructured\ndatastores (text content), filestores and knowledge bases (files), vaults (object\ncontent, encrypted at rest, never returned in plain text).\n"};
-const schema58 = {"type":"object","description":"A trigger URL entry as written by clients (spec \"Trigger URL entry\"); `apiKey` is write-only.","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called (http or https)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Must be `collection` here when given."}}};
-const pattern9 = new RegExp("^https?://", "u");
+export const createCollection_json = validate38;
+const schema57 = {"$ref":"components#/$defs/CollectionCreate","$id":"createCollection_json"};
+const schema58 = {"type":"object","description":"Body of `createCollection`.","required":["name","type"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds (default empty); discovery searches it."},"type":{"$ref":"components#/$defs/CollectionType"},"triggerUrls":{"type":"array","maxItems":50,"description":"Collection-level trigger URLs.","items":{"$ref":"components#/$defs/CollectionTriggerUrl"}}}};
+const schema59 = {"type":"string","enum":["structured_datastore","unstructured_datastore","filestore","knowledge_base","vault"],"description":"Kind of collection (spec \"Events\"): structured datastores (object content), unstructured\ndatastores (text content), filestores and knowledge bases (files), vaults (object\ncontent, encrypted at rest, never returned in plain text).\n"};
+const schema60 = {"type":"object","description":"A trigger URL entry as written by clients (spec \"Trigger URL entry\"); `apiKey` is write-only.","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called (http or https)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`; never returned."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Must be `collection` here when given."}}};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1898,7 +2523,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((((data2 === "structured_datastore") || (data2 === "unstructured_datastore")) || (data2 === "filestore")) || (data2 === "knowledge_base")) || (data2 === "vault"))){
-const err9 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/enum",keyword:"enum",params:{allowedValues: schema57.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/enum",keyword:"enum",params:{allowedValues: schema59.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1980,7 +2605,7 @@ vErrors.push(err15);
 errors++;
 }
 if(!(((data5 === "onCreate") || (data5 === "onEdit")) || (data5 === "onDelete"))){
-const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema58.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err16 = {instancePath:instancePath+"/triggerUrls/" + i0+"/event",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/event/enum",keyword:"enum",params:{allowedValues: schema60.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -2083,7 +2708,7 @@ vErrors.push(err24);
 errors++;
 }
 if(!((data8 === "collection") || (data8 === "item"))){
-const err25 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema58.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
+const err25 = {instancePath:instancePath+"/triggerUrls/" + i0+"/triggerLevel",schemaPath:"components#/$defs/CollectionTriggerUrl/properties/triggerLevel/enum",keyword:"enum",params:{allowedValues: schema60.properties.triggerLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2128,44 +2753,44 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate38(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate39(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createConnection_json = validate40;
-const schema59 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
-const schema60 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
-const schema61 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
-const schema62 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
-const schema63 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
-const schema64 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
+export const createConnection_json = validate41;
+const schema61 = {"$ref":"components#/$defs/ConnectionCreate","$id":"createConnection_json"};
+const schema62 = {"type":"object","description":"A new connection.","required":["name","service_key","secret"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Product or service family (spec field name); for most servers it equals the server path."},"status":{"$ref":"components#/$defs/ConnectionStatus","default":"connected"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Free, non-secret key/values (at most 16 KiB as JSON; default {})."}}};
+const schema63 = {"type":"string","enum":["connected","error","disconnected"],"description":"Connection status (spec \"States and transitions\")."};
+const schema64 = {"description":"Write-only credential of the connection (a token string, or an object such as `{username, password}`); at most 64 KiB as JSON.","writeOnly":true,"oneOf":[{"$ref":"components#/$defs/ConnectionSecretToken"},{"$ref":"components#/$defs/ConnectionSecretFields"}]};
+const schema65 = {"type":"string","minLength":1,"description":"A token or key string.","writeOnly":true};
+const schema66 = {"type":"object","description":"Several secret values, such as `{username, password}`.","writeOnly":true};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2246,16 +2871,16 @@ vErrors = null;
 }
 }
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2378,7 +3003,7 @@ vErrors.push(err9);
 errors++;
 }
 if(!(((data2 === "connected") || (data2 === "error")) || (data2 === "disconnected"))){
-const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema61.enum},message:"must be equal to one of the allowed values"};
+const err10 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema63.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2389,8 +3014,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate42(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate43(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 }
@@ -2418,41 +3043,41 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate41(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+if(!(validate42(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
-validate40.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCredential_json = validate45;
-const schema65 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
-const schema66 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
+export const createCredential_json = validate46;
+const schema67 = {"$ref":"components#/$defs/CredentialCreate","$id":"createCredential_json"};
+const schema68 = {"type":"object","description":"A new credential.","required":["label"],"additionalProperties":false,"properties":{"label":{"type":"string","minLength":1,"maxLength":200,"description":"What the credential is for."}}};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCredential_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2528,21 +3153,21 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvBatch_json = validate46;
-const schema67 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
-const schema68 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
-const pattern11 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
+export const createCsvBatch_json = validate47;
+const schema69 = {"$ref":"components#/$defs/QueueCsvBatchRequest","$id":"createCsvBatch_json"};
+const schema70 = {"type":"object","description":"Body of `createCsvBatch` (spec section 15).","required":["csvKey","triggerId"],"additionalProperties":false,"properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$","description":"Key returned by `createCsvUploadUrl`, after the file was uploaded."},"triggerId":{"type":"string","minLength":1,"description":"Workflow trigger each row's run is started through."}}};
+const pattern12 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvBatch_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate47.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2585,7 +3210,7 @@ errors++;
 if(data.csvKey !== undefined){
 let data0 = data.csvKey;
 if(typeof data0 === "string"){
-if(!pattern11.test(data0)){
+if(!pattern12.test(data0)){
 const err3 = {instancePath:instancePath+"/csvKey",schemaPath:"components#/$defs/QueueCsvBatchRequest/properties/csvKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,128}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -2643,20 +3268,20 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createCsvUploadUrl_json = validate47;
-const schema69 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
-const schema70 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"description":"Name of the file: 1 to 255 characters, ending in `.csv` (any letter case), with no `/` or `\\`. Decision: checked by the server, not by this schema, so that a bad name answers its own code (400 `invalid_filename`) rather than `invalid_request`."},"sizeBytes":{"type":"integer","minimum":1,"description":"Size of the file in bytes, at most 1 GiB (1,073,741,824). Decision: the limit is checked by the server (400 `file_too_large`), not by this schema, so that the answer names it."}}};
+export const createCsvUploadUrl_json = validate48;
+const schema71 = {"$ref":"components#/$defs/QueueCsvUploadUrlRequest","$id":"createCsvUploadUrl_json"};
+const schema72 = {"type":"object","description":"Body of `createCsvUploadUrl` (spec section 15).","required":["filename","sizeBytes"],"additionalProperties":false,"properties":{"filename":{"type":"string","minLength":1,"description":"Name of the file: 1 to 255 characters, ending in `.csv` (any letter case), with no `/` or `\\`. Decision: checked by the server, not by this schema, so that a bad name answers its own code (400 `invalid_filename`) rather than `invalid_request`."},"sizeBytes":{"type":"integer","minimum":1,"description":"Size of the file in bytes, at most 1 GiB (1,073,741,824). Decision: the limit is checked by the server (400 `file_too_large`), not by this schema, so that the answer names it."}}};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createCsvUploadUrl_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2757,22 +3382,22 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createMemoryItem_json = validate48;
-const schema71 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
-const schema72 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
-const schema73 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
-const schema74 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
-const schema75 = {"type":"string","description":"Content of an unstructured datastore item."};
+export const createMemoryItem_json = validate49;
+const schema73 = {"$ref":"components#/$defs/MemoryItemCreate","$id":"createMemoryItem_json"};
+const schema74 = {"type":"object","description":"Body of `createMemoryItem` (spec section 14).","required":["key","content"],"additionalProperties":false,"properties":{"key":{"type":"string","minLength":1,"maxLength":255,"description":"Key of the item, unique within the collection."},"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values stored with the item (default `{}`)."},"sortField":{"type":"string","maxLength":255,"description":"Optional value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Item-level trigger URLs (onEdit, onDelete).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+const schema75 = {"description":"Item content - an object (structured datastores, vaults) or a string (unstructured datastores).","oneOf":[{"$ref":"components#/$defs/MemoryContentObject"},{"$ref":"components#/$defs/MemoryContentText"}]};
+const schema76 = {"type":"object","additionalProperties":true,"description":"Content of a structured datastore or vault item."};
+const schema77 = {"type":"string","description":"Content of an unstructured datastore item."};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2844,20 +3469,20 @@ vErrors = null;
 }
 }
 }
-validate50.errors = vErrors;
+validate51.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate50.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate51.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const schema76 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
-const schema77 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
-const schema78 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
+const schema78 = {"type":"object","description":"Trigger URL entry as written by clients (spec \"Trigger URL entry\").","required":["event","url","apiKey"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event that calls the URL."},"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Endpoint called, typically a workflow API trigger (http or https only)."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key used to authenticate against `url` (sent as `X-API-KEY`). Write-only; never returned."},"triggerLevel":{"$ref":"components#/$defs/TriggerUrlLevel","description":"`collection` or `item`; auto-detected when omitted: `item` on item and file\nendpoints, `collection` on `updateDataCollection`. Item level on a filestore or\nknowledge base is delivered as `triggerLevel: file` in payloads.\n"}}};
+const schema79 = {"type":"string","enum":["onCreate","onEdit","onDelete"],"description":"Resource event (spec \"Trigger URL entry\", \"Events\")."};
+const schema80 = {"type":"string","enum":["collection","item"],"description":"Level of a trigger URL entry (spec \"Trigger URL entry\")."};
 
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate52.evaluated;
+const evaluated0 = validate53.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2920,7 +3545,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3023,7 +3648,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!((data3 === "collection") || (data3 === "item"))){
-const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema78.enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/triggerLevel",schemaPath:"components#/$defs/TriggerUrlLevel/enum",keyword:"enum",params:{allowedValues: schema80.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -3044,16 +3669,16 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate52.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
-validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate53.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate49.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3129,8 +3754,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+if(!(validate51(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -3189,8 +3814,8 @@ errors++;
 }
 const len0 = data4.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate52(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate53(data4[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data4,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
 }
@@ -3217,41 +3842,41 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate49(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+if(!(validate50(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
 errors = vErrors.length;
 }
-validate48.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createQueue_json = validate55;
-const schema79 = {"$ref":"components#/$defs/QueueCreate","$id":"createQueue_json"};
-const schema80 = {"type":"object","description":"Body of `createQueue`.","required":["name","triggerId"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for (default empty)."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation; the runs of the queue's rows start through it."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"default":5,"description":"Most runs of the queue in flight (PENDING or RUNNING) at once."},"priority":{"type":"integer","minimum":1,"maximum":10,"default":5,"description":"Dispatch order between queues with rows waiting: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"default":0,"description":"How often a row whose run ended FAILED or TIMEOUT is started again."},"paused":{"type":"boolean","default":false,"description":"When true, no new run starts; runs in flight finish."}}};
+export const createQueue_json = validate56;
+const schema81 = {"$ref":"components#/$defs/QueueCreate","$id":"createQueue_json"};
+const schema82 = {"type":"object","description":"Body of `createQueue`.","required":["name","triggerId"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for (default empty)."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation; the runs of the queue's rows start through it."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"default":5,"description":"Most runs of the queue in flight (PENDING or RUNNING) at once."},"priority":{"type":"integer","minimum":1,"maximum":10,"default":5,"description":"Dispatch order between queues with rows waiting: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"default":0,"description":"How often a row whose run ended FAILED or TIMEOUT is started again."},"paused":{"type":"boolean","default":false,"description":"When true, no new run starts; runs in flight finish."}}};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createQueue_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3514,21 +4139,21 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate55.errors = vErrors;
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createTrigger_json = validate56;
-const schema81 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
-const schema82 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
-const schema83 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
-const schema84 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
+export const createTrigger_json = validate57;
+const schema83 = {"$ref":"components#/$defs/TriggerCreate","$id":"createTrigger_json"};
+const schema84 = {"type":"object","description":"A new trigger.","required":["automationId","kind"],"additionalProperties":false,"properties":{"automationId":{"type":"string","minLength":1,"description":"Workflow the trigger runs."},"kind":{"$ref":"components#/$defs/TriggerKind"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name (default: API trigger or Webhook trigger)."},"enabled":{"type":"boolean","default":true,"description":"Whether calls are accepted."},"designatedOutput":{"$ref":"components#/$defs/TriggerDesignatedOutput"}}};
+const schema85 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+const schema86 = {"type":"object","description":"File returned as `designatedOutput` in run results (spec \"Results response\").","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of a step of the workflow's current version."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file that step writes."}}};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3606,7 +4231,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema83.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema85.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3791,46 +4416,46 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate56.evaluated;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate57(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+if(!(validate58(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
 errors = vErrors.length;
 }
-validate56.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const createWorkflow_json = validate59;
-const schema85 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
-const schema86 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
-const schema94 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
-const schema87 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
-const schema92 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
-const schema93 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
-const schema88 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
-const schema89 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
+export const createWorkflow_json = validate60;
+const schema87 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"createWorkflow_json"};
+const schema88 = {"type":"object","description":"Content of a workflow version. Mirrors the canonical JSON Schema\n`schemas/workflow/definition.schema.json` (title WorkflowDefinition), which the\nservice applies to every create and update (it also rejects unknown top-level and\nstep fields); this component is deliberately a little more permissive. Steps run in\norder and are addressed by 0-based index.\n","required":["name","steps"],"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs; `type`, when given, must be \"object\"."},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"components#/$defs/WorkflowStep"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"description":"Execution limit of one run in milliseconds (default 600000); a run over it ends with status TIMEOUT."},"output":{"$ref":"components#/$defs/WorkflowOutput"}}};
+const schema96 = {"type":"object","description":"Designated output of the workflow; `stepIndex` must be less than the number of steps.","required":["stepIndex","fileName"],"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}};
+const schema89 = {"description":"A step, discriminated by `type`.","oneOf":[{"$ref":"components#/$defs/WorkflowCodeStep"},{"$ref":"components#/$defs/WorkflowHttpStep"},{"$ref":"components#/$defs/WorkflowToolStep"},{"$ref":"components#/$defs/WorkflowAgentStep"}],"discriminator":{"propertyName":"type","mapping":{"code":"#/components/schemas/WorkflowCodeStep","http":"#/components/schemas/WorkflowHttpStep","tool":"#/components/schemas/WorkflowToolStep","agent":"#/components/schemas/WorkflowAgentStep"}}};
+const schema94 = {"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"properties":{"type":{"type":"string","enum":["tool"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments (string values templated)."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (templated)."}}};
+const schema95 = {"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"properties":{"type":{"type":"string","enum":["agent"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent (templated)."}}};
+const schema90 = {"type":"object","description":"Runs JavaScript in a sandbox (`ctx` holds inputs, steps, log and files).","required":["type","name","code"],"properties":{"type":{"type":"string","enum":["code"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"code":{"type":"string","minLength":1,"description":"JavaScript async function body; its return value is the step result."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"description":"Time limit of the step in milliseconds (default 60000)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema91 = {"type":"string","enum":["markdown","plaintext","json"],"description":"How the step result is reported."};
 
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate62.evaluated;
+const evaluated0 = validate63.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3881,7 +4506,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "code")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema88.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema90.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4059,7 +4684,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(((data6 === "markdown") || (data6 === "plaintext")) || (data6 === "json"))){
-const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema91.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -4080,17 +4705,17 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate62.errors = vErrors;
+validate63.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate63.evaluated = {"props":{"type":true,"name":true,"description":true,"code":true,"timeoutMs":true,"memoryMb":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema90 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
+const schema92 = {"type":"object","description":"Makes an HTTP request; the response body is the step result. Strings may contain `{{ expression }}` JSONata templates.","required":["type","name","request"],"properties":{"type":{"type":"string","enum":["http"],"description":"Step type. (enum property replaced by openapi-typescript)"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"description":{"type":"string","maxLength":2000,"description":"What the step does."},"request":{"type":"object","description":"The request.","required":["method","url"],"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL (templated)."},"headers":{"type":"object","description":"Request headers (templated).","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL (templated).","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text (templated)."}}},"resultType":{"$ref":"components#/$defs/WorkflowResultType"}}};
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4141,7 +4766,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === "http")){
-const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema90.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/enum",keyword:"enum",params:{allowedValues: schema92.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4247,7 +4872,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((((data4 === "GET") || (data4 === "POST")) || (data4 === "PUT")) || (data4 === "PATCH")) || (data4 === "DELETE"))){
-const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema90.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/request/method",schemaPath:"#/properties/request/properties/method/enum",keyword:"enum",params:{allowedValues: schema92.properties.request.properties.method.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -4361,7 +4986,7 @@ vErrors.push(err21);
 errors++;
 }
 if(!(((data10 === "markdown") || (data10 === "plaintext")) || (data10 === "json"))){
-const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema89.enum},message:"must be equal to one of the allowed values"};
+const err22 = {instancePath:instancePath+"/resultType",schemaPath:"components#/$defs/WorkflowResultType/enum",keyword:"enum",params:{allowedValues: schema91.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4382,16 +5007,16 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate64.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":{"type":true,"name":true,"description":true,"request":true,"resultType":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4402,8 +5027,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate62(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
+if(!(validate63(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -4420,8 +5045,8 @@ props0.memoryMb = true;
 props0.resultType = true;
 }
 const _errs2 = errors;
-if(!(validate64(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate65(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate65.errors : vErrors.concat(validate65.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -4497,7 +5122,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data0 === "tool")){
-const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema92.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowToolStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema94.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4741,7 +5366,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data7 === "agent")){
-const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema93.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/WorkflowAgentStep/properties/type/enum",keyword:"enum",params:{allowedValues: schema95.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4914,17 +5539,17 @@ vErrors = null;
 }
 }
 }
-validate61.errors = vErrors;
+validate62.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate61.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate62.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5050,8 +5675,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate61(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+if(!(validate62(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
 }
@@ -5218,40 +5843,40 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="createWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate60(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+if(!(validate61(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
 errors = vErrors.length;
 }
-validate59.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
-export const exchangeLegacyToken_json = validate68;
-const schema95 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
+export const exchangeLegacyToken_json = validate69;
+const schema97 = {"type":"object","description":"Ignored.","additionalProperties":true,"$id":"exchangeLegacyToken_json"};
 
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="exchangeLegacyToken_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate68.evaluated;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5270,20 +5895,20 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate68.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_json = validate69;
-const schema96 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
-const schema97 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
-const schema98 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
+export const postMcpMessage_json = validate70;
+const schema98 = {"$ref":"components#/$defs/JsonRpcPayload","$id":"postMcpMessage_json"};
+const schema99 = {"description":"One JSON-RPC 2.0 message, or a non-empty batch array. Anything else is answered with -32600.","oneOf":[{"$ref":"components#/$defs/JsonRpcMessage"},{"type":"array","description":"A batch.","items":{"$ref":"components#/$defs/JsonRpcMessage"}}]};
+const schema100 = {"type":"object","description":"A request (with `id`) or a notification (without).","properties":{"jsonrpc":{"type":"string","const":"2.0","description":"Protocol version."},"id":{"description":"Request id (integer or string); absent for notifications.","type":["integer","string","null"]},"method":{"type":"string","description":"initialize, ping, tools/list, tools/call, or a notification."},"params":{"type":"object","description":"Method parameters; for tools/call `{name, arguments}`."}}};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate71.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5321,7 +5946,7 @@ errors++;
 if(data.id !== undefined){
 let data1 = data.id;
 if(((!(((typeof data1 == "number") && (!(data1 % 1) && !isNaN(data1))) && (isFinite(data1)))) && (typeof data1 !== "string")) && (data1 !== null)){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema98.properties.id.type},message:"must be integer,string,null"};
+const err2 = {instancePath:instancePath+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema100.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5409,7 +6034,7 @@ errors++;
 if(data4.id !== undefined){
 let data6 = data4.id;
 if(((!(((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6))) && (isFinite(data6)))) && (typeof data6 !== "string")) && (data6 !== null)){
-const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema98.properties.id.type},message:"must be integer,string,null"};
+const err8 = {instancePath:instancePath+"/" + i0+"/id",schemaPath:"components#/$defs/JsonRpcMessage/properties/id/type",keyword:"type",params:{type: schema100.properties.id.type},message:"must be integer,string,null"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -5500,6 +6125,33 @@ vErrors = null;
 }
 }
 }
+validate71.errors = vErrors;
+evaluated0.props = props0;
+evaluated0.items = items0;
+return errors === 0;
+}
+validate71.evaluated = {"dynamicProps":true,"dynamicItems":true};
+
+
+function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="postMcpMessage_json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate70.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!(validate71(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate71.errors : vErrors.concat(validate71.errors);
+errors = vErrors.length;
+}
+else {
+var props0 = validate71.evaluated.props;
+var items0 = validate71.evaluated.items;
+}
 validate70.errors = vErrors;
 evaluated0.props = props0;
 evaluated0.items = items0;
@@ -5507,41 +6159,14 @@ return errors === 0;
 }
 validate70.evaluated = {"dynamicProps":true,"dynamicItems":true};
 
+export const replaceMemoryItem_json = validate73;
+const schema102 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
+const schema103 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="postMcpMessage_json" */;
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!(validate70(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate70.errors : vErrors.concat(validate70.errors);
-errors = vErrors.length;
-}
-else {
-var props0 = validate70.evaluated.props;
-var items0 = validate70.evaluated.items;
-}
-validate69.errors = vErrors;
-evaluated0.props = props0;
-evaluated0.items = items0;
-return errors === 0;
-}
-validate69.evaluated = {"dynamicProps":true,"dynamicItems":true};
-
-export const replaceMemoryItem_json = validate72;
-const schema100 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"replaceMemoryItem_json"};
-const schema101 = {"type":"object","description":"Body of `updateMemoryItem` (merge) and `replaceMemoryItem` (replace), spec section 14.","required":["content"],"additionalProperties":false,"properties":{"content":{"$ref":"components#/$defs/MemoryContent"},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values (merged by PATCH, replaced by PUT)."},"sortField":{"type":"string","maxLength":255,"description":"New value the collection is ordered by."},"triggerUrls":{"type":"array","maxItems":50,"description":"Replaces the item-level trigger URLs when given.","items":{"$ref":"components#/$defs/TriggerUrl"}},"triggerChanges":{"type":"boolean","default":true,"description":"`false` applies the update without emitting onEdit."}}};
-
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5572,8 +6197,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+if(!(validate51(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -5632,8 +6257,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate52(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate53(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
 }
@@ -5672,41 +6297,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate73.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate73(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
+if(!(validate74(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate74.errors : vErrors.concat(validate74.errors);
 errors = vErrors.length;
 }
-validate72.errors = vErrors;
+validate73.errors = vErrors;
 return errors === 0;
 }
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_json = validate77;
-const schema102 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
-const schema103 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
+export const sendChannelMessage_json = validate78;
+const schema104 = {"$ref":"components#/$defs/AgentChannelRequest","$id":"sendChannelMessage_json"};
+const schema105 = {"type":"object","description":"Request body of an agent API channel (spec \"Agent API channel\"); unknown fields are rejected with 400.","required":["message"],"additionalProperties":false,"properties":{"message":{"type":"string","minLength":1,"description":"The user message. Decision: an empty message is rejected with 400."},"chatId":{"type":"string","minLength":1,"description":"Chat to continue; omit on the first call. Must belong to this channel (else 403 `unowned_chat_id`)."},"metadata":{"type":"object","additionalProperties":true,"description":"Free key/values, forwarded to the agent as `sourceMetadata`."}}};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5812,19 +6437,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testDataCollectionTrigger_json = validate78;
-const schema104 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
-const schema105 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
+export const testDataCollectionTrigger_json = validate79;
+const schema106 = {"$ref":"components#/$defs/DataCollectionTriggerTest","$id":"testDataCollectionTrigger_json"};
+const schema107 = {"type":"object","description":"Body of `testDataCollectionTrigger` (spec section 14).","required":["event","testData"],"additionalProperties":false,"properties":{"event":{"$ref":"components#/$defs/TriggerUrlEvent","description":"Event whose collection-level trigger URLs are called."},"testData":{"type":"object","additionalProperties":true,"description":"Fields merged over the synthetic event payload."}}};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5877,7 +6502,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(((data0 === "onCreate") || (data0 === "onEdit")) || (data0 === "onDelete"))){
-const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/event",schemaPath:"components#/$defs/TriggerUrlEvent/enum",keyword:"enum",params:{allowedValues: schema79.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5913,41 +6538,41 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testDataCollectionTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate79(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
+if(!(validate80(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate80.errors : vErrors.concat(validate80.errors);
 errors = vErrors.length;
 }
-validate78.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const testMemoryTrigger_json = validate81;
-const schema107 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
-const schema108 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
+export const testMemoryTrigger_json = validate82;
+const schema109 = {"$ref":"components#/$defs/MemoryTriggerTest","$id":"testMemoryTrigger_json"};
+const schema110 = {"type":"object","description":"Body of `testMemoryTrigger` (spec section 14).","required":["url","apiKey","dataStoreId","data"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","pattern":"^https?://","maxLength":2048,"description":"Trigger URL to call."},"apiKey":{"type":"string","minLength":1,"maxLength":256,"description":"Key sent as `X-API-KEY`."},"dataStoreId":{"type":"string","minLength":1,"description":"Datastore or vault the test is about; must equal the `collectionId` query parameter."},"data":{"type":"object","additionalProperties":true,"description":"Sample content delivered as the payload's `content`."}}};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="testMemoryTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6138,19 +6763,19 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate81.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAgent_json = validate82;
-const schema109 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
-const schema110 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
+export const updateAgent_json = validate83;
+const schema111 = {"$ref":"components#/$defs/AgentUpdate","$id":"updateAgent_json"};
+const schema112 = {"type":"object","description":"Fields to change (at least one); `null` clears `model`, `outputSchema` or `introMessage`.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Agent name."},"description":{"type":"string","maxLength":2000,"description":"What the agent is for."},"instructions":{"type":"string","minLength":1,"maxLength":100000,"description":"System instructions of the agent."},"servers":{"type":"array","description":"Replaces the tool servers as a whole.","items":{"$ref":"components#/$defs/AgentServerRef"}},"model":{"type":["string","null"],"minLength":1,"maxLength":200,"description":"New model, or null for the installation default."},"outputSchema":{"type":["object","null"],"description":"New output JSON Schema, or null for plain-text replies."},"introMessage":{"type":["string","null"],"minLength":1,"maxLength":4000,"description":"New greeting, or null to remove it."}}};
 
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate83.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6431,7 +7056,7 @@ errors++;
 if(data.model !== undefined){
 let data8 = data.model;
 if((typeof data8 !== "string") && (data8 !== null)){
-const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema110.properties.model.type},message:"must be string,null"};
+const err21 = {instancePath:instancePath+"/model",schemaPath:"#/properties/model/type",keyword:"type",params:{type: schema112.properties.model.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -6466,7 +7091,7 @@ errors++;
 if(data.outputSchema !== undefined){
 let data9 = data.outputSchema;
 if((!(data9 && typeof data9 == "object" && !Array.isArray(data9))) && (data9 !== null)){
-const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema110.properties.outputSchema.type},message:"must be object,null"};
+const err24 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: schema112.properties.outputSchema.type},message:"must be object,null"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6479,7 +7104,7 @@ errors++;
 if(data.introMessage !== undefined){
 let data10 = data.introMessage;
 if((typeof data10 !== "string") && (data10 !== null)){
-const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema110.properties.introMessage.type},message:"must be string,null"};
+const err25 = {instancePath:instancePath+"/introMessage",schemaPath:"#/properties/introMessage/type",keyword:"type",params:{type: schema112.properties.introMessage.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6522,40 +7147,40 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate83.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAgent_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate82.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate83(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate83.errors : vErrors.concat(validate83.errors);
+if(!(validate84(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate84.errors : vErrors.concat(validate84.errors);
 errors = vErrors.length;
 }
-validate82.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_json = validate85;
-const schema112 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
-const schema113 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
+export const updateAppServer_json = validate86;
+const schema114 = {"$ref":"components#/$defs/AppServerUpdate","$id":"updateAppServer_json"};
+const schema115 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"path":{"$ref":"components#/$defs/AppServerPath"},"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":["string","null"],"maxLength":2000,"description":"New description, or null to clear it."},"service_key":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$","description":"Service family."},"parentPath":{"description":"New parent path, or null to make the server top-level.","anyOf":[{"$ref":"components#/$defs/AppServerPath"},{"type":"null"}]},"upstream":{"$ref":"components#/$defs/AppServerUpstream"},"auth":{"$ref":"components#/$defs/AppServerAuth"}}};
 
-function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate86.evaluated;
+const evaluated0 = validate87.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6682,7 +7307,7 @@ errors++;
 if(data.description !== undefined){
 let data2 = data.description;
 if((typeof data2 !== "string") && (data2 !== null)){
-const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema113.properties.description.type},message:"must be string,null"};
+const err9 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: schema115.properties.description.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6850,40 +7475,40 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate86.errors = vErrors;
+validate87.errors = vErrors;
 return errors === 0;
 }
-validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate85.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate86(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate86.errors : vErrors.concat(validate86.errors);
+if(!(validate87(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
 errors = vErrors.length;
 }
-validate85.errors = vErrors;
+validate86.errors = vErrors;
 return errors === 0;
 }
-validate85.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateChannel_json = validate90;
-const schema116 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
-const schema117 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
+export const updateChannel_json = validate91;
+const schema118 = {"$ref":"components#/$defs/ChannelUpdate","$id":"updateChannel_json"};
+const schema119 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"outputFormat":{"$ref":"components#/$defs/ChannelOutputFormat"},"enabled":{"type":"boolean","description":"Whether calls are accepted."}}};
 
-function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate91.evaluated;
+const evaluated0 = validate92.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6961,7 +7586,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "text") || (data1 === "markdown")) || (data1 === "json"))){
-const err6 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema54.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/outputFormat",schemaPath:"components#/$defs/ChannelOutputFormat/enum",keyword:"enum",params:{allowedValues: schema56.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -6994,41 +7619,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate91.errors = vErrors;
+validate92.errors = vErrors;
 return errors === 0;
 }
-validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate92.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateChannel_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate91(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
+if(!(validate92(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate92.errors : vErrors.concat(validate92.errors);
 errors = vErrors.length;
 }
-validate90.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateCollection_json = validate93;
-const schema119 = {"$ref":"components#/$defs/CollectionUpdate","$id":"updateCollection_json"};
-const schema120 = {"type":"object","description":"Body of `updateCollection`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds."}}};
+export const updateCollection_json = validate94;
+const schema121 = {"$ref":"components#/$defs/CollectionUpdate","$id":"updateCollection_json"};
+const schema122 = {"type":"object","description":"Body of `updateCollection`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the collection holds."}}};
 
-function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate93.evaluated;
+const evaluated0 = validate94.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7129,19 +7754,19 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate93.errors = vErrors;
+validate94.errors = vErrors;
 return errors === 0;
 }
-validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateConnection_json = validate94;
-const schema121 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
-const schema122 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
+export const updateConnection_json = validate95;
+const schema123 = {"$ref":"components#/$defs/ConnectionUpdate","$id":"updateConnection_json"};
+const schema124 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"status":{"$ref":"components#/$defs/ConnectionStatus"},"secret":{"$ref":"components#/$defs/ConnectionSecret"},"metadata":{"type":"object","description":"Replaces the metadata as a whole."}}};
 
-function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate95.evaluated;
+const evaluated0 = validate96.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7219,7 +7844,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(((data1 === "connected") || (data1 === "error")) || (data1 === "disconnected"))){
-const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema61.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/ConnectionStatus/enum",keyword:"enum",params:{allowedValues: schema63.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -7230,8 +7855,8 @@ errors++;
 }
 }
 if(data.secret !== undefined){
-if(!(validate42(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate43(data.secret, {instancePath:instancePath+"/secret",parentData:data,parentDataProperty:"secret",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 }
@@ -7259,40 +7884,40 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate95.errors = vErrors;
+validate96.errors = vErrors;
 return errors === 0;
 }
-validate95.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate96.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateConnection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate94.evaluated;
+const evaluated0 = validate95.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate95(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate95.errors : vErrors.concat(validate95.errors);
+if(!(validate96(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate96.errors : vErrors.concat(validate96.errors);
 errors = vErrors.length;
 }
-validate94.errors = vErrors;
+validate95.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate95.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_json = validate98;
-const schema124 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
-const schema125 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
+export const updateDataCollection_json = validate99;
+const schema126 = {"$ref":"components#/$defs/DataCollectionUpdate","$id":"updateDataCollection_json"};
+const schema127 = {"type":"object","description":"Body of `updateDataCollection` (spec section 14).","required":["triggerUrls"],"additionalProperties":false,"properties":{"triggerUrls":{"type":"array","maxItems":50,"description":"The complete collection-level list (replaces the current one).","items":{"$ref":"components#/$defs/TriggerUrl"}}}};
 
-function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate99.evaluated;
+const evaluated0 = validate100.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7337,8 +7962,8 @@ errors++;
 }
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate52(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate53(data0[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
 }
@@ -7365,39 +7990,39 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate99.errors = vErrors;
+validate100.errors = vErrors;
 return errors === 0;
 }
-validate99.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate100.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateDataCollection_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate98.evaluated;
+const evaluated0 = validate99.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate99(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
+if(!(validate100(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate100.errors : vErrors.concat(validate100.errors);
 errors = vErrors.length;
 }
-validate98.errors = vErrors;
+validate99.errors = vErrors;
 return errors === 0;
 }
-validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate99.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_json = validate102;
-const schema126 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
+export const updateMemoryItem_json = validate103;
+const schema128 = {"$ref":"components#/$defs/MemoryItemUpdate","$id":"updateMemoryItem_json"};
 
-function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate103.evaluated;
+const evaluated0 = validate104.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7428,8 +8053,8 @@ errors++;
 }
 }
 if(data.content !== undefined){
-if(!(validate50(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate50.errors : vErrors.concat(validate50.errors);
+if(!(validate51(data.content, {instancePath:instancePath+"/content",parentData:data,parentDataProperty:"content",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -7488,8 +8113,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate52(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+if(!(validate53(data3[i0], {instancePath:instancePath+"/triggerUrls/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate53.errors : vErrors.concat(validate53.errors);
 errors = vErrors.length;
 }
 }
@@ -7528,41 +8153,41 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate103.errors = vErrors;
+validate104.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateMemoryItem_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate102.evaluated;
+const evaluated0 = validate103.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate103(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
+if(!(validate104(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate104.errors : vErrors.concat(validate104.errors);
 errors = vErrors.length;
 }
-validate102.errors = vErrors;
+validate103.errors = vErrors;
 return errors === 0;
 }
-validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate103.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateQueue_json = validate107;
-const schema128 = {"$ref":"components#/$defs/QueueUpdate","$id":"updateQueue_json"};
-const schema129 = {"type":"object","description":"Body of `updateQueue`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"description":"Most runs of the queue in flight at once (created and not finished), counted over every process sharing the store. Decision: the count is kept in the store, not in Redis: each dispatch is one transaction that first locks the queue's row (PostgreSQL) or the database (sqlite), counts the queue's runs in flight and creates at most the free places, so no crash between a counter and a commit can leak or double a place. With `REDIS_URL`, Redis carries the run queue and the wake-ups (a run that finishes in any process wakes every dispatcher at once)."},"priority":{"type":"integer","minimum":1,"maximum":10,"description":"Dispatch order between queues: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"description":"How often a failed row is started again."},"paused":{"type":"boolean","description":"true pauses (runs in flight finish, no new one starts); false resumes."}}};
+export const updateQueue_json = validate108;
+const schema130 = {"$ref":"components#/$defs/QueueUpdate","$id":"updateQueue_json"};
+const schema131 = {"type":"object","description":"Body of `updateQueue`; at least one field.","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"description":{"type":"string","maxLength":2000,"description":"What the queue is for."},"triggerId":{"type":"string","minLength":1,"maxLength":64,"description":"API or webhook trigger of a workflow in the organisation."},"concurrencyLimit":{"type":"integer","minimum":1,"maximum":1000,"description":"Most runs of the queue in flight at once (created and not finished), counted over every process sharing the store. Decision: the count is kept in the store, not in Redis: each dispatch is one transaction that first locks the queue's row (PostgreSQL) or the database (sqlite), counts the queue's runs in flight and creates at most the free places, so no crash between a counter and a commit can leak or double a place. With `REDIS_URL`, Redis carries the run queue and the wake-ups (a run that finishes in any process wakes every dispatcher at once)."},"priority":{"type":"integer","minimum":1,"maximum":10,"description":"Dispatch order between queues: 10 first, 1 last."},"maxRetries":{"type":"integer","minimum":0,"maximum":3,"description":"How often a failed row is started again."},"paused":{"type":"boolean","description":"true pauses (runs in flight finish, no new one starts); false resumes."}}};
 
-function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateQueue_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate107.evaluated;
+const evaluated0 = validate108.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7815,19 +8440,19 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate107.errors = vErrors;
+validate108.errors = vErrors;
 return errors === 0;
 }
-validate107.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_json = validate108;
-const schema130 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
-const schema131 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
+export const updateTrigger_json = validate109;
+const schema132 = {"$ref":"components#/$defs/TriggerUpdate","$id":"updateTrigger_json"};
+const schema133 = {"type":"object","description":"Fields to change (at least one).","minProperties":1,"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Display name."},"enabled":{"type":"boolean","description":"Whether calls are accepted."},"designatedOutput":{"description":"New designated output, or null to remove it.","anyOf":[{"$ref":"components#/$defs/TriggerDesignatedOutput"},{"type":"null"}]}}};
 
-function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate109.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8071,39 +8696,39 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate109.errors = vErrors;
+validate110.errors = vErrors;
 return errors === 0;
 }
-validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate110.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate108.evaluated;
+const evaluated0 = validate109.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate109(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
+if(!(validate110(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate110.errors : vErrors.concat(validate110.errors);
 errors = vErrors.length;
 }
-validate108.errors = vErrors;
+validate109.errors = vErrors;
 return errors === 0;
 }
-validate108.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate109.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_json = validate111;
-const schema133 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
+export const updateWorkflow_json = validate112;
+const schema135 = {"$ref":"components#/$defs/WorkflowDefinition","$id":"updateWorkflow_json"};
 
-function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate112.evaluated;
+const evaluated0 = validate113.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8229,8 +8854,8 @@ errors++;
 }
 const len0 = data3.length;
 for(let i0=0; i0<len0; i0++){
-if(!(validate61(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+if(!(validate62(data3[i0], {instancePath:instancePath+"/steps/" + i0,parentData:data3,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate62.errors : vErrors.concat(validate62.errors);
 errors = vErrors.length;
 }
 }
@@ -8397,28 +9022,28 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate112.errors = vErrors;
+validate113.errors = vErrors;
 return errors === 0;
 }
-validate112.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate113.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
 
 
-function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate111.evaluated;
+const evaluated0 = validate112.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!(validate112(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
+if(!(validate113(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate113.errors : vErrors.concat(validate113.errors);
 errors = vErrors.length;
 }
-validate111.errors = vErrors;
+validate112.errors = vErrors;
 return errors === 0;
 }
-validate111.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};
+validate112.evaluated = {"props":{"name":true,"description":true,"inputSchema":true,"steps":true,"timeoutMs":true,"output":true},"dynamicProps":false,"dynamicItems":false};

@@ -10,13 +10,13 @@ import { lookup as mimeLookup } from 'mime-types';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import { AppError } from '../errors/index.js';
 import { addFile, createCollection, type CollectionRecord, type EventsService } from '../events/index.js';
 import { holdsFiles } from '../events/types.js';
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
 import { newId } from '../storage/ids.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
 import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
+import { loginState, type StorageState } from './logins.js';
 import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
 
 /** The running process renews a task this often; a task not renewed for STALE_MS is failed. */
@@ -101,8 +101,11 @@ export class BrowserService {
   async startScript(orgId: string, args: ScriptArgs): Promise<Record<string, unknown>> {
     const why = this.pool.unavailable();
     if (why) throw new BrowserUnavailableError(why);
+    let login: { id: string; state: StorageState } | undefined;
     if (args.useContextService !== undefined) {
-      throw new AppError('ERR_NOT_IMPLEMENTED', { message: 'Saved logins (useContextService) are not implemented yet; run the script without it.' });
+      const state = await loginState(this.deps.db, this.deps.config.secretKey, orgId, args.useContextService);
+      if (!state) throw new TaskError(`No saved login ${args.useContextService} exists in this organisation (browser-automation_logins_list lists them).`);
+      login = { id: args.useContextService, state };
     }
     const sessionId = newId('ses');
     const collection = await this.collectionFor(orgId, args.collectionId, sessionId);
@@ -112,7 +115,7 @@ export class BrowserService {
       id: sessionId, orgId, kind: 'script', buildId: args.buildId, collectionId: collection.id, logFileName,
       message: 'Task started.', deadlineAt: new Date(deadline).toISOString(),
     });
-    const task = this.runScriptTask(orgId, sessionId, collection, logFileName, args, deadline)
+    const task = this.runScriptTask(orgId, sessionId, collection, logFileName, args, deadline, login)
       .catch((err: Error) => this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'));
     this.running.add(task);
     void task.finally(() => this.running.delete(task));
@@ -156,12 +159,13 @@ export class BrowserService {
     return c;
   }
 
-  private async runScriptTask(orgId: string, id: string, collection: CollectionRecord, logFileName: string, args: ScriptArgs, deadline: number): Promise<void> {
+  private async runScriptTask(orgId: string, id: string, collection: CollectionRecord, logFileName: string, args: ScriptArgs, deadline: number, login: { id: string; state: StorageState } | undefined): Promise<void> {
     const startedAt = Date.now();
     const lines: string[] = [];
     const log = (line: string) => lines.push(line);
     let message = 'Waiting for a browser.';
     log(`${stamp(startedAt)} playwright_run started (build ${args.buildId})`);
+    if (login) log(`${stamp(startedAt)} starting from saved login ${login.id} (${login.state.cookies.length} cookies)`);
     const beat = setInterval(() => {
       touchTask(this.deps.db, id, { message, log: lines.join('\n') }).catch((err: Error) => this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'));
     }, HEARTBEAT_MS);
@@ -178,7 +182,7 @@ export class BrowserService {
         const outcome = await this.runners.run(orgId, {
           wsEndpoint: lease.wsEndpoint, code: args.code, signal: this.stopping.signal,
           viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-          timeoutMs: Math.max(1, deadline - Date.now()), startedAt, onLog: log,
+          timeoutMs: Math.max(1, deadline - Date.now()), startedAt, onLog: log, storageState: login?.state,
         });
         ({ ok, result, files: made } = outcome);
       } finally {

@@ -7,6 +7,11 @@ import type { Knex } from 'knex';
  * heartbeat is older than the stale limit, or whose deadline has passed, is failed by the next
  * poll or sweep, never left RUNNING. `files` is the JSON list of saved files (file ids in the
  * collection, names, types, sizes, sources); `log` the task log as text.
+ *
+ * browser_logins: saved login contexts (spec "Browser task files"; openapi/management.yaml
+ * Browser logins): the Playwright storage state encrypted with the service's key
+ * (`state_enc`), and the latest cookie expiry it holds (`expires_at`, null when a cookie never
+ * expires), from which `status` is told without decrypting.
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.createTable('browser_tasks', (t) => {
@@ -28,8 +33,20 @@ export async function up(db: Knex): Promise<void> {
     t.index(['org_id', 'id']);
     t.index(['status', 'heartbeat_at']);
   });
+  await db.schema.createTable('browser_logins', (t) => {
+    t.string('id', 64).primary();
+    t.string('org_id', 64).notNullable().references('organizations.id').onDelete('CASCADE');
+    t.string('label', 200).notNullable();
+    t.string('service', 200).notNullable();
+    t.text('login_url').notNullable();
+    t.text('state_enc').notNullable();
+    t.string('expires_at', 32);
+    t.string('created_at', 32).notNullable();
+    t.index(['org_id', 'id']);
+  });
 }
 
 export async function down(db: Knex): Promise<void> {
+  await db.schema.dropTableIfExists('browser_logins');
   await db.schema.dropTableIfExists('browser_tasks');
 }

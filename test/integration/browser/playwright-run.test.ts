@@ -28,6 +28,10 @@ const CSV = 'plan,price\nBasic,9\nPro,29\n';
 
 function site(): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
+    if (req.url === '/whoami') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`cookie: ${req.headers.cookie ?? 'none'}`);
+      return;
+    }
     if (req.url === '/export.csv') {
       res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' }).end(CSV);
       return;
@@ -322,6 +326,84 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     expect(res.structuredContent.status).to.equal('failed');
     expect(res.structuredContent.result).to.match(/stopped without finishing/);
     expect(pollOutput(res.structuredContent)).to.equal(true);
+  });
+
+  describe('saved logins', () => {
+    const state = (value: string, expires = -1) => ({ cookies: [{ name: 'sid', value, domain: '127.0.0.1', path: '/', expires, httpOnly: true, secure: false, sameSite: 'Lax' }], origins: [] });
+    const create = (as: TestOrg, body: Record<string, unknown>) => call(server.baseUrl, 'POST', '/v1/browser-logins', { token: as.token, body });
+    const loginsList = validators.BrowserAutomationLoginsListOutput as unknown as ValidateFunction;
+
+    it('op:createBrowserLogin op:getBrowserLogin op:listBrowserLogins op:deleteBrowserLogin — saved encrypted, never returned, scoped to the organisation', async () => {
+      const made = await create(org, { label: 'Acme admin', service: 'acme.example', loginUrl: 'https://acme.example/login', storageState: state('first-secret-cookie') });
+      expect(made.status, made.text).to.equal(201);
+      expect(Object.keys(made.body).sort()).to.deep.equal(['createdAt', 'id', 'label', 'loginUrl', 'service', 'status']);
+      expect(made.body).to.include({ label: 'Acme admin', service: 'acme.example', status: 'active' });
+      expect(made.body.id).to.match(/^ctx_[0-9a-f]{32}$/);
+      const row = await server.app.services.db('browser_logins').where({ id: made.body.id }).first();
+      expect(JSON.stringify(row)).to.not.include('first-secret-cookie');
+      const second = await create(org, { label: 'Old', service: 's', loginUrl: 'http://127.0.0.1/login', storageState: state('x', 1_000_000) });
+      expect(second.body.status).to.equal('expired');
+
+      const got = await call(server.baseUrl, 'GET', `/v1/browser-logins/${made.body.id}`, { token: org.token });
+      expect(got.status).to.equal(200);
+      expect(got.body).to.deep.equal(made.body);
+      const page1 = await call(server.baseUrl, 'GET', '/v1/browser-logins?limit=1', { token: org.token });
+      expect(page1.body.items.map((l: { id: string }) => l.id)).to.deep.equal([made.body.id]);
+      const page2 = await call(server.baseUrl, 'GET', `/v1/browser-logins?limit=1&cursor=${page1.body.nextCursor}`, { token: org.token });
+      expect(page2.body.items.map((l: { id: string }) => l.id)).to.deep.equal([second.body.id]);
+      expect(page2.body.nextCursor).to.equal(null);
+
+      expect((await call(server.baseUrl, 'GET', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status).to.equal(404);
+      expect((await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status).to.equal(404);
+      expect((await call(server.baseUrl, 'GET', '/v1/browser-logins', { token: other.token })).body.items).to.deep.equal([]);
+
+      const tool = await callTool(server, org.token, 'browser-automation', 'browser-automation_logins_list', {});
+      expect(loginsList(tool.structuredContent), JSON.stringify(loginsList.errors)).to.equal(true);
+      expect(tool.structuredContent.count).to.equal(2);
+      expect(tool.structuredContent.contexts.map((c: { id: string }) => c.id)).to.deep.equal([made.body.id, second.body.id]);
+      expect(JSON.stringify(tool)).to.not.include('first-secret-cookie');
+      const otherTool = await callTool(server, other.token, 'browser-automation', 'browser-automation_logins_list', {});
+      expect(otherTool.structuredContent).to.deep.equal({ count: 0, contexts: [] });
+
+      expect((await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status).to.equal(204);
+      expect((await call(server.baseUrl, 'GET', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status).to.equal(404);
+      expect((await call(server.baseUrl, 'DELETE', '/v1/browser-logins/not-an-id', { token: org.token })).status).to.equal(404);
+      server.assertResponsesValid();
+    });
+
+    it('refuses a login without a state, with a non-http login URL, unknown fields or a state over 1 MiB, storing nothing', async () => {
+      const before = await server.app.services.db('browser_logins').count({ n: '*' }).first();
+      const bad = [
+        { label: 'x', service: 's', loginUrl: 'https://a.example/' },
+        { label: 'x', service: 's', loginUrl: 'ftp://a.example/', storageState: state('v') },
+        { label: 'x', service: 's', loginUrl: 'https://a.example/', storageState: state('v'), extra: 1 },
+        { label: '', service: 's', loginUrl: 'https://a.example/', storageState: state('v') },
+        { label: 'x', service: 's', loginUrl: 'https://a.example/', storageState: state('v'.repeat(1024 * 1024 + 1)) },
+      ];
+      for (const body of bad) {
+        const res = await create(org, body);
+        expect(res.status, JSON.stringify(body).slice(0, 120)).to.equal(400);
+        expect(res.body.error).to.be.a('string');
+      }
+      const after = await server.app.services.db('browser_logins').count({ n: '*' }).first();
+      expect(Number(after!.n)).to.equal(Number(before!.n));
+    });
+
+    it('useContextService starts the script signed in; an unknown or foreign login is a tool error', async () => {
+      const made = await create(org, { label: 'Local', service: '127.0.0.1', loginUrl: `${pages.url}/login`, storageState: state('signed-in-42') });
+      const code = `await page.goto(${JSON.stringify(`${pages.url}/whoami`)});\nreturn await page.textContent('body');`;
+      const done = await finished(server, org, await start(server, org, { code, buildId: 'b', useContextService: made.body.id }));
+      expect(done.status, done.result).to.equal('completed');
+      expect(done.result).to.equal('cookie: sid=signed-in-42');
+      expect(done.logContent).to.include(`starting from saved login ${made.body.id} (1 cookies)`);
+      const plain = await finished(server, org, await start(server, org, { code, buildId: 'b' }));
+      expect(plain.result).to.equal('cookie: none');
+      const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'b', useContextService: made.body.id });
+      expect(foreign.isError).to.equal(true);
+      expect(foreign.structuredContent.error).to.match(/^No saved login/);
+      const unknown = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'b', useContextService: 'ctx_nope' });
+      expect(unknown.isError).to.equal(true);
+    });
   });
 
   it('without Chromium the tools answer browser_unavailable with how to install it', async () => {
