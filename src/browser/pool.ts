@@ -6,6 +6,7 @@
  * organisations: a script that reaches the browser level (CDP) sees only its own
  * organisation's pages. A browser with no task for `idleMs` is closed; one that crashes is
  * dropped (its tasks fail through their broken connections) and the next task starts another.
+ * Browsers reach the network only through the guarded proxy (src/browser/proxy.ts).
  */
 import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
@@ -18,6 +19,8 @@ export const CHROMIUM_ARGS = [
 
 export interface PoolOptions {
   executable: string;
+  /** The guarded forward proxy every browser connects through (src/browser/proxy.ts). */
+  proxyUrl: () => Promise<string>;
   maxContexts: number;
   idleMs: number;
   log: Logger;
@@ -41,6 +44,8 @@ export class BrowserUnavailableError extends Error {}
 /** A slot: the endpoint to connect to, and its release (exactly once). */
 export interface Lease {
   wsEndpoint: string;
+  /** The guarded proxy, for the contexts the task makes (their API requests go through it too). */
+  proxyUrl: string;
   release(): void;
 }
 
@@ -82,8 +87,8 @@ export class BrowserPool {
       }
     };
     try {
-      const server = await warm.server;
-      return { wsEndpoint: server.wsEndpoint(), release };
+      const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
+      return { wsEndpoint: server.wsEndpoint(), proxyUrl, release };
     } catch (err) {
       release();
       throw err;
@@ -163,11 +168,12 @@ export class BrowserPool {
   private async launch(): Promise<BrowserServer> {
     const why = this.unavailable();
     if (why) throw new BrowserUnavailableError(why);
-    const { chromium } = await import('playwright-core');
+    const [{ chromium }, proxy] = await Promise.all([import('playwright-core'), this.opts.proxyUrl()]);
     return chromium.launchServer({
       executablePath: this.opts.executable,
       headless: true,
-      args: CHROMIUM_ARGS,
+      // Every connection of every page goes through the guarded proxy, loopback included.
+      args: [...CHROMIUM_ARGS, `--proxy-server=${proxy}`, '--proxy-bypass-list=<-loopback>'],
       // The service's environment (secrets included) is not the browser's business.
       env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' },
       handleSIGINT: false,

@@ -132,13 +132,16 @@ function scriptContext(task, page) {
  * viewport) or for it; downloads of every page of the context are credited to the task that
  * `holder.task` names when they start.
  */
-async function openContext(browser, viewport, storageState) {
+async function openContext(browser, viewport, storageState, proxy) {
   const context = await browser.newContext({
     viewport: { width: viewport.width, height: viewport.height },
     acceptDownloads: true,
+    // The browser already goes through the guarded proxy; naming it on the context also sends the
+    // context's API requests (page.request, route.fetch, made by playwright-core's server side) through it.
+    ...(proxy ? { proxy: { server: proxy } } : {}),
     ...(storageState ? { storageState } : {}),
   });
-  const opened = { browser, context, page: undefined, viewport, downloads: [], last: 0, task: undefined };
+  const opened = { browser, proxy, context, page: undefined, viewport, downloads: [], last: 0, task: undefined };
   context.on('page', (p) => p.on('download', (d) => {
     const task = opened.task;
     if (!task || !task.live) return;
@@ -172,7 +175,7 @@ async function takeNext(b, msg) {
   next = undefined;
   const opened = ahead ? await ahead.catch(() => undefined) : undefined;
   if (!opened) return undefined;
-  if (opened.browser === b && !msg.storageState && opened.viewport.width === msg.viewport.width && opened.viewport.height === msg.viewport.height) return opened;
+  if (opened.browser === b && opened.proxy === msg.proxy && !msg.storageState && opened.viewport.width === msg.viewport.width && opened.viewport.height === msg.viewport.height) return opened;
   void opened.context.close().catch(() => undefined);
   return undefined;
 }
@@ -183,9 +186,9 @@ async function run(msg) {
   let opened;
   try {
     const b = await connect(msg.wsEndpoint);
-    opened = (await takeNext(b, msg)) ?? (await openContext(b, msg.viewport, msg.storageState));
+    opened = (await takeNext(b, msg)) ?? (await openContext(b, msg.viewport, msg.storageState, msg.proxy));
     if (msg.reuse) {
-      next = openContext(b, msg.defaultViewport, undefined);
+      next = openContext(b, msg.defaultViewport, undefined, msg.proxy);
       next.catch(() => undefined);
     }
     opened.task = task;

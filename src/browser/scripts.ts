@@ -38,6 +38,8 @@ export interface ScriptRun {
   code: string;
   viewport: { width: number; height: number };
   storageState?: unknown;
+  /** The guarded proxy every context of the task uses (src/browser/proxy.ts). */
+  proxyUrl: string;
   timeoutMs: number;
   /** The task's start (epoch ms): the log's clock. */
   startedAt: number;
@@ -263,6 +265,6 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     }
     child.on('message', onMessage);
     child.once('exit', ended);
-    child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState });
+    child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl });
   });
 }

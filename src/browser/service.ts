@@ -14,7 +14,9 @@ import { addFile, createCollection, type CollectionRecord, type EventsService } 
 import { holdsFiles } from '../events/types.js';
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
 import { newId } from '../storage/ids.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
+import { GuardedProxy } from './proxy.js';
 import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
 import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
@@ -69,13 +71,17 @@ async function mimeTypeOf(file: ScriptFile): Promise<string> {
 export class BrowserService {
   readonly pool: BrowserPool;
   private readonly runners: ScriptRunners;
+  private readonly proxy: GuardedProxy;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService }) {
     this.runners = new ScriptRunners({ idleMs: deps.config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS });
-    this.pool = new BrowserPool({ executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
+    const policy = new OutboundPolicy(parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')), Object.values(deps.config.baseUrls));
+    this.proxy = new GuardedProxy(policy);
+    let proxyUrl: Promise<string> | undefined;
+    this.pool = new BrowserPool({ proxyUrl: () => (proxyUrl ??= this.proxy.start()), executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
   }
 
   start(): void {
@@ -95,6 +101,7 @@ export class BrowserService {
     while (this.running.size > 0) await Promise.all([...this.running]);
     this.runners.close();
     await this.pool.close();
+    await this.proxy.close();
   }
 
   /** `playwright_run`: records the task and starts it; answers at once. */
@@ -180,7 +187,7 @@ export class BrowserService {
         message = 'Script running.';
         log(`${stamp(startedAt)} browser ready`);
         const outcome = await this.runners.run(orgId, {
-          wsEndpoint: lease.wsEndpoint, code: args.code, signal: this.stopping.signal,
+          wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
           viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
           timeoutMs: Math.max(1, deadline - Date.now()), startedAt, onLog: log, storageState: login?.state,
         });

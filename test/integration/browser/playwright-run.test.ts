@@ -406,6 +406,34 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     });
   });
 
+  it('pages and their API requests reach the network only through the outbound policy: loopback and link-local refused unless allow-listed, the service itself always reachable', async () => {
+    const guarded = await startTestServer('sqlite', { OUTBOUND_ALLOWLIST: '' });
+    try {
+      const o = await createTestOrg(guarded);
+      const code = `const out = [];
+const blocked = await page.goto(${JSON.stringify(pages.url)});
+out.push(blocked.status(), (await page.textContent('body')).trim());
+const other = await page.context().newPage();
+try { await other.goto('https://169.254.169.254/latest/meta-data/', { timeout: 10000 }); out.push('metadata reached'); } catch (e) { out.push(e.message.split('\\n')[0]); }
+const own = await (await page.context().newPage()).goto(${JSON.stringify(`${guarded.baseUrl}/healthz`)});
+out.push(own.status());
+const api = await page.request.get(${JSON.stringify(pages.url)});
+out.push(api.status());
+return out;`;
+      const done = await finished(guarded, o, await start(guarded, o, { code, buildId: 'b' }));
+      expect(done.status, done.result).to.equal('completed');
+      const [status, body, metadata, own, api] = JSON.parse(done.result) as [number, string, string, number, number];
+      expect(status).to.equal(403);
+      expect(body).to.match(/refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/);
+      expect(metadata).to.match(/ERR_TUNNEL_CONNECTION_FAILED/);
+      expect(own).to.equal(200);
+      // API requests of the context (made by playwright-core's server side, not by Chromium) too.
+      expect(api).to.equal(403);
+    } finally {
+      await guarded.close();
+    }
+  });
+
   it('without Chromium the tools answer browser_unavailable with how to install it', async () => {
     const bare = await startTestServer('sqlite', { BROWSER_EXECUTABLE: '/nonexistent/chromium' });
     try {

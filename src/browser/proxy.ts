@@ -1,0 +1,134 @@
+/**
+ * The browsers' only way out (src/browser/README.md "Network"): a forward proxy on loopback that
+ * applies the outbound policy of event calls and `http` steps (src/http/outbound.ts) to every
+ * connection a page makes. Chromium is started with `--proxy-server` pointing here and
+ * `--proxy-bypass-list=<-loopback>`, so loopback URLs go through it too, and it sends host
+ * names, not addresses: the proxy resolves them and checks the address it actually connects
+ * to. A refused plain-HTTP request answers 403 with the reason, which the page shows. A refused
+ * CONNECT (https, wss) answers 403, which the page reports as a failed tunnel.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { OutboundRefusedError, type OutboundPolicy } from '../http/outbound.js';
+
+/** `host:port` of a CONNECT request (IPv6 in brackets), or undefined when malformed. */
+function target(authority: string | undefined): { host: string; port: number } | undefined {
+  const m = /^(?:\[([0-9a-f:.]+)\]|([^:[\]/]+)):(\d{1,5})$/i.exec(authority ?? '');
+  if (!m) return undefined;
+  const port = Number(m[3]);
+  return port > 0 && port < 65536 ? { host: (m[1] ?? m[2])!, port } : undefined;
+}
+
+const HOP_BY_HOP = new Set(['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+
+export class GuardedProxy {
+  private server: http.Server | undefined;
+  private readonly sockets = new Set<net.Socket | Duplex>();
+
+  constructor(private readonly policy: OutboundPolicy) {}
+
+  /** Starts listening on 127.0.0.1 (a free port); answers `http://127.0.0.1:<port>`. */
+  async start(): Promise<string> {
+    const server = http.createServer((req, res) => this.forward(req, res));
+    server.on('clientError', (_err, socket) => socket.destroy());
+    server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
+    server.on('connection', (s: net.Socket) => {
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    this.server = server;
+    return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+  }
+
+  /** Trusted without an address check: the service's own origins and allow-listed host names. */
+  private trusted(host: string, port: number, scheme: 'http' | 'https'): boolean {
+    try {
+      return this.policy.allowsOrigin(new URL(`${scheme}://${net.isIPv6(host) ? `[${host}]` : host}:${port}`));
+    } catch {
+      return false;
+    }
+  }
+
+  private tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer): void {
+    client.on('error', () => undefined);
+    const t = target(req.url);
+    if (!t) {
+      client.end('HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const refuse = (why: string) => {
+      client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(why)}\r\n\r\n${why}`);
+    };
+    const trusted = this.trusted(t.host, t.port, 'https') || this.trusted(t.host, t.port, 'http');
+    try {
+      if (!trusted && net.isIP(t.host)) this.policy.check(t.host);
+    } catch (err) {
+      refuse((err as Error).message);
+      return;
+    }
+    const upstream = net.connect({ host: t.host, port: t.port, ...(trusted ? {} : { lookup: this.policy.lookup() }) });
+    this.sockets.add(upstream);
+    upstream.once('close', () => this.sockets.delete(upstream));
+    upstream.once('connect', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.once('error', (err) => {
+      if (upstream.connecting || !upstream.readable) {
+        if (err instanceof OutboundRefusedError) refuse(err.message);
+        else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+      }
+      client.destroy();
+    });
+    client.once('close', () => upstream.destroy());
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+      if (url.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('This proxy takes absolute http:// URLs only');
+      return;
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(url.port || 80);
+    const trusted = this.trusted(host, port, 'http');
+    const refuse = (why: string) => {
+      if (!res.headersSent) res.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end(why);
+      else res.destroy();
+    };
+    try {
+      if (!trusted && net.isIP(host)) this.policy.check(host);
+    } catch (err) {
+      refuse((err as Error).message);
+      req.resume();
+      return;
+    }
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
+    const upstream = http.request(url, { method: req.method, headers, agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http }, (up) => {
+      const out: http.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
+      res.writeHead(up.statusCode ?? 502, out);
+      up.pipe(res);
+    });
+    upstream.on('error', (err) => {
+      if (err instanceof OutboundRefusedError) refuse(err.message);
+      else if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
+      else res.destroy();
+    });
+    req.pipe(upstream);
+    res.on('close', () => upstream.destroy());
+  }
+}
