@@ -1,8 +1,8 @@
 /**
  * Warm Chromium browsers, one per organisation, and the per-process limit of concurrent tasks
  * (src/browser/README.md "Pool"). A browser is a playwright-core browser server on Debian's
- * Chromium; a task's child process connects to it by its WebSocket endpoint, whose path is a
- * random secret, and makes its own fresh context. Browsers are never shared between
+ * Chromium; a task's runner process reaches it through the filtering relay (src/browser/relay.ts)
+ * by a relay endpoint whose path is a random secret, and makes its own fresh context. Browsers are never shared between
  * organisations: a script that reaches the browser level (CDP) sees only its own
  * organisation's pages. A browser with no task for `idleMs` is closed; one that crashes is
  * dropped (its tasks fail through their broken connections) and the next task starts another.
@@ -10,6 +10,7 @@
  */
 import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
+import type { BrowserRelay } from './relay.js';
 
 /** DESIGN.md section 6: the flags Chromium needs on these machines (closed network, root, no GPU). */
 export const CHROMIUM_ARGS = [
@@ -21,6 +22,8 @@ export interface PoolOptions {
   executable: string;
   /** The guarded forward proxy every browser connects through (src/browser/proxy.ts). */
   proxyUrl: () => Promise<string>;
+  /** The filtering relay runners reach the browsers through (src/browser/relay.ts). */
+  relay: BrowserRelay;
   maxContexts: number;
   idleMs: number;
   log: Logger;
@@ -88,7 +91,7 @@ export class BrowserPool {
     };
     try {
       const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
-      return { wsEndpoint: server.wsEndpoint(), proxyUrl, release };
+      return { wsEndpoint: await this.opts.relay.endpointFor(server.wsEndpoint()), proxyUrl, release };
     } catch (err) {
       release();
       throw err;
@@ -148,6 +151,7 @@ export class BrowserPool {
     warm.server.then((server) => {
       server.process().on('exit', () => {
         warm.dead = true;
+        this.opts.relay.forget(server.wsEndpoint());
         if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
         if (!this.closed) this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
       });
@@ -162,7 +166,10 @@ export class BrowserPool {
     if (warm.tasks > 0 || warm.dead) return;
     warm.dead = true;
     if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-    void warm.server.then((s) => s.close()).catch(() => undefined);
+    void warm.server.then((s) => {
+      this.opts.relay.forget(s.wsEndpoint());
+      return s.close();
+    }).catch(() => undefined);
   }
 
   private async launch(): Promise<BrowserServer> {

@@ -17,6 +17,7 @@ import { newId } from '../storage/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
 import { GuardedProxy } from './proxy.js';
+import { BrowserRelay } from './relay.js';
 import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
 import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
@@ -72,6 +73,7 @@ export class BrowserService {
   readonly pool: BrowserPool;
   private readonly runners: ScriptRunners;
   private readonly proxy: GuardedProxy;
+  private readonly relay: BrowserRelay;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private sweeper: NodeJS.Timeout | undefined;
@@ -81,7 +83,9 @@ export class BrowserService {
     const policy = new OutboundPolicy(parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')), Object.values(deps.config.baseUrls));
     this.proxy = new GuardedProxy(policy);
     let proxyUrl: Promise<string> | undefined;
-    this.pool = new BrowserPool({ proxyUrl: () => (proxyUrl ??= this.proxy.start()), executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
+    const startProxy = () => (proxyUrl ??= this.proxy.start());
+    this.relay = new BrowserRelay(startProxy);
+    this.pool = new BrowserPool({ proxyUrl: startProxy, relay: this.relay, executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
   }
 
   start(): void {
@@ -101,6 +105,7 @@ export class BrowserService {
     while (this.running.size > 0) await Promise.all([...this.running]);
     this.runners.close();
     await this.pool.close();
+    await this.relay.close();
     await this.proxy.close();
   }
 

@@ -419,16 +419,20 @@ const own = await (await page.context().newPage()).goto(${JSON.stringify(`${guar
 out.push(own.status());
 const api = await page.request.get(${JSON.stringify(pages.url)});
 out.push(api.status());
+const own2 = await page.context().browser().newContext({ proxy: { server: 'http://127.0.0.1:9', bypass: '*' } });
+out.push((await (await own2.newPage()).goto(${JSON.stringify(pages.url)})).status());
 return out;`;
       const done = await finished(guarded, o, await start(guarded, o, { code, buildId: 'b' }));
       expect(done.status, done.result).to.equal('completed');
-      const [status, body, metadata, own, api] = JSON.parse(done.result) as [number, string, string, number, number];
+      const [status, body, metadata, own, api, selfProxied] = JSON.parse(done.result) as [number, string, string, number, number, number];
       expect(status).to.equal(403);
       expect(body).to.match(/refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/);
       expect(metadata).to.match(/ERR_TUNNEL_CONNECTION_FAILED/);
       expect(own).to.equal(200);
       // API requests of the context (made by playwright-core's server side, not by Chromium) too.
       expect(api).to.equal(403);
+      // A context the script makes with a proxy of its own is put back on the guarded proxy (relay).
+      expect(selfProxied).to.equal(403);
     } finally {
       await guarded.close();
     }
