@@ -11,8 +11,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFileSync, readdirSync } from 'node:fs';
-import { startServer } from './lib.js';
+import { readFileSync } from 'node:fs';
+import { processTree, startServer } from './lib.js';
 
 interface DemoInfo { url: string; bootstrap: { clientId: string; clientSecret: string; orgId: string } }
 
@@ -56,26 +56,14 @@ async function task(info: DemoInfo, tok: string, page?: string, pollMs = 10): Pr
  * once per process as summed RSS would.
  */
 function treeMemMiB(root: number): { pss: number; rss: number } {
-  const children = new Map<number, number[]>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
-    } catch { /* gone */ }
-  }
   let pss = 0;
   let rss = 0;
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
+  for (const pid of processTree(root)) {
     try {
       const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
       pss += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
       rss += Number(/^Rss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
     } catch { /* gone */ }
-    stack.push(...(children.get(pid) ?? []));
   }
   return { pss: pss / 1024, rss: rss / 1024 };
 }

@@ -25,7 +25,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -37,7 +37,7 @@ import type { Knex } from 'knex';
 import type { components } from '../generated/openapi/types.js';
 import { openStore } from '../src/storage/db.js';
 import { createQueue, updateQueue } from '../src/queues/queues.js';
-import { ROOT, cpuMs, prng } from './lib.js';
+import { ROOT, cpuMs, processTree, prng } from './lib.js';
 
 /** Bytes of every data row, line end included: 500,000 rows + header stay under 1 GiB (1,073,741,824). */
 const ROW_BYTES = 2_147;
@@ -364,24 +364,6 @@ function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   }
 }
 
-/** The pid and its descendants (sandbox processes of code steps), from the parent pids in /proc/<pid>/stat. */
-function tree(pid: number): number[] {
-  const parent = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parent.set(ppid, [...(parent.get(ppid) ?? []), Number(name)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) out.push(...(parent.get(out[i]!) ?? []));
-  return out;
-}
-
 const MB = 1024 * 1024;
 
 class RssSampler {
@@ -394,7 +376,7 @@ class RssSampler {
   constructor(private readonly pid: number) {}
   sample(): { kb: number; treeKb: number } {
     if (performance.now() - this.scannedAt > 1000) {
-      this.pids = tree(this.pid);
+      this.pids = processTree(this.pid);
       this.scannedAt = performance.now();
     }
     const kb = statusKb(this.pid, 'VmRSS');

@@ -354,6 +354,21 @@ export const flow: FlowFolder[] = [
     ],
   },
   {
+    name: 'Saved browser logins',
+    description: 'Spec section 12 ("Browser task files"): a browser login state is saved (stored encrypted, never returned), read back, listed and deleted. Its id is what `useContextService` of browser-automation_playwright_run takes.',
+    steps: [
+      {
+        op: 'createBrowserLogin',
+        json: { label: 'Postman login', service: 'example.com', loginUrl: 'https://example.com/login', storageState: { cookies: [{ name: 'sid', value: 'postman', domain: 'example.com', path: '/', expires: -1 }], origins: [] } },
+        captures: [{ var: 'browserLoginId', body: 'id' }],
+        checks: [{ body: 'status', equals: 'active' }],
+      },
+      { op: 'getBrowserLogin', path: { loginId: '{{browserLoginId}}' }, checks: [{ body: 'id', equals: '{{browserLoginId}}' }] },
+      { op: 'listBrowserLogins' },
+      { op: 'deleteBrowserLogin', path: { loginId: '{{browserLoginId}}' } },
+    ],
+  },
+  {
     name: 'Queues and CSV batches',
     description: 'Spec section 15: a queue on the demo API trigger, paused and resumed with If-Match, then a CSV file uploaded to a presigned URL and loaded as a batch whose rows run the demo workflow; its items, batches and skipped row are read back. The clean-up folder deletes the queue.',
     steps: [

@@ -5069,7 +5069,10 @@ export interface components {
          * @example ctx_01932f70a1b27c3d9e0f1a2b3c4d5e6f
          */
         BrowserLoginIdParam: string;
-        /** @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. */
+        /**
+         * @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYnJvd3Nlci1sb2dpbnMiLCJhIjoiY3R4XzAxOTMyZjcwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+         */
         BrowserLoginsCursor: string;
         /**
          * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
@@ -7426,7 +7429,10 @@ export interface operations {
     listBrowserLogins: {
         parameters: {
             query?: {
-                /** @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`. */
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the browser logins list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYnJvd3Nlci1sb2dpbnMiLCJhIjoiY3R4XzAxOTMyZjcwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
+                 */
                 cursor?: components["parameters"]["BrowserLoginsCursor"];
                 /**
                  * @description Page size, 1 to 200 (default 50).

@@ -105,6 +105,18 @@ function events(c: CollectionRecord, f: StoredFile, event: EventName, targets: S
   return targets.map((target) => ({ orgId: c.orgId, collectionId: c.id, itemId: f.id, event, target, payload: filePayload(event, c, f, target.triggerLevel) }));
 }
 
+/** Adds a stored file to the collection and its onCreate calls to the outbox, in one transaction. */
+async function insertFile(deps: FileDeps, c: CollectionRecord, row: FileRow): Promise<ReturnType<typeof fileView>> {
+  const file = toFile(deps, c, row);
+  let pending = 0;
+  await deps.writes.run(async (trx, batch) => {
+    await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
+    pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
+  });
+  if (pending > 0) deps.wake();
+  return fileView(c, file);
+}
+
 export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: IncomingMessage): Promise<ReturnType<typeof fileView>> {
   checkCollection(c);
   let parsed: { fields: Record<string, string>; attachments: Attachment[] };
@@ -130,14 +142,7 @@ export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: Incom
       id: upload.fileId, file_id: upload.fileId, filename: upload.filename, file_size: upload.size, mime_type: upload.contentType,
       metadata: JSON.stringify(metadata), is_public: false, trigger_urls: JSON.stringify(triggerUrls), created_at: now, updated_at: now,
     };
-    const file = toFile(deps, c, row);
-    let pending = 0;
-    await deps.writes.run(async (trx, batch) => {
-      await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
-      pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
-    });
-    if (pending > 0) deps.wake();
-    return fileView(c, file);
+    return await insertFile(deps, c, row);
   } catch (err) {
     await discard();
     // The collection was deleted by another process while this one still knew it.
@@ -187,14 +192,7 @@ export async function addFile(deps: FileDeps, c: CollectionRecord, input: { file
       id: fileId, file_id: fileId, filename, file_size: input.data.length, mime_type: input.mimeType,
       metadata: '{}', is_public: false, trigger_urls: '[]', created_at: now, updated_at: now,
     };
-    const file = toFile(deps, c, row);
-    let pending = 0;
-    await deps.writes.run(async (trx, batch) => {
-      await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
-      pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
-    });
-    if (pending > 0) deps.wake();
-    return fileView(c, file);
+    return await insertFile(deps, c, row);
   } catch (err) {
     await deleteFiles(deps.db, deps.blobs, c.orgId, [fileId]).catch(() => undefined);
     await deps.blobs.delete(blobKey).catch(() => undefined);

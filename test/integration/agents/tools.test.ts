@@ -4,8 +4,6 @@
  * file, header forwarding from the channel to a remote MCP server, and the workflow `agent`
  * step — on every store this machine has. The model is the scripted OpenAI-compatible server.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { expect } from 'chai';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { storeKinds } from '../../helpers/store.js';
@@ -14,16 +12,9 @@ import { callTool, createConnection, registerServer } from '../gateway/helpers.j
 import { startEverything } from '../upstream/setup.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { deploy } from '../../helpers/runs.js';
+import { inspector } from '../../helpers/inspector.js';
 
 const kinds = await storeKinds();
-const INSPECTOR = path.resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
-
-function inspector(url: string, token: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [INSPECTOR, '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--stored-auth-only', ...args],
-      { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
 
 for (const kind of kinds) {
   describe(`agent-management tools and agent runtime (${kind})`, function () {

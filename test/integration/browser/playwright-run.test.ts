@@ -6,16 +6,15 @@
  * script from the service, stale tasks, organisation scoping, and a server without Chromium.
  * Every tool response is checked against its output schema.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { expect } from 'chai';
 import type { ValidateFunction } from 'ajv';
 import * as validators from '../../../generated/validators/schemas.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { callTool } from '../gateway/helpers.js';
+import { inspector } from '../../helpers/inspector.js';
 
 const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
 const startOutput = validators.BrowserAutomationPlaywrightRunOutput as unknown as ValidateFunction;
@@ -47,14 +46,6 @@ function site(): Promise<{ url: string; close(): Promise<void> }> {
   })));
 }
 
-const INSPECTOR = path.resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
-
-function inspector(url: string, token: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [INSPECTOR, '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--stored-auth-only', ...args],
-      { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr }));
-  });
-}
 
 async function start(server: TestServer, org: TestOrg, args: Record<string, unknown>): Promise<any> {
   const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', args);

@@ -4,29 +4,14 @@
  * three fixed tools finds and calls a proxied tool from a plain-language request; PCID rules,
  * header forwarding and session-key separation through the real HTTP gateway (op:postMcpMessage).
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { expect } from 'chai';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../../helpers/server.js';
 import { startEverything } from '../upstream/setup.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { callTool, createConnection, registerServer, sdkClient } from './helpers.js';
 import { deploy, code } from '../../helpers/runs.js';
+import { inspector } from '../../helpers/inspector.js';
 
-const INSPECTOR = path.resolve('node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
-
-interface InspectorRun { code: number; stdout: string; stderr: string }
-
-/** `mcp-inspector --cli URL --transport http --header … --stored-auth-only <args>` (DESIGN.md section 6). */
-function inspector(url: string, token: string, args: string[]): Promise<InspectorRun> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [INSPECTOR, '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, '--stored-auth-only', ...args],
-      { timeout: 60_000 }, (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      });
-  });
-}
 
 describe('gateway with real upstreams (op:postMcpMessage)', function () {
   this.timeout(120_000);
