@@ -20,12 +20,14 @@ import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
 import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
-import { expireStale, findTask, finishTask, insertTask, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
+import { expireStale, findTask, finishTask, insertTask, pruneFinished, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
 
 /** The running process renews a task this often; a task not renewed for STALE_MS is failed. */
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 30_000;
 const SWEEP_MS = 30_000;
+/** Finished task records are pruned (after RUN_RETENTION_DAYS) at most this often. */
+const PRUNE_EVERY_MS = 3_600_000;
 /** A script runner process serves at most this many tasks of its organisation, then a new one starts. */
 const TASKS_PER_PROCESS = 50;
 
@@ -89,10 +91,15 @@ export class BrowserService {
   }
 
   start(): void {
+    let lastPrune = 0;
     const sweep = () => {
       const now = Date.now();
       expireStale(this.deps.db, { staleBefore: new Date(now - STALE_MS).toISOString(), lateBefore: new Date(now - STALE_MS).toISOString() })
         .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: sweeping stale tasks failed'));
+      if (now - lastPrune < PRUNE_EVERY_MS) return;
+      lastPrune = now;
+      pruneFinished(this.deps.db, new Date(now - this.deps.config.runRetentionDays * 86_400_000).toISOString())
+        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning finished tasks failed'));
     };
     sweep();
     this.sweeper = setInterval(sweep, SWEEP_MS);

@@ -105,3 +105,11 @@ export async function expireStale(db: Knex, at: { staleBefore: string; lateBefor
     finished_at: nowIso(),
   });
 }
+
+/**
+ * Housekeeping: the records of tasks that ended before `before` (RUN_RETENTION_DAYS, as for
+ * runs). Their files and logs stay in their collections, which belong to the organisation.
+ */
+export async function pruneFinished(db: Knex, before: string): Promise<number> {
+  return db('browser_tasks').whereNot({ status: 'RUNNING' }).andWhere('finished_at', '<', before).delete();
+}

@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { ValidateFunction } from 'ajv';
 import * as validators from '../../../generated/validators/schemas.js';
+import { pruneFinished } from '../../../src/browser/tasks.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { callTool } from '../gateway/helpers.js';
 import { inspector } from '../../helpers/inspector.js';
@@ -427,6 +428,20 @@ return out;`;
     } finally {
       await guarded.close();
     }
+  });
+
+  it('finished task records are pruned after RUN_RETENTION_DAYS; RUNNING ones never', async () => {
+    const { db } = server.app.services;
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    const row = (id: string, status: string, finishedAt: string | null) => ({
+      id, org_id: org.orgId, kind: 'script', status, build_id: 'b', collection_id: 'col_x', log_file_name: 'x.log', message: 'm',
+      result: null, files: '[]', log: '', heartbeat_at: new Date().toISOString(), deadline_at: new Date(Date.now() + 60_000).toISOString(), created_at: old, finished_at: finishedAt,
+    });
+    await db('browser_tasks').insert([row('ses_0000000000000000000000000000old1', 'completed', old), row('ses_0000000000000000000000000000new1', 'failed', new Date().toISOString()), row('ses_0000000000000000000000000000run1', 'RUNNING', null)]);
+    expect(await pruneFinished(db, new Date(Date.now() - 30 * 86_400_000).toISOString())).to.equal(1);
+    const left = (await db('browser_tasks').whereIn('id', ['ses_0000000000000000000000000000old1', 'ses_0000000000000000000000000000new1', 'ses_0000000000000000000000000000run1']).pluck('id')) as string[];
+    expect(left.sort()).to.deep.equal(['ses_0000000000000000000000000000new1', 'ses_0000000000000000000000000000run1']);
+    await db('browser_tasks').whereIn('id', left).delete();
   });
 
   it('without Chromium the tools answer browser_unavailable with how to install it', async () => {
