@@ -105,11 +105,6 @@ export class BrowserPool {
     return (await warm.server.catch(() => undefined))?.process().pid;
   }
 
-  /** Tasks running in this process now. */
-  get active(): number {
-    return this.running;
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     const all = [...this.browsers.entries()];

@@ -36,7 +36,8 @@ const playwrightPath = process.argv[2];
 const { chromium } = require(playwrightPath);
 
 const MiB = 1024 * 1024;
-const LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, lineChars: 8 * 1024 };
+/** The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
+let LIMITS;
 /** After the script returns: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
 
@@ -221,7 +222,8 @@ async function run(msg) {
 process.on('unhandledRejection', () => undefined);
 let busy = false;
 process.on('message', (msg) => {
-  if (!msg || msg.v !== 1 || msg.type !== 'run' || busy) process.exit(70);
+  if (!msg || msg.v !== 1 || msg.type !== 'run' || busy || !msg.limits) process.exit(70);
+  LIMITS = msg.limits;
   busy = true;
   run(msg).then(() => {
     busy = false;

@@ -1,7 +1,7 @@
 /**
  * Runs `playwright_run` scripts in script runner processes (src/browser/script-runner.cjs), one
- * organisation's tasks per process and one task at a time, isolated from the service the way code steps are (src/engine/sandbox/README.md): Node's
- * permission model (no file writes, no child processes, no workers, no addons; reads limited
+ * organisation's tasks per process and one task at a time, isolated from the service the way
+ * code steps are (src/engine/sandbox/README.md): Node's permission model (no file writes, no child processes, no workers, no addons; reads limited
  * to the runner and playwright-core), an empty environment, an empty working folder, a heap
  * limit, and a kill from outside at the time limit. The runner connects to the organisation's
  * browser (src/browser/pool.ts); what it sends back is checked again here.
@@ -17,7 +17,13 @@ import { permissionFlag } from '../engine/sandbox/flags.js';
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 const MiB = 1024 * 1024;
-export const SCRIPT_LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, heapMb: 256, logLines: 2000, logChars: 256 * 1024 };
+/**
+ * A task's limits (src/browser/README.md). The runner gets the first five with each task and
+ * enforces them there (a file over them fails inside the script); the parent checks them again.
+ * `logChars` bounds the whole log, which the heartbeat rewrites every 5 s.
+ */
+export const SCRIPT_LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, lineChars: 8 * 1024, heapMb: 256, logLines: 2000, logChars: 256 * 1024 };
+const RUNNER_LIMITS = { files: SCRIPT_LIMITS.files, fileBytes: SCRIPT_LIMITS.fileBytes, totalBytes: SCRIPT_LIMITS.totalBytes, resultChars: SCRIPT_LIMITS.resultChars, lineChars: SCRIPT_LIMITS.lineChars };
 
 export interface ScriptFile {
   fileName: string;
@@ -68,7 +74,6 @@ function checkedFiles(raw: unknown): ScriptFile[] {
 
 interface Runner {
   child: ChildProcess;
-  cwd: string;
   stderr: { tail: string };
   /** Tasks this process has been given. */
   tasks: number;
@@ -93,7 +98,7 @@ function spawnRunner(): Runner {
   });
   child.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
   child.once('error', () => undefined);
-  return { child, cwd, stderr, tasks: 0 };
+  return { child, stderr, tasks: 0 };
 }
 
 /** The viewport of a task that names none (spec section 12 defaults). */
@@ -105,7 +110,7 @@ const alive = (r: Runner) => r.child.exitCode === null && r.child.signalCode ===
  * Script runner processes, per organisation. Loading playwright-core under the permission model
  * costs about half a second of CPU and a new context with its page about 0.2 s, so a process
  * runs up to `tasksPerProcess` tasks of one organisation, one at a time, each in a context of
- * its own, and opens the context of its next task as soon as the last one ends. A process is
+ * its own, and opens the context of its next task while the current one runs. A process is
  * never given another organisation's task; it is killed instead of reused after a time limit,
  * a shutdown or a crash, and when idle for `idleMs`.
  */
@@ -211,6 +216,7 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
   return new Promise((resolve) => {
     let outcome: ScriptOutcome | undefined;
     let lines = 0;
+    let chars = 0;
     let idleTimer: NodeJS.Timeout | undefined;
     const cleanup = () => {
       clearTimeout(timer);
@@ -236,8 +242,13 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     const onMessage = (msg: Record<string, unknown>) => {
       if (msg?.task !== n) return;
       if (msg.type === 'log' && typeof msg.line === 'string' && !outcome) {
-        if (++lines <= SCRIPT_LIMITS.logLines) run.onLog(msg.line.slice(0, 8192));
-        else if (lines === SCRIPT_LIMITS.logLines + 1) run.onLog('[log truncated: further lines dropped]');
+        const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
+        chars += line.length + 1;
+        if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
+        else if (lines !== Infinity) {
+          run.onLog('[log truncated: further lines dropped]');
+          lines = Infinity;
+        }
       } else if (msg.type === 'done' && !outcome) {
         const files = checkedFiles(msg.files);
         const text = typeof (msg.ok ? msg.result : msg.error) === 'string' ? String(msg.ok ? msg.result : msg.error).slice(0, SCRIPT_LIMITS.resultChars) : '';
@@ -265,6 +276,6 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     }
     child.on('message', onMessage);
     child.once('exit', ended);
-    child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl });
+    child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl, limits: RUNNER_LIMITS });
   });
 }

@@ -22,7 +22,7 @@ import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
 import { expireStale, findTask, finishTask, insertTask, pruneFinished, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
 
-/** The running process renews a task this often; a task not renewed for STALE_MS is failed. */
+/** The running process renews a task this often; a task not renewed for STALE_MS, or STALE_MS past its deadline, is failed. */
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 30_000;
 const SWEEP_MS = 30_000;
@@ -94,7 +94,7 @@ export class BrowserService {
     let lastPrune = 0;
     const sweep = () => {
       const now = Date.now();
-      expireStale(this.deps.db, { staleBefore: new Date(now - STALE_MS).toISOString(), lateBefore: new Date(now - STALE_MS).toISOString() })
+      expireStale(this.deps.db, new Date(now - STALE_MS).toISOString())
         .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: sweeping stale tasks failed'));
       if (now - lastPrune < PRUNE_EVERY_MS) return;
       lastPrune = now;
@@ -149,7 +149,7 @@ export class BrowserService {
     let task = await this.task(orgId, kind, args);
     if (task.status === 'RUNNING') {
       const now = Date.now();
-      if (await expireStale(this.deps.db, { staleBefore: new Date(now - STALE_MS).toISOString(), lateBefore: new Date(now - STALE_MS).toISOString() }, task.id) > 0) {
+      if (await expireStale(this.deps.db, new Date(now - STALE_MS).toISOString(), task.id) > 0) {
         task = (await findTask(this.deps.db, orgId, task.id))!;
       }
     }

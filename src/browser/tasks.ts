@@ -91,12 +91,12 @@ export async function finishTask(db: Knex, id: string, end: { status: Exclude<Ta
 }
 
 /**
- * Fails RUNNING tasks whose process stopped renewing the heartbeat before `staleBefore`, or
- * whose deadline passed before `lateBefore` (the running process had its chance to end them).
- * Scoped to one task when `id` is given (a poll), else every organisation (the sweep).
+ * Fails RUNNING tasks whose process stopped renewing the heartbeat before `before`, or whose
+ * deadline passed before it (the running process had its chance to end them). Scoped to one
+ * task when `id` is given (a poll), else every organisation (the sweep).
  */
-export async function expireStale(db: Knex, at: { staleBefore: string; lateBefore: string }, id?: string): Promise<number> {
-  const q = db('browser_tasks').where({ status: 'RUNNING' }).andWhere((w) => w.where('heartbeat_at', '<', at.staleBefore).orWhere('deadline_at', '<', at.lateBefore));
+export async function expireStale(db: Knex, before: string, id?: string): Promise<number> {
+  const q = db('browser_tasks').where({ status: 'RUNNING' }).andWhere((w) => w.where('heartbeat_at', '<', before).orWhere('deadline_at', '<', before));
   if (id) q.andWhere({ id });
   return q.update({
     status: 'failed',

@@ -194,6 +194,17 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     expect(nothing.files).to.deep.equal([]);
   });
 
+  it('the task log is bounded: 2,000 lines or 256 KiB, then one truncation line', async () => {
+    const many = await finished(server, org, await start(server, org, { code: 'for (let i = 0; i < 3000; i++) console.log("line " + i); return "done";', buildId: 'b' }));
+    expect(many.status).to.equal('completed');
+    const lines = many.logContent.split('\n');
+    expect(lines.filter((l: string) => /\] line \d+$/.test(l)).length).to.be.below(2000);
+    expect(lines.filter((l: string) => l === '[log truncated: further lines dropped]')).to.have.length(1);
+    const wide = await finished(server, org, await start(server, org, { code: 'for (let i = 0; i < 100; i++) console.log("x".repeat(6000)); return "done";', buildId: 'b' }));
+    expect(wide.logContent.length).to.be.below(256 * 1024 + 2048);
+    expect(wide.logContent).to.include('[log truncated: further lines dropped]');
+  });
+
   it('the MCP Inspector CLI starts a script that extracts a heading and downloads a file, and polls it to completed with both files downloadable', async () => {
     const url = `${server.baseUrl}/mcp/browser-automation`;
     const code = `await page.goto(${JSON.stringify(pages.url)});\nawait page.click('#export');\nreturn { writeToCollection: true, fileName: 'heading.txt', fileContent: await page.textContent('h1') };`;
