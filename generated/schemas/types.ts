@@ -2025,7 +2025,8 @@ export interface components {
          *         "executable": "/usr/bin/chromium",
          *         "maxContexts": 4,
          *         "taskTimeoutMs": 300000,
-         *         "idleMs": 60000
+         *         "idleMs": 60000,
+         *         "adblockLists": []
          *       }
          *     }
          */
@@ -2070,6 +2071,11 @@ export interface components {
             };
             /** @description Browser automation (src/browser): Debian's Chromium driven by playwright-core. */
             browser: {
+                /**
+                 * @description BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied.
+                 * @default []
+                 */
+                adblockLists: string[];
                 /**
                  * @description BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium).
                  * @default /usr/bin/chromium

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000}}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[]}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -1570,9 +1570,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-for(const key3 in data39){
-if(!((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs"))){
-const err134 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data39.adblockLists === undefined){
+const err134 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1581,12 +1580,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-}
-if(data39.executable !== undefined){
-let data40 = data39.executable;
-if(typeof data40 === "string"){
-if(func2(data40) < 1){
-const err135 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key3 in data39){
+if(!(((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists"))){
+const err135 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1596,8 +1592,11 @@ vErrors.push(err135);
 errors++;
 }
 }
-else {
-const err136 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.executable !== undefined){
+let data40 = data39.executable;
+if(typeof data40 === "string"){
+if(func2(data40) < 1){
+const err136 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1607,10 +1606,8 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data39.maxContexts !== undefined){
-let data41 = data39.maxContexts;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err137 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err137 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1619,9 +1616,11 @@ vErrors.push(err137);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 > 64 || isNaN(data41)){
-const err138 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data39.maxContexts !== undefined){
+let data41 = data39.maxContexts;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err138 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1630,8 +1629,9 @@ vErrors.push(err138);
 }
 errors++;
 }
-if(data41 < 1 || isNaN(data41)){
-const err139 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 64 || isNaN(data41)){
+const err139 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1640,12 +1640,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-}
-if(data39.taskTimeoutMs !== undefined){
-let data42 = data39.taskTimeoutMs;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err140 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41 < 1 || isNaN(data41)){
+const err140 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1654,9 +1650,12 @@ vErrors.push(err140);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 3600000 || isNaN(data42)){
-const err141 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data39.taskTimeoutMs !== undefined){
+let data42 = data39.taskTimeoutMs;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err141 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1665,8 +1664,9 @@ vErrors.push(err141);
 }
 errors++;
 }
-if(data42 < 1000 || isNaN(data42)){
-const err142 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 3600000 || isNaN(data42)){
+const err142 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1675,12 +1675,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-}
-}
-if(data39.idleMs !== undefined){
-let data43 = data39.idleMs;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err143 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data42 < 1000 || isNaN(data42)){
+const err143 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1689,9 +1685,12 @@ vErrors.push(err143);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 > 86400000 || isNaN(data43)){
-const err144 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data39.idleMs !== undefined){
+let data43 = data39.idleMs;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err144 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1700,8 +1699,9 @@ vErrors.push(err144);
 }
 errors++;
 }
-if(data43 < 1000 || isNaN(data43)){
-const err145 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 86400000 || isNaN(data43)){
+const err145 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1710,11 +1710,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err146 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data43 < 1000 || isNaN(data43)){
+const err146 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1725,13 +1722,67 @@ errors++;
 }
 }
 }
-else {
-const err147 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data39.adblockLists !== undefined){
+let data44 = data39.adblockLists;
+if(Array.isArray(data44)){
+const len2 = data44.length;
+for(let i3=0; i3<len2; i3++){
+let data45 = data44[i3];
+if(typeof data45 === "string"){
+if(func2(data45) < 1){
+const err147 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err147];
 }
 else {
 vErrors.push(err147);
+}
+errors++;
+}
+}
+else {
+const err148 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err148];
+}
+else {
+vErrors.push(err148);
+}
+errors++;
+}
+}
+}
+else {
+const err149 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err149];
+}
+else {
+vErrors.push(err149);
+}
+errors++;
+}
+}
+}
+else {
+const err150 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err150];
+}
+else {
+vErrors.push(err150);
+}
+errors++;
+}
+}
+}
+else {
+const err151 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err151];
+}
+else {
+vErrors.push(err151);
 }
 errors++;
 }

@@ -28,7 +28,8 @@ const RUNNER_LIMITS = { files: SCRIPT_LIMITS.files, fileBytes: SCRIPT_LIMITS.fil
 export interface ScriptFile {
   fileName: string;
   data: Buffer;
-  source: 'script' | 'download';
+  /** script: returned by a script; download: a download of the browser; extract: made by the operator (extract, screenshot, the session trace). */
+  source: 'script' | 'download' | 'extract';
   mimeType?: string | undefined;
 }
 

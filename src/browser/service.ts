@@ -18,9 +18,14 @@ import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
 import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
-import { DEFAULT_VIEWPORT, ScriptRunners, type ScriptFile } from './scripts.js';
+import { DEFAULT_VIEWPORT, SCRIPT_LIMITS, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
 import { expireStale, findTask, finishTask, insertTask, pruneFinished, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
+import type { Lease } from './pool.js';
+import { TaskError } from './errors.js';
+import { executeOperator, planOperator, type OperatorArgs, type OperatorDeps, type OperatorPlan } from './operator/task.js';
+import { pruneExpired } from './operator/cache.js';
+import { AdBlocker } from './operator/adblock.js';
 
 /** The running process renews a task this often; a task not renewed for STALE_MS, or STALE_MS past its deadline, is failed. */
 const HEARTBEAT_MS = 5_000;
@@ -54,8 +59,32 @@ export interface FileEntry {
   source: TaskFile['source'];
 }
 
-/** A problem of the caller's own task (unknown session, wrong collection): the tool's result with isError. */
-export class TaskError extends Error {}
+export { TaskError };
+
+type Login = { id: string; state: StorageState };
+
+/** A task while it runs, as its body sees it (src/browser/operator/task.ts, runScript). */
+export interface RunningTask {
+  id: string;
+  startedAt: number;
+  deadline: number;
+  /** Aborts at the task's time limit or at shutdown. */
+  limit: AbortSignal;
+  /** A line of the task log, stamped with the time since the start. */
+  log(line: string): void;
+  /** The log so far (lines already stamped go in directly). */
+  lines: string[];
+  /** The progress message a poll shows while the task runs. */
+  status(message: string): void;
+}
+
+/** How a task ended: the result text, its files, and the message of the end state (default "Task completed." / "Task failed."). */
+export interface TaskOutcome {
+  ok: boolean;
+  result: string;
+  files: ScriptFile[];
+  message?: string | undefined;
+}
 
 const CONTINUE_TOOL: Record<TaskKind, string> = { script: 'browser-automation_playwright_run_continue', operator: 'browser-automation_operator_run_continue' };
 
@@ -78,11 +107,17 @@ export class BrowserService {
   private readonly relay: BrowserRelay;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
+  private readonly policy: OutboundPolicy;
   private sweeper: NodeJS.Timeout | undefined;
+  private readonly adblock: AdBlocker;
+  /** The action cache's clock (epoch ms); tests replace it to expire entries without waiting days. */
+  clock: () => number = Date.now;
 
   constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService }) {
     this.runners = new ScriptRunners({ idleMs: deps.config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS });
     const policy = new OutboundPolicy(parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')), Object.values(deps.config.baseUrls));
+    this.policy = policy;
+    this.adblock = new AdBlocker({ lists: deps.config.browser.adblockLists, dataDir: deps.config.dataDir });
     this.proxy = new GuardedProxy(policy);
     let proxyUrl: Promise<string> | undefined;
     const startProxy = () => (proxyUrl ??= this.proxy.start());
@@ -100,6 +135,8 @@ export class BrowserService {
       lastPrune = now;
       pruneFinished(this.deps.db, new Date(now - this.deps.config.runRetentionDays * 86_400_000).toISOString())
         .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning finished tasks failed'));
+      pruneExpired(this.deps.db, new Date(this.clock()).toISOString())
+        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning expired cache entries failed'));
     };
     sweep();
     this.sweeper = setInterval(sweep, SWEEP_MS);
@@ -120,27 +157,50 @@ export class BrowserService {
   async startScript(orgId: string, args: ScriptArgs): Promise<Record<string, unknown>> {
     const why = this.pool.unavailable();
     if (why) throw new BrowserUnavailableError(why);
-    let login: { id: string; state: StorageState } | undefined;
-    if (args.useContextService !== undefined) {
-      const state = await loginState(this.deps.db, this.deps.config.secretKey, orgId, args.useContextService);
-      if (!state) throw new TaskError(`No saved login ${args.useContextService} exists in this organisation (browser-automation_logins_list lists them).`);
-      login = { id: args.useContextService, state };
-    }
+    const login = await this.login(orgId, args.useContextService);
+    return this.launch(orgId, 'script', args.buildId, args.collectionId, (t) => this.runScript(orgId, t, args, login));
+  }
+
+  /** `operator_run`: checks the model, fetches the files to upload, records the task and starts it; answers at once. */
+  async startOperator(orgId: string, args: OperatorArgs): Promise<Record<string, unknown>> {
+    const why = this.pool.unavailable();
+    if (why) throw new BrowserUnavailableError(why);
+    const plan = await planOperator(this.operatorDeps(), orgId, args);
+    return this.launch(orgId, 'operator', plan.buildId, args.collectionId, (t) => this.runOperatorTask(orgId, t, plan));
+  }
+
+  private async login(orgId: string, id: string | undefined): Promise<Login | undefined> {
+    if (id === undefined) return undefined;
+    const state = await loginState(this.deps.db, this.deps.config.secretKey, orgId, id);
+    if (!state) throw new TaskError(`No saved login ${id} exists in this organisation (browser-automation_logins_list lists them).`);
+    return { id, state };
+  }
+
+  private operatorDeps(): OperatorDeps {
+    return { db: this.deps.db, config: this.deps.config, policy: this.policy, now: () => this.clock() };
+  }
+
+  /**
+   * Records a task RUNNING and runs `body` in the background: the heartbeat (progress message
+   * and log so far), the task's time limit, its files saved in the collection, the log file,
+   * and the end state. Answers the start response at once.
+   */
+  private async launch(orgId: string, kind: TaskKind, buildId: string, collectionId: string | undefined, body: (t: RunningTask) => Promise<TaskOutcome>): Promise<Record<string, unknown>> {
     const sessionId = newId('ses');
-    const collection = await this.collectionFor(orgId, args.collectionId, sessionId);
+    const collection = await this.collectionFor(orgId, collectionId, sessionId);
     const logFileName = `task-${sessionId}.log`;
     const deadline = Date.now() + this.deps.config.browser.taskTimeoutMs;
     await insertTask(this.deps.db, {
-      id: sessionId, orgId, kind: 'script', buildId: args.buildId, collectionId: collection.id, logFileName,
+      id: sessionId, orgId, kind, buildId, collectionId: collection.id, logFileName,
       message: 'Task started.', deadlineAt: new Date(deadline).toISOString(),
     });
-    const task = this.runScriptTask(orgId, sessionId, collection, logFileName, args, deadline, login)
+    const task = this.track(sessionId, collection, logFileName, deadline, body)
       .catch((err: Error) => this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'));
     this.running.add(task);
     void task.finally(() => this.running.delete(task));
     return {
-      status: 'RUNNING', sessionId, collectionId: collection.id, buildId: args.buildId, logFileName,
-      message: `Task started. Poll with ${CONTINUE_TOOL.script} every 3-5 seconds.`,
+      status: 'RUNNING', sessionId, collectionId: collection.id, buildId, logFileName,
+      message: `Task started. Poll with ${CONTINUE_TOOL[kind]} every 3-5 seconds.`,
     };
   }
 
@@ -178,50 +238,41 @@ export class BrowserService {
     return c;
   }
 
-  private async runScriptTask(orgId: string, id: string, collection: CollectionRecord, logFileName: string, args: ScriptArgs, deadline: number, login: { id: string; state: StorageState } | undefined): Promise<void> {
+  private async track(id: string, collection: CollectionRecord, logFileName: string, deadline: number, body: (t: RunningTask) => Promise<TaskOutcome>): Promise<void> {
     const startedAt = Date.now();
     const lines: string[] = [];
-    const log = (line: string) => lines.push(line);
-    let message = 'Waiting for a browser.';
-    log(`${stamp(startedAt)} playwright_run started (build ${args.buildId})`);
-    if (login) log(`${stamp(startedAt)} starting from saved login ${login.id} (${login.state.cookies.length} cookies)`);
+    const state = { message: 'Waiting for a browser.' };
     const beat = setInterval(() => {
-      touchTask(this.deps.db, id, { message, log: lines.join('\n') }).catch((err: Error) => this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'));
+      touchTask(this.deps.db, id, { message: state.message, log: lines.join('\n') }).catch((err: Error) => this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'));
     }, HEARTBEAT_MS);
     beat.unref();
     const limit = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
-    let ok = false;
-    let result: string;
-    let made: ScriptFile[] = [];
+    const log = (line: string) => {
+      if (lines.length < SCRIPT_LIMITS.logLines) lines.push(`${stamp(startedAt)} ${line}`.slice(0, SCRIPT_LIMITS.lineChars));
+    };
+    let outcome: TaskOutcome;
     try {
-      const lease = await this.pool.acquire(orgId, limit);
-      try {
-        message = 'Script running.';
-        log(`${stamp(startedAt)} browser ready`);
-        const outcome = await this.runners.run(orgId, {
-          wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
-          viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-          timeoutMs: Math.max(1, deadline - Date.now()), startedAt, onLog: log, storageState: login?.state,
-        });
-        ({ ok, result, files: made } = outcome);
-      } finally {
-        lease.release();
-      }
+      outcome = await body({ id, startedAt, deadline, limit, log, lines, status: (m) => (state.message = m) });
     } catch (err) {
-      result = err instanceof BrowserUnavailableError ? err.message
-        : limit.aborted && !this.stopping.signal.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).`
-          : `The task could not start a browser: ${(err as Error).message}`;
+      const e = err as Error & { files?: ScriptFile[] };
+      outcome = {
+        ok: false, files: e.files ?? [],
+        result: err instanceof BrowserUnavailableError ? err.message
+          : limit.aborted && !this.stopping.signal.aborted ? `The task did not finish within its time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s, BROWSER_TASK_TIMEOUT_MS).`
+            : this.stopping.signal.aborted ? 'The task was stopped before it finished (the service is shutting down).'
+              : `The task failed: ${e.message.split('\n')[0]}`,
+      };
     }
     const files: TaskFile[] = [];
-    for (const f of made) {
+    for (const f of outcome.files) {
       try {
         const saved = await addFile(this.deps.events.deps, collection, { filename: f.fileName, mimeType: await mimeTypeOf(f), data: f.data });
         files.push({ fileId: saved.id, fileName: saved.filename, mimeType: saved.mimeType, size: saved.fileSize, source: f.source });
       } catch (err) {
-        log(`${stamp(startedAt)} file not saved: ${f.fileName}: ${(err as Error).message}`);
+        log(`file not saved: ${f.fileName}: ${(err as Error).message}`);
       }
     }
-    log(`${stamp(startedAt)} task ${ok ? 'completed' : 'failed'}`);
+    log(`task ${outcome.ok ? 'completed' : 'failed'}`);
     clearInterval(beat);
     const text = lines.join('\n');
     try {
@@ -229,6 +280,50 @@ export class BrowserService {
     } catch (err) {
       this.deps.log.warn({ err: (err as Error).message, sessionId: id }, 'browser: saving the task log file failed');
     }
-    await finishTask(this.deps.db, id, { status: ok ? 'completed' : 'failed', message: ok ? 'Task completed.' : 'Task failed.', result, files, log: text });
+    const message = outcome.message ?? (outcome.ok ? 'Task completed.' : 'Task failed.');
+    await finishTask(this.deps.db, id, { status: outcome.ok ? 'completed' : 'failed', message, result: outcome.result, files, log: text });
+  }
+
+  private async runScript(orgId: string, t: RunningTask, args: ScriptArgs, login: Login | undefined): Promise<TaskOutcome> {
+    t.log(`playwright_run started (build ${args.buildId})`);
+    if (login) t.log(`starting from saved login ${login.id} (${login.state.cookies.length} cookies)`);
+    let lease: Lease;
+    try {
+      lease = await this.pool.acquire(orgId, t.limit);
+    } catch (err) {
+      if (err instanceof BrowserUnavailableError || this.stopping.signal.aborted) throw err;
+      const why = t.limit.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).` : `The task could not start a browser: ${(err as Error).message}`;
+      return { ok: false, result: why, files: [] };
+    }
+    try {
+      t.status('Script running.');
+      t.log('browser ready');
+      // The runner writes its own stamped lines (its clock is the task's start).
+      return await this.runners.run(orgId, {
+        wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
+        viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
+        timeoutMs: Math.max(1, t.deadline - Date.now()), startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
+      });
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async runOperatorTask(orgId: string, t: RunningTask, plan: OperatorPlan): Promise<TaskOutcome> {
+    let lease: Lease;
+    for (const line of plan.notes) t.log(line);
+    try {
+      lease = await this.pool.acquire(orgId, t.limit);
+    } catch (err) {
+      if (err instanceof BrowserUnavailableError || this.stopping.signal.aborted) throw err;
+      const why = t.limit.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).` : `The task could not start a browser: ${(err as Error).message}`;
+      return { ok: false, result: why, files: [] };
+    }
+    try {
+      t.log('browser ready');
+      return await executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get());
+    } finally {
+      lease.release();
+    }
   }
 }

@@ -56,7 +56,7 @@ export interface Config {
   /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
   outboundAllowlist: string[];
   /** Browser automation (src/browser). */
-  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number };
+  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number; adblockLists: string[] };
 }
 
 export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
@@ -115,6 +115,15 @@ function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
  * The secret key comes from SECRET_KEY (base64, 32 bytes) or, when unset, from
  * DATA_DIR/secret.key, created on first start with mode 0600.
  */
+/** BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means Ghostery's prebuilt ads engine. */
+function adblockLists(value: string | undefined): string[] {
+  const lists = (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  for (const l of lists) {
+    if (!/^https?:\/\//i.test(l) && !path.isAbsolute(l)) throw new ConfigError(`BROWSER_ADBLOCK_LISTS entries must be absolute paths or http(s) URLs, got "${l}"`);
+  }
+  return lists;
+}
+
 function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
   const raw = env.SECRET_KEY;
   if (raw) {
@@ -210,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxContexts: intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, 1, 64),
       taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, 1000, 3_600_000),
       idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, 1000, 86_400_000),
+      adblockLists: adblockLists(env.BROWSER_ADBLOCK_LISTS),
     },
   };
   // The resolved configuration must match schemas/config/config.schema.json.

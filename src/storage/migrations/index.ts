@@ -6,6 +6,7 @@ import * as m004 from './004_agents.js';
 import * as m005 from './005_collections.js';
 import * as m006 from './006_queues.js';
 import * as m007 from './007_browser_tasks.js';
+import * as m008 from './008_browser_action_cache.js';
 
 export interface Migration {
   name: string;
@@ -22,4 +23,5 @@ export const migrations: Migration[] = [
   { name: '005_collections', ...m005 },
   { name: '006_queues', ...m006 },
   { name: '007_browser_tasks', ...m007 },
+  { name: '008_browser_action_cache', ...m008 },
 ];

@@ -1,0 +1,232 @@
+/**
+ * The operator's loop (README.md in this folder). Live: each step shows the model the page —
+ * URL, title, the accessibility snapshot with element refs (capped), and in hybrid mode a
+ * screenshot — with the steps taken so far, and performs the one action the model calls, until
+ * it calls `done` or `maxSteps` model calls are spent. Replay (a cache entry): the recorded
+ * steps run again by their locators with no model call; a step whose element is gone or no
+ * longer unique is re-inferred by one model call (a heal) and the run goes on; if that fails too
+ * the rest of the task runs live. Either way the steps that worked become the new entry.
+ */
+import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
+import { actionTools, describeStep, perform, replayable, type ActionHost, type ActionName, type ActionOutcome, type AgentMode, type RecordedStep, type Target } from './actions.js';
+import type { CacheEntry } from './cache.js';
+
+/** The snapshot the model sees is cut at this many characters (at a line end). */
+export const SNAPSHOT_CHARS = 24_000;
+/** A replayed step waits this long for its element before it is healed. */
+const REPLAY_TIMEOUT_MS = 5_000;
+const LIVE_TIMEOUT_MS = 10_000;
+
+export type CacheOutcome = 'HIT' | 'MISS' | 'HEALED';
+
+export interface OperatorTask {
+  task: string;
+  systemPrompt?: string | undefined;
+  mode: AgentMode;
+  maxSteps: number;
+  startUrl: string | null;
+  /** Names of the files the task may upload (filesToUpload). */
+  uploads: string[];
+  /** The cache entry to replay, when there is a live one. */
+  cached?: CacheEntry | undefined;
+}
+
+export interface OperatorEnv {
+  model: LanguageModel;
+  host: ActionHost;
+  signal: AbortSignal;
+  log(line: string): void;
+  /** The task's `message` while it runs. */
+  status(message: string): void;
+}
+
+export interface OperatorOutcome {
+  ok: boolean;
+  result: string;
+  /** null: the run was not a cache candidate or ended without success. */
+  cache: CacheOutcome | null;
+  modelCalls: number;
+  /** What to store: the steps of a successful run, all replayable. Absent when nothing should be written. */
+  record?: Omit<CacheEntry, 'v'> | undefined;
+}
+
+const SYSTEM = [
+  'You operate a web browser to carry out the user\'s task.',
+  'Each turn shows the current page: its URL, its title and an accessibility snapshot in which elements carry references like [ref=e5] (f1e3 for an element inside a frame).',
+  'Call exactly one tool per turn. Name elements only by refs from the latest snapshot.',
+  'To report text from the page, read it with extract first, then quote it in done.',
+  'Call done with the result when the task is finished, or with success false when it cannot be done. Never invent page content.',
+].join(' ');
+const HYBRID = 'A screenshot of the viewport comes with each turn; click_at and type_text act at viewport coordinates for what the snapshot does not show.';
+
+function cap(snapshot: string): string {
+  if (snapshot.length <= SNAPSHOT_CHARS) return snapshot;
+  const cut = snapshot.lastIndexOf('\n', SNAPSHOT_CHARS);
+  return `${snapshot.slice(0, cut > 0 ? cut : SNAPSHOT_CHARS)}\n- (snapshot cut at ${SNAPSHOT_CHARS} characters: scroll, or extract the part you need)`;
+}
+
+async function observe(host: ActionHost, mode: AgentMode): Promise<Array<TextPart | ImagePart>> {
+  const page = host.page();
+  await page.waitForLoadState('domcontentloaded', { timeout: 5_000 }).catch(() => undefined);
+  let snapshot: string;
+  try {
+    snapshot = await page.ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 });
+  } catch {
+    // A page in the middle of navigating: once more when it has loaded.
+    await page.waitForLoadState('load', { timeout: 5_000 }).catch(() => undefined);
+    snapshot = await page.ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 }).catch((err: Error) => `(no snapshot: ${err.message.split('\n')[0]})`);
+  }
+  const title = await page.title().catch(() => '');
+  const text = `Current page: ${page.url()}\nTitle: ${title}\nSnapshot:\n${cap(snapshot)}`;
+  if (mode !== 'hybrid') return [{ type: 'text', text }];
+  const shot = await page.screenshot({ type: 'jpeg', quality: 60, timeout: 10_000 }).catch(() => undefined);
+  return shot ? [{ type: 'text', text }, { type: 'image', image: shot, mediaType: 'image/jpeg' }] : [{ type: 'text', text }];
+}
+
+function taskText(t: OperatorTask): string {
+  const files = t.uploads.length ? `\nFiles you can upload (upload tool): ${t.uploads.map((n) => JSON.stringify(n)).join(', ')}` : '';
+  return `Task: ${t.task}${files}`;
+}
+
+interface Choice {
+  action: ActionName;
+  args: Record<string, unknown>;
+}
+
+/** One model call: the action it chose, or the reason it chose none. */
+async function choose(env: OperatorEnv, tools: ToolSet, system: string, messages: ModelMessage[]): Promise<Choice | { error: string }> {
+  const res = await generateText({ model: env.model, system, messages, tools, toolChoice: 'required', maxRetries: 1, abortSignal: env.signal });
+  const call = res.toolCalls[0];
+  if (!call) return { error: 'no tool was called (call exactly one tool)' };
+  const invalid = call as unknown as { invalid?: boolean; error?: unknown };
+  if (invalid.invalid) return { error: `${call.toolName} was called with arguments that do not fit its schema: ${String((invalid.error as Error | undefined)?.message ?? invalid.error).slice(0, 300)}` };
+  if (!(call.toolName in tools)) return { error: `there is no tool ${call.toolName}` };
+  return { action: call.toolName as ActionName, args: (call.input ?? {}) as Record<string, unknown> };
+}
+
+function targetOf(args: Record<string, unknown>): Target | undefined {
+  return typeof args.ref === 'string' ? { ref: args.ref } : undefined;
+}
+
+/** The result of a replay: the recorded result with each recorded read replaced by what the same element says now. */
+function substituteReads(result: string, before: RecordedStep[], after: RecordedStep[]): string {
+  let out = result;
+  const fresh = new Map<string, string>();
+  for (const s of after) if (s.action === 'extract' && s.selector !== undefined && s.read !== undefined) fresh.set(`${s.selector}\u0000${String(s.args.fileName ?? '')}`, s.read);
+  for (const s of before) {
+    if (s.action !== 'extract' || !s.read) continue;
+    const now = fresh.get(`${s.selector}\u0000${String(s.args.fileName ?? '')}`) ?? (s.selector === undefined ? after.find((a) => a.action === 'extract' && a.selector === undefined)?.read : undefined);
+    if (now !== undefined && now !== s.read) out = out.split(s.read).join(now);
+  }
+  return out;
+}
+
+export async function operate(t: OperatorTask, env: OperatorEnv): Promise<OperatorOutcome> {
+  const tools = actionTools(t.mode);
+  const system = `${SYSTEM}${t.mode === 'hybrid' ? ` ${HYBRID}` : ''}${t.systemPrompt ? `\n\n${t.systemPrompt}` : ''}`;
+  const steps: RecordedStep[] = [];
+  const history: string[] = [];
+  let modelCalls = 0;
+  let healed = false;
+  let cacheable = true;
+
+  const host = env.host;
+  if (t.startUrl) {
+    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+    const opened = await perform(host, 'goto', { url: t.startUrl });
+    env.log(`start: ${opened.note}`);
+  }
+
+  const finish = (done: { result: string; success: boolean }, cache: CacheOutcome | null): OperatorOutcome => {
+    if (!done.success) return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
+    const record = cacheable && steps.every(replayable) ? { startUrl: t.startUrl, steps, result: done.result } : undefined;
+    return { ok: true, result: done.result, cache, modelCalls, record };
+  };
+
+  const act = async (choice: Choice, n: number): Promise<ActionOutcome | undefined> => {
+    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+    const label = `${choice.action}${typeof choice.args.ref === 'string' ? ` ${choice.args.ref}` : ''}`;
+    try {
+      const outcome = await perform(host, choice.action, choice.args, targetOf(choice.args));
+      history.push(`${n}. ${label}: ${outcome.note}`);
+      env.log(`step ${n}: ${outcome.note}`);
+      if (!outcome.done) steps.push(outcome.step);
+      if (choice.action === 'screenshot') cacheable = false;
+      return outcome;
+    } catch (err) {
+      const reason = (err as Error).message.split('\n')[0]!.slice(0, 500);
+      history.push(`${n}. ${label}: FAILED: ${reason}`);
+      env.log(`step ${n}: ${label} failed: ${reason}`);
+      return undefined;
+    }
+  };
+
+  /** The live loop from the current page on, spending what is left of maxSteps. */
+  const live = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
+    while (modelCalls < t.maxSteps) {
+      env.signal.throwIfAborted();
+      const n = history.length + 1;
+      env.status(`Step ${n}: looking at the page.`);
+      const view = await observe(host, t.mode);
+      const progress = history.length ? `Steps so far:\n${history.join('\n')}\n\n` : '';
+      modelCalls++;
+      const choice = await choose(env, tools, system, [
+        { role: 'user', content: taskText(t) },
+        { role: 'user', content: progress ? [{ type: 'text', text: progress }, ...view] : view },
+      ]);
+      if ('error' in choice) {
+        history.push(`${n}. FAILED: ${choice.error}`);
+        env.log(`step ${n}: the model's answer was not usable: ${choice.error}`);
+        continue;
+      }
+      env.status(`Step ${n}: ${choice.action}.`);
+      const outcome = await act(choice, n);
+      if (outcome?.done) return finish(outcome.done, cache);
+    }
+    return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) without finishing the task.`, cache: null, modelCalls };
+  };
+
+  if (!t.cached) return live('MISS');
+
+  // Replay.
+  const recorded = t.cached.steps;
+  env.log(`cache: replaying ${recorded.length} recorded steps`);
+  for (let i = 0; i < recorded.length; i++) {
+    env.signal.throwIfAborted();
+    const s = recorded[i]!;
+    const n = history.length + 1;
+    env.status(`Replaying step ${i + 1} of ${recorded.length}.`);
+    host.actionTimeoutMs = REPLAY_TIMEOUT_MS;
+    try {
+      const outcome = await perform(host, s.action, s.args, s.selector !== undefined ? { selector: s.selector, target: s.target } : undefined);
+      steps.push(outcome.step);
+      history.push(`${n}. ${describeStep(s)}: ${outcome.note}`);
+      env.log(`step ${n} (replayed): ${outcome.note}`);
+      continue;
+    } catch (err) {
+      const reason = (err as Error).message.split('\n')[0]!.slice(0, 300);
+      env.log(`step ${n} (replayed): ${describeStep(s)} failed: ${reason}; re-inferring this step`);
+      healed = true;
+      if (modelCalls >= t.maxSteps) break;
+      const plan = recorded.map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`).join('\n');
+      const view = await observe(host, t.mode);
+      modelCalls++;
+      const choice = await choose(env, tools, system, [
+        { role: 'user', content: taskText(t) },
+        { role: 'user', content: [{ type: 'text', text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.` }, ...view] },
+      ]);
+      if ('error' in choice) {
+        env.log(`step ${n}: the model's answer was not usable: ${choice.error}; going on live`);
+        history.push(`${n}. FAILED: ${choice.error}`);
+        return live('HEALED');
+      }
+      const outcome = await act(choice, n);
+      if (!outcome) return live('HEALED');
+      if (outcome.done) return finish(outcome.done, 'HEALED');
+    }
+  }
+  if (healed && modelCalls >= t.maxSteps) return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) while repairing the recorded steps.`, cache: null, modelCalls };
+  const result = substituteReads(t.cached.result, recorded, steps);
+  env.log(healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call');
+  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT');
+}

@@ -1,0 +1,502 @@
+/**
+ * browser-automation_operator_run and _continue against real Chromium and pages served on
+ * loopback (a form with a file input, frames, shadow DOM, a download, a login that sets a
+ * cookie, an ad script), driven by the scripted OpenAI-compatible model server
+ * (test/helpers/model-server.ts): the model is the only stand-in. The scripted "model" reads the
+ * snapshot it is sent and answers tool calls naming refs from it, as a real model would.
+ * Covers the action cache (MISS, then HIT with zero model calls, HEALED after the page changed,
+ * expiry with an injected clock, no caching for screenshot tasks), files (extract, download,
+ * the session trace), saved logins, blockAds, the arguments reported as not applied, and bad input.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { ValidateFunction } from 'ajv';
+import * as validators from '../../../generated/validators/schemas.js';
+import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import { startModelServer, reply, type ModelServer, type Reply, type ScriptRequest } from '../../helpers/model-server.js';
+import { callTool } from '../gateway/helpers.js';
+
+const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
+const startOutput = validators.BrowserAutomationOperatorRunOutput as unknown as ValidateFunction;
+const pollOutput = validators.BrowserAutomationOperatorRunContinueOutput as unknown as ValidateFunction;
+
+interface Site {
+  url: string;
+  /** Paths requested, in order. */
+  hits: string[];
+  /** Renames the form's submit button (a changed page, for heals). */
+  submitLabel: string;
+  orders: number;
+  close(): Promise<void>;
+}
+
+function formPage(label: string): string {
+  return `<!doctype html><html><head><title>Order</title></head><body><h1>New order</h1>
+<form id="f"><label for="name">Name</label><input id="name">
+<label for="size">Size</label><select id="size"><option>S</option><option>M</option><option>L</option></select>
+<label><input type="checkbox" id="terms"> I accept the terms</label>
+<label for="doc">Attachment</label><input type="file" id="doc">
+<button type="button" id="go">${label}</button></form>
+<p role="status" id="out"></p>
+<script>
+document.getElementById('go').onclick = async () => {
+  const f = document.getElementById('doc').files[0];
+  const body = JSON.stringify({ name: document.getElementById('name').value, size: document.getElementById('size').value,
+    terms: document.getElementById('terms').checked, file: f ? f.name + ' ' + (await f.text()) : null });
+  const r = await fetch('/orders', { method: 'POST', body });
+  document.getElementById('out').textContent = await r.text();
+};
+</script></body></html>`;
+}
+
+const FRAMES = `<!doctype html><html><head><title>Widgets</title></head><body><h1>Widgets</h1>
+<div id="host"></div>
+<script>
+const root = document.getElementById('host').attachShadow({ mode: 'open' });
+root.innerHTML = '<button id="sb">Shadow switch</button><span id="ss">shadow off</span>';
+root.getElementById('sb').onclick = () => { root.getElementById('ss').textContent = 'shadow on'; };
+</script>
+<iframe src="/inner" title="Inner widget"></iframe>
+<a href="/report.csv" download>Download report</a></body></html>`;
+const INNER = `<!doctype html><html><body><button onclick="document.getElementById('fs').textContent='frame on'">Frame switch</button><span id="fs">frame off</span></body></html>`;
+const LOGIN = `<!doctype html><html><head><title>Sign in</title></head><body><h1>Sign in</h1>
+<form method="post" action="/login"><label for="u">User</label><input id="u" name="user"><label for="p">Password</label><input id="p" name="password" type="password"><button>Sign in</button></form></body></html>`;
+const ADS = `<!doctype html><html><head><title>News</title><script src="/ads/banner.js"></script></head><body><h1>News of the day</h1></body></html>`;
+
+function site(): Promise<Site> {
+  const s: Site = { url: '', hits: [], submitLabel: 'Submit order', orders: 0, close: async () => undefined };
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? '/';
+    s.hits.push(url);
+    const html = (body: string) => res.writeHead(200, { 'content-type': 'text/html' }).end(body);
+    if (url === '/form') return html(formPage(s.submitLabel));
+    if (url === '/frames') return html(FRAMES);
+    if (url === '/inner') return html(INNER);
+    if (url === '/ads') return html(ADS);
+    if (url === '/ads/banner.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('document.title += " (ad)";');
+    if (url === '/report.csv') return res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="report.csv"' }).end('a,b\n1,2\n');
+    if (url === '/login' && req.method === 'POST') {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const user = new URLSearchParams(body).get('user') ?? '';
+        res.writeHead(303, { location: '/account', 'set-cookie': `session=${encodeURIComponent(user)}; Path=/; HttpOnly` }).end();
+      });
+      return undefined;
+    }
+    if (url === '/login') return html(LOGIN);
+    if (url === '/account') {
+      const who = /session=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
+      return html(`<!doctype html><html><head><title>Account</title></head><body><h1>${who ? `Signed in as ${decodeURIComponent(who)}` : 'Not signed in'}</h1></body></html>`);
+    }
+    if (url === '/orders' && req.method === 'POST') {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const o = JSON.parse(body) as { name: string; size: string; terms: boolean; file: string | null };
+        s.orders++;
+        res.writeHead(200, { 'content-type': 'text/plain' }).end(`Order ${1000 + s.orders} for ${o.name}, size ${o.size}, terms ${o.terms ? 'accepted' : 'refused'}, file ${o.file ?? 'none'}`);
+      });
+      return undefined;
+    }
+    res.writeHead(404).end();
+    return undefined;
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    s.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    s.close = () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    });
+    resolve(s);
+  }));
+}
+
+/** All the text the model was sent in the last user message (the page view). */
+function pageView(req: ScriptRequest): string {
+  const users = req.messages.filter((m: { role: string }) => m.role === 'user');
+  const last = users[users.length - 1];
+  if (!last) return '';
+  return typeof last.content === 'string' ? last.content : last.content.filter((p: { type: string }) => p.type === 'text').map((p: { text: string }) => p.text).join('\n');
+}
+
+/** The ref of the element with this role and name in the snapshot, e.g. refOf(view, 'button', 'Submit order'). */
+function refOf(view: string, role: string, name: string): string {
+  const line = view.split('\n').find((l) => l.includes(`${role} "${name}"`) && /\[ref=/.test(l));
+  const ref = line ? /\[ref=([a-z0-9]+)\]/.exec(line)?.[1] : undefined;
+  if (!ref) throw new Error(`scripted model: no ${role} "${name}" in the snapshot:\n${view.slice(0, 3000)}`);
+  return ref;
+}
+
+/** The ref of the first element with this role. */
+function firstRef(view: string, role: string): string {
+  const ref = new RegExp(`- ${role}\\b[^\\n]*\\[ref=([a-z0-9]+)\\]`).exec(view)?.[1];
+  if (!ref) throw new Error(`scripted model: no ${role} in the snapshot:\n${view.slice(0, 3000)}`);
+  return ref;
+}
+
+/** The text of the last `read …: "…"` line in the steps so far. */
+function lastRead(view: string): string {
+  const reads = [...view.matchAll(/: read [^\n]*?: ("(?:[^"\\]|\\.)*")/g)];
+  return reads.length ? JSON.parse(reads[reads.length - 1]![1]!) as string : '';
+}
+
+/** A scripted model that takes one decision per request, in order, each from the page it is shown. */
+function steps(...decide: Array<(view: string, req: ScriptRequest) => Reply>) {
+  let i = 0;
+  return (req: ScriptRequest): Reply => {
+    const d = decide[i++];
+    if (!d) return reply.error(500, `scripted model: no decision ${i} scripted`);
+    return d(pageView(req), req);
+  };
+}
+
+const ORDER_STEPS = [
+  (v: string) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'Name'), text: 'Ada Lovelace' }),
+  (v: string) => reply.toolCall('select', { ref: refOf(v, 'combobox', 'Size'), values: ['M'] }),
+  (v: string) => reply.toolCall('check', { ref: refOf(v, 'checkbox', 'I accept the terms'), checked: true }),
+  (v: string) => reply.toolCall('upload', { ref: refOf(v, 'button', 'Attachment'), fileNames: ['id.txt'] }),
+  (v: string) => reply.toolCall('click', { ref: refOf(v, 'button', 'Submit order') }),
+  (v: string) => reply.toolCall('extract', { ref: firstRef(v, 'status') }),
+  (v: string) => reply.toolCall('done', { result: `Confirmation: ${lastRead(v)}` }),
+];
+
+describe('browser-automation: operator_run in real Chromium with a scripted model', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let org: TestOrg;
+  let other: TestOrg;
+  let pages: Site;
+  let model: ModelServer;
+  let dir: string;
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
+      process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
+      this.skip();
+    }
+    pages = await site();
+    model = await startModelServer();
+    dir = mkdtempSync(path.join(os.tmpdir(), 'sy-operator-'));
+    writeFileSync(path.join(dir, 'ads.txt'), '! test list\n/ads/banner.js\n');
+    server = await startTestServer('sqlite', {
+      BROWSER_TASK_TIMEOUT_MS: '30000', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
+      BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'),
+    });
+    org = await createTestOrg(server);
+    other = await createTestOrg(server, 'Other org');
+  });
+  after(async () => {
+    await server?.close();
+    await pages?.close();
+    await model?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    model.requests.length = 0;
+    pages.submitLabel = 'Submit order';
+    server.app.services.browser.clock = Date.now;
+  });
+
+  async function start(as: TestOrg, args: Record<string, unknown>): Promise<any> {
+    const res = await callTool(server, as.token, 'browser-automation', 'browser-automation_operator_run', args);
+    if (res.isError || res.code) throw new Error(`operator_run: ${JSON.stringify(res)}`);
+    expect(startOutput(res.structuredContent), JSON.stringify(startOutput.errors)).to.equal(true);
+    return res.structuredContent;
+  }
+
+  async function finished(as: TestOrg, started: { sessionId: string; collectionId: string; logFileName: string }, limitMs = 60_000): Promise<any> {
+    const until = Date.now() + limitMs;
+    for (;;) {
+      const res = await callTool(server, as.token, 'browser-automation', 'browser-automation_operator_run_continue', { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+      expect(res.isError, JSON.stringify(res)).to.not.equal(true);
+      const body = res.structuredContent;
+      expect(pollOutput(body), `${JSON.stringify(pollOutput.errors)} ${JSON.stringify(res)}`).to.equal(true);
+      if (body.status !== 'RUNNING') return body;
+      if (Date.now() > until) throw new Error(`task ${started.sessionId} still RUNNING after ${limitMs} ms`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+
+  it('fills a form (text, select, checkbox, file input) with a live model, then the same task is a cache HIT with no model call and a fresh result', async () => {
+    const task = `Open ${pages.url}/form and place an order for Ada Lovelace, size M, accepting the terms and attaching id.txt; report the confirmation`;
+    const args = { task, cacheKey: 'Order001', agentMode: 'dom', recordSession: false, filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }] };
+    model.setScript(steps(...ORDER_STEPS));
+    const first = await start(org, args);
+    expect(first).to.include({ status: 'RUNNING' });
+    expect(first.buildId).to.match(/^bld_[0-9a-f]{24}$/);
+    expect(first.message).to.match(/operator_run_continue/);
+    const done = await finished(org, first);
+    expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
+    expect(done.result).to.equal('Confirmation: Order 1001 for Ada Lovelace, size M, terms accepted, file id.txt a,b 1,2');
+    expect(done.message).to.match(/Cache MISS/);
+    expect(done.logContent).to.match(/Cache MISS/);
+    expect(model.requests).to.have.length(ORDER_STEPS.length);
+    // The model saw the task, the file it may upload, and element refs; dom mode sends no screenshot.
+    const firstRequest = JSON.stringify(model.requests[0]!.body.messages);
+    expect(firstRequest).to.include('id.txt').and.include('[ref=e');
+    expect(firstRequest).to.not.include('image_url');
+    expect(model.requests[0]!.body.tool_choice).to.equal('required');
+
+    model.requests.length = 0;
+    const again = await start(org, args);
+    expect(again.buildId).to.equal(first.buildId);
+    const hit = await finished(org, again);
+    expect(hit.status, `${hit.result}\n${hit.logContent}`).to.equal('completed');
+    expect(hit.message).to.match(/Cache HIT/);
+    expect(hit.logContent).to.match(/Cache HIT/).and.match(/replay finished with no model call/);
+    expect(model.requests, 'a cache hit makes no model call').to.have.length(0);
+    // The replay read the confirmation again: the result quotes the new order, not the recorded one.
+    expect(hit.result).to.equal('Confirmation: Order 1002 for Ada Lovelace, size M, terms accepted, file id.txt a,b 1,2');
+    expect(pages.orders).to.equal(2);
+  });
+
+  const ORDER_TASK = () => `Open ${pages.url}/form and place an order for Ada Lovelace, size M, accepting the terms and attaching id.txt; report the confirmation`;
+  const orderArgs = (cacheKey: string, extra: Record<string, unknown> = {}) => ({
+    task: ORDER_TASK(), cacheKey, agentMode: 'dom', recordSession: false, filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }], ...extra,
+  });
+
+  it('a replay whose element is gone re-infers that step with one model call (HEALED), rewrites the entry, and the next run is a HIT again', async () => {
+    model.setScript(steps(...ORDER_STEPS));
+    const first = await finished(org, await start(org, orderArgs('Heal0001')));
+    expect(first.message).to.match(/Cache MISS/);
+    pages.submitLabel = 'Place order';
+    model.requests.length = 0;
+    model.setScript(steps((v) => reply.toolCall('click', { ref: refOf(v, 'button', 'Place order') })));
+    const healed = await finished(org, await start(org, orderArgs('Heal0001')));
+    expect(healed.status, `${healed.result}\n${healed.logContent}`).to.equal('completed');
+    expect(healed.message).to.match(/Cache HEALED/);
+    expect(healed.logContent).to.match(/step 5 \(replayed\): click getByRole\('button', \{ name: 'Submit order' \}\) failed: .*re-inferring this step/);
+    expect(model.requests).to.have.length(1);
+    // The heal request shows the recorded plan and which step failed.
+    expect(pageView({ messages: model.requests[0]!.body.messages } as ScriptRequest)).to.match(/Step 5 cannot be repeated as recorded/);
+    expect(healed.result).to.match(/^Confirmation: Order \d+ for Ada Lovelace, size M, terms accepted, file id\.txt a,b 1,2$/);
+
+    model.requests.length = 0;
+    const hit = await finished(org, await start(org, orderArgs('Heal0001')));
+    expect(hit.message, hit.logContent).to.match(/Cache HIT/);
+    expect(model.requests).to.have.length(0);
+  });
+
+  it('entries expire after cacheDurationDays by the service clock (injected), and an expired entry runs live and is rewritten', async () => {
+    model.setScript(steps(...ORDER_STEPS));
+    const first = await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })));
+    expect(first.message).to.match(/cached for 1 days/);
+    const row = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Expire01' }).first();
+    expect(Date.parse(row.expires_at) - Date.parse(row.created_at)).to.equal(86_400_000);
+    // Half a day later: still a hit.
+    server.app.services.browser.clock = () => Date.now() + 43_200_000;
+    model.requests.length = 0;
+    expect((await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })))).message).to.match(/Cache HIT/);
+    expect(model.requests).to.have.length(0);
+    // Two days later: expired, so the task runs live again and the entry is written anew.
+    server.app.services.browser.clock = () => Date.now() + 2 * 86_400_000;
+    model.setScript(steps(...ORDER_STEPS));
+    const expired = await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })));
+    expect(expired.message).to.match(/Cache MISS/);
+    expect(model.requests).to.have.length(ORDER_STEPS.length);
+    const rows = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Expire01' });
+    expect(rows).to.have.length(1);
+    expect(Date.parse(rows[0].expires_at)).to.be.greaterThan(Date.now() + 2 * 86_400_000);
+    // disableCache bypasses a live entry: the model is asked again.
+    server.app.services.browser.clock = Date.now;
+    model.requests.length = 0;
+    model.setScript(steps(...ORDER_STEPS));
+    const bypass = await finished(org, await start(org, orderArgs('Heal0001', { disableCache: true })));
+    expect(bypass.message).to.match(/Cache off: disableCache is true/);
+    expect(model.requests).to.have.length(ORDER_STEPS.length);
+  });
+
+  it('a task that mentions a screenshot is never cached, and the screenshot is a PNG file of the task (source extract)', async () => {
+    const args = { task: `Take a screenshot of ${pages.url}/frames`, cacheKey: 'Shot0001', agentMode: 'dom', recordSession: false };
+    for (let run = 1; run <= 2; run++) {
+      model.requests.length = 0;
+      model.setScript(steps(() => reply.toolCall('screenshot', { fileName: 'widgets.png' }), () => reply.toolCall('done', { result: 'Saved widgets.png' })));
+      const done = await finished(org, await start(org, args));
+      expect(done.status, done.logContent).to.equal('completed');
+      expect(done.message).to.match(/Cache off: the task mentions a screenshot/);
+      expect(model.requests, `run ${run} asks the model`).to.have.length(2);
+      const shot = done.files.find((f: { fileName: string }) => f.fileName === 'widgets.png');
+      expect(shot).to.include({ mimeType: 'image/png', source: 'extract' });
+      const png = Buffer.from(await (await fetch(shot.url)).arrayBuffer());
+      expect(png.subarray(1, 4).toString()).to.equal('PNG');
+    }
+    expect(await server.app.services.db('browser_action_cache').where({ cache_key: 'Shot0001' })).to.have.length(0);
+  });
+
+  it('hybrid mode: the snapshot reaches into an iframe and an open shadow root, a screenshot comes with each step, click_at and refs inside frames work, and a download and the session trace are files of the task', async () => {
+    const boxOf = (v: string, name: string) => {
+      const m = new RegExp(`button "${name}"[^\\n]*\\[box=(\\d+),(\\d+),(\\d+),(\\d+)\\]`).exec(v);
+      if (!m) throw new Error(`no box for ${name} in\n${v}`);
+      return { x: Number(m[1]) + Number(m[3]) / 2, y: Number(m[2]) + Number(m[4]) / 2 };
+    };
+    model.setScript(steps(
+      (v) => reply.toolCall('click_at', boxOf(v, 'Shadow switch')),
+      (v) => reply.toolCall('click', { ref: refOf(v, 'button', 'Frame switch') }),
+      (v) => reply.toolCall('click', { ref: refOf(v, 'link', 'Download report') }),
+      (v) => reply.toolCall('done', { result: `${/shadow on/.test(v) ? 'shadow on' : 'shadow off'}, ${/frame on/.test(v) ? 'frame on' : 'frame off'}` }),
+    ));
+    const started = await start(org, { task: `On ${pages.url}/frames switch on both widgets and download the report`, cacheKey: 'Frames01', viewportWidth: 1024, viewportHeight: 700 });
+    const done = await finished(org, started);
+    expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
+    expect(done.result).to.equal('shadow on, frame on');
+    const first = JSON.stringify(model.requests[0]!.body.messages);
+    expect(first).to.include('image_url').and.include('[box=');
+    expect(first).to.match(/button \\"Frame switch\\" \[ref=f\d+e\d+\]/);
+    expect(first).to.match(/button \\"Shadow switch\\" \[ref=e\d+\]/);
+    const tools = (model.requests[0]!.body.tools as Array<{ function: { name: string } }>).map((t) => t.function.name);
+    expect(tools).to.include.members(['click', 'click_at', 'type_text', 'extract', 'done']);
+    const byName = Object.fromEntries(done.files.map((f: { fileName: string }) => [f.fileName, f]));
+    expect(byName['report.csv']).to.include({ source: 'download', size: 8 });
+    expect(await (await fetch(byName['report.csv'].url)).text()).to.equal('a,b\n1,2\n');
+    const trace = byName[`session-${started.sessionId}.zip`];
+    expect(trace).to.include({ mimeType: 'application/zip', source: 'extract' });
+    expect(Buffer.from(await (await fetch(trace.url)).arrayBuffer()).subarray(0, 2).toString()).to.equal('PK');
+    expect(done.logContent).to.match(/recordSession: saved the session trace/);
+    // The log is a file of the collection too.
+    const items = await call(server.baseUrl, 'GET', `/v1/collections/${started.collectionId}`, { token: org.token });
+    expect(items.body.itemCount).to.equal(3);
+  });
+
+  it('signs in through a login page that sets a cookie (the password is in no log and not in clear in the cache), and a saved login starts the task signed in', async () => {
+    model.setScript(steps(
+      (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'User'), text: 'ada' }),
+      (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'Password'), text: 'pw-secret-9', submit: true }),
+      (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
+      (v) => reply.toolCall('done', { result: lastRead(v) }),
+    ));
+    const done = await finished(org, await start(org, { task: `Sign in at ${pages.url}/login as ada and tell who is signed in`, cacheKey: 'Login001', agentMode: 'dom', recordSession: false }));
+    expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
+    expect(done.result).to.equal('Signed in as ada');
+    expect(done.logContent).to.not.include('pw-secret-9');
+    const row = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Login001' }).first();
+    expect(row.entry_enc).to.be.a('string').and.not.include('pw-secret-9');
+
+    const host = new URL(pages.url).hostname;
+    const saved = await call(server.baseUrl, 'POST', '/v1/browser-logins', {
+      token: org.token,
+      body: { label: 'Grace', service: 'test site', loginUrl: `${pages.url}/login`, storageState: { cookies: [{ name: 'session', value: 'grace', domain: host, path: '/', expires: Math.floor(Date.now() / 1000) + 3600, httpOnly: true, secure: false, sameSite: 'Lax' }], origins: [] } },
+    });
+    expect(saved.status, saved.text).to.equal(201);
+    model.setScript(steps(
+      (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
+      (v) => reply.toolCall('done', { result: lastRead(v) }),
+    ));
+    const signedIn = await finished(org, await start(org, { task: `Open ${pages.url}/account and tell who is signed in`, cacheKey: 'Login002', agentMode: 'dom', recordSession: false, useContextService: saved.body.id }));
+    expect(signedIn.result, signedIn.logContent).to.equal('Signed in as grace');
+    expect(signedIn.logContent).to.match(/starting from saved login ctx_/);
+    // Another organisation cannot use it.
+    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open the account', cacheKey: 'Login003', useContextService: saved.body.id });
+    expect(foreign.isError).to.equal(true);
+    expect(foreign.structuredContent.error).to.match(/No saved login/);
+  });
+
+  it('blockAds blocks requests the filter lists name (and only when on); region, proxies, advancedStealth and solveCaptchas are reported in the log as not applied', async () => {
+    const titleOf = (v: string) => /Title: (.*)/.exec(v)?.[1] ?? '';
+    model.setScript(steps((v) => reply.toolCall('done', { result: titleOf(v) })));
+    pages.hits.length = 0;
+    const blocked = await finished(org, await start(org, {
+      task: `Open ${pages.url}/ads and give its title`, cacheKey: 'Ads00001', agentMode: 'dom', recordSession: false,
+      region: 'eu-central-1', proxies: true, advancedStealth: true,
+    }));
+    expect(blocked.status, blocked.logContent).to.equal('completed');
+    expect(blocked.result).to.equal('News');
+    expect(pages.hits).to.include('/ads').and.not.include('/ads/banner.js');
+    expect(blocked.logContent).to.match(/blockAds: on/)
+      .and.match(/region eu-central-1: not applied/)
+      .and.match(/proxies: not applied/)
+      .and.match(/advancedStealth: not applied/)
+      .and.match(/solveCaptchas: not applied/);
+
+    model.setScript(steps((v) => reply.toolCall('done', { result: titleOf(v) })));
+    pages.hits.length = 0;
+    const open = await finished(org, await start(org, { task: `Open ${pages.url}/ads and give its title`, cacheKey: 'Ads00002', agentMode: 'dom', recordSession: false, blockAds: false, solveCaptchas: false }));
+    expect(open.result).to.equal('News (ad)');
+    expect(pages.hits).to.include('/ads/banner.js');
+    expect(open.logContent).to.not.match(/blockAds|solveCaptchas|region|proxies/);
+  });
+
+  it('a failed action is told to the model, which goes on; maxSteps bounds the model calls; a model error fails the task with the reason', async () => {
+    model.setScript(steps(
+      () => reply.toolCall('click', { ref: 'e999' }),
+      (v) => reply.toolCall('done', { result: /FAILED: no element e999/.test(v) ? 'saw the failure' : 'did not see it' }),
+    ));
+    const recovered = await finished(org, await start(org, { task: `Open ${pages.url}/frames and click something`, cacheKey: 'Fail0001', agentMode: 'dom', recordSession: false }));
+    expect(recovered.status).to.equal('completed');
+    expect(recovered.result).to.equal('saw the failure');
+
+    model.setScript(() => reply.toolCall('scroll', { direction: 'down' }));
+    model.requests.length = 0;
+    const spent = await finished(org, await start(org, { task: `Open ${pages.url}/frames and scroll forever`, cacheKey: 'Fail0002', agentMode: 'dom', recordSession: false, maxSteps: 3 }));
+    expect(spent.status).to.equal('failed');
+    expect(spent.result).to.equal('The operator used all 3 steps (maxSteps) without finishing the task.');
+    expect(model.requests).to.have.length(3);
+
+    model.setScript(() => reply.error(500, 'model exploded'));
+    const broken = await finished(org, await start(org, { task: `Open ${pages.url}/frames`, cacheKey: 'Fail0003', agentMode: 'dom', recordSession: false }));
+    expect(broken.status).to.equal('failed');
+    expect(broken.result).to.match(/model exploded/);
+    expect(await server.app.services.db('browser_action_cache').whereIn('cache_key', ['Fail0002', 'Fail0003'])).to.have.length(0);
+
+    // done with success false fails the task with the model's reason, and caches nothing.
+    model.setScript(steps(() => reply.toolCall('done', { result: 'The page has no order form.', success: false })));
+    const gaveUp = await finished(org, await start(org, { task: `Open ${pages.url}/frames and order`, cacheKey: 'Fail0004', agentMode: 'dom', recordSession: false }));
+    expect(gaveUp).to.include({ status: 'failed', result: 'The page has no order form.' });
+  });
+
+  it('validates arguments (maxSteps 0 or 101, a bad cacheKey, a multi-line task) and refuses cua, unreachable files to upload, unknown or foreign sessions', async () => {
+    const tool = (as: TestOrg, name: string, args: Record<string, unknown>) => callTool(server, as.token, 'browser-automation', `browser-automation_${name}`, args);
+    for (const [args, field] of [
+      [{ task: 'x', cacheKey: 'Abcd1234', maxSteps: 0 }, 'maxSteps'],
+      [{ task: 'x', cacheKey: 'Abcd1234', maxSteps: 101 }, 'maxSteps'],
+      [{ task: 'x', cacheKey: 'Abc123' }, 'cacheKey'],
+      [{ task: 'x', cacheKey: 'Abcd123!' }, 'cacheKey'],
+      [{ task: 'line one\nline two', cacheKey: 'Abcd1234' }, 'task'],
+      [{ task: 'x', cacheKey: 'Abcd1234', cacheDurationDays: 31 }, 'cacheDurationDays'],
+      [{ task: 'x', cacheKey: 'Abcd1234', agentMode: 'vision' }, 'agentMode'],
+      [{ task: 'x' }, 'cacheKey'],
+    ] as Array<[Record<string, unknown>, string]>) {
+      const res = await tool(org, 'operator_run', args);
+      expect(res.code, JSON.stringify(args)).to.equal(-32000);
+      expect(res.data.errors.map((e: { field: string }) => e.field), JSON.stringify(args)).to.include(field);
+    }
+    const cua = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', agentMode: 'cua' });
+    expect(cua.isError).to.equal(true);
+    expect(cua.structuredContent.error).to.match(/computer-use/);
+    const unreachable = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', filesToUpload: [{ url: 'http://127.0.0.1:9/nothing', fileName: 'a.pdf' }] });
+    expect(unreachable.isError).to.equal(true);
+    expect(unreachable.structuredContent.error).to.match(/filesToUpload: "a.pdf" could not be fetched/);
+    const missing = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', filesToUpload: [{ url: `${pages.url}/nope`, fileName: 'a.pdf' }] });
+    expect(missing.structuredContent.error).to.match(/HTTP 404/);
+
+    const unknown = await tool(org, 'operator_run_continue', { sessionId: 'ses_00000000000000000000000000000000', collectionId: 'col_x', logFileName: 'x.log' });
+    expect(unknown.isError).to.equal(true);
+    model.setScript(steps(() => reply.toolCall('done', { result: 'ok' })));
+    const started = await start(org, { task: `Open ${pages.url}/frames`, cacheKey: 'Scope001', agentMode: 'dom', recordSession: false });
+    const foreign = await tool(other, 'operator_run_continue', { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+    expect(foreign.isError).to.equal(true);
+    const wrongKind = await tool(org, 'playwright_run_continue', { sessionId: started.sessionId });
+    expect(wrongKind.isError).to.equal(true);
+    expect(wrongKind.structuredContent.error).to.match(/operator_run_continue/);
+    expect((await finished(org, started)).status).to.equal('completed');
+    server.assertResponsesValid();
+  });
+
+  it('with no model configured at all, operator_run answers a tool error saying what to set, before anything is recorded', async () => {
+    const bare = await startTestServer('sqlite');
+    try {
+      const someone = await createTestOrg(bare);
+      const res = await callTool(bare, someone.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open a page', cacheKey: 'Abcd1234' });
+      expect(res.isError).to.equal(true);
+      expect(res.structuredContent.error).to.match(/GOOGLE_GENERATIVE_AI_API_KEY/).and.match(/DEFAULT_MODEL/);
+      expect(await bare.app.services.db('browser_tasks')).to.have.length(0);
+    } finally {
+      await bare.close();
+    }
+  });
+});
