@@ -70,6 +70,8 @@ export interface ModelConfig {
   keys: { openaiCompatible: string | null; openai: string | null; anthropic: string | null; google: string | null };
   /** OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways). */
   openaiBaseUrl: string | null;
+  /** ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1. */
+  anthropicBaseUrl: string | null;
   providers: ModelProviderName[];
 }
 
@@ -146,6 +148,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   const text = (name: string): string | null => (env[name] ?? '').trim() || null;
   const baseUrl = env.OPENAI_COMPATIBLE_BASE_URL ? urlEnv(env, 'OPENAI_COMPATIBLE_BASE_URL', '') : null;
   const openaiBaseUrl = env.OPENAI_BASE_URL ? urlEnv(env, 'OPENAI_BASE_URL', '') : null;
+  const anthropicBaseUrl = env.ANTHROPIC_BASE_URL ? urlEnv(env, 'ANTHROPIC_BASE_URL', '') : null;
   const keys = {
     openaiCompatible: text('OPENAI_COMPATIBLE_API_KEY'),
     openai: text('OPENAI_API_KEY'),
@@ -161,7 +164,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   if (defaultModel !== null && !/^(openai-compatible|openai|anthropic|google)\/.+$/.test(defaultModel)) {
     throw new ConfigError(`DEFAULT_MODEL must be provider/model with provider openai-compatible, openai, anthropic or google, got "${defaultModel}"`);
   }
-  return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, keys, providers };
+  return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, anthropicBaseUrl, keys, providers };
 }
 
 function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {

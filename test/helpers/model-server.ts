@@ -5,7 +5,9 @@
  * `chat.completion.chunk` events ending in `data: [DONE]` — and answers each request from a
  * script: a queue of replies consumed in order, or a function of the request. Every chat
  * completion request is recorded (parsed body and headers). An exhausted queue answers a loud
- * 500 so a test fails instead of hanging.
+ * 500 so a test fails instead of hanging. It also speaks Anthropic's Messages API
+ * (`POST /v1/messages`, not streamed) from the same script, for the anthropic provider with
+ * ANTHROPIC_BASE_URL (tool calls become `tool_use` blocks).
  */
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +29,8 @@ export interface Reply {
 }
 
 export interface ScriptRequest {
+  /** Which wire format the request came in (default openai). */
+  api?: 'openai' | 'anthropic';
   messages: any[];
   tools: any[];
   body: Record<string, any>;
@@ -170,7 +174,7 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
       return sendError(res, 400, 'scripted model: the body is not JSON', 'invalid_request_error');
     }
     requests.push({ body, headers: req.headers });
-    const r = await next({ messages: body.messages ?? [], tools: body.tools ?? [], body, headers: req.headers });
+    const r = await next({ api: 'openai', messages: body.messages ?? [], tools: body.tools ?? [], body, headers: req.headers });
     if (r.delayMs) await new Promise((resolve) => setTimeout(resolve, r.delayMs));
     if (r.error) return sendError(res, r.error.status, r.error.message);
     const model = typeof body.model === 'string' ? body.model : models[0]!;
@@ -178,10 +182,34 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
     else complete(res, model, r);
   }
 
+  async function anthropicMessages(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: Record<string, any>;
+    try {
+      body = JSON.parse(await readBody(req)) as Record<string, any>;
+    } catch {
+      return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'scripted model: the body is not JSON' } });
+    }
+    requests.push({ body, headers: req.headers });
+    if (body.stream === true) return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'scripted model: streaming is not scripted for the Messages API' } });
+    const r = await next({ api: 'anthropic', messages: body.messages ?? [], tools: body.tools ?? [], body, headers: req.headers });
+    if (r.delayMs) await new Promise((resolve) => setTimeout(resolve, r.delayMs));
+    if (r.error) return sendJson(res, r.error.status, { type: 'error', error: { type: 'api_error', message: r.error.message } });
+    const calls = toolCallsOf(r);
+    const content = [
+      ...(r.text ? [{ type: 'text', text: r.text }] : []),
+      ...calls.map((c) => ({ type: 'tool_use', id: `toolu_${c.id}`, name: c.function.name, input: JSON.parse(c.function.arguments) as unknown })),
+    ];
+    sendJson(res, 200, {
+      id: `msg_${++seq}`, type: 'message', role: 'assistant', model: typeof body.model === 'string' ? body.model : models[0]!, content,
+      stop_reason: calls.length ? 'tool_use' : 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 },
+    });
+  }
+
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const handle = async () => {
       if (req.method === 'POST' && path === '/v1/chat/completions') return chatCompletion(req, res);
+      if (req.method === 'POST' && path === '/v1/messages') return anthropicMessages(req, res);
       req.resume();
       if (req.method === 'GET' && path === '/v1/models') {
         return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })) });

@@ -4,7 +4,7 @@
  * - `openai-compatible/<id>`: any OpenAI-compatible Chat Completions API by base URL (Ollama,
  *   vLLM, LM Studio, llama.cpp …): OPENAI_COMPATIBLE_BASE_URL (+ OPENAI_COMPATIBLE_API_KEY);
  * - `openai/<id>`: OPENAI_API_KEY (OPENAI_BASE_URL optional);
- * - `anthropic/<id>`: ANTHROPIC_API_KEY;
+ * - `anthropic/<id>`: ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional);
  * - `google/<id>`: GOOGLE_GENERATIVE_AI_API_KEY (or GEMINI_API_KEY).
  * A missing setting is a clear error naming it: never an invented answer.
  */
@@ -42,7 +42,7 @@ function build(config: ModelConfig, provider: string, id: string): LanguageModel
       return createOpenAI({ apiKey: config.keys.openai, ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}) })(id);
     case 'anthropic':
       if (!config.keys.anthropic) throw notConfigured(`The model "${provider}/${id}" needs ANTHROPIC_API_KEY, which is not set`);
-      return createAnthropic({ apiKey: config.keys.anthropic })(id);
+      return createAnthropic({ apiKey: config.keys.anthropic, ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}) })(id);
     case 'google':
       if (!config.keys.google) throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
       return createGoogleGenerativeAI({ apiKey: config.keys.google })(id);

@@ -10,7 +10,7 @@
 import { jsonSchema, tool, type JSONSchema7, type ToolSet } from 'ai';
 import type { Locator, Page } from 'playwright-core';
 
-export type AgentMode = 'dom' | 'hybrid';
+export type AgentMode = 'dom' | 'hybrid' | 'cua';
 
 export type ActionName =
   | 'goto' | 'back' | 'click' | 'fill' | 'select' | 'check' | 'press' | 'upload' | 'scroll' | 'wait'
@@ -58,6 +58,8 @@ export interface ActionOutcome {
 }
 
 export const MAX_EXTRACT_CHARS = 8_000;
+/** One step is one tool call: a model's answer never needs more. */
+export const MAX_OUTPUT_TOKENS = 4_096;
 const MAX_WAIT_SECONDS = 10;
 
 const ref = { type: 'string', pattern: '^(f\\d+)?e\\d+$', description: 'Element reference from the latest snapshot, e.g. e12 or f1e3.' } as const;
@@ -78,14 +80,18 @@ export function actionTools(mode: AgentMode): ToolSet {
     check: def('Check or uncheck a checkbox or radio button.', { ref, checked: { type: 'boolean' } }, ['ref', 'checked']),
     press: def('Press a key or combination (Enter, Tab, Escape, ArrowDown, Control+A …), on an element when a ref is given.', { key: { type: 'string', minLength: 1, maxLength: 50 }, ref }, ['key']),
     upload: def('Set files from the task\'s files to upload on a file input.', { ref, fileNames: { type: 'array', items: fileName, minItems: 1, maxItems: 20 } }, ['ref', 'fileNames']),
-    scroll: def('Scroll the page by most of a screen.', { direction: { type: 'string', enum: ['up', 'down'] } }, ['direction']),
+    scroll: def('Scroll the page by most of a screen (or by pixels), at a point of the viewport when x and y are given.', {
+      direction: { type: 'string', enum: ['up', 'down', 'left', 'right'] }, pixels: { type: 'integer', minimum: 1, maximum: 20_000 }, x: { type: 'number', minimum: 0 }, y: { type: 'number', minimum: 0 },
+    }, ['direction']),
     wait: def(`Wait for the page to change, up to ${MAX_WAIT_SECONDS} seconds.`, { seconds: { type: 'number', minimum: 0.1, maximum: MAX_WAIT_SECONDS } }, ['seconds']),
     extract: def(`Read the text of an element (or of the whole page without a ref), up to ${MAX_EXTRACT_CHARS} characters; with fileName it is also saved as a file of the task.`, { ref, fileName }),
     screenshot: def('Save a PNG screenshot of the page as a file of the task.', { fileName, fullPage: { type: 'boolean' } }),
     done: def('Finish the task: result is the answer (quote text you read with extract); success false when the task cannot be done.', { result: { type: 'string', maxLength: 100_000 }, success: { type: 'boolean' } }, ['result']),
   };
   if (mode === 'hybrid') {
-    tools.click_at = def('Click at a point of the viewport (CSS pixels, from the screenshot or the snapshot\'s [box=x,y,w,h]).', { x: { type: 'number', minimum: 0 }, y: { type: 'number', minimum: 0 } }, ['x', 'y']);
+    tools.click_at = def('Click at a point of the viewport (CSS pixels, from the screenshot or the snapshot\'s [box=x,y,w,h]).', {
+      x: { type: 'number', minimum: 0 }, y: { type: 'number', minimum: 0 }, button: { type: 'string', enum: ['left', 'right', 'middle'] }, clicks: { type: 'integer', minimum: 1, maximum: 3 },
+    }, ['x', 'y']);
     tools.type_text = def('Type text with the keyboard into whatever has the focus.', { text: { type: 'string', maxLength: 10_000 } }, ['text']);
   }
   return tools;
@@ -180,6 +186,13 @@ async function resolve(host: ActionHost, t: Target, forRead = false): Promise<Re
   return { locator: byRef, selector, target };
 }
 
+/** A coordinate of the viewport, or a reason the model can act on. */
+function inside(v: unknown, max: number): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > max) throw new Error(`${String(v)} is outside the viewport (0 to ${max} CSS pixels)`);
+  return n;
+}
+
 function str(v: unknown, name: string): string {
   if (typeof v !== 'string') throw new Error(`${name} must be a string`);
   return v;
@@ -258,9 +271,13 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
       return { note: `set ${names.join(', ')} on ${r.target}`, step: step(r) };
     }
     case 'scroll': {
-      const dy = Math.round(host.viewport.height * 0.8) * (args.direction === 'up' ? -1 : 1);
-      await page.mouse.wheel(0, dy);
-      return { note: `scrolled ${args.direction === 'up' ? 'up' : 'down'}`, step: step() };
+      const dir = ['up', 'down', 'left', 'right'].includes(String(args.direction)) ? String(args.direction) : 'down';
+      const horizontal = dir === 'left' || dir === 'right';
+      const px = typeof args.pixels === 'number' ? args.pixels : Math.round((horizontal ? host.viewport.width : host.viewport.height) * 0.8);
+      const sign = dir === 'up' || dir === 'left' ? -1 : 1;
+      if (typeof args.x === 'number' && typeof args.y === 'number') await page.mouse.move(inside(args.x, host.viewport.width), inside(args.y, host.viewport.height));
+      await page.mouse.wheel(horizontal ? sign * px : 0, horizontal ? 0 : sign * px);
+      return { note: `scrolled ${dir}${typeof args.pixels === 'number' ? ` ${px} px` : ''}`, step: step() };
     }
     case 'wait': {
       const s = Math.min(MAX_WAIT_SECONDS, Math.max(0.1, Number(args.seconds) || 1));
@@ -281,11 +298,12 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
       return { note: `saved screenshot ${name} (${png.length} bytes)`, step: step() };
     }
     case 'click_at': {
-      const x = Number(args.x);
-      const y = Number(args.y);
-      if (!(x <= host.viewport.width && y <= host.viewport.height)) throw new Error(`(${x}, ${y}) is outside the ${host.viewport.width}x${host.viewport.height} viewport`);
-      await page.mouse.click(x, y);
-      return { note: `clicked at (${x}, ${y})`, step: step() };
+      const x = inside(args.x, host.viewport.width);
+      const y = inside(args.y, host.viewport.height);
+      const button = args.button === 'right' || args.button === 'middle' ? args.button : 'left';
+      const clicks = typeof args.clicks === 'number' ? Math.min(3, Math.max(1, Math.round(args.clicks))) : 1;
+      await page.mouse.click(x, y, { button, clickCount: clicks });
+      return { note: `${clicks === 2 ? 'double-' : clicks === 3 ? 'triple-' : ''}${button === 'left' ? '' : `${button}-`}clicked at (${x}, ${y})`, step: step() };
     }
     case 'type_text':
       await page.keyboard.type(str(args.text, 'text'));

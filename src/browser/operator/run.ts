@@ -8,8 +8,9 @@
  * the rest of the task runs live. Either way the steps that worked become the new entry.
  */
 import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
-import { actionTools, describeStep, perform, replayable, type ActionHost, type ActionName, type ActionOutcome, type AgentMode, type RecordedStep, type Target } from './actions.js';
+import { actionTools, describeStep, MAX_OUTPUT_TOKENS, perform, replayable, type ActionHost, type ActionName, type ActionOutcome, type AgentMode, type RecordedStep, type Target } from './actions.js';
 import type { CacheEntry } from './cache.js';
+import { runCua } from './cua.js';
 
 /** The snapshot the model sees is cut at this many characters (at a line end). */
 export const SNAPSHOT_CHARS = 24_000;
@@ -57,6 +58,10 @@ const SYSTEM = [
   'To report text from the page, read it with extract first, then quote it in done.',
   'Call done with the result when the task is finished, or with success false when it cannot be done. Never invent page content.',
 ].join(' ');
+const CUA = [
+  'You operate a web browser through the computer tool: the display is the browser\'s viewport, and the page the task starts on is already open.',
+  'Each action is answered with a screenshot. Call done with the result when the task is finished, or with success false when it cannot be done. Never invent page content.',
+].join(' ');
 const HYBRID = 'A screenshot of the viewport comes with each turn; click_at and type_text act at viewport coordinates for what the snapshot does not show.';
 
 function cap(snapshot: string): string {
@@ -95,7 +100,7 @@ interface Choice {
 
 /** One model call: the action it chose, or the reason it chose none. */
 async function choose(env: OperatorEnv, tools: ToolSet, system: string, messages: ModelMessage[]): Promise<Choice | { error: string }> {
-  const res = await generateText({ model: env.model, system, messages, tools, toolChoice: 'required', maxRetries: 1, abortSignal: env.signal });
+  const res = await generateText({ model: env.model, system, messages, tools, toolChoice: 'required', maxRetries: 1, maxOutputTokens: MAX_OUTPUT_TOKENS, abortSignal: env.signal });
   const call = res.toolCalls[0];
   if (!call) return { error: 'no tool was called (call exactly one tool)' };
   const invalid = call as unknown as { invalid?: boolean; error?: unknown };
@@ -123,7 +128,7 @@ function substituteReads(result: string, before: RecordedStep[], after: Recorded
 
 export async function operate(t: OperatorTask, env: OperatorEnv): Promise<OperatorOutcome> {
   const tools = actionTools(t.mode);
-  const system = `${SYSTEM}${t.mode === 'hybrid' ? ` ${HYBRID}` : ''}${t.systemPrompt ? `\n\n${t.systemPrompt}` : ''}`;
+  const system = `${t.mode === 'cua' ? CUA : SYSTEM}${t.mode === 'hybrid' ? ` ${HYBRID}` : ''}${t.systemPrompt ? `\n\n${t.systemPrompt}` : ''}`;
   const steps: RecordedStep[] = [];
   const history: string[] = [];
   let modelCalls = 0;
@@ -161,8 +166,23 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     }
   };
 
+  /** cua: the computer-use model drives the page until done, spending what is left of maxSteps. */
+  const liveCua = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
+    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+    env.status('Step 1: looking at the page.');
+    const progress = history.length ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}` : '';
+    const run = await runCua({
+      model: env.model, system, prompt: `${taskText(t)}${progress}`, host, maxCalls: t.maxSteps - modelCalls, signal: env.signal, steps, log: env.log, status: env.status,
+    });
+    modelCalls += run.calls;
+    if (!run.cacheable) cacheable = false;
+    if (run.done) return finish(run.done, cache);
+    return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) without finishing the task.`, cache: null, modelCalls };
+  };
+
   /** The live loop from the current page on, spending what is left of maxSteps. */
   const live = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
+    if (t.mode === 'cua') return liveCua(cache);
     while (modelCalls < t.maxSteps) {
       env.signal.throwIfAborted();
       const n = history.length + 1;
@@ -208,6 +228,8 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
       env.log(`step ${n} (replayed): ${describeStep(s)} failed: ${reason}; re-inferring this step`);
       healed = true;
       if (modelCalls >= t.maxSteps) break;
+      // A computer-use model is not asked for one step: it takes over from here.
+      if (t.mode === 'cua') return live('HEALED');
       const plan = recorded.map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`).join('\n');
       const view = await observe(host, t.mode);
       modelCalls++;

@@ -75,6 +75,12 @@ export interface OperatorPlan {
 }
 
 export const DEFAULT_OPERATOR_MODEL = 'google/gemini-3-flash-preview';
+/**
+ * The spec's model names that are not the provider's API id: Anthropic's API knows Claude Sonnet
+ * 4 as `claude-sonnet-4-0` (an alias of claude-sonnet-4-20250514). The others are API ids as written.
+ */
+const API_IDS: Record<string, string> = { 'anthropic/claude-sonnet-4': 'anthropic/claude-sonnet-4-0' };
+const apiId = (m: string) => API_IDS[m] ?? m;
 const DEFAULT_MAX_STEPS = 30;
 const DEFAULT_CACHE_DAYS = 7;
 const UPLOAD_TIMEOUT_MS = 30_000;
@@ -93,7 +99,7 @@ export function startUrlOf(task: string): string | null {
 
 function pickModel(config: Config, requested: string, notes: string[]): { model: LanguageModel; modelId: string } {
   try {
-    return resolveModel(config.models, requested);
+    return resolveModel(config.models, apiId(requested));
   } catch (err) {
     const fallback = config.models.defaultModel;
     if (!(err instanceof AppError) || err.key !== 'ERR_AGENT_MODEL_NOT_CONFIGURED' || !fallback || fallback === requested) throw err;
@@ -101,6 +107,20 @@ function pickModel(config: Config, requested: string, notes: string[]): { model:
     notes.push(`model: ${requested} is not configured on this server (${err.message.split('. ')[0]}); running DEFAULT_MODEL ${resolved.modelId}`);
     return resolved;
   }
+}
+
+/**
+ * cua needs a computer-use model: Anthropic's (the computer tool), the requested model when it
+ * is one, else DEFAULT_MODEL when that is one. Anything else is a clear refusal.
+ */
+function pickCuaModel(config: Config, requested: string, notes: string[]): { model: LanguageModel; modelId: string } {
+  const candidate = [requested, config.models.defaultModel].find((m): m is string => typeof m === 'string' && m.startsWith('anthropic/'));
+  if (!candidate) {
+    throw new TaskError(`agentMode cua needs a computer-use model: an anthropic/ model such as anthropic/claude-sonnet-4 (Anthropic's computer tool, with ANTHROPIC_API_KEY set on the server). ${requested} is not one${config.models.defaultModel ? `, nor is DEFAULT_MODEL ${config.models.defaultModel}` : ''}. Use agentMode hybrid (page structure plus screenshots and coordinate clicks) or dom with any model.`);
+  }
+  const resolved = resolveModel(config.models, apiId(candidate));
+  notes.push(candidate === requested ? `model: ${candidate} (computer use)` : `model: ${requested} has no computer use; running DEFAULT_MODEL ${candidate} (computer use)`);
+  return resolved;
 }
 
 async function fetchUploads(policy: OutboundPolicy, list: Array<{ url: string; fileName: string }>): Promise<UploadFile[]> {
@@ -128,12 +148,9 @@ async function fetchUploads(policy: OutboundPolicy, list: Array<{ url: string; f
 export async function planOperator(deps: OperatorDeps, orgId: string, args: OperatorArgs): Promise<OperatorPlan> {
   const notes: string[] = [];
   const mode = args.agentMode ?? 'hybrid';
-  if (mode === 'cua') {
-    throw new TaskError('agentMode cua needs a computer-use model, and none is available on this server: the computer-use tools of the providers are not wired in here. Use agentMode hybrid (page structure plus screenshots and coordinate clicks) or dom.');
-  }
   const requested = args.model ?? DEFAULT_OPERATOR_MODEL;
-  const { model, modelId } = pickModel(deps.config, requested, notes);
-  if (modelId === requested) notes.push(`model: ${modelId}`);
+  const { model, modelId } = mode === 'cua' ? pickCuaModel(deps.config, requested, notes) : pickModel(deps.config, requested, notes);
+  if (mode !== 'cua' && modelId === apiId(requested)) notes.push(`model: ${modelId}`);
   let login: OperatorPlan['login'];
   if (args.useContextService !== undefined) {
     const state = await loginState(deps.db, deps.config.secretKey, orgId, args.useContextService);

@@ -65,6 +65,12 @@ root.getElementById('sb').onclick = () => { root.getElementById('ss').textConten
 const INNER = `<!doctype html><html><body><button onclick="document.getElementById('fs').textContent='frame on'">Frame switch</button><span id="fs">frame off</span></body></html>`;
 const LOGIN = `<!doctype html><html><head><title>Sign in</title></head><body><h1>Sign in</h1>
 <form method="post" action="/login"><label for="u">User</label><input id="u" name="user"><label for="p">Password</label><input id="p" name="password" type="password"><button>Sign in</button></form></body></html>`;
+const PAD = `<!doctype html><html><head><title>Pad</title><style>body{margin:0} #add{position:absolute;left:100px;top:100px;width:200px;height:80px} #text{position:absolute;left:100px;top:300px;width:300px;height:40px}</style></head>
+<body><button id="add">Add one</button><input id="text" aria-label="Text"><p id="out" style="position:absolute;top:400px">count 0</p>
+<script>let count = 0;
+document.getElementById('add').onclick = () => { count++; document.getElementById('out').textContent = 'count ' + count; };
+document.getElementById('text').onkeydown = (e) => { if (e.key === 'Enter') fetch('/pad?value=' + encodeURIComponent(e.target.value) + '&count=' + count); };
+</script></body></html>`;
 const ADS = `<!doctype html><html><head><title>News</title><script src="/ads/banner.js"></script></head><body><h1>News of the day</h1></body></html>`;
 
 function site(): Promise<Site> {
@@ -77,6 +83,8 @@ function site(): Promise<Site> {
     if (url === '/frames') return html(FRAMES);
     if (url === '/inner') return html(INNER);
     if (url === '/ads') return html(ADS);
+    if (url === '/pad') return html(PAD);
+    if (url.startsWith('/pad?')) return res.writeHead(204).end();
     if (url === '/ads/banner.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('document.title += " (ad)";');
     if (url === '/report.csv') return res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="report.csv"' }).end('a,b\n1,2\n');
     if (url === '/login' && req.method === 'POST') {
@@ -187,6 +195,8 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     server = await startTestServer('sqlite', {
       BROWSER_TASK_TIMEOUT_MS: '30000', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
       BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'),
+      // The same scripted server answers Anthropic's Messages API, for cua (Anthropic's computer tool).
+      ANTHROPIC_API_KEY: 'scripted-key', ANTHROPIC_BASE_URL: model.baseUrl,
     });
     org = await createTestOrg(server);
     other = await createTestOrg(server, 'Other org');
@@ -498,5 +508,46 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     } finally {
       await bare.close();
     }
+  });
+
+  it('cua: a computer-use model (Anthropic\'s computer tool, scripted) clicks, types and presses keys by screenshots; the run is cached and replays with no model call', async () => {
+    const computer = (input: Record<string, unknown>) => reply.toolCall('computer', input);
+    const script = () => steps(
+      () => computer({ action: 'screenshot' }),
+      () => computer({ action: 'left_click', coordinate: [200, 140] }),
+      () => computer({ action: 'left_click', coordinate: [250, 320] }),
+      () => computer({ action: 'type', text: 'hello' }),
+      () => computer({ action: 'key', text: 'Return' }),
+      () => reply.toolCall('done', { result: 'Sent hello after one click' }),
+    );
+    model.setScript(script());
+    pages.hits.length = 0;
+    const args = { task: `Open ${pages.url}/pad, press Add one, then type hello in the text box and press Enter`, cacheKey: 'Cua00001', agentMode: 'cua', model: 'anthropic/claude-sonnet-4', recordSession: false, viewportWidth: 800, viewportHeight: 600 };
+    const done = await finished(org, await start(org, args));
+    expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
+    expect(done.result).to.equal('Sent hello after one click');
+    expect(done.message).to.match(/Cache MISS/);
+    expect(done.logContent).to.match(/model: anthropic\/claude-sonnet-4 \(computer use\)/).and.match(/pressed Enter/);
+    expect(pages.hits).to.include('/pad?value=hello&count=1');
+    // Anthropic's wire format: the computer tool at the viewport's size, and a screenshot in every tool result.
+    expect(model.requests).to.have.length(6);
+    const firstBody = model.requests[0]!.body;
+    expect(firstBody.model, 'the spec\'s claude-sonnet-4 is sent as Anthropic\'s API id').to.equal('claude-sonnet-4-0');
+    expect(firstBody.tools).to.deep.include({ type: 'computer_20250124', name: 'computer', display_width_px: 800, display_height_px: 600 });
+    const results = JSON.stringify(model.requests[2]!.body.messages);
+    expect(results).to.include('tool_result').and.include('"type":"image"');
+
+    model.requests.length = 0;
+    pages.hits.length = 0;
+    const hit = await finished(org, await start(org, args));
+    expect(hit.status, hit.logContent).to.equal('completed');
+    expect(hit.message).to.match(/Cache HIT/);
+    expect(model.requests).to.have.length(0);
+    expect(pages.hits).to.include('/pad?value=hello&count=1');
+
+    // cua with a model that has no computer use, and no such DEFAULT_MODEL: a clear refusal.
+    const refused = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { ...args, model: 'openai/gpt-4o' });
+    expect(refused.isError).to.equal(true);
+    expect(refused.structuredContent.error).to.match(/agentMode cua needs a computer-use model/);
   });
 });
