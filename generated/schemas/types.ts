@@ -902,36 +902,36 @@ export interface components {
          */
         BrowserAutomationOperatorRunInput: {
             /**
-             * @description Use advanced anti-bot-detection measures.
+             * @description Use advanced anti-bot-detection measures. Not available here (stock headless Chromium): true is written in the task log as not applied.
              * @default false
              */
             advancedStealth: boolean;
             /**
-             * @description How the operator sees the page: dom (page structure), cua (screenshots, computer use) or hybrid (both).
+             * @description How the operator sees the page: dom (accessibility snapshot with element refs, through iframes and open shadow roots), hybrid (the snapshot plus a screenshot and coordinate actions) or cua (a computer-use model: an anthropic/ model, requested or DEFAULT_MODEL; otherwise the call is refused).
              * @default hybrid
              * @enum {string}
              */
             agentMode: "dom" | "hybrid" | "cua";
             /**
-             * @description Block advertisements.
+             * @description Block advertisements with Ghostery's ad blocker and the server's filter lists (BROWSER_ADBLOCK_LISTS, else Ghostery's prebuilt ads lists); when no list can be loaded the log says blockAds was not applied.
              * @default true
              */
             blockAds: boolean;
             /**
-             * @description How long a successful run stays cached, 1 to 30 days.
+             * @description How long a successful run stays cached, 1 to 30 days from when it was written (a heal rewrites it).
              * @default 7
              */
             cacheDurationDays: number;
-            /** @description Exactly 8 letters or digits; use a new value whenever the task text changes. */
+            /** @description Exactly 8 letters or digits; use a new value whenever the task text changes. With a hash of the task text and its start URL it names the cache entry (and the buildId of the start response). */
             cacheKey: string;
             /** @description Collection that receives the output files; omitted means a new collection is created (its id is returned). */
             collectionId?: string;
             /**
-             * @description true bypasses the cache (always run live).
+             * @description true bypasses the cache (always run live; the run is not written to the cache either).
              * @default false
              */
             disableCache: boolean;
-            /** @description Files made available to the browser for upload forms. */
+            /** @description Files made available to the browser for upload forms: fetched (through the server's outbound policy) before the task starts, at most 20 of 25 MiB each, unique names; one that cannot be fetched refuses the call. The operator sets them on file inputs by fileName. */
             filesToUpload?: {
                 /** @description File name given to the upload. */
                 fileName: string;
@@ -942,34 +942,34 @@ export interface components {
                 url: string;
             }[];
             /**
-             * @description Maximum number of operator steps, 1 to 100.
+             * @description Maximum number of model calls of the task (heals included), 1 to 100; a task that spends them without finishing fails saying so.
              * @default 30
              */
             maxSteps: number;
             /**
-             * @description Model driving the operator.
+             * @description Model driving the operator, through the server's model providers. When its provider has no key on this server the task runs on DEFAULT_MODEL and the log says so; with neither, the call is refused saying what to set.
              * @default google/gemini-3-flash-preview
              * @enum {string}
              */
             model: "google/gemini-3-flash-preview" | "google/gemini-2.5-flash" | "google/gemini-2.5-pro" | "openai/gpt-4o" | "openai/gpt-4o-mini" | "anthropic/claude-sonnet-4";
             /**
-             * @description Route traffic through residential proxies.
+             * @description Route traffic through residential proxies. None is configured on this server: true is written in the task log as not applied (traffic goes through the server's outbound guard).
              * @default false
              */
             proxies: boolean;
             /**
-             * @description Record the browser session.
+             * @description Record the browser session: a Playwright trace (screenshots and DOM snapshots) saved as session-<sessionId>.zip among the task's files.
              * @default true
              */
             recordSession: boolean;
             /**
-             * @description Region where the browser runs.
+             * @description Region where the browser runs. The browser runs on this server: a given region is written in the task log as not applied.
              * @default us-west-2
              * @enum {string}
              */
             region: "us-west-2" | "us-east-1" | "eu-central-1" | "ap-southeast-1";
             /**
-             * @description Solve CAPTCHAs automatically.
+             * @description Solve CAPTCHAs automatically. No solver is available here: true (the default) is written in the task log as not applied, and a CAPTCHA stops the task.
              * @default true
              */
             solveCaptchas: boolean;
@@ -1003,7 +1003,7 @@ export interface components {
          *     }
          */
         BrowserAutomationOperatorRunOutput: {
-            /** @description Build id of this task; for operator tasks it identifies the generated replay script. */
+            /** @description Build id of this task; for operator tasks it identifies the generated replay script: the task's cache entry, listed as replay-<buildId>.js among the files of a completed task (a playwright_run script), the same for every run of the same task text and cacheKey. */
             buildId: string;
             /** @description Collection that receives the output files. */
             collectionId: string;

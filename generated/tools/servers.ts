@@ -1336,7 +1336,7 @@ export const toolServers = [
             "cacheKey": {
               "type": "string",
               "pattern": "^[A-Za-z0-9]{8}$",
-              "description": "Exactly 8 letters or digits; use a new value whenever the task text changes."
+              "description": "Exactly 8 letters or digits; use a new value whenever the task text changes. With a hash of the task text and its start URL it names the cache entry (and the buildId of the start response)."
             },
             "model": {
               "type": "string",
@@ -1349,7 +1349,7 @@ export const toolServers = [
                 "anthropic/claude-sonnet-4"
               ],
               "default": "google/gemini-3-flash-preview",
-              "description": "Model driving the operator."
+              "description": "Model driving the operator, through the server's model providers. When its provider has no key on this server the task runs on DEFAULT_MODEL and the log says so; with neither, the call is refused saying what to set."
             },
             "agentMode": {
               "type": "string",
@@ -1359,14 +1359,14 @@ export const toolServers = [
                 "cua"
               ],
               "default": "hybrid",
-              "description": "How the operator sees the page: dom (page structure), cua (screenshots, computer use) or hybrid (both)."
+              "description": "How the operator sees the page: dom (accessibility snapshot with element refs, through iframes and open shadow roots), hybrid (the snapshot plus a screenshot and coordinate actions) or cua (a computer-use model: an anthropic/ model, requested or DEFAULT_MODEL; otherwise the call is refused)."
             },
             "maxSteps": {
               "type": "integer",
               "minimum": 1,
               "maximum": 100,
               "default": 30,
-              "description": "Maximum number of operator steps, 1 to 100."
+              "description": "Maximum number of model calls of the task (heals included), 1 to 100; a task that spends them without finishing fails saying so."
             },
             "systemPrompt": {
               "type": "string",
@@ -1381,32 +1381,32 @@ export const toolServers = [
                 "ap-southeast-1"
               ],
               "default": "us-west-2",
-              "description": "Region where the browser runs."
+              "description": "Region where the browser runs. The browser runs on this server: a given region is written in the task log as not applied."
             },
             "proxies": {
               "type": "boolean",
               "default": false,
-              "description": "Route traffic through residential proxies."
+              "description": "Route traffic through residential proxies. None is configured on this server: true is written in the task log as not applied (traffic goes through the server's outbound guard)."
             },
             "advancedStealth": {
               "type": "boolean",
               "default": false,
-              "description": "Use advanced anti-bot-detection measures."
+              "description": "Use advanced anti-bot-detection measures. Not available here (stock headless Chromium): true is written in the task log as not applied."
             },
             "blockAds": {
               "type": "boolean",
               "default": true,
-              "description": "Block advertisements."
+              "description": "Block advertisements with Ghostery's ad blocker and the server's filter lists (BROWSER_ADBLOCK_LISTS, else Ghostery's prebuilt ads lists); when no list can be loaded the log says blockAds was not applied."
             },
             "solveCaptchas": {
               "type": "boolean",
               "default": true,
-              "description": "Solve CAPTCHAs automatically."
+              "description": "Solve CAPTCHAs automatically. No solver is available here: true (the default) is written in the task log as not applied, and a CAPTCHA stops the task."
             },
             "recordSession": {
               "type": "boolean",
               "default": true,
-              "description": "Record the browser session."
+              "description": "Record the browser session: a Playwright trace (screenshots and DOM snapshots) saved as session-<sessionId>.zip among the task's files."
             },
             "viewportWidth": {
               "type": "integer",
@@ -1424,7 +1424,7 @@ export const toolServers = [
             },
             "filesToUpload": {
               "type": "array",
-              "description": "Files made available to the browser for upload forms.",
+              "description": "Files made available to the browser for upload forms: fetched (through the server's outbound policy) before the task starts, at most 20 of 25 MiB each, unique names; one that cannot be fetched refuses the call. The operator sets them on file inputs by fileName.",
               "items": {
                 "type": "object",
                 "required": [
@@ -1459,14 +1459,14 @@ export const toolServers = [
             "disableCache": {
               "type": "boolean",
               "default": false,
-              "description": "true bypasses the cache (always run live)."
+              "description": "true bypasses the cache (always run live; the run is not written to the cache either)."
             },
             "cacheDurationDays": {
               "type": "integer",
               "minimum": 1,
               "maximum": 30,
               "default": 7,
-              "description": "How long a successful run stays cached, 1 to 30 days."
+              "description": "How long a successful run stays cached, 1 to 30 days from when it was written (a heal rewrites it)."
             }
           }
         },
@@ -1501,7 +1501,7 @@ export const toolServers = [
             "buildId": {
               "type": "string",
               "minLength": 1,
-              "description": "Build id of this task; for operator tasks it identifies the generated replay script."
+              "description": "Build id of this task; for operator tasks it identifies the generated replay script: the task's cache entry, listed as replay-<buildId>.js among the files of a completed task (a playwright_run script), the same for every run of the same task text and cacheKey."
             },
             "logFileName": {
               "type": "string",

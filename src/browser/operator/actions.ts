@@ -26,6 +26,8 @@ export interface RecordedStep {
   target?: string;
   /** extract: the text read when the step was recorded (the result quotes it; a replay substitutes the fresh text). */
   read?: string;
+  /** fill: the element is a password field (the generated replay script leaves the text out). */
+  secret?: boolean;
 }
 
 /** A file the caller listed in `filesToUpload`, fetched before the task starts. */
@@ -42,8 +44,8 @@ export interface ActionHost {
   saveFile(fileName: string, data: Buffer, mimeType: string): Promise<void>;
   /** Element actions wait this long for their element (live: the page may still be loading; replay: shorter). */
   actionTimeoutMs: number;
-  /** After an action: until the page's requests have gone quiet (bounded), so the next look sees their effect. */
-  settle(): Promise<void>;
+  /** After an action begun at `since` (epoch ms): until the requests it caused have gone quiet (bounded), so the next look sees their effect. */
+  settle(since: number): Promise<void>;
 }
 
 /** Actions after which the page may still be changing. */
@@ -203,8 +205,9 @@ function str(v: unknown, name: string): string {
  * something else); never for a `done`.
  */
 export async function perform(host: ActionHost, action: ActionName, args: Record<string, unknown>, t?: Target): Promise<ActionOutcome> {
+  const since = Date.now();
   const outcome = await act(host, action, args, t);
-  if (CHANGES_PAGE.has(action)) await host.settle();
+  if (CHANGES_PAGE.has(action)) await host.settle(since);
   return outcome;
 }
 
@@ -234,9 +237,10 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
     }
     case 'fill': {
       const r = await element();
+      const secret = (await r.locator.getAttribute('type', { timeout }).catch(() => null))?.toLowerCase() === 'password';
       await r.locator.fill(str(args.text, 'text'), { timeout });
       if (args.submit === true) await r.locator.press('Enter', { timeout });
-      return { note: `filled ${r.target}${args.submit === true ? ' and pressed Enter' : ''}`, step: step(r) };
+      return { note: `filled ${r.target}${args.submit === true ? ' and pressed Enter' : ''}`, step: step(r, secret ? { secret: true } : {}) };
     }
     case 'select': {
       const r = await element();

@@ -81,8 +81,9 @@ export async function runCua(o: {
   };
   const direct = async (what: string, run: () => Promise<unknown>): Promise<string> => {
     cacheable = false;
+    const since = Date.now();
     await run();
-    await host.settle();
+    await host.settle(since);
     return what;
   };
 

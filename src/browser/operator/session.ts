@@ -20,9 +20,15 @@ import { operate, type OperatorOutcome } from './run.js';
 
 /** After the last step: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
-/** After an action: the page counts as settled once no request has been in flight for QUIET_MS, or after SETTLE_MAX_MS. */
-const QUIET_MS = 200;
+/**
+ * After an action: GRACE_MS for the requests it causes to start (a page's handler may await
+ * something first), then settled when none started since the action began; else once no request
+ * has been in flight for QUIET_MS, or after SETTLE_MAX_MS.
+ */
+const GRACE_MS = 50;
+const QUIET_MS = 100;
 const SETTLE_MAX_MS = 3_000;
+const SETTLE_TICK_MS = 10;
 
 export interface OperatorParams {
   sessionId: string;
@@ -109,10 +115,11 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
     });
     context.on('requestfinished', ended);
     context.on('requestfailed', ended);
-    const settle = async () => {
+    const settle = async (since: number) => {
       const until = Date.now() + SETTLE_MAX_MS;
-      await new Promise((r) => setTimeout(r, 50));
-      while (Date.now() < until && (inFlight.size > 0 || Date.now() - lastNetwork < QUIET_MS)) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, GRACE_MS));
+      if (inFlight.size === 0 && lastNetwork < since) return;
+      while (Date.now() < until && (inFlight.size > 0 || Date.now() - lastNetwork < QUIET_MS)) await new Promise((r) => setTimeout(r, SETTLE_TICK_MS));
     };
     context.on('page', (page) => {
       pages.push(page);
@@ -143,7 +150,7 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
     // Downloads the last steps started may not have announced themselves yet.
     for (;;) {
       const pending = downloads.length;
-      await new Promise((r) => setTimeout(r, Math.max(50, DOWNLOAD_SETTLE_MS - (Date.now() - lastDownload))));
+      await new Promise((r) => setTimeout(r, Math.max(SETTLE_TICK_MS, DOWNLOAD_SETTLE_MS - (Date.now() - lastDownload))));
       await Promise.all(downloads);
       if (downloads.length === pending && Date.now() - lastDownload >= DOWNLOAD_SETTLE_MS) break;
     }

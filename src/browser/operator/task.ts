@@ -21,6 +21,7 @@ import { TaskError } from '../errors.js';
 import type { AgentMode, UploadFile } from './actions.js';
 import { countHit, lookupEntry, saveEntry, taskHash, type CacheSlot } from './cache.js';
 import { runOperator } from './session.js';
+import { replayScript } from './replay-script.js';
 import type { Page } from 'playwright-core';
 
 /** operator_run's arguments (schemas/tools/browser-automation, spec section 12), validated by the gateway. */
@@ -224,5 +225,12 @@ export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: Op
     note = `Cache ${outcome.cache ?? 'MISS'}: the task ran live (${outcome.modelCalls} model calls) and was not cached (a step could not be recorded by a stable locator, or took a screenshot).`;
   }
   t.log(note);
+  // The build's replay script: what the cache replays, as a playwright_run script.
+  const entry = outcome.cache === 'HIT' ? cached : outcome.record;
+  if (entry && 'slot' in plan.cache) {
+    const fileName = `replay-${plan.buildId}.js`;
+    files.push({ fileName, data: Buffer.from(replayScript(entry, { task: plan.task, buildId: plan.buildId, viewport: plan.viewport }), 'utf8'), source: 'extract', mimeType: 'text/javascript' });
+    t.log(`replay script saved as ${fileName} (run it with browser-automation_playwright_run)`);
+  }
   return { ok: true, result: outcome.result, files, message: `Task completed. ${note}` };
 }

@@ -44,9 +44,10 @@ function formPage(label: string): string {
 <p role="status" id="out"></p>
 <script>
 document.getElementById('go').onclick = async () => {
+  // The request starts in the click itself (the operator waits for the requests an action starts).
   const f = document.getElementById('doc').files[0];
   const body = JSON.stringify({ name: document.getElementById('name').value, size: document.getElementById('size').value,
-    terms: document.getElementById('terms').checked, file: f ? f.name + ' ' + (await f.text()) : null });
+    terms: document.getElementById('terms').checked, file: f ? f.name + ' (' + f.size + ' bytes, ' + f.type + ')' : null });
   const r = await fetch('/orders', { method: 'POST', body });
   document.getElementById('out').textContent = await r.text();
 };
@@ -243,7 +244,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(first.message).to.match(/operator_run_continue/);
     const done = await finished(org, first);
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
-    expect(done.result).to.equal('Confirmation: Order 1001 for Ada Lovelace, size M, terms accepted, file id.txt a,b 1,2');
+    expect(done.result).to.equal('Confirmation: Order 1001 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)');
     expect(done.message).to.match(/Cache MISS/);
     expect(done.logContent).to.match(/Cache MISS/);
     expect(model.requests).to.have.length(ORDER_STEPS.length);
@@ -261,8 +262,14 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(hit.message).to.match(/Cache HIT/);
     expect(hit.logContent).to.match(/Cache HIT/).and.match(/replay finished with no model call/);
     expect(model.requests, 'a cache hit makes no model call').to.have.length(0);
+    // Each completed cached run lists its build's replay script; uploads are not part of it.
+    const replay = hit.files.find((f: { fileName: string }) => f.fileName === `replay-${first.buildId}.js`);
+    expect(replay).to.include({ source: 'extract', mimeType: 'text/javascript' });
+    const code = await (await fetch(replay.url)).text();
+    expect(code).to.include(`await page.goto(${JSON.stringify(`${pages.url}/form`)});`)
+      .and.include('.fill("Ada Lovelace")').and.include('.setChecked(true)').and.include('Step 4 uploads id.txt');
     // The replay read the confirmation again: the result quotes the new order, not the recorded one.
-    expect(hit.result).to.equal('Confirmation: Order 1002 for Ada Lovelace, size M, terms accepted, file id.txt a,b 1,2');
+    expect(hit.result).to.equal('Confirmation: Order 1002 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)');
     expect(pages.orders).to.equal(2);
   });
 
@@ -285,7 +292,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(model.requests).to.have.length(1);
     // The heal request shows the recorded plan and which step failed.
     expect(pageView({ messages: model.requests[0]!.body.messages } as ScriptRequest)).to.match(/Step 5 cannot be repeated as recorded/);
-    expect(healed.result).to.match(/^Confirmation: Order \d+ for Ada Lovelace, size M, terms accepted, file id\.txt a,b 1,2$/);
+    expect(healed.result).to.match(/^Confirmation: Order \d+ for Ada Lovelace, size M, terms accepted, file id\.txt \(8 bytes, text\/csv\)$/);
 
     model.requests.length = 0;
     const hit = await finished(org, await start(org, orderArgs('Heal0001')));
@@ -368,9 +375,10 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(trace).to.include({ mimeType: 'application/zip', source: 'extract' });
     expect(Buffer.from(await (await fetch(trace.url)).arrayBuffer()).subarray(0, 2).toString()).to.equal('PK');
     expect(done.logContent).to.match(/recordSession: saved the session trace/);
-    // The log is a file of the collection too.
+    expect(byName[`replay-${started.buildId}.js`]).to.include({ source: 'extract' });
+    // The download, the trace, the replay script and the log are items of the collection.
     const items = await call(server.baseUrl, 'GET', `/v1/collections/${started.collectionId}`, { token: org.token });
-    expect(items.body.itemCount).to.equal(3);
+    expect(items.body.itemCount).to.equal(4);
   });
 
   it('signs in through a login page that sets a cookie (the password is in no log and not in clear in the cache), and a saved login starts the task signed in', async () => {
@@ -386,6 +394,10 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(done.logContent).to.not.include('pw-secret-9');
     const row = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Login001' }).first();
     expect(row.entry_enc).to.be.a('string').and.not.include('pw-secret-9');
+    const script = done.files.find((f: { fileName: string }) => f.fileName.startsWith('replay-'));
+    const text = await (await fetch(script.url)).text();
+    expect(text).to.not.include('pw-secret-9');
+    expect(text).to.include('.fill("ada")').and.include('.fill(SECRET_1)').and.include("const SECRET_1 = '';");
 
     const host = new URL(pages.url).hostname;
     const saved = await call(server.baseUrl, 'POST', '/v1/browser-logins', {
@@ -523,7 +535,8 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     model.setScript(script());
     pages.hits.length = 0;
     const args = { task: `Open ${pages.url}/pad, press Add one, then type hello in the text box and press Enter`, cacheKey: 'Cua00001', agentMode: 'cua', model: 'anthropic/claude-sonnet-4', recordSession: false, viewportWidth: 800, viewportHeight: 600 };
-    const done = await finished(org, await start(org, args));
+    const cuaStart = await start(org, args);
+    const done = await finished(org, cuaStart);
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
     expect(done.result).to.equal('Sent hello after one click');
     expect(done.message).to.match(/Cache MISS/);
@@ -543,6 +556,22 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(hit.status, hit.logContent).to.equal('completed');
     expect(hit.message).to.match(/Cache HIT/);
     expect(model.requests).to.have.length(0);
+    expect(pages.hits).to.include('/pad?value=hello&count=1');
+
+    // The build's replay script runs as a playwright_run script (code = the file, buildId = the build) and does the same.
+    const replay = hit.files.find((f: { fileName: string }) => f.fileName === `replay-${cuaStart.buildId}.js`);
+    const code = await (await fetch(replay.url)).text();
+    pages.hits.length = 0;
+    const scripted = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: cuaStart.buildId, viewportWidth: 800, viewportHeight: 600 });
+    expect(scripted.structuredContent.buildId).to.equal(cuaStart.buildId);
+    let ran: any;
+    for (let i = 0; i < 300; i++) {
+      ran = (await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', { sessionId: scripted.structuredContent.sessionId })).structuredContent;
+      if (ran.status !== 'RUNNING') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ran.status, `${ran.result}\n${code}`).to.equal('completed');
+    expect(ran.result).to.equal('Sent hello after one click');
     expect(pages.hits).to.include('/pad?value=hello&count=1');
 
     // cua with a model that has no computer use, and no such DEFAULT_MODEL: a clear refusal.

@@ -166,13 +166,10 @@ describe('gateway router (op:postMcpMessage)', function () {
       expect(agents.body.result.tools.every((t: { name: string }) => t.name.startsWith('agent-management_'))).to.equal(true);
     });
 
-    it('registered-only tools answer a clear not-implemented error after validating their arguments', async () => {
-      const err = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open example.com', cacheKey: 'abcd1234' });
-      expect(err.code).to.equal(-32603);
-      expect(err.message).to.match(/^Not implemented yet: browser-automation_operator_run/);
-      expect(err.data.error).to.equal('not_implemented');
+    it('embedded tools validate their arguments before they run: -32000 with the fields', async () => {
       const invalid = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { task: 'x', cacheKey: 'short' });
       expect(invalid.code).to.equal(-32000);
+      expect(invalid.data.errors.map((e: { field: string }) => e.field)).to.deep.equal(['cacheKey']);
     });
   });
 

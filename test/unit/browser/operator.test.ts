@@ -1,0 +1,83 @@
+/**
+ * Parts of the browser operator that need no browser (src/browser/operator): the start URL of a
+ * task, computer-use key names, the replay script a cache entry is written out as (reads become
+ * variables, password text is left out), the cache's slot hash, and the ad blocker's loading
+ * from BROWSER_ADBLOCK_LISTS (a list it cannot read is "not applied" with the reason, never a throw).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import vm from 'node:vm';
+import { expect } from 'chai';
+import { startUrlOf } from '../../../src/browser/operator/task.js';
+import { playwrightKey } from '../../../src/browser/operator/cua.js';
+import { replayScript } from '../../../src/browser/operator/replay-script.js';
+import { taskHash } from '../../../src/browser/operator/cache.js';
+import { AdBlocker } from '../../../src/browser/operator/adblock.js';
+
+describe('browser operator (no browser)', () => {
+  it('the start URL is the first http(s) URL of the task, without trailing punctuation', () => {
+    expect(startUrlOf('Open https://example.com/pricing, then return the plans')).to.equal('https://example.com/pricing');
+    expect(startUrlOf('Go to (http://127.0.0.1:8080/a?b=1). Done.')).to.equal('http://127.0.0.1:8080/a?b=1');
+    expect(startUrlOf('Find the cheapest flight')).to.equal(null);
+    expect(startUrlOf('Open ftp://files.example.com')).to.equal(null);
+  });
+
+  it('the cache slot depends on the task text and the start URL', () => {
+    expect(taskHash('a', null)).to.equal(taskHash('a', null));
+    expect(taskHash('a', null)).to.not.equal(taskHash('a', 'https://x.example/'));
+    expect(taskHash('a', null)).to.not.equal(taskHash('b', null));
+    expect(taskHash('a', null)).to.match(/^[0-9a-f]{64}$/);
+  });
+
+  it('computer-use key names become Playwright key names', () => {
+    expect(playwrightKey('Return')).to.equal('Enter');
+    expect(playwrightKey('ctrl+a')).to.equal('Control+a');
+    expect(playwrightKey('shift+Tab')).to.equal('Shift+Tab');
+    expect(playwrightKey('Page_Down')).to.equal('PageDown');
+    expect(playwrightKey('f5')).to.equal('F5');
+    expect(playwrightKey('super+l')).to.equal('Meta+l');
+  });
+
+  it('writes a cache entry out as a playwright_run script: reads become variables of the result, password text stays out', async () => {
+    const code = replayScript({
+      startUrl: 'https://shop.example/login',
+      steps: [
+        { action: 'fill', args: { text: 'ada' }, selector: 'internal:role=textbox[name="User"i]', target: "getByRole('textbox', { name: 'User' })" },
+        { action: 'fill', args: { text: 'hunter2', submit: true }, selector: 'internal:role=textbox[name="Password"i]', target: 'x', secret: true },
+        { action: 'extract', args: {}, selector: 'css=#total', read: '42 EUR' },
+      ],
+      result: 'The total is 42 EUR (42 EUR incl. VAT)',
+    }, { task: 'Sign in and read the total', buildId: 'bld_0123456789abcdef01234567', viewport: { width: 1288, height: 711 } });
+    expect(code).to.not.include('hunter2');
+    expect(code).to.include('await page.goto("https://shop.example/login");')
+      .and.include('.fill("ada")').and.include('.fill(SECRET_1)').and.include(".press('Enter')")
+      .and.include('const read1 = (await page.locator("css=#total").innerText()).trim();')
+      .and.include('return "The total is " + read1 + " (" + read1 + " incl. VAT)";');
+    // It compiles as the body of an async function, the way playwright_run runs it.
+    expect(() => new vm.Script(`(async () => {\n${code}\n})()`)).to.not.throw();
+  });
+
+  describe('AdBlocker', () => {
+    let dir: string;
+    before(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'sy-adblock-'));
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('loads the lists of BROWSER_ADBLOCK_LISTS once and keeps the engine', async () => {
+      const list = path.join(dir, 'list.txt');
+      writeFileSync(list, '||ads.example^\n');
+      const blocker = new AdBlocker({ lists: [list], dataDir: dir });
+      const loaded = await blocker.get();
+      expect(loaded).to.have.property('describe', 'the 1 list(s) of BROWSER_ADBLOCK_LISTS');
+      expect(await blocker.get()).to.equal(loaded);
+    });
+
+    it('a list it cannot read makes blockAds "not applied" with the reason', async () => {
+      const blocker = new AdBlocker({ lists: [path.join(dir, 'missing.txt')], dataDir: dir });
+      const loaded = await blocker.get();
+      expect(loaded).to.have.property('unavailable').that.match(/BROWSER_ADBLOCK_LISTS.*could not be loaded: ENOENT/);
+    });
+  });
+});
