@@ -953,7 +953,7 @@ export interface components {
              */
             model: "google/gemini-3-flash-preview" | "google/gemini-2.5-flash" | "google/gemini-2.5-pro" | "openai/gpt-4o" | "openai/gpt-4o-mini" | "anthropic/claude-sonnet-4";
             /**
-             * @description Route traffic through residential proxies. None is configured on this server: true is written in the task log as not applied (traffic goes through the server's outbound guard).
+             * @description Route traffic through residential proxies: through the server's upstream proxy (BROWSER_PROXY_URL) when one is configured, after the outbound guard has checked each destination; otherwise true is written in the task log as not applied.
              * @default false
              */
             proxies: boolean;
@@ -2026,7 +2026,8 @@ export interface components {
          *         "maxContexts": 4,
          *         "taskTimeoutMs": 300000,
          *         "idleMs": 60000,
-         *         "adblockLists": []
+         *         "adblockLists": [],
+         *         "proxyUrl": null
          *       }
          *     }
          */
@@ -2091,6 +2092,8 @@ export interface components {
                  * @default 4
                  */
                 maxContexts: number;
+                /** @description BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied. */
+                proxyUrl: string | null;
                 /**
                  * @description BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed.
                  * @default 300000

@@ -1386,7 +1386,7 @@ export const toolServers = [
             "proxies": {
               "type": "boolean",
               "default": false,
-              "description": "Route traffic through residential proxies. None is configured on this server: true is written in the task log as not applied (traffic goes through the server's outbound guard)."
+              "description": "Route traffic through residential proxies: through the server's upstream proxy (BROWSER_PROXY_URL) when one is configured, after the outbound guard has checked each destination; otherwise true is written in the task log as not applied."
             },
             "advancedStealth": {
               "type": "boolean",

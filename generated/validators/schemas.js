@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[]}}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -12,6 +12,7 @@ const pattern5 = new RegExp("^rediss?://", "u");
 const pattern6 = new RegExp("^https?://", "u");
 const pattern12 = new RegExp("^[A-Za-z0-9:_-]{1,64}$", "u");
 const pattern13 = new RegExp("^(openai-compatible|openai|anthropic|google)/.+$", "u");
+const pattern14 = new RegExp("^http://", "u");
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1580,9 +1581,8 @@ vErrors.push(err134);
 }
 errors++;
 }
-for(const key3 in data39){
-if(!(((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists"))){
-const err135 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data39.proxyUrl === undefined){
+const err135 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1591,12 +1591,9 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-if(data39.executable !== undefined){
-let data40 = data39.executable;
-if(typeof data40 === "string"){
-if(func2(data40) < 1){
-const err136 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key3 in data39){
+if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
+const err136 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1606,8 +1603,11 @@ vErrors.push(err136);
 errors++;
 }
 }
-else {
-const err137 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.executable !== undefined){
+let data40 = data39.executable;
+if(typeof data40 === "string"){
+if(func2(data40) < 1){
+const err137 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1617,10 +1617,8 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data39.maxContexts !== undefined){
-let data41 = data39.maxContexts;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err138 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err138 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1629,9 +1627,11 @@ vErrors.push(err138);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 > 64 || isNaN(data41)){
-const err139 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data39.maxContexts !== undefined){
+let data41 = data39.maxContexts;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err139 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1640,8 +1640,9 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data41 < 1 || isNaN(data41)){
-const err140 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 64 || isNaN(data41)){
+const err140 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1650,12 +1651,8 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-}
-if(data39.taskTimeoutMs !== undefined){
-let data42 = data39.taskTimeoutMs;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err141 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41 < 1 || isNaN(data41)){
+const err141 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1664,9 +1661,12 @@ vErrors.push(err141);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 3600000 || isNaN(data42)){
-const err142 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data39.taskTimeoutMs !== undefined){
+let data42 = data39.taskTimeoutMs;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err142 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1675,8 +1675,9 @@ vErrors.push(err142);
 }
 errors++;
 }
-if(data42 < 1000 || isNaN(data42)){
-const err143 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 3600000 || isNaN(data42)){
+const err143 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1685,12 +1686,8 @@ vErrors.push(err143);
 }
 errors++;
 }
-}
-}
-if(data39.idleMs !== undefined){
-let data43 = data39.idleMs;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err144 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data42 < 1000 || isNaN(data42)){
+const err144 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1699,9 +1696,12 @@ vErrors.push(err144);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 > 86400000 || isNaN(data43)){
-const err145 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data39.idleMs !== undefined){
+let data43 = data39.idleMs;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err145 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1710,13 +1710,24 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data43 < 1000 || isNaN(data43)){
-const err146 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 86400000 || isNaN(data43)){
+const err146 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err146];
 }
 else {
 vErrors.push(err146);
+}
+errors++;
+}
+if(data43 < 1000 || isNaN(data43)){
+const err147 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err147];
+}
+else {
+vErrors.push(err147);
 }
 errors++;
 }
@@ -1730,18 +1741,7 @@ for(let i3=0; i3<len2; i3++){
 let data45 = data44[i3];
 if(typeof data45 === "string"){
 if(func2(data45) < 1){
-const err147 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err147];
-}
-else {
-vErrors.push(err147);
-}
-errors++;
-}
-}
-else {
-const err148 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err148 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1751,9 +1751,8 @@ vErrors.push(err148);
 errors++;
 }
 }
-}
 else {
-const err149 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err149 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1765,7 +1764,7 @@ errors++;
 }
 }
 else {
-const err150 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err150 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1775,14 +1774,51 @@ vErrors.push(err150);
 errors++;
 }
 }
-}
-else {
-const err151 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data39.proxyUrl !== undefined){
+let data46 = data39.proxyUrl;
+if((typeof data46 !== "string") && (data46 !== null)){
+const err151 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err151];
 }
 else {
 vErrors.push(err151);
+}
+errors++;
+}
+if(typeof data46 === "string"){
+if(!pattern14.test(data46)){
+const err152 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err153 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err153];
+}
+else {
+vErrors.push(err153);
+}
+errors++;
+}
+}
+}
+else {
+const err154 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err154];
+}
+else {
+vErrors.push(err154);
 }
 errors++;
 }
@@ -10827,9 +10863,9 @@ return errors === 0;
 validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const BrowserAutomationOperatorRunInput = validate58;
-const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes. With a hash of the task text and its start URL it names the cache entry (and the buildId of the start response)."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator, through the server's model providers. When its provider has no key on this server the task runs on DEFAULT_MODEL and the log says so; with neither, the call is refused saying what to set."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (accessibility snapshot with element refs, through iframes and open shadow roots), hybrid (the snapshot plus a screenshot and coordinate actions) or cua (a computer-use model: an anthropic/ model, requested or DEFAULT_MODEL; otherwise the call is refused)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of model calls of the task (heals included), 1 to 100; a task that spends them without finishing fails saying so."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs. The browser runs on this server: a given region is written in the task log as not applied."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies. None is configured on this server: true is written in the task log as not applied (traffic goes through the server's outbound guard)."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures. Not available here (stock headless Chromium): true is written in the task log as not applied."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements with Ghostery's ad blocker and the server's filter lists (BROWSER_ADBLOCK_LISTS, else Ghostery's prebuilt ads lists); when no list can be loaded the log says blockAds was not applied."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically. No solver is available here: true (the default) is written in the task log as not applied, and a CAPTCHA stops the task."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session: a Playwright trace (screenshots and DOM snapshots) saved as session-<sessionId>.zip among the task's files."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms: fetched (through the server's outbound policy) before the task starts, at most 20 of 25 MiB each, unique names; one that cannot be fetched refuses the call. The operator sets them on file inputs by fileName.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live; the run is not written to the cache either)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days from when it was written (a heal rewrites it)."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
-const pattern14 = new RegExp("^[^\\r\\n]+$", "u");
-const pattern15 = new RegExp("^[A-Za-z0-9]{8}$", "u");
+const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes. With a hash of the task text and its start URL it names the cache entry (and the buildId of the start response)."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator, through the server's model providers. When its provider has no key on this server the task runs on DEFAULT_MODEL and the log says so; with neither, the call is refused saying what to set."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (accessibility snapshot with element refs, through iframes and open shadow roots), hybrid (the snapshot plus a screenshot and coordinate actions) or cua (a computer-use model: an anthropic/ model, requested or DEFAULT_MODEL; otherwise the call is refused)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of model calls of the task (heals included), 1 to 100; a task that spends them without finishing fails saying so."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs. The browser runs on this server: a given region is written in the task log as not applied."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies: through the server's upstream proxy (BROWSER_PROXY_URL) when one is configured, after the outbound guard has checked each destination; otherwise true is written in the task log as not applied."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures. Not available here (stock headless Chromium): true is written in the task log as not applied."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements with Ghostery's ad blocker and the server's filter lists (BROWSER_ADBLOCK_LISTS, else Ghostery's prebuilt ads lists); when no list can be loaded the log says blockAds was not applied."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically. No solver is available here: true (the default) is written in the task log as not applied, and a CAPTCHA stops the task."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session: a Playwright trace (screenshots and DOM snapshots) saved as session-<sessionId>.zip among the task's files."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms: fetched (through the server's outbound policy) before the task starts, at most 20 of 25 MiB each, unique names; one that cannot be fetched refuses the call. The operator sets them on file inputs by fileName.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live; the run is not written to the cache either)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days from when it was written (a heal rewrites it)."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
+const pattern15 = new RegExp("^[^\\r\\n]+$", "u");
+const pattern16 = new RegExp("^[A-Za-z0-9]{8}$", "u");
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema" */;
@@ -10888,7 +10924,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern14.test(data0)){
+if(!pattern15.test(data0)){
 const err4 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/pattern",keyword:"pattern",params:{pattern: "^[^\\r\\n]+$"},message:"must match pattern \""+"^[^\\r\\n]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -10913,7 +10949,7 @@ errors++;
 if(data.cacheKey !== undefined){
 let data1 = data.cacheKey;
 if(typeof data1 === "string"){
-if(!pattern15.test(data1)){
+if(!pattern16.test(data1)){
 const err6 = {instancePath:instancePath+"/cacheKey",schemaPath:"#/properties/cacheKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]{8}$"},message:"must match pattern \""+"^[A-Za-z0-9]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -14008,8 +14044,8 @@ validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const CodingAgentLaunchInput = validate68;
 const schema88 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema","title":"CodingAgentLaunchInput","description":"Launch input of the coding agent (spec section 13). Decisions: 15 MB means 15 MiB (15,728,640 bytes) of decoded image, expressed as maxLength 20971520 on the padded standard base64 text (4 * ceil(15728640 / 3)); envVars name and value limits are in bytes of UTF-8, which JSON Schema cannot express: maxLength 1024 / 4096 is the character bound and the x-maxBytes annotation carries the byte limit that code enforces. autoGenerateBranch only matters with repos[0].prUrl and skipReviewerRequest only with autoCreatePR true; otherwise they are accepted and ignored.","type":"object","required":["PCID","prompt","repos"],"additionalProperties":false,"properties":{"PCID":{"type":"string","minLength":1,"description":"Connection id of the coding-agent connection."},"prompt":{"type":"object","description":"Task for the agent.","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"description":"Task instructions."},"images":{"type":"array","maxItems":5,"description":"Up to 5 images, each standard padded base64 of at most 15 MiB of image data.","items":{"type":"string","contentEncoding":"base64","minLength":4,"maxLength":20971520,"pattern":"^[A-Za-z0-9+/]*={0,2}$","description":"Base64 image, standard alphabet (RFC 4648 section 4), 15 MiB decoded at most = 20971520 base64 characters. The pattern checks the alphabet and trailing padding only; code checks the length is a multiple of 4 when decoding."}}}},"repos":{"type":"array","minItems":1,"maxItems":1,"description":"Repositories to work on; exactly one is supported.","items":{"type":"object","additionalProperties":false,"description":"Repository: url (required unless prUrl is given) and optional startingRef, or prUrl (then url and startingRef are ignored).","properties":{"url":{"type":"string","format":"uri","description":"Repository URL, e.g. https://github.com/acme/app."},"startingRef":{"type":"string","minLength":1,"description":"Branch, tag or commit to start from."},"prUrl":{"type":"string","format":"uri","description":"Pull request to work on; when given, url and startingRef are ignored."}},"anyOf":[{"properties":{"url":true},"required":["url"]},{"properties":{"prUrl":true},"required":["prUrl"]}]}},"model":{"type":"object","description":"Model to use (ids from the upstream /v1/ model list); omitted lets the service choose.","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Model id."},"params":{"type":"array","description":"Model parameters, passed through.","items":{"type":"object"}}}},"autoCreatePR":{"type":"boolean","description":"Open a pull request when the agent finishes."},"autoGenerateBranch":{"type":"boolean","description":"With repos[0].prUrl: true creates a new branch, false pushes to the pull request's head branch. Ignored without prUrl."},"branchName":{"type":"string","minLength":1,"description":"Custom branch name."},"envVars":{"type":"object","description":"Environment variables for the agent. Names: non-empty, at most 1024 bytes, not starting with CURSOR_. Values: non-empty strings of at most 4096 bytes.","propertyNames":{"type":"string","minLength":1,"maxLength":1024,"x-maxBytes":1024,"not":{"type":"string","pattern":"^CURSOR_"}},"additionalProperties":{"type":"string","minLength":1,"maxLength":4096,"x-maxBytes":4096}},"skipReviewerRequest":{"type":"boolean","description":"Do not request reviewers on the created pull request. Only applies when autoCreatePR is true."}},"examples":[{"PCID":"conn_c0de","prompt":{"text":"Add a health-check endpoint with a test."},"repos":[{"url":"https://github.com/acme/app","startingRef":"main"}],"autoCreatePR":true,"envVars":{"NODE_ENV":"test"}},{"PCID":"conn_c0de","prompt":{"text":"Fix the failing lint in this PR.","images":["iVBORw0KGgo="]},"repos":[{"prUrl":"https://github.com/acme/app/pull/42"}],"autoGenerateBranch":false,"model":{"id":"claude-4-sonnet","params":[{"name":"thinking","value":"high"}]}}]};
-const pattern16 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
-const pattern17 = new RegExp("^CURSOR_", "u");
+const pattern17 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
+const pattern18 = new RegExp("^CURSOR_", "u");
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema" */;
@@ -14177,7 +14213,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!pattern16.test(data4)){
+if(!pattern17.test(data4)){
 const err13 = {instancePath:instancePath+"/prompt/images/" + i0,schemaPath:"#/properties/prompt/properties/images/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]*={0,2}$"},message:"must match pattern \""+"^[A-Za-z0-9+/]*={0,2}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -14573,7 +14609,7 @@ const _errs46 = errors;
 const _errs47 = errors;
 if(errors === _errs47){
 if(typeof key4 === "string"){
-if(!pattern17.test(key4)){
+if(!pattern18.test(key4)){
 const err42 = {};
 if(vErrors === null){
 vErrors = [err42];
@@ -16390,7 +16426,7 @@ validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const GatewayInvokeInput = validate74;
 const schema94 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema","title":"GatewayInvokeInput","description":"Arguments of gateway_invoke (spec section 9).","type":"object","required":["server","tool"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path of the tool (serverName from capabilities_discover)."},"tool":{"type":"string","minLength":1,"description":"Tool name on that server."},"arguments":{"description":"Arguments passed to the tool: an object, or a string holding the JSON encoding of an object (for platforms that cannot express nested objects). A string that does not parse to a JSON object is rejected with a validation error. Omitted means {}.","default":{},"oneOf":[{"type":"object","description":"The tool arguments."},{"type":"string","contentMediaType":"application/json","pattern":"^\\s*\\{[\\s\\S]*\\}\\s*$","description":"JSON text of an object holding the tool arguments."}]}},"examples":[{"server":"slack","tool":"slack_message_send","arguments":{"PCID":"conn_8f2a","channel":"C024BE91L","text":"Deploy done"}},{"server":"slack","tool":"slack_message_send","arguments":"{\"PCID\":\"conn_8f2a\",\"channel\":\"C024BE91L\",\"text\":\"Deploy done\"}"},{"server":"browser-automation","tool":"browser-automation_logins_list"}]};
-const pattern18 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
+const pattern19 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema" */;
@@ -16509,7 +16545,7 @@ passing0 = 0;
 }
 const _errs10 = errors;
 if(typeof data2 === "string"){
-if(!pattern18.test(data2)){
+if(!pattern19.test(data2)){
 const err8 = {instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^\\s*\\{[\\s\\S]*\\}\\s*$"},message:"must match pattern \""+"^\\s*\\{[\\s\\S]*\\}\\s*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];

@@ -49,6 +49,11 @@ export interface Lease {
   wsEndpoint: string;
   /** The guarded proxy, for the contexts the task makes (their API requests go through it too). */
   proxyUrl: string;
+  /**
+   * The browser server's own endpoint, for the service's own code (the operator, which names the
+   * proxy of each context it makes); never handed to a script runner, which gets `wsEndpoint`.
+   */
+  directEndpoint: string;
   release(): void;
 }
 
@@ -91,7 +96,7 @@ export class BrowserPool {
     };
     try {
       const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
-      return { wsEndpoint: await this.opts.relay.endpointFor(server.wsEndpoint()), proxyUrl, release };
+      return { wsEndpoint: await this.opts.relay.endpointFor(server.wsEndpoint()), directEndpoint: server.wsEndpoint(), proxyUrl, release };
     } catch (err) {
       release();
       throw err;

@@ -6,6 +6,12 @@
  * names, not addresses: the proxy resolves them and checks the address it actually connects
  * to. A refused plain-HTTP request answers 403 with the reason, which the page shows. A refused
  * CONNECT (https, wss) answers 403, which the page reports as a failed tunnel.
+ *
+ * With an upstream (BROWSER_PROXY_URL, for operator tasks with `proxies: true`) an allowed
+ * connection goes on through that HTTP proxy instead of directly: the guard resolves the host
+ * and checks its addresses first, then asks the upstream for it by name (CONNECT, or the
+ * absolute URL for plain HTTP) with the upstream's credentials. The service's own origins still
+ * go directly.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -26,7 +32,60 @@ export class GuardedProxy {
   private server: http.Server | undefined;
   private readonly sockets = new Set<net.Socket | Duplex>();
 
-  constructor(private readonly policy: OutboundPolicy) {}
+  private readonly upstreamAuth: string | undefined;
+
+  constructor(private readonly policy: OutboundPolicy, private readonly upstream?: URL) {
+    this.upstreamAuth = upstream && upstream.username
+      ? `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`
+      : undefined;
+  }
+
+  /** Resolves `host` through the policy's lookup (throws OutboundRefusedError for a refused address). */
+  private checkName(host: string): Promise<void> {
+    if (net.isIP(host)) {
+      this.policy.check(host);
+      return Promise.resolve();
+    }
+    const lookup = this.policy.lookup() as unknown as (h: string, o: object, cb: (err: Error | null) => void) => void;
+    return new Promise((resolve, reject) => lookup(host, { all: true }, (err) => (err ? reject(err) : resolve())));
+  }
+
+  /** A socket to `host:port` through the upstream proxy (CONNECT), ready to carry the client's bytes. */
+  private viaUpstream(host: string, port: number): Promise<net.Socket> {
+    const up = this.upstream!;
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: up.hostname.replace(/^\[|\]$/g, ''), port: Number(up.port || 80) });
+      const authority = `${net.isIPv6(host) ? `[${host}]` : host}:${port}`;
+      let buffered = Buffer.alloc(0);
+      const fail = (err: Error) => {
+        socket.destroy();
+        reject(err);
+      };
+      socket.once('error', fail);
+      socket.once('connect', () => {
+        socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${this.upstreamAuth ? `Proxy-Authorization: ${this.upstreamAuth}\r\n` : ''}\r\n`);
+      });
+      const onData = (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (buffered.length > 16_384) fail(new Error('the upstream proxy sent an oversized answer'));
+          return;
+        }
+        socket.off('data', onData);
+        socket.off('error', fail);
+        const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(buffered.subarray(0, end).toString('latin1'))?.[1] ?? 0);
+        if (status !== 200) {
+          fail(new Error(`the upstream proxy answered ${status || 'something that is not HTTP'} to CONNECT ${authority}`));
+          return;
+        }
+        const rest = buffered.subarray(end + 4);
+        if (rest.length > 0) socket.unshift(rest);
+        resolve(socket);
+      };
+      socket.on('data', onData);
+    });
+  }
 
   /** Starts listening on 127.0.0.1 (a free port); answers `http://127.0.0.1:<port>`. */
   async start(): Promise<string> {
@@ -73,6 +132,24 @@ export class GuardedProxy {
       refuse((err as Error).message);
       return;
     }
+    if (this.upstream && !trusted) {
+      this.checkName(t.host)
+        .then(() => this.viaUpstream(t.host, t.port))
+        .then((upstream) => {
+          this.sockets.add(upstream);
+          upstream.once('close', () => this.sockets.delete(upstream));
+          upstream.on('error', () => client.destroy());
+          client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+          if (head.length > 0) upstream.write(head);
+          upstream.pipe(client);
+          client.pipe(upstream);
+          client.once('close', () => upstream.destroy());
+        }, (err: Error) => {
+          if (err instanceof OutboundRefusedError) refuse(err.message);
+          else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+        });
+      return;
+    }
     const upstream = net.connect({ host: t.host, port: t.port, ...(trusted ? {} : { lookup: this.policy.lookup() }) });
     this.sockets.add(upstream);
     upstream.once('close', () => this.sockets.delete(upstream));
@@ -117,13 +194,30 @@ export class GuardedProxy {
     }
     const headers: http.OutgoingHttpHeaders = {};
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
-    const upstream = http.request(url, { method: req.method, headers, agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http }, (up) => {
+    if (this.upstream && !trusted) {
+      // Through the upstream proxy: the guard checks the name's addresses, the upstream fetches the absolute URL.
+      this.checkName(host).then(() => this.send(req, res, http.request({
+        host: this.upstream!.hostname.replace(/^\[|\]$/g, ''), port: Number(this.upstream!.port || 80), method: req.method, path: url.href,
+        headers: { ...headers, host: url.host, ...(this.upstreamAuth ? { 'proxy-authorization': this.upstreamAuth } : {}) },
+      }), url, refuse), (err: Error) => {
+        if (err instanceof OutboundRefusedError) refuse(err.message);
+        else if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
+        req.resume();
+      });
+      return;
+    }
+    this.send(req, res, http.request(url, { method: req.method, headers, agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http }), url, refuse);
+  }
+
+  /** Pipes the browser's request to `upstream` and the answer back, hop-by-hop headers dropped. */
+  private send(req: http.IncomingMessage, res: http.ServerResponse, upstream: http.ClientRequest, url: URL, refuse: (why: string) => void): void {
+    upstream.on('response', (up) => {
       const out: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
       res.writeHead(up.statusCode ?? 502, out);
       up.pipe(res);
     });
-    upstream.on('error', (err) => {
+    upstream.on('error', (err: Error) => {
       if (err instanceof OutboundRefusedError) refuse(err.message);
       else if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
       else res.destroy();

@@ -104,6 +104,9 @@ export class BrowserService {
   readonly pool: BrowserPool;
   private readonly runners: ScriptRunners;
   private readonly proxy: GuardedProxy;
+  /** The guard in front of BROWSER_PROXY_URL (operator tasks with proxies: true), started on first use. */
+  private readonly upstreamProxy: GuardedProxy | undefined;
+  private upstreamProxyUrl: Promise<string> | undefined;
   private readonly relay: BrowserRelay;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
@@ -119,6 +122,7 @@ export class BrowserService {
     this.policy = policy;
     this.adblock = new AdBlocker({ lists: deps.config.browser.adblockLists, dataDir: deps.config.dataDir });
     this.proxy = new GuardedProxy(policy);
+    this.upstreamProxy = deps.config.browser.proxyUrl ? new GuardedProxy(policy, new URL(deps.config.browser.proxyUrl)) : undefined;
     let proxyUrl: Promise<string> | undefined;
     const startProxy = () => (proxyUrl ??= this.proxy.start());
     this.relay = new BrowserRelay(startProxy);
@@ -151,6 +155,7 @@ export class BrowserService {
     await this.pool.close();
     await this.relay.close();
     await this.proxy.close();
+    if (this.upstreamProxyUrl) await this.upstreamProxy?.close();
   }
 
   /** `playwright_run`: records the task and starts it; answers at once. */
@@ -321,7 +326,7 @@ export class BrowserService {
     }
     try {
       t.log('browser ready');
-      return await executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get());
+      return await executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get(), () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()));
     } finally {
       lease.release();
     }

@@ -56,7 +56,7 @@ export interface Config {
   /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
   outboundAllowlist: string[];
   /** Browser automation (src/browser). */
-  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number; adblockLists: string[] };
+  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number; adblockLists: string[]; proxyUrl: string | null };
 }
 
 export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
@@ -223,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, 1000, 3_600_000),
       idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, 1000, 86_400_000),
       adblockLists: adblockLists(env.BROWSER_ADBLOCK_LISTS),
+      proxyUrl: env.BROWSER_PROXY_URL ? urlEnv(env, 'BROWSER_PROXY_URL', '') : null,
     },
   };
   // The resolved configuration must match schemas/config/config.schema.json.

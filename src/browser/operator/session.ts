@@ -44,6 +44,8 @@ export interface OperatorParams {
   cached?: CacheEntry | undefined;
   /** Turns the ad blocker on for a page (blockAds), when one is available. */
   blockAds?: ((page: Page) => Promise<void>) | undefined;
+  /** The guarded proxy through BROWSER_PROXY_URL (proxies: true), instead of the direct one. */
+  proxyUrl?: string | undefined;
 }
 
 export interface OperatorEnvIn {
@@ -89,13 +91,15 @@ async function readDownload(download: Download, files: TaskFiles, log: (l: strin
 
 export async function runOperator(lease: Lease, p: OperatorParams, env: OperatorEnvIn): Promise<{ outcome: OperatorOutcome; files: ScriptFile[] }> {
   const files = new TaskFiles();
-  const browser = await chromium.connect(lease.wsEndpoint, { timeout: 30_000 });
+  // The operator is the service's own code: it connects to the browser directly and names the
+  // guarded proxy of its context itself (scripts go through the relay, which does that for them).
+  const browser = await chromium.connect(lease.directEndpoint, { timeout: 30_000 });
   let context: BrowserContext | undefined;
   try {
     context = await browser.newContext({
       viewport: p.viewport,
       acceptDownloads: true,
-      proxy: { server: lease.proxyUrl },
+      proxy: { server: p.proxyUrl ?? lease.proxyUrl },
       ...(p.storageState ? { storageState: p.storageState as Exclude<BrowserContextOptions['storageState'], string | undefined> } : {}),
     });
     if (p.recordSession) await context.tracing.start({ screenshots: true, snapshots: true, title: p.sessionId });

@@ -73,6 +73,8 @@ export interface OperatorPlan {
   modelId: string;
   /** Lines the log starts with: the model used, arguments not applied. */
   notes: string[];
+  /** proxies: true with BROWSER_PROXY_URL set. */
+  viaProxy: boolean;
 }
 
 export const DEFAULT_OPERATOR_MODEL = 'google/gemini-3-flash-preview';
@@ -163,7 +165,9 @@ export async function planOperator(deps: OperatorDeps, orgId: string, args: Oper
   for (const u of uploads) notes.push(`file to upload: ${u.name} (${u.buffer.length} bytes, ${u.mimeType})`);
 
   if (args.region !== undefined) notes.push(`region ${args.region}: not applied; the browser runs on this server, in its own network`);
-  if (args.proxies === true) notes.push('proxies: not applied; no residential proxy is configured here (traffic goes through the outbound guard of this server)');
+  const viaProxy = args.proxies === true && deps.config.browser.proxyUrl !== null;
+  if (viaProxy) notes.push(`proxies: through BROWSER_PROXY_URL (${new URL(deps.config.browser.proxyUrl!).host}), after the outbound guard`);
+  else if (args.proxies === true) notes.push('proxies: not applied; BROWSER_PROXY_URL is not set on this server (traffic goes through its outbound guard directly)');
   if (args.advancedStealth === true) notes.push('advancedStealth: not applied; this server runs stock headless Chromium');
   if (args.solveCaptchas !== false) notes.push('solveCaptchas: not applied; no CAPTCHA solver is available here (a CAPTCHA stops the task)');
 
@@ -177,13 +181,13 @@ export async function planOperator(deps: OperatorDeps, orgId: string, args: Oper
   return {
     buildId, task: args.task, mode, maxSteps: args.maxSteps ?? DEFAULT_MAX_STEPS, systemPrompt: args.systemPrompt,
     viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-    uploads, login, blockAds: args.blockAds !== false, recordSession: args.recordSession !== false, startUrl, cache, model, modelId, notes,
+    uploads, login, blockAds: args.blockAds !== false, recordSession: args.recordSession !== false, startUrl, cache, model, modelId, notes, viaProxy,
   };
 }
 
 export type AdBlock = { describe: string; enable(page: Page): Promise<void> } | { unavailable: string };
 
-export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: OperatorPlan, t: RunningTask, adblock: () => Promise<AdBlock>): Promise<TaskOutcome> {
+export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: OperatorPlan, t: RunningTask, adblock: () => Promise<AdBlock>, upstreamProxy: () => Promise<string>): Promise<TaskOutcome> {
   let cached;
   if ('slot' in plan.cache) {
     cached = await lookupEntry(deps.db, deps.config.secretKey, plan.cache.slot, deps.now());
@@ -205,7 +209,7 @@ export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: Op
   const { outcome, files } = await runOperator(lease, {
     sessionId: t.id, task: plan.task, mode: plan.mode, maxSteps: plan.maxSteps, systemPrompt: plan.systemPrompt,
     viewport: plan.viewport, uploads: plan.uploads, storageState: plan.login?.state, recordSession: plan.recordSession,
-    startUrl: plan.startUrl, cached, blockAds,
+    startUrl: plan.startUrl, cached, blockAds, proxyUrl: plan.viaProxy ? await upstreamProxy() : undefined,
   }, { model: plan.model, signal: t.limit, log: t.log, status: t.status });
   t.log(`model calls: ${outcome.modelCalls}`);
   if (!outcome.ok) return { ok: false, result: outcome.result, files };

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { ValidateFunction } from 'ajv';
@@ -125,6 +126,34 @@ function site(): Promise<Site> {
   }));
 }
 
+/** An upstream HTTP proxy standing in for a residential proxy provider (BROWSER_PROXY_URL): it records what it is asked for. */
+function upstreamProxy(): Promise<{ url: string; seen: Array<{ method: string; target: string; auth: string | undefined }>; close(): Promise<void> }> {
+  const seen: Array<{ method: string; target: string; auth: string | undefined }> = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ method: req.method ?? '', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
+    const url = new URL(req.url ?? '');
+    const { 'proxy-authorization': _auth, ...headers } = req.headers;
+    const out = http.request(url, { method: req.method, headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    out.on('error', () => res.writeHead(502).end());
+    req.pipe(out);
+  });
+  server.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
+    seen.push({ method: 'CONNECT', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
+    url: `http://scout:s3cret-pw@127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  })));
+}
+
 /** All the text the model was sent in the last user message (the page view). */
 function pageView(req: ScriptRequest): string {
   const users = req.messages.filter((m: { role: string }) => m.role === 'user');
@@ -182,6 +211,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   let pages: Site;
   let model: ModelServer;
   let dir: string;
+  let residential: Awaited<ReturnType<typeof upstreamProxy>>;
 
   before(async function () {
     if (!existsSync(CHROMIUM)) {
@@ -191,11 +221,12 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     }
     pages = await site();
     model = await startModelServer();
+    residential = await upstreamProxy();
     dir = mkdtempSync(path.join(os.tmpdir(), 'sy-operator-'));
     writeFileSync(path.join(dir, 'ads.txt'), '! test list\n/ads/banner.js\n');
     server = await startTestServer('sqlite', {
       BROWSER_TASK_TIMEOUT_MS: '30000', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
-      BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'),
+      BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'), BROWSER_PROXY_URL: residential.url,
       // The same scripted server answers Anthropic's Messages API, for cua (Anthropic's computer tool).
       ANTHROPIC_API_KEY: 'scripted-key', ANTHROPIC_BASE_URL: model.baseUrl,
     });
@@ -206,6 +237,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     await server?.close();
     await pages?.close();
     await model?.close();
+    await residential?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
   beforeEach(() => {
@@ -409,7 +441,10 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
       (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
       (v) => reply.toolCall('done', { result: lastRead(v) }),
     ));
-    const signedIn = await finished(org, await start(org, { task: `Open ${pages.url}/account and tell who is signed in`, cacheKey: 'Login002', agentMode: 'dom', recordSession: false, useContextService: saved.body.id }));
+    const store = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'operator files', type: 'filestore' } });
+    const inStore = await start(org, { task: `Open ${pages.url}/account and tell who is signed in`, cacheKey: 'Login002', agentMode: 'dom', recordSession: false, useContextService: saved.body.id, collectionId: store.body.collectionId });
+    expect(inStore.collectionId, 'the collection named is the one written to').to.equal(store.body.collectionId);
+    const signedIn = await finished(org, inStore);
     expect(signedIn.result, signedIn.logContent).to.equal('Signed in as grace');
     expect(signedIn.logContent).to.match(/starting from saved login ctx_/);
     // Another organisation cannot use it.
@@ -418,20 +453,23 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(foreign.structuredContent.error).to.match(/No saved login/);
   });
 
-  it('blockAds blocks requests the filter lists name (and only when on); region, proxies, advancedStealth and solveCaptchas are reported in the log as not applied', async () => {
+  it('blockAds blocks requests the filter lists name (and only when on); proxies: true goes through BROWSER_PROXY_URL; region, advancedStealth and solveCaptchas are reported in the log as not applied; systemPrompt reaches the model', async () => {
     const titleOf = (v: string) => /Title: (.*)/.exec(v)?.[1] ?? '';
     model.setScript(steps((v) => reply.toolCall('done', { result: titleOf(v) })));
     pages.hits.length = 0;
     const blocked = await finished(org, await start(org, {
       task: `Open ${pages.url}/ads and give its title`, cacheKey: 'Ads00001', agentMode: 'dom', recordSession: false,
-      region: 'eu-central-1', proxies: true, advancedStealth: true,
+      region: 'eu-central-1', proxies: true, advancedStealth: true, systemPrompt: 'You are a careful news reader.',
     }));
+    // systemPrompt follows the operator's own instructions in the system message.
+    const system = model.requests[0]!.body.messages.find((m: { role: string }) => m.role === 'system');
+    expect(system.content).to.match(/^You operate a web browser/).and.match(/You are a careful news reader\.$/);
     expect(blocked.status, blocked.logContent).to.equal('completed');
     expect(blocked.result).to.equal('News');
     expect(pages.hits).to.include('/ads').and.not.include('/ads/banner.js');
     expect(blocked.logContent).to.match(/blockAds: on/)
       .and.match(/region eu-central-1: not applied/)
-      .and.match(/proxies: not applied/)
+      .and.match(/proxies: through BROWSER_PROXY_URL \(127\.0\.0\.1:\d+\), after the outbound guard/)
       .and.match(/advancedStealth: not applied/)
       .and.match(/solveCaptchas: not applied/);
 
@@ -441,6 +479,11 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(open.result).to.equal('News (ad)');
     expect(pages.hits).to.include('/ads/banner.js');
     expect(open.logContent).to.not.match(/blockAds|solveCaptchas|region|proxies/);
+    // proxies: true went through the upstream proxy with its credentials (which no log shows); without it, nothing did.
+    const asked = residential.seen.filter((r) => r.target.startsWith(`${pages.url}/ads`));
+    expect(asked.map((r) => r.target)).to.deep.equal([`${pages.url}/ads`]);
+    expect(asked[0]!.auth).to.equal(`Basic ${Buffer.from('scout:s3cret-pw').toString('base64')}`);
+    expect(blocked.logContent).to.not.include('s3cret-pw');
   });
 
   it('a failed action is told to the model, which goes on; maxSteps bounds the model calls; a model error fails the task with the reason', async () => {

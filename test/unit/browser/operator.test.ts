@@ -9,7 +9,10 @@ import os from 'node:os';
 import path from 'node:path';
 import vm from 'node:vm';
 import { expect } from 'chai';
-import { startUrlOf } from '../../../src/browser/operator/task.js';
+import { planOperator, startUrlOf, type OperatorDeps } from '../../../src/browser/operator/task.js';
+import { loadConfig } from '../../../src/config/index.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { TaskError } from '../../../src/browser/errors.js';
 import { playwrightKey } from '../../../src/browser/operator/cua.js';
 import { replayScript } from '../../../src/browser/operator/replay-script.js';
 import { taskHash } from '../../../src/browser/operator/cache.js';
@@ -56,6 +59,59 @@ describe('browser operator (no browser)', () => {
       .and.include('return "The total is " + read1 + " (" + read1 + " incl. VAT)";');
     // It compiles as the body of an async function, the way playwright_run runs it.
     expect(() => new vm.Script(`(async () => {\n${code}\n})()`)).to.not.throw();
+  });
+
+  describe('planOperator', () => {
+    let dir: string;
+    const deps = (env: Record<string, string>): OperatorDeps => ({
+      db: undefined as never, config: loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env }), policy: new OutboundPolicy(parseOutboundAllowlist(''), []), now: Date.now,
+    });
+    const model = { DEFAULT_MODEL: 'openai-compatible/local', OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' };
+    before(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'sy-plan-'));
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('writes every argument it cannot honour into the log lines, and names the model it falls back to', async () => {
+      const plan = await planOperator(deps(model), 'org_1', { task: 'Open https://example.com', cacheKey: 'Abcd1234', region: 'ap-southeast-1', proxies: true, advancedStealth: true });
+      expect(plan.notes).to.deep.equal([
+        'model: google/gemini-3-flash-preview is not configured on this server (The model "google/gemini-3-flash-preview" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set); running DEFAULT_MODEL openai-compatible/local',
+        'region ap-southeast-1: not applied; the browser runs on this server, in its own network',
+        'proxies: not applied; BROWSER_PROXY_URL is not set on this server (traffic goes through its outbound guard directly)',
+        'advancedStealth: not applied; this server runs stock headless Chromium',
+        'solveCaptchas: not applied; no CAPTCHA solver is available here (a CAPTCHA stops the task)',
+      ]);
+      expect(plan).to.include({ mode: 'hybrid', maxSteps: 30, blockAds: true, recordSession: true, startUrl: 'https://example.com/', viaProxy: false });
+      expect(plan.viewport).to.deep.equal({ width: 1288, height: 711 });
+      expect(plan.buildId).to.match(/^bld_[0-9a-f]{24}$/);
+      expect(plan.cache).to.have.property('days', 7);
+    });
+
+    it('proxies: true goes through BROWSER_PROXY_URL when it is set, naming its host and never its credentials', async () => {
+      const plan = await planOperator(deps({ ...model, BROWSER_PROXY_URL: 'http://user:pw-123@proxy.example:8000' }), 'org_1', { task: 't', cacheKey: 'Abcd1234', proxies: true, solveCaptchas: false });
+      expect(plan.viaProxy).to.equal(true);
+      expect(plan.notes.join('\n')).to.include('proxies: through BROWSER_PROXY_URL (proxy.example:8000)').and.not.include('pw-123');
+    });
+
+    it('the cache is off for disableCache and for any task mentioning a screenshot; the build id follows the key and the task', async () => {
+      const d = deps(model);
+      expect((await planOperator(d, 'o', { task: 'Take Screenshots of the home page', cacheKey: 'Abcd1234' })).cache).to.deep.equal({ off: 'the task mentions a screenshot' });
+      expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234', disableCache: true })).cache).to.deep.equal({ off: 'disableCache is true' });
+      const a = await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234' });
+      expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234' })).buildId).to.equal(a.buildId);
+      expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1235' })).buildId).to.not.equal(a.buildId);
+      expect((await planOperator(d, 'o', { task: 'read it', cacheKey: 'Abcd1234' })).buildId).to.not.equal(a.buildId);
+    });
+
+    it('cua needs an anthropic/ model, requested or DEFAULT_MODEL', async () => {
+      let refused: unknown;
+      await planOperator(deps(model), 'o', { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' }).catch((err: unknown) => (refused = err));
+      expect(refused).to.be.instanceOf(TaskError);
+      expect((refused as Error).message).to.match(/agentMode cua needs a computer-use model.*google\/gemini-3-flash-preview is not one, nor is DEFAULT_MODEL openai-compatible\/local/);
+      const viaDefault = await planOperator(deps({ DEFAULT_MODEL: 'anthropic/claude-sonnet-4', ANTHROPIC_API_KEY: 'k' }), 'o', { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' });
+      expect(viaDefault.notes[0]).to.equal('model: google/gemini-3-flash-preview has no computer use; running DEFAULT_MODEL anthropic/claude-sonnet-4 (computer use)');
+      expect(viaDefault.modelId).to.equal('anthropic/claude-sonnet-4-0');
+    });
   });
 
   describe('AdBlocker', () => {
