@@ -8,6 +8,8 @@
  * records and replays.
  */
 import { jsonSchema, tool, type JSONSchema7, type ToolSet } from 'ai';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import type { Locator, Page } from 'playwright-core';
 
 export type AgentMode = 'dom' | 'hybrid' | 'cua';
@@ -67,8 +69,25 @@ const MAX_WAIT_SECONDS = 10;
 const ref = { type: 'string', pattern: '^(f\\d+)?e\\d+$', description: 'Element reference from the latest snapshot, e.g. e12 or f1e3.' } as const;
 const fileName = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^/\\\\\\x00-\\x1f]+$' } as const;
 
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+addFormats.default(ajv);
+
+/**
+ * A tool of the operator. Its arguments are checked against its schema (the AI SDK does not
+ * check a plain JSON Schema): a call that does not fit is an invalid call, and the model is told
+ * what is wrong.
+ */
 function def(description: string, properties: Record<string, object>, required: string[] = []) {
-  return tool({ description, inputSchema: jsonSchema({ type: 'object', properties: properties as Record<string, JSONSchema7>, required, additionalProperties: false }) });
+  const schema = { type: 'object', properties: properties as Record<string, JSONSchema7>, required, additionalProperties: false } as const;
+  const check = ajv.compile(schema);
+  return tool({
+    description,
+    inputSchema: jsonSchema<Record<string, unknown>>(schema, {
+      validate: (value) => (check(value)
+        ? { success: true, value: value as Record<string, unknown> }
+        : { success: false, error: new Error((check.errors ?? []).map((e) => `${e.instancePath || 'arguments'} ${e.message ?? 'is invalid'}`).join('; ')) }),
+    }),
+  });
 }
 
 /** The tools the model may call in a mode (one per turn). */

@@ -104,8 +104,9 @@ async function choose(env: OperatorEnv, tools: ToolSet, system: string, messages
   const call = res.toolCalls[0];
   if (!call) return { error: 'no tool was called (call exactly one tool)' };
   const invalid = call as unknown as { invalid?: boolean; error?: unknown };
-  if (invalid.invalid) return { error: `${call.toolName} was called with arguments that do not fit its schema: ${String((invalid.error as Error | undefined)?.message ?? invalid.error).slice(0, 300)}` };
-  if (!(call.toolName in tools)) return { error: `there is no tool ${call.toolName}` };
+  const why = String((invalid.error as Error | undefined)?.message ?? invalid.error ?? '').split('\n')[0]!.slice(0, 300);
+  if (!(call.toolName in tools)) return { error: `there is no tool ${call.toolName} (${Object.keys(tools).join(', ')})` };
+  if (invalid.invalid) return { error: `${call.toolName} was called with arguments that do not fit its schema: ${why}` };
   return { action: call.toolName as ActionName, args: (call.input ?? {}) as Record<string, unknown> };
 }
 

@@ -489,11 +489,13 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   it('a failed action is told to the model, which goes on; maxSteps bounds the model calls; a model error fails the task with the reason', async () => {
     model.setScript(steps(
       () => reply.toolCall('click', { ref: 'e999' }),
-      (v) => reply.toolCall('done', { result: /FAILED: no element e999/.test(v) ? 'saw the failure' : 'did not see it' }),
+      () => reply.toolCall('click', { ref: 42 }),
+      () => reply.toolCall('fly', { to: 'the moon' }),
+      (v) => reply.toolCall('done', { result: [/FAILED: no element e999/, /FAILED: click was called with arguments that do not fit its schema/, /FAILED: there is no tool fly/].map((r) => (r.test(v) ? 'seen' : 'missed')).join(' ') }),
     ));
     const recovered = await finished(org, await start(org, { task: `Open ${pages.url}/frames and click something`, cacheKey: 'Fail0001', agentMode: 'dom', recordSession: false }));
-    expect(recovered.status).to.equal('completed');
-    expect(recovered.result).to.equal('saw the failure');
+    expect(recovered.status, recovered.logContent).to.equal('completed');
+    expect(recovered.result, recovered.logContent).to.equal('seen seen seen');
 
     model.setScript(() => reply.toolCall('scroll', { direction: 'down' }));
     model.requests.length = 0;
