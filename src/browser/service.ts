@@ -289,9 +289,8 @@ export class BrowserService {
     await finishTask(this.deps.db, id, { status: outcome.ok ? 'completed' : 'failed', message, result: outcome.result, files, log: text });
   }
 
-  private async runScript(orgId: string, t: RunningTask, args: ScriptArgs, login: Login | undefined): Promise<TaskOutcome> {
-    t.log(`playwright_run started (build ${args.buildId})`);
-    if (login) t.log(`starting from saved login ${login.id} (${login.state.cookies.length} cookies)`);
+  /** Runs `body` with a browser slot of the organisation; a task that gets none fails saying why. */
+  private async withBrowser(orgId: string, t: RunningTask, body: (lease: Lease) => Promise<TaskOutcome>): Promise<TaskOutcome> {
     let lease: Lease;
     try {
       lease = await this.pool.acquire(orgId, t.limit);
@@ -301,34 +300,29 @@ export class BrowserService {
       return { ok: false, result: why, files: [] };
     }
     try {
-      t.status('Script running.');
       t.log('browser ready');
-      // The runner writes its own stamped lines (its clock is the task's start).
-      return await this.runners.run(orgId, {
-        wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
-        viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-        timeoutMs: Math.max(1, t.deadline - Date.now()), startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
-      });
+      return await body(lease);
     } finally {
       lease.release();
     }
   }
 
-  private async runOperatorTask(orgId: string, t: RunningTask, plan: OperatorPlan): Promise<TaskOutcome> {
-    let lease: Lease;
+  private runScript(orgId: string, t: RunningTask, args: ScriptArgs, login: Login | undefined): Promise<TaskOutcome> {
+    t.log(`playwright_run started (build ${args.buildId})`);
+    if (login) t.log(`starting from saved login ${login.id} (${login.state.cookies.length} cookies)`);
+    return this.withBrowser(orgId, t, (lease) => {
+      t.status('Script running.');
+      // The runner writes its own stamped lines (its clock is the task's start).
+      return this.runners.run(orgId, {
+        wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
+        viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
+        timeoutMs: Math.max(1, t.deadline - Date.now()), startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
+      });
+    });
+  }
+
+  private runOperatorTask(orgId: string, t: RunningTask, plan: OperatorPlan): Promise<TaskOutcome> {
     for (const line of plan.notes) t.log(line);
-    try {
-      lease = await this.pool.acquire(orgId, t.limit);
-    } catch (err) {
-      if (err instanceof BrowserUnavailableError || this.stopping.signal.aborted) throw err;
-      const why = t.limit.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).` : `The task could not start a browser: ${(err as Error).message}`;
-      return { ok: false, result: why, files: [] };
-    }
-    try {
-      t.log('browser ready');
-      return await executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get(), () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()));
-    } finally {
-      lease.release();
-    }
+    return this.withBrowser(orgId, t, (lease) => executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get(), () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start())));
   }
 }

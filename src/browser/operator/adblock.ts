@@ -10,7 +10,7 @@
  */
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PlaywrightBlocker } from '@ghostery/adblocker-playwright';
+import type { PlaywrightBlocker } from '@ghostery/adblocker-playwright';
 import type { Page } from 'playwright-core';
 import type { AdBlock } from './task.js';
 
@@ -21,7 +21,11 @@ const ENGINE_FILE = 'adblock-ads-engine.bin';
 
 const timedFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
 
+/** The library, loaded on the first task that blocks ads. */
+const library = () => import('@ghostery/adblocker-playwright').then((m) => m.PlaywrightBlocker);
+
 async function fromLists(lists: string[]): Promise<PlaywrightBlocker> {
+  const PlaywrightBlocker = await library();
   const texts = await Promise.all(lists.map(async (l) => {
     if (!/^https?:\/\//i.test(l)) return readFile(l, 'utf8');
     const res = await timedFetch(l);
@@ -32,6 +36,7 @@ async function fromLists(lists: string[]): Promise<PlaywrightBlocker> {
 }
 
 async function prebuilt(dir: string): Promise<PlaywrightBlocker> {
+  const PlaywrightBlocker = await library();
   const file = path.join(dir, ENGINE_FILE);
   const cached = async () => PlaywrightBlocker.deserialize(new Uint8Array(await readFile(file)));
   const age = await stat(file).then((s) => Date.now() - s.mtimeMs, () => Infinity);

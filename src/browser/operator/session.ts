@@ -9,12 +9,12 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext, type BrowserContextOptions, type Download, type Page } from 'playwright-core';
+import type { BrowserContext, BrowserContextOptions, Download, Page } from 'playwright-core';
 import type { LanguageModel } from 'ai';
 import type { Lease } from '../pool.js';
 import { SCRIPT_LIMITS, type ScriptFile } from '../scripts.js';
 import type { StorageState } from '../logins.js';
-import type { AgentMode, UploadFile } from './actions.js';
+import type { OperatorPlan } from './task.js';
 import type { CacheEntry } from './cache.js';
 import { operate, type OperatorOutcome } from './run.js';
 
@@ -30,23 +30,16 @@ const QUIET_MS = 100;
 const SETTLE_MAX_MS = 3_000;
 const SETTLE_TICK_MS = 10;
 
-export interface OperatorParams {
+/** What a task's session needs of its plan (task.ts), and what the plan resolved into. */
+export type OperatorParams = Pick<OperatorPlan, 'task' | 'mode' | 'maxSteps' | 'systemPrompt' | 'viewport' | 'uploads' | 'recordSession' | 'startUrl'> & {
   sessionId: string;
-  task: string;
-  mode: AgentMode;
-  maxSteps: number;
-  systemPrompt?: string | undefined;
-  viewport: { width: number; height: number };
-  uploads: UploadFile[];
   storageState?: StorageState | undefined;
-  recordSession: boolean;
-  startUrl: string | null;
   cached?: CacheEntry | undefined;
   /** Turns the ad blocker on for a page (blockAds), when one is available. */
   blockAds?: ((page: Page) => Promise<void>) | undefined;
   /** The guarded proxy through BROWSER_PROXY_URL (proxies: true), instead of the direct one. */
   proxyUrl?: string | undefined;
-}
+};
 
 export interface OperatorEnvIn {
   model: LanguageModel;
@@ -93,6 +86,8 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
   const files = new TaskFiles();
   // The operator is the service's own code: it connects to the browser directly and names the
   // guarded proxy of its context itself (scripts go through the relay, which does that for them).
+  // Loaded on first use, as the pool does: a service that runs no browser task never pays for it.
+  const { chromium } = await import('playwright-core');
   const browser = await chromium.connect(lease.directEndpoint, { timeout: 30_000 });
   let context: BrowserContext | undefined;
   try {

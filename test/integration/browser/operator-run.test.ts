@@ -8,7 +8,7 @@
  * expiry with an injected clock, no caching for screenshot tasks), files (extract, download,
  * the session trace), saved logins, blockAds, the arguments reported as not applied, and bad input.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -20,8 +20,8 @@ import * as validators from '../../../generated/validators/schemas.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { startModelServer, reply, type ModelServer, type Reply, type ScriptRequest } from '../../helpers/model-server.js';
 import { callTool } from '../gateway/helpers.js';
+import { requireChromium } from '../../helpers/chromium.js';
 
-const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
 const startOutput = validators.BrowserAutomationOperatorRunOutput as unknown as ValidateFunction;
 const pollOutput = validators.BrowserAutomationOperatorRunContinueOutput as unknown as ValidateFunction;
 
@@ -214,11 +214,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   let residential: Awaited<ReturnType<typeof upstreamProxy>>;
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
-      process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
-      this.skip();
-    }
+    requireChromium(this);
     pages = await site();
     model = await startModelServer();
     residential = await upstreamProxy();

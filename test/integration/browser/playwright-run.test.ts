@@ -6,7 +6,6 @@
  * script from the service, stale tasks, organisation scoping, and a server without Chromium.
  * Every tool response is checked against its output schema.
  */
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
@@ -15,9 +14,9 @@ import * as validators from '../../../generated/validators/schemas.js';
 import { pruneFinished } from '../../../src/browser/tasks.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { callTool } from '../gateway/helpers.js';
+import { requireChromium } from '../../helpers/chromium.js';
 import { inspector } from '../../helpers/inspector.js';
 
-const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
 const startOutput = validators.BrowserAutomationPlaywrightRunOutput as unknown as ValidateFunction;
 const pollOutput = validators.BrowserAutomationPlaywrightRunContinueOutput as unknown as ValidateFunction;
 
@@ -81,12 +80,7 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   let pages: Awaited<ReturnType<typeof site>>;
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      // On CI Chromium is mandatory (scripts/ensure-services.sh installs it); elsewhere say how to get it.
-      if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
-      process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
-      this.skip();
-    }
+    requireChromium(this);
     pages = await site();
     server = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '20000' });
     org = await createTestOrg(server);
