@@ -9,6 +9,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   queues: () => import('./queues.js'),
   runs: () => import('./runs.js'),
   browser: () => import('./browser.js'),
+  'discovery-real': () => import('./discovery-real.js'),
 };
 
 const wanted = process.argv.slice(2);

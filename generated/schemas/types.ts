@@ -1967,10 +1967,14 @@ export interface components {
                     description: string;
                     /** @description true for built-in servers (no connection needed); false for application servers, whose tools take the PCID argument. */
                     embedded: boolean;
+                    /** @description Why the tools are stale: the application server's latest listing error, or that it has not answered within the listing budget (GATEWAY_UPSTREAM_LIST_BUDGET_MS) yet. */
+                    error?: string;
                     /** @description Display name. */
                     name: string;
                     /** @description Server path: JSON-RPC requests go to {mcp_url}/<path>. */
                     path: string;
+                    /** @description Present and true when `tools` is not a fresh answer of the application server: its last good list (older, or its latest listing failed) or, before its first answer, none. The list is being refreshed in the background. */
+                    stale?: boolean;
                     /** @description Names of the tools of this server, as used in tools/call. */
                     tools: string[];
                 };
@@ -2028,7 +2032,8 @@ export interface components {
          *         "idleMs": 60000,
          *         "adblockLists": [],
          *         "proxyUrl": null
-         *       }
+         *       },
+         *       "upstreamListBudgetMs": 1000
          *     }
          */
         SwitchyardConfig: {
@@ -2223,6 +2228,11 @@ export interface components {
              * @default 300000
              */
             upstreamIdleMs: number;
+            /**
+             * @description GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's.
+             * @default 1000
+             */
+            upstreamListBudgetMs: number;
             /**
              * @description GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out.
              * @default 30000

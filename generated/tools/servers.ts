@@ -2738,6 +2738,14 @@ export const toolServers = [
                     "type": "string",
                     "minLength": 1
                   }
+                },
+                "stale": {
+                  "type": "boolean",
+                  "description": "Present and true when `tools` is not a fresh answer of the application server: its last good list (older, or its latest listing failed) or, before its first answer, none. The list is being refreshed in the background."
+                },
+                "error": {
+                  "type": "string",
+                  "description": "Why the tools are stale: the application server's latest listing error, or that it has not answered within the listing budget (GATEWAY_UPSTREAM_LIST_BUDGET_MS) yet."
                 }
               }
             }

@@ -41,6 +41,7 @@ export const defaults = {
   upstreamMaxSessions: 1000,
   /** Time limit of one upstream operation, connect included (spec Errors: timeout → -32000). */
   upstreamTimeoutMs: 30_000,
+  upstreamListBudgetMs: 1_000,
   /** Connection (PCID) lookups are reused this long: status changes and revocation apply within it. */
   upstreamConnectionTtlMs: 2000,
   /** An upstream MCP server's tool list is reused this long within one session. */

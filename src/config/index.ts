@@ -49,6 +49,8 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** Gateway: idle upstream sessions close after this long (ms). */
   upstreamIdleMs: number;
+  /** GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. */
+  upstreamListBudgetMs: number;
   /** Language models of agents (src/agents/runtime/providers.ts). */
   models: ModelConfig;
   agentMaxSteps: number;
@@ -213,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
     upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),
+    upstreamListBudgetMs: intEnv(env, 'GATEWAY_UPSTREAM_LIST_BUDGET_MS', defaults.upstreamListBudgetMs, 10, 600_000),
     models: modelConfig(env),
     agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, 1, 100),
     agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, 1000, 3_600_000),

@@ -23,7 +23,7 @@ export interface Gateway {
 }
 
 export function createGateway(config: Config, log: Logger): Gateway {
-  const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs });
+  const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
   const sidekick = createSidekickServer(catalog);
   catalog.registerEmbedded(createMcpServer(catalog));

@@ -62,6 +62,12 @@ export interface ToolServer {
   serviceKey?: string | undefined;
   listTools(ctx: GatewayContext): Promise<ToolDef[]>;
   /**
+   * Application servers: the tools as listServers and discovery show them, from the per-process
+   * listing cache (src/gateway/upstream/listings.ts): never waits on an upstream beyond the
+   * listing budget, and says when the list is stale and why.
+   */
+  listing?(ctx: GatewayContext): Promise<{ tools: ToolDef[]; stale: boolean; error?: string | undefined }>;
+  /**
    * Runs a tool. Protocol-level failures throw GatewayError / AppError (rendered as JSON-RPC
    * errors); a tool's own failure returns `isError: true`.
    */

@@ -16,6 +16,7 @@ import { callOperation } from './openapi-call.js';
 import { buildCatalogue, type OpenapiCatalogue } from './openapi-tools.js';
 import { resolvePcid, type ResolvedConnection } from './pcid.js';
 import type { UpstreamPool } from './pool.js';
+import type { Listing } from './listings.js';
 
 /** What an upstream kind does once the connection is known. */
 interface Backend {
@@ -121,10 +122,25 @@ async function listFor(ctx: GatewayContext, server: AppServer, parent: AppServer
   return withPcid(tools, keys[0]!);
 }
 
+/**
+ * The tools for listServers and discovery, through the pool's listing cache (listings.ts): the
+ * upstream is asked with the same connection as listFor, and no caller waits on it beyond the
+ * listing budget.
+ */
+async function listingFor(ctx: GatewayContext, server: AppServer, parent: AppServer | undefined, pool: UpstreamPool, backend: Backend): Promise<Listing> {
+  const keys = serviceKeysOf(server, parent);
+  const candidates = await pool.connections.connected(ctx, keys);
+  if (candidates.length === 0) return { tools: [], stale: false };
+  const conn = await resolvePcid(ctx, keys, candidates[0]!.id, pool.connections);
+  const key = `${ctx.orgId}\u0000${server.serverId}@${server.version}\u0000${parent ? `${parent.serverId}@${parent.version}` : ''}\u0000${conn.id}@${conn.version}`;
+  return pool.listings.get(key, async () => withPcid(await run(ctx, pool, `upstream ${server.path} tools/list`, (d) => backend.list(ctx, conn, d)), keys[0]!));
+}
+
 export function createAppToolServer(server: AppServer, parent: AppServer | undefined, pool: UpstreamPool): ToolServer {
   const backend = backendOf(server, pool);
   const keys = serviceKeysOf(server, parent);
   return {
+    listing: (ctx) => listingFor(ctx, server, parent, pool, backend),
     path: server.path,
     name: server.name,
     description: server.description ?? '',
@@ -140,14 +156,18 @@ export function createAppToolServer(server: AppServer, parent: AppServer | undef
 }
 
 /**
- * Tools of an application server for discovery (no PCID at hand): as `tools/list`, except that
- * an upstream failure is logged and yields [] so one broken upstream does not break discovery.
+ * Tools of an application server for discovery (no PCID at hand): the listing cache's view, so
+ * a slow or broken upstream costs at most the listing budget once and never hides or delays
+ * another server's tools; a failed or late list is logged and shows the last good tools (none
+ * before the first).
  */
 export async function listAppServerTools(
   ctx: GatewayContext, server: AppServer, parent: AppServer | undefined, pool: UpstreamPool,
 ): Promise<ToolDef[]> {
   try {
-    return await listFor(ctx, server, parent, pool, backendOf(server, pool));
+    const listing = await listingFor(ctx, server, parent, pool, backendOf(server, pool));
+    if (listing.error !== undefined) ctx.log.warn({ server: server.path, err: listing.error }, 'application server tools stale for discovery');
+    return listing.tools;
   } catch (err) {
     ctx.log.warn({ server: server.path, err: err instanceof Error ? err.message : String(err) }, 'application server tools unavailable for discovery');
     return [];

@@ -25,6 +25,7 @@ import { GatewayError, RPC } from '../types.js';
 import { isSessionGone, type Deadline } from './deadline.js';
 import type { McpSession } from './mcp-session.js';
 import { ConnectionCache } from './pcid.js';
+import { ToolListings } from './listings.js';
 
 export interface UpstreamPoolOptions {
   /** Idle time after which an upstream session is closed (default 5 min). */
@@ -37,6 +38,8 @@ export interface UpstreamPoolOptions {
   connectionTtlMs?: number | undefined;
   /** How long an upstream's tool list is reused within a session (default 30 s). */
   toolsTtlMs?: number | undefined;
+  /** How long listServers and discovery wait for an upstream's first tool list (default 1 s). */
+  listBudgetMs?: number | undefined;
   /** Pool-level events (evictions); calls log with their own context logger. */
   log?: Logger | undefined;
 }
@@ -67,6 +70,8 @@ export class UpstreamPool {
   readonly timeoutMs: number;
   readonly toolsTtlMs: number;
   readonly connections: ConnectionCache;
+  /** Tool lists as listServers and discovery read them (listings.ts). */
+  readonly listings: ToolListings;
   private readonly log: Logger;
   /** Map order is recency order: a used slot is re-inserted at the end. */
   private readonly slots = new Map<string, Slot>();
@@ -82,6 +87,7 @@ export class UpstreamPool {
     this.timeoutMs = options.timeoutMs ?? defaults.upstreamTimeoutMs;
     this.toolsTtlMs = options.toolsTtlMs ?? defaults.upstreamToolsTtlMs;
     this.connections = new ConnectionCache(options.connectionTtlMs ?? defaults.upstreamConnectionTtlMs);
+    this.listings = new ToolListings({ freshMs: this.toolsTtlMs, budgetMs: options.listBudgetMs ?? defaults.upstreamListBudgetMs });
     this.log = options.log ?? createLogger('silent');
     const every = Math.max(25, Math.min(this.idleMs, 60_000) / 2);
     this.sweeper = setInterval(() => this.sweep(), every);
@@ -197,9 +203,12 @@ export class UpstreamPool {
     this.slots.clear();
     this.connections.clear();
     this.catalogues.clear();
+    // Open sessions are closed politely; one still connecting is not waited for (an upstream that
+    // never answers would hold the shutdown for the whole upstream timeout): destroying the
+    // agents' sockets below ends its connect, and it is closed if it opens anyway.
     await Promise.all(sessions.map(async (slot) => {
-      const s = slot.session ?? (await slot.ready.catch(() => undefined));
-      await s?.close();
+      if (slot.session) await slot.session.close();
+      else void slot.ready.then((s) => s.close(), () => undefined);
     }));
     this.httpAgent.destroy();
     this.httpsAgent.destroy();

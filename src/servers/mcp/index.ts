@@ -2,6 +2,9 @@
  * Embedded server `mcp` (spec section 7): `listServers` returns every server visible to the
  * organisation — embedded ones and its application servers — as `{name, path, description,
  * embedded, tools}` with `tools` the tool names (schemas/tools/mcp/listServers.output).
+ * Application servers' tools come from the listing cache (src/gateway/upstream/listings.ts): a
+ * slow or broken upstream costs at most the listing budget once, its entry says `stale: true`
+ * and `error`, and it never delays another server's entry.
  */
 import { jsonResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
 import { embeddedServer } from '../embedded.js';
@@ -20,10 +23,19 @@ async function toolNames(ctx: GatewayContext, server: ToolServer): Promise<strin
   }
 }
 
-type Entry = { name: string; path: string; description: string; embedded: boolean; tools: string[] };
+type Entry = { name: string; path: string; description: string; embedded: boolean; tools: string[]; stale?: boolean; error?: string };
 
 async function entryOf(ctx: GatewayContext, s: ToolServer): Promise<Entry> {
-  return { name: s.name, path: s.path, description: s.description, embedded: s.embedded, tools: await toolNames(ctx, s) };
+  const base = { name: s.name, path: s.path, description: s.description, embedded: s.embedded };
+  if (!s.listing) return { ...base, tools: await toolNames(ctx, s) };
+  try {
+    const listing = await s.listing(ctx);
+    return { ...base, tools: listing.tools.map((t) => t.name), ...(listing.stale ? { stale: true } : {}), ...(listing.error !== undefined ? { error: listing.error.slice(0, 500) } : {}) };
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    ctx.log.warn({ server: s.path, err: error }, 'listServers: tools unavailable');
+    return { ...base, tools: [], stale: true, error: error.slice(0, 500) };
+  }
 }
 
 export function createMcpServer(lister: ServerLister): ToolServer {

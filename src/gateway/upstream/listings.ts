@@ -1,0 +1,102 @@
+/**
+ * Tool lists of application servers as listServers and discovery read them (issue 13 part 4:
+ * one slow upstream must not stall everyone). Per process, keyed by organisation, registration
+ * version and the connection the list was asked with:
+ * - a list younger than `freshMs` is served as it is;
+ * - an older one, or one whose last refresh failed, is served at once, marked stale, while one
+ *   refresh runs in the background;
+ * - with no list yet, the caller waits at most `budgetMs` for it; past that it gets no tools,
+ *   marked stale with the reason, and the listing goes on in the background for the next call.
+ * A failed listing keeps the last good list and records the error, which callers show.
+ */
+import type { ToolDef } from '../types.js';
+
+export interface Listing {
+  tools: ToolDef[];
+  /** True when the tools are not a fresh answer of the upstream (older, failed or still pending). */
+  stale: boolean;
+  /** Why the upstream's list is not fresh: its last error, or that it has not answered yet. */
+  error?: string | undefined;
+}
+
+interface Entry {
+  tools: ToolDef[];
+  /** When the tools were last listed (epoch ms); 0 = never. */
+  at: number;
+  /** When the last listing failed (epoch ms); 0 = it did not. */
+  failedAt: number;
+  error: string | undefined;
+  pending: Promise<void> | undefined;
+  /** A caller already waited the budget for the first list: later callers do not wait again. */
+  waited: boolean;
+}
+
+const MAX_ENTRIES = 10_000;
+/** A failed upstream is asked again at most this often. */
+const RETRY_MS = 10_000;
+
+export class ToolListings {
+  /** Map order is recency order. */
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly opts: { freshMs: number; budgetMs: number }) {}
+
+  async get(key: string, fetch: () => Promise<ToolDef[]>, now = Date.now()): Promise<Listing> {
+    let entry = this.entries.get(key);
+    if (entry) {
+      this.entries.delete(key);
+      this.entries.set(key, entry);
+    } else {
+      entry = { tools: [], at: 0, failedAt: 0, error: undefined, pending: undefined, waited: false };
+      this.entries.set(key, entry);
+      while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+    }
+    if (entry.error === undefined && entry.at > 0 && now - entry.at < this.opts.freshMs) return { tools: entry.tools, stale: false };
+    const answered = entry.at > 0 || entry.failedAt > 0;
+    const refresh = entry.error !== undefined && now - entry.failedAt < RETRY_MS ? entry.pending : this.refresh(entry, fetch);
+    if (answered) return this.view(entry, now);
+    if (entry.waited) return this.notYet();
+    // Never listed: wait for the first answer, within the budget.
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.opts.budgetMs);
+      timer.unref();
+    });
+    await Promise.race([refresh ?? budget, budget]);
+    clearTimeout(timer);
+    if (entry.at === 0 && entry.failedAt === 0) {
+      entry.waited = true;
+      return this.notYet();
+    }
+    return this.view(entry, Date.now());
+  }
+
+  private notYet(): Listing {
+    return { tools: [], stale: true, error: `the upstream has not listed its tools yet (no answer within ${this.opts.budgetMs} ms; still asking)` };
+  }
+
+  /** Forgets every list of an organisation (after a registration or connection change in this process). */
+  forgetOrg(orgId: string): void {
+    for (const key of this.entries.keys()) if (key.startsWith(`${orgId}\u0000`)) this.entries.delete(key);
+  }
+
+  private view(entry: Entry, now: number): Listing {
+    const fresh = entry.error === undefined && now - entry.at < this.opts.freshMs;
+    return { tools: entry.tools, stale: !fresh, ...(entry.error !== undefined ? { error: entry.error } : {}) };
+  }
+
+  /** One listing at a time per entry; its outcome lands in the entry. */
+  private refresh(entry: Entry, fetch: () => Promise<ToolDef[]>): Promise<void> {
+    entry.pending ??= fetch().then((tools) => {
+      entry.tools = tools;
+      entry.at = Date.now();
+      entry.error = undefined;
+    }, (err: unknown) => {
+      entry.error = err instanceof Error ? err.message : String(err);
+      entry.failedAt = Date.now();
+    }).finally(() => {
+      entry.pending = undefined;
+    });
+    return entry.pending;
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The listing cache of application servers' tool lists (src/gateway/upstream/listings.ts):
+ * fresh lists are served as they are; an old or failed one is served at once, stale, while one
+ * refresh runs; the first list is waited for within the budget only, and only by the first
+ * caller; a failure keeps the last good tools with the error and is retried at most every 10 s.
+ */
+import { expect } from 'chai';
+import { ToolListings } from '../../../src/gateway/upstream/listings.js';
+import type { ToolDef } from '../../../src/gateway/types.js';
+
+const tool = (name: string): ToolDef => ({ name, description: name, inputSchema: { type: 'object', properties: {}, required: [] } });
+const never = () => new Promise<ToolDef[]>(() => undefined);
+
+describe('gateway: tool listing cache', () => {
+  it('serves a fresh list without asking again', async () => {
+    const l = new ToolListings({ freshMs: 60_000, budgetMs: 50 });
+    let asked = 0;
+    const fetch = async () => {
+      asked++;
+      return [tool('a')];
+    };
+    expect(await l.get('o\u0000s', fetch)).to.deep.equal({ tools: [tool('a')], stale: false });
+    expect(await l.get('o\u0000s', fetch)).to.deep.equal({ tools: [tool('a')], stale: false });
+    expect(asked).to.equal(1);
+  });
+
+  it('waits for a first list at most the budget, once; later callers do not wait', async () => {
+    const l = new ToolListings({ freshMs: 60_000, budgetMs: 50 });
+    let t0 = performance.now();
+    const first = await l.get('o\u0000hang', never);
+    expect(performance.now() - t0).to.be.within(40, 500);
+    expect(first.tools).to.deep.equal([]);
+    expect(first).to.include({ stale: true });
+    expect(first.error).to.match(/has not listed its tools yet \(no answer within 50 ms/);
+    t0 = performance.now();
+    await l.get('o\u0000hang', never);
+    expect(performance.now() - t0).to.be.below(20);
+  });
+
+  it('keeps the last good tools, stale with the error, when a refresh fails; an old list is served at once while it refreshes', async () => {
+    const l = new ToolListings({ freshMs: 60_000, budgetMs: 50 });
+    const now = Date.now();
+    await l.get('o\u0000s', async () => [tool('a')], now);
+    // Past the fresh window: served at once (stale), refreshed in the background, which fails.
+    let release!: () => void;
+    const failing = () => new Promise<ToolDef[]>((_resolve, reject) => {
+      release = () => reject(new Error('upstream down'));
+    });
+    const old = await l.get('o\u0000s', failing, now + 120_000);
+    expect(old).to.deep.equal({ tools: [tool('a')], stale: true });
+    release();
+    await new Promise((r) => setTimeout(r, 5));
+    const failed = await l.get('o\u0000s', failing, Date.now());
+    expect(failed).to.deep.equal({ tools: [tool('a')], stale: true, error: 'upstream down' });
+    // Within the retry window the failed upstream is not asked again; after a success the list is fresh.
+    let asked = 0;
+    await l.get('o\u0000s', async () => {
+      asked++;
+      return [tool('b')];
+    }, Date.now());
+    expect(asked).to.equal(0);
+    await l.get('o\u0000s', async () => {
+      asked++;
+      return [tool('b')];
+    }, Date.now() + 11_000);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(asked).to.equal(1);
+    expect(await l.get('o\u0000s', never)).to.deep.equal({ tools: [tool('b')], stale: false });
+  });
+
+  it('forgets an organisation\'s lists', async () => {
+    const l = new ToolListings({ freshMs: 60_000, budgetMs: 10 });
+    await l.get('org1\u0000s', async () => [tool('a')]);
+    l.forgetOrg('org1');
+    expect((await l.get('org1\u0000s', never)).tools).to.deep.equal([]);
+  });
+});
