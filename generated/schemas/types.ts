@@ -1362,6 +1362,8 @@ export interface components {
                 outputSchema: Record<string, never> | null;
                 /** @description Server path: call the tool at {mcp_url}/<serverName>. */
                 serverName: string;
+                /** @description Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers. */
+                serverStale?: string;
                 /** @description Markdown skill document for the tool, or null when there is none (or agentSkill was not requested). */
                 skill: string | null;
             }[];
@@ -1865,6 +1867,8 @@ export interface components {
                 outputSchema: Record<string, never> | null;
                 /** @description Server path: call the tool at {mcp_url}/<serverName>. */
                 serverName: string;
+                /** @description Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers. */
+                serverStale?: string;
                 /** @description Markdown skill document for the tool, or null when there is none (or agentSkill was not requested). */
                 skill: string | null;
             }[];

@@ -2589,6 +2589,10 @@ export const toolServers = [
                       "null"
                     ],
                     "description": "Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."
+                  },
+                  "serverStale": {
+                    "type": "string",
+                    "description": "Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."
                   }
                 }
               }
@@ -3081,6 +3085,10 @@ export const toolServers = [
                       "null"
                     ],
                     "description": "Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."
+                  },
+                  "serverStale": {
+                    "type": "string",
+                    "description": "Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."
                   }
                 }
               }

@@ -16175,7 +16175,7 @@ return errors === 0;
 validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const GatewayCapabilityDetailsOutput = validate73;
-const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema" */;
@@ -16289,7 +16289,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key1 in data1){
-if(!((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill"))){
+if(!(((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale"))){
 const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -16401,9 +16401,9 @@ vErrors.push(err17);
 errors++;
 }
 }
-}
-else {
-const err18 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.serverStale !== undefined){
+if(typeof data1.serverStale !== "string"){
+const err18 = {instancePath:instancePath+"/items/" + i0+"/serverStale",schemaPath:"#/properties/items/items/properties/serverStale/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -16415,7 +16415,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err19 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -16425,13 +16425,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.notFound !== undefined){
-let data8 = data.notFound;
-if(Array.isArray(data8)){
-const len1 = data8.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data8[i1] !== "string"){
-const err20 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err20 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -16441,9 +16437,13 @@ vErrors.push(err20);
 errors++;
 }
 }
-}
-else {
-const err21 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.notFound !== undefined){
+let data9 = data.notFound;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data9[i1] !== "string"){
+const err21 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -16455,12 +16455,24 @@ errors++;
 }
 }
 else {
-const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err22 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }
@@ -18460,7 +18472,7 @@ return errors === 0;
 validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const CapabilityDetailsOutput = validate82;
-const schema103 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+const schema103 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
 function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema" */;
@@ -18574,7 +18586,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key1 in data1){
-if(!((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill"))){
+if(!(((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale"))){
 const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -18686,9 +18698,9 @@ vErrors.push(err17);
 errors++;
 }
 }
-}
-else {
-const err18 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.serverStale !== undefined){
+if(typeof data1.serverStale !== "string"){
+const err18 = {instancePath:instancePath+"/items/" + i0+"/serverStale",schemaPath:"#/properties/items/items/properties/serverStale/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -18700,7 +18712,7 @@ errors++;
 }
 }
 else {
-const err19 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err19 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -18710,13 +18722,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data.notFound !== undefined){
-let data8 = data.notFound;
-if(Array.isArray(data8)){
-const len1 = data8.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data8[i1] !== "string"){
-const err20 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err20 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -18726,9 +18734,13 @@ vErrors.push(err20);
 errors++;
 }
 }
-}
-else {
-const err21 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.notFound !== undefined){
+let data9 = data.notFound;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data9[i1] !== "string"){
+const err21 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -18740,12 +18752,24 @@ errors++;
 }
 }
 else {
-const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err22 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err22];
 }
 else {
 vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 }

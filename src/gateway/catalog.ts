@@ -116,6 +116,18 @@ export class GatewayCatalog implements DiscoverySource {
     return out;
   }
 
+  async staleServers(ctx: GatewayContext, paths: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const { byPath } = await this.orgServers(ctx);
+    await Promise.all([...new Set(paths)].map(async (path) => {
+      const server = byPath.get(path);
+      if (!server?.listing) return;
+      const listing = await server.listing(ctx).catch((err: unknown) => ({ stale: true, error: err instanceof Error ? err.message : String(err) }));
+      if (listing.stale) out.set(path, listing.error ?? 'the tool list is being refreshed');
+    }));
+    return out;
+  }
+
   async connections(ctx: GatewayContext): Promise<CatalogConnection[]> {
     const rows = await listUserConnections(ctx.services.db, ctx.orgId, CONNECTION_STATUSES);
     return rows.map((c) => ({ id: c.id, name: c.name, serviceKey: c.service_key, status: c.status }));

@@ -146,4 +146,9 @@ export interface DiscoverySource {
   tools(ctx: GatewayContext): Promise<CatalogTool[]>;
   connections(ctx: GatewayContext): Promise<CatalogConnection[]>;
   resources(ctx: GatewayContext): Promise<CatalogResource[]>;
+  /**
+   * Application servers whose tool list is stale right now, with why (capability_details shows
+   * it): the listing cache's view, never a wait on an upstream. Sources without upstreams omit it.
+   */
+  staleServers?(ctx: GatewayContext, paths: string[]): Promise<Map<string, string>>;
 }

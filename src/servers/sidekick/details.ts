@@ -27,6 +27,8 @@ export interface DetailItem {
   inputSchema: JsonSchemaObject | Record<string, never>;
   outputSchema: JsonSchemaObject | Record<string, never> | null;
   skill: string | null;
+  /** Application servers: present when the server's tool list is stale right now, saying why. */
+  serverStale?: string;
 }
 
 export interface DetailsResult {

@@ -62,7 +62,11 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
     async details(ctx, raw) {
       const args = parseDetailsArgs(raw);
       const [org, lib] = await Promise.all([cache.get(ctx), skills()]);
-      return details(org, lib, args);
+      const result = details(org, lib, args);
+      // An application server whose tool list is stale says so on each of its tools, with why.
+      const stale = source.staleServers ? await source.staleServers(ctx, result.items.map((i) => i.serverName)) : new Map<string, string>();
+      if (stale.size) result.items = result.items.map((i) => (stale.has(i.serverName) ? { ...i, serverStale: stale.get(i.serverName)! } : i));
+      return result;
     },
     async callTool(ctx, name, args) {
       if (name === DISCOVER_TOOL) return jsonResult(await engine.discover(ctx, args));

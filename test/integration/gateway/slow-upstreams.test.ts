@@ -115,6 +115,10 @@ describe('gateway: one slow or broken upstream does not stall listServers or dis
       expect(ms, `capabilities_discover call ${i + 1}`).to.be.below(100);
       expect(found.structuredContent.tools.some((t: { name: string; serverName: string }) => t.serverName === 'healthy' && t.name === 'echo')).to.equal(true);
     }
+    // capability_details says which servers' lists are stale, and why; the healthy one's tools carry nothing.
+    const [healthyTool] = (await callTool(server, org.token, 'svc-sidekick', 'capability_details', { items: ['healthy/echo'] })).structuredContent.items;
+    expect(healthyTool).to.include({ name: 'echo', serverName: 'healthy' });
+    expect(healthyTool).to.not.have.property('serverStale');
     server.assertResponsesValid();
   });
 });

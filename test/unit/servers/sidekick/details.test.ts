@@ -91,4 +91,19 @@ describe('svc-sidekick capability_details', () => {
     const s = createSidekickServer(createMemorySource({ tools: [bare] }), { skills: [] });
     expect((await details(s, { items: ['slack_bare'] })).items[0]!.outputSchema).to.equal(null);
   });
+
+  it('a tool of an application server whose list is stale says so (serverStale), from the source, without asking the upstream', async () => {
+    const source = createMemorySource({ tools: tools(), connections, resources });
+    const asked: string[][] = [];
+    const stale = createSidekickServer({
+      ...source,
+      staleServers: async (_ctx, paths) => {
+        asked.push(paths);
+        return new Map([['slack', 'upstream tools/list failed: connect ECONNREFUSED']]);
+      },
+    }, { skills });
+    const r = await details(stale, { items: ['slack_send_message'] });
+    expect(r.items[0]).to.include({ name: 'slack_send_message', serverStale: 'upstream tools/list failed: connect ECONNREFUSED' });
+    expect(asked).to.deep.equal([['slack']]);
+  });
 });
