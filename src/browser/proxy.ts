@@ -132,41 +132,30 @@ export class GuardedProxy {
       refuse((err as Error).message);
       return;
     }
-    if (this.upstream && !trusted) {
-      this.checkName(t.host)
-        .then(() => this.viaUpstream(t.host, t.port))
-        .then((upstream) => {
-          this.sockets.add(upstream);
-          upstream.once('close', () => this.sockets.delete(upstream));
-          upstream.on('error', () => client.destroy());
-          client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-          if (head.length > 0) upstream.write(head);
-          upstream.pipe(client);
-          client.pipe(upstream);
-          client.once('close', () => upstream.destroy());
-        }, (err: Error) => {
-          if (err instanceof OutboundRefusedError) refuse(err.message);
-          else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+    // Direct, or through the upstream proxy by name after the guard checked the name's addresses.
+    const opened = this.upstream && !trusted
+      ? this.checkName(t.host).then(() => this.viaUpstream(t.host, t.port))
+      : new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect({ host: t.host, port: t.port, ...(trusted ? {} : { lookup: this.policy.lookup() }) });
+        socket.once('connect', () => {
+          socket.off('error', reject);
+          resolve(socket);
         });
-      return;
-    }
-    const upstream = net.connect({ host: t.host, port: t.port, ...(trusted ? {} : { lookup: this.policy.lookup() }) });
-    this.sockets.add(upstream);
-    upstream.once('close', () => this.sockets.delete(upstream));
-    upstream.once('connect', () => {
+        socket.once('error', reject);
+      });
+    opened.then((upstream) => {
+      this.sockets.add(upstream);
+      upstream.once('close', () => this.sockets.delete(upstream));
+      upstream.on('error', () => client.destroy());
+      client.once('close', () => upstream.destroy());
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
       upstream.pipe(client);
       client.pipe(upstream);
+    }, (err: Error) => {
+      if (err instanceof OutboundRefusedError) refuse(err.message);
+      else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
     });
-    upstream.once('error', (err) => {
-      if (upstream.connecting || !upstream.readable) {
-        if (err instanceof OutboundRefusedError) refuse(err.message);
-        else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
-      }
-      client.destroy();
-    });
-    client.once('close', () => upstream.destroy());
   }
 
   private forward(req: http.IncomingMessage, res: http.ServerResponse): void {

@@ -69,15 +69,17 @@ export class AdBlocker {
     const s = this.state;
     const age = s ? Date.now() - s.at : 0;
     if (!s || (s.failed ? age > RETRY_MS : this.opts.lists.length === 0 && age > DAY_MS)) {
-      const next = { at: Date.now(), failed: false, promise: Promise.resolve<AdBlock>({ unavailable: 'loading' }) };
-      next.promise = this.load().then((b) => {
+      const at = Date.now();
+      const promise = this.load();
+      const next = { promise, at, failed: false };
+      void promise.then((b) => {
         next.failed = 'unavailable' in b;
         next.at = Date.now();
-        return b;
       });
       this.state = next;
+      return promise;
     }
-    return this.state!.promise;
+    return s.promise;
   }
 
   private async load(): Promise<AdBlock> {

@@ -79,7 +79,7 @@ export function replayScript(entry: Pick<CacheEntry, 'startUrl' | 'steps' | 'res
     if (s.action === 'extract') {
       const name = `read${reads.length + 1}`;
       const from = s.selector !== undefined ? `page.locator(${js(s.selector)})` : 'page.locator(\'body\')';
-      body.push(`const ${name} = (await ${from}.innerText()).trim();`, `console.log(${js(`step ${n}: read`)}, ${name});`);
+      body.push(`const ${name} = (await ${from}.innerText()).trim();`);
       if (s.read) reads.push({ name, text: s.read });
       return;
     }

@@ -149,6 +149,8 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     return { ok: true, result: done.result, cache, modelCalls, record };
   };
 
+  const spent = (when: string): OperatorOutcome => ({ ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) ${when}.`, cache: null, modelCalls });
+
   const act = async (choice: Choice, n: number): Promise<ActionOutcome | undefined> => {
     host.actionTimeoutMs = LIVE_TIMEOUT_MS;
     const label = `${choice.action}${typeof choice.args.ref === 'string' ? ` ${choice.args.ref}` : ''}`;
@@ -178,7 +180,7 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     modelCalls += run.calls;
     if (!run.cacheable) cacheable = false;
     if (run.done) return finish(run.done, cache);
-    return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) without finishing the task.`, cache: null, modelCalls };
+    return spent('without finishing the task');
   };
 
   /** The live loop from the current page on, spending what is left of maxSteps. */
@@ -204,7 +206,7 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
       const outcome = await act(choice, n);
       if (outcome?.done) return finish(outcome.done, cache);
     }
-    return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) without finishing the task.`, cache: null, modelCalls };
+    return spent('without finishing the task');
   };
 
   if (!t.cached) return live('MISS');
@@ -248,7 +250,7 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
       if (outcome.done) return finish(outcome.done, 'HEALED');
     }
   }
-  if (healed && modelCalls >= t.maxSteps) return { ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) while repairing the recorded steps.`, cache: null, modelCalls };
+  if (healed && modelCalls >= t.maxSteps) return spent('while repairing the recorded steps');
   const result = substituteReads(t.cached.result, recorded, steps);
   env.log(healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call');
   return finish({ result, success: true }, healed ? 'HEALED' : 'HIT');

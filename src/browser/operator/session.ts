@@ -48,7 +48,11 @@ export interface OperatorEnvIn {
   status(message: string): void;
 }
 
-/** The files a task keeps, within the task limits of src/browser/README.md. */
+/**
+ * The files a task keeps, within the task limits of src/browser/README.md. script-runner.cjs
+ * applies the same limits and reads downloads the same way in its own process, which may read
+ * only its own file and playwright-core (the permission model), so it cannot share this code.
+ */
 class TaskFiles {
   readonly files: ScriptFile[] = [];
   private bytes = 0;

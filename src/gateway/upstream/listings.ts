@@ -52,17 +52,20 @@ export class ToolListings {
       while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     }
     if (entry.error === undefined && entry.at > 0 && now - entry.at < this.opts.freshMs) return { tools: entry.tools, stale: false };
-    const answered = entry.at > 0 || entry.failedAt > 0;
-    const refresh = entry.error !== undefined && now - entry.failedAt < RETRY_MS ? entry.pending : this.refresh(entry, fetch);
-    if (answered) return this.view(entry, now);
+    if (entry.at > 0 || entry.failedAt > 0) {
+      // Answered before: serve that at once; refresh in the background (a failed upstream at most every RETRY_MS).
+      if (entry.error === undefined || now - entry.failedAt >= RETRY_MS) void this.refresh(entry, fetch);
+      return this.view(entry, now);
+    }
+    const first = this.refresh(entry, fetch);
     if (entry.waited) return this.notYet();
-    // Never listed: wait for the first answer, within the budget.
+    // Never listed: wait for the first answer, within the budget, once.
     let timer: NodeJS.Timeout | undefined;
     const budget = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, this.opts.budgetMs);
       timer.unref();
     });
-    await Promise.race([refresh ?? budget, budget]);
+    await Promise.race([first, budget]);
     clearTimeout(timer);
     if (entry.at === 0 && entry.failedAt === 0) {
       entry.waited = true;
