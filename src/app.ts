@@ -81,7 +81,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
-  const gateway = createGateway(config, log);
+  const gateway = createGateway(config, log, db);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
   const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
@@ -130,5 +130,7 @@ export async function createApp(config: Config, log: Logger, opts: AppOptions = 
     ? await ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
     : undefined;
   const http = createHttpApp({ services: runtime.services, handlers: allHandlers(), responseValidator });
+  // Discovery indexes are built now, in the background, rather than by the first request.
+  void runtime.services.gateway.prewarm(runtime.services);
   return { ...runtime, http, responseValidator };
 }

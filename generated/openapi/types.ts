@@ -1159,6 +1159,10 @@ export interface paths {
          *     error details go to the log, never to this body.
          *     Decision: the 503 body is this probe's own shape, not the `Error` object, so a probe
          *     client reads the same fields in both cases.
+         *     Decision: `details` reports parts that degrade without making the process unready.
+         *     `details.embeddings` (present when `EMBEDDINGS_URL` is set) is the state of discovery's
+         *     embeddings provider: when it fails or is slower than `EMBEDDINGS_BUDGET_MS`, discovery
+         *     ranks lexically, so the probe stays `ready` and says why here.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -3359,6 +3363,30 @@ export interface components {
          * @enum {string}
          */
         DeliveryStatus: "pending" | "sent" | "failed" | "dropped";
+        /**
+         * @description Discovery's embeddings provider (EMBEDDINGS_URL). `ok`: its last call succeeded and
+         *     discovery fuses lexical and vector ranking. `error`: its last call failed or missed
+         *     the budget; discovery ranks lexically until it answers again. `unknown`: not called
+         *     yet.
+         */
+        EmbeddingsState: {
+            /** @description Texts this process has had embedded since it started. */
+            embedded: number;
+            /** @description Why the last call failed (state `error`); never holds the key. */
+            error?: string;
+            /** @description EMBEDDINGS_MODEL. */
+            model: string;
+            /**
+             * Format: date-time
+             * @description When the state last changed.
+             */
+            since: string;
+            /**
+             * @description State of the provider.
+             * @enum {string}
+             */
+            state: "unknown" | "ok" | "error";
+        };
         /** @description Error object of every REST endpoint (spec "Error object"). */
         Error: {
             /** @description Optional structured details such as validation errors. */
@@ -3918,6 +3946,10 @@ export interface components {
                 store: components["schemas"]["ReadinessCheck"];
             } & {
                 [key: string]: components["schemas"]["ReadinessCheck"];
+            };
+            /** @description Parts that degrade without making the process unready. */
+            details?: {
+                embeddings?: components["schemas"]["EmbeddingsState"];
             };
             /**
              * @description `ready` when every check is `ok`.

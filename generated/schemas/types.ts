@@ -1356,6 +1356,18 @@ export interface components {
                 description: string;
                 /** @description JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID. */
                 inputSchema: Record<string, never>;
+                /** @description Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown. */
+                learned?: {
+                    /**
+                     * Format: date-time
+                     * @description When the latest of those uses happened (ISO 8601 UTC).
+                     */
+                    lastUsedAt: string;
+                    /** @description Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters). */
+                    requests: string[];
+                    /** @description Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten). */
+                    uses: number;
+                };
                 /** @description Tool name. */
                 name: string;
                 /** @description JSON Schema of the tool result (structuredContent), or null when the tool declares none. */
@@ -1861,6 +1873,18 @@ export interface components {
                 description: string;
                 /** @description JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID. */
                 inputSchema: Record<string, never>;
+                /** @description Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown. */
+                learned?: {
+                    /**
+                     * Format: date-time
+                     * @description When the latest of those uses happened (ISO 8601 UTC).
+                     */
+                    lastUsedAt: string;
+                    /** @description Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters). */
+                    requests: string[];
+                    /** @description Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten). */
+                    uses: number;
+                };
                 /** @description Tool name. */
                 name: string;
                 /** @description JSON Schema of the tool result (structuredContent), or null when the tool declares none. */
@@ -2037,7 +2061,13 @@ export interface components {
          *         "adblockLists": [],
          *         "proxyUrl": null
          *       },
-         *       "upstreamListBudgetMs": 1000
+         *       "upstreamListBudgetMs": 1000,
+         *       "discovery": {
+         *         "embeddingsUrl": null,
+         *         "embeddingsModel": "text-embedding-3-small",
+         *         "embeddingsBudgetMs": 300,
+         *         "learning": true
+         *       }
          *     }
          */
         SwitchyardConfig: {
@@ -2116,6 +2146,29 @@ export interface components {
              * @default ./data
              */
             dataDir: string;
+            /** @description Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document. */
+            discovery: {
+                /**
+                 * @description EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached.
+                 * @default 300
+                 */
+                embeddingsBudgetMs: number;
+                /**
+                 * @description EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again.
+                 * @default text-embedding-3-small
+                 */
+                embeddingsModel: string;
+                /**
+                 * Format: uri
+                 * @description EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only.
+                 */
+                embeddingsUrl: string | null;
+                /**
+                 * @description DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used.
+                 * @default true
+                 */
+                learning: boolean;
+            };
             /**
              * @description HOST: bind address.
              * @default 0.0.0.0

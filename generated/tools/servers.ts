@@ -2593,6 +2593,36 @@ export const toolServers = [
                   "serverStale": {
                     "type": "string",
                     "description": "Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."
+                  },
+                  "learned": {
+                    "type": "object",
+                    "required": [
+                      "uses",
+                      "lastUsedAt",
+                      "requests"
+                    ],
+                    "additionalProperties": false,
+                    "description": "Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown.",
+                    "properties": {
+                      "uses": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten)."
+                      },
+                      "lastUsedAt": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "When the latest of those uses happened (ISO 8601 UTC)."
+                      },
+                      "requests": {
+                        "type": "array",
+                        "maxItems": 3,
+                        "items": {
+                          "type": "string"
+                        },
+                        "description": "Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters)."
+                      }
+                    }
                   }
                 }
               }
@@ -3089,6 +3119,36 @@ export const toolServers = [
                   "serverStale": {
                     "type": "string",
                     "description": "Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."
+                  },
+                  "learned": {
+                    "type": "object",
+                    "required": [
+                      "uses",
+                      "lastUsedAt",
+                      "requests"
+                    ],
+                    "additionalProperties": false,
+                    "description": "Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown.",
+                    "properties": {
+                      "uses": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten)."
+                      },
+                      "lastUsedAt": {
+                        "type": "string",
+                        "format": "date-time",
+                        "description": "When the latest of those uses happened (ISO 8601 UTC)."
+                      },
+                      "requests": {
+                        "type": "array",
+                        "maxItems": 3,
+                        "items": {
+                          "type": "string"
+                        },
+                        "description": "Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters)."
+                      }
+                    }
                   }
                 }
               }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"default":4,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere)."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"SANDBOX_POOL_SIZE: warm sandbox processes for code steps."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -317,9 +317,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err29 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.discovery === undefined){
+const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -328,11 +327,9 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err30 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err30 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -341,9 +338,11 @@ vErrors.push(err30);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err31 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err31 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -352,8 +351,9 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err32 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err32 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -362,13 +362,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err33 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err33 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -378,8 +373,12 @@ vErrors.push(err33);
 errors++;
 }
 }
-else {
-const err34 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err34 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -389,11 +388,8 @@ vErrors.push(err34);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err35 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err35 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -403,8 +399,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-else {
-const err36 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err36 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -414,10 +413,8 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err37 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err37 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -426,9 +423,11 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err38 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err38 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -437,12 +436,9 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err39 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err39 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -451,14 +447,28 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err40 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err40 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err40];
 }
 else {
 vErrors.push(err40);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err41 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
 }
 errors++;
 }
@@ -468,17 +478,7 @@ if(data.publicUrl !== undefined){
 let data5 = data.publicUrl;
 if(typeof data5 === "string"){
 if(!pattern6.test(data5)){
-const err41 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-if(!(formats0(data5))){
-const err42 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err42 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -487,9 +487,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-else {
-const err43 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data5))){
+const err43 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -499,11 +498,8 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err44 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err44 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -512,8 +508,12 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err45 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -522,8 +522,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data6.auth === undefined){
+const err46 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -532,8 +532,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err47 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data6.mcp === undefined){
+const err47 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -542,8 +542,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err48 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.connect === undefined){
+const err48 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -552,9 +552,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err49 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.runFiles === undefined){
+const err49 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -563,12 +562,9 @@ vErrors.push(err49);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err50 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err50 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -577,8 +573,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err51 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err51 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -587,9 +587,8 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-else {
-const err52 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data7))){
+const err52 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -599,11 +598,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err53 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err53 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -612,8 +608,12 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err54 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err54 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -622,9 +622,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-else {
-const err55 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err55 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -634,11 +633,8 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err56 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err56 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -647,8 +643,12 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err57 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err57 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -657,9 +657,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err58 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -669,11 +668,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err59 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err59 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -682,8 +678,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err60 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err60 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -692,9 +692,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-}
-else {
-const err61 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err61 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -704,11 +703,8 @@ vErrors.push(err61);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err62 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err62 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -717,8 +713,12 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err63 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err63 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -727,9 +727,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-}
-else {
-const err64 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err64 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -739,9 +738,8 @@ vErrors.push(err64);
 errors++;
 }
 }
-}
 else {
-const err65 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err65 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -751,10 +749,9 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err66 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err66 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -764,10 +761,10 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err67 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err67 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -776,9 +773,11 @@ vErrors.push(err67);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err68 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err68 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -787,8 +786,9 @@ vErrors.push(err68);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err69 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err69 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -797,12 +797,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err70 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13 < 60 || isNaN(data13)){
+const err70 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -811,9 +807,12 @@ vErrors.push(err70);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err71 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err71 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -822,8 +821,9 @@ vErrors.push(err71);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err72 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err72 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -832,12 +832,8 @@ vErrors.push(err72);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err73 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 0 || isNaN(data14)){
+const err73 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -846,9 +842,12 @@ vErrors.push(err73);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err74 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err74 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -857,8 +856,9 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err75 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err75 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -867,13 +867,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err76 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15 < 1 || isNaN(data15)){
+const err76 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -883,8 +878,12 @@ vErrors.push(err76);
 errors++;
 }
 }
-else {
-const err77 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err77 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -894,9 +893,8 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err78 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err78 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -906,9 +904,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err79 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err79 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -918,10 +916,9 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data19 = data.syncWaitMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err80 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err80 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -930,9 +927,11 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 60000 || isNaN(data19)){
-const err81 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.syncWaitMs !== undefined){
+let data19 = data.syncWaitMs;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err81 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -941,8 +940,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data19 < 1 || isNaN(data19)){
-const err82 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 60000 || isNaN(data19)){
+const err82 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -951,12 +951,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data20 = data.runTimeoutMs;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err83 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19 < 1 || isNaN(data19)){
+const err83 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -965,9 +961,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400000 || isNaN(data20)){
-const err84 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.runTimeoutMs !== undefined){
+let data20 = data.runTimeoutMs;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err84 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -976,8 +975,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data20 < 1000 || isNaN(data20)){
-const err85 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 86400000 || isNaN(data20)){
+const err85 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -986,12 +986,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data21 = data.runConcurrency;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err86 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20 < 1000 || isNaN(data20)){
+const err86 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1000,9 +996,12 @@ vErrors.push(err86);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 256 || isNaN(data21)){
-const err87 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runConcurrency !== undefined){
+let data21 = data.runConcurrency;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err87 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1011,8 +1010,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err88 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 256 || isNaN(data21)){
+const err88 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1021,12 +1021,8 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data22 = data.runLeaseMs;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err89 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data21 < 0 || isNaN(data21)){
+const err89 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1035,9 +1031,12 @@ vErrors.push(err89);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 3600000 || isNaN(data22)){
-const err90 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.runLeaseMs !== undefined){
+let data22 = data.runLeaseMs;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err90 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1046,8 +1045,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(data22 < 500 || isNaN(data22)){
-const err91 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 3600000 || isNaN(data22)){
+const err91 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1056,12 +1056,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data23 = data.runMaxAttempts;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err92 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data22 < 500 || isNaN(data22)){
+const err92 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1070,9 +1066,12 @@ vErrors.push(err92);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 10 || isNaN(data23)){
-const err93 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data23 = data.runMaxAttempts;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err93 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1081,8 +1080,9 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err94 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 10 || isNaN(data23)){
+const err94 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1091,12 +1091,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data24 = data.runRetentionDays;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err95 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23 < 1 || isNaN(data23)){
+const err95 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1105,9 +1101,12 @@ vErrors.push(err95);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 3650 || isNaN(data24)){
-const err96 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data24 = data.runRetentionDays;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err96 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1116,8 +1115,9 @@ vErrors.push(err96);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err97 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 3650 || isNaN(data24)){
+const err97 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1126,12 +1126,8 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-}
-if(data.sandboxPoolSize !== undefined){
-let data25 = data.sandboxPoolSize;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err98 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 1 || isNaN(data24)){
+const err98 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1140,9 +1136,12 @@ vErrors.push(err98);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 64 || isNaN(data25)){
-const err99 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data25 = data.sandboxPoolSize;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err99 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1151,8 +1150,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err100 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 64 || isNaN(data25)){
+const err100 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1161,12 +1161,8 @@ vErrors.push(err100);
 }
 errors++;
 }
-}
-}
-if(data.sqliteSynchronous !== undefined){
-let data26 = data.sqliteSynchronous;
-if(!((data26 === "NORMAL") || (data26 === "FULL"))){
-const err101 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if(data25 < 1 || isNaN(data25)){
+const err101 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1176,10 +1172,11 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data.upstreamTimeoutMs !== undefined){
-let data27 = data.upstreamTimeoutMs;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err102 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.sqliteSynchronous !== undefined){
+let data26 = data.sqliteSynchronous;
+if(!((data26 === "NORMAL") || (data26 === "FULL"))){
+const err102 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1188,9 +1185,11 @@ vErrors.push(err102);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 600000 || isNaN(data27)){
-const err103 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+if(data.upstreamTimeoutMs !== undefined){
+let data27 = data.upstreamTimeoutMs;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err103 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1199,8 +1198,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data27 < 100 || isNaN(data27)){
-const err104 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 600000 || isNaN(data27)){
+const err104 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1209,12 +1209,8 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data28 = data.upstreamIdleMs;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err105 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 100 || isNaN(data27)){
+const err105 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1223,9 +1219,12 @@ vErrors.push(err105);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 86400000 || isNaN(data28)){
-const err106 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.upstreamIdleMs !== undefined){
+let data28 = data.upstreamIdleMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err106 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1234,8 +1233,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data28 < 1000 || isNaN(data28)){
-const err107 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 86400000 || isNaN(data28)){
+const err107 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1244,12 +1244,8 @@ vErrors.push(err107);
 }
 errors++;
 }
-}
-}
-if(data.upstreamListBudgetMs !== undefined){
-let data29 = data.upstreamListBudgetMs;
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err108 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data28 < 1000 || isNaN(data28)){
+const err108 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1258,9 +1254,12 @@ vErrors.push(err108);
 }
 errors++;
 }
-if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 > 600000 || isNaN(data29)){
-const err109 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+}
+if(data.upstreamListBudgetMs !== undefined){
+let data29 = data.upstreamListBudgetMs;
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+const err109 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1269,8 +1268,9 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data29 < 10 || isNaN(data29)){
-const err110 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 600000 || isNaN(data29)){
+const err110 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1279,13 +1279,8 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-}
-if(data.redisPrefix !== undefined){
-let data30 = data.redisPrefix;
-if(typeof data30 === "string"){
-if(!pattern12.test(data30)){
-const err111 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data29 < 10 || isNaN(data29)){
+const err111 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1295,8 +1290,12 @@ vErrors.push(err111);
 errors++;
 }
 }
-else {
-const err112 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.redisPrefix !== undefined){
+let data30 = data.redisPrefix;
+if(typeof data30 === "string"){
+if(!pattern12.test(data30)){
+const err112 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1306,11 +1305,8 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data.models !== undefined){
-let data31 = data.models;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.defaultModel === undefined){
-const err113 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+else {
+const err113 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1319,8 +1315,12 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(data31.openaiCompatibleBaseUrl === undefined){
-const err114 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+}
+if(data.models !== undefined){
+let data31 = data.models;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.defaultModel === undefined){
+const err114 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1329,8 +1329,8 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(data31.providers === undefined){
-const err115 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data31.openaiCompatibleBaseUrl === undefined){
+const err115 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1339,9 +1339,8 @@ vErrors.push(err115);
 }
 errors++;
 }
-for(const key2 in data31){
-if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
-const err116 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data31.providers === undefined){
+const err116 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1350,11 +1349,9 @@ vErrors.push(err116);
 }
 errors++;
 }
-}
-if(data31.defaultModel !== undefined){
-let data32 = data31.defaultModel;
-if((typeof data32 !== "string") && (data32 !== null)){
-const err117 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+for(const key2 in data31){
+if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
+const err117 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1363,9 +1360,11 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(typeof data32 === "string"){
-if(!pattern13.test(data32)){
-const err118 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data31.defaultModel !== undefined){
+let data32 = data31.defaultModel;
+if((typeof data32 !== "string") && (data32 !== null)){
+const err118 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1374,12 +1373,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-}
-}
-if(data31.openaiCompatibleBaseUrl !== undefined){
-let data33 = data31.openaiCompatibleBaseUrl;
-if((typeof data33 !== "string") && (data33 !== null)){
-const err119 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(typeof data32 === "string"){
+if(!pattern13.test(data32)){
+const err119 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1388,14 +1384,28 @@ vErrors.push(err119);
 }
 errors++;
 }
-if(typeof data33 === "string"){
-if(!(formats0(data33))){
-const err120 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data31.openaiCompatibleBaseUrl !== undefined){
+let data33 = data31.openaiCompatibleBaseUrl;
+if((typeof data33 !== "string") && (data33 !== null)){
+const err120 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err120];
 }
 else {
 vErrors.push(err120);
+}
+errors++;
+}
+if(typeof data33 === "string"){
+if(!(formats0(data33))){
+const err121 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err121];
+}
+else {
+vErrors.push(err121);
 }
 errors++;
 }
@@ -1408,12 +1418,12 @@ const len0 = data34.length;
 for(let i0=0; i0<len0; i0++){
 let data35 = data34[i0];
 if(!((((data35 === "openai-compatible") || (data35 === "openai")) || (data35 === "anthropic")) || (data35 === "google"))){
-const err121 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+const err122 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err121];
+vErrors = [err122];
 }
 else {
-vErrors.push(err121);
+vErrors.push(err122);
 }
 errors++;
 }
@@ -1425,12 +1435,12 @@ outer0:
 for(;i1--;){
 for(j0 = i1; j0--;){
 if(func0(data34[i1], data34[j0])){
-const err122 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+const err123 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
-vErrors = [err122];
+vErrors = [err123];
 }
 else {
-vErrors.push(err122);
+vErrors.push(err123);
 }
 errors++;
 break outer0;
@@ -1440,19 +1450,7 @@ break outer0;
 }
 }
 else {
-const err123 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err123];
-}
-else {
-vErrors.push(err123);
-}
-errors++;
-}
-}
-}
-else {
-const err124 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err124 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1462,10 +1460,9 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data36 = data.agentMaxSteps;
-if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
-const err125 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err125 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1474,9 +1471,11 @@ vErrors.push(err125);
 }
 errors++;
 }
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 > 100 || isNaN(data36)){
-const err126 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+}
+if(data.agentMaxSteps !== undefined){
+let data36 = data.agentMaxSteps;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err126 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1485,8 +1484,9 @@ vErrors.push(err126);
 }
 errors++;
 }
-if(data36 < 1 || isNaN(data36)){
-const err127 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 100 || isNaN(data36)){
+const err127 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1495,12 +1495,8 @@ vErrors.push(err127);
 }
 errors++;
 }
-}
-}
-if(data.agentTurnTimeoutMs !== undefined){
-let data37 = data.agentTurnTimeoutMs;
-if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
-const err128 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data36 < 1 || isNaN(data36)){
+const err128 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1509,9 +1505,12 @@ vErrors.push(err128);
 }
 errors++;
 }
-if((typeof data37 == "number") && (isFinite(data37))){
-if(data37 > 3600000 || isNaN(data37)){
-const err129 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data37 = data.agentTurnTimeoutMs;
+if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
+const err129 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1520,13 +1519,24 @@ vErrors.push(err129);
 }
 errors++;
 }
-if(data37 < 1000 || isNaN(data37)){
-const err130 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 > 3600000 || isNaN(data37)){
+const err130 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err130];
 }
 else {
 vErrors.push(err130);
+}
+errors++;
+}
+if(data37 < 1000 || isNaN(data37)){
+const err131 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err131];
+}
+else {
+vErrors.push(err131);
 }
 errors++;
 }
@@ -1540,18 +1550,7 @@ for(let i2=0; i2<len1; i2++){
 let data39 = data38[i2];
 if(typeof data39 === "string"){
 if(func2(data39) < 1){
-const err131 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err131];
-}
-else {
-vErrors.push(err131);
-}
-errors++;
-}
-}
-else {
-const err132 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err132 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1561,9 +1560,8 @@ vErrors.push(err132);
 errors++;
 }
 }
-}
 else {
-const err133 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err133 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1573,11 +1571,9 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data.browser !== undefined){
-let data40 = data.browser;
-if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
-if(data40.executable === undefined){
-const err134 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+}
+else {
+const err134 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1586,8 +1582,12 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(data40.maxContexts === undefined){
-const err135 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+}
+if(data.browser !== undefined){
+let data40 = data.browser;
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.executable === undefined){
+const err135 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1596,8 +1596,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-if(data40.taskTimeoutMs === undefined){
-const err136 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+if(data40.maxContexts === undefined){
+const err136 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1606,8 +1606,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(data40.idleMs === undefined){
-const err137 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+if(data40.taskTimeoutMs === undefined){
+const err137 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1616,8 +1616,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(data40.adblockLists === undefined){
-const err138 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(data40.idleMs === undefined){
+const err138 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1626,8 +1626,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-if(data40.proxyUrl === undefined){
-const err139 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+if(data40.adblockLists === undefined){
+const err139 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1636,9 +1636,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-for(const key3 in data40){
-if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
-const err140 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data40.proxyUrl === undefined){
+const err140 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1647,12 +1646,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-if(data40.executable !== undefined){
-let data41 = data40.executable;
-if(typeof data41 === "string"){
-if(func2(data41) < 1){
-const err141 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key3 in data40){
+if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
+const err141 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1662,8 +1658,11 @@ vErrors.push(err141);
 errors++;
 }
 }
-else {
-const err142 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.executable !== undefined){
+let data41 = data40.executable;
+if(typeof data41 === "string"){
+if(func2(data41) < 1){
+const err142 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1673,10 +1672,8 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(data40.maxContexts !== undefined){
-let data42 = data40.maxContexts;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err143 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err143 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1685,9 +1682,11 @@ vErrors.push(err143);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 64 || isNaN(data42)){
-const err144 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data40.maxContexts !== undefined){
+let data42 = data40.maxContexts;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err144 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1696,8 +1695,9 @@ vErrors.push(err144);
 }
 errors++;
 }
-if(data42 < 1 || isNaN(data42)){
-const err145 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 64 || isNaN(data42)){
+const err145 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1706,12 +1706,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-}
-}
-if(data40.taskTimeoutMs !== undefined){
-let data43 = data40.taskTimeoutMs;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err146 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data42 < 1 || isNaN(data42)){
+const err146 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1720,9 +1716,12 @@ vErrors.push(err146);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 > 3600000 || isNaN(data43)){
-const err147 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data40.taskTimeoutMs !== undefined){
+let data43 = data40.taskTimeoutMs;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err147 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1731,8 +1730,9 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data43 < 1000 || isNaN(data43)){
-const err148 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 3600000 || isNaN(data43)){
+const err148 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1741,12 +1741,8 @@ vErrors.push(err148);
 }
 errors++;
 }
-}
-}
-if(data40.idleMs !== undefined){
-let data44 = data40.idleMs;
-if(!(((typeof data44 == "number") && (!(data44 % 1) && !isNaN(data44))) && (isFinite(data44)))){
-const err149 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data43 < 1000 || isNaN(data43)){
+const err149 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1755,9 +1751,12 @@ vErrors.push(err149);
 }
 errors++;
 }
-if((typeof data44 == "number") && (isFinite(data44))){
-if(data44 > 86400000 || isNaN(data44)){
-const err150 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data40.idleMs !== undefined){
+let data44 = data40.idleMs;
+if(!(((typeof data44 == "number") && (!(data44 % 1) && !isNaN(data44))) && (isFinite(data44)))){
+const err150 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1766,13 +1765,24 @@ vErrors.push(err150);
 }
 errors++;
 }
-if(data44 < 1000 || isNaN(data44)){
-const err151 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data44 == "number") && (isFinite(data44))){
+if(data44 > 86400000 || isNaN(data44)){
+const err151 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err151];
 }
 else {
 vErrors.push(err151);
+}
+errors++;
+}
+if(data44 < 1000 || isNaN(data44)){
+const err152 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err152];
+}
+else {
+vErrors.push(err152);
 }
 errors++;
 }
@@ -1786,18 +1796,7 @@ for(let i3=0; i3<len2; i3++){
 let data46 = data45[i3];
 if(typeof data46 === "string"){
 if(func2(data46) < 1){
-const err152 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err152];
-}
-else {
-vErrors.push(err152);
-}
-errors++;
-}
-}
-else {
-const err153 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err153 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1807,9 +1806,8 @@ vErrors.push(err153);
 errors++;
 }
 }
-}
 else {
-const err154 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err154 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1819,10 +1817,9 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data40.proxyUrl !== undefined){
-let data47 = data40.proxyUrl;
-if((typeof data47 !== "string") && (data47 !== null)){
-const err155 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+}
+else {
+const err155 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1831,9 +1828,11 @@ vErrors.push(err155);
 }
 errors++;
 }
-if(typeof data47 === "string"){
-if(!pattern14.test(data47)){
-const err156 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+}
+if(data40.proxyUrl !== undefined){
+let data47 = data40.proxyUrl;
+if((typeof data47 !== "string") && (data47 !== null)){
+const err156 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1842,11 +1841,9 @@ vErrors.push(err156);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err157 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data47 === "string"){
+if(!pattern14.test(data47)){
+const err157 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1857,13 +1854,190 @@ errors++;
 }
 }
 }
+}
 else {
-const err158 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err158 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err158];
 }
 else {
 vErrors.push(err158);
+}
+errors++;
+}
+}
+if(data.discovery !== undefined){
+let data48 = data.discovery;
+if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
+if(data48.embeddingsUrl === undefined){
+const err159 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+if(data48.embeddingsModel === undefined){
+const err160 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+if(vErrors === null){
+vErrors = [err160];
+}
+else {
+vErrors.push(err160);
+}
+errors++;
+}
+if(data48.embeddingsBudgetMs === undefined){
+const err161 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+if(vErrors === null){
+vErrors = [err161];
+}
+else {
+vErrors.push(err161);
+}
+errors++;
+}
+if(data48.learning === undefined){
+const err162 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+for(const key4 in data48){
+if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
+const err163 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err163];
+}
+else {
+vErrors.push(err163);
+}
+errors++;
+}
+}
+if(data48.embeddingsUrl !== undefined){
+let data49 = data48.embeddingsUrl;
+if((typeof data49 !== "string") && (data49 !== null)){
+const err164 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err164];
+}
+else {
+vErrors.push(err164);
+}
+errors++;
+}
+if(typeof data49 === "string"){
+if(!(formats0(data49))){
+const err165 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+}
+if(data48.embeddingsModel !== undefined){
+let data50 = data48.embeddingsModel;
+if(typeof data50 === "string"){
+if(func2(data50) < 1){
+const err166 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err166];
+}
+else {
+vErrors.push(err166);
+}
+errors++;
+}
+}
+else {
+const err167 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
+}
+errors++;
+}
+}
+if(data48.embeddingsBudgetMs !== undefined){
+let data51 = data48.embeddingsBudgetMs;
+if(!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))){
+const err168 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+if((typeof data51 == "number") && (isFinite(data51))){
+if(data51 > 60000 || isNaN(data51)){
+const err169 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+if(data51 < 10 || isNaN(data51)){
+const err170 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+}
+if(data48.learning !== undefined){
+if(typeof data48.learning !== "boolean"){
+const err171 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+}
+else {
+const err172 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+}
+}
+else {
+const err173 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
 }
 errors++;
 }
@@ -1874,7 +2048,7 @@ validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const DatastoreEventPayload = validate21;
 const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).","type":"object","required":["eventId","event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"eventId":{"type":"string","minLength":1,"description":"Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second."},"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content after the change (the deleted content for onDelete). Always an object: an unstructured datastore's text arrives as {\"text\": ...}; in vault payloads every value is replaced by \"********\" (never the plain secret)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e00","event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e01","event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e02","event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
-const formats14 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const formats16 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/datastore-event.schema" */;
@@ -2437,7 +2611,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data12 = data.createdAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -2462,7 +2636,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data13 = data.updatedAt;
 if(typeof data13 === "string"){
-if(!(formats14.validate(data13))){
+if(!(formats16.validate(data13))){
 const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -3068,7 +3242,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data13 = data.createdAt;
 if(typeof data13 === "string"){
-if(!(formats14.validate(data13))){
+if(!(formats16.validate(data13))){
 const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -3093,7 +3267,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data14 = data.updatedAt;
 if(typeof data14 === "string"){
-if(!(formats14.validate(data14))){
+if(!(formats16.validate(data14))){
 const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -4319,7 +4493,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
+if(!(formats16.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -4344,7 +4518,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -5466,7 +5640,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
+if(!(formats16.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -5491,7 +5665,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -6157,7 +6331,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
+if(!(formats16.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -6182,7 +6356,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -6659,7 +6833,7 @@ errors++;
 if(data.publishedAt !== undefined){
 let data2 = data.publishedAt;
 if(typeof data2 === "string"){
-if(!(formats14.validate(data2))){
+if(!(formats16.validate(data2))){
 const err8 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -7235,7 +7409,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
+if(!(formats16.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -7260,7 +7434,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -8780,7 +8954,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats14.validate(data11))){
+if(!(formats16.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -8805,7 +8979,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats14.validate(data12))){
+if(!(formats16.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -9335,7 +9509,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats14.validate(data3))){
+if(!(formats16.validate(data3))){
 const err12 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -9360,7 +9534,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats14.validate(data4))){
+if(!(formats16.validate(data4))){
 const err14 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9722,7 +9896,7 @@ errors++;
 if(data1.createdAt !== undefined){
 let data5 = data1.createdAt;
 if(typeof data5 === "string"){
-if(!(formats14.validate(data5))){
+if(!(formats16.validate(data5))){
 const err14 = {instancePath:instancePath+"/chats/" + i0+"/createdAt",schemaPath:"#/$defs/chatRecord/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -9747,7 +9921,7 @@ errors++;
 if(data1.updatedAt !== undefined){
 let data6 = data1.updatedAt;
 if(typeof data6 === "string"){
-if(!(formats14.validate(data6))){
+if(!(formats16.validate(data6))){
 const err16 = {instancePath:instancePath+"/chats/" + i0+"/updatedAt",schemaPath:"#/$defs/chatRecord/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -9963,7 +10137,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats14.validate(data3))){
+if(!(formats16.validate(data3))){
 const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -9988,7 +10162,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats14.validate(data4))){
+if(!(formats16.validate(data4))){
 const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -10845,7 +11019,7 @@ errors++;
 if(data2.createdAt !== undefined){
 let data8 = data2.createdAt;
 if(typeof data8 === "string"){
-if(!(formats14.validate(data8))){
+if(!(formats16.validate(data8))){
 const err20 = {instancePath:instancePath+"/contexts/" + i0+"/createdAt",schemaPath:"#/properties/contexts/items/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err20];
@@ -16175,7 +16349,7 @@ return errors === 0;
 validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const GatewayCapabilityDetailsOutput = validate73;
-const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema","title":"GatewayCapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing. (Copy of the svc-sidekick tool, served on the gateway server so the fixed tool set lives on one server.)","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."},"learned":{"type":"object","required":["uses","lastUsedAt","requests"],"additionalProperties":false,"description":"Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown.","properties":{"uses":{"type":"integer","minimum":1,"description":"Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten)."},"lastUsedAt":{"type":"string","format":"date-time","description":"When the latest of those uses happened (ISO 8601 UTC)."},"requests":{"type":"array","maxItems":3,"items":{"type":"string"},"description":"Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters)."}}}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
 function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/capability_details.output.schema" */;
@@ -16289,7 +16463,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key1 in data1){
-if(!(((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale"))){
+if(!((((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale")) || (key1 === "learned"))){
 const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -16413,9 +16587,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-}
-else {
-const err19 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.learned !== undefined){
+let data9 = data1.learned;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.uses === undefined){
+const err19 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "uses"},message:"must have required property '"+"uses"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -16424,10 +16600,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-}
-else {
-const err20 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data9.lastUsedAt === undefined){
+const err20 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "lastUsedAt"},message:"must have required property '"+"lastUsedAt"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -16436,14 +16610,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-}
-if(data.notFound !== undefined){
-let data9 = data.notFound;
-if(Array.isArray(data9)){
-const len1 = data9.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data9[i1] !== "string"){
-const err21 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9.requests === undefined){
+const err21 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "requests"},message:"must have required property '"+"requests"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -16452,10 +16620,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key2 in data9){
+if(!(((key2 === "uses") || (key2 === "lastUsedAt")) || (key2 === "requests"))){
+const err22 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -16465,14 +16632,166 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
-else {
-const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data9.uses !== undefined){
+let data10 = data9.uses;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err23 = {instancePath:instancePath+"/items/" + i0+"/learned/uses",schemaPath:"#/properties/items/items/properties/learned/properties/uses/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err23];
 }
 else {
 vErrors.push(err23);
+}
+errors++;
+}
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 1 || isNaN(data10)){
+const err24 = {instancePath:instancePath+"/items/" + i0+"/learned/uses",schemaPath:"#/properties/items/items/properties/learned/properties/uses/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+if(data9.lastUsedAt !== undefined){
+let data11 = data9.lastUsedAt;
+if(typeof data11 === "string"){
+if(!(formats16.validate(data11))){
+const err25 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data9.requests !== undefined){
+let data12 = data9.requests;
+if(Array.isArray(data12)){
+if(data12.length > 3){
+const err27 = {instancePath:instancePath+"/items/" + i0+"/learned/requests",schemaPath:"#/properties/items/items/properties/learned/properties/requests/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+const len1 = data12.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data12[i1] !== "string"){
+const err28 = {instancePath:instancePath+"/items/" + i0+"/learned/requests/" + i1,schemaPath:"#/properties/items/items/properties/learned/properties/requests/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/items/" + i0+"/learned/requests",schemaPath:"#/properties/items/items/properties/learned/properties/requests/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.notFound !== undefined){
+let data14 = data.notFound;
+if(Array.isArray(data14)){
+const len2 = data14.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data14[i2] !== "string"){
+const err33 = {instancePath:instancePath+"/notFound/" + i2,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
 }
 errors++;
 }
@@ -18472,7 +18791,7 @@ return errors === 0;
 validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const CapabilityDetailsOutput = validate82;
-const schema103 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
+const schema103 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema","title":"CapabilityDetailsOutput","description":"Result of capability_details: one entry per tool found, in request order, and the names that matched nothing.","type":"object","required":["items","notFound"],"additionalProperties":false,"properties":{"items":{"type":"array","description":"Details of each tool found.","items":{"type":"object","required":["name","serverName","description","inputSchema","outputSchema","skill"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"description":"Tool name."},"serverName":{"type":"string","minLength":1,"description":"Server path: call the tool at {mcp_url}/<serverName>."},"description":{"type":"string","description":"Full tool description."},"inputSchema":{"type":"object","description":"JSON Schema of the tool arguments (type, properties, required). Application tools include the required string PCID."},"outputSchema":{"type":["object","null"],"description":"JSON Schema of the tool result (structuredContent), or null when the tool declares none."},"skill":{"type":["string","null"],"description":"Markdown skill document for the tool, or null when there is none (or agentSkill was not requested)."},"serverStale":{"type":"string","description":"Present for a tool of an application server whose tool list is stale right now (its upstream's latest listing failed or has not answered): why. The tool is the one last listed; a call may fail until the upstream recovers."},"learned":{"type":"object","required":["uses","lastUsedAt","requests"],"additionalProperties":false,"description":"Present when callers of this organisation called the tool successfully within 2 minutes after a capabilities_discover request (learning from use; off with DISCOVERY_LEARNING=false). Later requests resembling these rank the tool higher, which explains a rank the words alone would not give. Only this organisation's use is counted or shown.","properties":{"uses":{"type":"integer","minimum":1,"description":"Uses after discover requests, over every remembered request (at most 500 remembered request/tool pairs per organisation, least recently used forgotten)."},"lastUsedAt":{"type":"string","format":"date-time","description":"When the latest of those uses happened (ISO 8601 UTC)."},"requests":{"type":"array","maxItems":3,"items":{"type":"string"},"description":"Up to three of the remembered discover requests that led to the tool, most recent first (each at most 300 characters)."}}}}}},"notFound":{"type":"array","description":"Requested names that match no tool.","items":{"type":"string"}}},"examples":[{"items":[{"name":"slack_message_send","serverName":"slack","description":"Send a message to a Slack channel.","inputSchema":{"type":"object","properties":{"PCID":{"type":"string"},"channel":{"type":"string"},"text":{"type":"string"}},"required":["PCID","channel","text"]},"outputSchema":null,"skill":"# Sending Slack messages\n\nUse the channel id, not its name."}],"notFound":["slack_unknown_tool"]}]};
 
 function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/svc-sidekick/capability_details.output.schema" */;
@@ -18586,7 +18905,7 @@ vErrors.push(err8);
 errors++;
 }
 for(const key1 in data1){
-if(!(((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale"))){
+if(!((((((((key1 === "name") || (key1 === "serverName")) || (key1 === "description")) || (key1 === "inputSchema")) || (key1 === "outputSchema")) || (key1 === "skill")) || (key1 === "serverStale")) || (key1 === "learned"))){
 const err9 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err9];
@@ -18710,9 +19029,11 @@ vErrors.push(err18);
 errors++;
 }
 }
-}
-else {
-const err19 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.learned !== undefined){
+let data9 = data1.learned;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.uses === undefined){
+const err19 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "uses"},message:"must have required property '"+"uses"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -18721,10 +19042,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
-}
-else {
-const err20 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data9.lastUsedAt === undefined){
+const err20 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "lastUsedAt"},message:"must have required property '"+"lastUsedAt"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -18733,14 +19052,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-}
-if(data.notFound !== undefined){
-let data9 = data.notFound;
-if(Array.isArray(data9)){
-const len1 = data9.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data9[i1] !== "string"){
-const err21 = {instancePath:instancePath+"/notFound/" + i1,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data9.requests === undefined){
+const err21 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/required",keyword:"required",params:{missingProperty: "requests"},message:"must have required property '"+"requests"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -18749,10 +19062,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key2 in data9){
+if(!(((key2 === "uses") || (key2 === "lastUsedAt")) || (key2 === "requests"))){
+const err22 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -18762,14 +19074,166 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
-else {
-const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data9.uses !== undefined){
+let data10 = data9.uses;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err23 = {instancePath:instancePath+"/items/" + i0+"/learned/uses",schemaPath:"#/properties/items/items/properties/learned/properties/uses/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err23];
 }
 else {
 vErrors.push(err23);
+}
+errors++;
+}
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 1 || isNaN(data10)){
+const err24 = {instancePath:instancePath+"/items/" + i0+"/learned/uses",schemaPath:"#/properties/items/items/properties/learned/properties/uses/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+if(data9.lastUsedAt !== undefined){
+let data11 = data9.lastUsedAt;
+if(typeof data11 === "string"){
+if(!(formats16.validate(data11))){
+const err25 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+else {
+const err26 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data9.requests !== undefined){
+let data12 = data9.requests;
+if(Array.isArray(data12)){
+if(data12.length > 3){
+const err27 = {instancePath:instancePath+"/items/" + i0+"/learned/requests",schemaPath:"#/properties/items/items/properties/learned/properties/requests/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+const len1 = data12.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data12[i1] !== "string"){
+const err28 = {instancePath:instancePath+"/items/" + i0+"/learned/requests/" + i1,schemaPath:"#/properties/items/items/properties/learned/properties/requests/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath:instancePath+"/items/" + i0+"/learned/requests",schemaPath:"#/properties/items/items/properties/learned/properties/requests/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/items/" + i0+"/learned",schemaPath:"#/properties/items/items/properties/learned/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/items/" + i0,schemaPath:"#/properties/items/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.notFound !== undefined){
+let data14 = data.notFound;
+if(Array.isArray(data14)){
+const len2 = data14.length;
+for(let i2=0; i2<len2; i2++){
+if(typeof data14[i2] !== "string"){
+const err33 = {instancePath:instancePath+"/notFound/" + i2,schemaPath:"#/properties/notFound/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/notFound",schemaPath:"#/properties/notFound/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
 }
 errors++;
 }

@@ -136,6 +136,8 @@ export class AgentService {
     const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
     const ctx: GatewayContext = {
       services: this.services, log, orgId: req.orgId, forwardedHeaders: req.forwardedHeaders ?? {}, signal,
+      // Discovery learns per caller (src/servers/sidekick/usage.ts): one conversation is one caller.
+      callerId: `chat:${chatId}`,
       ...(req.metadata ? { sourceMetadata: req.metadata } : {}),
     };
     let outcome: TurnOutcome;
@@ -147,7 +149,11 @@ export class AgentService {
       nextSeq = history.length + 1;
       const { tools } = await agentTools(ctx, agentConfig.servers, (c, p) => this.services.gateway.catalog.resolve(c, p), {
         onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
-        onToolEnd: (e) => req.onEvent?.({ type: 'tool-call-end', ...e }),
+        onToolEnd: (e) => {
+          req.onEvent?.({ type: 'tool-call-end', ...e });
+          // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
+          this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+        },
         onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
       });
       const result = await runTurn({

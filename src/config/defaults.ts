@@ -42,6 +42,9 @@ export const defaults = {
   /** Time limit of one upstream operation, connect included (spec Errors: timeout → -32000). */
   upstreamTimeoutMs: 30_000,
   upstreamListBudgetMs: 1_000,
+  /** Discovery (src/servers/sidekick/README.md): the embeddings model asked for, and how long a query waits for its embedding. */
+  embeddingsModel: 'text-embedding-3-small',
+  embeddingsBudgetMs: 300,
   /** Connection (PCID) lookups are reused this long: status changes and revocation apply within it. */
   upstreamConnectionTtlMs: 2000,
   /** An upstream MCP server's tool list is reused this long within one session. */

@@ -59,6 +59,21 @@ export interface Config {
   outboundAllowlist: string[];
   /** Browser automation (src/browser). */
   browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number; adblockLists: string[]; proxyUrl: string | null };
+  /** Tool discovery (src/servers/sidekick): semantic ranking and learning from use. */
+  discovery: DiscoveryConfig;
+  /** EMBEDDINGS_API_KEY: bearer key of the embeddings provider; a secret, never logged nor validated into the config schema. */
+  embeddingsApiKey: string | null;
+}
+
+export interface DiscoveryConfig {
+  /** EMBEDDINGS_URL: an OpenAI-compatible embeddings API (its base URL, or the full `/embeddings` URL); null means lexical ranking only. */
+  embeddingsUrl: string | null;
+  /** EMBEDDINGS_MODEL: the model asked for. */
+  embeddingsModel: string;
+  /** EMBEDDINGS_BUDGET_MS: how long a discover call waits for its query's embedding before it ranks lexically. */
+  embeddingsBudgetMs: number;
+  /** DISCOVERY_LEARNING: learn from which tool a caller used after a discover call. */
+  learning: boolean;
 }
 
 export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
@@ -228,9 +243,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       adblockLists: adblockLists(env.BROWSER_ADBLOCK_LISTS),
       proxyUrl: env.BROWSER_PROXY_URL ? urlEnv(env, 'BROWSER_PROXY_URL', '') : null,
     },
+    discovery: {
+      embeddingsUrl: env.EMBEDDINGS_URL ? urlEnv(env, 'EMBEDDINGS_URL', '') : null,
+      embeddingsModel: env.EMBEDDINGS_MODEL || defaults.embeddingsModel,
+      embeddingsBudgetMs: intEnv(env, 'EMBEDDINGS_BUDGET_MS', defaults.embeddingsBudgetMs, 10, 60_000),
+      learning: boolEnv(env, 'DISCOVERY_LEARNING', true),
+    },
+    embeddingsApiKey: env.EMBEDDINGS_API_KEY || null,
   };
   // The resolved configuration must match schemas/config/config.schema.json.
-  const { secretKey: _secret, models, ...shape } = config;
+  const { secretKey: _secret, embeddingsApiKey: _key, models, ...shape } = config;
   const checked = {
     ...shape, databaseUrl: shape.databaseUrl ?? null, redisUrl: shape.redisUrl ?? null,
     models: { defaultModel: models.defaultModel, openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl, providers: models.providers },

@@ -92,7 +92,8 @@ export class GatewayCatalog implements DiscoverySource {
     return this.fingerprints.get(ctx.orgId, async () => {
       const { db } = ctx.services;
       const [servers, connections, collections] = await Promise.all([stamp(db, 'app_servers', ctx.orgId), stamp(db, 'connections', ctx.orgId), stamp(db, 'collections', ctx.orgId)]);
-      return `${servers}|${connections}|${collections}|${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
+      // After `#`: the periodic refresh, which discovery runs in the background (DiscoverySource).
+      return `${servers}|${connections}|${collections}#${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
     });
   }
 

@@ -2,6 +2,7 @@
  * The gateway assembled: upstream pool, catalogue (embedded + application servers), router.
  * Built once per process by the composition root.
  */
+import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { GatewayCatalog } from './catalog.js';
@@ -9,7 +10,9 @@ import { GatewayRouter } from './router.js';
 import { UpstreamPool } from './upstream/index.js';
 import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
-import { createSidekickServer } from '../servers/sidekick/index.js';
+import { performance } from 'node:perf_hooks';
+import { createDiscoveryEngine, createSidekickServer, EmbeddingsProvider, Semantic, UsageMemory } from '../servers/sidekick/index.js';
+import type { Services } from '../services.js';
 import { createAgentManagementServer } from '../servers/agent-management/index.js';
 import { createBrowserAutomationServer } from '../servers/browser-automation/index.js';
 
@@ -17,28 +20,71 @@ export interface Gateway {
   catalog: GatewayCatalog;
   router: GatewayRouter;
   pool: UpstreamPool;
+  /** Discovery's learning from use (absent with DISCOVERY_LEARNING=false): told of agents' tool calls too. */
+  usage?: UsageMemory | undefined;
+  /** Discovery's semantic ranking (absent without EMBEDDINGS_URL): its provider's state is a /readyz detail. */
+  semantic?: Semantic | undefined;
   /** After a connection change in this process: discovery and PCID checks see it at once. */
   forgetConnections(orgId: string): void;
+  /**
+   * Builds the discovery indexes of up to PREWARM_ORGS organisations, newest first, one after
+   * another in the background, so no request pays the first build; close() stops it.
+   */
+  prewarm(services: Services): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createGateway(config: Config, log: Logger): Gateway {
+/** Organisations whose discovery index is built at start (the engine keeps 500). */
+const PREWARM_ORGS = 500;
+
+/** `db` keeps discovery's embeddings (without it they live in this process only). */
+export function createGateway(config: Config, log: Logger, db?: Knex): Gateway {
   const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
-  const sidekick = createSidekickServer(catalog);
+  // Learning from use (src/servers/sidekick/usage.ts): off → nothing recorded, nothing learned used.
+  const usage = config.discovery.learning ? new UsageMemory() : undefined;
+  const { embeddingsUrl, embeddingsModel, embeddingsBudgetMs } = config.discovery;
+  const semantic = embeddingsUrl
+    ? new Semantic(new EmbeddingsProvider({ url: embeddingsUrl, model: embeddingsModel, apiKey: config.embeddingsApiKey, budgetMs: embeddingsBudgetMs, log }), log, db)
+    : undefined;
+  const engine = createDiscoveryEngine(catalog, { usage, semantic });
+  const sidekick = createSidekickServer(catalog, { engine });
+  const stopping = new AbortController();
+  let warming: Promise<void> | undefined;
   catalog.registerEmbedded(createMcpServer(catalog));
   catalog.registerEmbedded(sidekick);
-  catalog.registerEmbedded(createGatewayServer(sidekick, catalog));
+  catalog.registerEmbedded(createGatewayServer(sidekick, catalog, usage));
   catalog.registerEmbedded(createAgentManagementServer());
   catalog.registerEmbedded(createBrowserAutomationServer());
   return {
     catalog,
-    router: new GatewayRouter(log),
+    router: new GatewayRouter(log, usage),
     pool,
+    usage,
+    semantic,
     forgetConnections(orgId) {
       catalog.forgetOrg(orgId);
       pool.connections.forgetOrg(orgId);
     },
-    close: () => pool.close(),
+    prewarm(services) {
+      warming ??= (async () => {
+        const started = performance.now();
+        const rows = await services.db('organizations').select('id').orderBy('created_at', 'desc').limit(PREWARM_ORGS) as { id: string }[];
+        for (const { id } of rows) {
+          if (stopping.signal.aborted) return;
+          await engine.warm({ services, log, orgId: id, forwardedHeaders: {}, signal: stopping.signal });
+        }
+        log.info({ orgs: rows.length, ms: Math.round(performance.now() - started) }, 'discovery indexes pre-warmed');
+      })().catch((err: unknown) => {
+        if (!stopping.signal.aborted) log.warn({ err }, 'discovery pre-warm stopped; indexes are built on first use');
+      });
+      return warming;
+    },
+    close: async () => {
+      stopping.abort();
+      await warming;
+      await usage?.settled();
+      await pool.close();
+    },
   };
 }

@@ -9,7 +9,7 @@ import { JSONRPCErrorException, JSONRPCServer, createJSONRPCErrorResponse, type 
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { isAppError } from '../errors/index.js';
 import type { Logger } from '../config/logger.js';
-import { GatewayError, RPC, type GatewayContext, type ToolServer } from './types.js';
+import { GatewayError, RPC, type GatewayContext, type ToolCallObserver, type ToolServer } from './types.js';
 
 export interface RpcCall {
   ctx: GatewayContext;
@@ -34,25 +34,28 @@ function initialize(params: unknown, { server }: RpcCall): Record<string, unknow
   };
 }
 
-async function callTool(params: unknown, { ctx, server }: RpcCall): Promise<unknown> {
+async function callTool(params: unknown, { ctx, server }: RpcCall, observer?: ToolCallObserver): Promise<unknown> {
   if (!isObject(params) || typeof params.name !== 'string' || params.name === '') {
     throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call needs params.name (the tool name)', { error: 'invalid_params' });
   }
   const args = params.arguments ?? {};
   if (!isObject(args)) throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call params.arguments must be an object', { error: 'invalid_params' });
-  return server.callTool(ctx, params.name, args);
+  const result = await server.callTool(ctx, params.name, args);
+  observer?.toolCalled(ctx, server.path, params.name, !result.isError);
+  return result;
 }
 
 export class GatewayRouter {
   private readonly rpc: JSONRPCServer<RpcCall>;
 
-  constructor(private readonly log: Logger) {
+  /** `observer` hears of each tools/call that returned (discovery's learning from use). */
+  constructor(private readonly log: Logger, observer?: ToolCallObserver) {
     this.rpc = new JSONRPCServer<RpcCall>({ errorListener: () => undefined });
     this.rpc.mapErrorToJSONRPCErrorResponse = (id, error) => this.toErrorResponse(id, error);
     this.rpc.addMethod('initialize', initialize);
     this.rpc.addMethod('ping', () => ({}));
     this.rpc.addMethod('tools/list', async (_params: unknown, { ctx, server }: RpcCall) => ({ tools: await server.listTools(ctx) }));
-    this.rpc.addMethod('tools/call', callTool);
+    this.rpc.addMethod('tools/call', (params: unknown, call: RpcCall) => callTool(params, call, observer));
   }
 
   /**

@@ -50,6 +50,21 @@ export interface GatewayContext {
    * `_meta.sourceMetadata` of tools/call. Absent outside agent turns.
    */
   sourceMetadata?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * One client of the organisation (a runtime token's API credential, an agent turn's chat):
+   * discovery learns which tool a caller used after its own discover request
+   * (src/servers/sidekick/usage.ts). Absent: the organisation as a whole.
+   */
+  callerId?: string | undefined;
+}
+
+/**
+ * Told of every finished tools/call a caller made (discovery's learning from use,
+ * src/servers/sidekick/usage.ts): `ok` false when the tool returned `isError`. Must return at
+ * once and never throw. Calls that threw are not reported.
+ */
+export interface ToolCallObserver {
+  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void;
 }
 
 /** A server at `{mcp_url}/<path>`. */
@@ -140,6 +155,8 @@ export interface CatalogConnection {
 /**
  * Everything discovery indexes for an organisation. `fingerprint` is cheap and changes
  * whenever servers, tools, connections or resources change; the index is rebuilt then.
+ * A fingerprint may end in `#<refresh>`: a change of that part alone (a periodic refresh of
+ * upstream tool lists) rebuilds the index in the background while the previous one is served.
  */
 export interface DiscoverySource {
   fingerprint(ctx: GatewayContext): Promise<string>;

@@ -25,5 +25,8 @@ export const getReadiness: Handler<'getReadiness'> = async (_req, ctx) => {
   }
   if (ctx.services.redis) checks.redis = (await pingRedis(ctx.services.redis)) ? 'ok' : 'error';
   const ready = Object.values(checks).every((c) => c === 'ok');
-  return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks }, headers: NO_STORE };
+  // Discovery's embeddings provider degrades ranking, never readiness: a detail, not a check.
+  const semantic = ctx.services.gateway.semantic;
+  const details = semantic ? { details: { embeddings: semantic.status() } } : {};
+  return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks, ...details }, headers: NO_STORE };
 };

@@ -25,6 +25,8 @@ export const postMcpMessage: Handler<'postMcpMessage'> = async (req, ctx) => {
     const gctx: GatewayContext = {
       services: ctx.services,
       orgId: ctx.auth.orgId,
+      // One client of the organisation: its API credential (stable across token renewals).
+      callerId: `credential:${ctx.auth.credentialId}`,
       forwardedHeaders: forwardedHeaders(req.headers),
       get signal() {
         if (!abort) {

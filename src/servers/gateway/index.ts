@@ -6,7 +6,7 @@
  * JSON of an object is a -32000 validation error). PCID rules of application servers apply
  * unchanged, including injection of the only connected connection.
  */
-import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
+import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolCallObserver, type ToolServer } from '../../gateway/types.js';
 import { embeddedServer } from '../embedded.js';
 
 export interface ServerResolver {
@@ -44,7 +44,8 @@ function asInvokeResult(result: CallResult): CallResult {
   return { ...result, structuredContent: { content: result.content } };
 }
 
-export function createGatewayServer(discovery: ToolServer, servers: ServerResolver): ToolServer {
+/** `observer` hears of gateway_invoke's inner call as a call of its target (discovery learns from it). */
+export function createGatewayServer(discovery: ToolServer, servers: ServerResolver, observer?: ToolCallObserver): ToolServer {
   return embeddedServer('gateway', async (ctx, tool, args) => {
     if (tool.name !== 'gateway_invoke') return discovery.callTool(ctx, tool.name, args);
     const { server: path, tool: name } = args as { server: string; tool: string };
@@ -52,6 +53,8 @@ export function createGatewayServer(discovery: ToolServer, servers: ServerResolv
       throw new GatewayError(RPC.SERVER, 'gateway_invoke cannot invoke itself', { error: 'invalid_arguments' });
     }
     const target = await servers.require(ctx, path);
-    return asInvokeResult(await target.callTool(ctx, name, parseArguments(args.arguments)));
+    const result = await target.callTool(ctx, name, parseArguments(args.arguments));
+    observer?.toolCalled(ctx, path, name, !result.isError);
+    return asInvokeResult(result);
   });
 }

@@ -11,7 +11,8 @@ import { TermIndex, type FieldSpec } from './search.js';
 const TOOL_FIELDS: Record<string, FieldSpec> = {
   name: { boost: 3, quality: 1 },
   title: { boost: 2, quality: 1 },
-  description: { boost: 1.5, quality: 0.9 },
+  summary: { boost: 1.5, quality: 0.9 },
+  details: { boost: 0.5, quality: 0.5 },
   server: { boost: 1.5, quality: 0.9 },
   serverDescription: { boost: 0.3, quality: 0.4 },
   params: { boost: 0.4, quality: 0.3 },
@@ -37,12 +38,27 @@ function paramsText(tool: CatalogTool): string {
   return parts.join(' ');
 }
 
+/** The end of a description's first sentence, or of its first paragraph if that comes first. */
+const SUMMARY_END = /[.!?](?=\s)|\n\s*\n/u;
+
+/**
+ * A description's summary (its first sentence) and the rest. Authors say first what a tool
+ * does; the rest (usage notes, examples, caveats) mentions many other things, so a word found
+ * only there says less: `details` has a low boost and a low coverage quality.
+ */
+export function splitDescription(description: string): [summary: string, details: string] {
+  const text = description.trim();
+  const m = SUMMARY_END.exec(text);
+  return m ? [text.slice(0, m.index + 1), text.slice(m.index + 1)] : [text, ''];
+}
+
 function toolText(entry: ToolEntry, field: string): string {
   const t = entry.tool;
   switch (field) {
     case 'name': return t.tool.name;
     case 'title': return t.tool.title ?? '';
-    case 'description': return t.tool.description;
+    case 'summary': return splitDescription(t.tool.description)[0];
+    case 'details': return splitDescription(t.tool.description)[1];
     case 'server': return `${t.serverTitle} ${t.server} ${t.serviceKey ?? ''}`;
     case 'serverDescription': return t.serverDescription;
     case 'params': return paramsText(t);

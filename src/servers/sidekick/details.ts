@@ -14,6 +14,7 @@ import type { OrgState } from './cache.js';
 import type { ToolEntry } from './catalog.js';
 import type { Kind } from './discover.js';
 import type { SkillLibrary } from './skills.js';
+import type { LearnedUse } from './usage.js';
 
 export interface DetailsArgs {
   items: string[];
@@ -29,6 +30,8 @@ export interface DetailItem {
   skill: string | null;
   /** Application servers: present when the server's tool list is stale right now, saying why. */
   serverStale?: string;
+  /** Present when callers of this organisation used the tool after discover requests (usage.ts). */
+  learned?: LearnedUse;
 }
 
 export interface DetailsResult {

@@ -16,7 +16,9 @@ import type { CatalogConnection, CatalogTool } from '../../gateway/types.js';
 import type { OrgState } from './cache.js';
 import type { ToolEntry } from './catalog.js';
 import { analyze, type AnalyzedQuery } from './search.js';
+import type { RequestScores } from './semantic.js';
 import type { SkillDoc, SkillLibrary } from './skills.js';
+import { toolKey } from './usage.js';
 
 export type Kind = 'tool' | 'connection' | 'resource' | 'agentSkill';
 export type DiscoverContext = 'workflow-creation' | 'agent-execution';
@@ -79,6 +81,36 @@ const POLICIES: Record<DiscoverContext | 'none', Policy> = {
   },
 };
 
+/**
+ * Fusion of the lexical confidence with the vector score (README.md "Semantic ranking"): a
+ * document whose z-score z (semantic.ts) is above VECTOR_Z0 gains VECTOR_WEIGHT × (z − VECTOR_Z0),
+ * and its value is 1 − (1 − lexical)(1 − gain), capped below 1 (so an exact tool name stays
+ * first). Both constants were chosen on the dev half of bench/discovery/real (a grid of
+ * weights 0.12–0.3 and thresholds 1–2.5 sd; README.md). A document below one standard deviation
+ * above the organisation's tools gains nothing, and one found by its vector alone reaches the
+ * floor of 0.2 only from about 2.7 sd: when it clearly stands out.
+ */
+const VECTOR_WEIGHT = 0.12;
+const VECTOR_Z0 = 1;
+const MAX_FUSED = 0.99;
+/** Documents taken from the vector ranking beside the lexical candidates. */
+const VECTOR_CANDIDATES = 40;
+
+/** What ranks a request beside its words. */
+export interface Signals {
+  /** z-scores of the organisation's documents against the request's embedding. */
+  vectors?: RequestScores | undefined;
+  /** Learned confidence per tool (usage.ts `toolKey` → 0..0.95) from this organisation's use. */
+  learned?: ReadonlyMap<string, number> | undefined;
+}
+
+/** Lexical confidence fused with the document's vector score (when there is one). */
+export function fuse(lexical: number, z: number | undefined): number {
+  if (z === undefined || z <= VECTOR_Z0) return lexical;
+  const gain = Math.min(1, VECTOR_WEIGHT * (z - VECTOR_Z0));
+  return Math.max(lexical, Math.min(MAX_FUSED, 1 - (1 - lexical) * (1 - gain)));
+}
+
 export const DEFAULT_LIMIT = 10;
 const ALL_KINDS: readonly Kind[] = ['tool', 'connection', 'resource', 'agentSkill'];
 
@@ -87,32 +119,75 @@ interface Ranked<T> { item: T; value: number }
 const round = (x: number): number => Math.round(Math.min(1, Math.max(0, x)) * 1000) / 1000;
 const byValue = <T>(a: Ranked<T>, b: Ranked<T>): number => b.value - a.value;
 
-export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs): DiscoverResult {
+export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs, signals: Signals = {}): DiscoverResult {
   const kinds = new Set(args.types ?? ALL_KINDS);
   const policy = POLICIES[args.context ?? 'none'];
   const limit = args.limit ?? DEFAULT_LIMIT;
   const q = analyze(args.request);
   // Connections and skills are also found through tools, so tools are ranked whenever needed.
-  const tools = kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill') ? rankTools(org, q, args.request, policy, limit) : [];
+  const z = signals.vectors?.z;
+  const tools = kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill') ? rankTools(org, q, args.request, policy, limit, z, signals.learned) : [];
   return {
     tools: kinds.has('tool') ? tools.slice(0, limit).map((r) => toolMatch(r, skills)) : [],
-    connections: kinds.has('connection') ? rankConnections(org, q, tools, policy, limit) : [],
-    resources: kinds.has('resource') ? rankResources(org, q, policy, limit) : [],
-    skills: kinds.has('agentSkill') ? rankSkills(skills, q, tools, policy, limit) : [],
+    connections: kinds.has('connection') ? rankConnections(org, q, tools, policy, limit, z) : [],
+    resources: kinds.has('resource') ? rankResources(org, q, policy, limit, z) : [],
+    skills: kinds.has('agentSkill') ? rankSkills(skills, q, tools, policy, limit, z) : [],
   };
 }
 
-function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Policy, limit: number): Ranked<ToolEntry>[] {
+type ZScores = ReadonlyMap<string, number> | undefined;
+
+/** Keys of the documents of one kind (`t:`, `c:` …) with the best z-scores, best first. */
+function topByVector(z: ZScores, prefix: string, n: number): string[] {
+  if (!z) return [];
+  const top: [string, number][] = [];
+  for (const [key, v] of z) {
+    if (v <= VECTOR_Z0 || !key.startsWith(prefix)) continue;
+    top.push([key, v]);
+  }
+  return top.sort((a, b) => b[1] - a[1]).slice(0, n).map(([k]) => k);
+}
+
+function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Policy, limit: number, z: ZScores, learned?: Signals['learned']): Ranked<ToolEntry>[] {
   const exact = exactMatches(org, request);
   const ranked: Ranked<ToolEntry>[] = exact.map((item) => ({ item, value: 1 + 1e-6 }));
   const seen = new Set(exact.map((e) => e.id));
-  for (const hit of org.tools.index.search(q, Math.max(limit * 4, 40))) {
-    const item = org.tools.byId.get(hit.id);
-    if (!item || seen.has(hit.id)) continue;
-    const value = hit.confidence * policy.tool(item.tool, org);
+  const lexical = new Map<number, number>();
+  for (const hit of org.tools.index.search(q, Math.max(limit * 4, 40))) lexical.set(hit.id, hit.confidence);
+  for (const key of topByVector(z, 't:', Math.max(limit * 4, VECTOR_CANDIDATES))) {
+    const id = Number(key.slice(2));
+    if (!lexical.has(id)) lexical.set(id, 0);
+  }
+  for (const [id, confidence] of lexical) {
+    const item = org.tools.byId.get(id);
+    if (!item || seen.has(id)) continue;
+    const value = fuse(confidence, z?.get(`t:${id}`)) * policy.tool(item.tool, org);
     if (value >= policy.floor) ranked.push({ item, value });
   }
+  if (learned?.size) applyLearned(org, ranked, learned, policy);
   return ranked.sort(byValue);
+}
+
+/**
+ * Learning from use (usage.ts): a tool's value becomes max(its value, learned × context
+ * factor), and a tool the organisation used after similar requests joins the candidates even
+ * when the words missed it. Exact tool names keep their 1.
+ */
+function applyLearned(org: OrgState, ranked: Ranked<ToolEntry>[], learned: ReadonlyMap<string, number>, policy: Policy): void {
+  const left = new Map(learned);
+  for (const r of ranked) {
+    const key = toolKey(r.item.tool.server, r.item.tool.tool.name);
+    const boost = left.get(key);
+    if (boost === undefined) continue;
+    left.delete(key);
+    r.value = Math.max(r.value, boost * policy.tool(r.item.tool, org));
+  }
+  for (const [key, boost] of left) {
+    const [server, name] = key.split('\u0000') as [string, string];
+    const item = (org.tools.byName.get(name.toLowerCase()) ?? []).find((e) => e.tool.server === server && e.tool.tool.name === name);
+    const value = item ? boost * policy.tool(item.tool, org) : 0;
+    if (item && value >= policy.floor) ranked.push({ item, value });
+  }
 }
 
 /** The request is a tool name (any case) or `server/tool`. */
@@ -137,7 +212,7 @@ function toolMatch(r: Ranked<ToolEntry>, skills: SkillLibrary): ToolMatch {
   };
 }
 
-function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number): ConnectionMatch[] {
+function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number, z: ZScores): ConnectionMatch[] {
   const viaTools = new Map<string, number>();
   for (const t of tools) {
     const key = t.item.tool.serviceKey;
@@ -146,7 +221,7 @@ function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntr
   const direct = new Map(org.connections.index.search(q, 100).map((h) => [h.id, h.confidence]));
   const ranked: Ranked<CatalogConnection>[] = [];
   org.connections.items.forEach((c, i) => {
-    const base = Math.max(direct.get(i) ?? 0, viaTools.get(c.serviceKey) ?? 0);
+    const base = Math.max(fuse(direct.get(i) ?? 0, z?.get(`c:${c.id}`)), viaTools.get(c.serviceKey) ?? 0);
     const value = base * policy.connection(c);
     if (value >= policy.floor) ranked.push({ item: c, value });
   });
@@ -155,23 +230,23 @@ function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntr
   }));
 }
 
-function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: number): ResourceMatch[] {
-  return org.resources.index.search(q, 100)
-    .filter((h) => h.confidence >= policy.floor)
-    .sort((a, b) => b.confidence - a.confidence)
+function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: number, z: ZScores): ResourceMatch[] {
+  const lexical = new Map(org.resources.index.search(q, 100).map((h) => [h.id, h.confidence]));
+  return org.resources.items
+    .map((r, i) => ({ r, value: fuse(lexical.get(i) ?? 0, z?.get(`r:${r.id}`)) }))
+    .filter((h) => h.value > 0 && h.value >= policy.floor)
+    .sort((a, b) => b.value - a.value)
     .slice(0, limit)
-    .map((h) => {
-      const r = org.resources.items[h.id]!;
-      return { name: r.name, id: r.id, type: r.type, confidence: round(h.confidence) };
-    });
+    .map(({ r, value }) => ({ name: r.name, id: r.id, type: r.type, confidence: round(value) }));
 }
 
-function rankSkills(skills: SkillLibrary, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number): SkillMatch[] {
+function rankSkills(skills: SkillLibrary, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number, z: ZScores): SkillMatch[] {
   const best = new Map<SkillDoc, number>();
   const offer = (s: SkillDoc, v: number): void => {
     if (v > (best.get(s) ?? 0)) best.set(s, v);
   };
-  for (const h of skills.index.search(q, 100)) offer(skills.skills[h.id]!, h.confidence);
+  const lexical = new Map(skills.index.search(q, 100).map((h) => [h.id, h.confidence]));
+  skills.skills.forEach((s, i) => offer(s, fuse(lexical.get(i) ?? 0, z?.get(`s:${i}`))));
   for (const t of tools.slice(0, limit)) {
     for (const s of skills.forTool(t.item.tool.server, t.item.tool.tool.name)) {
       offer(s, Math.min(1, t.value) * (s.tools.length ? 0.9 : 0.8));

@@ -11,6 +11,11 @@ export {
   type DiscoveryEngine,
 } from './server.js';
 export { createMemorySource, describedServerTools, type CatalogData, type MemorySource } from './memory-source.js';
+export {
+  UsageMemory, LEARNING_WINDOW_MS, MAX_ROWS_PER_ORG, learnedValue, toolKey,
+  type UsageMemoryOptions, type LearnedUse,
+} from './usage.js';
+export { knexUsageStore, type UsageStore, type UsageRow, type UsageWrite } from './usage-store.js';
 export { loadSkillDir, parseSkill, SkillLibrary, DEFAULT_SKILLS_DIR, type SkillDoc } from './skills.js';
 export { SKILL_SEPARATOR, type DetailsArgs, type DetailsResult, type DetailItem } from './details.js';
 export {
@@ -24,3 +29,5 @@ export {
   type ResourceMatch,
   type SkillMatch,
 } from './discover.js';
+export { EmbeddingsProvider, type EmbeddingsStatus } from './embeddings.js';
+export { Semantic, SemanticIndex } from './semantic.js';

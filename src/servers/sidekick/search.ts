@@ -6,8 +6,10 @@
  *   specificity × coverage × (REL_FLOOR + (1 − REL_FLOOR) × bm25 / bestBm25)
  * - coverage: how much of the request the hit explains. Every query word is a group; a group
  *   counts 1 when the word itself matched, 0.8 by prefix, 0.6 by typo (fuzzy) match and 0.75
- *   through a related word, times the quality of the field it matched in (name/title 1,
- *   description/server 0.9, server description 0.4, parameters 0.3). On indexes of 50+
+ *   through a related word (WordNet synonyms and hypernyms, lexicon.ts), times the quality of
+ *   the field it matched in (the caller's field specs; for tools, catalog.ts: name/title 1,
+ *   first sentence of the description/server 0.9, rest of the description 0.5, server
+ *   description 0.4, parameters 0.3). On indexes of 50+
  *   documents groups are weighted by IDF clamped to [1, 2.5], so specific words ("refund")
  *   count more than common ones ("get"); words no document contains weigh 0.6, because they are
  *   usually arguments (a person's name), not capabilities.
@@ -18,7 +20,7 @@
  */
 import MiniSearch, { type Query, type SearchOptions, type SearchResult } from 'minisearch';
 import { processTerm, terms, tokenize, words } from './text.js';
-import { related } from './vocabulary.js';
+import { related } from './lexicon.js';
 
 /** Weight of a related word relative to the word the user wrote. */
 const RELATED_WEIGHT = 0.45;

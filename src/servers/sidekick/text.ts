@@ -4,7 +4,7 @@
  * split on anything that is not a letter or digit (so snake_case, kebab-case and tool-name
  * prefixes like `agent-management_agent_create` come apart), split camelCase while keeping the
  * whole word too (`HubSpot` → hubspot, hub, spot), lower-case, drop stop words, rewrite a few
- * abbreviations, then a light suffix stemmer.
+ * abbreviations, then the Porter stemmer (stem.ts).
  */
 import { stem } from './stem.js';
 import { ALIASES, STOP_WORDS } from './vocabulary.js';

@@ -7,6 +7,8 @@ import * as m005 from './005_collections.js';
 import * as m006 from './006_queues.js';
 import * as m007 from './007_browser_tasks.js';
 import * as m008 from './008_browser_action_cache.js';
+import * as m009 from './009_discovery_embeddings.js';
+import * as m010 from './010_discovery_usage.js';
 
 export interface Migration {
   name: string;
@@ -24,4 +26,6 @@ export const migrations: Migration[] = [
   { name: '006_queues', ...m006 },
   { name: '007_browser_tasks', ...m007 },
   { name: '008_browser_action_cache', ...m008 },
+  { name: '009_discovery_embeddings', ...m009 },
+  { name: '010_discovery_usage', ...m010 },
 ];

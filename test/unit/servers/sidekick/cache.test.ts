@@ -106,4 +106,70 @@ describe('svc-sidekick index cache', () => {
     await b.callTool(context(), 'capability_details', { items: ['slack_send_message'] });
     expect(source.reads).to.equal(1);
   });
+
+  describe('when only the refresh part of the fingerprint turns (stale-while-revalidate)', () => {
+    /** A source whose fingerprint is `data#refresh` and whose tool reads can be held back. */
+    function controlled() {
+      const state = { data: 'v1', refresh: 1, tools: appTools, hold: undefined as Promise<void> | undefined, reads: 0 };
+      const source: DiscoverySource = {
+        fingerprint: () => Promise.resolve(`${state.data}#${state.refresh}`),
+        tools: async () => {
+          state.reads++;
+          const tools = state.tools;
+          if (state.hold) await state.hold;
+          return tools;
+        },
+        connections: () => Promise.resolve([]),
+        resources: () => Promise.resolve([]),
+      };
+      return { state, source };
+    }
+
+    it('serves the built index at once while one rebuild runs in the background, then the new one', async () => {
+      const { state, source } = controlled();
+      const engine = createDiscoveryEngine(source, { skills: [] });
+      await engine.discover(context(), { request: 'x' });
+      let release!: () => void;
+      state.hold = new Promise((r) => { release = r; });
+      state.tools = [...appTools, ...zoom];
+      state.refresh = 2;
+      // The rebuild hangs on the source; callers are answered from the previous index, at once.
+      const answers = await Promise.all([1, 2, 3].map(() => engine.discover(context(), { request: 'schedule a zoom meeting' })));
+      for (const a of answers) expect(names(a)).to.not.include('zoom_create_meeting');
+      expect(state.reads).to.equal(2);
+      release();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+      expect(state.reads).to.equal(2);
+    });
+
+    it('a change of the data part is waited for (registrations show at once)', async () => {
+      const { state, source } = controlled();
+      const engine = createDiscoveryEngine(source, { skills: [] });
+      await engine.discover(context(), { request: 'x' });
+      state.tools = [...appTools, ...zoom];
+      state.data = 'v2';
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+    });
+
+    it('a failed background rebuild keeps the previous index and is tried again', async () => {
+      const { state, source } = controlled();
+      const engine = createDiscoveryEngine(source, { skills: [] });
+      await engine.discover(context(), { request: 'x' });
+      let fail = true;
+      const read = source.tools.bind(source);
+      source.tools = async (ctx) => {
+        if (fail) throw new Error('upstream down');
+        return read(ctx);
+      };
+      state.tools = [...appTools, ...zoom];
+      state.refresh = 2;
+      expect(names(await engine.discover(context(), { request: 'send a slack message' }))).to.include('slack_send_message');
+      await new Promise((r) => setTimeout(r, 10));
+      fail = false;
+      await engine.discover(context(), { request: 'x' });
+      await new Promise((r) => setTimeout(r, 10));
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+    });
+  });
 });
