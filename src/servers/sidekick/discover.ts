@@ -125,7 +125,7 @@ export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs
   const limit = args.limit ?? DEFAULT_LIMIT;
   const q = analyze(args.request);
   // Connections and skills are also found through tools, so tools are ranked whenever needed.
-  const z = signals.vectors?.z;
+  const z = signals.vectors;
   const tools = kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill') ? rankTools(org, q, args.request, policy, limit, z, signals.learned) : [];
   return {
     tools: kinds.has('tool') ? tools.slice(0, limit).map((r) => toolMatch(r, skills)) : [],
@@ -135,18 +135,7 @@ export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs
   };
 }
 
-type ZScores = ReadonlyMap<string, number> | undefined;
-
-/** Keys of the documents of one kind (`t:`, `c:` …) with the best z-scores, best first. */
-function topByVector(z: ZScores, prefix: string, n: number): string[] {
-  if (!z) return [];
-  const top: [string, number][] = [];
-  for (const [key, v] of z) {
-    if (v <= VECTOR_Z0 || !key.startsWith(prefix)) continue;
-    top.push([key, v]);
-  }
-  return top.sort((a, b) => b[1] - a[1]).slice(0, n).map(([k]) => k);
-}
+type ZScores = RequestScores | undefined;
 
 function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Policy, limit: number, z: ZScores, learned?: Signals['learned']): Ranked<ToolEntry>[] {
   const exact = exactMatches(org, request);
@@ -154,7 +143,7 @@ function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Pol
   const seen = new Set(exact.map((e) => e.id));
   const lexical = new Map<number, number>();
   for (const hit of org.tools.index.search(q, Math.max(limit * 4, 40))) lexical.set(hit.id, hit.confidence);
-  for (const key of topByVector(z, 't:', Math.max(limit * 4, VECTOR_CANDIDATES))) {
+  for (const key of z?.top('t:', VECTOR_Z0, Math.max(limit * 4, VECTOR_CANDIDATES)) ?? []) {
     const id = Number(key.slice(2));
     if (!lexical.has(id)) lexical.set(id, 0);
   }

@@ -58,6 +58,7 @@ export class EmbeddingsProvider {
   private readonly inflight = new Map<string, Promise<Float32Array>>();
   private state: EmbeddingsStatus;
   private lastWarn = -Infinity;
+  private warned = false;
 
   constructor(private readonly opts: EmbeddingsOptions) {
     this.model = opts.model;
@@ -143,7 +144,9 @@ export class EmbeddingsProvider {
 
   private ok(): void {
     if (this.state.state === 'ok') return;
-    if (this.state.state === 'error') this.opts.log.info({ model: this.model }, 'embeddings provider answers again: semantic ranking resumed');
+    // Said once after each logged failure, so a provider that flaps logs a pair a minute at most.
+    if (this.warned) this.opts.log.info({ model: this.model }, 'embeddings provider answers again: semantic ranking resumed');
+    this.warned = false;
     this.state = { state: 'ok', model: this.model, since: new Date().toISOString() };
   }
 
@@ -153,6 +156,7 @@ export class EmbeddingsProvider {
       // A provider that keeps failing and recovering is logged at most once per LOG_EVERY_MS.
       if (now - this.lastWarn >= LOG_EVERY_MS) {
         this.lastWarn = now;
+        this.warned = true;
         this.opts.log.warn({ model: this.model, reason }, 'embeddings provider unavailable: discovery ranks lexically');
       }
       this.state = { state: 'error', model: this.model, error: reason, since: new Date(now).toISOString() };

@@ -48,11 +48,40 @@ interface DocState {
   vector?: Float32Array;
 }
 
-export interface RequestScores {
-  /** z-score of each document with a vector. */
-  z: Map<string, number>;
-  /** Tools with a vector (the reference population of the z-scores). */
-  reference: number;
+/** z-scores of one request against the documents with vectors (see the file comment). */
+export class RequestScores {
+  constructor(
+    private readonly docs: ScoredDocs,
+    private readonly z: Float32Array,
+    /** Tools with a vector (the reference population of the z-scores). */
+    readonly reference: number,
+  ) {}
+
+  /** z-score of a document (`t:<id>` …); undefined when it has no vector yet. */
+  get(key: string): number | undefined {
+    const row = this.docs.row.get(key);
+    return row === undefined ? undefined : this.z[row];
+  }
+
+  /** Keys of the documents whose kind prefix is `prefix` (`t:` …) with z above `min`, best first, at most n. */
+  top(prefix: string, min: number, n: number): string[] {
+    const hits: number[] = [];
+    const { keys, kind } = this.docs;
+    const code = prefix.charCodeAt(0);
+    for (let i = 0; i < keys.length; i++) if (this.z[i]! > min && kind[i] === code) hits.push(i);
+    return hits.sort((a, b) => this.z[b]! - this.z[a]!).slice(0, n).map((i) => keys[i]!);
+  }
+}
+
+/** The documents with vectors as one row-major matrix (fast to scan), rebuilt when they change. */
+interface ScoredDocs {
+  keys: string[];
+  row: Map<string, number>;
+  tool: Uint8Array;
+  /** Char code of each key's kind letter (`t`, `c`, `r`, `s`). */
+  kind: Uint8Array;
+  dims: number;
+  matrix: Float32Array;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -126,8 +155,8 @@ export class Semantic {
 
 export class SemanticIndex {
   private readonly docs = new Map<string, DocState>();
-  /** Tool and non-tool documents with vectors, rebuilt when vectors arrive or documents change. */
-  private scored: { key: string; tool: boolean; vector: Float32Array }[] | undefined;
+  /** Documents with vectors, rebuilt when vectors arrive or documents change. */
+  private scored: ScoredDocs | undefined;
   private job: Promise<void> | undefined;
   private retryAt = 0;
 
@@ -179,37 +208,56 @@ export class SemanticIndex {
 
   /** z-scores of the documents against the request vector; undefined when too few tools have vectors. */
   score(query: Float32Array): RequestScores | undefined {
-    const scored = this.scoredDocs();
-    const sims = new Float64Array(scored.length);
+    const docs = this.scoredDocs(query.length);
+    const { matrix, dims, tool } = docs;
+    const n = docs.keys.length;
+    const z = new Float32Array(n);
     let sum = 0;
     let sumSq = 0;
     let tools = 0;
-    scored.forEach((d, i) => {
-      const v = d.vector;
-      if (v.length !== query.length) return;
-      let dot = 0;
-      for (let j = 0; j < v.length; j++) dot += v[j]! * query[j]!;
-      sims[i] = dot;
-      if (d.tool) {
+    const tail = dims - (dims % 4);
+    for (let i = 0, at = 0; i < n; i++, at += dims) {
+      // Four accumulators: about twice as fast as one in V8.
+      let d0 = 0;
+      let d1 = 0;
+      let d2 = 0;
+      let d3 = 0;
+      let j = 0;
+      for (; j < tail; j += 4) {
+        d0 += matrix[at + j]! * query[j]!;
+        d1 += matrix[at + j + 1]! * query[j + 1]!;
+        d2 += matrix[at + j + 2]! * query[j + 2]!;
+        d3 += matrix[at + j + 3]! * query[j + 3]!;
+      }
+      for (; j < dims; j++) d0 += matrix[at + j]! * query[j]!;
+      const dot = d0 + d1 + d2 + d3;
+      z[i] = dot;
+      if (tool[i]) {
         sum += dot;
         sumSq += dot * dot;
         tools++;
       }
-    });
+    }
     if (tools < MIN_REFERENCE_DOCS) return undefined;
     const mean = sum / tools;
     const sd = Math.sqrt(Math.max(1e-12, sumSq / tools - mean * mean));
-    const z = new Map<string, number>();
-    scored.forEach((d, i) => {
-      if (d.vector.length === query.length) z.set(d.key, (sims[i]! - mean) / sd);
-    });
-    return { z, reference: tools };
+    for (let i = 0; i < n; i++) z[i] = (z[i]! - mean) / sd;
+    return new RequestScores(docs, z, tools);
   }
 
-  private scoredDocs(): { key: string; tool: boolean; vector: Float32Array }[] {
-    if (!this.scored) {
-      this.scored = [];
-      for (const [key, d] of this.docs) if (d.vector) this.scored.push({ key, tool: key.startsWith('t:'), vector: d.vector });
+  /** Documents whose vectors have `dims` dimensions (a model change leaves others out until re-embedded). */
+  private scoredDocs(dims: number): ScoredDocs {
+    if (!this.scored || this.scored.dims !== dims) {
+      const withVectors = [...this.docs].filter(([, d]) => d.vector?.length === dims);
+      const matrix = new Float32Array(withVectors.length * dims);
+      withVectors.forEach(([, d], i) => matrix.set(d.vector!, i * dims));
+      const keys = withVectors.map(([k]) => k);
+      this.scored = {
+        keys, dims, matrix,
+        row: new Map(keys.map((k, i) => [k, i])),
+        tool: Uint8Array.from(keys, (k) => (k.startsWith('t:') ? 1 : 0)),
+        kind: Uint8Array.from(keys, (k) => k.charCodeAt(0)),
+      };
     }
     return this.scored;
   }
