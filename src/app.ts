@@ -30,7 +30,7 @@ import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
 import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './health/handlers.js';
-import { ResponseValidator } from './http/response-validator.js';
+import type { ResponseValidator } from './http/response-validator.js';
 import type { HandlerMap, Services } from './services.js';
 
 export interface Runtime {
@@ -127,7 +127,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
 export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {
   const runtime = await createRuntime(config, log, opts);
   const responseValidator = config.validateResponses
-    ? await ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
+    ? await (await import('./http/response-validator.js')).ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
     : undefined;
   const http = createHttpApp({ services: runtime.services, handlers: allHandlers(), responseValidator });
   // Discovery indexes are built now, in the background, rather than by the first request.

@@ -48,6 +48,8 @@ export interface ScriptRun {
   /** The guarded proxy every context of the task uses (src/browser/proxy.ts). */
   proxyUrl: string;
   timeoutMs: number;
+  /** The task's whole time limit (BROWSER_TASK_TIMEOUT_MS), named in the message when the script overruns; timeoutMs is what is left of it. */
+  taskLimitMs: number;
   /** The task's start (epoch ms): the log's clock. */
   startedAt: number;
   signal: AbortSignal;
@@ -238,7 +240,7 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
       if (alive(runner)) child.kill('SIGKILL');
       markReady(false);
     };
-    const timer = setTimeout(() => fail({ ok: false, result: `The script did not finish within the task's time limit (${Math.round(run.timeoutMs / 1000)} s) and was stopped.`, files: [] }), run.timeoutMs);
+    const timer = setTimeout(() => fail({ ok: false, result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`, files: [] }), run.timeoutMs);
     const aborted = () => fail({ ok: false, result: 'The task was stopped before the script finished (the service is shutting down).', files: [] });
     const onMessage = (msg: Record<string, unknown>) => {
       if (msg?.task !== n) return;

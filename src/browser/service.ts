@@ -316,7 +316,7 @@ export class BrowserService {
       return this.runners.run(orgId, {
         wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
         viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-        timeoutMs: Math.max(1, t.deadline - Date.now()), startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
+        timeoutMs: Math.max(1, t.deadline - Date.now()), taskLimitMs: this.deps.config.browser.taskTimeoutMs, startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
       });
     });
   }

@@ -7,7 +7,8 @@
  * - bee-queue on Redis (REDIS_URL): one job per run id, shared by every process started
  *   with `npm start` or `npm run worker`.
  */
-import BeeQueue from 'bee-queue';
+import { createRequire } from 'node:module';
+import type BeeQueue from 'bee-queue';
 
 /** Claims and executes one run (the given one, or the oldest PENDING); false when there was none. */
 export type RunHandler = (runId: string | undefined) => Promise<boolean>;
@@ -102,7 +103,9 @@ export class RedisRunQueue implements RunQueue {
   constructor(redisUrl: string, opts: { isWorker: boolean; prefix?: string; stallIntervalMs?: number }) {
     const u = new URL(redisUrl);
     this.stallIntervalMs = opts.stallIntervalMs ?? 5000;
-    this.queue = new BeeQueue<{ runId: string }>('runs', {
+    // Loaded on first use: a start without REDIS_URL never pays for bee-queue and its Redis client.
+    const Bee = createRequire(import.meta.url)('bee-queue') as typeof BeeQueue;
+    this.queue = new Bee<{ runId: string }>('runs', {
       prefix: opts.prefix ?? 'switchyard',
       // bee-queue 2 carries its own redis@3 client: it takes host/port (DESIGN.md section 6).
       redis: { host: u.hostname, port: Number(u.port || 6379), db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0, password: u.password || undefined },

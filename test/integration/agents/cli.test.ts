@@ -1,32 +1,19 @@
 /** `switchyard agents …` and `switchyard channels …` against a real store, as a person at a terminal would use them. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import YAML from 'yaml';
 import { verifyChannelKey } from '../../../src/agents/channels.js';
 import { openStore } from '../../../src/storage/db.js';
+import { runCli } from '../../helpers/process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 describe('process: the switchyard CLI for agents and channels', function () {
   this.timeout(90_000);
   let dataDir: string;
-  const cli = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], {
-        // The sqlite store in DATA_DIR, whatever the caller's environment names: verify() reads it.
-        cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', PUBLIC_URL: 'http://127.0.0.1:8080' },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  // The sqlite store in DATA_DIR, whatever the caller's environment names: verify() reads it.
+  const cli = (...args: string[]) => runCli(args, { DATA_DIR: dataDir, DATABASE_URL: '', PUBLIC_URL: 'http://127.0.0.1:8080' });
   const json = async (...args: string[]) => {
     const r = await cli(...args);
     expect(r.code, `${args.join(' ')}: ${r.stderr}`).to.equal(0);

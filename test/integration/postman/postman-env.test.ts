@@ -3,33 +3,19 @@
  * the environment from bootstrap.json (baseUrl from PUBLIC_URL), the clear refusal when
  * bootstrap.json is gone (client secrets are stored only as hashes), and --new-credential.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { openStore } from '../../../src/storage/db.js';
 import { authenticateClient, verifyApiKey, settleUsageWrites } from '../../../src/auth/index.js';
+import { runCli } from '../../helpers/process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 describe('process: switchyard postman-env', function () {
   this.timeout(60_000);
   let dataDir: string;
-  const cli = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], {
-        cwd: ROOT,
-        env: { ...process.env, DATA_DIR: dataDir, PUBLIC_URL: 'http://127.0.0.1:18080' },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (...args: string[]) => runCli(args, { DATA_DIR: dataDir, PUBLIC_URL: 'http://127.0.0.1:18080' });
   const values = (env: { values: { key: string; value: string }[] }) => Object.fromEntries(env.values.map((v) => [v.key, v.value]));
   before(() => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-postman-env-'));

@@ -1,29 +1,18 @@
 /** `npx switchyard …` against a real store, as a person at a terminal would use it. */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { expect } from 'chai';
 import YAML from 'yaml';
 import { decodeJwt } from 'jose';
 import { demoWorkflow } from '../../../src/bootstrap/demo-workflow.js';
+import { runBin, runCli } from '../../helpers/process.js';
 
-const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 describe('process: the switchyard CLI', function () {
   this.timeout(60_000);
   let dataDir: string;
-  const cli = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [path.join(ROOT, 'bin/switchyard.js'), ...args], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir } });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cli = (...args: string[]) => runCli(args, { DATA_DIR: dataDir });
   const json = (s: string) => JSON.parse(s);
   before(() => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-cli-'));
@@ -31,7 +20,8 @@ describe('process: the switchyard CLI', function () {
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('init seeds once; credentials, keys, token, workflow deploy and trigger create work; errors are clear', async () => {
-    const init = await cli('init');
+    // The first call goes through the real entry (bin/switchyard.js, tsx); the rest through the test bundle of the same source.
+    const init = await runBin(['init'], { DATA_DIR: dataDir });
     expect(init.code, init.stderr).to.equal(0);
     expect(init.stdout).to.contain('Switchyard is ready');
     expect(json((await cli('init')).stdout).message).to.contain('nothing to do');

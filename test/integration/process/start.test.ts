@@ -11,14 +11,16 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { freePort, call } from '../../helpers/server.js';
 import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
+import { bundled } from '../../helpers/process.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
 interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
 
-function start(dataDir: string, port: number, extraEnv: Record<string, string> = {}): Proc {
+/** The service as `npm start` runs it (through tsx) when `real`, else its test bundle (test/helpers/process.ts). */
+function start(dataDir: string, port: number, extraEnv: Record<string, string> = {}, real = false): Proc {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+  const child = spawn(process.execPath, real ? ['--import', 'tsx', path.join(ROOT, 'src/main.ts')] : [bundled('main')], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', PUBLIC_URL: `http://127.0.0.1:${port}`, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -54,7 +56,7 @@ describe('process: npm start on an empty DATA_DIR', function () {
   it('seeds the demo, writes bootstrap.json 0600, and the printed token command works; SIGTERM exits 0', async () => {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const proc = start(dataDir, port);
+    const proc = start(dataDir, port, {}, true);
     try {
       await waitReady(base, proc);
       const file = path.join(dataDir, 'bootstrap.json');

@@ -11,6 +11,7 @@ import { expect } from 'chai';
 import { createClient } from 'redis';
 import { freePort, call } from '../../helpers/server.js';
 import { openStore, type Knex } from '../../../src/storage/db.js';
+import { bundled } from '../../helpers/process.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -18,9 +19,10 @@ const TERMINAL = ['COMPLETE', 'FAILED', 'TIMEOUT'];
 
 interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
 
-function spawnEntry(entry: string, env: Record<string, string>): Proc {
+/** `src/main.ts` or `src/worker.ts` as their test bundles (test/helpers/process.ts). */
+function spawnEntry(entry: 'src/main.ts' | 'src/worker.ts', env: Record<string, string>): Proc {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+  const child = spawn(process.execPath, [bundled(entry === 'src/main.ts' ? 'main' : 'worker')], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
