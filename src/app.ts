@@ -95,7 +95,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   services.browser = new BrowserService({ db, config, log, events: services.events });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
-  const sandbox = new SandboxPool({ size: config.sandboxPoolSize, log });
+  const sandbox = new SandboxPool({ size: config.sandboxPoolSize, reuseContexts: config.sandboxReuseContexts, maxExecutionsPerProcess: config.sandboxMaxExecutions, log });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
   // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.

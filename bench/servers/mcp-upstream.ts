@@ -2,6 +2,8 @@
  * A fast local upstream MCP server for the proxy benchmark: the MCP SDK's Streamable HTTP
  * transport in stateful mode (one server per session, JSON responses), with a trivial `echo`
  * tool. Prints its URL on the first stdout line.
+ *
+ * Memory stays flat however many calls a session takes: see releaseAnsweredJsonStreams.
  */
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -11,6 +13,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 
 const sessions = new Map<string, StreamableHTTPServerTransport>();
+const SESSION_NOT_FOUND = JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
 
 function build(): McpServer {
   const server = new McpServer({ name: 'bench-upstream', version: '1.0.0' });
@@ -19,6 +22,38 @@ function build(): McpServer {
     structuredContent: { echo: message },
   }));
   return server;
+}
+
+/** One pending POST of the SDK transport in JSON response mode (its private `_streamMapping` values). */
+interface JsonStream { resolveJson?: (response: unknown) => void; cleanup?: () => void }
+
+/**
+ * Works around an SDK 1.x bug (modelcontextprotocol/typescript-sdk#2559; the v1.x fix, PR
+ * #2747, is not released as of 1.32.2): in JSON response mode, send() answers a POST through
+ * its stream mapping's resolveJson but never runs the mapping's cleanup, so each call leaves
+ * one `_streamMapping` entry (a fresh UUID per POST) behind for the life of the session, and
+ * its closures keep the request's context alive: about 5 KB of heap per call (0.5 GB after
+ * 100k calls, with throughput falling). Here resolveJson also runs cleanup, as the SDK's main
+ * branch does. A transport without that map (the SDK changed) is left alone, with a warning.
+ */
+function releaseAnsweredJsonStreams(transport: StreamableHTTPServerTransport): void {
+  const inner = (transport as unknown as { _webStandardTransport?: { _streamMapping?: unknown } })._webStandardTransport;
+  const streams = inner?._streamMapping;
+  if (!(streams instanceof Map)) {
+    console.error('mcp-upstream: the SDK transport has no _streamMapping; its per-call memory is not released here');
+    return;
+  }
+  const set = streams.set.bind(streams) as (id: string, stream: JsonStream) => Map<string, JsonStream>;
+  streams.set = (id: string, stream: JsonStream) => {
+    const { resolveJson, cleanup } = stream;
+    if (resolveJson && cleanup) {
+      stream.resolveJson = (response) => {
+        resolveJson(response);
+        cleanup();
+      };
+    }
+    return set(id, stream);
+  };
 }
 
 async function readBody(req: http.IncomingMessage): Promise<unknown> {
@@ -39,10 +74,15 @@ const httpServer = http.createServer((req, res) => {
         enableJsonResponse: true,
         onsessioninitialized: (id) => { sessions.set(id, transport); },
       });
+      releaseAnsweredJsonStreams(transport);
+      // A session ended by DELETE (or otherwise closed) lets go of its transport and server.
+      transport.onclose = () => { if (transport.sessionId) sessions.delete(transport.sessionId); };
       await build().connect(transport);
       return transport.handleRequest(req, res, body);
     }
-    res.writeHead(typeof sid === 'string' ? 404 : 400).end();
+    if (typeof sid !== 'string') return void res.writeHead(400).end();
+    // An unknown or ended session: 404 with what the SDK transport answers once closed.
+    res.writeHead(404, { 'content-type': 'application/json' }).end(SESSION_NOT_FOUND);
   })().catch(() => { if (!res.headersSent) res.writeHead(500); res.end(); });
 });
 httpServer.listen(0, '127.0.0.1', () => {

@@ -2219,10 +2219,7 @@ export interface components {
              * @default 2000
              */
             revocationCacheMs: number;
-            /**
-             * @description RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere).
-             * @default 4
-             */
+            /** @description RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 4 per core (os.availableParallelism()), at least 4 — 8 on a 2-core machine. */
             runConcurrency: number;
             /**
              * @description RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered.
@@ -2245,10 +2242,17 @@ export interface components {
              */
             runTimeoutMs: number;
             /**
-             * @description SANDBOX_POOL_SIZE: warm sandbox processes for code steps.
-             * @default 2
+             * @description SANDBOX_MAX_EXECUTIONS: executions a sandbox process serves before it is replaced; 1 gives every code step a fresh process (about 100 ms of CPU each).
+             * @default 1000
              */
+            sandboxMaxExecutions: number;
+            /** @description SANDBOX_POOL_SIZE: warm sandbox processes for code steps. Default: one per core (os.availableParallelism()), at least 2. */
             sandboxPoolSize: number;
+            /**
+             * @description SANDBOX_REUSE_CONTEXTS: a sandbox process keeps warm vm contexts and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context.
+             * @default true
+             */
+            sandboxReuseContexts: boolean;
             /**
              * @description SEED_DEMO: create the demo organisation on an empty store.
              * @default true

@@ -1,3 +1,8 @@
+import os from 'node:os';
+
+/** Cores this process may use (cgroup-aware where Node knows it). */
+const cores = Math.max(1, os.availableParallelism());
+
 /** Every tunable with its default. Values here are the embedded, single-process defaults. */
 export const defaults = {
   port: 8080,
@@ -20,8 +25,11 @@ export const defaults = {
   syncWaitMs: 60_000,
   /** Per-run execution limit when the definition sets none (TIMEOUT beyond it). */
   runTimeoutMs: 600_000,
-  /** Concurrent runs per process. */
-  runConcurrency: 4,
+  /**
+   * Concurrent runs per process: 4 per core, at least 4. Runs wait on the store, on sandbox
+   * processes and on HTTP far more than they compute in this process (bench/README.md, issue 14).
+   */
+  runConcurrency: Math.min(256, Math.max(4, 4 * cores)),
   /** A worker holds a run for this long and renews while it runs; expired leases are recovered. */
   runLeaseMs: 30_000,
   /** Attempts before a run whose worker was lost ends FAILED. */
@@ -33,8 +41,10 @@ export const defaults = {
   browserMaxContexts: 4,
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
-  /** Warm sandbox processes for code steps. */
-  sandboxPoolSize: 2,
+  /** Warm sandbox processes for code steps: one per core, at least 2. */
+  sandboxPoolSize: Math.min(64, Math.max(2, cores)),
+  /** Executions a sandbox process serves before it is replaced (src/engine/sandbox/README.md). */
+  sandboxMaxExecutions: 1000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
   upstreamIdleMs: 300_000,
   /** Upstream sessions kept per process at most (least recently used evicted first). */

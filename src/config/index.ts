@@ -43,6 +43,10 @@ export interface Config {
   runMaxAttempts: number;
   runRetentionDays: number;
   sandboxPoolSize: number;
+  /** SANDBOX_REUSE_CONTEXTS: warm vm contexts reused for the same step code of the same workflow (src/engine/sandbox/README.md). */
+  sandboxReuseContexts: boolean;
+  /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
+  sandboxMaxExecutions: number;
   /** sqlite commit durability: NORMAL (process crash) or FULL (power loss too). */
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** Gateway: time limit of one upstream call (ms). */
@@ -227,6 +231,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, 1, 10),
     runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, 1, 3650),
     sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
+    sandboxReuseContexts: boolEnv(env, 'SANDBOX_REUSE_CONTEXTS', true),
+    sandboxMaxExecutions: intEnv(env, 'SANDBOX_MAX_EXECUTIONS', defaults.sandboxMaxExecutions, 1, 1_000_000),
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
     upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),

@@ -3,17 +3,21 @@
  * transitions"): each step is recorded RUNNING then COMPLETE | FAILED | TIMEOUT with its
  * result, exit code, duration and files; the first failing step ends the run (the rest are
  * SKIPPED). The run deadline (definition timeoutMs, else RUN_TIMEOUT_MS) ends it TIMEOUT.
+ * What is written when: src/runs/README.md (a RunRecorder writes it).
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../storage/ids.js';
 import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller, type AgentInvoker } from '../engine/index.js';
 import type { BlobStore } from './blobs.js';
-import { recordFile } from './files.js';
-import { finishRun, finishStep, pinnedStepList, renewLease, runInputs, skipRemainingSteps, startStep, type RunRow } from './runs.js';
+import { stepFilePrefix, type FileCreate } from './files.js';
+import type { LeaseKeeper } from './leases.js';
+import { PROGRESS_AFTER_MS, RunRecorder } from './recorder.js';
+import { pinnedStepList, runInputs, type RunRow } from './runs.js';
 import type { Signals } from './signals.js';
 import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { RunStatus } from './states.js';
+import type { WriteQueue } from '../storage/write-queue.js';
 
 export interface ExecutorDeps {
   db: Knex;
@@ -21,6 +25,10 @@ export interface ExecutorDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
+  /** The workers' write queue: every write of a run goes through it (group commit). */
+  writes: WriteQueue;
+  /** Renews the leases of this process's runs and reports the ones lost. */
+  leases: LeaseKeeper;
   workerId: string;
   leaseMs: number;
   /** Step files are kept this long (retention prunes them after). */
@@ -31,6 +39,8 @@ export interface ExecutorDeps {
   callTool?: ToolCaller | undefined;
   /** Agent steps run agent turns through this (src/agents). */
   invokeAgent?: AgentInvoker | undefined;
+  /** Called once the steps are done and the finish is queued: the caller may claim its next run meanwhile. */
+  onExecuted?: (() => void) | undefined;
 }
 
 function parseResult(resultType: string | null, result: string | null): unknown {
@@ -49,84 +59,108 @@ async function loadPinned(db: Knex, run: RunRow): Promise<PinnedVersion | undefi
   return loadVersion(db, run.workflow_id, run.workflow_version);
 }
 
-async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, outcome: ExecutedStep): Promise<void> {
+/** Stores a step's files (durable before their rows are written) and returns their records. */
+async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, outcome: ExecutedStep): Promise<FileCreate[]> {
+  const records: FileCreate[] = [];
   for (const f of outcome.files) {
     const id = newId('file');
-    const blobKey = `runs/${run.id}/${stepIndex}/${id}`;
+    const blobKey = `${stepFilePrefix(run.id)}/${stepIndex}/${id}`;
     const { size } = await deps.blobs.put(blobKey, f.data);
-    await recordFile(deps.db, {
+    records.push({
       id, orgId: run.org_id, runId: run.id, stepIndex, kind: 'step', filename: f.fileName, mimeType: f.mimeType,
       size, blobKey, expiresAt: new Date(Date.now() + deps.fileTtlMs).toISOString(),
     });
   }
+  return records;
 }
 
-/** Runs every step of a claimed run and records the terminal state; never throws. */
+/**
+ * Runs every step of a claimed run and records the terminal state. Resolves once that state
+ * committed and the finish signal went out, or with 'RUNNING' when another worker owns the run
+ * now (this one wrote nothing more). Rejects only when the store fails the finish.
+ */
 export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
-  const { db, log } = deps;
-  const rlog = log.child({ runId: run.id, automationId: run.workflow_id });
+  const rlog = deps.log.child({ runId: run.id, automationId: run.workflow_id });
   const timeoutMs = run.timeout_ms ?? 600_000;
   const deadline = Date.parse(run.started_at ?? new Date().toISOString()) + timeoutMs;
   const abort = new AbortController();
   const deadlineTimer = setTimeout(() => abort.abort(new Error('run deadline reached')), Math.max(0, deadline - Date.now()));
-  let lost = false;
-  const leaseTimer = setInterval(() => {
-    renewLease(db, run.id, deps.workerId, deps.leaseMs).then(
-      (held) => {
-        if (!held) {
-          lost = true;
-          abort.abort(new Error('lease lost'));
-        }
-      },
-      (err: unknown) => rlog.warn({ err }, 'lease renewal failed'),
-    );
-  }, Math.max(250, Math.floor(deps.leaseMs / 3)));
+  const recorder = new RunRecorder(deps, run, () => abort.abort(new Error('lease lost')));
+  const attempt = Number(run.attempts);
+  deps.leases.hold(run.id, attempt, () => recorder.leaseLost());
+  const progressTimer = setTimeout(() => {
+    recorder.goLive().catch((err: unknown) => rlog.warn({ err }, 'writing run progress failed (tried again with the next step)'));
+  }, PROGRESS_AFTER_MS);
 
-  let status: RunStatus = 'COMPLETE';
-  let error: string | undefined;
+  let outcome: { status: RunStatus; error?: string | undefined };
+  let finished = false;
   try {
-    const pinned = await loadPinned(db, run);
+    try {
+      outcome = await runSteps(deps, run, recorder, abort.signal, rlog);
+    } finally {
+      clearTimeout(deadlineTimer);
+      clearTimeout(progressTimer);
+    }
+    if (!recorder.lost) {
+      const commit = recorder.finish(outcome.status, outcome.error);
+      deps.onExecuted?.();
+      finished = await commit;
+    }
+  } finally {
+    deps.leases.release(run.id, attempt);
+  }
+  if (!finished) {
+    rlog.warn('lease lost: another worker owns this run now');
+    await deleteUnrecorded(deps, rlog, recorder.unrecordedBlobKeys());
+    return 'RUNNING';
+  }
+  await deps.signals.runFinished(run.id, outcome.status);
+  rlog.info({ status: outcome.status }, 'run finished');
+  return outcome.status;
+}
+
+/**
+ * The steps in order, each handed to the recorder as it starts and ends; returns the run's
+ * terminal state (meaningless once `recorder.lost`). Never throws.
+ */
+async function runSteps(deps: ExecutorDeps, run: RunRow, recorder: RunRecorder, signal: AbortSignal, rlog: Logger): Promise<{ status: RunStatus; error?: string }> {
+  try {
+    const pinned = await loadPinned(deps.db, run);
     if (!pinned) throw new Error(`workflow version ${run.workflow_version} of ${run.workflow_id} no longer exists`);
     const { definition } = pinned;
     const inputs = runInputs(run);
     const prior: PriorStep[] = [];
     for (const row of pinnedStepList(pinned).map((s, i) => ({ step_index: i, name: s.name, stepVersion: s.stepVersion }))) {
       const step = definition.steps[row.step_index]!;
-      if (abort.signal.aborted) {
-        status = 'TIMEOUT';
-        error = 'The run exceeded its execution time limit';
-        break;
-      }
-      await startStep(db, run.id, row.step_index, prior.length + 1, row);
-      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal: abort.signal, fetchImpl: deps.fetchImpl, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
-      if (lost) return 'RUNNING';
-      await storeFiles(deps, run, row.step_index, outcome);
-      await finishStep(db, run.id, row.step_index, {
+      if (signal.aborted) return { status: 'TIMEOUT', error: 'The run exceeded its execution time limit' };
+      await recorder.stepStarted(row.step_index, prior.length + 1, row);
+      if (recorder.lost) break;
+      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal, fetchImpl: deps.fetchImpl, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
+      if (recorder.lost) break;
+      const files = await storeFiles(deps, run, row.step_index, outcome);
+      await recorder.stepFinished(row.step_index, {
         status: outcome.status, resultType: outcome.resultType, result: outcome.result, exitCode: outcome.exitCode,
         durationMs: outcome.durationMs, logs: outcome.logs,
-      });
+      }, files);
       prior.push({ stepIndex: row.step_index, name: row.name, status: outcome.status, resultType: outcome.resultType, result: parseResult(outcome.resultType, outcome.result), exitCode: outcome.exitCode });
       if (outcome.status !== 'COMPLETE') {
         // A step over its own or the run's time limit ends the run TIMEOUT; any other failure FAILED.
-        status = outcome.status === 'TIMEOUT' ? 'TIMEOUT' : 'FAILED';
-        error = `Step ${row.step_index} (${row.name}) ${outcome.status === 'TIMEOUT' ? 'timed out' : 'failed'}: ${outcome.result.slice(0, 500)}`;
-        break;
+        return {
+          status: outcome.status === 'TIMEOUT' ? 'TIMEOUT' : 'FAILED',
+          error: `Step ${row.step_index} (${row.name}) ${outcome.status === 'TIMEOUT' ? 'timed out' : 'failed'}: ${outcome.result.slice(0, 500)}`,
+        };
       }
     }
+    return { status: 'COMPLETE' };
   } catch (err) {
-    status = 'FAILED';
-    error = err instanceof Error ? err.message : String(err);
     rlog.error({ err }, 'run failed outside its steps');
-  } finally {
-    clearTimeout(deadlineTimer);
-    clearInterval(leaseTimer);
+    return { status: 'FAILED', error: err instanceof Error ? err.message : String(err) };
   }
-  if (lost) {
-    rlog.warn('lease lost: another worker owns this run now');
-    return 'RUNNING';
+}
+
+/** Blobs whose rows this worker will never write: the run's new owner starts its files afresh. */
+async function deleteUnrecorded(deps: ExecutorDeps, rlog: Logger, keys: readonly string[]): Promise<void> {
+  for (const key of keys) {
+    await deps.blobs.delete(key).catch((err: unknown) => rlog.warn({ err, key }, 'could not delete the blob of a lost run (an orphan until the run is pruned)'));
   }
-  if (status !== 'COMPLETE') await skipRemainingSteps(db, run.id);
-  if (await finishRun(db, run.id, status, error, deps.workerId)) await deps.signals.runFinished(run.id, status);
-  rlog.info({ status }, 'run finished');
-  return status;
 }

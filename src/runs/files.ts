@@ -41,7 +41,7 @@ export interface FileCreate {
   expiresAt?: string | null | undefined;
 }
 
-interface FileRow {
+export interface FileRow {
   id: string;
   org_id: string;
   run_id: string | null;
@@ -105,10 +105,17 @@ export async function recordFile(db: Knex, input: FileCreate): Promise<FileRecor
 /** Inserts several file records in one statement. */
 export async function recordFiles(db: Knex, inputs: readonly FileCreate[]): Promise<FileRecord[]> {
   if (inputs.length === 0) return [];
-  const createdAt = nowIso();
-  const rows = inputs.map((f) => toRow(f, createdAt));
+  const rows = fileRows(inputs);
   await db('files').insert(rows);
   return rows.map(toRecord);
+}
+
+/**
+ * The validated `files` rows for `inputs`, for a caller that inserts them later in its own
+ * statement (a run's step files go in with its finish, src/runs/recorder.ts).
+ */
+export function fileRows(inputs: readonly FileCreate[], createdAt = nowIso()): FileRow[] {
+  return inputs.map((f) => toRow(f, createdAt));
 }
 
 /**
@@ -152,10 +159,22 @@ async function deleteRecords(db: Knex, blobs: BlobStore, orgId: string, rows: Fi
   return count;
 }
 
-/** Deletes a run's file records and their blobs (retention, run deletion). */
+/**
+ * Deletes a run's file records and their blobs (retention, run deletion), and then its step-file
+ * folder. That folder can still hold blobs with no row: an attempt killed (-9) after `blobs.put`
+ * and before its finish committed (src/runs/README.md). Call this only for a finished run, which
+ * no worker writes to any more.
+ */
 export async function deleteRunFiles(db: Knex, blobs: BlobStore, orgId: string, runId: string): Promise<number> {
   const rows = (await db('files').where({ org_id: orgId, run_id: runId }).select('id', 'blob_key')) as FileRow[];
-  return deleteRecords(db, blobs, orgId, rows);
+  const count = await deleteRecords(db, blobs, orgId, rows);
+  await blobs.deletePrefix(stepFilePrefix(runId));
+  return count;
+}
+
+/** Where a run's step files are stored: `runs/<runId>/<stepIndex>/<fileId>`. */
+export function stepFilePrefix(runId: string): string {
+  return `runs/${runId}`;
 }
 
 /** Deletes the named files of one organisation and their blobs. */

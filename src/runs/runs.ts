@@ -156,7 +156,61 @@ export async function claimRun(db: Knex, workerId: string, leaseMs: number, runI
   return rows[0];
 }
 
-/** Extends the lease of a run this worker holds; false when it lost the run. */
+/**
+ * Claims up to `limit` of the oldest PENDING runs in one statement: the in-process queue's
+ * consumers that ask at the same moment share it (src/runs/claims.ts). With `limit` 1 this is
+ * claimRun. On PostgreSQL the pick is a MATERIALIZED CTE, which is evaluated exactly once, so
+ * `LIMIT n FOR UPDATE SKIP LOCKED` locks at most n rows. An `IN` subquery could be re-run as a
+ * semi-join, as the comment on claimRun explains. sqlite has one writer at a time and evaluates
+ * an uncorrelated `IN` subquery once. Oldest first.
+ */
+export async function claimRuns(db: Knex, workerId: string, leaseMs: number, limit: number): Promise<RunRow[]> {
+  if (limit <= 1) {
+    const run = limit === 1 ? await claimRun(db, workerId, leaseMs) : undefined;
+    return run ? [run] : [];
+  }
+  const now = nowIso();
+  let rows: RunRow[];
+  if (db.client.config.client === 'pg') {
+    const res = (await db.raw(
+      `with picked as materialized (select id from runs where status = 'PENDING' order by created_at, id limit ? for update skip locked)
+       update runs set status = 'RUNNING', claimed_by = ?, lease_until = ?, started_at = ?, attempts = runs.attempts + 1
+       from picked where runs.id = picked.id and runs.status = 'PENDING' returning runs.*`,
+      [limit, workerId, leaseUntil(leaseMs), now],
+    )) as { rows: RunRow[] };
+    rows = res.rows;
+  } else {
+    rows = (await db('runs')
+      .whereIn('id', db('runs').select('id').where({ status: 'PENDING' }).orderBy('created_at').orderBy('id').limit(limit))
+      .andWhere({ status: 'PENDING' })
+      .update({ status: 'RUNNING', claimed_by: workerId, lease_until: leaseUntil(leaseMs), started_at: now, attempts: db.raw('attempts + 1') })
+      .returning('*')) as RunRow[];
+  }
+  return rows.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
+}
+
+/** Ids per lease-renewal UPDATE: far under both stores' bound-parameter limits. */
+const RENEW_CHUNK = 500;
+
+/**
+ * Extends the leases of the runs this worker holds, in one UPDATE per 500 runs
+ * (src/runs/leases.ts); returns the ids renewed. A run missing from the answer is lost: it is no
+ * longer RUNNING, or another worker holds it now.
+ */
+export async function renewLeases(db: Knex, runIds: readonly string[], workerId: string, leaseMs: number): Promise<Set<string>> {
+  const renewed = new Set<string>();
+  for (let i = 0; i < runIds.length; i += RENEW_CHUNK) {
+    const rows = (await db('runs')
+      .whereIn('id', runIds.slice(i, i + RENEW_CHUNK))
+      .andWhere({ claimed_by: workerId, status: 'RUNNING' })
+      .update({ lease_until: leaseUntil(leaseMs) })
+      .returning('id')) as { id: string }[];
+    for (const r of rows) renewed.add(r.id);
+  }
+  return renewed;
+}
+
+/** Extends the lease of one run this worker holds; false when it lost the run. Workers renew all their runs at once (renewLeases). */
 export async function renewLease(db: Knex, runId: string, workerId: string, leaseMs: number): Promise<boolean> {
   const n = await db('runs').where({ id: runId, claimed_by: workerId, status: 'RUNNING' }).update({ lease_until: leaseUntil(leaseMs) });
   return n === 1;
@@ -164,7 +218,8 @@ export async function renewLease(db: Knex, runId: string, workerId: string, leas
 
 /**
  * A step starts: its row is written now (runs are accepted without step rows), or reset when
- * it exists from an earlier attempt of a recovered run.
+ * it exists from an earlier attempt of a recovered run. The executor does not call this and
+ * finishStep: it writes whole rows through a RunRecorder (src/runs/recorder.ts).
  */
 export async function startStep(db: Knex, runId: string, stepIndex: number, executionOrder: number, step: { name: string; stepVersion: number }): Promise<void> {
   const started = { status: 'RUNNING', execution_order: executionOrder, started_at: nowIso() };

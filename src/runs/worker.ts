@@ -13,7 +13,10 @@ import type { SandboxPool } from '../engine/index.js';
 import type { BlobStore } from './blobs.js';
 import { executeRun } from './executor.js';
 import { deleteFiles, listRunFiles } from './files.js';
-import { claimRun, loadRunForWorker, pendingRunIds, recoverExpiredRuns } from './runs.js';
+import { loadRunForWorker, pendingRunIds, recoverExpiredRuns, renewLeases } from './runs.js';
+import { RunClaimer } from './claims.js';
+import { LeaseKeeper } from './leases.js';
+import { WriteQueue } from '../storage/write-queue.js';
 import type { Signals } from './signals.js';
 import { pruneFinishedRuns } from './retention.js';
 import type { AgentInvoker, ToolCaller } from '../engine/index.js';
@@ -37,9 +40,27 @@ export interface RunWorkersDeps {
 export class RunWorkers {
   readonly workerId = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private timers: NodeJS.Timeout[] = [];
+  /** Runs executing or committing their finish. */
   private readonly active = new Set<Promise<unknown>>();
+  /**
+   * Every write of the runs this process executes: claims, progress, finishes and lease
+   * renewals share transactions (group commit), and on sqlite wait here rather than in
+   * SQLite's busy handler (src/runs/README.md).
+   */
+  private readonly writes: WriteQueue;
+  private readonly claims: RunClaimer;
+  private readonly leases: LeaseKeeper;
 
-  constructor(private readonly deps: RunWorkersDeps) {}
+  constructor(private readonly deps: RunWorkersDeps) {
+    const { db, config, log } = deps;
+    this.writes = new WriteQueue(db);
+    this.claims = new RunClaimer(this.writes, this.workerId, config.runLeaseMs);
+    this.leases = new LeaseKeeper(
+      (runIds) => this.writes.run((trx) => renewLeases(trx, runIds, this.workerId, config.runLeaseMs), { autocommit: true }),
+      Math.max(250, Math.floor(config.runLeaseMs / 3)),
+      log,
+    );
+  }
 
   async start(): Promise<void> {
     const { config, queue, log } = this.deps;
@@ -47,6 +68,7 @@ export class RunWorkers {
     await this.recover();
     // Redis may have lost jobs (restart without persistence): PENDING rows are re-announced.
     if (queue.kind === 'redis') await queue.enqueue(await pendingRunIds(this.deps.db));
+    this.leases.start();
     if (config.runConcurrency > 0) queue.consume(config.runConcurrency, (runId) => this.runOne(runId));
     const every = (ms: number, fn: () => Promise<unknown>) => {
       const t = setInterval(() => void fn().catch((err: unknown) => this.deps.log.error({ err }, 'background run task failed')), ms);
@@ -57,18 +79,27 @@ export class RunWorkers {
     every(3_600_000, () => pruneFinishedRuns(this.deps.db, this.deps.blobs, config.runRetentionDays));
   }
 
-  /** Claims one run (the given one, or the oldest PENDING) and executes it. */
+  /**
+   * Claims one run (the given one, or the oldest PENDING) and executes it. Returns once its
+   * steps are done and its finish is queued, so that the consumer's next claim can share the
+   * finish's transaction; the finish commits (and signals) in the background, tracked in `active`.
+   */
   private async runOne(runId: string | undefined): Promise<boolean> {
-    const { db, config } = this.deps;
-    const run = await claimRun(db, this.workerId, config.runLeaseMs, runId);
+    const { config, log } = this.deps;
+    const run = runId === undefined ? await this.claims.next() : await this.claims.byId(runId);
     if (!run) return false;
-    const job = executeRun({ ...this.deps, workerId: this.workerId, leaseMs: config.runLeaseMs, fileTtlMs: 24 * 3_600_000 }, run);
+    let executed!: () => void;
+    const stepsDone = new Promise<void>((resolve) => (executed = resolve));
+    const job = executeRun({
+      ...this.deps, writes: this.writes, leases: this.leases, workerId: this.workerId, leaseMs: config.runLeaseMs,
+      fileTtlMs: 24 * 3_600_000, onExecuted: executed,
+    }, run).catch((err: unknown) => {
+      // The store failed the finish (the run stays RUNNING until its lease expires, then recovery
+      // re-runs it), or the finish signal could not be sent.
+      log.error({ err, runId: run.id }, 'the end of a run was not recorded or not signalled');
+    }).finally(() => this.active.delete(job));
     this.active.add(job);
-    try {
-      await job;
-    } finally {
-      this.active.delete(job);
-    }
+    await Promise.race([stepsDone, job]);
     return true;
   }
 
@@ -102,5 +133,6 @@ export class RunWorkers {
     for (const t of this.timers) clearInterval(t);
     await this.deps.queue.close();
     await Promise.allSettled([...this.active]);
+    this.leases.stop();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Group commit (as src/runs/group-commit.ts does for runs): writes that happen together commit
  * in one transaction — the start and end of agent turns (src/agents), item and file changes
- * with their outbox rows (src/events). On sqlite this keeps one writer at a time in the
+ * with their outbox rows (src/events), the claims, progress, finishes and lease renewals of
+ * runs being executed (src/runs/README.md). On sqlite this keeps one writer at a time in the
  * process, so concurrent writes queue here instead of sleeping in SQLite's busy handler
  * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise settles
  * after the transaction that holds its write committed. Every operation must start with a
@@ -22,6 +23,12 @@
  * transaction, a quarter of an item edit's (bench/events.ts). The operations may use `trx(table)`,
  * `trx.raw`, `trx.client`, `trx.fn` and `trx.ref`; anything else throws rather than running
  * outside the transaction.
+ *
+ * An operation that needs no transaction can say so (`run(op, { autocommit: true })`): every
+ * statement it makes stands on its own, like a claim or a lease renewal of runs (src/runs). When
+ * it is alone in its batch, it runs without BEGIN and COMMIT, so it costs one round trip
+ * instead of three; its `trx` is then the knex instance itself. It may not defer rows. Beside
+ * other operations it joins their transaction as usual.
  */
 import type { Knex } from 'knex';
 
@@ -31,7 +38,19 @@ export interface WriteBatch {
 }
 
 type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T>;
-type Op = { run: WriteOp<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void };
+type Op = { run: WriteOp<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void; autocommit?: boolean };
+
+export interface WriteOptions {
+  /** Each of the operation's statements stands alone: by itself in a batch it runs without a transaction (see the header). */
+  autocommit?: boolean;
+}
+
+/** The batch of an operation that runs without a transaction: nothing can be deferred to a commit. */
+const NO_BATCH: WriteBatch = {
+  insertLater() {
+    throw new Error('write queue: an autocommit operation cannot defer rows (insertLater)');
+  },
+};
 
 /** Rows per multi-row INSERT: far under sqlite's bound-parameter limit for tables of ~20 columns. */
 const INSERT_CHUNK = 200;
@@ -94,8 +113,9 @@ export class WriteQueue {
     this.sqlite = db.client.config.client !== 'pg';
   }
 
-  /** One transaction running `ops` (see the header for sqlite's). */
+  /** One transaction running `ops` (see the header for sqlite's); an autocommit operation alone runs without one. */
   private async transact(ops: readonly Op[]): Promise<unknown[]> {
+    if (ops.length === 1 && ops[0]!.autocommit) return [await ops[0]!.run(this.db as Knex.Transaction, NO_BATCH)];
     if (!this.sqlite) return this.db.transaction((trx) => runOps(trx, ops));
     const client = this.db.client as unknown as SqliteClient;
     const conn = await client.acquireConnection();
@@ -116,9 +136,9 @@ export class WriteQueue {
     }
   }
 
-  run<T>(op: WriteOp<T>): Promise<T> {
+  run<T>(op: WriteOp<T>, opts: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run: op, resolve: resolve as (v: unknown) => void, reject });
+      this.pending.push({ run: op, resolve: resolve as (v: unknown) => void, reject, autocommit: opts.autocommit === true });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());

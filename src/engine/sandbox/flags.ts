@@ -62,7 +62,7 @@ export function sandboxForkOptions(memoryMb: number, cwd: string): ForkOptions {
   };
 }
 
-/** Arguments of the runner: its limits, as one JSON argument. */
-export function runnerArgs(limits: SandboxLimits): string[] {
-  return [JSON.stringify(limits)];
+/** Arguments of the runner: its limits as JSON, then how many contexts it keeps for reuse (0: none). */
+export function runnerArgs(limits: SandboxLimits, contexts = 0): string[] {
+  return [JSON.stringify(limits), String(contexts)];
 }

@@ -6,8 +6,11 @@
  *   processes exit after `idleTimeoutMs`;
  * - all classes together hold at most `maxProcesses` processes: an idle process of another
  *   class is stopped to make room, otherwise the step waits.
- * A process serves one execution at a time (each in a new vm context), is recycled after
- * `maxExecutionsPerProcess` executions, and is replaced after a timeout, a crash or a kill.
+ * A process serves one execution at a time, is recycled after `maxExecutionsPerProcess`
+ * executions, and is replaced after a timeout, a crash or a kill. An execution runs in a fresh
+ * vm context, or (`reuseContexts`, README.md "Context reuse") in the kept context of an earlier
+ * execution of the same step code of the same organisation and workflow; such an execution
+ * goes to an idle process that holds its context when there is one, else to any idle process.
  * Waiting for a process counts against the caller's AbortSignal (the run deadline), not
  * against the step's own timeoutMs, which starts when the step reaches a process.
  */
@@ -16,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../config/logger.js';
 import { DEFAULT_LIMITS, type SandboxLimits } from './limits.js';
+import { MAX_CONTEXT_KEY } from './protocol.js';
 import { checkFiles, LogCollector } from './results.js';
 import type { SandboxPoolOptions, SandboxRequest, SandboxRun } from './types.js';
 import { SandboxWorker, type WorkerOptions } from './worker.js';
@@ -24,8 +28,18 @@ export type { SandboxPoolOptions, SandboxRequest, SandboxRun, SandboxFile } from
 
 interface Waiter {
   memoryMb: number;
+  key: string | undefined;
   resolve: (w: SandboxWorker) => void;
   reject: (e: Error) => void;
+}
+
+/** A key the runner accepts (it ends a process sent anything else), or none: a fresh context. */
+function usableKey(key: string | undefined): string | undefined {
+  return typeof key === 'string' && key.length > 0 && key.length <= MAX_CONTEXT_KEY ? key : undefined;
+}
+
+function contextsPerProcess(n: number | undefined): number {
+  return n !== undefined && Number.isInteger(n) ? Math.min(Math.max(n, 0), 256) : 32;
 }
 
 export class SandboxPool {
@@ -35,6 +49,7 @@ export class SandboxPool {
   private readonly maxProcesses: number;
   private readonly maxExecutions: number;
   private readonly idleTimeoutMs: number;
+  private readonly reuseContexts: boolean;
   private readonly workerOptions: Omit<WorkerOptions, 'memoryMb' | 'cwd'>;
   private readonly log: Logger | undefined;
   private readonly workers = new Set<SandboxWorker>();
@@ -48,13 +63,16 @@ export class SandboxPool {
   private warm = false;
   private closed = false;
   private spawnFailedAt = 0;
+  private executions = 0;
+  private reused = 0;
 
   constructor(options: SandboxPoolOptions = {}) {
     this.size = Math.max(1, options.size ?? 2);
     this.defaultMemoryMb = options.defaultMemoryMb ?? 128;
     this.maxProcesses = Math.max(this.size, options.maxProcesses ?? this.size * 2);
-    this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 100);
+    this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 1000);
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
+    this.reuseContexts = options.reuseContexts ?? true;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.log = options.log;
     this.workerOptions = {
@@ -62,6 +80,7 @@ export class SandboxPool {
       spawnTimeoutMs: options.spawnTimeoutMs ?? 10_000,
       killGraceMs: options.killGraceMs ?? 500,
       rssHeadroomMb: options.rssHeadroomMb ?? 384,
+      contexts: this.reuseContexts ? contextsPerProcess(options.contextsPerProcess) : 0,
     };
   }
 
@@ -88,9 +107,10 @@ export class SandboxPool {
       return fail('error', `The step's inputs cannot be passed to the sandbox: ${(err as Error).message}`);
     }
     this.warm = true;
+    const key = this.workerOptions.contexts > 0 ? usableKey(req.contextKey) : undefined;
     let worker: SandboxWorker;
     try {
-      worker = await this.acquire(req.memoryMb ?? this.defaultMemoryMb, req.signal);
+      worker = await this.acquire(req.memoryMb ?? this.defaultMemoryMb, key, req.signal);
     } catch (err) {
       return req.signal?.aborted ? fail('aborted', 'The run was stopped before the step started') : fail('unavailable', (err as Error).message);
     }
@@ -99,7 +119,9 @@ export class SandboxPool {
       return fail('aborted', 'The run was stopped before the step started');
     }
     const logs = new LogCollector(this.limits);
-    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs }, (line) => logs.push(line), req.signal);
+    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs, key }, (line) => logs.push(line), req.signal);
+    this.executions += 1;
+    if ('done' in out && out.done.reused) this.reused += 1;
     // Only a process that answered normally is reused; after a timeout it is replaced too.
     this.release(worker, 'done' in out && out.done.outcome !== 'timeout');
     if ('killed' in out) {
@@ -134,13 +156,17 @@ export class SandboxPool {
     return [...this.workers].filter((w) => !w.dead && w.pid !== undefined).map((w) => w.pid!);
   }
 
-  stats(): { processes: number; idle: number; starting: number; waiting: number } {
+  /**
+   * `executions` that reached a process; `reusedContexts`: how many of them ran in a kept
+   * context, as the processes report it.
+   */
+  stats(): { processes: number; idle: number; starting: number; waiting: number; executions: number; reusedContexts: number } {
     let starting = 0;
     for (const n of this.starting.values()) starting += n;
-    return { processes: this.workers.size, idle: this.idle.size, starting, waiting: this.waiters.length };
+    return { processes: this.workers.size, idle: this.idle.size, starting, waiting: this.waiters.length, executions: this.executions, reusedContexts: this.reused };
   }
 
-  private acquire(memoryMb: number, signal?: AbortSignal): Promise<SandboxWorker> {
+  private acquire(memoryMb: number, key: string | undefined, signal?: AbortSignal): Promise<SandboxWorker> {
     if (this.closed) return Promise.reject(new Error('The sandbox pool is closed'));
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -149,6 +175,7 @@ export class SandboxPool {
       };
       const waiter: Waiter = {
         memoryMb,
+        key,
         resolve: (w) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(w);
@@ -227,8 +254,7 @@ export class SandboxPool {
   private pump(): void {
     if (this.closed) return;
     for (const waiter of [...this.waiters]) {
-      const fits = [...this.idle.keys()].filter((w) => w.memoryMb === waiter.memoryMb && !w.dead);
-      const worker = fits.find((w) => !w.retiring) ?? fits[0];
+      const worker = this.pick(waiter);
       if (!worker) continue;
       this.takeIdle(worker);
       this.waiters = this.waiters.filter((w) => w !== waiter);
@@ -248,6 +274,22 @@ export class SandboxPool {
     while (this.warm && !recentFailure && this.classCount(this.defaultMemoryMb) < this.size && this.total() < this.maxProcesses) {
       this.spawn(this.defaultMemoryMb);
     }
+  }
+
+  /**
+   * The idle process for a waiter: one holding its context (affinity), else any; a process
+   * not due for recycling before one that is.
+   */
+  private pick(waiter: Waiter): SandboxWorker | undefined {
+    let best: SandboxWorker | undefined;
+    let bestRank = 0;
+    for (const w of this.idle.keys()) {
+      if (w.memoryMb !== waiter.memoryMb || w.dead) continue;
+      const rank = (w.retiring ? 1 : 3) + (waiter.key !== undefined && w.holds(waiter.key) ? 1 : 0);
+      if (rank === 4) return w;
+      if (rank > bestRank) [best, bestRank] = [w, rank];
+    }
+    return best;
   }
 
   /** True when a process of `memoryMb` may start, stopping an idle one of another class if needed. */

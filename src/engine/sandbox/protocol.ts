@@ -2,7 +2,9 @@
  * IPC messages between the service and a sandbox process (runner.cjs). Tiny and versioned: a
  * process speaking another version is killed, never trusted. Everything from the child is
  * checked field by field before use (`parseChildMessage`), because code running in the child
- * is not trusted.
+ * is not trusted. The child checks what it receives too: a malformed message ends the process.
+ * Optional fields (`key`, `reused`) were added without a version change: a runner that does not
+ * know them ignores them.
  */
 export const PROTOCOL_VERSION = 1;
 
@@ -15,7 +17,15 @@ export interface ExecMessage {
   /** JSON text of `{inputs, steps}`, parsed inside the step's context. */
   data: string;
   timeoutMs: number;
+  /**
+   * Context key (README.md "Context reuse"): executions with the same key may run in the same
+   * warm vm context, globals reset in between. Absent: a fresh context, used once.
+   */
+  key?: string;
 }
+
+/** Longest context key the runner accepts (the adapter's keys are about 150 characters). */
+export const MAX_CONTEXT_KEY = 1024;
 
 export interface RawFile {
   name: string;
@@ -25,9 +35,11 @@ export interface RawFile {
   data: Buffer;
 }
 
-export type DoneOutcome =
+/** `reused`: the execution ran in a context kept from an earlier one (observability only). */
+export type DoneOutcome = (
   | { outcome: 'ok'; kind: 'string' | 'json' | 'undefined'; text: string; files: RawFile[] }
-  | { outcome: 'error' | 'invalid' | 'timeout' | 'stalled'; message: string };
+  | { outcome: 'error' | 'invalid' | 'timeout' | 'stalled'; message: string }
+) & { reused?: boolean };
 
 export type ChildMessage =
   | { t: 'ready' }
@@ -59,13 +71,15 @@ export function parseChildMessage(raw: unknown): ChildMessage | undefined {
   if (typeof m.id !== 'number') return undefined;
   if (m.t === 'log') return str(m.line) ? { t: 'log', id: m.id, line: m.line } : undefined;
   if (m.t !== 'done') return undefined;
+  if (m.reused !== undefined && typeof m.reused !== 'boolean') return undefined;
+  const reused = m.reused === true;
   if (m.outcome === 'ok') {
     const files = parseFiles(m.files);
     if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined')) return undefined;
-    return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files };
+    return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files, reused };
   }
   if ((m.outcome === 'error' || m.outcome === 'invalid' || m.outcome === 'timeout' || m.outcome === 'stalled') && str(m.message)) {
-    return { t: 'done', id: m.id, outcome: m.outcome, message: m.message };
+    return { t: 'done', id: m.id, outcome: m.outcome, message: m.message, reused };
   }
   return undefined;
 }

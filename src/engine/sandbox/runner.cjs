@@ -3,11 +3,16 @@
  * Sandbox runner (src/engine/README.md: code steps run "isolated from the service: a separate isolate or
  * process"). A child process started by worker.ts with the permission model (read access to
  * this file only; no writes, child processes, workers or addons), an empty environment, a heap
- * limit and --disallow-code-generation-from-strings. It runs one execution at a time, each in a
- * fresh vm context, and talks to the service over the IPC channel only. Plain JavaScript so it
- * starts without tsx or a loader. Protocol (version 1, see protocol.ts):
- *   parent → child  {v, t: 'exec', id, code, data, timeoutMs}
- *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, …}
+ * limit and --disallow-code-generation-from-strings. It runs one execution at a time and talks
+ * to the service over the IPC channel only. Plain JavaScript so it starts without tsx or a
+ * loader. Protocol (version 1, see protocol.ts):
+ *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, key?}
+ *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, reused, …}
+ *
+ * Contexts (README.md "Context reuse"): an execution without `key` gets a fresh vm context,
+ * used once. With a key (org + workflow + step index + code hash), the context of the last
+ * execution of that key is kept if that execution returned normally and its globals could be
+ * reset; at most CONTEXTS such contexts, least recently used evicted.
  *
  * Rule that keeps the vm boundary tight: no object of this (host) realm is ever handed to user
  * code. Data enters as JSON text parsed inside the context, ctx functions are context-realm
@@ -15,10 +20,16 @@
  * strings produced inside the context (within the vm timeout).
  */
 const vm = require('node:vm');
+const v8 = require('node:v8');
 const { types } = require('node:util');
 
 const PROTOCOL = 1;
 const LIMITS = JSON.parse(process.argv[2] || '{}');
+/** Contexts kept for reuse (second argument; worker.ts passes the pool's option); 0: none. */
+const CONTEXTS = Math.min(Math.max(Number.parseInt(process.argv[3] || '0', 10) || 0, 0), 256);
+/** Kept contexts are all dropped when the heap holds more than half the step's limit (flags.ts). */
+const HEAP_CEILING = heapCeiling();
+const MAX_KEY = 1024; // protocol.ts MAX_CONTEXT_KEY
 const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false }, microtaskMode: 'afterEvaluate' };
 const SCRIPT_CACHE_SIZE = 50;
 const STEP_FILE = 'step.js';
@@ -39,9 +50,11 @@ const send = process.send.bind(process);
 
 /*
  * Installed in every new context before user code exists, so the intrinsics it captures are
- * pristine. It defines `__syGo(fn)` (deleted on first call) which builds ctx in the context's
- * realm, starts the step function and records how it settles in a null-prototype object that
- * user code cannot reach.
+ * pristine. `install` returns (in a null-prototype object read once, before any user code)
+ * the context's global, an error maker and `arm(input)`, which defines `__syGo(fn)` for one
+ * execution: deleted on its first call, it builds a fresh ctx (new log and files.write
+ * closures, inputs parsed anew) in the context's realm, starts the step function and records
+ * how it settles in a null-prototype object that user code cannot reach.
  */
 const SETUP = new vm.Script(`(function () {
   'use strict';
@@ -65,12 +78,7 @@ const SETUP = new vm.Script(`(function () {
       try { const s = stringify(v); if (s !== undefined) return s; } catch {}
       return StringC(v);
     };
-    const log = function log(...args) {
-      let line = '';
-      for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + text(args[i]);
-      call('log', line);
-    };
-    const write = function write(fileName, data, mimeType) {
+    const writeFile = (fileName, data, mimeType) => {
       const name = StringC(fileName === undefined || fileName === null ? '' : fileName);
       const mime = mimeType === undefined || mimeType === null ? undefined : StringC(mimeType);
       let isBuffer = false;
@@ -82,7 +90,16 @@ const SETUP = new vm.Script(`(function () {
       if (json === undefined) throw new TypeErrorC('files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value');
       call('file', name, json, mime === undefined ? 'application/json' : mime);
     };
-    const ctx = (data) => freeze({ inputs: data.inputs, steps: data.steps, log, files: freeze({ write }) });
+    // New function objects per execution: nothing a step hangs on ctx survives it.
+    const ctx = (data) => {
+      const log = function log(...args) {
+        let line = '';
+        for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + text(args[i]);
+        call('log', line);
+      };
+      const files = freeze({ write: function write(fileName, data, mimeType) { return writeFile(fileName, data, mimeType); } });
+      return freeze({ inputs: data.inputs, steps: data.steps, log, files });
+    };
     const describe = (e) => {
       try {
         if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
@@ -93,10 +110,8 @@ const SETUP = new vm.Script(`(function () {
         return 'Uncaught ' + text(e);
       } catch { return 'Uncaught exception (its message could not be read)'; }
     };
-    defineProperty(g, '__syGo', { configurable: true, value: function go(fn) {
+    const goWith = (input) => function go(fn) {
       delete g.__syGo;
-      const input = g.__syIn;
-      delete g.__syIn;
       const state = create(null);
       state.status = 'pending';
       call('begin', state);
@@ -113,12 +128,27 @@ const SETUP = new vm.Script(`(function () {
         state.status = 'ok';
       };
       try { apply(then, fn(ctx(parse(input))), [done, fail]); } catch (e) { fail(e); }
-    } });
+    };
+    // Called from the host before the vm timeout starts, in a context an earlier execution of
+    // the same key may have touched: a null-prototype descriptor reads nothing a step could
+    // have planted on Object.prototype.
+    const arm = (input) => {
+      const desc = create(null);
+      desc.configurable = true;
+      desc.value = goWith(input);
+      defineProperty(g, '__syGo', desc);
+    };
+    const out = create(null);
+    out.global = g;
+    out.arm = arm;
+    out.errorIn = (m) => new ErrorC(m);
+    return out;
   };
 })()`, { filename: 'sandbox-setup.js' });
 
-let current = null; // the execution in progress: { id, state, files, fileBytes, logLines, logBytes, logCut, imported }
-let nextContext = null;
+let current = null; // the execution in progress: { id, state, files, fileBytes, logLines, logBytes, logCut, imported, errorIn }
+let spare = null; // a fresh context prepared while idle
+const kept = new Map(); // key → context kept for reuse; the Map's order is the LRU order
 const scripts = new Map();
 
 function hostBridge(op, a, b, c) {
@@ -137,9 +167,76 @@ function hostBridge(op, a, b, c) {
 function newContext() {
   const sandbox = Object.create(null); // a null prototype: globalThis.constructor stays in the context's realm
   const context = vm.createContext(sandbox, CONTEXT_OPTIONS);
-  SETUP.runInContext(context)(hostBridge);
-  const errorIn = vm.runInContext('(m) => new Error(m)', context);
-  return { sandbox, context, errorIn };
+  const made = SETUP.runInContext(context)(hostBridge);
+  // Read once, before any user code exists in the context.
+  return { sandbox, context, global: made.global, arm: made.arm, errorIn: made.errorIn, code: undefined, snapshot: undefined };
+}
+
+/*
+ * Globals between two executions of one key (README.md "Context reuse"). The global's own
+ * properties are recorded once, before the context's first execution; afterwards every
+ * property the step added is deleted. A step that changed or deleted a recorded property
+ * (`JSON = …`, `delete Math`), added one that cannot be deleted, or changed the global's
+ * prototype leaves a context that is not kept: the next execution gets a fresh one, which is
+ * how such changes are undone (Node's vm interceptors do not restore them reliably in place).
+ * All of it runs in this realm and runs no code of the step: what a step sets on its global
+ * lives on `sandbox` (a plain object of this realm) and is only listed and deleted; the
+ * descriptors compared are read from the global only once `sandbox` is empty (for a property
+ * held by `sandbox`, Node answers with a descriptor object of the step's realm, whose fields
+ * are read through the step's Object.prototype).
+ */
+function snapshot(box) {
+  const g = box.global;
+  const keys = Reflect.ownKeys(g);
+  box.snapshot = { keys, known: new Set(keys), descriptors: keys.map((k) => Reflect.getOwnPropertyDescriptor(g, k)), proto: Reflect.getPrototypeOf(g) };
+}
+
+function sameDescriptor(now, then) {
+  return now !== undefined && Object.is(now.value, then.value) && now.get === then.get && now.set === then.set &&
+    now.writable === then.writable && now.enumerable === then.enumerable && now.configurable === then.configurable;
+}
+
+/** Deletes what the last execution added to the global; false when the context cannot be kept. */
+function resetGlobals(box) {
+  const g = box.global;
+  const { keys, known, descriptors, proto } = box.snapshot;
+  const held = Reflect.ownKeys(box.sandbox);
+  for (let i = 0; i < held.length; i++) if (known.has(held[i])) return false; // a recorded global set or redefined
+  if (Reflect.getPrototypeOf(g) !== proto || !Reflect.isExtensible(g)) return false;
+  const now = Reflect.ownKeys(g);
+  if (now.length !== keys.length || held.length > 0) {
+    for (let i = 0; i < now.length; i++) if (!known.has(now[i]) && !Reflect.deleteProperty(g, now[i])) return false;
+    if (Reflect.ownKeys(box.sandbox).length > 0 || Reflect.ownKeys(g).length !== keys.length) return false;
+  }
+  for (let i = 0; i < keys.length; i++) {
+    if (!sameDescriptor(Reflect.getOwnPropertyDescriptor(g, keys[i]), descriptors[i])) return false;
+  }
+  return true;
+}
+
+/** The kept context of `key` for `code`, taken out of the cache, or undefined. */
+function takeKept(key, code) {
+  const box = kept.get(key);
+  if (!box) return undefined;
+  kept.delete(key);
+  return box.code === code ? box : undefined; // the key names the code; a mismatch is not reused
+}
+
+/** Keeps a context after an execution that returned normally, if its globals reset cleanly. */
+function keep(key, code, box) {
+  if (!resetGlobals(box)) return;
+  box.code = code;
+  kept.set(key, box);
+  if (kept.size > CONTEXTS) kept.delete(kept.keys().next().value);
+  // What steps leave reachable from their built-ins stays alive with their contexts: a heap
+  // that is half full drops them all rather than let them crowd out a later step.
+  if (v8.getHeapStatistics().used_heap_size > HEAP_CEILING) kept.clear();
+}
+
+function heapCeiling() {
+  const flag = process.execArgv.find((a) => a.startsWith('--max-old-space-size='));
+  const mb = flag ? Number(flag.slice('--max-old-space-size='.length)) : NaN;
+  return Number.isFinite(mb) && mb > 0 ? mb * 1024 * 1024 * 0.5 : v8.getHeapStatistics().heap_size_limit * 0.5;
 }
 
 function onLog(exec, line) {
@@ -209,8 +306,8 @@ function compile(code) {
       filename: STEP_FILE,
       lineOffset: -1, // line 1 of the step's code is reported as line 1
       // import() must never reach Node's loader. The rejection value would be created here; it
-      // never reaches the step because a used context's microtasks are never run again, and the
-      // attempt is reported as an error of its own (see below).
+      // never reaches the step: the attempt fails the step (see below), so its context is
+      // never used again.
       importModuleDynamically: () => {
         if (current) current.imported = true;
         throw current && current.errorIn ? current.errorIn('import() is not available in code steps') : 'import() is not available';
@@ -237,9 +334,7 @@ function isTimeout(err, startedAt, timeoutMs) {
   return Boolean(code && code.value === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
 }
 
-function run(msg) {
-  const box = nextContext || newContext();
-  nextContext = null;
+function run(msg, box) {
   const exec = { id: msg.id, state: undefined, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false, imported: false, errorIn: box.errorIn };
   current = exec;
   try {
@@ -249,7 +344,7 @@ function run(msg) {
     } catch (err) {
       return { outcome: 'invalid', message: syntaxMessage(err) };
     }
-    box.sandbox.__syIn = msg.data;
+    box.arm(msg.data);
     const startedAt = performance.now();
     try {
       script.runInContext(box.context, { timeout: msg.timeoutMs, displayErrors: false });
@@ -276,24 +371,47 @@ function run(msg) {
   }
 }
 
+/** The parent is trusted but checked: anything malformed ends this process (worker.ts). */
+function validExec(m) {
+  return m !== null && typeof m === 'object' && m.v === PROTOCOL && m.t === 'exec' && Number.isSafeInteger(m.id) &&
+    typeof m.code === 'string' && typeof m.data === 'string' && typeof m.timeoutMs === 'number' && m.timeoutMs > 0 &&
+    (m.key === undefined || (typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY));
+}
+
 process.on('message', (msg) => {
-  if (!msg || msg.v !== PROTOCOL || msg.t !== 'exec') {
+  if (!validExec(msg)) {
     send({ v: PROTOCOL, t: 'error', message: 'unsupported message' });
     return;
   }
-  const reply = run(msg);
+  const key = CONTEXTS > 0 ? msg.key : undefined;
+  let box = key === undefined ? undefined : takeKept(key, msg.code);
+  const reused = box !== undefined;
+  if (!box) {
+    box = spare || newContext();
+    spare = null;
+    if (key !== undefined && !box.snapshot) snapshot(box); // before the context's first user code
+  }
+  const reply = run(msg, box);
   if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE) reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
-  send({ v: PROTOCOL, t: 'done', id: msg.id, ...reply });
-  // Prepare the next execution's context while idle, after the reply is on its way.
-  setImmediate(() => {
-    if (!nextContext) nextContext = newContext();
-  });
+  send({ v: PROTOCOL, t: 'done', id: msg.id, reused, ...reply });
+  // Only a step that returned normally leaves a context to reuse: after an error, a timeout or
+  // a promise that can never settle, the context is dropped.
+  if (key !== undefined && reply.outcome === 'ok') keep(key, msg.code, box);
+  // Prepare a fresh context while idle, after the reply is on its way.
+  setImmediate(prepareSpare);
 });
+
+function prepareSpare() {
+  if (spare) return;
+  spare = newContext();
+  if (CONTEXTS > 0) snapshot(spare);
+}
+
 // The service went away (crash, kill -9): nothing else would end this process.
 process.on('disconnect', () => process.exit(0));
-// A step may leave rejected promises nobody handles (in its own, discarded context). Node's
-// default would end this process on the next tick, failing whichever step runs next.
+// A step may leave rejected promises nobody handles (in its own context). Node's default would
+// end this process on the next tick, failing whichever step runs next.
 process.on('unhandledRejection', () => undefined);
 
-nextContext = newContext();
+prepareSpare();
 send({ v: PROTOCOL, t: 'ready' });

@@ -9,7 +9,7 @@ export interface SandboxPoolOptions {
   defaultMemoryMb?: number;
   /** Processes across all memory classes (default 2 × size). */
   maxProcesses?: number;
-  /** Executions before a process is replaced (default 100); 1 = a fresh process per step. */
+  /** Executions before a process is replaced (default 1000, config SANDBOX_MAX_EXECUTIONS); 1 = a fresh process per step. */
   maxExecutionsPerProcess?: number;
   /** Idle time after which a process of a non-default class exits (default 30 s). */
   idleTimeoutMs?: number;
@@ -18,6 +18,13 @@ export interface SandboxPoolOptions {
   killGraceMs?: number;
   /** Resident memory allowed above the heap limit, in MiB (default 384: Node, files, buffers). */
   rssHeadroomMb?: number;
+  /**
+   * Reuse warm vm contexts for executions of the same context key (default true; README.md
+   * "Context reuse"). False: a fresh context for every execution.
+   */
+  reuseContexts?: boolean;
+  /** Contexts a process keeps for reuse, least recently used evicted (default 32, at most 256). */
+  contextsPerProcess?: number;
   limits?: Partial<SandboxLimits>;
   log?: Logger;
 }
@@ -29,6 +36,12 @@ export interface SandboxRequest {
   steps: unknown;
   timeoutMs: number;
   memoryMb?: number;
+  /**
+   * Who may share a warm context: executions with equal keys only (README.md "Context reuse").
+   * The code step adapter sets it to org + workflow + step index + sha256(code); none: a fresh
+   * context.
+   */
+  contextKey?: string;
   /** The run was cancelled or reached its deadline: the process is killed. */
   signal?: AbortSignal;
 }

@@ -25,6 +25,8 @@ export interface WorkerOptions {
   killGraceMs: number;
   /** Resident-memory ceiling in MiB above the heap limit (Node itself, files, buffers). */
   rssHeadroomMb: number;
+  /** vm contexts the runner keeps for reuse (0: a fresh context per execution). */
+  contexts: number;
 }
 
 const STDERR_TAIL = 4096;
@@ -37,15 +39,21 @@ export class SandboxWorker {
   dead = false;
   /** Due for recycling: serves only until its replacement is ready. */
   retiring = false;
+  /**
+   * Context keys the runner probably holds, least recently used first: the runner's own rule
+   * (kept after an `ok` outcome, at most `contexts`) replayed here. A hint for routing only: the
+   * runner may have dropped one (globals it could not reset, a full heap).
+   */
+  private readonly keys = new Set<string>();
   private readonly child: ChildProcess;
   private stderr = '';
   private nextId = 1;
-  private pending: { id: number; finish: (o: WorkerOutcome) => void; onLog: (line: string) => void } | undefined;
+  private pending: { id: number; key: string | undefined; finish: (o: WorkerOutcome) => void; onLog: (line: string) => void } | undefined;
   private readonly exitHandlers: Array<() => void> = [];
   private readyHook: (() => void) | undefined;
 
   private constructor(readonly options: WorkerOptions) {
-    this.child = fork(RUNNER_PATH, runnerArgs(options.limits), sandboxForkOptions(options.memoryMb, options.cwd));
+    this.child = fork(RUNNER_PATH, runnerArgs(options.limits, options.contexts), sandboxForkOptions(options.memoryMb, options.cwd));
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (chunk: string) => {
       this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL);
@@ -87,6 +95,11 @@ export class SandboxWorker {
     this.exitHandlers.push(fn);
   }
 
+  /** True when the runner probably holds a warm context for `key`. */
+  holds(key: string): boolean {
+    return this.keys.has(key);
+  }
+
   /** Runs one execution; never rejects (every failure is an outcome). */
   exec(req: Omit<ExecMessage, 'v' | 't' | 'id'>, onLog: (line: string) => void, signal?: AbortSignal): Promise<WorkerOutcome> {
     if (this.dead || this.pending) return Promise.resolve({ killed: 'crash', detail: 'the sandbox process is not available' });
@@ -101,12 +114,14 @@ export class SandboxWorker {
         signal?.removeEventListener('abort', onAbort);
         resolve(o);
       };
-      this.pending = { id, finish, onLog };
+      this.pending = { id, key: req.key, finish, onLog };
+      if (req.key !== undefined) this.keys.delete(req.key); // taken out for this execution
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       timers.push(setTimeout(() => this.kill('timeout', `no answer within ${req.timeoutMs} ms`), req.timeoutMs + this.options.killGraceMs));
       this.watchMemory(id, timers);
-      const msg: ExecMessage = { v: PROTOCOL_VERSION, t: 'exec', id, ...req };
+      const msg: ExecMessage = { v: PROTOCOL_VERSION, t: 'exec', id, code: req.code, data: req.data, timeoutMs: req.timeoutMs };
+      if (req.key !== undefined && this.options.contexts > 0) msg.key = req.key;
       this.child.send(msg, (err) => {
         if (err) this.kill('crash', 'the sandbox process did not accept the step');
       });
@@ -153,6 +168,11 @@ export class SandboxWorker {
     if (!pending || msg.id !== pending.id) return; // a late message of an execution already ended
     if (msg.t === 'log') return pending.onLog(msg.line);
     const { t: _t, id: _id, ...done } = msg;
+    const key = pending.key;
+    if (key !== undefined && done.outcome === 'ok' && this.options.contexts > 0) {
+      this.keys.add(key);
+      if (this.keys.size > this.options.contexts) this.keys.delete(this.keys.values().next().value!);
+    }
     pending.finish({ done });
   }
 

@@ -5,6 +5,7 @@
  * the step says json (it must then parse); undefined is an empty result; anything else is
  * JSON. The outcome of the sandbox maps to the step status and exit code (types.ts EXIT).
  */
+import { createHash } from 'node:crypto';
 import type { WorkflowStep } from '../definition.js';
 import type { SandboxRun } from '../sandbox/pool.js';
 import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
@@ -12,6 +13,36 @@ import { stepsByIndex } from './context.js';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 const MAX_TIMEOUT_MS = 300_000;
+
+/** sha256 of recent code strings: hashing is per code version, not per execution. */
+const hashes = new Map<string, string>();
+const HASHES_KEPT = 512;
+/** Longer code is hashed each time rather than held here (the cache is bounded in count only). */
+const HASH_CACHE_MAX_CHARS = 64 * 1024;
+
+function codeHash(code: string): string {
+  const known = hashes.get(code);
+  if (known !== undefined) {
+    hashes.delete(code); // re-insert: the Map's order is the LRU order
+    hashes.set(code, known);
+    return known;
+  }
+  const hash = createHash('sha256').update(code).digest('base64url');
+  if (code.length <= HASH_CACHE_MAX_CHARS) {
+    if (hashes.size >= HASHES_KEPT) hashes.delete(hashes.keys().next().value!);
+    hashes.set(code, hash);
+  }
+  return hash;
+}
+
+/**
+ * Who may share a warm vm context (src/engine/sandbox/README.md "Context reuse"): the same step
+ * code of the same organisation and workflow; the code hash makes a new workflow version a new
+ * key. JSON keeps the parts apart whatever characters the ids hold.
+ */
+export function contextKey(ctx: Pick<StepRunContext, 'orgId' | 'automationId' | 'stepIndex'>, code: string): string {
+  return JSON.stringify([ctx.orgId ?? null, ctx.automationId, ctx.stepIndex, codeHash(code)]);
+}
 
 function intField(step: WorkflowStep, key: string, min: number, max: number): number | undefined | 'bad' {
   const v = step[key];
@@ -64,6 +95,7 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
     steps: stepsByIndex(ctx.steps),
     timeoutMs: timeoutMs ?? DEFAULT_TIMEOUT_MS,
     memoryMb,
+    contextKey: contextKey(ctx, code),
     signal: deps.signal,
   });
   const base = { durationMs: run.durationMs, logs: run.logs };

@@ -32,6 +32,14 @@ describe('config', () => {
     expect(loadConfig({ DATA_DIR: dataDir(), SQLITE_SYNCHRONOUS: 'full' }).sqliteSynchronous).to.equal('FULL');
   });
 
+  it('run concurrency and sandbox processes follow the cores; context reuse and process recycling are settings', () => {
+    const cores = os.availableParallelism();
+    const c = loadConfig({ DATA_DIR: dataDir() });
+    expect(c).to.include({ runConcurrency: Math.max(4, 4 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 1000 });
+    const set = loadConfig({ DATA_DIR: dataDir(), RUN_CONCURRENCY: '3', SANDBOX_POOL_SIZE: '5', SANDBOX_REUSE_CONTEXTS: 'false', SANDBOX_MAX_EXECUTIONS: '1' });
+    expect(set).to.include({ runConcurrency: 3, sandboxPoolSize: 5, sandboxReuseContexts: false, sandboxMaxExecutions: 1 });
+  });
+
   it('keeps the generated secret key across loads of the same DATA_DIR', () => {
     const dir = dataDir();
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).to.equal(true);
@@ -48,6 +56,8 @@ describe('config', () => {
     ['a bad boolean', { SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
     ['an unknown sqlite synchronous mode', { SQLITE_SYNCHRONOUS: 'OFF' }, 'SQLITE_SYNCHRONOUS'],
     ['a gateway upstream timeout under 100 ms', { GATEWAY_UPSTREAM_TIMEOUT_MS: '5' }, 'GATEWAY_UPSTREAM_TIMEOUT_MS'],
+    ['a sandbox process that serves no execution', { SANDBOX_MAX_EXECUTIONS: '0' }, 'SANDBOX_MAX_EXECUTIONS'],
+    ['a bad context reuse switch', { SANDBOX_REUSE_CONTEXTS: 'sometimes' }, 'SANDBOX_REUSE_CONTEXTS'],
   ] as const) {
     it(`rejects ${name} with a ConfigError naming it`, () => {
       expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).to.throw(ConfigError, message);

@@ -1,0 +1,195 @@
+/**
+ * A run's writes (issue 14; src/runs/README.md). The executor hands each step's start and end
+ * to a RunRecorder, which keeps them in memory as whole step rows:
+ * - a run that ends within PROGRESS_AFTER_MS writes its step rows, its step files' rows and its
+ *   terminal state in ONE transaction (`finish`);
+ * - a run still executing after PROGRESS_AFTER_MS writes what it has, and from then on every
+ *   step start and end as it happens, so pollers of a long run see its steps move.
+ * Every write goes through the workers' WriteQueue, so concurrent runs share transactions
+ * (group commit), and starts with a conditional UPDATE of the run: RUNNING, claimed by this
+ * worker, and still on this attempt. A later claim, even by this same process, counts one more
+ * attempt. When that UPDATE matches nothing, another claim owns the run now, and this attempt
+ * writes nothing more for it.
+ */
+import type { Knex } from 'knex';
+import type { WriteQueue } from '../storage/write-queue.js';
+import { nowIso } from '../storage/ids.js';
+import { fileRows, type FileCreate, type FileRow } from './files.js';
+import { skipRemainingSteps, type RunRow, type StepOutcome, type StepRow } from './runs.js';
+import type { RunStatus } from './states.js';
+
+/**
+ * How long a run executes before its progress is written as it happens. A shorter run shows its
+ * planned steps PENDING while it is RUNNING, then every step at once when it ends. That costs it
+ * nothing a poller could notice: the spec's polling cadence is 2 s. A longer run writes one small
+ * transaction per step start and end, which is negligible next to its own time. Most runs end
+ * well within 250 ms (the demo workflow takes a few ms), so they stay at one transaction.
+ */
+export const PROGRESS_AFTER_MS = 250;
+
+/** Whole step rows in one statement, replacing rows that exist (an earlier attempt's, or this attempt's progress). */
+async function upsertSteps(db: Knex, rows: readonly StepRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db('run_steps').insert([...rows]).onConflict(['run_id', 'step_index']).merge();
+}
+
+export interface RecorderDeps {
+  writes: WriteQueue;
+  workerId: string;
+  leaseMs: number;
+}
+
+export class RunRecorder {
+  /** This attempt's step rows, by step index. */
+  private readonly steps = new Map<number, StepRow>();
+  /** Step indexes whose row changed since it was last written. */
+  private readonly dirty = new Set<number>();
+  /** Rows of step files whose blobs are stored, not written yet. */
+  private files: FileRow[] = [];
+  private live = false;
+  private finishing = false;
+  /** Progress writes, one after the other. */
+  private chain: Promise<void> = Promise.resolve();
+  /** True once this attempt knows another claim owns the run: it writes nothing more for it. */
+  lost = false;
+
+  constructor(private readonly deps: RecorderDeps, private readonly run: RunRow, private readonly onLost: () => void) {}
+
+  stepStarted(stepIndex: number, executionOrder: number, step: { name: string; stepVersion: number }): Promise<void> {
+    this.steps.set(stepIndex, {
+      run_id: this.run.id, step_index: stepIndex, step_version: step.stepVersion, name: step.name, status: 'RUNNING',
+      execution_order: executionOrder, result_type: null, result: null, exit_code: null, duration_ms: null,
+      started_at: nowIso(), finished_at: null, logs: null,
+    });
+    this.dirty.add(stepIndex);
+    return this.live ? this.flush() : Promise.resolve();
+  }
+
+  /** A step ended; `files` are its files, whose blobs are stored (durable) already. */
+  stepFinished(stepIndex: number, o: StepOutcome, files: readonly FileCreate[]): Promise<void> {
+    const row = this.steps.get(stepIndex);
+    if (!row) throw new Error(`step ${stepIndex} finished without starting`);
+    Object.assign(row, {
+      status: o.status, result_type: o.resultType, result: o.result, exit_code: o.exitCode,
+      duration_ms: o.durationMs, finished_at: nowIso(), logs: o.logs.length ? o.logs.join('\n') : null,
+    });
+    this.dirty.add(stepIndex);
+    this.files.push(...fileRows(files));
+    return this.live ? this.flush() : Promise.resolve();
+  }
+
+  /** The run is no longer short: writes what is pending now, and every later change at once. */
+  goLive(): Promise<void> {
+    if (this.live || this.finishing || this.lost) return Promise.resolve();
+    this.live = true;
+    return this.flush();
+  }
+
+  /** The lease renewal did not extend this run's lease. Once the finish is queued, that finish decides. */
+  leaseLost(): void {
+    if (!this.finishing && !this.lost) this.markLost();
+  }
+
+  /** Blobs this attempt stored whose rows were never written (deleted when the run is lost). */
+  unrecordedBlobKeys(): string[] {
+    return this.files.map((f) => f.blob_key);
+  }
+
+  /**
+   * Writes the step rows, the file rows and the terminal state in one transaction. Resolves
+   * true once it committed, false when another claim owns the run: nothing was written then.
+   */
+  async finish(status: RunStatus, error: string | undefined): Promise<boolean> {
+    this.finishing = true;
+    await this.chain;
+    if (this.lost) return false;
+    if (status !== 'COMPLETE') {
+      // A step cut short outside its own outcome (the run failed around it) ends SKIPPED, as skipRemainingSteps did.
+      for (const [i, row] of this.steps) {
+        if (row.status === 'RUNNING') {
+          row.status = 'SKIPPED';
+          this.dirty.add(i);
+        }
+      }
+    }
+    const rows = this.takeDirty();
+    const files = this.files;
+    // Rows can exist already only if this attempt wrote progress, or an earlier attempt ran (attempts
+    // counts claims). Otherwise the rows are new, and they join the other runs' rows of the same
+    // transaction in one INSERT.
+    const fresh = !this.live && Number(this.run.attempts) <= 1;
+    const finished = await this.deps.writes.run(async (trx, batch) => {
+      const n = await trx('runs')
+        .where(this.owned())
+        .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
+      if (n !== 1) return false;
+      if (fresh) {
+        if (rows.length) batch.insertLater('run_steps', rows as unknown as Record<string, unknown>[]);
+      } else {
+        await upsertSteps(trx, rows);
+        // An earlier attempt's rows for steps this one did not reach.
+        if (status !== 'COMPLETE') await skipRemainingSteps(trx, this.run.id);
+      }
+      if (files.length) batch.insertLater('files', files as unknown as Record<string, unknown>[]);
+      return true;
+    });
+    if (finished) this.files = [];
+    else this.lost = true;
+    return finished;
+  }
+
+  /** The run as this attempt's claim left it: the condition of every write after the claim. */
+  private owned(): Record<string, string | number> {
+    return { id: this.run.id, status: 'RUNNING', claimed_by: this.deps.workerId, attempts: Number(this.run.attempts) };
+  }
+
+  private markLost(): void {
+    this.lost = true;
+    this.onLost();
+  }
+
+  private takeDirty(): StepRow[] {
+    const rows = [...this.dirty].sort((a, b) => a - b).map((i) => ({ ...this.steps.get(i)! }));
+    this.dirty.clear();
+    return rows;
+  }
+
+  private flush(): Promise<void> {
+    const next = this.chain.then(() => this.writeProgress());
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Writes the changed step rows and pending file rows, if this attempt still owns the run. */
+  private async writeProgress(): Promise<void> {
+    if (this.lost || (this.dirty.size === 0 && this.files.length === 0)) return;
+    const rows = this.takeDirty();
+    const files = this.files.splice(0);
+    let held: boolean;
+    try {
+      held = await this.deps.writes.run(async (trx) => {
+        // The ownership check is a write, as a write-queue operation must start with one, and it renews the lease.
+        if (!(await this.renew(trx))) return false;
+        await upsertSteps(trx, rows);
+        if (files.length) await trx('files').insert(files);
+        return true;
+      });
+    } catch (err) {
+      // Not written: kept for the next write (or the finish).
+      for (const r of rows) this.dirty.add(r.step_index);
+      this.files.unshift(...files);
+      throw err;
+    }
+    if (!held) {
+      this.files.unshift(...files);
+      this.markLost();
+    }
+  }
+
+  private async renew(trx: Knex.Transaction): Promise<boolean> {
+    const n = await trx('runs')
+      .where(this.owned())
+      .update({ lease_until: new Date(Date.now() + this.deps.leaseMs).toISOString() });
+    return n === 1;
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * What run workers write, and when (issue 14, src/runs/README.md), on both stores with real
+ * parts: a fast run is one claim and one finish transaction; a long run shows its steps as they
+ * move; a worker that lost its run writes nothing for it; a lost run without step rows recovers.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { Knex } from 'knex';
+import { createOrganization } from '../../../src/auth/index.js';
+import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
+import { claimRun, listSteps, loadRunForWorker, recoverExpiredRuns, startStep, type RunRow, type StepRow } from '../../../src/runs/runs.js';
+import { statusView } from '../../../src/runs/views.js';
+import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
+import {
+  addRun, addWorkflow, busyStep, DEMO_STEPS, isClaim, isFileWrite, isFinish, isStepWrite, logSql, startWorkers, transactions, until, type Workers,
+} from './write-path-helpers.js';
+
+const kinds = await storeKinds();
+const TERMINAL = ['COMPLETE', 'FAILED', 'TIMEOUT'];
+
+const runOf = async (db: Knex, id: string): Promise<RunRow> => (await loadRunForWorker(db, id))!;
+const fileRowsOf = (db: Knex, runId: string) => db('files').where({ run_id: runId }) as Promise<{ blob_key: string }[]>;
+const stepFolder = (store: TestStore, runId: string) => path.join(store.dataDir, 'blobs', 'runs', runId);
+
+for (const kind of kinds) {
+  describe(`run write path (${kind})`, function () {
+    this.timeout(60_000);
+    let store: TestStore;
+    let db: Knex;
+    let orgId: string;
+    let w: Workers | undefined;
+
+    beforeEach(async () => {
+      store = await createTestStore(kind);
+      db = store.db;
+      orgId = (await createOrganization(db, { name: 'Write path' })).id;
+    });
+    afterEach(async () => {
+      await w?.close();
+      w = undefined;
+      await store.close();
+    });
+
+    it('a fast run is two commits: its claim, then one transaction with its step rows, its file row and its terminal state; the signal follows the commit', async () => {
+      const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
+      const runId = await addRun(db, orgId, automationId, { name: 'Ada' });
+      const sql = logSql(db);
+      const seenAtSignal: Promise<{ run: RunRow; steps: StepRow[]; files: number }>[] = [];
+      w = await startWorkers(store);
+      w.signals.onRunFinished((id) => {
+        if (id === runId) seenAtSignal.push((async () => ({ run: await runOf(db, id), steps: await listSteps(db, id), files: (await fileRowsOf(db, id)).length }))());
+      });
+      expect(await w.signals.waitForRun(runId, 20_000)).to.equal('COMPLETE');
+      await w.close();
+      w = undefined;
+      sql.stop();
+
+      const txs = transactions(sql.statements);
+      const finishAt = txs.findIndex((t) => t.some(isFinish));
+      expect(finishAt, 'one finish transaction').to.be.greaterThan(0);
+      expect(txs.filter((t) => t.some(isFinish))).to.have.length(1);
+      // Before it, only the claim committed (claims that found nothing may follow the finish).
+      expect(txs.slice(0, finishAt), 'transactions before the finish').to.have.length(1);
+      expect(txs[0]!.filter(isClaim)).to.have.length(1);
+      const finish = txs[finishAt]!;
+      expect(finish.filter(isStepWrite), 'all step rows in one INSERT').to.have.length(1);
+      expect(finish.filter(isFileWrite), 'the file row').to.have.length(1);
+      expect(txs.flat().filter(isStepWrite), 'no step write outside the finish').to.have.length(1);
+      expect(txs.flat().filter(isFileWrite)).to.have.length(1);
+
+      // What a listener of the signal reads is committed: the run, both steps and the file.
+      expect(seenAtSignal).to.have.length(1);
+      const seen = await seenAtSignal[0]!;
+      expect(seen.run.status).to.equal('COMPLETE');
+      expect(seen.steps.map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE']);
+      expect(seen.steps.map((s) => Number(s.execution_order))).to.deep.equal([1, 2]);
+      expect(seen.steps[0]!.result).to.equal('Hello, Ada!');
+      expect(seen.files).to.equal(1);
+      const view = await statusView(db, seen.run);
+      expect(view.stepStatus).to.deep.equal({ 0: 'COMPLETE', 1: 'COMPLETE' });
+    });
+
+    it(`a run longer than ${PROGRESS_AFTER_MS} ms shows its steps as they move`, async () => {
+      const automationId = await addWorkflow(db, orgId, [busyStep('Slow', 900), busyStep('Slower', 400)]);
+      const runId = await addRun(db, orgId, automationId);
+      w = await startWorkers(store);
+      const seen: string[] = [];
+      let early: Record<string, string> | undefined;
+      for (;;) {
+        const run = await runOf(db, runId);
+        if (run.status === 'RUNNING' && !early) early = (await statusView(db, run)).stepStatus;
+        const steps = (await listSteps(db, runId)).map((s) => s.status).join(',');
+        if (run.status === 'RUNNING' && seen.at(-1) !== steps) seen.push(steps);
+        if (TERMINAL.includes(run.status)) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(early, 'a RUNNING run without rows shows its planned steps').to.deep.equal({ 0: 'PENDING', 1: 'PENDING' });
+      expect(seen, 'step rows seen while the run was RUNNING').to.include.members(['RUNNING', 'COMPLETE,RUNNING']);
+      expect((await listSteps(db, runId)).map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE']);
+      expect((await runOf(db, runId)).status).to.equal('COMPLETE');
+    });
+
+    it('a worker whose run was taken over before its finish writes no step or file rows, deletes its blobs and sends no signal', async () => {
+      const automationId = await addWorkflow(db, orgId, [busyStep('Write', 150, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;')]);
+      const runId = await addRun(db, orgId, automationId);
+      w = await startWorkers(store);
+      const finished: string[] = [];
+      w.signals.onRunFinished((id) => finished.push(id));
+      await until('the run to be claimed', async () => (await runOf(db, runId)).status === 'RUNNING');
+      // As if its lease had expired, recovery had re-queued it and another worker had claimed it.
+      await db('runs').where({ id: runId }).update({ claimed_by: 'another-worker', attempts: 2, lease_until: new Date(Date.now() + 60_000).toISOString() });
+      await w.close();
+      w = undefined;
+      expect(await runOf(db, runId)).to.include({ status: 'RUNNING', claimed_by: 'another-worker', finished_at: null });
+      expect(await listSteps(db, runId)).to.deep.equal([]);
+      expect(await fileRowsOf(db, runId)).to.deep.equal([]);
+      const left = existsSync(stepFolder(store, runId)) ? readdirSync(stepFolder(store, runId), { recursive: true, withFileTypes: true }).filter((d) => d.isFile()) : [];
+      expect(left, 'blobs without rows').to.deep.equal([]);
+      expect(finished).to.deep.equal([]);
+    });
+
+    it('a long run taken over stops writing: its later progress and its finish are not written', async () => {
+      const automationId = await addWorkflow(db, orgId, [busyStep('Long', 700, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;'), busyStep('Next', 10)]);
+      const runId = await addRun(db, orgId, automationId);
+      w = await startWorkers(store);
+      await until('the progress row', async () => (await listSteps(db, runId)).length === 1, 10_000);
+      await db('runs').where({ id: runId }).update({ claimed_by: 'another-worker', attempts: 2 });
+      await w.close();
+      w = undefined;
+      expect(await runOf(db, runId)).to.include({ status: 'RUNNING', claimed_by: 'another-worker' });
+      expect((await listSteps(db, runId)).map((s) => s.status), 'the row written while it owned the run').to.deep.equal(['RUNNING']);
+      expect(await fileRowsOf(db, runId)).to.deep.equal([]);
+    });
+
+    it('lease renewal: a run taken over by another worker is aborted by the renewal, and never finished by this one', async () => {
+      const automationId = await addWorkflow(db, orgId, [busyStep('Long', 3_000)]);
+      const runId = await addRun(db, orgId, automationId);
+      // Renewals every 250 ms (a third of the lease, at least 250 ms).
+      w = await startWorkers(store, { RUN_LEASE_MS: '750' });
+      await until('the run to be claimed', async () => (await runOf(db, runId)).status === 'RUNNING');
+      const claimedAt = Date.now();
+      await db('runs').where({ id: runId }).update({ claimed_by: 'another-worker', attempts: 2, lease_until: new Date(Date.now() + 60_000).toISOString() });
+      // The step is cut short by the abort: the worker is free long before the step's 3 s.
+      await w.close();
+      w = undefined;
+      expect(Date.now() - claimedAt).to.be.lessThan(2_500);
+      expect(await runOf(db, runId)).to.include({ status: 'RUNNING', claimed_by: 'another-worker' });
+      expect(await listSteps(db, runId)).to.deep.equal([]);
+    });
+
+    describe('crash recovery', () => {
+      it('a lost run with no step rows goes back to PENDING (the API shows its planned steps), then runs to COMPLETE', async () => {
+        const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
+        const runId = await addRun(db, orgId, automationId, { name: 'Bo' });
+        await claimRun(db, 'dead-worker', 30_000, runId);
+        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        expect(await recoverExpiredRuns(db, 2)).to.deep.equal({ requeued: [runId], failed: [] });
+        const pending = await runOf(db, runId);
+        expect(pending.status).to.equal('PENDING');
+        expect(await listSteps(db, runId)).to.deep.equal([]);
+        expect(await statusView(db, pending)).to.deep.include({ stepStatus: { 0: 'PENDING', 1: 'PENDING' } });
+
+        w = await startWorkers(store);
+        expect(await w.signals.waitForRun(runId, 20_000)).to.equal('COMPLETE');
+        const steps = await listSteps(db, runId);
+        expect(steps.map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE']);
+        expect(steps[0]!.result).to.equal('Hello, Bo!');
+        expect(Number((await runOf(db, runId)).attempts)).to.equal(2);
+        expect(await fileRowsOf(db, runId)).to.have.length(1);
+      });
+
+      it('with no attempts left a lost run without step rows ends FAILED, every step shown SKIPPED', async () => {
+        const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
+        const runId = await addRun(db, orgId, automationId);
+        await claimRun(db, 'dead-worker', 30_000, runId);
+        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        expect(await recoverExpiredRuns(db, 1)).to.deep.equal({ requeued: [], failed: [runId] });
+        const run = await runOf(db, runId);
+        expect(run.status).to.equal('FAILED');
+        expect((await statusView(db, run)).stepStatus).to.deep.equal({ 0: 'SKIPPED', 1: 'SKIPPED' });
+      });
+
+      it('a re-run over an earlier attempt\'s rows replaces them; when it fails, the rows it did not reach end SKIPPED', async () => {
+        const automationId = await addWorkflow(db, orgId, [{ type: 'code', name: 'Boom', code: 'throw new Error("boom");' }, busyStep('Never', 1)]);
+        const runId = await addRun(db, orgId, automationId);
+        // The first attempt wrote progress for both steps, then its worker was lost.
+        await claimRun(db, 'dead-worker', 30_000, runId);
+        await startStep(db, runId, 0, 1, { name: 'Boom', stepVersion: 1 });
+        await startStep(db, runId, 1, 2, { name: 'Never', stepVersion: 1 });
+        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        expect((await recoverExpiredRuns(db, 2)).requeued).to.deep.equal([runId]);
+        expect((await listSteps(db, runId)).map((s) => s.status)).to.deep.equal(['PENDING', 'PENDING']);
+
+        w = await startWorkers(store);
+        expect(await w.signals.waitForRun(runId, 20_000)).to.equal('FAILED');
+        const steps = await listSteps(db, runId);
+        expect(steps.map((s) => s.status)).to.deep.equal(['FAILED', 'SKIPPED']);
+        expect(steps[0]!.result).to.match(/boom/);
+        expect(steps[1]).to.include({ result: null, execution_order: null });
+        const view = await statusView(db, await runOf(db, runId));
+        expect(view.stepStatus).to.deep.equal({ 0: 'FAILED', 1: 'SKIPPED' });
+      });
+    });
+  });
+}
