@@ -62,6 +62,39 @@ export function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/** CPU (ms) of a process so far, from /proc (Linux): its main thread, all its threads, and its children (live and reaped). */
+export interface ProcessCpu { main: number; threads: number; children: number }
+
+function statFields(file: string): string[] | undefined {
+  try {
+    const stat = readFileSync(file, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+const ticksMs = (n: number) => (n * 1000) / 100;
+
+export function processCpu(pid: number): ProcessCpu | undefined {
+  const all = statFields(`/proc/${pid}/stat`);
+  const main = statFields(`/proc/${pid}/task/${pid}/stat`);
+  if (!all || !main) return undefined;
+  // stat(5) fields 14–17: utime, stime, cutime (reaped children), cstime.
+  let children = ticksMs(Number(all[13]) + Number(all[14]));
+  let live: string[] = [];
+  try {
+    live = readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  } catch {
+    // a thread ended while being read: its children are counted at the next reading
+  }
+  for (const c of live) {
+    const f = statFields(`/proc/${c}/stat`);
+    if (f) children += ticksMs(Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]));
+  }
+  return { main: ticksMs(Number(main[11]) + Number(main[12])), threads: ticksMs(Number(all[11]) + Number(all[12])), children };
+}
+
 export interface LoadResult {
   name: string;
   requests: number;

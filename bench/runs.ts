@@ -14,7 +14,7 @@
 import { Pool } from 'undici';
 import autocannon from 'autocannon';
 import { openStore, type Knex } from '../src/storage/db.js';
-import { startServer, baselineLoad, json, report, type LoadResult } from './lib.js';
+import { startServer, baselineLoad, json, processCpu, report, type LoadResult, type ProcessCpu } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
 
@@ -34,7 +34,20 @@ const pct = (xs: number[], p: number): number => {
 };
 
 /** Async calls keeping about BACKLOG runs queued for SECONDS; runs COMPLETE in the window per second. */
-async function sustained(url: string, apiKey: string, triggerId: string, db: Knex): Promise<{ perSec: number; accepted: number; failed: number; drainS: number }> {
+interface Sustained { perSec: number; accepted: number; failed: number; drainS: number; cpu: string }
+
+/** CPU per run completed in the window, µs: the service's main thread, its other threads, its children (sandbox processes). */
+function cpuPerRun(before: ProcessCpu | undefined, after: ProcessCpu | undefined, runs: number, seconds: number): string {
+  if (!before || !after || runs <= 0) return 'CPU per run: not available (no /proc)';
+  const us = (ms: number) => Math.round((ms * 1000) / runs);
+  const main = after.main - before.main;
+  const other = after.threads - before.threads - main;
+  const children = after.children - before.children;
+  const cores = (main + other + children) / 1000 / seconds;
+  return `CPU per run: main thread ${us(main)} µs, other threads ${us(other)} µs, sandbox children ${us(children)} µs; ${cores.toFixed(2)} cores busy`;
+}
+
+async function sustained(url: string, apiKey: string, triggerId: string, db: Knex, pid: number): Promise<Sustained> {
   const pool = new Pool(url, { connections: 20 });
   let accepted = 0;
   let refused = 0;
@@ -49,6 +62,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
   // Fill the backlog, then open the window.
   await Promise.all(Array.from({ length: BACKLOG }, call));
   const c0 = await done();
+  const cpu0 = processCpu(pid);
   const t0 = performance.now();
   while (performance.now() - t0 < SECONDS * 1000) {
     const queued = accepted - (await done());
@@ -56,6 +70,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
     else await new Promise((r) => setTimeout(r, 100));
   }
   const c1 = await done();
+  const cpu1 = processCpu(pid);
   const elapsed = (performance.now() - t0) / 1000;
   const d0 = performance.now();
   for (;;) {
@@ -66,7 +81,10 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
   }
   await pool.close();
   if (refused > 0) throw new Error(`${refused} async calls were refused`);
-  return { perSec: Math.round((c1 - c0) / elapsed), accepted, failed: accepted - (await done()), drainS: Math.round((performance.now() - d0) / 100) / 10 };
+  return {
+    perSec: Math.round((c1 - c0) / elapsed), accepted, failed: accepted - (await done()), drainS: Math.round((performance.now() - d0) / 100) / 10,
+    cpu: cpuPerRun(cpu0, cpu1, c1 - c0, elapsed),
+  };
 }
 
 /** One caller, sequential sync calls for SYNC_SECONDS: round trip and time added over the steps' own durations. */
@@ -124,8 +142,8 @@ export async function run(): Promise<void> {
     const loads: LoadResult[] = [];
     const lines: string[] = [];
     for (const [label, triggerId] of workflows) {
-      const s = await sustained(url, b.apiKey, triggerId, db);
-      lines.push(`- ${label}: **${s.perSec} executed runs/s** sustained over ${SECONDS} s (async, backlog ~${BACKLOG}); ${s.accepted} accepted, ${s.failed} not COMPLETE after the drain (${s.drainS} s)`);
+      const s = await sustained(url, b.apiKey, triggerId, db, target.child.pid!);
+      lines.push(`- ${label}: **${s.perSec} executed runs/s** sustained over ${SECONDS} s (async, backlog ~${BACKLOG}); ${s.accepted} accepted, ${s.failed} not COMPLETE after the drain (${s.drainS} s); ${s.cpu}`);
       const one = await syncOne(url, b.apiKey, triggerId);
       lines.push(`- ${label}: sync, one caller: round trip p50 ${pct(one.total, 50)} ms, p99 ${pct(one.total, 99)} ms; added over the steps' own time p50 ${pct(one.added, 50)} ms, p99 ${pct(one.added, 99)} ms (${one.total.length} calls)`);
       loads.push(await syncMany(`sync, 50 callers: ${label}`, url, b.apiKey, triggerId));

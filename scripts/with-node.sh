@@ -11,6 +11,8 @@
 # Cache folder: $SWITCHYARD_NODE_CACHE, else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
 # The copy keeps its node_modules while package.json and package-lock.json are unchanged, so
 # `scripts/with-node.sh <version> true` installs ahead of time (.ci/run does, in a fresh cache).
+# WITH_NODE_REUSE_MODULES=1 links the checkout's node_modules instead of a second `npm ci` and
+# rebuilds only sqlite3 for that Node (see below).
 set -euo pipefail
 
 usage() { echo "usage: scripts/with-node.sh <node version x.y.z> <command> [args...]" >&2; exit 2; }
@@ -55,9 +57,24 @@ export npm_config_nodedir="$node_home"
 stamp=$tree/node_modules/.with-node-lock
 lock_sum=$(cat "$tree/package.json" "$tree/package-lock.json" | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-  echo "with-node: npm ci under Node $(node -v) in $tree"
-  # The machine's own `npm ci` has just filled the npm cache: prefer it over the network.
-  (cd "$tree" && npm ci --prefer-offline --no-audit --no-fund)
+  if [ "${WITH_NODE_REUSE_MODULES:-}" = 1 ] && [ -f "$root/node_modules/.package-lock.json" ] \
+    && [ "$(cat "$root/package.json" "$root/package-lock.json" | sha256sum | cut -d' ' -f1)" = "$lock_sum" ]; then
+    # WITH_NODE_REUSE_MODULES=1 (.ci/run): the checkout's own install, just made by `npm ci`
+    # from the same lock file, is linked in (hard links: nothing writes into node_modules) and
+    # only what is built per Node is built again: sqlite3 against this Node's headers. The
+    # packages' JavaScript does not depend on the Node that installed it; every other native
+    # part here is a Node-API or standalone binary.
+    echo "with-node: the checkout's node_modules, sqlite3 rebuilt under Node $(node -v) in $tree"
+    rm -rf "$tree/node_modules"
+    cp -al "$root/node_modules" "$tree/node_modules"
+    rm -rf "$tree/node_modules/sqlite3"
+    cp -a "$root/node_modules/sqlite3" "$tree/node_modules/sqlite3"
+    (cd "$tree" && npm rebuild sqlite3 --no-audit --no-fund)
+  else
+    echo "with-node: npm ci under Node $(node -v) in $tree"
+    # The machine's own `npm ci` has just filled the npm cache: prefer it over the network.
+    (cd "$tree" && npm ci --prefer-offline --no-audit --no-fund)
+  fi
   echo "$lock_sum" > "$stamp"
 fi
 

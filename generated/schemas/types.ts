@@ -2039,6 +2039,8 @@ export interface components {
          *       "runMaxAttempts": 2,
          *       "runRetentionDays": 30,
          *       "sandboxPoolSize": 2,
+         *       "sandboxReuseContexts": true,
+         *       "sandboxMaxExecutions": 1000,
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
          *       "upstreamIdleMs": 300000,

@@ -13,9 +13,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
 export interface PutOptions {
@@ -128,23 +128,40 @@ export class LocalBlobStore implements BlobStore {
     const target = this.pathOf(key);
     await mkdir(this.tmpDir, { recursive: true });
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
+    if (Buffer.isBuffer(content)) return this.putBuffer(tmp, target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
     const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
-    const source = Buffer.isBuffer(content) ? Readable.from([content]) : content;
     // `flush: true` fsyncs before close, so the renamed blob survives a crash whole.
     const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true });
     try {
-      await pipeline(source, meter, sink);
+      await pipeline(content, meter, sink);
       await mkdir(path.dirname(target), { recursive: true });
       await rename(tmp, target);
     } catch (err) {
-      if (!source.destroyed) source.destroy();
-      // A source that fails at once can fail the pipeline while the file is still being opened:
+      if (!content.destroyed) content.destroy();
+      // A stream that fails at once can fail the pipeline while the file is still being opened:
       // remove it only after the stream has closed, or the open creates it after the rm.
       if (!sink.closed) await once(sink, 'close').catch(() => undefined);
       await rm(tmp, { force: true });
       throw err;
     }
     return { size: meter.size, sha256: meter.digest() };
+  }
+
+  /**
+   * A buffer (step files: every code step's file) skips the stream machinery: one write with
+   * `flush` (fsync before close, as the stream path does), then the rename.
+   */
+  private async putBuffer(tmp: string, target: string, data: Buffer, maxBytes: number): Promise<PutResult> {
+    if (data.length > maxBytes) throw new BlobTooLargeError(maxBytes);
+    try {
+      await writeFile(tmp, data, { flag: 'wx', mode: 0o600, flush: true });
+      await mkdir(path.dirname(target), { recursive: true });
+      await rename(tmp, target);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
   }
 
   async get(key: string): Promise<BlobReadable> {

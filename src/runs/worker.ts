@@ -80,9 +80,12 @@ export class RunWorkers {
   }
 
   /**
-   * Claims one run (the given one, or the oldest PENDING) and executes it. Returns once its
-   * steps are done and its finish is queued, so that the consumer's next claim can share the
-   * finish's transaction; the finish commits (and signals) in the background, tracked in `active`.
+   * Claims one run (the given one, or the oldest PENDING) and executes it. While other runs are
+   * in flight here (or for a Redis job) it returns once the run's steps are done and its finish
+   * is queued, so that the consumer's next claim can share the finish's transaction; the finish
+   * commits (and signals) in the background, tracked in `active`. A lone run returns after its
+   * finish committed: a claim that would find nothing must not hold up the commit and the
+   * signal a synchronous caller is waiting for.
    */
   private async runOne(runId: string | undefined): Promise<boolean> {
     const { config, log } = this.deps;
@@ -100,6 +103,7 @@ export class RunWorkers {
     }).finally(() => this.active.delete(job));
     this.active.add(job);
     await Promise.race([stepsDone, job]);
+    if (runId === undefined && this.active.size === 1 && this.active.has(job)) await job;
     return true;
   }
 

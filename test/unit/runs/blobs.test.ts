@@ -116,6 +116,17 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
     expect(await rejection(blobs.get('a/over'))).to.be.instanceOf(BlobNotFoundError);
   });
 
+  it('a Buffer past maxBytes is refused before anything is written; a Buffer blob is private (0600)', async () => {
+    const err = await rejection(blobs.put('a/over', Buffer.alloc(11), { maxBytes: 10 }));
+    expect(err).to.be.instanceOf(BlobTooLargeError);
+    expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal([]);
+    await blobs.put('a/private', Buffer.from('secret'));
+    expect(statSync(path.join(dir, 'blobs', 'a', 'private')).mode & 0o777).to.equal(0o600);
+    // An existing key's temp name never collides: a second put of the same key replaces it whole.
+    expect((await blobs.put('a/private', Buffer.from('again'))).size).to.equal(5);
+    expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal(['a/private']);
+  });
+
   it('a failing source stream leaves no blob and no temp file', async () => {
     const source = new PassThrough();
     const pending = blobs.put('a/broken', source);
