@@ -20,10 +20,11 @@ import type { RunStatus } from './states.js';
 
 /**
  * How long a run executes before its progress is written as it happens. A shorter run shows its
- * planned steps PENDING while it is RUNNING, then every step at once when it ends. That costs it
- * nothing a poller could notice: the spec's polling cadence is 2 s. A longer run writes one small
- * transaction per step start and end, which is negligible next to its own time. Most runs end
- * well within 250 ms (the demo workflow takes a few ms), so they stay at one transaction.
+ * planned steps PENDING while it is RUNNING, then every step at once when it ends: a poller sees
+ * at most a quarter of a second less detail. A longer run writes one small transaction per step
+ * start and end, which is negligible next to its own time. Most runs end well within 250 ms (the
+ * demo workflow takes a few ms), so they stay at one transaction. The spec sets no polling
+ * cadence; 250 ms is our choice.
  */
 export const PROGRESS_AFTER_MS = 250;
 

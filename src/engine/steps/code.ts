@@ -6,6 +6,7 @@
  * JSON. The outcome of the sandbox maps to the step status and exit code (types.ts EXIT).
  */
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { WorkflowStep } from '../definition.js';
 import type { SandboxRun } from '../sandbox/pool.js';
 import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
@@ -15,23 +16,15 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 const MAX_TIMEOUT_MS = 300_000;
 
 /** sha256 of recent code strings: hashing is per code version, not per execution. */
-const hashes = new Map<string, string>();
-const HASHES_KEPT = 512;
+const hashes = new LRUCache<string, string>({ max: 512 });
 /** Longer code is hashed each time rather than held here (the cache is bounded in count only). */
 const HASH_CACHE_MAX_CHARS = 64 * 1024;
 
 function codeHash(code: string): string {
   const known = hashes.get(code);
-  if (known !== undefined) {
-    hashes.delete(code); // re-insert: the Map's order is the LRU order
-    hashes.set(code, known);
-    return known;
-  }
+  if (known !== undefined) return known;
   const hash = createHash('sha256').update(code).digest('base64url');
-  if (code.length <= HASH_CACHE_MAX_CHARS) {
-    if (hashes.size >= HASHES_KEPT) hashes.delete(hashes.keys().next().value!);
-    hashes.set(code, hash);
-  }
+  if (code.length <= HASH_CACHE_MAX_CHARS) hashes.set(code, hash);
   return hash;
 }
 
