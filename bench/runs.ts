@@ -1,6 +1,9 @@
 /**
- * Run execution benchmarks (issue 14; not tests), sqlite, one service process with its default
- * run workers, measured in one run beside a bare node:http baseline:
+ * Run execution benchmarks (issue 14; not tests), measured in one run beside a bare node:http
+ * baseline. By default on sqlite, in one service process with its default run workers; with
+ * BENCH_RUNS_STORE=pg on PostgreSQL (a database created for the run on BENCH_PG_URL, dropped
+ * after) and Redis (BENCH_REDIS_URL), in the service process plus one extra worker process
+ * (`npm run worker`), both with their default run workers:
  * - executed runs per second sustained for BENCH_RUNS_SECONDS (default 30): async trigger calls
  *   keep a backlog of about BENCH_RUNS_BACKLOG queued runs (default 2,000) while the window runs,
  *   and the rate is the runs that reached COMPLETE in the store during the window, divided by
@@ -14,13 +17,22 @@
 import { Pool } from 'undici';
 import autocannon from 'autocannon';
 import { openStore, type Knex } from '../src/storage/db.js';
-import { startServer, baselineLoad, json, processCpu, report, type LoadResult, type ProcessCpu } from './lib.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startServer, baselineLoad, json, processCpu, report, type LoadResult, type ProcessCpu, type Started } from './lib.js';
 
 interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
 
 const SECONDS = Number(process.env.BENCH_RUNS_SECONDS ?? 30);
 const BACKLOG = Number(process.env.BENCH_RUNS_BACKLOG ?? 2000);
 const SYNC_SECONDS = Number(process.env.BENCH_RUNS_SYNC_SECONDS ?? 10);
+const PG = process.env.BENCH_RUNS_STORE === 'pg';
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** Only the workflows whose label contains this text (e.g. `no-op`, `demo`, `http`); all when unset. */
+const ONLY = process.env.BENCH_RUNS_ONLY ?? '';
 
 /** Runs per status created since `since` (phases run one after another; the (status, created_at) index serves it). */
 async function count(db: Knex, statuses: string[], since: string): Promise<number> {
@@ -39,15 +51,33 @@ interface Sustained { perSec: number; accepted: number; failed: number; drainS: 
 /** CPU per run completed in the window, µs: the service's main thread, its other threads, its children (sandbox processes). */
 function cpuPerRun(before: ProcessCpu | undefined, after: ProcessCpu | undefined, runs: number, seconds: number): string {
   if (!before || !after || runs <= 0) return 'CPU per run: not available (no /proc)';
+  if (PG) return cpuLine('service and worker processes together; PostgreSQL and Redis not counted', before, after, runs, seconds);
+  return cpuLine('', before, after, runs, seconds);
+}
+
+/** The service's processes (one, or the service and the extra worker), summed. */
+function processesCpu(pids: readonly number[]): ProcessCpu | undefined {
+  const sum: ProcessCpu = { main: 0, threads: 0, children: 0 };
+  for (const pid of pids) {
+    const c = processCpu(pid);
+    if (!c) return undefined;
+    sum.main += c.main;
+    sum.threads += c.threads;
+    sum.children += c.children;
+  }
+  return sum;
+}
+
+function cpuLine(label: string, before: ProcessCpu, after: ProcessCpu, runs: number, seconds: number): string {
   const us = (ms: number) => Math.round((ms * 1000) / runs);
   const main = after.main - before.main;
   const other = after.threads - before.threads - main;
   const children = after.children - before.children;
   const cores = (main + other + children) / 1000 / seconds;
-  return `CPU per run: main thread ${us(main)} µs, other threads ${us(other)} µs, sandbox children ${us(children)} µs; ${cores.toFixed(2)} cores busy`;
+  return `CPU per run${label ? ` (${label})` : ''}: main thread${PG ? 's' : ''} ${us(main)} µs, other threads ${us(other)} µs, sandbox children ${us(children)} µs; ${cores.toFixed(2)} cores busy`;
 }
 
-async function sustained(url: string, apiKey: string, triggerId: string, db: Knex, pid: number): Promise<Sustained> {
+async function sustained(url: string, apiKey: string, triggerId: string, db: Knex, pids: readonly number[]): Promise<Sustained> {
   const pool = new Pool(url, { connections: 20 });
   let accepted = 0;
   let refused = 0;
@@ -62,7 +92,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
   // Fill the backlog, then open the window.
   await Promise.all(Array.from({ length: BACKLOG }, call));
   const c0 = await done();
-  const cpu0 = processCpu(pid);
+  const cpu0 = processesCpu(pids);
   const t0 = performance.now();
   while (performance.now() - t0 < SECONDS * 1000) {
     const queued = accepted - (await done());
@@ -70,7 +100,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
     else await new Promise((r) => setTimeout(r, 100));
   }
   const c1 = await done();
-  const cpu1 = processCpu(pid);
+  const cpu1 = processesCpu(pids);
   const elapsed = (performance.now() - t0) / 1000;
   const d0 = performance.now();
   for (;;) {
@@ -121,11 +151,35 @@ async function syncMany(name: string, url: string, apiKey: string, triggerId: st
   return { name, requests: r.requests.total, reqPerSec: Math.round(r.requests.total / r.duration), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
 }
 
+/** PostgreSQL + Redis: a database of its own for this run, and the environment both processes share. */
+async function scaleOutEnv(): Promise<{ env: Record<string, string>; databaseUrl: string; drop: () => Promise<void> }> {
+  const name = `bench_runs_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  const env = { DATABASE_URL: databaseUrl, REDIS_URL, REDIS_PREFIX: name, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-')) };
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: PG_URL });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`);
+    await c.end();
+  };
+  return { env, databaseUrl, drop };
+}
+
 export async function run(): Promise<void> {
   const base = await baselineLoad();
   const receiver = await startServer<{ url: string }>('bench/servers/event-receiver.ts');
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8' });
-  const db = openStore({ dataDir: target.info.dataDir });
+  const scale = PG ? await scaleOutEnv() : undefined;
+  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...scale?.env });
+  // The schema exists once the service started: the extra worker joins the same store and Redis.
+  const worker: Started<{ url: string }> | undefined = scale ? await startServer('bench/servers/switchyard-worker.ts', scale.env) : undefined;
+  const pids = [target.child.pid!, ...(worker ? [worker.child.pid!] : [])];
+  const db = openStore({ dataDir: target.info.dataDir, databaseUrl: scale?.databaseUrl });
   try {
     const { url, bootstrap: b } = target.info;
     const tok = await fetch(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }) });
@@ -142,17 +196,20 @@ export async function run(): Promise<void> {
     const loads: LoadResult[] = [];
     const lines: string[] = [];
     for (const [label, triggerId] of workflows) {
-      const s = await sustained(url, b.apiKey, triggerId, db, target.child.pid!);
+      if (!label.includes(ONLY)) continue;
+      const s = await sustained(url, b.apiKey, triggerId, db, pids);
       lines.push(`- ${label}: **${s.perSec} executed runs/s** sustained over ${SECONDS} s (async, backlog ~${BACKLOG}); ${s.accepted} accepted, ${s.failed} not COMPLETE after the drain (${s.drainS} s); ${s.cpu}`);
       const one = await syncOne(url, b.apiKey, triggerId);
       lines.push(`- ${label}: sync, one caller: round trip p50 ${pct(one.total, 50)} ms, p99 ${pct(one.total, 99)} ms; added over the steps' own time p50 ${pct(one.added, 50)} ms, p99 ${pct(one.added, 99)} ms (${one.total.length} calls)`);
       loads.push(await syncMany(`sync, 50 callers: ${label}`, url, b.apiKey, triggerId));
     }
-    report('Run execution on sqlite (one process, default RUN_CONCURRENCY)', base, loads);
+    report(PG ? 'Run execution on PostgreSQL + Redis (the service process and one extra worker process, default RUN_CONCURRENCY)' : 'Run execution on sqlite (one process, default RUN_CONCURRENCY)', base, loads);
     for (const line of lines) console.log(line);
   } finally {
     await db.destroy();
+    await worker?.stop();
     await target.stop();
     await receiver.stop();
+    await scale?.drop();
   }
 }

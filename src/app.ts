@@ -20,6 +20,7 @@ import { createChatOrder } from './agents/chat-order.js';
 import { openBlobStore } from './runs/blobs.js';
 import { createSignals } from './runs/signals.js';
 import { GroupCommitter } from './runs/group-commit.js';
+import { WriteQueue } from './storage/write-queue.js';
 import { RunWorkers } from './runs/worker.js';
 import { InProcessRunQueue, RedisRunQueue } from './queues/run-queue.js';
 import { QueuesService } from './queues/service.js';
@@ -83,7 +84,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log, db);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(db), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(WriteQueue.for(db)), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);

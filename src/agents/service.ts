@@ -61,7 +61,7 @@ export class AgentService {
   private readonly writes: WriteQueue;
 
   constructor(private readonly services: Services, private readonly order: ChatOrder) {
-    this.writes = new WriteQueue(services.db);
+    this.writes = WriteQueue.for(services.db);
   }
 
   async start(req: InvokeRequest): Promise<Invocation> {

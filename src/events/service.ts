@@ -57,7 +57,7 @@ export class EventsService {
     this.collections = new TtlMemo(opts.config.revocationCacheMs);
     // One write queue for item writes and the dispatcher's claims and outcomes: on sqlite they
     // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
-    const writes = new WriteQueue(opts.db);
+    const writes = WriteQueue.for(opts.db);
     this.delivery = opts.delivery;
     this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, opts.delivery?.post ?? opts.post, opts.log) : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;

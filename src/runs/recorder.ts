@@ -12,7 +12,7 @@
  * writes nothing more for it.
  */
 import type { Knex } from 'knex';
-import type { WriteQueue } from '../storage/write-queue.js';
+import type { BatchGroup, WriteQueue } from '../storage/write-queue.js';
 import { nowIso } from '../storage/ids.js';
 import { fileRows, type FileCreate, type FileRow } from './files.js';
 import { skipRemainingSteps, type RunRow, type StepOutcome, type StepRow } from './runs.js';
@@ -33,6 +33,58 @@ async function upsertSteps(db: Knex, rows: readonly StepRow[]): Promise<void> {
   if (rows.length === 0) return;
   await db('run_steps').insert([...rows]).onConflict(['run_id', 'step_index']).merge();
 }
+
+/** A fresh run's finish: its terminal state, and its step and file rows, none written yet. */
+interface Finish {
+  runId: string;
+  attempts: number;
+  workerId: string;
+  status: RunStatus;
+  error: string | undefined;
+  rows: readonly StepRow[];
+  files: readonly FileRow[];
+}
+
+/** Finishes per UPDATE statement: 9 bound values each, far under both stores' limits. */
+const FINISH_CHUNK = 100;
+
+/**
+ * The finishes of the fresh runs of one write batch: ONE conditional UPDATE sets the terminal
+ * state of every run the batch finishes and answers which of them matched (RUNNING, claimed by
+ * that worker, on that attempt); only those get their step and file rows, deferred into the
+ * batch's multi-row INSERTs. A finish per statement made the write queue's chain of round trips
+ * the limit of executed runs per second (bench/README.md).
+ */
+type Claim = { id: string; attempts: number | string };
+
+const FINISHES: BatchGroup<Finish, boolean> = {
+  async flush(trx, items, batch) {
+    const owned = new Set<string>();
+    const finishedAt = nowIso();
+    for (let i = 0; i < items.length; i += FINISH_CHUNK) {
+      const chunk = items.slice(i, i + FINISH_CHUNK);
+      // A claim is (id, attempts): an older attempt of a run this batch also finishes matches nothing.
+      const cases = chunk.map(() => 'when id = ? and attempts = ? then ?').join(' ');
+      const bindings: unknown[] = [];
+      for (const f of chunk) bindings.push(f.runId, f.attempts, f.status);
+      for (const f of chunk) bindings.push(f.runId, f.attempts, f.error ?? null);
+      bindings.push(finishedAt);
+      for (const f of chunk) bindings.push(f.runId, f.attempts, f.workerId);
+      const res = (await trx.raw(
+        `update runs set status = case ${cases} end, error = case ${cases} end, finished_at = ?, lease_until = null
+         where status = 'RUNNING' and (${chunk.map(() => '(id = ? and attempts = ? and claimed_by = ?)').join(' or ')}) returning id, attempts`,
+        bindings as Knex.RawBinding[],
+      )) as Claim[] | { rows: Claim[] };
+      for (const row of Array.isArray(res) ? res : res.rows) owned.add(`${row.id} ${Number(row.attempts)}`);
+    }
+    return items.map((f) => {
+      if (!owned.has(`${f.runId} ${f.attempts}`)) return false;
+      if (f.rows.length) batch.insertLater('run_steps', f.rows as unknown as Record<string, unknown>[]);
+      if (f.files.length) batch.insertLater('files', f.files as unknown as Record<string, unknown>[]);
+      return true;
+    });
+  },
+};
 
 export interface RecorderDeps {
   writes: WriteQueue;
@@ -120,17 +172,14 @@ export class RunRecorder {
     // transaction in one INSERT.
     const fresh = !this.live && Number(this.run.attempts) <= 1;
     const finished = await this.deps.writes.run(async (trx, batch) => {
+      if (fresh) return batch.joinLater(FINISHES, { runId: this.run.id, attempts: Number(this.run.attempts), workerId: this.deps.workerId, status, error, rows, files });
       const n = await trx('runs')
         .where(this.owned())
         .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
       if (n !== 1) return false;
-      if (fresh) {
-        if (rows.length) batch.insertLater('run_steps', rows as unknown as Record<string, unknown>[]);
-      } else {
-        await upsertSteps(trx, rows);
-        // An earlier attempt's rows for steps this one did not reach.
-        if (status !== 'COMPLETE') await skipRemainingSteps(trx, this.run.id);
-      }
+      await upsertSteps(trx, rows);
+      // An earlier attempt's rows for steps this one did not reach.
+      if (status !== 'COMPLETE') await skipRemainingSteps(trx, this.run.id);
       if (files.length) batch.insertLater('files', files as unknown as Record<string, unknown>[]);
       return true;
     });

@@ -73,7 +73,7 @@ export type RunRows = ReturnType<typeof runRows>;
 
 /**
  * Runs per INSERT statement: 11 columns each stays under sqlite's (32,766) and PostgreSQL's
- * (65,535) bound-parameter limits; the group committer never batches more.
+ * (65,535) bound-parameter limits.
  */
 export const MAX_RUNS_PER_INSERT = 500;
 

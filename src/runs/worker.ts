@@ -53,7 +53,7 @@ export class RunWorkers {
 
   constructor(private readonly deps: RunWorkersDeps) {
     const { db, config, log } = deps;
-    this.writes = new WriteQueue(db);
+    this.writes = WriteQueue.for(db);
     this.claims = new RunClaimer(this.writes, this.workerId, config.runLeaseMs);
     this.leases = new LeaseKeeper(
       (runIds) => this.writes.run((trx) => renewLeases(trx, runIds, this.workerId, config.runLeaseMs), { autocommit: true }),

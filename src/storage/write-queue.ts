@@ -25,19 +25,50 @@
  * outside the transaction.
  *
  * An operation that needs no transaction can say so (`run(op, { autocommit: true })`): every
- * statement it makes stands on its own, like a claim or a lease renewal of runs (src/runs). When
- * it is alone in its batch, it runs without BEGIN and COMMIT, so it costs one round trip
- * instead of three; its `trx` is then the knex instance itself. It may not defer rows. Beside
- * other operations it joins their transaction as usual.
+ * statement it makes stands on its own, like a claim or a lease renewal of runs (src/runs), or a
+ * new run's row (src/runs/group-commit.ts). When it is alone in its batch, it runs without BEGIN
+ * and COMMIT, so it costs one round trip instead of three; its `trx` is then the knex instance
+ * itself, and the rows it deferred are inserted right after it, each multi-row statement
+ * committing on its own. Beside other operations it joins their transaction as usual.
+ *
+ * On sqlite the file has one writer at a time. Writers of one process that each had a queue of
+ * their own met at the file's write lock, and the one that lost slept in SQLite's busy handler
+ * (1 ms, then 2, 5, 10 …) while the other committed. `WriteQueue.for(db)` therefore gives every
+ * writer of a sqlite store the same queue: trigger intake, run workers, agents and resource
+ * events share batches instead of waiting on each other (bench/runs.ts). PostgreSQL takes
+ * concurrent writers, so there each caller gets a queue of its own and commits in parallel.
  */
 import type { Knex } from 'knex';
 
 export interface WriteBatch {
   /** Appends rows to `table` at the end of this transaction (before its commit). */
   insertLater(table: string, rows: readonly Record<string, unknown>[]): void;
+  /**
+   * Adds `item` to the batch's `group`: once every operation of the batch ran, the group's
+   * statements run once for all its items (see BatchGroup). The operation returns the handle
+   * (as its whole result): its caller's promise settles with this item's result.
+   */
+  joinLater<I, R>(group: BatchGroup<I, R>, item: I): Later<R>;
 }
 
-type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T>;
+/**
+ * Statements that many operations of one batch share, such as the finishes of runs
+ * (src/runs/recorder.ts): `flush` runs once per batch for all the items operations added, after
+ * the operations and before the deferred inserts (which it may add to), in the transaction, and
+ * returns one result per item, in order. One statement for all of them instead of one per
+ * operation: on sqlite each statement is a round trip through the threadpool and the main
+ * thread's event loop, and the queue's statements run one after the other (bench/runs.ts).
+ */
+export interface BatchGroup<I, R> {
+  flush(trx: Knex.Transaction, items: readonly I[], batch: WriteBatch): Promise<R[]>;
+}
+
+/** An operation's result that its batch's group settles (WriteBatch.joinLater). */
+export class Later<R> {
+  value: R | undefined;
+}
+
+type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T | Later<T>>;
 type Op = { run: WriteOp<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void; autocommit?: boolean };
 
 export interface WriteOptions {
@@ -45,32 +76,39 @@ export interface WriteOptions {
   autocommit?: boolean;
 }
 
-/** The batch of an operation that runs without a transaction: nothing can be deferred to a commit. */
-const NO_BATCH: WriteBatch = {
-  insertLater() {
-    throw new Error('write queue: an autocommit operation cannot defer rows (insertLater)');
-  },
-};
-
 /** Rows per multi-row INSERT: far under sqlite's bound-parameter limit for tables of ~20 columns. */
 const INSERT_CHUNK = 200;
 
-/** Runs `ops` in `trx`, then inserts the rows they deferred. */
+/** Runs `ops` in `trx`, then their groups' statements, then inserts the rows they deferred. */
 async function runOps(trx: Knex.Transaction, ops: readonly Op[]): Promise<unknown[]> {
   const later = new Map<string, Record<string, unknown>[]>();
+  const groups = new Map<BatchGroup<unknown, unknown>, { items: unknown[]; handles: Later<unknown>[] }>();
   const batch: WriteBatch = {
     insertLater(table, rows) {
       const list = later.get(table);
       if (list) list.push(...rows);
       else later.set(table, [...rows]);
     },
+    joinLater<I, R>(group: BatchGroup<I, R>, item: I): Later<R> {
+      const key = group as BatchGroup<unknown, unknown>;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { items: [], handles: [] }));
+      const handle = new Later<R>();
+      g.items.push(item);
+      g.handles.push(handle as Later<unknown>);
+      return handle;
+    },
   };
   const out: unknown[] = [];
   for (const op of ops) out.push(await op.run(trx, batch));
+  for (const [group, g] of groups) {
+    const results = await group.flush(trx, g.items, batch);
+    g.handles.forEach((h, i) => (h.value = results[i]));
+  }
   for (const [table, rows] of later) {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) await trx(table).insert(rows.slice(i, i + INSERT_CHUNK));
   }
-  return out;
+  return out.map((v) => (v instanceof Later ? v.value : v));
 }
 
 /** knex's sqlite3 client: its pool and its query call (prepared statements, src/storage/statement-cache.ts). */
@@ -103,7 +141,21 @@ export function boundTo(db: Knex, conn: unknown): Knex.Transaction {
   }) as unknown as Knex.Transaction;
 }
 
+/** The shared queue of each sqlite store (see the header). */
+const shared = new WeakMap<Knex, WriteQueue>();
+
 export class WriteQueue {
+  /** The queue a writer of `db` should use: on sqlite one per store and process, on PostgreSQL a new one. */
+  static for(db: Knex): WriteQueue {
+    if (db.client.config.client === 'pg') return new WriteQueue(db);
+    let queue = shared.get(db);
+    if (!queue) {
+      queue = new WriteQueue(db);
+      shared.set(db, queue);
+    }
+    return queue;
+  }
+
   private pending: Op[] = [];
   private flushing = false;
 
@@ -115,7 +167,7 @@ export class WriteQueue {
 
   /** One transaction running `ops` (see the header for sqlite's); an autocommit operation alone runs without one. */
   private async transact(ops: readonly Op[]): Promise<unknown[]> {
-    if (ops.length === 1 && ops[0]!.autocommit) return [await ops[0]!.run(this.db as Knex.Transaction, NO_BATCH)];
+    if (ops.length === 1 && ops[0]!.autocommit) return runOps(this.db as Knex.Transaction, ops);
     if (!this.sqlite) return this.db.transaction((trx) => runOps(trx, ops));
     const client = this.db.client as unknown as SqliteClient;
     const conn = await client.acquireConnection();

@@ -1,15 +1,20 @@
 /**
  * Group commit of run creation (bench/triggers.ts): trigger calls arriving together share one
- * INSERT statement (atomic by itself: no BEGIN/COMMIT round trips); each caller's promise
- * settles only after its row is committed; one bad row fails only its own caller. A run is
- * accepted as its run row alone: step rows are written when a worker starts it.
+ * INSERT statement, through the store's write queue; each caller's promise settles only after
+ * its row is committed; one bad row fails only its own caller. A run is accepted as its run row
+ * alone: step rows are written when a worker starts it. On sqlite new runs share the queue (and
+ * so the transactions) of the other writers of the store.
  */
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { GroupCommitter } from '../../../src/runs/group-commit.js';
+import { WriteQueue } from '../../../src/storage/write-queue.js';
 import { insertRuns, runRows, type RunRows } from '../../../src/runs/runs.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
+import { logSql } from './write-path-helpers.js';
+
+const verb = (s: string) => s.split(' ')[0]!;
 
 const kinds = await storeKinds();
 
@@ -51,7 +56,7 @@ for (const kind of kinds) {
     }
 
     it('50 concurrent add() calls share one INSERT statement, and each resolves only once its row is readable', async () => {
-      const gc = new GroupCommitter(db);
+      const gc = new GroupCommitter(WriteQueue.for(db));
       const batch = Array.from({ length: 50 }, (_, i) => rowsFor(i));
       const seen = await Promise.all(batch.map((rows) => gc.add(rows).then(() => readBack(rows.run.id as string))));
       expect(runInserts, 'INSERT statements into runs').to.equal(1);
@@ -64,7 +69,7 @@ for (const kind of kinds) {
     });
 
     it('calls that arrive while a batch commits form the next batch (few transactions, none lost)', async () => {
-      const gc = new GroupCommitter(db);
+      const gc = new GroupCommitter(WriteQueue.for(db));
       const all: Promise<{ run: Record<string, unknown> | undefined; steps: number }>[] = [];
       // Four waves of 25 a few milliseconds apart: later waves pile up behind the first commit.
       for (let wave = 0; wave < 4; wave++) {
@@ -80,7 +85,7 @@ for (const kind of kinds) {
     });
 
     it('splits more than maxBatch pending calls into maxBatch-sized statements', async () => {
-      const gc = new GroupCommitter(db, 10);
+      const gc = new GroupCommitter(new WriteQueue(db, 10));
       await Promise.all(Array.from({ length: 25 }, (_, i) => gc.add(rowsFor(i))));
       expect(runInserts).to.equal(3);
       expect(Number(((await db('runs').count({ n: '*' })) as { n: number | string }[])[0]!.n)).to.equal(25);
@@ -91,7 +96,7 @@ for (const kind of kinds) {
       await insertRuns(db, [existing]);
       const existingId = existing.run.id as string;
 
-      const gc = new GroupCommitter(db);
+      const gc = new GroupCommitter(WriteQueue.for(db));
       const good = Array.from({ length: 9 }, (_, i) => rowsFor(i));
       const dup = rowsFor(100, existingId);
       const all = [...good.slice(0, 4), dup, ...good.slice(4)];
@@ -114,7 +119,7 @@ for (const kind of kinds) {
     });
 
     it('two calls with the same new run id in one batch: the first is committed, the second rejected', async () => {
-      const gc = new GroupCommitter(db);
+      const gc = new GroupCommitter(WriteQueue.for(db));
       const first = rowsFor(1);
       const second = rowsFor(2, first.run.id as string);
       const other = rowsFor(3);
@@ -124,8 +129,38 @@ for (const kind of kinds) {
       expect((await readBack(other.run.id as string)).run).to.not.equal(undefined);
     });
 
+    it('a call alone is one INSERT without BEGIN/COMMIT', async () => {
+      const sql = logSql(db);
+      try {
+        const rows = rowsFor(1);
+        await new GroupCommitter(WriteQueue.for(db)).add(rows);
+        expect(sql.statements.map(verb)).to.deep.equal(['insert']);
+        expect((await readBack(rows.run.id as string)).run).to.include({ status: 'PENDING' });
+      } finally {
+        sql.stop();
+      }
+    });
+
+    it(kind === 'sqlite' ? 'on sqlite, new runs share a transaction with the other writes of the store' : 'on PostgreSQL, each writer has a queue of its own', async () => {
+      const queue = WriteQueue.for(db);
+      expect(queue === WriteQueue.for(db), 'one queue per store').to.equal(kind === 'sqlite');
+      const sql = logSql(db);
+      try {
+        const rows = rowsFor(1);
+        // Another writer's operation (here: an organisation rename) queued beside the new run.
+        const other = queue.run((trx) => trx('organizations').where({ id: orgId }).update({ name: 'Renamed' }));
+        await Promise.all([new GroupCommitter(WriteQueue.for(db)).add(rows), other]);
+        const statements = sql.statements.map(verb);
+        if (kind === 'sqlite') expect(statements).to.deep.equal(['begin', 'update', 'insert', 'commit']);
+        else expect(statements.filter((s) => s === 'insert')).to.have.length(1);
+        expect((await readBack(rows.run.id as string)).run).to.include({ status: 'PENDING' });
+      } finally {
+        sql.stop();
+      }
+    });
+
     it('keeps working after a failed batch (the next calls are committed)', async () => {
-      const gc = new GroupCommitter(db);
+      const gc = new GroupCommitter(WriteQueue.for(db));
       const a = rowsFor(1);
       await gc.add(a);
       await gc.add(rowsFor(2, a.run.id as string)).then(() => expect.fail('the duplicate must be rejected'), () => undefined);

@@ -46,7 +46,7 @@ for (const kind of kinds) {
       return claimRuns(db, WORKER, LEASE_MS, n);
     }
 
-    it('finishes of concurrent runs commit in one transaction: one UPDATE each, their step rows and file rows in one INSERT each; each resolves after the COMMIT', async () => {
+    it('finishes of concurrent runs commit in one transaction: one UPDATE for all of them, their step rows and file rows in one INSERT each; each resolves after the COMMIT', async () => {
       const runs = await claimed(6);
       expect(runs).to.have.length(6);
       // One of them was taken over by another worker meanwhile.
@@ -69,7 +69,7 @@ for (const kind of kinds) {
       expect(results).to.deep.equal(runs.map((r) => r.id !== taken.id));
       const txs = transactions(sql.statements);
       expect(txs, 'one transaction').to.have.length(1);
-      expect(txs[0]!.filter(isFinish)).to.have.length(6);
+      expect(txs[0]!.filter(isFinish), 'one UPDATE for the six finishes').to.have.length(1);
       expect(txs[0]!.filter(isStepWrite), 'one INSERT for the step rows of five runs').to.have.length(1);
       expect(txs[0]!.filter(isFileWrite)).to.have.length(1);
       const commitAt = sql.statements.indexOf('commit') + 1;
@@ -91,6 +91,33 @@ for (const kind of kinds) {
           expect(files).to.have.length(1);
         }
       }
+    });
+
+    it('one batch of finishes gives each run its own state and error, and an older attempt of a run matches nothing', async () => {
+      const runs = await claimed(3);
+      const writes = new WriteQueue(db);
+      const recorder = (run: RunRow) => new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run, () => undefined);
+      const recorders = runs.map(recorder);
+      // runs[2] was recovered and claimed again by this same worker: its first attempt is stale.
+      await db('runs').where({ id: runs[2]!.id }).update({ attempts: 2 });
+      const newer = recorder({ ...runs[2]!, attempts: 2 });
+      for (const r of [...recorders, newer]) {
+        await r.stepStarted(0, 1, { name: 'One', stepVersion: 1 });
+        await r.stepFinished(0, done('x'), []);
+      }
+      const results = await Promise.all([
+        recorders[0]!.finish('COMPLETE', undefined),
+        recorders[1]!.finish('FAILED', 'Step 0 (One) failed: boom'),
+        recorders[2]!.finish('TIMEOUT', 'stale attempt'),
+        newer.finish('COMPLETE', undefined),
+      ]);
+      expect(results).to.deep.equal([true, true, false, true]);
+      const row = async (id: string) => (await loadRunForWorker(db, id))!;
+      expect(await row(runs[0]!.id)).to.include({ status: 'COMPLETE', error: null, lease_until: null });
+      expect(await row(runs[1]!.id)).to.include({ status: 'FAILED', error: 'Step 0 (One) failed: boom', lease_until: null });
+      expect(await row(runs[2]!.id)).to.include({ status: 'COMPLETE', error: null });
+      expect((await row(runs[2]!.id)).finished_at).to.be.a('string');
+      expect(await listSteps(db, runs[2]!.id), 'only the newer attempt wrote its step row').to.have.length(1);
     });
 
     it('claimRuns takes the oldest PENDING runs, at most `limit` per statement, and concurrent claims never take a run twice', async () => {
