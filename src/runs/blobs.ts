@@ -5,14 +5,20 @@
  * `deletePrefix` becomes a prefix listing + batch delete).
  *
  * Guarantees of the local backend:
- * - a blob becomes visible only complete: bytes go to a temp file in `blobs/.tmp`, are
- *   fsynced, then renamed onto the key (rename is atomic within one filesystem);
+ * - a blob becomes visible only complete: bytes go to a temp file in `blobs/.tmp`, then are
+ *   renamed onto the key (rename is atomic within one filesystem);
+ * - a blob is as durable as the store's commits that refer to it (`fsync`, from
+ *   `openBlobStore`): with PostgreSQL or SQLITE_SYNCHRONOUS=FULL, whose commits survive a power
+ *   loss, the temp file is fsynced before the rename; with sqlite's default NORMAL, whose commits
+ *   survive a crash or kill -9 of the process but not a power loss, it is not (the bytes are in
+ *   the OS's page cache once written, which a process crash does not lose). An fsync costs about
+ *   0.4 ms per file here, the largest single wait of a run that writes a file (bench/README.md);
  * - a stream that exceeds `maxBytes`, or fails, aborts the write and removes the temp file;
  * - bytes are streamed, never buffered whole.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
@@ -21,6 +27,13 @@ import { pipeline } from 'node:stream/promises';
 export interface PutOptions {
   /** Reject (and store nothing) when the content is longer than this many bytes. */
   maxBytes?: number | undefined;
+  /**
+   * The key is new and nothing reads it until the caller records it (a step file: its row
+   * commits with the run's finish, src/runs/recorder.ts). A buffer is then written in place, with
+   * no temp file and rename: a write cut short leaves bytes no row refers to, which is what a temp
+   * file left by a crash is too. An existing key is never overwritten.
+   */
+  fresh?: boolean | undefined;
 }
 
 export interface PutResult {
@@ -109,14 +122,21 @@ class Meter extends Transform {
   }
 }
 
+/** Largest fresh blob written synchronously when it is not fsynced (putFresh). */
+const INLINE_WRITE_BYTES = 64 * 1024;
+
 export class LocalBlobStore implements BlobStore {
   readonly root: string;
   private readonly tmpDir: string;
 
-  /** `root` is the blob folder itself (normally `DATA_DIR/blobs`). */
-  constructor(root: string) {
+  /** Temp files are fsynced before the rename (see the header). */
+  readonly fsync: boolean;
+
+  /** `root` is the blob folder itself (normally `DATA_DIR/blobs`); `fsync` (default true): see the header. */
+  constructor(root: string, opts: { fsync?: boolean } = {}) {
     this.root = path.resolve(root);
     this.tmpDir = path.join(this.root, '.tmp');
+    this.fsync = opts.fsync ?? true;
   }
 
   private pathOf(key: string): string {
@@ -126,12 +146,13 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, content: Readable | Buffer, opts: PutOptions = {}): Promise<PutResult> {
     const target = this.pathOf(key);
+    if (Buffer.isBuffer(content) && opts.fresh) return this.putFresh(target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
     await mkdir(this.tmpDir, { recursive: true });
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
     if (Buffer.isBuffer(content)) return this.putBuffer(tmp, target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
     const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
-    // `flush: true` fsyncs before close, so the renamed blob survives a crash whole.
-    const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true });
+    // `flush: true` fsyncs before close, so the renamed blob survives a power loss whole.
+    const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: this.fsync });
     try {
       await pipeline(content, meter, sink);
       await mkdir(path.dirname(target), { recursive: true });
@@ -148,13 +169,35 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /**
-   * A buffer (step files: every code step's file) skips the stream machinery: one write with
-   * `flush` (fsync before close, as the stream path does), then the rename.
+   * A buffer (step files: every code step's file) skips the stream machinery: one write (with
+   * `flush`, an fsync before close, as the stream path does when `fsync`), then the rename.
    */
+  private async putFresh(target: string, data: Buffer, maxBytes: number): Promise<PutResult> {
+    if (data.length > maxBytes) throw new BlobTooLargeError(maxBytes);
+    // A small file that is not fsynced is written synchronously: a mkdir and a write to the page
+    // cache take tens of microseconds, less than the four threadpool round trips (mkdir, open,
+    // write, close) that each wait for a turn of a busy event loop (bench/README.md).
+    const inline = !this.fsync && data.length <= INLINE_WRITE_BYTES;
+    try {
+      if (inline) {
+        mkdirSync(path.dirname(target), { recursive: true });
+        writeFileSync(target, data, { flag: 'wx', mode: 0o600 });
+      } else {
+        await mkdir(path.dirname(target), { recursive: true });
+        await writeFile(target, data, { flag: 'wx', mode: 0o600, flush: this.fsync });
+      }
+    } catch (err) {
+      // 'wx' refused an existing file: it is not ours to remove.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') await rm(target, { force: true });
+      throw err;
+    }
+    return { size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
+  }
+
   private async putBuffer(tmp: string, target: string, data: Buffer, maxBytes: number): Promise<PutResult> {
     if (data.length > maxBytes) throw new BlobTooLargeError(maxBytes);
     try {
-      await writeFile(tmp, data, { flag: 'wx', mode: 0o600, flush: true });
+      await writeFile(tmp, data, { flag: 'wx', mode: 0o600, flush: this.fsync });
       await mkdir(path.dirname(target), { recursive: true });
       await rename(tmp, target);
     } catch (err) {
@@ -228,13 +271,19 @@ export class LocalBlobStore implements BlobStore {
 
 const stores = new Map<string, LocalBlobStore>();
 
-/** The local store under `DATA_DIR/blobs`, one instance per data folder. */
-export function openBlobStore(config: { dataDir: string }): LocalBlobStore {
+/**
+ * The local store under `DATA_DIR/blobs`, one instance per data folder and durability. Blobs are
+ * fsynced when the store's commits are (see the header): with DATABASE_URL, or with
+ * SQLITE_SYNCHRONOUS=FULL.
+ */
+export function openBlobStore(config: { dataDir: string; databaseUrl?: string | undefined; sqliteSynchronous?: 'NORMAL' | 'FULL' | undefined }): LocalBlobStore {
   const root = path.join(path.resolve(config.dataDir), 'blobs');
-  let store = stores.get(root);
+  const fsync = Boolean(config.databaseUrl) || config.sqliteSynchronous === 'FULL';
+  const key = `${fsync ? 'fsync' : 'nosync'} ${root}`;
+  let store = stores.get(key);
   if (!store) {
-    store = new LocalBlobStore(root);
-    stores.set(root, store);
+    store = new LocalBlobStore(root, { fsync });
+    stores.set(key, store);
   }
   return store;
 }

@@ -65,7 +65,8 @@ async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, ou
   for (const f of outcome.files) {
     const id = newId('file');
     const blobKey = `${stepFilePrefix(run.id)}/${stepIndex}/${id}`;
-    const { size } = await deps.blobs.put(blobKey, f.data);
+    // A new key, read only once the finish commits its row: written in place (blobs.ts `fresh`).
+    const { size } = await deps.blobs.put(blobKey, f.data, { fresh: true });
     records.push({
       id, orgId: run.org_id, runId: run.id, stepIndex, kind: 'step', filename: f.fileName, mimeType: f.mimeType,
       size, blobKey, expiresAt: new Date(Date.now() + deps.fileTtlMs).toISOString(),

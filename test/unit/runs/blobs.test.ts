@@ -175,4 +175,36 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
     expect(a.root).to.equal(path.join(dir, 'blobs'));
     expect(openBlobStore({ dataDir: `${dir}/` })).to.equal(a);
   });
+
+  it('a fresh put writes in place (no temp file), never overwrites an existing key, and stores nothing over maxBytes', async () => {
+    for (const store of [openBlobStore({ dataDir: dir }), openBlobStore({ dataDir: dir, sqliteSynchronous: 'FULL' }), new LocalBlobStore(path.join(dir, 'blobs'), { fsync: false })]) {
+      const key = `runs/run_fresh/0/file_${randomBytes(4).toString('hex')}`;
+      const big = Buffer.alloc(70 * 1024, 7); // over the inline size: the asynchronous write
+      expect(await store.put(key, Buffer.from('first'), { fresh: true })).to.include({ size: 5 });
+      expect(await text((await store.get(key)).stream)).to.equal('first');
+      expect(String(await rejection(store.put(key, Buffer.from('second'), { fresh: true })))).to.match(/EEXIST/);
+      expect(await text((await store.get(key)).stream), 'the existing blob is untouched').to.equal('first');
+      expect(await rejection(store.put(`${key}_big`, big, { fresh: true, maxBytes: 1024 }))).to.be.instanceOf(BlobTooLargeError);
+      expect(await rejection(store.get(`${key}_big`))).to.be.instanceOf(BlobNotFoundError);
+      expect((await store.put(`${key}_big`, big, { fresh: true })).size).to.equal(big.length);
+      expect((await buffer((await store.get(`${key}_big`)).stream)).equals(big)).to.equal(true);
+      expect(await store.put(`${key}_empty`, Buffer.alloc(0), { fresh: true })).to.include({ size: 0 });
+    }
+    expect(filesUnder(path.join(dir, 'blobs')).filter((f) => f.endsWith('.part')), 'no temp files').to.deep.equal([]);
+  });
+
+  it('openBlobStore: blobs are fsynced exactly when the store commits are (PostgreSQL, or SQLITE_SYNCHRONOUS=FULL)', async () => {
+    expect(openBlobStore({ dataDir: dir }).fsync, 'sqlite NORMAL (default)').to.equal(false);
+    expect(openBlobStore({ dataDir: dir, sqliteSynchronous: 'NORMAL' }).fsync).to.equal(false);
+    expect(openBlobStore({ dataDir: dir, sqliteSynchronous: 'FULL' }).fsync).to.equal(true);
+    expect(openBlobStore({ dataDir: dir, databaseUrl: 'postgres://localhost/x' }).fsync).to.equal(true);
+    expect(new LocalBlobStore(path.join(dir, 'b2')).fsync, 'the class alone fsyncs').to.equal(true);
+    // Both ways store the same bytes, from a buffer and from a stream.
+    for (const store of [openBlobStore({ dataDir: dir }), openBlobStore({ dataDir: dir, sqliteSynchronous: 'FULL' })]) {
+      await store.put(`runs/run_f/0/file_${store.fsync}`, Buffer.from('buffered'));
+      await store.put(`runs/run_f/1/file_${store.fsync}`, Readable.from([Buffer.from('stream'), Buffer.from('ed')]));
+      expect(await text((await store.get(`runs/run_f/0/file_${store.fsync}`)).stream)).to.equal('buffered');
+      expect(await text((await store.get(`runs/run_f/1/file_${store.fsync}`)).stream)).to.equal('streamed');
+    }
+  });
 });
