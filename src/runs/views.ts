@@ -44,13 +44,25 @@ interface RunContext {
   name: string;
 }
 
-async function load(db: Knex, run: RunRow): Promise<RunContext> {
+/** What a run's views read beside its row: its step rows, its files and its pinned version. */
+export type RunParts = [StepRow[], FileRecord[], Awaited<ReturnType<typeof loadVersion>>];
+
+/**
+ * Starts the reads of a run's parts. The ids are all they need, so a caller that knows them can
+ * start these reads beside the read of the run row itself (src/triggers/call.ts, once a sync
+ * call's run finished: its parts committed with its terminal state).
+ */
+export function readRunParts(db: Knex, run: Pick<RunRow, 'id' | 'org_id' | 'workflow_id' | 'workflow_version'>): Promise<RunParts> {
   // One round trip's worth of waiting: the three reads run side by side.
-  const [rows, files, pinned] = await Promise.all([
+  return Promise.all([
     listSteps(db, run.id),
     listRunFiles(db, run.org_id, run.id),
     loadVersion(db, run.workflow_id, run.workflow_version),
   ]);
+}
+
+async function load(db: Knex, run: RunRow, parts: Promise<RunParts> = readRunParts(db, run)): Promise<RunContext> {
+  const [rows, files, pinned] = await parts;
   const steps = pinned ? withPlannedSteps(run, rows, pinnedStepList(pinned)) : rows;
   return { run, steps, files, name: pinned?.definition.name ?? '' };
 }
@@ -115,8 +127,9 @@ export async function resultsView(db: Knex, config: Config, run: RunRow, output?
   }, designated(config, ctx, output));
 }
 
-export async function syncView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
-  const ctx = await load(db, run);
+/** `parts`: the run's parts, read already (readRunParts) once the run was terminal. */
+export async function syncView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null, parts?: Promise<RunParts>) {
+  const ctx = await load(db, run, parts);
   return withOutput({
     ...common(ctx),
     stepMap: Object.fromEntries(ctx.steps.map((s) => [String(s.step_index), s.step_version])),

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
 import { isTerminal } from '../runs/states.js';
-import { syncView } from '../runs/views.js';
+import { readRunParts, syncView, type RunParts } from '../runs/views.js';
 import type { Reply, Services } from '../services.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget } from './target.js';
@@ -63,24 +63,32 @@ interface Answer {
   wait: boolean;
   /** The run-finished wait started before a new run was queued; absent for a replay. */
   waiting?: Promise<unknown> | undefined;
+  /** The workflow version a new run pinned (with `waiting`). */
+  version?: number | undefined;
   replay: boolean;
 }
 
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(services: Services, { orgId, runId, trigger, wait, waiting, replay }: Answer): Promise<Reply> {
+async function answer(services: Services, { orgId, runId, trigger, wait, waiting, version, replay }: Answer): Promise<Reply> {
   const headers = runHeaders(runId, trigger.automationId, replay);
   if (!wait) return { status: 200, body: null, headers };
   // A run created by this call is known to be PENDING: wait for its signal straight away.
   let run = waiting ? undefined : await findRun(services.db, orgId, runId);
+  let parts: Promise<RunParts> | undefined;
   if (!run || !isTerminal(run.status)) {
-    await (waiting ?? services.signals.waitForRun(runId, services.config.syncWaitMs));
+    const signalled = await (waiting ?? services.signals.waitForRun(runId, services.config.syncWaitMs));
+    // Finished (its parts committed with its terminal state): its parts are read beside its row.
+    if (signalled && version !== undefined) {
+      parts = readRunParts(services.db, { id: runId, org_id: orgId, workflow_id: trigger.automationId, workflow_version: version });
+      parts.catch(() => undefined); // read again below if the row is not terminal after all
+    }
     run = await findRun(services.db, orgId, runId);
   }
   if (!run || !isTerminal(run.status)) {
     const seconds = Math.round(services.config.syncWaitMs / 1000);
     return { status: 200, headers, body: { status: 'timeout', message: `The run did not finish within ${seconds} seconds; poll its status with the X-Pf-Run-Id and X-Pf-Automation-Id headers.` } };
   }
-  return { status: 200, headers, body: await syncView(services.db, services.config, run, trigger.designatedOutput) };
+  return { status: 200, headers, body: await syncView(services.db, services.config, run, trigger.designatedOutput, parts) };
 }
 
 export async function callTrigger(services: Services, call: TriggerCall): Promise<Reply> {
@@ -136,5 +144,5 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
     throw err;
   }
   await services.queue.enqueue([runId]);
-  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, replay: false });
+  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, version: Number(rows.run.workflow_version), replay: false });
 }
