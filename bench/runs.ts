@@ -34,9 +34,13 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Only the workflows whose label contains this text (e.g. `no-op`, `demo`, `http`); all when unset. */
 const ONLY = process.env.BENCH_RUNS_ONLY ?? '';
 
-/** Runs per status created since `since` (phases run one after another; the (status, created_at) index serves it). */
-async function count(db: Knex, statuses: string[], since: string): Promise<number> {
-  const [row] = await db('runs').whereIn('status', statuses).andWhere('created_at', '>=', since).count({ n: '*' });
+/**
+ * Runs of one trigger per status created since `since` (phases run one after another; the
+ * (status, created_at) index serves it). The trigger too: calls of the previous phase still in
+ * flight when its load generator stopped can create runs after `since`.
+ */
+async function count(db: Knex, triggerId: string, statuses: string[], since: string): Promise<number> {
+  const [row] = await db('runs').whereIn('status', statuses).andWhere('created_at', '>=', since).andWhere({ trigger_id: triggerId }).count({ n: '*' });
   return Number(row!.n);
 }
 
@@ -88,7 +92,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
     else refused++;
   };
   const since = new Date().toISOString();
-  const done = () => count(db, ['COMPLETE'], since);
+  const done = () => count(db, triggerId, ['COMPLETE'], since);
   // Fill the backlog, then open the window.
   await Promise.all(Array.from({ length: BACKLOG }, call));
   const c0 = await done();
@@ -104,7 +108,7 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
   const elapsed = (performance.now() - t0) / 1000;
   const d0 = performance.now();
   for (;;) {
-    const open = await count(db, ['PENDING', 'RUNNING'], since);
+    const open = await count(db, triggerId, ['PENDING', 'RUNNING'], since);
     if (open === 0) break;
     if (performance.now() - d0 > 600_000) throw new Error(`backlog not drained: ${open} runs still open`);
     await new Promise((r) => setTimeout(r, 250));
@@ -129,7 +133,7 @@ async function syncOne(url: string, apiKey: string, triggerId: string): Promise<
     const res = await pool.request({ method: 'POST', path: `/ext/triggers/${triggerId}`, headers: { 'x-api-key': apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' }, body: '{"name":"bench"}' });
     const body = (await res.body.json()) as { status: string; results?: Array<{ duration?: number }> };
     const ms = performance.now() - s;
-    if (body.status !== 'COMPLETE') throw new Error(`sync run ended ${body.status}`);
+    if (body.status !== 'COMPLETE') throw new Error(`sync run ended ${body.status}: ${JSON.stringify(body).slice(0, 1500)}`);
     // The first 20 calls warm up.
     if (i++ < 20) continue;
     total.push(ms);
@@ -175,9 +179,11 @@ export async function run(): Promise<void> {
   const base = await baselineLoad();
   const receiver = await startServer<{ url: string }>('bench/servers/event-receiver.ts');
   const scale = PG ? await scaleOutEnv() : undefined;
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...scale?.env });
+  // The http workflow posts to the local receiver: loopback allowed, in the extra worker too.
+  const env = { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...scale?.env };
+  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', env);
   // The schema exists once the service started: the extra worker joins the same store and Redis.
-  const worker: Started<{ url: string }> | undefined = scale ? await startServer('bench/servers/switchyard-worker.ts', scale.env) : undefined;
+  const worker: Started<{ url: string }> | undefined = scale ? await startServer('bench/servers/switchyard-worker.ts', env) : undefined;
   const pids = [target.child.pid!, ...(worker ? [worker.child.pid!] : [])];
   const db = openStore({ dataDir: target.info.dataDir, databaseUrl: scale?.databaseUrl });
   try {
