@@ -40,6 +40,13 @@ const MiB = 1024 * 1024;
 let LIMITS;
 /** After the script returns: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
+/**
+ * After the script returns, at least this long for a download it started (a click on a download
+ * link, then return) to announce itself. Chromium reports a download only once its response
+ * arrives, and no request event comes before that. 50 ms missed a local download on a loaded
+ * CI machine.
+ */
+const DOWNLOAD_ANNOUNCE_MS = 200;
 
 function stamp(task) {
   const s = (Date.now() - task.started) / 1000;
@@ -199,8 +206,9 @@ async function run(msg) {
     const result = settleReturn(task, value);
     log(task, 'script returned');
     // Downloads the script started just before returning may not have announced themselves yet.
+    const returned = Date.now();
     for (;;) {
-      const quiet = DOWNLOAD_SETTLE_MS - (Date.now() - opened.last);
+      const quiet = Math.max(DOWNLOAD_SETTLE_MS - (Date.now() - opened.last), DOWNLOAD_ANNOUNCE_MS - (Date.now() - returned));
       const pending = opened.downloads.length;
       await new Promise((r) => setTimeout(r, Math.max(50, quiet)));
       await Promise.all(opened.downloads);
