@@ -48,6 +48,9 @@ interface Finish {
 /** Finishes per UPDATE statement: 9 bound values each, far under both stores' limits. */
 const FINISH_CHUNK = 100;
 
+/** A run the finishes' UPDATE matched, as the store returns it. */
+type Claim = { id: string; attempts: number | string };
+
 /**
  * The finishes of the fresh runs of one write batch: ONE conditional UPDATE sets the terminal
  * state of every run the batch finishes and answers which of them matched (RUNNING, claimed by
@@ -55,8 +58,6 @@ const FINISH_CHUNK = 100;
  * batch's multi-row INSERTs. A finish per statement made the write queue's chain of round trips
  * the limit of executed runs per second (bench/README.md).
  */
-type Claim = { id: string; attempts: number | string };
-
 const FINISHES: BatchGroup<Finish, boolean> = {
   async flush(trx, items, batch) {
     const owned = new Set<string>();

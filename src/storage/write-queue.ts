@@ -6,7 +6,8 @@
  * process, so concurrent writes queue here instead of sleeping in SQLite's busy handler
  * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise settles
  * after the transaction that holds its write committed. Every operation must start with a
- * write (it may be first in its transaction). One failing operation does not fail its
+ * write (it may be first in its transaction), or make no statement of its own and only hand
+ * rows or items to its batch (insertLater, joinLater), whose statements are all writes. One failing operation does not fail its
  * neighbours: the batch is retried one operation per transaction. An operation
  * that expects to fail (not found, conflict) should return its error instead of throwing, so
  * that its neighbours keep their shared commit.
