@@ -103,6 +103,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const fetchImpl = policyFetch(new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)));
   const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, fetchImpl, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
   await workers.start();
+  services.adoptRun = () => workers.adopt();
   services.events.start();
   services.queues.start();
   services.browser.start();

@@ -12,6 +12,7 @@ import type { BlobStore } from './runs/blobs.js';
 import type { Signals } from './runs/signals.js';
 import type { GroupCommitter } from './runs/group-commit.js';
 import type { RunQueue } from './queues/run-queue.js';
+import type { RunAdoption } from './runs/worker.js';
 import type { CallTargets } from './triggers/target.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { AgentService } from './agents/service.js';
@@ -36,6 +37,8 @@ export interface Services extends Http.PipelineServices {
   queue: RunQueue;
   /** Group commit of new runs (src/runs/group-commit.ts). */
   runWriter: GroupCommitter;
+  /** A new run handed straight to an idle run consumer of this process, when one is (RunWorkers.adopt). */
+  adoptRun?: (() => RunAdoption | undefined) | undefined;
   /** Trigger call targets, memoised per process (src/triggers/target.ts). */
   callTargets: CallTargets;
   /** The tool gateway: catalogue, router, upstream pool (src/gateway). */

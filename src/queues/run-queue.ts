@@ -19,17 +19,22 @@ export interface RunQueue {
   enqueue(runIds: string[]): Promise<void>;
   /** Starts `concurrency` consumers; the handler claims (a given or the oldest) PENDING run. */
   consume(concurrency: number, handler: RunHandler): void;
+  /** In-process only: a sleeping consumer lent out for one run handed over directly (InProcessRunQueue). */
+  borrowIdle?(): { release(): void } | undefined;
   /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
   onError(listener: (err: unknown) => void): void;
   close(): Promise<void>;
 }
+
+/** A sleeping consumer's wake-up; `woken` once it ran (by an enqueue, its idle check or close). */
+type Sleeper = (() => void) & { woken: boolean };
 
 export class InProcessRunQueue implements RunQueue {
   readonly kind = 'in-process' as const;
   private closed = false;
   private readonly loops: Promise<void>[] = [];
   /** Consumers waiting for work, oldest first. */
-  private sleepers: (() => void)[] = [];
+  private sleepers: Sleeper[] = [];
   /** Bumped by every enqueue, so a consumer that was busy claiming when work arrived does not sleep. */
   private wakeups = 0;
   private errorListener: (err: unknown) => void = () => undefined;
@@ -74,14 +79,39 @@ export class InProcessRunQueue implements RunQueue {
     }
   }
 
+  /**
+   * A sleeping consumer, lent out to execute one run handed over directly (RunWorkers.adopt): it
+   * stays asleep, out of the wake list, until `release`, so the process never runs more runs at
+   * once than its consumers. Undefined when every consumer is busy (there is a backlog) or the
+   * queue is closing. The one who borrows must call `release` exactly once.
+   */
+  borrowIdle(): { release(): void } | undefined {
+    if (this.closed) return undefined;
+    const wake = this.sleepers.pop();
+    if (!wake) return undefined;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        // Back to sleep, or woken to end if the queue closed meanwhile. Its idle check may have
+        // woken it while it was lent (once per idle period): it is claiming already then.
+        if (this.closed) wake();
+        else if (!wake.woken) this.sleepers.push(wake);
+      },
+    };
+  }
+
   private sleep(): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => {
+      const done: Sleeper = Object.assign(() => {
+        if (done.woken) return;
+        done.woken = true;
         clearTimeout(timer);
         const i = this.sleepers.indexOf(done);
         if (i >= 0) this.sleepers.splice(i, 1);
         resolve();
-      };
+      }, { woken: false });
       const timer = setTimeout(done, this.idleCheckMs);
       this.sleepers.push(done);
     });

@@ -115,7 +115,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
     await deleteUnrecorded(deps, rlog, recorder.unrecordedBlobKeys());
     return 'RUNNING';
   }
-  await deps.signals.runFinished(run.id, outcome.status);
+  await deps.signals.runFinished(run.id, outcome.status, recorder.finishedRun);
   rlog.info({ status: outcome.status }, 'run finished');
   return outcome.status;
 }

@@ -134,6 +134,18 @@ export async function findFile(db: Knex, orgId: string, fileId: string): Promise
 }
 
 /** A run's files: attachments first, then step files by step index, each in creation order. */
+/**
+ * Records of rows written already, in listRunFiles's order (step files: by step, then created,
+ * then id), for a caller that knows the rows it committed (recorder.ts `finishedRun`).
+ */
+export function fileRecords(rows: readonly FileRow[]): FileRecord[] {
+  const key = (r: FileRow) => [Number(r.step_index ?? -1), r.created_at, r.id] as const;
+  return [...rows].sort((x, y) => {
+    const [a, b] = [key(x), key(y)];
+    return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+  }).map(toRecord);
+}
+
 export async function listRunFiles(db: Knex, orgId: string, runId: string): Promise<FileRecord[]> {
   const rows = (await db('files')
     .where({ org_id: orgId, run_id: runId })

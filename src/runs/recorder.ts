@@ -14,8 +14,9 @@
 import type { Knex } from 'knex';
 import type { BatchGroup, WriteQueue } from '../storage/write-queue.js';
 import { nowIso } from '../storage/ids.js';
-import { fileRows, type FileCreate, type FileRow } from './files.js';
+import { fileRecords, fileRows, type FileCreate, type FileRow } from './files.js';
 import { skipRemainingSteps, type RunRow, type StepOutcome, type StepRow } from './runs.js';
+import type { FinishedRun } from './signals.js';
 import type { RunStatus } from './states.js';
 
 /**
@@ -56,9 +57,10 @@ type Claim = { id: string; attempts: number | string };
  * state of every run the batch finishes and answers which of them matched (RUNNING, claimed by
  * that worker, on that attempt); only those get their step and file rows, deferred into the
  * batch's multi-row INSERTs. A finish per statement made the write queue's chain of round trips
- * the limit of executed runs per second (bench/README.md).
+ * the limit of executed runs per second (bench/README.md). Each finish is answered with the
+ * finished_at it committed, or false when its run did not match.
  */
-const FINISHES: BatchGroup<Finish, boolean> = {
+const FINISHES: BatchGroup<Finish, string | false> = {
   async flush(trx, items, batch) {
     const owned = new Set<string>();
     const finishedAt = nowIso();
@@ -82,7 +84,7 @@ const FINISHES: BatchGroup<Finish, boolean> = {
       if (!owned.has(`${f.runId} ${f.attempts}`)) return false;
       if (f.rows.length) batch.insertLater('run_steps', f.rows as unknown as Record<string, unknown>[]);
       if (f.files.length) batch.insertLater('files', f.files as unknown as Record<string, unknown>[]);
-      return true;
+      return finishedAt;
     });
   },
 };
@@ -106,6 +108,8 @@ export class RunRecorder {
   private chain: Promise<void> = Promise.resolve();
   /** True once this attempt knows another claim owns the run: it writes nothing more for it. */
   lost = false;
+  /** What a fresh run's committed finish wrote: the run whole (`finishedRun`). */
+  private committed: { status: RunStatus; error: string | null; finishedAt: string; rows: StepRow[]; files: FileRow[] } | undefined;
 
   constructor(private readonly deps: RecorderDeps, private readonly run: RunRow, private readonly onLost: () => void) {}
 
@@ -172,8 +176,18 @@ export class RunRecorder {
     // counts claims). Otherwise the rows are new, and they join the other runs' rows of the same
     // transaction in one INSERT.
     const fresh = !this.live && Number(this.run.attempts) <= 1;
+    if (fresh) {
+      const finishedAt = await this.deps.writes.run(async (_trx, batch) => batch.joinLater(FINISHES, { runId: this.run.id, attempts: Number(this.run.attempts), workerId: this.deps.workerId, status, error, rows, files }));
+      if (finishedAt === false) {
+        this.lost = true;
+        return false;
+      }
+      this.files = [];
+      // Every step row of the run is in `rows`: no earlier attempt or progress wrote any.
+      this.committed = { status, error: error ?? null, finishedAt, rows, files };
+      return true;
+    }
     const finished = await this.deps.writes.run(async (trx, batch) => {
-      if (fresh) return batch.joinLater(FINISHES, { runId: this.run.id, attempts: Number(this.run.attempts), workerId: this.deps.workerId, status, error, rows, files });
       const n = await trx('runs')
         .where(this.owned())
         .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
@@ -188,6 +202,21 @@ export class RunRecorder {
     else this.lost = true;
     return finished;
   }
+
+  /**
+   * The run as its committed finish left it in the store, for a waiter in this process
+   * (signals.ts `FinishedRun`); undefined unless that finish wrote the run's rows whole (a fresh
+   * run). Its files are only the step files: a caller whose run has attachments reads it back.
+   */
+  readonly finishedRun: FinishedRun = () => {
+    const c = this.committed;
+    if (!c) return undefined;
+    return {
+      run: { ...this.run, status: c.status, error: c.error, finished_at: c.finishedAt, lease_until: null },
+      steps: c.rows.map((r) => ({ ...r })),
+      files: fileRecords(c.files),
+    };
+  };
 
   /** The run as this attempt's claim left it: the condition of every write after the claim. */
   private owned(): Record<string, string | number> {

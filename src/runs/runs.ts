@@ -53,12 +53,15 @@ export interface StepRow {
   logs: string | null;
 }
 
+const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOString();
+
 /**
  * The row to insert for one run; the caller decides how it is written (group commit batches
  * many). A run is accepted as this one row: a step's row is written when a worker starts that step
  * (`startStep`); until then the pinned version says what the step is (`withPlannedSteps`).
  * One row per run lets a batch of accepted runs be one INSERT statement (bench/triggers.ts).
  */
+
 export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {
     run: {
@@ -70,6 +73,21 @@ export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: 
 }
 
 export type RunRows = ReturnType<typeof runRows>;
+
+/**
+ * A new run's row as a claim would leave it (claimRun): RUNNING, claimed by `workerId` on its
+ * first attempt, with a lease. For a run handed straight to an idle consumer of the process that
+ * creates it (RunWorkers.adopt): inserted this way, it needs no claim statement. Its crash safety
+ * is a claimed run's: if the process dies, the lease expires and recovery queues it again.
+ * Every column is set, so the row is the run exactly as the store holds it.
+ */
+export function claimedRunRow(rows: RunRows, workerId: string, leaseMs: number, now = nowIso()): RunRow {
+  Object.assign(rows.run, {
+    status: 'RUNNING', attempts: 1, claimed_by: workerId, started_at: now, lease_until: leaseUntil(leaseMs),
+    idempotency_key: null, error: null, finished_at: null,
+  });
+  return rows.run as unknown as RunRow;
+}
 
 /**
  * Runs per INSERT statement: 11 columns each stays under sqlite's (32,766) and PostgreSQL's
@@ -132,8 +150,6 @@ export async function listSteps(db: Knex, runId: string): Promise<StepRow[]> {
 export function runInputs(row: RunRow): Record<string, unknown> {
   return fromJson<Record<string, unknown>>(row.inputs) ?? {};
 }
-
-const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOString();
 
 /**
  * Claims the oldest PENDING run (in-process queue) or a given one (Redis queue): PENDING →

@@ -1,7 +1,24 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
+import type { FileRecord } from './files.js';
+import type { RunRow, StepRow } from './runs.js';
 import type { RunStatus } from './states.js';
+
+/**
+ * A run as the finish that just committed it left it in the store, known to the process that
+ * executed it: its row, its step rows and its step files, exactly as a read would return them
+ * (src/runs/recorder.ts builds it only for a run whose rows that finish wrote whole). A
+ * synchronous call waiting in that process answers from it instead of reading the run back
+ * (src/triggers/call.ts). A thunk: built only when something waits.
+ */
+export type FinishedRun = () => { run: RunRow; steps: StepRow[]; files: FileRecord[] } | undefined;
+
+/** A run's finish signal: its terminal status and, when it finished in this process, the run itself. */
+export interface Finish {
+  status: RunStatus;
+  finished?: FinishedRun | undefined;
+}
 
 /**
  * Run-finished signals (DESIGN.md section 4): a synchronous trigger call waits on a signal,
@@ -9,9 +26,12 @@ import type { RunStatus } from './states.js';
  * run finished by a worker on another machine wakes the waiting HTTP process.
  */
 export interface Signals {
-  runFinished(runId: string, status: RunStatus): Promise<void>;
+  /** `finished`: the run as its finish left it, when it finished in this process. */
+  runFinished(runId: string, status: RunStatus, finished?: FinishedRun): Promise<void>;
   /** Resolves with the terminal status, or undefined when `timeoutMs` passes first. */
   waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined>;
+  /** waitForRun, with the finished run itself when it finished in this process. */
+  waitForFinish(runId: string, timeoutMs: number): Promise<Finish | undefined>;
   /** Every run finished here or (Redis) in another process; returns the unsubscribe function. */
   onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void;
   close(): Promise<void>;
@@ -25,22 +45,25 @@ class LocalSignals implements Signals {
   constructor() {
     this.emitter.setMaxListeners(0);
   }
-  async runFinished(runId: string, status: RunStatus): Promise<void> {
-    this.finished(runId, status);
+  async runFinished(runId: string, status: RunStatus, finished?: FinishedRun): Promise<void> {
+    this.finished(runId, { status, finished });
   }
-  protected finished(runId: string, status: RunStatus): void {
-    this.emitter.emit(runId, status);
-    this.emitter.emit(ANY_RUN, runId, status);
+  protected finished(runId: string, finish: Finish): void {
+    this.emitter.emit(runId, finish);
+    this.emitter.emit(ANY_RUN, runId, finish.status);
   }
   onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void {
     this.emitter.on(ANY_RUN, listener);
     return () => this.emitter.off(ANY_RUN, listener);
   }
-  waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined> {
+  async waitForRun(runId: string, timeoutMs: number): Promise<RunStatus | undefined> {
+    return (await this.waitForFinish(runId, timeoutMs))?.status;
+  }
+  waitForFinish(runId: string, timeoutMs: number): Promise<Finish | undefined> {
     return new Promise((resolve) => {
-      const onDone = (status: RunStatus) => {
+      const onDone = (finish: Finish) => {
         clearTimeout(timer);
-        resolve(status);
+        resolve(finish);
       };
       const timer = setTimeout(() => {
         this.emitter.off(runId, onDone);
@@ -66,11 +89,13 @@ class RedisSignals extends LocalSignals {
     const signals = new RedisSignals(client, sub, channel);
     await sub.subscribe(channel, (message: string) => {
       const [runId, status] = message.split(' ');
-      if (runId && status) signals.finished(runId, status as RunStatus);
+      if (runId && status) signals.finished(runId, { status: status as RunStatus });
     });
     return signals;
   }
-  override async runFinished(runId: string, status: RunStatus): Promise<void> {
+  override async runFinished(runId: string, status: RunStatus, finished?: FinishedRun): Promise<void> {
+    // A waiter in this process is woken now, with the run; the published signal finds it gone.
+    if (finished) this.emitter.emit(runId, { status, finished });
     await this.pub.publish(this.channel, `${runId} ${status}`);
   }
   override async close(): Promise<void> {

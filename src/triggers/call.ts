@@ -9,6 +9,8 @@ import { AppError } from '../errors/index.js';
 import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
 import { isTerminal } from '../runs/states.js';
 import { readRunParts, syncView, type RunParts } from '../runs/views.js';
+import { loadVersion } from '../engine/index.js';
+import type { Finish } from '../runs/signals.js';
 import type { Reply, Services } from '../services.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget } from './target.js';
@@ -62,21 +64,29 @@ interface Answer {
   trigger: CallTarget;
   wait: boolean;
   /** The run-finished wait started before a new run was queued; absent for a replay. */
-  waiting?: Promise<unknown> | undefined;
+  waiting?: Promise<Finish | undefined> | undefined;
   /** The workflow version a new run pinned (with `waiting`). */
   version?: number | undefined;
+  /** The new run has attachments (files the executor does not know of). */
+  attached?: boolean;
   replay: boolean;
 }
 
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(services: Services, { orgId, runId, trigger, wait, waiting, version, replay }: Answer): Promise<Reply> {
+async function answer(services: Services, { orgId, runId, trigger, wait, waiting, version, attached, replay }: Answer): Promise<Reply> {
   const headers = runHeaders(runId, trigger.automationId, replay);
   if (!wait) return { status: 200, body: null, headers };
   // A run created by this call is known to be PENDING: wait for its signal straight away.
   let run = waiting ? undefined : await findRun(services.db, orgId, runId);
   let parts: Promise<RunParts> | undefined;
   if (!run || !isTerminal(run.status)) {
-    const signalled = await (waiting ?? services.signals.waitForRun(runId, services.config.syncWaitMs));
+    const signalled = await (waiting ?? services.signals.waitForFinish(runId, services.config.syncWaitMs));
+    // Executed in this process, and its finish wrote it whole: answered as that finish left it.
+    const finished = version !== undefined && !attached ? signalled?.finished?.() : undefined;
+    if (finished) {
+      const pinned = loadVersion(services.db, trigger.automationId, version!);
+      return { status: 200, headers, body: await syncView(services.db, services.config, finished.run, trigger.designatedOutput, Promise.all([finished.steps, finished.files, pinned])) };
+    }
     // Finished (its parts committed with its terminal state): its parts are read beside its row.
     if (signalled && version !== undefined) {
       parts = readRunParts(services.db, { id: runId, org_id: orgId, workflow_id: trigger.automationId, workflow_version: version });
@@ -129,7 +139,10 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
   });
   const runId = rows.run.id as string;
   // Listen before the run can finish, so a fast run's signal is never missed.
-  const waiting = call.wait ? services.signals.waitForRun(runId, services.config.syncWaitMs) : undefined;
+  const waiting = call.wait ? services.signals.waitForFinish(runId, services.config.syncWaitMs) : undefined;
+  // A caller waiting for a plain run, with a consumer idle here: the run is inserted claimed for it.
+  const adoption = call.wait && !call.idempotencyKey && !attachmentIds.length ? services.adoptRun?.() : undefined;
+  const claimed = adoption?.claim(rows);
   try {
     if (call.idempotencyKey || attachmentIds.length) {
       await insertRuns(db, [rows], async (trx: Knex.Transaction) => {
@@ -140,9 +153,11 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
       await services.runWriter.add(rows);
     }
   } catch (err) {
+    adoption?.cancel();
     if (err instanceof IdempotencyRace) return answer(services, { orgId, runId: err.runId, trigger, wait: call.wait, replay: true });
     throw err;
   }
-  await services.queue.enqueue([runId]);
-  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, version: Number(rows.run.workflow_version), replay: false });
+  if (adoption) adoption.start(claimed!);
+  else await services.queue.enqueue([runId]);
+  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, version: Number(rows.run.workflow_version), attached: attachmentIds.length > 0, replay: false });
 }

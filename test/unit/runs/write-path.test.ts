@@ -9,7 +9,9 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
-import { claimRun, listSteps, loadRunForWorker, recoverExpiredRuns, startStep, type RunRow, type StepRow } from '../../../src/runs/runs.js';
+import { listRunFiles } from '../../../src/runs/files.js';
+import { claimedRunRow, claimRun, findRun, insertRuns, listSteps, loadRunForWorker, recoverExpiredRuns, runRows, startStep, type RunRow, type StepRow } from '../../../src/runs/runs.js';
+import type { RunAdoption } from '../../../src/runs/worker.js';
 import { statusView } from '../../../src/runs/views.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
@@ -79,6 +81,84 @@ for (const kind of kinds) {
       expect(seen.files).to.equal(1);
       const view = await statusView(db, seen.run);
       expect(view.stepStatus).to.deep.equal({ 0: 'COMPLETE', 1: 'COMPLETE' });
+    });
+
+    it('the finish signal of a fresh run carries the run exactly as the store holds it: its row, its step rows and its files in the store\'s order', async () => {
+      const automationId = await addWorkflow(db, orgId, [
+        { type: 'code', name: 'Two files', code: 'ctx.files.write("b.txt", "b", "text/plain"); ctx.files.write("a.json", "{}", "application/json"); return { n: 1 };' },
+        { type: 'code', name: 'One file', code: 'ctx.files.write("c.md", "# c", "text/markdown"); return "done";' },
+        { type: 'code', name: 'Fails', code: 'throw new Error("late");' },
+      ]);
+      const runId = await addRun(db, orgId, automationId, { name: 'Cy' });
+      w = await startWorkers(store);
+      const finish = await w.signals.waitForFinish(runId, 20_000);
+      expect(finish?.status).to.equal('FAILED');
+      const known = finish!.finished?.();
+      expect(known, 'the run as its finish left it').to.not.equal(undefined);
+      expect(known!.run).to.deep.equal(await findRun(db, orgId, runId));
+      expect(known!.steps).to.deep.equal(await listSteps(db, runId));
+      expect(known!.files).to.deep.equal(await listRunFiles(db, orgId, runId));
+      expect(known!.files.map((f) => f.filename)).to.have.members(['b.txt', 'a.json', 'c.md']);
+      expect(known!.steps.map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE', 'FAILED']);
+    });
+
+    describe('a new run handed straight to an idle consumer (a synchronous call\'s, src/triggers/call.ts)', () => {
+      const newRows = (automationId: string) => runRows({ orgId, automationId, automationVersion: 1, triggerId: null, inputs: { name: 'Di' }, startedBy: 'test', timeoutMs: 60_000 });
+      /** The sleeping consumer, lent (start() lets it claim nothing and go to sleep first). */
+      const adoptWhenIdle = async (): Promise<RunAdoption> => {
+        let adoption: RunAdoption | undefined;
+        await until('a consumer asleep', async () => (adoption = w!.workers.adopt()) !== undefined);
+        return adoption!;
+      };
+
+      it('is inserted claimed and executed without a claim statement; its finish signal carries it as the store holds it', async () => {
+        const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
+        w = await startWorkers(store);
+        const adoption = await adoptWhenIdle();
+        expect(w.workers.adopt(), 'RUN_CONCURRENCY 1: the one consumer is lent').to.equal(undefined);
+        const sql = logSql(db);
+        const rows = newRows(automationId);
+        const run = adoption.claim(rows);
+        await insertRuns(db, [rows]);
+        const inserted = await findRun(db, orgId, run.id);
+        expect(inserted).to.deep.equal(run);
+        expect(inserted).to.include({ status: 'RUNNING', claimed_by: w.workers.workerId, attempts: 1 });
+        const finish = w.signals.waitForFinish(run.id, 20_000);
+        adoption.start(run);
+        expect((await finish)?.status).to.equal('COMPLETE');
+        sql.stop();
+        expect(sql.statements.filter(isClaim), 'claims').to.deep.equal([]);
+        const known = (await finish)!.finished?.();
+        expect(known!.run).to.deep.equal(await findRun(db, orgId, run.id));
+        expect(known!.steps).to.deep.equal(await listSteps(db, run.id));
+        expect(known!.steps[0]!.result).to.equal('Hello, Di!');
+        expect(known!.files).to.deep.equal(await listRunFiles(db, orgId, run.id));
+        expect(known!.files).to.have.length(1);
+
+        // The consumer is back: a queued run is executed.
+        const queued = await addRun(db, orgId, automationId, { name: 'Ed' });
+        const next = w.signals.waitForRun(queued, 20_000);
+        await w.queue.enqueue([queued]);
+        expect(await next).to.equal('COMPLETE');
+      });
+
+      it('a cancelled adoption gives the consumer back; a claimed row whose process died is recovered like any claimed run', async () => {
+        const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
+        w = await startWorkers(store);
+        (await adoptWhenIdle()).cancel();
+        const again = w.workers.adopt();
+        expect(again, 'the consumer is idle again').to.not.equal(undefined);
+        again!.cancel();
+
+        const rows = newRows(automationId);
+        const lost = claimedRunRow(rows, 'dead-worker', -1_000);
+        await insertRuns(db, [rows]);
+        expect(await recoverExpiredRuns(db, 2)).to.deep.equal({ requeued: [lost.id], failed: [] });
+        const done = w.signals.waitForRun(lost.id, 20_000);
+        await w.queue.enqueue([lost.id]);
+        expect(await done).to.equal('COMPLETE');
+        expect(Number((await runOf(db, lost.id)).attempts)).to.equal(2);
+      });
     });
 
     it(`a run longer than ${PROGRESS_AFTER_MS} ms shows its steps as they move`, async () => {
@@ -162,7 +242,10 @@ for (const kind of kinds) {
         expect(await statusView(db, pending)).to.deep.include({ stepStatus: { 0: 'PENDING', 1: 'PENDING' } });
 
         w = await startWorkers(store);
-        expect(await w.signals.waitForRun(runId, 20_000)).to.equal('COMPLETE');
+        const finish = await w.signals.waitForFinish(runId, 20_000);
+        expect(finish?.status).to.equal('COMPLETE');
+        // A second attempt writes over rows it does not know: a waiter reads the run back.
+        expect(finish!.finished?.()).to.equal(undefined);
         const steps = await listSteps(db, runId);
         expect(steps.map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE']);
         expect(steps[0]!.result).to.equal('Hello, Bo!');
