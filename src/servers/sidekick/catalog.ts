@@ -1,6 +1,6 @@
 /**
- * What discovery knows about one organisation (spec section 8): its tools in a MiniSearch
- * index that is updated in place when the source's fingerprint changes (only added, removed
+ * What discovery knows about one organisation (spec section 8): its tools in a BM25+
+ * index (search.ts, postings.ts) that is updated in place when the source's fingerprint changes (only added, removed
  * or changed tools are re-indexed), and small indexes over its connections and resources,
  * which are cheap enough to rebuild on every change.
  */

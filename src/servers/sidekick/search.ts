@@ -1,6 +1,6 @@
 /**
- * Query analysis and scoring on top of MiniSearch (BM25+, field boosts, prefix and typo
- * matching).
+ * Query analysis and scoring on top of the postings (postings.ts: BM25+, field boosts, prefix
+ * and typo matching).
  *
  * Confidence (spec section 8 `confidence`, 0..1) of a hit:
  *   specificity × coverage × (REL_FLOOR + (1 − REL_FLOOR) × bm25 / bestBm25)
@@ -18,8 +18,8 @@
  *   words, so a vague one-word request ("create") cannot reach 1 however well it matches.
  * The caller gives an exact tool-name request confidence 1 and applies the context policy.
  */
-import MiniSearch, { type Query, type SearchOptions, type SearchResult } from 'minisearch';
-import { processTerm, terms, tokenize, words } from './text.js';
+import { processTerm, terms, words } from './text.js';
+import { Postings, type Scored, type TermSpec } from './postings.js';
 import { related } from './lexicon.js';
 
 /** Weight of a related word relative to the word the user wrote. */
@@ -91,43 +91,41 @@ export interface Hit {
 }
 
 /**
- * A MiniSearch index over documents with numeric ids, plus the document frequencies that
- * weigh query groups. Documents can be added and removed (incremental updates).
+ * An inverted index over documents with numeric ids (postings.ts: BM25+ per field), plus the
+ * document frequencies that weigh query groups. Documents can be added and removed
+ * (incremental updates).
  */
 export class TermIndex<D extends { id: number }> {
-  private readonly ms: MiniSearch<D>;
+  private readonly postings: Postings;
+  private readonly names: string[];
   private readonly df = new Map<string, number>();
   private readonly docTerms = new Map<number, string[]>();
-  private readonly boost: Record<string, number>;
+  /** All fields, by index. */
+  private readonly allFields: number[];
   /** Fields that describe the document itself (quality ≥ MAIN_QUALITY). */
-  private readonly mainFields: string[];
+  private readonly mainFields: number[];
   /** Fields that name the document (quality 1). */
-  private readonly nameFields: string[];
+  private readonly nameFields: number[];
 
   constructor(
     private readonly fields: Record<string, FieldSpec>,
     private readonly text: (doc: D, field: string) => string,
   ) {
-    this.ms = new MiniSearch<D>({
-      fields: Object.keys(fields),
-      storeFields: [],
-      // Numeric ids are kept as numbers (MiniSearch returns whatever this gives for `id`).
-      extractField: (doc, field) => (field === 'id' ? (doc.id as unknown as string) : text(doc, field)),
-      tokenize,
-      processTerm,
-    });
-    this.boost = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.boost]));
-    this.mainFields = Object.keys(fields).filter((f) => fields[f]!.quality >= MAIN_QUALITY);
-    this.nameFields = Object.keys(fields).filter((f) => fields[f]!.quality >= 1);
+    this.names = Object.keys(fields);
+    this.postings = new Postings(this.names, this.names.map((f) => fields[f]!.boost));
+    this.allFields = this.names.map((_, i) => i);
+    this.mainFields = this.allFields.filter((i) => fields[this.names[i]!]!.quality >= MAIN_QUALITY);
+    this.nameFields = this.allFields.filter((i) => fields[this.names[i]!]!.quality >= 1);
   }
 
   get size(): number {
-    return this.ms.documentCount;
+    return this.postings.size;
   }
 
   add(doc: D): void {
-    this.ms.add(doc);
-    const distinct = [...new Set(Object.keys(this.fields).flatMap((f) => terms(this.text(doc, f))))];
+    const texts = this.names.map((f) => this.text(doc, f));
+    this.postings.add(doc.id, texts);
+    const distinct = [...new Set(texts.flatMap((t) => terms(t)))];
     this.docTerms.set(doc.id, distinct);
     for (const t of distinct) this.df.set(t, (this.df.get(t) ?? 0) + 1);
   }
@@ -135,7 +133,7 @@ export class TermIndex<D extends { id: number }> {
   remove(id: number): void {
     const distinct = this.docTerms.get(id);
     if (!distinct) return;
-    this.ms.discard(id);
+    this.postings.remove(id, distinct);
     this.docTerms.delete(id);
     for (const t of distinct) {
       const n = (this.df.get(t) ?? 1) - 1;
@@ -147,13 +145,13 @@ export class TermIndex<D extends { id: number }> {
   /** The best `max` candidates with their confidence, unsorted (callers rank by confidence). */
   search(q: AnalyzedQuery, max: number): Hit[] {
     if (q.groups.length === 0 || this.size === 0) return [];
-    const results = this.ms.search(this.query(q), this.options(q));
+    const results = this.postings.search(this.query(q), max);
     if (results.length === 0) return [];
     const weights = q.groups.map((g) => this.groupWeight(g));
     const specificity = this.specificity(q);
-    // MiniSearch multiplies each score by the number of query terms matched, related words and
+    // Candidates come ordered by score × the number of query terms matched, related words and
     // parameter-text matches included; coverage measures that properly, so rank on plain BM25.
-    const candidates = results.slice(0, max).map((r) => ({ r, bm25: r.score / Math.max(1, r.queryTerms.length) }));
+    const candidates = results.map((r) => ({ r, bm25: r.score }));
     const best = Math.max(...candidates.map((c) => c.bm25));
     return candidates.map(({ r, bm25 }) => {
       const coverage = this.coverage(r, q, weights);
@@ -163,13 +161,13 @@ export class TermIndex<D extends { id: number }> {
   }
 
   /**
-   * The MiniSearch query. In a large index a word found in more than COMMON_SHARE of the
+   * The query terms and where each is searched. In a large index a word found in more than COMMON_SHARE of the
    * documents discriminates only where it describes the tool itself, so it is searched in the
    * main fields only (quality ≥ MAIN_QUALITY: name, title, description, server) — in parameter
    * texts it would touch thousands of postings for little signal — and a common related word
    * only in the name fields (quality 1), where it bridges "make a folder" to folder_create.
    */
-  private query(q: AnalyzedQuery): Query {
+  private query(q: AnalyzedQuery): TermSpec[] {
     const cap = Math.max(MIN_COMMON_DOCS, this.size * COMMON_SHARE);
     const isCommon = (t: string): boolean => (this.df.get(t) ?? 0) > cap;
     const rest = new Set<string>();
@@ -179,26 +177,20 @@ export class TermIndex<D extends { id: number }> {
     for (const g of q.groups) {
       for (const r of g.related) if (this.df.has(r)) (isCommon(r) ? commonRelated : rest).add(r);
     }
-    const queries: Query[] = [];
-    if (rest.size) queries.push([...rest].join(' '));
-    if (commonOriginal.size) queries.push({ queries: [[...commonOriginal].join(' ')], fields: this.mainFields });
-    if (commonRelated.size) queries.push({ queries: [[...commonRelated].join(' ')], fields: this.nameFields });
-    return { combineWith: 'OR', queries };
-  }
-
-  private options(q: AnalyzedQuery): SearchOptions {
     const isOriginal = (t: string): boolean => q.original.has(t);
-    return {
-      tokenize: (s) => s.split(' '),
-      processTerm: (t) => t,
-      boost: this.boost,
-      boostTerm: (t) => (isOriginal(t) ? 1 : RELATED_WEIGHT),
-      prefix: (t) => isOriginal(t) && t.length >= 4,
-      // Fuzzy matching is for typos: only words the index does not contain as such.
-      fuzzy: (t) => (isOriginal(t) && t.length >= 5 && !this.df.has(t) ? (t.length >= 9 ? 2 : 1) : false),
-      weights: { prefix: 0.4, fuzzy: 0.3 },
-      combineWith: 'OR',
-    };
+    const spec = (fields: readonly number[]) => (t: string): TermSpec => ({
+      term: t,
+      fields,
+      boost: isOriginal(t) ? 1 : RELATED_WEIGHT,
+      prefix: isOriginal(t) && t.length >= 4,
+      // Typo matching is for words the index does not contain as such.
+      fuzzy: isOriginal(t) && t.length >= 5 && !this.df.has(t) ? (t.length >= 9 ? 2 : 1) : 0,
+    });
+    return [
+      ...[...rest].map(spec(this.allFields)),
+      ...[...commonOriginal].map(spec(this.mainFields)),
+      ...[...commonRelated].map(spec(this.nameFields)),
+    ];
   }
 
   /**
@@ -233,7 +225,7 @@ export class TermIndex<D extends { id: number }> {
     return Math.log(1 + (this.size - df + 0.5) / (df + 0.5));
   }
 
-  private coverage(r: SearchResult, q: AnalyzedQuery, weights: number[]): number {
+  private coverage(r: Scored, q: AnalyzedQuery, weights: number[]): number {
     let got = 0;
     let total = 0;
     q.groups.forEach((g, i) => {
@@ -245,7 +237,7 @@ export class TermIndex<D extends { id: number }> {
   }
 
   /** 0..1: how well one query group is matched by a result (kind of match × field quality). */
-  private groupMatch(g: QueryGroup, r: SearchResult): number {
+  private groupMatch(g: QueryGroup, r: Scored): number {
     let best = 0;
     for (const docTerm in r.match) {
       let kind = 0;

@@ -28,13 +28,13 @@ export function words(text: string): string[][] {
   return out;
 }
 
-/** Tokenizer for MiniSearch: every form of every word; processTerm filters and stems them. */
+/** Tokenizer of the index (postings.ts): every form of every word; processTerm filters and stems them. */
 export function tokenize(text: string): string[] {
   return words(text).flat();
 }
 
 /**
- * MiniSearch processTerm: null for noise (stop words, one letter, pure numbers), aliases
+ * Term processing of the index and of requests: null for noise (stop words, one letter, pure numbers), aliases
  * expanded (`pr` → pull, request), everything stemmed. Applied to documents and queries alike.
  */
 export function processTerm(term: string): string | string[] | null {
