@@ -2221,7 +2221,7 @@ export interface components {
              * @default 2000
              */
             revocationCacheMs: number;
-            /** @description RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 16 per core (os.availableParallelism()), at least 16 — 32 on a 2-core machine. */
+            /** @description RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine. */
             runConcurrency: number;
             /**
              * @description RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered.

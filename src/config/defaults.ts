@@ -26,12 +26,13 @@ export const defaults = {
   /** Per-run execution limit when the definition sets none (TIMEOUT beyond it). */
   runTimeoutMs: 600_000,
   /**
-   * Concurrent runs per process: 16 per core, at least 16. Runs wait on the store, on sandbox
+   * Concurrent runs per process: 32 per core, at least 32. Runs wait on the store, on sandbox
    * processes and on HTTP far more than they compute in this process, and more runs at once
    * make bigger write batches (bench/README.md, issue 14: on 2 cores, 8 at once executed about
-   * 1,300 no-op runs/s, 16 about 1,500 and 32 about 1,900).
+   * 1,300 no-op runs/s, 16 about 1,500 and 32 about 1,900 in one session; in a later, slower
+   * one 32 gave 1,498–1,559 and 64 gave 1,652–1,697, with less CPU per run).
    */
-  runConcurrency: Math.min(256, Math.max(16, 16 * cores)),
+  runConcurrency: Math.min(256, Math.max(32, 32 * cores)),
   /** A worker holds a run for this long and renews while it runs; expired leases are recovered. */
   runLeaseMs: 30_000,
   /** Attempts before a run whose worker was lost ends FAILED. */

@@ -35,7 +35,7 @@ describe('config', () => {
   it('run concurrency and sandbox processes follow the cores; context reuse and process recycling are settings', () => {
     const cores = os.availableParallelism();
     const c = loadConfig({ DATA_DIR: dataDir() });
-    expect(c).to.include({ runConcurrency: Math.max(16, 16 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 1000 });
+    expect(c).to.include({ runConcurrency: Math.max(32, 32 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 1000 });
     const set = loadConfig({ DATA_DIR: dataDir(), RUN_CONCURRENCY: '3', SANDBOX_POOL_SIZE: '5', SANDBOX_REUSE_CONTEXTS: 'false', SANDBOX_MAX_EXECUTIONS: '1' });
     expect(set).to.include({ runConcurrency: 3, sandboxPoolSize: 5, sandboxReuseContexts: false, sandboxMaxExecutions: 1 });
   });
