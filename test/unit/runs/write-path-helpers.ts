@@ -47,9 +47,9 @@ export interface Workers {
 }
 
 /** Run workers of one process on `store` (what `npm start` runs beside HTTP), started. */
-export async function startWorkers(store: TestStore, env: Record<string, string> = {}): Promise<Workers> {
+export async function startWorkers(store: TestStore, env: Record<string, string> = {}, idleCheckMs = 250): Promise<Workers> {
   const config = loadConfig({ DATA_DIR: store.dataDir, SEED_DEMO: 'false', RUN_CONCURRENCY: '1', ...env });
-  const queue = new InProcessRunQueue(250);
+  const queue = new InProcessRunQueue(idleCheckMs);
   const signals = await createSignals(undefined, silent, 'test');
   const blobs = openBlobStore(config);
   const sandbox = new SandboxPool({ size: 1, log: silent });

@@ -12,6 +12,8 @@ import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
 import { listRunFiles } from '../../../src/runs/files.js';
 import { claimedRunRow, claimRun, findRun, insertRuns, listSteps, loadRunForWorker, recoverExpiredRuns, runRows, startStep, type RunRow, type StepRow } from '../../../src/runs/runs.js';
 import type { RunAdoption } from '../../../src/runs/worker.js';
+import { GroupCommitter } from '../../../src/runs/group-commit.js';
+import { WriteQueue } from '../../../src/storage/write-queue.js';
 import { statusView } from '../../../src/runs/views.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
@@ -113,15 +115,21 @@ for (const kind of kinds) {
 
       it('is inserted claimed and executed without a claim statement; its finish signal carries it as the store holds it', async () => {
         const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
-        w = await startWorkers(store);
+        // No idle check while the test runs: every claim statement would be the queue's own.
+        w = await startWorkers(store, {}, 60_000);
         const adoption = await adoptWhenIdle();
         expect(w.workers.adopt(), 'RUN_CONCURRENCY 1: the one consumer is lent').to.equal(undefined);
         const sql = logSql(db);
         const rows = newRows(automationId);
         const run = adoption.claim(rows);
-        await insertRuns(db, [rows]);
+        // Inserted as trigger calls insert runs: in one multi-row INSERT beside a plain PENDING run.
+        const pendingRows = newRows(automationId);
+        const writer = new GroupCommitter(WriteQueue.for(db));
+        await Promise.all([writer.add(rows), writer.add(pendingRows)]);
+        expect(sql.statements.filter((st) => /^insert into runs\b/.test(st)), 'one INSERT for both runs').to.have.length(1);
         const inserted = await findRun(db, orgId, run.id);
         expect(inserted).to.deep.equal(run);
+        expect(await findRun(db, orgId, pendingRows.run.id as string)).to.include({ status: 'PENDING', attempts: 0, claimed_by: null, started_at: null, lease_until: null });
         expect(inserted).to.include({ status: 'RUNNING', claimed_by: w.workers.workerId, attempts: 1 });
         const finish = w.signals.waitForFinish(run.id, 20_000);
         adoption.start(run);
@@ -135,11 +143,11 @@ for (const kind of kinds) {
         expect(known!.files).to.deep.equal(await listRunFiles(db, orgId, run.id));
         expect(known!.files).to.have.length(1);
 
-        // The consumer is back: a queued run is executed.
+        // The consumer is back: the queued runs are executed.
         const queued = await addRun(db, orgId, automationId, { name: 'Ed' });
-        const next = w.signals.waitForRun(queued, 20_000);
-        await w.queue.enqueue([queued]);
-        expect(await next).to.equal('COMPLETE');
+        const next = [queued, pendingRows.run.id as string].map((id) => w!.signals.waitForRun(id, 20_000));
+        await w.queue.enqueue([queued, pendingRows.run.id as string]);
+        expect(await Promise.all(next)).to.deep.equal(['COMPLETE', 'COMPLETE']);
       });
 
       it('a cancelled adoption gives the consumer back; a claimed row whose process died is recovered like any claimed run', async () => {
