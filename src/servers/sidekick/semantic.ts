@@ -22,6 +22,7 @@ import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gate
 import type { EmbeddingsProvider, EmbeddingsStatus } from './embeddings.js';
 import { loadVectors, saveVectors, SHARED_SCOPE } from './embeddings-store.js';
 import type { SkillDoc } from './skills.js';
+import { dotScanner, type DotScanner } from './dots.js';
 
 const RETRY_MS = 30_000;
 /** Texts sent to the provider per round of a fill (then stored, and usable at once). */
@@ -81,7 +82,8 @@ interface ScoredDocs {
   /** Char code of each key's kind letter (`t`, `c`, `r`, `s`). */
   kind: Uint8Array;
   dims: number;
-  matrix: Float32Array;
+  /** The vectors as one row-major matrix, and their scan (dots.ts). */
+  scanner: DotScanner;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -162,11 +164,12 @@ export class SemanticIndex {
 
   constructor(private readonly semantic: Semantic, readonly orgId: string) {}
 
-  /** Documents still waiting for a vector. */
+  /** Documents still waiting for a vector: counted by `sync`, counted down as the fill attaches vectors. */
+  private waiting = 0;
+
+  /** Documents still waiting for a vector (asked on every discover: kept, not counted). */
   get pending(): number {
-    let n = 0;
-    for (const d of this.docs.values()) if (!d.vector) n++;
-    return n;
+    return this.waiting;
   }
 
   /**
@@ -182,7 +185,11 @@ export class SemanticIndex {
       else next.set(d.key, { scope: d.scope, hash, text: d.text, vector: this.semantic.vectors.get(`${d.scope}:${hash}`) });
     }
     this.docs.clear();
-    for (const [k, v] of next) this.docs.set(k, v);
+    this.waiting = 0;
+    for (const [k, v] of next) {
+      this.docs.set(k, v);
+      if (!v.vector) this.waiting++;
+    }
     this.scored = undefined;
     this.retryAt = 0;
     this.ensure();
@@ -209,29 +216,15 @@ export class SemanticIndex {
   /** z-scores of the documents against the request vector; undefined when too few tools have vectors. */
   score(query: Float32Array): RequestScores | undefined {
     const docs = this.scoredDocs(query.length);
-    const { matrix, dims, tool } = docs;
+    const { tool } = docs;
     const n = docs.keys.length;
     const z = new Float32Array(n);
+    docs.scanner.run(query, z);
     let sum = 0;
     let sumSq = 0;
     let tools = 0;
-    const tail = dims - (dims % 4);
-    for (let i = 0, at = 0; i < n; i++, at += dims) {
-      // Four accumulators: about twice as fast as one in V8.
-      let d0 = 0;
-      let d1 = 0;
-      let d2 = 0;
-      let d3 = 0;
-      let j = 0;
-      for (; j < tail; j += 4) {
-        d0 += matrix[at + j]! * query[j]!;
-        d1 += matrix[at + j + 1]! * query[j + 1]!;
-        d2 += matrix[at + j + 2]! * query[j + 2]!;
-        d3 += matrix[at + j + 3]! * query[j + 3]!;
-      }
-      for (; j < dims; j++) d0 += matrix[at + j]! * query[j]!;
-      const dot = d0 + d1 + d2 + d3;
-      z[i] = dot;
+    for (let i = 0; i < n; i++) {
+      const dot = z[i]!;
       if (tool[i]) {
         sum += dot;
         sumSq += dot * dot;
@@ -249,11 +242,11 @@ export class SemanticIndex {
   private scoredDocs(dims: number): ScoredDocs {
     if (!this.scored || this.scored.dims !== dims) {
       const withVectors = [...this.docs].filter(([, d]) => d.vector?.length === dims);
-      const matrix = new Float32Array(withVectors.length * dims);
-      withVectors.forEach(([, d], i) => matrix.set(d.vector!, i * dims));
+      const scanner = dotScanner(withVectors.length, dims);
+      withVectors.forEach(([, d], i) => scanner.matrix.set(d.vector!, i * dims));
       const keys = withVectors.map(([k]) => k);
       this.scored = {
-        keys, dims, matrix,
+        keys, dims, scanner,
         row: new Map(keys.map((k, i) => [k, i])),
         tool: Uint8Array.from(keys, (k) => (k.startsWith('t:') ? 1 : 0)),
         kind: Uint8Array.from(keys, (k) => k.charCodeAt(0)),
@@ -267,6 +260,7 @@ export class SemanticIndex {
     const attach = (key: string, doc: DocState, vector: Float32Array): void => {
       // The document may have changed while its vector was being made.
       if (this.docs.get(key) === doc) {
+        if (!doc.vector) this.waiting--;
         doc.vector = vector;
         this.scored = undefined;
       }
