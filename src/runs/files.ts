@@ -133,7 +133,6 @@ export async function findFile(db: Knex, orgId: string, fileId: string): Promise
   return row ? toRecord(row) : undefined;
 }
 
-/** A run's files: attachments first, then step files by step index, each in creation order. */
 /**
  * Records of rows written already, in listRunFiles's order (step files: by step, then created,
  * then id), for a caller that knows the rows it committed (recorder.ts `finishedRun`).
@@ -146,6 +145,7 @@ export function fileRecords(rows: readonly FileRow[]): FileRecord[] {
   }).map(toRecord);
 }
 
+/** A run's files: attachments first, then step files by step index, each in creation order. */
 export async function listRunFiles(db: Knex, orgId: string, runId: string): Promise<FileRecord[]> {
   const rows = (await db('files')
     .where({ org_id: orgId, run_id: runId })

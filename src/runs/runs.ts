@@ -61,7 +61,6 @@ const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOStri
  * (`startStep`); until then the pinned version says what the step is (`withPlannedSteps`).
  * One row per run lets a batch of accepted runs be one INSERT statement (bench/triggers.ts).
  */
-
 export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {
     run: {
