@@ -26,8 +26,11 @@ export interface RunQueue {
   close(): Promise<void>;
 }
 
-/** A sleeping consumer's wake-up; `woken` once it ran (by an enqueue, its idle check or close). */
-type Sleeper = (() => void) & { woken: boolean };
+/**
+ * A sleeping consumer's wake-up; `woken` once it ran (by an enqueue, its idle check or close).
+ * `timer` is its idle check, stopped while the consumer is lent (`borrowIdle`).
+ */
+type Sleeper = (() => void) & { woken: boolean; timer: NodeJS.Timeout | undefined };
 
 export class InProcessRunQueue implements RunQueue {
   readonly kind = 'in-process' as const;
@@ -81,23 +84,26 @@ export class InProcessRunQueue implements RunQueue {
 
   /**
    * A sleeping consumer, lent out to execute one run handed over directly (RunWorkers.adopt): it
-   * stays asleep, out of the wake list, until `release`, so the process never runs more runs at
-   * once than its consumers. Undefined when every consumer is busy (there is a backlog) or the
-   * queue is closing. The one who borrows must call `release` exactly once.
+   * stays asleep, out of the wake list and without its idle check, until `release`, so the process
+   * never runs more runs at once than its consumers. Undefined when every consumer is busy (there
+   * is a backlog) or the queue is closing. The one who borrows must call `release` exactly once.
    */
   borrowIdle(): { release(): void } | undefined {
     if (this.closed) return undefined;
     const wake = this.sleepers.pop();
     if (!wake) return undefined;
+    clearTimeout(wake.timer);
     let released = false;
     return {
       release: () => {
         if (released) return;
         released = true;
-        // Back to sleep, or woken to end if the queue closed meanwhile. Its idle check may have
-        // woken it while it was lent (once per idle period): it is claiming already then.
+        // Woken to end if the queue closed meanwhile; otherwise back to sleep, its idle check anew.
         if (this.closed) wake();
-        else if (!wake.woken) this.sleepers.push(wake);
+        else {
+          wake.timer = setTimeout(wake, this.idleCheckMs);
+          this.sleepers.push(wake);
+        }
       },
     };
   }
@@ -107,12 +113,12 @@ export class InProcessRunQueue implements RunQueue {
       const done: Sleeper = Object.assign(() => {
         if (done.woken) return;
         done.woken = true;
-        clearTimeout(timer);
+        clearTimeout(done.timer);
         const i = this.sleepers.indexOf(done);
         if (i >= 0) this.sleepers.splice(i, 1);
         resolve();
-      }, { woken: false });
-      const timer = setTimeout(done, this.idleCheckMs);
+      }, { woken: false, timer: undefined as NodeJS.Timeout | undefined });
+      done.timer = setTimeout(done, this.idleCheckMs);
       this.sleepers.push(done);
     });
   }

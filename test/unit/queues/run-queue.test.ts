@@ -58,6 +58,51 @@ describe('InProcessRunQueue', () => {
     expect(runs.handled).to.deep.equal(['run_1']);
   });
 
+  it('a lent consumer (borrowIdle) is neither woken by enqueues nor by its idle check until it is released; then both work again', async () => {
+    queue = new InProcessRunQueue(60);
+    const runs = fakeRuns();
+    queue.consume(1, runs.handler);
+    await until(() => runs.calls.length === 1, 1000, 'the first (empty) claim');
+    await sleep(20); // asleep now
+    const lent = queue.borrowIdle();
+    expect(lent, 'the sleeping consumer').to.not.equal(undefined);
+    expect(queue.borrowIdle(), 'no other consumer is idle').to.equal(undefined);
+    runs.pending.push('run_1');
+    await queue.enqueue(['run_1']);
+    // Three idle periods: a lent consumer runs nothing, so the process never exceeds its consumers.
+    await sleep(200);
+    expect(runs.calls, 'calls while lent').to.have.length(1);
+    lent!.release();
+    lent!.release(); // a second release changes nothing
+    // Back to sleep with its idle check: the run queued meanwhile is claimed by the next check.
+    await until(() => runs.handled.length === 1, 1000, 'run_1 after the release');
+    expect(runs.handled).to.deep.equal(['run_1']);
+    await sleep(20);
+    runs.pending.push('run_2');
+    const enqueuedAt = Date.now();
+    await queue.enqueue(['run_2']);
+    await until(() => runs.handled.length === 2, 1000, 'run_2 on enqueue');
+    expect(runs.calls.at(-1)! - enqueuedAt).to.be.lessThan(50);
+  });
+
+  it('a consumer lent when the queue closes ends once released', async () => {
+    queue = new InProcessRunQueue(IDLE_CHECK_MS);
+    const runs = fakeRuns();
+    queue.consume(1, runs.handler);
+    await until(() => runs.calls.length === 1, 1000, 'the first (empty) claim');
+    await sleep(20);
+    const lent = queue.borrowIdle()!;
+    let closed = false;
+    const closing = queue.close().then(() => (closed = true));
+    await sleep(50);
+    expect(closed, 'close waits for the lent consumer').to.equal(false);
+    expect(queue.borrowIdle(), 'nothing is lent once closing').to.equal(undefined);
+    lent.release();
+    await closing;
+    expect(closed).to.equal(true);
+    expect(runs.calls).to.have.length(1);
+  });
+
   it('a consumer keeps claiming while runs are there, and wakes every sleeping consumer', async () => {
     queue = new InProcessRunQueue(IDLE_CHECK_MS);
     const runs = fakeRuns();
