@@ -147,9 +147,23 @@ export class LocalBlobStore implements BlobStore {
   async put(key: string, content: Readable | Buffer, opts: PutOptions = {}): Promise<PutResult> {
     const target = this.pathOf(key);
     if (Buffer.isBuffer(content) && opts.fresh) return this.putFresh(target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
-    await mkdir(this.tmpDir, { recursive: true });
+    // A source that fails before the pipeline below listens to it (a client that goes away while
+    // the folder is made) would otherwise emit an 'error' nobody handles: it fails this put instead.
+    let early: { err: unknown } | undefined;
+    const onEarly = (err: unknown): void => {
+      early ??= { err };
+    };
+    if (!Buffer.isBuffer(content)) content.on('error', onEarly);
+    try {
+      await mkdir(this.tmpDir, { recursive: true });
+    } catch (err) {
+      if (!Buffer.isBuffer(content)) content.off('error', onEarly);
+      throw err;
+    }
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
     if (Buffer.isBuffer(content)) return this.putBuffer(tmp, target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
+    content.off('error', onEarly);
+    if (early) throw early.err;
     const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
     // `flush: true` fsyncs before close, so the renamed blob survives a power loss whole.
     const sink = createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: this.fsync });

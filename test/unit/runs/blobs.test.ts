@@ -136,6 +136,15 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
     expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal([]);
   });
 
+  it('a source that fails before the write starts fails the put (no unhandled error), and nothing is written', async () => {
+    const source = new PassThrough();
+    const pending = blobs.put('a/early', source);
+    // Emitted on the next tick: before put has made its folder and started the pipeline.
+    source.destroy(new Error('gone at once'));
+    expect((await rejection(pending)).message).to.equal('gone at once');
+    expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal([]);
+  });
+
   it('get of a missing key is BlobNotFoundError; delete of a missing key is fine', async () => {
     expect(await rejection(blobs.get('no/such'))).to.be.instanceOf(BlobNotFoundError);
     await blobs.put('no/such/deeper', Buffer.from('x'));
