@@ -164,10 +164,10 @@ export class SemanticIndex {
 
   constructor(private readonly semantic: Semantic, readonly orgId: string) {}
 
-  /** Documents still waiting for a vector: counted by `sync`, counted down as the fill attaches vectors. */
+  /** Counted by `sync`, counted down as the fill attaches vectors (`pending` is asked on every discover). */
   private waiting = 0;
 
-  /** Documents still waiting for a vector (asked on every discover: kept, not counted). */
+  /** Documents still waiting for a vector. */
   get pending(): number {
     return this.waiting;
   }
