@@ -17,10 +17,14 @@
  * - specificity, the saturating absolute component: 1 − exp(−Σ IDF / 2) over the request's
  *   words, so a vague one-word request ("create") cannot reach 1 however well it matches.
  * The caller gives an exact tool-name request confidence 1 and applies the context policy.
+ *
+ * Values in the request (file names, URLs, e-mail and IP addresses, versions, #channels) are
+ * not words of it: each counts as the word for its kind (literals.ts).
  */
 import { processTerm, terms, words } from './text.js';
 import { Postings, type Scored, type TermSpec } from './postings.js';
 import { related } from './lexicon.js';
+import { literals } from './literals.js';
 
 /** Weight of a related word relative to the word the user wrote. */
 const RELATED_WEIGHT = 0.45;
@@ -58,7 +62,9 @@ export interface AnalyzedQuery {
 export function analyze(request: string): AnalyzedQuery {
   const groups: QueryGroup[] = [];
   const original = new Set<string>();
-  for (const forms of words(request)) {
+  // Values (file names, URLs, channels …) count as the word for their kind (literals.ts).
+  const { rest, kinds } = literals(request);
+  for (const forms of [...words(rest), ...kinds.flatMap((k) => words(k))]) {
     const ts = new Set<string>();
     for (const form of forms) {
       const t = processTerm(form);

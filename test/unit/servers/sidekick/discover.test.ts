@@ -42,6 +42,17 @@ describe('svc-sidekick capabilities_discover', () => {
       });
     }
 
+    it('reads a file name, a channel or a URL in the request as a value of that kind, not as words (literals.ts)', async () => {
+      const files = appServer('files', 'Files', 'Local files.', [
+        ['files_move', 'Move or rename a file or a folder.', { from: 'Current path', to: 'New path' }],
+        ['files_read', 'Read the text of a file.', { path: 'Path' }],
+      ]);
+      const withFiles = createSidekickServer(createMemorySource({ tools: [...tools(), ...files], connections, resources }), { skills });
+      // Read as words, "slack" and "invoices" would point at Slack's and Stripe's tools.
+      expect(names(await discover(withFiles, { request: 'rename slack-invoices.csv to stripe-archive.csv' }))[0]).to.equal('files_move');
+      expect(names(await discover(withFiles, { request: 'what does https://stripe.com/invoices/jira say' }))).to.not.include.members(['stripe_list_invoices', 'jira_search_issues']);
+    });
+
     it('"create an issue for this bug" puts issue-creating tools on top', async () => {
       const top = names(await discover(server, { request: 'create an issue for this bug' })).slice(0, 2);
       expect(top).to.have.members(['jira_create_issue', 'linear_create_issue']);
