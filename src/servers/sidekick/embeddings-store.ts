@@ -1,6 +1,7 @@
 /**
  * Stored embeddings (migration 009_discovery_embeddings): read and written by scope (an
- * organisation's id, or `*` for the service's own texts), model and SHA-256 of the text.
+ * organisation's id, or `*` for the service's own texts), model and SHA-256 of the text, and
+ * pruned per organisation (`pruneVectors`).
  */
 import type { Knex } from 'knex';
 
@@ -55,4 +56,33 @@ export async function saveVectors(db: Knex, model: string, rows: readonly Stored
       .onConflict(['scope', 'model', 'content_hash'])
       .ignore();
   }
+}
+
+/**
+ * Deletes the rows of one organisation's scope that its documents no longer use: texts of
+ * removed or edited tools (hashes not in `keep`) and texts of another model, if created before
+ * `before` (so a text that comes and goes, or another process's newer catalogue, is not
+ * re-embedded for nothing). Returns the number of rows deleted.
+ */
+export async function pruneVectors(db: Knex, scope: string, model: string, keep: ReadonlySet<string>, before: string): Promise<number> {
+  const rows = await db('discovery_embeddings')
+    .select('model', 'content_hash')
+    .where('scope', scope)
+    .andWhere('created_at', '<', before) as { model: string; content_hash: string }[];
+  const byModel = new Map<string, string[]>();
+  for (const r of rows) {
+    if (r.model === model && keep.has(r.content_hash)) continue;
+    byModel.set(r.model, [...(byModel.get(r.model) ?? []), r.content_hash]);
+  }
+  let deleted = 0;
+  for (const [m, hashes] of byModel) {
+    for (let i = 0; i < hashes.length; i += CHUNK) {
+      deleted += await db('discovery_embeddings')
+        .where({ scope, model: m })
+        .whereIn('content_hash', hashes.slice(i, i + CHUNK))
+        .andWhere('created_at', '<', before)
+        .delete();
+    }
+  }
+  return deleted;
 }

@@ -20,7 +20,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../config/logger.js';
 import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gateway/types.js';
 import type { EmbeddingsProvider, EmbeddingsStatus } from './embeddings.js';
-import { loadVectors, saveVectors, SHARED_SCOPE } from './embeddings-store.js';
+import { loadVectors, pruneVectors, saveVectors, SHARED_SCOPE } from './embeddings-store.js';
 import type { SkillDoc } from './skills.js';
 import { dotScanner, type DotScanner } from './dots.js';
 
@@ -33,6 +33,12 @@ const SUMMARY_CHARS = 600;
 export const MIN_REFERENCE_DOCS = 20;
 /** Bytes of vectors kept in the process-wide cache (shared by organisations). */
 const CACHE_BYTES = 128 * 1024 * 1024;
+/**
+ * Stored vectors an organisation's documents no longer use are deleted after a complete fill,
+ * at most once an hour per organisation and process, when they are older than a day.
+ */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+const PRUNE_AGE_MS = 24 * 60 * 60 * 1000;
 
 export interface SemanticDoc {
   /** Unique within the organisation: `t:<tool id>`, `c:<connection id>`, `r:<resource id>`, `s:<skill>`. */
@@ -112,6 +118,8 @@ export const embedText = {
 export class Semantic {
   readonly vectors = new LRUCache<string, Float32Array>({ maxSize: CACHE_BYTES, sizeCalculation: (v) => Math.max(1, v.byteLength) });
   private embedded = 0;
+  /** When each organisation's stored vectors were last pruned by this process. */
+  private readonly pruned = new LRUCache<string, number>({ max: 10_000 });
   /** The latest index of each organisation, while its cache keeps it. */
   private readonly live = new Map<string, WeakRef<SemanticIndex>>();
 
@@ -146,6 +154,20 @@ export class Semantic {
     rows.forEach((r) => this.vectors.set(`${r.scope}:${r.hash}`, r.vector));
     if (this.db) await saveVectors(this.db, this.provider.model, rows);
     return vectors;
+  }
+
+  /**
+   * Deletes the organisation's stored vectors that `hashes` (its documents' texts, all with
+   * vectors) no longer include (embeddings-store.ts `pruneVectors`), at most once per
+   * PRUNE_INTERVAL_MS. The service's own texts (SHARED_SCOPE) are not pruned: every organisation
+   * shares them.
+   */
+  async prune(orgId: string, hashes: ReadonlySet<string>): Promise<void> {
+    const now = Date.now();
+    if (!this.db || orgId === SHARED_SCOPE || now - (this.pruned.get(orgId) ?? 0) < PRUNE_INTERVAL_MS) return;
+    this.pruned.set(orgId, now);
+    const deleted = await pruneVectors(this.db, orgId, this.provider.model, hashes, new Date(now - PRUNE_AGE_MS).toISOString());
+    if (deleted > 0) this.log.info({ orgId, deleted }, 'discovery: stored embeddings no longer used were deleted');
   }
 
   /** Stored vectors of documents, keyed `scope:hash`. */
@@ -271,8 +293,7 @@ export class SemanticIndex {
       if (cached) attach(key, d, cached);
     }
     todo = missing();
-    if (todo.length === 0) return;
-    const stored = await this.semantic.stored(todo.map(([, d]) => d));
+    const stored = todo.length ? await this.semantic.stored(todo.map(([, d]) => d)) : new Map<string, Float32Array>();
     for (const [key, d] of todo) {
       const v = stored.get(`${d.scope}:${d.hash}`);
       if (!v) continue;
@@ -284,6 +305,13 @@ export class SemanticIndex {
       const chunk = todo.slice(i, i + FILL_CHUNK);
       const vectors = await this.semantic.embedAndStore(chunk.map(([, d]) => d));
       chunk.forEach(([key, d], j) => attach(key, d, vectors[j]!));
+    }
+    // Complete: what the organisation's documents use is known, the rest of its rows can go.
+    if (this.waiting === 0) {
+      const own = new Set([...this.docs.values()].filter((d) => d.scope === this.orgId).map((d) => d.hash));
+      await this.semantic.prune(this.orgId, own).catch((err: unknown) => {
+        this.semantic.log.warn({ orgId: this.orgId, err: (err as Error).message }, 'discovery: pruning stored embeddings failed');
+      });
     }
   }
 }

@@ -10,6 +10,7 @@ import pino from 'pino';
 import type { CatalogTool, GatewayContext } from '../../../src/gateway/types.js';
 import type { Services } from '../../../src/services.js';
 import { createDiscoveryEngine, createMemorySource, EmbeddingsProvider, Semantic, type DiscoveryEngine } from '../../../src/servers/sidekick/index.js';
+import { toBytes } from '../../../src/servers/sidekick/embeddings-store.js';
 import { startEmbeddingsServer, type EmbeddingsServer } from '../../helpers/embeddings-server.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
@@ -156,6 +157,52 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
         await third.idleAll();
         const other = await store.db('discovery_embeddings').where({ scope: 'org_b' }).count({ n: '*' });
         expect(Number(other[0]!.n)).to.equal(TOOLS.length);
+      } finally {
+        await store.close();
+      }
+    });
+  }
+
+  for (const kind of ['sqlite', 'pg'] as const) {
+    it(`deletes the organisation's stored vectors its texts no longer use, once they are a day old (${kind})`, async function () {
+      if (!(await storeKinds()).includes(kind)) this.skip();
+      const store = await createTestStore(kind);
+      try {
+        const vector = toBytes(new Float32Array(512).fill(0.04));
+        const row = (scope: string, model: string, hash: string, createdAt: string) => ({
+          scope, model, content_hash: hash, dims: 512, vector, created_at: createdAt,
+        });
+        const old = new Date(Date.now() - 2 * 24 * 3600_000).toISOString();
+        const recent = new Date(Date.now() - 3600_000).toISOString();
+        await store.db('discovery_embeddings').insert([
+          row('org_a', 'use-lite', 'a'.repeat(64), old), // a removed tool's text: deleted
+          row('org_a', 'older-model', 'b'.repeat(64), old), // another model's: deleted
+          row('org_a', 'use-lite', 'c'.repeat(64), recent), // not a day old: kept
+          row('org_b', 'use-lite', 'd'.repeat(64), old), // another organisation's: not touched
+          row('*', 'use-lite', 'e'.repeat(64), old), // the service's own texts: not touched
+        ]);
+        const { log, lines } = capture();
+        const sem = semantic(store.db, 5_000, log);
+        const engine = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [], semantic: sem });
+        await engine.discover(context('org_a'), { request: 'warm up' });
+        await sem.idleAll();
+        const hashes = async (scope: string): Promise<string[]> =>
+          (await store.db('discovery_embeddings').where({ scope }).select('content_hash')).map((r: { content_hash: string }) => r.content_hash);
+        const a = await hashes('org_a');
+        expect(a).to.have.length(TOOLS.length + 1);
+        expect(a).to.include('c'.repeat(64)).and.not.include.members(['a'.repeat(64), 'b'.repeat(64)]);
+        expect(await hashes('org_b')).to.deep.equal(['d'.repeat(64)]);
+        expect(await hashes('*')).to.include('e'.repeat(64));
+        expect(lines.find((l) => l.msg === 'discovery: stored embeddings no longer used were deleted')).to.include({ orgId: 'org_a', deleted: 2 });
+
+        // The current texts' rows are kept, even when old: a new process reads them and embeds nothing.
+        await store.db('discovery_embeddings').where({ scope: 'org_a' }).update({ created_at: old });
+        const next = semantic(store.db);
+        const again = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [], semantic: next });
+        await again.discover(context('org_a'), { request: 'warm up' });
+        await next.idleAll();
+        expect(next.status().embedded).to.equal(0);
+        expect(await hashes('org_a')).to.have.length(TOOLS.length);
       } finally {
         await store.close();
       }
