@@ -82,7 +82,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
-  const gateway = createGateway(config, log, db);
+  const gateway = createGateway(config, log, db, redis);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
   const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(WriteQueue.for(db)), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });

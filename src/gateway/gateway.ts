@@ -5,13 +5,14 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
+import type { RedisClient } from '../storage/redis.js';
 import { GatewayCatalog } from './catalog.js';
 import { GatewayRouter } from './router.js';
 import { UpstreamPool } from './upstream/index.js';
 import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
 import { performance } from 'node:perf_hooks';
-import { createDiscoveryEngine, createSidekickServer, EmbeddingsProvider, Semantic, UsageMemory } from '../servers/sidekick/index.js';
+import { createDiscoveryEngine, createSidekickServer, EmbeddingsProvider, RedisPending, Semantic, UsageMemory } from '../servers/sidekick/index.js';
 import type { Services } from '../services.js';
 import { createAgentManagementServer } from '../servers/agent-management/index.js';
 import { createBrowserAutomationServer } from '../servers/browser-automation/index.js';
@@ -37,12 +38,17 @@ export interface Gateway {
 /** Organisations whose discovery index is built at start (the engine keeps 500). */
 const PREWARM_ORGS = 500;
 
-/** `db` keeps discovery's embeddings (without it they live in this process only). */
-export function createGateway(config: Config, log: Logger, db?: Knex): Gateway {
+/**
+ * `db` keeps discovery's embeddings (without it they live in this process only); `redis` shares
+ * discovery's pending discovers between the service's processes (learning from use).
+ */
+export function createGateway(config: Config, log: Logger, db?: Knex, redis?: RedisClient): Gateway {
   const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
   // Learning from use (src/servers/sidekick/usage.ts): off → nothing recorded, nothing learned used.
-  const usage = config.discovery.learning ? new UsageMemory() : undefined;
+  const usage = config.discovery.learning
+    ? new UsageMemory({ shared: redis ? new RedisPending(redis, config.redisPrefix, log) : undefined })
+    : undefined;
   const { embeddingsUrl, embeddingsModel, embeddingsBudgetMs } = config.discovery;
   const semantic = embeddingsUrl
     ? new Semantic(new EmbeddingsProvider({ url: embeddingsUrl, model: embeddingsModel, apiKey: config.embeddingsApiKey, budgetMs: embeddingsBudgetMs, log }), log, db)

@@ -30,10 +30,11 @@ export interface TestServer {
 
 /**
  * A real server on loopback over a fresh store, validating every response against the
- * OpenAPI bundle (DESIGN.md section 2).
+ * OpenAPI bundle (DESIGN.md section 2). With `shared`, it runs over another test server's store
+ * instead (a second service process on the same database), which its close leaves open.
  */
-export async function startTestServer(kind: StoreKind, env: Record<string, string> = {}): Promise<TestServer> {
-  const store = await createTestStore(kind);
+export async function startTestServer(kind: StoreKind, env: Record<string, string> = {}, shared?: TestStore): Promise<TestServer> {
+  const store = shared ?? await createTestStore(kind);
   const port = await freePort();
   const config = loadConfig({
     DATA_DIR: store.dataDir,
@@ -62,7 +63,7 @@ export async function startTestServer(kind: StoreKind, env: Record<string, strin
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.close();
-      await store.close();
+      if (!shared) await store.close();
     },
   };
 }

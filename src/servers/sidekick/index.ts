@@ -16,6 +16,7 @@ export {
   type UsageMemoryOptions, type LearnedUse,
 } from './usage.js';
 export { knexUsageStore, type UsageStore, type UsageRow, type UsageWrite } from './usage-store.js';
+export { RedisPending, type Pending, type SharedPending } from './usage-pending.js';
 export { loadSkillDir, parseSkill, SkillLibrary, DEFAULT_SKILLS_DIR, type SkillDoc } from './skills.js';
 export { SKILL_SEPARATOR, type DetailsArgs, type DetailsResult, type DetailItem } from './details.js';
 export {

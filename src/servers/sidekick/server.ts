@@ -78,7 +78,7 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       const [org, lib, learned, query] = await Promise.all([
         cache.get(ctx), skills(), usage?.boosts(ctx, args.request), opts.semantic?.provider.embedQuery(args.request),
       ]);
-      usage?.noteDiscover(ctx, args.request);
+      await usage?.noteDiscover(ctx, args.request);
       // Documents whose embedding failed earlier are tried again (at most every 30 s).
       org.semantic?.ensure();
       const vectors = query && org.semantic ? org.semantic.score(query) : undefined;

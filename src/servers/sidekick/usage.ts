@@ -7,8 +7,9 @@
  * - Pending discover: each discover notes (organisation, caller key, request, time). The caller
  *   key is `GatewayContext.callerId` (the API credential of a runtime token, the chat of an
  *   agent turn); without one, the organisation itself. Only the latest discover per caller is
- *   pending. Pending discovers live in this process only (at most MAX_PENDING): a caller whose
- *   discover and call reach different service processes is not learned from for that pair.
+ *   pending. Without Redis, pending discovers live in this process (at most MAX_PENDING); with
+ *   REDIS_URL they are shared by the service's processes (usage-pending.ts), so a discover and
+ *   its call may reach different processes.
  * - Attribution: the caller's next *successful* tools/call (no thrown error, no `isError`) of a
  *   tool within LEARNING_WINDOW_MS (2 minutes) records (request → server/tool) once and clears
  *   the pending discover, so a later unrelated call is not attributed. A failed call neither
@@ -27,6 +28,7 @@
 import type { GatewayContext, ToolCallObserver } from '../../gateway/types.js';
 import { analyze } from './search.js';
 import { knexUsageStore, type UsageRow, type UsageStore } from './usage-store.js';
+import type { Pending, SharedPending } from './usage-pending.js';
 
 /** How long after a discover a call is attributed to its request. */
 export const LEARNING_WINDOW_MS = 2 * 60_000;
@@ -76,9 +78,10 @@ export interface UsageMemoryOptions {
    * e.g. no embedding yet). The larger of it and the lexical similarity is used.
    */
   similar?: ((a: string, b: string) => number | undefined) | undefined;
+  /** Pending discovers shared by the service's processes (Redis); this process's memory otherwise. */
+  shared?: SharedPending | undefined;
 }
 
-interface Pending { request: string; terms: string[]; at: number }
 interface Cached { terms: ReadonlySet<string>; row: UsageRow }
 interface OrgRows {
   rows: Cached[];
@@ -133,23 +136,43 @@ export class UsageMemory implements ToolCallObserver {
     this.now = opts.now ?? Date.now;
   }
 
-  /** A capabilities_discover call: its request is pending for the caller. */
-  noteDiscover(ctx: GatewayContext, request: string): void {
+  /**
+   * A capabilities_discover call: its request is pending for the caller. Resolves once it is
+   * noted (with shared pending discovers, once Redis has it, so a call that follows at once on
+   * another process finds it); never rejects.
+   */
+  async noteDiscover(ctx: GatewayContext, request: string): Promise<void> {
     const terms = termsOf(request);
     if (!terms.length) return;
+    const p: Pending = { request: request.trim().slice(0, REQUEST_CHARS), terms, at: this.now() };
+    if (this.opts.shared) {
+      await this.opts.shared.put(ctx.orgId, ctx.callerId ?? '', p, this.windowMs);
+      return;
+    }
     const key = callerKey(ctx);
     this.pending.delete(key);
-    this.pending.set(key, { request: request.trim().slice(0, REQUEST_CHARS), terms, at: this.now() });
+    this.pending.set(key, p);
     if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value as string);
   }
 
   /** ToolCallObserver: a finished tools/call. Returns at once; the write runs in the background. */
   toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
     if (!ok || IGNORED(server, tool)) return;
+    if (this.opts.shared) {
+      this.track(this.opts.shared.take(ctx.orgId, ctx.callerId ?? '').then((p) => {
+        if (p) this.attribute(ctx, p, server, tool);
+      }));
+      return;
+    }
     const key = callerKey(ctx);
     const p = this.pending.get(key);
     if (!p) return;
     this.pending.delete(key);
+    this.attribute(ctx, p, server, tool);
+  }
+
+  /** Records (request → tool) if the call came within the window of its discover. */
+  private attribute(ctx: GatewayContext, p: Pending, server: string, tool: string): void {
     if (this.now() - p.at > this.windowMs) return;
     try {
       this.remember(ctx, p, server, tool);
@@ -210,12 +233,16 @@ export class UsageMemory implements ToolCallObserver {
     const at = new Date(this.now()).toISOString();
     const org = this.orgs.get(ctx.orgId);
     if (org) this.applyLocally(org, p, server, tool, at);
-    const write = this.store.record(ctx, { request: p.request, terms: p.terms, server, tool, at }, this.maxRows)
+    this.track(this.store.record(ctx, { request: p.request, terms: p.terms, server, tool, at }, this.maxRows)
       .catch((err: unknown) => {
         ctx.log.warn({ err, orgId: ctx.orgId, server, tool }, 'discovery learning: a use could not be stored');
-      })
-      .finally(() => this.writes.delete(write));
-    this.writes.add(write);
+      }));
+  }
+
+  /** Background work that `settled` waits for; it must not reject. */
+  private track(work: Promise<void>): void {
+    const tracked = work.finally(() => this.writes.delete(tracked));
+    this.writes.add(tracked);
   }
 
   /** The same change the store makes, on the cached rows (most recently used first, bounded). */

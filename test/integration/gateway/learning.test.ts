@@ -5,7 +5,8 @@
  * tools/call (directly on the server path, through gateway_invoke, and with the MCP SDK
  * client), capability_details says so, and another organisation sees nothing of it. Failed and
  * unrelated calls are not recorded, DISCOVERY_LEARNING=false records nothing, and a failing
- * store never fails the tool call. Runs on sqlite and, when reachable, PostgreSQL.
+ * store never fails the tool call. Runs on sqlite and, when reachable, PostgreSQL; with
+ * REDIS_URL, a discover and its call served by two service processes are learned too.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -183,6 +184,50 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe(`discovery learning across two service processes on one store and Redis (${kinds.includes('pg') ? 'pg' : 'sqlite'})`, function () {
+  this.timeout(60_000);
+  const env = { REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-learning-${process.pid}-${Date.now()}` };
+  let crm: Awaited<ReturnType<typeof startCrm>>;
+  let one: TestServer;
+  let two: TestServer;
+  let org: TestOrg;
+
+  before(async () => {
+    crm = await startCrm();
+    one = await startTestServer(kinds.includes('pg') ? 'pg' : 'sqlite', env);
+    // Behind one load balancer: the same public URL (the tokens' issuer and audience).
+    two = await startTestServer(kinds.includes('pg') ? 'pg' : 'sqlite', { ...env, PUBLIC_URL: one.baseUrl }, one.store);
+    org = await createTestOrg(one, 'Learning org');
+    await registerCrm(one, org, crm.url);
+  });
+  after(async () => {
+    one?.assertResponsesValid();
+    two?.assertResponsesValid();
+    await two?.close();
+    await one?.close();
+    await crm?.close();
+  });
+
+  it('a discover answered by one process and the call by the other are learned, once each', async () => {
+    const before = await discover(two, org, PARAPHRASE);
+    expect(top(before)).to.not.equal('crm/contact_lookup');
+    for (let i = 0; i < 3; i++) {
+      const [discovers, calls] = i % 2 ? [two, one] : [one, two];
+      await discover(discovers, org, PARAPHRASE);
+      expect((await callTool(calls, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError).to.not.equal(true);
+      // A second call on the process that answered the discover is not the same use again.
+      await callTool(discovers, org.token, 'crm', 'deal_create', { company: 'Acme' });
+      await Promise.all([one.app.services.gateway.usage!.settled(), two.app.services.gateway.usage!.settled()]);
+    }
+    const rows = await one.store.db('discovery_usage').select('request', 'server', 'tool', 'uses');
+    expect(rows.map((r: { tool: string; uses: number | string }) => [r.tool, Number(r.uses)])).to.deep.equal([['contact_lookup', 3]]);
+    // Each process reads the other's writes from the store after its reload interval (30 s);
+    // the process that wrote last has them at once.
+    const after = await discover(two, org, PARAPHRASE);
+    expect(top(after), JSON.stringify(after.tools.slice(0, 3))).to.equal('crm/contact_lookup');
+  });
+});
 
 describe('discovery learning switched off (DISCOVERY_LEARNING=false)', function () {
   this.timeout(60_000);

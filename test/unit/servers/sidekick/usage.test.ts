@@ -2,8 +2,8 @@
  * Learning from use (src/servers/sidekick/usage.ts): the discovery engine over an in-memory
  * catalogue, with the usage memory on a real store (sqlite file; PostgreSQL when reachable)
  * and a clock the tests move. Covers the window, failed and ignored calls, caller keys, the
- * per-organisation bound, organisation scoping, two processes sharing the store, and a
- * failing store.
+ * per-organisation bound, organisation scoping, two processes sharing the store, a failing
+ * store, and pending discovers shared through the machine's Redis.
  */
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
@@ -11,10 +11,11 @@ import { pino } from 'pino';
 import { createOrganization } from '../../../../src/auth/index.js';
 import type { GatewayContext } from '../../../../src/gateway/types.js';
 import {
-  createDiscoveryEngine, createMemorySource, knexUsageStore, learnedValue, LEARNING_WINDOW_MS, UsageMemory,
+  createDiscoveryEngine, createMemorySource, knexUsageStore, learnedValue, LEARNING_WINDOW_MS, RedisPending, UsageMemory,
   type DetailsResult, type DiscoverResult, type DiscoveryEngine, type UsageMemoryOptions,
 } from '../../../../src/servers/sidekick/index.js';
 import type { Services } from '../../../../src/services.js';
+import { connectRedis, type RedisClient } from '../../../../src/storage/redis.js';
 import { createTestStore, storeKinds, type TestStore } from '../../../helpers/store.js';
 import { tools } from './fixtures.js';
 
@@ -204,3 +205,88 @@ for (const kind of kinds) {
     });
   });
 }
+
+describe('discovery learning across processes: pending discovers in Redis (usage-pending.ts)', function () {
+  this.timeout(30_000);
+  const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  let store: TestStore;
+  let orgA: string;
+  let clock: number;
+  const clients: RedisClient[] = [];
+  const logged: string[] = [];
+  const log = pino({ level: 'warn' }, new Writable({ write(chunk: Buffer, _e, cb) { logged.push(chunk.toString()); cb(); } }));
+  const prefix = `sy-learn-${process.pid}-${Date.now()}`;
+
+  const ctx = (orgId: string, callerId?: string): GatewayContext => ({
+    services: { db: store.db, log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal,
+    ...(callerId ? { callerId } : {}),
+  });
+  /** One service process: its own Redis connection, engine and usage memory, the shared store. */
+  const processOf = async (): Promise<{ usage: UsageMemory; engine: DiscoveryEngine; redis: RedisClient }> => {
+    const redis = await connectRedis(REDIS_URL, log);
+    clients.push(redis);
+    const usage = new UsageMemory({ now: () => clock, shared: new RedisPending(redis, prefix, log) });
+    return { usage, redis, engine: createDiscoveryEngine(createMemorySource({ tools: tools() }), { skills: [], usage }) };
+  };
+  const rows = async (orgId: string) => (await knexUsageStore.load(ctx(orgId))).map((r) => `${r.request} → ${r.server}/${r.tool} ×${r.uses}`);
+
+  beforeEach(async () => {
+    store = await createTestStore(kinds[0]!);
+    orgA = (await createOrganization(store.db, { name: 'A' })).id;
+    clock = Date.now();
+    logged.length = 0;
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) if (c.isOpen) await c.close();
+    await store.close();
+  });
+
+  it('a discover served by one process and its call by another record the pair once', async () => {
+    const one = await processOf();
+    const two = await processOf();
+    const a = ctx(orgA, 'credential:1');
+    await one.engine.discover(a, { request: MISS });
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    // The same caller's next call, on either process, is not attributed to the same discover again.
+    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    await Promise.all([one.usage.settled(), two.usage.settled()]);
+    expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
+    // The key is gone from Redis; another caller's discover is its own.
+    expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
+    await two.engine.discover(ctx(orgA, 'credential:2'), { request: 'archive the old tickets' });
+    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    await one.usage.settled();
+    expect(await rows(orgA)).to.have.length(1);
+    one.usage.toolCalled(ctx(orgA, 'credential:2'), 'jira', 'jira_create_issue', true);
+    await one.usage.settled();
+    expect(await rows(orgA)).to.have.length(2);
+  });
+
+  it('keeps the window and the failed-call rule; the key expires with the window', async () => {
+    const one = await processOf();
+    const two = await processOf();
+    const a = ctx(orgA, 'credential:1');
+    await one.engine.discover(a, { request: MISS });
+    const ttl = await one.redis.pTTL(`${prefix}:discovery:pending:${encodeURIComponent(orgA)}:${encodeURIComponent('credential:1')}`);
+    expect(ttl).to.be.within(LEARNING_WINDOW_MS - 5_000, LEARNING_WINDOW_MS);
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', false); // failed: neither counts nor clears
+    await two.usage.settled();
+    clock += LEARNING_WINDOW_MS + 1; // past the window by the clock of the process that serves the call
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    await two.usage.settled();
+    expect(await rows(orgA)).to.deep.equal([]);
+    expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
+  });
+
+  it('without a connected Redis, discovers and calls go on and nothing is learned (logged)', async () => {
+    const one = await processOf();
+    await one.redis.close();
+    const a = ctx(orgA, 'credential:1');
+    const res = await one.engine.discover(a, { request: 'send a slack message' });
+    expect(res.tools[0]?.name).to.equal('slack_send_message');
+    one.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    await one.usage.settled();
+    expect(await rows(orgA)).to.deep.equal([]);
+    expect(logged.join('\n')).to.match(/could not note a pending discover in Redis/);
+  });
+});
