@@ -29,6 +29,15 @@ describe('svc-sidekick values in a request', () => {
     expect(literals('let #eng-alerts know')).to.deep.equal({ rest: 'let   know', kinds: ['channel'] });
   });
 
+  it('reads issue keys: a project key in capitals, a dash and a number', () => {
+    expect(literals('hand ENG-77 to jamal')).to.deep.equal({ rest: 'hand   to jamal', kinds: ['issue'] });
+    expect(literals('ENG-90 waits for ENG-88')).to.deep.equal({ rest: '  waits for  ', kinds: ['issue'] });
+    expect(kinds('close PAYMENTS-3F in sentry')).to.deep.equal(['issue']);
+    for (const request of ['an e-2 visa', 'the covid-19 report', 'a Wi-Fi network', 'X-1', 're-run job 12']) {
+      expect(literals(request), request).to.deep.equal({ rest: request, kinds: [] });
+    }
+  });
+
   it('leaves numbers and plain words alone: "#482" is a number, "1.5" a quantity', () => {
     for (const request of ['is PR #482 green?', 'raise the limit to 1.5 GB', 'send a slack message', '']) {
       expect(literals(request), request).to.deep.equal({ rest: request, kinds: [] });
@@ -45,7 +54,7 @@ describe('svc-sidekick values in a request', () => {
 
   it('finishes quickly on hostile input (no catastrophic backtracking)', () => {
     const started = performance.now();
-    literals(`${'a.'.repeat(20_000)}@ ${'#a-'.repeat(20_000)} ${'1.'.repeat(20_000)}`);
+    literals(`${'a.'.repeat(20_000)}@ ${'#a-'.repeat(20_000)} ${'1.'.repeat(20_000)} ${'AB-1'.repeat(20_000)} ${'a-'.repeat(20_000)}.`);
     expect(performance.now() - started).to.be.below(2_000);
   });
 });
