@@ -57,9 +57,10 @@ const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOStri
 
 /**
  * The row to insert for one run; the caller decides how it is written (group commit batches
- * many). A run is accepted as this one row: a step's row is written when a worker starts that step
- * (`startStep`); until then the pinned version says what the step is (`withPlannedSteps`).
- * One row per run lets a batch of accepted runs be one INSERT statement (bench/triggers.ts).
+ * many). A run is accepted as this one row. Its step rows are written by the worker's
+ * RunRecorder (recorder.ts): with the run's finish, or as progress once the run has lasted a
+ * while; until then the pinned version says what each step is (`withPlannedSteps`). One row per
+ * run lets a batch of accepted runs be one INSERT statement (bench/triggers.ts).
  */
 export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {
@@ -225,25 +226,6 @@ export async function renewLeases(db: Knex, runIds: readonly string[], workerId:
   return renewed;
 }
 
-/** Extends the lease of one run this worker holds; false when it lost the run. Workers renew all their runs at once (renewLeases). */
-export async function renewLease(db: Knex, runId: string, workerId: string, leaseMs: number): Promise<boolean> {
-  const n = await db('runs').where({ id: runId, claimed_by: workerId, status: 'RUNNING' }).update({ lease_until: leaseUntil(leaseMs) });
-  return n === 1;
-}
-
-/**
- * A step starts: its row is written now (runs are accepted without step rows), or reset when
- * it exists from an earlier attempt of a recovered run. The executor does not call this and
- * finishStep: it writes whole rows through a RunRecorder (src/runs/recorder.ts).
- */
-export async function startStep(db: Knex, runId: string, stepIndex: number, executionOrder: number, step: { name: string; stepVersion: number }): Promise<void> {
-  const started = { status: 'RUNNING', execution_order: executionOrder, started_at: nowIso() };
-  await db('run_steps')
-    .insert({ run_id: runId, step_index: stepIndex, step_version: step.stepVersion, name: step.name, ...started })
-    .onConflict(['run_id', 'step_index'])
-    .merge({ ...started, result_type: null, result: null, exit_code: null, duration_ms: null, finished_at: null, logs: null });
-}
-
 export interface StepOutcome {
   status: StepStatus;
   resultType: string;
@@ -253,27 +235,8 @@ export interface StepOutcome {
   logs: string[];
 }
 
-export async function finishStep(db: Knex, runId: string, stepIndex: number, o: StepOutcome): Promise<void> {
-  await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({
-    status: o.status, result_type: o.resultType, result: o.result, exit_code: o.exitCode,
-    duration_ms: o.durationMs, finished_at: nowIso(), logs: o.logs.length ? o.logs.join('\n') : null,
-  });
-}
-
 export async function skipRemainingSteps(db: Knex, runId: string): Promise<void> {
   await db('run_steps').where({ run_id: runId }).whereIn('status', ['PENDING', 'RUNNING']).update({ status: 'SKIPPED' });
-}
-
-/**
- * RUNNING → terminal; false when the run was not RUNNING (a terminal state is never
- * overwritten; a run re-queued after its lease was lost is PENDING) or, given `workerId`, when
- * another worker holds it now: a worker that lost its run never finishes it for the new owner.
- */
-export async function finishRun(db: Knex, runId: string, status: RunStatus, error?: string, workerId?: string): Promise<boolean> {
-  const n = await db('runs')
-    .where({ id: runId, status: 'RUNNING', ...(workerId === undefined ? {} : { claimed_by: workerId }) })
-    .update({ status, finished_at: nowIso(), error: error ?? null, lease_until: null });
-  return n === 1;
 }
 
 /**

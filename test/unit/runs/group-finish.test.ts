@@ -120,6 +120,23 @@ for (const kind of kinds) {
       expect(await listSteps(db, runs[2]!.id), 'only the newer attempt wrote its step row').to.have.length(1);
     });
 
+    it('a finish never overwrites a terminal state: a run that already ended (recovery failed it) matches nothing, and keeps its row', async () => {
+      const [run] = await claimed(1);
+      const writes = new WriteQueue(db);
+      const recorder = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run!, () => undefined);
+      await recorder.stepStarted(0, 1, { name: 'One', stepVersion: 1 });
+      await recorder.stepFinished(0, done('late'), []);
+      await db('runs').where({ id: run!.id }).update({ status: 'FAILED', error: 'worker lost', finished_at: new Date().toISOString(), lease_until: null });
+      const before = await loadRunForWorker(db, run!.id);
+      for (const status of ['COMPLETE', 'FAILED', 'TIMEOUT'] as const) {
+        const again = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run!, () => undefined);
+        expect(await again.finish(status, `late ${status}`), status).to.equal(false);
+      }
+      expect(await recorder.finish('COMPLETE', undefined)).to.equal(false);
+      expect(await loadRunForWorker(db, run!.id)).to.deep.equal(before);
+      expect(await listSteps(db, run!.id)).to.deep.equal([]);
+    });
+
     it('claimRuns takes the oldest PENDING runs, at most `limit` per statement, and concurrent claims never take a run twice', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 10; i++) {

@@ -10,7 +10,7 @@ import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
 import { listRunFiles } from '../../../src/runs/files.js';
-import { claimedRunRow, claimRun, findRun, insertRuns, listSteps, loadRunForWorker, recoverExpiredRuns, runRows, startStep, type RunRow, type StepRow } from '../../../src/runs/runs.js';
+import { claimedRunRow, claimRun, findRun, insertRuns, listSteps, loadRunForWorker, recoverExpiredRuns, runRows, type RunRow, type StepRow } from '../../../src/runs/runs.js';
 import type { RunAdoption } from '../../../src/runs/worker.js';
 import { GroupCommitter } from '../../../src/runs/group-commit.js';
 import { WriteQueue } from '../../../src/storage/write-queue.js';
@@ -277,8 +277,11 @@ for (const kind of kinds) {
         const runId = await addRun(db, orgId, automationId);
         // The first attempt wrote progress for both steps, then its worker was lost.
         await claimRun(db, 'dead-worker', 30_000, runId);
-        await startStep(db, runId, 0, 1, { name: 'Boom', stepVersion: 1 });
-        await startStep(db, runId, 1, 2, { name: 'Never', stepVersion: 1 });
+        const started = new Date().toISOString();
+        await db('run_steps').insert([
+          { run_id: runId, step_index: 0, step_version: 1, name: 'Boom', status: 'RUNNING', execution_order: 1, started_at: started },
+          { run_id: runId, step_index: 1, step_version: 1, name: 'Never', status: 'RUNNING', execution_order: 2, started_at: started },
+        ]);
         await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
         expect((await recoverExpiredRuns(db, 2)).requeued).to.deep.equal([runId]);
         expect((await listSteps(db, runId)).map((s) => s.status)).to.deep.equal(['PENDING', 'PENDING']);
