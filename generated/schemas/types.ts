@@ -1202,7 +1202,7 @@ export interface components {
              * @default 10
              */
             limit: number;
-            /** @description Plain-language description of what you need. */
+            /** @description Plain-language description of what you need. Only its first 128 words are read; the rest is ignored. */
             request: string;
             /** @description Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools). */
             types?: ("tool" | "connection" | "resource" | "agentSkill")[];
@@ -1719,7 +1719,7 @@ export interface components {
              * @default 10
              */
             limit: number;
-            /** @description Plain-language description of what you need. */
+            /** @description Plain-language description of what you need. Only its first 128 words are read; the rest is ignored. */
             request: string;
             /** @description Kinds of capability to search. Omit for all kinds. Values: tool (callable MCP tools), connection (the caller's connections, whose id is the PCID of application tools), resource (datastores, filestores, knowledge bases, vaults), agentSkill (Markdown skill documents attached to tools). */
             types?: ("tool" | "connection" | "resource" | "agentSkill")[];

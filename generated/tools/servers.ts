@@ -2291,7 +2291,7 @@ export const toolServers = [
             "request": {
               "type": "string",
               "minLength": 1,
-              "description": "Plain-language description of what you need."
+              "description": "Plain-language description of what you need. Only its first 128 words are read; the rest is ignored."
             },
             "types": {
               "type": "array",
@@ -2817,7 +2817,7 @@ export const toolServers = [
             "request": {
               "type": "string",
               "minLength": 1,
-              "description": "Plain-language description of what you need."
+              "description": "Plain-language description of what you need. Only its first 128 words are read; the rest is ignored."
             },
             "types": {
               "type": "array",

@@ -53,6 +53,15 @@ describe('svc-sidekick capabilities_discover', () => {
       expect(names(await discover(withFiles, { request: 'what does https://stripe.com/invoices/jira say' }))).to.not.include.members(['stripe_list_invoices', 'jira_search_issues']);
     });
 
+    it('reads the first 128 words of a request: a request of 20,000 words answers at once, by its beginning', async () => {
+      const filler = Array.from({ length: 20_000 }, (_, i) => ['invoice', 'refund', 'calendar', 'jira', 'deploy'][i % 5]).join(' ');
+      const started = performance.now();
+      const r = await discover(server, { request: `send a slack message ${'about '.repeat(124)}${filler}` });
+      expect(performance.now() - started).to.be.below(1_000);
+      expect(names(r)[0]).to.equal('slack_send_message');
+      expect(names(r)).to.not.include.members(['stripe_create_refund', 'jira_create_issue']);
+    });
+
     it('"create an issue for this bug" puts issue-creating tools on top', async () => {
       const top = names(await discover(server, { request: 'create an issue for this bug' })).slice(0, 2);
       expect(top).to.have.members(['jira_create_issue', 'linear_create_issue']);
