@@ -42,21 +42,29 @@ export async function connectRedis(url: string, log: Logger): Promise<RedisClien
   return client;
 }
 
-/** PING with a deadline, for readiness. */
-export async function pingRedis(client: RedisClient, timeoutMs = 1000): Promise<boolean> {
-  if (!client.isReady) return false;
+/**
+ * Runs one command if the client is connected, waiting at most `timeoutMs`: the answer, or why
+ * there is none (not connected, no answer in time, the command's error). Never rejects.
+ */
+export async function redisCommand<T>(client: RedisClient, timeoutMs: number, run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+  if (!client.isReady) return { ok: false, reason: 'Redis is not connected' };
   let timer: NodeJS.Timeout | undefined;
   try {
-    const result = await Promise.race([
-      client.ping(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('redis ping timed out')), timeoutMs);
+    return await Promise.race([
+      run().then((value) => ({ ok: true as const, value })),
+      new Promise<{ ok: false; reason: string }>((resolve) => {
+        timer = setTimeout(() => resolve({ ok: false, reason: `no answer from Redis within ${timeoutMs} ms` }), timeoutMs);
       }),
     ]);
-    return result === 'PONG';
-  } catch {
-    return false;
+  } catch (err) {
+    return { ok: false, reason: (err as Error).message };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** PING with a deadline, for readiness. */
+export async function pingRedis(client: RedisClient, timeoutMs = 1000): Promise<boolean> {
+  const answer = await redisCommand(client, timeoutMs, () => client.ping());
+  return answer.ok && answer.value === 'PONG';
 }

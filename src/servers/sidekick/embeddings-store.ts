@@ -72,7 +72,9 @@ export async function pruneVectors(db: Knex, scope: string, model: string, keep:
   const byModel = new Map<string, string[]>();
   for (const r of rows) {
     if (r.model === model && keep.has(r.content_hash)) continue;
-    byModel.set(r.model, [...(byModel.get(r.model) ?? []), r.content_hash]);
+    const hashes = byModel.get(r.model) ?? [];
+    hashes.push(r.content_hash);
+    byModel.set(r.model, hashes);
   }
   let deleted = 0;
   for (const [m, hashes] of byModel) {

@@ -63,6 +63,7 @@ export function literals(request: string): Literals {
   let rest = request;
   const kinds: string[] = [];
   for (const { pattern, kind, accept } of KINDS) {
+    // `group` is the first capture (FILE's extension, the only pattern with an `accept`).
     rest = rest.replace(pattern, (match: string, group: unknown) => {
       if (accept && !accept(String(group))) return match;
       if (!kinds.includes(kind)) kinds.push(kind);

@@ -18,8 +18,9 @@
  *   words, so a vague one-word request ("create") cannot reach 1 however well it matches.
  * The caller gives an exact tool-name request confidence 1 and applies the context policy.
  *
- * Values in the request (file names, URLs, e-mail and IP addresses, versions, #channels) are
- * not words of it: each counts as the word for its kind (literals.ts).
+ * Values in the request (file names, URLs, e-mail and IP addresses, versions, #channels, issue
+ * keys) are not words of it: each counts as the word for its kind (literals.ts). Only the first
+ * MAX_REQUEST_WORDS words are read.
  */
 import { processTerm, terms, words } from './text.js';
 import { Postings, type Scored, type TermSpec } from './postings.js';

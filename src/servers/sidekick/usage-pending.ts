@@ -9,7 +9,7 @@
  * not connected nothing is sent (the pair is not learned; a warning at most once a minute).
  */
 import type { Logger } from '../../config/logger.js';
-import type { RedisClient } from '../../storage/redis.js';
+import { redisCommand, type RedisClient } from '../../storage/redis.js';
 
 /** A discover waiting for its caller's next tool call. */
 export interface Pending {
@@ -59,29 +59,12 @@ export class RedisPending implements SharedPending {
     return `${this.prefix}:discovery:pending:${encodeURIComponent(orgId)}:${encodeURIComponent(caller)}`;
   }
 
-  /** Runs a command if the client is connected, within REDIS_WAIT_MS; undefined otherwise. */
+  /** Runs a command within REDIS_WAIT_MS (storage/redis.ts `redisCommand`); undefined, and a warning, without an answer. */
   private async command<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
-    if (!this.client.isReady) {
-      this.warn(what, 'Redis is not connected');
-      return undefined;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        run(),
-        new Promise<undefined>((resolve) => {
-          timer = setTimeout(() => {
-            this.warn(what, `no answer from Redis within ${REDIS_WAIT_MS} ms`);
-            resolve(undefined);
-          }, REDIS_WAIT_MS);
-        }),
-      ]);
-    } catch (err) {
-      this.warn(what, (err as Error).message);
-      return undefined;
-    } finally {
-      clearTimeout(timer);
-    }
+    const answer = await redisCommand(this.client, REDIS_WAIT_MS, run);
+    if (answer.ok) return answer.value;
+    this.warn(what, answer.reason);
+    return undefined;
   }
 
   private warn(what: string, reason: string): void {

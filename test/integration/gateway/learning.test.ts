@@ -222,8 +222,8 @@ describe(`discovery learning across two service processes on one store and Redis
     }
     const rows = await one.store.db('discovery_usage').select('request', 'server', 'tool', 'uses');
     expect(rows.map((r: { tool: string; uses: number | string }) => [r.tool, Number(r.uses)])).to.deep.equal([['contact_lookup', 3]]);
-    // Each process reads the other's writes from the store after its reload interval (30 s);
-    // the process that wrote last has them at once.
+    // A process sees the other's writes after its reload interval (30 s); the one that served the
+    // last call has its own two uses at once, enough to rank the tool first.
     const after = await discover(two, org, PARAPHRASE);
     expect(top(after), JSON.stringify(after.tools.slice(0, 3))).to.equal('crm/contact_lookup');
   });
