@@ -155,14 +155,21 @@ export class UsageMemory implements ToolCallObserver {
     if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value as string);
   }
 
-  /** ToolCallObserver: a finished tools/call. Returns at once; the write runs in the background. */
-  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
+  /**
+   * ToolCallObserver: a finished tools/call. With pending discovers in this process it returns
+   * at once; with shared ones it resolves once the pending discover is taken from Redis (the
+   * gateway answers the call after that, so the caller's next call, on whichever process, cannot
+   * take it first; without the wait a busy Redis could serve the next call's GETDEL first and
+   * learn the wrong tool). The store write runs in the background either way. Never rejects.
+   */
+  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void | Promise<void> {
     if (!ok || IGNORED(server, tool)) return;
     if (this.opts.shared) {
-      this.track(this.opts.shared.take(ctx.orgId, ctx.callerId ?? '').then((p) => {
+      const taken = this.opts.shared.take(ctx.orgId, ctx.callerId ?? '').then((p) => {
         if (p) this.attribute(ctx, p, server, tool);
-      }));
-      return;
+      });
+      this.track(taken);
+      return taken;
     }
     const key = callerKey(ctx);
     const p = this.pending.get(key);

@@ -15,6 +15,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { startTestServer, createTestOrg, type TestServer, type TestOrg } from '../../helpers/server.js';
+import { connectRedis } from '../../../src/storage/redis.js';
 import { storeKinds } from '../../helpers/store.js';
 import { callTool, createConnection, registerServer, sdkClient } from './helpers.js';
 
@@ -212,12 +213,26 @@ describe(`discovery learning across two service processes on one store and Redis
   it('a discover answered by one process and the call by the other are learned, once each', async () => {
     const before = await discover(two, org, PARAPHRASE);
     expect(top(before)).to.not.equal('crm/contact_lookup');
+    const pendingKeys = async (): Promise<string[]> => {
+      const redis = await connectRedis(env.REDIS_URL, one.app.services.log);
+      try {
+        return await redis.keys(`${env.REDIS_PREFIX}:discovery:pending:*`);
+      } finally {
+        await redis.close();
+      }
+    };
     for (let i = 0; i < 3; i++) {
       const [discovers, calls] = i % 2 ? [two, one] : [one, two];
       await discover(discovers, org, PARAPHRASE);
-      expect((await callTool(calls, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError).to.not.equal(true);
+      expect(await pendingKeys()).to.have.length(1);
+      const lookup = await callTool(calls, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' });
+      expect(lookup, JSON.stringify(lookup)).to.have.property('content');
+      expect(lookup.isError).to.not.equal(true);
+      // Once the caller has the answer, the discover is taken: its next call cannot take it.
+      expect(await pendingKeys()).to.deep.equal([]);
       // A second call on the process that answered the discover is not the same use again.
-      await callTool(discovers, org.token, 'crm', 'deal_create', { company: 'Acme' });
+      const deal = await callTool(discovers, org.token, 'crm', 'deal_create', { company: 'Acme' });
+      expect(deal, JSON.stringify(deal)).to.have.property('content');
       await Promise.all([one.app.services.gateway.usage!.settled(), two.app.services.gateway.usage!.settled()]);
     }
     const rows = await one.store.db('discovery_usage').select('request', 'server', 'tool', 'uses');
