@@ -151,9 +151,8 @@ export class AgentService {
         onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
         onToolEnd: (e) => {
           req.onEvent?.({ type: 'tool-call-end', ...e });
-          // A tool the agent used after its capabilities_discover (gateway_invoke reports its target
-          // itself). Not awaited: the agent's next call waits for a model round trip anyway.
-          void this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+          // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
+          this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
         },
         onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
       });

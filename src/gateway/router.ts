@@ -41,7 +41,7 @@ async function callTool(params: unknown, { ctx, server }: RpcCall, observer?: To
   const args = params.arguments ?? {};
   if (!isObject(args)) throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call params.arguments must be an object', { error: 'invalid_params' });
   const result = await server.callTool(ctx, params.name, args);
-  await observer?.toolCalled(ctx, server.path, params.name, !result.isError);
+  observer?.toolCalled(ctx, server.path, params.name, !result.isError);
   return result;
 }
 

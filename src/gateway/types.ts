@@ -60,14 +60,11 @@ export interface GatewayContext {
 
 /**
  * Told of every finished tools/call a caller made (discovery's learning from use,
- * src/servers/sidekick/usage.ts): `ok` false when the tool returned `isError`. Never throws or
- * rejects. Calls that threw are not reported. A promise it returns is awaited before the call's
- * answer goes out, so that what the observer takes from the caller's state (a pending discover
- * kept in Redis) is taken before the caller can make its next call; it is bounded (a Redis
- * command waits at most 250 ms) and the observer's own writes are not part of it.
+ * src/servers/sidekick/usage.ts): `ok` false when the tool returned `isError`. Must return at
+ * once and never throw. Calls that threw are not reported.
  */
 export interface ToolCallObserver {
-  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void | Promise<void>;
+  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void;
 }
 
 /** A server at `{mcp_url}/<path>`. */

@@ -54,7 +54,7 @@ export function createGatewayServer(discovery: ToolServer, servers: ServerResolv
     }
     const target = await servers.require(ctx, path);
     const result = await target.callTool(ctx, name, parseArguments(args.arguments));
-    await observer?.toolCalled(ctx, path, name, !result.isError);
+    observer?.toolCalled(ctx, path, name, !result.isError);
     return asInvokeResult(result);
   });
 }

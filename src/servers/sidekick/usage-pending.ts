@@ -22,9 +22,9 @@ export interface Pending {
 
 /** Where pending discovers wait when they are shared (usage.ts keeps them in memory otherwise). */
 export interface SharedPending {
-  /** Notes the caller's latest discover, replacing an earlier one; gone after `ttlMs`. Never rejects. */
+  /** Notes the caller's latest discover, replacing an earlier one; gone after `ttlMs`. */
   put(orgId: string, caller: string, pending: Pending, ttlMs: number): Promise<void>;
-  /** Takes the caller's pending discover: no process gets it again. Never rejects. */
+  /** Takes the caller's pending discover: no process gets it again. */
   take(orgId: string, caller: string): Promise<Pending | undefined>;
 }
 

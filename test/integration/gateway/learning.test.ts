@@ -231,7 +231,9 @@ describe(`discovery learning across two service processes on one store and Redis
       const lookup = await callTool(calls, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' });
       expect(lookup, `round ${i}: ${JSON.stringify(lookup)}`).to.have.property('content');
       expect(lookup.isError).to.not.equal(true);
-      // Once the caller has the answer, the discover is taken: its next call cannot take it.
+      // The call's process takes the discover from Redis right after answering (GETDEL, not
+      // awaited by the call); once it has, the caller's next call cannot take it again.
+      await calls.app.services.gateway.usage!.settled();
       expect(await pendingKeys()).to.deep.equal([]);
       // A second call on the process that answered the discover is not the same use again.
       const deal = await callTool(discovers, org.token, 'crm', 'deal_create', { company: 'Acme' });

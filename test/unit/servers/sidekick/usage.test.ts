@@ -12,7 +12,7 @@ import { createOrganization } from '../../../../src/auth/index.js';
 import type { GatewayContext } from '../../../../src/gateway/types.js';
 import {
   createDiscoveryEngine, createMemorySource, knexUsageStore, learnedValue, LEARNING_WINDOW_MS, RedisPending, UsageMemory,
-  type DetailsResult, type DiscoverResult, type DiscoveryEngine, type SharedPending, type UsageMemoryOptions,
+  type DetailsResult, type DiscoverResult, type DiscoveryEngine, type UsageMemoryOptions,
 } from '../../../../src/servers/sidekick/index.js';
 import type { Services } from '../../../../src/services.js';
 import { connectRedis, type RedisClient } from '../../../../src/storage/redis.js';
@@ -246,47 +246,23 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     const two = await processOf();
     const a = ctx(orgA, 'credential:1');
     await one.engine.discover(a, { request: MISS });
-    // The gateway answers a call once its toolCalled resolves: the pending discover is taken by then.
-    await two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
-    expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
-    // The same caller's next call, on either process, is not attributed to the same discover again.
-    await one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    // The process takes the discover (GETDEL) right after the call, before the caller could have
+    // its answer and make another call; the same caller's next call, on either process, is then
+    // not attributed to the same discover again.
+    await two.usage.settled();
+    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
     await Promise.all([one.usage.settled(), two.usage.settled()]);
     expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
     // The key is gone from Redis; another caller's discover is its own.
     expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
     await two.engine.discover(ctx(orgA, 'credential:2'), { request: 'archive the old tickets' });
-    await one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
     await one.usage.settled();
     expect(await rows(orgA)).to.have.length(1);
-    await one.usage.toolCalled(ctx(orgA, 'credential:2'), 'jira', 'jira_create_issue', true);
+    one.usage.toolCalled(ctx(orgA, 'credential:2'), 'jira', 'jira_create_issue', true);
     await one.usage.settled();
     expect(await rows(orgA)).to.have.length(2);
-  });
-
-  it('a call is reported done only once its pending discover is taken, however slow Redis answers', async () => {
-    // A Redis that answers the take late (a busy server): the call's toolCalled waits for it, so
-    // the caller's next call cannot be served first and take the discover for the wrong tool.
-    const one = await processOf();
-    const real = new RedisPending(one.redis, prefix, log);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const slow: SharedPending = { put: (...a) => real.put(...a), take: async (...a) => { await gate; return real.take(...a); } };
-    const usage = new UsageMemory({ now: () => clock, shared: slow });
-    const engine = createDiscoveryEngine(createMemorySource({ tools: tools() }), { skills: [], usage });
-    const a = ctx(orgA, 'credential:1');
-    await engine.discover(a, { request: MISS });
-    let done = false;
-    const call = Promise.resolve(usage.toolCalled(a, 'slack', 'slack_send_message', true)).then(() => { done = true; });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(done, 'toolCalled resolved before the take').to.equal(false);
-    release();
-    await call;
-    expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
-    await usage.settled();
-    expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
-    // Without shared pending discovers nothing waits: toolCalled returns at once.
-    expect(new UsageMemory().toolCalled(a, 'slack', 'slack_send_message', true)).to.equal(undefined);
   });
 
   it('keeps the window and the failed-call rule; the key expires with the window', async () => {
@@ -296,10 +272,10 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     await one.engine.discover(a, { request: MISS });
     const ttl = await one.redis.pTTL(`${prefix}:discovery:pending:${encodeURIComponent(orgA)}:${encodeURIComponent('credential:1')}`);
     expect(ttl).to.be.within(LEARNING_WINDOW_MS - 5_000, LEARNING_WINDOW_MS);
-    await two.usage.toolCalled(a, 'slack', 'slack_send_message', false); // failed: neither counts nor clears
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', false); // failed: neither counts nor clears
     await two.usage.settled();
     clock += LEARNING_WINDOW_MS + 1; // past the window by the clock of the process that serves the call
-    await two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
     await two.usage.settled();
     expect(await rows(orgA)).to.deep.equal([]);
     expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
