@@ -15,7 +15,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { startTestServer, createTestOrg, type TestServer, type TestOrg } from '../../helpers/server.js';
-import { connectRedis } from '../../../src/storage/redis.js';
+import { connectRedis, type RedisClient } from '../../../src/storage/redis.js';
 import { storeKinds } from '../../helpers/store.js';
 import { callTool, createConnection, registerServer, sdkClient } from './helpers.js';
 
@@ -192,6 +192,9 @@ describe(`discovery learning across two service processes on one store and Redis
   let crm: Awaited<ReturnType<typeof startCrm>>;
   let one: TestServer;
   let two: TestServer;
+  /** Looks at the pending discovers the two processes share. */
+  let redis: RedisClient;
+  const pendingKeys = (): Promise<string[]> => redis.keys(`${env.REDIS_PREFIX}:discovery:pending:*`);
   let org: TestOrg;
 
   before(async () => {
@@ -204,10 +207,12 @@ describe(`discovery learning across two service processes on one store and Redis
     // (its start-up pre-warm does) sees the registration only after REVOCATION_CACHE_MS (2 s),
     // and the rounds below take less than that.
     two = await startTestServer(kinds.includes('pg') ? 'pg' : 'sqlite', { ...env, PUBLIC_URL: one.baseUrl }, one.store);
+    redis = await connectRedis(env.REDIS_URL, one.app.services.log);
   });
   after(async () => {
     one?.assertResponsesValid();
     two?.assertResponsesValid();
+    await redis?.close();
     await two?.close();
     await one?.close();
     await crm?.close();
@@ -216,14 +221,6 @@ describe(`discovery learning across two service processes on one store and Redis
   it('a discover answered by one process and the call by the other are learned, once each', async () => {
     const before = await discover(two, org, PARAPHRASE);
     expect(top(before)).to.not.equal('crm/contact_lookup');
-    const pendingKeys = async (): Promise<string[]> => {
-      const redis = await connectRedis(env.REDIS_URL, one.app.services.log);
-      try {
-        return await redis.keys(`${env.REDIS_PREFIX}:discovery:pending:*`);
-      } finally {
-        await redis.close();
-      }
-    };
     for (let i = 0; i < 3; i++) {
       const [discovers, calls] = i % 2 ? [two, one] : [one, two];
       await discover(discovers, org, PARAPHRASE);

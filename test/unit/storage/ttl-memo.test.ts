@@ -21,7 +21,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('storage/TtlMemo', () => {
   it('concurrent misses share one load; the value is kept for the TTL, then loaded again', async () => {
-    const memo = new TtlMemo<string>(40);
+    const memo = new TtlMemo<string>(300);
     const loads = gatedLoads<string>();
     const a = memo.get('k', loads.load);
     const b = memo.get('k', loads.load);
@@ -29,36 +29,26 @@ describe('storage/TtlMemo', () => {
     loads.resolve(0, 'v1');
     expect(await Promise.all([a, b])).to.deep.equal(['v1', 'v1']);
     expect(await memo.get('k', () => Promise.resolve('other'))).to.equal('v1');
-    await sleep(60);
+    await sleep(350);
     expect(await memo.get('k', () => Promise.resolve('v2'))).to.equal('v2');
   });
 
-  it('a key forgotten while its load is in flight: that load is not kept, the next get reads afresh', async () => {
-    const memo = new TtlMemo<string>(60_000);
-    const loads = gatedLoads<string>();
-    const before = memo.get('org', loads.load); // started before the change: reads the old record
-    memo.delete('org'); // the change, in this process
-    const after = memo.get('org', loads.load);
-    expect(loads.started(), 'a get after the forget starts its own load').to.equal(2);
-    loads.resolve(0, 'old');
-    loads.resolve(1, 'new');
-    expect(await before).to.equal('old');
-    expect(await after).to.equal('new');
-    expect(await memo.get('org', () => Promise.resolve('unexpected load'))).to.equal('new');
-  });
-
-  it('the old load finishing last does not overwrite the newer value', async () => {
-    const memo = new TtlMemo<string>(60_000);
-    const loads = gatedLoads<string>();
-    const before = memo.get('org', loads.load);
-    memo.delete('org');
-    const after = memo.get('org', loads.load);
-    loads.resolve(1, 'new');
-    expect(await after).to.equal('new');
-    loads.resolve(0, 'old');
-    expect(await before).to.equal('old');
-    expect(await memo.get('org', () => Promise.resolve('unexpected load'))).to.equal('new');
-  });
+  for (const oldFinishes of ['first', 'last'] as const) {
+    it(`a key forgotten while its load is in flight: that load is not kept, the next get reads afresh (old load finishes ${oldFinishes})`, async () => {
+      const memo = new TtlMemo<string>(60_000);
+      const loads = gatedLoads<string>();
+      const before = memo.get('org', loads.load); // started before the change: reads the old record
+      memo.delete('org'); // the change, in this process
+      const after = memo.get('org', loads.load);
+      expect(loads.started(), 'a get after the forget starts its own load').to.equal(2);
+      const order = oldFinishes === 'first' ? [0, 1] : [1, 0];
+      for (const i of order) {
+        loads.resolve(i, i === 0 ? 'old' : 'new');
+        expect(await (i === 0 ? before : after)).to.equal(i === 0 ? 'old' : 'new');
+      }
+      expect(await memo.get('org', () => Promise.resolve('unexpected load'))).to.equal('new');
+    });
+  }
 
   it('deletePrefix and clear drop in-flight loads too', async () => {
     const memo = new TtlMemo<string>(60_000);
