@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
 import { GatewayCatalog } from './catalog.js';
 import { GatewayRouter } from './router.js';
 import { UpstreamPool } from './upstream/index.js';
@@ -43,7 +44,10 @@ const PREWARM_ORGS = 500;
  * discovery's pending discovers between the service's processes (learning from use).
  */
 export function createGateway(config: Config, log: Logger, db?: Knex, redis?: RedisClient): Gateway {
-  const pool = new UpstreamPool({ log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
+  // Upstreams pass the outbound policy of workflow `http` steps (src/app.ts): OUTBOUND_ALLOWLIST,
+  // and the service's own origins always.
+  const outbound = new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls));
+  const pool = new UpstreamPool({ outbound, log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
   // Learning from use (src/servers/sidekick/usage.ts): off → nothing recorded, nothing learned used.
   const usage = config.discovery.learning

@@ -5,6 +5,7 @@
  */
 import { SERVICE_KEY_PATTERN } from '../connections/index.js';
 import { AppError } from '../errors/index.js';
+import type { OutboundPolicy } from '../http/outbound.js';
 
 /** Paths of the embedded servers (spec sections 7, 8, 9, 11, 12); never registrable. */
 export const EMBEDDED_PATHS: readonly string[] = ['mcp', 'svc-sidekick', 'gateway', 'agent-management', 'browser-automation'];
@@ -96,4 +97,24 @@ export function checkAuth(v: unknown): UpstreamAuth {
   }
   if (v.headerName !== undefined) throw invalid('auth.headerName is only allowed with scheme header', 'auth.headerName');
   return { scheme };
+}
+
+/** The field of an upstream that holds the URL the gateway calls. */
+function urlField(u: Upstream): { field: 'url' | 'baseUrl'; url: string } {
+  return u.type === 'mcp' ? { field: 'url', url: u.url } : { field: 'baseUrl', url: u.baseUrl };
+}
+
+/**
+ * The outbound policy's judgement of an upstream at registration (src/http/outbound.ts
+ * registrationRefusal; the rules are written on createAppServer in openapi/management.yaml).
+ * A refused address is a 400 with the reason, in the shape of the pipeline's validation
+ * failures (`details: [{where, path, message}]`, as trigger URLs are refused); a malformed
+ * upstream gets checkUpstream's error. Connect time checks again, on the address connected to.
+ */
+export async function checkUpstreamAddress(v: unknown, outbound: OutboundPolicy): Promise<void> {
+  const { field, url } = urlField(checkUpstream(v));
+  const refusal = await outbound.registrationRefusal(new URL(url));
+  if (!refusal) return;
+  const message = `upstream.${field} is refused: ${refusal}`;
+  throw new AppError('ERR_REQUEST_INVALID', { message, details: [{ where: 'body', path: `/upstream/${field}`, message }] });
 }

@@ -5,8 +5,9 @@
  * runs in the socket's own `lookup`, on the address actually connected to, after DNS (a name
  * that resolves to 10.0.0.5 is refused however it is spelled); IP literals are checked before
  * connecting. URLs on the service's own origins are always allowed. Event calls use
- * outboundRequest(); workflow `http` steps use policyFetch(), whose every connection
- * (redirect hops included) passes the same check.
+ * outboundRequest(); workflow `http` steps and application server upstreams use policyFetch(),
+ * whose every connection (redirect hops included) passes the same check. URLs an organisation
+ * registers are judged up front by registrationRefusal().
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -63,6 +64,11 @@ const REFUSED: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
   ['fc00::', 7, 'ipv6', 'private address'],
   ['fe80::', 10, 'ipv6', 'link-local address'],
   ['ff00::', 8, 'ipv6', 'multicast address'],
+  // IPv4 carried in IPv6 (after ::1 and :: above, which they contain): deprecated
+  // IPv4-compatible addresses, and the NAT64 prefix, which a NAT64 gateway turns into any IPv4
+  // address, private ones included.
+  ['::', 96, 'ipv6', 'IPv4-compatible address'],
+  ['64:ff9b::', 96, 'ipv6', 'NAT64 address'],
 ];
 const refusedLists = REFUSED.map(([addr, prefix, type, why]) => {
   const list = new BlockList();
@@ -77,7 +83,26 @@ function normalize(address: string): { address: string; type: 'ipv4' | 'ipv6' } 
   return { address, type: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
 }
 
-export class OutboundRefusedError extends Error {}
+/** A refused destination; `address` and `reason` (e.g. "loopback address") say which and why. */
+export class OutboundRefusedError extends Error {
+  constructor(message: string, readonly detail?: { address: string; reason: string }) {
+    super(message);
+  }
+}
+
+/** How long registrationRefusal() waits for DNS before leaving the name to the connect-time check. */
+export const REGISTRATION_RESOLVE_MS = 2_000;
+
+/** Every address of `host`, or undefined when it does not resolve within `ms`. */
+function resolveAll(host: string, ms: number): Promise<dns.LookupAddress[] | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    dns.lookup(host, { all: true }, (err, addresses) => {
+      clearTimeout(timer);
+      resolve(err || addresses.length === 0 ? undefined : addresses);
+    });
+  });
+}
 
 export class OutboundPolicy {
   private readonly origins: ReadonlySet<string>;
@@ -102,13 +127,60 @@ export class OutboundPolicy {
     const { address: ip, type } = normalize(address);
     if (this.allowlist.blocks.check(ip, type)) return;
     for (const { list, why } of refusedLists) {
-      if (list.check(ip, type)) throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`);
+      if (list.check(ip, type)) throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`, { address: ip, reason: why });
     }
   }
 
-  /** A `lookup` for node:net that resolves, then refuses what check() refuses. */
+  /** The reason check() gives for `address`, or undefined when it may be connected to. */
+  private reasonFor(address: string): string | undefined {
+    try {
+      this.check(address);
+      return undefined;
+    } catch (err) {
+      return (err as OutboundRefusedError).detail?.reason;
+    }
+  }
+
+  /**
+   * Why an organisation may not register `url` as a destination, or undefined when it may.
+   * The service's own origins and allow-listed host names pass. An IP literal is refused when
+   * check() refuses it. A name is refused when any address it resolves to now is refused
+   * (`localhost` included): every connection to it would be, as lookup() checks each address.
+   * A name that does not resolve within `resolveMs` passes: DNS answers change, and every
+   * connection is checked after DNS anyway.
+   */
+  async registrationRefusal(url: URL, resolveMs = REGISTRATION_RESOLVE_MS): Promise<string | undefined> {
+    if (this.allowsOrigin(url)) return undefined;
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host)) {
+      const reason = this.reasonFor(host);
+      return reason && `${host} is a ${reason}, which the outbound policy refuses (allow it with OUTBOUND_ALLOWLIST)`;
+    }
+    const addresses = await resolveAll(host, resolveMs);
+    const reasons = new Set((addresses ?? []).map((a) => this.reasonFor(a.address)).filter((r): r is string => r !== undefined));
+    if (reasons.size === 0) return undefined;
+    return `${host} resolves to an address the outbound policy refuses (${[...reasons].join(', ')}; allow it with OUTBOUND_ALLOWLIST)`;
+  }
+
+  /**
+   * A `lookup` for node:net that resolves, then refuses what check() refuses. node:net asks for
+   * every address (`all`) when it tries them in turn (autoSelectFamily, on by default): then
+   * each one is checked and any refused one refuses the name, so no attempt reaches it.
+   */
   lookup(): net.LookupFunction {
     return (hostname, options, callback) => {
+      if (options.all) {
+        dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+          if (err) return callback(err, [], 0);
+          try {
+            for (const a of addresses) this.check(a.address);
+          } catch (refused) {
+            return callback(refused as NodeJS.ErrnoException, [], 0);
+          }
+          callback(null, addresses);
+        });
+        return;
+      }
       dns.lookup(hostname, { ...options, all: false }, (err, address, family) => {
         if (err) return callback(err, '', 0);
         try {

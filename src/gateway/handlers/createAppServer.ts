@@ -1,9 +1,11 @@
 import type { Handler } from '../../services.js';
 import { etag } from '../../http/support.js';
 import { createAppServer as create } from '../registry.js';
+import { checkUpstreamAddress } from '../registry-validate.js';
 
-/** POST /v1/servers — registers an application server path (duplicate path → 409). */
+/** POST /v1/servers — registers an application server path (duplicate path → 409; refused upstream address → 400). */
 export const createAppServer: Handler<'createAppServer'> = async (req, ctx) => {
+  await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
   const s = await create(ctx.services.db, ctx.auth.orgId, req.body);
   ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 201, body: s, headers: etag(s.version) };

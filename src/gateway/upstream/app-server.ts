@@ -43,6 +43,7 @@ function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool
   const open = (ctx: GatewayContext, conn: ResolvedConnection) => () => McpSession.open({
     upstream,
     agent: pool.agentFor(new URL(upstream.url)),
+    fetch: pool.fetch,
     // Credential last: a forwarded header can never replace the connection's credential.
     headers: { ...ctx.forwardedHeaders, ...credentialHeaders(server.auth, conn.secret, conn.id) },
     toolsTtlMs: pool.toolsTtlMs,
@@ -65,18 +66,19 @@ function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: Upst
       const op = catalogue().operations.get(name);
       if (!op) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       // Forwarded headers are deliberately not passed (spec section 5).
-      return callOperation(upstream.baseUrl, name, op, args, credentialHeaders(server.auth, conn.secret, conn.id), deadline);
+      const target = { baseUrl: upstream.baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch };
+      return callOperation(target, { tool: name, op, args }, deadline);
     },
   };
 }
 
-function codingAgentBackend(server: AppServer, baseUrl: string): Backend {
+function codingAgentBackend(server: AppServer, baseUrl: string, pool: UpstreamPool): Backend {
   return {
     list: async () => [codingAgentTool],
     call: async (_ctx, conn, name, args, deadline) => {
       if (name !== CODING_AGENT_TOOL) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       const input = checkLaunchInput({ ...args, PCID: conn.id });
-      return launchAgent(baseUrl, input, credentialHeaders(server.auth, conn.secret, conn.id), deadline);
+      return launchAgent({ baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch }, input, deadline);
     },
   };
 }
@@ -86,7 +88,7 @@ function backendOf(server: AppServer, pool: UpstreamPool): Backend {
   switch (u.type) {
     case 'mcp': return mcpBackend(server, u, pool);
     case 'openapi': return openapiBackend(server, u, pool);
-    case 'coding-agent': return codingAgentBackend(server, u.baseUrl);
+    case 'coding-agent': return codingAgentBackend(server, u.baseUrl, pool);
   }
 }
 

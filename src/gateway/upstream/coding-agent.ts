@@ -11,7 +11,7 @@ import { toolServers } from '../../../generated/tools/servers.js';
 import type { CodingAgentLaunchInput } from '../../../generated/schemas/types.js';
 import { GatewayError, RPC, jsonResult, type CallResult, type JsonSchemaObject, type ToolDef } from '../types.js';
 import type { Deadline } from './deadline.js';
-import { errorResult, send, toResult } from './http-call.js';
+import { errorResult, send, toResult, type HttpUpstream } from './http-call.js';
 
 type Json = Record<string, unknown>;
 const template = toolServers.find((s) => s.path === 'coding-agent')!;
@@ -130,11 +130,9 @@ function launchResult(v: Json): CallResult {
   return jsonResult({ ...v, agentId, status, ...(url ? { url } : {}) });
 }
 
-export async function launchAgent(
-  baseUrl: string, input: CodingAgentLaunchInput, credential: Record<string, string>, deadline: Deadline,
-): Promise<CallResult> {
-  const url = `${baseUrl.replace(/\/+$/, '')}/v0/agents`;
-  const headers = { accept: 'application/json', 'content-type': 'application/json', ...credential };
-  const answer = await send(url, { method: 'POST', headers, body: JSON.stringify(launchBody(input)) }, deadline);
+export async function launchAgent(upstream: HttpUpstream, input: CodingAgentLaunchInput, deadline: Deadline): Promise<CallResult> {
+  const url = `${upstream.baseUrl.replace(/\/+$/, '')}/v0/agents`;
+  const headers = { accept: 'application/json', 'content-type': 'application/json', ...upstream.credential };
+  const answer = await send(upstream.fetch, url, { method: 'POST', headers, body: JSON.stringify(launchBody(input)) }, deadline);
   return toResult(answer, launchResult);
 }

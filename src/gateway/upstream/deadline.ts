@@ -2,12 +2,14 @@
  * Upstream deadlines and failure messages (spec Errors: validation and timeouts are JSON-RPC
  * -32000). Every upstream operation runs under one Deadline: the configured timeout combined
  * with the call's own signal (client gone, call deadline). Failures become GatewayError
- * messages that say what failed — never a stack trace, a URL or a secret.
+ * messages that say what failed — never a stack trace, a URL or a secret; a connection the
+ * outbound policy refused says so, with the reason.
  */
 import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Logger } from '../../config/logger.js';
+import { OutboundRefusedError } from '../../http/outbound.js';
 import { GatewayError, RPC } from '../types.js';
 import { AnswerTooLarge } from './mcp-answer.js';
 
@@ -127,6 +129,29 @@ function networkCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** The text of OutboundRefusedError (src/http/outbound.ts) inside a message that kept only text. */
+const REFUSED_TEXT = /Outbound request to (\S+) refused: (.+?) \(allow it with OUTBOUND_ALLOWLIST\)/;
+
+/**
+ * The outbound policy's refusal behind a failure: the error itself, one of its causes (fetch
+ * wraps it in "fetch failed"), an attempt of an AggregateError, or its text in the message (the
+ * SSE client's EventSource keeps only the text of a fetch failure).
+ */
+function refusalOf(err: unknown, depth = 0): { address: string; reason: string } | undefined {
+  if (!err || depth > 5) return undefined;
+  if (err instanceof OutboundRefusedError && err.detail) return err.detail;
+  const text = err instanceof Error ? REFUSED_TEXT.exec(err.message) : null;
+  if (text) return { address: text[1]!, reason: text[2]! };
+  const errors = (err as { errors?: unknown }).errors;
+  if (Array.isArray(errors)) {
+    for (const inner of errors) {
+      const found = refusalOf(inner, depth + 1);
+      if (found) return found;
+    }
+  }
+  return refusalOf((err as { cause?: unknown }).cause, depth + 1);
+}
+
 /** "MCP error -32602: Tool x not found" → "Tool x not found". */
 const mcpMessage = (e: McpError) => e.message.replace(/^MCP error -?\d+: /, '');
 
@@ -141,6 +166,12 @@ export function upstreamFailure(err: unknown, what: string, deadline: Deadline, 
   // The SDK reports any abort as RequestTimeout: the caller's signal is checked first.
   if (deadline.aborted) return new GatewayError(RPC.SERVER, `${what} was cancelled: the call was aborted`);
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return timedOut();
+  const refused = refusalOf(err);
+  if (refused) {
+    // The address is for the operator's log; the caller learns why, not where (no URL, no address).
+    log.warn({ what, address: refused.address, reason: refused.reason }, 'upstream refused by the outbound policy');
+    return new GatewayError(RPC.SERVER, `${what} failed: the outbound policy refuses the upstream's address (${refused.reason}; allow it with OUTBOUND_ALLOWLIST)`);
+  }
   const net = networkCode(err);
   if (net) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable (${net})`);
   const status = httpStatusOf(err);

@@ -3,7 +3,8 @@
  * template) and the mapping of their answers to tool results (documented on AppServerUpstream
  * in openapi/management.yaml): a 2xx JSON object is the structuredContent, any other 2xx body
  * is wrapped as `{result}`, a non-2xx answer is `isError: true` with `{status, error}`.
- * Redirects are not followed, so the credential never leaves the registered origin.
+ * Redirects are not followed, so the credential never leaves the registered origin. Requests
+ * go through the pool's fetch, whose every connection passes the outbound policy (pool.ts).
  */
 import type { CallResult } from '../types.js';
 import type { Deadline } from './deadline.js';
@@ -13,6 +14,13 @@ import { readBounded } from '../../http/read-bounded.js';
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** How much of a failed answer's body is shown in the tool error. */
 const EXCERPT_CHARS = 2000;
+
+/** Where an upstream's plain HTTP calls go: its base URL, the connection's credential headers, the pool's fetch. */
+export interface HttpUpstream {
+  baseUrl: string;
+  credential: Record<string, string>;
+  fetch: typeof fetch;
+}
 
 export interface HttpAnswer {
   status: number;
@@ -28,9 +36,9 @@ async function readCapped(res: Response): Promise<string> {
   return body.toString('utf8');
 }
 
-/** One request under the deadline; network failures and timeouts throw (see upstreamFailure). */
-export async function send(url: string, init: RequestInit, deadline: Deadline): Promise<HttpAnswer | 'too-large'> {
-  const res = await fetch(url, { ...init, redirect: 'manual', signal: deadline.signal });
+/** One request under the deadline; network failures, refusals and timeouts throw (see upstreamFailure). */
+export async function send(fetchImpl: typeof fetch, url: string, init: RequestInit, deadline: Deadline): Promise<HttpAnswer | 'too-large'> {
+  const res = await fetchImpl(url, { ...init, redirect: 'manual', signal: deadline.signal });
   try {
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await readCapped(res) };
   } catch (e) {

@@ -59,6 +59,8 @@ export interface McpSessionOptions {
   log: Logger;
   /** Keep-alive agent of the pool for the upstream's scheme; without it every request goes through the SDK. */
   agent?: Agent | undefined;
+  /** The SDK transports' fetch: the pool's, so every connection passes the outbound policy. */
+  fetch: typeof fetch;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -99,12 +101,12 @@ export class McpSession {
     const url = new URL(opts.upstream.url);
     const requestInit: RequestInit = { headers: opts.headers };
     // The SDK's default redirect policy ('same-origin') follows only redirects within the
-    // registered origin: the credential never leaves it.
+    // registered origin: the credential never leaves it. Those hops go through opts.fetch too.
     const transport = opts.upstream.transport === 'sse'
-      ? new SSEClientTransport(url, { requestInit })
+      ? new SSEClientTransport(url, { requestInit, fetch: opts.fetch })
       // A dropped standalone GET stream is not re-opened: calls ride on POSTs, and the tool
       // list cache has a TTL anyway.
-      : new StreamableHTTPClientTransport(url, { requestInit, reconnectionOptions: NO_RECONNECT });
+      : new StreamableHTTPClientTransport(url, { requestInit, reconnectionOptions: NO_RECONNECT, fetch: opts.fetch });
     const client = new Client({ name: 'switchyard-gateway', version: '0.1.0' }, { capabilities: {}, jsonSchemaValidator: noValidation });
     const session = new McpSession(client, transport, opts);
     client.onerror = (err) => opts.log.debug({ err: { name: err.name, message: err.message } }, 'upstream transport error');

@@ -5,7 +5,7 @@
  */
 import { GatewayError, RPC, type CallResult } from '../types.js';
 import type { Deadline } from './deadline.js';
-import { send, toResult } from './http-call.js';
+import { send, toResult, type HttpUpstream } from './http-call.js';
 import type { Operation } from './openapi-tools.js';
 
 const invalid = (message: string) => new GatewayError(RPC.SERVER, message);
@@ -62,11 +62,15 @@ export function buildRequest(
   return { url: `${baseUrl.replace(/\/+$/, '')}${path}${qs ? `?${qs}` : ''}`, init };
 }
 
-export async function callOperation(
-  baseUrl: string, tool: string, op: Operation, args: Record<string, unknown>,
-  credential: Record<string, string>, deadline: Deadline,
-): Promise<CallResult> {
-  checkArgs(tool, op, args);
-  const { url, init } = buildRequest(baseUrl, op, args, credential);
-  return toResult(await send(url, init, deadline));
+/** One operation called as tool `tool` with `args`. */
+export interface OperationCall {
+  tool: string;
+  op: Operation;
+  args: Record<string, unknown>;
+}
+
+export async function callOperation(upstream: HttpUpstream, call: OperationCall, deadline: Deadline): Promise<CallResult> {
+  checkArgs(call.tool, call.op, call.args);
+  const { url, init } = buildRequest(upstream.baseUrl, call.op, call.args, upstream.credential);
+  return toResult(await send(upstream.fetch, url, init, deadline));
 }

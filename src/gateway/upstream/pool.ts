@@ -15,10 +15,17 @@
  *
  * The pool also owns the keep-alive agents that sessions' calls travel on (mcp-post.ts): one
  * per scheme, which Node divides per origin, so calls to an upstream reuse warm sockets.
+ *
+ * Every upstream connection passes the outbound policy (src/http/outbound.ts, as workflow
+ * `http` steps do): the SDK transports and plain HTTP calls use the pool's `fetch`
+ * (policyFetch: IP literals checked before connecting, names after DNS, redirect hops
+ * included), and the agents check the address of every new socket in their `lookup`. The
+ * service's own origins and allow-listed host names go on agents without that check.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { defaults } from '../../config/defaults.js';
+import { policyFetch, type OutboundPolicy } from '../../http/outbound.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
 import { GatewayError, RPC } from '../types.js';
@@ -28,6 +35,8 @@ import { ConnectionCache } from './pcid.js';
 import { ToolListings } from './listings.js';
 
 export interface UpstreamPoolOptions {
+  /** The policy every upstream connection passes (built from OUTBOUND_ALLOWLIST and the service's own origins). */
+  outbound: OutboundPolicy;
   /** Idle time after which an upstream session is closed (default 5 min). */
   idleMs?: number | undefined;
   /** Upstream sessions kept at most (default 1000). */
@@ -64,6 +73,16 @@ const agentOptions: http.AgentOptions = {
   keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN, maxFreeSockets: MAX_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, scheduling: 'lifo',
 };
 
+interface AgentPair {
+  http: http.Agent;
+  https: https.Agent;
+}
+
+function agentPair(extra: Partial<http.AgentOptions> = {}): AgentPair {
+  const options: http.AgentOptions = { ...agentOptions, ...extra };
+  return { http: new http.Agent(options), https: new https.Agent(options) };
+}
+
 export class UpstreamPool {
   readonly idleMs: number;
   readonly maxSessions: number;
@@ -77,11 +96,20 @@ export class UpstreamPool {
   private readonly slots = new Map<string, Slot>();
   private readonly catalogues = new Map<string, unknown>();
   private readonly sweeper: NodeJS.Timeout;
-  private readonly httpAgent = new http.Agent(agentOptions);
-  private readonly httpsAgent = new https.Agent(agentOptions);
+  /** The outbound policy of every upstream connection. */
+  readonly outbound: OutboundPolicy;
+  /** fetch for the SDK transports and plain HTTP calls; every connection passes `outbound`. */
+  readonly fetch: typeof fetch;
+  /** Agents whose new sockets pass `outbound`'s address check (lookup) … */
+  private readonly checkedAgents: AgentPair;
+  /** … and agents for the origins the policy trusts without one. */
+  private readonly trustedAgents = agentPair();
   private closed = false;
 
-  constructor(options: UpstreamPoolOptions = {}) {
+  constructor(options: UpstreamPoolOptions) {
+    this.outbound = options.outbound;
+    this.fetch = policyFetch(options.outbound);
+    this.checkedAgents = agentPair({ lookup: options.outbound.lookup() });
     this.idleMs = options.idleMs ?? defaults.upstreamIdleMs;
     this.maxSessions = Math.max(1, options.maxSessions ?? defaults.upstreamMaxSessions);
     this.timeoutMs = options.timeoutMs ?? defaults.upstreamTimeoutMs;
@@ -99,9 +127,14 @@ export class UpstreamPool {
     return this.slots.size;
   }
 
-  /** The keep-alive agent for an upstream URL's scheme. */
+  /**
+   * The keep-alive agent for an upstream URL: per scheme, checking each new socket's address
+   * unless the policy trusts the origin. A session's URL has passed the policy when the SDK
+   * client opened it (an IP literal never reaches `lookup`).
+   */
   agentFor(url: URL): http.Agent {
-    return url.protocol === 'https:' ? this.httpsAgent : this.httpAgent;
+    const pair = this.outbound.allowsOrigin(url) ? this.trustedAgents : this.checkedAgents;
+    return url.protocol === 'https:' ? pair.https : pair.http;
   }
 
   /**
@@ -210,7 +243,9 @@ export class UpstreamPool {
       if (slot.session) await slot.session.close();
       else void slot.ready.then((s) => s.close(), () => undefined);
     }));
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    for (const pair of [this.checkedAgents, this.trustedAgents]) {
+      pair.http.destroy();
+      pair.https.destroy();
+    }
   }
 }

@@ -9,7 +9,7 @@ import type { AppServer } from '../../../src/gateway/registry.js';
 import { CODING_AGENT_TOOL, createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import type { ToolServer } from '../../../src/gateway/types.js';
 import { startCodingAgentApi, type HttpFixture } from '../../fixtures/upstreams/http-api.js';
-import { gatewayError, setup, type Env } from './setup.js';
+import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 /** 15 MiB of decoded image = 20,971,520 base64 characters (schema decision). */
 const MAX_IMAGE_B64 = 20_971_520;
@@ -36,7 +36,7 @@ describe('upstream: coding-agent launch tool', function () {
   beforeEach(async () => {
     env = await setup();
     api = await startCodingAgentApi();
-    pool = new UpstreamPool({ timeoutMs: 10_000 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 10_000 });
     reg = await env.server({
       path: 'coding-agent', name: 'Coding agent', service_key: 'coding-agent', auth: { scheme: 'bearer' },
       upstream: { type: 'coding-agent', baseUrl: api.baseUrl },

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import type { ToolServer } from '../../../src/gateway/types.js';
-import { setup, startEverything, type Env } from './setup.js';
+import { setup, startEverything, LOOPBACK, type Env } from './setup.js';
 
 describe('upstream: server-everything over Streamable HTTP', function () {
   this.timeout(60_000);
@@ -19,7 +19,7 @@ describe('upstream: server-everything over Streamable HTTP', function () {
   before(async () => {
     everything = await startEverything();
     env = await setup();
-    pool = new UpstreamPool({ timeoutMs: 10_000 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 10_000 });
     const reg = await env.server({
       path: 'everything', name: 'Everything', service_key: 'everything',
       upstream: { type: 'mcp', url: everything.url, transport: 'streamable-http' }, auth: { scheme: 'none' },

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { AppServer } from '../../../src/gateway/registry.js';
 import { createAppToolServer, forwardedHeaders, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
-import { gatewayError, setup, type Env } from './setup.js';
+import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 /** The headers node gives a server for a request sent with `headers`. */
 async function received(headers: Record<string, string>): Promise<IncomingHttpHeaders> {
@@ -64,7 +64,7 @@ describe('upstream: header forwarding (spec section 5)', function () {
     beforeEach(async () => {
       env = await setup();
       fx = await startMcpFixture();
-      pool = new UpstreamPool({ timeoutMs: 5_000 });
+      pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
       reg = await env.server({
         path: 'remote', name: 'Remote', service_key: 'remote', auth: { scheme: 'bearer' },
         upstream: { type: 'mcp', url: fx.url, transport: 'streamable-http' },

@@ -10,7 +10,7 @@ import { createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream
 import type { AppServer } from '../../../src/gateway/registry.js';
 import type { ToolServer } from '../../../src/gateway/types.js';
 import { startMcpFixture, type McpFixture, type McpFixtureOptions, type RecordedRequest } from '../../fixtures/upstreams/mcp-server.js';
-import { gatewayError, setup, type Env } from './setup.js';
+import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 /** The lean path numbers its requests from here (mcp-session.ts); the SDK client from 0. */
 const LEAN_FIRST_ID = 1_000_000;
@@ -26,7 +26,7 @@ describe('upstream: lean Streamable HTTP calls', function () {
 
   beforeEach(async () => {
     env = await setup();
-    pool = new UpstreamPool({ timeoutMs: 5_000 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
   });
   afterEach(async () => {
     await pool.close();
@@ -150,7 +150,7 @@ describe('upstream: lean Streamable HTTP calls', function () {
 
     it('a timeout aborts the request and cancels it upstream (notifications/cancelled)', async () => {
       await pool.close();
-      pool = new UpstreamPool({ timeoutMs: 300 });
+      pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 300 });
       const { fx, reg, s, pcid } = await start();
       const err = await gatewayError(s.callTool(env.ctx(), 'slow', { PCID: pcid, ms: 5_000 }));
       expect(err.message).to.equal(`upstream ${reg.path} tools/call slow timed out after 300 ms`);

@@ -8,7 +8,7 @@ import { createAppToolServer, listAppServerTools, UpstreamPool } from '../../../
 import type { AppServer } from '../../../src/gateway/registry.js';
 import type { UpstreamAuth } from '../../../src/gateway/registry-validate.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
-import { freePort, gatewayError, setup, type Env } from './setup.js';
+import { freePort, gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 describe('upstream: remote MCP server (fixture)', function () {
   this.timeout(30_000);
@@ -20,7 +20,7 @@ describe('upstream: remote MCP server (fixture)', function () {
   beforeEach(async () => {
     env = await setup();
     fx = await startMcpFixture();
-    pool = new UpstreamPool({ timeoutMs: 5_000 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
   });
   afterEach(async () => {
     await pool.close();
@@ -172,7 +172,7 @@ describe('upstream: remote MCP server (fixture)', function () {
 
     it('closes idle sessions and keeps at most maxSessions', async () => {
       await pool.close();
-      pool = new UpstreamPool({ idleMs: 150, maxSessions: 2, timeoutMs: 5_000 });
+      pool = new UpstreamPool({ outbound: LOOPBACK, idleMs: 150, maxSessions: 2, timeoutMs: 5_000 });
       const reg = await register();
       const pcid = await env.connection({ service_key: 'fixture' });
       const s = createAppToolServer(reg, undefined, pool);
@@ -188,7 +188,7 @@ describe('upstream: remote MCP server (fixture)', function () {
 
     it('a new connection secret opens a new session with the new credential', async () => {
       await pool.close();
-      pool = new UpstreamPool({ timeoutMs: 5_000, connectionTtlMs: 0 });
+      pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000, connectionTtlMs: 0 });
       const reg = await register();
       const pcid = await env.connection({ service_key: 'fixture', secret: 'old' });
       expect((await whoami(reg, pcid)).authorization).to.equal('Bearer old');
@@ -201,7 +201,7 @@ describe('upstream: remote MCP server (fixture)', function () {
   describe('failures', () => {
     it('an upstream slower than the timeout answers -32000 naming what timed out', async () => {
       await pool.close();
-      pool = new UpstreamPool({ timeoutMs: 300 });
+      pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 300 });
       const reg = await register();
       const pcid = await env.connection({ service_key: 'fixture' });
       const s = createAppToolServer(reg, undefined, pool);

@@ -8,7 +8,7 @@ import type { AppServer } from '../../../src/gateway/registry.js';
 import { createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import type { ToolDef, ToolServer } from '../../../src/gateway/types.js';
 import { petDocument, startPetApi, type HttpFixture } from '../../fixtures/upstreams/http-api.js';
-import { freePort, gatewayError, setup, type Env } from './setup.js';
+import { freePort, gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 describe('upstream: OpenAPI-described HTTP API', function () {
   this.timeout(30_000);
@@ -25,7 +25,7 @@ describe('upstream: OpenAPI-described HTTP API', function () {
   beforeEach(async () => {
     env = await setup();
     api = await startPetApi();
-    pool = new UpstreamPool({ timeoutMs: 5_000 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
     reg = await env.server({
       path: 'pets', name: 'Pets', service_key: 'pets', auth: { scheme: 'header', headerName: 'X-Api-Key' },
       upstream: { type: 'openapi', baseUrl: `${api.baseUrl}/api/`, document: petDocument },

@@ -8,7 +8,7 @@ import { updateConnection } from '../../../src/connections/index.js';
 import type { AppServer } from '../../../src/gateway/registry.js';
 import { createAppToolServer, resolvePcid, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
-import { gatewayError, setup, type Env } from './setup.js';
+import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 describe('upstream: PCID rules', function () {
   this.timeout(30_000);
@@ -21,7 +21,7 @@ describe('upstream: PCID rules', function () {
     env = await setup();
     fx = await startMcpFixture();
     // TTL 0: every lookup reads the store, so status changes show at once in these tests.
-    pool = new UpstreamPool({ timeoutMs: 5_000, connectionTtlMs: 0 });
+    pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000, connectionTtlMs: 0 });
     reg = await env.server({
       path: 'github', name: 'GitHub', service_key: 'github', auth: { scheme: 'bearer' },
       upstream: { type: 'mcp', url: fx.url, transport: 'streamable-http' },
@@ -75,7 +75,7 @@ describe('upstream: PCID rules', function () {
     await updateConnection(env.store.db, env.orgId, pcid, 1, { status: 'disconnected' }, env.config);
     expect((await gatewayError(echo(pcid))).message).to.match(/is disconnected, not connected/);
 
-    const cached = new UpstreamPool({ connectionTtlMs: 200 });
+    const cached = new UpstreamPool({ outbound: LOOPBACK, connectionTtlMs: 200 });
     try {
       const other = await env.connection({ service_key: 'github' });
       await resolvePcid(env.ctx(), ['github'], other, cached.connections);

@@ -13,11 +13,15 @@ import { createConnection, type ConnectionCreate } from '../../../src/connection
 // registry.ts directly: gateway/index.ts also loads the router and every embedded server.
 import { createAppServer, type AppServer, type AppServerCreate } from '../../../src/gateway/registry.js';
 import { GatewayError, type GatewayContext } from '../../../src/gateway/types.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
 import type { Services } from '../../../src/services.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 import { freePort } from '../../helpers/server.js';
 
 export { freePort };
+
+/** The outbound policy of these tests' pools: their upstreams listen on loopback (as test servers allow it). */
+export const LOOPBACK = new OutboundPolicy(parseOutboundAllowlist('127.0.0.0/8,::1/128'));
 
 export interface Env {
   store: TestStore;

@@ -43,7 +43,8 @@ describe('outbound policy: refused ranges', () => {
       ['127.0.0.1', /loopback/], ['127.255.0.9', /loopback/], ['10.0.0.5', /private/], ['172.16.0.1', /private/], ['172.31.255.255', /private/],
       ['192.168.1.1', /private/], ['169.254.169.254', /cloud metadata/], ['100.64.0.1', /carrier-grade NAT/], ['0.0.0.0', /unspecified/],
       ['224.0.0.1', /multicast/], ['198.18.0.1', /reserved/], ['::1', /loopback/], ['::', /unspecified/], ['fe80::1', /link-local/],
-      ['fd12:3456::1', /private/], ['ff02::1', /multicast/],
+      ['fd12:3456::1', /private/], ['ff02::1', /multicast/], ['::7f00:1', /IPv4-compatible/], ['::a00:5', /IPv4-compatible/],
+      ['64:ff9b::a00:1', /NAT64/], ['64:ff9b::7f00:1', /NAT64/],
     ];
     for (const [address, why] of cases) expect(refusal(p, address), address).to.match(why).and.match(/OUTBOUND_ALLOWLIST/);
   });
