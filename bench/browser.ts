@@ -1,5 +1,5 @@
 /**
- * Browser task benchmark (issue 12), not a test: `browser-automation_playwright_run` of a
+ * Browser task benchmark, not a test: `browser-automation_playwright_run` of a
  * trivial script (`return await page.title()`) and of one that opens a local page, measured
  * from the start call to the first poll that answers `completed` (polls every 10 ms), in one run:
  * - warm: the organisation's browser stays up between tasks (default BROWSER_IDLE_MS);

@@ -39,7 +39,7 @@ await build({
   splitting: true,
   format: 'esm',
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   packages: 'external',
   plugins: [ownImportMeta],
   logLevel: 'warning',

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Finds PostgreSQL (127.0.0.1:5432, trust auth, database `test`) and Redis (127.0.0.1:6379)
 # running, or starts them; installs them from Debian's packages when they are missing. Installs
-# Chromium (for the browser automation tests) the same way.
+# Chromium (for the browser automation tests) and bubblewrap (the operating-system layer of code
+# isolation, src/containment) the same way.
 set -euo pipefail
 
 have_pg() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -40,3 +41,11 @@ if [ ! -x "${BROWSER_EXECUTABLE:-/usr/bin/chromium}" ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 "${BROWSER_EXECUTABLE:-/usr/bin/chromium}" --version || { echo "ensure-services: Chromium does not run" >&2; exit 1; }
+
+# Tenant code runs in bubblewrap's namespaces (CODE_ISOLATION=auto uses it when present; CI runs strict).
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "ensure-services: installing bubblewrap from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi
+bwrap --version || { echo "ensure-services: bubblewrap does not run" >&2; exit 1; }

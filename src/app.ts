@@ -31,6 +31,7 @@ import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
 import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './health/handlers.js';
+import { probeIsolation, type Isolation } from './containment/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
 import type { HandlerMap, Services } from './services.js';
 
@@ -75,6 +76,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const ownsDb = !opts.db;
   const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous });
   await migrate(db);
+  const isolation = await probeIsolation({ mode: config.codeIsolation });
+  logIsolation(log, isolation);
   const tokens = await createTokenService({ db, config, log });
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;
   const signals = await createSignals(redis, log, config.redisPrefix);
@@ -84,7 +87,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log, db, redis);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(WriteQueue.for(db)), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, isolation: isolation.report, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(WriteQueue.for(db)), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
@@ -93,10 +96,13 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const delivers = config.runConcurrency > 0;
   services.queues = new QueuesService({ db, config, log, blobs, signals, callTargets: services.callTargets, runQueue: queue, active: delivers });
   services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: delivers, delivery: delivers ? threadPoster(config) : undefined });
-  services.browser = new BrowserService({ db, config, log, events: services.events });
+  services.browser = new BrowserService({ db, config, log, events: services.events, isolation });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
-  const sandbox = new SandboxPool({ size: config.sandboxPoolSize, reuseContexts: config.sandboxReuseContexts, maxExecutionsPerProcess: config.sandboxMaxExecutions, log });
+  const sandbox = new SandboxPool({
+    isolation, size: config.sandboxPoolSize, reuseContexts: config.sandboxReuseContexts,
+    maxExecutionsPerProcess: config.sandboxMaxExecutions, breach: config.sandboxTestBreach ? 'process' : 'off', log,
+  });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
   // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.
@@ -124,6 +130,17 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       if (ownsDb) await db.destroy();
     },
   };
+}
+
+/** The isolation in force, once at start; what `auto` could not use is one warning (src/containment/README.md). */
+function logIsolation(log: Logger, isolation: Isolation): void {
+  const { report } = isolation;
+  log.info({ isolation: report }, `code isolation: ${report.level} (CODE_ISOLATION=${report.mode})`);
+  if (report.mode === 'process') {
+    log.warn('CODE_ISOLATION=process: tenant code is contained by isolated-vm and per-organisation runner processes only, without the operating-system layer; use it for single-organisation installs');
+  } else if (report.missing.length > 0) {
+    log.warn({ missing: report.missing }, `code isolation: not every layer is available here: ${report.missing.join('; ')}`);
+  }
 }
 
 export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {

@@ -4,6 +4,7 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
 import { createApp } from './app.js';
 import { bootstrapIfEmpty } from './bootstrap/index.js';
+import { IsolationUnavailableError } from './containment/index.js';
 
 async function main(): Promise<void> {
   let config;
@@ -17,7 +18,16 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  const app = await createApp(config, log);
+  let app;
+  try {
+    app = await createApp(config, log);
+  } catch (err) {
+    if (err instanceof IsolationUnavailableError) {
+      process.stderr.write(`switchyard: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
   // Seed before listening: once /readyz answers, bootstrap.json exists.
   const welcome = config.seedDemo ? await bootstrapIfEmpty(app.services) : undefined;
   const server: Server = await new Promise((resolve, reject) => {

@@ -19,6 +19,7 @@ import type { AgentService } from './agents/service.js';
 import type { EventsService } from './events/service.js';
 import type { QueuesService } from './queues/service.js';
 import type { BrowserService } from './browser/service.js';
+import type { IsolationReport } from './containment/index.js';
 import type * as Http from './http/types.js';
 
 export type { HandlerRequest, Reply, OperationId } from './http/types.js';
@@ -27,6 +28,8 @@ export interface Services extends Http.PipelineServices {
   config: Config;
   db: Knex;
   log: Logger;
+  /** The code isolation in force (src/containment): reported by /readyz. */
+  isolation: IsolationReport;
   tokens: TokenService;
   /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
   redis?: RedisClient | undefined;

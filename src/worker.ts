@@ -6,6 +6,7 @@
 import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
 import { createRuntime } from './app.js';
+import { IsolationUnavailableError } from './containment/index.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -30,7 +31,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : err instanceof Error ? err.stack ?? err.message : String(err);
+  const known = err instanceof ConfigError || err instanceof IsolationUnavailableError;
+  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : known ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);
   process.stderr.write(`switchyard worker: ${message}\n`);
-  process.exit(err instanceof ConfigError ? 2 : 1);
+  process.exit(known ? 2 : 1);
 });

@@ -1160,6 +1160,11 @@ export interface paths {
          *     Decision: the 503 body is this probe's own shape, not the `Error` object, so a probe
          *     client reads the same fields in both cases.
          *     Decision: `details` reports parts that degrade without making the process unready.
+         *     `details.isolation` (always present) is the code isolation in force: `CODE_ISOLATION`
+         *     (`mode`), the layers that contain tenant code (`level`: `namespaces` for all three,
+         *     `process` without the operating-system layer), what each layer is, and what `auto`
+         *     could not use on this machine. `strict` never gets here without all three: the service
+         *     refuses to start.
          *     `details.embeddings` (present when `EMBEDDINGS_URL` is set) is the state of discovery's
          *     embeddings provider: when it fails or is slower than `EMBEDDINGS_BUDGET_MS`, discovery
          *     ranks lexically, so the probe stays `ready` and says why here.
@@ -2108,6 +2113,22 @@ export interface paths {
          *     and only changes the server path; the parent must be an existing top-level server of
          *     the organisation (one level of children; 400 otherwise). Proxying itself is not part
          *     of registration.
+         *
+         *     Upstream addresses (our rules; the outbound policy of workflow `http` steps and event
+         *     calls, `OUTBOUND_ALLOWLIST`): `upstream.url` (mcp) or `upstream.baseUrl` (openapi,
+         *     coding-agent) is refused with 400 `invalid_request`, `details: [{where: body, path:
+         *     /upstream/url or /upstream/baseUrl, message}]` and the reason in `message`, when its
+         *     host is an IP literal in a refused range (loopback, private, carrier-grade NAT,
+         *     link-local and cloud metadata, unspecified, multicast, reserved; however the URL spells
+         *     it) or a host name any of whose addresses, resolved now, is in one (`localhost`
+         *     included): every connection to such a name would be refused. The service's own origins
+         *     and whatever `OUTBOUND_ALLOWLIST` names (CIDRs, addresses, host names) are accepted. A
+         *     name that does not resolve within 2 s is accepted: DNS answers change, so every
+         *     connection to an upstream is checked again on the address actually connected to —
+         *     the MCP session and its calls, OpenAPI and coding-agent calls, redirect hops included.
+         *     A refused connection is the JSON-RPC error -32000 `upstream <path> <method> failed: the
+         *     outbound policy refuses the upstream's address (<reason>; allow it with
+         *     OUTBOUND_ALLOWLIST)`; the address is logged, never answered.
          */
         post: operations["createAppServer"];
         delete?: never;
@@ -2154,10 +2175,11 @@ export interface paths {
         /**
          * Update an application server
          * @description Changes any field of the registration (`upstream` and `auth` are replaced as a whole;
-         *     `description` and `parentPath` accept `null`). The create rules apply; in addition
-         *     the path of a server with children cannot change (409) and a server with children
-         *     cannot become a child (400). Requires `If-Match: "<version>"`: missing → 428,
-         *     stale → 412.
+         *     `description` and `parentPath` accept `null`). The create rules apply, the upstream
+         *     address rules included when `upstream` is given (a patch without it is not checked;
+         *     connections are checked anyway); in addition the path of a server with children
+         *     cannot change (409) and a server with children cannot become a child (400). Requires
+         *     `If-Match: "<version>"`: missing → 428, stale → 412.
          */
         patch: operations["updateAppServer"];
         trace?: never;
@@ -2744,7 +2766,8 @@ export interface components {
          *     Content-Type or Authorization are not offered) and the JSON request body under `body`
          *     (operations whose body has no JSON media type are not offered). Unknown or missing
          *     required arguments are a -32000 error. The call goes to `baseUrl` + the operation path
-         *     (the document's `servers` are ignored), redirects are not followed, and the document's
+         *     (the document's `servers` are ignored), redirects are not followed (a remote MCP
+         *     server's are followed within its origin only), and the document's
          *     own security schemes are ignored: `auth` applies. A 2xx JSON object answer is the
          *     structuredContent; any other 2xx answer is wrapped as `{result}`; a non-2xx answer is
          *     `isError: true` with structuredContent `{status, error}` (`error` = the first 2000
@@ -3454,6 +3477,35 @@ export interface components {
              */
             status: "ok";
         };
+        /**
+         * @description The code isolation in force (README "Security model"): how code steps and browser
+         *     scripts of organisations are contained in this process.
+         */
+        IsolationState: {
+            /** @description What each layer is here, in words. */
+            layers: {
+                /** @description The realm tenant code runs in. */
+                language: string;
+                /** @description The operating-system containment, or why it is not in force. */
+                os: string;
+                /** @description The processes it runs in, their user and environment. */
+                process: string;
+            };
+            /**
+             * @description `namespaces`: the language, process and operating-system layers. `process`: the
+             *     language and process layers only (CODE_ISOLATION=process, or auto on a machine
+             *     without bubblewrap or user namespaces).
+             * @enum {string}
+             */
+            level: "namespaces" | "process";
+            /** @description What `auto` could not use here, each with how to get it (also logged once at start). */
+            missing: string[];
+            /**
+             * @description CODE_ISOLATION.
+             * @enum {string}
+             */
+            mode: "auto" | "strict" | "process";
+        };
         /** @description A response, or a batch of responses. */
         JsonRpcAnswer: components["schemas"]["JsonRpcResponse"] | components["schemas"]["JsonRpcResponse"][];
         /** @description An error response. */
@@ -3950,6 +4002,7 @@ export interface components {
             /** @description Parts that degrade without making the process unready. */
             details?: {
                 embeddings?: components["schemas"]["EmbeddingsState"];
+                isolation: components["schemas"]["IsolationState"];
             };
             /**
              * @description `ready` when every check is `ok`.

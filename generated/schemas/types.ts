@@ -2041,6 +2041,9 @@ export interface components {
          *       "sandboxPoolSize": 2,
          *       "sandboxReuseContexts": true,
          *       "sandboxMaxExecutions": 1000,
+         *       "codeIsolation": "auto",
+         *       "sandboxTestBreach": false,
+         *       "browserTestNoSchemeRefusal": false,
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
          *       "upstreamIdleMs": 300000,
@@ -2141,6 +2144,17 @@ export interface components {
                  */
                 taskTimeoutMs: number;
             };
+            /**
+             * @description BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test.
+             * @default false
+             */
+            browserTestNoSchemeRefusal: boolean;
+            /**
+             * @description CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs.
+             * @default auto
+             * @enum {unknown}
+             */
+            codeIsolation: "auto" | "strict" | "process";
             /** @description DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. */
             databaseUrl?: string | null;
             /**
@@ -2255,6 +2269,11 @@ export interface components {
              * @default true
              */
             sandboxReuseContexts: boolean;
+            /**
+             * @description SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test.
+             * @default false
+             */
+            sandboxTestBreach: boolean;
             /**
              * @description SEED_DEMO: create the demo organisation on an empty store.
              * @default true

@@ -1,8 +1,10 @@
 /**
  * Warm Chromium browsers, one per organisation, and the per-process limit of concurrent tasks
  * (src/browser/README.md "Pool"). A browser is a playwright-core browser server on Debian's
- * Chromium; a task's runner process reaches it through the filtering relay (src/browser/relay.ts)
- * by a relay endpoint whose path is a random secret, and makes its own fresh context. Browsers are never shared between
+ * Chromium, contained by src/browser/contain.ts (its own user and, where the operating-system
+ * layer is in force, its own namespaces and file system view); a task's runner process reaches
+ * it through the filtering relay (src/browser/relay.ts) by a relay endpoint whose path is a
+ * random secret, and makes its own fresh context. Browsers are never shared between
  * organisations: a script that reaches the browser level (CDP) sees only its own
  * organisation's pages. A browser with no task for `idleMs` is closed; one that crashes is
  * dropped (its tasks fail through their broken connections) and the next task starts another.
@@ -10,12 +12,17 @@
  */
 import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
+import type { ChromiumBox } from './contain.js';
 import type { BrowserRelay } from './relay.js';
 
-/** DESIGN.md section 6: the flags Chromium needs on these machines (closed network, root, no GPU). */
+/**
+ * DESIGN.md section 6: the flags Chromium needs on these machines (closed network, root, no GPU),
+ * and WebRTC kept off UDP that would go around the guarded proxy.
+ */
 export const CHROMIUM_ARGS = [
   '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
 export interface PoolOptions {
@@ -24,6 +31,8 @@ export interface PoolOptions {
   proxyUrl: () => Promise<string>;
   /** The filtering relay runners reach the browsers through (src/browser/relay.ts). */
   relay: BrowserRelay;
+  /** How each browser is contained (src/browser/contain.ts). */
+  box: ChromiumBox;
   maxContexts: number;
   idleMs: number;
   log: Logger;
@@ -46,7 +55,10 @@ export class BrowserUnavailableError extends Error {}
 
 /** A slot: the endpoint to connect to, and its release (exactly once). */
 export interface Lease {
+  /** The relay endpoint a script runner connects to. */
   wsEndpoint: string;
+  /** The organisation's relay socket folder, to bind into its runners' view (Unix socket relays). */
+  relaySocketDir: string | undefined;
   /** The guarded proxy, for the contexts the task makes (their API requests go through it too). */
   proxyUrl: string;
   /**
@@ -96,7 +108,8 @@ export class BrowserPool {
     };
     try {
       const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
-      return { wsEndpoint: await this.opts.relay.endpointFor(server.wsEndpoint()), directEndpoint: server.wsEndpoint(), proxyUrl, release };
+      const relay = await this.opts.relay.endpointFor(orgId, server.wsEndpoint());
+      return { wsEndpoint: relay.url, relaySocketDir: relay.socketDir, directEndpoint: server.wsEndpoint(), proxyUrl, release };
     } catch (err) {
       release();
       throw err;
@@ -176,16 +189,26 @@ export class BrowserPool {
     const why = this.unavailable();
     if (why) throw new BrowserUnavailableError(why);
     const [{ chromium }, proxy] = await Promise.all([import('playwright-core'), this.opts.proxyUrl()]);
-    return chromium.launchServer({
-      executablePath: this.opts.executable,
-      headless: true,
-      // Every connection of every page goes through the guarded proxy, loopback included.
-      args: [...CHROMIUM_ARGS, `--proxy-server=${proxy}`, '--proxy-bypass-list=<-loopback>'],
-      // The service's environment (secrets included) is not the browser's business.
-      env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-    }) as Promise<BrowserServer>;
+    const box = this.opts.box.prepare();
+    try {
+      const server = await chromium.launchServer({
+        executablePath: box.executablePath,
+        headless: true,
+        // Every connection of every page goes through the guarded proxy, loopback included.
+        args: [...CHROMIUM_ARGS, `--proxy-server=${proxy}`, '--proxy-bypass-list=<-loopback>'],
+        // The service's environment (secrets included) is not the browser's business.
+        env: box.env,
+        // Downloads land in the browser's own folder, the only one it may write.
+        ...(box.downloadsPath ? { downloadsPath: box.downloadsPath } : {}),
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      }) as BrowserServer;
+      server.process().on('exit', box.release);
+      return server;
+    } catch (err) {
+      box.release();
+      throw err;
+    }
   }
 }

@@ -2,20 +2,27 @@
 /**
  * A script runner process of one organisation (src/browser/README.md, "Script isolation"): it
  * runs that organisation's `playwright_run` tasks one at a time, each in a context of its own.
- * Plain JavaScript, started by src/browser/scripts.ts with Node's permission model: no file
- * writes, no child processes, no worker threads, no addons, an empty environment, read access to
- * this file and playwright-core only, and a heap limit. It connects to the organisation's
- * browser by its unguessable endpoint, makes a fresh context, and runs the caller's code as the
- * body of an async function in a vm context whose only globals of this realm are `page` and a
- * `console` that writes to the task log. Downloads of every page of the context are read
- * through the browser connection (no file is written here) and handed to the parent with the
- * script's own file, if it returned one.
+ * Plain JavaScript, started by src/browser/scripts.ts, where the operating-system layer is in
+ * force, inside bubblewrap (no network, its own PID and IPC namespaces, a read-only view of the
+ * Node binary, this file and playwright-core, a private /tmp), and always with Node's permission
+ * model (no file writes, no child processes, no worker threads, no addons; reads limited to this
+ * file and playwright-core), an empty environment and a heap limit. Once playwright-core is
+ * loaded and before any script runs, it switches itself to the unprivileged user it was given
+ * (argv[3]) when it starts as root. It connects to the organisation's browser through the relay
+ * (a Unix socket bound into its view, or loopback where there is no network namespace), makes a
+ * fresh context, and runs the caller's code as the body of an async function in a vm context
+ * whose only globals of this realm are `page` and a `console` that writes to the task log (and,
+ * under the test-only switch SANDBOX_TEST_BREACH, this process's own `process`: argv[4] is
+ * `breach`). Downloads of every page of the context are read through the browser connection
+ * (no file is written here) and handed to the parent with the script's own file, if it
+ * returned one.
  *
  * Messages: parent → child `{type: 'run', v: 1, ...}`, one at a time; child → parent
  * `{type: 'log', task, line}`, then `{type: 'done', task, ok, result, files, error}` and
  * `{type: 'idle', task}` (ready for the next task). The parent
- * trusts none of it blindly (src/browser/scripts.ts checks sizes again) and kills the process
- * instead of reusing it after a time limit or a broken task.
+ * trusts none of it blindly (src/browser/scripts.ts checks sizes again, and watches the
+ * process tree's memory and process count from outside) and kills the process instead of
+ * reusing it after a time limit or a broken task.
  */
 const vm = require('node:vm');
 
@@ -32,8 +39,28 @@ fs.existsSync = (p) => {
   }
 };
 
-const playwrightPath = process.argv[2];
+const [playwrightPath, userArg, mode] = process.argv.slice(2);
+// playwright-core asks for the home folder when it loads; the environment is empty and the
+// contained view has no /etc/passwd to look it up in, so the private /tmp stands in.
+const os = require('node:os');
+os.homedir = () => '/tmp';
 const { chromium } = require(playwrightPath);
+
+// The unprivileged user: the groups, then the group, then the user (after which none of them
+// can be changed back). A runner that was meant to switch and cannot does not run scripts.
+const uid = Number(userArg);
+if (Number.isInteger(uid) && uid > 0 && process.getuid() === 0) {
+  try {
+    process.setgroups([]);
+    process.setgid(uid);
+    process.setuid(uid);
+  } catch {
+    process.exit(71);
+  }
+  if (process.getuid() !== uid || process.geteuid() !== uid || process.getgid() !== uid) process.exit(71);
+}
+/** SANDBOX_TEST_BREACH (tests only): scripts get this process object, as if the vm boundary had failed. */
+const BREACH = mode === 'breach';
 
 const MiB = 1024 * 1024;
 /** The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
@@ -101,8 +128,24 @@ function settleReturn(task, value) {
   return text(value).slice(0, LIMITS.resultChars);
 }
 
+/** Schemes a download may come from (src/browser/urls.ts downloadRefusal): the web, and what a page builds itself. */
+const DOWNLOAD_SCHEMES = new Set(['http:', 'https:', 'blob:', 'data:']);
+
+function downloadScheme(url) {
+  try {
+    return new URL(url).protocol;
+  } catch {
+    return '';
+  }
+}
+
 async function readDownload(task, download) {
   const name = download.suggestedFilename() || 'download';
+  const scheme = downloadScheme(download.url());
+  if (!DOWNLOAD_SCHEMES.has(scheme)) {
+    await download.cancel().catch(() => undefined);
+    throw new Error(`${name}: downloads from ${scheme || 'unknown'} URLs are refused (only http(s), blob: and data: downloads are saved)`);
+  }
   log(task, `download started: ${name}`);
   const stream = await download.createReadStream();
   const chunks = [];
@@ -132,6 +175,7 @@ function scriptContext(task, page) {
     globalThis.console = Object.freeze({ log: make('log'), info: make('info'), warn: make('warn'), error: make('error'), debug: make('debug') });
   })`, context)(bridge);
   sandbox.page = page;
+  if (BREACH) sandbox.process = process;
   return context;
 }
 
@@ -229,6 +273,8 @@ async function run(msg) {
 
 process.on('unhandledRejection', () => undefined);
 let busy = false;
+// playwright-core is loaded and the user switched: the parent checks the user from outside, then sends tasks.
+process.send({ type: 'ready' });
 process.on('message', (msg) => {
   if (!msg || msg.v !== 1 || msg.type !== 'run' || busy || !msg.limits) process.exit(70);
   LIMITS = msg.limits;

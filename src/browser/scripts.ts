@@ -1,18 +1,25 @@
 /**
  * Runs `playwright_run` scripts in script runner processes (src/browser/script-runner.cjs), one
- * organisation's tasks per process and one task at a time, isolated from the service the way
- * code steps are (src/engine/sandbox/README.md): Node's permission model (no file writes, no child processes, no workers, no addons; reads limited
- * to the runner and playwright-core), an empty environment, an empty working folder, a heap
- * limit, and a kill from outside at the time limit. The runner connects to the organisation's
- * browser (src/browser/pool.ts); what it sends back is checked again here.
+ * organisation's tasks per process and one task at a time (src/browser/README.md "Script
+ * isolation"). Each runner is contained through src/containment: where the operating-system
+ * layer is in force, bubblewrap (no network, its own PID and IPC namespaces, a read-only view of
+ * only the Node binary, the runner and playwright-core, a private /tmp, the organisation's relay
+ * socket folder); always an unprivileged user of its own when the service runs as root (the
+ * runner switches to it once playwright-core is loaded, before any script), an empty
+ * environment, Node's permission model, a heap limit, RLIMIT_NPROC, and a watchdog that polls
+ * the whole contained tree from outside (resident memory, process count) and kills it over a
+ * limit. The runner connects to the organisation's browser through the relay
+ * (src/browser/relay.ts); what it sends back is checked again here.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { permissionFlag } from '../engine/sandbox/flags.js';
+import { killTree, launchCommand, sampleTree, uidOf, type ContainSpec, type Isolation } from '../containment/index.js';
+import { parentDirs } from './contain.js';
+import { RELAY_DIR_IN_SANDBOX } from './relay.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
@@ -20,10 +27,24 @@ const MiB = 1024 * 1024;
 /**
  * A task's limits (src/browser/README.md). The runner gets the first five with each task and
  * enforces them there (a file over them fails inside the script); the parent checks them again.
- * `logChars` bounds the whole log, which the heartbeat rewrites every 5 s.
+ * `logChars` bounds the whole log, which the heartbeat rewrites every 5 s. `runnerRssMb` is the
+ * watchdog's ceiling on the resident memory of the runner's whole contained tree: the heap, the
+ * task's files (up to `totalBytes`, held in memory) and their copies in transit, and Node with
+ * playwright-core loaded (about 100 MiB).
  */
-export const SCRIPT_LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, lineChars: 8 * 1024, heapMb: 256, logLines: 2000, logChars: 256 * 1024 };
+export const SCRIPT_LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, lineChars: 8 * 1024, heapMb: 256, logLines: 2000, logChars: 256 * 1024, runnerRssMb: 1024 };
 const RUNNER_LIMITS = { files: SCRIPT_LIMITS.files, fileBytes: SCRIPT_LIMITS.fileBytes, totalBytes: SCRIPT_LIMITS.totalBytes, resultChars: SCRIPT_LIMITS.resultChars, lineChars: SCRIPT_LIMITS.lineChars };
+/** RLIMIT_NPROC of a runner's user: Node's own threads (about 12) with room to spare; scripts start none. */
+const RUNNER_MAX_THREADS = 64;
+/** Processes of a contained runner's tree: bubblewrap, its namespace's first process and the runner. */
+const MAX_TREE = 3;
+const WATCH_BUSY_MS = 100;
+const WATCH_IDLE_MS = 1000;
+/** The whole tree is walked (new processes found) at most this often; in between only its known processes' memory is read. */
+const WALK_MS = 1000;
+const PAGE_BYTES = 4096;
+/** A runner that has not said it is ready (playwright-core loaded, user switched) by then is killed. */
+const START_TIMEOUT_MS = 30_000;
 
 export interface ScriptFile {
   fileName: string;
@@ -41,7 +62,10 @@ export interface ScriptOutcome {
 }
 
 export interface ScriptRun {
+  /** The relay endpoint, as the runner connects to it (src/browser/relay.ts RelayEndpoint.url). */
   wsEndpoint: string;
+  /** The organisation's relay socket folder, bound into the runner's view (Unix socket relays only). */
+  relaySocketDir?: string | undefined;
   code: string;
   viewport: { width: number; height: number };
   storageState?: unknown;
@@ -75,23 +99,58 @@ function checkedFiles(raw: unknown): ScriptFile[] {
   return files;
 }
 
+export interface RunnerOptions {
+  isolation: Isolation;
+  /** SANDBOX_TEST_BREACH (tests only): scripts get the runner's own `process`. */
+  breach: boolean;
+}
+
 interface Runner {
   child: ChildProcess;
   stderr: { tail: string };
   /** Tasks this process has been given. */
   tasks: number;
+  /** Resolves once the runner said it is ready and runs as its own user; false when it never will. */
+  ready: Promise<boolean>;
+  /** Why the watchdog stopped the process, if it did. */
+  stopped: string | undefined;
+  /** Whether a task runs now (the watchdog looks more often). */
+  busy: boolean;
+  /** Makes the watchdog look within WATCH_BUSY_MS (a task starts). */
+  lookSoon: () => void;
+  /** The contained tree at the watchdog's last look. */
+  tree: number[];
 }
 
-/** A runner process: started with the boundary's flags, playwright-core loaded, waiting for tasks. */
-function spawnRunner(): Runner {
-  const cwd = mkdtempSync(path.join(os.tmpdir(), 'sy-browser-'));
-  const child = fork(RUNNER, [PLAYWRIGHT], {
-    cwd,
+/** What a runner sees inside the operating-system layer. */
+function runnerView(relaySocketDir: string | undefined): ContainSpec {
+  const readOnly = [process.execPath, RUNNER, PLAYWRIGHT];
+  return {
+    readOnly,
+    binds: relaySocketDir ? [{ source: relaySocketDir, target: RELAY_DIR_IN_SANDBOX }] : [],
+    // The runner reads playwright-core's files after switching users, so their folders must be passable.
+    dirs: parentDirs([...readOnly, RELAY_DIR_IN_SANDBOX]),
+    network: 'none',
+    maxProcesses: RUNNER_MAX_THREADS,
+  };
+}
+
+/** A runner process: started contained, with the boundary's flags; it loads playwright-core, switches users and waits for tasks. */
+function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): Runner {
+  const { isolation } = opts;
+  const contained = isolation.plan.bwrap !== undefined;
+  const uid = isolation.users?.take();
+  const cwd = contained ? undefined : mkdtempSync(path.join(os.tmpdir(), 'sy-browser-'));
+  const argv = [
+    process.execPath, '--permission', `--allow-fs-read=${RUNNER}`, `--allow-fs-read=${PLAYWRIGHT}`,
+    `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`, '--disallow-code-generation-from-strings', '--no-warnings',
+    RUNNER, PLAYWRIGHT, uid === undefined ? '-' : String(uid), opts.breach ? 'breach' : 'contained',
+  ];
+  const { file, args } = launchCommand(isolation.plan, runnerView(relaySocketDir), argv);
+  const child = spawn(file, args, {
+    cwd: cwd ?? '/',
+    // The service's environment never reaches the runner; Node adds only its IPC channel's variables.
     env: {},
-    execArgv: [
-      permissionFlag(), `--allow-fs-read=${RUNNER}`, `--allow-fs-read=${PLAYWRIGHT}`,
-      `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`, '--disallow-code-generation-from-strings', '--no-warnings',
-    ],
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
@@ -99,9 +158,118 @@ function spawnRunner(): Runner {
   child.stderr?.on('data', (b: Buffer) => {
     stderr.tail = (stderr.tail + b.toString('utf8')).slice(-4000);
   });
-  child.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
+  child.once('exit', () => {
+    if (cwd) rmSync(cwd, { recursive: true, force: true });
+    isolation.users?.give(uid);
+  });
   child.once('error', () => undefined);
-  return { child, stderr, tasks: 0 };
+  const runner: Runner = { child, stderr, tasks: 0, ready: Promise.resolve(false), stopped: undefined, busy: false, tree: [], lookSoon: () => undefined };
+  runner.ready = started(runner, uid);
+  watch(runner, contained ? MAX_TREE : 1);
+  return runner;
+}
+
+/**
+ * Resolves true once the runner reports ready and its process runs as `uid` (or the service's
+ * own unprivileged user), never root. A runner that does not is stopped (a runner that exits on
+ * its own is reported by its exit).
+ */
+function started(runner: Runner, uid: number | undefined): Promise<boolean> {
+  const { child } = runner;
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(`did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
+    const onMessage = (msg: { type?: unknown }) => {
+      if (msg?.type !== 'ready') return;
+      void userOf(runner).then((actual) => done(actual !== undefined && actual !== 0 && actual === (uid ?? process.getuid?.()) ? undefined : `ran as user ${actual ?? 'unknown'}, not as its own unprivileged user`));
+    };
+    const onExit = () => done('exited');
+    function done(failure: string | undefined): void {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (failure && failure !== 'exited') stop(runner, failure);
+      resolve(failure === undefined);
+    }
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+/** The user of the runner itself: the deepest process of the contained tree. */
+async function userOf(runner: Runner): Promise<number | undefined> {
+  const pid = runner.child.pid;
+  if (pid === undefined || process.platform !== 'linux') return process.getuid?.();
+  runner.tree = (await sampleTree(pid)).pids;
+  const last = runner.tree.at(-1);
+  return last === undefined ? undefined : uidOf(last);
+}
+
+/** Kills the whole contained tree; the task it runs fails with `why` (ended() reads it). */
+function stop(runner: Runner, why: string): void {
+  runner.stopped ??= why;
+  killTree(runner.tree);
+  runner.child.kill('SIGKILL');
+}
+
+/**
+ * Resident memory of known processes (Linux /proc statm); gone ones count nothing. Read
+ * synchronously: three tiny reads of procfs cost microseconds, less than a trip through the
+ * thread pool that the store's queries use too.
+ */
+function residentBytes(pids: readonly number[]): number {
+  let pages = 0;
+  for (const p of pids) {
+    try {
+      pages += Number(readFileSync(`/proc/${p}/statm`, 'utf8').split(' ')[1]);
+    } catch {
+      // gone
+    }
+  }
+  return pages * PAGE_BYTES;
+}
+
+/**
+ * The watchdog: the resident memory and the process count of the runner's whole contained tree
+ * (with a PID namespace the child started here is bubblewrap, not the runner), every 100 ms
+ * while a task runs and every second at rest. The tree is walked for new processes once a
+ * second (a runner may start none: its permission model refuses children and RLIMIT_NPROC bounds
+ * them); in between, the memory of the processes already known is read. Linux only (/proc).
+ */
+function watch(runner: Runner, maxTree: number): void {
+  const pid = runner.child.pid;
+  if (process.platform !== 'linux' || pid === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  let looking = false;
+  let walked = 0;
+  const arm = (ms: number) => {
+    clearTimeout(timer);
+    if (looking || !alive(runner)) return;
+    timer = setTimeout(() => void look(), ms);
+    timer.unref();
+  };
+  const measure = async (): Promise<number> => {
+    if (Date.now() - walked < WALK_MS && runner.tree.length > 0) return residentBytes(runner.tree);
+    walked = Date.now();
+    const sample = await sampleTree(pid);
+    if (sample.pids.length > 0) runner.tree = sample.pids;
+    return sample.rssBytes;
+  };
+  const look = async () => {
+    looking = true;
+    const rss = await measure();
+    looking = false;
+    if (!alive(runner)) return;
+    if (rss > SCRIPT_LIMITS.runnerRssMb * MiB) {
+      stop(runner, `used more than ${SCRIPT_LIMITS.runnerRssMb} MiB of memory (${Math.round(rss / MiB)} MiB resident)`);
+    } else if (runner.tree.length > maxTree) {
+      stop(runner, `started processes of its own (${runner.tree.length - maxTree} besides the runner)`);
+    } else {
+      arm(runner.busy ? WATCH_BUSY_MS : WATCH_IDLE_MS);
+    }
+  };
+  runner.lookSoon = () => arm(WATCH_BUSY_MS);
+  arm(WATCH_BUSY_MS);
+  runner.child.once('exit', () => clearTimeout(timer));
 }
 
 /** The viewport of a task that names none (spec section 12 defaults). */
@@ -124,11 +292,11 @@ export class ScriptRunners {
   private readonly finishing = new Map<string, Array<{ runner: Runner; ready: Promise<boolean>; claimed: boolean }>>();
   private closed = false;
 
-  constructor(private readonly opts: { idleMs: number; tasksPerProcess: number }) {}
+  constructor(private readonly opts: RunnerOptions & { idleMs: number; tasksPerProcess: number }) {}
 
   /** Runs the script to its end: never rejects; a crash, a kill or the time limit is a failed outcome. */
   async run(orgId: string, run: ScriptRun): Promise<ScriptOutcome> {
-    const runner = this.takeIdle(orgId) ?? (await this.takeFinishing(orgId)) ?? this.spawn();
+    const runner = this.takeIdle(orgId) ?? (await this.takeFinishing(orgId)) ?? this.spawn(run.relaySocketDir);
     runner.tasks++;
     const reuse = runner.tasks < this.opts.tasksPerProcess;
     const { outcome, ready } = await runIn(runner, run, reuse);
@@ -142,7 +310,7 @@ export class ScriptRunners {
       if (list.length === 0 && this.finishing.get(orgId) === list) this.finishing.delete(orgId);
       if (entry.claimed) return;
       if (ok && reuse && !this.closed && alive(runner)) this.park(orgId, runner);
-      else runner.child.kill('SIGKILL');
+      else stop(runner, 'was retired');
     });
     return outcome;
   }
@@ -157,19 +325,19 @@ export class ScriptRunners {
     entry.claimed = true;
     const ok = await entry.ready;
     if (ok && !this.closed && alive(entry.runner)) return entry.runner;
-    entry.runner.child.kill('SIGKILL');
+    stop(entry.runner, 'was retired');
     return undefined;
   }
 
   close(): void {
     this.closed = true;
-    for (const r of this.all) r.child.kill('SIGKILL');
+    for (const r of this.all) stop(r, 'was stopped (the service is shutting down)');
     for (const list of this.idle.values()) for (const { timer } of list) clearTimeout(timer);
     this.idle.clear();
   }
 
-  private spawn(): Runner {
-    const runner = spawnRunner();
+  private spawn(relaySocketDir: string | undefined): Runner {
+    const runner = spawnRunner(this.opts, relaySocketDir);
     this.all.add(runner);
     runner.child.once('exit', () => this.all.delete(runner));
     return runner;
@@ -193,7 +361,7 @@ export class ScriptRunners {
       timer: setTimeout(() => {
         const i = list.indexOf(entry);
         if (i >= 0) list.splice(i, 1);
-        runner.child.kill('SIGKILL');
+        stop(runner, 'was idle');
       }, this.opts.idleMs),
     };
     entry.timer.unref();
@@ -222,6 +390,7 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     let chars = 0;
     let idleTimer: NodeJS.Timeout | undefined;
     const cleanup = () => {
+      runner.busy = false;
       clearTimeout(timer);
       clearTimeout(idleTimer);
       run.signal.removeEventListener('abort', aborted);
@@ -237,7 +406,7 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     const fail = (o: ScriptOutcome) => {
       cleanup();
       report(o);
-      if (alive(runner)) child.kill('SIGKILL');
+      if (alive(runner)) stop(runner, 'was stopped with its task');
       markReady(false);
     };
     const timer = setTimeout(() => fail({ ok: false, result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`, files: [] }), run.timeoutMs);
@@ -261,6 +430,7 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
           return;
         }
         clearTimeout(timer);
+        runner.busy = false;
         report(o);
         idleTimer = setTimeout(() => fail(o), 10_000);
       } else if (msg.type === 'idle' && outcome) {
@@ -270,7 +440,10 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     };
     const ended = (code: number | null, sig: NodeJS.Signals | null) => {
       const heap = /heap out of memory|Allocation failed/i.test(stderr.tail);
-      fail({ ok: false, result: heap ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).` : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`, files: [] });
+      const why = runner.stopped ? `The script was stopped: its process ${runner.stopped}.`
+        : heap ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
+          : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`;
+      fail({ ok: false, result: why, files: [] });
     };
     run.signal.addEventListener('abort', aborted, { once: true });
     if (!alive(runner)) {
@@ -279,6 +452,12 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     }
     child.on('message', onMessage);
     child.once('exit', ended);
-    child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl, limits: RUNNER_LIMITS });
+    runner.busy = true;
+    runner.lookSoon();
+    // A new runner first loads playwright-core and switches users; one that fails to is stopped (ended() says why).
+    void runner.ready.then((ok) => {
+      if (!ok || outcome || !alive(runner)) return;
+      child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl, limits: RUNNER_LIMITS });
+    });
   });
 }

@@ -10,12 +10,14 @@ import { lookup as mimeLookup } from 'mime-types';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
+import type { Isolation } from '../containment/index.js';
 import { addFile, createCollection, type CollectionRecord, type EventsService } from '../events/index.js';
 import { holdsFiles } from '../events/types.js';
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
 import { newId } from '../storage/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
+import { ChromiumBox } from './contain.js';
 import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
 import { DEFAULT_VIEWPORT, SCRIPT_LIMITS, ScriptRunners, type ScriptFile } from './scripts.js';
@@ -108,6 +110,7 @@ export class BrowserService {
   private readonly upstreamProxy: GuardedProxy | undefined;
   private upstreamProxyUrl: Promise<string> | undefined;
   private readonly relay: BrowserRelay;
+  private readonly box: ChromiumBox;
   private readonly running = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private readonly policy: OutboundPolicy;
@@ -116,8 +119,9 @@ export class BrowserService {
   /** The action cache's clock (epoch ms); tests replace it to expire entries without waiting days. */
   clock: () => number = Date.now;
 
-  constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService }) {
-    this.runners = new ScriptRunners({ idleMs: deps.config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS });
+  constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService; isolation: Isolation }) {
+    const { isolation, config } = deps;
+    this.runners = new ScriptRunners({ idleMs: config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS, isolation, breach: config.sandboxTestBreach });
     const policy = new OutboundPolicy(parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')), Object.values(deps.config.baseUrls));
     this.policy = policy;
     this.adblock = new AdBlocker({ lists: deps.config.browser.adblockLists, dataDir: deps.config.dataDir });
@@ -125,8 +129,13 @@ export class BrowserService {
     this.upstreamProxy = deps.config.browser.proxyUrl ? new GuardedProxy(policy, new URL(deps.config.browser.proxyUrl)) : undefined;
     let proxyUrl: Promise<string> | undefined;
     const startProxy = () => (proxyUrl ??= this.proxy.start());
-    this.relay = new BrowserRelay(startProxy);
-    this.pool = new BrowserPool({ proxyUrl: startProxy, relay: this.relay, executable: deps.config.browser.executable, maxContexts: deps.config.browser.maxContexts, idleMs: deps.config.browser.idleMs, log: deps.log });
+    // Runners without a network reach the relay by a socket bound into their view; others by loopback.
+    const schemes = !config.browserTestNoSchemeRefusal;
+    this.relay = new BrowserRelay({ proxyUrl: startProxy, transport: isolation.plan.bwrap ? 'unix' : 'tcp', refuseSchemes: schemes, log: deps.log });
+    this.box = new ChromiumBox({ executable: config.browser.executable, isolation, blockSchemes: schemes, log: deps.log });
+    this.pool = new BrowserPool({ proxyUrl: startProxy, relay: this.relay, box: this.box, executable: config.browser.executable, maxContexts: config.browser.maxContexts, idleMs: config.browser.idleMs, log: deps.log });
+    deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
+    if (!schemes) deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
   }
 
   start(): void {
@@ -153,6 +162,7 @@ export class BrowserService {
     while (this.running.size > 0) await Promise.all([...this.running]);
     this.runners.close();
     await this.pool.close();
+    this.box.close();
     await this.relay.close();
     await this.proxy.close();
     if (this.upstreamProxyUrl) await this.upstreamProxy?.close();
@@ -314,7 +324,7 @@ export class BrowserService {
       t.status('Script running.');
       // The runner writes its own stamped lines (its clock is the task's start).
       return this.runners.run(orgId, {
-        wsEndpoint: lease.wsEndpoint, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
+        wsEndpoint: lease.wsEndpoint, relaySocketDir: lease.relaySocketDir, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
         viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
         timeoutMs: Math.max(1, t.deadline - Date.now()), taskLimitMs: this.deps.config.browser.taskTimeoutMs, startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
       });

@@ -47,6 +47,20 @@ export interface Config {
   sandboxReuseContexts: boolean;
   /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
   sandboxMaxExecutions: number;
+  /** CODE_ISOLATION: the layers that contain tenant code (src/containment/README.md). */
+  codeIsolation: 'auto' | 'strict' | 'process';
+  /**
+   * SANDBOX_TEST_BREACH=1 under NODE_ENV=test only: runners hand their own `process` to the code
+   * they run, as if the language layer were broken (tests of the outer layers). Always false
+   * outside tests.
+   */
+  sandboxTestBreach: boolean;
+  /**
+   * BROWSER_TEST_NO_SCHEME_REFUSAL=1 under NODE_ENV=test only: browser scripts may open any URL
+   * (no refusal at the relay, no URL blocklist in Chromium), so tests can show Chromium's file
+   * system view holds on its own. Always false outside tests.
+   */
+  browserTestNoSchemeRefusal: boolean;
   /** sqlite commit durability: NORMAL (process crash) or FULL (power loss too). */
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** Gateway: time limit of one upstream call (ms). */
@@ -124,6 +138,13 @@ function sqliteSynchronous(env: NodeJS.ProcessEnv): 'NORMAL' | 'FULL' {
   if (raw === '' || raw === 'NORMAL') return 'NORMAL';
   if (raw === 'FULL') return 'FULL';
   throw new ConfigError(`SQLITE_SYNCHRONOUS must be NORMAL or FULL, got "${env.SQLITE_SYNCHRONOUS}"`);
+}
+
+function codeIsolation(env: NodeJS.ProcessEnv): 'auto' | 'strict' | 'process' {
+  const raw = (env.CODE_ISOLATION ?? '').trim().toLowerCase();
+  if (raw === '') return 'auto';
+  if (raw === 'auto' || raw === 'strict' || raw === 'process') return raw;
+  throw new ConfigError(`CODE_ISOLATION must be auto, strict or process, got "${env.CODE_ISOLATION}"`);
 }
 
 function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -233,6 +254,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
     sandboxReuseContexts: boolEnv(env, 'SANDBOX_REUSE_CONTEXTS', true),
     sandboxMaxExecutions: intEnv(env, 'SANDBOX_MAX_EXECUTIONS', defaults.sandboxMaxExecutions, 1, 1_000_000),
+    codeIsolation: codeIsolation(env),
+    sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', false),
+    browserTestNoSchemeRefusal: env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_NO_SCHEME_REFUSAL', false),
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
     upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),

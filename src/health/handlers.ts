@@ -27,6 +27,6 @@ export const getReadiness: Handler<'getReadiness'> = async (_req, ctx) => {
   const ready = Object.values(checks).every((c) => c === 'ok');
   // Discovery's embeddings provider degrades ranking, never readiness: a detail, not a check.
   const semantic = ctx.services.gateway.semantic;
-  const details = semantic ? { details: { embeddings: semantic.status() } } : {};
-  return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks, ...details }, headers: NO_STORE };
+  const details = { isolation: ctx.services.isolation, ...(semantic ? { embeddings: semantic.status() } : {}) };
+  return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks, details }, headers: NO_STORE };
 };

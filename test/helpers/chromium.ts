@@ -1,9 +1,11 @@
 /**
  * Browser tests need Debian's Chromium (/usr/bin/chromium, or BROWSER_EXECUTABLE). On CI it is
  * mandatory (scripts/ensure-services.sh installs it); elsewhere a missing Chromium skips the
- * suite with a note saying how to get it.
+ * suite with a note saying how to get it. The containment tests also look at the processes the
+ * service started, from outside, through /proc (Linux).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { processTree, uidOf } from '../../src/containment/index.js';
 
 export const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
 
@@ -13,4 +15,55 @@ export function requireChromium(ctx: Mocha.Context): void {
   if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
   process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
   ctx.skip();
+}
+
+function exeOf(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The environment a process was started with (names only). */
+export function environOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter(Boolean).map((e) => e.split('=')[0]!);
+  } catch {
+    return [];
+  }
+}
+
+/** Script runner processes below this (test) process: the Node processes running script-runner.cjs. */
+export async function scriptRunners(): Promise<number[]> {
+  const node = realpathSync(process.execPath);
+  const out: number[] = [];
+  for (const pid of await processTree(process.pid)) {
+    if (pid === process.pid || exeOf(pid) !== node) continue;
+    const cmd = (() => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+      } catch {
+        return '';
+      }
+    })();
+    if (cmd.includes('script-runner.cjs')) out.push(pid);
+  }
+  return out;
+}
+
+/** Chromium's own processes below `pid` (the launch script, bubblewrap and setpriv are left out). */
+export async function chromiumProcesses(pid: number): Promise<number[]> {
+  const tree = await processTree(pid);
+  return tree.filter((p) => /chrom/.test(exeOf(p) ?? ''));
+}
+
+/** The distinct user ids of `pids`. */
+export async function usersOf(pids: readonly number[]): Promise<number[]> {
+  const uids = new Set<number>();
+  for (const p of pids) {
+    const uid = await uidOf(p);
+    if (uid !== undefined) uids.add(uid);
+  }
+  return [...uids];
 }

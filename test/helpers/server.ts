@@ -44,6 +44,8 @@ export async function startTestServer(kind: StoreKind, env: Record<string, strin
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Tests talk to servers on loopback (http steps, event receivers); a test of the guard overrides it.
     OUTBOUND_ALLOWLIST: '127.0.0.0/8,::1/128',
+    // CI sets strict: a machine without every layer fails there instead of testing less.
+    CODE_ISOLATION: process.env.CODE_ISOLATION ?? 'auto',
     ...env,
   });
   const log = createLogger(config.logLevel);

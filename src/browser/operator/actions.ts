@@ -11,6 +11,7 @@ import { jsonSchema, tool, type JSONSchema7, type ToolSet } from 'ai';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { Locator, Page } from 'playwright-core';
+import { navigationRefusal } from '../urls.js';
 
 export type AgentMode = 'dom' | 'hybrid' | 'cua';
 
@@ -242,6 +243,9 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
   switch (action) {
     case 'goto': {
       const url = str(args.url, 'url');
+      // The model is told why, and the log shows it (src/browser/urls.ts).
+      const refused = navigationRefusal(url);
+      if (refused) throw new Error(refused);
       if (!/^https?:\/\//i.test(url)) throw new Error('goto needs an absolute http(s) URL');
       const res = await page.goto(url, { timeout: Math.max(timeout, 15_000), waitUntil: 'domcontentloaded' });
       return { note: `opened ${url}${res && res.status() >= 400 ? ` (HTTP ${res.status()})` : ''}`, step: step() };

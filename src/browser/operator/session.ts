@@ -17,6 +17,7 @@ import type { StorageState } from '../logins.js';
 import type { OperatorPlan } from './task.js';
 import type { CacheEntry } from './cache.js';
 import { operate, type OperatorOutcome } from './run.js';
+import { downloadRefusal } from '../urls.js';
 
 /** After the last step: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
@@ -68,6 +69,11 @@ class TaskFiles {
 
 async function readDownload(download: Download, files: TaskFiles, log: (l: string) => void): Promise<void> {
   const name = download.suggestedFilename() || 'download';
+  const refused = downloadRefusal(download.url());
+  if (refused) {
+    await download.cancel().catch(() => undefined);
+    throw new Error(`${name}: ${refused}`);
+  }
   log(`download started: ${name}`);
   const stream = await download.createReadStream();
   const chunks: Buffer[] = [];

@@ -1,68 +1,83 @@
 /**
- * How a sandbox process is started (src/engine/README.md: "no access to the service's own modules,
- * files or environment"). Exported so a test can start a process with exactly these flags
- * and check the process-level boundary on its own, independent of the vm boundary.
+ * How a code runner process is started (README.md "Process layer"): its Node options, its
+ * arguments, and the view of the file system it gets inside the operating-system layer
+ * (src/containment). Exported so tests can start a runner with exactly these options.
  */
-import type { ForkOptions } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ContainSpec } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 
 /** The runner is plain JavaScript next to this file, so it starts without tsx or a loader. */
 export const RUNNER_PATH = fileURLToPath(new URL('./runner.cjs', import.meta.url));
 
-/**
- * The permission model's switch: `--experimental-permission` on Node 20 and early 22/23;
- * `--permission` from 22.13 and 23.5, where the feature became stable (Node 24 accepts only
- * `--permission`).
- */
-export function permissionFlag(version: string = process.versions.node): string {
-  const [major = 0, minor = 0] = version.split('.').map(Number);
-  const stable = major >= 24 || (major === 23 && minor >= 5) || (major === 22 && minor >= 13);
-  return stable ? '--permission' : '--experimental-permission';
-}
+const requireHere = createRequire(import.meta.url);
+
+let addon: string | undefined;
 
 /**
- * Node options of a sandbox process. The permission model denies by default everything not
- * granted: fs writes, child processes, worker threads, native addons, WASI (and the inspector
- * on Node 24); reads are granted for the runner file alone.
- * - `--max-old-space-size`: the step's heap limit; an allocation beyond it kills the process.
- * - `--disallow-code-generation-from-strings`: the runner's own realm cannot compile strings,
- *   so the classic escape `x.constructor.constructor('return process')()` has nothing to run
- *   even if a host-realm object ever leaked into a step (steps keep eval in their context).
- * - `--experimental-vm-modules`: without it Node answers import() in a vm script with an error
- *   object of the runner's realm; with it our refusing callback runs instead (runner.cjs).
- * - `--no-warnings`: the experimental warnings would only fill the stderr tail we keep.
+ * The isolated-vm addon built for this Node (its prebuilt binary for Node 22 and 24), loaded by
+ * the runner directly: the package's own loader probes files the permission model refuses.
  */
-export function sandboxExecArgv(memoryMb: number, version: string = process.versions.node): string[] {
+export function addonPath(): string {
+  if (addon) return addon;
+  const gypBuild = requireHere('node-gyp-build') as { path(dir: string): string };
+  addon = gypBuild.path(path.dirname(requireHere.resolve('isolated-vm')));
+  return addon;
+}
+
+/** Heap of the runner's own (host) isolate: it holds no step data beyond one result and its files' handles. */
+const HOST_HEAP_MB = 96;
+
+/**
+ * Tests only (README.md "Testing the outer layers"): `process` hands the runner's own process
+ * to steps, as if the language layer were broken; `unrestricted` also starts the runner without
+ * Node's permission model, so that only its user and the operating-system layer hold.
+ */
+export type Breach = 'off' | 'process' | 'unrestricted';
+
+/**
+ * Node options of a runner. The permission model denies by default what is not granted: file
+ * writes, child processes, worker threads, WASI and the inspector; reads are granted for the
+ * runner and the addon alone, and addons (isolated-vm) are allowed.
+ * - `--disallow-code-generation-from-strings`: the runner's own realm cannot compile strings.
+ * - `--no-warnings`: the permission model's warnings would only fill the stderr tail we keep.
+ * Under a test breach the realm must compile the step, so that flag is left out.
+ */
+export function sandboxExecArgv(breach: Breach = 'off'): string[] {
+  const permission = ['--permission', `--allow-fs-read=${RUNNER_PATH}`, `--allow-fs-read=${addonPath()}`, '--allow-addons'];
   return [
-    permissionFlag(version),
-    `--allow-fs-read=${RUNNER_PATH}`,
-    `--max-old-space-size=${memoryMb}`,
-    '--disallow-code-generation-from-strings',
-    '--experimental-vm-modules',
+    ...(breach === 'unrestricted' ? [] : permission),
+    `--max-old-space-size=${HOST_HEAP_MB}`,
+    ...(breach === 'off' ? ['--disallow-code-generation-from-strings'] : []),
     '--no-warnings',
   ];
 }
 
-/**
- * fork() options: the service's environment never reaches the child (`env: {}`; Node removes
- * the IPC variables it adds itself), the service's execArgv (tsx loader) is not inherited,
- * the working directory is an empty folder, stdout is dropped (steps cannot print) and stderr
- * is piped so a fatal message (heap limit) can be reported. `advanced` serialization lets
- * Buffers cross without base64.
- */
-export function sandboxForkOptions(memoryMb: number, cwd: string): ForkOptions {
-  return {
-    execPath: process.execPath,
-    execArgv: sandboxExecArgv(memoryMb),
-    env: {},
-    cwd,
-    serialization: 'advanced',
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-  };
+export interface RunnerArgs {
+  limits: SandboxLimits;
+  /** Contexts kept per isolate for reuse (0: none). */
+  contexts: number;
+  /** The user the runner switches to (a root service), or undefined. */
+  uid: number | undefined;
+  /** The memory class whose isolate and context are made before `ready`. */
+  warmMemoryMb: number;
+  /** Tests only: steps get the runner's own `process` unless `off`. */
+  breach: Breach;
 }
 
-/** Arguments of the runner: its limits as JSON, then how many contexts it keeps for reuse (0: none). */
-export function runnerArgs(limits: SandboxLimits, contexts = 0): string[] {
-  return [JSON.stringify(limits), String(contexts)];
+/** The runner's one argument: its settings as JSON. */
+export function runnerArgv(args: RunnerArgs): string[] {
+  return [JSON.stringify({ ...args, addon: addonPath() })];
 }
+
+/**
+ * What a runner sees inside the operating-system layer: the Node binary, the runner and the
+ * addon, read-only; a private /tmp; no network. Threads count against `maxProcesses`: Node and
+ * isolated-vm use about 15.
+ */
+export function runnerView(): ContainSpec {
+  return { readOnly: [process.execPath, RUNNER_PATH, addonPath()], network: 'none', maxProcesses: 64 };
+}
+

@@ -1,18 +1,18 @@
 /**
- * A pool of warm sandbox processes for code steps (src/engine/README.md). Processes are grouped by heap
- * limit (`memoryMb`), because a V8 heap limit is fixed when a process starts:
- * - the default class (128 MB) keeps `size` processes warm from `start()` on;
- * - any other memoryMb gets its own class on first use, up to `size` processes, and its idle
- *   processes exit after `idleTimeoutMs`;
- * - all classes together hold at most `maxProcesses` processes: an idle process of another
- *   class is stopped to make room, otherwise the step waits.
- * A process serves one execution at a time, is recycled after `maxExecutionsPerProcess`
- * executions, and is replaced after a timeout, a crash or a kill. An execution runs in a fresh
- * vm context, or (`reuseContexts`, README.md "Context reuse") in the kept context of an earlier
- * execution of the same step code of the same organisation and workflow; such an execution
- * goes to an idle process that holds its context when there is one, else to any idle process.
- * Waiting for a process counts against the caller's AbortSignal (the run deadline), not
- * against the step's own timeoutMs, which starts when the step reaches a process.
+ * A pool of code runner processes (README.md "Pool"). A process is bound to one organisation at
+ * its first execution and never serves another:
+ * - `size` unbound processes are kept warm from `start()` on (spares); an organisation's first
+ *   step takes one and binds it, and a new spare starts in its place;
+ * - an organisation has at most `size` processes; all processes together at most
+ *   `maxProcesses`: an idle process of another organisation is stopped to make room, otherwise
+ *   the step waits;
+ * - a bound process idle for `idleTimeoutMs` exits; a process is replaced after
+ *   `maxExecutionsPerProcess` executions, a timeout, a crash or a kill.
+ * An execution runs in a fresh context of its memory class's isolate, or (`reuseContexts`,
+ * README.md "Context reuse") in the kept context of an earlier execution of the same step code
+ * of the same organisation and workflow; it goes to an idle process of its organisation that
+ * holds that context when there is one. Waiting for a process counts against the caller's
+ * AbortSignal (the run deadline), not against the step's own timeoutMs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -27,7 +27,7 @@ import { SandboxWorker, type WorkerOptions } from './worker.js';
 export type { SandboxPoolOptions, SandboxRequest, SandboxRun, SandboxFile } from './types.js';
 
 interface Waiter {
-  memoryMb: number;
+  orgId: string;
   key: string | undefined;
   resolve: (w: SandboxWorker) => void;
   reject: (e: Error) => void;
@@ -49,15 +49,13 @@ export class SandboxPool {
   private readonly maxProcesses: number;
   private readonly maxExecutions: number;
   private readonly idleTimeoutMs: number;
-  private readonly reuseContexts: boolean;
-  private readonly workerOptions: Omit<WorkerOptions, 'memoryMb' | 'cwd'>;
+  private readonly workerOptions: Omit<WorkerOptions, 'cwd'>;
   private readonly log: Logger | undefined;
   private readonly workers = new Set<SandboxWorker>();
+  /** Idle processes, with the timer that stops a bound one after idleTimeoutMs. */
   private readonly idle = new Map<SandboxWorker, NodeJS.Timeout | undefined>();
-  private readonly starting = new Map<number, number>();
+  private starting = 0;
   private readonly spawning = new Set<Promise<void>>();
-  /** Retiring processes whose replacement has started (or failed to): stopped when next idle. */
-  private readonly replaced = new WeakSet<SandboxWorker>();
   private waiters: Waiter[] = [];
   private cwd: string | undefined;
   private warm = false;
@@ -66,30 +64,32 @@ export class SandboxPool {
   private executions = 0;
   private reused = 0;
 
-  constructor(options: SandboxPoolOptions = {}) {
+  constructor(options: SandboxPoolOptions) {
     this.size = Math.max(1, options.size ?? 2);
     this.defaultMemoryMb = options.defaultMemoryMb ?? 128;
     this.maxProcesses = Math.max(this.size, options.maxProcesses ?? this.size * 2);
     this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 1000);
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
-    this.reuseContexts = options.reuseContexts ?? true;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.log = options.log;
     this.workerOptions = {
+      isolation: options.isolation,
       limits: this.limits,
       spawnTimeoutMs: options.spawnTimeoutMs ?? 10_000,
       killGraceMs: options.killGraceMs ?? 500,
       rssHeadroomMb: options.rssHeadroomMb ?? 384,
-      contexts: this.reuseContexts ? contextsPerProcess(options.contextsPerProcess) : 0,
+      contexts: (options.reuseContexts ?? true) ? contextsPerProcess(options.contextsPerProcess) : 0,
+      defaultMemoryMb: this.defaultMemoryMb,
+      breach: options.breach ?? 'off',
     };
   }
 
-  /** Starts the default class's warm processes; resolves when they are ready (or failed). */
+  /** Starts the warm spares; resolves when they are ready (or failed). */
   async start(): Promise<void> {
     this.warm = true;
     this.pump();
     const deadline = Date.now() + this.workerOptions.spawnTimeoutMs;
-    while (!this.closed && (this.starting.get(this.defaultMemoryMb) ?? 0) > 0 && Date.now() < deadline) {
+    while (!this.closed && this.starting > 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 5));
     }
   }
@@ -99,7 +99,7 @@ export class SandboxPool {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     // Messages are capped again here: the child is not trusted.
-    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = []): SandboxRun => ({ outcome, text: text.slice(0, 65_536), files: [], logs, durationMs: elapsed() });
+    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = [], runner?: number): SandboxRun => ({ outcome, text: text.slice(0, 65_536), files: [], logs, durationMs: elapsed(), runner });
     let data: string;
     try {
       data = JSON.stringify({ inputs: req.inputs ?? {}, steps: req.steps ?? [] });
@@ -110,7 +110,7 @@ export class SandboxPool {
     const key = this.workerOptions.contexts > 0 ? usableKey(req.contextKey) : undefined;
     let worker: SandboxWorker;
     try {
-      worker = await this.acquire(req.memoryMb ?? this.defaultMemoryMb, key, req.signal);
+      worker = await this.acquire(req.orgId, key, req.signal);
     } catch (err) {
       return req.signal?.aborted ? fail('aborted', 'The run was stopped before the step started') : fail('unavailable', (err as Error).message);
     }
@@ -119,24 +119,26 @@ export class SandboxPool {
       return fail('aborted', 'The run was stopped before the step started');
     }
     const logs = new LogCollector(this.limits);
-    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs, key }, (line) => logs.push(line), req.signal);
+    const memoryMb = req.memoryMb ?? this.defaultMemoryMb;
+    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs, memoryMb, key }, (line) => logs.push(line), req.signal);
     this.executions += 1;
     if ('done' in out && out.done.reused) this.reused += 1;
     // Only a process that answered normally is reused; after a timeout it is replaced too.
     this.release(worker, 'done' in out && out.done.outcome !== 'timeout');
+    const runner = worker.serial;
     if ('killed' in out) {
       const outcome = { timeout: 'timeout', memory: 'memory', abort: 'aborted', crash: 'killed', protocol: 'killed' } as const;
-      return fail(outcome[out.killed], out.detail, logs.lines);
+      return fail(outcome[out.killed], out.detail, logs.lines, runner);
     }
     const done = out.done;
-    if (done.outcome === 'stalled') return fail('timeout', done.message, logs.lines);
-    if (done.outcome !== 'ok') return fail(done.outcome, done.message, logs.lines);
+    if (done.outcome === 'stalled') return fail('timeout', done.message, logs.lines, runner);
+    if (done.outcome !== 'ok') return fail(done.outcome, done.message, logs.lines, runner);
     const checked = checkFiles(done.files, this.limits);
-    if (typeof checked === 'string') return fail('error', checked, logs.lines);
+    if (typeof checked === 'string') return fail('error', checked, logs.lines, runner);
     if (Buffer.byteLength(done.text) > this.limits.maxResultBytes) {
-      return fail('error', `The step result is ${Buffer.byteLength(done.text)} bytes; the limit is ${this.limits.maxResultBytes} bytes`, logs.lines);
+      return fail('error', `The step result is ${Buffer.byteLength(done.text)} bytes; the limit is ${this.limits.maxResultBytes} bytes`, logs.lines, runner);
     }
-    return { outcome: 'ok', kind: done.kind, text: done.text, files: checked, logs: logs.lines, durationMs: elapsed() };
+    return { outcome: 'ok', kind: done.kind, text: done.text, files: checked, logs: logs.lines, durationMs: elapsed(), runner };
   }
 
   /** Stops every process and refuses further work. */
@@ -151,22 +153,26 @@ export class SandboxPool {
     if (this.cwd) rmSync(this.cwd, { recursive: true, force: true });
   }
 
-  /** Process ids of the live sandbox processes (observability and tests). */
+  /** Process ids of the live runner processes as the service started them (observability and tests). */
   pids(): number[] {
     return [...this.workers].filter((w) => !w.dead && w.pid !== undefined).map((w) => w.pid!);
   }
 
-  /**
-   * `executions` that reached a process; `reusedContexts`: how many of them ran in a kept
-   * context, as the processes report it.
-   */
-  stats(): { processes: number; idle: number; starting: number; waiting: number; executions: number; reusedContexts: number } {
-    let starting = 0;
-    for (const n of this.starting.values()) starting += n;
-    return { processes: this.workers.size, idle: this.idle.size, starting, waiting: this.waiters.length, executions: this.executions, reusedContexts: this.reused };
+  /** The contained trees of the live runners, by organisation (unbound: `''`); the runner is each tree's last pid. */
+  trees(): Array<{ orgId: string; pids: readonly number[] }> {
+    return [...this.workers].filter((w) => !w.dead).map((w) => ({ orgId: w.orgId ?? '', pids: w.tree }));
   }
 
-  private acquire(memoryMb: number, key: string | undefined, signal?: AbortSignal): Promise<SandboxWorker> {
+  /**
+   * `executions` that reached a process; `reusedContexts`: how many of them ran in a kept
+   * context, as the processes report it; `spares`: started processes no organisation has yet.
+   */
+  stats(): { processes: number; idle: number; starting: number; waiting: number; spares: number; executions: number; reusedContexts: number } {
+    const spares = this.counts().get(undefined) ?? 0;
+    return { processes: this.workers.size, idle: this.idle.size, starting: this.starting, waiting: this.waiters.length, spares, executions: this.executions, reusedContexts: this.reused };
+  }
+
+  private acquire(orgId: string, key: string | undefined, signal?: AbortSignal): Promise<SandboxWorker> {
     if (this.closed) return Promise.reject(new Error('The sandbox pool is closed'));
     return new Promise((resolve, reject) => {
       const onAbort = () => {
@@ -174,7 +180,7 @@ export class SandboxPool {
         reject(new Error('aborted'));
       };
       const waiter: Waiter = {
-        memoryMb,
+        orgId,
         key,
         resolve: (w) => {
           signal?.removeEventListener('abort', onAbort);
@@ -195,39 +201,21 @@ export class SandboxPool {
   private release(worker: SandboxWorker, reusable: boolean, ran = true): void {
     if (ran) worker.executions += 1;
     const due = worker.executions >= this.maxExecutions;
-    if (!reusable || worker.dead || this.closed || this.replaced.has(worker) || (due && !this.retire(worker))) {
-      worker.kill('crash', 'recycled'); // its exit removes it and starts a replacement if needed
+    if (!reusable || due || worker.dead || this.closed) {
+      worker.kill('crash', 'recycled'); // its exit removes it; pump() starts a spare in its place
       return;
     }
     this.makeIdle(worker);
     this.pump();
   }
 
-  /**
-   * Recycling without a cold start on the critical path: a process due for recycling keeps
-   * serving until its replacement is ready, then exits (so "recycled after N" means after N
-   * or a few more). False when there is no room for the replacement or every step must have a
-   * fresh process (the process is then stopped at once).
-   */
-  private retire(worker: SandboxWorker): boolean {
-    if (worker.retiring) return true;
-    // maxExecutionsPerProcess 1 promises a fresh process per step: no extra execution.
-    if (this.maxExecutions === 1 || this.total() >= this.maxProcesses) return false;
-    worker.retiring = true;
-    this.spawn(worker.memoryMb, () => {
-      this.replaced.add(worker); // also when the replacement failed: recycle it anyway
-      if (this.idle.has(worker)) {
-        this.takeIdle(worker);
-        worker.kill('crash', 'recycled');
-      }
-    });
-    return true;
-  }
-
   private makeIdle(worker: SandboxWorker): void {
     let timer: NodeJS.Timeout | undefined;
-    if (worker.memoryMb !== this.defaultMemoryMb) {
-      timer = setTimeout(() => worker.kill('crash', 'idle'), this.idleTimeoutMs);
+    if (worker.orgId !== undefined) {
+      timer = setTimeout(() => {
+        this.takeIdle(worker);
+        worker.kill('crash', 'idle');
+      }, this.idleTimeoutMs);
       timer.unref();
     }
     this.idle.set(worker, timer);
@@ -238,64 +226,85 @@ export class SandboxPool {
     this.idle.delete(worker);
   }
 
-  private classCount(memoryMb: number): number {
-    let n = this.starting.get(memoryMb) ?? 0;
-    for (const w of this.workers) if (w.memoryMb === memoryMb && !w.dead) n += 1;
-    return n;
+  /** Live processes per organisation (spares under `undefined`). */
+  private counts(): Map<string | undefined, number> {
+    const counts = new Map<string | undefined, number>();
+    for (const w of this.workers) if (!w.dead) counts.set(w.orgId, (counts.get(w.orgId) ?? 0) + 1);
+    return counts;
+  }
+
+  private spareCount(): number {
+    return this.starting + (this.counts().get(undefined) ?? 0);
   }
 
   private total(): number {
-    let n = this.workers.size;
-    for (const s of this.starting.values()) n += s;
-    return n;
-  }
-
-  /** Hands idle processes to waiters, starts processes where needed, keeps the default warm. */
-  private pump(): void {
-    if (this.closed) return;
-    for (const waiter of [...this.waiters]) {
-      const worker = this.pick(waiter);
-      if (!worker) continue;
-      this.takeIdle(worker);
-      this.waiters = this.waiters.filter((w) => w !== waiter);
-      waiter.resolve(worker);
-    }
-    const wanted = new Map<number, number>();
-    for (const w of this.waiters) wanted.set(w.memoryMb, (wanted.get(w.memoryMb) ?? 0) + 1);
-    for (const [memoryMb, count] of wanted) {
-      let need = count - (this.starting.get(memoryMb) ?? 0);
-      while (need > 0 && this.classCount(memoryMb) < this.size && this.makeRoom(memoryMb)) {
-        this.spawn(memoryMb);
-        need -= 1;
-      }
-    }
-    // Keep the default class warm, but do not retry a failing start in a loop.
-    const recentFailure = Date.now() - this.spawnFailedAt < 5_000;
-    while (this.warm && !recentFailure && this.classCount(this.defaultMemoryMb) < this.size && this.total() < this.maxProcesses) {
-      this.spawn(this.defaultMemoryMb);
-    }
+    return this.workers.size + this.starting;
   }
 
   /**
-   * The idle process for a waiter: one holding its context (affinity), else any; a process
-   * not due for recycling before one that is.
+   * Hands idle processes to waiters, binds spares, keeps `size` spares warm within maxProcesses.
+   * Linear in the waiters: once an organisation's waiter finds no process, its later waiters
+   * are not looked at again in this pass.
    */
-  private pick(waiter: Waiter): SandboxWorker | undefined {
-    let best: SandboxWorker | undefined;
-    let bestRank = 0;
-    for (const w of this.idle.keys()) {
-      if (w.memoryMb !== waiter.memoryMb || w.dead) continue;
-      const rank = (w.retiring ? 1 : 3) + (waiter.key !== undefined && w.holds(waiter.key) ? 1 : 0);
-      if (rank === 4) return w;
-      if (rank > bestRank) [best, bestRank] = [w, rank];
+  private pump(): void {
+    if (this.closed) return;
+    const counts = this.counts();
+    const stuck = new Set<string>();
+    const left: Waiter[] = [];
+    for (const waiter of this.waiters) {
+      const worker = stuck.has(waiter.orgId) ? undefined : this.pick(waiter, counts.get(waiter.orgId) ?? 0);
+      if (!worker) {
+        stuck.add(waiter.orgId);
+        left.push(waiter);
+        continue;
+      }
+      this.takeIdle(worker);
+      if (worker.orgId === undefined) {
+        worker.orgId = waiter.orgId;
+        counts.set(undefined, (counts.get(undefined) ?? 1) - 1);
+        counts.set(waiter.orgId, (counts.get(waiter.orgId) ?? 0) + 1);
+      }
+      waiter.resolve(worker);
     }
-    return best;
+    this.waiters = left;
+    // Spares for waiting organisations first (within their share), then warm ones for the next.
+    const recentFailure = Date.now() - this.spawnFailedAt < 5_000;
+    const spares = () => this.starting + (counts.get(undefined) ?? 0);
+    let need = 0;
+    for (const orgId of stuck) if ((counts.get(orgId) ?? 0) < this.size) need += 1;
+    need = Math.max(0, need - spares());
+    while (need > 0 && this.makeRoom()) {
+      this.spawn();
+      need -= 1;
+    }
+    while (this.warm && !recentFailure && spares() < this.size && this.total() < this.maxProcesses) this.spawn();
   }
 
-  /** True when a process of `memoryMb` may start, stopping an idle one of another class if needed. */
-  private makeRoom(memoryMb: number): boolean {
+  /**
+   * The idle process for a waiter: one of its organisation holding its context (affinity), else
+   * one of its organisation, else a spare while the organisation (with `own` processes) is under
+   * its share.
+   */
+  private pick(waiter: Waiter, own: number): SandboxWorker | undefined {
+    let mine: SandboxWorker | undefined;
+    let spare: SandboxWorker | undefined;
+    for (const w of this.idle.keys()) {
+      if (w.dead) continue;
+      if (w.orgId === waiter.orgId) {
+        if (waiter.key !== undefined && w.holds(waiter.key)) return w;
+        mine ??= w;
+      } else if (w.orgId === undefined) {
+        spare ??= w;
+      }
+    }
+    if (mine) return mine;
+    return spare && own < this.size ? spare : undefined;
+  }
+
+  /** True when a process may start, stopping an idle process of an organisation if needed. */
+  private makeRoom(): boolean {
     if (this.total() < this.maxProcesses) return true;
-    const victim = [...this.idle.keys()].find((w) => w.memoryMb !== memoryMb);
+    const victim = [...this.idle.keys()].find((w) => w.orgId !== undefined);
     if (!victim) return false;
     this.takeIdle(victim);
     this.workers.delete(victim); // counted out now; its exit follows
@@ -303,13 +312,12 @@ export class SandboxPool {
     return true;
   }
 
-  private spawn(memoryMb: number, settled?: () => void): void {
+  private spawn(): void {
     this.cwd ??= mkdtempSync(path.join(os.tmpdir(), 'switchyard-sandbox-'));
-    this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 0) + 1);
-    const done = () => this.starting.set(memoryMb, (this.starting.get(memoryMb) ?? 1) - 1);
-    const spawning: Promise<void> = SandboxWorker.start({ ...this.workerOptions, memoryMb, cwd: this.cwd }).then(
+    this.starting += 1;
+    const spawning: Promise<void> = SandboxWorker.start({ ...this.workerOptions, cwd: this.cwd }).then(
       async (worker) => {
-        done();
+        this.starting -= 1;
         if (this.closed) {
           const exited = new Promise<void>((r) => worker.onExitOnce(r));
           worker.kill('crash', 'the sandbox pool was closed');
@@ -322,20 +330,18 @@ export class SandboxPool {
           this.pump();
         });
         this.makeIdle(worker);
-        settled?.();
         this.pump();
       },
       (err: Error) => {
-        done();
-        settled?.();
+        this.starting -= 1;
         this.spawnFailedAt = Date.now();
-        this.log?.error({ err, memoryMb }, 'sandbox process failed to start');
-        // Waiters of this class fail unless another process of the class is on its way.
-        if (this.classCount(memoryMb) === 0) {
-          for (const w of this.waiters.filter((x) => x.memoryMb === memoryMb)) {
-            this.waiters = this.waiters.filter((x) => x !== w);
-            w.reject(new Error(`The code sandbox is unavailable: ${err.message}`));
-          }
+        this.log?.error({ err }, 'sandbox process failed to start');
+        // Waiters fail unless another process is on its way.
+        if (this.spareCount() === 0) {
+          const counts = this.counts();
+          const failing = this.waiters.filter((x) => !counts.has(x.orgId));
+          this.waiters = this.waiters.filter((x) => counts.has(x.orgId));
+          for (const w of failing) w.reject(new Error(`The code sandbox is unavailable: ${err.message}`));
         }
       },
     );

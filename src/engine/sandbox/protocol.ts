@@ -3,10 +3,8 @@
  * process speaking another version is killed, never trusted. Everything from the child is
  * checked field by field before use (`parseChildMessage`), because code running in the child
  * is not trusted. The child checks what it receives too: a malformed message ends the process.
- * Optional fields (`key`, `reused`) were added without a version change: a runner that does not
- * know them ignores them.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export interface ExecMessage {
   v: typeof PROTOCOL_VERSION;
@@ -17,9 +15,11 @@ export interface ExecMessage {
   /** JSON text of `{inputs, steps}`, parsed inside the step's context. */
   data: string;
   timeoutMs: number;
+  /** Heap limit of the isolate the step runs in (its memory class). */
+  memoryMb: number;
   /**
    * Context key (README.md "Context reuse"): executions with the same key may run in the same
-   * warm vm context, globals reset in between. Absent: a fresh context, used once.
+   * warm context of an isolate, globals reset in between. Absent: a fresh context, used once.
    */
   key?: string;
 }
@@ -38,7 +38,7 @@ export interface RawFile {
 /** `reused`: the execution ran in a context kept from an earlier one (observability only). */
 export type DoneOutcome = (
   | { outcome: 'ok'; kind: 'string' | 'json' | 'undefined'; text: string; files: RawFile[] }
-  | { outcome: 'error' | 'invalid' | 'timeout' | 'stalled'; message: string }
+  | { outcome: 'error' | 'invalid' | 'timeout' | 'stalled' | 'memory'; message: string }
 ) & { reused?: boolean };
 
 export type ChildMessage =
@@ -47,6 +47,7 @@ export type ChildMessage =
   | ({ t: 'done'; id: number } & DoneOutcome);
 
 const str = (v: unknown): v is string => typeof v === 'string';
+const FAILURES = ['error', 'invalid', 'timeout', 'stalled', 'memory'] as const;
 
 function parseFiles(value: unknown): RawFile[] | undefined {
   if (!Array.isArray(value)) return undefined;
@@ -78,8 +79,6 @@ export function parseChildMessage(raw: unknown): ChildMessage | undefined {
     if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined')) return undefined;
     return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files, reused };
   }
-  if ((m.outcome === 'error' || m.outcome === 'invalid' || m.outcome === 'timeout' || m.outcome === 'stalled') && str(m.message)) {
-    return { t: 'done', id: m.id, outcome: m.outcome, message: m.message, reused };
-  }
-  return undefined;
+  const failure = FAILURES.find((f) => f === m.outcome);
+  return failure && str(m.message) ? { t: 'done', id: m.id, outcome: failure, message: m.message, reused } : undefined;
 }

@@ -1,245 +1,171 @@
 'use strict';
 /*
- * Sandbox runner (src/engine/README.md: code steps run "isolated from the service: a separate isolate or
- * process"). A child process started by worker.ts with the permission model (read access to
- * this file only; no writes, child processes, workers or addons), an empty environment, a heap
- * limit and --disallow-code-generation-from-strings. It runs one execution at a time and talks
- * to the service over the IPC channel only. Plain JavaScript so it starts without tsx or a
- * loader. Protocol (version 1, see protocol.ts):
- *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, key?}
+ * Code-step runner (README.md): a child process of one organisation that runs `code` steps in
+ * V8 isolates of isolated-vm. It is started by worker.ts inside the operating-system layer
+ * (src/containment: namespaces, a read-only view, no network) or, at CODE_ISOLATION=process,
+ * without it; always with Node's permission model (reads of this file and the isolated-vm
+ * addon only; no writes, children, workers), an empty environment and, when the service runs
+ * as root, the user id it is given, to which it switches before it takes any step.
+ *
+ * Language layer: a step runs in an isolate with its own heap (the step's memoryMb) and a
+ * time limit; nothing of this process's heap can be reached from it, because isolates share no
+ * objects: inputs cross as JSON text, `ctx.log` and `ctx.files.write` are functions of the
+ * isolate that copy their arguments out, and results come back as copied strings.
+ *
+ * Protocol (version 2, see protocol.ts):
+ *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, memoryMb, key?}
  *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, reused, …}
- *
- * Contexts (README.md "Context reuse"): an execution without `key` gets a fresh vm context,
- * used once. With a key (org + workflow + step index + code hash), the context of the last
- * execution of that key is kept if that execution returned normally and its globals could be
- * reset; at most CONTEXTS such contexts, least recently used evicted.
- *
- * Rule that keeps the vm boundary tight: no object of this (host) realm is ever handed to user
- * code. Data enters as JSON text parsed inside the context, ctx functions are context-realm
- * closures around one host bridge that takes and returns primitives only, and results leave as
- * strings produced inside the context (within the vm timeout).
  */
-const vm = require('node:vm');
-const v8 = require('node:v8');
-const { types } = require('node:util');
+const ARGS = JSON.parse(process.argv[2] || '{}');
+// The addon is loaded before the user switch, while every path of the view is readable.
+const ivm = require(ARGS.addon).ivm;
 
-const PROTOCOL = 1;
-const LIMITS = JSON.parse(process.argv[2] || '{}');
-/** Contexts kept for reuse (second argument; worker.ts passes the pool's option); 0: none. */
-const CONTEXTS = Math.min(Math.max(Number.parseInt(process.argv[3] || '0', 10) || 0, 0), 256);
-/** Kept contexts are all dropped when the heap holds more than half the step's limit (flags.ts). */
-const HEAP_CEILING = heapCeiling();
+if (Number.isSafeInteger(ARGS.uid) && ARGS.uid > 0 && process.getuid() === 0) {
+  process.setgroups([]);
+  process.setgid(ARGS.uid);
+  process.setuid(ARGS.uid);
+}
+// Tenant code never runs as root, whatever the parent asked for.
+if (process.getuid() === 0) process.exit(78);
+
+const PROTOCOL = 2;
+const LIMITS = ARGS.limits;
+/** Contexts kept for reuse per isolate; 0: a fresh context per execution. */
+const CONTEXTS = Math.min(Math.max(Number(ARGS.contexts) || 0, 0), 256);
+/** Isolates (memory classes) one process keeps; the least recently used is disposed. */
+const MAX_ISOLATES = 4;
 const MAX_KEY = 1024; // protocol.ts MAX_CONTEXT_KEY
-const CONTEXT_OPTIONS = { codeGeneration: { strings: true, wasm: false }, microtaskMode: 'afterEvaluate' };
 const SCRIPT_CACHE_SIZE = 50;
 const STEP_FILE = 'step.js';
 /** Characters of an error message sent back (a step can make its error's stack any size). */
 const MAX_MESSAGE = 64 * 1024;
-
-// Host-realm intrinsics captured before anything else runs (typed-array reads must not go
-// through prototype getters a step could have replaced in its own realm).
-const TA_PROTO = Object.getPrototypeOf(Uint8Array.prototype);
-const getter = (proto, name) => Object.getOwnPropertyDescriptor(proto, name).get;
-const taBuffer = getter(TA_PROTO, 'buffer');
-const taOffset = getter(TA_PROTO, 'byteOffset');
-const taLength = getter(TA_PROTO, 'byteLength');
-const dvBuffer = getter(DataView.prototype, 'buffer');
-const dvOffset = getter(DataView.prototype, 'byteOffset');
-const dvLength = getter(DataView.prototype, 'byteLength');
 const send = process.send.bind(process);
 
 /*
- * Installed in every new context before user code exists, so the intrinsics it captures are
- * pristine. `install` returns (in a null-prototype object read once, before any user code)
- * the context's global, an error maker and `arm(input)`, which defines `__syGo(fn)` for one
- * execution: deleted on its first call, it builds a fresh ctx (new log and files.write
- * closures, inputs parsed anew) in the context's realm, starts the step function and records
- * how it settles in a null-prototype object that user code cannot reach.
+ * Installed in every new context before any step code exists there, so the built-ins it
+ * captures are the pristine ones. $0 and $1 are the host's log and file functions (isolated-vm
+ * callbacks: functions of the isolate whose arguments are copied out). It returns, as a
+ * reference the step cannot reach, `arm(input)`, which defines the one-shot `__syGo(fn)` for
+ * one execution, `state()`, how that execution settled, and `reset()`, which deletes the
+ * globals the execution added (README.md "Context reuse").
  */
-const SETUP = new vm.Script(`(function () {
+const SETUP = `
   'use strict';
+  const hostLog = $0, hostFile = $1;
   const g = globalThis;
+  // Their callbacks would run later as tasks of the isolate, outside any step's time limit; and
+  // WebAssembly memory is the one large allocation the isolate's heap limit does not see.
+  delete g.FinalizationRegistry;
+  delete Atomics.waitAsync;
+  delete g.WebAssembly;
   const parse = JSON.parse, stringify = JSON.stringify, apply = Reflect.apply;
   const then = Promise.prototype.then, isView = ArrayBuffer.isView;
   const abLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength').get;
   const StringC = String, ErrorC = Error, TypeErrorC = TypeError, U8 = Uint8Array;
   const create = Object.create, freeze = Object.freeze, defineProperty = Object.defineProperty;
-  // Its callbacks would run later as tasks of this process, outside the vm timeout and
-  // possibly during another step's execution.
-  delete g.FinalizationRegistry;
-  return function install(host) {
-    const call = (op, a, b, c) => {
-      let r;
-      try { r = host(op, a, b, c); } catch { r = 'internal sandbox error'; }
-      if (typeof r === 'string') throw new ErrorC(r);
-    };
-    const text = (v) => {
-      if (typeof v === 'string') return v;
-      try { const s = stringify(v); if (s !== undefined) return s; } catch {}
-      return StringC(v);
-    };
-    const writeFile = (fileName, data, mimeType) => {
-      const name = StringC(fileName === undefined || fileName === null ? '' : fileName);
-      const mime = mimeType === undefined || mimeType === null ? undefined : StringC(mimeType);
-      let isBuffer = false;
-      try { apply(abLength, data, []); isBuffer = true; } catch {}
-      if (typeof data === 'string') return void call('file', name, data, mime);
-      if (isView(data)) return void call('file', name, data, mime);
-      if (isBuffer) return void call('file', name, new U8(data), mime);
-      const json = stringify(data);
-      if (json === undefined) throw new TypeErrorC('files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value');
-      call('file', name, json, mime === undefined ? 'application/json' : mime);
-    };
-    // New function objects per execution: nothing a step hangs on ctx survives it.
-    const ctx = (data) => {
-      const log = function log(...args) {
-        let line = '';
-        for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + text(args[i]);
-        call('log', line);
-      };
-      const files = freeze({ write: function write(fileName, data, mimeType) { return writeFile(fileName, data, mimeType); } });
-      return freeze({ inputs: data.inputs, steps: data.steps, log, files });
-    };
-    const describe = (e) => {
-      try {
-        if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
-          const stack = e.stack;
-          if (typeof stack === 'string' && stack !== '') return stack;
-          return StringC(e.name || 'Error') + ': ' + StringC(e.message);
-        }
-        return 'Uncaught ' + text(e);
-      } catch { return 'Uncaught exception (its message could not be read)'; }
-    };
-    const goWith = (input) => function go(fn) {
-      delete g.__syGo;
-      const state = create(null);
-      state.status = 'pending';
-      call('begin', state);
-      const fail = (e) => { state.message = describe(e); state.status = 'error'; };
-      const done = (v) => {
-        if (typeof v === 'string') { state.kind = 'string'; state.text = v; }
-        else if (v === undefined) { state.kind = 'undefined'; state.text = ''; }
-        else {
-          let json;
-          try { json = stringify(v); } catch (e) { return fail(e); }
-          if (json === undefined) return fail(new TypeErrorC('The return value (' + typeof v + ') cannot be serialised to JSON'));
-          state.kind = 'json'; state.text = json;
-        }
-        state.status = 'ok';
-      };
-      try { apply(then, fn(ctx(parse(input))), [done, fail]); } catch (e) { fail(e); }
-    };
-    // Called from the host before the vm timeout starts, in a context an earlier execution of
-    // the same key may have touched: a null-prototype descriptor reads nothing a step could
-    // have planted on Object.prototype.
-    const arm = (input) => {
-      const desc = create(null);
-      desc.configurable = true;
-      desc.value = goWith(input);
-      defineProperty(g, '__syGo', desc);
-    };
-    const out = create(null);
-    out.global = g;
-    out.arm = arm;
-    out.errorIn = (m) => new ErrorC(m);
-    return out;
+  const ownKeys = Reflect.ownKeys, deleteProperty = Reflect.deleteProperty, getOwn = Reflect.getOwnPropertyDescriptor;
+  const getProto = Reflect.getPrototypeOf, isExtensible = Reflect.isExtensible, is = Object.is;
+  const setHas = Set.prototype.has;
+  const baseKeys = ownKeys(g);
+  const known = new Set(baseKeys);
+  const baseDescriptors = baseKeys.map((k) => getOwn(g, k));
+  const baseProto = getProto(g);
+  let state = null;
+
+  const fail = (r) => { if (typeof r === 'string') throw new ErrorC(r); };
+  const text = (v) => {
+    if (typeof v === 'string') return v;
+    try { const s = stringify(v); if (s !== undefined) return s; } catch {}
+    return StringC(v);
   };
-})()`, { filename: 'sandbox-setup.js' });
+  const writeFile = (fileName, data, mimeType) => {
+    const name = StringC(fileName === undefined || fileName === null ? '' : fileName);
+    const mime = mimeType === undefined || mimeType === null ? undefined : StringC(mimeType);
+    if (typeof data === 'string') return void fail(hostFile(name, data, mime, true));
+    if (isView(data)) return void fail(hostFile(name, new U8(data.buffer, data.byteOffset, data.byteLength), mime, false));
+    let isBuffer = false;
+    try { apply(abLength, data, []); isBuffer = true; } catch {}
+    if (isBuffer) return void fail(hostFile(name, new U8(data), mime, false));
+    const json = stringify(data);
+    if (json === undefined) throw new TypeErrorC('files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value');
+    fail(hostFile(name, json, mime === undefined ? 'application/json' : mime, true));
+  };
+  // New function objects per execution: nothing a step hangs on ctx survives it.
+  const ctx = (data) => {
+    const log = function log(...args) {
+      let line = '';
+      for (let i = 0; i < args.length; i++) line += (i ? ' ' : '') + text(args[i]);
+      fail(hostLog(line));
+    };
+    const files = freeze({ write: function write(fileName, data, mimeType) { return writeFile(fileName, data, mimeType); } });
+    return freeze({ inputs: data.inputs, steps: data.steps, log, files });
+  };
+  const describe = (e) => {
+    try {
+      if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+        const stack = e.stack;
+        if (typeof stack === 'string' && stack !== '') return stack;
+        return StringC(e.name || 'Error') + ': ' + StringC(e.message);
+      }
+      return 'Uncaught ' + text(e);
+    } catch { return 'Uncaught exception (its message could not be read)'; }
+  };
+  const goWith = (input) => function go(fn) {
+    delete g.__syGo;
+    const s = create(null);
+    s.status = 'pending';
+    state = s;
+    const failed = (e) => { s.message = describe(e); s.status = 'error'; };
+    const done = (v) => {
+      if (typeof v === 'string') { s.kind = 'string'; s.text = v; }
+      else if (v === undefined) { s.kind = 'undefined'; s.text = ''; }
+      else {
+        let json;
+        try { json = stringify(v); } catch (e) { return failed(e); }
+        if (json === undefined) return failed(new TypeErrorC('The return value (' + typeof v + ') cannot be serialised to JSON'));
+        s.kind = 'json'; s.text = json;
+      }
+      s.status = 'ok';
+    };
+    try { apply(then, fn(ctx(parse(input))), [done, failed]); } catch (e) { failed(e); }
+  };
+  const out = create(null);
+  out.arm = (input) => {
+    state = null;
+    const desc = create(null);
+    desc.configurable = true;
+    desc.value = goWith(input);
+    defineProperty(g, '__syGo', desc);
+  };
+  // How the execution settled, as a plain object of strings (copied out).
+  out.state = () => {
+    const r = create(null);
+    r.status = state === null ? 'unstarted' : state.status;
+    if (state !== null) { r.kind = state.kind; r.text = state.text; r.message = state.message; }
+    return r;
+  };
+  // Deletes the globals an execution added; false when the context cannot be kept.
+  out.reset = () => {
+    if (getProto(g) !== baseProto || !isExtensible(g)) return false;
+    const now = ownKeys(g);
+    for (let i = 0; i < now.length; i++) if (!apply(setHas, known, [now[i]]) && !deleteProperty(g, now[i])) return false;
+    if (ownKeys(g).length !== baseKeys.length) return false;
+    for (let i = 0; i < baseKeys.length; i++) {
+      const a = getOwn(g, baseKeys[i]), b = baseDescriptors[i];
+      if (a === undefined || !is(a.value, b.value) || a.get !== b.get || a.set !== b.set || a.writable !== b.writable || a.enumerable !== b.enumerable || a.configurable !== b.configurable) return false;
+    }
+    return true;
+  };
+  return out;
+`;
 
-let current = null; // the execution in progress: { id, state, files, fileBytes, logLines, logBytes, logCut, imported, errorIn }
-let spare = null; // a fresh context prepared while idle
-const kept = new Map(); // key → context kept for reuse; the Map's order is the LRU order
-const scripts = new Map();
+let current = null; // the execution in progress: { id, files, fileBytes, logLines, logBytes, logCut }
+/** memoryMb → { isolate, memoryMb, kept: Map<key, box>, spare, scripts }; the Map's order is the LRU order. */
+const isolates = new Map();
 
-function hostBridge(op, a, b, c) {
-  try {
-    const exec = current;
-    if (!exec) return 'no execution in progress';
-    if (op === 'begin') { exec.state = a; return undefined; }
-    if (op === 'log') return onLog(exec, a);
-    if (op === 'file') return onFile(exec, a, b, c);
-    return 'unknown sandbox operation';
-  } catch {
-    return 'internal sandbox error';
-  }
-}
-
-function newContext() {
-  const sandbox = Object.create(null); // a null prototype: globalThis.constructor stays in the context's realm
-  const context = vm.createContext(sandbox, CONTEXT_OPTIONS);
-  const made = SETUP.runInContext(context)(hostBridge);
-  // Read once, before any user code exists in the context.
-  return { sandbox, context, global: made.global, arm: made.arm, errorIn: made.errorIn, code: undefined, snapshot: undefined };
-}
-
-/*
- * Globals between two executions of one key (README.md "Context reuse"). The global's own
- * properties are recorded once, before the context's first execution; afterwards every
- * property the step added is deleted. A step that changed or deleted a recorded property
- * (`JSON = …`, `delete Math`), added one that cannot be deleted, or changed the global's
- * prototype leaves a context that is not kept: the next execution gets a fresh one, which is
- * how such changes are undone (Node's vm interceptors do not restore them reliably in place).
- * All of it runs in this realm and runs no code of the step: what a step sets on its global
- * lives on `sandbox` (a plain object of this realm) and is only listed and deleted; the
- * descriptors compared are read from the global only once `sandbox` is empty (for a property
- * held by `sandbox`, Node answers with a descriptor object of the step's realm, whose fields
- * are read through the step's Object.prototype).
- */
-function snapshot(box) {
-  const g = box.global;
-  const keys = Reflect.ownKeys(g);
-  box.snapshot = { keys, known: new Set(keys), descriptors: keys.map((k) => Reflect.getOwnPropertyDescriptor(g, k)), proto: Reflect.getPrototypeOf(g) };
-}
-
-function sameDescriptor(now, then) {
-  return now !== undefined && Object.is(now.value, then.value) && now.get === then.get && now.set === then.set &&
-    now.writable === then.writable && now.enumerable === then.enumerable && now.configurable === then.configurable;
-}
-
-/** Deletes what the last execution added to the global; false when the context cannot be kept. */
-function resetGlobals(box) {
-  const g = box.global;
-  const { keys, known, descriptors, proto } = box.snapshot;
-  const held = Reflect.ownKeys(box.sandbox);
-  for (let i = 0; i < held.length; i++) if (known.has(held[i])) return false; // a recorded global set or redefined
-  if (Reflect.getPrototypeOf(g) !== proto || !Reflect.isExtensible(g)) return false;
-  const now = Reflect.ownKeys(g);
-  if (now.length !== keys.length || held.length > 0) {
-    for (let i = 0; i < now.length; i++) if (!known.has(now[i]) && !Reflect.deleteProperty(g, now[i])) return false;
-    if (Reflect.ownKeys(box.sandbox).length > 0 || Reflect.ownKeys(g).length !== keys.length) return false;
-  }
-  for (let i = 0; i < keys.length; i++) {
-    if (!sameDescriptor(Reflect.getOwnPropertyDescriptor(g, keys[i]), descriptors[i])) return false;
-  }
-  return true;
-}
-
-/** The kept context of `key` for `code`, taken out of the cache, or undefined. */
-function takeKept(key, code) {
-  const box = kept.get(key);
-  if (!box) return undefined;
-  kept.delete(key);
-  return box.code === code ? box : undefined; // the key names the code; a mismatch is not reused
-}
-
-/** Keeps a context after an execution that returned normally, if its globals reset cleanly. */
-function keep(key, code, box) {
-  if (!resetGlobals(box)) return;
-  box.code = code;
-  kept.set(key, box);
-  if (kept.size > CONTEXTS) kept.delete(kept.keys().next().value);
-  // What steps leave reachable from their built-ins stays alive with their contexts: a heap
-  // that is half full drops them all rather than let them crowd out a later step.
-  if (v8.getHeapStatistics().used_heap_size > HEAP_CEILING) kept.clear();
-}
-
-function heapCeiling() {
-  const flag = process.execArgv.find((a) => a.startsWith('--max-old-space-size='));
-  const mb = flag ? Number(flag.slice('--max-old-space-size='.length)) : NaN;
-  return Number.isFinite(mb) && mb > 0 ? mb * 1024 * 1024 * 0.5 : v8.getHeapStatistics().heap_size_limit * 0.5;
-}
-
-function onLog(exec, line) {
+function onLog(line) {
+  const exec = current;
+  if (!exec) return 'no execution in progress';
   if (typeof line !== 'string') return 'log: bad line';
   if (exec.logCut) return undefined;
   const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
@@ -255,109 +181,150 @@ function onLog(exec, line) {
   return undefined;
 }
 
-/** A view of the bytes written (no copy yet), or undefined for anything else. */
-function viewOf(data) {
-  if (typeof data === 'string') return undefined;
-  if (types.isDataView(data)) {
-    return new Uint8Array(Reflect.apply(dvBuffer, data, []), Reflect.apply(dvOffset, data, []), Reflect.apply(dvLength, data, []));
-  }
-  if (types.isTypedArray(data)) {
-    return new Uint8Array(Reflect.apply(taBuffer, data, []), Reflect.apply(taOffset, data, []), Reflect.apply(taLength, data, []));
-  }
-  return undefined;
-}
-
-/** Bytes of `data` as a Buffer of its own, sized before anything is copied. */
-function bytesOf(data) {
+function onFile(name, data, mime, text) {
+  const exec = current;
+  if (!exec) return 'no execution in progress';
+  if (typeof name !== 'string' || (mime !== undefined && typeof mime !== 'string')) return 'files.write: bad arguments';
+  let bytes;
   if (typeof data === 'string') {
     // Every character is at least one UTF-8 byte: a string this long is too big anyway.
-    if (data.length > LIMITS.maxFileBytes) return { size: data.length };
-    const bytes = Buffer.from(data, 'utf8');
-    return { size: bytes.length, bytes };
+    if (data.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${data.length}+ bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+    bytes = Buffer.from(data, 'utf8');
+  } else if (data instanceof Uint8Array) {
+    bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  } else {
+    return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
   }
-  const view = viewOf(data);
-  if (!view) return undefined;
-  return view.length > LIMITS.maxFileBytes ? { size: view.length } : { size: view.length, bytes: Buffer.from(view) };
-}
-
-function onFile(exec, name, data, mime) {
-  if (typeof name !== 'string' || (mime !== undefined && typeof mime !== 'string')) return 'files.write: bad arguments';
+  if (bytes.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
   const index = exec.files.findIndex((f) => f.name === name);
   if (index < 0 && exec.files.length >= LIMITS.maxFiles) return `files.write: at most ${LIMITS.maxFiles} files per step`;
-  const sized = bytesOf(data);
-  if (!sized) return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
-  if (!sized.bytes || sized.size > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${sized.size}${typeof data === 'string' ? '+' : ''} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
-  const bytes = sized.bytes;
   const before = index < 0 ? 0 : exec.files[index].data.length;
   if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes) return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
-  const file = { name, mime, text: typeof data === 'string', data: bytes };
+  const file = { name, mime, text: text === true, data: bytes };
   if (index < 0) exec.files.push(file);
   else exec.files[index] = file; // writing a name again replaces the earlier file
   exec.fileBytes += bytes.length - before;
   return undefined;
 }
 
-function compile(code) {
-  let script = scripts.get(code);
-  if (script) {
-    scripts.delete(code); // re-insert: the Map's order is the LRU order
-  } else {
-    script = new vm.Script(`__syGo(async function (ctx) {\n${code}\n})`, {
-      filename: STEP_FILE,
-      lineOffset: -1, // line 1 of the step's code is reported as line 1
-      // import() must never reach Node's loader. The rejection value would be created here; it
-      // never reaches the step: the attempt fails the step (see below), so its context is
-      // never used again.
-      importModuleDynamically: () => {
-        if (current) current.imported = true;
-        throw current && current.errorIn ? current.errorIn('import() is not available in code steps') : 'import() is not available';
-      },
-    });
-    if (scripts.size >= SCRIPT_CACHE_SIZE) scripts.delete(scripts.keys().next().value);
+const hostLog = new ivm.Callback(onLog);
+const hostFile = new ivm.Callback(onFile);
+
+/** The isolate of a memory class, made on first use; the least recently used goes beyond MAX_ISOLATES. */
+function isolateFor(memoryMb) {
+  let iso = isolates.get(memoryMb);
+  if (iso && iso.isolate.isDisposed) {
+    isolates.delete(memoryMb);
+    iso = undefined;
   }
-  scripts.set(code, script);
+  if (iso) {
+    isolates.delete(memoryMb); // re-insert: the Map's order is the LRU order
+  } else {
+    iso = { isolate: new ivm.Isolate({ memoryLimit: memoryMb }), memoryMb, kept: new Map(), spare: null, scripts: new Map() };
+    if (isolates.size >= MAX_ISOLATES) {
+      const [oldest, victim] = isolates.entries().next().value;
+      isolates.delete(oldest);
+      dispose(victim);
+    }
+  }
+  isolates.set(memoryMb, iso);
+  return iso;
+}
+
+function dispose(iso) {
+  try {
+    if (!iso.isolate.isDisposed) iso.isolate.dispose();
+  } catch {
+    // already gone
+  }
+}
+
+function newContext(iso) {
+  const context = iso.isolate.createContextSync();
+  const api = context.evalClosureSync(SETUP, [hostLog, hostFile], { result: { reference: true } });
+  return {
+    context,
+    arm: api.getSync('arm', { reference: true }),
+    state: api.getSync('state', { reference: true }),
+    reset: api.getSync('reset', { reference: true }),
+    code: undefined,
+    spoiled: false,
+  };
+}
+
+function release(box) {
+  for (const ref of [box.arm, box.state, box.reset, box.context]) {
+    try {
+      ref.release();
+    } catch {
+      // its isolate is gone
+    }
+  }
+}
+
+function compile(iso, code) {
+  let script = iso.scripts.get(code);
+  if (script) {
+    iso.scripts.delete(code); // re-insert: the Map's order is the LRU order
+  } else {
+    script = iso.isolate.compileScriptSync(`__syGo(async function (ctx) {\n${code}\n})`, { filename: STEP_FILE, lineOffset: -1 });
+    if (iso.scripts.size >= SCRIPT_CACHE_SIZE) iso.scripts.delete(iso.scripts.keys().next().value);
+  }
+  iso.scripts.set(code, script);
   return script;
 }
 
+/** `SyntaxError: <what> (line N)`: isolated-vm appends `[step.js:N:M]` to the message. */
 function syntaxMessage(err) {
-  const line = /^step\.js:(\d+)/.exec(String(err && err.stack));
-  return `SyntaxError: ${err && err.message}${line ? ` (line ${line[1]})` : ''}`;
+  const text = String(err && err.message);
+  const at = /\s*\[step\.js:(\d+):\d+\]\s*$/.exec(text) || /step\.js:(\d+)/.exec(String(err && err.stack));
+  const what = at && at.index !== undefined && text.endsWith(at[0]) ? text.slice(0, at.index) : text;
+  return `SyntaxError: ${what}${at ? ` (line ${at[1]})` : ''}`;
 }
 
-// Node creates the timeout error in the step's own realm, so it is read without invoking any
-// accessor a step could have planted there (own data property only), and the clock decides
-// when that property is not readable.
-function isTimeout(err, startedAt, timeoutMs) {
-  if (performance.now() - startedAt >= timeoutMs) return true;
-  if (types.isProxy(err) || !types.isNativeError(err)) return false;
-  const code = Object.getOwnPropertyDescriptor(err, 'code');
-  return Boolean(code && code.value === 'ERR_SCRIPT_EXECUTION_TIMEOUT');
+function errorText(err) {
+  return String(err && typeof err === 'object' && 'message' in err ? err.message : err);
 }
 
-function run(msg, box) {
-  const exec = { id: msg.id, state: undefined, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false, imported: false, errorIn: box.errorIn };
-  current = exec;
+function run(msg, iso, box) {
+  current = { id: msg.id, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false };
   try {
     let script;
     try {
-      script = compile(msg.code);
+      script = compile(iso, msg.code);
     } catch (err) {
+      if (iso.isolate.isDisposed) return memoryOutcome(iso);
       return { outcome: 'invalid', message: syntaxMessage(err) };
     }
-    box.arm(msg.data);
     const startedAt = performance.now();
+    let thrown;
     try {
-      script.runInContext(box.context, { timeout: msg.timeoutMs, displayErrors: false });
+      box.arm.applySync(undefined, [msg.data]);
+      // Microtasks run to their end inside this call, under the same time limit.
+      script.runSync(box.context, { timeout: msg.timeoutMs });
     } catch (err) {
-      if (isTimeout(err, startedAt, msg.timeoutMs)) return { outcome: 'timeout', message: `Step timed out after ${msg.timeoutMs} ms` };
-      // Only code that breaks out of the function wrapper throws here; its value is not read.
-      if (!exec.state) return { outcome: 'error', message: 'Error: the step code threw before it started' };
+      if (iso.isolate.isDisposed) return memoryOutcome(iso);
+      if (performance.now() - startedAt >= msg.timeoutMs || /timed out/i.test(errorText(err))) {
+        return { outcome: 'timeout', message: `Step timed out after ${msg.timeoutMs} ms` };
+      }
+      // A rejection no one handled (isolated-vm reports it here), or code that broke out of the
+      // function wrapper: the step's own outcome below decides; the context is not kept.
+      thrown = err;
+      box.spoiled = true;
     }
-    if (exec.imported) return { outcome: 'error', message: 'Error: import() is not available in code steps' };
-    const state = exec.state;
-    if (!state) return { outcome: 'error', message: 'Error: the step code did not run (it left its function wrapper)' };
+    let state;
+    try {
+      state = box.state.applySync(undefined, [], { result: { copy: true } });
+    } catch (err) {
+      if (iso.isolate.isDisposed) return memoryOutcome(iso);
+      return { outcome: 'error', message: `Error: the step's outcome could not be read (${errorText(err).slice(0, 500)})` };
+    }
+    if (state.status === 'unstarted') {
+      const why = thrown === undefined ? '' : ` (${errorText(thrown).slice(0, 500)})`;
+      return { outcome: 'error', message: `Error: the step code did not run: it left its function wrapper${why}` };
+    }
     if (state.status === 'pending') {
-      // No timers, I/O or host promises exist in the context: nothing can settle it any more.
+      // No timers, I/O or host promises exist in an isolate: nothing can settle it any more.
       return { outcome: 'stalled', message: `Step timed out: it awaits a promise that can never settle (limit ${msg.timeoutMs} ms)` };
     }
     if (state.status === 'error') return { outcome: 'error', message: String(state.message) };
@@ -365,9 +332,50 @@ function run(msg, box) {
     if (Buffer.byteLength(text) > LIMITS.maxResultBytes) {
       return { outcome: 'error', message: `Error: the step result is ${Buffer.byteLength(text)} bytes; the limit is ${LIMITS.maxResultBytes} bytes` };
     }
-    return { outcome: 'ok', kind: String(state.kind), text, files: exec.files };
+    return { outcome: 'ok', kind: String(state.kind), text, files: current.files };
   } finally {
     current = null;
+  }
+}
+
+function memoryOutcome(iso) {
+  isolates.delete(iso.memoryMb);
+  return { outcome: 'memory', message: `the step's memory limit of ${iso.memoryMb} MB was reached` };
+}
+
+/** The kept context of `key` for `code`, taken out of the cache, or undefined. */
+function takeKept(iso, key, code) {
+  const box = iso.kept.get(key);
+  if (!box) return undefined;
+  iso.kept.delete(key);
+  if (box.code === code) return box; // the key names the code; a mismatch is not reused
+  release(box);
+  return undefined;
+}
+
+/** Keeps a context after an execution that returned normally, if its globals reset cleanly. */
+function keep(iso, key, code, box) {
+  let clean = false;
+  try {
+    clean = box.reset.applySync(undefined, [], { timeout: 100 }) === true;
+  } catch {
+    clean = false;
+  }
+  if (!clean) return release(box);
+  box.code = code;
+  iso.kept.set(key, box);
+  if (iso.kept.size > CONTEXTS) {
+    const [oldest, victim] = iso.kept.entries().next().value;
+    iso.kept.delete(oldest);
+    release(victim);
+  }
+  // What steps leave reachable from their built-ins stays alive with their contexts: a heap
+  // that is half full drops the whole isolate (its memory is freed at once, not at the next
+  // full collection) rather than let them crowd out a later step of this memory class.
+  const heap = iso.isolate.getHeapStatisticsSync();
+  if (heap.used_heap_size > iso.memoryMb * 1024 * 1024 * 0.5) {
+    isolates.delete(iso.memoryMb);
+    dispose(iso);
   }
 }
 
@@ -375,7 +383,56 @@ function run(msg, box) {
 function validExec(m) {
   return m !== null && typeof m === 'object' && m.v === PROTOCOL && m.t === 'exec' && Number.isSafeInteger(m.id) &&
     typeof m.code === 'string' && typeof m.data === 'string' && typeof m.timeoutMs === 'number' && m.timeoutMs > 0 &&
+    Number.isSafeInteger(m.memoryMb) && m.memoryMb >= 8 && m.memoryMb <= 4096 &&
     (m.key === undefined || (typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY));
+}
+
+function execute(msg) {
+  const key = CONTEXTS > 0 ? msg.key : undefined;
+  const iso = isolateFor(msg.memoryMb);
+  let box = key === undefined ? undefined : takeKept(iso, key, msg.code);
+  const reused = box !== undefined;
+  if (!box) {
+    box = iso.spare || newContext(iso);
+    iso.spare = null;
+  }
+  const reply = run(msg, iso, box);
+  if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE) reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
+  send({ v: PROTOCOL, t: 'done', id: msg.id, reused, ...reply });
+  // Only a step that returned normally leaves a context to reuse.
+  if (iso.isolate.isDisposed) return;
+  if (key !== undefined && reply.outcome === 'ok' && !box.spoiled) keep(iso, key, msg.code, box);
+  else release(box);
+  // Prepare a fresh context while idle, after the reply is on its way.
+  setImmediate(() => {
+    if (!iso.isolate.isDisposed && !iso.spare && isolates.get(iso.memoryMb) === iso) iso.spare = newContext(iso);
+  });
+}
+
+/*
+ * SANDBOX_TEST_BREACH (NODE_ENV=test only; worker.ts passes `breach`): the step runs in this
+ * process's own realm with its real `process`, as if the language layer had been broken, so
+ * tests can show that the process and operating-system layers hold on their own.
+ */
+function executeBreached(msg) {
+  current = { id: msg.id, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false };
+  const exec = current;
+  const data = JSON.parse(msg.data);
+  const ctx = { inputs: data.inputs, steps: data.steps, log: (...a) => onLog(a.map(String).join(' ')), files: { write: (n, d, m) => onFile(String(n), typeof d === 'string' ? d : d, m, typeof d === 'string') } };
+  const finish = (reply) => {
+    current = null;
+    send({ v: PROTOCOL, t: 'done', id: msg.id, reused: false, ...reply });
+  };
+  let fn;
+  try {
+    fn = require('node:vm').runInThisContext(`(async function (ctx, process) {\n${msg.code}\n})`, { filename: STEP_FILE });
+  } catch (err) {
+    return finish({ outcome: 'invalid', message: syntaxMessage(err) });
+  }
+  Promise.resolve().then(() => fn(ctx, process)).then(
+    (v) => finish({ outcome: 'ok', kind: v === undefined ? 'undefined' : typeof v === 'string' ? 'string' : 'json', text: v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v), files: exec.files }),
+    (err) => finish({ outcome: 'error', message: String(err && err.stack ? err.stack : err) }),
+  );
 }
 
 process.on('message', (msg) => {
@@ -383,35 +440,16 @@ process.on('message', (msg) => {
     send({ v: PROTOCOL, t: 'error', message: 'unsupported message' });
     return;
   }
-  const key = CONTEXTS > 0 ? msg.key : undefined;
-  let box = key === undefined ? undefined : takeKept(key, msg.code);
-  const reused = box !== undefined;
-  if (!box) {
-    box = spare || newContext();
-    spare = null;
-    if (key !== undefined && !box.snapshot) snapshot(box); // before the context's first user code
-  }
-  const reply = run(msg, box);
-  if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE) reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
-  send({ v: PROTOCOL, t: 'done', id: msg.id, reused, ...reply });
-  // Only a step that returned normally leaves a context to reuse: after an error, a timeout or
-  // a promise that can never settle, the context is dropped.
-  if (key !== undefined && reply.outcome === 'ok') keep(key, msg.code, box);
-  // Prepare a fresh context while idle, after the reply is on its way.
-  setImmediate(prepareSpare);
+  if (ARGS.breach === 'process' || ARGS.breach === 'unrestricted') executeBreached(msg);
+  else execute(msg);
 });
-
-function prepareSpare() {
-  if (spare) return;
-  spare = newContext();
-  if (CONTEXTS > 0) snapshot(spare);
-}
 
 // The service went away (crash, kill -9): nothing else would end this process.
 process.on('disconnect', () => process.exit(0));
-// A step may leave rejected promises nobody handles (in its own context). Node's default would
-// end this process on the next tick, failing whichever step runs next.
-process.on('unhandledRejection', () => undefined);
 
-prepareSpare();
+// A warm context of the default memory class, so the first step does not wait for it.
+if (Number.isSafeInteger(ARGS.warmMemoryMb)) {
+  const iso = isolateFor(ARGS.warmMemoryMb);
+  iso.spare = newContext(iso);
+}
 send({ v: PROTOCOL, t: 'ready' });

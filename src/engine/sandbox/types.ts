@@ -1,35 +1,43 @@
 /** Public shapes of the sandbox pool (pool.ts). */
 import type { Logger } from '../../config/logger.js';
+import type { Isolation } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
+import type { Breach } from './flags.js';
 
 export interface SandboxPoolOptions {
-  /** Warm processes per memory class (default 2; config SANDBOX_POOL_SIZE). */
+  /** The layers in force and how to start a contained process (src/containment). */
+  isolation: Isolation;
+  /** Warm spare processes, and the most processes one organisation may have (default 2; config SANDBOX_POOL_SIZE). */
   size?: number;
   /** Heap limit of steps that set no memoryMb (schema default 128). */
   defaultMemoryMb?: number;
-  /** Processes across all memory classes (default 2 × size). */
+  /** Processes of all organisations together, spares included (default 2 × size). */
   maxProcesses?: number;
   /** Executions before a process is replaced (default 1000, config SANDBOX_MAX_EXECUTIONS); 1 = a fresh process per step. */
   maxExecutionsPerProcess?: number;
-  /** Idle time after which a process of a non-default class exits (default 30 s). */
+  /** Idle time after which a process bound to an organisation exits (default 30 s). */
   idleTimeoutMs?: number;
   spawnTimeoutMs?: number;
   /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */
   killGraceMs?: number;
-  /** Resident memory allowed above the heap limit, in MiB (default 384: Node, files, buffers). */
+  /** Resident memory of a runner's tree allowed above twice its isolates' heap limits, in MiB (default 384: Node, files, buffers). */
   rssHeadroomMb?: number;
   /**
-   * Reuse warm vm contexts for executions of the same context key (default true; README.md
+   * Reuse warm contexts for executions of the same context key (default true; README.md
    * "Context reuse"). False: a fresh context for every execution.
    */
   reuseContexts?: boolean;
-  /** Contexts a process keeps for reuse, least recently used evicted (default 32, at most 256). */
+  /** Contexts a process keeps per memory class for reuse, least recently used evicted (default 32, at most 256). */
   contextsPerProcess?: number;
+  /** SANDBOX_TEST_BREACH, tests only: steps get the runner's own `process` (README.md "Testing the outer layers"). */
+  breach?: Breach;
   limits?: Partial<SandboxLimits>;
   log?: Logger;
 }
 
 export interface SandboxRequest {
+  /** The organisation whose step this is: only its own processes run it. */
+  orgId: string;
   /** Body of an async function receiving `ctx` (schema codeStep.code). */
   code: string;
   inputs: unknown;
@@ -65,4 +73,6 @@ export interface SandboxRun {
   files: SandboxFile[];
   logs: string[];
   durationMs: number;
+  /** Which runner process ran it (an opaque number), when one did. */
+  runner?: number | undefined;
 }

@@ -29,7 +29,7 @@ function codeHash(code: string): string {
 }
 
 /**
- * Who may share a warm vm context (src/engine/sandbox/README.md "Context reuse"): the same step
+ * Who may share a warm context (src/engine/sandbox/README.md "Context reuse"): the same step
  * code of the same organisation and workflow; the code hash makes a new workflow version a new
  * key. JSON keeps the parts apart whatever characters the ids hold.
  */
@@ -83,6 +83,8 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
   if (deps.signal?.aborted) return stoppedByRun(deps.signal, 0);
 
   const run = await deps.sandbox.run({
+    // A step without an organisation (tests of the engine alone) shares no process with one that has one.
+    orgId: ctx.orgId ?? '',
     code,
     inputs: ctx.inputs,
     steps: stepsByIndex(ctx.steps),

@@ -292,8 +292,8 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
 
     it('without EMBEDDINGS_URL there is no detail and no semantic ranking', async () => {
       srv = await startTestServer('sqlite');
-      const body = await (await fetch(`${srv.baseUrl}/readyz`)).json() as Record<string, unknown>;
-      expect(body).not.to.have.property('details');
+      const body = await (await fetch(`${srv.baseUrl}/readyz`)).json() as { details: Record<string, unknown> };
+      expect(body.details).not.to.have.property('embeddings');
       expect(srv.app.services.gateway.semantic).to.equal(undefined);
     });
   });

@@ -131,6 +131,58 @@ describe('process: npm start on an empty DATA_DIR', function () {
     expect(await proc.exited).to.equal(0);
   });
 
+  it('reports the code isolation in force in its startup log and in /readyz', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = start(dataDir, port);
+    try {
+      await waitReady(base, proc);
+      const ready = await call(base, 'GET', '/readyz');
+      const isolation = ready.body.details.isolation;
+      expect(isolation.mode).to.equal(process.env.CODE_ISOLATION ?? 'auto');
+      expect(isolation.level).to.be.oneOf(['namespaces', 'process']);
+      expect(Object.keys(isolation.layers).sort()).to.deep.equal(['language', 'os', 'process']);
+      const line = proc.output().split('\n').find((l) => l.includes('"msg":"code isolation:'));
+      expect(line, proc.output()).to.be.a('string');
+      expect(JSON.parse(line!).isolation.level).to.equal(isolation.level);
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    expect(await proc.exited).to.equal(0);
+  });
+
+  it('without bubblewrap: auto starts with one warning naming what is missing and runs the demo workflow; strict refuses to start', async () => {
+    // No program on the search path: no bubblewrap, prlimit or setpriv.
+    const bare = { PATH: '/nonexistent' };
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const proc = start(dataDir, port, { ...bare, CODE_ISOLATION: 'auto' });
+    try {
+      await waitReady(base, proc);
+      const ready = await call(base, 'GET', '/readyz');
+      expect(ready.body.details.isolation).to.include({ mode: 'auto', level: 'process' });
+      const warnings = proc.output().split('\n').filter((l) => l.includes('not every layer is available here'));
+      expect(warnings, proc.output()).to.have.length(1);
+      expect(warnings[0]).to.contain('apt-get install -y bubblewrap');
+      const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+      const run = await call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, { headers: { 'X-API-KEY': b.apiKey, 'x-api-wait': 'true' }, body: { name: 'Ada' } });
+      expect(run.status, run.text).to.equal(200);
+      expect(run.body.results.map((r: { exitCode: number }) => r.exitCode)).to.deep.equal([0, 0]);
+    } finally {
+      proc.child.kill('SIGTERM');
+    }
+    expect(await proc.exited).to.equal(0);
+    const strict = start(dataDir, await freePort(), { ...bare, CODE_ISOLATION: 'strict' });
+    expect(await strict.exited).to.equal(2);
+    expect(strict.output()).to.contain('CODE_ISOLATION=strict').and.contain('apt-get install -y bubblewrap');
+  });
+
+  it('refuses an unknown CODE_ISOLATION with a clear message and exit code 2', async () => {
+    const proc = start(dataDir, await freePort(), { CODE_ISOLATION: 'maybe' });
+    expect(await proc.exited).to.equal(2);
+    expect(proc.output()).to.contain('CODE_ISOLATION must be auto, strict or process');
+  });
+
   it('refuses a bad configuration with a clear message and exit code 2', async () => {
     const proc = start(dataDir, 70000);
     expect(await proc.exited).to.equal(2);
@@ -169,7 +221,8 @@ describe('process: npm start with DATABASE_URL and REDIS_URL (PostgreSQL + Redis
     try {
       await waitReady(base, proc);
       const ready = await call(base, 'GET', '/readyz');
-      expect(ready.body).to.deep.equal({ status: 'ready', checks: { store: 'ok', blobs: 'ok', redis: 'ok' } });
+      expect(ready.body).to.deep.include({ status: 'ready', checks: { store: 'ok', blobs: 'ok', redis: 'ok' } });
+      expect(Object.keys(ready.body.details)).to.deep.equal(['isolation']);
       const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       const c = new pg.Client({ connectionString: databaseUrl });
       await c.connect();

@@ -1,22 +1,17 @@
 /**
- * Warm vm contexts (src/engine/sandbox/README.md "Context reuse"): a context is reused only for
+ * Warm contexts (src/engine/sandbox/README.md "Context reuse"): a context is reused only for
  * the same step code of the same organisation and workflow; globals are reset in between;
  * built-in mutations persist for that key alone; a step that failed in any way leaves no
  * context behind; executions are routed to the process holding their context.
  */
 import { expect } from 'chai';
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
-import { parseChildMessage } from '../../../src/engine/sandbox/protocol.js';
-import { RUNNER_PATH, runnerArgs, sandboxForkOptions } from '../../../src/engine/sandbox/flags.js';
-import { DEFAULT_LIMITS } from '../../../src/engine/sandbox/limits.js';
+import { parseChildMessage, PROTOCOL_VERSION } from '../../../src/engine/sandbox/protocol.js';
 import { contextKey } from '../../../src/engine/steps/code.js';
 import { executeStep, type ExecutedStep } from '../../../src/engine/execute-step.js';
 import type { WorkflowStep } from '../../../src/engine/definition.js';
-import { silentLog } from './sandbox-helpers.js';
+import { silentLog, startRunner, testIsolation } from './sandbox-helpers.js';
 
 interface Where {
   orgId?: string;
@@ -54,7 +49,7 @@ const MARKER = `
   if (mode === 'oom') { const a = []; for (;;) a.push(new Array(1e6).fill(1)); }
   if (mode === 'import') await import('node:fs');
   if (mode === 'big') return 'x'.repeat(1024 * 1024 + 1);
-  if (mode === 'assign') globalThis.Math = Math; // a built-in global reassigned
+  if (mode === 'assign') globalThis.Math = Object.create(Math); // a built-in global replaced
   if (mode === 'nonconfigurable') Object.defineProperty(globalThis, 'pinned', { value: 1 });
   if (mode === 'proto') Object.setPrototypeOf(globalThis, null);
   if (mode === 'delete') delete globalThis.Math;
@@ -87,7 +82,7 @@ describe('engine sandbox: warm contexts', function () {
   describe('one process, one key', () => {
     let pool: SandboxPool;
     before(async () => {
-      pool = new SandboxPool({ size: 1, log: silentLog });
+      pool = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog });
       await pool.start();
     });
     after(() => pool.close());
@@ -109,8 +104,8 @@ describe('engine sandbox: warm contexts', function () {
       const outs = [];
       for (let i = 0; i < 4; i++) outs.push((await run(pool, COUNTER, { automationId: 'wf_counter' })).result);
       expect(outs).to.deep.equal(['1', '2', '3', '4']);
-      const intact = await run(pool, 'return [typeof JSON.parse, typeof Math.max, Object.getPrototypeOf(globalThis) !== null, typeof FinalizationRegistry]', { automationId: 'wf_counter', stepIndex: 1 });
-      expect(JSON.parse(intact.result)).to.deep.equal(['function', 'function', true, 'undefined']);
+      const intact = await run(pool, 'return [typeof JSON.parse, typeof Math.max, Object.getPrototypeOf(globalThis) !== null, typeof FinalizationRegistry, typeof WebAssembly]', { automationId: 'wf_counter', stepIndex: 1 });
+      expect(JSON.parse(intact.result)).to.deep.equal(['function', 'function', true, 'undefined', 'undefined']);
     });
 
     it('a global or a built-in mutation is seen by no other step, workflow or organisation', async () => {
@@ -178,7 +173,8 @@ describe('engine sandbox: warm contexts', function () {
         }
         armed = true;
         return typeof ctx.log`;
-      const [pid] = pool.pids();
+      const runner = () => pool.trees().find((t) => t.orgId === 'org_a')?.pids.at(-1);
+      const pid = runner();
       for (const reassign of [false, true]) {
         const where = { automationId: `wf_planted_${reassign}` };
         expect((await run(pool, code, where, { inputs: { plant: true, reassign } })).result).to.equal('function');
@@ -187,7 +183,7 @@ describe('engine sandbox: warm contexts', function () {
         expect(next, next.result).to.include({ status: 'COMPLETE', result: 'function' });
         expect(Date.now() - started).to.be.below(1000);
       }
-      expect(pool.pids()).to.deep.equal([pid]);
+      expect(runner()).to.equal(pid);
     });
 
     it('after a run signal stopped a step, the next execution starts clean', async () => {
@@ -202,7 +198,7 @@ describe('engine sandbox: warm contexts', function () {
   });
 
   it('keeps at most contextsPerProcess contexts, least recently used evicted', async () => {
-    const pool = new SandboxPool({ size: 1, contextsPerProcess: 2, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, contextsPerProcess: 2, log: silentLog });
     try {
       await pool.start();
       const at = (automationId: string) => run(pool, COUNTER, { automationId }).then((o) => o.result);
@@ -215,7 +211,7 @@ describe('engine sandbox: warm contexts', function () {
   });
 
   it('reuseContexts: false gives every execution a fresh context', async () => {
-    const pool = new SandboxPool({ size: 1, reuseContexts: false, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, reuseContexts: false, log: silentLog });
     try {
       await pool.start();
       const outs = [];
@@ -228,7 +224,7 @@ describe('engine sandbox: warm contexts', function () {
   });
 
   it('routes an execution to the idle process that holds its context, else to any idle one', async () => {
-    const pool = new SandboxPool({ size: 2, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, log: silentLog });
     const code = `${COUNTER.replace('return', 'if (ctx.inputs.spin) for (let i = 0; i < 5e7; i++); return')}`;
     try {
       await pool.start();
@@ -257,16 +253,17 @@ describe('engine sandbox: warm contexts', function () {
   });
 
   it('contexts kept by one step do not crowd out another step\'s memory', async () => {
-    const pool = new SandboxPool({ size: 1, defaultMemoryMb: 64, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, defaultMemoryMb: 64, log: silentLog });
     try {
       await pool.start();
       // About 36 MB (more than half the heap limit) kept alive through a built-in of wf_keep's context.
       const keep = await run(pool, 'Array.prototype.hoard = Array.from({ length: 4.5e6 }, () => 1.5); return 1', { automationId: 'wf_keep' });
       expect(keep.status).to.equal('COMPLETE');
-      const [pid] = pool.pids();
+      const runner = () => pool.trees().find((t) => t.orgId === 'org_a')?.pids.at(-1);
+      const pid = runner();
       const other = await run(pool, 'const a = Array.from({ length: 4.5e6 }, () => 2.5); return a.length', { automationId: 'wf_other' });
       expect(other, other.result).to.include({ status: 'COMPLETE', result: '4500000' });
-      expect(pool.pids()).to.deep.equal([pid]);
+      expect(runner()).to.equal(pid);
       // The hoard went with its context: wf_keep starts clean.
       expect((await run(pool, 'return typeof [].hoard', { automationId: 'wf_keep' })).result).to.equal('undefined');
     } finally {
@@ -275,19 +272,15 @@ describe('engine sandbox: warm contexts', function () {
   });
 
   describe('protocol', () => {
-    let cwd: string;
     let child: ChildProcess;
     const next = () => new Promise<unknown>((resolve) => child.once('message', resolve));
     before(async () => {
-      cwd = mkdtempSync(path.join(os.tmpdir(), 'sandbox-contexts-'));
-      child = fork(RUNNER_PATH, runnerArgs(DEFAULT_LIMITS, 4), sandboxForkOptions(64, cwd));
-      await next(); // ready
+      child = await startRunner(4);
     });
     after(() => {
       child.kill('SIGKILL');
-      rmSync(cwd, { recursive: true, force: true });
     });
-    const exec = (extra: Record<string, unknown>) => ({ v: 1, t: 'exec', id: 1, code: 'return 1', data: '{"inputs":{},"steps":[]}', timeoutMs: 1000, ...extra });
+    const exec = (extra: Record<string, unknown>) => ({ v: PROTOCOL_VERSION, t: 'exec', id: 1, code: 'return 1', data: '{"inputs":{},"steps":[]}', timeoutMs: 1000, memoryMb: 64, ...extra });
 
     it('the runner reports whether an execution reused a context', async () => {
       child.send(exec({ id: 1, key: 'k' }));
@@ -301,7 +294,7 @@ describe('engine sandbox: warm contexts', function () {
     });
 
     it('the runner answers a malformed exec message with a message the parent refuses', async () => {
-      for (const bad of [exec({ key: 5 }), exec({ key: '' }), exec({ key: 'k'.repeat(1025) }), exec({ id: 'x' }), exec({ data: {} }), exec({ timeoutMs: 0 })]) {
+      for (const bad of [exec({ key: 5 }), exec({ key: '' }), exec({ key: 'k'.repeat(1025) }), exec({ id: 'x' }), exec({ data: {} }), exec({ timeoutMs: 0 }), exec({ memoryMb: 4 }), exec({ memoryMb: 'x' }), exec({ v: 1 })]) {
         child.send(bad);
         const reply = await next();
         expect(parseChildMessage(reply), JSON.stringify(bad).slice(0, 80)).to.equal(undefined);
@@ -309,8 +302,8 @@ describe('engine sandbox: warm contexts', function () {
     });
 
     it('the parent refuses a non-boolean `reused`', () => {
-      expect(parseChildMessage({ v: 1, t: 'done', id: 1, outcome: 'error', message: 'x', reused: 'yes' })).to.equal(undefined);
-      expect(parseChildMessage({ v: 1, t: 'done', id: 1, outcome: 'error', message: 'x' })).to.deep.include({ reused: false });
+      expect(parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x', reused: 'yes' })).to.equal(undefined);
+      expect(parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x' })).to.deep.include({ reused: false });
     });
   });
 });

@@ -5,14 +5,14 @@
 import { expect } from 'chai';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import type { PriorStep } from '../../../src/engine/execute-step.js';
-import { runCode, silentLog } from './sandbox-helpers.js';
+import { runCode, silentLog, testIsolation } from './sandbox-helpers.js';
 
 describe('engine sandbox: code steps', function () {
   this.timeout(30_000);
   let pool: SandboxPool;
 
   before(async () => {
-    pool = new SandboxPool({ size: 2, log: silentLog });
+    pool = new SandboxPool({ isolation: await testIsolation(), size: 2, log: silentLog });
     await pool.start();
   });
   after(() => pool.close());
@@ -208,7 +208,7 @@ describe('engine sandbox: code steps', function () {
     });
 
     it('at most 100 MiB of files per step (checked with small limits)', async () => {
-      const small = new SandboxPool({ size: 1, log: silentLog, limits: { maxFileBytes: 1000, maxTotalFileBytes: 2500 } });
+      const small = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog, limits: { maxFileBytes: 1000, maxTotalFileBytes: 2500 } });
       try {
         const out = await runCode(small, 'for (let i = 0; i < 3; i++) ctx.files.write(`f${i}`, new Uint8Array(1000)); return 1');
         expect(out).to.include({ status: 'FAILED', exitCode: 1 });

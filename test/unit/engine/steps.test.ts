@@ -7,15 +7,15 @@ import { readFileSync } from 'node:fs';
 import { executeStep, type PriorStep } from '../../../src/engine/execute-step.js';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import type { WorkflowDefinition, WorkflowStep } from '../../../src/engine/definition.js';
-import { silentLog } from './sandbox-helpers.js';
+import { silentLog, testIsolation } from './sandbox-helpers.js';
 
 const ctx = { inputs: {}, steps: [], runId: 'run_1', automationId: 'wf_1', stepIndex: 0 };
 
 describe('engine steps: dispatch', function () {
   this.timeout(30_000);
   let pool: SandboxPool;
-  before(() => {
-    pool = new SandboxPool({ size: 1, log: silentLog });
+  before(async () => {
+    pool = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog });
   });
   after(() => pool.close());
 

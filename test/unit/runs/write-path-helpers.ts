@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import { loadConfig } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { createWorkflow, SandboxPool } from '../../../src/engine/index.js';
+import { probeIsolation } from '../../../src/containment/index.js';
 import { InProcessRunQueue } from '../../../src/queues/run-queue.js';
 import { openBlobStore } from '../../../src/runs/blobs.js';
 import { insertRuns, runRows } from '../../../src/runs/runs.js';
@@ -48,11 +49,11 @@ export interface Workers {
 
 /** Run workers of one process on `store` (what `npm start` runs beside HTTP), started. */
 export async function startWorkers(store: TestStore, env: Record<string, string> = {}, idleCheckMs = 250): Promise<Workers> {
-  const config = loadConfig({ DATA_DIR: store.dataDir, SEED_DEMO: 'false', RUN_CONCURRENCY: '1', ...env });
+  const config = loadConfig({ DATA_DIR: store.dataDir, SEED_DEMO: 'false', RUN_CONCURRENCY: '1', CODE_ISOLATION: process.env.CODE_ISOLATION ?? 'auto', ...env });
   const queue = new InProcessRunQueue(idleCheckMs);
   const signals = await createSignals(undefined, silent, 'test');
   const blobs = openBlobStore(config);
-  const sandbox = new SandboxPool({ size: 1, log: silent });
+  const sandbox = new SandboxPool({ isolation: await probeIsolation({ mode: config.codeIsolation }), size: 1, log: silent });
   await sandbox.start();
   const workers = new RunWorkers({ db: store.db, config, log: silent, queue, sandbox, blobs, signals });
   await workers.start();

@@ -1,0 +1,74 @@
+/**
+ * The processes of a contained program, seen from outside (README.md "Limits"). With a PID
+ * namespace, the child the service started is bubblewrap, whose own child is the namespace's
+ * first process, whose child runs the program: limits that measure only `child.pid` would
+ * measure bubblewrap. So the watchdog walks the whole tree below the child, through each
+ * thread's `children` file in /proc (Linux), and measures and kills every process in it.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+
+const PAGE = 4096;
+/** The walk stops here: a tree this large is over any limit already. */
+const MAX_WALK = 4096;
+
+async function childrenOf(pid: number): Promise<number[]> {
+  let tasks: string[];
+  try {
+    tasks = await readdir(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const tid of tasks) {
+    const text = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    for (const part of text.split(' ')) if (part.trim() !== '') out.push(Number(part));
+  }
+  return out;
+}
+
+/** `pid` and every process below it (breadth first; `pid` first). */
+export async function processTree(pid: number): Promise<number[]> {
+  const seen = [pid];
+  for (let i = 0; i < seen.length && seen.length < MAX_WALK; i++) {
+    for (const c of await childrenOf(seen[i]!)) if (!seen.includes(c)) seen.push(c);
+  }
+  return seen;
+}
+
+export interface TreeSample {
+  pids: number[];
+  /** Resident memory of all of them together (shared pages counted once per process). */
+  rssBytes: number;
+}
+
+/** The tree below `pid` and its resident memory; empty when `pid` is gone. */
+export async function sampleTree(pid: number): Promise<TreeSample> {
+  const pids = await processTree(pid);
+  let rssBytes = 0;
+  const alive: number[] = [];
+  for (const p of pids) {
+    const statm = await readFile(`/proc/${p}/statm`, 'utf8').catch(() => undefined);
+    if (statm === undefined) continue;
+    alive.push(p);
+    rssBytes += Number(statm.split(' ')[1]) * PAGE;
+  }
+  return { pids: alive, rssBytes };
+}
+
+/** The real user id of a process (from /proc), or undefined when it is gone. */
+export async function uidOf(pid: number): Promise<number | undefined> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => undefined);
+  const m = status && /^Uid:\s+(\d+)/m.exec(status);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** SIGKILL to every process of the tree, the deepest first (the namespace's first process last). */
+export function killTree(pids: readonly number[]): void {
+  for (const p of [...pids].reverse()) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
