@@ -2258,14 +2258,14 @@ export interface components {
              */
             runTimeoutMs: number;
             /**
-             * @description SANDBOX_MAX_EXECUTIONS: executions a sandbox process serves before it is replaced; 1 gives every code step a fresh process (about 100 ms of CPU each).
+             * @description SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process.
              * @default 1000
              */
             sandboxMaxExecutions: number;
-            /** @description SANDBOX_POOL_SIZE: warm sandbox processes for code steps. Default: one per core (os.availableParallelism()), at least 2. */
+            /** @description SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2. */
             sandboxPoolSize: number;
             /**
-             * @description SANDBOX_REUSE_CONTEXTS: a sandbox process keeps warm vm contexts and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context.
+             * @description SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context.
              * @default true
              */
             sandboxReuseContexts: boolean;

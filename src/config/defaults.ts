@@ -44,9 +44,9 @@ export const defaults = {
   browserMaxContexts: 4,
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
-  /** Warm sandbox processes for code steps: one per core, at least 2. */
+  /** Code runner spares kept warm, and one organisation's most runners: one per core, at least 2 (src/engine/sandbox/README.md). */
   sandboxPoolSize: Math.min(64, Math.max(2, cores)),
-  /** Executions a sandbox process serves before it is replaced (src/engine/sandbox/README.md). */
+  /** Executions a code runner serves before it is replaced (src/engine/sandbox/README.md). */
   sandboxMaxExecutions: 1000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
   upstreamIdleMs: 300_000,

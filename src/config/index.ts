@@ -43,7 +43,7 @@ export interface Config {
   runMaxAttempts: number;
   runRetentionDays: number;
   sandboxPoolSize: number;
-  /** SANDBOX_REUSE_CONTEXTS: warm vm contexts reused for the same step code of the same workflow (src/engine/sandbox/README.md). */
+  /** SANDBOX_REUSE_CONTEXTS: warm contexts reused for the same step code of the same workflow (src/engine/sandbox/README.md). */
   sandboxReuseContexts: boolean;
   /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
   sandboxMaxExecutions: number;
