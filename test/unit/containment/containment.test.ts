@@ -124,7 +124,13 @@ describe('containment', function () {
         const exited = new Promise((r) => child.once('exit', r));
         killTree(tree.pids);
         await exited;
-        expect(await uidOf(sleeper)).to.equal(undefined);
+        // A killed process lingers until it is reaped.
+        let gone = await uidOf(sleeper);
+        for (let i = 0; i < 100 && gone !== undefined; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          gone = await uidOf(sleeper);
+        }
+        expect(gone).to.equal(undefined);
       } finally {
         child.kill('SIGKILL');
         isolation.users?.give(uid);
