@@ -2040,7 +2040,7 @@ export interface components {
          *       "runRetentionDays": 30,
          *       "sandboxPoolSize": 2,
          *       "sandboxReuseContexts": true,
-         *       "sandboxMaxExecutions": 1000,
+         *       "sandboxMaxExecutions": 10000,
          *       "codeIsolation": "auto",
          *       "sandboxTestBreach": false,
          *       "browserTestNoSchemeRefusal": false,
@@ -2259,7 +2259,7 @@ export interface components {
             runTimeoutMs: number;
             /**
              * @description SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process.
-             * @default 1000
+             * @default 10000
              */
             sandboxMaxExecutions: number;
             /** @description SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2. */

@@ -46,8 +46,11 @@ export const defaults = {
   browserIdleMs: 60_000,
   /** Code runner spares kept warm, and one organisation's most runners: one per core, at least 2 (src/engine/sandbox/README.md). */
   sandboxPoolSize: Math.min(64, Math.max(2, cores)),
-  /** Executions a code runner serves before it is replaced (src/engine/sandbox/README.md). */
-  sandboxMaxExecutions: 1000,
+  /**
+   * Executions a code runner serves before it is replaced (src/engine/sandbox/README.md): a start
+   * costs about 0.15 s of CPU, so a busy runner lives seconds, not a fraction of one.
+   */
+  sandboxMaxExecutions: 10_000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
   upstreamIdleMs: 300_000,
   /** Upstream sessions kept per process at most (least recently used evicted first). */

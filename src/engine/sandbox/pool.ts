@@ -68,7 +68,7 @@ export class SandboxPool {
     this.size = Math.max(1, options.size ?? 2);
     this.defaultMemoryMb = options.defaultMemoryMb ?? 128;
     this.maxProcesses = Math.max(this.size, options.maxProcesses ?? this.size * 2);
-    this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 1000);
+    this.maxExecutions = Math.max(1, options.maxExecutionsPerProcess ?? 10_000);
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.log = options.log;

@@ -13,7 +13,7 @@ export interface SandboxPoolOptions {
   defaultMemoryMb?: number;
   /** Processes of all organisations together, spares included (default 2 × size). */
   maxProcesses?: number;
-  /** Executions before a process is replaced (default 1000, config SANDBOX_MAX_EXECUTIONS); 1 = a fresh process per step. */
+  /** Executions before a process is replaced (default 10,000, config SANDBOX_MAX_EXECUTIONS); 1 = a fresh process per step. */
   maxExecutionsPerProcess?: number;
   /** Idle time after which a process bound to an organisation exits (default 30 s). */
   idleTimeoutMs?: number;

@@ -35,9 +35,18 @@ describe('config', () => {
   it('run concurrency and sandbox processes follow the cores; context reuse and process recycling are settings', () => {
     const cores = os.availableParallelism();
     const c = loadConfig({ DATA_DIR: dataDir() });
-    expect(c).to.include({ runConcurrency: Math.max(32, 32 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 1000 });
+    expect(c).to.include({ runConcurrency: Math.max(32, 32 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 10_000 });
     const set = loadConfig({ DATA_DIR: dataDir(), RUN_CONCURRENCY: '3', SANDBOX_POOL_SIZE: '5', SANDBOX_REUSE_CONTEXTS: 'false', SANDBOX_MAX_EXECUTIONS: '1' });
     expect(set).to.include({ runConcurrency: 3, sandboxPoolSize: 5, sandboxReuseContexts: false, sandboxMaxExecutions: 1 });
+  });
+
+  it('CODE_ISOLATION is auto unless set; the breach switches are honoured only under NODE_ENV=test', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() })).to.include({ codeIsolation: 'auto', sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
+    for (const mode of ['auto', 'strict', 'process', ' Strict ']) expect(loadConfig({ DATA_DIR: dataDir(), CODE_ISOLATION: mode }).codeIsolation).to.equal(mode.trim().toLowerCase());
+    const switches = { SANDBOX_TEST_BREACH: '1', BROWSER_TEST_NO_SCHEME_REFUSAL: '1' };
+    expect(loadConfig({ DATA_DIR: dataDir(), ...switches })).to.include({ sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
+    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', ...switches })).to.include({ sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
+    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'test', ...switches })).to.include({ sandboxTestBreach: true, browserTestNoSchemeRefusal: true });
   });
 
   it('keeps the generated secret key across loads of the same DATA_DIR', () => {
@@ -58,6 +67,7 @@ describe('config', () => {
     ['a gateway upstream timeout under 100 ms', { GATEWAY_UPSTREAM_TIMEOUT_MS: '5' }, 'GATEWAY_UPSTREAM_TIMEOUT_MS'],
     ['a sandbox process that serves no execution', { SANDBOX_MAX_EXECUTIONS: '0' }, 'SANDBOX_MAX_EXECUTIONS'],
     ['a bad context reuse switch', { SANDBOX_REUSE_CONTEXTS: 'sometimes' }, 'SANDBOX_REUSE_CONTEXTS'],
+    ['an unknown isolation mode', { CODE_ISOLATION: 'none' }, 'CODE_ISOLATION must be auto, strict or process'],
   ] as const) {
     it(`rejects ${name} with a ConfigError naming it`, () => {
       expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).to.throw(ConfigError, message);

@@ -51,7 +51,7 @@ export function testConfig(): Config {
     secretKey: randomBytes(32), logLevel: 'silent', tokenTtlSeconds: 3600, revocationCacheMs: 0,
     signingKeyMaxAgeDays: 30, tokenAudience: 'switchyard', validateResponses: true, seedDemo: false,
     syncWaitMs: 1000, runTimeoutMs: 60_000, runConcurrency: 0, runLeaseMs: 30_000, runMaxAttempts: 2,
-    runRetentionDays: 30, sandboxPoolSize: 1, sandboxReuseContexts: true, sandboxMaxExecutions: 1000, codeIsolation: 'auto', sandboxTestBreach: false, browserTestNoSchemeRefusal: false, browser: { executable: '/usr/bin/chromium', maxContexts: 2, taskTimeoutMs: 60_000, idleMs: 60_000, adblockLists: [], proxyUrl: null }, sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000, upstreamListBudgetMs: 1_000,
+    runRetentionDays: 30, sandboxPoolSize: 1, sandboxReuseContexts: true, sandboxMaxExecutions: 10_000, codeIsolation: 'auto', sandboxTestBreach: false, browserTestNoSchemeRefusal: false, browser: { executable: '/usr/bin/chromium', maxContexts: 2, taskTimeoutMs: 60_000, idleMs: 60_000, adblockLists: [], proxyUrl: null }, sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000, upstreamListBudgetMs: 1_000,
     discovery: { embeddingsUrl: null, embeddingsModel: 'text-embedding-3-small', embeddingsBudgetMs: 300, learning: true }, embeddingsApiKey: null,
     models: { defaultModel: null, openaiCompatibleBaseUrl: null, openaiBaseUrl: null, anthropicBaseUrl: null, keys: { openaiCompatible: null, openai: null, anthropic: null, google: null }, providers: [] },
     agentMaxSteps: 20, agentTurnTimeoutMs: 300_000, outboundAllowlist: [],
