@@ -6,7 +6,7 @@
 # On Node 22 or later it simply runs the command. On an older Node (Node 20, past its end of
 # life, is what these machines come with) it runs it under Node ${SWITCHYARD_NODE_VERSION:-24.21.0}
 # from the npm registry instead, through scripts/with-node.sh: in a copy of this checkout that
-# reuses its node_modules (WITH_NODE_REUSE_MODULES=1: only sqlite3 is rebuilt, once), with
+# reuses its node_modules (WITH_NODE_REUSE_MODULES=1), with
 # DATA_DIR still pointing at this checkout's ./data unless it is set. `npm start`, `npm run worker`
 # and `npm test` go through here, so the README's two commands work on such a machine too.
 set -euo pipefail

@@ -11,8 +11,8 @@
 # Cache folder: $SWITCHYARD_NODE_CACHE, else $XDG_CACHE_HOME/switchyard, else ~/.cache/switchyard.
 # The copy keeps its node_modules while package.json and package-lock.json are unchanged, so
 # `scripts/with-node.sh <version> true` installs ahead of time (.ci/run does, in a fresh cache).
-# WITH_NODE_REUSE_MODULES=1 links the checkout's node_modules instead of a second `npm ci` and
-# rebuilds only sqlite3 for that Node (see below).
+# WITH_NODE_REUSE_MODULES=1 links the checkout's node_modules instead of a second `npm ci`, and
+# rebuilds sqlite3 only for a Node that cannot run it as it is (see below).
 set -euo pipefail
 
 usage() { echo "usage: scripts/with-node.sh <node version x.y.z> <command> [args...]" >&2; exit 2; }
@@ -59,17 +59,23 @@ lock_sum=$(cat "$tree/package.json" "$tree/package-lock.json" | sha256sum | cut 
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
   if [ "${WITH_NODE_REUSE_MODULES:-}" = 1 ] && [ -f "$root/node_modules/.package-lock.json" ] \
     && [ "$(cat "$root/package.json" "$root/package-lock.json" | sha256sum | cut -d' ' -f1)" = "$lock_sum" ]; then
-    # WITH_NODE_REUSE_MODULES=1 (.ci/run): the checkout's own install, just made by `npm ci`
-    # from the same lock file, is linked in (hard links: nothing writes into node_modules) and
-    # only what is built per Node is built again: sqlite3 against this Node's headers. The
-    # packages' JavaScript does not depend on the Node that installed it; every other native
-    # part here is a Node-API or standalone binary.
-    echo "with-node: the checkout's node_modules, sqlite3 rebuilt under Node $(node -v) in $tree"
+    # WITH_NODE_REUSE_MODULES=1 (.ci/run, scripts/supported-node.sh): the checkout's own
+    # install, made by `npm ci` from the same lock file, is linked in (hard links: nothing writes
+    # into node_modules). The packages' JavaScript does not depend on the Node that installed it,
+    # and every native part is a Node-API or standalone binary. sqlite3 is built for the highest
+    # Node-API version of the Node that built it: a Node that supports that version runs it as it
+    # is (Node-API is forward compatible); an older one gets it rebuilt against its own headers.
     rm -rf "$tree/node_modules"
     cp -al "$root/node_modules" "$tree/node_modules"
-    rm -rf "$tree/node_modules/sqlite3"
-    cp -a "$root/node_modules/sqlite3" "$tree/node_modules/sqlite3"
-    (cd "$tree" && npm rebuild sqlite3 --no-audit --no-fund)
+    built_napi=$(sed -n 's/.*"napi_build_version": "\([0-9]*\)".*/\1/p' "$root/node_modules/sqlite3/build/config.gypi" 2>/dev/null | head -n1)
+    if [ -n "$built_napi" ] && [ "$(node -p process.versions.napi)" -ge "$built_napi" ]; then
+      echo "with-node: the checkout's node_modules in $tree (sqlite3 built for Node-API $built_napi, which Node $(node -v) supports)"
+    else
+      echo "with-node: the checkout's node_modules, sqlite3 rebuilt under Node $(node -v) in $tree"
+      rm -rf "$tree/node_modules/sqlite3"
+      cp -a "$root/node_modules/sqlite3" "$tree/node_modules/sqlite3"
+      (cd "$tree" && npm rebuild sqlite3 --no-audit --no-fund)
+    fi
   else
     echo "with-node: npm ci under Node $(node -v) in $tree"
     # The machine's own `npm ci` has just filled the npm cache: prefer it over the network.
