@@ -32,9 +32,16 @@ export interface EvalQuery {
 /** The evaluation catalogue: the JSON servers (application servers) and the described ones. */
 export function evalCatalog(): CatalogTool[] {
   const doc = JSON.parse(readFileSync(path.join(DIR, 'eval-tools.json'), 'utf8')) as { servers: EvalServer[] };
-  const apps = doc.servers.flatMap((s) => s.tools.map((tool) => ({
-    server: s.path, serverTitle: s.name, serverDescription: s.description, embedded: false, serviceKey: s.serviceKey, tool,
-  })));
+  const apps = doc.servers.flatMap((s) =>
+    s.tools.map((tool) => ({
+      server: s.path,
+      serverTitle: s.name,
+      serverDescription: s.description,
+      embedded: false,
+      serviceKey: s.serviceKey,
+      tool,
+    })),
+  );
   return [...apps, ...describedServerTools()];
 }
 
@@ -44,7 +51,13 @@ export function evalQueries(): EvalQuery[] {
 
 export function benchContext(orgId = 'org_bench'): GatewayContext {
   const log = pino({ level: 'silent' });
-  return { services: { log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal };
+  return {
+    services: { log } as unknown as Services,
+    log,
+    orgId,
+    forwardedHeaders: {},
+    signal: new AbortController().signal,
+  };
 }
 
 export interface EvalScore {
@@ -70,7 +83,11 @@ function score(rows: { rank: number }[]): EvalScore {
 }
 
 /** Runs every query through capabilities_discover (types tool, limit 50). */
-export async function evaluate(engine: DiscoveryEngine, queries: EvalQuery[], ctx = benchContext()): Promise<EvalReport> {
+export async function evaluate(
+  engine: DiscoveryEngine,
+  queries: EvalQuery[],
+  ctx = benchContext(),
+): Promise<EvalReport> {
   const rows: { q: EvalQuery; rank: number; got: string[] }[] = [];
   for (const q of queries) {
     const res = await engine.discover(ctx, { request: q.query, types: ['tool'], limit: 50 });
@@ -82,6 +99,8 @@ export async function evaluate(engine: DiscoveryEngine, queries: EvalQuery[], ct
     all: score(rows),
     dev: score(rows.filter((r) => r.q.split === 'dev')),
     holdout: score(rows.filter((r) => r.q.split === 'holdout')),
-    misses: rows.filter((r) => r.rank === 0 || r.rank > 5).map((r) => ({ query: r.q.query, split: r.q.split, expected: r.q.expected, got: r.got })),
+    misses: rows
+      .filter((r) => r.rank === 0 || r.rank > 5)
+      .map((r) => ({ query: r.q.query, split: r.q.split, expected: r.q.expected, got: r.got })),
   };
 }

@@ -21,7 +21,13 @@ import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { openStore, migrate } from '../src/storage/db.js';
-import { createDiscoveryEngine, createMemorySource, EmbeddingsProvider, Semantic, type DiscoveryEngine } from '../src/servers/sidekick/index.js';
+import {
+  createDiscoveryEngine,
+  createMemorySource,
+  EmbeddingsProvider,
+  Semantic,
+  type DiscoveryEngine,
+} from '../src/servers/sidekick/index.js';
 import { startEmbeddingsServer } from '../test/helpers/embeddings-server.js';
 import { benchContext } from './discovery-eval.js';
 
@@ -43,19 +49,29 @@ export interface RealQuery {
 
 /** A product's server path: lower case, runs of other characters as one dash. */
 export function serverPath(product: string): string {
-  return product.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+  return product
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '');
 }
 
 export function realServers(): RealServer[] {
-  const doc = JSON.parse(readFileSync(path.join(DIR, 'tools.json'), 'utf8')) as RealServer[] | { servers: RealServer[] };
+  const doc = JSON.parse(readFileSync(path.join(DIR, 'tools.json'), 'utf8')) as
+    RealServer[] | { servers: RealServer[] };
   return Array.isArray(doc) ? doc : doc.servers;
 }
 
 export function realCatalog(): CatalogTool[] {
-  return realServers().flatMap((s) => s.tools.map((tool) => ({
-    server: serverPath(s.product), serverTitle: s.product, serverDescription: `${s.product} (${s.package})`, embedded: false,
-    serviceKey: serverPath(s.product), tool: { ...tool, description: tool.description ?? '' },
-  })));
+  return realServers().flatMap((s) =>
+    s.tools.map((tool) => ({
+      server: serverPath(s.product),
+      serverTitle: s.product,
+      serverDescription: `${s.product} (${s.package})`,
+      embedded: false,
+      serviceKey: serverPath(s.product),
+      tool: { ...tool, description: tool.description ?? '' },
+    })),
+  );
 }
 
 export function realQueries(): RealQuery[] {
@@ -63,17 +79,30 @@ export function realQueries(): RealQuery[] {
 }
 
 /** A general English stop-word list (function words only), for the paraphrase test. */
-const STOP = new Set(`a an the and or but if then else of to in on at by for with from into onto about as is are was were be been being do does did
+const STOP = new Set(
+  `a an the and or but if then else of to in on at by for with from into onto about as is are was were be been being do does did
 have has had i me my we our you your he she it its they them their this that these those there here what which who whom whose when where why how
 all any each every some no not only own same so than too very can could should would will shall may might must just also up down out over under
-again further once please want need like get got make let show give tell find look see use using via per new`.split(/\s+/));
+again further once please want need like get got make let show give tell find look see use using via per new`.split(
+    /\s+/,
+  ),
+);
 
 export function contentWords(text: string): Set<string> {
-  const words = text.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 1 && !STOP.has(w));
+  const words = text
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 1 && !STOP.has(w));
   return new Set(words.map((w) => (w.length > 3 && w.endsWith('s') && !w.endsWith('ss') ? w.slice(0, -1) : w)));
 }
 
-interface Score { queries: number; recallAt1: number; recallAt5: number; mrr: number }
+interface Score {
+  queries: number;
+  recallAt1: number;
+  recallAt5: number;
+  mrr: number;
+}
 
 function score(rows: { rank: number }[]): Score {
   const n = rows.length || 1;
@@ -90,7 +119,11 @@ export interface RealReport {
   rows: { q: RealQuery; rank: number; paraphrased: boolean; got: string[] }[];
 }
 
-export async function evaluateReal(engine: DiscoveryEngine, queries: RealQuery[], catalog: CatalogTool[]): Promise<RealReport> {
+export async function evaluateReal(
+  engine: DiscoveryEngine,
+  queries: RealQuery[],
+  catalog: CatalogTool[],
+): Promise<RealReport> {
   const byId = new Map(catalog.map((t) => [`${t.server}/${t.tool.name}`, t]));
   const ctx = benchContext('org_real');
   const rows: RealReport['rows'] = [];
@@ -115,19 +148,28 @@ export async function evaluateReal(engine: DiscoveryEngine, queries: RealQuery[]
 }
 
 const f = (n: number) => n.toFixed(2);
-const line = (label: string, s: Score) => `| ${label} | ${s.queries} | ${f(s.recallAt1)} | ${f(s.recallAt5)} | ${f(s.mrr)} |`;
+const line = (label: string, s: Score) =>
+  `| ${label} | ${s.queries} | ${f(s.recallAt1)} | ${f(s.recallAt5)} | ${f(s.mrr)} |`;
 
 export async function run(): Promise<void> {
   if (!existsSync(path.join(DIR, 'tools.json')) || !existsSync(path.join(DIR, 'queries.json'))) {
-    console.log('discovery-real: bench/discovery/real/tools.json and queries.json are needed (bench/discovery/real/README.md)');
+    console.log(
+      'discovery-real: bench/discovery/real/tools.json and queries.json are needed (bench/discovery/real/README.md)',
+    );
     return;
   }
   const catalog = realCatalog();
   const queries = realQueries();
-  const unknown = queries.flatMap((q) => q.expected).filter((id) => !catalog.some((t) => `${t.server}/${t.tool.name}` === id));
-  if (unknown.length) throw new Error(`queries name tools that are not in the catalogue: ${[...new Set(unknown)].join(', ')}`);
+  const unknown = queries
+    .flatMap((q) => q.expected)
+    .filter((id) => !catalog.some((t) => `${t.server}/${t.tool.name}` === id));
+  if (unknown.length)
+    throw new Error(`queries name tools that are not in the catalogue: ${[...new Set(unknown)].join(', ')}`);
   const engine = createDiscoveryEngine(createMemorySource({ tools: catalog }));
-  printReport(`Discovery on real MCP tools: ${realServers().length} servers, ${catalog.length} tools, ${queries.length} requests (lexical)`, await evaluateReal(engine, queries, catalog));
+  printReport(
+    `Discovery on real MCP tools: ${realServers().length} servers, ${catalog.length} tools, ${queries.length} requests (lexical)`,
+    await evaluateReal(engine, queries, catalog),
+  );
   if (process.env.BENCH_EMBEDDINGS === 'off') return;
   const local = await withLocalEmbeddings(async (semantic) => {
     const engine = createDiscoveryEngine(createMemorySource({ tools: catalog }), { semantic });
@@ -138,20 +180,31 @@ export async function run(): Promise<void> {
     const waited = performance.now() - started;
     return { report: await evaluateReal(engine, queries, catalog), waited };
   });
-  console.log(`\n(embeddings ready after ${(local.waited / 1000).toFixed(1)} s; ${local.embedded} texts embedded in this run, the rest read from the store)`);
-  printReport('The same with the local embedding model (USE lite behind /v1/embeddings on loopback), lexical and vector fused', local.report);
+  console.log(
+    `\n(embeddings ready after ${(local.waited / 1000).toFixed(1)} s; ${local.embedded} texts embedded in this run, the rest read from the store)`,
+  );
+  printReport(
+    'The same with the local embedding model (USE lite behind /v1/embeddings on loopback), lexical and vector fused',
+    local.report,
+  );
 }
 
 /**
  * Runs `fn` with a Semantic backed by the local model (test/helpers/embeddings-server.ts) over
  * HTTP, its vectors kept in a sqlite file in the temp folder so later runs embed nothing again.
  */
-export async function withLocalEmbeddings<T>(fn: (semantic: Semantic) => Promise<T>): Promise<T & { embedded: number }> {
+export async function withLocalEmbeddings<T>(
+  fn: (semantic: Semantic) => Promise<T>,
+): Promise<T & { embedded: number }> {
   const server = await startEmbeddingsServer();
   const db = openStore({ dataDir: tmpdir(), sqliteFile: path.join(tmpdir(), 'switchyard-bench-embeddings.sqlite') });
   await migrate(db);
   const log = pino({ level: 'silent' });
-  const semantic = new Semantic(new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs: 5_000, log }), log, db);
+  const semantic = new Semantic(
+    new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs: 5_000, log }),
+    log,
+    db,
+  );
   try {
     return { ...(await fn(semantic)), embedded: semantic.status().embedded };
   } finally {
@@ -173,7 +226,10 @@ function printReport(title: string, report: RealReport): void {
   console.log(line('dev, paraphrased', report.split.dev.paraphrased));
   if (process.env.BENCH_SHOW_DEV_MISSES) {
     for (const r of report.rows) {
-      if (r.q.split === 'dev' && (r.rank === 0 || r.rank > 5)) console.log(`  dev miss: "${r.q.query}" expected ${r.q.expected.join(' | ')}; top 5: ${r.got.join(', ') || '—'}`);
+      if (r.q.split === 'dev' && (r.rank === 0 || r.rank > 5))
+        console.log(
+          `  dev miss: "${r.q.query}" expected ${r.q.expected.join(' | ')}; top 5: ${r.got.join(', ') || '—'}`,
+        );
     }
   }
 }

@@ -32,15 +32,27 @@ function percentiles(samples: number[]): { p50: number; p95: number; p99: number
 /** Requests for the latency loop: the evaluation queries plus synthetic-product phrasings. */
 function latencyQueries(): string[] {
   const synthetic = [
-    'create a ticket in acmehub', 'list invoices from nimbusflow', 'search contacts', 'export orders as csv',
-    'assign the task to Maria', 'archive old campaigns', 'delete a file from orbitcloud', 'count open deals',
-    'get shipment tracking events', 'book a meeting', 'update employee department', 'find survey responses',
+    'create a ticket in acmehub',
+    'list invoices from nimbusflow',
+    'search contacts',
+    'export orders as csv',
+    'assign the task to Maria',
+    'archive old campaigns',
+    'delete a file from orbitcloud',
+    'count open deals',
+    'get shipment tracking events',
+    'book a meeting',
+    'update employee department',
+    'find survey responses',
   ];
   return [...evalQueries().map((q) => q.query), ...synthetic];
 }
 
 function naiveScan(tools: CatalogTool[], request: string): number {
-  const words = request.toLowerCase().split(/\W+/).filter((w) => w.length > 2);
+  const words = request
+    .toLowerCase()
+    .split(/\W+/)
+    .filter((w) => w.length > 2);
   let hits = 0;
   for (const t of tools) {
     const text = `${t.tool.name} ${t.tool.description}`.toLowerCase();
@@ -51,8 +63,14 @@ function naiveScan(tools: CatalogTool[], request: string): number {
 
 function printEval(label: string, r: EvalReport): void {
   out(`${label}`);
-  for (const [k, v] of [['all', r.all], ['dev', r.dev], ['holdout', r.holdout]] as const) {
-    out(`  ${k.padEnd(8)} queries ${String(v.queries).padStart(3)}   recall@5 ${v.recallAt5.toFixed(3)}   MRR ${v.mrr.toFixed(3)}`);
+  for (const [k, v] of [
+    ['all', r.all],
+    ['dev', r.dev],
+    ['holdout', r.holdout],
+  ] as const) {
+    out(
+      `  ${k.padEnd(8)} queries ${String(v.queries).padStart(3)}   recall@5 ${v.recallAt5.toFixed(3)}   MRR ${v.mrr.toFixed(3)}`,
+    );
   }
 }
 
@@ -64,7 +82,9 @@ export async function run(): Promise<void> {
   const engine = createDiscoveryEngine(source);
   await engine.skills();
 
-  out(`Discovery bench — ${tools.length} tools (${evalTools.length} evaluation tools + synthetic), node ${process.version}`);
+  out(
+    `Discovery bench — ${tools.length} tools (${evalTools.length} evaluation tools + synthetic), node ${process.version}`,
+  );
   let t0 = performance.now();
   await engine.discover(ctx, { request: 'warm up' });
   out(`index build (cold, ${tools.length} tools):        ${ms(performance.now() - t0)}`);
@@ -74,7 +94,8 @@ export async function run(): Promise<void> {
   out(`incremental update (1 tool added):           ${ms(performance.now() - t0)}`);
 
   const queries = latencyQueries();
-  for (let i = 0; i < 300; i++) await engine.callTool(ctx, 'capabilities_discover', { request: queries[i % queries.length]! });
+  for (let i = 0; i < 300; i++)
+    await engine.callTool(ctx, 'capabilities_discover', { request: queries[i % queries.length]! });
   const samples: number[] = [];
   for (let i = 0; i < ITERATIONS; i++) {
     const request = queries[i % queries.length]!;
@@ -90,7 +111,9 @@ export async function run(): Promise<void> {
   }
   const p = percentiles(samples);
   const b = percentiles(base);
-  out(`capabilities_discover, ${ITERATIONS} calls:      p50 ${ms(p.p50)}  p95 ${ms(p.p95)}  p99 ${ms(p.p99)}  mean ${ms(p.mean)}`);
+  out(
+    `capabilities_discover, ${ITERATIONS} calls:      p50 ${ms(p.p50)}  p95 ${ms(p.p95)}  p99 ${ms(p.p99)}  mean ${ms(p.mean)}`,
+  );
   out(`baseline naive substring scan, 400 calls:    p50 ${ms(b.p50)}  p95 ${ms(b.p95)}  p99 ${ms(b.p99)}`);
   out(`target p95 ≤ 5 ms: ${p.p95 <= 5 ? 'met' : 'NOT met'}`);
   out();
@@ -100,8 +123,12 @@ export async function run(): Promise<void> {
   const r = await evaluate(small, q);
   printEval(`relevance, ${evalTools.length} evaluation tools, ${q.length} queries:`, r);
   out(`target recall@5 ≥ 0.9: ${r.all.recallAt5 >= 0.9 ? 'met' : 'NOT met'}`);
-  for (const m of r.misses) out(`  miss (${m.split}): "${m.query}" expected ${m.expected.join(' | ')}; top 5: ${m.got.join(', ') || '—'}`);
-  printEval(`relevance, same queries over all ${tools.length + 1} tools (synthetic look-alikes as distractors):`, await evaluate(engine, q));
+  for (const m of r.misses)
+    out(`  miss (${m.split}): "${m.query}" expected ${m.expected.join(' | ')}; top 5: ${m.got.join(', ') || '—'}`);
+  printEval(
+    `relevance, same queries over all ${tools.length + 1} tools (synthetic look-alikes as distractors):`,
+    await evaluate(engine, q),
+  );
   if (process.env.BENCH_EMBEDDINGS !== 'off') await withEmbeddings(tools, queries);
 }
 
@@ -122,7 +149,9 @@ async function withEmbeddings(tools: CatalogTool[], queries: string[]): Promise<
     out(`with embeddings: index build (lexical part, vectors in the background): ${ms(performance.now() - t0)}`);
     t0 = performance.now();
     await semantic.idleAll();
-    out(`with embeddings: vectors ready after ${ms(performance.now() - t0)} (${semantic.status().embedded} texts embedded now, the rest from the store)`);
+    out(
+      `with embeddings: vectors ready after ${ms(performance.now() - t0)} (${semantic.status().embedded} texts embedded now, the rest from the store)`,
+    );
     // 400 distinct texts: the first time, each request is embedded within the call.
     const requests = Array.from({ length: 400 }, (_, i) => `${queries[i % queries.length]!} (${i})`);
     const fresh: number[] = [];
@@ -139,8 +168,12 @@ async function withEmbeddings(tools: CatalogTool[], queries: string[]): Promise<
     }
     const f = percentiles(fresh);
     const c = percentiles(cached);
-    out(`with embeddings, 400 new requests (embedded in the call): p50 ${ms(f.p50)}  p95 ${ms(f.p95)}  p99 ${ms(f.p99)}`);
-    out(`with embeddings, 2000 repeated requests (query cache):    p50 ${ms(c.p50)}  p95 ${ms(c.p95)}  p99 ${ms(c.p99)}`);
+    out(
+      `with embeddings, 400 new requests (embedded in the call): p50 ${ms(f.p50)}  p95 ${ms(f.p95)}  p99 ${ms(f.p99)}`,
+    );
+    out(
+      `with embeddings, 2000 repeated requests (query cache):    p50 ${ms(c.p50)}  p95 ${ms(c.p95)}  p99 ${ms(c.p99)}`,
+    );
     out(`target p95 ≤ 25 ms with the query embedding: ${f.p95 <= 25 ? 'met' : 'NOT met'}`);
     return {};
   });

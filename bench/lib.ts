@@ -18,9 +18,14 @@ export interface Started<T> {
 }
 
 /** Starts `tsx <script>` and waits for its first stdout line, a JSON object describing it. */
-export async function startServer<T extends { url: string }>(script: string, env: Record<string, string> = {}): Promise<Started<T>> {
+export async function startServer<T extends { url: string }>(
+  script: string,
+  env: Record<string, string> = {},
+): Promise<Started<T>> {
   // BENCH_CPU_PROF=DIR: every server the bench starts writes V8 CPU profiles (one per thread) into DIR.
-  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  const prof = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`]
+    : [];
   const child = spawn(process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
@@ -63,7 +68,11 @@ export function cpuMs(pid: number | undefined): number | undefined {
 }
 
 /** CPU (ms) of a process so far, from /proc (Linux): its main thread, all its threads, and its children (live and reaped). */
-export interface ProcessCpu { main: number; threads: number; children: number }
+export interface ProcessCpu {
+  main: number;
+  threads: number;
+  children: number;
+}
 
 function statFields(file: string): string[] | undefined {
   try {
@@ -84,7 +93,9 @@ export function processCpu(pid: number): ProcessCpu | undefined {
   let children = ticksMs(Number(all[13]) + Number(all[14]));
   let live: string[] = [];
   try {
-    live = readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    live = readdirSync(`/proc/${pid}/task`).flatMap((t) =>
+      readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean),
+    );
   } catch {
     // a thread ended while being read: its children are counted at the next reading
   }
@@ -92,7 +103,11 @@ export function processCpu(pid: number): ProcessCpu | undefined {
     const f = statFields(`/proc/${c}/stat`);
     if (f) children += ticksMs(Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]));
   }
-  return { main: ticksMs(Number(main[11]) + Number(main[12])), threads: ticksMs(Number(all[11]) + Number(all[12])), children };
+  return {
+    main: ticksMs(Number(main[11]) + Number(main[12])),
+    threads: ticksMs(Number(all[11]) + Number(all[12])),
+    children,
+  };
 }
 
 export interface LoadResult {
@@ -156,7 +171,8 @@ export async function baselineLoad(): Promise<LoadResult> {
 }
 
 /** A JSON request to the service under test (Bearer `token` when given); throws on a non-2xx answer with its body. */
-export async function json(url: string, init: RequestInit & { token?: string } = {}): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any -- bench responses of several shapes
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- bench responses of several shapes
+export async function json(url: string, init: RequestInit & { token?: string } = {}): Promise<any> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (init.token) headers.authorization = `Bearer ${init.token}`;
   const res = await fetch(url, { ...init, headers });

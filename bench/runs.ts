@@ -21,9 +21,22 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startServer, baselineLoad, json, processCpu, report, type LoadResult, type ProcessCpu, type Started } from './lib.js';
+import {
+  startServer,
+  baselineLoad,
+  json,
+  processCpu,
+  report,
+  type LoadResult,
+  type ProcessCpu,
+  type Started,
+} from './lib.js';
 
-interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
+interface DemoInfo {
+  url: string;
+  dataDir: string;
+  bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } };
+}
 
 const SECONDS = Number(process.env.BENCH_RUNS_SECONDS ?? 30);
 const BACKLOG = Number(process.env.BENCH_RUNS_BACKLOG ?? 2000);
@@ -40,7 +53,11 @@ const ONLY = process.env.BENCH_RUNS_ONLY ?? '';
  * flight when its load generator stopped can create runs after `since`.
  */
 async function count(db: Knex, triggerId: string, statuses: string[], since: string): Promise<number> {
-  const [row] = await db('runs').whereIn('status', statuses).andWhere('created_at', '>=', since).andWhere({ trigger_id: triggerId }).count({ n: '*' });
+  const [row] = await db('runs')
+    .whereIn('status', statuses)
+    .andWhere('created_at', '>=', since)
+    .andWhere({ trigger_id: triggerId })
+    .count({ n: '*' });
   return Number(row!.n);
 }
 
@@ -50,12 +67,30 @@ const pct = (xs: number[], p: number): number => {
 };
 
 /** Async calls keeping about BACKLOG runs queued for SECONDS; runs COMPLETE in the window per second. */
-interface Sustained { perSec: number; accepted: number; failed: number; drainS: number; cpu: string }
+interface Sustained {
+  perSec: number;
+  accepted: number;
+  failed: number;
+  drainS: number;
+  cpu: string;
+}
 
 /** CPU per run completed in the window, µs: the service's main thread, its other threads, its children (sandbox processes). */
-function cpuPerRun(before: ProcessCpu | undefined, after: ProcessCpu | undefined, runs: number, seconds: number): string {
+function cpuPerRun(
+  before: ProcessCpu | undefined,
+  after: ProcessCpu | undefined,
+  runs: number,
+  seconds: number,
+): string {
   if (!before || !after || runs <= 0) return 'CPU per run: not available (no /proc)';
-  if (PG) return cpuLine('service and worker processes together; PostgreSQL and Redis not counted', before, after, runs, seconds);
+  if (PG)
+    return cpuLine(
+      'service and worker processes together; PostgreSQL and Redis not counted',
+      before,
+      after,
+      runs,
+      seconds,
+    );
   return cpuLine('', before, after, runs, seconds);
 }
 
@@ -81,12 +116,23 @@ function cpuLine(label: string, before: ProcessCpu, after: ProcessCpu, runs: num
   return `CPU per run${label ? ` (${label})` : ''}: main thread${PG ? 's' : ''} ${us(main)} µs, other threads ${us(other)} µs, sandbox children ${us(children)} µs; ${cores.toFixed(2)} cores busy`;
 }
 
-async function sustained(url: string, apiKey: string, triggerId: string, db: Knex, pids: readonly number[]): Promise<Sustained> {
+async function sustained(
+  url: string,
+  apiKey: string,
+  triggerId: string,
+  db: Knex,
+  pids: readonly number[],
+): Promise<Sustained> {
   const pool = new Pool(url, { connections: 20 });
   let accepted = 0;
   let refused = 0;
   const call = async () => {
-    const res = await pool.request({ method: 'POST', path: `/ext/triggers/${triggerId}`, headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: '{"name":"bench"}' });
+    const res = await pool.request({
+      method: 'POST',
+      path: `/ext/triggers/${triggerId}`,
+      headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+      body: '{"name":"bench"}',
+    });
     await res.body.dump();
     if (res.statusCode === 200) accepted++;
     else refused++;
@@ -116,7 +162,10 @@ async function sustained(url: string, apiKey: string, triggerId: string, db: Kne
   await pool.close();
   if (refused > 0) throw new Error(`${refused} async calls were refused`);
   return {
-    perSec: Math.round((c1 - c0) / elapsed), accepted, failed: accepted - (await done()), drainS: Math.round((performance.now() - d0) / 100) / 10,
+    perSec: Math.round((c1 - c0) / elapsed),
+    accepted,
+    failed: accepted - (await done()),
+    drainS: Math.round((performance.now() - d0) / 100) / 10,
     cpu: cpuPerRun(cpu0, cpu1, c1 - c0, elapsed),
   };
 }
@@ -130,10 +179,16 @@ async function syncOne(url: string, apiKey: string, triggerId: string): Promise<
   let i = 0;
   while (performance.now() - t0 < SYNC_SECONDS * 1000) {
     const s = performance.now();
-    const res = await pool.request({ method: 'POST', path: `/ext/triggers/${triggerId}`, headers: { 'x-api-key': apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' }, body: '{"name":"bench"}' });
+    const res = await pool.request({
+      method: 'POST',
+      path: `/ext/triggers/${triggerId}`,
+      headers: { 'x-api-key': apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' },
+      body: '{"name":"bench"}',
+    });
     const body = (await res.body.json()) as { status: string; results?: Array<{ duration?: number }> };
     const ms = performance.now() - s;
-    if (body.status !== 'COMPLETE') throw new Error(`sync run ended ${body.status}: ${JSON.stringify(body).slice(0, 1500)}`);
+    if (body.status !== 'COMPLETE')
+      throw new Error(`sync run ended ${body.status}: ${JSON.stringify(body).slice(0, 1500)}`);
     // The first 20 calls warm up.
     if (i++ < 20) continue;
     total.push(ms);
@@ -152,7 +207,15 @@ async function syncMany(name: string, url: string, apiKey: string, triggerId: st
     headers: { 'x-api-key': apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' },
     body: '{"name":"bench"}',
   });
-  return { name, requests: r.requests.total, reqPerSec: Math.round(r.requests.total / r.duration), p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors };
+  return {
+    name,
+    requests: r.requests.total,
+    reqPerSec: Math.round(r.requests.total / r.duration),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  };
 }
 
 /** PostgreSQL + Redis: a database of its own for this run, and the environment both processes share. */
@@ -165,7 +228,12 @@ async function scaleOutEnv(): Promise<{ env: Record<string, string>; databaseUrl
   const url = new URL(PG_URL);
   url.pathname = `/${name}`;
   const databaseUrl = url.toString();
-  const env = { DATABASE_URL: databaseUrl, REDIS_URL, REDIS_PREFIX: name, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-')) };
+  const env = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: name,
+    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-')),
+  };
   const drop = async () => {
     const c = new pg.Client({ connectionString: PG_URL });
     await c.connect();
@@ -183,33 +251,64 @@ export async function run(): Promise<void> {
   const env = { OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...scale?.env };
   const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', env);
   // The schema exists once the service started: the extra worker joins the same store and Redis.
-  const worker: Started<{ url: string }> | undefined = scale ? await startServer('bench/servers/switchyard-worker.ts', env) : undefined;
+  const worker: Started<{ url: string }> | undefined = scale
+    ? await startServer('bench/servers/switchyard-worker.ts', env)
+    : undefined;
   const pids = [target.child.pid!, ...(worker ? [worker.child.pid!] : [])];
   const db = openStore({ dataDir: target.info.dataDir, databaseUrl: scale?.databaseUrl });
   try {
     const { url, bootstrap: b } = target.info;
-    const tok = await fetch(`${url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }) });
+    const tok = await fetch(`${url}/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: b.clientId,
+        client_secret: b.clientSecret,
+        scope: `org:${b.orgId}`,
+      }),
+    });
     const token = ((await tok.json()) as { access_token: string }).access_token;
     const trigger = async (name: string, steps: unknown[]) => {
       const wf = await json(`${url}/v1/workflows`, { method: 'POST', token, body: JSON.stringify({ name, steps }) });
-      return (await json(`${url}/v1/triggers`, { method: 'POST', token, body: JSON.stringify({ automationId: wf.automationId, kind: 'api' }) })).triggerId as string;
+      return (
+        await json(`${url}/v1/triggers`, {
+          method: 'POST',
+          token,
+          body: JSON.stringify({ automationId: wf.automationId, kind: 'api' }),
+        })
+      ).triggerId as string;
     };
     const workflows: Array<[string, string]> = [
       ['one no-op code step', await trigger('noop', [{ type: 'code', name: 'noop', code: 'return 1;' }])],
       ['demo workflow (two code steps, one file)', b.demo.apiTriggerId],
-      ['one http step to a local server', await trigger('http', [{ type: 'http', name: 'call', request: { method: 'POST', url: `${receiver.info.url}/hook`, body: { n: 1 } } }])],
+      [
+        'one http step to a local server',
+        await trigger('http', [
+          { type: 'http', name: 'call', request: { method: 'POST', url: `${receiver.info.url}/hook`, body: { n: 1 } } },
+        ]),
+      ],
     ];
     const loads: LoadResult[] = [];
     const lines: string[] = [];
     for (const [label, triggerId] of workflows) {
       if (!label.includes(ONLY)) continue;
       const s = await sustained(url, b.apiKey, triggerId, db, pids);
-      lines.push(`- ${label}: **${s.perSec} executed runs/s** sustained over ${SECONDS} s (async, backlog ~${BACKLOG}); ${s.accepted} accepted, ${s.failed} not COMPLETE after the drain (${s.drainS} s); ${s.cpu}`);
+      lines.push(
+        `- ${label}: **${s.perSec} executed runs/s** sustained over ${SECONDS} s (async, backlog ~${BACKLOG}); ${s.accepted} accepted, ${s.failed} not COMPLETE after the drain (${s.drainS} s); ${s.cpu}`,
+      );
       const one = await syncOne(url, b.apiKey, triggerId);
-      lines.push(`- ${label}: sync, one caller: round trip p50 ${pct(one.total, 50)} ms, p99 ${pct(one.total, 99)} ms; added over the steps' own time p50 ${pct(one.added, 50)} ms, p99 ${pct(one.added, 99)} ms (${one.total.length} calls)`);
+      lines.push(
+        `- ${label}: sync, one caller: round trip p50 ${pct(one.total, 50)} ms, p99 ${pct(one.total, 99)} ms; added over the steps' own time p50 ${pct(one.added, 50)} ms, p99 ${pct(one.added, 99)} ms (${one.total.length} calls)`,
+      );
       loads.push(await syncMany(`sync, 50 callers: ${label}`, url, b.apiKey, triggerId));
     }
-    report(PG ? 'Run execution on PostgreSQL + Redis (the service process and one extra worker process, default RUN_CONCURRENCY)' : 'Run execution on sqlite (one process, default RUN_CONCURRENCY)', base, loads);
+    report(
+      PG
+        ? 'Run execution on PostgreSQL + Redis (the service process and one extra worker process, default RUN_CONCURRENCY)'
+        : 'Run execution on sqlite (one process, default RUN_CONCURRENCY)',
+      base,
+      loads,
+    );
     for (const line of lines) console.log(line);
   } finally {
     await db.destroy();

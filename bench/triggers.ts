@@ -7,7 +7,11 @@
 import { openStore } from '../src/storage/db.js';
 import { startServer, load, report, baselineLoad, type LoadResult } from './lib.js';
 
-interface DemoInfo { url: string; dataDir: string; bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } } }
+interface DemoInfo {
+  url: string;
+  dataDir: string;
+  bootstrap: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { apiTriggerId: string } };
+}
 
 async function countRuns(dataDir: string): Promise<number> {
   const db = openStore({ dataDir });
@@ -44,17 +48,41 @@ async function syncLatency(): Promise<void> {
   const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts');
   try {
     const b = target.info.bootstrap;
-    const tokenRes = await fetch(`${target.info.url}/oauth/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }) });
+    const tokenRes = await fetch(`${target.info.url}/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: b.clientId,
+        client_secret: b.clientSecret,
+        scope: `org:${b.orgId}`,
+      }),
+    });
     const token = ((await tokenRes.json()) as { access_token: string }).access_token;
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const wf = (await (await fetch(`${target.info.url}/v1/workflows`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'noop', steps: [{ type: 'code', name: 'noop', code: 'return 1;' }] }) })).json()) as { automationId: string };
-    const trg = (await (await fetch(`${target.info.url}/v1/triggers`, { method: 'POST', headers: auth, body: JSON.stringify({ automationId: wf.automationId, kind: 'api' }) })).json()) as { triggerId: string };
+    const wf = (await (
+      await fetch(`${target.info.url}/v1/workflows`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: 'noop', steps: [{ type: 'code', name: 'noop', code: 'return 1;' }] }),
+      })
+    ).json()) as { automationId: string };
+    const trg = (await (
+      await fetch(`${target.info.url}/v1/triggers`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ automationId: wf.automationId, kind: 'api' }),
+      })
+    ).json()) as { triggerId: string };
     const added: number[] = [];
     const total: number[] = [];
     const n = Number(process.env.BENCH_SYNC_CALLS ?? 300);
     for (let i = 0; i < n + 20; i++) {
       const t0 = performance.now();
-      const res = await fetch(`${target.info.url}/ext/triggers/${trg.triggerId}`, { method: 'POST', headers: { 'x-api-key': b.apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' }, body: '{}' });
+      const res = await fetch(`${target.info.url}/ext/triggers/${trg.triggerId}`, {
+        method: 'POST',
+        headers: { 'x-api-key': b.apiKey, 'x-api-wait': 'true', 'content-type': 'application/json' },
+        body: '{}',
+      });
       const body = (await res.json()) as { status: string; results: { duration: number }[] };
       const ms = performance.now() - t0;
       if (body.status !== 'COMPLETE') throw new Error(`sync run ended ${body.status}`);
@@ -79,10 +107,10 @@ export async function run(): Promise<void> {
   report('Async trigger acceptance on the demo workflow (50 connections)', base, [acceptOnly, withWorkers]);
   for (const r of [acceptOnly, withWorkers]) {
     const ok = r.requests - r.non2xx;
-    console.log(`- ${r.name}: ${ok} answered 200, ${r.durable} runs durable in the store${ok > r.durable ? ' — MISSING RUNS' : ''}`);
+    console.log(
+      `- ${r.name}: ${ok} answered 200, ${r.durable} runs durable in the store${ok > r.durable ? ' — MISSING RUNS' : ''}`,
+    );
     if (ok > r.durable) throw new Error('a 200 was answered for a run that is not in the store');
   }
   await syncLatency();
 }
-
-

@@ -73,7 +73,11 @@ export function bundleOpenapi(): Json {
 }
 
 function sortKeys<T extends Json>(o: T): T {
-  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]])) as T;
+  return Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k]]),
+  ) as T;
 }
 
 export interface OperationInfo {

@@ -15,7 +15,10 @@ import path from 'node:path';
 const SENSES = 3;
 const PARTS = ['noun', 'verb'] as const;
 
-interface Synset { words: string[]; hypernyms: string[] }
+interface Synset {
+  words: string[];
+  hypernyms: string[];
+}
 
 function wordnetDir(): string {
   const require = createRequire(import.meta.url);
@@ -71,7 +74,9 @@ export function generateLexicon(): { content: string; version: string } {
   const dir = wordnetDir();
   const out = new Map<string, Set<string>>();
   for (const pos of PARTS) addRelated(dir, pos, readSynsets(dir, pos), out);
-  const lines = [...out.keys()].sort().map((k) => `${JSON.stringify(k)}: ${JSON.stringify([...out.get(k)!].sort().join(' '))}`);
+  const lines = [...out.keys()]
+    .sort()
+    .map((k) => `${JSON.stringify(k)}: ${JSON.stringify([...out.get(k)!].sort().join(' '))}`);
   const pkg = JSON.parse(readFileSync(path.join(dir, '..', 'package.json'), 'utf8')) as { version: string };
   return { content: `{\n${lines.join(',\n')}\n}\n`, version: pkg.version };
 }

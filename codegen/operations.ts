@@ -3,8 +3,9 @@ import { TS_HEADER } from './lib.js';
 
 /** The operation table and the typed handler map (a missing handler fails to compile). */
 export function generateOperations(ops: OperationInfo[]): string {
-  const rows = ops.map((o) =>
-    `  ${o.operationId}: { method: '${o.method}', path: '${o.path}', expressPath: '${o.expressPath}', security: ${JSON.stringify(o.security)}, requestContentTypes: ${JSON.stringify(o.requestContentTypes)}, requestBodyRequired: ${o.requestBodyRequired}, tags: ${JSON.stringify(o.tags)}, source: '${o.source}' },`,
+  const rows = ops.map(
+    (o) =>
+      `  ${o.operationId}: { method: '${o.method}', path: '${o.path}', expressPath: '${o.expressPath}', security: ${JSON.stringify(o.security)}, requestContentTypes: ${JSON.stringify(o.requestContentTypes)}, requestBodyRequired: ${o.requestBodyRequired}, tags: ${JSON.stringify(o.tags)}, source: '${o.source}' },`,
   );
   return [
     TS_HEADER,

@@ -20,10 +20,7 @@ export type Capture =
   | { signedUrl: string; vars: { fileId: string; expires: string; signature: string } };
 
 /** Extra assertions beyond status, schema and documented headers. */
-export type Check =
-  | { body: string; equals: unknown }
-  | { body: string; nonEmpty: true }
-  | { textContains: string };
+export type Check = { body: string; equals: unknown } | { body: string; nonEmpty: true } | { textContains: string };
 
 export interface FlowStep {
   /** operationId in the bundle. */
@@ -71,7 +68,11 @@ export const keyVariables: Record<string, string> = {
 export const userVariables: { key: string; description: string; secret?: boolean }[] = [
   { key: 'baseUrl', description: 'Service root (PUBLIC_URL), e.g. http://localhost:8080' },
   { key: 'clientId', description: 'Client id of an API credential (DATA_DIR/bootstrap.json)' },
-  { key: 'clientSecret', description: 'Client secret of that credential (shown once; DATA_DIR/bootstrap.json)', secret: true },
+  {
+    key: 'clientSecret',
+    description: 'Client secret of that credential (shown once; DATA_DIR/bootstrap.json)',
+    secret: true,
+  },
   { key: 'orgId', description: 'Organisation id; the token scope is org:{{orgId}}' },
   { key: 'apiKey', description: 'Trigger API key: X-API-KEY header and webhook/polling path segment', secret: true },
   { key: 'demoAutomationId', description: 'Demo workflow id (created on first start)' },
@@ -90,8 +91,18 @@ const workflowV2 = {
   description: 'Created by the Postman collection; deleted at the end of the run.',
   inputSchema: { type: 'object', properties: { name: { type: 'string' } } },
   steps: [
-    { type: 'code', name: 'Compute greeting', code: 'return `Hello, ${ctx.inputs.name ?? "world"}!`;', resultType: 'plaintext' },
-    { type: 'code', name: 'Write report', code: 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "# " + ctx.steps[0].result;', resultType: 'markdown' },
+    {
+      type: 'code',
+      name: 'Compute greeting',
+      code: 'return `Hello, ${ctx.inputs.name ?? "world"}!`;',
+      resultType: 'plaintext',
+    },
+    {
+      type: 'code',
+      name: 'Write report',
+      code: 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "# " + ctx.steps[0].result;',
+      resultType: 'markdown',
+    },
   ],
   output: { stepIndex: 1, fileName: 'report.md' },
 };
@@ -106,15 +117,25 @@ export const flow: FlowFolder[] = [
   },
   {
     name: 'Tokens',
-    description: 'Runtime tokens (spec 6). The collection pre-request script already fetches and caches one; these requests show the two endpoints themselves.',
+    description:
+      'Runtime tokens (spec 6). The collection pre-request script already fetches and caches one; these requests show the two endpoints themselves.',
     steps: [
       {
         op: 'issueOauthToken',
         note: 'Credentials in the form body only, with no Authorization header: one client authentication method per request (RFC 6749 section 2.3).',
-        form: { grant_type: 'client_credentials', client_id: '{{clientId}}', client_secret: '{{clientSecret}}', scope: 'org:{{orgId}}' },
+        form: {
+          grant_type: 'client_credentials',
+          client_id: '{{clientId}}',
+          client_secret: '{{clientSecret}}',
+          scope: 'org:{{orgId}}',
+        },
         checks: [{ body: 'token_type', equals: 'Bearer' }],
       },
-      { op: 'exchangeLegacyToken', headers: { 'X-Api-Key': '{{clientSecret}}', 'X-Selected-Org': '{{orgId}}' }, json: {} },
+      {
+        op: 'exchangeLegacyToken',
+        headers: { 'X-Api-Key': '{{clientSecret}}', 'X-Selected-Org': '{{orgId}}' },
+        json: {},
+      },
     ],
   },
   {
@@ -124,7 +145,11 @@ export const flow: FlowFolder[] = [
       { op: 'getOrganization', checks: [{ body: 'id', equals: '{{orgId}}' }] },
       { op: 'listCredentials' },
       { op: 'createCredential', json: { label: 'Postman run' }, captures: [{ var: 'credentialId', body: 'id' }] },
-      { op: 'getCredential', path: { credentialId: '{{credentialId}}' }, checks: [{ body: 'id', equals: '{{credentialId}}' }] },
+      {
+        op: 'getCredential',
+        path: { credentialId: '{{credentialId}}' },
+        checks: [{ body: 'id', equals: '{{credentialId}}' }],
+      },
       { op: 'listApiKeys' },
       { op: 'createApiKey', json: { label: 'Postman run' }, captures: [{ var: 'keyId', body: 'id' }] },
       { op: 'getApiKey', path: { keyId: '{{keyId}}' }, checks: [{ body: 'id', equals: '{{keyId}}' }] },
@@ -135,8 +160,19 @@ export const flow: FlowFolder[] = [
     description: 'Create a workflow, publish a second version, add an API trigger; the clean-up folder deletes them.',
     steps: [
       { op: 'listWorkflows' },
-      { op: 'createWorkflow', json: workflowV2, captures: [{ var: 'workflowId', body: 'automationId' }, { var: 'workflowEtag', header: 'ETag' }] },
-      { op: 'getWorkflow', path: { automationId: '{{workflowId}}' }, captures: [{ var: 'workflowEtag', header: 'ETag' }] },
+      {
+        op: 'createWorkflow',
+        json: workflowV2,
+        captures: [
+          { var: 'workflowId', body: 'automationId' },
+          { var: 'workflowEtag', header: 'ETag' },
+        ],
+      },
+      {
+        op: 'getWorkflow',
+        path: { automationId: '{{workflowId}}' },
+        captures: [{ var: 'workflowEtag', header: 'ETag' }],
+      },
       {
         op: 'updateWorkflow',
         note: 'Updates require If-Match with the current ETag (428 without, 412 when stale).',
@@ -150,25 +186,50 @@ export const flow: FlowFolder[] = [
       { op: 'getWorkflowVersion', path: { automationId: '{{workflowId}}', version: '{{workflowVersion}}' } },
       {
         op: 'createTrigger',
-        json: { automationId: '{{workflowId}}', kind: 'api', name: 'Postman API trigger', designatedOutput: { stepIndex: 1, fileName: 'report.md' } },
+        json: {
+          automationId: '{{workflowId}}',
+          kind: 'api',
+          name: 'Postman API trigger',
+          designatedOutput: { stepIndex: 1, fileName: 'report.md' },
+        },
         captures: [{ var: 'triggerId', body: 'triggerId' }],
       },
       { op: 'getTrigger', path: { triggerId: '{{triggerId}}' }, captures: [{ var: 'triggerEtag', header: 'ETag' }] },
-      { op: 'updateTrigger', path: { triggerId: '{{triggerId}}' }, headers: { 'If-Match': '{{triggerEtag}}' }, json: { name: 'Postman API trigger (renamed)' } },
+      {
+        op: 'updateTrigger',
+        path: { triggerId: '{{triggerId}}' },
+        headers: { 'If-Match': '{{triggerEtag}}' },
+        json: { name: 'Postman API trigger (renamed)' },
+      },
       { op: 'listTriggers', query: { automationId: '{{workflowId}}' } },
     ],
   },
   {
     name: 'Agents and channels',
-    description: 'An agent (spec section 11 fields) and an API channel for it (spec 5); the key is captured from the creation and again from the rotation, the only two responses that show it. The clean-up folder deletes both.',
+    description:
+      'An agent (spec section 11 fields) and an API channel for it (spec 5); the key is captured from the creation and again from the rotation, the only two responses that show it. The clean-up folder deletes both.',
     steps: [
       { op: 'listAgents' },
       {
         op: 'createAgent',
-        json: { name: 'Postman agent', description: 'Created by the Postman collection; deleted at the end of the run.', instructions: 'Answer in one short sentence.', servers: [{ server: 'svc-sidekick' }], introMessage: 'Hello from Postman!' },
-        captures: [{ var: 'agentId', body: 'agentId' }, { var: 'agentEtag', header: 'ETag' }],
+        json: {
+          name: 'Postman agent',
+          description: 'Created by the Postman collection; deleted at the end of the run.',
+          instructions: 'Answer in one short sentence.',
+          servers: [{ server: 'svc-sidekick' }],
+          introMessage: 'Hello from Postman!',
+        },
+        captures: [
+          { var: 'agentId', body: 'agentId' },
+          { var: 'agentEtag', header: 'ETag' },
+        ],
       },
-      { op: 'getAgent', path: { agentId: '{{agentId}}' }, captures: [{ var: 'agentEtag', header: 'ETag' }], checks: [{ body: 'agentId', equals: '{{agentId}}' }] },
+      {
+        op: 'getAgent',
+        path: { agentId: '{{agentId}}' },
+        captures: [{ var: 'agentEtag', header: 'ETag' }],
+        checks: [{ body: 'agentId', equals: '{{agentId}}' }],
+      },
       {
         op: 'updateAgent',
         note: 'Updates require If-Match with the current ETag (428 without, 412 when stale).',
@@ -181,9 +242,17 @@ export const flow: FlowFolder[] = [
         op: 'createChannel',
         note: 'The channel key (apiKey) is shown only here and by rotate-key; it is captured as channelKey for the channel call.',
         json: { agentId: '{{agentId}}', name: 'Postman channel', outputFormat: 'markdown' },
-        captures: [{ var: 'channelTriggerId', body: 'triggerId' }, { var: 'channelKey', body: 'apiKey' }],
+        captures: [
+          { var: 'channelTriggerId', body: 'triggerId' },
+          { var: 'channelKey', body: 'apiKey' },
+        ],
       },
-      { op: 'getChannel', path: { triggerId: '{{channelTriggerId}}' }, captures: [{ var: 'channelEtag', header: 'ETag' }], checks: [{ body: 'triggerId', equals: '{{channelTriggerId}}' }] },
+      {
+        op: 'getChannel',
+        path: { triggerId: '{{channelTriggerId}}' },
+        captures: [{ var: 'channelEtag', header: 'ETag' }],
+        checks: [{ body: 'triggerId', equals: '{{channelTriggerId}}' }],
+      },
       {
         op: 'updateChannel',
         note: "A channel's ETag is the epoch milliseconds of its last change (ChannelETag); If-Match works as for the other resources.",
@@ -211,7 +280,10 @@ export const flow: FlowFolder[] = [
         name: 'Call the demo API trigger (async)',
         path: { triggerId: '{{demoApiTriggerId}}' },
         json: { name: 'Postman' },
-        captures: [{ var: 'runId', header: 'X-Pf-Run-Id' }, { var: 'runAutomationId', header: 'X-Pf-Automation-Id' }],
+        captures: [
+          { var: 'runId', header: 'X-Pf-Run-Id' },
+          { var: 'runAutomationId', header: 'X-Pf-Automation-Id' },
+        ],
         checks: [{ body: '', equals: null }],
       },
       {
@@ -222,7 +294,11 @@ export const flow: FlowFolder[] = [
         pollUntil: { body: 'status', oneOf: TERMINAL, maxTries: 120, delayMs: 250 },
         checks: [{ body: 'status', equals: 'COMPLETE' }],
       },
-      { op: 'getRunResults', path: { automationId: '{{runAutomationId}}', runId: '{{runId}}' }, checks: [{ body: 'id', equals: '{{runId}}' }] },
+      {
+        op: 'getRunResults',
+        path: { automationId: '{{runAutomationId}}', runId: '{{runId}}' },
+        checks: [{ body: 'id', equals: '{{runId}}' }],
+      },
       {
         op: 'listRuns',
         name: "List the demo workflow's runs (newest first)",
@@ -235,7 +311,12 @@ export const flow: FlowFolder[] = [
         path: { triggerId: '{{demoApiTriggerId}}' },
         headers: { 'x-api-wait': 'true' },
         json: { name: 'Postman' },
-        captures: [{ signedUrl: 'designatedOutput.url', vars: { fileId: 'runFileId', expires: 'runFileExpires', signature: 'runFileSignature' } }],
+        captures: [
+          {
+            signedUrl: 'designatedOutput.url',
+            vars: { fileId: 'runFileId', expires: 'runFileExpires', signature: 'runFileSignature' },
+          },
+        ],
         checks: [{ body: 'status', equals: 'COMPLETE' }],
       },
       {
@@ -247,7 +328,11 @@ export const flow: FlowFolder[] = [
       },
       { op: 'callApiTriggerWithQuery', path: { triggerId: '{{demoApiTriggerId}}' }, query: { name: 'Postman' } },
       { op: 'callWebhookTrigger', path: { triggerId: '{{demoWebhookTriggerId}}' }, json: { name: 'Postman' } },
-      { op: 'callWebhookTriggerWithQuery', path: { triggerId: '{{demoWebhookTriggerId}}' }, query: { name: 'Postman' } },
+      {
+        op: 'callWebhookTriggerWithQuery',
+        path: { triggerId: '{{demoWebhookTriggerId}}' },
+        query: { name: 'Postman' },
+      },
       {
         op: 'sendChannelMessage',
         expect: 503,
@@ -264,20 +349,46 @@ export const flow: FlowFolder[] = [
       { op: 'listUserConnections' },
       {
         op: 'createConnection',
-        json: { name: 'Postman connection', service_key: 'postman', secret: 'example-token', metadata: { createdBy: 'postman' } },
+        json: {
+          name: 'Postman connection',
+          service_key: 'postman',
+          secret: 'example-token',
+          metadata: { createdBy: 'postman' },
+        },
         captures: [{ var: 'connectionId', body: 'id' }],
       },
-      { op: 'getConnection', path: { connectionId: '{{connectionId}}' }, captures: [{ var: 'connectionEtag', header: 'ETag' }] },
-      { op: 'updateConnection', path: { connectionId: '{{connectionId}}' }, headers: { 'If-Match': '{{connectionEtag}}' }, json: { status: 'error' }, checks: [{ body: 'status', equals: 'error' }] },
+      {
+        op: 'getConnection',
+        path: { connectionId: '{{connectionId}}' },
+        captures: [{ var: 'connectionEtag', header: 'ETag' }],
+      },
+      {
+        op: 'updateConnection',
+        path: { connectionId: '{{connectionId}}' },
+        headers: { 'If-Match': '{{connectionEtag}}' },
+        json: { status: 'error' },
+        checks: [{ body: 'status', equals: 'error' }],
+      },
       { op: 'listConnections' },
       {
         op: 'createAppServer',
         note: 'Registration does not contact the upstream. The path is unique per run ({{$timestamp}}) so a re-run after an interrupted one does not conflict.',
-        json: { path: 'postman-{{$timestamp}}', name: 'Postman example', service_key: 'postman', upstream: { type: 'mcp', url: 'https://mcp.example.com/postman', transport: 'streamable-http' }, auth: { scheme: 'bearer' } },
+        json: {
+          path: 'postman-{{$timestamp}}',
+          name: 'Postman example',
+          service_key: 'postman',
+          upstream: { type: 'mcp', url: 'https://mcp.example.com/postman', transport: 'streamable-http' },
+          auth: { scheme: 'bearer' },
+        },
         captures: [{ var: 'serverId', body: 'serverId' }],
       },
       { op: 'getAppServer', path: { serverId: '{{serverId}}' }, captures: [{ var: 'serverEtag', header: 'ETag' }] },
-      { op: 'updateAppServer', path: { serverId: '{{serverId}}' }, headers: { 'If-Match': '{{serverEtag}}' }, json: { name: 'Postman example (renamed)' } },
+      {
+        op: 'updateAppServer',
+        path: { serverId: '{{serverId}}' },
+        headers: { 'If-Match': '{{serverEtag}}' },
+        json: { name: 'Postman example (renamed)' },
+      },
       { op: 'listAppServers' },
     ],
   },
@@ -302,36 +413,82 @@ export const flow: FlowFolder[] = [
   },
   {
     name: 'Collections and resource events',
-    description: 'Spec section 14 and "Events": a datastore with an onEdit trigger URL on the demo API trigger, item writes, the trigger tests, the delivery log, and a filestore upload.',
+    description:
+      'Spec section 14 and "Events": a datastore with an onEdit trigger URL on the demo API trigger, item writes, the trigger tests, the delivery log, and a filestore upload.',
     steps: [
       {
         op: 'createCollection',
-        json: { name: 'Postman datastore', type: 'structured_datastore', description: 'Created by the Postman collection; deleted at the end of the run.' },
-        captures: [{ var: 'datastoreId', body: 'collectionId' }, { var: 'collectionEtag', header: 'ETag' }],
+        json: {
+          name: 'Postman datastore',
+          type: 'structured_datastore',
+          description: 'Created by the Postman collection; deleted at the end of the run.',
+        },
+        captures: [
+          { var: 'datastoreId', body: 'collectionId' },
+          { var: 'collectionEtag', header: 'ETag' },
+        ],
       },
-      { op: 'getCollection', path: { collectionId: '{{datastoreId}}' }, captures: [{ var: 'collectionEtag', header: 'ETag' }], checks: [{ body: 'collectionId', equals: '{{datastoreId}}' }] },
-      { op: 'updateCollection', path: { collectionId: '{{datastoreId}}' }, headers: { 'If-Match': '{{collectionEtag}}' }, json: { name: 'Postman datastore (renamed)' } },
+      {
+        op: 'getCollection',
+        path: { collectionId: '{{datastoreId}}' },
+        captures: [{ var: 'collectionEtag', header: 'ETag' }],
+        checks: [{ body: 'collectionId', equals: '{{datastoreId}}' }],
+      },
+      {
+        op: 'updateCollection',
+        path: { collectionId: '{{datastoreId}}' },
+        headers: { 'If-Match': '{{collectionEtag}}' },
+        json: { name: 'Postman datastore (renamed)' },
+      },
       {
         op: 'updateDataCollection',
         path: { collectionId: '{{datastoreId}}' },
-        json: { triggerUrls: [{ event: 'onEdit', url: '{{baseUrl}}/ext/triggers/{{demoApiTriggerId}}', apiKey: '{{apiKey}}' }] },
+        json: {
+          triggerUrls: [
+            { event: 'onEdit', url: '{{baseUrl}}/ext/triggers/{{demoApiTriggerId}}', apiKey: '{{apiKey}}' },
+          ],
+        },
         note: 'The demo API trigger is on this service, so the outbound policy allows it without OUTBOUND_ALLOWLIST.',
       },
       {
         op: 'createMemoryItem',
         query: { collectionId: '{{datastoreId}}' },
-        json: { key: 'postman-{{$timestamp}}', content: { name: 'Ada', stage: 'lead' }, metadata: { source: 'postman' } },
+        json: {
+          key: 'postman-{{$timestamp}}',
+          content: { name: 'Ada', stage: 'lead' },
+          metadata: { source: 'postman' },
+        },
         captures: [{ var: 'memoryItemId', body: 'id' }],
       },
-      { op: 'updateMemoryItem', path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' }, json: { content: { stage: 'qualified' } }, checks: [{ body: 'content.stage', equals: 'qualified' }] },
-      { op: 'replaceMemoryItem', path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' }, json: { content: { name: 'Ada', stage: 'won' }, triggerChanges: false } },
+      {
+        op: 'updateMemoryItem',
+        path: { id: '{{memoryItemId}}' },
+        query: { collectionId: '{{datastoreId}}' },
+        json: { content: { stage: 'qualified' } },
+        checks: [{ body: 'content.stage', equals: 'qualified' }],
+      },
+      {
+        op: 'replaceMemoryItem',
+        path: { id: '{{memoryItemId}}' },
+        query: { collectionId: '{{datastoreId}}' },
+        json: { content: { name: 'Ada', stage: 'won' }, triggerChanges: false },
+      },
       {
         op: 'testMemoryTrigger',
         query: { collectionId: '{{datastoreId}}' },
-        json: { url: '{{baseUrl}}/ext/triggers/{{demoApiTriggerId}}', apiKey: '{{apiKey}}', dataStoreId: '{{datastoreId}}', data: { name: 'Postman' } },
+        json: {
+          url: '{{baseUrl}}/ext/triggers/{{demoApiTriggerId}}',
+          apiKey: '{{apiKey}}',
+          dataStoreId: '{{datastoreId}}',
+          data: { name: 'Postman' },
+        },
         checks: [{ body: 'log.event', equals: 'onTest' }],
       },
-      { op: 'testDataCollectionTrigger', path: { collectionId: '{{datastoreId}}' }, json: { event: 'onEdit', testData: { key: 'postman-test' } } },
+      {
+        op: 'testDataCollectionTrigger',
+        path: { collectionId: '{{datastoreId}}' },
+        json: { event: 'onEdit', testData: { key: 'postman-test' } },
+      },
       { op: 'listCollectionItems', path: { collectionId: '{{datastoreId}}' } },
       { op: 'listCollectionDeliveries', path: { collectionId: '{{datastoreId}}' } },
       { op: 'deleteMemoryItem', path: { id: '{{memoryItemId}}' }, query: { collectionId: '{{datastoreId}}' } },
@@ -344,7 +501,10 @@ export const flow: FlowFolder[] = [
       {
         op: 'uploadFilestorageItem',
         query: { collectionId: '{{filestoreId}}' },
-        raw: { contentType: 'multipart/form-data; boundary=postman-boundary', text: '--postman-boundary\r\nContent-Disposition: form-data; name="file"; filename="hello.txt"\r\nContent-Type: text/plain\r\n\r\nHello from Postman\r\n--postman-boundary\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{"source":"postman"}\r\n--postman-boundary--\r\n' },
+        raw: {
+          contentType: 'multipart/form-data; boundary=postman-boundary',
+          text: '--postman-boundary\r\nContent-Disposition: form-data; name="file"; filename="hello.txt"\r\nContent-Type: text/plain\r\n\r\nHello from Postman\r\n--postman-boundary\r\nContent-Disposition: form-data; name="metadata"\r\n\r\n{"source":"postman"}\r\n--postman-boundary--\r\n',
+        },
         captures: [{ var: 'fileItemId', body: 'id' }],
       },
       { op: 'deleteFilestorageItem', path: { id: '{{fileItemId}}' }, query: { collectionId: '{{filestoreId}}' } },
@@ -355,31 +515,60 @@ export const flow: FlowFolder[] = [
   },
   {
     name: 'Saved browser logins',
-    description: 'Spec section 12 ("Browser task files"): a browser login state is saved (stored encrypted, never returned), read back, listed and deleted. Its id is what `useContextService` of browser-automation_playwright_run takes.',
+    description:
+      'Spec section 12 ("Browser task files"): a browser login state is saved (stored encrypted, never returned), read back, listed and deleted. Its id is what `useContextService` of browser-automation_playwright_run takes.',
     steps: [
       {
         op: 'createBrowserLogin',
-        json: { label: 'Postman login', service: 'example.com', loginUrl: 'https://example.com/login', storageState: { cookies: [{ name: 'sid', value: 'postman', domain: 'example.com', path: '/', expires: -1 }], origins: [] } },
+        json: {
+          label: 'Postman login',
+          service: 'example.com',
+          loginUrl: 'https://example.com/login',
+          storageState: {
+            cookies: [{ name: 'sid', value: 'postman', domain: 'example.com', path: '/', expires: -1 }],
+            origins: [],
+          },
+        },
         captures: [{ var: 'browserLoginId', body: 'id' }],
         checks: [{ body: 'status', equals: 'active' }],
       },
-      { op: 'getBrowserLogin', path: { loginId: '{{browserLoginId}}' }, checks: [{ body: 'id', equals: '{{browserLoginId}}' }] },
+      {
+        op: 'getBrowserLogin',
+        path: { loginId: '{{browserLoginId}}' },
+        checks: [{ body: 'id', equals: '{{browserLoginId}}' }],
+      },
       { op: 'listBrowserLogins' },
       { op: 'deleteBrowserLogin', path: { loginId: '{{browserLoginId}}' } },
     ],
   },
   {
     name: 'Queues and CSV batches',
-    description: 'Spec section 15: a queue on the demo API trigger, paused and resumed with If-Match, then a CSV file uploaded to a presigned URL and loaded as a batch whose rows run the demo workflow; its items, batches and skipped row are read back. The clean-up folder deletes the queue.',
+    description:
+      'Spec section 15: a queue on the demo API trigger, paused and resumed with If-Match, then a CSV file uploaded to a presigned URL and loaded as a batch whose rows run the demo workflow; its items, batches and skipped row are read back. The clean-up folder deletes the queue.',
     steps: [
       { op: 'listQueues' },
       {
         op: 'createQueue',
-        json: { name: 'Postman queue', description: 'Created by the Postman collection; deleted at the end of the run.', triggerId: '{{demoApiTriggerId}}', concurrencyLimit: 3, priority: 7, maxRetries: 1 },
-        captures: [{ var: 'queueId', body: 'queueId' }, { var: 'queueEtag', header: 'ETag' }],
+        json: {
+          name: 'Postman queue',
+          description: 'Created by the Postman collection; deleted at the end of the run.',
+          triggerId: '{{demoApiTriggerId}}',
+          concurrencyLimit: 3,
+          priority: 7,
+          maxRetries: 1,
+        },
+        captures: [
+          { var: 'queueId', body: 'queueId' },
+          { var: 'queueEtag', header: 'ETag' },
+        ],
         checks: [{ body: 'paused', equals: false }],
       },
-      { op: 'getQueue', path: { queueId: '{{queueId}}' }, captures: [{ var: 'queueEtag', header: 'ETag' }], checks: [{ body: 'queueId', equals: '{{queueId}}' }] },
+      {
+        op: 'getQueue',
+        path: { queueId: '{{queueId}}' },
+        captures: [{ var: 'queueEtag', header: 'ETag' }],
+        checks: [{ body: 'queueId', equals: '{{queueId}}' }],
+      },
       {
         op: 'updateQueue',
         name: 'Pause the queue',
@@ -396,14 +585,22 @@ export const flow: FlowFolder[] = [
         path: { queueId: '{{queueId}}' },
         headers: { 'If-Match': '{{queueEtag}}' },
         json: { paused: false, concurrencyLimit: 5 },
-        checks: [{ body: 'paused', equals: false }, { body: 'concurrencyLimit', equals: 5 }],
+        checks: [
+          { body: 'paused', equals: false },
+          { body: 'concurrencyLimit', equals: 5 },
+        ],
       },
       {
         op: 'createCsvUploadUrl',
         note: 'The declared size is an upper bound: the file sent may be smaller. The URL is split into csvKey, expires and signature for the next request.',
         path: { queueId: '{{queueId}}' },
         json: { filename: 'postman.csv', sizeBytes: 64 },
-        captures: [{ signedUrl: 'uploadUrl', vars: { fileId: 'csvKey', expires: 'csvUploadExpires', signature: 'csvUploadSignature' } }],
+        captures: [
+          {
+            signedUrl: 'uploadUrl',
+            vars: { fileId: 'csvKey', expires: 'csvUploadExpires', signature: 'csvUploadSignature' },
+          },
+        ],
         checks: [{ body: 'method', equals: 'PUT' }],
       },
       {
@@ -427,19 +624,34 @@ export const flow: FlowFolder[] = [
         note: 'Re-runs itself every 250 ms until the batch is completed, failed or cancelled.',
         path: { queueId: '{{queueId}}', batchId: '{{batchId}}' },
         pollUntil: { body: 'status', oneOf: ['completed', 'failed', 'cancelled'], maxTries: 120, delayMs: 250 },
-        checks: [{ body: 'status', equals: 'completed' }, { body: 'runsCompleted', equals: 2 }, { body: 'skippedRows', equals: 1 }],
+        checks: [
+          { body: 'status', equals: 'completed' },
+          { body: 'runsCompleted', equals: 2 },
+          { body: 'skippedRows', equals: 1 },
+        ],
       },
       {
         op: 'listQueueItems',
         path: { queueId: '{{queueId}}' },
         query: { batchId: '{{batchId}}' },
-        checks: [{ body: 'items.0.status', equals: 'completed' }, { body: 'items.0.payload.name', equals: 'Ada' }, { body: 'items.1.payload.name', equals: 'Grace' }],
+        checks: [
+          { body: 'items.0.status', equals: 'completed' },
+          { body: 'items.0.payload.name', equals: 'Ada' },
+          { body: 'items.1.payload.name', equals: 'Grace' },
+        ],
       },
-      { op: 'listQueueBatches', path: { queueId: '{{queueId}}' }, checks: [{ body: 'items.0.batchId', equals: '{{batchId}}' }] },
+      {
+        op: 'listQueueBatches',
+        path: { queueId: '{{queueId}}' },
+        checks: [{ body: 'items.0.batchId', equals: '{{batchId}}' }],
+      },
       {
         op: 'listBatchRowErrors',
         path: { queueId: '{{queueId}}', batchId: '{{batchId}}' },
-        checks: [{ body: 'items.0.rowNumber', equals: 4 }, { body: 'items.0.reason', equals: 'column_count' }],
+        checks: [
+          { body: 'items.0.rowNumber', equals: 4 },
+          { body: 'items.0.reason', equals: 'column_count' },
+        ],
       },
       {
         op: 'cancelQueueBatch',
@@ -454,11 +666,19 @@ export const flow: FlowFolder[] = [
     name: 'Clean up',
     description: 'Deletes and revokes what this run created, last, so every earlier request had its ids.',
     steps: [
-      { op: 'deleteQueue', note: 'Its uploads, batches and items go with it; runs it started stay.', path: { queueId: '{{queueId}}' } },
+      {
+        op: 'deleteQueue',
+        note: 'Its uploads, batches and items go with it; runs it started stay.',
+        path: { queueId: '{{queueId}}' },
+      },
       { op: 'deleteAppServer', path: { serverId: '{{serverId}}' } },
       { op: 'deleteConnection', path: { connectionId: '{{connectionId}}' } },
       { op: 'deleteChannel', path: { triggerId: '{{channelTriggerId}}' } },
-      { op: 'deleteAgent', note: "Deleting an agent also deletes its channels and chats (foreign keys, ON DELETE CASCADE).", path: { agentId: '{{agentId}}' } },
+      {
+        op: 'deleteAgent',
+        note: 'Deleting an agent also deletes its channels and chats (foreign keys, ON DELETE CASCADE).',
+        path: { agentId: '{{agentId}}' },
+      },
       { op: 'deleteTrigger', path: { triggerId: '{{triggerId}}' } },
       { op: 'deleteWorkflow', path: { automationId: '{{workflowId}}' } },
       { op: 'revokeApiKey', path: { keyId: '{{keyId}}' }, checks: [{ body: 'id', equals: '{{keyId}}' }] },

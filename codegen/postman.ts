@@ -19,7 +19,14 @@ type Json = Record<string, unknown>;
 
 const require = createRequire(import.meta.url);
 const converter = require('openapi-to-postmanv2') as {
-  convert: (input: { type: 'json'; data: unknown }, options: Record<string, unknown>, cb: (err: Error | null, result: { result: boolean; reason?: string; output: { type: string; data: unknown }[] }) => void) => void;
+  convert: (
+    input: { type: 'json'; data: unknown },
+    options: Record<string, unknown>,
+    cb: (
+      err: Error | null,
+      result: { result: boolean; reason?: string; output: { type: string; data: unknown }[] },
+    ) => void,
+  ) => void;
 };
 
 export const LEFTOVER_FOLDER = 'Not in the flow yet';
@@ -35,7 +42,10 @@ interface Variable {
 class Builder {
   readonly variables = new Map<string, Variable>();
   readonly names = new Set<string>();
-  constructor(readonly bundle: Json, readonly converted: Map<string, Json>) {}
+  constructor(
+    readonly bundle: Json,
+    readonly converted: Map<string, Json>,
+  ) {}
 
   declare(key: string, value: string, description: string): void {
     if (!this.variables.has(key)) this.variables.set(key, { key, value, type: 'string', description });
@@ -47,7 +57,8 @@ export async function generatePostman(bundle: Json): Promise<unknown> {
   const b = new Builder(bundle, await convertedItems(bundle));
   for (const v of userVariables) b.declare(v.key, v.key === 'baseUrl' ? 'http://localhost:8080' : '', v.description);
   for (const v of scriptVariables) b.declare(v.key, '', v.description);
-  for (const folder of flow) for (const step of folder.steps) for (const c of step.captures ?? []) declareCapture(b, c, step);
+  for (const folder of flow)
+    for (const step of folder.steps) for (const c of step.captures ?? []) declareCapture(b, c, step);
 
   const ops = new Map(listOperations(bundle).map((o) => [o.operationId, o]));
   const inFlow = new Set(flow.flatMap((f) => f.steps.map((s) => s.op)));
@@ -60,7 +71,8 @@ export async function generatePostman(bundle: Json): Promise<unknown> {
   if (leftovers.length) {
     folders.push({
       name: LEFTOVER_FOLDER,
-      description: 'Operations codegen/postman-flow.ts does not place yet: generic requests with documented example values.',
+      description:
+        'Operations codegen/postman-flow.ts does not place yet: generic requests with documented example values.',
       item: leftovers.map((o) => buildItem(b, o, { op: o.operationId })),
     });
   }
@@ -92,8 +104,13 @@ const USAGE = [
 ].join('\n');
 
 async function convertedItems(bundle: Json): Promise<Map<string, Json>> {
-  const result = await new Promise<{ result: boolean; reason?: string; output: { data: unknown }[] }>((resolve, reject) =>
-    converter.convert({ type: 'json', data: structuredClone(bundle) }, { folderStrategy: 'Tags', requestParametersResolution: 'Example', exampleParametersResolution: 'Example' }, (err, res) => (err ? reject(err) : resolve(res))),
+  const result = await new Promise<{ result: boolean; reason?: string; output: { data: unknown }[] }>(
+    (resolve, reject) =>
+      converter.convert(
+        { type: 'json', data: structuredClone(bundle) },
+        { folderStrategy: 'Tags', requestParametersResolution: 'Example', exampleParametersResolution: 'Example' },
+        (err, res) => (err ? reject(err) : resolve(res)),
+      ),
   );
   if (!result.result) throw new Error(`openapi-to-postmanv2: ${result.reason}`);
   const out = new Map<string, Json>();
@@ -113,7 +130,11 @@ async function convertedItems(bundle: Json): Promise<Map<string, Json>> {
 
 function resolve(bundle: Json, node: unknown): Json {
   let n = node as Json;
-  while (n && typeof n.$ref === 'string') n = (n.$ref as string).slice(2).split('/').reduce<Json>((o, k) => o[k] as Json, bundle);
+  while (n && typeof n.$ref === 'string')
+    n = (n.$ref as string)
+      .slice(2)
+      .split('/')
+      .reduce<Json>((o, k) => o[k] as Json, bundle);
   return n;
 }
 
@@ -125,7 +146,9 @@ function operationObject(b: Builder, op: OperationInfo): { item: Json; op: Json 
 function parametersOf(b: Builder, op: OperationInfo): Json[] {
   const { item, op: o } = operationObject(b, op);
   const byKey = new Map<string, Json>();
-  for (const p of [...((item.parameters as unknown[]) ?? []), ...((o.parameters as unknown[]) ?? [])].map((x) => resolve(b.bundle, x))) {
+  for (const p of [...((item.parameters as unknown[]) ?? []), ...((o.parameters as unknown[]) ?? [])].map((x) =>
+    resolve(b.bundle, x),
+  )) {
     byKey.set(`${String(p.in)}:${String(p.name).toLowerCase()}`, p);
   }
   return [...byKey.values()];
@@ -144,7 +167,8 @@ const text = (v: unknown): string => (v === undefined ? '' : typeof v === 'strin
 function buildItem(b: Builder, op: OperationInfo, step: FlowStep): Json {
   const { op: o } = operationObject(b, op);
   const name = step.name ?? String(o.summary ?? op.operationId);
-  if (b.names.has(name)) throw new Error(`postman: two requests named "${name}" (names must be unique: polling re-runs a request by name)`);
+  if (b.names.has(name))
+    throw new Error(`postman: two requests named "${name}" (names must be unique: polling re-runs a request by name)`);
   b.names.add(name);
   const params = parametersOf(b, op);
   const status = expectedStatus(op, o, step);
@@ -170,7 +194,8 @@ function buildItem(b: Builder, op: OperationInfo, step: FlowStep): Json {
 function expectedStatus(op: OperationInfo, o: Json, step: FlowStep): number {
   const documented = Object.keys(o.responses as Json);
   const status = step.expect ?? Number(documented.find((s) => /^2\d\d$/.test(s)));
-  if (!documented.includes(String(status))) throw new Error(`postman: ${op.operationId} expects ${status}, which the operation does not document`);
+  if (!documented.includes(String(status)))
+    throw new Error(`postman: ${op.operationId} expects ${status}, which the operation does not document`);
   return status;
 }
 
@@ -186,20 +211,27 @@ function url(b: Builder, op: OperationInfo, params: Json[], step: FlowStep): Jso
     } else if (p.in === 'query') {
       const schema = resolve(b.bundle, p.schema);
       // A form-exploded object (the trigger inputs) is one query pair per property.
-      const pairs: [string, string][] = schema.type === 'object' && p.explode !== false
-        ? Object.entries((exampleOf(b, p) as Json | undefined) ?? {}).map(([k, v]) => [k, text(v)])
-        : [[pname, text(exampleOf(b, p))]];
+      const pairs: [string, string][] =
+        schema.type === 'object' && p.explode !== false
+          ? Object.entries((exampleOf(b, p) as Json | undefined) ?? {}).map(([k, v]) => [k, text(v)])
+          : [[pname, text(exampleOf(b, p))]];
       for (const [key, example] of pairs) {
         if (step.query?.[key] !== undefined) continue;
         if (p.required) declareExample(b, `{{${key}}}`, p, example);
-        query.push({ key, value: p.required ? `{{${key}}}` : example, description: String(p.description ?? ''), ...(p.required ? {} : { disabled: true }) });
+        query.push({
+          key,
+          value: p.required ? `{{${key}}}` : example,
+          description: String(p.description ?? ''),
+          ...(p.required ? {} : { disabled: true }),
+        });
       }
     }
   }
   const documentedQuery = new Set(params.filter((p) => p.in === 'query').map((p) => String(p.name)));
   const explodes = params.some((p) => p.in === 'query' && resolve(b.bundle, p.schema).type === 'object');
   const given = Object.entries(step.query ?? {}).map(([key, value]) => {
-    if (!documentedQuery.has(key) && !explodes) throw new Error(`postman: ${op.operationId} has no query parameter ${key}`);
+    if (!documentedQuery.has(key) && !explodes)
+      throw new Error(`postman: ${op.operationId} has no query parameter ${key}`);
     const p = params.find((x) => x.in === 'query' && x.name === key);
     if (p) declareExample(b, value, p);
     return { key, value };
@@ -208,7 +240,10 @@ function url(b: Builder, op: OperationInfo, params: Json[], step: FlowStep): Jso
   for (const k of Object.keys(step.path ?? {})) {
     if (!variable.some((v) => v.key === k)) throw new Error(`postman: ${op.operationId} has no path parameter ${k}`);
   }
-  const path = op.path.slice(1).split('/').map((s) => s.replace(/^\{([^}]+)\}$/, ':$1'));
+  const path = op.path
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/^\{([^}]+)\}$/, ':$1'));
   const enabled = query.filter((q) => !q.disabled).map((q) => `${String(q.key)}=${String(q.value)}`);
   return {
     raw: `{{baseUrl}}/${path.join('/')}${enabled.length ? `?${enabled.join('&')}` : ''}`,
@@ -239,11 +274,13 @@ function headers(b: Builder, op: OperationInfo, params: Json[], step: FlowStep):
     const flowValue = given.get(lower);
     given.delete(lower);
     // Optional headers stay disabled; X-Selected-Org points at {{orgId}} so enabling it just works.
-    const value = flowValue ?? (keyVar ? `{{${keyVar}}}` : lower === 'x-selected-org' ? '{{orgId}}' : text(exampleOf(b, p)));
+    const value =
+      flowValue ?? (keyVar ? `{{${keyVar}}}` : lower === 'x-selected-org' ? '{{orgId}}' : text(exampleOf(b, p)));
     const enabled = flowValue !== undefined || keyVar !== undefined || p.required === true;
     out.push({ key: hname, value, description: String(p.description ?? ''), ...(enabled ? {} : { disabled: true }) });
   }
-  for (const [lower, keyVar] of keyHeaders) out.push({ key: lower, value: `{{${keyVar}}}`, description: 'Key of the security scheme' });
+  for (const [lower, keyVar] of keyHeaders)
+    out.push({ key: lower, value: `{{${keyVar}}}`, description: 'Key of the security scheme' });
   if (given.size) throw new Error(`postman: ${op.operationId} documents no header ${[...given.keys()].join(', ')}`);
   return out;
 }
@@ -259,11 +296,17 @@ function requestBody(op: OperationInfo, step: FlowStep, converted: Json | undefi
   };
   if (step.json !== undefined) {
     check('application/json');
-    return { contentType: 'application/json', body: { mode: 'raw', raw: JSON.stringify(step.json, null, 2), options: { raw: { language: 'json' } } } };
+    return {
+      contentType: 'application/json',
+      body: { mode: 'raw', raw: JSON.stringify(step.json, null, 2), options: { raw: { language: 'json' } } },
+    };
   }
   if (step.form) {
     check('application/x-www-form-urlencoded');
-    return { contentType: 'application/x-www-form-urlencoded', body: { mode: 'urlencoded', urlencoded: Object.entries(step.form).map(([key, value]) => ({ key, value })) } };
+    return {
+      contentType: 'application/x-www-form-urlencoded',
+      body: { mode: 'urlencoded', urlencoded: Object.entries(step.form).map(([key, value]) => ({ key, value })) },
+    };
   }
   if (step.raw) {
     // A media type's parameters (a multipart boundary) are not part of what the operation lists.
@@ -287,20 +330,30 @@ function contentHeaders(b: Builder, o: Json, status: number, body: Body | undefi
   return out;
 }
 
-function responseDoc(b: Builder, o: Json, status: number): { schema: Json | undefined; empty: boolean; headers: ResponseHeaderDoc[] } {
+function responseDoc(
+  b: Builder,
+  o: Json,
+  status: number,
+): { schema: Json | undefined; empty: boolean; headers: ResponseHeaderDoc[] } {
   const res = resolve(b.bundle, (o.responses as Json)[String(status)]);
   const content = res.content as Record<string, Json> | undefined;
   const where = `${String(o.operationId)} ${status}`;
   const json = content?.['application/json'];
   const headers = Object.entries((res.headers as Json | undefined) ?? {}).map(([hname, h]) => {
     const doc = resolve(b.bundle, h);
-    return { name: hname, required: doc.required === true, schema: doc.schema ? draft07Schema(b.bundle, doc.schema, `${where} header ${hname}`) : undefined };
+    return {
+      name: hname,
+      required: doc.required === true,
+      schema: doc.schema ? draft07Schema(b.bundle, doc.schema, `${where} header ${hname}`) : undefined,
+    };
   });
   return { schema: json?.schema ? draft07Schema(b.bundle, json.schema, where) : undefined, empty: !content, headers };
 }
 
 function description(o: Json, op: OperationInfo, step: FlowStep, status: number): string {
-  const parts = [`\`${op.method.toUpperCase()} ${op.path}\` — operationId \`${op.operationId}\`; the test script expects ${status}.`];
+  const parts = [
+    `\`${op.method.toUpperCase()} ${op.path}\` — operationId \`${op.operationId}\`; the test script expects ${status}.`,
+  ];
   if (step.note) parts.push(step.note);
   parts.push(String(o.description ?? '').trim());
   return parts.join('\n\n');
@@ -320,7 +373,12 @@ function savedExamples(converted: Json | undefined): Json[] {
  */
 function declareExample(b: Builder, value: string, p: Json, example = text(exampleOf(b, p))): void {
   const m = /^\{\{([^{}$]+)\}\}$/.exec(value);
-  if (m) b.declare(m[1]!, example, `${String(p.in)} parameter ${String(p.name)}: the documented example (no request captures it)`);
+  if (m)
+    b.declare(
+      m[1]!,
+      example,
+      `${String(p.in)} parameter ${String(p.name)}: the documented example (no request captures it)`,
+    );
 }
 
 function declareCapture(b: Builder, c: NonNullable<FlowStep['captures']>[number], step: FlowStep): void {

@@ -9,7 +9,13 @@ import { ROOT, Output, TS_HEADER, sha256, listFiles, rel } from './lib.js';
 import { bundleOpenapi, listOperations } from './bundle.js';
 import { generateOperations } from './operations.js';
 import { generateOperationValidators, validatorDts } from './validators.js';
-import { loadSchemas, generateSchemaValidators, schemasAsOpenapi, loadToolServers, generateToolTables } from './schemas.js';
+import {
+  loadSchemas,
+  generateSchemaValidators,
+  schemasAsOpenapi,
+  loadToolServers,
+  generateToolTables,
+} from './schemas.js';
 import { generatePostman } from './postman.js';
 import { generateLexicon } from './lexicon.js';
 import { generateScanWasm } from './wasm.js';
@@ -35,10 +41,13 @@ async function generate(): Promise<Output> {
   out.add('validators/schemas.js', sv.js);
   out.add('validators/schemas.d.ts', sv.dts);
   const schemaTypes = astToString(await openapiTS(schemasAsOpenapi(schemas) as never, { alphabetize: true }));
-  out.add('schemas/types.ts', [
-    TS_HEADER + schemaTypes,
-    ...schemas.map((s) => `export type ${s.title} = components['schemas']['${s.title}'];`),
-  ].join('\n'));
+  out.add(
+    'schemas/types.ts',
+    [
+      TS_HEADER + schemaTypes,
+      ...schemas.map((s) => `export type ${s.title} = components['schemas']['${s.title}'];`),
+    ].join('\n'),
+  );
   out.add('tools/servers.ts', generateToolTables(loadToolServers(schemas)));
 
   out.json('postman/switchyard.postman_collection.json', await generatePostman(bundle));
@@ -52,7 +61,10 @@ async function generate(): Promise<Output> {
     ...(existsSync(path.join(ROOT, 'schemas')) ? listFiles(path.join(ROOT, 'schemas'), () => true) : []),
     ...listFiles(path.join(ROOT, 'codegen'), () => true),
   ];
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string>; dependencies: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+    dependencies: Record<string, string>;
+  };
   out.json('manifest.json', {
     'x-generated': 'DO NOT EDIT — regenerate with npm run codegen',
     tools: {
@@ -95,6 +107,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`codegen failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(`codegen failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -7,9 +7,16 @@ import type { Ajv2020 } from 'ajv/dist/2020.js';
 
 type Json = Record<string, unknown>;
 // The CJS module's default export arrives as the function or as `{default}` depending on the loader.
-const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (ajv: Ajv2020, map: Record<string, string>) => string;
+const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (
+  ajv: Ajv2020,
+  map: Record<string, string>,
+) => string;
 
-export interface SchemaFile { file: string; title: string; schema: Json }
+export interface SchemaFile {
+  file: string;
+  title: string;
+  schema: Json;
+}
 
 export function loadSchemas(): SchemaFile[] {
   const dir = path.join(ROOT, 'schemas');
@@ -18,7 +25,8 @@ export function loadSchemas(): SchemaFile[] {
   for (const file of listFiles(dir, (f) => f.endsWith('.schema.json'))) {
     const schema = readYamlOrJson(file) as Json;
     const title = schema.title;
-    if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title)) throw new Error(`${rel(file)}: title must be PascalCase`);
+    if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title))
+      throw new Error(`${rel(file)}: title must be PascalCase`);
     if (out.some((s) => s.title === title)) throw new Error(`${rel(file)}: duplicate title ${title}`);
     out.push({ file, title, schema });
   }
@@ -48,7 +56,8 @@ export function schemasAsOpenapi(schemas: SchemaFile[]): Json {
     if (v && typeof v === 'object') {
       const o: Json = {};
       for (const [k, x] of Object.entries(v)) {
-        if (k === '$ref' && typeof x === 'string' && x.startsWith('#/$defs/')) o[k] = `#/components/schemas/${title}/$defs/${x.slice(8)}`;
+        if (k === '$ref' && typeof x === 'string' && x.startsWith('#/$defs/'))
+          o[k] = `#/components/schemas/${title}/$defs/${x.slice(8)}`;
         else if (k === '$id' || k === '$schema') continue;
         else o[k] = rewrite(x, title);
       }
@@ -69,7 +78,16 @@ export interface ToolServerDescriptor {
   path: string;
   description: string;
   embedded: boolean;
-  tools: { name: string; title?: string; description: string; annotations?: Json; inputSchema: Json; outputSchema: Json; inputTitle: string; outputTitle: string }[];
+  tools: {
+    name: string;
+    title?: string;
+    description: string;
+    annotations?: Json;
+    inputSchema: Json;
+    outputSchema: Json;
+    inputTitle: string;
+    outputTitle: string;
+  }[];
 }
 
 /** Tool tables from schemas/tools/<server>/server.json and the per-tool schemas. */
@@ -85,7 +103,8 @@ export function loadToolServers(schemas: SchemaFile[]): ToolServerDescriptor[] {
       const input = byFile.get(path.join(folder, `${t.name}.input.schema.json`));
       const output = byFile.get(path.join(folder, `${t.name}.output.schema.json`));
       if (!input || !output) throw new Error(`${rel(file)}: tool ${t.name} lacks its input or output schema`);
-      const strip = (s: Json) => Object.fromEntries(Object.entries(s).filter(([k]) => !['$id', '$schema', 'examples', 'title'].includes(k)));
+      const strip = (s: Json) =>
+        Object.fromEntries(Object.entries(s).filter(([k]) => !['$id', '$schema', 'examples', 'title'].includes(k)));
       return {
         name: t.name as string,
         ...(t.title ? { title: t.title as string } : {}),
@@ -97,7 +116,13 @@ export function loadToolServers(schemas: SchemaFile[]): ToolServerDescriptor[] {
         outputTitle: output.title,
       };
     });
-    servers.push({ name: desc.name as string, path: desc.path as string, description: desc.description as string, embedded: Boolean(desc.embedded), tools });
+    servers.push({
+      name: desc.name as string,
+      path: desc.path as string,
+      description: desc.description as string,
+      embedded: Boolean(desc.embedded),
+      tools,
+    });
   }
   return servers.sort((a, b) => a.path.localeCompare(b.path));
 }

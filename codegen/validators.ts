@@ -7,7 +7,10 @@ import { TS_HEADER } from './lib.js';
 
 type Json = Record<string, unknown>;
 // The CJS module's default export arrives as the function or as `{default}` depending on the loader.
-const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (ajv: Ajv2020, map: Record<string, string>) => string;
+const standaloneCode = ((standaloneModule as unknown as { default?: unknown }).default ?? standaloneModule) as (
+  ajv: Ajv2020,
+  map: Record<string, string>,
+) => string;
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
 /** OpenAPI 3.1 annotation keywords that are not JSON Schema vocabulary. */
@@ -80,19 +83,27 @@ const PRIMITIVES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
  */
 function repeatable(bundle: Json, member: unknown): unknown {
   let schema = member as Json;
-  if (schema && typeof schema.$ref === 'string') schema = ((bundle.components as Json).schemas as Json)[schema.$ref.split('/').pop()!] as Json;
+  if (schema && typeof schema.$ref === 'string')
+    schema = ((bundle.components as Json).schemas as Json)[schema.$ref.split('/').pop()!] as Json;
   const types = schema && (Array.isArray(schema.type) ? schema.type : [schema.type]);
   if (!types?.length || !types.every((t: unknown) => PRIMITIVES.has(String(t)))) return member;
   return { type: [...types, 'array'], items: { type: types } };
 }
 
-interface OpSchemas { params?: Json; query?: Json; json?: Json; form?: Json }
+interface OpSchemas {
+  params?: Json;
+  query?: Json;
+  json?: Json;
+  form?: Json;
+}
 
 /** Request schemas per operation: path params, query, JSON body and form body. */
 export function requestSchemas(bundle: Json, op: OperationInfo): OpSchemas {
   const item = (bundle.paths as Json)[op.path] as Json;
   const operation = item[op.method] as Json;
-  const params = [...((item.parameters as Json[]) ?? []), ...((operation.parameters as Json[]) ?? [])].map((p) => resolveParam(bundle, p));
+  const params = [...((item.parameters as Json[]) ?? []), ...((operation.parameters as Json[]) ?? [])].map((p) =>
+    resolveParam(bundle, p),
+  );
   const out: OpSchemas = {};
   const pathParams = params.filter((p) => p.in === 'path');
   if (pathParams.length) {
@@ -129,7 +140,14 @@ export function requestSchemas(bundle: Json, op: OperationInfo): OpSchemas {
 }
 
 /** ajv standalone module with one validator per operation part. */
-export interface ValidatorModules { index: string; indexDts: string; strict: string; coerce: string; strictNames: string[]; coerceNames: string[] }
+export interface ValidatorModules {
+  index: string;
+  indexDts: string;
+  strict: string;
+  coerce: string;
+  strictNames: string[];
+  coerceNames: string[];
+}
 
 export function generateOperationValidators(bundle: Json, ops: OperationInfo[]): ValidatorModules {
   const components = cleanSchema(((bundle.components as Json).schemas as Json) ?? {}) as Json;
@@ -168,7 +186,14 @@ export function generateOperationValidators(bundle: Json, ops: OperationInfo[]):
     `export interface OperationValidators { params?: ValidateFunction; query?: ValidateFunction; json?: ValidateFunction; form?: ValidateFunction }`,
     `export declare const operationValidators: Record<string, OperationValidators>;`,
   ].join('\n');
-  return { index: js, indexDts: dts, strict: shim(strictCode), coerce: shim(coerceCode), strictNames: Object.keys(strictMap), coerceNames: Object.keys(coerceMap) };
+  return {
+    index: js,
+    indexDts: dts,
+    strict: shim(strictCode),
+    coerce: shim(coerceCode),
+    strictNames: Object.keys(strictMap),
+    coerceNames: Object.keys(coerceMap),
+  };
 }
 
 /** ajv's ESM output still calls require() for its runtime helpers (DESIGN.md section 6). */
@@ -177,5 +202,9 @@ export function shim(code: string): string {
 }
 
 export function validatorDts(names: string[]): string {
-  return [TS_HEADER, `import type { ValidateFunction } from 'ajv';`, ...names.map((n) => `export declare const ${n}: ValidateFunction;`)].join('\n');
+  return [
+    TS_HEADER,
+    `import type { ValidateFunction } from 'ajv';`,
+    ...names.map((n) => `export declare const ${n}: ValidateFunction;`),
+  ].join('\n');
 }

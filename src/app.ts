@@ -58,12 +58,17 @@ export function allHandlers(): HandlerMap {
     ...workflowHandlers,
     ...triggerHandlers,
     ...triggerCallHandlers,
-    ...runHandlers, ...runListHandlers,
+    ...runHandlers,
+    ...runListHandlers,
     ...connectionHandlers,
     ...appServerHandlers,
-    ...agentHandlers, ...channelHandlers,
-    ...resourceHandlers, ...collectionHandlers, ...browserLoginHandlers,
-    ...queueManagementHandlers, ...queueBatchHandlers,
+    ...agentHandlers,
+    ...channelHandlers,
+    ...resourceHandlers,
+    ...collectionHandlers,
+    ...browserLoginHandlers,
+    ...queueManagementHandlers,
+    ...queueBatchHandlers,
     ...gatewayHandlers,
     sendChannelMessage,
     getHealth,
@@ -74,7 +79,13 @@ export function allHandlers(): HandlerMap {
 /** Services and run workers, without HTTP (`npm run worker` uses this alone). */
 export async function createRuntime(config: Config, log: Logger, opts: AppOptions = {}): Promise<Runtime> {
   const ownsDb = !opts.db;
-  const db = opts.db ?? openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous });
+  const db =
+    opts.db ??
+    openStore({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      sqliteSynchronous: config.sqliteSynchronous,
+    });
   await migrate(db);
   const isolation = await probeIsolation({ mode: config.codeIsolation });
   logIsolation(log, isolation);
@@ -87,27 +98,76 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const blobs = openBlobStore(config);
   const gateway = createGateway(config, log, db, redis);
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = { config, db, log, isolation: isolation.report, tokens, redis, apiKeys, blobs, signals, queue, runWriter: new GroupCommitter(WriteQueue.for(db)), callTargets: new CallTargets(db, config.revocationCacheMs), gateway };
+  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = {
+    config,
+    db,
+    log,
+    isolation: isolation.report,
+    tokens,
+    redis,
+    apiKeys,
+    blobs,
+    signals,
+    queue,
+    runWriter: new GroupCommitter(WriteQueue.for(db)),
+    callTargets: new CallTargets(db, config.revocationCacheMs),
+    gateway,
+  };
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const services = partial as Services;
   services.agents = new AgentService(services, chatOrder);
   // Event calls are delivered where runs are executed, on a delivery thread off the event loop that
   // serves requests; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
   const delivers = config.runConcurrency > 0;
-  services.queues = new QueuesService({ db, config, log, blobs, signals, callTargets: services.callTargets, runQueue: queue, active: delivers });
-  services.events = new EventsService({ db, config, log, blobs, redis, ...eventCalls(config), deliver: delivers, delivery: delivers ? threadPoster(config) : undefined });
+  services.queues = new QueuesService({
+    db,
+    config,
+    log,
+    blobs,
+    signals,
+    callTargets: services.callTargets,
+    runQueue: queue,
+    active: delivers,
+  });
+  services.events = new EventsService({
+    db,
+    config,
+    log,
+    blobs,
+    redis,
+    ...eventCalls(config),
+    deliver: delivers,
+    delivery: delivers ? threadPoster(config) : undefined,
+  });
   services.browser = new BrowserService({ db, config, log, events: services.events, isolation });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({
-    isolation, size: config.sandboxPoolSize, reuseContexts: config.sandboxReuseContexts,
-    maxExecutionsPerProcess: config.sandboxMaxExecutions, breach: config.sandboxTestBreach ? 'process' : 'off', log,
+    isolation,
+    size: config.sandboxPoolSize,
+    reuseContexts: config.sandboxReuseContexts,
+    maxExecutionsPerProcess: config.sandboxMaxExecutions,
+    breach: config.sandboxTestBreach ? 'process' : 'off',
+    log,
   });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
   // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.
-  const fetchImpl = policyFetch(new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)));
-  const workers = new RunWorkers({ db, config, log, queue, sandbox, blobs, signals, fetchImpl, callTool: toolCaller(services), invokeAgent: agentInvoker(services) });
+  const fetchImpl = policyFetch(
+    new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)),
+  );
+  const workers = new RunWorkers({
+    db,
+    config,
+    log,
+    queue,
+    sandbox,
+    blobs,
+    signals,
+    fetchImpl,
+    callTool: toolCaller(services),
+    invokeAgent: agentInvoker(services),
+  });
   await workers.start();
   services.adoptRun = () => workers.adopt();
   services.events.start();
@@ -137,16 +197,28 @@ function logIsolation(log: Logger, isolation: Isolation): void {
   const { report } = isolation;
   log.info({ isolation: report }, `code isolation: ${report.level} (CODE_ISOLATION=${report.mode})`);
   if (report.mode === 'process') {
-    log.warn('CODE_ISOLATION=process: tenant code is contained by isolated-vm and per-organisation runner processes only, without the operating-system layer; use it for single-organisation installs');
+    log.warn(
+      'CODE_ISOLATION=process: tenant code is contained by isolated-vm and per-organisation runner processes only, without the operating-system layer; use it for single-organisation installs',
+    );
   } else if (report.missing.length > 0) {
-    log.warn({ missing: report.missing }, `code isolation: not every layer is available here: ${report.missing.join('; ')}`);
+    log.warn(
+      { missing: report.missing },
+      `code isolation: not every layer is available here: ${report.missing.join('; ')}`,
+    );
   }
 }
 
 export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {
   const runtime = await createRuntime(config, log, opts);
   const responseValidator = config.validateResponses
-    ? await (await import('./http/response-validator.js')).ResponseValidator.create(JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>)
+    ? await (
+        await import('./http/response-validator.js')
+      ).ResponseValidator.create(
+        JSON.parse(readFileSync(new URL('../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<
+          string,
+          unknown
+        >,
+      )
     : undefined;
   const http = createHttpApp({ services: runtime.services, handlers: allHandlers(), responseValidator });
   // Discovery indexes are built now, in the background, rather than by the first request.

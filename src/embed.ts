@@ -70,10 +70,20 @@ export async function createSwitchyard(options: SwitchyardOptions = {}): Promise
     if (prefix !== undefined && !seen.has(prefix)) {
       seen.add(prefix);
       if (!publicPath.endsWith(prefix)) {
-        log.warn({ mountPath: prefix || '/', publicUrl: config.publicUrl }, 'PUBLIC_URL does not end with the mount path: URLs in answers (signed files, designatedOutput, trigger URLs) will not reach this mount');
+        log.warn(
+          { mountPath: prefix || '/', publicUrl: config.publicUrl },
+          'PUBLIC_URL does not end with the mount path: URLs in answers (signed files, designatedOutput, trigger URLs) will not reach this mount',
+        );
       }
     }
     app.http(req, res);
   };
-  return { handler, services: app.services, config, bootstrap, responseValidator: app.responseValidator, close: () => app.close() };
+  return {
+    handler,
+    services: app.services,
+    config,
+    bootstrap,
+    responseValidator: app.responseValidator,
+    close: () => app.close(),
+  };
 }

@@ -35,7 +35,10 @@ async function main(): Promise<void> {
     s.once('error', reject);
   });
   server.keepAliveTimeout = 65_000;
-  log.info({ port: config.port, store: config.databaseUrl ? 'postgres' : 'sqlite', dataDir: config.dataDir }, 'switchyard listening');
+  log.info(
+    { port: config.port, store: config.databaseUrl ? 'postgres' : 'sqlite', dataDir: config.dataDir },
+    'switchyard listening',
+  );
   if (welcome) process.stdout.write(welcome.text);
 
   let closing = false;
@@ -61,6 +64,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`switchyard: failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(
+    `switchyard: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
   process.exit(1);
 });

@@ -12,7 +12,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
   if (!config.redisUrl) {
-    throw new ConfigError('npm run worker needs REDIS_URL: without Redis, runs and run-finished signals cannot cross processes (npm start alone runs workers in-process)');
+    throw new ConfigError(
+      'npm run worker needs REDIS_URL: without Redis, runs and run-finished signals cannot cross processes (npm start alone runs workers in-process)',
+    );
   }
   if (config.runConcurrency === 0) throw new ConfigError('RUN_CONCURRENCY must be at least 1 for a worker');
   const runtime = await createRuntime(config, log);
@@ -24,7 +26,10 @@ async function main(): Promise<void> {
     log.info({ signal }, 'worker shutting down');
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
-    runtime.close().then(() => process.exit(0), () => process.exit(1));
+    runtime.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -32,7 +37,14 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   const known = err instanceof ConfigError || err instanceof IsolationUnavailableError;
-  const message = err instanceof ConfigError ? `configuration error: ${err.message}` : known ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);
+  const message =
+    err instanceof ConfigError
+      ? `configuration error: ${err.message}`
+      : known
+        ? err.message
+        : err instanceof Error
+          ? (err.stack ?? err.message)
+          : String(err);
   process.stderr.write(`switchyard worker: ${message}\n`);
   process.exit(known ? 2 : 1);
 });

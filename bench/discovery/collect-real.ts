@@ -37,9 +37,18 @@ interface ServerSpec {
 
 /** Fake credential files some servers insist on reading at start-up (written under {scratch}/.home). */
 const FAKE_OAUTH_KEYS = JSON.stringify({
-  installed: { client_id: 'fake-client-id.apps.googleusercontent.com', client_secret: 'fake-client-secret', redirect_uris: ['http://localhost:3000/oauth2callback'] },
+  installed: {
+    client_id: 'fake-client-id.apps.googleusercontent.com',
+    client_secret: 'fake-client-secret',
+    redirect_uris: ['http://localhost:3000/oauth2callback'],
+  },
 });
-const FAKE_GOOGLE_TOKEN = JSON.stringify({ access_token: 'ya29.fake000', refresh_token: 'fake-refresh-token', token_type: 'Bearer', expiry_date: 4102444800000 });
+const FAKE_GOOGLE_TOKEN = JSON.stringify({
+  access_token: 'ya29.fake000',
+  refresh_token: 'fake-refresh-token',
+  token_type: 'Bearer',
+  expiry_date: 4102444800000,
+});
 const FAKE_FILES: Record<string, string> = {
   'gcp-oauth.keys.json': FAKE_OAUTH_KEYS,
   '.gmail-mcp/gcp-oauth.keys.json': FAKE_OAUTH_KEYS,
@@ -53,19 +62,72 @@ const REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** The fixture's servers: one package per product. */
 const SERVERS: ServerSpec[] = [
-  { product: 'GitHub', package: '@modelcontextprotocol/server-github', version: '2025.4.8', env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'ghp_fake000' } },
-  { product: 'GitLab', package: '@modelcontextprotocol/server-gitlab', version: '2025.4.25', env: { GITLAB_PERSONAL_ACCESS_TOKEN: 'glpat-fake000', GITLAB_API_URL: 'https://gitlab.example.invalid/api/v4' } },
-  { product: 'Slack', package: '@modelcontextprotocol/server-slack', version: '2025.4.25', env: { SLACK_BOT_TOKEN: 'xoxb-fake000', SLACK_TEAM_ID: 'T00000000' } },
-  { product: 'Google Maps', package: '@modelcontextprotocol/server-google-maps', version: '0.6.2', env: { GOOGLE_MAPS_API_KEY: 'fake-google-maps-key' } },
+  {
+    product: 'GitHub',
+    package: '@modelcontextprotocol/server-github',
+    version: '2025.4.8',
+    env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'ghp_fake000' },
+  },
+  {
+    product: 'GitLab',
+    package: '@modelcontextprotocol/server-gitlab',
+    version: '2025.4.25',
+    env: { GITLAB_PERSONAL_ACCESS_TOKEN: 'glpat-fake000', GITLAB_API_URL: 'https://gitlab.example.invalid/api/v4' },
+  },
+  {
+    product: 'Slack',
+    package: '@modelcontextprotocol/server-slack',
+    version: '2025.4.25',
+    env: { SLACK_BOT_TOKEN: 'xoxb-fake000', SLACK_TEAM_ID: 'T00000000' },
+  },
+  {
+    product: 'Google Maps',
+    package: '@modelcontextprotocol/server-google-maps',
+    version: '0.6.2',
+    env: { GOOGLE_MAPS_API_KEY: 'fake-google-maps-key' },
+  },
   { product: 'PostgreSQL', package: '@modelcontextprotocol/server-postgres', version: '0.6.2', args: [PG_URL] },
-  { product: 'Filesystem', package: '@modelcontextprotocol/server-filesystem', version: '2026.8.31', args: ['{scratch}'] },
-  { product: 'Memory (knowledge graph)', package: '@modelcontextprotocol/server-memory', version: '2026.8.31', env: { MEMORY_FILE_PATH: '{scratch}/.home/memory.json' } },
-  { product: 'Everything (MCP reference)', package: '@modelcontextprotocol/server-everything', version: '2026.8.31', args: ['stdio'] },
+  {
+    product: 'Filesystem',
+    package: '@modelcontextprotocol/server-filesystem',
+    version: '2026.8.31',
+    args: ['{scratch}'],
+  },
+  {
+    product: 'Memory (knowledge graph)',
+    package: '@modelcontextprotocol/server-memory',
+    version: '2026.8.31',
+    env: { MEMORY_FILE_PATH: '{scratch}/.home/memory.json' },
+  },
+  {
+    product: 'Everything (MCP reference)',
+    package: '@modelcontextprotocol/server-everything',
+    version: '2026.8.31',
+    args: ['stdio'],
+  },
   { product: 'Sequential Thinking', package: '@modelcontextprotocol/server-sequential-thinking', version: '2026.8.31' },
   { product: 'Redis', package: '@modelcontextprotocol/server-redis', version: '2025.4.25', args: [REDIS_URL] },
-  { product: 'Google Drive', package: '@modelcontextprotocol/server-gdrive', version: '2025.1.14', env: { GDRIVE_CREDENTIALS_PATH: '{scratch}/.home/gdrive-credentials.json', GDRIVE_OAUTH_PATH: '{scratch}/.home/gcp-oauth.keys.json' } },
-  { product: 'AWS Knowledge Base', package: '@modelcontextprotocol/server-aws-kb-retrieval', version: '0.6.2', env: { AWS_ACCESS_KEY_ID: 'AKIAFAKE000', AWS_SECRET_ACCESS_KEY: 'fake-secret', AWS_REGION: 'us-east-1' } },
-  { product: 'EverArt', package: '@modelcontextprotocol/server-everart', version: '0.6.2', env: { EVERART_API_KEY: 'fake-everart-key' } },
+  {
+    product: 'Google Drive',
+    package: '@modelcontextprotocol/server-gdrive',
+    version: '2025.1.14',
+    env: {
+      GDRIVE_CREDENTIALS_PATH: '{scratch}/.home/gdrive-credentials.json',
+      GDRIVE_OAUTH_PATH: '{scratch}/.home/gcp-oauth.keys.json',
+    },
+  },
+  {
+    product: 'AWS Knowledge Base',
+    package: '@modelcontextprotocol/server-aws-kb-retrieval',
+    version: '0.6.2',
+    env: { AWS_ACCESS_KEY_ID: 'AKIAFAKE000', AWS_SECRET_ACCESS_KEY: 'fake-secret', AWS_REGION: 'us-east-1' },
+  },
+  {
+    product: 'EverArt',
+    package: '@modelcontextprotocol/server-everart',
+    version: '0.6.2',
+    env: { EVERART_API_KEY: 'fake-everart-key' },
+  },
   { product: 'Puppeteer', package: '@modelcontextprotocol/server-puppeteer', version: '2025.5.12' },
   { product: 'Notion', package: '@notionhq/notion-mcp-server', version: '2.5.2', env: { NOTION_TOKEN: 'ntn_fake000' } },
   // 0.3.x proxies to mcp.stripe.com at start; 0.2.5 is the last release that lists its tools locally.
@@ -73,43 +135,161 @@ const SERVERS: ServerSpec[] = [
   { product: 'Playwright', package: '@playwright/mcp', version: '0.0.83', args: ['--headless'] },
   { product: 'Sentry', package: '@sentry/mcp-server', version: '0.39.0', args: ['--access-token=sntrys_fake000'] },
   // The 'docs' feature (search_docs) fetches its description from the Supabase Content API; all other feature groups are listed.
-  { product: 'Supabase', package: '@supabase/mcp-server-supabase', version: '0.13.0', args: ['--access-token=sbp_fake000', '--features=account,database,debugging,development,functions,branching,storage'] },
-  { product: 'HubSpot', package: '@hubspot/mcp-server', version: '0.4.0', env: { PRIVATE_APP_ACCESS_TOKEN: 'pat-na1-fake000' } },
-  { product: 'MongoDB', package: 'mongodb-mcp-server', version: '3.0.4', env: { MDB_MCP_CONNECTION_STRING: 'mongodb://127.0.0.1:27017/fake', MDB_MCP_API_CLIENT_ID: 'fake-client-id', MDB_MCP_API_CLIENT_SECRET: 'fake-client-secret', MDB_MCP_TELEMETRY: 'disabled' } },
+  {
+    product: 'Supabase',
+    package: '@supabase/mcp-server-supabase',
+    version: '0.13.0',
+    args: [
+      '--access-token=sbp_fake000',
+      '--features=account,database,debugging,development,functions,branching,storage',
+    ],
+  },
+  {
+    product: 'HubSpot',
+    package: '@hubspot/mcp-server',
+    version: '0.4.0',
+    env: { PRIVATE_APP_ACCESS_TOKEN: 'pat-na1-fake000' },
+  },
+  {
+    product: 'MongoDB',
+    package: 'mongodb-mcp-server',
+    version: '3.0.4',
+    env: {
+      MDB_MCP_CONNECTION_STRING: 'mongodb://127.0.0.1:27017/fake',
+      MDB_MCP_API_CLIENT_ID: 'fake-client-id',
+      MDB_MCP_API_CLIENT_SECRET: 'fake-client-secret',
+      MDB_MCP_TELEMETRY: 'disabled',
+    },
+  },
   { product: 'Neon', package: '@neondatabase/mcp-server-neon', version: '0.3.7', args: ['start', 'napi_fake000'] },
-  { product: 'Twilio', package: '@twilio-alpha/mcp', version: '0.7.0', args: ['AC00000000000000000000000000000000/SK00000000000000000000000000000000:fakesecret'] },
-  { product: 'Cloudflare', package: '@cloudflare/mcp-server-cloudflare', version: '0.2.0', args: ['run', 'fake-account-id'], env: { CLOUDFLARE_API_TOKEN: 'fake-cloudflare-token', CLOUDFLARE_ACCOUNT_ID: 'fake-account-id' } },
+  {
+    product: 'Twilio',
+    package: '@twilio-alpha/mcp',
+    version: '0.7.0',
+    args: ['AC00000000000000000000000000000000/SK00000000000000000000000000000000:fakesecret'],
+  },
+  {
+    product: 'Cloudflare',
+    package: '@cloudflare/mcp-server-cloudflare',
+    version: '0.2.0',
+    args: ['run', 'fake-account-id'],
+    env: { CLOUDFLARE_API_TOKEN: 'fake-cloudflare-token', CLOUDFLARE_ACCOUNT_ID: 'fake-account-id' },
+  },
   { product: 'Kubernetes', package: 'mcp-server-kubernetes', version: '4.1.7' },
   { product: 'Airtable', package: 'airtable-mcp-server', version: '1.14.0', env: { AIRTABLE_API_KEY: 'patfake000' } },
   { product: 'Firecrawl', package: 'firecrawl-mcp', version: '3.26.0', env: { FIRECRAWL_API_KEY: 'fc-fake000' } },
   { product: 'Exa', package: 'exa-mcp-server', version: '3.4.1', env: { EXA_API_KEY: 'fake-exa-key' } },
-  { product: 'Browserbase', package: '@browserbasehq/mcp-server-browserbase', version: '2.4.3', env: { BROWSERBASE_API_KEY: 'bb_fake000', BROWSERBASE_PROJECT_ID: 'fake-project', GEMINI_API_KEY: 'fake-gemini-key' } },
+  {
+    product: 'Browserbase',
+    package: '@browserbasehq/mcp-server-browserbase',
+    version: '2.4.3',
+    env: {
+      BROWSERBASE_API_KEY: 'bb_fake000',
+      BROWSERBASE_PROJECT_ID: 'fake-project',
+      GEMINI_API_KEY: 'fake-gemini-key',
+    },
+  },
   { product: 'Context7', package: '@upstash/context7-mcp', version: '4.1.1' },
-  { product: 'Elasticsearch', package: '@elastic/mcp-server-elasticsearch', version: '0.3.1', env: { ES_URL: 'http://127.0.0.1:9200', ES_API_KEY: 'fake-es-key' } },
+  {
+    product: 'Elasticsearch',
+    package: '@elastic/mcp-server-elasticsearch',
+    version: '0.3.1',
+    env: { ES_URL: 'http://127.0.0.1:9200', ES_API_KEY: 'fake-es-key' },
+  },
   // 1.2.x imports '@modelcontextprotocol/sdk/server/mcp' without '.js' and does not start; 1.0.7 does.
   { product: 'Heroku', package: '@heroku/mcp-server', version: '1.0.7', env: { HEROKU_API_KEY: 'fake-heroku-key' } },
   { product: 'Gmail', package: '@gongrzhe/server-gmail-autoauth-mcp', version: '1.1.11' },
-  { product: 'Google Calendar', package: '@cocal/google-calendar-mcp', version: '2.6.3', env: { GOOGLE_OAUTH_CREDENTIALS: '{scratch}/.home/gcp-oauth.keys.json' } },
-  { product: 'Linear', package: '@tacticlaunch/mcp-linear', version: '1.4.3', env: { LINEAR_API_TOKEN: 'lin_api_fake000' } },
-  { product: 'Jira', package: '@aashari/mcp-server-atlassian-jira', version: '3.3.0', env: { ATLASSIAN_SITE_NAME: 'fake-site', ATLASSIAN_USER_EMAIL: 'nobody@example.invalid', ATLASSIAN_API_TOKEN: 'fake-atlassian-token' } },
-  { product: 'Brave Search', package: '@brave/brave-search-mcp-server', version: '2.1.4', env: { BRAVE_API_KEY: 'fake-brave-key' } },
-  { product: 'monday.com', package: '@mondaydotcomorg/monday-api-mcp', version: '3.3.0', args: ['-t', 'fake-monday-token'] },
-  { product: 'Figma', package: 'figma-developer-mcp', version: '0.13.2', args: ['--stdio'], env: { FIGMA_API_KEY: 'figd_fake000' } },
-  { product: 'Asana', package: '@roychri/mcp-server-asana', version: '1.8.0', env: { ASANA_ACCESS_TOKEN: 'fake-asana-token' } },
+  {
+    product: 'Google Calendar',
+    package: '@cocal/google-calendar-mcp',
+    version: '2.6.3',
+    env: { GOOGLE_OAUTH_CREDENTIALS: '{scratch}/.home/gcp-oauth.keys.json' },
+  },
+  {
+    product: 'Linear',
+    package: '@tacticlaunch/mcp-linear',
+    version: '1.4.3',
+    env: { LINEAR_API_TOKEN: 'lin_api_fake000' },
+  },
+  {
+    product: 'Jira',
+    package: '@aashari/mcp-server-atlassian-jira',
+    version: '3.3.0',
+    env: {
+      ATLASSIAN_SITE_NAME: 'fake-site',
+      ATLASSIAN_USER_EMAIL: 'nobody@example.invalid',
+      ATLASSIAN_API_TOKEN: 'fake-atlassian-token',
+    },
+  },
+  {
+    product: 'Brave Search',
+    package: '@brave/brave-search-mcp-server',
+    version: '2.1.4',
+    env: { BRAVE_API_KEY: 'fake-brave-key' },
+  },
+  {
+    product: 'monday.com',
+    package: '@mondaydotcomorg/monday-api-mcp',
+    version: '3.3.0',
+    args: ['-t', 'fake-monday-token'],
+  },
+  {
+    product: 'Figma',
+    package: 'figma-developer-mcp',
+    version: '0.13.2',
+    args: ['--stdio'],
+    env: { FIGMA_API_KEY: 'figd_fake000' },
+  },
+  {
+    product: 'Asana',
+    package: '@roychri/mcp-server-asana',
+    version: '1.8.0',
+    env: { ASANA_ACCESS_TOKEN: 'fake-asana-token' },
+  },
   { product: 'Discord', package: 'mcp-discord', version: '1.3.4', env: { DISCORD_TOKEN: 'fake-discord-token' } },
   { product: 'Shopify', package: '@shopify/dev-mcp', version: '1.16.0', env: { OPT_OUT_INSTRUMENTATION: 'true' } },
   { product: 'YouTube', package: '@kimtaeyoon83/mcp-server-youtube-transcript', version: '0.1.1' },
   { product: 'Obsidian', package: 'mcp-obsidian', version: '1.0.0', args: ['{scratch}/.home/vault'] },
   { product: 'Git', package: '@cyanheads/git-mcp-server', version: '2.15.3', env: { MCP_TRANSPORT_TYPE: 'stdio' } },
   { product: 'Tavily', package: 'tavily-mcp', version: '0.2.22', env: { TAVILY_API_KEY: 'tvly-fake000' } },
-  { product: 'Perplexity', package: '@perplexity-ai/mcp-server', version: '1.2.1', env: { PERPLEXITY_API_KEY: 'pplx-fake000' } },
-  { product: 'CircleCI', package: '@circleci/mcp-server-circleci', version: '0.20.0', env: { CIRCLECI_TOKEN: 'fake-circleci-token' } },
+  {
+    product: 'Perplexity',
+    package: '@perplexity-ai/mcp-server',
+    version: '1.2.1',
+    env: { PERPLEXITY_API_KEY: 'pplx-fake000' },
+  },
+  {
+    product: 'CircleCI',
+    package: '@circleci/mcp-server-circleci',
+    version: '0.20.0',
+    env: { CIRCLECI_TOKEN: 'fake-circleci-token' },
+  },
   { product: 'Mapbox', package: '@mapbox/mcp-server', version: '0.14.0', env: { MAPBOX_ACCESS_TOKEN: 'pk.fake000' } },
-  { product: 'Postman', package: '@postman/postman-mcp-server', version: '2.13.0', env: { POSTMAN_API_KEY: 'PMAK-fake000' } },
-  { product: 'Apify', package: '@apify/actors-mcp-server', version: '0.16.0', env: { APIFY_TOKEN: 'apify_api_fake000' } },
+  {
+    product: 'Postman',
+    package: '@postman/postman-mcp-server',
+    version: '2.13.0',
+    env: { POSTMAN_API_KEY: 'PMAK-fake000' },
+  },
+  {
+    product: 'Apify',
+    package: '@apify/actors-mcp-server',
+    version: '0.16.0',
+    env: { APIFY_TOKEN: 'apify_api_fake000' },
+  },
   { product: 'Netlify', package: '@netlify/mcp', version: '1.15.1' },
-  { product: 'Pinecone', package: '@pinecone-database/mcp', version: '0.3.0', env: { PINECONE_API_KEY: 'pcsk_fake000' } },
-  { product: 'Upstash', package: '@upstash/mcp-server', version: '0.3.0', args: ['run', 'nobody@example.invalid', 'fake-upstash-key'] },
+  {
+    product: 'Pinecone',
+    package: '@pinecone-database/mcp',
+    version: '0.3.0',
+    env: { PINECONE_API_KEY: 'pcsk_fake000' },
+  },
+  {
+    product: 'Upstash',
+    package: '@upstash/mcp-server',
+    version: '0.3.0',
+    args: ['run', 'nobody@example.invalid', 'fake-upstash-key'],
+  },
   { product: 'Auth0', package: '@auth0/auth0-mcp-server', version: '0.1.0-beta.19', args: ['run'] },
 ];
 
@@ -181,7 +361,13 @@ async function collect(scratch: string, spec: ServerSpec): Promise<ServerEntry> 
     NODE_ENV: 'production',
   };
   for (const [k, v] of Object.entries(spec.env ?? {})) env[k] = withScratch(v, scratch);
-  const transport = new StdioClientTransport({ command: process.execPath, args: [binPath, ...args], env, cwd: scratch, stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [binPath, ...args],
+    env,
+    cwd: scratch,
+    stderr: 'pipe',
+  });
   let stderrTail = '';
   transport.stderr?.on('data', (chunk: Buffer) => {
     stderrTail = (stderrTail + chunk.toString('utf8')).slice(-600);
@@ -247,7 +433,9 @@ async function main(): Promise<void> {
     writeFileSync(OUT, `${JSON.stringify(entries, null, 2)}\n`);
   }
   const total = entries.reduce((n, e) => n + e.tools.length, 0);
-  console.log(`\n${entries.length} servers, ${total} tools${only ? ' (ONLY set: nothing written)' : ` -> ${path.relative(process.cwd(), OUT)}`}`);
+  console.log(
+    `\n${entries.length} servers, ${total} tools${only ? ' (ONLY set: nothing written)' : ` -> ${path.relative(process.cwd(), OUT)}`}`,
+  );
   if (failures.length > 0) console.log(`skipped ${failures.length}:\n  ${failures.join('\n  ')}`);
   process.exit(0);
 }

@@ -13,19 +13,30 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 
 const sessions = new Map<string, StreamableHTTPServerTransport>();
-const SESSION_NOT_FOUND = JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null });
+const SESSION_NOT_FOUND = JSON.stringify({
+  jsonrpc: '2.0',
+  error: { code: -32001, message: 'Session not found' },
+  id: null,
+});
 
 function build(): McpServer {
   const server = new McpServer({ name: 'bench-upstream', version: '1.0.0' });
-  server.registerTool('echo', { description: 'Echoes a message.', inputSchema: { message: z.string() } }, async ({ message }) => ({
-    content: [{ type: 'text', text: JSON.stringify({ echo: message }) }],
-    structuredContent: { echo: message },
-  }));
+  server.registerTool(
+    'echo',
+    { description: 'Echoes a message.', inputSchema: { message: z.string() } },
+    async ({ message }) => ({
+      content: [{ type: 'text', text: JSON.stringify({ echo: message }) }],
+      structuredContent: { echo: message },
+    }),
+  );
   return server;
 }
 
 /** One pending POST of the SDK transport in JSON response mode (its private `_streamMapping` values). */
-interface JsonStream { resolveJson?: (response: unknown) => void; cleanup?: () => void }
+interface JsonStream {
+  resolveJson?: (response: unknown) => void;
+  cleanup?: () => void;
+}
 
 /**
  * Works around an SDK 1.x bug (modelcontextprotocol/typescript-sdk#2559; the v1.x fix, PR
@@ -37,7 +48,8 @@ interface JsonStream { resolveJson?: (response: unknown) => void; cleanup?: () =
  * branch does. A transport without that map (the SDK changed) is left alone, with a warning.
  */
 function releaseAnsweredJsonStreams(transport: StreamableHTTPServerTransport): void {
-  const inner = (transport as unknown as { _webStandardTransport?: { _streamMapping?: unknown } })._webStandardTransport;
+  const inner = (transport as unknown as { _webStandardTransport?: { _streamMapping?: unknown } })
+    ._webStandardTransport;
   const streams = inner?._streamMapping;
   if (!(streams instanceof Map)) {
     console.error('mcp-upstream: the SDK transport has no _streamMapping; its per-call memory is not released here');
@@ -72,18 +84,25 @@ const httpServer = http.createServer((req, res) => {
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         enableJsonResponse: true,
-        onsessioninitialized: (id) => { sessions.set(id, transport); },
+        onsessioninitialized: (id) => {
+          sessions.set(id, transport);
+        },
       });
       releaseAnsweredJsonStreams(transport);
       // A session ended by DELETE (or otherwise closed) lets go of its transport and server.
-      transport.onclose = () => { if (transport.sessionId) sessions.delete(transport.sessionId); };
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
       await build().connect(transport);
       return transport.handleRequest(req, res, body);
     }
     if (typeof sid !== 'string') return void res.writeHead(400).end();
     // An unknown or ended session: 404 with what the SDK transport answers once closed.
     res.writeHead(404, { 'content-type': 'application/json' }).end(SESSION_NOT_FOUND);
-  })().catch(() => { if (!res.headersSent) res.writeHead(500); res.end(); });
+  })().catch(() => {
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  });
 });
 httpServer.listen(0, '127.0.0.1', () => {
   const { port } = httpServer.address() as { port: number };

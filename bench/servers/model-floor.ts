@@ -17,14 +17,32 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 const system = 'You are a helpful assistant.';
 
 function viaHttp(message: string): Promise<string> {
-  const body = JSON.stringify({ model: 'bench', messages: [{ role: 'system', content: system }, { role: 'user', content: message }] });
+  const body = JSON.stringify({
+    model: 'bench',
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: message },
+    ],
+  });
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve((JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content));
-    });
+    const req = http.request(
+      `${base}/chat/completions`,
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          resolve(
+            (JSON.parse(text) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content,
+          ),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -36,7 +54,10 @@ const server = http.createServer((req, res) => {
   req.on('data', (chunk: string) => (body += chunk));
   req.on('end', () => {
     const { message } = JSON.parse(body) as { message: string };
-    const answer = mode === 'http' ? viaHttp(message) : generateText({ model, system, messages: [{ role: 'user', content: message }] }).then((r) => r.text);
+    const answer =
+      mode === 'http'
+        ? viaHttp(message)
+        : generateText({ model, system, messages: [{ role: 'user', content: message }] }).then((r) => r.text);
     answer.then(
       (text) => res.writeHead(200, { 'content-type': 'text/plain' }).end(text),
       (err: Error) => res.writeHead(502, { 'content-type': 'text/plain' }).end(err.message),

@@ -20,18 +20,27 @@ function ref(view: string, pattern: RegExp): string {
 
 function operator(messages: Array<{ role: string; content: unknown }>) {
   const last = [...messages].reverse().find((m) => m.role === 'user');
-  const view = Array.isArray(last?.content) ? (last.content as Array<{ type: string; text?: string }>).filter((p) => p.type === 'text').map((p) => p.text).join('\n') : String(last?.content ?? '');
-  const done = (/Steps so far:\n([\s\S]*?)\n\n/.exec(view)?.[1] ?? '').split('\n').filter((l) => /^\d+\. /.test(l)).length;
+  const view = Array.isArray(last?.content)
+    ? (last.content as Array<{ type: string; text?: string }>)
+        .filter((p) => p.type === 'text')
+        .map((p) => p.text)
+        .join('\n')
+    : String(last?.content ?? '');
+  const done = (/Steps so far:\n([\s\S]*?)\n\n/.exec(view)?.[1] ?? '')
+    .split('\n')
+    .filter((l) => /^\d+\. /.test(l)).length;
   if (done === 0) return reply.toolCall('fill', { ref: ref(view, /textbox "Name"/), text: 'Ada' });
   if (done === 1) return reply.toolCall('click', { ref: ref(view, /button "Send"/) });
   if (done === 2) return reply.toolCall('extract', { ref: ref(view, /- status/) });
   const read = /: read [^\n]*?: ("(?:[^"\\]|\\.)*")/.exec(view)?.[1];
-  return reply.toolCall('done', { result: `Answer: ${read ? JSON.parse(read) as string : ''}` });
+  return reply.toolCall('done', { result: `Answer: ${read ? (JSON.parse(read) as string) : ''}` });
 }
 
 const model = await startModelServer((req) => {
-  if (req.tools.some((t: { function?: { name?: string } }) => t.function?.name === 'done')) return operator(req.messages);
-  const lastUser = [...req.messages].reverse().find((m: { role: string }) => m.role === 'user') as { content: unknown } | undefined;
+  if (req.tools.some((t: { function?: { name?: string } }) => t.function?.name === 'done'))
+    return operator(req.messages);
+  const lastUser = [...req.messages].reverse().find((m: { role: string }) => m.role === 'user') as
+    { content: unknown } | undefined;
   const text = typeof lastUser?.content === 'string' ? lastUser.content : '';
   const wanted = /^tools:(\d+)$/.exec(text);
   const lastUserIndex = req.messages.lastIndexOf(lastUser);
@@ -40,10 +49,13 @@ const model = await startModelServer((req) => {
     captured = true;
     writeFileSync(process.env.BENCH_CAPTURE!, JSON.stringify(req.body));
   }
-  if (wanted && done < Number(wanted[1])) return reply.toolCall('gateway_invoke', { server: 'mcp', tool: 'listServers', arguments: {} });
+  if (wanted && done < Number(wanted[1]))
+    return reply.toolCall('gateway_invoke', { server: 'mcp', tool: 'listServers', arguments: {} });
   return reply.text('ok');
 });
 // Keep the recorded requests from growing for the whole run.
-setInterval(() => { model.requests.length = 0; }, 1000).unref();
+setInterval(() => {
+  model.requests.length = 0;
+}, 1000).unref();
 process.stdout.write(JSON.stringify({ url: model.baseUrl }) + '\n');
 process.on('SIGTERM', () => void model.close().then(() => process.exit(0)));

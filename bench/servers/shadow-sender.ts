@@ -7,12 +7,24 @@
  */
 import { Pool } from 'undici';
 
-const [url, rate, amount, at] = [new URL(process.argv[2]!), Number(process.argv[3]), Number(process.argv[4]), Number(process.argv[5] ?? 0)];
+const [url, rate, amount, at] = [
+  new URL(process.argv[2]!),
+  Number(process.argv[3]),
+  Number(process.argv[4]),
+  Number(process.argv[5] ?? 0),
+];
 const pool = new Pool(url.origin, { connections: 64 });
 const body = JSON.stringify({
-  eventId: `evt_${'0'.repeat(32)}`, event: 'onEdit', triggerLevel: 'collection', collectionId: `col_${'1'.repeat(24)}`,
-  itemId: `itm_${'2'.repeat(24)}`, key: 'k-1234', content: { n: -1234, stage: 'edited' }, metadata: {},
-  changed: { content: { n: 1234, name: 'customer 1234' }, metadata: {} }, timestamp: new Date().toISOString(),
+  eventId: `evt_${'0'.repeat(32)}`,
+  event: 'onEdit',
+  triggerLevel: 'collection',
+  collectionId: `col_${'1'.repeat(24)}`,
+  itemId: `itm_${'2'.repeat(24)}`,
+  key: 'k-1234',
+  content: { n: -1234, stage: 'edited' },
+  metadata: {},
+  changed: { content: { n: 1234, name: 'customer 1234' }, metadata: {} },
+  timestamp: new Date().toISOString(),
 });
 await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
 const cpu0 = process.cpuUsage();
@@ -22,11 +34,25 @@ let sent = 0;
 while (sent < amount) {
   const due = Math.min(amount, Math.floor(((performance.now() - started) / 1000) * rate) + 1);
   for (; sent < due; sent++) {
-    inFlight.push(pool.request({ method: 'POST', path: url.pathname, body, headers: { 'content-type': 'application/json', 'x-api-key': 'bench-key' } }).then((r) => r.body.dump(), () => undefined));
+    inFlight.push(
+      pool
+        .request({
+          method: 'POST',
+          path: url.pathname,
+          body,
+          headers: { 'content-type': 'application/json', 'x-api-key': 'bench-key' },
+        })
+        .then(
+          (r) => r.body.dump(),
+          () => undefined,
+        ),
+    );
   }
   await new Promise((r) => setTimeout(r, 1));
 }
 await Promise.all(inFlight);
 await pool.close();
 const cpu = process.cpuUsage(cpu0);
-process.stderr.write(`shadow sender: ${amount} calls, ${Math.round((cpu.user + cpu.system) / amount)} µs CPU per call\n`);
+process.stderr.write(
+  `shadow sender: ${amount} calls, ${Math.round((cpu.user + cpu.system) / amount)} µs CPU per call\n`,
+);

@@ -11,7 +11,13 @@ import { createApp } from '../../src/app.js';
 import { bootstrapIfEmpty } from '../../src/bootstrap/index.js';
 
 const dataDir = process.env.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
-const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', SEED_DEMO: 'true', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' });
+const config = loadConfig({
+  ...process.env,
+  DATA_DIR: dataDir,
+  PORT: '0',
+  SEED_DEMO: 'true',
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+});
 const app = await createApp(config, createLogger(config.logLevel));
 await bootstrapIfEmpty(app.services);
 const server = app.http.listen(0, '127.0.0.1', () => {

@@ -11,7 +11,13 @@ import { createApp } from '../../src/app.js';
 import { createOrganization, createCredential } from '../../src/auth/index.js';
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
-const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', SEED_DEMO: 'false', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' });
+const config = loadConfig({
+  ...process.env,
+  DATA_DIR: dataDir,
+  PORT: '0',
+  SEED_DEMO: 'false',
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+});
 const app = await createApp(config, createLogger(config.logLevel));
 const server = app.http.listen(0, '127.0.0.1', async () => {
   const { port } = server.address() as { port: number };
@@ -21,7 +27,12 @@ const server = app.http.listen(0, '127.0.0.1', async () => {
   const { credential, clientSecret } = await createCredential(db, org.id, { label: 'bench' });
   const res = await fetch(`${url}/oauth/token`, {
     method: 'POST',
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: credential.clientId, client_secret: clientSecret, scope: `org:${org.id}` }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: credential.clientId,
+      client_secret: clientSecret,
+      scope: `org:${org.id}`,
+    }),
   });
   const { access_token: token } = (await res.json()) as { access_token: string };
   process.stdout.write(JSON.stringify({ url, token, orgId: org.id }) + '\n');

@@ -93,15 +93,34 @@ function toRecord(r: AgentRow): AgentRecord {
 }
 
 export function configOf(a: AgentRecord | AgentConfig): AgentConfig {
-  return { name: a.name, description: a.description, instructions: a.instructions, servers: a.servers, model: a.model, outputSchema: a.outputSchema, introMessage: a.introMessage };
+  return {
+    name: a.name,
+    description: a.description,
+    instructions: a.instructions,
+    servers: a.servers,
+    model: a.model,
+    outputSchema: a.outputSchema,
+    introMessage: a.introMessage,
+  };
 }
 
 export async function createAgent(db: Knex, orgId: string, input: AgentCreate): Promise<AgentRecord> {
   const now = nowIso();
   const row: AgentRow = {
-    id: newId('agt'), org_id: orgId, name: input.name, description: input.description ?? '', instructions: input.instructions,
-    servers: toJson(input.servers ?? []) as string, model: input.model ?? null, output_schema: toJson(input.outputSchema ?? null),
-    intro_message: input.introMessage ?? null, is_public_template: false, version: 1, release_version: null, created_at: now, updated_at: now,
+    id: newId('agt'),
+    org_id: orgId,
+    name: input.name,
+    description: input.description ?? '',
+    instructions: input.instructions,
+    servers: toJson(input.servers ?? []) as string,
+    model: input.model ?? null,
+    output_schema: toJson(input.outputSchema ?? null),
+    intro_message: input.introMessage ?? null,
+    is_public_template: false,
+    version: 1,
+    release_version: null,
+    created_at: now,
+    updated_at: now,
   };
   await db('agents').insert(row);
   return toRecord(row);
@@ -119,7 +138,11 @@ export async function requireAgent(db: Knex, orgId: string, agentId: string): Pr
 }
 
 /** One page in creation order (ids are time-ordered), `limit` 1–100. */
-export async function listAgents(db: Knex, orgId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ agents: AgentRecord[]; nextCursor: string | null }> {
+export async function listAgents(
+  db: Knex,
+  orgId: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<{ agents: AgentRecord[]; nextCursor: string | null }> {
   const q = db('agents').where({ org_id: orgId });
   if (page.cursor !== undefined) q.where('id', '>', decodeCursor('agents', page.cursor, 'string', AGENT_ID_PATTERN));
   const rows = (await q.orderBy('id', 'asc').limit(page.limit + 1)) as AgentRow[];
@@ -134,12 +157,20 @@ export async function listAgents(db: Knex, orgId: string, page: { limit: number;
  * row lock, so concurrent updates serialise). Unknown agent → 404.
  */
 async function lockAgent(trx: Knex.Transaction, orgId: string, agentId: string): Promise<void> {
-  const n = await trx('agents').where({ org_id: orgId, id: agentId }).update({ version: trx.raw('version') });
+  const n = await trx('agents')
+    .where({ org_id: orgId, id: agentId })
+    .update({ version: trx.raw('version') });
   if (n === 0) throw new AppError('ERR_NOT_FOUND', { message: `No agent ${agentId} in this organisation` });
 }
 
 const PATCH_COLUMNS: Record<keyof AgentPatch, keyof AgentRow> = {
-  name: 'name', description: 'description', instructions: 'instructions', servers: 'servers', model: 'model', outputSchema: 'output_schema', introMessage: 'intro_message',
+  name: 'name',
+  description: 'description',
+  instructions: 'instructions',
+  servers: 'servers',
+  model: 'model',
+  outputSchema: 'output_schema',
+  introMessage: 'intro_message',
 };
 
 /** Partial update: only the fields given change; the draft version grows by one. */
@@ -151,7 +182,7 @@ export async function updateAgent(db: Knex, orgId: string, agentId: string, patc
     for (const [field, column] of Object.entries(PATCH_COLUMNS) as [keyof AgentPatch, keyof AgentRow][]) {
       if (!(field in patch)) continue;
       const value = patch[field];
-      changes[column] = field === 'servers' || field === 'outputSchema' ? toJson(value ?? null) : value ?? null;
+      changes[column] = field === 'servers' || field === 'outputSchema' ? toJson(value ?? null) : (value ?? null);
     }
     await trx('agents').where({ org_id: orgId, id: agentId }).update(changes);
     return requireAgent(trx, orgId, agentId);
@@ -163,15 +194,25 @@ export async function deleteAgent(db: Knex, orgId: string, agentId: string): Pro
 }
 
 /** An immutable numbered snapshot of the current draft. */
-export async function publishRelease(db: Knex, orgId: string, agentId: string, notes: string | undefined): Promise<{ agentId: string; releaseVersion: number; publishedAt: string }> {
+export async function publishRelease(
+  db: Knex,
+  orgId: string,
+  agentId: string,
+  notes: string | undefined,
+): Promise<{ agentId: string; releaseVersion: number; publishedAt: string }> {
   return db.transaction(async (trx) => {
     await lockAgent(trx, orgId, agentId);
     const agent = await requireAgent(trx, orgId, agentId);
     const releaseVersion = (agent.releaseVersion ?? 0) + 1;
     const publishedAt = nowIso();
     await trx('agent_releases').insert({
-      agent_id: agentId, release_version: releaseVersion, org_id: orgId, draft_version: agent.version,
-      snapshot: toJson(configOf(agent)), notes: notes ?? null, published_at: publishedAt,
+      agent_id: agentId,
+      release_version: releaseVersion,
+      org_id: orgId,
+      draft_version: agent.version,
+      snapshot: toJson(configOf(agent)),
+      notes: notes ?? null,
+      published_at: publishedAt,
     });
     // The lock above serialises publications; the primary key would catch any that slipped by.
     await trx('agents').where({ org_id: orgId, id: agentId }).update({ release_version: releaseVersion });
@@ -180,7 +221,12 @@ export async function publishRelease(db: Knex, orgId: string, agentId: string, n
 }
 
 /** Spec section 11: a public template needs at least one release. */
-export async function setPublicTemplate(db: Knex, orgId: string, agentId: string, isPublic: boolean): Promise<AgentRecord> {
+export async function setPublicTemplate(
+  db: Knex,
+  orgId: string,
+  agentId: string,
+  isPublic: boolean,
+): Promise<AgentRecord> {
   const agent = await requireAgent(db, orgId, agentId);
   if (isPublic && agent.releaseVersion === null) throw new AppError('ERR_AGENT_PUBLIC_NEEDS_RELEASE');
   await db('agents').where({ org_id: orgId, id: agentId }).update({ is_public_template: isPublic });
@@ -190,7 +236,11 @@ export async function setPublicTemplate(db: Knex, orgId: string, agentId: string
 /** The configuration a chat runs: the latest release, else the draft. */
 export async function runnableConfig(db: Knex, agent: AgentRecord): Promise<AgentConfig & { release: number | null }> {
   if (agent.releaseVersion === null) return { ...configOf(agent), release: null };
-  const row = (await db('agent_releases').where({ agent_id: agent.agentId, release_version: agent.releaseVersion }).first('snapshot')) as { snapshot: string } | undefined;
+  const row = (await db('agent_releases')
+    .where({ agent_id: agent.agentId, release_version: agent.releaseVersion })
+    .first('snapshot')) as { snapshot: string } | undefined;
   const snapshot = row ? fromJson<AgentConfig>(row.snapshot) : null;
-  return snapshot ? { ...configOf({ ...snapshot, introMessage: snapshot.introMessage ?? null }), release: agent.releaseVersion } : { ...configOf(agent), release: null };
+  return snapshot
+    ? { ...configOf({ ...snapshot, introMessage: snapshot.introMessage ?? null }), release: agent.releaseVersion }
+    : { ...configOf(agent), release: null };
 }

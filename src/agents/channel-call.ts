@@ -30,13 +30,19 @@ interface ChannelRequest {
 }
 
 /** The key and flag checks, before any body byte is read (openapi/triggers.yaml channelApiKey). */
-export async function authoriseChannel(services: Services, triggerId: string, headers: IncomingHttpHeaders, contentType: string | undefined): Promise<ChannelRecord> {
+export async function authoriseChannel(
+  services: Services,
+  triggerId: string,
+  headers: IncomingHttpHeaders,
+  contentType: string | undefined,
+): Promise<ChannelRecord> {
   const key = header({ headers }, 'x-api-key');
   if (!key) throw new AppError('ERR_AUTH_MISSING_API_KEY');
   const channel = isChannelId(triggerId) ? await verifyChannelKey(services.db, triggerId, key) : undefined;
   if (!channel) throw new AppError('ERR_AUTH_INVALID_API_KEY');
   if (!channel.enabled) throw new AppError('ERR_TRIGGER_DISABLED', { message: 'This channel is disabled' });
-  if (contentType !== 'application/json') throw new AppError('ERR_REQUEST_UNSUPPORTED_MEDIA', { message: 'Content-Type must be application/json' });
+  if (contentType !== 'application/json')
+    throw new AppError('ERR_REQUEST_UNSUPPORTED_MEDIA', { message: 'Content-Type must be application/json' });
   return channel;
 }
 
@@ -52,7 +58,11 @@ function baseHeaders(chatId: string, turnId: string, replay: boolean): Record<st
 }
 
 /** The reply in the channel's output format (spec "Agent API channel" table). */
-export function formatReply(channel: ChannelRecord, chatId: string, outcome: { reply: string; output: Record<string, unknown> | null }): Pick<Reply, 'body' | 'contentType'> {
+export function formatReply(
+  channel: ChannelRecord,
+  chatId: string,
+  outcome: { reply: string; output: Record<string, unknown> | null },
+): Pick<Reply, 'body' | 'contentType'> {
   switch (channel.outputFormat) {
     case 'markdown':
       return { body: outcome.reply, contentType: 'text/markdown' };
@@ -65,10 +75,20 @@ export function formatReply(channel: ChannelRecord, chatId: string, outcome: { r
 
 function timeoutBody(services: Services) {
   const seconds = Math.round(services.config.syncWaitMs / 1000);
-  return { status: 'timeout', message: `The agent did not reply within ${seconds} seconds; the reply will be kept in the chat history.` };
+  return {
+    status: 'timeout',
+    message: `The agent did not reply within ${seconds} seconds; the reply will be kept in the chat history.`,
+  };
 }
 
-function answer(services: Services, channel: ChannelRecord, chatId: string, turnId: string, replay: boolean, outcome: TurnOutcome | 'timeout'): Reply {
+function answer(
+  services: Services,
+  channel: ChannelRecord,
+  chatId: string,
+  turnId: string,
+  replay: boolean,
+  outcome: TurnOutcome | 'timeout',
+): Reply {
   const headers = baseHeaders(chatId, turnId, replay);
   if (outcome === 'timeout') return { status: 200, headers, body: timeoutBody(services) };
   if (!outcome.ok) return { status: failureStatus(outcome.error.error), headers, body: outcome.error };
@@ -78,12 +98,23 @@ function answer(services: Services, channel: ChannelRecord, chatId: string, turn
 function fromRecord(turn: TurnRecord | undefined): TurnOutcome | 'timeout' {
   if (!turn || turn.status === 'RUNNING') return 'timeout';
   if (turn.status === 'COMPLETE') return { ok: true, reply: turn.reply ?? '', output: turn.output, messages: [] };
-  return { ok: false, error: turn.error ?? { error: 'internal_error', message: 'The agent turn failed' }, messages: [] };
+  return {
+    ok: false,
+    error: turn.error ?? { error: 'internal_error', message: 'The agent turn failed' },
+    messages: [],
+  };
 }
 
 async function replay(services: Services, channel: ChannelRecord, turn: TurnRecord, sse: boolean): Promise<Reply> {
   const done = fromRecord(await services.agents.waitForTurn(channel.orgId, turn.turnId, services.config.syncWaitMs));
-  if (sse) return streamTurn(services, { chatId: turn.chatId, turnId: turn.turnId, replay: true, done: Promise.resolve(done), format: (o) => formatReply(channel, turn.chatId, o) });
+  if (sse)
+    return streamTurn(services, {
+      chatId: turn.chatId,
+      turnId: turn.turnId,
+      replay: true,
+      done: Promise.resolve(done),
+      format: (o) => formatReply(channel, turn.chatId, o),
+    });
   return answer(services, channel, turn.chatId, turn.turnId, true, done);
 }
 
@@ -99,7 +130,12 @@ async function withinSyncWait(services: Services, done: Promise<TurnOutcome>): P
   }
 }
 
-export async function serveChannel(services: Services, channel: ChannelRecord, body: unknown, headers: IncomingHttpHeaders): Promise<Reply> {
+export async function serveChannel(
+  services: Services,
+  channel: ChannelRecord,
+  body: unknown,
+  headers: IncomingHttpHeaders,
+): Promise<Reply> {
   check(operationValidators.sendChannelMessage?.json, body, 'body');
   const request = body as ChannelRequest;
   const key = idempotencyKey({ headers });
@@ -112,8 +148,15 @@ export async function serveChannel(services: Services, channel: ChannelRecord, b
   let inv;
   try {
     inv = await services.agents.start({
-      orgId: channel.orgId, agentId: channel.agentId, message: request.message, chatId: request.chatId, channelId: channel.triggerId,
-      metadata: request.metadata, forwardedHeaders: forwardedHeaders(headers), idempotencyKey: key, onEvent: events?.push,
+      orgId: channel.orgId,
+      agentId: channel.agentId,
+      message: request.message,
+      chatId: request.chatId,
+      channelId: channel.triggerId,
+      metadata: request.metadata,
+      forwardedHeaders: forwardedHeaders(headers),
+      idempotencyKey: key,
+      onEvent: events?.push,
     });
   } catch (err) {
     if (err instanceof TurnIdempotencyRace) {
@@ -122,14 +165,24 @@ export async function serveChannel(services: Services, channel: ChannelRecord, b
     }
     throw err;
   }
-  if (events) return streamTurn(services, { chatId: inv.chatId, turnId: inv.turnId, replay: false, done: inv.done, events, format: (o) => formatReply(channel, inv.chatId, o) });
+  if (events)
+    return streamTurn(services, {
+      chatId: inv.chatId,
+      turnId: inv.turnId,
+      replay: false,
+      done: inv.done,
+      events,
+      format: (o) => formatReply(channel, inv.chatId, o),
+    });
   return answer(services, channel, inv.chatId, inv.turnId, false, await withinSyncWait(services, inv.done));
 }
 
 /** Handler of `sendChannelMessage` (`POST /ext/channels/{triggerId}`). */
 export const sendChannelMessage: Handler<'sendChannelMessage'> & { beforeBody: BeforeBody } = Object.assign(
-  (async (req, ctx) => serveChannel(ctx.services, ctx.preBody as ChannelRecord, req.body, req.headers)) as Handler<'sendChannelMessage'>,
+  (async (req, ctx) =>
+    serveChannel(ctx.services, ctx.preBody as ChannelRecord, req.body, req.headers)) as Handler<'sendChannelMessage'>,
   {
-    beforeBody: ((req, ctx) => authoriseChannel(ctx.services, req.params.triggerId ?? '', req.headers, req.contentType)) as BeforeBody,
+    beforeBody: ((req, ctx) =>
+      authoriseChannel(ctx.services, req.params.triggerId ?? '', req.headers, req.contentType)) as BeforeBody,
   },
 );

@@ -73,25 +73,35 @@ export function streamTurn(services: Services, turn: StreamedTurn): Reply {
     const { type, ...data } = e;
     write(type, data);
   });
-  void turn.done.then(
-    (outcome) => {
-      if (outcome === 'timeout') {
-        write('error', { error: 'timeout', message: 'The agent turn is still running; its reply will be kept in the chat history.' });
-      } else if (outcome.ok) {
-        write('done', { chatId: turn.chatId, runId: turn.turnId, reply: outcome.reply, output: outcome.output });
-      } else {
-        write('error', outcome.error);
-      }
-    },
-    (err: unknown) => {
-      services.log.error({ err, turnId: turn.turnId }, 'agent turn stream failed');
-      write('error', { error: 'internal_error', message: 'The agent turn failed' });
-    },
-  ).finally(() => {
-    clearInterval(heartbeat);
-    out.end();
-  });
-  const headers: Record<string, string> = { 'X-Pf-Chat-Id': turn.chatId, 'X-Pf-Run-Id': turn.turnId, 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' };
+  void turn.done
+    .then(
+      (outcome) => {
+        if (outcome === 'timeout') {
+          write('error', {
+            error: 'timeout',
+            message: 'The agent turn is still running; its reply will be kept in the chat history.',
+          });
+        } else if (outcome.ok) {
+          write('done', { chatId: turn.chatId, runId: turn.turnId, reply: outcome.reply, output: outcome.output });
+        } else {
+          write('error', outcome.error);
+        }
+      },
+      (err: unknown) => {
+        services.log.error({ err, turnId: turn.turnId }, 'agent turn stream failed');
+        write('error', { error: 'internal_error', message: 'The agent turn failed' });
+      },
+    )
+    .finally(() => {
+      clearInterval(heartbeat);
+      out.end();
+    });
+  const headers: Record<string, string> = {
+    'X-Pf-Chat-Id': turn.chatId,
+    'X-Pf-Run-Id': turn.turnId,
+    'Cache-Control': 'no-cache',
+    'X-Accel-Buffering': 'no',
+  };
   if (turn.replay) headers['Idempotent-Replay'] = 'true';
   return { status: 200, headers, contentType: 'text/event-stream', stream: out };
 }

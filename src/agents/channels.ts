@@ -81,8 +81,15 @@ export function isChannelId(id: string): boolean {
 
 function toRecord(r: ChannelRow): ChannelRecord {
   return {
-    triggerId: r.id, orgId: r.org_id, agentId: r.agent_id, name: r.name, outputFormat: r.output_format,
-    enabled: Boolean(r.enabled), keyHint: r.key_hint, createdAt: r.created_at, updatedAt: r.updated_at,
+    triggerId: r.id,
+    orgId: r.org_id,
+    agentId: r.agent_id,
+    name: r.name,
+    outputFormat: r.output_format,
+    enabled: Boolean(r.enabled),
+    keyHint: r.key_hint,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
   };
 }
 
@@ -109,17 +116,22 @@ function newKey(): { apiKey: string; keyHash: string; keyHint: string } {
   return { apiKey, keyHash: hashSecret(apiKey), keyHint: apiKey.slice(-4) };
 }
 
-const invalid = (message: string, field: string) => new AppError('ERR_REQUEST_INVALID', { message, details: [{ where: 'body', path: `/${field}`, message }] });
+const invalid = (message: string, field: string) =>
+  new AppError('ERR_REQUEST_INVALID', { message, details: [{ where: 'body', path: `/${field}`, message }] });
 const notFound = () => new AppError('ERR_NOT_FOUND', { message: 'Channel not found' });
 
 function checkFields(input: ChannelPatch): void {
-  if (input.name !== undefined && (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200)) {
+  if (
+    input.name !== undefined &&
+    (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200)
+  ) {
     throw invalid('name must be 1 to 200 characters', 'name');
   }
   if (input.outputFormat !== undefined && !OUTPUT_FORMATS.includes(input.outputFormat)) {
     throw invalid('outputFormat must be text, markdown or json', 'outputFormat');
   }
-  if (input.enabled !== undefined && typeof input.enabled !== 'boolean') throw invalid('enabled must be a boolean', 'enabled');
+  if (input.enabled !== undefined && typeof input.enabled !== 'boolean')
+    throw invalid('enabled must be a boolean', 'enabled');
 }
 
 async function rowOf(db: Knex, orgId: string, triggerId: string): Promise<ChannelRow | undefined> {
@@ -129,14 +141,27 @@ async function rowOf(db: Knex, orgId: string, triggerId: string): Promise<Channe
 }
 
 /** A channel of an agent of the organisation (404 for an unknown agent); returns the key once. */
-export async function createChannel(db: Knex, orgId: string, input: ChannelCreate): Promise<{ channel: ChannelRecord; apiKey: string }> {
+export async function createChannel(
+  db: Knex,
+  orgId: string,
+  input: ChannelCreate,
+): Promise<{ channel: ChannelRecord; apiKey: string }> {
   checkFields(input);
-  if (!(await getAgent(db, orgId, input.agentId))) throw new AppError('ERR_NOT_FOUND', { message: `No agent ${input.agentId} in this organisation` });
+  if (!(await getAgent(db, orgId, input.agentId)))
+    throw new AppError('ERR_NOT_FOUND', { message: `No agent ${input.agentId} in this organisation` });
   const { apiKey, keyHash, keyHint } = newKey();
   const now = new Date().toISOString();
   const row: ChannelRow = {
-    id: newId('chn'), org_id: orgId, agent_id: input.agentId, name: input.name ?? DEFAULT_CHANNEL_NAME, key_hash: keyHash, key_hint: keyHint,
-    output_format: input.outputFormat ?? 'text', enabled: input.enabled ?? true, created_at: now, updated_at: now,
+    id: newId('chn'),
+    org_id: orgId,
+    agent_id: input.agentId,
+    name: input.name ?? DEFAULT_CHANNEL_NAME,
+    key_hash: keyHash,
+    key_hint: keyHint,
+    output_format: input.outputFormat ?? 'text',
+    enabled: input.enabled ?? true,
+    created_at: now,
+    updated_at: now,
   };
   // The agent row is referenced by a foreign key: an agent deleted meanwhile fails the insert.
   await db('agent_channels').insert(row);
@@ -155,10 +180,19 @@ export async function requireChannel(db: Knex, orgId: string, triggerId: string)
 }
 
 /** Oldest first, one page (src/storage/page.ts), optionally only one agent's channels. */
-export async function listChannels(db: Knex, orgId: string, filter: { agentId?: string | undefined } = {}, page: PageRequest = {}): Promise<Page<ChannelRecord>> {
+export async function listChannels(
+  db: Knex,
+  orgId: string,
+  filter: { agentId?: string | undefined } = {},
+  page: PageRequest = {},
+): Promise<Page<ChannelRecord>> {
   const q = db('agent_channels').where({ org_id: orgId }).select('*');
   if (filter.agentId !== undefined) q.andWhere({ agent_id: filter.agentId });
-  const { rows, nextCursor } = await pageRows<ChannelRow & Record<string, unknown>>(q, { list: 'channels', column: 'id', keyPattern: CHANNEL_ID_PATTERN }, page);
+  const { rows, nextCursor } = await pageRows<ChannelRow & Record<string, unknown>>(
+    q,
+    { list: 'channels', column: 'id', keyPattern: CHANNEL_ID_PATTERN },
+    page,
+  );
   return { items: rows.map(toRecord), nextCursor };
 }
 
@@ -173,23 +207,39 @@ async function failedPrecondition(db: Knex, orgId: string, triggerId: string): P
  * Conditional write on the row's `updated_at` (optimistic lock). `expectedEtag` undefined
  * writes over whatever is current (rotation); a number must equal the current tag (412).
  */
-async function writeIfUnchanged(db: Knex, orgId: string, triggerId: string, expectedEtag: number | undefined, set: Record<string, unknown>): Promise<string> {
+async function writeIfUnchanged(
+  db: Knex,
+  orgId: string,
+  triggerId: string,
+  expectedEtag: number | undefined,
+  set: Record<string, unknown>,
+): Promise<string> {
   const row = await rowOf(db, orgId, triggerId);
   if (!row) throw notFound();
-  if (expectedEtag !== undefined && expectedEtag !== Date.parse(row.updated_at)) return failedPrecondition(db, orgId, triggerId);
+  if (expectedEtag !== undefined && expectedEtag !== Date.parse(row.updated_at))
+    return failedPrecondition(db, orgId, triggerId);
   const updatedAt = nextChangeTime(row.updated_at);
-  const n = await db('agent_channels').where({ org_id: orgId, id: triggerId, updated_at: row.updated_at }).update({ ...set, updated_at: updatedAt });
+  const n = await db('agent_channels')
+    .where({ org_id: orgId, id: triggerId, updated_at: row.updated_at })
+    .update({ ...set, updated_at: updatedAt });
   if (n !== 1) return failedPrecondition(db, orgId, triggerId);
   return updatedAt;
 }
 
-export async function updateChannel(db: Knex, orgId: string, triggerId: string, expectedEtag: number, patch: ChannelPatch): Promise<ChannelRecord> {
+export async function updateChannel(
+  db: Knex,
+  orgId: string,
+  triggerId: string,
+  expectedEtag: number,
+  patch: ChannelPatch,
+): Promise<ChannelRecord> {
   checkFields(patch);
   const set: Record<string, unknown> = {};
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.outputFormat !== undefined) set.output_format = patch.outputFormat;
   if (patch.enabled !== undefined) set.enabled = patch.enabled;
-  if (Object.keys(set).length === 0) throw new AppError('ERR_REQUEST_INVALID', { message: 'Nothing to update: send name, outputFormat or enabled' });
+  if (Object.keys(set).length === 0)
+    throw new AppError('ERR_REQUEST_INVALID', { message: 'Nothing to update: send name, outputFormat or enabled' });
   await writeIfUnchanged(db, orgId, triggerId, expectedEtag, set);
   return requireChannel(db, orgId, triggerId);
 }
@@ -199,7 +249,8 @@ export async function deleteChannel(db: Knex, orgId: string, triggerId: string, 
   const where: Record<string, unknown> = { org_id: orgId, id: triggerId };
   if (expectedEtag !== undefined) {
     // A tag no Date can hold matches no channel: 412, as any stale tag.
-    if (!Number.isSafeInteger(expectedEtag) || Number.isNaN(new Date(expectedEtag).getTime())) return failedPrecondition(db, orgId, triggerId);
+    if (!Number.isSafeInteger(expectedEtag) || Number.isNaN(new Date(expectedEtag).getTime()))
+      return failedPrecondition(db, orgId, triggerId);
     where.updated_at = new Date(expectedEtag).toISOString();
   }
   const deleted = await db('agent_channels').where(where).delete();
@@ -216,7 +267,10 @@ export async function rotateChannelKey(db: Knex, orgId: string, triggerId: strin
   for (let attempt = 0; ; attempt++) {
     const { apiKey, keyHash, keyHint } = newKey();
     try {
-      const rotatedAt = await writeIfUnchanged(db, orgId, triggerId, undefined, { key_hash: keyHash, key_hint: keyHint });
+      const rotatedAt = await writeIfUnchanged(db, orgId, triggerId, undefined, {
+        key_hash: keyHash,
+        key_hint: keyHint,
+      });
       return { triggerId, apiKey, keyHint, rotatedAt };
     } catch (err) {
       if (!(err instanceof AppError && err.key === 'ERR_VERSION_CONFLICT') || attempt >= 4) throw err;
@@ -231,7 +285,8 @@ export async function rotateChannelKey(db: Knex, orgId: string, triggerId: strin
  * with `enabled: false`: the caller answers 403 for it.
  */
 export async function verifyChannelKey(db: Knex, triggerId: string, key: string): Promise<ChannelRecord | undefined> {
-  if (!isChannelId(triggerId) || typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) return undefined;
+  if (!isChannelId(triggerId) || typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH)
+    return undefined;
   const row = (await db('agent_channels').where({ id: triggerId }).first()) as ChannelRow | undefined;
   if (!row || !safeEqual(row.key_hash, hashSecret(key))) return undefined;
   return toRecord(row);

@@ -98,7 +98,10 @@ export class RedisChatOrder implements ChatOrder {
   private readonly taking = new Map<string, Promise<unknown>>();
   private readonly renewals = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly redis: RedisClient, private readonly opts: RedisChatOrderOptions) {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly opts: RedisChatOrderOptions,
+  ) {
     this.leaseMs = opts.leaseMs ?? 15_000;
     this.pollMs = Math.min(POLL_MS, Math.max(20, Math.floor(this.leaseMs / 3)));
     this.channel = `${opts.prefix}chat-order`;
@@ -122,7 +125,9 @@ export class RedisChatOrder implements ChatOrder {
   private takeTicket(chatId: string): Promise<number> {
     const k = this.keys(chatId);
     const previous = this.taking.get(chatId) ?? Promise.resolve();
-    const ticket = previous.then(async () => Number(await this.redis.eval(TAKE, { keys: [k.ticket, k.serving], arguments: [String(IDLE_EXPIRY_S)] })));
+    const ticket = previous.then(async () =>
+      Number(await this.redis.eval(TAKE, { keys: [k.ticket, k.serving], arguments: [String(IDLE_EXPIRY_S)] })),
+    );
     const tail = ticket.catch(() => undefined);
     this.taking.set(chatId, tail);
     void tail.then(() => {
@@ -173,7 +178,11 @@ export class RedisChatOrder implements ChatOrder {
   }
 
   private async hold(k: { serving: string; lease: string }, ticket: number): Promise<boolean> {
-    return Number(await this.redis.eval(HOLD, { keys: [k.serving, k.lease], arguments: [String(ticket), String(this.leaseMs)] })) === 1;
+    return (
+      Number(
+        await this.redis.eval(HOLD, { keys: [k.serving, k.lease], arguments: [String(ticket), String(this.leaseMs)] }),
+      ) === 1
+    );
   }
 
   private advance(chatId: string, ticket: number, skip: boolean): Promise<unknown> {
@@ -188,15 +197,19 @@ export class RedisChatOrder implements ChatOrder {
   private holdWhileRunning(chatId: string, ticket: number): () => Promise<void> {
     const k = this.keys(chatId);
     let warned = false;
-    const renew = setInterval(() => {
-      this.hold(k, ticket).then(
-        (held) => {
-          if (!held && !warned) this.opts.log.warn({ chatId, ticket }, 'chat order: lost the turn while running (lease ran out)');
-          warned ||= !held;
-        },
-        (err: Error) => this.opts.log.warn({ chatId, err: err.message }, 'chat order: lease renewal failed'),
-      );
-    }, Math.max(20, Math.floor(this.leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.hold(k, ticket).then(
+          (held) => {
+            if (!held && !warned)
+              this.opts.log.warn({ chatId, ticket }, 'chat order: lost the turn while running (lease ran out)');
+            warned ||= !held;
+          },
+          (err: Error) => this.opts.log.warn({ chatId, err: err.message }, 'chat order: lease renewal failed'),
+        );
+      },
+      Math.max(20, Math.floor(this.leaseMs / 3)),
+    );
     renew.unref();
     this.renewals.add(renew);
     return async () => {

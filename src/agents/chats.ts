@@ -33,12 +33,36 @@ interface ChatRow {
 export const CHAT_ID_PATTERN = /^chat_[0-9a-f]{32}$/;
 
 function toChat(r: ChatRow): ChatRecord {
-  return { chatId: r.id, agentId: r.agent_id, channelId: r.channel_id, title: r.title, createdAt: r.created_at, updatedAt: r.updated_at };
+  return {
+    chatId: r.id,
+    agentId: r.agent_id,
+    channelId: r.channel_id,
+    title: r.title,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }
 
-export async function createChat(db: Knex, input: { id?: string | undefined; orgId: string; agentId: string; channelId?: string | null | undefined; title?: string | null | undefined }): Promise<ChatRecord> {
+export async function createChat(
+  db: Knex,
+  input: {
+    id?: string | undefined;
+    orgId: string;
+    agentId: string;
+    channelId?: string | null | undefined;
+    title?: string | null | undefined;
+  },
+): Promise<ChatRecord> {
   const now = nowIso();
-  const row: ChatRow = { id: input.id ?? newId('chat'), org_id: input.orgId, agent_id: input.agentId, channel_id: input.channelId ?? null, title: input.title ?? null, created_at: now, updated_at: now };
+  const row: ChatRow = {
+    id: input.id ?? newId('chat'),
+    org_id: input.orgId,
+    agent_id: input.agentId,
+    channel_id: input.channelId ?? null,
+    title: input.title ?? null,
+    created_at: now,
+    updated_at: now,
+  };
   await db('chats').insert(row);
   return toChat(row);
 }
@@ -50,13 +74,20 @@ export async function getChat(db: Knex, orgId: string, chatId: string): Promise<
 }
 
 /** Newest first; the cursor walks back in time. */
-export async function listChats(db: Knex, orgId: string, page: { agentId?: string | undefined; limit: number; cursor?: string | undefined }): Promise<{ chats: ChatRecord[]; nextCursor: string | null }> {
+export async function listChats(
+  db: Knex,
+  orgId: string,
+  page: { agentId?: string | undefined; limit: number; cursor?: string | undefined },
+): Promise<{ chats: ChatRecord[]; nextCursor: string | null }> {
   const q = db('chats').where({ org_id: orgId });
   if (page.agentId !== undefined) q.where({ agent_id: page.agentId });
   if (page.cursor !== undefined) q.where('id', '<', decodeCursor('chats', page.cursor, 'string', CHAT_ID_PATTERN));
   const rows = (await q.orderBy('id', 'desc').limit(page.limit + 1)) as ChatRow[];
   const items = rows.slice(0, page.limit).map(toChat);
-  return { chats: items, nextCursor: rows.length > page.limit ? encodeCursor('chats', items[items.length - 1]!.chatId) : null };
+  return {
+    chats: items,
+    nextCursor: rows.length > page.limit ? encodeCursor('chats', items[items.length - 1]!.chatId) : null,
+  };
 }
 
 /** Clears the history; the chat id, its owner and its files stay (chat_reset_conversation). */
@@ -70,7 +101,10 @@ export async function resetChat(db: Knex, orgId: string, chatId: string): Promis
 }
 
 export async function loadHistory(db: Knex, orgId: string, chatId: string): Promise<ModelMessage[]> {
-  const rows = (await db('chat_messages').where({ org_id: orgId, chat_id: chatId }).orderBy('seq', 'asc').select('message')) as { message: string }[];
+  const rows = (await db('chat_messages')
+    .where({ org_id: orgId, chat_id: chatId })
+    .orderBy('seq', 'asc')
+    .select('message')) as { message: string }[];
   return rows.map((r) => fromJson<ModelMessage>(r.message)!).filter(Boolean);
 }
 
@@ -79,7 +113,14 @@ export async function loadHistory(db: Knex, orgId: string, chatId: string): Prom
  * chat never overlap (src/agents/chat-order.ts), and the (chat_id, seq) primary key turns any
  * overlap that slipped through into a failed write rather than an interleaved history.
  */
-export async function appendMessages(trx: Knex, orgId: string, chatId: string, turnId: string, messages: readonly ModelMessage[], firstSeq?: number): Promise<void> {
+export async function appendMessages(
+  trx: Knex,
+  orgId: string,
+  chatId: string,
+  turnId: string,
+  messages: readonly ModelMessage[],
+  firstSeq?: number,
+): Promise<void> {
   if (messages.length === 0) return;
   const now = nowIso();
   // Write first: the UPDATE takes the write lock (sqlite) or the row lock (PostgreSQL) before
@@ -90,10 +131,21 @@ export async function appendMessages(trx: Knex, orgId: string, chatId: string, t
   // The caller knows the next seq when it read the history within this chat's turn order.
   let first = firstSeq;
   if (first === undefined) {
-    const last = (await trx('chat_messages').where({ chat_id: chatId }).max({ seq: 'seq' }).first()) as { seq: number | string | null } | undefined;
+    const last = (await trx('chat_messages').where({ chat_id: chatId }).max({ seq: 'seq' }).first()) as
+      { seq: number | string | null } | undefined;
     first = Number(last?.seq ?? 0) + 1;
   }
-  await trx('chat_messages').insert(messages.map((m, i) => ({ chat_id: chatId, seq: first + i, org_id: orgId, turn_id: turnId, role: m.role, message: toJson(m), created_at: now })));
+  await trx('chat_messages').insert(
+    messages.map((m, i) => ({
+      chat_id: chatId,
+      seq: first + i,
+      org_id: orgId,
+      turn_id: turnId,
+      role: m.role,
+      message: toJson(m),
+      created_at: now,
+    })),
+  );
 }
 
 // ---- turns: one user message and its reply ----
@@ -130,8 +182,16 @@ interface TurnRow {
 
 function toTurn(r: TurnRow): TurnRecord {
   return {
-    turnId: r.id, chatId: r.chat_id, agentId: r.agent_id, channelId: r.channel_id, status: r.status, reply: r.reply,
-    output: fromJson<Record<string, unknown>>(r.output), error: fromJson<{ error: string; message: string }>(r.error), createdAt: r.created_at, finishedAt: r.finished_at,
+    turnId: r.id,
+    chatId: r.chat_id,
+    agentId: r.agent_id,
+    channelId: r.channel_id,
+    status: r.status,
+    reply: r.reply,
+    output: fromJson<Record<string, unknown>>(r.output),
+    error: fromJson<{ error: string; message: string }>(r.error),
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
   };
 }
 
@@ -142,19 +202,55 @@ export class TurnIdempotencyRace extends Error {
 }
 
 /** Inserts a RUNNING turn; a second turn with the same channel and Idempotency-Key fails on the unique key. */
-export async function createTurn(db: Knex, input: { id?: string | undefined; orgId: string; chatId: string; agentId: string; channelId?: string | null | undefined; idemKey?: string | undefined }): Promise<TurnRecord> {
+export async function createTurn(
+  db: Knex,
+  input: {
+    id?: string | undefined;
+    orgId: string;
+    chatId: string;
+    agentId: string;
+    channelId?: string | null | undefined;
+    idemKey?: string | undefined;
+  },
+): Promise<TurnRecord> {
   const row: TurnRow = {
-    id: input.id ?? newId('turn'), org_id: input.orgId, chat_id: input.chatId, agent_id: input.agentId, channel_id: input.channelId ?? null,
-    idem_key: input.idemKey ?? null, status: 'RUNNING', reply: null, output: null, error: null, created_at: nowIso(), finished_at: null,
+    id: input.id ?? newId('turn'),
+    org_id: input.orgId,
+    chat_id: input.chatId,
+    agent_id: input.agentId,
+    channel_id: input.channelId ?? null,
+    idem_key: input.idemKey ?? null,
+    status: 'RUNNING',
+    reply: null,
+    output: null,
+    error: null,
+    created_at: nowIso(),
+    finished_at: null,
   };
   await db('agent_turns').insert(row);
   return toTurn(row);
 }
 
-export async function finishTurn(db: Knex, orgId: string, turnId: string, outcome: { status: 'COMPLETE' | 'FAILED'; reply?: string | null; output?: Record<string, unknown> | null; error?: { error: string; message: string } | null }): Promise<void> {
-  await db('agent_turns').where({ org_id: orgId, id: turnId }).update({
-    status: outcome.status, reply: outcome.reply ?? null, output: toJson(outcome.output ?? null), error: toJson(outcome.error ?? null), finished_at: nowIso(),
-  });
+export async function finishTurn(
+  db: Knex,
+  orgId: string,
+  turnId: string,
+  outcome: {
+    status: 'COMPLETE' | 'FAILED';
+    reply?: string | null;
+    output?: Record<string, unknown> | null;
+    error?: { error: string; message: string } | null;
+  },
+): Promise<void> {
+  await db('agent_turns')
+    .where({ org_id: orgId, id: turnId })
+    .update({
+      status: outcome.status,
+      reply: outcome.reply ?? null,
+      output: toJson(outcome.output ?? null),
+      error: toJson(outcome.error ?? null),
+      finished_at: nowIso(),
+    });
 }
 
 export async function getTurn(db: Knex, orgId: string, turnId: string): Promise<TurnRecord | undefined> {
@@ -165,34 +261,76 @@ export async function getTurn(db: Knex, orgId: string, turnId: string): Promise<
 const IDEMPOTENCY_WINDOW_MS = 24 * 3600_000;
 
 /** Idempotency-Key replays (openapi/triggers.yaml): 24 hours per channel and key. */
-export async function findTurnByIdempotencyKey(db: Knex, orgId: string, channelId: string, key: string): Promise<TurnRecord | undefined> {
+export async function findTurnByIdempotencyKey(
+  db: Knex,
+  orgId: string,
+  channelId: string,
+  key: string,
+): Promise<TurnRecord | undefined> {
   const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
-  const row = (await db('agent_turns').where({ org_id: orgId, channel_id: channelId, idem_key: key }).andWhere('created_at', '>=', since).first()) as TurnRow | undefined;
+  const row = (await db('agent_turns')
+    .where({ org_id: orgId, channel_id: channelId, idem_key: key })
+    .andWhere('created_at', '>=', since)
+    .first()) as TurnRow | undefined;
   return row ? toTurn(row) : undefined;
 }
 
 /** After the window the key may be used again: the old turn keeps its record but not the key (a write, so it may open a transaction). */
-export async function releaseExpiredIdempotencyKey(db: Knex, orgId: string, channelId: string, key: string): Promise<void> {
+export async function releaseExpiredIdempotencyKey(
+  db: Knex,
+  orgId: string,
+  channelId: string,
+  key: string,
+): Promise<void> {
   const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
-  await db('agent_turns').where({ org_id: orgId, channel_id: channelId, idem_key: key }).andWhere('created_at', '<', since).update({ idem_key: null });
+  await db('agent_turns')
+    .where({ org_id: orgId, channel_id: channelId, idem_key: key })
+    .andWhere('created_at', '<', since)
+    .update({ idem_key: null });
 }
 
 /** A turn left RUNNING by a process that died: failed, never stuck (called at start-up). */
 export async function failAbandonedTurns(db: Knex, olderThanMs: number): Promise<number> {
   const before = new Date(Date.now() - olderThanMs).toISOString();
-  return db('agent_turns').where({ status: 'RUNNING' }).andWhere('created_at', '<', before).update({
-    status: 'FAILED', error: toJson({ error: 'turn_abandoned', message: 'The process running this turn stopped before it finished' }), finished_at: nowIso(),
-  });
+  return db('agent_turns')
+    .where({ status: 'RUNNING' })
+    .andWhere('created_at', '<', before)
+    .update({
+      status: 'FAILED',
+      error: toJson({ error: 'turn_abandoned', message: 'The process running this turn stopped before it finished' }),
+      finished_at: nowIso(),
+    });
 }
 
 // ---- files produced in a chat ----
 
-export async function linkChatFile(db: Knex, input: { fileId: string; orgId: string; chatId: string; turnId: string }): Promise<void> {
-  await db('chat_files').insert({ file_id: input.fileId, org_id: input.orgId, chat_id: input.chatId, turn_id: input.turnId, created_at: nowIso() });
+export async function linkChatFile(
+  db: Knex,
+  input: { fileId: string; orgId: string; chatId: string; turnId: string },
+): Promise<void> {
+  await db('chat_files').insert({
+    file_id: input.fileId,
+    org_id: input.orgId,
+    chat_id: input.chatId,
+    turn_id: input.turnId,
+    created_at: nowIso(),
+  });
 }
 
-export async function listChatFiles(db: Knex, orgId: string, chatId: string): Promise<{ id: string; filename: string; mimeType: string; size: number }[]> {
-  const rows = (await db('chat_files as c').join('files as f', 'f.id', 'c.file_id').where({ 'c.org_id': orgId, 'c.chat_id': chatId }).orderBy('c.file_id', 'asc')
-    .select('f.id', 'f.filename', 'f.mime_type', 'f.size')) as { id: string; filename: string; mime_type: string; size: number | string }[];
+export async function listChatFiles(
+  db: Knex,
+  orgId: string,
+  chatId: string,
+): Promise<{ id: string; filename: string; mimeType: string; size: number }[]> {
+  const rows = (await db('chat_files as c')
+    .join('files as f', 'f.id', 'c.file_id')
+    .where({ 'c.org_id': orgId, 'c.chat_id': chatId })
+    .orderBy('c.file_id', 'asc')
+    .select('f.id', 'f.filename', 'f.mime_type', 'f.size')) as {
+    id: string;
+    filename: string;
+    mime_type: string;
+    size: number | string;
+  }[];
   return rows.map((r) => ({ id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) }));
 }

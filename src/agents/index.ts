@@ -4,14 +4,44 @@
  * API channel. See README.md.
  */
 export {
-  createAgent, getAgent, requireAgent, listAgents, updateAgent, deleteAgent, publishRelease, setPublicTemplate, runnableConfig, configOf,
-  AGENT_ID_PATTERN, type AgentRecord, type AgentConfig, type AgentCreate, type AgentPatch, type ServerRef,
+  createAgent,
+  getAgent,
+  requireAgent,
+  listAgents,
+  updateAgent,
+  deleteAgent,
+  publishRelease,
+  setPublicTemplate,
+  runnableConfig,
+  configOf,
+  AGENT_ID_PATTERN,
+  type AgentRecord,
+  type AgentConfig,
+  type AgentCreate,
+  type AgentPatch,
+  type ServerRef,
 } from './agents.js';
 export {
-  createChat, getChat, listChats, resetChat, loadHistory, listChatFiles, getTurn, failAbandonedTurns, CHAT_ID_PATTERN,
-  type ChatRecord, type TurnRecord,
+  createChat,
+  getChat,
+  listChats,
+  resetChat,
+  loadHistory,
+  listChatFiles,
+  getTurn,
+  failAbandonedTurns,
+  CHAT_ID_PATTERN,
+  type ChatRecord,
+  type TurnRecord,
 } from './chats.js';
-export { AgentConfigError, checkAgentConfig, checkModel, checkOutputSchema, checkServers, MODEL_PATTERN } from './validate.js';
+export {
+  AgentConfigError,
+  checkAgentConfig,
+  checkModel,
+  checkOutputSchema,
+  checkServers,
+  MODEL_PATTERN,
+} from './validate.js';
 export { AgentService, type AgentEvent, type InvokeRequest, type Invocation, type TurnOutcome } from './service.js';
 export { resolveModel } from './runtime/providers.js';
 export { sendChannelMessage, authoriseChannel, serveChannel } from './channel-call.js';

@@ -15,7 +15,19 @@ import { recordFile } from '../runs/files.js';
 import { newId } from '../storage/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {
-  appendMessages, createChat, createTurn, findTurnByIdempotencyKey, releaseExpiredIdempotencyKey, finishTurn, getChat, getTurn, linkChatFile, loadHistory, resetChat, TurnIdempotencyRace, type TurnRecord,
+  appendMessages,
+  createChat,
+  createTurn,
+  findTurnByIdempotencyKey,
+  releaseExpiredIdempotencyKey,
+  finishTurn,
+  getChat,
+  getTurn,
+  linkChatFile,
+  loadHistory,
+  resetChat,
+  TurnIdempotencyRace,
+  type TurnRecord,
 } from './chats.js';
 import { WriteQueue } from '../storage/write-queue.js';
 import type { ChatOrder } from './chat-order.js';
@@ -60,7 +72,10 @@ export class AgentService {
 
   private readonly writes: WriteQueue;
 
-  constructor(private readonly services: Services, private readonly order: ChatOrder) {
+  constructor(
+    private readonly services: Services,
+    private readonly order: ChatOrder,
+  ) {
     this.writes = WriteQueue.for(services.db);
   }
 
@@ -76,7 +91,9 @@ export class AgentService {
         // Spec Errors: not owned by this channel → 403 unowned_chat_id; an unknown chat answers the same (no existence oracle).
         if (!chat || chat.channelId !== req.channelId) throw new AppError('ERR_CHANNEL_UNOWNED_CHAT');
       } else if (!chat || chat.agentId !== req.agentId) {
-        throw new AppError('ERR_NOT_FOUND', { message: `No chat ${req.chatId} with agent ${req.agentId} in this organisation` });
+        throw new AppError('ERR_NOT_FOUND', {
+          message: `No chat ${req.chatId} with agent ${req.agentId} in this organisation`,
+        });
       }
     }
     const chatId = req.chatId ?? newId('chat');
@@ -84,9 +101,18 @@ export class AgentService {
     // The new chat (if any) and the turn commit together: a refused turn leaves no empty chat.
     const recorded = this.writes.run(async (trx) => {
       // A key older than the 24-hour replay window is free again: release it from its old turn.
-      if (req.idempotencyKey && req.channelId) await releaseExpiredIdempotencyKey(trx, req.orgId, req.channelId, req.idempotencyKey);
-      if (req.chatId === undefined) await createChat(trx, { id: chatId, orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null });
-      await createTurn(trx, { id: turnId, orgId: req.orgId, chatId, agentId: req.agentId, channelId: req.channelId, idemKey: req.idempotencyKey });
+      if (req.idempotencyKey && req.channelId)
+        await releaseExpiredIdempotencyKey(trx, req.orgId, req.channelId, req.idempotencyKey);
+      if (req.chatId === undefined)
+        await createChat(trx, { id: chatId, orgId: req.orgId, agentId: req.agentId, channelId: req.channelId ?? null });
+      await createTurn(trx, {
+        id: turnId,
+        orgId: req.orgId,
+        chatId,
+        agentId: req.agentId,
+        channelId: req.channelId,
+        idemKey: req.idempotencyKey,
+      });
     });
     if (req.idempotencyKey) {
       // A replay must find the turn: the key is claimed before the model runs.
@@ -103,7 +129,9 @@ export class AgentService {
       // The model starts while the rows commit; the turn's end is written after them (one queue, in order).
       recorded.catch(() => undefined);
     }
-    const done = this.order.run(chatId, () => this.execute(req, chatId, turnId, agentConfig, model, req.chatId === undefined, recorded));
+    const done = this.order.run(chatId, () =>
+      this.execute(req, chatId, turnId, agentConfig, model, req.chatId === undefined, recorded),
+    );
     this.running.set(turnId, done);
     const forget = () => this.running.delete(turnId);
     done.then(forget, forget);
@@ -130,12 +158,24 @@ export class AgentService {
     }
   }
 
-  private async execute(req: InvokeRequest, chatId: string, turnId: string, agentConfig: AgentConfig, model: ReturnType<typeof resolveModel>['model'], newChat: boolean, recorded: Promise<void>): Promise<TurnOutcome> {
+  private async execute(
+    req: InvokeRequest,
+    chatId: string,
+    turnId: string,
+    agentConfig: AgentConfig,
+    model: ReturnType<typeof resolveModel>['model'],
+    newChat: boolean,
+    recorded: Promise<void>,
+  ): Promise<TurnOutcome> {
     const { db, config, log } = this.services;
     const limit = AbortSignal.timeout(config.agentTurnTimeoutMs);
     const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
     const ctx: GatewayContext = {
-      services: this.services, log, orgId: req.orgId, forwardedHeaders: req.forwardedHeaders ?? {}, signal,
+      services: this.services,
+      log,
+      orgId: req.orgId,
+      forwardedHeaders: req.forwardedHeaders ?? {},
+      signal,
       // Discovery learns per caller (src/servers/sidekick/usage.ts): one conversation is one caller.
       callerId: `chat:${chatId}`,
       ...(req.metadata ? { sourceMetadata: req.metadata } : {}),
@@ -147,36 +187,62 @@ export class AgentService {
       // A chat made for this turn has no history yet: no read needed.
       const history = newChat ? [] : await loadHistory(db, req.orgId, chatId);
       nextSeq = history.length + 1;
-      const { tools } = await agentTools(ctx, agentConfig.servers, (c, p) => this.services.gateway.catalog.resolve(c, p), {
-        onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
-        onToolEnd: (e) => {
-          req.onEvent?.({ type: 'tool-call-end', ...e });
-          // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
-          this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+      const { tools } = await agentTools(
+        ctx,
+        agentConfig.servers,
+        (c, p) => this.services.gateway.catalog.resolve(c, p),
+        {
+          onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
+          onToolEnd: (e) => {
+            req.onEvent?.({ type: 'tool-call-end', ...e });
+            // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
+            this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+          },
+          onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
         },
-        onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
-      });
+      );
       const result = await runTurn({
-        model, config: agentConfig, history, message: req.message, sourceMetadata: req.metadata, tools,
-        maxSteps: config.agentMaxSteps, signal, onTextDelta: req.onEvent ? (delta) => req.onEvent?.({ type: 'text-delta', delta }) : undefined,
+        model,
+        config: agentConfig,
+        history,
+        message: req.message,
+        sourceMetadata: req.metadata,
+        tools,
+        maxSteps: config.agentMaxSteps,
+        signal,
+        onTextDelta: req.onEvent ? (delta) => req.onEvent?.({ type: 'text-delta', delta }) : undefined,
       });
       outcome = { ok: true, reply: result.reply, output: result.output, messages: result.messages };
     } catch (err) {
       if (!(err instanceof TurnFailure)) log.error({ err, chatId, turnId }, 'agent turn failed unexpectedly');
-      const error = err instanceof TurnFailure ? { error: err.code, message: err.message } : { error: 'internal_error', message: `The agent turn failed: ${(err as Error).message}` };
-      const messages = err instanceof TurnFailure ? err.messages : [{ role: 'user', content: req.message } as ModelMessage];
+      const error =
+        err instanceof TurnFailure
+          ? { error: err.code, message: err.message }
+          : { error: 'internal_error', message: `The agent turn failed: ${(err as Error).message}` };
+      const messages =
+        err instanceof TurnFailure ? err.messages : [{ role: 'user', content: req.message } as ModelMessage];
       outcome = { ok: false, error, messages };
     }
     try {
       await recorded;
       await this.writes.run(async (trx) => {
-        await finishTurn(trx, req.orgId, turnId, outcome.ok ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output } : { status: 'FAILED', error: outcome.error });
+        await finishTurn(
+          trx,
+          req.orgId,
+          turnId,
+          outcome.ok
+            ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output }
+            : { status: 'FAILED', error: outcome.error },
+        );
         await appendMessages(trx, req.orgId, chatId, turnId, outcome.messages, nextSeq);
       });
     } catch (err) {
       // The reply is not kept: the caller must not believe it is in the history.
       log.error({ err, chatId, turnId }, 'agent turn could not be recorded');
-      const error = { error: 'internal_error', message: 'The agent answered but its turn could not be recorded; try again' };
+      const error = {
+        error: 'internal_error',
+        message: 'The agent answered but its turn could not be recorded; try again',
+      };
       await finishTurn(db, req.orgId, turnId, { status: 'FAILED', error }).catch(() => undefined);
       return { ok: false, error, messages: outcome.messages };
     }
@@ -184,14 +250,27 @@ export class AgentService {
   }
 
   /** A file from a tool result: a `files` row (kind chat) linked to the chat; its id, or undefined. */
-  private async saveFile(orgId: string, chatId: string, turnId: string, f: { fileName: string; mimeType: string; data: Buffer }): Promise<string | undefined> {
+  private async saveFile(
+    orgId: string,
+    chatId: string,
+    turnId: string,
+    f: { fileName: string; mimeType: string; data: Buffer },
+  ): Promise<string | undefined> {
     const { blobs, log } = this.services;
     try {
       const id = newId('file');
       const blobKey = `chats/${chatId}/${id}`;
       await blobs.put(blobKey, f.data);
       await this.writes.run(async (trx) => {
-        await recordFile(trx, { id, orgId, kind: 'chat', filename: f.fileName.slice(0, 255), mimeType: f.mimeType.slice(0, 255), size: f.data.length, blobKey });
+        await recordFile(trx, {
+          id,
+          orgId,
+          kind: 'chat',
+          filename: f.fileName.slice(0, 255),
+          mimeType: f.mimeType.slice(0, 255),
+          size: f.data.length,
+          blobKey,
+        });
         await linkChatFile(trx, { fileId: id, orgId, chatId, turnId });
       });
       return id;

@@ -14,11 +14,27 @@ export function agentInvoker(services: Services): AgentInvoker {
       inv = await services.agents.start({ orgId, agentId, message, signal });
     } catch (err) {
       if (isAppError(err) && err.status < 500) return { kind: 'refused', message: err.message };
-      if (isAppError(err) && err.key === 'ERR_AGENT_MODEL_NOT_CONFIGURED') return { kind: 'refused', message: err.message };
+      if (isAppError(err) && err.key === 'ERR_AGENT_MODEL_NOT_CONFIGURED')
+        return { kind: 'refused', message: err.message };
       throw err;
     }
     const outcome = await inv.done;
-    if (outcome.ok) return { kind: 'ok', chatId: inv.chatId, turnId: inv.turnId, reply: outcome.reply, output: outcome.output, messages: outcome.messages };
-    return { kind: 'failed', chatId: inv.chatId, turnId: inv.turnId, error: outcome.error.error, message: outcome.error.message, messages: outcome.messages };
+    if (outcome.ok)
+      return {
+        kind: 'ok',
+        chatId: inv.chatId,
+        turnId: inv.turnId,
+        reply: outcome.reply,
+        output: outcome.output,
+        messages: outcome.messages,
+      };
+    return {
+      kind: 'failed',
+      chatId: inv.chatId,
+      turnId: inv.turnId,
+      error: outcome.error.error,
+      message: outcome.error.message,
+      messages: outcome.messages,
+    };
   };
 }

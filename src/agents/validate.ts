@@ -16,7 +16,10 @@ import type { ServerRef } from './agents.js';
 export const MODEL_PATTERN = /^(openai-compatible|openai|anthropic|google)\/.+$/;
 
 export class AgentConfigError extends Error {
-  constructor(readonly field: string, message: string) {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'AgentConfigError';
   }
@@ -45,33 +48,58 @@ export function outputValidator(schema: Record<string, unknown>): ValidateFuncti
 
 export function checkOutputSchema(schema: Record<string, unknown> | null | undefined): void {
   if (schema === null || schema === undefined) return;
-  if (schema.type !== 'object') throw new AgentConfigError('outputSchema', 'outputSchema must describe a JSON object (type: "object" at its root)');
+  if (schema.type !== 'object')
+    throw new AgentConfigError('outputSchema', 'outputSchema must describe a JSON object (type: "object" at its root)');
   outputValidator(schema);
 }
 
 export function checkModel(model: string | null | undefined): void {
   if (model === null || model === undefined) return;
-  if (!MODEL_PATTERN.test(model)) throw new AgentConfigError('model', `model must be provider/model with provider openai-compatible, openai, anthropic or google, got "${model}"`);
+  if (!MODEL_PATTERN.test(model))
+    throw new AgentConfigError(
+      'model',
+      `model must be provider/model with provider openai-compatible, openai, anthropic or google, got "${model}"`,
+    );
 }
 
 export async function checkServers(services: Services, orgId: string, servers: ServerRef[] | undefined): Promise<void> {
   if (!servers) return;
   const seen = new Set<string>();
-  const ctx: GatewayContext = { services, log: services.log, orgId, forwardedHeaders: {}, signal: new AbortController().signal };
+  const ctx: GatewayContext = {
+    services,
+    log: services.log,
+    orgId,
+    forwardedHeaders: {},
+    signal: new AbortController().signal,
+  };
   for (const [i, ref] of servers.entries()) {
-    if (seen.has(ref.server)) throw new AgentConfigError(`servers[${i}].server`, `server "${ref.server}" is listed twice`);
+    if (seen.has(ref.server))
+      throw new AgentConfigError(`servers[${i}].server`, `server "${ref.server}" is listed twice`);
     seen.add(ref.server);
     const server = await services.gateway.catalog.resolve(ctx, ref.server);
-    if (!server) throw new AgentConfigError(`servers[${i}].server`, `unknown server "${ref.server}": use a path from listServers`);
+    if (!server)
+      throw new AgentConfigError(`servers[${i}].server`, `unknown server "${ref.server}": use a path from listServers`);
     if (!server.embedded || !ref.tools) continue;
     const names = new Set((await server.listTools(ctx)).map((t) => t.name));
     const missing = ref.tools.filter((t) => !names.has(t));
-    if (missing.length) throw new AgentConfigError(`servers[${i}].tools`, `server "${ref.server}" has no tool ${missing.map((m) => `"${m}"`).join(', ')}`);
+    if (missing.length)
+      throw new AgentConfigError(
+        `servers[${i}].tools`,
+        `server "${ref.server}" has no tool ${missing.map((m) => `"${m}"`).join(', ')}`,
+      );
   }
 }
 
 /** Every check of a create or a patch (fields absent from a patch are not checked). */
-export async function checkAgentConfig(services: Services, orgId: string, input: { servers?: ServerRef[] | undefined; model?: string | null | undefined; outputSchema?: Record<string, unknown> | null | undefined }): Promise<void> {
+export async function checkAgentConfig(
+  services: Services,
+  orgId: string,
+  input: {
+    servers?: ServerRef[] | undefined;
+    model?: string | null | undefined;
+    outputSchema?: Record<string, unknown> | null | undefined;
+  },
+): Promise<void> {
   checkModel(input.model);
   checkOutputSchema(input.outputSchema);
   await checkServers(services, orgId, input.servers);

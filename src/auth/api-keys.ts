@@ -62,7 +62,9 @@ export async function createApiKey(
 /** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
 export async function listApiKeys(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<ApiKeyView>> {
   const { rows, nextCursor } = await pageRows<ApiKeyRow & Record<string, unknown>>(
-    db('api_keys').where({ org_id: orgId }), { list: 'api-keys', column: 'id', keyPattern: ID_PATTERN }, page,
+    db('api_keys').where({ org_id: orgId }),
+    { list: 'api-keys', column: 'id', keyPattern: ID_PATTERN },
+    page,
   );
   return { items: rows.map(toView), nextCursor };
 }
@@ -77,7 +79,12 @@ export async function getApiKey(db: Knex, orgId: string, id: string): Promise<Ap
  * Refused with 409 when it is the organisation's last active key while an enabled trigger
  * still needs one (./last-active.ts); with no enabled trigger the last key may go.
  */
-export async function revokeApiKey(db: Knex, orgId: string, id: string, opts: { force?: boolean } = {}): Promise<ApiKeyView | null> {
+export async function revokeApiKey(
+  db: Knex,
+  orgId: string,
+  id: string,
+  opts: { force?: boolean } = {},
+): Promise<ApiKeyView | null> {
   const outcome = await revokeUnlessLast(db, 'api_keys', orgId, id, {
     force: opts.force,
     refusal: 'ERR_LAST_API_KEY',
@@ -97,9 +104,10 @@ export async function verifyApiKey(
 ): Promise<{ orgId: string; keyId: string } | null> {
   if (typeof secret !== 'string' || secret.length === 0 || secret.length > MAX_SECRET_LENGTH) return null;
   const hash = hashSecret(secret);
-  const row = (await db('api_keys').select('id', 'org_id', 'secret_hash', 'revoked_at').where({ secret_hash: hash }).first()) as
-    | Pick<ApiKeyRow, 'id' | 'org_id' | 'secret_hash' | 'revoked_at'>
-    | undefined;
+  const row = (await db('api_keys')
+    .select('id', 'org_id', 'secret_hash', 'revoked_at')
+    .where({ secret_hash: hash })
+    .first()) as Pick<ApiKeyRow, 'id' | 'org_id' | 'secret_hash' | 'revoked_at'> | undefined;
   if (!row || !safeEqual(row.secret_hash, hash) || row.revoked_at) return null;
   touchLastUsed(db, 'api_keys', row.id, log);
   return { orgId: row.org_id, keyId: row.id };
@@ -114,7 +122,11 @@ export async function verifyApiKey(
 export class ApiKeyVerifier {
   private readonly memo: TtlMemo<{ orgId: string; keyId: string } | null>;
 
-  constructor(private readonly db: Knex, ttlMs: number, private readonly log?: Logger) {
+  constructor(
+    private readonly db: Knex,
+    ttlMs: number,
+    private readonly log?: Logger,
+  ) {
     this.memo = new TtlMemo(ttlMs);
   }
 

@@ -74,7 +74,9 @@ export async function createCredential(
 /** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
 export async function listCredentials(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<CredentialView>> {
   const { rows, nextCursor } = await pageRows<CredentialRow & Record<string, unknown>>(
-    db('credentials').where({ org_id: orgId }), { list: 'credentials', column: 'id', keyPattern: ID_PATTERN }, page,
+    db('credentials').where({ org_id: orgId }),
+    { list: 'credentials', column: 'id', keyPattern: ID_PATTERN },
+    page,
   );
   return { items: rows.map(toView), nextCursor };
 }
@@ -90,9 +92,17 @@ export async function getCredential(db: Knex, orgId: string, id: string): Promis
  * seconds through the TokenService's status cache; use TokenService.revokeCredential to also
  * evict this process's cache entry at once.
  */
-export async function revokeCredential(db: Knex, orgId: string, id: string, opts: { force?: boolean } = {}): Promise<CredentialView | null> {
+export async function revokeCredential(
+  db: Knex,
+  orgId: string,
+  id: string,
+  opts: { force?: boolean } = {},
+): Promise<CredentialView | null> {
   // Refused with 409 when it is the organisation's last active credential (./last-active.ts).
-  const outcome = await revokeUnlessLast(db, 'credentials', orgId, id, { force: opts.force, refusal: 'ERR_LAST_CREDENTIAL' });
+  const outcome = await revokeUnlessLast(db, 'credentials', orgId, id, {
+    force: opts.force,
+    refusal: 'ERR_LAST_CREDENTIAL',
+  });
   return outcome === 'missing' ? null : getCredential(db, orgId, id);
 }
 
@@ -124,7 +134,9 @@ export async function authenticateClient(
  */
 export async function authenticateSecret(db: Knex, clientSecret: string, log?: Logger): Promise<CredentialView | null> {
   if (!clientSecret || clientSecret.length > MAX_SECRET_LENGTH) return null;
-  const row = (await db('credentials').where({ secret_hash: hashSecret(clientSecret) }).first()) as CredentialRow | undefined;
+  const row = (await db('credentials')
+    .where({ secret_hash: hashSecret(clientSecret) })
+    .first()) as CredentialRow | undefined;
   const ok = checkSecret(row, clientSecret);
   if (!ok) return null;
   touchLastUsed(db, 'credentials', ok.id, log);

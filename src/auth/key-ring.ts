@@ -2,7 +2,12 @@ import type { Knex } from 'knex';
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Logger } from '../config/logger.js';
 import {
-  SIGNING_ALG, createSigningKey, loadPrivateJwk, loadUsableKeys, pickActive, rotateSigningKeys,
+  SIGNING_ALG,
+  createSigningKey,
+  loadPrivateJwk,
+  loadUsableKeys,
+  pickActive,
+  rotateSigningKeys,
   type SigningKeyRecord,
 } from './signing-keys.js';
 
@@ -95,7 +100,8 @@ export class KeyRing {
         nowMs: this.opts.now(),
         ifActiveKid: active.kid,
       });
-      if (rotated) this.opts.log.info({ kid: rotated.kid, retired: active.kid }, 'rotated the token signing key by age');
+      if (rotated)
+        this.opts.log.info({ kid: rotated.kid, retired: active.kid }, 'rotated the token signing key by age');
       await this.reload();
     })().finally(() => {
       this.rotating = null;
@@ -146,7 +152,15 @@ export class KeyRing {
     for (const { record } of this.entries.values()) {
       if (this.isExpired(record)) continue;
       const jwk: JWK = record.publicJwk;
-      keys.push({ kid: record.kid, kty: String(jwk.kty), crv: String(jwk.crv), x: String(jwk.x), y: String(jwk.y), alg: SIGNING_ALG, use: 'sig' });
+      keys.push({
+        kid: record.kid,
+        kty: String(jwk.kty),
+        crv: String(jwk.crv),
+        x: String(jwk.x),
+        y: String(jwk.y),
+        alg: SIGNING_ALG,
+        use: 'sig',
+      });
     }
     return { keys };
   }

@@ -20,14 +20,21 @@ export interface RevokeGuard {
 }
 
 /** `missing` (no such row in the organisation), `unchanged` (already revoked) or `revoked`. */
-export async function revokeUnlessLast(db: Knex, table: 'credentials' | 'api_keys', orgId: string, id: string, guard: RevokeGuard): Promise<'missing' | 'unchanged' | 'revoked'> {
+export async function revokeUnlessLast(
+  db: Knex,
+  table: 'credentials' | 'api_keys',
+  orgId: string,
+  id: string,
+  guard: RevokeGuard,
+): Promise<'missing' | 'unchanged' | 'revoked'> {
   return db.transaction(async (trx) => {
     // Serialise revocations per organisation before reading. PostgreSQL: a row lock. sqlite:
     // a first write takes the file's write lock, so a second revocation waits on busy_timeout
     // instead of failing to upgrade its read lock (SQLITE_BUSY).
     if (storeKind(db) === 'pg') await trx('organizations').where({ id: orgId }).forUpdate().first('id');
     else await trx('organizations').where({ id: orgId }).update({ id: orgId });
-    const row = (await trx(table).where({ id, org_id: orgId }).first('id', 'revoked_at')) as { id: string; revoked_at: string | null } | undefined;
+    const row = (await trx(table).where({ id, org_id: orgId }).first('id', 'revoked_at')) as
+      { id: string; revoked_at: string | null } | undefined;
     if (!row) return 'missing';
     if (row.revoked_at) return 'unchanged';
     if (!guard.force) {

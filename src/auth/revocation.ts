@@ -54,9 +54,13 @@ export class CredentialStatusCache {
     const seqAtStart = this.seq;
     const p = (async (): Promise<Status> => {
       const row = (await this.db('credentials').select('org_id', 'revoked_at').where({ id: credentialId }).first()) as
-        | { org_id: string; revoked_at: string | null }
-        | undefined;
-      const status: Status = { active: !!row && !row.revoked_at, orgId: row?.org_id ?? null, at: startedAt, seq: ++this.seq };
+        { org_id: string; revoked_at: string | null } | undefined;
+      const status: Status = {
+        active: !!row && !row.revoked_at,
+        orgId: row?.org_id ?? null,
+        at: startedAt,
+        seq: ++this.seq,
+      };
       // A revocation recorded while this query ran wins over its (older) answer.
       const current = this.entries.get(credentialId);
       if (!current || current.seq <= seqAtStart) {

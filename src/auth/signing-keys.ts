@@ -69,7 +69,10 @@ export async function loadUsableKeys(db: Knex, nowMs: number): Promise<SigningKe
   const rows = (await db('signing_keys')
     .select('kid', 'public_jwk', 'created_at', 'retired_at', 'expires_at')
     .where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', iso(nowMs)))
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'kid', order: 'desc' }])) as SigningKeyRow[];
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'kid', order: 'desc' },
+    ])) as SigningKeyRow[];
   return rows.map(toRecord);
 }
 
@@ -80,8 +83,7 @@ export function pickActive(keys: SigningKeyRecord[]): SigningKeyRecord | undefin
 
 export async function loadPrivateJwk(db: Knex, secretKey: Buffer, kid: string): Promise<JWK> {
   const row = (await db('signing_keys').select('private_jwk_enc').where({ kid }).first()) as
-    | Pick<SigningKeyRow, 'private_jwk_enc'>
-    | undefined;
+    Pick<SigningKeyRow, 'private_jwk_enc'> | undefined;
   if (!row) throw new Error(`signing key ${kid} is missing`);
   return JSON.parse(decrypt(secretKey, row.private_jwk_enc)) as JWK;
 }
@@ -104,7 +106,10 @@ export async function rotateSigningKeys(
   opts: { tokenTtlSeconds: number; nowMs: number; ifActiveKid?: string },
 ): Promise<{ kid: string } | null> {
   const row = await newKeyRow(secretKey, opts.nowMs);
-  const retire = { retired_at: iso(opts.nowMs), expires_at: iso(opts.nowMs + (opts.tokenTtlSeconds + RETIRED_GRACE_S) * 1000) };
+  const retire = {
+    retired_at: iso(opts.nowMs),
+    expires_at: iso(opts.nowMs + (opts.tokenTtlSeconds + RETIRED_GRACE_S) * 1000),
+  };
   return db.transaction(async (trx) => {
     if (opts.ifActiveKid) {
       const won = await trx('signing_keys').where({ kid: opts.ifActiveKid }).whereNull('retired_at').update(retire);

@@ -93,7 +93,9 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
   }
 
   /** Signature, algorithm, issuer, audience, lifetime and claim shape; no store access for known kids. */
-  async function checkToken(token: string): Promise<JWTPayload & { org: string; cid: string; sub: string; jti: string; exp: number }> {
+  async function checkToken(
+    token: string,
+  ): Promise<JWTPayload & { org: string; cid: string; sub: string; jti: string; exp: number }> {
     if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw invalid();
     let header;
     try {
@@ -119,7 +121,8 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
       throw invalid();
     }
     const { org, cid, sub, jti, exp, iat } = payload;
-    if (!nonEmpty(org) || !nonEmpty(cid) || !nonEmpty(sub) || !nonEmpty(jti) || typeof exp !== 'number') throw invalid();
+    if (!nonEmpty(org) || !nonEmpty(cid) || !nonEmpty(sub) || !nonEmpty(jti) || typeof exp !== 'number')
+      throw invalid();
     // jose checks `iat` only for type; one from the future is not a token we issued.
     if (typeof iat !== 'number' || iat > now() / 1000 + CLOCK_TOLERANCE_S) throw invalid();
     return { ...payload, org, cid, sub, jti, exp };
@@ -160,7 +163,11 @@ export async function createTokenService(deps: TokenServiceDeps): Promise<TokenS
     };
   }
 
-  async function revokeCredential(orgId: string, id: string, opts: { force?: boolean } = {}): Promise<CredentialView | null> {
+  async function revokeCredential(
+    orgId: string,
+    id: string,
+    opts: { force?: boolean } = {},
+  ): Promise<CredentialView | null> {
     const view = await revokeCredentialRow(db, orgId, id, opts);
     if (view?.revokedAt) statuses.markRevoked(id);
     return view;

@@ -16,7 +16,14 @@ import { createAgent } from '../agents/agents.js';
 import { createChannel } from '../agents/channels.js';
 import { createCollection } from '../events/collections.js';
 import { createQueue } from '../queues/queues.js';
-import { BOOTSTRAP_FILE, POSTMAN_ENV_FILE, postmanEnvironment, valuesFromBootstrap, writePostmanEnvironment, writeSecretJson } from './postman-env.js';
+import {
+  BOOTSTRAP_FILE,
+  POSTMAN_ENV_FILE,
+  postmanEnvironment,
+  valuesFromBootstrap,
+  writePostmanEnvironment,
+  writeSecretJson,
+} from './postman-env.js';
 
 /** Field names are stable: other tools read this file. */
 export interface BootstrapFile {
@@ -25,11 +32,23 @@ export interface BootstrapFile {
   clientSecret: string;
   apiKey: string;
   baseUrls: { triggers: string; auth: string; mcp: string; connect: string; runFiles: string };
-  demo: { automationId: string; apiTriggerId: string; webhookTriggerId: string; agentId: string; channelTriggerId: string; channelApiKey: string; datastoreId: string; queueId: string };
+  demo: {
+    automationId: string;
+    apiTriggerId: string;
+    webhookTriggerId: string;
+    agentId: string;
+    channelTriggerId: string;
+    channelApiKey: string;
+    datastoreId: string;
+    queueId: string;
+  };
 }
 
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
-export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' | 'log'>, out?: NodeJS.WritableStream): Promise<(BootstrapFile & { text: string }) | undefined> {
+export async function bootstrapIfEmpty(
+  services: Pick<Services, 'db' | 'config' | 'log'>,
+  out?: NodeJS.WritableStream,
+): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;
   const existing = await db('organizations').first('id');
   if (existing) return undefined;
@@ -43,13 +62,30 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     name: 'Demo API trigger',
     designatedOutput: { stepIndex: 1, fileName: 'report.md' },
   });
-  const webhookTrigger = await createTrigger(db, org.id, { automationId: workflow.automationId, kind: 'webhook', name: 'Demo webhook trigger' });
+  const webhookTrigger = await createTrigger(db, org.id, {
+    automationId: workflow.automationId,
+    kind: 'webhook',
+    name: 'Demo webhook trigger',
+  });
   const agent = await createAgent(db, org.id, demoAgent);
-  const { channel, apiKey: channelApiKey } = await createChannel(db, org.id, { agentId: agent.agentId, name: 'Demo text channel', outputFormat: 'text' });
+  const { channel, apiKey: channelApiKey } = await createChannel(db, org.id, {
+    agentId: agent.agentId,
+    name: 'Demo text channel',
+    outputFormat: 'text',
+  });
   // A structured datastore with no trigger URLs (README "Collections" attaches one).
-  const datastore = await createCollection(db, org.id, { name: 'Demo customers', description: 'Demo structured datastore: one item per customer.', type: 'structured_datastore' });
+  const datastore = await createCollection(db, org.id, {
+    name: 'Demo customers',
+    description: 'Demo structured datastore: one item per customer.',
+    type: 'structured_datastore',
+  });
   // A queue for CSV batches on the demo API trigger (spec section 15); two runs at a time keeps a demo batch visibly queued.
-  const queue = await createQueue(db, org.id, { name: 'Demo queue', description: 'Demo queue: one run of the demo workflow per CSV row.', triggerId: apiTrigger.triggerId, concurrencyLimit: 2 });
+  const queue = await createQueue(db, org.id, {
+    name: 'Demo queue',
+    description: 'Demo queue: one run of the demo workflow per CSV row.',
+    triggerId: apiTrigger.triggerId,
+    concurrencyLimit: 2,
+  });
   const file: BootstrapFile = {
     orgId: org.id,
     clientId: credential.clientId,
@@ -57,13 +93,22 @@ export async function bootstrapIfEmpty(services: Pick<Services, 'db' | 'config' 
     apiKey,
     baseUrls: { ...config.baseUrls },
     demo: {
-      automationId: workflow.automationId, apiTriggerId: apiTrigger.triggerId, webhookTriggerId: webhookTrigger.triggerId,
-      agentId: agent.agentId, channelTriggerId: channel.triggerId, channelApiKey, datastoreId: datastore.id, queueId: queue.id,
+      automationId: workflow.automationId,
+      apiTriggerId: apiTrigger.triggerId,
+      webhookTriggerId: webhookTrigger.triggerId,
+      agentId: agent.agentId,
+      channelTriggerId: channel.triggerId,
+      channelApiKey,
+      datastoreId: datastore.id,
+      queueId: queue.id,
     },
   };
   const target = writeSecretJson(path.join(config.dataDir, BOOTSTRAP_FILE), file);
   // The Postman environment holds the same secrets; written only here, while the secret is known.
-  writePostmanEnvironment(path.join(config.dataDir, POSTMAN_ENV_FILE), postmanEnvironment(valuesFromBootstrap(config.publicUrl, file)));
+  writePostmanEnvironment(
+    path.join(config.dataDir, POSTMAN_ENV_FILE),
+    postmanEnvironment(valuesFromBootstrap(config.publicUrl, file)),
+  );
   log.info({ orgId: org.id, file: target }, 'first start: demo organisation created (secrets are in bootstrap.json)');
   const text = welcome(file, target);
   out?.write(text);

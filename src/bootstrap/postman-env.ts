@@ -9,7 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { authenticateClient, createApiKey, createCredential, getOrganization, settleUsageWrites, verifyApiKey } from '../auth/index.js';
+import {
+  authenticateClient,
+  createApiKey,
+  createCredential,
+  getOrganization,
+  settleUsageWrites,
+  verifyApiKey,
+} from '../auth/index.js';
 import { findWorkflow, listWorkflows } from '../engine/index.js';
 import { findTrigger, listTriggers } from '../triggers/index.js';
 import { demoWorkflow } from './demo-workflow.js';
@@ -36,7 +43,12 @@ export interface PostmanEnvironment {
 
 /** The environment document Postman imports (its variable names are the collection's). */
 export function postmanEnvironment(v: PostmanEnvValues): PostmanEnvironment {
-  const entry = (key: string, value: string, secret = false) => ({ key, value, type: secret ? ('secret' as const) : ('default' as const), enabled: true as const });
+  const entry = (key: string, value: string, secret = false) => ({
+    key,
+    value,
+    type: secret ? ('secret' as const) : ('default' as const),
+    enabled: true as const,
+  });
   return {
     id: randomUUID(),
     name: `Switchyard (${v.baseUrl})`,
@@ -72,18 +84,29 @@ export function readBootstrapFile(dataDir: string): BootstrapFile | undefined {
 }
 
 export function valuesFromBootstrap(baseUrl: string, b: BootstrapFile): PostmanEnvValues {
-  return { baseUrl, orgId: b.orgId, clientId: b.clientId, clientSecret: b.clientSecret, apiKey: b.apiKey, demo: b.demo };
+  return {
+    baseUrl,
+    orgId: b.orgId,
+    clientId: b.clientId,
+    clientSecret: b.clientSecret,
+    apiKey: b.apiKey,
+    demo: b.demo,
+  };
 }
 
 /**
  * What in the values no longer works against the store: a revoked credential or API key
  * makes the whole collection fail, a deleted demo only the trigger folder.
  */
-export async function checkPostmanValues(db: Knex, v: PostmanEnvValues): Promise<{ fatal: string[]; warnings: string[] }> {
+export async function checkPostmanValues(
+  db: Knex,
+  v: PostmanEnvValues,
+): Promise<{ fatal: string[]; warnings: string[] }> {
   const fatal: string[] = [];
   const warnings: string[] = [];
   const client = await authenticateClient(db, v.clientId, v.clientSecret);
-  if (!client || client.orgId !== v.orgId) fatal.push(`the credential ${v.clientId} is revoked or its secret no longer matches`);
+  if (!client || client.orgId !== v.orgId)
+    fatal.push(`the credential ${v.clientId} is revoked or its secret no longer matches`);
   const key = await verifyApiKey(db, v.apiKey);
   if (!key || key.orgId !== v.orgId) fatal.push('the API key is revoked');
   await settleUsageWrites();
@@ -91,7 +114,10 @@ export async function checkPostmanValues(db: Knex, v: PostmanEnvValues): Promise
     const wf = await findWorkflow(db, v.orgId, v.demo.automationId);
     const api = await findTrigger(db, v.orgId, v.demo.apiTriggerId);
     const hook = await findTrigger(db, v.orgId, v.demo.webhookTriggerId);
-    if (!wf || !api || !hook) warnings.push('the demo workflow or one of its triggers was deleted: the "Run the demo workflow" folder will fail');
+    if (!wf || !api || !hook)
+      warnings.push(
+        'the demo workflow or one of its triggers was deleted: the "Run the demo workflow" folder will fail',
+      );
   }
   return { fatal, warnings };
 }
@@ -104,7 +130,14 @@ export async function freshPostmanValues(db: Knex, baseUrl: string, orgId: strin
   if (!(await getOrganization(db, orgId))) throw new Error(`no organisation ${orgId}`);
   const { credential, clientSecret } = await createCredential(db, orgId, { label: 'Postman environment' });
   const { secret } = await createApiKey(db, orgId, { label: 'Postman environment' });
-  return { baseUrl, orgId, clientId: credential.clientId, clientSecret, apiKey: secret, demo: await findDemo(db, orgId) };
+  return {
+    baseUrl,
+    orgId,
+    clientId: credential.clientId,
+    clientSecret,
+    apiKey: secret,
+    demo: await findDemo(db, orgId),
+  };
 }
 
 async function findDemo(db: Knex, orgId: string): Promise<PostmanEnvValues['demo']> {
@@ -114,5 +147,7 @@ async function findDemo(db: Knex, orgId: string): Promise<PostmanEnvValues['demo
   const triggers = await listTriggers(db, orgId, { automationId: wf.automationId }, { limit: 200 });
   const api = triggers.items.find((t) => t.kind === 'api');
   const hook = triggers.items.find((t) => t.kind === 'webhook');
-  return api && hook ? { automationId: wf.automationId, apiTriggerId: api.triggerId, webhookTriggerId: hook.triggerId } : undefined;
+  return api && hook
+    ? { automationId: wf.automationId, apiTriggerId: api.triggerId, webhookTriggerId: hook.triggerId }
+    : undefined;
 }

@@ -16,7 +16,18 @@
  * once its process has exited.
  */
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, chownSync, constants, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  chownSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../config/logger.js';
@@ -62,7 +73,9 @@ export function parentDirs(paths: readonly string[]): string[] {
 function installation(executable: string): { program: string; folders: string[] } {
   try {
     const real = realpathSync(executable);
-    return real.startsWith('/usr/') ? { program: executable, folders: [] } : { program: real, folders: [path.dirname(real)] };
+    return real.startsWith('/usr/')
+      ? { program: executable, folders: [] }
+      : { program: real, folders: [path.dirname(real)] };
   } catch {
     return { program: executable, folders: [] };
   }
@@ -132,17 +145,23 @@ export class ChromiumBox {
   /** What is in force for the browsers, for the startup log and README.md. */
   describe(): string {
     if (this.level === 'namespaces') {
-      return 'bubblewrap (host network through the guarded proxy only; own PID, IPC and UTS namespaces; a read-only view of the system without the service\'s files, data folder or home folders; a URL blocklist for file:, chrome:, devtools:, view-source: and about: pages), an unprivileged user of its own, profile and downloads in a private folder';
+      return "bubblewrap (host network through the guarded proxy only; own PID, IPC and UTS namespaces; a read-only view of the system without the service's files, data folder or home folders; a URL blocklist for file:, chrome:, devtools:, view-source: and about: pages), an unprivileged user of its own, profile and downloads in a private folder";
     }
-    if (this.level === 'user') return 'an unprivileged user of its own with a private profile and downloads folder; no namespaces and no URL blocklist (the operating-system layer is not in force)';
-    return 'the service\'s own user, without namespaces or a URL blocklist (the operating-system layer is not in force)';
+    if (this.level === 'user')
+      return 'an unprivileged user of its own with a private profile and downloads folder; no namespaces and no URL blocklist (the operating-system layer is not in force)';
+    return "the service's own user, without namespaces or a URL blocklist (the operating-system layer is not in force)";
   }
 
   /** Sets up one browser: its user, folder and launch script. */
   prepare(): ChromiumLaunch {
     const { executable, isolation } = this.opts;
     if (this.level === 'service') {
-      return { executablePath: executable, downloadsPath: undefined, env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' }, release: () => undefined };
+      return {
+        executablePath: executable,
+        downloadsPath: undefined,
+        env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        release: () => undefined,
+      };
     }
     const uid = isolation.users?.take();
     const name = randomBytes(8).toString('hex');
@@ -165,7 +184,12 @@ export class ChromiumBox {
       release();
       throw err;
     }
-    return { executablePath: script, downloadsPath: downloads, env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' }, release };
+    return {
+      executablePath: script,
+      downloadsPath: downloads,
+      env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' },
+      release,
+    };
   }
 
   close(): void {
@@ -211,7 +235,9 @@ export class ChromiumBox {
       mkdirSync(dir, { mode: 0o755 });
       chmodSync(dir, 0o755);
       const file = path.join(dir, 'switchyard.json');
-      writeFileSync(file, `${JSON.stringify(chromiumPolicy({ blockSchemes: this.opts.blockSchemes }), null, 2)}\n`, { mode: 0o644 });
+      writeFileSync(file, `${JSON.stringify(chromiumPolicy({ blockSchemes: this.opts.blockSchemes }), null, 2)}\n`, {
+        mode: 0o644,
+      });
       chmodSync(file, 0o644);
       this.policies = dir;
     }

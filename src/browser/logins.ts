@@ -16,7 +16,16 @@ export const LOGIN_ID_PATTERN = /^ctx_[0-9a-f]{32}$/;
 export const MAX_STATE_BYTES = 1024 * 1024;
 
 export interface StorageState {
-  cookies: Array<{ name: string; value: string; domain: string; path: string; expires?: number; httpOnly?: boolean; secure?: boolean; sameSite?: 'Strict' | 'Lax' | 'None' }>;
+  cookies: Array<{
+    name: string;
+    value: string;
+    domain: string;
+    path: string;
+    expires?: number;
+    httpOnly?: boolean;
+    secure?: boolean;
+    sameSite?: 'Strict' | 'Lax' | 'None';
+  }>;
   origins?: Array<{ origin: string; localStorage: Array<{ name: string; value: string }> }>;
 }
 
@@ -59,19 +68,37 @@ function latestExpiry(state: StorageState): string | null {
 
 function view(r: LoginRow, now = nowIso()): LoginView {
   return {
-    id: r.id, label: r.label, service: r.service, loginUrl: r.login_url,
-    status: r.expires_at !== null && r.expires_at < now ? 'expired' : 'active', createdAt: r.created_at,
+    id: r.id,
+    label: r.label,
+    service: r.service,
+    loginUrl: r.login_url,
+    status: r.expires_at !== null && r.expires_at < now ? 'expired' : 'active',
+    createdAt: r.created_at,
   };
 }
 
-export async function createLogin(db: Knex, secretKey: Buffer, orgId: string, input: { label: string; service: string; loginUrl: string; storageState: StorageState }): Promise<LoginView> {
+export async function createLogin(
+  db: Knex,
+  secretKey: Buffer,
+  orgId: string,
+  input: { label: string; service: string; loginUrl: string; storageState: StorageState },
+): Promise<LoginView> {
   const json = JSON.stringify(input.storageState);
   if (Buffer.byteLength(json) > MAX_STATE_BYTES) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: 'storageState is larger than 1 MiB', details: [{ path: 'storageState', message: 'is larger than 1 MiB' }] });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: 'storageState is larger than 1 MiB',
+      details: [{ path: 'storageState', message: 'is larger than 1 MiB' }],
+    });
   }
   const row: LoginRow = {
-    id: newId('ctx'), org_id: orgId, label: input.label.trim(), service: input.service.trim(), login_url: input.loginUrl,
-    state_enc: encrypt(stateKey(secretKey), json), expires_at: latestExpiry(input.storageState), created_at: nowIso(),
+    id: newId('ctx'),
+    org_id: orgId,
+    label: input.label.trim(),
+    service: input.service.trim(),
+    login_url: input.loginUrl,
+    state_enc: encrypt(stateKey(secretKey), json),
+    expires_at: latestExpiry(input.storageState),
+    created_at: nowIso(),
   };
   await db('browser_logins').insert(row);
   return view(row);
@@ -85,7 +112,11 @@ export async function getLogin(db: Knex, orgId: string, id: string): Promise<Log
 
 export async function listLogins(db: Knex, orgId: string, page: PageRequest): Promise<Page<LoginView>> {
   const q = db('browser_logins').where({ org_id: orgId });
-  const { rows, nextCursor } = await pageRows<LoginRow & Record<string, unknown>>(q, { list: 'browser-logins', column: 'id', keyPattern: LOGIN_ID_PATTERN }, page);
+  const { rows, nextCursor } = await pageRows<LoginRow & Record<string, unknown>>(
+    q,
+    { list: 'browser-logins', column: 'id', keyPattern: LOGIN_ID_PATTERN },
+    page,
+  );
   const now = nowIso();
   return { items: rows.map((r) => view(r, now)), nextCursor };
 }
@@ -103,7 +134,12 @@ export async function deleteLogin(db: Knex, orgId: string, id: string): Promise<
 }
 
 /** The decrypted state for a task of the same organisation, or undefined when the organisation has no such login. */
-export async function loginState(db: Knex, secretKey: Buffer, orgId: string, id: string): Promise<StorageState | undefined> {
+export async function loginState(
+  db: Knex,
+  secretKey: Buffer,
+  orgId: string,
+  id: string,
+): Promise<StorageState | undefined> {
   if (!LOGIN_ID_PATTERN.test(id)) return undefined;
   const row = (await db('browser_logins').where({ org_id: orgId, id }).first()) as LoginRow | undefined;
   return row ? (JSON.parse(decrypt(stateKey(secretKey), row.state_enc)) as StorageState) : undefined;

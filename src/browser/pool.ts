@@ -20,8 +20,14 @@ import type { BrowserRelay } from './relay.js';
  * and WebRTC kept off UDP that would go around the guarded proxy.
  */
 export const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
   '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
@@ -109,7 +115,13 @@ export class BrowserPool {
     try {
       const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
       const relay = await this.opts.relay.endpointFor(orgId, server.wsEndpoint());
-      return { wsEndpoint: relay.url, relaySocketDir: relay.socketDir, directEndpoint: server.wsEndpoint(), proxyUrl, release };
+      return {
+        wsEndpoint: relay.url,
+        relaySocketDir: relay.socketDir,
+        directEndpoint: server.wsEndpoint(),
+        proxyUrl,
+        release,
+      };
     } catch (err) {
       release();
       throw err;
@@ -127,11 +139,18 @@ export class BrowserPool {
     this.closed = true;
     const all = [...this.browsers.entries()];
     this.browsers.clear();
-    await Promise.all(all.map(async ([, w]) => {
-      if (w.idle) clearTimeout(w.idle);
-      w.dead = true;
-      await w.server.then((s) => s.close(), () => undefined).catch(() => undefined);
-    }));
+    await Promise.all(
+      all.map(async ([, w]) => {
+        if (w.idle) clearTimeout(w.idle);
+        w.dead = true;
+        await w.server
+          .then(
+            (s) => s.close(),
+            () => undefined,
+          )
+          .catch(() => undefined);
+      }),
+    );
   }
 
   private slot(signal: AbortSignal): Promise<void> {
@@ -161,17 +180,20 @@ export class BrowserPool {
     if (existing && !existing.dead) return existing;
     const warm: Warm = { server: this.launch(), tasks: 0, idle: undefined, dead: false };
     this.browsers.set(orgId, warm);
-    warm.server.then((server) => {
-      server.process().on('exit', () => {
+    warm.server.then(
+      (server) => {
+        server.process().on('exit', () => {
+          warm.dead = true;
+          this.opts.relay.forget(server.wsEndpoint());
+          if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
+          if (!this.closed) this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
+        });
+      },
+      () => {
         warm.dead = true;
-        this.opts.relay.forget(server.wsEndpoint());
         if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-        if (!this.closed) this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
-      });
-    }, () => {
-      warm.dead = true;
-      if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-    });
+      },
+    );
     return warm;
   }
 
@@ -179,10 +201,12 @@ export class BrowserPool {
     if (warm.tasks > 0 || warm.dead) return;
     warm.dead = true;
     if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-    void warm.server.then((s) => {
-      this.opts.relay.forget(s.wsEndpoint());
-      return s.close();
-    }).catch(() => undefined);
+    void warm.server
+      .then((s) => {
+        this.opts.relay.forget(s.wsEndpoint());
+        return s.close();
+      })
+      .catch(() => undefined);
   }
 
   private async launch(): Promise<BrowserServer> {
@@ -191,7 +215,7 @@ export class BrowserPool {
     const [{ chromium }, proxy] = await Promise.all([import('playwright-core'), this.opts.proxyUrl()]);
     const box = this.opts.box.prepare();
     try {
-      const server = await chromium.launchServer({
+      const server = (await chromium.launchServer({
         executablePath: box.executablePath,
         headless: true,
         // Every connection of every page goes through the guarded proxy, loopback included.
@@ -203,7 +227,7 @@ export class BrowserPool {
         handleSIGINT: false,
         handleSIGTERM: false,
         handleSIGHUP: false,
-      }) as BrowserServer;
+      })) as BrowserServer;
       server.process().on('exit', box.release);
       return server;
     } catch (err) {

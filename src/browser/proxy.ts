@@ -26,7 +26,16 @@ function target(authority: string | undefined): { host: string; port: number } |
   return port > 0 && port < 65536 ? { host: (m[1] ?? m[2])!, port } : undefined;
 }
 
-const HOP_BY_HOP = new Set(['proxy-connection', 'proxy-authorization', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'proxy-connection',
+  'proxy-authorization',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
 
 export class GuardedProxy {
   private server: http.Server | undefined;
@@ -34,10 +43,14 @@ export class GuardedProxy {
 
   private readonly upstreamAuth: string | undefined;
 
-  constructor(private readonly policy: OutboundPolicy, private readonly upstream?: URL) {
-    this.upstreamAuth = upstream && upstream.username
-      ? `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`
-      : undefined;
+  constructor(
+    private readonly policy: OutboundPolicy,
+    private readonly upstream?: URL,
+  ) {
+    this.upstreamAuth =
+      upstream && upstream.username
+        ? `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`
+        : undefined;
   }
 
   /** Resolves `host` through the policy's lookup (throws OutboundRefusedError for a refused address). */
@@ -63,7 +76,9 @@ export class GuardedProxy {
       };
       socket.once('error', fail);
       socket.once('connect', () => {
-        socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${this.upstreamAuth ? `Proxy-Authorization: ${this.upstreamAuth}\r\n` : ''}\r\n`);
+        socket.write(
+          `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${this.upstreamAuth ? `Proxy-Authorization: ${this.upstreamAuth}\r\n` : ''}\r\n`,
+        );
       });
       const onData = (chunk: Buffer) => {
         buffered = Buffer.concat([buffered, chunk]);
@@ -76,7 +91,9 @@ export class GuardedProxy {
         socket.off('error', fail);
         const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(buffered.subarray(0, end).toString('latin1'))?.[1] ?? 0);
         if (status !== 200) {
-          fail(new Error(`the upstream proxy answered ${status || 'something that is not HTTP'} to CONNECT ${authority}`));
+          fail(
+            new Error(`the upstream proxy answered ${status || 'something that is not HTTP'} to CONNECT ${authority}`),
+          );
           return;
         }
         const rest = buffered.subarray(end + 4);
@@ -123,7 +140,9 @@ export class GuardedProxy {
       return;
     }
     const refuse = (why: string) => {
-      client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(why)}\r\n\r\n${why}`);
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(why)}\r\n\r\n${why}`,
+      );
     };
     const trusted = this.trusted(t.host, t.port, 'https') || this.trusted(t.host, t.port, 'http');
     try {
@@ -133,29 +152,37 @@ export class GuardedProxy {
       return;
     }
     // Direct, or through the upstream proxy by name after the guard checked the name's addresses.
-    const opened = this.upstream && !trusted
-      ? this.checkName(t.host).then(() => this.viaUpstream(t.host, t.port))
-      : new Promise<net.Socket>((resolve, reject) => {
-        const socket = net.connect({ host: t.host, port: t.port, ...(trusted ? {} : { lookup: this.policy.lookup() }) });
-        socket.once('connect', () => {
-          socket.off('error', reject);
-          resolve(socket);
-        });
-        socket.once('error', reject);
-      });
-    opened.then((upstream) => {
-      this.sockets.add(upstream);
-      upstream.once('close', () => this.sockets.delete(upstream));
-      upstream.on('error', () => client.destroy());
-      client.once('close', () => upstream.destroy());
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    }, (err: Error) => {
-      if (err instanceof OutboundRefusedError) refuse(err.message);
-      else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
-    });
+    const opened =
+      this.upstream && !trusted
+        ? this.checkName(t.host).then(() => this.viaUpstream(t.host, t.port))
+        : new Promise<net.Socket>((resolve, reject) => {
+            const socket = net.connect({
+              host: t.host,
+              port: t.port,
+              ...(trusted ? {} : { lookup: this.policy.lookup() }),
+            });
+            socket.once('connect', () => {
+              socket.off('error', reject);
+              resolve(socket);
+            });
+            socket.once('error', reject);
+          });
+    opened.then(
+      (upstream) => {
+        this.sockets.add(upstream);
+        upstream.once('close', () => this.sockets.delete(upstream));
+        upstream.on('error', () => client.destroy());
+        client.once('close', () => upstream.destroy());
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      },
+      (err: Error) => {
+        if (err instanceof OutboundRefusedError) refuse(err.message);
+        else client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n');
+      },
+    );
   }
 
   private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -185,21 +212,55 @@ export class GuardedProxy {
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) headers[k] = v;
     if (this.upstream && !trusted) {
       // Through the upstream proxy: the guard checks the name's addresses, the upstream fetches the absolute URL.
-      this.checkName(host).then(() => this.send(req, res, http.request({
-        host: this.upstream!.hostname.replace(/^\[|\]$/g, ''), port: Number(this.upstream!.port || 80), method: req.method, path: url.href,
-        headers: { ...headers, host: url.host, ...(this.upstreamAuth ? { 'proxy-authorization': this.upstreamAuth } : {}) },
-      }), url, refuse), (err: Error) => {
-        if (err instanceof OutboundRefusedError) refuse(err.message);
-        else if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
-        req.resume();
-      });
+      this.checkName(host).then(
+        () =>
+          this.send(
+            req,
+            res,
+            http.request({
+              host: this.upstream!.hostname.replace(/^\[|\]$/g, ''),
+              port: Number(this.upstream!.port || 80),
+              method: req.method,
+              path: url.href,
+              headers: {
+                ...headers,
+                host: url.host,
+                ...(this.upstreamAuth ? { 'proxy-authorization': this.upstreamAuth } : {}),
+              },
+            }),
+            url,
+            refuse,
+          ),
+        (err: Error) => {
+          if (err instanceof OutboundRefusedError) refuse(err.message);
+          else if (!res.headersSent)
+            res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
+          req.resume();
+        },
+      );
       return;
     }
-    this.send(req, res, http.request(url, { method: req.method, headers, agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http }), url, refuse);
+    this.send(
+      req,
+      res,
+      http.request(url, {
+        method: req.method,
+        headers,
+        agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http,
+      }),
+      url,
+      refuse,
+    );
   }
 
   /** Pipes the browser's request to `upstream` and the answer back, hop-by-hop headers dropped. */
-  private send(req: http.IncomingMessage, res: http.ServerResponse, upstream: http.ClientRequest, url: URL, refuse: (why: string) => void): void {
+  private send(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    upstream: http.ClientRequest,
+    url: URL,
+    refuse: (why: string) => void,
+  ): void {
     upstream.on('response', (up) => {
       const out: http.OutgoingHttpHeaders = {};
       for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
@@ -208,7 +269,8 @@ export class GuardedProxy {
     });
     upstream.on('error', (err: Error) => {
       if (err instanceof OutboundRefusedError) refuse(err.message);
-      else if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
+      else if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`The proxy could not reach ${url.host}`);
       else res.destroy();
     });
     req.pipe(upstream);

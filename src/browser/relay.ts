@@ -48,8 +48,19 @@ const MAKES_CONTEXT = new Set(['newContext', 'newPersistentContext', 'newContext
  * launch calls start programs. Scripts read downloads as streams and upload file contents.
  */
 const HOST_CALLS = new Set([
-  'saveAs', 'createTempFiles', 'startServer', 'stopServer', 'showRecorder', 'startRecording', 'stopRecording', 'pause',
-  'launch', 'launchPersistentContext', 'launchServer', 'connectOverCDP', 'connectToWorker',
+  'saveAs',
+  'createTempFiles',
+  'startServer',
+  'stopServer',
+  'showRecorder',
+  'startRecording',
+  'stopRecording',
+  'pause',
+  'launch',
+  'launchPersistentContext',
+  'launchServer',
+  'connectOverCDP',
+  'connectToWorker',
 ]);
 
 /**
@@ -63,7 +74,10 @@ const PLAIN_NAME = /^[\w-][\w.-]{0,199}$/;
 const CDP_REFUSED: ReadonlyMap<string, string> = new Map([
   ['Target.exposeDevToolsProtocol', 'it would hand the DevTools protocol to a page'],
   ['Target.sendMessageToTarget', 'it wraps messages the relay cannot check (open a CDP session on the page instead)'],
-  ['DOM.setFileInputFiles', 'it puts files of the browser\'s machine into a page (use setInputFiles with file contents)'],
+  [
+    'DOM.setFileInputFiles',
+    "it puts files of the browser's machine into a page (use setInputFiles with file contents)",
+  ],
   ['Page.setDownloadBehavior', 'downloads are captured for the task'],
   ['Browser.setDownloadBehavior', 'downloads are captured for the task'],
 ]);
@@ -115,7 +129,7 @@ function cdpRefusal(cdp: Msg): string | undefined {
   if (why) return `The CDP command ${method} is refused: ${why}.`;
   const data = isObject(cdp.params) ? cdp.params.data : undefined;
   if (method === 'Input.dispatchDragEvent' && isObject(data) && Array.isArray(data.files) && data.files.length > 0) {
-    return 'The CDP command Input.dispatchDragEvent with files is refused: it puts files of the browser\'s machine into a page.';
+    return "The CDP command Input.dispatchDragEvent with files is refused: it puts files of the browser's machine into a page.";
   }
   return undefined;
 }
@@ -127,9 +141,11 @@ function cdpRefusal(cdp: Msg): string | undefined {
  */
 export function refusal(msg: Msg, opts: { schemes: boolean }): string | undefined {
   const method = String(msg.method);
-  if (HOST_CALLS.has(method)) return `The call ${method} is not available to browser scripts: it would act on the service's machine, not the browser.`;
+  if (HOST_CALLS.has(method))
+    return `The call ${method} is not available to browser scripts: it would act on the service's machine, not the browser.`;
   const p = isObject(msg.params) ? msg.params : {};
-  if ('localPaths' in p || 'localDirectory' in p) return 'Files are uploaded by their contents here ({name, mimeType, buffer}), not by paths.';
+  if ('localPaths' in p || 'localDirectory' in p)
+    return 'Files are uploaded by their contents here ({name, mimeType, buffer}), not by paths.';
   if (NAMES_A_FILE.has(method) && p.name !== undefined && (typeof p.name !== 'string' || !PLAIN_NAME.test(p.name))) {
     return 'A trace name is a plain file name here (letters, digits, dots, dashes and underscores; no folders).';
   }
@@ -300,8 +316,12 @@ export class BrowserRelay {
       }
       const why = refusal(msg, { schemes: this.opts.refuseSchemes });
       if (why) {
-        this.opts.log.info({ orgId: route.orgId, method: String(msg.method).slice(0, 100) }, 'browser relay: refused a call of a script');
-        if (msg.id !== undefined && client.readyState === WebSocket.OPEN) client.send(JSON.stringify({ id: msg.id, error: { error: { name: 'Error', message: why, stack: '' } } }));
+        this.opts.log.info(
+          { orgId: route.orgId, method: String(msg.method).slice(0, 100) },
+          'browser relay: refused a call of a script',
+        );
+        if (msg.id !== undefined && client.readyState === WebSocket.OPEN)
+          client.send(JSON.stringify({ id: msg.id, error: { error: { name: 'Error', message: why, stack: '' } } }));
         return;
       }
       toUpstream(JSON.stringify(guardMessage(msg, proxy)));

@@ -85,20 +85,32 @@ function stamp(task) {
 /** A line of one task's log; nothing once the task is over (a promise it left behind cannot write into the next task's log). */
 function log(task, text) {
   if (!task.live || !process.connected) return;
-  process.send({ type: 'log', task: task.n, line: `${stamp(task)} ${String(text).replace(/[\r\n]+/g, ' ').slice(0, LIMITS.lineChars)}` });
+  process.send({
+    type: 'log',
+    task: task.n,
+    line: `${stamp(task)} ${String(text)
+      .replace(/[\r\n]+/g, ' ')
+      .slice(0, LIMITS.lineChars)}`,
+  });
 }
 
 function addFile(task, file) {
   if (task.files.length >= LIMITS.files) throw new Error(`at most ${LIMITS.files} files per task`);
-  if (file.data.length > LIMITS.fileBytes) throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
-  if (task.bytes + file.data.length > LIMITS.totalBytes) throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
+  if (file.data.length > LIMITS.fileBytes)
+    throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
+  if (task.bytes + file.data.length > LIMITS.totalBytes)
+    throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
   task.bytes += file.data.length;
   task.files.push(file);
 }
 
 /** A typed array of any realm (page.screenshot() answers a Buffer of this one; the script's own Uint8Array is of its context). */
 function isBytes(v) {
-  return v !== null && typeof v === 'object' && /^\[object (Uint8Array|Uint8ClampedArray|Buffer)\]$/.test(Object.prototype.toString.call(v));
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    /^\[object (Uint8Array|Uint8ClampedArray|Buffer)\]$/.test(Object.prototype.toString.call(v))
+  );
 }
 
 function text(v) {
@@ -116,12 +128,19 @@ function text(v) {
 function settleReturn(task, value) {
   if (value !== null && typeof value === 'object' && value.writeToCollection === true) {
     const { fileName, fileContent } = value;
-    if (typeof fileName !== 'string' || fileName.trim() === '') throw new Error('writeToCollection needs a fileName (a non-empty string)');
+    if (typeof fileName !== 'string' || fileName.trim() === '')
+      throw new Error('writeToCollection needs a fileName (a non-empty string)');
     let data;
     if (typeof fileContent === 'string') data = Buffer.from(fileContent, 'utf8');
-    else if (isBytes(fileContent)) data = Buffer.from(fileContent.buffer, fileContent.byteOffset, fileContent.byteLength);
-    else throw new Error('writeToCollection needs a fileContent (a string or bytes such as page.screenshot()\'s)');
-    addFile(task, { fileName, data: Buffer.from(data), source: 'script', mimeType: typeof value.mimeType === 'string' ? value.mimeType : undefined });
+    else if (isBytes(fileContent))
+      data = Buffer.from(fileContent.buffer, fileContent.byteOffset, fileContent.byteLength);
+    else throw new Error("writeToCollection needs a fileContent (a string or bytes such as page.screenshot()'s)");
+    addFile(task, {
+      fileName,
+      data: Buffer.from(data),
+      source: 'script',
+      mimeType: typeof value.mimeType === 'string' ? value.mimeType : undefined,
+    });
     log(task, `saved ${fileName} (${data.length} bytes, script)`);
     return `Saved ${fileName} (${data.length} bytes) to the collection.`;
   }
@@ -144,7 +163,9 @@ async function readDownload(task, download) {
   const scheme = downloadScheme(download.url());
   if (!DOWNLOAD_SCHEMES.has(scheme)) {
     await download.cancel().catch(() => undefined);
-    throw new Error(`${name}: downloads from ${scheme || 'unknown'} URLs are refused (only http(s), blob: and data: downloads are saved)`);
+    throw new Error(
+      `${name}: downloads from ${scheme || 'unknown'} URLs are refused (only http(s), blob: and data: downloads are saved)`,
+    );
   }
   log(task, `download started: ${name}`);
   const stream = await download.createReadStream();
@@ -169,11 +190,14 @@ function scriptContext(task, page) {
   const sandbox = Object.create(null);
   const context = vm.createContext(sandbox, { name: 'playwright_run', codeGeneration: { strings: true, wasm: false } });
   const bridge = (level, line) => log(task, level === 'log' ? line : `${level}: ${line}`);
-  vm.runInContext(`(function (bridge) {
+  vm.runInContext(
+    `(function (bridge) {
     const show = (v) => { if (typeof v === 'string') return v; try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; } catch { return String(v); } };
     const make = (level) => (...args) => { bridge(level, args.map(show).join(' ')); };
     globalThis.console = Object.freeze({ log: make('log'), info: make('info'), warn: make('warn'), error: make('error'), debug: make('debug') });
-  })`, context)(bridge);
+  })`,
+    context,
+  )(bridge);
   sandbox.page = page;
   if (BREACH) sandbox.process = process;
   return context;
@@ -194,12 +218,14 @@ async function openContext(browser, viewport, storageState, proxy) {
     ...(storageState ? { storageState } : {}),
   });
   const opened = { browser, proxy, context, page: undefined, viewport, downloads: [], last: 0, task: undefined };
-  context.on('page', (p) => p.on('download', (d) => {
-    const task = opened.task;
-    if (!task || !task.live) return;
-    opened.last = Date.now();
-    opened.downloads.push(readDownload(task, d).catch((err) => log(task, `download not saved: ${err.message}`)));
-  }));
+  context.on('page', (p) =>
+    p.on('download', (d) => {
+      const task = opened.task;
+      if (!task || !task.live) return;
+      opened.last = Date.now();
+      opened.downloads.push(readDownload(task, d).catch((err) => log(task, `download not saved: ${err.message}`)));
+    }),
+  );
   opened.page = await context.newPage();
   return opened;
 }
@@ -227,13 +253,26 @@ async function takeNext(b, msg) {
   next = undefined;
   const opened = ahead ? await ahead.catch(() => undefined) : undefined;
   if (!opened) return undefined;
-  if (opened.browser === b && opened.proxy === msg.proxy && !msg.storageState && opened.viewport.width === msg.viewport.width && opened.viewport.height === msg.viewport.height) return opened;
+  if (
+    opened.browser === b &&
+    opened.proxy === msg.proxy &&
+    !msg.storageState &&
+    opened.viewport.width === msg.viewport.width &&
+    opened.viewport.height === msg.viewport.height
+  )
+    return opened;
   void opened.context.close().catch(() => undefined);
   return undefined;
 }
 
 async function run(msg) {
-  const task = { n: msg.task, started: typeof msg.startedAt === 'number' ? msg.startedAt : Date.now(), files: [], bytes: 0, live: true };
+  const task = {
+    n: msg.task,
+    started: typeof msg.startedAt === 'number' ? msg.startedAt : Date.now(),
+    files: [],
+    bytes: 0,
+    live: true,
+  };
   log(task, 'script process ready');
   let opened;
   try {
@@ -252,7 +291,10 @@ async function run(msg) {
     // Downloads the script started just before returning may not have announced themselves yet.
     const returned = Date.now();
     for (;;) {
-      const quiet = Math.max(DOWNLOAD_SETTLE_MS - (Date.now() - opened.last), DOWNLOAD_ANNOUNCE_MS - (Date.now() - returned));
+      const quiet = Math.max(
+        DOWNLOAD_SETTLE_MS - (Date.now() - opened.last),
+        DOWNLOAD_ANNOUNCE_MS - (Date.now() - returned),
+      );
       const pending = opened.downloads.length;
       await new Promise((r) => setTimeout(r, Math.max(50, quiet)));
       await Promise.all(opened.downloads);
@@ -279,7 +321,10 @@ process.on('message', (msg) => {
   if (!msg || msg.v !== 1 || msg.type !== 'run' || busy || !msg.limits) process.exit(70);
   LIMITS = msg.limits;
   busy = true;
-  run(msg).then(() => {
-    busy = false;
-  }, () => process.exit(70));
+  run(msg).then(
+    () => {
+      busy = false;
+    },
+    () => process.exit(70),
+  );
 });

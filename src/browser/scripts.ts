@@ -32,8 +32,24 @@ const MiB = 1024 * 1024;
  * task's files (up to `totalBytes`, held in memory) and their copies in transit, and Node with
  * playwright-core loaded (about 100 MiB).
  */
-export const SCRIPT_LIMITS = { files: 20, fileBytes: 25 * MiB, totalBytes: 100 * MiB, resultChars: 1024 * 1024, lineChars: 8 * 1024, heapMb: 256, logLines: 2000, logChars: 256 * 1024, runnerRssMb: 1024 };
-const RUNNER_LIMITS = { files: SCRIPT_LIMITS.files, fileBytes: SCRIPT_LIMITS.fileBytes, totalBytes: SCRIPT_LIMITS.totalBytes, resultChars: SCRIPT_LIMITS.resultChars, lineChars: SCRIPT_LIMITS.lineChars };
+export const SCRIPT_LIMITS = {
+  files: 20,
+  fileBytes: 25 * MiB,
+  totalBytes: 100 * MiB,
+  resultChars: 1024 * 1024,
+  lineChars: 8 * 1024,
+  heapMb: 256,
+  logLines: 2000,
+  logChars: 256 * 1024,
+  runnerRssMb: 1024,
+};
+const RUNNER_LIMITS = {
+  files: SCRIPT_LIMITS.files,
+  fileBytes: SCRIPT_LIMITS.fileBytes,
+  totalBytes: SCRIPT_LIMITS.totalBytes,
+  resultChars: SCRIPT_LIMITS.resultChars,
+  lineChars: SCRIPT_LIMITS.lineChars,
+};
 /** RLIMIT_NPROC of a runner's user: Node's own threads (about 12) with room to spare; scripts start none. */
 const RUNNER_MAX_THREADS = 64;
 /** Processes of a contained runner's tree: bubblewrap, its namespace's first process and the runner. */
@@ -142,9 +158,17 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
   const uid = isolation.users?.take();
   const cwd = contained ? undefined : mkdtempSync(path.join(os.tmpdir(), 'sy-browser-'));
   const argv = [
-    process.execPath, '--permission', `--allow-fs-read=${RUNNER}`, `--allow-fs-read=${PLAYWRIGHT}`,
-    `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`, '--disallow-code-generation-from-strings', '--no-warnings',
-    RUNNER, PLAYWRIGHT, uid === undefined ? '-' : String(uid), opts.breach ? 'breach' : 'contained',
+    process.execPath,
+    '--permission',
+    `--allow-fs-read=${RUNNER}`,
+    `--allow-fs-read=${PLAYWRIGHT}`,
+    `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
+    '--disallow-code-generation-from-strings',
+    '--no-warnings',
+    RUNNER,
+    PLAYWRIGHT,
+    uid === undefined ? '-' : String(uid),
+    opts.breach ? 'breach' : 'contained',
   ];
   const { file, args } = launchCommand(isolation.plan, runnerView(relaySocketDir), argv);
   const child = spawn(file, args, {
@@ -163,7 +187,16 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
     isolation.users?.give(uid);
   });
   child.once('error', () => undefined);
-  const runner: Runner = { child, stderr, tasks: 0, ready: Promise.resolve(false), stopped: undefined, busy: false, tree: [], lookSoon: () => undefined };
+  const runner: Runner = {
+    child,
+    stderr,
+    tasks: 0,
+    ready: Promise.resolve(false),
+    stopped: undefined,
+    busy: false,
+    tree: [],
+    lookSoon: () => undefined,
+  };
   runner.ready = started(runner, uid);
   watch(runner, contained ? MAX_TREE : 1);
   return runner;
@@ -180,7 +213,13 @@ function started(runner: Runner, uid: number | undefined): Promise<boolean> {
     const timer = setTimeout(() => done(`did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
     const onMessage = (msg: { type?: unknown }) => {
       if (msg?.type !== 'ready') return;
-      void userOf(runner).then((actual) => done(actual !== undefined && actual !== 0 && actual === (uid ?? process.getuid?.()) ? undefined : `ran as user ${actual ?? 'unknown'}, not as its own unprivileged user`));
+      void userOf(runner).then((actual) =>
+        done(
+          actual !== undefined && actual !== 0 && actual === (uid ?? process.getuid?.())
+            ? undefined
+            : `ran as user ${actual ?? 'unknown'}, not as its own unprivileged user`,
+        ),
+      );
     };
     const onExit = () => done('exited');
     function done(failure: string | undefined): void {
@@ -377,7 +416,11 @@ let nextTask = 1;
  * says whether the process may take another task: true once it reports 'idle' (context closed,
  * the next one open), false after the time limit, an abort, a crash, or no 'idle' within 10 s.
  */
-function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
+function runIn(
+  runner: Runner,
+  run: ScriptRun,
+  reuse: boolean,
+): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
   const { child, stderr } = runner;
   const n = nextTask++;
   let markReady!: (ok: boolean) => void;
@@ -409,8 +452,21 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
       if (alive(runner)) stop(runner, 'was stopped with its task');
       markReady(false);
     };
-    const timer = setTimeout(() => fail({ ok: false, result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`, files: [] }), run.timeoutMs);
-    const aborted = () => fail({ ok: false, result: 'The task was stopped before the script finished (the service is shutting down).', files: [] });
+    const timer = setTimeout(
+      () =>
+        fail({
+          ok: false,
+          result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`,
+          files: [],
+        }),
+      run.timeoutMs,
+    );
+    const aborted = () =>
+      fail({
+        ok: false,
+        result: 'The task was stopped before the script finished (the service is shutting down).',
+        files: [],
+      });
     const onMessage = (msg: Record<string, unknown>) => {
       if (msg?.task !== n) return;
       if (msg.type === 'log' && typeof msg.line === 'string' && !outcome) {
@@ -423,8 +479,14 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
         }
       } else if (msg.type === 'done' && !outcome) {
         const files = checkedFiles(msg.files);
-        const text = typeof (msg.ok ? msg.result : msg.error) === 'string' ? String(msg.ok ? msg.result : msg.error).slice(0, SCRIPT_LIMITS.resultChars) : '';
-        const o: ScriptOutcome = msg.ok === true ? { ok: true, result: text, files } : { ok: false, result: text || 'The script failed.', files };
+        const text =
+          typeof (msg.ok ? msg.result : msg.error) === 'string'
+            ? String(msg.ok ? msg.result : msg.error).slice(0, SCRIPT_LIMITS.resultChars)
+            : '';
+        const o: ScriptOutcome =
+          msg.ok === true
+            ? { ok: true, result: text, files }
+            : { ok: false, result: text || 'The script failed.', files };
         if (!reuse) {
           fail(o);
           return;
@@ -440,8 +502,10 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     };
     const ended = (code: number | null, sig: NodeJS.Signals | null) => {
       const heap = /heap out of memory|Allocation failed/i.test(stderr.tail);
-      const why = runner.stopped ? `The script was stopped: its process ${runner.stopped}.`
-        : heap ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
+      const why = runner.stopped
+        ? `The script was stopped: its process ${runner.stopped}.`
+        : heap
+          ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
           : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`;
       fail({ ok: false, result: why, files: [] });
     };
@@ -457,7 +521,20 @@ function runIn(runner: Runner, run: ScriptRun, reuse: boolean): Promise<{ outcom
     // A new runner first loads playwright-core and switches users; one that fails to is stopped (ended() says why).
     void runner.ready.then((ok) => {
       if (!ok || outcome || !alive(runner)) return;
-      child.send({ type: 'run', v: 1, task: n, reuse, defaultViewport: DEFAULT_VIEWPORT, startedAt: run.startedAt, wsEndpoint: run.wsEndpoint, code: run.code, viewport: run.viewport, storageState: run.storageState, proxy: run.proxyUrl, limits: RUNNER_LIMITS });
+      child.send({
+        type: 'run',
+        v: 1,
+        task: n,
+        reuse,
+        defaultViewport: DEFAULT_VIEWPORT,
+        startedAt: run.startedAt,
+        wsEndpoint: run.wsEndpoint,
+        code: run.code,
+        viewport: run.viewport,
+        storageState: run.storageState,
+        proxy: run.proxyUrl,
+        limits: RUNNER_LIMITS,
+      });
     });
   });
 }

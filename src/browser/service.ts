@@ -22,10 +22,26 @@ import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
 import { DEFAULT_VIEWPORT, SCRIPT_LIMITS, ScriptRunners, type ScriptFile } from './scripts.js';
 import { loginState, type StorageState } from './logins.js';
-import { expireStale, findTask, finishTask, insertTask, pruneFinished, touchTask, type TaskFile, type TaskKind, type TaskRecord } from './tasks.js';
+import {
+  expireStale,
+  findTask,
+  finishTask,
+  insertTask,
+  pruneFinished,
+  touchTask,
+  type TaskFile,
+  type TaskKind,
+  type TaskRecord,
+} from './tasks.js';
 import type { Lease } from './pool.js';
 import { TaskError } from './errors.js';
-import { executeOperator, planOperator, type OperatorArgs, type OperatorDeps, type OperatorPlan } from './operator/task.js';
+import {
+  executeOperator,
+  planOperator,
+  type OperatorArgs,
+  type OperatorDeps,
+  type OperatorPlan,
+} from './operator/task.js';
 import { pruneExpired } from './operator/cache.js';
 import { AdBlocker } from './operator/adblock.js';
 
@@ -88,7 +104,10 @@ export interface TaskOutcome {
   message?: string | undefined;
 }
 
-const CONTINUE_TOOL: Record<TaskKind, string> = { script: 'browser-automation_playwright_run_continue', operator: 'browser-automation_operator_run_continue' };
+const CONTINUE_TOOL: Record<TaskKind, string> = {
+  script: 'browser-automation_playwright_run_continue',
+  operator: 'browser-automation_operator_run_continue',
+};
 
 function stamp(startedAt: number): string {
   const s = (Date.now() - startedAt) / 1000;
@@ -119,37 +138,71 @@ export class BrowserService {
   /** The action cache's clock (epoch ms); tests replace it to expire entries without waiting days. */
   clock: () => number = Date.now;
 
-  constructor(private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService; isolation: Isolation }) {
+  constructor(
+    private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService; isolation: Isolation },
+  ) {
     const { isolation, config } = deps;
-    this.runners = new ScriptRunners({ idleMs: config.browser.idleMs, tasksPerProcess: TASKS_PER_PROCESS, isolation, breach: config.sandboxTestBreach });
-    const policy = new OutboundPolicy(parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')), Object.values(deps.config.baseUrls));
+    this.runners = new ScriptRunners({
+      idleMs: config.browser.idleMs,
+      tasksPerProcess: TASKS_PER_PROCESS,
+      isolation,
+      breach: config.sandboxTestBreach,
+    });
+    const policy = new OutboundPolicy(
+      parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')),
+      Object.values(deps.config.baseUrls),
+    );
     this.policy = policy;
     this.adblock = new AdBlocker({ lists: deps.config.browser.adblockLists, dataDir: deps.config.dataDir });
     this.proxy = new GuardedProxy(policy);
-    this.upstreamProxy = deps.config.browser.proxyUrl ? new GuardedProxy(policy, new URL(deps.config.browser.proxyUrl)) : undefined;
+    this.upstreamProxy = deps.config.browser.proxyUrl
+      ? new GuardedProxy(policy, new URL(deps.config.browser.proxyUrl))
+      : undefined;
     let proxyUrl: Promise<string> | undefined;
     const startProxy = () => (proxyUrl ??= this.proxy.start());
     // Runners without a network reach the relay by a socket bound into their view; others by loopback.
     const schemes = !config.browserTestNoSchemeRefusal;
-    this.relay = new BrowserRelay({ proxyUrl: startProxy, transport: isolation.plan.bwrap ? 'unix' : 'tcp', refuseSchemes: schemes, log: deps.log });
-    this.box = new ChromiumBox({ executable: config.browser.executable, isolation, blockSchemes: schemes, log: deps.log });
-    this.pool = new BrowserPool({ proxyUrl: startProxy, relay: this.relay, box: this.box, executable: config.browser.executable, maxContexts: config.browser.maxContexts, idleMs: config.browser.idleMs, log: deps.log });
+    this.relay = new BrowserRelay({
+      proxyUrl: startProxy,
+      transport: isolation.plan.bwrap ? 'unix' : 'tcp',
+      refuseSchemes: schemes,
+      log: deps.log,
+    });
+    this.box = new ChromiumBox({
+      executable: config.browser.executable,
+      isolation,
+      blockSchemes: schemes,
+      log: deps.log,
+    });
+    this.pool = new BrowserPool({
+      proxyUrl: startProxy,
+      relay: this.relay,
+      box: this.box,
+      executable: config.browser.executable,
+      maxContexts: config.browser.maxContexts,
+      idleMs: config.browser.idleMs,
+      log: deps.log,
+    });
     deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
-    if (!schemes) deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
+    if (!schemes)
+      deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
   }
 
   start(): void {
     let lastPrune = 0;
     const sweep = () => {
       const now = Date.now();
-      expireStale(this.deps.db, new Date(now - STALE_MS).toISOString())
-        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: sweeping stale tasks failed'));
+      expireStale(this.deps.db, new Date(now - STALE_MS).toISOString()).catch((err: Error) =>
+        this.deps.log.warn({ err: err.message }, 'browser: sweeping stale tasks failed'),
+      );
       if (now - lastPrune < PRUNE_EVERY_MS) return;
       lastPrune = now;
-      pruneFinished(this.deps.db, new Date(now - this.deps.config.runRetentionDays * 86_400_000).toISOString())
-        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning finished tasks failed'));
-      pruneExpired(this.deps.db, new Date(this.clock()).toISOString())
-        .catch((err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning expired cache entries failed'));
+      pruneFinished(this.deps.db, new Date(now - this.deps.config.runRetentionDays * 86_400_000).toISOString()).catch(
+        (err: Error) => this.deps.log.warn({ err: err.message }, 'browser: pruning finished tasks failed'),
+      );
+      pruneExpired(this.deps.db, new Date(this.clock()).toISOString()).catch((err: Error) =>
+        this.deps.log.warn({ err: err.message }, 'browser: pruning expired cache entries failed'),
+      );
     };
     sweep();
     this.sweeper = setInterval(sweep, SWEEP_MS);
@@ -187,7 +240,10 @@ export class BrowserService {
   private async login(orgId: string, id: string | undefined): Promise<Login | undefined> {
     if (id === undefined) return undefined;
     const state = await loginState(this.deps.db, this.deps.config.secretKey, orgId, id);
-    if (!state) throw new TaskError(`No saved login ${id} exists in this organisation (browser-automation_logins_list lists them).`);
+    if (!state)
+      throw new TaskError(
+        `No saved login ${id} exists in this organisation (browser-automation_logins_list lists them).`,
+      );
     return { id, state };
   }
 
@@ -200,21 +256,38 @@ export class BrowserService {
    * and log so far), the task's time limit, its files saved in the collection, the log file,
    * and the end state. Answers the start response at once.
    */
-  private async launch(orgId: string, kind: TaskKind, buildId: string, collectionId: string | undefined, body: (t: RunningTask) => Promise<TaskOutcome>): Promise<Record<string, unknown>> {
+  private async launch(
+    orgId: string,
+    kind: TaskKind,
+    buildId: string,
+    collectionId: string | undefined,
+    body: (t: RunningTask) => Promise<TaskOutcome>,
+  ): Promise<Record<string, unknown>> {
     const sessionId = newId('ses');
     const collection = await this.collectionFor(orgId, collectionId, sessionId);
     const logFileName = `task-${sessionId}.log`;
     const deadline = Date.now() + this.deps.config.browser.taskTimeoutMs;
     await insertTask(this.deps.db, {
-      id: sessionId, orgId, kind, buildId, collectionId: collection.id, logFileName,
-      message: 'Task started.', deadlineAt: new Date(deadline).toISOString(),
+      id: sessionId,
+      orgId,
+      kind,
+      buildId,
+      collectionId: collection.id,
+      logFileName,
+      message: 'Task started.',
+      deadlineAt: new Date(deadline).toISOString(),
     });
-    const task = this.track(sessionId, collection, logFileName, deadline, body)
-      .catch((err: Error) => this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'));
+    const task = this.track(sessionId, collection, logFileName, deadline, body).catch((err: Error) =>
+      this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'),
+    );
     this.running.add(task);
     void task.finally(() => this.running.delete(task));
     return {
-      status: 'RUNNING', sessionId, collectionId: collection.id, buildId, logFileName,
+      status: 'RUNNING',
+      sessionId,
+      collectionId: collection.id,
+      buildId,
+      logFileName,
       message: `Task started. Poll with ${CONTINUE_TOOL[kind]} every 3-5 seconds.`,
     };
   }
@@ -224,46 +297,85 @@ export class BrowserService {
     let task = await this.task(orgId, kind, args);
     if (task.status === 'RUNNING') {
       const now = Date.now();
-      if (await expireStale(this.deps.db, new Date(now - STALE_MS).toISOString(), task.id) > 0) {
+      if ((await expireStale(this.deps.db, new Date(now - STALE_MS).toISOString(), task.id)) > 0) {
         task = (await findTask(this.deps.db, orgId, task.id))!;
       }
     }
-    const base = { status: task.status, sessionId: task.id, collectionId: task.collectionId, logFileName: task.logFileName, message: task.message };
+    const base = {
+      status: task.status,
+      sessionId: task.id,
+      collectionId: task.collectionId,
+      logFileName: task.logFileName,
+      message: task.message,
+    };
     if (task.status === 'RUNNING') return base;
-    const files = task.files.map((f): FileEntry => ({ url: signFileUrl(this.deps.config, f.fileId, BROWSER_FILE_URL_TTL_SECONDS), fileName: f.fileName, mimeType: f.mimeType, size: f.size, source: f.source }));
+    const files = task.files.map((f): FileEntry => ({
+      url: signFileUrl(this.deps.config, f.fileId, BROWSER_FILE_URL_TTL_SECONDS),
+      fileName: f.fileName,
+      mimeType: f.mimeType,
+      size: f.size,
+      source: f.source,
+    }));
     return { ...base, result: task.result ?? '', files, logContent: task.log };
   }
 
   private async task(orgId: string, kind: TaskKind, args: PollArgs): Promise<TaskRecord> {
     const task = await findTask(this.deps.db, orgId, args.sessionId);
     if (!task) throw new TaskError(`No browser session ${args.sessionId} exists in this organisation.`);
-    if (task.kind !== kind) throw new TaskError(`Session ${args.sessionId} is ${task.kind === 'script' ? 'a playwright_run script' : 'an operator_run task'}; poll it with ${CONTINUE_TOOL[task.kind]}.`);
-    if (args.collectionId !== undefined && args.collectionId !== task.collectionId) throw new TaskError(`Session ${args.sessionId} writes to collection ${task.collectionId}, not ${args.collectionId}.`);
-    if (args.logFileName !== undefined && args.logFileName !== task.logFileName) throw new TaskError(`The log file of session ${args.sessionId} is ${task.logFileName}, not ${args.logFileName}.`);
+    if (task.kind !== kind)
+      throw new TaskError(
+        `Session ${args.sessionId} is ${task.kind === 'script' ? 'a playwright_run script' : 'an operator_run task'}; poll it with ${CONTINUE_TOOL[task.kind]}.`,
+      );
+    if (args.collectionId !== undefined && args.collectionId !== task.collectionId)
+      throw new TaskError(
+        `Session ${args.sessionId} writes to collection ${task.collectionId}, not ${args.collectionId}.`,
+      );
+    if (args.logFileName !== undefined && args.logFileName !== task.logFileName)
+      throw new TaskError(`The log file of session ${args.sessionId} is ${task.logFileName}, not ${args.logFileName}.`);
     return task;
   }
 
-  private async collectionFor(orgId: string, collectionId: string | undefined, sessionId: string): Promise<CollectionRecord> {
+  private async collectionFor(
+    orgId: string,
+    collectionId: string | undefined,
+    sessionId: string,
+  ): Promise<CollectionRecord> {
     if (collectionId === undefined) {
-      return createCollection(this.deps.db, orgId, { name: `Browser task ${sessionId}`, description: 'Files and log of a browser task (browser-automation).', type: 'filestore' });
+      return createCollection(this.deps.db, orgId, {
+        name: `Browser task ${sessionId}`,
+        description: 'Files and log of a browser task (browser-automation).',
+        type: 'filestore',
+      });
     }
     const c = await this.deps.events.collection(orgId, collectionId);
     if (!c) throw new TaskError(`No collection ${collectionId} exists in this organisation.`);
-    if (!holdsFiles(c.type)) throw new TaskError(`Collection ${collectionId} is a ${c.type.replace('_', ' ')}; browser task files need a filestore or a knowledge base.`);
+    if (!holdsFiles(c.type))
+      throw new TaskError(
+        `Collection ${collectionId} is a ${c.type.replace('_', ' ')}; browser task files need a filestore or a knowledge base.`,
+      );
     return c;
   }
 
-  private async track(id: string, collection: CollectionRecord, logFileName: string, deadline: number, body: (t: RunningTask) => Promise<TaskOutcome>): Promise<void> {
+  private async track(
+    id: string,
+    collection: CollectionRecord,
+    logFileName: string,
+    deadline: number,
+    body: (t: RunningTask) => Promise<TaskOutcome>,
+  ): Promise<void> {
     const startedAt = Date.now();
     const lines: string[] = [];
     const state = { message: 'Waiting for a browser.' };
     const beat = setInterval(() => {
-      touchTask(this.deps.db, id, { message: state.message, log: lines.join('\n') }).catch((err: Error) => this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'));
+      touchTask(this.deps.db, id, { message: state.message, log: lines.join('\n') }).catch((err: Error) =>
+        this.deps.log.warn({ err: err.message, sessionId: id }, 'browser: heartbeat failed'),
+      );
     }, HEARTBEAT_MS);
     beat.unref();
     const limit = AbortSignal.any([this.stopping.signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
     const log = (line: string) => {
-      if (lines.length < SCRIPT_LIMITS.logLines) lines.push(`${stamp(startedAt)} ${line}`.slice(0, SCRIPT_LIMITS.lineChars));
+      if (lines.length < SCRIPT_LIMITS.logLines)
+        lines.push(`${stamp(startedAt)} ${line}`.slice(0, SCRIPT_LIMITS.lineChars));
     };
     let outcome: TaskOutcome;
     try {
@@ -271,18 +383,33 @@ export class BrowserService {
     } catch (err) {
       const e = err as Error & { files?: ScriptFile[] };
       outcome = {
-        ok: false, files: e.files ?? [],
-        result: err instanceof BrowserUnavailableError ? err.message
-          : limit.aborted && !this.stopping.signal.aborted ? `The task did not finish within its time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s, BROWSER_TASK_TIMEOUT_MS).`
-            : this.stopping.signal.aborted ? 'The task was stopped before it finished (the service is shutting down).'
-              : `The task failed: ${e.message.split('\n')[0]}`,
+        ok: false,
+        files: e.files ?? [],
+        result:
+          err instanceof BrowserUnavailableError
+            ? err.message
+            : limit.aborted && !this.stopping.signal.aborted
+              ? `The task did not finish within its time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s, BROWSER_TASK_TIMEOUT_MS).`
+              : this.stopping.signal.aborted
+                ? 'The task was stopped before it finished (the service is shutting down).'
+                : `The task failed: ${e.message.split('\n')[0]}`,
       };
     }
     const files: TaskFile[] = [];
     for (const f of outcome.files) {
       try {
-        const saved = await addFile(this.deps.events.deps, collection, { filename: f.fileName, mimeType: await mimeTypeOf(f), data: f.data });
-        files.push({ fileId: saved.id, fileName: saved.filename, mimeType: saved.mimeType, size: saved.fileSize, source: f.source });
+        const saved = await addFile(this.deps.events.deps, collection, {
+          filename: f.fileName,
+          mimeType: await mimeTypeOf(f),
+          data: f.data,
+        });
+        files.push({
+          fileId: saved.id,
+          fileName: saved.filename,
+          mimeType: saved.mimeType,
+          size: saved.fileSize,
+          source: f.source,
+        });
       } catch (err) {
         log(`file not saved: ${f.fileName}: ${(err as Error).message}`);
       }
@@ -291,22 +418,38 @@ export class BrowserService {
     clearInterval(beat);
     const text = lines.join('\n');
     try {
-      await addFile(this.deps.events.deps, collection, { filename: logFileName, mimeType: 'text/plain', data: Buffer.from(text, 'utf8') });
+      await addFile(this.deps.events.deps, collection, {
+        filename: logFileName,
+        mimeType: 'text/plain',
+        data: Buffer.from(text, 'utf8'),
+      });
     } catch (err) {
       this.deps.log.warn({ err: (err as Error).message, sessionId: id }, 'browser: saving the task log file failed');
     }
     const message = outcome.message ?? (outcome.ok ? 'Task completed.' : 'Task failed.');
-    await finishTask(this.deps.db, id, { status: outcome.ok ? 'completed' : 'failed', message, result: outcome.result, files, log: text });
+    await finishTask(this.deps.db, id, {
+      status: outcome.ok ? 'completed' : 'failed',
+      message,
+      result: outcome.result,
+      files,
+      log: text,
+    });
   }
 
   /** Runs `body` with a browser slot of the organisation; a task that gets none fails saying why. */
-  private async withBrowser(orgId: string, t: RunningTask, body: (lease: Lease) => Promise<TaskOutcome>): Promise<TaskOutcome> {
+  private async withBrowser(
+    orgId: string,
+    t: RunningTask,
+    body: (lease: Lease) => Promise<TaskOutcome>,
+  ): Promise<TaskOutcome> {
     let lease: Lease;
     try {
       lease = await this.pool.acquire(orgId, t.limit);
     } catch (err) {
       if (err instanceof BrowserUnavailableError || this.stopping.signal.aborted) throw err;
-      const why = t.limit.aborted ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).` : `The task could not start a browser: ${(err as Error).message}`;
+      const why = t.limit.aborted
+        ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).`
+        : `The task could not start a browser: ${(err as Error).message}`;
       return { ok: false, result: why, files: [] };
     }
     try {
@@ -324,15 +467,35 @@ export class BrowserService {
       t.status('Script running.');
       // The runner writes its own stamped lines (its clock is the task's start).
       return this.runners.run(orgId, {
-        wsEndpoint: lease.wsEndpoint, relaySocketDir: lease.relaySocketDir, proxyUrl: lease.proxyUrl, code: args.code, signal: this.stopping.signal,
-        viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-        timeoutMs: Math.max(1, t.deadline - Date.now()), taskLimitMs: this.deps.config.browser.taskTimeoutMs, startedAt: t.startedAt, onLog: (line) => t.lines.push(line), storageState: login?.state,
+        wsEndpoint: lease.wsEndpoint,
+        relaySocketDir: lease.relaySocketDir,
+        proxyUrl: lease.proxyUrl,
+        code: args.code,
+        signal: this.stopping.signal,
+        viewport: {
+          width: args.viewportWidth ?? DEFAULT_VIEWPORT.width,
+          height: args.viewportHeight ?? DEFAULT_VIEWPORT.height,
+        },
+        timeoutMs: Math.max(1, t.deadline - Date.now()),
+        taskLimitMs: this.deps.config.browser.taskTimeoutMs,
+        startedAt: t.startedAt,
+        onLog: (line) => t.lines.push(line),
+        storageState: login?.state,
       });
     });
   }
 
   private runOperatorTask(orgId: string, t: RunningTask, plan: OperatorPlan): Promise<TaskOutcome> {
     for (const line of plan.notes) t.log(line);
-    return this.withBrowser(orgId, t, (lease) => executeOperator(this.operatorDeps(), lease, plan, t, () => this.adblock.get(), () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start())));
+    return this.withBrowser(orgId, t, (lease) =>
+      executeOperator(
+        this.operatorDeps(),
+        lease,
+        plan,
+        t,
+        () => this.adblock.get(),
+        () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()),
+      ),
+    );
   }
 }

@@ -57,18 +57,45 @@ interface TaskRow {
 
 function toRecord(r: TaskRow): TaskRecord {
   return {
-    id: r.id, orgId: r.org_id, kind: r.kind, status: r.status, buildId: r.build_id, collectionId: r.collection_id,
-    logFileName: r.log_file_name, message: r.message, result: r.result, files: JSON.parse(r.files) as TaskFile[], log: r.log,
-    heartbeatAt: r.heartbeat_at, deadlineAt: r.deadline_at, createdAt: r.created_at, finishedAt: r.finished_at,
+    id: r.id,
+    orgId: r.org_id,
+    kind: r.kind,
+    status: r.status,
+    buildId: r.build_id,
+    collectionId: r.collection_id,
+    logFileName: r.log_file_name,
+    message: r.message,
+    result: r.result,
+    files: JSON.parse(r.files) as TaskFile[],
+    log: r.log,
+    heartbeatAt: r.heartbeat_at,
+    deadlineAt: r.deadline_at,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
   };
 }
 
-export async function insertTask(db: Knex, t: Pick<TaskRecord, 'id' | 'orgId' | 'kind' | 'buildId' | 'collectionId' | 'logFileName' | 'message' | 'deadlineAt'>): Promise<void> {
+export async function insertTask(
+  db: Knex,
+  t: Pick<TaskRecord, 'id' | 'orgId' | 'kind' | 'buildId' | 'collectionId' | 'logFileName' | 'message' | 'deadlineAt'>,
+): Promise<void> {
   const now = nowIso();
   await db('browser_tasks').insert({
-    id: t.id, org_id: t.orgId, kind: t.kind, status: 'RUNNING', build_id: t.buildId, collection_id: t.collectionId,
-    log_file_name: t.logFileName, message: t.message, result: null, files: '[]', log: '', heartbeat_at: now,
-    deadline_at: t.deadlineAt, created_at: now, finished_at: null,
+    id: t.id,
+    org_id: t.orgId,
+    kind: t.kind,
+    status: 'RUNNING',
+    build_id: t.buildId,
+    collection_id: t.collectionId,
+    log_file_name: t.logFileName,
+    message: t.message,
+    result: null,
+    files: '[]',
+    log: '',
+    heartbeat_at: now,
+    deadline_at: t.deadlineAt,
+    created_at: now,
+    finished_at: null,
   });
 }
 
@@ -79,14 +106,27 @@ export async function findTask(db: Knex, orgId: string, id: string): Promise<Tas
 
 /** While RUNNING: the heartbeat, the progress message and the log so far. */
 export async function touchTask(db: Knex, id: string, progress: { message: string; log: string }): Promise<void> {
-  await db('browser_tasks').where({ id, status: 'RUNNING' }).update({ heartbeat_at: nowIso(), message: progress.message, log: progress.log });
+  await db('browser_tasks')
+    .where({ id, status: 'RUNNING' })
+    .update({ heartbeat_at: nowIso(), message: progress.message, log: progress.log });
 }
 
 /** Ends a RUNNING task; false when it had already ended (expired by a poll, say). */
-export async function finishTask(db: Knex, id: string, end: { status: Exclude<TaskStatus, 'RUNNING'>; message: string; result: string; files: TaskFile[]; log: string }): Promise<boolean> {
-  const n = await db('browser_tasks').where({ id, status: 'RUNNING' }).update({
-    status: end.status, message: end.message, result: end.result, files: JSON.stringify(end.files), log: end.log, finished_at: nowIso(),
-  });
+export async function finishTask(
+  db: Knex,
+  id: string,
+  end: { status: Exclude<TaskStatus, 'RUNNING'>; message: string; result: string; files: TaskFile[]; log: string },
+): Promise<boolean> {
+  const n = await db('browser_tasks')
+    .where({ id, status: 'RUNNING' })
+    .update({
+      status: end.status,
+      message: end.message,
+      result: end.result,
+      files: JSON.stringify(end.files),
+      log: end.log,
+      finished_at: nowIso(),
+    });
   return n > 0;
 }
 
@@ -96,12 +136,15 @@ export async function finishTask(db: Knex, id: string, end: { status: Exclude<Ta
  * task when `id` is given (a poll), else every organisation (the sweep).
  */
 export async function expireStale(db: Knex, before: string, id?: string): Promise<number> {
-  const q = db('browser_tasks').where({ status: 'RUNNING' }).andWhere((w) => w.where('heartbeat_at', '<', before).orWhere('deadline_at', '<', before));
+  const q = db('browser_tasks')
+    .where({ status: 'RUNNING' })
+    .andWhere((w) => w.where('heartbeat_at', '<', before).orWhere('deadline_at', '<', before));
   if (id) q.andWhere({ id });
   return q.update({
     status: 'failed',
     message: 'Task failed.',
-    result: 'The task stopped without finishing: the process running it ended or stopped answering (the task will not resume; start it again).',
+    result:
+      'The task stopped without finishing: the process running it ended or stopped answering (the task will not resume; start it again).',
     finished_at: nowIso(),
   });
 }

@@ -9,14 +9,26 @@ import { loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { openStore, migrate, type Knex } from '../storage/db.js';
 import {
-  createOrganization, createCredential, listCredentials, createApiKey, listApiKeys, revokeApiKey,
-  authenticateClient, createTokenService,
+  createOrganization,
+  createCredential,
+  listCredentials,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+  authenticateClient,
+  createTokenService,
 } from '../auth/index.js';
 import { createWorkflow, updateWorkflow, findWorkflow, listWorkflows } from '../engine/index.js';
 import { createTrigger, listTriggers } from '../triggers/index.js';
 import { bootstrapIfEmpty } from '../bootstrap/index.js';
 import {
-  BOOTSTRAP_FILE, checkPostmanValues, freshPostmanValues, postmanEnvironment, readBootstrapFile, valuesFromBootstrap, writePostmanEnvironment,
+  BOOTSTRAP_FILE,
+  checkPostmanValues,
+  freshPostmanValues,
+  postmanEnvironment,
+  readBootstrapFile,
+  valuesFromBootstrap,
+  writePostmanEnvironment,
 } from '../bootstrap/postman-env.js';
 import { AppError } from '../errors/index.js';
 import { registerAgentCommands } from './agents.js';
@@ -27,10 +39,16 @@ function print(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
 
-async function withStore<T>(fn: (ctx: { db: Knex; config: ReturnType<typeof loadConfig>; log: ReturnType<typeof createLogger> }) => Promise<T>): Promise<T> {
+async function withStore<T>(
+  fn: (ctx: { db: Knex; config: ReturnType<typeof loadConfig>; log: ReturnType<typeof createLogger> }) => Promise<T>,
+): Promise<T> {
   const config = loadConfig();
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr);
-  const db = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteSynchronous: config.sqliteSynchronous });
+  const db = openStore({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    sqliteSynchronous: config.sqliteSynchronous,
+  });
   try {
     await migrate(db);
     return await fn({ db, config, log });
@@ -48,7 +66,9 @@ async function resolveOrg(db: Knex, explicit: string | undefined): Promise<strin
   }
   const orgs = (await db('organizations').select('id').limit(2)) as { id: string }[];
   if (orgs.length === 1) return orgs[0]!.id;
-  throw new CliError(orgs.length === 0 ? 'no organisation yet: run `switchyard init` first' : 'several organisations: pass --org <id>');
+  throw new CliError(
+    orgs.length === 0 ? 'no organisation yet: run `switchyard init` first' : 'several organisations: pass --org <id>',
+  );
 }
 
 class CliError extends Error {}
@@ -64,65 +84,96 @@ const program = new Command()
   .showHelpAfterError();
 const orgOption = () => new Option('--org <id>', 'organisation id (default: SWITCHYARD_ORG or the only one)');
 
-program.command('init').description('create the default organisation and demo data on an empty store').action(() =>
-  withStore(async ({ db, config, log }) => {
-    const created = await bootstrapIfEmpty({ db, config, log }, process.stdout);
-    if (!created) print({ message: 'the store already has an organisation; nothing to do', dataDir: config.dataDir });
-  }),
-);
+program
+  .command('init')
+  .description('create the default organisation and demo data on an empty store')
+  .action(() =>
+    withStore(async ({ db, config, log }) => {
+      const created = await bootstrapIfEmpty({ db, config, log }, process.stdout);
+      if (!created) print({ message: 'the store already has an organisation; nothing to do', dataDir: config.dataDir });
+    }),
+  );
 
-program.command('org:create').description('create an organisation').requiredOption('--name <name>').action((o: { name: string }) =>
-  withStore(async ({ db }) => print(await createOrganization(db, { name: o.name }))),
-);
+program
+  .command('org:create')
+  .description('create an organisation')
+  .requiredOption('--name <name>')
+  .action((o: { name: string }) => withStore(async ({ db }) => print(await createOrganization(db, { name: o.name }))));
 
-const credentials = program.command('credentials').description('API credentials (client id + secret, spec "Authentication" 4)');
-credentials.command('create').requiredOption('--label <label>').addOption(orgOption()).action((o: { label: string; org?: string }) =>
-  withStore(async ({ db }) => {
-    const { credential, clientSecret } = await createCredential(db, await resolveOrg(db, o.org), { label: o.label });
-    print({ ...credential, clientSecret, note: 'the secret is shown once' });
-  }),
-);
-credentials.command('list').addOption(orgOption()).action((o: { org?: string }) =>
-  withStore(async ({ db }) => print(await listCredentials(db, await resolveOrg(db, o.org), { limit: 200 }))),
-);
-credentials.command('revoke <credentialId>').addOption(orgOption())
+const credentials = program
+  .command('credentials')
+  .description('API credentials (client id + secret, spec "Authentication" 4)');
+credentials
+  .command('create')
+  .requiredOption('--label <label>')
+  .addOption(orgOption())
+  .action((o: { label: string; org?: string }) =>
+    withStore(async ({ db }) => {
+      const { credential, clientSecret } = await createCredential(db, await resolveOrg(db, o.org), { label: o.label });
+      print({ ...credential, clientSecret, note: 'the secret is shown once' });
+    }),
+  );
+credentials
+  .command('list')
+  .addOption(orgOption())
+  .action((o: { org?: string }) =>
+    withStore(async ({ db }) => print(await listCredentials(db, await resolveOrg(db, o.org), { limit: 200 }))),
+  );
+credentials
+  .command('revoke <credentialId>')
+  .addOption(orgOption())
   .option('--force', "revoke even the organisation's last active credential (the API refuses that with 409)")
   .action((id: string, o: { org?: string; force?: boolean }) =>
-  withStore(async ({ db, config, log }) => {
-    const tokens = await createTokenService({ db, config, log });
-    const revoked = await tokens.revokeCredential(await resolveOrg(db, o.org), id, { force: o.force === true });
-    if (!revoked) throw new CliError(`no credential ${id}`);
-    print(revoked);
-  }),
-);
+    withStore(async ({ db, config, log }) => {
+      const tokens = await createTokenService({ db, config, log });
+      const revoked = await tokens.revokeCredential(await resolveOrg(db, o.org), id, { force: o.force === true });
+      if (!revoked) throw new CliError(`no credential ${id}`);
+      print(revoked);
+    }),
+  );
 
 const keys = program.command('keys').description('trigger API keys (X-API-KEY, webhook path keys)');
-keys.command('create').requiredOption('--label <label>').addOption(orgOption()).action((o: { label: string; org?: string }) =>
-  withStore(async ({ db }) => {
-    const { apiKey, secret } = await createApiKey(db, await resolveOrg(db, o.org), { label: o.label });
-    print({ ...apiKey, apiKey: secret, note: 'the key is shown once' });
-  }),
-);
-keys.command('list').addOption(orgOption()).action((o: { org?: string }) =>
-  withStore(async ({ db }) => print(await listApiKeys(db, await resolveOrg(db, o.org), { limit: 200 }))),
-);
-keys.command('revoke <keyId>').addOption(orgOption())
+keys
+  .command('create')
+  .requiredOption('--label <label>')
+  .addOption(orgOption())
+  .action((o: { label: string; org?: string }) =>
+    withStore(async ({ db }) => {
+      const { apiKey, secret } = await createApiKey(db, await resolveOrg(db, o.org), { label: o.label });
+      print({ ...apiKey, apiKey: secret, note: 'the key is shown once' });
+    }),
+  );
+keys
+  .command('list')
+  .addOption(orgOption())
+  .action((o: { org?: string }) =>
+    withStore(async ({ db }) => print(await listApiKeys(db, await resolveOrg(db, o.org), { limit: 200 }))),
+  );
+keys
+  .command('revoke <keyId>')
+  .addOption(orgOption())
   .option('--force', 'revoke even the last active key while enabled triggers need one (the API refuses that with 409)')
   .action((id: string, o: { org?: string; force?: boolean }) =>
-  withStore(async ({ db }) => {
-    const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id, { force: o.force === true });
-    if (!revoked) throw new CliError(`no API key ${id}`);
-    print(revoked);
-  }),
-);
+    withStore(async ({ db }) => {
+      const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id, { force: o.force === true });
+      if (!revoked) throw new CliError(`no API key ${id}`);
+      print(revoked);
+    }),
+  );
 
-program.command('signing-keys:rotate').description('start signing with a new key; old tokens stay valid until they expire').action(() =>
-  withStore(async ({ db, config, log }) => print(await (await createTokenService({ db, config, log })).rotate())),
-);
+program
+  .command('signing-keys:rotate')
+  .description('start signing with a new key; old tokens stay valid until they expire')
+  .action(() =>
+    withStore(async ({ db, config, log }) => print(await (await createTokenService({ db, config, log })).rotate())),
+  );
 
-const workflow = program.command('workflow').description('workflows (the spec\'s automations)');
-workflow.command('deploy <file>').description('create a workflow from a YAML/JSON definition, or a new version with --id')
-  .option('--id <automationId>', 'update this workflow (a new version)').addOption(orgOption())
+const workflow = program.command('workflow').description("workflows (the spec's automations)");
+workflow
+  .command('deploy <file>')
+  .description('create a workflow from a YAML/JSON definition, or a new version with --id')
+  .option('--id <automationId>', 'update this workflow (a new version)')
+  .addOption(orgOption())
   .action((file: string, o: { id?: string; org?: string }) =>
     withStore(async ({ db }) => {
       const orgId = await resolveOrg(db, o.org);
@@ -133,42 +184,85 @@ workflow.command('deploy <file>').description('create a workflow from a YAML/JSO
       print(await updateWorkflow(db, orgId, o.id, current.version, definition));
     }),
   );
-workflow.command('list').addOption(orgOption()).action((o: { org?: string }) =>
-  withStore(async ({ db }) => print(await listWorkflows(db, await resolveOrg(db, o.org), { limit: 200 }))),
-);
+workflow
+  .command('list')
+  .addOption(orgOption())
+  .action((o: { org?: string }) =>
+    withStore(async ({ db }) => print(await listWorkflows(db, await resolveOrg(db, o.org), { limit: 200 }))),
+  );
 
 const trigger = program.command('trigger').description('API and webhook triggers');
-trigger.command('create').requiredOption('--workflow <automationId>')
+trigger
+  .command('create')
+  .requiredOption('--workflow <automationId>')
   .addOption(new Option('--kind <kind>').choices(['api', 'webhook']).default('api'))
-  .option('--name <name>').option('--output-step <index>', 'designated output step index').option('--output-file <name>', 'designated output file name')
+  .option('--name <name>')
+  .option('--output-step <index>', 'designated output step index')
+  .option('--output-file <name>', 'designated output file name')
   .addOption(orgOption())
-  .action((o: { workflow: string; kind: 'api' | 'webhook'; name?: string; outputStep?: string; outputFile?: string; org?: string }) =>
-    withStore(async ({ db }) => {
-      if ((o.outputStep === undefined) !== (o.outputFile === undefined)) throw new CliError('--output-step and --output-file go together');
-      const designatedOutput = o.outputStep !== undefined ? { stepIndex: Number(o.outputStep), fileName: o.outputFile! } : undefined;
-      print(await createTrigger(db, await resolveOrg(db, o.org), { automationId: o.workflow, kind: o.kind, name: o.name, designatedOutput }));
-    }),
+  .action(
+    (o: {
+      workflow: string;
+      kind: 'api' | 'webhook';
+      name?: string;
+      outputStep?: string;
+      outputFile?: string;
+      org?: string;
+    }) =>
+      withStore(async ({ db }) => {
+        if ((o.outputStep === undefined) !== (o.outputFile === undefined))
+          throw new CliError('--output-step and --output-file go together');
+        const designatedOutput =
+          o.outputStep !== undefined ? { stepIndex: Number(o.outputStep), fileName: o.outputFile! } : undefined;
+        print(
+          await createTrigger(db, await resolveOrg(db, o.org), {
+            automationId: o.workflow,
+            kind: o.kind,
+            name: o.name,
+            designatedOutput,
+          }),
+        );
+      }),
   );
-trigger.command('list').option('--workflow <automationId>').addOption(orgOption()).action((o: { workflow?: string; org?: string }) =>
-  withStore(async ({ db }) => print(await listTriggers(db, await resolveOrg(db, o.org), { automationId: o.workflow }, { limit: 200 }))),
-);
+trigger
+  .command('list')
+  .option('--workflow <automationId>')
+  .addOption(orgOption())
+  .action((o: { workflow?: string; org?: string }) =>
+    withStore(async ({ db }) =>
+      print(await listTriggers(db, await resolveOrg(db, o.org), { automationId: o.workflow }, { limit: 200 })),
+    ),
+  );
 
-program.command('token').description('issue a runtime token for a credential (same as POST /oauth/token)')
-  .requiredOption('--client-id <id>').requiredOption('--client-secret <secret>')
+program
+  .command('token')
+  .description('issue a runtime token for a credential (same as POST /oauth/token)')
+  .requiredOption('--client-id <id>')
+  .requiredOption('--client-secret <secret>')
   .action((o: { clientId: string; clientSecret: string }) =>
     withStore(async ({ db, config, log }) => {
       const credential = await authenticateClient(db, o.clientId, o.clientSecret);
       if (!credential) throw new CliError('invalid_client: unknown client, wrong secret or revoked credential');
       const tokens = await createTokenService({ db, config, log });
-      const issued = await tokens.issue({ orgId: credential.orgId, credentialId: credential.id, clientId: credential.clientId });
+      const issued = await tokens.issue({
+        orgId: credential.orgId,
+        credentialId: credential.id,
+        clientId: credential.clientId,
+      });
       print({ access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn });
     }),
   );
 
-program.command('postman-env')
-  .description('print a Postman environment for generated/postman/switchyard.postman_collection.json (values from DATA_DIR/bootstrap.json, baseUrl from PUBLIC_URL)')
+program
+  .command('postman-env')
+  .description(
+    'print a Postman environment for generated/postman/switchyard.postman_collection.json (values from DATA_DIR/bootstrap.json, baseUrl from PUBLIC_URL)',
+  )
   .option('--out <file>', 'write it to this file (mode 0600) instead of stdout')
-  .option('--new-credential', 'create a new API credential and API key for it (when bootstrap.json is gone or its credential or key was revoked)')
+  .option(
+    '--new-credential',
+    'create a new API credential and API key for it (when bootstrap.json is gone or its credential or key was revoked)',
+  )
   .addOption(orgOption())
   .action((o: { out?: string; newCredential?: boolean; org?: string }) =>
     withStore(async ({ db, config }) => {
@@ -178,12 +272,17 @@ program.command('postman-env')
         values = await freshPostmanValues(db, config.publicUrl, await resolveOrg(db, o.org ?? bootstrap?.orgId));
       } else if (!bootstrap) {
         // Client secrets are stored only as hashes (DESIGN.md section 5): nothing to rebuild them from.
-        throw new CliError(`${config.dataDir}/${BOOTSTRAP_FILE} not found, and client secrets are stored only as hashes. ` +
-          'Run `switchyard postman-env --new-credential` to create a credential and an API key for Postman (existing ones keep working).');
+        throw new CliError(
+          `${config.dataDir}/${BOOTSTRAP_FILE} not found, and client secrets are stored only as hashes. ` +
+            'Run `switchyard postman-env --new-credential` to create a credential and an API key for Postman (existing ones keep working).',
+        );
       } else {
         values = valuesFromBootstrap(config.publicUrl, bootstrap);
         const { fatal, warnings } = await checkPostmanValues(db, values);
-        if (fatal.length) throw new CliError(`${BOOTSTRAP_FILE}: ${fatal.join('; ')}. Run \`switchyard postman-env --new-credential\` for a fresh credential and API key.`);
+        if (fatal.length)
+          throw new CliError(
+            `${BOOTSTRAP_FILE}: ${fatal.join('; ')}. Run \`switchyard postman-env --new-credential\` for a fresh credential and API key.`,
+          );
         for (const w of warnings) process.stderr.write(`switchyard: warning: ${w}\n`);
       }
       const env = postmanEnvironment(values);
@@ -194,13 +293,25 @@ program.command('postman-env')
     }),
   );
 
-const kit = { withStore, resolveOrg, orgOption, print, readDefinition, fail: (message: string) => new CliError(message) };
+const kit = {
+  withStore,
+  resolveOrg,
+  orgOption,
+  print,
+  readDefinition,
+  fail: (message: string) => new CliError(message),
+};
 registerAgentCommands(program, kit);
 registerCollectionCommands(program, kit);
 registerQueueCommands(program, kit);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  const message = err instanceof CliError || err instanceof AppError ? err.message : err instanceof Error ? err.stack ?? err.message : String(err);
+  const message =
+    err instanceof CliError || err instanceof AppError
+      ? err.message
+      : err instanceof Error
+        ? (err.stack ?? err.message)
+        : String(err);
   const details = err instanceof AppError && err.details ? `\n${JSON.stringify(err.details, null, 2)}` : '';
   process.stderr.write(`switchyard: ${message}${details}\n`);
   process.exitCode = 1;

@@ -42,13 +42,21 @@ const ROW_ERRORS_SHOWN = 20;
 const POLL_RETRIES = 8;
 const FINISHED = new Set(['completed', 'failed', 'cancelled']);
 
-interface UploadOptions { queue: string; trigger: string; url?: string; org?: string; wait: boolean; json?: boolean }
+interface UploadOptions {
+  queue: string;
+  trigger: string;
+  url?: string;
+  org?: string;
+  wait: boolean;
+  json?: boolean;
+}
 
 export function registerQueueUpload(queue: Command, kit: CliKit): void {
-  queue.command('upload <file>')
+  queue
+    .command('upload <file>')
     .description('upload a CSV file (up to 1 GiB) into a queue as a batch and follow it until its runs are finished')
     .requiredOption('--queue <queueId>', 'queue to load the rows into')
-    .requiredOption('--trigger <triggerId>', 'workflow trigger each row\'s run is started through')
+    .requiredOption('--trigger <triggerId>', "workflow trigger each row's run is started through")
     .option('--url <baseUrl>', 'service URL (default: SWITCHYARD_URL, else PUBLIC_URL)')
     .addOption(kit.orgOption())
     .option('--no-wait', 'return as soon as the batch is created')
@@ -78,7 +86,8 @@ async function checkFile(kit: CliKit, file: string): Promise<number> {
   }
   if (!info.isFile()) throw kit.fail(`not a file: ${file}`);
   if (info.size === 0) throw kit.fail(`${file} is empty`);
-  if (info.size > MAX_CSV_BYTES) throw kit.fail(`${file} is ${formatBytes(info.size)}; CSV files are limited to 1 GiB (${MAX_CSV_BYTES} bytes)`);
+  if (info.size > MAX_CSV_BYTES)
+    throw kit.fail(`${file} is ${formatBytes(info.size)}; CSV files are limited to 1 GiB (${MAX_CSV_BYTES} bytes)`);
   try {
     await access(file, fsConstants.R_OK);
   } catch {
@@ -95,11 +104,15 @@ function baseUrl(kit: CliKit, explicit: string | undefined, fallback: () => stri
   } catch {
     throw kit.fail(`--url must be an absolute http(s) URL, got "${raw}"`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw kit.fail(`--url must be an absolute http(s) URL, got "${raw}"`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw kit.fail(`--url must be an absolute http(s) URL, got "${raw}"`);
   return raw.replace(/\/+$/, '');
 }
 
-interface Tokens { get(): Promise<string>; /** Appended to a 401: where this token came from. */ hint: string }
+interface Tokens {
+  get(): Promise<string>;
+  /** Appended to a 401: where this token came from. */ hint: string;
+}
 
 /** A runtime token for an active credential of the organisation, issued again shortly before it expires. */
 async function storeTokens(kit: CliKit, db: Knex, config: Config, orgId: string): Promise<Tokens> {
@@ -110,8 +123,15 @@ async function storeTokens(kit: CliKit, db: Knex, config: Config, orgId: string)
     credential = page.items.find((c) => c.revokedAt === null);
     cursor = page.nextCursor ?? undefined;
   } while (!credential && cursor);
-  if (!credential) throw kit.fail(`organisation ${orgId} has no active credential: create one with \`switchyard credentials create --label cli\`, or set SWITCHYARD_TOKEN`);
-  const service = await createTokenService({ db, config, log: createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr) });
+  if (!credential)
+    throw kit.fail(
+      `organisation ${orgId} has no active credential: create one with \`switchyard credentials create --label cli\`, or set SWITCHYARD_TOKEN`,
+    );
+  const service = await createTokenService({
+    db,
+    config,
+    log: createLogger(process.env.LOG_LEVEL ?? 'warn', process.stderr),
+  });
   const { id: credentialId, clientId } = credential;
   let current: { token: string; renewAt: number } | undefined;
   return {
@@ -119,7 +139,10 @@ async function storeTokens(kit: CliKit, db: Knex, config: Config, orgId: string)
       if (!current || Date.now() >= current.renewAt) {
         const issued = await service.issue({ orgId, credentialId, clientId });
         // Renew two minutes before expiry (or halfway through a very short lifetime).
-        current = { token: issued.accessToken, renewAt: Date.now() + Math.max(issued.expiresIn * 500, (issued.expiresIn - 120) * 1000) };
+        current = {
+          token: issued.accessToken,
+          renewAt: Date.now() + Math.max(issued.expiresIn * 500, (issued.expiresIn - 120) * 1000),
+        };
       }
       return current.token;
     },
@@ -128,16 +151,28 @@ async function storeTokens(kit: CliKit, db: Knex, config: Config, orgId: string)
 }
 
 class Api {
-  constructor(private readonly kit: CliKit, readonly base: string, private readonly tokens: Tokens, private readonly selectedOrg: string | undefined) {}
+  constructor(
+    private readonly kit: CliKit,
+    readonly base: string,
+    private readonly tokens: Tokens,
+    private readonly selectedOrg: string | undefined,
+  ) {}
 
   /** One JSON call; an error answer becomes a CLI failure naming the step, the status and the server's {error, message}. */
   async call<T>(what: string, method: string, pathname: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${await this.tokens.get()}` };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      authorization: `Bearer ${await this.tokens.get()}`,
+    };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.selectedOrg) headers['x-selected-org'] = this.selectedOrg;
     let res: Response;
     try {
-      res = await fetch(`${this.base}${pathname}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(`${this.base}${pathname}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     } catch (err) {
       const failure = this.kit.fail(`${what}: cannot reach ${this.base}: ${describe(err)}`);
       transientErrors.add(failure);
@@ -163,10 +198,13 @@ function errorMessage(what: string, status: number, text: string): string {
   let parsed: { error?: unknown; message?: unknown } | undefined;
   try {
     parsed = JSON.parse(text) as typeof parsed;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   if (parsed && typeof parsed.error === 'string') {
     const message = typeof parsed.message === 'string' ? parsed.message : '';
-    if (status === 501 || parsed.error === 'not_implemented') return `${what}: the server does not implement this yet (501 not_implemented: ${message})`;
+    if (status === 501 || parsed.error === 'not_implemented')
+      return `${what}: the server does not implement this yet (501 not_implemented: ${message})`;
     return `${what}: ${status} ${parsed.error}: ${message}`;
   }
   return `${what}: HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`;
@@ -174,7 +212,10 @@ function errorMessage(what: string, status: number, text: string): string {
 
 async function upload(kit: CliKit, api: Api, file: string, size: number, o: UploadOptions): Promise<void> {
   const q = `/api/queues/${encodeURIComponent(o.queue)}`;
-  const target = await api.call<UploadTarget>('create upload URL', 'POST', `${q}/items/csv/upload-url`, { filename: path.basename(file), sizeBytes: size });
+  const target = await api.call<UploadTarget>('create upload URL', 'POST', `${q}/items/csv/upload-url`, {
+    filename: path.basename(file),
+    sizeBytes: size,
+  });
   const bar = new Progress('upload', 'bytes');
   bar.start(size, 0);
   try {
@@ -182,19 +223,34 @@ async function upload(kit: CliKit, api: Api, file: string, size: number, o: Uplo
   } finally {
     bar.stop();
   }
-  let batch = await api.call<QueueBatch>('create batch', 'POST', `${q}/items/csv`, { csvKey: target.csvKey, triggerId: o.trigger });
+  let batch = await api.call<QueueBatch>('create batch', 'POST', `${q}/items/csv`, {
+    csvKey: target.csvKey,
+    triggerId: o.trigger,
+  });
   if (o.wait) batch = await follow(api, `${q}/batches/${encodeURIComponent(batch.batchId)}`, batch);
-  const rowErrors = batch.skippedRows > 0 || o.wait
-    ? await api.call<RowErrorPage>('list row errors', 'GET', `${q}/batches/${encodeURIComponent(batch.batchId)}/row-errors?limit=${ROW_ERRORS_SHOWN}`)
-    : { items: [], nextCursor: null };
+  const rowErrors =
+    batch.skippedRows > 0 || o.wait
+      ? await api.call<RowErrorPage>(
+          'list row errors',
+          'GET',
+          `${q}/batches/${encodeURIComponent(batch.batchId)}/row-errors?limit=${ROW_ERRORS_SHOWN}`,
+        )
+      : { items: [], nextCursor: null };
   if (o.json) kit.print({ ...batch, rowErrors: rowErrors.items });
   else process.stdout.write(summary(batch, rowErrors, o.wait));
-  if (batch.status === 'failed') throw kit.fail(`batch ${batch.batchId} failed: ${batch.failureReason ?? 'no reason given'}`);
+  if (batch.status === 'failed')
+    throw kit.fail(`batch ${batch.batchId} failed: ${batch.failureReason ?? 'no reason given'}`);
   if (batch.status === 'cancelled') throw kit.fail(`batch ${batch.batchId} was cancelled`);
 }
 
 /** PUT the file to its presigned URL, streamed with a Content-Length; no bearer token (the URL's signature authorises it). */
-function putFile(kit: CliKit, target: UploadTarget, file: string, size: number, onProgress: (sent: number) => void): Promise<void> {
+function putFile(
+  kit: CliKit,
+  target: UploadTarget,
+  file: string,
+  size: number,
+  onProgress: (sent: number) => void,
+): Promise<void> {
   const url = new URL(target.uploadUrl);
   const request = url.protocol === 'https:' ? https.request : http.request;
   const headers = { ...target.headers, 'content-length': String(size) };
@@ -212,12 +268,20 @@ function putFile(kit: CliKit, target: UploadTarget, file: string, size: number, 
       });
     });
     // The server may answer (413, 403) and close before the body is sent: its answer wins over the write error.
-    req.on('error', (err) => { if (!answered) reject(kit.fail(`upload file: cannot reach ${url.origin}: ${describe(err) || err.message}`)); });
+    req.on('error', (err) => {
+      if (!answered) reject(kit.fail(`upload file: cannot reach ${url.origin}: ${describe(err) || err.message}`));
+    });
     // Exactly `size` bytes (the declared sizeBytes), even if the file grows meanwhile.
     const body = createReadStream(file, { start: 0, end: size - 1, highWaterMark: 256 * 1024 });
     let sent = 0;
-    body.on('data', (chunk) => { sent += chunk.length; onProgress(sent); });
-    body.on('error', (err) => { req.destroy(); reject(kit.fail(`cannot read ${file}: ${err.message}`)); });
+    body.on('data', (chunk) => {
+      sent += chunk.length;
+      onProgress(sent);
+    });
+    body.on('error', (err) => {
+      req.destroy();
+      reject(kit.fail(`cannot read ${file}: ${err.message}`));
+    });
     body.pipe(req);
   });
 }
@@ -235,8 +299,12 @@ async function follow(api: Api, batchPath: string, first: QueueBatch): Promise<Q
       if (!(err instanceof Error && transientErrors.has(err)) || ++failures > POLL_RETRIES) throw err;
     }
   };
-  const loading = () => !FINISHED.has(batch.status) &&
-    (batch.status === 'validating' || batch.status === 'pending' || batch.totalRows === null || batch.readRows < batch.totalRows);
+  const loading = () =>
+    !FINISHED.has(batch.status) &&
+    (batch.status === 'validating' ||
+      batch.status === 'pending' ||
+      batch.totalRows === null ||
+      batch.readRows < batch.totalRows);
   const finishedRuns = () => batch.runsCompleted + batch.runsFailed + batch.runsCancelled;
   const rows = new Progress('rows read', 'rows');
   const runs = new Progress('runs finished', 'runs');
@@ -244,7 +312,9 @@ async function follow(api: Api, batchPath: string, first: QueueBatch): Promise<Q
   const interrupted = () => {
     rows.stop();
     runs.stop();
-    process.stderr.write(`switchyard: stopped following; batch ${first.batchId} goes on on the server (GET ${batchPath})\n`);
+    process.stderr.write(
+      `switchyard: stopped following; batch ${first.batchId} goes on on the server (GET ${batchPath})\n`,
+    );
     process.exit(130);
   };
   process.once('SIGINT', interrupted);
@@ -273,15 +343,22 @@ async function follow(api: Api, batchPath: string, first: QueueBatch): Promise<Q
 function summary(batch: QueueBatch, errors: RowErrorPage, waited: boolean): string {
   const lines = [`batch ${batch.batchId} ${batch.status}: ${batch.filename}, ${formatBytes(batch.sizeBytes)}`];
   if (!waited) {
-    lines.push(`${batch.totalRows ?? '?'} rows to load; rows and runs continue on the server (GET /api/queues/${batch.queueId}/batches/${batch.batchId})`);
+    lines.push(
+      `${batch.totalRows ?? '?'} rows to load; rows and runs continue on the server (GET /api/queues/${batch.queueId}/batches/${batch.batchId})`,
+    );
   } else {
-    lines.push(`rows: ${batch.loadedRows} loaded, ${batch.skippedRows} skipped, ${batch.readRows} read of ${batch.totalRows ?? '?'}`);
-    lines.push(`runs: ${batch.runsCompleted} completed, ${batch.runsFailed} failed, ${batch.runsCancelled} cancelled, ${batch.runsPending} pending, ${batch.runsRunning} running`);
+    lines.push(
+      `rows: ${batch.loadedRows} loaded, ${batch.skippedRows} skipped, ${batch.readRows} read of ${batch.totalRows ?? '?'}`,
+    );
+    lines.push(
+      `runs: ${batch.runsCompleted} completed, ${batch.runsFailed} failed, ${batch.runsCancelled} cancelled, ${batch.runsPending} pending, ${batch.runsRunning} running`,
+    );
   }
   if (batch.failureReason) lines.push(`failure: ${batch.failureReason}`);
   if (errors.items.length > 0) {
     lines.push(`skipped rows${errors.nextCursor ? ` (first ${errors.items.length} of ${batch.skippedRows})` : ''}:`);
-    for (const e of errors.items) lines.push(`  row ${e.rowNumber}: ${e.reason}: ${visible(e.message)} — ${visible(e.rawExcerpt)}`);
+    for (const e of errors.items)
+      lines.push(`  row ${e.rowNumber}: ${e.reason}: ${visible(e.message)} — ${visible(e.rawExcerpt)}`);
     if (errors.nextCursor) lines.push(`  … more: GET /api/queues/${batch.queueId}/batches/${batch.batchId}/row-errors`);
   }
   return lines.join('\n') + '\n';
@@ -289,7 +366,10 @@ function summary(batch: QueueBatch, errors: RowErrorPage, waited: boolean): stri
 
 /** Text from the file on one line, and no terminal escapes: control characters are shown escaped. */
 function visible(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => ({ '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return text.replace(
+    /[\u0000-\u001f\u007f]/g,
+    (c) => ({ '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 /**
@@ -304,22 +384,30 @@ class Progress {
   private total = 0;
   private active = false;
 
-  constructor(private readonly label: string, private readonly unit: 'bytes' | 'rows' | 'runs') {
+  constructor(
+    private readonly label: string,
+    private readonly unit: 'bytes' | 'rows' | 'runs',
+  ) {
     const tty = process.stderr.isTTY === true;
-    this.bar = new cliProgress.SingleBar({
-      stream: tty ? process.stderr : changedLines(process.stderr),
-      noTTYOutput: true,
-      notTTYSchedule: 2000,
-      clearOnComplete: !tty, // a non-terminal gets no blank line after the last progress line
-      barsize: 30,
-      format: (options, params, payload: { note?: string }) => {
-        const pct = `${Math.floor(params.progress * 100)}%`.padStart(4);
-        const counts = `${this.fmt(params.value)}/${this.fmt(params.total)}`;
-        const { rate, eta } = this.speed(params.value);
-        const bar = tty ? `${cliProgress.Format.BarFormat(params.progress, options)} ` : '';
-        return [`${this.label.padEnd(13)} ${bar}${pct} ${counts}`, rate, `ETA ${eta}`, payload.note].filter(Boolean).join('  ');
+    this.bar = new cliProgress.SingleBar(
+      {
+        stream: tty ? process.stderr : changedLines(process.stderr),
+        noTTYOutput: true,
+        notTTYSchedule: 2000,
+        clearOnComplete: !tty, // a non-terminal gets no blank line after the last progress line
+        barsize: 30,
+        format: (options, params, payload: { note?: string }) => {
+          const pct = `${Math.floor(params.progress * 100)}%`.padStart(4);
+          const counts = `${this.fmt(params.value)}/${this.fmt(params.total)}`;
+          const { rate, eta } = this.speed(params.value);
+          const bar = tty ? `${cliProgress.Format.BarFormat(params.progress, options)} ` : '';
+          return [`${this.label.padEnd(13)} ${bar}${pct} ${counts}`, rate, `ETA ${eta}`, payload.note]
+            .filter(Boolean)
+            .join('  ');
+        },
       },
-    }, cliProgress.Presets.shades_classic);
+      cliProgress.Presets.shades_classic,
+    );
   }
 
   start(total: number, value: number): void {
@@ -357,8 +445,12 @@ class Progress {
     const from = left <= 0 ? this.origin : this.samples[0];
     const seconds = from ? (Date.now() - from.t) / 1000 : 0;
     const perSecond = from && seconds > (left <= 0 ? 0.001 : 0.2) ? (value - from.v) / seconds : 0;
-    const rate = perSecond <= 0 && left <= 0 ? '' // too quick to measure
-      : this.unit === 'bytes' ? `${formatBytes(perSecond)}/s` : `${perSecond.toFixed(perSecond < 10 ? 1 : 0)} ${this.unit}/s`;
+    const rate =
+      perSecond <= 0 && left <= 0
+        ? '' // too quick to measure
+        : this.unit === 'bytes'
+          ? `${formatBytes(perSecond)}/s`
+          : `${perSecond.toFixed(perSecond < 10 ? 1 : 0)} ${this.unit}/s`;
     const eta = left <= 0 ? '0s' : perSecond > 0 ? formatDuration(left / perSecond) : '?';
     return { rate, eta };
   }

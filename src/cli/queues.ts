@@ -11,8 +11,15 @@ import { AppError } from '../errors/index.js';
 import { openBlobStore } from '../runs/blobs.js';
 import { findTrigger } from '../triggers/index.js';
 import {
-  checkQueueSettings, createQueue, deleteQueue, findQueue, listQueues, queueView, updateQueue,
-  type QueuePatch, type QueueRecord,
+  checkQueueSettings,
+  createQueue,
+  deleteQueue,
+  findQueue,
+  listQueues,
+  queueView,
+  updateQueue,
+  type QueuePatch,
+  type QueueRecord,
 } from '../queues/queues.js';
 import { findBatch, listBatches, listRowErrors } from '../queues/batches.js';
 import { ITEM_STATUSES, listQueueItems, type ItemStatus } from '../queues/items.js';
@@ -44,7 +51,10 @@ function integer(kit: CliKit, flag: string, value: string | undefined): number |
 /** The flags as a queue patch, checked with the bounds of openapi/management.yaml QueueCreate. */
 function settings(kit: CliKit, o: SettingsFlags): QueuePatch {
   const patch: QueuePatch = {
-    name: o.name, description: o.description, triggerId: o.trigger, paused: o.paused,
+    name: o.name,
+    description: o.description,
+    triggerId: o.trigger,
+    paused: o.paused,
     concurrencyLimit: integer(kit, '--concurrency', o.concurrency),
     priority: integer(kit, '--priority', o.priority),
     maxRetries: integer(kit, '--max-retries', o.maxRetries),
@@ -53,7 +63,10 @@ function settings(kit: CliKit, o: SettingsFlags): QueuePatch {
     checkQueueSettings(patch);
   } catch (err) {
     // The HTTP field names, which the bounds' messages use, next to the flags they come from.
-    if (err instanceof AppError) throw kit.fail(`invalid queue settings: ${err.message} (--concurrency sets concurrencyLimit, --max-retries maxRetries)`);
+    if (err instanceof AppError)
+      throw kit.fail(
+        `invalid queue settings: ${err.message} (--concurrency sets concurrencyLimit, --max-retries maxRetries)`,
+      );
     throw err;
   }
   return patch;
@@ -65,7 +78,8 @@ function page(kit: CliKit, o: PageFlags): { limit: number | undefined; cursor: s
 
 /** Same rule as createQueue over HTTP: an API or webhook trigger of a workflow in the organisation. */
 async function checkTrigger(kit: CliKit, db: Knex, orgId: string, triggerId: string): Promise<void> {
-  if (!(await findTrigger(db, orgId, triggerId))) throw kit.fail(`no API or webhook trigger ${triggerId} in this organisation (a queue needs a workflow trigger)`);
+  if (!(await findTrigger(db, orgId, triggerId)))
+    throw kit.fail(`no API or webhook trigger ${triggerId} in this organisation (a queue needs a workflow trigger)`);
 }
 
 async function requireQueue(kit: CliKit, db: Knex, orgId: string, queueId: string): Promise<QueueRecord> {
@@ -83,10 +97,20 @@ function withSettingsOptions(cmd: Command): Command {
 }
 
 export function registerQueueCommands(program: Command, kit: CliKit): void {
-  const queue = program.command('queue').description('workflow queues (spec section 15): create, list, show, update, pause, resume, delete, items, batches, row-errors, upload');
+  const queue = program
+    .command('queue')
+    .description(
+      'workflow queues (spec section 15): create, list, show, update, pause, resume, delete, items, batches, row-errors, upload',
+    );
 
-  withSettingsOptions(queue.command('create').requiredOption('--name <name>').requiredOption('--trigger <triggerId>', 'API or webhook trigger the rows run through'))
-    .option('--paused', 'create it paused: batches load, no run starts until resumed').addOption(kit.orgOption())
+  withSettingsOptions(
+    queue
+      .command('create')
+      .requiredOption('--name <name>')
+      .requiredOption('--trigger <triggerId>', 'API or webhook trigger the rows run through'),
+  )
+    .option('--paused', 'create it paused: batches load, no run starts until resumed')
+    .addOption(kit.orgOption())
     .action((o: SettingsFlags & { name: string; trigger: string; org?: string }) =>
       kit.withStore(async ({ db }) => {
         const orgId = await kit.resolveOrg(db, o.org);
@@ -96,7 +120,11 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       }),
     );
 
-  queue.command('list').option('--limit <n>', '1 to 200 (default 50)').option('--cursor <cursor>', 'nextCursor of the previous page').addOption(kit.orgOption())
+  queue
+    .command('list')
+    .option('--limit <n>', '1 to 200 (default 50)')
+    .option('--cursor <cursor>', 'nextCursor of the previous page')
+    .addOption(kit.orgOption())
     .action((o: PageFlags & { org?: string }) =>
       kit.withStore(async ({ db }) => {
         const result = await listQueues(db, await kit.resolveOrg(db, o.org), page(kit, o));
@@ -104,17 +132,31 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       }),
     );
 
-  queue.command('show <queueId>').addOption(kit.orgOption()).action((id: string, o: { org?: string }) =>
-    kit.withStore(async ({ db }) => kit.print(queueView(await requireQueue(kit, db, await kit.resolveOrg(db, o.org), id)))),
-  );
+  queue
+    .command('show <queueId>')
+    .addOption(kit.orgOption())
+    .action((id: string, o: { org?: string }) =>
+      kit.withStore(async ({ db }) =>
+        kit.print(queueView(await requireQueue(kit, db, await kit.resolveOrg(db, o.org), id))),
+      ),
+    );
 
-  withSettingsOptions(queue.command('update <queueId>').description('change any setting; runs in flight are not touched').option('--name <name>').option('--trigger <triggerId>'))
-    .option('--paused', 'pause: runs in flight finish, no new run starts').option('--no-paused', 'resume').addOption(kit.orgOption())
+  withSettingsOptions(
+    queue
+      .command('update <queueId>')
+      .description('change any setting; runs in flight are not touched')
+      .option('--name <name>')
+      .option('--trigger <triggerId>'),
+  )
+    .option('--paused', 'pause: runs in flight finish, no new run starts')
+    .option('--no-paused', 'resume')
+    .addOption(kit.orgOption())
     .action((id: string, o: SettingsFlags & { org?: string }) =>
       kit.withStore(async ({ db }) => {
         const orgId = await kit.resolveOrg(db, o.org);
         const patch = settings(kit, o);
-        if (Object.values(patch).every((v) => v === undefined)) throw kit.fail('nothing to change: pass at least one option');
+        if (Object.values(patch).every((v) => v === undefined))
+          throw kit.fail('nothing to change: pass at least one option');
         await requireQueue(kit, db, orgId, id);
         if (patch.triggerId !== undefined) await checkTrigger(kit, db, orgId, patch.triggerId);
         // No If-Match at a terminal: the last writer wins, as with the other store verbs.
@@ -122,9 +164,15 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       }),
     );
 
-  for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
-    queue.command(`${verb} <queueId>`).description(paused ? 'start no new run; runs in flight finish' : 'start runs again')
-      .addOption(kit.orgOption()).action((id: string, o: { org?: string }) =>
+  for (const [verb, paused] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
+    queue
+      .command(`${verb} <queueId>`)
+      .description(paused ? 'start no new run; runs in flight finish' : 'start runs again')
+      .addOption(kit.orgOption())
+      .action((id: string, o: { org?: string }) =>
         kit.withStore(async ({ db }) => {
           const orgId = await kit.resolveOrg(db, o.org);
           await requireQueue(kit, db, orgId, id);
@@ -133,8 +181,11 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       );
   }
 
-  queue.command('delete <queueId>').description('delete the queue with its uploads, batches, items and row errors; its runs stay')
-    .addOption(kit.orgOption()).action((id: string, o: { org?: string }) =>
+  queue
+    .command('delete <queueId>')
+    .description('delete the queue with its uploads, batches, items and row errors; its runs stay')
+    .addOption(kit.orgOption())
+    .action((id: string, o: { org?: string }) =>
       kit.withStore(async ({ db, config }) => {
         const blobKeys = await deleteQueue(db, await kit.resolveOrg(db, o.org), id, undefined);
         if (!blobKeys) throw kit.fail(`no queue ${id}`);
@@ -144,19 +195,37 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       }),
     );
 
-  queue.command('items <queueId>').description("the queue's loaded rows in load order, with their status and run")
-    .option('--batch <batchId>', 'only the rows of this batch').option('--status <status>', `only rows in this status: ${ITEM_STATUSES.join(', ')}`)
-    .option('--limit <n>', '1 to 200 (default 50)').option('--cursor <cursor>', 'nextCursor of the previous page').addOption(kit.orgOption())
+  queue
+    .command('items <queueId>')
+    .description("the queue's loaded rows in load order, with their status and run")
+    .option('--batch <batchId>', 'only the rows of this batch')
+    .option('--status <status>', `only rows in this status: ${ITEM_STATUSES.join(', ')}`)
+    .option('--limit <n>', '1 to 200 (default 50)')
+    .option('--cursor <cursor>', 'nextCursor of the previous page')
+    .addOption(kit.orgOption())
     .action((id: string, o: PageFlags & { batch?: string; status?: string; org?: string }) =>
       kit.withStore(async ({ db, config }) => {
-        if (o.status !== undefined && !(ITEM_STATUSES as readonly string[]).includes(o.status)) throw kit.fail(`--status must be one of ${ITEM_STATUSES.join(', ')}`);
+        if (o.status !== undefined && !(ITEM_STATUSES as readonly string[]).includes(o.status))
+          throw kit.fail(`--status must be one of ${ITEM_STATUSES.join(', ')}`);
         const q = await requireQueue(kit, db, await kit.resolveOrg(db, o.org), id);
-        kit.print(await listQueueItems(db, openBlobStore(config), q.id, { batchId: o.batch, status: o.status as ItemStatus | undefined }, page(kit, o)));
+        kit.print(
+          await listQueueItems(
+            db,
+            openBlobStore(config),
+            q.id,
+            { batchId: o.batch, status: o.status as ItemStatus | undefined },
+            page(kit, o),
+          ),
+        );
       }),
     );
 
-  queue.command('batches <queueId>').description("the queue's CSV batches, oldest first, with their counters")
-    .option('--limit <n>', '1 to 200 (default 50)').option('--cursor <cursor>', 'nextCursor of the previous page').addOption(kit.orgOption())
+  queue
+    .command('batches <queueId>')
+    .description("the queue's CSV batches, oldest first, with their counters")
+    .option('--limit <n>', '1 to 200 (default 50)')
+    .option('--cursor <cursor>', 'nextCursor of the previous page')
+    .addOption(kit.orgOption())
     .action((id: string, o: PageFlags & { org?: string }) =>
       kit.withStore(async ({ db }) => {
         const orgId = await kit.resolveOrg(db, o.org);
@@ -165,9 +234,13 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
       }),
     );
 
-  queue.command('row-errors <batchId>').description('the rows of a batch skipped while loading, by row number')
+  queue
+    .command('row-errors <batchId>')
+    .description('the rows of a batch skipped while loading, by row number')
     .requiredOption('--queue <queueId>', 'the queue of the batch')
-    .option('--limit <n>', '1 to 1000 (default 100)').option('--cursor <cursor>', 'nextCursor of the previous page').addOption(kit.orgOption())
+    .option('--limit <n>', '1 to 1000 (default 100)')
+    .option('--cursor <cursor>', 'nextCursor of the previous page')
+    .addOption(kit.orgOption())
     .action((batchId: string, o: PageFlags & { queue: string; org?: string }) =>
       kit.withStore(async ({ db }) => {
         const orgId = await kit.resolveOrg(db, o.org);

@@ -76,7 +76,14 @@ export interface Config {
   /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
   outboundAllowlist: string[];
   /** Browser automation (src/browser). */
-  browser: { executable: string; maxContexts: number; taskTimeoutMs: number; idleMs: number; adblockLists: string[]; proxyUrl: string | null };
+  browser: {
+    executable: string;
+    maxContexts: number;
+    taskTimeoutMs: number;
+    idleMs: number;
+    adblockLists: string[];
+    proxyUrl: string | null;
+  };
   /** Tool discovery (src/servers/sidekick): semantic ranking and learning from use. */
   discovery: DiscoveryConfig;
   /** EMBEDDINGS_API_KEY: bearer key of the embeddings provider; a secret, never logged nor validated into the config schema. */
@@ -112,7 +119,13 @@ export interface ModelConfig {
 
 export class ConfigError extends Error {}
 
-function intEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+function intEnv(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -161,9 +174,13 @@ function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
  */
 /** BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means Ghostery's prebuilt ads engine. */
 function adblockLists(value: string | undefined): string[] {
-  const lists = (value ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+  const lists = (value ?? '')
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
   for (const l of lists) {
-    if (!/^https?:\/\//i.test(l) && !path.isAbsolute(l)) throw new ConfigError(`BROWSER_ADBLOCK_LISTS entries must be absolute paths or http(s) URLs, got "${l}"`);
+    if (!/^https?:\/\//i.test(l) && !path.isAbsolute(l))
+      throw new ConfigError(`BROWSER_ADBLOCK_LISTS entries must be absolute paths or http(s) URLs, got "${l}"`);
   }
   return lists;
 }
@@ -204,7 +221,9 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   if (keys.google) providers.push('google');
   const defaultModel = text('DEFAULT_MODEL');
   if (defaultModel !== null && !/^(openai-compatible|openai|anthropic|google)\/.+$/.test(defaultModel)) {
-    throw new ConfigError(`DEFAULT_MODEL must be provider/model with provider openai-compatible, openai, anthropic or google, got "${defaultModel}"`);
+    throw new ConfigError(
+      `DEFAULT_MODEL must be provider/model with provider openai-compatible, openai, anthropic or google, got "${defaultModel}"`,
+    );
   }
   return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, anthropicBaseUrl, keys, providers };
 }
@@ -284,8 +303,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, embeddingsApiKey: _key, models, ...shape } = config;
   const checked = {
-    ...shape, databaseUrl: shape.databaseUrl ?? null, redisUrl: shape.redisUrl ?? null,
-    models: { defaultModel: models.defaultModel, openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl, providers: models.providers },
+    ...shape,
+    databaseUrl: shape.databaseUrl ?? null,
+    redisUrl: shape.redisUrl ?? null,
+    models: {
+      defaultModel: models.defaultModel,
+      openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl,
+      providers: models.providers,
+    },
   };
   if (!validateConfig(checked)) {
     const problems = (validateConfig.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);

@@ -74,7 +74,8 @@ export const SERVICE_KEY_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const MAX_SECRET_BYTES = 64 * 1024;
 const MAX_METADATA_BYTES = 16 * 1024;
 
-const invalid = (message: string, field: string) => new AppError('ERR_REQUEST_INVALID', { message, details: { field } });
+const invalid = (message: string, field: string) =>
+  new AppError('ERR_REQUEST_INVALID', { message, details: { field } });
 
 function toView(r: ConnectionRow): Connection {
   return {
@@ -90,10 +91,12 @@ function toView(r: ConnectionRow): Connection {
   };
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function checkName(v: unknown): void {
-  if (typeof v !== 'string' || v.trim() === '' || v.length > 200) throw invalid('name must be 1 to 200 characters', 'name');
+  if (typeof v !== 'string' || v.trim() === '' || v.length > 200)
+    throw invalid('name must be 1 to 200 characters', 'name');
 }
 
 function checkStatus(v: unknown): void {
@@ -110,16 +113,25 @@ function sealSecret(config: KeyConfig, secret: unknown): string {
 
 function checkMetadata(v: unknown): void {
   if (!isPlainObject(v)) throw invalid('metadata must be an object', 'metadata');
-  if (Buffer.byteLength(JSON.stringify(v)) > MAX_METADATA_BYTES) throw invalid('metadata is larger than 16 KiB', 'metadata');
+  if (Buffer.byteLength(JSON.stringify(v)) > MAX_METADATA_BYTES)
+    throw invalid('metadata is larger than 16 KiB', 'metadata');
 }
 
 /** The decrypted secret of a stored connection, or null when it has none. */
-export function decryptConnectionSecret(config: KeyConfig, row: Pick<ConnectionRow, 'secret_enc'>): ConnectionSecret | null {
+export function decryptConnectionSecret(
+  config: KeyConfig,
+  row: Pick<ConnectionRow, 'secret_enc'>,
+): ConnectionSecret | null {
   if (!row.secret_enc) return null;
   return JSON.parse(decrypt(config.secretKey, row.secret_enc)) as ConnectionSecret;
 }
 
-export async function createConnection(db: Knex, orgId: string, input: ConnectionCreate, config: KeyConfig): Promise<Connection> {
+export async function createConnection(
+  db: Knex,
+  orgId: string,
+  input: ConnectionCreate,
+  config: KeyConfig,
+): Promise<Connection> {
   checkName(input.name);
   if (typeof input.service_key !== 'string' || !SERVICE_KEY_PATTERN.test(input.service_key)) {
     throw invalid('service_key must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$', 'service_key');
@@ -129,15 +141,26 @@ export async function createConnection(db: Knex, orgId: string, input: Connectio
   if (input.metadata !== undefined) checkMetadata(input.metadata);
   const now = nowIso();
   const row = {
-    id: newId('pcid'), org_id: orgId, name: input.name, service_key: input.service_key, status,
-    secret_enc: sealSecret(config, input.secret), metadata: toJson(input.metadata ?? {}),
-    version: 1, created_at: now, updated_at: now,
+    id: newId('pcid'),
+    org_id: orgId,
+    name: input.name,
+    service_key: input.service_key,
+    status,
+    secret_enc: sealSecret(config, input.secret),
+    metadata: toJson(input.metadata ?? {}),
+    version: 1,
+    created_at: now,
+    updated_at: now,
   };
   await db('connections').insert(row);
   return toView(row);
 }
 
-export async function findConnectionRow(db: Knex, orgId: string, connectionId: string): Promise<ConnectionRow | undefined> {
+export async function findConnectionRow(
+  db: Knex,
+  orgId: string,
+  connectionId: string,
+): Promise<ConnectionRow | undefined> {
   return (await db('connections').where({ id: connectionId, org_id: orgId }).first()) as ConnectionRow | undefined;
 }
 
@@ -155,10 +178,15 @@ function filtered(db: Knex, orgId: string, filter: ConnectionFilter): Knex.Query
 }
 
 export async function listConnections(
-  db: Knex, orgId: string, filter: ConnectionFilter = {}, page: PageRequest = {},
+  db: Knex,
+  orgId: string,
+  filter: ConnectionFilter = {},
+  page: PageRequest = {},
 ): Promise<Page<Connection>> {
   const { rows, nextCursor } = await pageRows<ConnectionRow & Record<string, unknown>>(
-    filtered(db, orgId, filter).select('*'), { list: 'connections', column: 'id' }, page,
+    filtered(db, orgId, filter).select('*'),
+    { list: 'connections', column: 'id' },
+    page,
   );
   return { items: rows.map(toView), nextCursor };
 }
@@ -167,7 +195,11 @@ export async function listConnections(
  * Spec section 10: every connection of the organisation in the given statuses, unpaged and
  * sorted by name (case-insensitive) then id, as openapi/connect.yaml decides.
  */
-export async function listUserConnections(db: Knex, orgId: string, statuses: readonly ConnectionStatus[]): Promise<UserConnection[]> {
+export async function listUserConnections(
+  db: Knex,
+  orgId: string,
+  statuses: readonly ConnectionStatus[],
+): Promise<UserConnection[]> {
   const rows = (await filtered(db, orgId, { statuses })
     .select('id', 'name', 'service_key', 'status')
     .orderByRaw('lower(name) asc, id asc')) as UserConnection[];
@@ -176,13 +208,27 @@ export async function listUserConnections(db: Knex, orgId: string, statuses: rea
 
 /** Conditional on the expected version (optimistic lock): stale → 412, absent → 404. */
 export async function updateConnection(
-  db: Knex, orgId: string, connectionId: string, expectedVersion: number, patch: ConnectionPatch, config: KeyConfig,
+  db: Knex,
+  orgId: string,
+  connectionId: string,
+  expectedVersion: number,
+  patch: ConnectionPatch,
+  config: KeyConfig,
 ): Promise<Connection> {
   const set: Record<string, unknown> = {};
-  if (patch.name !== undefined) { checkName(patch.name); set.name = patch.name; }
-  if (patch.status !== undefined) { checkStatus(patch.status); set.status = patch.status; }
+  if (patch.name !== undefined) {
+    checkName(patch.name);
+    set.name = patch.name;
+  }
+  if (patch.status !== undefined) {
+    checkStatus(patch.status);
+    set.status = patch.status;
+  }
   if (patch.secret !== undefined) set.secret_enc = sealSecret(config, patch.secret);
-  if (patch.metadata !== undefined) { checkMetadata(patch.metadata); set.metadata = toJson(patch.metadata); }
+  if (patch.metadata !== undefined) {
+    checkMetadata(patch.metadata);
+    set.metadata = toJson(patch.metadata);
+  }
   if (Object.keys(set).length === 0) throw invalid('Nothing to update: send name, status, secret or metadata', 'body');
   const updated = await db('connections')
     .where({ id: connectionId, org_id: orgId, version: expectedVersion })
@@ -191,7 +237,12 @@ export async function updateConnection(
   return getConnection(db, orgId, connectionId);
 }
 
-export async function deleteConnection(db: Knex, orgId: string, connectionId: string, expectedVersion?: number): Promise<void> {
+export async function deleteConnection(
+  db: Knex,
+  orgId: string,
+  connectionId: string,
+  expectedVersion?: number,
+): Promise<void> {
   const where: Record<string, unknown> = { id: connectionId, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('connections').where(where).delete();

@@ -1,5 +1,13 @@
 /** Containment of processes that run tenant code: the levels this machine allows, their command lines and their watchdog (README.md). */
-export { probeIsolation, findProgram, IsolationUnavailableError, type Isolation, type IsolationMode, type IsolationReport, type ProbeOptions } from './probe.js';
+export {
+  probeIsolation,
+  findProgram,
+  IsolationUnavailableError,
+  type Isolation,
+  type IsolationMode,
+  type IsolationReport,
+  type ProbeOptions,
+} from './probe.js';
 export { launchCommand, bwrapArgs, type Bind, type ContainSpec, type LaunchPlan } from './launch.js';
 export { processTree, sampleTree, killTree, uidOf, type TreeSample } from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';

@@ -81,13 +81,27 @@ let system: string[] | undefined;
 export function bwrapArgs(spec: ContainSpec): string[] {
   system ??= systemView();
   const args = [
-    '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
     ...(spec.network === 'none' ? ['--unshare-net'] : []),
-    '--die-with-parent', '--new-session', '--hostname', 'sandbox',
+    '--die-with-parent',
+    '--new-session',
+    '--hostname',
+    'sandbox',
     ...system,
-    '--proc', '/proc', '--dev', '/dev',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
     // Writable by the unprivileged user the program runs as (sticky, like a host's /tmp).
-    '--perms', '1777', '--size', String(spec.tmpBytes ?? DEFAULT_TMP_BYTES), '--tmpfs', '/tmp',
+    '--perms',
+    '1777',
+    '--size',
+    String(spec.tmpBytes ?? DEFAULT_TMP_BYTES),
+    '--tmpfs',
+    '/tmp',
   ];
   for (const d of spec.dirs ?? []) args.push('--dir', d);
   for (const p of spec.readOnly) args.push('--ro-bind-try', p, p);
@@ -97,12 +111,24 @@ export function bwrapArgs(spec: ContainSpec): string[] {
 }
 
 /** The whole command: `{file, args}` for spawn(), with the program's own `argv` last. */
-export function launchCommand(plan: LaunchPlan, spec: ContainSpec, argv: readonly string[]): { file: string; args: string[] } {
+export function launchCommand(
+  plan: LaunchPlan,
+  spec: ContainSpec,
+  argv: readonly string[],
+): { file: string; args: string[] } {
   const inner: string[] = [];
   if (plan.bwrap && plan.env) inner.push(plan.env, '-u', 'PWD');
   if (plan.prlimit) inner.push(plan.prlimit, `--nproc=${spec.maxProcesses}:${spec.maxProcesses}`, '--');
   if (plan.setpriv && spec.switchTo !== undefined) {
-    inner.push(plan.setpriv, `--reuid=${spec.switchTo}`, `--regid=${spec.switchTo}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--');
+    inner.push(
+      plan.setpriv,
+      `--reuid=${spec.switchTo}`,
+      `--regid=${spec.switchTo}`,
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--',
+    );
   } else if (plan.setpriv) {
     // No user change here (the program makes it itself, or already runs unprivileged): still no
     // setuid binary can raise its privileges again.

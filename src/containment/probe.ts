@@ -32,7 +32,8 @@ export interface Isolation {
 
 export class IsolationUnavailableError extends Error {}
 
-const BWRAP_HINT = 'install bubblewrap (`apt-get install -y bubblewrap`) and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0) when the service does not run as root';
+const BWRAP_HINT =
+  'install bubblewrap (`apt-get install -y bubblewrap`) and allow user namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0) when the service does not run as root';
 
 /** A program on PATH (or at an absolute path), or undefined. */
 export function findProgram(name: string, searchPath = process.env.PATH ?? '/usr/bin:/bin'): string | undefined {
@@ -81,7 +82,13 @@ async function runProbe(plan: LaunchPlan, uid: number | undefined, nodePath: str
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', () => resolve()));
   const port = (listener.address() as net.AddressInfo).port;
   try {
-    const { file, args } = launchCommand(plan, { readOnly: [nodePath], network: 'none', maxProcesses: 64 }, [nodePath, '-e', PROBE_SCRIPT, String(uid ?? 0), String(port)]);
+    const { file, args } = launchCommand(plan, { readOnly: [nodePath], network: 'none', maxProcesses: 64 }, [
+      nodePath,
+      '-e',
+      PROBE_SCRIPT,
+      String(uid ?? 0),
+      String(port),
+    ]);
     const child = spawn(file, args, { env: {}, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -109,7 +116,9 @@ async function runProbe(plan: LaunchPlan, uid: number | undefined, nodePath: str
 }
 
 function processLayer(users: RunnerUsers | undefined): string {
-  const who = users ? `switched to its own unprivileged user (uid ${users.describe()})` : `under the service's own unprivileged user (uid ${process.getuid?.() ?? '?'})`;
+  const who = users
+    ? `switched to its own unprivileged user (uid ${users.describe()})`
+    : `under the service's own unprivileged user (uid ${process.getuid?.() ?? '?'})`;
   return `a runner process per organisation, ${who}, with an empty environment and Node's permission model`;
 }
 
@@ -147,19 +156,28 @@ async function detect(opts: ProbeOptions): Promise<Isolation> {
   const setpriv = findProgram('setpriv', opts.searchPath);
   const prlimit = findProgram('prlimit', opts.searchPath);
   const missing: string[] = [];
-  if (!prlimit) missing.push('prlimit (util-linux) is missing: the process count of runners is bounded by the watchdog only');
-  const language = 'isolated-vm: each code step runs in a V8 isolate of its own heap limit and CPU time limit; only copied values cross';
+  if (!prlimit)
+    missing.push('prlimit (util-linux) is missing: the process count of runners is bounded by the watchdog only');
+  const language =
+    'isolated-vm: each code step runs in a V8 isolate of its own heap limit and CPU time limit; only copied values cross';
   const base: LaunchPlan = { bwrap: undefined, prlimit, setpriv, env: findProgram('env', opts.searchPath) };
-  let os = 'not in force (CODE_ISOLATION=process): runners share the host\'s network, file system view (limited by Node\'s permission model) and process table';
+  let os =
+    "not in force (CODE_ISOLATION=process): runners share the host's network, file system view (limited by Node's permission model) and process table";
   let plan = base;
   if (opts.mode !== 'process') {
     const bwrap = findProgram('bwrap', opts.searchPath);
-    const why = bwrap ? await namespacesWork({ ...base, bwrap }, users, nodePath) : 'bubblewrap (bwrap) is not installed';
+    const why = bwrap
+      ? await namespacesWork({ ...base, bwrap }, users, nodePath)
+      : 'bubblewrap (bwrap) is not installed';
     if (why === undefined) {
       plan = { ...base, bwrap };
-      os = 'bubblewrap: no network (the host\'s loopback included), own PID, IPC and UTS namespaces, a read-only view of only what the runner needs, a private /tmp; memory and process count enforced by a watchdog on the contained processes and RLIMIT_NPROC';
+      os =
+        "bubblewrap: no network (the host's loopback included), own PID, IPC and UTS namespaces, a read-only view of only what the runner needs, a private /tmp; memory and process count enforced by a watchdog on the contained processes and RLIMIT_NPROC";
     } else {
-      if (opts.mode === 'strict') throw new IsolationUnavailableError(`CODE_ISOLATION=strict: the operating-system layer does not work here: ${why}; ${BWRAP_HINT}`);
+      if (opts.mode === 'strict')
+        throw new IsolationUnavailableError(
+          `CODE_ISOLATION=strict: the operating-system layer does not work here: ${why}; ${BWRAP_HINT}`,
+        );
       missing.unshift(`operating-system layer: ${why}; ${BWRAP_HINT}`);
       os = `not in force: ${why}`;
     }
@@ -178,12 +196,16 @@ async function detect(opts: ProbeOptions): Promise<Isolation> {
 }
 
 /** undefined when a contained process starts, switches user, sees only its own namespace and cannot reach the host's loopback. */
-async function namespacesWork(plan: LaunchPlan, users: RunnerUsers | undefined, nodePath: string): Promise<string | undefined> {
+async function namespacesWork(
+  plan: LaunchPlan,
+  users: RunnerUsers | undefined,
+  nodePath: string,
+): Promise<string | undefined> {
   const uid = users?.take();
   try {
     const r = await runProbe(plan, uid, nodePath);
     if (r.error) return `a contained process did not start (${r.error})`;
-    if (r.reached > 0 || r.net === 'connected') return 'a contained process reached the host\'s loopback';
+    if (r.reached > 0 || r.net === 'connected') return "a contained process reached the host's loopback";
     if ((r.pids ?? 99) > 3) return `a contained process saw ${r.pids} processes (no PID namespace)`;
     if (r.uid === 0) return 'a contained process kept the root user';
     return undefined;
@@ -192,7 +214,11 @@ async function namespacesWork(plan: LaunchPlan, users: RunnerUsers | undefined, 
   }
 }
 
-async function processWorks(plan: LaunchPlan, users: RunnerUsers | undefined, nodePath: string): Promise<string | undefined> {
+async function processWorks(
+  plan: LaunchPlan,
+  users: RunnerUsers | undefined,
+  nodePath: string,
+): Promise<string | undefined> {
   const uid = users?.take();
   try {
     const r = await runProbe(plan, uid, nodePath);

@@ -44,7 +44,12 @@ interface Validators {
 
 const validators: Validators = {
   whole: validateWhole,
-  byType: { code: WorkflowDefinitionCodeStep, http: WorkflowDefinitionHttpStep, tool: WorkflowDefinitionToolStep, agent: WorkflowDefinitionAgentStep },
+  byType: {
+    code: WorkflowDefinitionCodeStep,
+    http: WorkflowDefinitionHttpStep,
+    tool: WorkflowDefinitionToolStep,
+    agent: WorkflowDefinitionAgentStep,
+  },
 };
 
 function plain(e: ErrorObject, prefix = ''): DefinitionError {
@@ -123,7 +128,11 @@ export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const o = value as Record<string, unknown>;
-    return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .filter((k) => o[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }

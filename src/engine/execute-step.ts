@@ -10,7 +10,18 @@ import { runToolStep } from './steps/tool.js';
 import { runAgentStep } from './steps/agent.js';
 import { EXIT, failed, type ExecutedStep, type StepDeps, type StepRunContext } from './steps/types.js';
 
-export type { PriorStep, StepRunContext, ProducedFile, ExecutedStep, StepDeps, StepStatus, ResultType, ToolCaller, ToolCall, AgentInvoker } from './steps/types.js';
+export type {
+  PriorStep,
+  StepRunContext,
+  ProducedFile,
+  ExecutedStep,
+  StepDeps,
+  StepStatus,
+  ResultType,
+  ToolCaller,
+  ToolCall,
+  AgentInvoker,
+} from './steps/types.js';
 export type { SandboxPool } from './sandbox/pool.js';
 
 export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
@@ -26,10 +37,20 @@ export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps:
       case 'agent':
         return await runAgentStep(step, ctx, deps);
       default:
-        return failed('FAILED', EXIT.invalid, `Invalid step: unknown step type ${JSON.stringify((step as { type?: unknown }).type)}`, 0);
+        return failed(
+          'FAILED',
+          EXIT.invalid,
+          `Invalid step: unknown step type ${JSON.stringify((step as { type?: unknown }).type)}`,
+          0,
+        );
     }
   } catch (err) {
     deps.log.error({ err, runId: ctx.runId, stepIndex: ctx.stepIndex }, 'step executor failed unexpectedly');
-    return failed('FAILED', EXIT.error, `Internal error while running the step: ${(err as Error).message}`, Math.round(performance.now() - started));
+    return failed(
+      'FAILED',
+      EXIT.error,
+      `Internal error while running the step: ${(err as Error).message}`,
+      Math.round(performance.now() - started),
+    );
   }
 }

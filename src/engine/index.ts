@@ -38,5 +38,18 @@ export {
   type StepStatus,
   type ResultType,
 } from './execute-step.js';
-export { SandboxPool, type SandboxPoolOptions, type SandboxRun, DEFAULT_LIMITS as SANDBOX_LIMITS, type SandboxLimits } from './sandbox/index.js';
-export { renderTemplates, findTemplates, TemplateError, DEFAULT_TEMPLATE_LIMITS, type TemplateData, type TemplateLimits } from './template.js';
+export {
+  SandboxPool,
+  type SandboxPoolOptions,
+  type SandboxRun,
+  DEFAULT_LIMITS as SANDBOX_LIMITS,
+  type SandboxLimits,
+} from './sandbox/index.js';
+export {
+  renderTemplates,
+  findTemplates,
+  TemplateError,
+  DEFAULT_TEMPLATE_LIMITS,
+  type TemplateData,
+  type TemplateLimits,
+} from './template.js';

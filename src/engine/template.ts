@@ -47,7 +47,9 @@ export class TemplateError extends Error {
     readonly expression: string,
     detail: string,
   ) {
-    super(`Template error in {{ ${expression.length > 200 ? `${expression.slice(0, 200)}…` : expression} }}: ${detail}`);
+    super(
+      `Template error in {{ ${expression.length > 200 ? `${expression.slice(0, 200)}…` : expression} }}: ${detail}`,
+    );
     this.name = 'TemplateError';
   }
 }
@@ -116,35 +118,53 @@ function boundedPad(limits: TemplateLimits) {
     const chars = Array.from(str);
     const missing = Math.abs(width) - chars.length;
     if (missing <= 0) return str;
-    const padding = Array.from(fill.repeat(Math.ceil(missing / Array.from(fill).length))).slice(0, missing).join('');
+    const padding = Array.from(fill.repeat(Math.ceil(missing / Array.from(fill).length)))
+      .slice(0, missing)
+      .join('');
     return width < 0 ? padding + str : str + padding;
   };
 }
 
 type Deadline = { at: number };
 
-async function evaluate(expression: string, data: TemplateData, limits: TemplateLimits, deadline: Deadline): Promise<unknown> {
+async function evaluate(
+  expression: string,
+  data: TemplateData,
+  limits: TemplateLimits,
+  deadline: Deadline,
+): Promise<unknown> {
   const remaining = deadline.at - Date.now();
-  if (remaining <= 0) throw new TemplateError(expression, `the templates of this step took longer than ${limits.totalTimeoutMs} ms`);
+  if (remaining <= 0)
+    throw new TemplateError(expression, `the templates of this step took longer than ${limits.totalTimeoutMs} ms`);
   let compiled: jsonata.Expression;
   try {
-    compiled = jsonata(expression, { timeout: Math.min(limits.expressionTimeoutMs, remaining), stack: limits.maxDepth, sequence: limits.maxItems });
+    compiled = jsonata(expression, {
+      timeout: Math.min(limits.expressionTimeoutMs, remaining),
+      stack: limits.maxDepth,
+      sequence: limits.maxItems,
+    });
   } catch (err) {
     throw new TemplateError(expression, describe(err));
   }
   compiled.registerFunction('pad', boundedPad(limits), '<s-ns?:s>');
   // Every intermediate result passes here (JSONata's evaluate-exit hook).
-  compiled.assign(Symbol.for('jsonata.__evaluate_exit') as unknown as string, (_expr: unknown, _input: unknown, _env: unknown, result: unknown) => {
-    if (typeof result === 'string' && result.length > limits.maxStringLength) throw new Error(`a string over ${limits.maxStringLength} characters`);
-    if (Array.isArray(result) && result.length > limits.maxItems) throw new Error(`a sequence over ${limits.maxItems} items`);
-  });
+  compiled.assign(
+    Symbol.for('jsonata.__evaluate_exit') as unknown as string,
+    (_expr: unknown, _input: unknown, _env: unknown, result: unknown) => {
+      if (typeof result === 'string' && result.length > limits.maxStringLength)
+        throw new Error(`a string over ${limits.maxStringLength} characters`);
+      if (Array.isArray(result) && result.length > limits.maxItems)
+        throw new Error(`a sequence over ${limits.maxItems} items`);
+    },
+  );
   let value: unknown;
   try {
     value = await compiled.evaluate(data);
   } catch (err) {
     throw new TemplateError(expression, describe(err));
   }
-  if (typeof value === 'function' || isJsonataFunction(value)) throw new TemplateError(expression, 'the expression evaluates to a function, not a value');
+  if (typeof value === 'function' || isJsonataFunction(value))
+    throw new TemplateError(expression, 'the expression evaluates to a function, not a value');
   if (value === undefined) return undefined;
   // Plain JSON: drops JSONata's sequence markers and anything JSON cannot carry.
   try {
@@ -174,12 +194,18 @@ function asText(value: unknown): string {
   return JSON.stringify(value);
 }
 
-async function renderString(text: string, data: TemplateData, limits: TemplateLimits, deadline: Deadline): Promise<unknown> {
+async function renderString(
+  text: string,
+  data: TemplateData,
+  limits: TemplateLimits,
+  deadline: Deadline,
+): Promise<unknown> {
   if (!hasTemplate(text)) return text;
   const segments = findTemplates(text);
   if (segments.length === 0) return text;
   const first = segments[0]!;
-  if (segments.length === 1 && first.start === 0 && first.end === text.length) return evaluate(first.expression, data, limits, deadline);
+  if (segments.length === 1 && first.start === 0 && first.end === text.length)
+    return evaluate(first.expression, data, limits, deadline);
   let out = '';
   let at = 0;
   for (const s of segments) {
@@ -193,12 +219,21 @@ async function renderString(text: string, data: TemplateData, limits: TemplateLi
  * Renders every template in `value` (strings, and strings inside arrays and plain objects).
  * Throws TemplateError on the first bad or failing expression.
  */
-export async function renderTemplates(value: unknown, data: TemplateData, limits: Partial<TemplateLimits> = {}): Promise<unknown> {
+export async function renderTemplates(
+  value: unknown,
+  data: TemplateData,
+  limits: Partial<TemplateLimits> = {},
+): Promise<unknown> {
   const l = { ...DEFAULT_TEMPLATE_LIMITS, ...limits };
   return render(value, data, l, { at: Date.now() + l.totalTimeoutMs });
 }
 
-async function render(value: unknown, data: TemplateData, limits: TemplateLimits, deadline: Deadline): Promise<unknown> {
+async function render(
+  value: unknown,
+  data: TemplateData,
+  limits: TemplateLimits,
+  deadline: Deadline,
+): Promise<unknown> {
   if (typeof value === 'string') return renderString(value, data, limits, deadline);
   if (Array.isArray(value)) {
     const out: unknown[] = [];

@@ -7,7 +7,10 @@ import type { Knex } from 'knex';
 import { fromJson } from '../storage/db.js';
 import type { WorkflowDefinition } from './definition.js';
 
-export interface PinnedVersion { definition: WorkflowDefinition; stepMap: Record<string, number> }
+export interface PinnedVersion {
+  definition: WorkflowDefinition;
+  stepMap: Record<string, number>;
+}
 
 const versions = new Map<string, PinnedVersion>();
 const MAX_VERSIONS = 5_000;
@@ -16,9 +19,14 @@ export async function loadVersion(db: Knex, automationId: string, version: numbe
   const key = `${automationId}@${version}`;
   const hit = versions.get(key);
   if (hit) return hit;
-  const row = (await db('workflow_versions').where({ workflow_id: automationId, version }).first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
+  const row = (await db('workflow_versions')
+    .where({ workflow_id: automationId, version })
+    .first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
   if (!row) return undefined;
-  const pinned = { definition: fromJson<WorkflowDefinition>(row.definition)!, stepMap: fromJson<Record<string, number>>(row.step_map) ?? {} };
+  const pinned = {
+    definition: fromJson<WorkflowDefinition>(row.definition)!,
+    stepMap: fromJson<Record<string, number>>(row.step_map) ?? {},
+  };
   if (versions.size >= MAX_VERSIONS) versions.delete(versions.keys().next().value as string);
   versions.set(key, pinned);
   return pinned;

@@ -51,7 +51,10 @@ async function assertWorkflow(db: Knex, orgId: string, automationId: string): Pr
 }
 
 export async function listWorkflowVersions(
-  db: Knex, orgId: string, automationId: string, page: PageRequest = {},
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  page: PageRequest = {},
 ): Promise<Page<WorkflowVersion>> {
   await assertWorkflow(db, orgId, automationId);
   const { rows, nextCursor } = await pageRows<VersionRow & Record<string, unknown>>(
@@ -64,7 +67,10 @@ export async function listWorkflowVersions(
 }
 
 export async function getWorkflowVersion(
-  db: Knex, orgId: string, automationId: string, version: number,
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  version: number,
 ): Promise<WorkflowVersion> {
   const row = Number.isSafeInteger(version)
     ? ((await versionsOf(db, orgId, automationId).andWhere('v.version', version).first()) as VersionRow | undefined)

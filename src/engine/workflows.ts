@@ -33,7 +33,16 @@ interface JoinedRow {
   updated_at: string;
 }
 
-const COLUMNS = ['w.id', 'w.name', 'w.description', 'w.version', 'w.created_at', 'w.updated_at', 'v.definition', 'v.step_map'];
+const COLUMNS = [
+  'w.id',
+  'w.name',
+  'w.description',
+  'w.version',
+  'w.created_at',
+  'w.updated_at',
+  'v.definition',
+  'v.step_map',
+];
 
 function toView(r: JoinedRow): Workflow {
   return {
@@ -65,11 +74,20 @@ export async function createWorkflow(db: Knex, orgId: string, input: unknown): P
   const stepMap = nextStepMap(undefined, definition);
   await db.transaction(async (trx) => {
     await trx('workflows').insert({
-      id, org_id: orgId, name: definition.name, description: definition.description ?? null,
-      version: 1, created_at: now, updated_at: now,
+      id,
+      org_id: orgId,
+      name: definition.name,
+      description: definition.description ?? null,
+      version: 1,
+      created_at: now,
+      updated_at: now,
     });
     await trx('workflow_versions').insert({
-      workflow_id: id, version: 1, definition: toJson(definition), step_map: toJson(stepMap), created_at: now,
+      workflow_id: id,
+      version: 1,
+      definition: toJson(definition),
+      step_map: toJson(stepMap),
+      created_at: now,
     });
   });
   return getWorkflow(db, orgId, id);
@@ -88,7 +106,9 @@ export async function getWorkflow(db: Knex, orgId: string, automationId: string)
 
 export async function listWorkflows(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<Workflow>> {
   const { rows, nextCursor } = await pageRows<JoinedRow & Record<string, unknown>>(
-    current(db, orgId), { list: 'workflows', column: 'w.id' }, page,
+    current(db, orgId),
+    { list: 'workflows', column: 'w.id' },
+    page,
   );
   return { items: rows.map(toView), nextCursor };
 }
@@ -99,24 +119,39 @@ export async function listWorkflows(db: Knex, orgId: string, page: PageRequest =
  * the insert of the new workflow_versions row.
  */
 export async function updateWorkflow(
-  db: Knex, orgId: string, automationId: string, expectedVersion: number, input: unknown,
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  expectedVersion: number,
+  input: unknown,
 ): Promise<Workflow> {
   const definition = validateDefinition(input);
   const now = nowIso();
   await db.transaction(async (trx) => {
     const bumped = await trx('workflows')
       .where({ id: automationId, org_id: orgId, version: expectedVersion })
-      .update({ version: expectedVersion + 1, name: definition.name, description: definition.description ?? null, updated_at: now });
+      .update({
+        version: expectedVersion + 1,
+        name: definition.name,
+        description: definition.description ?? null,
+        updated_at: now,
+      });
     if (bumped !== 1) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
     const prev = (await trx('workflow_versions')
       .where({ workflow_id: automationId, version: expectedVersion })
       .first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
     const previous = prev
-      ? { definition: fromJson<WorkflowDefinition>(prev.definition)!, stepMap: fromJson<Record<string, number>>(prev.step_map) ?? {} }
+      ? {
+          definition: fromJson<WorkflowDefinition>(prev.definition)!,
+          stepMap: fromJson<Record<string, number>>(prev.step_map) ?? {},
+        }
       : undefined;
     await trx('workflow_versions').insert({
-      workflow_id: automationId, version: expectedVersion + 1, definition: toJson(definition),
-      step_map: toJson(nextStepMap(previous, definition)), created_at: now,
+      workflow_id: automationId,
+      version: expectedVersion + 1,
+      definition: toJson(definition),
+      step_map: toJson(nextStepMap(previous, definition)),
+      created_at: now,
     });
   });
   return getWorkflow(db, orgId, automationId);
@@ -127,7 +162,12 @@ export async function updateWorkflow(
  * keys cascade too; the explicit deletes keep the behaviour independent of that). With
  * `expectedVersion` the delete is conditional like an update.
  */
-export async function deleteWorkflow(db: Knex, orgId: string, automationId: string, expectedVersion?: number): Promise<void> {
+export async function deleteWorkflow(
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  expectedVersion?: number,
+): Promise<void> {
   await db.transaction(async (trx) => {
     const where: Record<string, unknown> = { id: automationId, org_id: orgId };
     if (expectedVersion !== undefined) where.version = expectedVersion;

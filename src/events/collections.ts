@@ -53,7 +53,12 @@ function toRecord(r: CollectionRow): CollectionRecord {
 export async function createCollection(
   db: Knex,
   orgId: string,
-  input: { name: string; description?: string | undefined; type: CollectionType; triggerUrls?: StoredTriggerUrl[] | undefined },
+  input: {
+    name: string;
+    description?: string | undefined;
+    type: CollectionType;
+    triggerUrls?: StoredTriggerUrl[] | undefined;
+  },
 ): Promise<CollectionRecord> {
   const now = nowIso();
   const row: CollectionRow = {
@@ -78,17 +83,30 @@ export async function findCollection(db: Knex, orgId: string, id: string): Promi
   return row ? toRecord(row) : undefined;
 }
 
-export async function listCollections(db: Knex, orgId: string, filter: { type?: CollectionType | undefined }, page: PageRequest): Promise<Page<CollectionRecord>> {
+export async function listCollections(
+  db: Knex,
+  orgId: string,
+  filter: { type?: CollectionType | undefined },
+  page: PageRequest,
+): Promise<Page<CollectionRecord>> {
   const q = db('collections').where({ org_id: orgId });
   if (filter.type) q.andWhere({ type: filter.type });
-  const { rows, nextCursor } = await pageRows<CollectionRow & Record<string, unknown>>(q, { list: 'collections', column: 'id', keyPattern: COLLECTION_ID_PATTERN }, page);
+  const { rows, nextCursor } = await pageRows<CollectionRow & Record<string, unknown>>(
+    q,
+    { list: 'collections', column: 'id', keyPattern: COLLECTION_ID_PATTERN },
+    page,
+  );
   return { items: rows.map(toRecord), nextCursor };
 }
 
 export async function countItems(db: Knex, collectionIds: readonly string[]): Promise<Map<string, number>> {
   const out = new Map<string, number>(collectionIds.map((id) => [id, 0]));
   if (collectionIds.length === 0) return out;
-  const rows = (await db('collection_items').whereIn('collection_id', collectionIds).groupBy('collection_id').select('collection_id').count({ n: '*' })) as Array<{ collection_id: string; n: number | string }>;
+  const rows = (await db('collection_items')
+    .whereIn('collection_id', collectionIds)
+    .groupBy('collection_id')
+    .select('collection_id')
+    .count({ n: '*' })) as Array<{ collection_id: string; n: number | string }>;
   for (const r of rows) out.set(r.collection_id, Number(r.n));
   return out;
 }
@@ -110,7 +128,12 @@ export async function updateCollection(
 }
 
 /** Replaces the collection-level list (PATCH /datacollection/{collectionId}); raises the version. */
-export async function setCollectionTriggerUrls(db: Knex, orgId: string, id: string, entries: StoredTriggerUrl[]): Promise<CollectionRecord> {
+export async function setCollectionTriggerUrls(
+  db: Knex,
+  orgId: string,
+  id: string,
+  entries: StoredTriggerUrl[],
+): Promise<CollectionRecord> {
   const n = await db('collections')
     .where({ id, org_id: orgId })
     .update({ trigger_urls: JSON.stringify(entries), version: db.raw('version + 1'), updated_at: nowIso() });
@@ -122,7 +145,12 @@ export async function setCollectionTriggerUrls(db: Knex, orgId: string, id: stri
  * Deletes the collection; items, and outbox rows through the caller, go with it. Returns the
  * ids of the `files` rows its files used, for the caller to remove with their blobs.
  */
-export async function deleteCollection(db: Knex, orgId: string, id: string, expectedVersion: number | undefined): Promise<string[] | undefined> {
+export async function deleteCollection(
+  db: Knex,
+  orgId: string,
+  id: string,
+  expectedVersion: number | undefined,
+): Promise<string[] | undefined> {
   return db.transaction(async (trx) => {
     const where: Record<string, unknown> = { id, org_id: orgId };
     if (expectedVersion !== undefined) where.version = expectedVersion;
@@ -132,7 +160,10 @@ export async function deleteCollection(db: Knex, orgId: string, id: string, expe
       if (expectedVersion === undefined) return undefined;
       await failedPrecondition(trx, 'collections', orgId, id, 'Collection');
     }
-    const files = (await trx('collection_items').where({ collection_id: id }).whereNotNull('file_id').pluck('file_id')) as string[];
+    const files = (await trx('collection_items')
+      .where({ collection_id: id })
+      .whereNotNull('file_id')
+      .pluck('file_id')) as string[];
     await trx('event_outbox').where({ collection_id: id }).delete();
     await trx('collection_items').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
@@ -169,5 +200,12 @@ export function collectionView(c: CollectionRecord, itemCount: number): Collecti
 
 /** The resource API shape (openapi/resources.yaml DataCollection). */
 export function dataCollectionView(c: CollectionRecord) {
-  return { id: c.id, name: c.name, type: c.type, triggerUrls: configuredView(c.triggerUrls), createdAt: c.createdAt, updatedAt: c.updatedAt };
+  return {
+    id: c.id,
+    name: c.name,
+    type: c.type,
+    triggerUrls: configuredView(c.triggerUrls),
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+  };
 }

@@ -7,8 +7,18 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
 import { tickBatcher } from './tick-batch.js';
 
-export interface ThreadInit { allowlist: string[]; origins: string[]; timeoutMs: number; maxResponseBytes: number }
-export interface ThreadCall { n: number; url: string; body: string; headers: Record<string, string> }
+export interface ThreadInit {
+  allowlist: string[];
+  origins: string[];
+  timeoutMs: number;
+  maxResponseBytes: number;
+}
+export interface ThreadCall {
+  n: number;
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
 export type ThreadReply =
   | { n: number; status: number; headers: Record<string, string | string[] | undefined>; durationMs: number }
   | { n: number; error: string };
@@ -19,8 +29,25 @@ const reply = tickBatcher<ThreadReply>((batch) => parentPort!.postMessage(batch)
 
 parentPort!.on('message', (calls: ThreadCall[]) => {
   for (const c of calls) {
-    outboundRequest(c.url, { method: 'POST', headers: c.headers, body: c.body, timeoutMs: init.timeoutMs, maxResponseBytes: init.maxResponseBytes, followRedirects: false }, policy).then(
-      (res) => reply({ n: c.n, status: res.status, headers: { 'x-pf-run-id': res.headers['x-pf-run-id'] }, durationMs: res.durationMs }),
+    outboundRequest(
+      c.url,
+      {
+        method: 'POST',
+        headers: c.headers,
+        body: c.body,
+        timeoutMs: init.timeoutMs,
+        maxResponseBytes: init.maxResponseBytes,
+        followRedirects: false,
+      },
+      policy,
+    ).then(
+      (res) =>
+        reply({
+          n: c.n,
+          status: res.status,
+          headers: { 'x-pf-run-id': res.headers['x-pf-run-id'] },
+          durationMs: res.durationMs,
+        }),
       (err: unknown) => reply({ n: c.n, error: (err as Error).message || 'delivery failed' }),
     );
   }

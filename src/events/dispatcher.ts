@@ -74,7 +74,8 @@ export class EventDispatcher {
     this.stopped = false;
     this.schedule(0);
     const prune = () => {
-      this.writes.run((trx) => pruneDeliveries(trx, new Date(Date.now() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()))
+      this.writes
+        .run((trx) => pruneDeliveries(trx, new Date(Date.now() - DELIVERY_LOG_DAYS * 86_400_000).toISOString()))
         .catch((err: Error) => this.log.warn({ err: err.message }, 'event outbox: pruning the delivery log failed'));
     };
     prune();

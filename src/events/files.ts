@@ -19,7 +19,14 @@ import type { CollectionRecord } from './collections.js';
 import { isForeignKeyViolation, type ItemDeps } from './items.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
 import { filePayload, type FileState } from './payloads.js';
-import { configuredView, normalizeTriggerUrls, parseStored, type EventName, type StoredTriggerUrl, type TriggerUrlInput } from './trigger-urls.js';
+import {
+  configuredView,
+  normalizeTriggerUrls,
+  parseStored,
+  type EventName,
+  type StoredTriggerUrl,
+  type TriggerUrlInput,
+} from './trigger-urls.js';
 import { FILE_ITEM_ID_PATTERN, holdsFiles } from './types.js';
 
 const MiB = 1024 * 1024;
@@ -71,7 +78,9 @@ export function fileView(c: CollectionRecord, f: StoredFile) {
 
 function checkCollection(c: CollectionRecord): void {
   if (!holdsFiles(c.type)) {
-    throw new AppError('ERR_COLLECTION_TYPE_MISMATCH', { message: `This collection is a ${c.type.replace('_', ' ')}; use /memory/items.` });
+    throw new AppError('ERR_COLLECTION_TYPE_MISMATCH', {
+      message: `This collection is a ${c.type.replace('_', ' ')}; use /memory/items.`,
+    });
   }
 }
 
@@ -82,9 +91,21 @@ function jsonField<T>(fields: Record<string, string>, name: string, check: (v: u
   try {
     value = JSON.parse(raw);
   } catch {
-    throw new AppError('ERR_REQUEST_INVALID', { message: `The ${name} part is not valid JSON`, details: [{ path: name, message: 'is not valid JSON' }] });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `The ${name} part is not valid JSON`,
+      details: [{ path: name, message: 'is not valid JSON' }],
+    });
   }
-  if (!check(value)) throw new AppError('ERR_REQUEST_INVALID', { message: `The ${name} part has the wrong shape`, details: [{ path: name, message: name === 'metadata' ? 'must be a JSON object' : 'must be a JSON array of trigger URL entries' }] });
+  if (!check(value))
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `The ${name} part has the wrong shape`,
+      details: [
+        {
+          path: name,
+          message: name === 'metadata' ? 'must be a JSON object' : 'must be a JSON array of trigger URL entries',
+        },
+      ],
+    });
   return value;
 }
 
@@ -93,16 +114,33 @@ const EVENTS = new Set(['onCreate', 'onEdit', 'onDelete']);
 const LEVELS = new Set(['collection', 'item']);
 /** The TriggerUrl schema of openapi/resources.yaml, for the multipart text part. */
 function isTriggerUrlList(v: unknown): v is TriggerUrlInput[] {
-  return Array.isArray(v) && v.every((e) => isObject(e)
-    && Object.keys(e).every((k) => ['event', 'url', 'apiKey', 'triggerLevel'].includes(k))
-    && typeof e.event === 'string' && EVENTS.has(e.event)
-    && typeof e.url === 'string' && e.url.length <= 2048
-    && typeof e.apiKey === 'string' && e.apiKey.length >= 1 && e.apiKey.length <= 256
-    && (e.triggerLevel === undefined || (typeof e.triggerLevel === 'string' && LEVELS.has(e.triggerLevel))));
+  return (
+    Array.isArray(v) &&
+    v.every(
+      (e) =>
+        isObject(e) &&
+        Object.keys(e).every((k) => ['event', 'url', 'apiKey', 'triggerLevel'].includes(k)) &&
+        typeof e.event === 'string' &&
+        EVENTS.has(e.event) &&
+        typeof e.url === 'string' &&
+        e.url.length <= 2048 &&
+        typeof e.apiKey === 'string' &&
+        e.apiKey.length >= 1 &&
+        e.apiKey.length <= 256 &&
+        (e.triggerLevel === undefined || (typeof e.triggerLevel === 'string' && LEVELS.has(e.triggerLevel))),
+    )
+  );
 }
 
 function events(c: CollectionRecord, f: StoredFile, event: EventName, targets: StoredTriggerUrl[]): OutboxEvent[] {
-  return targets.map((target) => ({ orgId: c.orgId, collectionId: c.id, itemId: f.id, event, target, payload: filePayload(event, c, f, target.triggerLevel) }));
+  return targets.map((target) => ({
+    orgId: c.orgId,
+    collectionId: c.id,
+    itemId: f.id,
+    event,
+    target,
+    payload: filePayload(event, c, f, target.triggerLevel),
+  }));
 }
 
 /** Adds a stored file to the collection and its onCreate calls to the outbox, in one transaction. */
@@ -111,36 +149,78 @@ async function insertFile(deps: FileDeps, c: CollectionRecord, row: FileRow): Pr
   let pending = 0;
   await deps.writes.run(async (trx, batch) => {
     await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
-    pending = enqueueEvents(batch, events(c, file, 'onCreate', c.triggerUrls.filter((t) => t.event === 'onCreate')));
+    pending = enqueueEvents(
+      batch,
+      events(
+        c,
+        file,
+        'onCreate',
+        c.triggerUrls.filter((t) => t.event === 'onCreate'),
+      ),
+    );
   });
   if (pending > 0) deps.wake();
   return fileView(c, file);
 }
 
-export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: IncomingMessage): Promise<ReturnType<typeof fileView>> {
+export async function uploadFile(
+  deps: FileDeps,
+  c: CollectionRecord,
+  req: IncomingMessage,
+): Promise<ReturnType<typeof fileView>> {
   checkCollection(c);
   let parsed: { fields: Record<string, string>; attachments: Attachment[] };
   try {
     parsed = await readMultipartTrigger(req, {
-      blobs: deps.blobs, db: deps.db, orgId: c.orgId, config: deps.config, log: deps.log, purpose: 'collection',
+      blobs: deps.blobs,
+      db: deps.db,
+      orgId: c.orgId,
+      config: deps.config,
+      log: deps.log,
+      purpose: 'collection',
       limits: { maxFiles: 1, maxFileBytes: MAX_FILE_BYTES, maxTotalBytes: MAX_FILE_BYTES },
     });
   } catch (err) {
-    if (isAppError(err) && err.key === 'ERR_ATTACHMENT_TOO_MANY') throw new AppError('ERR_REQUEST_INVALID', { message: 'Send exactly one file part (`file`)', details: [{ path: 'file', message: 'only one file per upload' }] });
-    if (isAppError(err) && (err.key === 'ERR_ATTACHMENT_FILE_TOO_LARGE' || err.key === 'ERR_ATTACHMENT_TOTAL_TOO_LARGE')) throw new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE', { message: 'Files are limited to 100 MiB.' });
+    if (isAppError(err) && err.key === 'ERR_ATTACHMENT_TOO_MANY')
+      throw new AppError('ERR_REQUEST_INVALID', {
+        message: 'Send exactly one file part (`file`)',
+        details: [{ path: 'file', message: 'only one file per upload' }],
+      });
+    if (
+      isAppError(err) &&
+      (err.key === 'ERR_ATTACHMENT_FILE_TOO_LARGE' || err.key === 'ERR_ATTACHMENT_TOTAL_TOO_LARGE')
+    )
+      throw new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE', { message: 'Files are limited to 100 MiB.' });
     throw err;
   }
   const discard = () => discardAttachments({ blobs: deps.blobs, db: deps.db, orgId: c.orgId }, parsed.attachments);
   try {
     const upload = parsed.attachments[0];
-    if (!upload) throw new AppError('ERR_REQUEST_INVALID', { message: 'A `file` part with a filename is required', details: [{ path: 'file', message: 'is required' }] });
+    if (!upload)
+      throw new AppError('ERR_REQUEST_INVALID', {
+        message: 'A `file` part with a filename is required',
+        details: [{ path: 'file', message: 'is required' }],
+      });
     const metadata = jsonField(parsed.fields, 'metadata', isObject) ?? {};
     const entries = jsonField(parsed.fields, 'triggerUrls', isTriggerUrlList) ?? [];
-    const triggerUrls = normalizeTriggerUrls(entries, { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
+    const triggerUrls = normalizeTriggerUrls(entries, {
+      level: 'item',
+      collectionType: c.type,
+      secretKey: deps.secretKey,
+      addresses: deps.addresses,
+    });
     const now = nowIso();
     const row: FileRow = {
-      id: upload.fileId, file_id: upload.fileId, filename: upload.filename, file_size: upload.size, mime_type: upload.contentType,
-      metadata: JSON.stringify(metadata), is_public: false, trigger_urls: JSON.stringify(triggerUrls), created_at: now, updated_at: now,
+      id: upload.fileId,
+      file_id: upload.fileId,
+      filename: upload.filename,
+      file_size: upload.size,
+      mime_type: upload.contentType,
+      metadata: JSON.stringify(metadata),
+      is_public: false,
+      trigger_urls: JSON.stringify(triggerUrls),
+      created_at: now,
+      updated_at: now,
     };
     return await insertFile(deps, c, row);
   } catch (err) {
@@ -153,7 +233,8 @@ export async function uploadFile(deps: FileDeps, c: CollectionRecord, req: Incom
 
 export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string): Promise<void> {
   checkCollection(c);
-  if (!FILE_ITEM_ID_PATTERN.test(id)) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
+  if (!FILE_ITEM_ID_PATTERN.test(id))
+    throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
   let pending = 0;
   let fileId: string | undefined;
   const found = await deps.writes.run(async (trx, batch) => {
@@ -178,19 +259,40 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
  * recorded, added to the collection and announced to its onCreate trigger URLs like an upload.
  * The name is sanitised as upload names are; the blob is removed again if the row cannot be written.
  */
-export async function addFile(deps: FileDeps, c: CollectionRecord, input: { filename: string; mimeType: string; data: Buffer }): Promise<ReturnType<typeof fileView>> {
+export async function addFile(
+  deps: FileDeps,
+  c: CollectionRecord,
+  input: { filename: string; mimeType: string; data: Buffer },
+): Promise<ReturnType<typeof fileView>> {
   checkCollection(c);
-  if (input.data.length > MAX_FILE_BYTES) throw new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE', { message: 'Files are limited to 100 MiB.' });
+  if (input.data.length > MAX_FILE_BYTES)
+    throw new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE', { message: 'Files are limited to 100 MiB.' });
   const fileId = newId('file');
   const blobKey = `collections/${c.orgId}/${fileId}`;
   const filename = sanitizeFilename(input.filename);
   await deps.blobs.put(blobKey, input.data);
   try {
-    await recordFile(deps.db, { id: fileId, orgId: c.orgId, kind: 'collection', filename, mimeType: input.mimeType, size: input.data.length, blobKey });
+    await recordFile(deps.db, {
+      id: fileId,
+      orgId: c.orgId,
+      kind: 'collection',
+      filename,
+      mimeType: input.mimeType,
+      size: input.data.length,
+      blobKey,
+    });
     const now = nowIso();
     const row: FileRow = {
-      id: fileId, file_id: fileId, filename, file_size: input.data.length, mime_type: input.mimeType,
-      metadata: '{}', is_public: false, trigger_urls: '[]', created_at: now, updated_at: now,
+      id: fileId,
+      file_id: fileId,
+      filename,
+      file_size: input.data.length,
+      mime_type: input.mimeType,
+      metadata: '{}',
+      is_public: false,
+      trigger_urls: '[]',
+      created_at: now,
+      updated_at: now,
     };
     return await insertFile(deps, c, row);
   } catch (err) {
@@ -205,7 +307,16 @@ export async function addFile(deps: FileDeps, c: CollectionRecord, input: { file
 export function sampleFile(testData: Record<string, unknown>): FileState {
   const now = nowIso();
   return {
-    id: 'test', filename: 'test.txt', filepath: 'test/test.txt', fileSize: 0, mimeType: 'text/plain',
-    signedUrl: 'https://example.com/test.txt', metadata: {}, isPublic: false, createdAt: now, updatedAt: now, ...testData,
+    id: 'test',
+    filename: 'test.txt',
+    filepath: 'test/test.txt',
+    fileSize: 0,
+    mimeType: 'text/plain',
+    signedUrl: 'https://example.com/test.txt',
+    metadata: {},
+    isPublic: false,
+    createdAt: now,
+    updatedAt: now,
+    ...testData,
   } as FileState;
 }

@@ -19,7 +19,15 @@ import { newId, nowIso } from '../storage/ids.js';
 import type { CollectionRecord } from './collections.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
 import { itemPayload, REDACTED, type ItemState } from './payloads.js';
-import { configuredView, normalizeTriggerUrls, parseStored, type AddressCheck, type EventName, type StoredTriggerUrl, type TriggerUrlInput } from './trigger-urls.js';
+import {
+  configuredView,
+  normalizeTriggerUrls,
+  parseStored,
+  type AddressCheck,
+  type EventName,
+  type StoredTriggerUrl,
+  type TriggerUrlInput,
+} from './trigger-urls.js';
 import { holdsFiles, ITEM_ID_PATTERN } from './types.js';
 import { slideWindow, type RateWindows } from './rate-windows.js';
 import type { WriteQueue } from '../storage/write-queue.js';
@@ -70,15 +78,22 @@ export interface ItemBody {
 
 function checkCollection(c: CollectionRecord): void {
   if (holdsFiles(c.type)) {
-    throw new AppError('ERR_COLLECTION_TYPE_MISMATCH', { message: `This collection is a ${c.type.replace('_', ' ')}; use /filestorage/items/upload.` });
+    throw new AppError('ERR_COLLECTION_TYPE_MISMATCH', {
+      message: `This collection is a ${c.type.replace('_', ' ')}; use /filestorage/items/upload.`,
+    });
   }
 }
 
 function checkContent(c: CollectionRecord, content: unknown): void {
   if (c.type === 'unstructured_datastore') {
-    if (typeof content !== 'string') throw new AppError('ERR_INVALID_CONTENT', { message: 'Items of an unstructured datastore need a string as content.' });
+    if (typeof content !== 'string')
+      throw new AppError('ERR_INVALID_CONTENT', {
+        message: 'Items of an unstructured datastore need a string as content.',
+      });
   } else if (!content || typeof content !== 'object' || Array.isArray(content)) {
-    throw new AppError('ERR_INVALID_CONTENT', { message: `Items of a ${c.type === 'vault' ? 'vault' : 'structured datastore'} need an object as content.` });
+    throw new AppError('ERR_INVALID_CONTENT', {
+      message: `Items of a ${c.type === 'vault' ? 'vault' : 'structured datastore'} need an object as content.`,
+    });
   }
 }
 
@@ -102,7 +117,10 @@ function toItem(deps: ItemDeps, c: CollectionRecord, r: ItemRow): Item {
 
 /** The resource API shape (openapi/resources.yaml MemoryItem); vault values never in plain text. */
 export function itemView(c: CollectionRecord, item: Item) {
-  const content = c.type === 'vault' ? Object.fromEntries(Object.keys(item.content as Record<string, unknown>).map((k) => [k, REDACTED])) : item.content;
+  const content =
+    c.type === 'vault'
+      ? Object.fromEntries(Object.keys(item.content as Record<string, unknown>).map((k) => [k, REDACTED]))
+      : item.content;
   return {
     id: item.id,
     collectionId: c.id,
@@ -120,7 +138,8 @@ export function itemView(c: CollectionRecord, item: Item) {
 /** RFC 7396 JSON Merge Patch: objects merge recursively, `null` deletes, anything else replaces. */
 export function mergePatch(target: unknown, patch: unknown): unknown {
   if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    target && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -128,7 +147,14 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
-function events(c: CollectionRecord, item: Item, event: EventName, targets: StoredTriggerUrl[], previous?: { content: unknown; metadata: Record<string, unknown> }, dropped?: string): OutboxEvent[] {
+function events(
+  c: CollectionRecord,
+  item: Item,
+  event: EventName,
+  targets: StoredTriggerUrl[],
+  previous?: { content: unknown; metadata: Record<string, unknown> },
+  dropped?: string,
+): OutboxEvent[] {
   return targets.map((target) => ({
     orgId: c.orgId,
     collectionId: c.id,
@@ -140,14 +166,27 @@ function events(c: CollectionRecord, item: Item, event: EventName, targets: Stor
   }));
 }
 
-function targetsOf(c: CollectionRecord, item: { triggerUrls: StoredTriggerUrl[] } | undefined, event: EventName): StoredTriggerUrl[] {
+function targetsOf(
+  c: CollectionRecord,
+  item: { triggerUrls: StoredTriggerUrl[] } | undefined,
+  event: EventName,
+): StoredTriggerUrl[] {
   return [...c.triggerUrls, ...(item?.triggerUrls ?? [])].filter((t) => t.event === event);
 }
 
-export async function createItem(deps: ItemDeps, c: CollectionRecord, body: ItemBody): Promise<ReturnType<typeof itemView>> {
+export async function createItem(
+  deps: ItemDeps,
+  c: CollectionRecord,
+  body: ItemBody,
+): Promise<ReturnType<typeof itemView>> {
   checkCollection(c);
   checkContent(c, body.content);
-  const triggerUrls = normalizeTriggerUrls(body.triggerUrls ?? [], { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
+  const triggerUrls = normalizeTriggerUrls(body.triggerUrls ?? [], {
+    level: 'item',
+    collectionType: c.type,
+    secretKey: deps.secretKey,
+    addresses: deps.addresses,
+  });
   const now = nowIso();
   const item: Item = {
     id: newId('item'),
@@ -161,35 +200,40 @@ export async function createItem(deps: ItemDeps, c: CollectionRecord, body: Item
   };
   let pending = 0;
   // ON CONFLICT DO NOTHING: a taken key is answered without aborting the group's transaction.
-  const inserted = await deps.writes.run(async (trx, batch) => {
-    const rows = (await trx('collection_items')
-      .insert({
-        id: item.id,
-        collection_id: c.id,
-        org_id: c.orgId,
-        key: item.key,
-        sort_field: item.sortField,
-        content: sealContent(deps, c, item.content),
-        metadata: JSON.stringify(item.metadata),
-        trigger_urls: JSON.stringify(triggerUrls),
-        is_public: false,
-        created_at: now,
-        updated_at: now,
-      })
-      .onConflict(['collection_id', 'key'])
-      .ignore()
-      .returning('id')) as unknown[];
-    if (rows.length === 0) return false;
-    // onCreate exists at collection level only (spec "Events").
-    pending = enqueueEvents(batch, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
-    return true;
-  }).catch((err: unknown) => {
-    // The collection was deleted by another process while this one still knew it (EventsService.collection).
-    if (isForeignKeyViolation(err)) throw new AppError('ERR_COLLECTION_NOT_FOUND');
-    throw err;
-  });
+  const inserted = await deps.writes
+    .run(async (trx, batch) => {
+      const rows = (await trx('collection_items')
+        .insert({
+          id: item.id,
+          collection_id: c.id,
+          org_id: c.orgId,
+          key: item.key,
+          sort_field: item.sortField,
+          content: sealContent(deps, c, item.content),
+          metadata: JSON.stringify(item.metadata),
+          trigger_urls: JSON.stringify(triggerUrls),
+          is_public: false,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict(['collection_id', 'key'])
+        .ignore()
+        .returning('id')) as unknown[];
+      if (rows.length === 0) return false;
+      // onCreate exists at collection level only (spec "Events").
+      pending = enqueueEvents(batch, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
+      return true;
+    })
+    .catch((err: unknown) => {
+      // The collection was deleted by another process while this one still knew it (EventsService.collection).
+      if (isForeignKeyViolation(err)) throw new AppError('ERR_COLLECTION_NOT_FOUND');
+      throw err;
+    });
   const conflict = inserted === false;
-  if (conflict) throw new AppError('ERR_ITEM_KEY_CONFLICT', { message: `An item with key ${item.key} already exists in this collection.` });
+  if (conflict)
+    throw new AppError('ERR_ITEM_KEY_CONFLICT', {
+      message: `An item with key ${item.key} already exists in this collection.`,
+    });
   if (pending > 0) deps.wake();
   return itemView(c, item);
 }
@@ -203,15 +247,32 @@ function notFound(): AppError {
   return new AppError('ERR_ITEM_NOT_FOUND');
 }
 
-export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string, body: ItemBody, mode: 'merge' | 'replace'): Promise<ReturnType<typeof itemView>> {
+export async function updateItem(
+  deps: ItemDeps,
+  c: CollectionRecord,
+  id: string,
+  body: ItemBody,
+  mode: 'merge' | 'replace',
+): Promise<ReturnType<typeof itemView>> {
   checkCollection(c);
   checkContent(c, body.content);
-  const newTriggerUrls = body.triggerUrls === undefined ? undefined : normalizeTriggerUrls(body.triggerUrls, { level: 'item', collectionType: c.type, secretKey: deps.secretKey, addresses: deps.addresses });
+  const newTriggerUrls =
+    body.triggerUrls === undefined
+      ? undefined
+      : normalizeTriggerUrls(body.triggerUrls, {
+          level: 'item',
+          collectionType: c.type,
+          secretKey: deps.secretKey,
+          addresses: deps.addresses,
+        });
   let pending = 0;
   const result = await deps.writes.run(async (trx, batch) => {
     const now = nowIso();
     // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads it in the same statement.
-    const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: now }).returning('*')) as ItemRow[];
+    const [row] = (await trx('collection_items')
+      .where({ id, collection_id: c.id })
+      .update({ updated_at: now })
+      .returning('*')) as ItemRow[];
     if (!row || !ITEM_ID_PATTERN.test(id)) return undefined;
     const current = toItem(deps, c, row);
     const state = nextState(c, current, body, mode);
@@ -224,17 +285,35 @@ export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string
     if (fires) {
       const nowMs = Date.parse(now);
       if (deps.windows) admitted = await deps.windows.admit(`${c.id}:${id}`, ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS, nowMs);
-      else ({ admitted, hits } = slideWindow(row.edit_hits ? (JSON.parse(row.edit_hits) as number[]) : [], ON_EDIT_LIMIT, ON_EDIT_WINDOW_MS, nowMs));
+      else
+        ({ admitted, hits } = slideWindow(
+          row.edit_hits ? (JSON.parse(row.edit_hits) as number[]) : [],
+          ON_EDIT_LIMIT,
+          ON_EDIT_WINDOW_MS,
+          nowMs,
+        ));
     }
-    await trx('collection_items').where({ id }).update({
-      content: sealContent(deps, c, item.content),
-      metadata: JSON.stringify(item.metadata),
-      sort_field: item.sortField,
-      trigger_urls: JSON.stringify(item.triggerUrls),
-      ...(hits ? { edit_hits: JSON.stringify(hits) } : {}),
-    });
+    await trx('collection_items')
+      .where({ id })
+      .update({
+        content: sealContent(deps, c, item.content),
+        metadata: JSON.stringify(item.metadata),
+        sort_field: item.sortField,
+        trigger_urls: JSON.stringify(item.triggerUrls),
+        ...(hits ? { edit_hits: JSON.stringify(hits) } : {}),
+      });
     if (fires) {
-      pending = enqueueEvents(batch, events(c, item, 'onEdit', targets, { content: current.content, metadata: current.metadata }, admitted ? undefined : DROPPED_MESSAGE));
+      pending = enqueueEvents(
+        batch,
+        events(
+          c,
+          item,
+          'onEdit',
+          targets,
+          { content: current.content, metadata: current.metadata },
+          admitted ? undefined : DROPPED_MESSAGE,
+        ),
+      );
     }
     return item;
   });
@@ -243,15 +322,35 @@ export async function updateItem(deps: ItemDeps, c: CollectionRecord, id: string
   return itemView(c, result);
 }
 
-function nextState(c: CollectionRecord, current: Item, body: ItemBody, mode: 'merge' | 'replace'): Pick<Item, 'content' | 'metadata' | 'sortField'> {
+function nextState(
+  c: CollectionRecord,
+  current: Item,
+  body: ItemBody,
+  mode: 'merge' | 'replace',
+): Pick<Item, 'content' | 'metadata' | 'sortField'> {
   const merge = mode === 'merge';
-  const content = merge && c.type !== 'unstructured_datastore' ? mergePatch(current.content, body.content) : body.content;
-  const metadata = body.metadata === undefined ? (merge ? current.metadata : {}) : merge ? (mergePatch(current.metadata, body.metadata) as Record<string, unknown>) : body.metadata;
+  const content =
+    merge && c.type !== 'unstructured_datastore' ? mergePatch(current.content, body.content) : body.content;
+  const metadata =
+    body.metadata === undefined
+      ? merge
+        ? current.metadata
+        : {}
+      : merge
+        ? (mergePatch(current.metadata, body.metadata) as Record<string, unknown>)
+        : body.metadata;
   return { content, metadata, sortField: body.sortField ?? current.sortField };
 }
 
-function changed(a: Pick<Item, 'content' | 'metadata' | 'sortField'>, b: Pick<Item, 'content' | 'metadata' | 'sortField'>): boolean {
-  return !isDeepStrictEqual(a.content, b.content) || !isDeepStrictEqual(a.metadata, b.metadata) || a.sortField !== b.sortField;
+function changed(
+  a: Pick<Item, 'content' | 'metadata' | 'sortField'>,
+  b: Pick<Item, 'content' | 'metadata' | 'sortField'>,
+): boolean {
+  return (
+    !isDeepStrictEqual(a.content, b.content) ||
+    !isDeepStrictEqual(a.metadata, b.metadata) ||
+    a.sortField !== b.sortField
+  );
 }
 
 export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string): Promise<void> {
@@ -259,7 +358,10 @@ export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string
   let pending = 0;
   const found = await deps.writes.run(async (trx, batch) => {
     // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's sqlite DELETE has no RETURNING).
-    const [row] = (await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() }).returning('*')) as ItemRow[];
+    const [row] = (await trx('collection_items')
+      .where({ id, collection_id: c.id })
+      .update({ updated_at: nowIso() })
+      .returning('*')) as ItemRow[];
     if (!row || !ITEM_ID_PATTERN.test(id)) return false;
     const item = toItem(deps, c, row);
     await trx('collection_items').where({ id }).delete();
@@ -274,5 +376,14 @@ export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string
 /** A sample item for the trigger tests (openapi/resources.yaml testDataCollectionTrigger). */
 export function sampleItem(testData: Record<string, unknown>): ItemState {
   const now = nowIso();
-  return { id: 'test', key: 'test', sortField: null, content: {}, metadata: {}, createdAt: now, updatedAt: now, ...testData } as ItemState;
+  return {
+    id: 'test',
+    key: 'test',
+    sortField: null,
+    content: {},
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+    ...testData,
+  } as ItemState;
 }

@@ -24,17 +24,44 @@ interface MemberRow {
   updated_at: string;
 }
 
-export async function listMembers(db: Knex, config: Pick<Config, 'secretKey' | 'baseUrls'>, c: CollectionRecord, page: PageRequest): Promise<Page<Record<string, unknown>>> {
+export async function listMembers(
+  db: Knex,
+  config: Pick<Config, 'secretKey' | 'baseUrls'>,
+  c: CollectionRecord,
+  page: PageRequest,
+): Promise<Page<Record<string, unknown>>> {
   const q = db('collection_items').where({ collection_id: c.id });
-  const { rows, nextCursor } = await pageRows<MemberRow & Record<string, unknown>>(q, { list: 'collection-items', column: 'id', keyPattern: /^(item|file)_[0-9a-f]{32}$/ }, page);
+  const { rows, nextCursor } = await pageRows<MemberRow & Record<string, unknown>>(
+    q,
+    { list: 'collection-items', column: 'id', keyPattern: /^(item|file)_[0-9a-f]{32}$/ },
+    page,
+  );
   const files = holdsFiles(c.type);
   const items = rows.map((r) => {
-    const common = { itemId: r.id, collectionId: c.id, metadata: JSON.parse(r.metadata) as Record<string, unknown>, createdAt: r.created_at, updatedAt: r.updated_at };
+    const common = {
+      itemId: r.id,
+      collectionId: c.id,
+      metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    };
     if (files) {
-      return { ...common, filename: r.filename!, fileSize: Number(r.file_size), mimeType: r.mime_type!, signedUrl: signFileUrl(config, r.file_id!, FILESTORAGE_URL_TTL_SECONDS) };
+      return {
+        ...common,
+        filename: r.filename!,
+        fileSize: Number(r.file_size),
+        mimeType: r.mime_type!,
+        signedUrl: signFileUrl(config, r.file_id!, FILESTORAGE_URL_TTL_SECONDS),
+      };
     }
     const secret = c.type === 'vault';
-    return { ...common, key: r.key!, sortField: r.sort_field, content: secret ? null : (JSON.parse(r.content!) as unknown), ...(secret ? { isSecret: true } : {}) };
+    return {
+      ...common,
+      key: r.key!,
+      sortField: r.sort_field,
+      content: secret ? null : (JSON.parse(r.content!) as unknown),
+      ...(secret ? { isSecret: true } : {}),
+    };
   });
   return { items, nextCursor };
 }

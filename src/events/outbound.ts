@@ -16,10 +16,26 @@ import { tickBatcher } from './tick-batch.js';
 export const EVENT_CALL_TIMEOUT_MS = 10_000;
 export const EVENT_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
 
-export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): { post: Poster; addresses: AddressCheck } {
-  const policy = new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), [config.baseUrls.triggers]);
+export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): {
+  post: Poster;
+  addresses: AddressCheck;
+} {
+  const policy = new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), [
+    config.baseUrls.triggers,
+  ]);
   const post: Poster = async (url, body, headers) => {
-    const res = await outboundRequest(url, { method: 'POST', headers, body, timeoutMs: EVENT_CALL_TIMEOUT_MS, maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES, followRedirects: false }, policy);
+    const res = await outboundRequest(
+      url,
+      {
+        method: 'POST',
+        headers,
+        body,
+        timeoutMs: EVENT_CALL_TIMEOUT_MS,
+        maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES,
+        followRedirects: false,
+      },
+      policy,
+    );
     return { status: res.status, headers: res.headers, durationMs: res.durationMs };
   };
   const addresses: AddressCheck = {
@@ -43,12 +59,20 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
  * timeout and size cap, with the HTTP work off the main event loop. Calls made in one tick go
  * over as one message. The thread starts on first use; `close()` ends it.
  */
-export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): { post: Poster; close(): Promise<void> } {
+export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): {
+  post: Poster;
+  close(): Promise<void>;
+} {
   let worker: Worker | undefined;
   let next = 0;
   const waiting = new Map<number, { resolve: (r: Awaited<ReturnType<Poster>>) => void; reject: (e: Error) => void }>();
   const start = (): Worker => {
-    const init: ThreadInit = { allowlist: config.outboundAllowlist, origins: [config.baseUrls.triggers], timeoutMs: EVENT_CALL_TIMEOUT_MS, maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES };
+    const init: ThreadInit = {
+      allowlist: config.outboundAllowlist,
+      origins: [config.baseUrls.triggers],
+      timeoutMs: EVENT_CALL_TIMEOUT_MS,
+      maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES,
+    };
     const w = new Worker(new URL('./delivery-thread-entry.mjs', import.meta.url), { workerData: init });
     w.unref();
     w.on('message', (batch: ThreadReply[]) => {
@@ -76,11 +100,12 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
     worker ??= start();
     worker.postMessage(batch);
   });
-  const post: Poster = (url, body, headers) => new Promise((resolve, reject) => {
-    const n = next++;
-    waiting.set(n, { resolve, reject });
-    send({ n, url, body, headers });
-  });
+  const post: Poster = (url, body, headers) =>
+    new Promise((resolve, reject) => {
+      const n = next++;
+      waiting.set(n, { resolve, reject });
+      send({ n, url, body, headers });
+    });
   return {
     post,
     async close() {

@@ -174,7 +174,11 @@ export async function listDeliveries(
   if (filter.status) q.andWhere({ status: filter.status });
   if (filter.event) q.andWhere({ event: filter.event });
   if (filter.itemId) q.andWhere({ item_id: filter.itemId });
-  const { rows, nextCursor } = await pageRows<OutboxRow & Record<string, unknown>>(q, { list: 'deliveries', column: 'id', keyPattern: EVENT_ID_PATTERN }, page);
+  const { rows, nextCursor } = await pageRows<OutboxRow & Record<string, unknown>>(
+    q,
+    { list: 'deliveries', column: 'id', keyPattern: EVENT_ID_PATTERN },
+    page,
+  );
   return {
     items: rows.map((r) => ({
       eventId: r.id,

@@ -41,8 +41,10 @@ export interface FileState {
 export type EventPayload = Record<string, unknown> & { event: string; itemId: string };
 
 function asObject(type: CollectionType, content: unknown): Record<string, unknown> {
-  if (type === 'unstructured_datastore') return { text: typeof content === 'string' ? content : JSON.stringify(content) };
-  const obj = content && typeof content === 'object' && !Array.isArray(content) ? (content as Record<string, unknown>) : {};
+  if (type === 'unstructured_datastore')
+    return { text: typeof content === 'string' ? content : JSON.stringify(content) };
+  const obj =
+    content && typeof content === 'object' && !Array.isArray(content) ? (content as Record<string, unknown>) : {};
   if (type !== 'vault') return obj;
   return Object.fromEntries(Object.keys(obj).map((k) => [k, REDACTED]));
 }
@@ -68,12 +70,18 @@ export function itemPayload(
     updatedAt: item.updatedAt,
     triggerLevel: level,
   };
-  if (event === 'onEdit' && previous) payload.changed = { content: asObject(collection.type, previous.content), metadata: previous.metadata };
+  if (event === 'onEdit' && previous)
+    payload.changed = { content: asObject(collection.type, previous.content), metadata: previous.metadata };
   if (collection.type === 'vault') payload.isSecret = true;
   return payload;
 }
 
-export function filePayload(event: EventName | 'onTest', collection: { id: string }, file: FileState, level: Level): EventPayload {
+export function filePayload(
+  event: EventName | 'onTest',
+  collection: { id: string },
+  file: FileState,
+  level: Level,
+): EventPayload {
   return {
     event,
     itemId: file.id,

@@ -16,7 +16,12 @@ export interface RateWindows {
  * The store's window, kept on the row the edit already holds (`collection_items.edit_hits`):
  * the hits still in the window, plus this one when admitted.
  */
-export function slideWindow(hits: readonly number[], limit: number, windowMs: number, nowMs: number): { admitted: boolean; hits: number[] } {
+export function slideWindow(
+  hits: readonly number[],
+  limit: number,
+  windowMs: number,
+  nowMs: number,
+): { admitted: boolean; hits: number[] } {
   const kept = hits.filter((t) => t > nowMs - windowMs);
   const admitted = kept.length < limit;
   if (admitted) kept.push(nowMs);
@@ -36,7 +41,10 @@ export function redisRateWindows(redis: RedisClient, prefix = 'switchyard:rw:'):
   return {
     async admit(key, limit, windowMs, nowMs = Date.now()) {
       const member = `${nowMs}-${randomBytes(6).toString('hex')}`;
-      const result = await redis.eval(ADMIT, { keys: [`${prefix}onedit:${key}`], arguments: [String(nowMs), String(windowMs), String(limit), member] });
+      const result = await redis.eval(ADMIT, {
+        keys: [`${prefix}onedit:${key}`],
+        arguments: [String(nowMs), String(windowMs), String(limit), member],
+      });
       return Number(result) === 1;
     },
   };

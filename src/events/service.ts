@@ -59,7 +59,9 @@ export class EventsService {
     // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
     const writes = WriteQueue.for(opts.db);
     this.delivery = opts.delivery;
-    this.dispatcher = opts.deliver ? new EventDispatcher(writes, opts.config.secretKey, opts.delivery?.post ?? opts.post, opts.log) : undefined;
+    this.dispatcher = opts.deliver
+      ? new EventDispatcher(writes, opts.config.secretKey, opts.delivery?.post ?? opts.post, opts.log)
+      : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {
       db: opts.db,
@@ -96,7 +98,10 @@ export class EventsService {
   async call(url: string, apiKey: string, payload: unknown): Promise<CallResult> {
     const started = performance.now();
     try {
-      const res = await this.post(url, JSON.stringify(payload), { 'content-type': 'application/json', 'x-api-key': apiKey });
+      const res = await this.post(url, JSON.stringify(payload), {
+        'content-type': 'application/json',
+        'x-api-key': apiKey,
+      });
       const runId = res.headers['x-pf-run-id'];
       const ok = res.status >= 200 && res.status < 300;
       return {
@@ -107,7 +112,13 @@ export class EventsService {
         error: ok ? null : `The trigger URL answered ${res.status}`,
       };
     } catch (err) {
-      return { ok: false, httpStatus: null, runId: null, durationMs: Math.round(performance.now() - started), error: (err as Error).message.slice(0, 500) };
+      return {
+        ok: false,
+        httpStatus: null,
+        runId: null,
+        durationMs: Math.round(performance.now() - started),
+        error: (err as Error).message.slice(0, 500),
+      };
     }
   }
 }

@@ -53,7 +53,10 @@ const ITEM_LEVEL_TYPES: ReadonlySet<CollectionType> = new Set(['structured_datas
 export const MAX_TRIGGER_URLS = 50;
 
 function invalid(message: string, index: number, field: string): AppError {
-  return new AppError('ERR_INVALID_TRIGGER_URL', { message, details: [{ path: `/triggerUrls/${index}/${field}`, message }] });
+  return new AppError('ERR_INVALID_TRIGGER_URL', {
+    message,
+    details: [{ path: `/triggerUrls/${index}/${field}`, message }],
+  });
 }
 
 export function normalizeTriggerUrls(
@@ -61,18 +64,30 @@ export function normalizeTriggerUrls(
   opts: { level: Level; collectionType: CollectionType; secretKey: Buffer; addresses: AddressCheck },
 ): StoredTriggerUrl[] {
   if (entries.length > MAX_TRIGGER_URLS) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: `At most ${MAX_TRIGGER_URLS} trigger URLs`, details: [{ path: '/triggerUrls', message: `must have at most ${MAX_TRIGGER_URLS} items` }] });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `At most ${MAX_TRIGGER_URLS} trigger URLs`,
+      details: [{ path: '/triggerUrls', message: `must have at most ${MAX_TRIGGER_URLS} items` }],
+    });
   }
   return entries.map((entry, i) => {
     const level = entry.triggerLevel ?? opts.level;
     if (level !== opts.level) {
-      throw invalid(opts.level === 'collection'
-        ? 'Item-level trigger URLs are set on the item or file (its triggerUrls), not on the collection.'
-        : 'Collection-level trigger URLs are set with PATCH /datacollection/{collectionId}.', i, 'triggerLevel');
+      throw invalid(
+        opts.level === 'collection'
+          ? 'Item-level trigger URLs are set on the item or file (its triggerUrls), not on the collection.'
+          : 'Collection-level trigger URLs are set with PATCH /datacollection/{collectionId}.',
+        i,
+        'triggerLevel',
+      );
     }
-    if (level === 'item' && entry.event === 'onCreate') throw invalid('onCreate trigger URLs exist at collection level only.', i, 'event');
+    if (level === 'item' && entry.event === 'onCreate')
+      throw invalid('onCreate trigger URLs exist at collection level only.', i, 'event');
     if (level === 'item' && !ITEM_LEVEL_TYPES.has(opts.collectionType)) {
-      throw invalid(`A ${opts.collectionType.replace('_', ' ')} takes collection-level trigger URLs only (PATCH /datacollection/{collectionId}).`, i, 'triggerLevel');
+      throw invalid(
+        `A ${opts.collectionType.replace('_', ' ')} takes collection-level trigger URLs only (PATCH /datacollection/{collectionId}).`,
+        i,
+        'triggerLevel',
+      );
     }
     let url: URL;
     try {
@@ -81,7 +96,8 @@ export function normalizeTriggerUrls(
       throw invalid('url is not an absolute URL.', i, 'url');
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('url must use http or https.', i, 'url');
-    if (url.username || url.password) throw invalid('url must not carry credentials; the apiKey is sent as X-API-KEY.', i, 'url');
+    if (url.username || url.password)
+      throw invalid('url must not carry credentials; the apiKey is sent as X-API-KEY.', i, 'url');
     const refusal = opts.addresses.refusal(url);
     if (refusal) throw invalid(refusal, i, 'url');
     if (entry.apiKey.length === 0) throw invalid('apiKey is required.', i, 'apiKey');

@@ -2,8 +2,15 @@
  * Collection kinds (spec "Events": supported collections) and how each is named in event
  * payloads (`collectionType`: datastore, vault or filestorage).
  */
-export type CollectionType = 'structured_datastore' | 'unstructured_datastore' | 'filestore' | 'knowledge_base' | 'vault';
-export const COLLECTION_TYPES: readonly CollectionType[] = ['structured_datastore', 'unstructured_datastore', 'filestore', 'knowledge_base', 'vault'];
+export type CollectionType =
+  'structured_datastore' | 'unstructured_datastore' | 'filestore' | 'knowledge_base' | 'vault';
+export const COLLECTION_TYPES: readonly CollectionType[] = [
+  'structured_datastore',
+  'unstructured_datastore',
+  'filestore',
+  'knowledge_base',
+  'vault',
+];
 
 export type PayloadCollectionType = 'datastore' | 'vault' | 'filestorage';
 

@@ -13,8 +13,14 @@ import { createAppToolServer, listAppServerTools, type UpstreamPool } from './up
 import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
 import { TtlMemo } from '../storage/ttl-memo.js';
 import {
-  GatewayError, RPC,
-  type CatalogConnection, type CatalogResource, type CatalogTool, type DiscoverySource, type GatewayContext, type ToolServer,
+  GatewayError,
+  RPC,
+  type CatalogConnection,
+  type CatalogResource,
+  type CatalogTool,
+  type DiscoverySource,
+  type GatewayContext,
+  type ToolServer,
 } from './types.js';
 
 interface OrgServers {
@@ -34,7 +40,10 @@ export class GatewayCatalog implements DiscoverySource {
   /** Built ToolServers by registration version, so their per-server state survives memo refreshes. */
   private readonly built = new Map<string, ToolServer>();
 
-  constructor(private readonly pool: UpstreamPool, ttlMs: number) {
+  constructor(
+    private readonly pool: UpstreamPool,
+    ttlMs: number,
+  ) {
     this.orgs = new TtlMemo(ttlMs);
     this.fingerprints = new TtlMemo(ttlMs);
   }
@@ -56,7 +65,12 @@ export class GatewayCatalog implements DiscoverySource {
   /** As resolve, for callers that name a server inside a tool call (gateway_invoke, tool steps). */
   async require(ctx: GatewayContext, path: string): Promise<ToolServer> {
     const server = await this.resolve(ctx, path);
-    if (!server) throw new GatewayError(RPC.SERVER, `Unknown server "${path}" for this organisation: use a serverName from capabilities_discover or listServers`, { error: 'unknown_server' });
+    if (!server)
+      throw new GatewayError(
+        RPC.SERVER,
+        `Unknown server "${path}" for this organisation: use a serverName from capabilities_discover or listServers`,
+        { error: 'unknown_server' },
+      );
     return server;
   }
 
@@ -69,7 +83,10 @@ export class GatewayCatalog implements DiscoverySource {
     return this.orgs.get(ctx.orgId, async () => {
       const rows = await allAppServers(ctx.services.db, ctx.orgId);
       const byPathReg = new Map(rows.map((r) => [r.path, r]));
-      const registrations = rows.map((server) => ({ server, parent: server.parentPath ? byPathReg.get(server.parentPath) : undefined }));
+      const registrations = rows.map((server) => ({
+        server,
+        parent: server.parentPath ? byPathReg.get(server.parentPath) : undefined,
+      }));
       const app = registrations.map((r) => this.build(r.server, r.parent));
       return { byPath: new Map(app.map((s) => [s.path, s])), app, registrations };
     });
@@ -91,7 +108,11 @@ export class GatewayCatalog implements DiscoverySource {
   fingerprint(ctx: GatewayContext): Promise<string> {
     return this.fingerprints.get(ctx.orgId, async () => {
       const { db } = ctx.services;
-      const [servers, connections, collections] = await Promise.all([stamp(db, 'app_servers', ctx.orgId), stamp(db, 'connections', ctx.orgId), stamp(db, 'collections', ctx.orgId)]);
+      const [servers, connections, collections] = await Promise.all([
+        stamp(db, 'app_servers', ctx.orgId),
+        stamp(db, 'connections', ctx.orgId),
+        stamp(db, 'collections', ctx.orgId),
+      ]);
       // After `#`: the periodic refresh, which discovery runs in the background (DiscoverySource).
       return `${servers}|${connections}|${collections}#${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
     });
@@ -101,7 +122,13 @@ export class GatewayCatalog implements DiscoverySource {
     const out: CatalogTool[] = [];
     for (const server of this.embedded.values()) {
       for (const tool of await server.listTools(ctx)) {
-        out.push({ server: server.path, serverTitle: server.name, serverDescription: server.description, embedded: true, tool });
+        out.push({
+          server: server.path,
+          serverTitle: server.name,
+          serverDescription: server.description,
+          embedded: true,
+          tool,
+        });
       }
     }
     // Discovery asks only when the fingerprint changed: read the registrations afresh, so an
@@ -111,7 +138,14 @@ export class GatewayCatalog implements DiscoverySource {
     const lists = await Promise.all(registrations.map((r) => listAppServerTools(ctx, r.server, r.parent, this.pool)));
     registrations.forEach(({ server, parent }, i) => {
       for (const tool of lists[i]!) {
-        out.push({ server: server.path, serverTitle: server.name, serverDescription: server.description ?? '', embedded: false, serviceKey: parent?.service_key ?? server.service_key, tool });
+        out.push({
+          server: server.path,
+          serverTitle: server.name,
+          serverDescription: server.description ?? '',
+          embedded: false,
+          serviceKey: parent?.service_key ?? server.service_key,
+          tool,
+        });
       }
     });
     return out;
@@ -120,12 +154,16 @@ export class GatewayCatalog implements DiscoverySource {
   async staleServers(ctx: GatewayContext, paths: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     const { byPath } = await this.orgServers(ctx);
-    await Promise.all([...new Set(paths)].map(async (path) => {
-      const server = byPath.get(path);
-      if (!server?.listing) return;
-      const listing = await server.listing(ctx).catch((err: unknown) => ({ stale: true, error: err instanceof Error ? err.message : String(err) }));
-      if (listing.stale) out.set(path, listing.error ?? 'the tool list is being refreshed');
-    }));
+    await Promise.all(
+      [...new Set(paths)].map(async (path) => {
+        const server = byPath.get(path);
+        if (!server?.listing) return;
+        const listing = await server
+          .listing(ctx)
+          .catch((err: unknown) => ({ stale: true, error: err instanceof Error ? err.message : String(err) }));
+        if (listing.stale) out.set(path, listing.error ?? 'the tool list is being refreshed');
+      }),
+    );
     return out;
   }
 
@@ -140,8 +178,22 @@ export class GatewayCatalog implements DiscoverySource {
    * hold 100k of them; its description says what it holds.
    */
   async resources(ctx: GatewayContext): Promise<CatalogResource[]> {
-    const rows = (await ctx.services.db('collections').where({ org_id: ctx.orgId }).orderBy('id').select('id', 'name', 'description', 'type')) as Array<{ id: string; name: string; description: string; type: string }>;
-    return rows.map((r) => ({ id: r.id, name: r.name, type: RESOURCE_KIND[r.type] ?? r.type, description: r.description || undefined }));
+    const rows = (await ctx.services
+      .db('collections')
+      .where({ org_id: ctx.orgId })
+      .orderBy('id')
+      .select('id', 'name', 'description', 'type')) as Array<{
+      id: string;
+      name: string;
+      description: string;
+      type: string;
+    }>;
+    return rows.map((r) => ({
+      id: r.id,
+      name: r.name,
+      type: RESOURCE_KIND[r.type] ?? r.type,
+      description: r.description || undefined,
+    }));
   }
 }
 
@@ -156,6 +208,7 @@ const RESOURCE_KIND: Record<string, string> = {
 
 /** Count and newest change of an organisation's rows: changes when a row is added, changed or removed. */
 async function stamp(db: Knex, table: string, orgId: string): Promise<string> {
-  const row = (await db(table).where('org_id', orgId).count({ n: '*' }).max({ at: 'updated_at' }).first()) as { n: number | string; at: string | null } | undefined;
+  const row = (await db(table).where('org_id', orgId).count({ n: '*' }).max({ at: 'updated_at' }).first()) as
+    { n: number | string; at: string | null } | undefined;
   return `${row?.n ?? 0}@${row?.at ?? ''}`;
 }

@@ -13,7 +13,14 @@ import { UpstreamPool } from './upstream/index.js';
 import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
 import { performance } from 'node:perf_hooks';
-import { createDiscoveryEngine, createSidekickServer, EmbeddingsProvider, RedisPending, Semantic, UsageMemory } from '../servers/sidekick/index.js';
+import {
+  createDiscoveryEngine,
+  createSidekickServer,
+  EmbeddingsProvider,
+  RedisPending,
+  Semantic,
+  UsageMemory,
+} from '../servers/sidekick/index.js';
 import type { Services } from '../services.js';
 import { createAgentManagementServer } from '../servers/agent-management/index.js';
 import { createBrowserAutomationServer } from '../servers/browser-automation/index.js';
@@ -46,8 +53,18 @@ const PREWARM_ORGS = 500;
 export function createGateway(config: Config, log: Logger, db?: Knex, redis?: RedisClient): Gateway {
   // Upstreams pass the outbound policy of workflow `http` steps (src/app.ts): OUTBOUND_ALLOWLIST,
   // and the service's own origins always.
-  const outbound = new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls));
-  const pool = new UpstreamPool({ outbound, log, timeoutMs: config.upstreamTimeoutMs, idleMs: config.upstreamIdleMs, connectionTtlMs: config.revocationCacheMs, listBudgetMs: config.upstreamListBudgetMs });
+  const outbound = new OutboundPolicy(
+    parseOutboundAllowlist(config.outboundAllowlist.join(',')),
+    Object.values(config.baseUrls),
+  );
+  const pool = new UpstreamPool({
+    outbound,
+    log,
+    timeoutMs: config.upstreamTimeoutMs,
+    idleMs: config.upstreamIdleMs,
+    connectionTtlMs: config.revocationCacheMs,
+    listBudgetMs: config.upstreamListBudgetMs,
+  });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
   // Learning from use (src/servers/sidekick/usage.ts): off → nothing recorded, nothing learned used.
   const usage = config.discovery.learning
@@ -55,7 +72,17 @@ export function createGateway(config: Config, log: Logger, db?: Knex, redis?: Re
     : undefined;
   const { embeddingsUrl, embeddingsModel, embeddingsBudgetMs } = config.discovery;
   const semantic = embeddingsUrl
-    ? new Semantic(new EmbeddingsProvider({ url: embeddingsUrl, model: embeddingsModel, apiKey: config.embeddingsApiKey, budgetMs: embeddingsBudgetMs, log }), log, db)
+    ? new Semantic(
+        new EmbeddingsProvider({
+          url: embeddingsUrl,
+          model: embeddingsModel,
+          apiKey: config.embeddingsApiKey,
+          budgetMs: embeddingsBudgetMs,
+          log,
+        }),
+        log,
+        db,
+      )
     : undefined;
   const engine = createDiscoveryEngine(catalog, { usage, semantic });
   const sidekick = createSidekickServer(catalog, { engine });
@@ -79,7 +106,11 @@ export function createGateway(config: Config, log: Logger, db?: Knex, redis?: Re
     prewarm(services) {
       warming ??= (async () => {
         const started = performance.now();
-        const rows = await services.db('organizations').select('id').orderBy('created_at', 'desc').limit(PREWARM_ORGS) as { id: string }[];
+        const rows = (await services
+          .db('organizations')
+          .select('id')
+          .orderBy('created_at', 'desc')
+          .limit(PREWARM_ORGS)) as { id: string }[];
         for (const { id } of rows) {
           if (stopping.signal.aborted) return;
           await engine.warm({ services, log, orgId: id, forwardedHeaders: {}, signal: stopping.signal });

@@ -27,4 +27,13 @@ export {
 export { appServerHandlers, gatewayHandlers } from './handlers/index.js';
 export { createGateway, type Gateway } from './gateway.js';
 export { toolCaller } from './steps.js';
-export { GatewayError, RPC, jsonResult, toolError, type ToolServer, type ToolDef, type CallResult, type GatewayContext } from './types.js';
+export {
+  GatewayError,
+  RPC,
+  jsonResult,
+  toolError,
+  type ToolServer,
+  type ToolDef,
+  type CallResult,
+  type GatewayContext,
+} from './types.js';

@@ -8,7 +8,13 @@ import { AppError } from '../errors/index.js';
 import type { OutboundPolicy } from '../http/outbound.js';
 
 /** Paths of the embedded servers (spec sections 7, 8, 9, 11, 12); never registrable. */
-export const EMBEDDED_PATHS: readonly string[] = ['mcp', 'svc-sidekick', 'gateway', 'agent-management', 'browser-automation'];
+export const EMBEDDED_PATHS: readonly string[] = [
+  'mcp',
+  'svc-sidekick',
+  'gateway',
+  'agent-management',
+  'browser-automation',
+];
 export const SERVER_PATH_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const HEADER_NAME_PATTERN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
@@ -24,7 +30,8 @@ export interface UpstreamAuth {
   headerName?: string;
 }
 
-const invalid = (message: string, field: string) => new AppError('ERR_REQUEST_INVALID', { message, details: { field } });
+const invalid = (message: string, field: string) =>
+  new AppError('ERR_REQUEST_INVALID', { message, details: { field } });
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function httpUrl(v: unknown, field: string): string {
@@ -49,11 +56,13 @@ export function checkPath(path: unknown, field = 'path'): string {
 }
 
 export function checkName(v: unknown): void {
-  if (typeof v !== 'string' || v.trim() === '' || v.length > 200) throw invalid('name must be 1 to 200 characters', 'name');
+  if (typeof v !== 'string' || v.trim() === '' || v.length > 200)
+    throw invalid('name must be 1 to 200 characters', 'name');
 }
 
 export function checkDescription(v: unknown): void {
-  if (v !== null && (typeof v !== 'string' || v.length > 2000)) throw invalid('description must be a string of at most 2000 characters', 'description');
+  if (v !== null && (typeof v !== 'string' || v.length > 2000))
+    throw invalid('description must be a string of at most 2000 characters', 'description');
 }
 
 export function checkServiceKey(v: unknown): void {
@@ -72,7 +81,12 @@ export function checkUpstream(v: unknown): Upstream {
   }
   if (v.type === 'openapi') {
     const doc = v.document;
-    if (!isObject(doc) || typeof doc.openapi !== 'string' || !/^3\.[01]\.\d+$/.test(doc.openapi) || !isObject(doc.info)) {
+    if (
+      !isObject(doc) ||
+      typeof doc.openapi !== 'string' ||
+      !/^3\.[01]\.\d+$/.test(doc.openapi) ||
+      !isObject(doc.info)
+    ) {
       throw invalid('upstream.document must be an OpenAPI 3.0 or 3.1 document (openapi, info)', 'upstream.document');
     }
     return { type: 'openapi', baseUrl: httpUrl(v.baseUrl, 'upstream.baseUrl'), document: doc };
@@ -95,7 +109,8 @@ export function checkAuth(v: unknown): UpstreamAuth {
     }
     return { scheme, headerName: v.headerName };
   }
-  if (v.headerName !== undefined) throw invalid('auth.headerName is only allowed with scheme header', 'auth.headerName');
+  if (v.headerName !== undefined)
+    throw invalid('auth.headerName is only allowed with scheme header', 'auth.headerName');
   return { scheme };
 }
 
@@ -116,5 +131,8 @@ export async function checkUpstreamAddress(v: unknown, outbound: OutboundPolicy)
   const refusal = await outbound.registrationRefusal(new URL(url));
   if (!refusal) return;
   const message = `upstream.${field} is refused: ${refusal}`;
-  throw new AppError('ERR_REQUEST_INVALID', { message, details: [{ where: 'body', path: `/upstream/${field}`, message }] });
+  throw new AppError('ERR_REQUEST_INVALID', {
+    message,
+    details: [{ where: 'body', path: `/upstream/${field}`, message }],
+  });
 }

@@ -10,8 +10,14 @@ import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../storage/ids.js';
 import { pageRows, type Page, type PageRequest } from '../storage/page.js';
 import {
-  checkAuth, checkDescription, checkName, checkPath, checkServiceKey, checkUpstream,
-  type Upstream, type UpstreamAuth,
+  checkAuth,
+  checkDescription,
+  checkName,
+  checkPath,
+  checkServiceKey,
+  checkUpstream,
+  type Upstream,
+  type UpstreamAuth,
 } from './registry-validate.js';
 import { failedPrecondition } from '../storage/versioned.js';
 
@@ -73,7 +79,10 @@ function toView(r: ServerRow): AppServer {
 
 const notFound = () => new AppError('ERR_NOT_FOUND', { message: 'Application server not found' });
 const duplicatePath = (path: string) =>
-  new AppError('ERR_CONFLICT', { message: `An application server with path "${path}" already exists`, details: { field: 'path' } });
+  new AppError('ERR_CONFLICT', {
+    message: `An application server with path "${path}" already exists`,
+    details: { field: 'path' },
+  });
 
 function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
@@ -90,13 +99,23 @@ async function hasChildren(db: Knex, orgId: string, path: string): Promise<boole
 
 /** One level of nesting: the parent exists in the organisation and is not itself a child. */
 async function checkParent(db: Knex, orgId: string, parentPath: string, ownPath: string): Promise<void> {
-  if (parentPath === ownPath) throw new AppError('ERR_REQUEST_INVALID', { message: 'parentPath cannot be the server itself', details: { field: 'parentPath' } });
+  if (parentPath === ownPath)
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: 'parentPath cannot be the server itself',
+      details: { field: 'parentPath' },
+    });
   const parent = await byPath(db, orgId, parentPath);
   if (!parent) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: `parentPath "${parentPath}" is not an application server of this organisation`, details: { field: 'parentPath' } });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `parentPath "${parentPath}" is not an application server of this organisation`,
+      details: { field: 'parentPath' },
+    });
   }
   if (parent.parent_path) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: 'parentPath must name a top-level server (one level of children)', details: { field: 'parentPath' } });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: 'parentPath must name a top-level server (one level of children)',
+      details: { field: 'parentPath' },
+    });
   }
 }
 
@@ -112,9 +131,18 @@ export async function createAppServer(db: Knex, orgId: string, input: AppServerC
   if (await byPath(db, orgId, path)) throw duplicatePath(path);
   const now = nowIso();
   const row = {
-    id: newId('srv'), org_id: orgId, path, name: input.name, description: input.description ?? null,
-    service_key: input.service_key, parent_path: parentPath, upstream: toJson(upstream), auth: toJson(auth),
-    version: 1, created_at: now, updated_at: now,
+    id: newId('srv'),
+    org_id: orgId,
+    path,
+    name: input.name,
+    description: input.description ?? null,
+    service_key: input.service_key,
+    parent_path: parentPath,
+    upstream: toJson(upstream),
+    auth: toJson(auth),
+    version: 1,
+    created_at: now,
+    updated_at: now,
   };
   try {
     await db('app_servers').insert(row);
@@ -139,14 +167,20 @@ export async function findAppServerByPath(db: Knex, orgId: string, path: string)
 
 export async function listAppServers(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<AppServer>> {
   const { rows, nextCursor } = await pageRows<ServerRow & Record<string, unknown>>(
-    db('app_servers').where('org_id', orgId).select('*'), { list: 'app-servers', column: 'id' }, page,
+    db('app_servers').where('org_id', orgId).select('*'),
+    { list: 'app-servers', column: 'id' },
+    page,
   );
   return { items: rows.map(toView), nextCursor };
 }
 
 /** Conditional on the expected version (optimistic lock): stale → 412, absent → 404. */
 export async function updateAppServer(
-  db: Knex, orgId: string, serverId: string, expectedVersion: number, patch: AppServerPatch,
+  db: Knex,
+  orgId: string,
+  serverId: string,
+  expectedVersion: number,
+  patch: AppServerPatch,
 ): Promise<AppServer> {
   if (Object.values(patch).every((v) => v === undefined)) {
     throw new AppError('ERR_REQUEST_INVALID', { message: 'Nothing to update', details: { field: 'body' } });
@@ -156,20 +190,40 @@ export async function updateAppServer(
   if (patch.path !== undefined && patch.path !== current.path) {
     set.path = checkPath(patch.path);
     if (await hasChildren(db, orgId, current.path)) {
-      throw new AppError('ERR_CONFLICT', { message: 'The path of a server with children cannot change', details: { field: 'path' } });
+      throw new AppError('ERR_CONFLICT', {
+        message: 'The path of a server with children cannot change',
+        details: { field: 'path' },
+      });
     }
     if (await byPath(db, orgId, patch.path)) throw duplicatePath(patch.path);
   }
-  if (patch.name !== undefined) { checkName(patch.name); set.name = patch.name; }
-  if (patch.description !== undefined) { checkDescription(patch.description); set.description = patch.description; }
-  if (patch.service_key !== undefined) { checkServiceKey(patch.service_key); set.service_key = patch.service_key; }
+  if (patch.name !== undefined) {
+    checkName(patch.name);
+    set.name = patch.name;
+  }
+  if (patch.description !== undefined) {
+    checkDescription(patch.description);
+    set.description = patch.description;
+  }
+  if (patch.service_key !== undefined) {
+    checkServiceKey(patch.service_key);
+    set.service_key = patch.service_key;
+  }
   if (patch.upstream !== undefined) set.upstream = toJson(checkUpstream(patch.upstream));
   if (patch.auth !== undefined) set.auth = toJson(checkAuth(patch.auth));
   if (patch.parentPath !== undefined) {
     if (patch.parentPath !== null) {
-      await checkParent(db, orgId, checkPath(patch.parentPath, 'parentPath'), (set.path as string | undefined) ?? current.path);
+      await checkParent(
+        db,
+        orgId,
+        checkPath(patch.parentPath, 'parentPath'),
+        (set.path as string | undefined) ?? current.path,
+      );
       if (await hasChildren(db, orgId, current.path)) {
-        throw new AppError('ERR_REQUEST_INVALID', { message: 'A server with children cannot become a child', details: { field: 'parentPath' } });
+        throw new AppError('ERR_REQUEST_INVALID', {
+          message: 'A server with children cannot become a child',
+          details: { field: 'parentPath' },
+        });
       }
     }
     set.parent_path = patch.parentPath;
@@ -188,7 +242,12 @@ export async function updateAppServer(
 }
 
 /** A server with children cannot be deleted (409) until its children are. */
-export async function deleteAppServer(db: Knex, orgId: string, serverId: string, expectedVersion?: number): Promise<void> {
+export async function deleteAppServer(
+  db: Knex,
+  orgId: string,
+  serverId: string,
+  expectedVersion?: number,
+): Promise<void> {
   const current = await getAppServer(db, orgId, serverId);
   if (await hasChildren(db, orgId, current.path)) {
     throw new AppError('ERR_CONFLICT', { message: 'Delete the child servers first', details: { children: true } });

@@ -36,10 +36,15 @@ function initialize(params: unknown, { server }: RpcCall): Record<string, unknow
 
 async function callTool(params: unknown, { ctx, server }: RpcCall, observer?: ToolCallObserver): Promise<unknown> {
   if (!isObject(params) || typeof params.name !== 'string' || params.name === '') {
-    throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call needs params.name (the tool name)', { error: 'invalid_params' });
+    throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call needs params.name (the tool name)', {
+      error: 'invalid_params',
+    });
   }
   const args = params.arguments ?? {};
-  if (!isObject(args)) throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call params.arguments must be an object', { error: 'invalid_params' });
+  if (!isObject(args))
+    throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call params.arguments must be an object', {
+      error: 'invalid_params',
+    });
   const result = await server.callTool(ctx, params.name, args);
   observer?.toolCalled(ctx, server.path, params.name, !result.isError);
   return result;
@@ -49,12 +54,17 @@ export class GatewayRouter {
   private readonly rpc: JSONRPCServer<RpcCall>;
 
   /** `observer` hears of each tools/call that returned (discovery's learning from use). */
-  constructor(private readonly log: Logger, observer?: ToolCallObserver) {
+  constructor(
+    private readonly log: Logger,
+    observer?: ToolCallObserver,
+  ) {
     this.rpc = new JSONRPCServer<RpcCall>({ errorListener: () => undefined });
     this.rpc.mapErrorToJSONRPCErrorResponse = (id, error) => this.toErrorResponse(id, error);
     this.rpc.addMethod('initialize', initialize);
     this.rpc.addMethod('ping', () => ({}));
-    this.rpc.addMethod('tools/list', async (_params: unknown, { ctx, server }: RpcCall) => ({ tools: await server.listTools(ctx) }));
+    this.rpc.addMethod('tools/list', async (_params: unknown, { ctx, server }: RpcCall) => ({
+      tools: await server.listTools(ctx),
+    }));
     this.rpc.addMethod('tools/call', (params: unknown, call: RpcCall) => callTool(params, call, observer));
   }
 
@@ -66,8 +76,10 @@ export class GatewayRouter {
     const messages = Array.isArray(payload) ? payload : [payload];
     if (messages.length > 0 && messages.every(isNotificationOrResponse)) return null;
     if (Array.isArray(payload)) {
-      if (payload.length === 0) return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, 'An empty batch is not a valid request');
-      if (payload.length > MAX_BATCH) return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, `A batch holds at most ${MAX_BATCH} messages`);
+      if (payload.length === 0)
+        return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, 'An empty batch is not a valid request');
+      if (payload.length > MAX_BATCH)
+        return createJSONRPCErrorResponse(null, RPC.INVALID_REQUEST, `A batch holds at most ${MAX_BATCH} messages`);
       const answers = await this.rpc.receive(payload.filter((m) => !isNotificationOrResponse(m)) as never[], call);
       return answers;
     }
@@ -76,9 +88,12 @@ export class GatewayRouter {
 
   private toErrorResponse(id: JSONRPCID, error: unknown) {
     if (error instanceof GatewayError) return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
-    if (isAppError(error) && error.status < 500) return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
-    if (isAppError(error) && error.key === 'ERR_NOT_IMPLEMENTED') return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
-    if (error instanceof JSONRPCErrorException) return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
+    if (isAppError(error) && error.status < 500)
+      return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
+    if (isAppError(error) && error.key === 'ERR_NOT_IMPLEMENTED')
+      return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
+    if (error instanceof JSONRPCErrorException)
+      return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
     this.log.error({ err: error }, 'gateway call failed');
     return createJSONRPCErrorResponse(id, RPC.INTERNAL, 'Internal error', { error: 'internal_error' });
   }

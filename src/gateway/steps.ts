@@ -11,7 +11,13 @@ const NEVER = new AbortController().signal;
 
 export function toolCaller(services: Services): ToolCaller {
   return async (call) => {
-    const ctx: GatewayContext = { services, log: services.log, orgId: call.orgId, forwardedHeaders: {}, signal: call.signal ?? NEVER };
+    const ctx: GatewayContext = {
+      services,
+      log: services.log,
+      orgId: call.orgId,
+      forwardedHeaders: {},
+      signal: call.signal ?? NEVER,
+    };
     const server = await services.gateway.catalog.require(ctx, call.server);
     return server.callTool(ctx, call.tool, call.arguments);
   };

@@ -8,7 +8,12 @@ import type { Logger } from '../config/logger.js';
 import type { Services } from '../services.js';
 
 /** A JSON Schema object as MCP carries it (`type: "object"`, `properties`, `required`). */
-export type JsonSchemaObject = { type: 'object'; properties?: Record<string, unknown>; required?: string[]; [k: string]: unknown };
+export type JsonSchemaObject = {
+  type: 'object';
+  properties?: Record<string, unknown>;
+  required?: string[];
+  [k: string]: unknown;
+};
 
 /** A tool entry of `tools/list` (spec "Tool server and tool"). */
 export interface ToolDef {

@@ -28,5 +28,9 @@ export const getReadiness: Handler<'getReadiness'> = async (_req, ctx) => {
   // Discovery's embeddings provider degrades ranking, never readiness: a detail, not a check.
   const semantic = ctx.services.gateway.semantic;
   const details = { isolation: ctx.services.isolation, ...(semantic ? { embeddings: semantic.status() } : {}) };
-  return { status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', checks, details }, headers: NO_STORE };
+  return {
+    status: ready ? 200 : 503,
+    body: { status: ready ? 'ready' : 'not_ready', checks, details },
+    headers: NO_STORE,
+  };
 };

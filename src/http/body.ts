@@ -56,10 +56,14 @@ export async function readJson(req: IncomingMessage, limit = defaults.jsonBodyLi
 }
 
 /** Form fields as querystring parses them (a repeated name becomes an array). */
-export async function readForm(req: IncomingMessage, limit = defaults.jsonBodyLimitBytes): Promise<Record<string, unknown>> {
+export async function readForm(
+  req: IncomingMessage,
+  limit = defaults.jsonBodyLimitBytes,
+): Promise<Record<string, unknown>> {
   const text = await readText(req, limit);
   let fields = 1;
   for (let i = text.indexOf('&'); i >= 0 && fields <= MAX_FORM_FIELDS; i = text.indexOf('&', i + 1)) fields++;
-  if (fields > MAX_FORM_FIELDS) throw new AppError('ERR_REQUEST_TOO_LARGE', { message: `Too many form fields (at most ${MAX_FORM_FIELDS})` });
+  if (fields > MAX_FORM_FIELDS)
+    throw new AppError('ERR_REQUEST_TOO_LARGE', { message: `Too many form fields (at most ${MAX_FORM_FIELDS})` });
   return { ...querystring.parse(text, '&', '=', { maxKeys: 0 }) };
 }

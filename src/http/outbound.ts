@@ -28,17 +28,25 @@ export class OutboundAllowlistError extends Error {}
 export function parseOutboundAllowlist(value: string | undefined): OutboundAllowlist {
   const blocks = new BlockList();
   const hosts = new Set<string>();
-  const entries = (value ?? '').split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+  const entries = (value ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e.length > 0);
   for (const entry of entries) {
     const [addr, bits, extra] = entry.split('/');
     const family = isIP(addr ?? '');
-    if (extra !== undefined) throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
+    if (extra !== undefined)
+      throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
     if (family !== 0) {
       const max = family === 4 ? 32 : 128;
       const prefix = bits === undefined ? max : Number(bits);
-      if (!/^\d+$/.test(bits ?? String(max)) || prefix > max) throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" has an invalid prefix length`);
+      if (!/^\d+$/.test(bits ?? String(max)) || prefix > max)
+        throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" has an invalid prefix length`);
       blocks.addSubnet(addr!, prefix, family === 4 ? 'ipv4' : 'ipv6');
-    } else if (bits === undefined && /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry)) {
+    } else if (
+      bits === undefined &&
+      /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry)
+    ) {
       hosts.add(entry.toLowerCase());
     } else {
       throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
@@ -85,7 +93,10 @@ function normalize(address: string): { address: string; type: 'ipv4' | 'ipv6' } 
 
 /** A refused destination; `address` and `reason` (e.g. "loopback address") say which and why. */
 export class OutboundRefusedError extends Error {
-  constructor(message: string, readonly detail?: { address: string; reason: string }) {
+  constructor(
+    message: string,
+    readonly detail?: { address: string; reason: string },
+  ) {
     super(message);
   }
 }
@@ -109,10 +120,16 @@ export class OutboundPolicy {
   /** Keep-alive pools whose new connections go through the checked lookup. */
   readonly agents: { http: http.Agent; https: https.Agent };
 
-  constructor(private readonly allowlist: OutboundAllowlist, alwaysAllowOrigins: readonly string[] = []) {
+  constructor(
+    private readonly allowlist: OutboundAllowlist,
+    alwaysAllowOrigins: readonly string[] = [],
+  ) {
     this.origins = new Set(alwaysAllowOrigins.map((o) => new URL(o).origin));
     const lookup = this.lookup();
-    this.agents = { http: new http.Agent({ keepAlive: true, lookup } as http.AgentOptions), https: new https.Agent({ keepAlive: true, lookup } as https.AgentOptions) };
+    this.agents = {
+      http: new http.Agent({ keepAlive: true, lookup } as http.AgentOptions),
+      https: new https.Agent({ keepAlive: true, lookup } as https.AgentOptions),
+    };
   }
 
   /** Pools for the service's own origins and allow-listed host names (no address check). */
@@ -127,7 +144,11 @@ export class OutboundPolicy {
     const { address: ip, type } = normalize(address);
     if (this.allowlist.blocks.check(ip, type)) return;
     for (const { list, why } of refusedLists) {
-      if (list.check(ip, type)) throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`, { address: ip, reason: why });
+      if (list.check(ip, type))
+        throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`, {
+          address: ip,
+          reason: why,
+        });
     }
   }
 
@@ -157,7 +178,9 @@ export class OutboundPolicy {
       return reason && `${host} is a ${reason}, which the outbound policy refuses (allow it with OUTBOUND_ALLOWLIST)`;
     }
     const addresses = await resolveAll(host, resolveMs);
-    const reasons = new Set((addresses ?? []).map((a) => this.reasonFor(a.address)).filter((r): r is string => r !== undefined));
+    const reasons = new Set(
+      (addresses ?? []).map((a) => this.reasonFor(a.address)).filter((r): r is string => r !== undefined),
+    );
     if (reasons.size === 0) return undefined;
     return `${host} resolves to an address the outbound policy refuses (${[...reasons].join(', ')}; allow it with OUTBOUND_ALLOWLIST)`;
   }
@@ -197,7 +220,10 @@ export class OutboundPolicy {
 export type OutboundErrorKind = 'refused' | 'timeout' | 'too_large' | 'network';
 
 export class OutboundError extends Error {
-  constructor(readonly kind: OutboundErrorKind, message: string) {
+  constructor(
+    readonly kind: OutboundErrorKind,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -219,9 +245,12 @@ export interface OutboundResponse {
   durationMs: number;
 }
 
-
 /** One request through the policy; never leaks the URL's query (keys) into messages. */
-export function outboundRequest(target: string, opts: OutboundOptions, policy: OutboundPolicy): Promise<OutboundResponse> {
+export function outboundRequest(
+  target: string,
+  opts: OutboundOptions,
+  policy: OutboundPolicy,
+): Promise<OutboundResponse> {
   const started = performance.now();
   const url = new URL(target);
   const where = `${url.protocol}//${url.host}`;
@@ -242,32 +271,46 @@ export function outboundRequest(target: string, opts: OutboundOptions, policy: O
       }
     }
     const mod = url.protocol === 'https:' ? https : http;
-    const req = mod.request(url, {
-      method: opts.method,
-      headers: { ...opts.headers, ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}) },
-      agent: (trusted ? policy.trustedAgents : policy.agents)[url.protocol === 'https:' ? 'https' : 'http'],
-      timeout: opts.timeoutMs,
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > opts.maxResponseBytes) {
-          // Settle first: the socket is thrown away, whatever it emits next is ignored.
-          fail(new OutboundError('too_large', `The answer of ${where} exceeds ${opts.maxResponseBytes} bytes`));
-          res.destroy();
-          req.destroy();
-          return;
-        }
-        chunks.push(c);
-      });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), durationMs: performance.now() - started });
-      });
-      res.on('error', (err) => fail(err instanceof OutboundError ? err : new OutboundError('network', `${where}: ${err.message}`)));
-    });
+    const req = mod.request(
+      url,
+      {
+        method: opts.method,
+        headers: {
+          ...opts.headers,
+          ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}),
+        },
+        agent: (trusted ? policy.trustedAgents : policy.agents)[url.protocol === 'https:' ? 'https' : 'http'],
+        timeout: opts.timeoutMs,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > opts.maxResponseBytes) {
+            // Settle first: the socket is thrown away, whatever it emits next is ignored.
+            fail(new OutboundError('too_large', `The answer of ${where} exceeds ${opts.maxResponseBytes} bytes`));
+            res.destroy();
+            req.destroy();
+            return;
+          }
+          chunks.push(c);
+        });
+        res.on('end', () => {
+          if (settled) return;
+          settled = true;
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks),
+            durationMs: performance.now() - started,
+          });
+        });
+        res.on('error', (err) =>
+          fail(err instanceof OutboundError ? err : new OutboundError('network', `${where}: ${err.message}`)),
+        );
+      },
+    );
     const deadline = setTimeout(() => {
       fail(new OutboundError('timeout', `${where} did not answer within ${opts.timeoutMs} ms`));
       req.destroy();
@@ -305,6 +348,7 @@ export function policyFetch(policy: OutboundPolicy): typeof fetch {
     return checked(opts, callback);
   };
   const dispatcher = new Agent({ connect });
-  const guarded = (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) => undiciFetch(input, { ...init, dispatcher });
+  const guarded = (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
+    undiciFetch(input, { ...init, dispatcher });
   return guarded as unknown as typeof fetch;
 }

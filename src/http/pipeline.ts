@@ -35,31 +35,51 @@ export interface HttpApp {
   listen(port: number, host: string, ready?: () => void): Server;
 }
 
-function ajvDetails(errors: ErrorObject[] | null | undefined, where: string): { where: string; path: string; message: string }[] {
+function ajvDetails(
+  errors: ErrorObject[] | null | undefined,
+  where: string,
+): { where: string; path: string; message: string }[] {
   return (errors ?? []).map((e) => ({
     where,
     path: e.instancePath || (e.params && 'missingProperty' in e.params ? `/${String(e.params.missingProperty)}` : '/'),
-    message: e.keyword === 'additionalProperties' ? `unknown field "${String((e.params as { additionalProperty?: string }).additionalProperty)}"` : e.message ?? 'invalid',
+    message:
+      e.keyword === 'additionalProperties'
+        ? `unknown field "${String((e.params as { additionalProperty?: string }).additionalProperty)}"`
+        : (e.message ?? 'invalid'),
   }));
 }
 
 /** Throws 400 invalid_request listing every problem of `data` (handlers use it for parts they validate themselves). */
 export function check(validate: ValidateFunction | undefined, data: unknown, where: string): void {
   if (validate && !validate(data)) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: `Invalid ${where}: ${ajvDetails(validate.errors, where).map((d) => `${d.path} ${d.message}`).join('; ')}`, details: ajvDetails(validate.errors, where) });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `Invalid ${where}: ${ajvDetails(validate.errors, where)
+        .map((d) => `${d.path} ${d.message}`)
+        .join('; ')}`,
+      details: ajvDetails(validate.errors, where),
+    });
   }
 }
 
 /** Parses and validates the body for JSON and form requests; other media types are streamed by the handler. */
-async function readBody(op: OperationMeta, operationId: OperationId, req: IncomingMessage): Promise<{ body: unknown; contentType: string | undefined }> {
+async function readBody(
+  op: OperationMeta,
+  operationId: OperationId,
+  req: IncomingMessage,
+): Promise<{ body: unknown; contentType: string | undefined }> {
   const contentType = mediaType(req);
   if (op.requestContentTypes.length === 0 || !hasBody(req)) {
     if (op.requestBodyRequired) throw new AppError('ERR_REQUEST_INVALID', { message: 'A request body is required' });
     return { body: undefined, contentType };
   }
-  const accepted = contentType !== undefined && (op.requestContentTypes.includes(contentType) || op.requestContentTypes.some((t) => t.endsWith('/*') && contentType.startsWith(t.slice(0, -1))));
+  const accepted =
+    contentType !== undefined &&
+    (op.requestContentTypes.includes(contentType) ||
+      op.requestContentTypes.some((t) => t.endsWith('/*') && contentType.startsWith(t.slice(0, -1))));
   if (!accepted) {
-    throw new AppError('ERR_REQUEST_UNSUPPORTED_MEDIA', { message: `Content-Type must be one of: ${op.requestContentTypes.join(', ')}` });
+    throw new AppError('ERR_REQUEST_UNSUPPORTED_MEDIA', {
+      message: `Content-Type must be one of: ${op.requestContentTypes.join(', ')}`,
+    });
   }
   const v = operationValidators[operationId];
   if (contentType === 'application/json') {
@@ -79,17 +99,30 @@ async function readBody(op: OperationMeta, operationId: OperationId, req: Incomi
 async function authenticate(services: PipelineServices, req: IncomingMessage): Promise<RequestContext['auth']> {
   const header = req.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  if (!match) throw new AppError('ERR_AUTH_MISSING_TOKEN', { headers: { 'WWW-Authenticate': 'Bearer realm="switchyard"' } });
+  if (!match)
+    throw new AppError('ERR_AUTH_MISSING_TOKEN', { headers: { 'WWW-Authenticate': 'Bearer realm="switchyard"' } });
   const auth = await services.tokens.verify(match[1]!);
   const selected = req.headers['x-selected-org'];
-  if (typeof selected === 'string' && selected !== '' && selected !== auth.orgId) throw new AppError('ERR_AUTH_ORG_MISMATCH');
+  if (typeof selected === 'string' && selected !== '' && selected !== auth.orgId)
+    throw new AppError('ERR_AUTH_ORG_MISMATCH');
   return auth;
 }
 
-type Route = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: Record<string, unknown>, requestId: string) => Promise<void>;
+type Route = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  params: Record<string, string>,
+  query: Record<string, unknown>,
+  requestId: string,
+) => Promise<void>;
 
 /** A per-request child logger, made only when something logs (most requests never do). */
-function lazyContext(services: PipelineServices, requestId: string, operationId: OperationId, auth: RequestContext['auth']): RequestContext {
+function lazyContext(
+  services: PipelineServices,
+  requestId: string,
+  operationId: OperationId,
+  auth: RequestContext['auth'],
+): RequestContext {
   let log: Logger | undefined;
   return {
     services,
@@ -115,10 +148,22 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
       check(validators?.params, params, 'path parameters');
       check(validators?.query, query, 'query parameters');
       const auth = needsBearer ? await authenticate(services, req) : undefined;
-      ctx = lazyContext(services, requestId, operationId, auth as RequestContext["auth"]);
-      if (beforeBody) ctx.preBody = await beforeBody({ operationId, params, headers: req.headers, contentType: mediaType(req), raw: req }, ctx);
+      ctx = lazyContext(services, requestId, operationId, auth as RequestContext['auth']);
+      if (beforeBody)
+        ctx.preBody = await beforeBody(
+          { operationId, params, headers: req.headers, contentType: mediaType(req), raw: req },
+          ctx,
+        );
       const { body, contentType } = await readBody(op, operationId, req);
-      const hreq = { operationId, params, query, headers: req.headers, body, contentType, raw: req } as unknown as HandlerRequest;
+      const hreq = {
+        operationId,
+        params,
+        query,
+        headers: req.headers,
+        body,
+        contentType,
+        raw: req,
+      } as unknown as HandlerRequest;
       const reply = await handler(hreq, ctx);
       if (!invalidResponse(opts, operationId, reply, res)) writeReply(res, reply);
     } catch (err) {
@@ -143,7 +188,7 @@ function invalidResponse(opts: PipelineOptions, operationId: OperationId, reply:
  */
 export function requestPath(req: IncomingMessage): string {
   const original = (req as IncomingMessage & { originalUrl?: unknown }).originalUrl;
-  return typeof original === 'string' ? original : req.url ?? '/';
+  return typeof original === 'string' ? original : (req.url ?? '/');
 }
 
 /**
@@ -165,7 +210,16 @@ function startRequest(services: PipelineServices, req: IncomingMessage, res: Ser
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      services.log.info({ reqId: requestId, method: req.method, url: redactUrl(requestPath(req)), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, 'request');
+      services.log.info(
+        {
+          reqId: requestId,
+          method: req.method,
+          url: redactUrl(requestPath(req)),
+          status: res.statusCode,
+          ms: Math.round(ms * 10) / 10,
+        },
+        'request',
+      );
     });
   }
   return requestId;
@@ -179,7 +233,9 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
   const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
   for (const id of Object.keys(operations) as OperationId[]) {
     const op = operations[id];
-    router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, { route: operationRoute(id, opts) });
+    router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, {
+      route: operationRoute(id, opts),
+    });
   }
   const { services } = opts;
   const notRouted = (res: ServerResponse, method: HTTPMethod, pathname: string): void => {
@@ -203,7 +259,8 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     if (!found) return notRouted(res, method, pathname);
     // In the REST shape on every surface: the OAuth and JSON-RPC renderers hide 5xx messages,
     // and this one is meant for whoever mounted the app.
-    if (bodyAlreadyRead(req)) return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
+    if (bodyAlreadyRead(req))
+      return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
     const query = q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) };
     void (found.store as { route: Route }).route(req, res, found.params as Record<string, string>, query, requestId);
   };

@@ -11,7 +11,13 @@ export function contentTypeHeader(type: string): string {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string | number | string[]>, type = JSON_TYPE): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers?: Record<string, string | number | string[]>,
+  type = JSON_TYPE,
+): void {
   const text = JSON.stringify(body ?? null);
   res.statusCode = status;
   if (headers) for (const k in headers) res.setHeader(k, headers[k]!);
@@ -22,9 +28,17 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 
 export function writeReply(res: ServerResponse, reply: Reply): void {
   const isJson = !reply.stream && (reply.contentType === undefined || reply.contentType.includes('json'));
-  const empty = !reply.stream && (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined));
+  const empty =
+    !reply.stream &&
+    (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined));
   if (isJson && !empty) {
-    sendJson(res, reply.status, reply.body, reply.headers, reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE);
+    sendJson(
+      res,
+      reply.status,
+      reply.body,
+      reply.headers,
+      reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE,
+    );
     return;
   }
   res.statusCode = reply.status;

@@ -14,7 +14,11 @@ class OpenAPI31Backend extends OpenAPIBackend {
 }
 
 export class ResponseValidationError extends Error {
-  constructor(readonly operationId: string, readonly status: number, readonly problems: unknown) {
+  constructor(
+    readonly operationId: string,
+    readonly status: number,
+    readonly problems: unknown,
+  ) {
     super(`Response of ${operationId} (${status}) breaks the OpenAPI document: ${JSON.stringify(problems)}`);
     this.name = 'ResponseValidationError';
   }
@@ -69,14 +73,24 @@ export class ResponseValidator {
     return responses[String(status)] ?? responses[`${String(status)[0]}XX`] ?? responses.default;
   }
 
-  check(operationId: string, reply: Pick<Reply, 'status' | 'body' | 'headers' | 'contentType' | 'stream'>): ResponseValidationError | undefined {
+  check(
+    operationId: string,
+    reply: Pick<Reply, 'status' | 'body' | 'headers' | 'contentType' | 'stream'>,
+  ): ResponseValidationError | undefined {
     const response = this.documented(operationId, reply.status);
     const problems: unknown[] = [];
     if (!response) problems.push(`status ${reply.status} is not documented`);
     else {
       const content = (response.content ?? {}) as Record<string, unknown>;
       const type = reply.contentType ?? (reply.body === undefined ? undefined : 'application/json');
-      if (type && !reply.stream && Object.keys(content).length > 0 && !Object.keys(content).some((t) => t === type || t === '*/*' || (t.endsWith('/*') && type.startsWith(t.slice(0, -1))))) {
+      if (
+        type &&
+        !reply.stream &&
+        Object.keys(content).length > 0 &&
+        !Object.keys(content).some(
+          (t) => t === type || t === '*/*' || (t.endsWith('/*') && type.startsWith(t.slice(0, -1))),
+        )
+      ) {
         problems.push(`content type ${type} is not documented for ${reply.status}`);
       }
       if (type === 'application/json' && content['application/json']) {

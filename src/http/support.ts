@@ -22,7 +22,8 @@ export function header(req: { headers: IncomingHttpHeaders }, name: string): str
 export function idempotencyKey(req: { headers: IncomingHttpHeaders }): string | undefined {
   const v = header(req, 'idempotency-key');
   if (v === undefined) return undefined;
-  if (v.length < 1 || v.length > 255) throw new AppError('ERR_REQUEST_INVALID', { message: 'Idempotency-Key must be 1 to 255 characters' });
+  if (v.length < 1 || v.length > 255)
+    throw new AppError('ERR_REQUEST_INVALID', { message: 'Idempotency-Key must be 1 to 255 characters' });
   return v;
 }
 

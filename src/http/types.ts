@@ -21,13 +21,16 @@ export type AuthOf<S extends PipelineServices> = Awaited<ReturnType<S['tokens'][
 
 type ParamsOf<K extends OperationId, W extends 'path' | 'query'> = Ops[K] extends { parameters: infer P }
   ? P extends { [X in W]?: infer T }
-    ? [T] extends [undefined] ? Record<string, never> : NonNullable<T>
+    ? [T] extends [undefined]
+      ? Record<string, never>
+      : NonNullable<T>
     : Record<string, never>
   : Record<string, never>;
 
 type BodyOf<K extends OperationId> = Ops[K] extends { requestBody?: infer RB }
   ? NonNullable<RB> extends { content: infer C }
-    ? (C extends { 'application/json': infer J } ? J : never) | (C extends { 'application/x-www-form-urlencoded': infer F } ? F : never)
+    ? | (C extends { 'application/json': infer J } ? J : never)
+      | (C extends { 'application/x-www-form-urlencoded': infer F } ? F : never)
     : undefined
   : undefined;
 
@@ -79,11 +82,20 @@ export interface RequestContext<K extends OperationId = OperationId, S extends P
  * channelApiKey: "a missing or invalid key answers 401 before the body is read").
  */
 export type BeforeBody<S extends PipelineServices = PipelineServices> = (
-  req: { operationId: OperationId; params: Record<string, string>; headers: IncomingHttpHeaders; contentType: string | undefined; raw: IncomingMessage },
+  req: {
+    operationId: OperationId;
+    params: Record<string, string>;
+    headers: IncomingHttpHeaders;
+    contentType: string | undefined;
+    raw: IncomingMessage;
+  },
   ctx: RequestContext<OperationId, S>,
 ) => Promise<unknown>;
 
-export type Handler<K extends OperationId, S extends PipelineServices = PipelineServices> = (req: HandlerRequest<K>, ctx: RequestContext<K, S>) => Promise<Reply>;
+export type Handler<K extends OperationId, S extends PipelineServices = PipelineServices> = (
+  req: HandlerRequest<K>,
+  ctx: RequestContext<K, S>,
+) => Promise<Reply>;
 
 /** Every operation in openapi/ must have a handler: a missing one fails to compile. */
 export type HandlerMap<S extends PipelineServices = PipelineServices> = { [K in OperationId]: Handler<K, S> };

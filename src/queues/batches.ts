@@ -66,9 +66,15 @@ export interface QueueBatchView {
 }
 
 /** The batch of this organisation's queue, or undefined. */
-export async function findBatch(db: Knex, orgId: string, queueId: string, batchId: string): Promise<BatchRow | undefined> {
+export async function findBatch(
+  db: Knex,
+  orgId: string,
+  queueId: string,
+  batchId: string,
+): Promise<BatchRow | undefined> {
   if (!BATCH_ID_PATTERN.test(batchId)) return undefined;
-  return (await db('queue_batches').where({ id: batchId, queue_id: queueId, org_id: orgId }).first()) as BatchRow | undefined;
+  return (await db('queue_batches').where({ id: batchId, queue_id: queueId, org_id: orgId }).first()) as
+    BatchRow | undefined;
 }
 
 /**
@@ -76,14 +82,22 @@ export async function findBatch(db: Knex, orgId: string, queueId: string, batchI
  * the lookup on the (status, queue_id) index, among the few dispatched items, rather than on
  * every item of the batch (a poll of a 500,000-row batch would read them all).
  */
-async function inFlight(db: Knex, batches: readonly BatchRow[]): Promise<Map<string, { pending: number; running: number }>> {
-  const out = new Map<string, { pending: number; running: number }>(batches.map((b) => [b.id, { pending: 0, running: 0 }]));
+async function inFlight(
+  db: Knex,
+  batches: readonly BatchRow[],
+): Promise<Map<string, { pending: number; running: number }>> {
+  const out = new Map<string, { pending: number; running: number }>(
+    batches.map((b) => [b.id, { pending: 0, running: 0 }]),
+  );
   if (batches.length === 0) return out;
   const rows = (await db('queue_items as qi')
     .join('runs as r', 'r.id', 'qi.run_id')
     .where('qi.status', 'dispatched')
     .whereIn('qi.queue_id', [...new Set(batches.map((b) => b.queue_id))])
-    .whereIn('qi.batch_id', batches.map((b) => b.id))
+    .whereIn(
+      'qi.batch_id',
+      batches.map((b) => b.id),
+    )
     .whereIn('r.status', ['PENDING', 'RUNNING'])
     .groupBy('qi.batch_id', 'r.status')
     .select('qi.batch_id', 'r.status')
@@ -105,17 +119,33 @@ export function batchView(b: BatchRow, flight: { pending: number; running: numbe
   // Loaded rows not yet finished, cancelled or running wait for a run (queued items and PENDING runs).
   const pending = Math.max(0, loaded - completed - failed - cancelled - flight.running);
   return {
-    batchId: b.id, queueId: b.queue_id, csvKey: b.csv_key, triggerId: b.trigger_id, filename: b.filename,
-    sizeBytes: Number(b.size_bytes), status: b.status, totalRows: b.total_rows === null ? null : Number(b.total_rows),
-    loadedRows: loaded, skippedRows: skipped, readRows: loaded + skipped,
-    runsPending: pending, runsRunning: flight.running, runsCompleted: completed, runsFailed: failed, runsCancelled: cancelled,
-    failureReason: b.status === 'failed' ? b.failure_reason ?? 'The batch failed.' : null,
-    createdAt: b.created_at, updatedAt: b.updated_at,
+    batchId: b.id,
+    queueId: b.queue_id,
+    csvKey: b.csv_key,
+    triggerId: b.trigger_id,
+    filename: b.filename,
+    sizeBytes: Number(b.size_bytes),
+    status: b.status,
+    totalRows: b.total_rows === null ? null : Number(b.total_rows),
+    loadedRows: loaded,
+    skippedRows: skipped,
+    readRows: loaded + skipped,
+    runsPending: pending,
+    runsRunning: flight.running,
+    runsCompleted: completed,
+    runsFailed: failed,
+    runsCancelled: cancelled,
+    failureReason: b.status === 'failed' ? (b.failure_reason ?? 'The batch failed.') : null,
+    createdAt: b.created_at,
+    updatedAt: b.updated_at,
   };
 }
 
 export async function batchViews(db: Knex, rows: BatchRow[]): Promise<QueueBatchView[]> {
-  const flight = await inFlight(db, rows.filter((b) => !FINISHED_BATCH.includes(b.status) || b.status === 'cancelled'));
+  const flight = await inFlight(
+    db,
+    rows.filter((b) => !FINISHED_BATCH.includes(b.status) || b.status === 'cancelled'),
+  );
   return rows.map((b) => batchView(b, flight.get(b.id) ?? { pending: 0, running: 0 }));
 }
 
@@ -127,9 +157,18 @@ export async function getBatchView(db: Knex, orgId: string, queueId: string, bat
 }
 
 /** The queue's batches, oldest first (management API listQueueBatches). */
-export async function listBatches(db: Knex, orgId: string, queueId: string, page: PageRequest): Promise<Page<QueueBatchView>> {
+export async function listBatches(
+  db: Knex,
+  orgId: string,
+  queueId: string,
+  page: PageRequest,
+): Promise<Page<QueueBatchView>> {
   const q = db('queue_batches').where({ org_id: orgId, queue_id: queueId });
-  const { rows, nextCursor } = await pageRows<BatchRow & Record<string, unknown>>(q, { list: 'queue-batches', column: 'id', keyPattern: BATCH_ID_PATTERN }, page);
+  const { rows, nextCursor } = await pageRows<BatchRow & Record<string, unknown>>(
+    q,
+    { list: 'queue-batches', column: 'id', keyPattern: BATCH_ID_PATTERN },
+    page,
+  );
   return { items: await batchViews(db, rows), nextCursor };
 }
 
@@ -141,14 +180,30 @@ export interface RowErrorView {
 }
 
 /** Skipped rows by row number (listBatchRowErrors): `limit` 1 to 1000, cursor of the row number. */
-export async function listRowErrors(db: Knex, batchId: string, page: { limit?: number | undefined; cursor?: string | undefined }): Promise<Page<RowErrorView>> {
+export async function listRowErrors(
+  db: Knex,
+  batchId: string,
+  page: { limit?: number | undefined; cursor?: string | undefined },
+): Promise<Page<RowErrorView>> {
   const limit = page.limit ?? 100;
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new AppError('ERR_REQUEST_INVALID', { message: 'limit must be an integer between 1 and 1000' });
-  const q = db('batch_row_errors').where({ batch_id: batchId }).select('row_number', 'reason', 'message', 'raw_excerpt');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw new AppError('ERR_REQUEST_INVALID', { message: 'limit must be an integer between 1 and 1000' });
+  const q = db('batch_row_errors')
+    .where({ batch_id: batchId })
+    .select('row_number', 'reason', 'message', 'raw_excerpt');
   // pageRows caps limits at the management maximum (200); this list allows 1000, so it pages itself.
   if (page.cursor !== undefined) q.andWhere('row_number', '>', decodeCursor('row-errors', page.cursor, 'number'));
-  const rows = (await q.orderBy('row_number').limit(limit + 1)) as { row_number: number | string; reason: RowErrorView['reason']; message: string; raw_excerpt: string }[];
-  const items = rows.slice(0, limit).map((r) => ({ rowNumber: Number(r.row_number), reason: r.reason, message: r.message, rawExcerpt: r.raw_excerpt }));
-  return { items, nextCursor: rows.length > limit ? encodeCursor('row-errors', items[items.length - 1]!.rowNumber) : null };
+  const rows = (await q.orderBy('row_number').limit(limit + 1)) as {
+    row_number: number | string;
+    reason: RowErrorView['reason'];
+    message: string;
+    raw_excerpt: string;
+  }[];
+  const items = rows
+    .slice(0, limit)
+    .map((r) => ({ rowNumber: Number(r.row_number), reason: r.reason, message: r.message, rawExcerpt: r.raw_excerpt }));
+  return {
+    items,
+    nextCursor: rows.length > limit ? encodeCursor('row-errors', items[items.length - 1]!.rowNumber) : null,
+  };
 }
-

@@ -20,11 +20,17 @@ const FIRST_DATA_ROW = 2;
 async function checkTrigger(db: Knex, targets: CallTargets, orgId: string, triggerId: string): Promise<void> {
   const target = await targets.get(orgId, triggerId);
   if (target) {
-    if (!target.enabled) throw new AppError('ERR_QUEUE_INVALID_TRIGGER', { message: 'The trigger is disabled; enable it or use another workflow trigger.' });
+    if (!target.enabled)
+      throw new AppError('ERR_QUEUE_INVALID_TRIGGER', {
+        message: 'The trigger is disabled; enable it or use another workflow trigger.',
+      });
     return;
   }
   const channel = await db('agent_channels').where({ id: triggerId, org_id: orgId }).first('id');
-  if (channel) throw new AppError('ERR_QUEUE_INVALID_TRIGGER', { message: 'Batches need a workflow trigger; this trigger is an agent channel.' });
+  if (channel)
+    throw new AppError('ERR_QUEUE_INVALID_TRIGGER', {
+      message: 'Batches need a workflow trigger; this trigger is an agent channel.',
+    });
   throw new AppError('ERR_QUEUE_TRIGGER_NOT_FOUND');
 }
 
@@ -40,28 +46,58 @@ export async function createBatch(
 ): Promise<BatchRow> {
   const { db, blobs } = deps;
   await checkTrigger(db, deps.callTargets, queue.orgId, input.triggerId);
-  const upload = (await db('csv_uploads').where({ csv_key: input.csvKey, queue_id: queue.id, org_id: queue.orgId }).first()) as UploadRow | undefined;
+  const upload = (await db('csv_uploads')
+    .where({ csv_key: input.csvKey, queue_id: queue.id, org_id: queue.orgId })
+    .first()) as UploadRow | undefined;
   if (!upload || !upload.blob_key || upload.size_bytes === null) throw new AppError('ERR_CSV_NOT_UPLOADED');
   if (upload.batch_id) throw new AppError('ERR_CSV_ALREADY_USED');
   const now = nowIso();
   const batchId = newId('batch');
   const row: BatchRow = {
-    id: batchId, org_id: queue.orgId, queue_id: queue.id, csv_key: upload.csv_key, trigger_id: input.triggerId,
-    filename: upload.filename, size_bytes: Number(upload.size_bytes), sha256: upload.sha256 ?? '', blob_key: upload.blob_key,
-    columns: null, status: 'validating', total_rows: null, loaded_rows: 0, skipped_rows: 0, runs_completed: 0, runs_failed: 0,
-    runs_cancelled: 0, loaded: false, resume_offset: 0, resume_row: FIRST_DATA_ROW, loader_id: null, lease_until: null,
-    failure_reason: null, created_at: now, updated_at: now,
+    id: batchId,
+    org_id: queue.orgId,
+    queue_id: queue.id,
+    csv_key: upload.csv_key,
+    trigger_id: input.triggerId,
+    filename: upload.filename,
+    size_bytes: Number(upload.size_bytes),
+    sha256: upload.sha256 ?? '',
+    blob_key: upload.blob_key,
+    columns: null,
+    status: 'validating',
+    total_rows: null,
+    loaded_rows: 0,
+    skipped_rows: 0,
+    runs_completed: 0,
+    runs_failed: 0,
+    runs_cancelled: 0,
+    loaded: false,
+    resume_offset: 0,
+    resume_row: FIRST_DATA_ROW,
+    loader_id: null,
+    lease_until: null,
+    failure_reason: null,
+    created_at: now,
+    updated_at: now,
   };
   const taken = await db.transaction(async (trx) => {
     // The key's row is taken first (a write, so concurrent creations serialise): one batch per key.
-    const n = await trx('csv_uploads').where({ csv_key: upload.csv_key, blob_key: upload.blob_key }).whereNull('batch_id').update({ batch_id: batchId });
+    const n = await trx('csv_uploads')
+      .where({ csv_key: upload.csv_key, blob_key: upload.blob_key })
+      .whereNull('batch_id')
+      .update({ batch_id: batchId });
     if (n === 0) return false;
     await trx('queue_batches').insert(row);
     return true;
   });
   if (!taken) {
-    const now2 = (await db('csv_uploads').where({ csv_key: upload.csv_key }).first('batch_id')) as { batch_id: string | null } | undefined;
-    throw now2?.batch_id ? new AppError('ERR_CSV_ALREADY_USED') : new AppError('ERR_CSV_NOT_UPLOADED', { message: 'The upload was replaced while the batch was being created; try again.' });
+    const now2 = (await db('csv_uploads').where({ csv_key: upload.csv_key }).first('batch_id')) as
+      { batch_id: string | null } | undefined;
+    throw now2?.batch_id
+      ? new AppError('ERR_CSV_ALREADY_USED')
+      : new AppError('ERR_CSV_NOT_UPLOADED', {
+          message: 'The upload was replaced while the batch was being created; try again.',
+        });
   }
   let head;
   try {
@@ -73,13 +109,20 @@ export async function createBatch(
       await trx('csv_uploads').where({ csv_key: upload.csv_key, batch_id: batchId }).update({ batch_id: null });
       await trx('queue_batches').where({ id: batchId }).delete();
     });
-    if (err instanceof CsvHeadError) throw new AppError('ERR_REQUEST_INVALID', { code: err.code, message: err.message });
+    if (err instanceof CsvHeadError)
+      throw new AppError('ERR_REQUEST_INVALID', { code: err.code, message: err.message });
     throw err;
   }
-  await db('queue_batches').where({ id: batchId, status: 'validating' }).update({
-    status: 'pending', columns: JSON.stringify(head.columns), total_rows: head.totalRows,
-    resume_offset: head.dataStart, resume_row: FIRST_DATA_ROW, updated_at: nowIso(),
-  });
+  await db('queue_batches')
+    .where({ id: batchId, status: 'validating' })
+    .update({
+      status: 'pending',
+      columns: JSON.stringify(head.columns),
+      total_rows: head.totalRows,
+      resume_offset: head.dataStart,
+      resume_row: FIRST_DATA_ROW,
+      updated_at: nowIso(),
+    });
   return (await findBatch(db, queue.orgId, queue.id, batchId))!;
 }
 
@@ -94,26 +137,43 @@ export async function cancelBatch(db: Knex, orgId: string, queueId: string, batc
   const b = await findBatch(db, orgId, queueId, batchId);
   if (!b) throw new AppError('ERR_BATCH_NOT_FOUND');
   if (b.status === 'completed' || b.status === 'failed') {
-    throw new AppError('ERR_BATCH_FINISHED', { message: `The batch has already ${b.status === 'completed' ? 'completed' : 'failed'} and cannot be cancelled.` });
+    throw new AppError('ERR_BATCH_FINISHED', {
+      message: `The batch has already ${b.status === 'completed' ? 'completed' : 'failed'} and cannot be cancelled.`,
+    });
   }
   if (b.status !== 'cancelled') {
     await db.transaction(async (trx) => {
       const now = nowIso();
-      const n = await trx('queue_batches').where({ id: batchId }).whereIn('status', ['validating', 'pending', 'running'])
+      const n = await trx('queue_batches')
+        .where({ id: batchId })
+        .whereIn('status', ['validating', 'pending', 'running'])
         .update({ status: 'cancelled', loader_id: null, lease_until: null, updated_at: now });
       if (n === 0) return;
-      const queued = await trx('queue_items').where({ batch_id: batchId, status: 'queued' }).update({ status: 'cancelled', updated_at: now });
-      const waiting = (await trx('queue_items as qi').join('runs as r', 'r.id', 'qi.run_id')
-        .where({ 'qi.batch_id': batchId, 'qi.status': 'dispatched', 'r.status': 'PENDING' }).pluck('r.id')) as string[];
+      const queued = await trx('queue_items')
+        .where({ batch_id: batchId, status: 'queued' })
+        .update({ status: 'cancelled', updated_at: now });
+      const waiting = (await trx('queue_items as qi')
+        .join('runs as r', 'r.id', 'qi.run_id')
+        .where({ 'qi.batch_id': batchId, 'qi.status': 'dispatched', 'r.status': 'PENDING' })
+        .pluck('r.id')) as string[];
       let stopped = 0;
       for (let i = 0; i < waiting.length; i += 500) {
         // A worker may claim one of them meanwhile: only the runs this UPDATE moved are cancelled.
-        const moved = (await trx('runs').whereIn('id', waiting.slice(i, i + 500)).where({ status: 'PENDING' })
-          .update({ status: 'FAILED', finished_at: now, error: 'Cancelled with its queue batch before it started' }).returning('id')) as ({ id: string } | string)[];
+        const moved = (await trx('runs')
+          .whereIn('id', waiting.slice(i, i + 500))
+          .where({ status: 'PENDING' })
+          .update({ status: 'FAILED', finished_at: now, error: 'Cancelled with its queue batch before it started' })
+          .returning('id')) as ({ id: string } | string)[];
         const ids = moved.map((m) => (typeof m === 'string' ? m : m.id));
-        if (ids.length) stopped += await trx('queue_items').whereIn('run_id', ids).where({ status: 'dispatched' }).update({ status: 'cancelled', updated_at: now });
+        if (ids.length)
+          stopped += await trx('queue_items')
+            .whereIn('run_id', ids)
+            .where({ status: 'dispatched' })
+            .update({ status: 'cancelled', updated_at: now });
       }
-      await trx('queue_batches').where({ id: batchId }).update({ runs_cancelled: trx.raw('runs_cancelled + ?', [queued + stopped]) });
+      await trx('queue_batches')
+        .where({ id: batchId })
+        .update({ runs_cancelled: trx.raw('runs_cancelled + ?', [queued + stopped]) });
     });
   }
   return (await findBatch(db, orgId, queueId, batchId))!;

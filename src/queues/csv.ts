@@ -20,7 +20,10 @@ export type CsvHeadErrorCode = 'empty_file' | 'invalid_csv_header' | 'invalid_en
 
 /** Why a file cannot become a batch; the message is shown to the user as is. */
 export class CsvHeadError extends Error {
-  constructor(readonly code: CsvHeadErrorCode, message: string) {
+  constructor(
+    readonly code: CsvHeadErrorCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'CsvHeadError';
   }
@@ -160,7 +163,10 @@ class HeadScan {
    */
   invalidEncoding(): CsvHeadError {
     if (this.phase === 'blank-first') return blankFirstLine();
-    return new CsvHeadError('invalid_encoding', `The file is not valid UTF-8: row ${this.scanner.records + 1} has an invalid byte sequence. Save the file with UTF-8 encoding and upload it again.`);
+    return new CsvHeadError(
+      'invalid_encoding',
+      `The file is not valid UTF-8: row ${this.scanner.records + 1} has an invalid byte sequence. Save the file with UTF-8 encoding and upload it again.`,
+    );
   }
 
   finish(maxRows: number): CsvHead {
@@ -168,30 +174,48 @@ class HeadScan {
     if (this.scanner.filled === 0) throw new CsvHeadError('empty_file', 'The file is empty.');
     if (this.phase === 'blank-first') throw blankFirstLine();
     if (this.phase === 'header') {
-      if (unterminated) throw new CsvHeadError('invalid_csv_header', 'The header has a quoted field whose closing quote is missing.');
+      if (unterminated)
+        throw new CsvHeadError('invalid_csv_header', 'The header has a quoted field whose closing quote is missing.');
       this.columns = this.checkHeader();
     }
     const totalRows = this.scanner.filled - 1;
     if (totalRows === 0) throw new CsvHeadError('invalid_csv_header', 'The file has a header but no data rows.');
-    if (totalRows > maxRows) throw new CsvHeadError('too_many_rows', `CSV batches are limited to ${maxRows} rows; this file has ${totalRows}.`);
+    if (totalRows > maxRows)
+      throw new CsvHeadError(
+        'too_many_rows',
+        `CSV batches are limited to ${maxRows} rows; this file has ${totalRows}.`,
+      );
     return { columns: this.columns, dataStart: this.dataStart, totalRows };
   }
 
   /** Parsed by csv-parse, like the data rows, so quoting rules are the same. */
   private checkHeader(): string[] {
-    if (this.headerSize > HEADER_MAX_BYTES) throw new CsvHeadError('invalid_csv_header', `The header is longer than ${HEADER_MAX_BYTES} bytes.`);
+    if (this.headerSize > HEADER_MAX_BYTES)
+      throw new CsvHeadError('invalid_csv_header', `The header is longer than ${HEADER_MAX_BYTES} bytes.`);
     const fields = parse(Buffer.concat(this.headerBytes), PARSE_OPTIONS)[0] ?? [''];
     if (fields.length === 1) {
       const only = fields[0] ?? '';
       const guess = only.includes(';') ? "';'" : only.includes('\t') ? 'tab' : undefined;
-      if (guess) throw new CsvHeadError('invalid_csv_header', `The file seems to use ${guess} as its delimiter; only comma-separated files are accepted.`);
+      if (guess)
+        throw new CsvHeadError(
+          'invalid_csv_header',
+          `The file seems to use ${guess} as its delimiter; only comma-separated files are accepted.`,
+        );
     }
     const names = fields.map((f) => f.trim());
     const seen = new Map<string, number>();
     for (const [i, name] of names.entries()) {
-      if (!name) throw new CsvHeadError('invalid_csv_header', `Column ${i + 1} of the header has no name; every column needs a name.`);
+      if (!name)
+        throw new CsvHeadError(
+          'invalid_csv_header',
+          `Column ${i + 1} of the header has no name; every column needs a name.`,
+        );
       const first = seen.get(name);
-      if (first !== undefined) throw new CsvHeadError('invalid_csv_header', `The header names "${name}" twice (columns ${first + 1} and ${i + 1}); column names must be unique.`);
+      if (first !== undefined)
+        throw new CsvHeadError(
+          'invalid_csv_header',
+          `The header names "${name}" twice (columns ${first + 1} and ${i + 1}); column names must be unique.`,
+        );
       seen.set(name, i);
     }
     return names;
@@ -199,7 +223,10 @@ class HeadScan {
 }
 
 function blankFirstLine(): CsvHeadError {
-  return new CsvHeadError('invalid_csv_header', 'Line 1 is blank; the first line must be the header naming the columns.');
+  return new CsvHeadError(
+    'invalid_csv_header',
+    'Line 1 is blank; the first line must be the header naming the columns.',
+  );
 }
 
 /**
@@ -210,7 +237,10 @@ function blankFirstLine(): CsvHeadError {
  * `chunkRows` is. On abort the generator throws an error named AbortError. With `values: false`
  * rows carry an empty `values` (their byte ranges only).
  */
-export async function* readRows(open: Opener, opts: { columns: string[]; from: ResumePoint; chunkRows: number; signal?: AbortSignal; values?: boolean }): AsyncGenerator<CsvChunk> {
+export async function* readRows(
+  open: Opener,
+  opts: { columns: string[]; from: ResumePoint; chunkRows: number; signal?: AbortSignal; values?: boolean },
+): AsyncGenerator<CsvChunk> {
   const { columns, chunkRows, signal } = opts;
   if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new RangeError('chunkRows must be a positive integer');
   // A caller that keeps only byte ranges (the batch loader) skips building an object per row.
@@ -229,7 +259,12 @@ export async function* readRows(open: Opener, opts: { columns: string[]; from: R
           throwIfAborted(signal);
         }
         const rawExcerpt = excerpt(region.head, 0, region.head.length);
-        errors.push({ rowNumber: next.rowNumber, reason: 'unterminated_quote', message: 'A quoted field is not closed before the end of the file.', rawExcerpt });
+        errors.push({
+          rowNumber: next.rowNumber,
+          reason: 'unterminated_quote',
+          message: 'A quoted field is not closed before the end of the file.',
+          rawExcerpt,
+        });
         next = { offset: region.end, rowNumber: next.rowNumber + 1 };
         continue;
       }
@@ -244,7 +279,8 @@ export async function* readRows(open: Opener, opts: { columns: string[]; from: R
             [rows, errors] = [[], []];
             throwIfAborted(signal);
           }
-          if (record.length === columns.length) rows.push({ rowNumber: next.rowNumber, values: toValues(record), start: next.offset, end: ends[r]! });
+          if (record.length === columns.length)
+            rows.push({ rowNumber: next.rowNumber, values: toValues(record), start: next.offset, end: ends[r]! });
           else errors.push(columnCountError(next.rowNumber, record.length, columns.length, bytes, start, end));
         }
         next = { offset: ends[r]!, rowNumber: next.rowNumber + 1 };
@@ -280,11 +316,23 @@ export function valuesBuilder(columns: string[]): (record: string[]) => Record<s
   };
 }
 
-function columnCountError(rowNumber: number, count: number, expected: number, bytes: Buffer, start: number, end: number): CsvRowError {
+function columnCountError(
+  rowNumber: number,
+  count: number,
+  expected: number,
+  bytes: Buffer,
+  start: number,
+  end: number,
+): CsvRowError {
   let stop = end;
   if (stop > start && bytes[stop - 1] === LF) stop -= stop - 1 > start && bytes[stop - 2] === CR ? 2 : 1;
   const plural = (n: number) => `${n} column${n === 1 ? '' : 's'}`;
-  return { rowNumber, reason: 'column_count', message: `Row has ${plural(count)}; the header has ${expected}.`, rawExcerpt: excerpt(bytes, start, stop) };
+  return {
+    rowNumber,
+    reason: 'column_count',
+    message: `Row has ${plural(count)}; the header has ${expected}.`,
+    rawExcerpt: excerpt(bytes, start, stop),
+  };
 }
 
 /** First EXCERPT_CHARS characters (code points, as JSON Schema's maxLength counts) of bytes[start, stop). */
@@ -321,7 +369,11 @@ class RecordReader {
   private oversized = false;
   private ended = false;
 
-  constructor(private readonly open: Opener, start: number, private readonly signal: AbortSignal | undefined) {
+  constructor(
+    private readonly open: Opener,
+    start: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {
     this.scanner = new RecordScanner(start, []);
     this.source = openSource(open, start, signal);
   }
@@ -372,7 +424,11 @@ class RecordReader {
     const start = this.scanner.recordStart;
     const end = this.scanner.offset;
     if (this.scanner.finish()) {
-      this.ready.push({ kind: 'unterminated', end, head: Buffer.concat(this.held, Math.min(this.heldSize, EXCERPT_BYTES)) });
+      this.ready.push({
+        kind: 'unterminated',
+        end,
+        head: Buffer.concat(this.held, Math.min(this.heldSize, EXCERPT_BYTES)),
+      });
     } else if (end > start) {
       this.ready.push(this.parse(start, this.oversized ? await this.reread(start, end) : Buffer.concat(this.held)));
     }
@@ -394,7 +450,9 @@ class RecordReader {
     const ends = this.scanner.ends!;
     this.scanner.ends = [];
     if (records.length !== ends.length) {
-      throw new Error(`csv: csv-parse found ${records.length} records where the scanner found ${ends.length} (bytes ${start} to ${start + bytes.length})`);
+      throw new Error(
+        `csv: csv-parse found ${records.length} records where the scanner found ${ends.length} (bytes ${start} to ${start + bytes.length})`,
+      );
     }
     return { kind: 'records', start, bytes, records, ends };
   }
@@ -403,7 +461,8 @@ class RecordReader {
     const source = openSource(this.open, start, this.signal);
     try {
       const bytes = await source.readAtLeast(end - start);
-      if (bytes.length < end - start) throw new Error(`csv: the file ended at byte ${start + bytes.length} while re-reading up to ${end}`);
+      if (bytes.length < end - start)
+        throw new Error(`csv: the file ended at byte ${start + bytes.length} while re-reading up to ${end}`);
       return bytes.subarray(0, end - start);
     } finally {
       source.close();
@@ -433,7 +492,10 @@ class RecordScanner {
   private firstByte = -1;
 
   /** With `ends`, the end offset of every record is appended to it. */
-  constructor(start: number, public ends?: number[]) {
+  constructor(
+    start: number,
+    public ends?: number[],
+  ) {
     this.recordStart = this.offset = start;
   }
 
@@ -572,13 +634,20 @@ function openSource(open: Opener, start: number, signal: AbortSignal | undefined
   const chunks = stream[Symbol.asyncIterator]();
   // A stream's destroy may wait for its source (Readable.from waits for its generator), so a
   // pending read gives up on the abort itself rather than on the stream's error.
-  const read = () => new Promise<Buffer | undefined>((resolve, reject) => {
-    const giveUp = () => reject(abortError(signal!));
-    if (signal?.aborted) return giveUp();
-    signal?.addEventListener('abort', giveUp, { once: true });
-    chunks.next().then(({ value, done }) => resolve(done ? undefined : Buffer.isBuffer(value) ? value : Buffer.from(value as Uint8Array)), reject)
-      .finally(() => signal?.removeEventListener('abort', giveUp));
-  });
+  const read = () =>
+    new Promise<Buffer | undefined>((resolve, reject) => {
+      const giveUp = () => reject(abortError(signal!));
+      if (signal?.aborted) return giveUp();
+      signal?.addEventListener('abort', giveUp, { once: true });
+      chunks
+        .next()
+        .then(
+          ({ value, done }) =>
+            resolve(done ? undefined : Buffer.isBuffer(value) ? value : Buffer.from(value as Uint8Array)),
+          reject,
+        )
+        .finally(() => signal?.removeEventListener('abort', giveUp));
+    });
   return {
     read,
     async readAtLeast(n) {

@@ -120,12 +120,20 @@ export class QueueDispatcher {
       .where('qi.status', 'dispatched')
       .whereIn('r.status', ['COMPLETE', 'FAILED', 'TIMEOUT'])
       .limit(RECONCILE_MAX)
-      .select('qi.seq', 'qi.batch_id', 'qi.attempts', 'r.status as run_status', 'q.max_retries', 'b.status as batch_status')) as Finished[];
+      .select(
+        'qi.seq',
+        'qi.batch_id',
+        'qi.attempts',
+        'r.status as run_status',
+        'q.max_retries',
+        'b.status as batch_status',
+      )) as Finished[];
     if (done.length === 0) return false;
     // Per batch and outcome: the items to move and the counter they add to.
     const groups = new Map<string, { batchId: string; to: 'completed' | 'failed' | 'queued'; seqs: number[] }>();
     for (const d of done) {
-      const retry = d.run_status !== 'COMPLETE' && Number(d.attempts) <= Number(d.max_retries) && d.batch_status !== 'cancelled';
+      const retry =
+        d.run_status !== 'COMPLETE' && Number(d.attempts) <= Number(d.max_retries) && d.batch_status !== 'cancelled';
       const to = d.run_status === 'COMPLETE' ? 'completed' : retry ? 'queued' : 'failed';
       const key = `${d.batch_id}\u0000${to}`;
       let g = groups.get(key);
@@ -136,10 +144,15 @@ export class QueueDispatcher {
     await db.transaction(async (trx) => {
       for (const g of groups.values()) {
         // Only items still dispatched move (another process may have recorded them already).
-        const n = await trx('queue_items').whereIn('seq', g.seqs).where('status', 'dispatched').update({ status: g.to, updated_at: now });
+        const n = await trx('queue_items')
+          .whereIn('seq', g.seqs)
+          .where('status', 'dispatched')
+          .update({ status: g.to, updated_at: now });
         if (n > 0 && g.to !== 'queued') {
           const column = g.to === 'completed' ? 'runs_completed' : 'runs_failed';
-          await trx('queue_batches').where({ id: g.batchId }).update({ [column]: trx.raw(`${column} + ?`, [n]), updated_at: now });
+          await trx('queue_batches')
+            .where({ id: g.batchId })
+            .update({ [column]: trx.raw(`${column} + ?`, [n]), updated_at: now });
         }
       }
     });
@@ -149,7 +162,8 @@ export class QueueDispatcher {
   /** A loaded batch whose every item finished, failed or was cancelled is completed. */
   private async settle(): Promise<void> {
     const { db } = this.deps;
-    await db('queue_batches').where({ status: 'running', loaded: true })
+    await db('queue_batches')
+      .where({ status: 'running', loaded: true })
       .andWhereRaw('runs_completed + runs_failed + runs_cancelled >= loaded_rows')
       .update({ status: 'completed', updated_at: nowIso() });
   }
@@ -157,13 +171,20 @@ export class QueueDispatcher {
   /** Fills each unpaused queue's free places, highest priority first, within the dispatch-ahead budget. */
   private async dispatch(): Promise<void> {
     const { db } = this.deps;
-    const queues = (await db('queues as q').where('q.paused', false)
-      .whereExists(db('queue_items as qi').select(db.raw('1')).where('qi.status', 'queued').whereRaw('qi.queue_id = q.id'))
-      .orderBy('q.priority', 'desc').orderBy('q.id')
+    const queues = (await db('queues as q')
+      .where('q.paused', false)
+      .whereExists(
+        db('queue_items as qi').select(db.raw('1')).where('qi.status', 'queued').whereRaw('qi.queue_id = q.id'),
+      )
+      .orderBy('q.priority', 'desc')
+      .orderBy('q.id')
       .select('q.id', 'q.concurrency_limit')) as { id: string; concurrency_limit: number | string }[];
     if (queues.length === 0) return;
-    const waiting = (await db('queue_items as qi').join('runs as r', 'r.id', 'qi.run_id')
-      .where({ 'qi.status': 'dispatched', 'r.status': 'PENDING' }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    const waiting = (await db('queue_items as qi')
+      .join('runs as r', 'r.id', 'qi.run_id')
+      .where({ 'qi.status': 'dispatched', 'r.status': 'PENDING' })
+      .count({ n: '*' })
+      .first()) as { n: number | string } | undefined;
     let budget = this.deps.aheadMax - Number(waiting?.n ?? 0);
     for (const q of queues) {
       if (budget <= 0 || this.stopped) break;
@@ -183,12 +204,17 @@ export class QueueDispatcher {
     const { db, blobs } = this.deps;
     // The free places as they look now (the transaction checks again under the lock): a full
     // queue costs one count, and the first queued items up to that many are the candidates.
-    const open = Math.min(limit - await this.inFlight(db, queueId), budget);
+    const open = Math.min(limit - (await this.inFlight(db, queueId)), budget);
     if (open <= 0) return [];
-    const candidates = (await db('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(open)
+    const candidates = (await db('queue_items')
+      .where({ status: 'queued', queue_id: queueId })
+      .orderBy('seq')
+      .limit(open)
       .select('seq', 'batch_id', 'byte_start', 'byte_end', 'attempts')) as QueuedItem[];
     if (candidates.length === 0) return [];
-    const batches = (await db('queue_batches').whereIn('id', [...new Set(candidates.map((i) => i.batch_id))]).select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
+    const batches = (await db('queue_batches')
+      .whereIn('id', [...new Set(candidates.map((i) => i.batch_id))])
+      .select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
     const targets = new Map<string, CallTarget | undefined>();
     for (const b of batches) targets.set(b.id, await this.deps.callTargets.get(b.org_id, b.trigger_id));
     const payloads = await readPayloads(blobs, await batchSources(db, targets.keys()), candidates);
@@ -197,11 +223,15 @@ export class QueueDispatcher {
       // Write first: the queue's row (PostgreSQL) or the database (sqlite) is locked until commit.
       const locked = await trx('queues').where({ id: queueId, paused: false }).increment('dispatch_seq', 1);
       if (!locked) return { runIds: [], partial: false };
-      const free = Math.min(limit - await this.inFlight(trx, queueId), budget);
+      const free = Math.min(limit - (await this.inFlight(trx, queueId)), budget);
       if (free <= 0) return { runIds: [], partial: false };
       // Still queued, in order, under the lock; one not prepared (a retry put back meanwhile)
       // ends this pass's share, and the next pass takes it.
-      const seqs = (await trx('queue_items').where({ status: 'queued', queue_id: queueId }).orderBy('seq').limit(free).pluck('seq')) as (number | string)[];
+      const seqs = (await trx('queue_items')
+        .where({ status: 'queued', queue_id: queueId })
+        .orderBy('seq')
+        .limit(free)
+        .pluck('seq')) as (number | string)[];
       const take: { item: QueuedItem; payload: Record<string, string> | null | undefined }[] = [];
       for (const seq of seqs) {
         const p = prepared.get(Number(seq));
@@ -222,22 +252,45 @@ export class QueueDispatcher {
           continue;
         }
         const runId = newId('run');
-        runs.push(runRows({
-          orgId: batch.org_id, automationId: target.automationId, automationVersion: target.version, triggerId: target.triggerId,
-          inputs: payload, startedBy: 'queue_batch', timeoutMs: target.definition.timeoutMs ?? this.deps.runTimeoutMs,
-        }, runId, now));
+        runs.push(
+          runRows(
+            {
+              orgId: batch.org_id,
+              automationId: target.automationId,
+              automationVersion: target.version,
+              triggerId: target.triggerId,
+              inputs: payload,
+              startedBy: 'queue_batch',
+              timeoutMs: target.definition.timeoutMs ?? this.deps.runTimeoutMs,
+            },
+            runId,
+            now,
+          ),
+        );
         dispatched.push({ seq: Number(item.seq), runId });
       }
-      for (let i = 0; i < runs.length; i += MAX_RUNS_PER_INSERT) await insertRuns(trx, runs.slice(i, i + MAX_RUNS_PER_INSERT));
+      for (let i = 0; i < runs.length; i += MAX_RUNS_PER_INSERT)
+        await insertRuns(trx, runs.slice(i, i + MAX_RUNS_PER_INSERT));
       for (let i = 0; i < dispatched.length; i += 200) {
         const part = dispatched.slice(i, i + 200);
         const cases = part.map(() => 'WHEN ? THEN ?').join(' ');
-        await trx('queue_items').whereIn('seq', part.map((d) => d.seq)).update({
-          status: 'dispatched', attempts: trx.raw('attempts + 1'), updated_at: now,
-          run_id: trx.raw(`CASE seq ${cases} END`, part.flatMap((d) => [d.seq, d.runId])),
-        });
+        await trx('queue_items')
+          .whereIn(
+            'seq',
+            part.map((d) => d.seq),
+          )
+          .update({
+            status: 'dispatched',
+            attempts: trx.raw('attempts + 1'),
+            updated_at: now,
+            run_id: trx.raw(
+              `CASE seq ${cases} END`,
+              part.flatMap((d) => [d.seq, d.runId]),
+            ),
+          });
       }
-      for (const [batchId, seqs2] of unrunnable) await this.failUnrunnable(trx, batchId, seqs2, targets.get(batchId), now);
+      for (const [batchId, seqs2] of unrunnable)
+        await this.failUnrunnable(trx, batchId, seqs2, targets.get(batchId), now);
       return { runIds: dispatched.map((d) => d.runId), partial: take.length < seqs.length };
     });
     if (created.partial) this.again = true;
@@ -246,7 +299,10 @@ export class QueueDispatcher {
 
   /** The queue's items whose run is created and not finished. */
   private async inFlight(db: Knex, queueId: string): Promise<number> {
-    const row = (await db('queue_items').where({ status: 'dispatched', queue_id: queueId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    const row = (await db('queue_items')
+      .where({ status: 'dispatched', queue_id: queueId })
+      .count({ n: '*' })
+      .first()) as { n: number | string } | undefined;
     return Number(row?.n ?? 0);
   }
 
@@ -254,13 +310,29 @@ export class QueueDispatcher {
    * Items whose batch's trigger was deleted or disabled (or whose bytes are gone) cannot start a
    * run: they fail, and the batch fails with the reason (its other queued items follow it on later passes).
    */
-  private async failUnrunnable(trx: Knex.Transaction, batchId: string, seqs: number[], target: CallTarget | undefined, now: string): Promise<void> {
-    const n = await trx('queue_items').whereIn('seq', seqs).where('status', 'queued').update({ status: 'failed', updated_at: now });
-    const reason = !target ? 'The batch\'s trigger was deleted: its remaining rows cannot run.'
-      : !target.enabled ? 'The batch\'s trigger is disabled: its remaining rows cannot run.'
+  private async failUnrunnable(
+    trx: Knex.Transaction,
+    batchId: string,
+    seqs: number[],
+    target: CallTarget | undefined,
+    now: string,
+  ): Promise<void> {
+    const n = await trx('queue_items')
+      .whereIn('seq', seqs)
+      .where('status', 'queued')
+      .update({ status: 'failed', updated_at: now });
+    const reason = !target
+      ? "The batch's trigger was deleted: its remaining rows cannot run."
+      : !target.enabled
+        ? "The batch's trigger is disabled: its remaining rows cannot run."
         : 'The uploaded file is no longer stored: its remaining rows cannot run.';
-    await trx('queue_batches').where({ id: batchId }).update({ runs_failed: trx.raw('runs_failed + ?', [n]), updated_at: now });
-    await trx('queue_batches').where({ id: batchId }).whereIn('status', ['running', 'pending']).update({ status: 'failed', failure_reason: reason });
+    await trx('queue_batches')
+      .where({ id: batchId })
+      .update({ runs_failed: trx.raw('runs_failed + ?', [n]), updated_at: now });
+    await trx('queue_batches')
+      .where({ id: batchId })
+      .whereIn('status', ['running', 'pending'])
+      .update({ status: 'failed', failure_reason: reason });
     this.deps.log.warn({ batchId, rows: n }, reason);
   }
 }

@@ -11,7 +11,14 @@ import { parseRecords, valuesBuilder } from './csv.js';
 
 /** As the API shows it: `dispatched` items are `pending` or `running` by their run's status. */
 export type ItemStatus = 'queued' | 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
-export const ITEM_STATUSES: readonly ItemStatus[] = ['queued', 'pending', 'running', 'completed', 'failed', 'cancelled'];
+export const ITEM_STATUSES: readonly ItemStatus[] = [
+  'queued',
+  'pending',
+  'running',
+  'completed',
+  'failed',
+  'cancelled',
+];
 
 export interface QueueItemView {
   batchId: string;
@@ -37,7 +44,11 @@ const SPAN_MAX = 8 * 1024 * 1024;
  * The payload of each item, in order: its record parsed from the stored upload. `batches` gives
  * each batch's blob key and columns. An item whose bytes are gone (upload deleted) gets null.
  */
-export async function readPayloads(blobs: BlobStore, batches: Map<string, { blobKey: string; columns: string[] }>, items: readonly ItemBytes[]): Promise<(Record<string, string> | null)[]> {
+export async function readPayloads(
+  blobs: BlobStore,
+  batches: Map<string, { blobKey: string; columns: string[] }>,
+  items: readonly ItemBytes[],
+): Promise<(Record<string, string> | null)[]> {
   const out: (Record<string, string> | null)[] = new Array(items.length).fill(null);
   let i = 0;
   while (i < items.length) {
@@ -47,7 +58,12 @@ export async function readPayloads(blobs: BlobStore, batches: Map<string, { blob
     let j = i + 1;
     const start = Number(first.byte_start);
     let end = Number(first.byte_end);
-    while (j < items.length && items[j]!.batch_id === first.batch_id && Number(items[j]!.byte_start) >= start && Number(items[j]!.byte_end) - start <= SPAN_MAX) {
+    while (
+      j < items.length &&
+      items[j]!.batch_id === first.batch_id &&
+      Number(items[j]!.byte_start) >= start &&
+      Number(items[j]!.byte_end) - start <= SPAN_MAX
+    ) {
       end = Math.max(end, Number(items[j]!.byte_end));
       j++;
     }
@@ -73,9 +89,18 @@ export async function readPayloads(blobs: BlobStore, batches: Map<string, { blob
 }
 
 /** Blob key and columns of these batches. */
-export async function batchSources(db: Knex, batchIds: Iterable<string>): Promise<Map<string, { blobKey: string; columns: string[] }>> {
+export async function batchSources(
+  db: Knex,
+  batchIds: Iterable<string>,
+): Promise<Map<string, { blobKey: string; columns: string[] }>> {
   const ids = [...new Set(batchIds)];
-  const rows = ids.length ? ((await db('queue_batches').whereIn('id', ids).select('id', 'blob_key', 'columns')) as { id: string; blob_key: string; columns: string | null }[]) : [];
+  const rows = ids.length
+    ? ((await db('queue_batches').whereIn('id', ids).select('id', 'blob_key', 'columns')) as {
+        id: string;
+        blob_key: string;
+        columns: string | null;
+      }[])
+    : [];
   return new Map(rows.map((r) => [r.id, { blobKey: r.blob_key, columns: fromJson<string[]>(r.columns) ?? [] }]));
 }
 
@@ -100,24 +125,56 @@ function apiStatus(r: ItemRow): ItemStatus {
  * belongs to the organisation.
  */
 export async function listQueueItems(
-  db: Knex, blobs: BlobStore, queueId: string,
-  filter: { batchId?: string | undefined; status?: ItemStatus | undefined }, page: PageRequest,
+  db: Knex,
+  blobs: BlobStore,
+  queueId: string,
+  filter: { batchId?: string | undefined; status?: ItemStatus | undefined },
+  page: PageRequest,
 ): Promise<Page<QueueItemView>> {
   const limit = pageLimit(page.limit);
   const list = 'queue-items';
-  const q = db('queue_items as qi').leftJoin('runs as r', 'r.id', 'qi.run_id').where('qi.queue_id', queueId)
-    .select('qi.seq', 'qi.batch_id', 'qi.row_number', 'qi.byte_start', 'qi.byte_end', 'qi.status', 'qi.run_id', 'qi.attempts', 'qi.updated_at', 'r.status as run_status');
+  const q = db('queue_items as qi')
+    .leftJoin('runs as r', 'r.id', 'qi.run_id')
+    .where('qi.queue_id', queueId)
+    .select(
+      'qi.seq',
+      'qi.batch_id',
+      'qi.row_number',
+      'qi.byte_start',
+      'qi.byte_end',
+      'qi.status',
+      'qi.run_id',
+      'qi.attempts',
+      'qi.updated_at',
+      'r.status as run_status',
+    );
   if (filter.batchId !== undefined) q.andWhere('qi.batch_id', filter.batchId);
   const s = filter.status;
-  if (s === 'pending' || s === 'running') q.andWhere('qi.status', 'dispatched').andWhere('r.status', s === 'running' ? 'RUNNING' : 'PENDING');
+  if (s === 'pending' || s === 'running')
+    q.andWhere('qi.status', 'dispatched').andWhere('r.status', s === 'running' ? 'RUNNING' : 'PENDING');
   else if (s !== undefined) q.andWhere('qi.status', s);
   if (page.cursor !== undefined) q.andWhere('qi.seq', '>', decodeCursor(list, page.cursor, 'number'));
   const rows = (await q.orderBy('qi.seq').limit(limit + 1)) as ItemRow[];
   const pageRows = rows.slice(0, limit);
-  const payloads = await readPayloads(blobs, await batchSources(db, pageRows.map((r) => r.batch_id)), pageRows);
+  const payloads = await readPayloads(
+    blobs,
+    await batchSources(
+      db,
+      pageRows.map((r) => r.batch_id),
+    ),
+    pageRows,
+  );
   const items = pageRows.map((r, i) => ({
-    batchId: r.batch_id, rowNumber: Number(r.row_number), status: apiStatus(r), runId: r.run_id,
-    attempts: Number(r.attempts), payload: payloads[i]!, updatedAt: r.updated_at,
+    batchId: r.batch_id,
+    rowNumber: Number(r.row_number),
+    status: apiStatus(r),
+    runId: r.run_id,
+    attempts: Number(r.attempts),
+    payload: payloads[i]!,
+    updatedAt: r.updated_at,
   }));
-  return { items, nextCursor: rows.length > limit ? encodeCursor(list, Number(pageRows[pageRows.length - 1]!.seq)) : null };
+  return {
+    items,
+    nextCursor: rows.length > limit ? encodeCursor(list, Number(pageRows[pageRows.length - 1]!.seq)) : null,
+  };
 }

@@ -35,7 +35,8 @@ const ERRORS_PER_INSERT = 500;
 
 /** A batch still `validating` this long after its creation was left by a server that stopped. */
 export const VALIDATION_STALE_MS = 5 * 60_000;
-const INTERRUPTED = 'The check of the file was interrupted (the server stopped); create the batch again with the same csvKey.';
+const INTERRUPTED =
+  'The check of the file was interrupted (the server stopped); create the batch again with the same csvKey.';
 
 export class BatchLoader {
   readonly loaderId = `${os.hostname()}:${process.pid}:loader:${randomBytes(4).toString('hex')}`;
@@ -94,10 +95,15 @@ export class BatchLoader {
   private async failInterrupted(): Promise<void> {
     const { db, log } = this.deps;
     const cutoff = new Date(Date.now() - VALIDATION_STALE_MS).toISOString();
-    const stale = (await db('queue_batches').where('status', 'validating').andWhere('updated_at', '<', cutoff).pluck('id')) as string[];
+    const stale = (await db('queue_batches')
+      .where('status', 'validating')
+      .andWhere('updated_at', '<', cutoff)
+      .pluck('id')) as string[];
     for (const id of stale) {
       await db.transaction(async (trx) => {
-        const n = await trx('queue_batches').where({ id, status: 'validating' }).update({ status: 'failed', failure_reason: INTERRUPTED, updated_at: nowIso() });
+        const n = await trx('queue_batches')
+          .where({ id, status: 'validating' })
+          .update({ status: 'failed', failure_reason: INTERRUPTED, updated_at: nowIso() });
         if (n) await trx('csv_uploads').where({ batch_id: id }).update({ batch_id: null });
       });
       log.warn({ batchId: id }, INTERRUPTED);
@@ -108,12 +114,20 @@ export class BatchLoader {
   private async claim(): Promise<BatchRow | undefined> {
     const { db, leaseMs } = this.deps;
     const now = nowIso();
-    const free = (q: Knex.QueryBuilder) => q.whereIn('status', ['pending', 'running']).where('loaded', false)
-      .andWhere((w) => void w.whereNull('lease_until').orWhere('lease_until', '<', now));
+    const free = (q: Knex.QueryBuilder) =>
+      q
+        .whereIn('status', ['pending', 'running'])
+        .where('loaded', false)
+        .andWhere((w) => void w.whereNull('lease_until').orWhere('lease_until', '<', now));
     const pick = free(db('queue_batches').select('id')).orderBy('created_at').orderBy('id').limit(1);
     if (db.client.config.client === 'pg') pick.forUpdate().skipLocked();
     const rows = (await free(db('queue_batches').where('id', pick))
-      .update({ status: 'running', loader_id: this.loaderId, lease_until: new Date(Date.now() + leaseMs).toISOString(), updated_at: now })
+      .update({
+        status: 'running',
+        loader_id: this.loaderId,
+        lease_until: new Date(Date.now() + leaseMs).toISOString(),
+        updated_at: now,
+      })
       .returning('*')) as BatchRow[];
     return rows[0];
   }
@@ -122,17 +136,29 @@ export class BatchLoader {
     const { blobs, chunkRows, log } = this.deps;
     const columns = fromJson<string[]>(batch.columns) ?? [];
     const from = { offset: Number(batch.resume_offset), rowNumber: Number(batch.resume_row) };
-    if (from.offset > 0 && Number(batch.loaded_rows) + Number(batch.skipped_rows) > 0) log.info({ batchId: batch.id, from }, 'resuming a batch load');
+    if (from.offset > 0 && Number(batch.loaded_rows) + Number(batch.skipped_rows) > 0)
+      log.info({ batchId: batch.id, from }, 'resuming a batch load');
     try {
-      for await (const chunk of readRows((start) => blobs.streamFrom(batch.blob_key, start), { columns, from, chunkRows, signal: this.abort.signal, values: false })) {
+      for await (const chunk of readRows((start) => blobs.streamFrom(batch.blob_key, start), {
+        columns,
+        from,
+        chunkRows,
+        signal: this.abort.signal,
+        values: false,
+      })) {
         if (!(await this.commit(batch, chunk))) return;
         this.deps.onChunk();
       }
     } catch (err) {
       if ((err as Error).name === 'AbortError' || this.stopped) return;
       log.error({ err, batchId: batch.id }, 'batch load failed');
-      const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'The uploaded file is no longer stored.' : 'Loading the rows failed on the server; see its log.';
-      await this.deps.db('queue_batches').where({ id: batch.id, loader_id: this.loaderId, status: 'running' })
+      const reason =
+        (err as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'The uploaded file is no longer stored.'
+          : 'Loading the rows failed on the server; see its log.';
+      await this.deps
+        .db('queue_batches')
+        .where({ id: batch.id, loader_id: this.loaderId, status: 'running' })
         .update({ status: 'failed', failure_reason: reason, lease_until: null, updated_at: nowIso() });
       this.deps.onChunk();
     }
@@ -143,21 +169,41 @@ export class BatchLoader {
     const { db, leaseMs } = this.deps;
     const now = nowIso();
     return db.transaction(async (trx) => {
-      const n = await trx('queue_batches').where({ id: batch.id, loader_id: this.loaderId, status: 'running' }).update({
-        resume_offset: chunk.next.offset, resume_row: chunk.next.rowNumber,
-        loaded_rows: trx.raw('loaded_rows + ?', [chunk.rows.length]), skipped_rows: trx.raw('skipped_rows + ?', [chunk.errors.length]),
-        loaded: chunk.done, lease_until: chunk.done ? null : new Date(Date.now() + leaseMs).toISOString(), updated_at: now,
-      });
+      const n = await trx('queue_batches')
+        .where({ id: batch.id, loader_id: this.loaderId, status: 'running' })
+        .update({
+          resume_offset: chunk.next.offset,
+          resume_row: chunk.next.rowNumber,
+          loaded_rows: trx.raw('loaded_rows + ?', [chunk.rows.length]),
+          skipped_rows: trx.raw('skipped_rows + ?', [chunk.errors.length]),
+          loaded: chunk.done,
+          lease_until: chunk.done ? null : new Date(Date.now() + leaseMs).toISOString(),
+          updated_at: now,
+        });
       if (n === 0) return false;
       for (let i = 0; i < chunk.rows.length; i += ITEMS_PER_INSERT) {
-        await trx('queue_items').insert(chunk.rows.slice(i, i + ITEMS_PER_INSERT).map((r) => ({
-          batch_id: batch.id, queue_id: batch.queue_id, row_number: r.rowNumber, byte_start: r.start, byte_end: r.end, status: 'queued', attempts: 0,
-        })));
+        await trx('queue_items').insert(
+          chunk.rows.slice(i, i + ITEMS_PER_INSERT).map((r) => ({
+            batch_id: batch.id,
+            queue_id: batch.queue_id,
+            row_number: r.rowNumber,
+            byte_start: r.start,
+            byte_end: r.end,
+            status: 'queued',
+            attempts: 0,
+          })),
+        );
       }
       for (let i = 0; i < chunk.errors.length; i += ERRORS_PER_INSERT) {
-        await trx('batch_row_errors').insert(chunk.errors.slice(i, i + ERRORS_PER_INSERT).map((e) => ({
-          batch_id: batch.id, row_number: e.rowNumber, reason: e.reason, message: e.message, raw_excerpt: e.rawExcerpt,
-        })));
+        await trx('batch_row_errors').insert(
+          chunk.errors.slice(i, i + ERRORS_PER_INSERT).map((e) => ({
+            batch_id: batch.id,
+            row_number: e.rowNumber,
+            reason: e.reason,
+            message: e.message,
+            raw_excerpt: e.rawExcerpt,
+          })),
+        );
       }
       return true;
     });

@@ -65,20 +65,22 @@ export class InProcessRunQueue implements RunQueue {
    */
   consume(concurrency: number, handler: RunHandler): void {
     for (let i = 0; i < concurrency; i++) {
-      this.loops.push((async () => {
-        while (!this.closed) {
-          const seen = this.wakeups;
-          let ran: boolean;
-          try {
-            ran = await handler(undefined);
-          } catch (err) {
-            this.errorListener(err);
-            if (!this.closed) await this.sleep();
-            continue;
+      this.loops.push(
+        (async () => {
+          while (!this.closed) {
+            const seen = this.wakeups;
+            let ran: boolean;
+            try {
+              ran = await handler(undefined);
+            } catch (err) {
+              this.errorListener(err);
+              if (!this.closed) await this.sleep();
+              continue;
+            }
+            if (!ran && !this.closed && this.wakeups === seen) await this.sleep();
           }
-          if (!ran && !this.closed && this.wakeups === seen) await this.sleep();
-        }
-      })());
+        })(),
+      );
     }
   }
 
@@ -110,14 +112,17 @@ export class InProcessRunQueue implements RunQueue {
 
   private sleep(): Promise<void> {
     return new Promise((resolve) => {
-      const done: Sleeper = Object.assign(() => {
-        if (done.woken) return;
-        done.woken = true;
-        clearTimeout(done.timer);
-        const i = this.sleepers.indexOf(done);
-        if (i >= 0) this.sleepers.splice(i, 1);
-        resolve();
-      }, { woken: false, timer: undefined as NodeJS.Timeout | undefined });
+      const done: Sleeper = Object.assign(
+        () => {
+          if (done.woken) return;
+          done.woken = true;
+          clearTimeout(done.timer);
+          const i = this.sleepers.indexOf(done);
+          if (i >= 0) this.sleepers.splice(i, 1);
+          resolve();
+        },
+        { woken: false, timer: undefined as NodeJS.Timeout | undefined },
+      );
       done.timer = setTimeout(done, this.idleCheckMs);
       this.sleepers.push(done);
     });
@@ -144,7 +149,12 @@ export class RedisRunQueue implements RunQueue {
     this.queue = new Bee<{ runId: string }>('runs', {
       prefix: opts.prefix ?? 'switchyard',
       // bee-queue 2 carries its own redis@3 client: it takes host/port (DESIGN.md section 6).
-      redis: { host: u.hostname, port: Number(u.port || 6379), db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0, password: u.password || undefined },
+      redis: {
+        host: u.hostname,
+        port: Number(u.port || 6379),
+        db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0,
+        password: u.password || undefined,
+      },
       isWorker: opts.isWorker,
       getEvents: false,
       sendEvents: false,

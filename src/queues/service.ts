@@ -40,10 +40,22 @@ export class QueuesService {
     if (!deps.active) return;
     const { db, blobs, log, config } = deps;
     this.dispatcher = new QueueDispatcher({
-      db, blobs, log, callTargets: deps.callTargets, runQueue: deps.runQueue, runTimeoutMs: config.runTimeoutMs,
+      db,
+      blobs,
+      log,
+      callTargets: deps.callTargets,
+      runQueue: deps.runQueue,
+      runTimeoutMs: config.runTimeoutMs,
       aheadMax: Math.max(16, 4 * config.runConcurrency),
     });
-    this.loader = new BatchLoader({ db, blobs, log, leaseMs: config.runLeaseMs, chunkRows: CHUNK_ROWS, onChunk: () => this.dispatcher!.wake() });
+    this.loader = new BatchLoader({
+      db,
+      blobs,
+      log,
+      leaseMs: config.runLeaseMs,
+      chunkRows: CHUNK_ROWS,
+      onChunk: () => this.dispatcher!.wake(),
+    });
   }
 
   start(): void {

@@ -43,19 +43,38 @@ function urlKey(config: Pick<Config, 'secretKey'>): Buffer {
   return derivedKey(config.secretKey, 'switchyard/queue-uploads/url-signing/v1');
 }
 
-function signature(config: Pick<Config, 'secretKey'>, u: Pick<UploadRow, 'csv_key' | 'queue_id' | 'declared_size'>, expires: number): string {
+function signature(
+  config: Pick<Config, 'secretKey'>,
+  u: Pick<UploadRow, 'csv_key' | 'queue_id' | 'declared_size'>,
+  expires: number,
+): string {
   return hmac(urlKey(config), `csv-upload\n${u.csv_key}\n${u.queue_id}\n${Number(u.declared_size)}\n${expires}`);
 }
 
 /** createCsvUploadUrl: checks the name and size, records the upload and signs its URL. */
-export async function createUploadUrl(db: Knex, config: Pick<Config, 'secretKey' | 'publicUrl'>, queue: QueueRecord, input: { filename: string; sizeBytes: number }, nowMs = Date.now()) {
+export async function createUploadUrl(
+  db: Knex,
+  config: Pick<Config, 'secretKey' | 'publicUrl'>,
+  queue: QueueRecord,
+  input: { filename: string; sizeBytes: number },
+  nowMs = Date.now(),
+) {
   if (input.filename.length > 255 || !FILENAME.test(input.filename)) throw new AppError('ERR_CSV_INVALID_FILENAME');
   if (input.sizeBytes > CSV_MAX_BYTES) throw new AppError('ERR_CSV_TOO_LARGE', { status: 400 });
   const expires = Math.floor(nowMs / 1000) + UPLOAD_URL_TTL_SECONDS;
   const row: UploadRow = {
-    csv_key: `csv_${randomBytes(16).toString('hex')}`, org_id: queue.orgId, queue_id: queue.id, filename: input.filename,
-    declared_size: input.sizeBytes, size_bytes: null, sha256: null, blob_key: null,
-    expires_at: new Date(expires * 1000).toISOString(), uploaded_at: null, batch_id: null, created_at: new Date(nowMs).toISOString(),
+    csv_key: `csv_${randomBytes(16).toString('hex')}`,
+    org_id: queue.orgId,
+    queue_id: queue.id,
+    filename: input.filename,
+    declared_size: input.sizeBytes,
+    size_bytes: null,
+    sha256: null,
+    blob_key: null,
+    expires_at: new Date(expires * 1000).toISOString(),
+    uploaded_at: null,
+    batch_id: null,
+    created_at: new Date(nowMs).toISOString(),
   };
   await db('csv_uploads').insert(row);
   const base = config.publicUrl.replace(/\/+$/, '');
@@ -74,7 +93,14 @@ export async function createUploadUrl(db: Knex, config: Pick<Config, 'secretKey'
  * url_expired), a key already used by a batch (409), a declared Content-Length over the bound
  * (413) or of zero bytes (400 empty_file).
  */
-export async function checkUploadTarget(db: Knex, config: Pick<Config, 'secretKey'>, csvKey: string, query: URLSearchParams, contentLength: string | undefined, nowMs = Date.now()): Promise<UploadRow> {
+export async function checkUploadTarget(
+  db: Knex,
+  config: Pick<Config, 'secretKey'>,
+  csvKey: string,
+  query: URLSearchParams,
+  contentLength: string | undefined,
+  nowMs = Date.now(),
+): Promise<UploadRow> {
   const row = (await db('csv_uploads').where({ csv_key: csvKey }).first()) as UploadRow | undefined;
   const expiresText = query.get('expires') ?? '';
   const expires = /^[0-9]{1,15}$/.test(expiresText) ? Number(expiresText) : -1;
@@ -92,14 +118,21 @@ export async function checkUploadTarget(db: Knex, config: Pick<Config, 'secretKe
 }
 
 function tooLarge(row: UploadRow): AppError {
-  return new AppError('ERR_CSV_TOO_LARGE', { message: `The upload exceeds the declared size of ${Number(row.declared_size)} bytes.` });
+  return new AppError('ERR_CSV_TOO_LARGE', {
+    message: `The upload exceeds the declared size of ${Number(row.declared_size)} bytes.`,
+  });
 }
 
 /**
  * Streams the body to a fresh blob, then makes it the upload's file unless a batch took the key
  * meanwhile (409; the new blob is removed). The previous file of the key, if any, is removed.
  */
-export async function storeUpload(db: Knex, blobs: BlobStore, row: UploadRow, body: IncomingMessage): Promise<{ csvKey: string; sizeBytes: number }> {
+export async function storeUpload(
+  db: Knex,
+  blobs: BlobStore,
+  row: UploadRow,
+  body: IncomingMessage,
+): Promise<{ csvKey: string; sizeBytes: number }> {
   const blobKey = `queue-uploads/${row.queue_id}/${row.csv_key}-${randomBytes(6).toString('hex')}.csv`;
   let stored;
   try {
@@ -118,10 +151,17 @@ export async function storeUpload(db: Knex, blobs: BlobStore, row: UploadRow, bo
   }
   // The row is locked by a write first, so the file it names before this PUT is the one replaced.
   const previous = await db.transaction(async (trx) => {
-    const n = await trx('csv_uploads').where({ csv_key: row.csv_key }).whereNull('batch_id').update({ uploaded_at: nowIso() });
+    const n = await trx('csv_uploads')
+      .where({ csv_key: row.csv_key })
+      .whereNull('batch_id')
+      .update({ uploaded_at: nowIso() });
     if (n === 0) return undefined;
-    const before = (await trx('csv_uploads').where({ csv_key: row.csv_key }).first('blob_key')) as { blob_key: string | null };
-    await trx('csv_uploads').where({ csv_key: row.csv_key }).update({ size_bytes: stored.size, sha256: stored.sha256, blob_key: blobKey });
+    const before = (await trx('csv_uploads').where({ csv_key: row.csv_key }).first('blob_key')) as {
+      blob_key: string | null;
+    };
+    await trx('csv_uploads')
+      .where({ csv_key: row.csv_key })
+      .update({ size_bytes: stored.size, sha256: stored.sha256, blob_key: blobKey });
     return { blobKey: before.blob_key };
   });
   if (!previous) {

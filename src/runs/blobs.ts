@@ -95,7 +95,8 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
  * store's own `.tmp` folder out of reach).
  */
 export function assertBlobKey(key: string): void {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) throw new InvalidBlobKeyError(String(key));
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH)
+    throw new InvalidBlobKeyError(String(key));
   for (const segment of key.split('/')) {
     if (!SEGMENT.test(segment)) throw new InvalidBlobKeyError(key);
   }
@@ -146,7 +147,8 @@ export class LocalBlobStore implements BlobStore {
 
   async put(key: string, content: Readable | Buffer, opts: PutOptions = {}): Promise<PutResult> {
     const target = this.pathOf(key);
-    if (Buffer.isBuffer(content) && opts.fresh) return this.putFresh(target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
+    if (Buffer.isBuffer(content) && opts.fresh)
+      return this.putFresh(target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
     // A source that fails before the pipeline below listens to it (a client that goes away while
     // the folder is made) would otherwise emit an 'error' nobody handles: it fails this put instead.
     let early: { err: unknown } | undefined;
@@ -161,7 +163,8 @@ export class LocalBlobStore implements BlobStore {
       throw err;
     }
     const tmp = path.join(this.tmpDir, `${randomBytes(12).toString('hex')}.part`);
-    if (Buffer.isBuffer(content)) return this.putBuffer(tmp, target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
+    if (Buffer.isBuffer(content))
+      return this.putBuffer(tmp, target, content, opts.maxBytes ?? Number.POSITIVE_INFINITY);
     content.off('error', onEarly);
     if (early) throw early.err;
     const meter = new Meter(opts.maxBytes ?? Number.POSITIVE_INFINITY);
@@ -227,7 +230,8 @@ export class LocalBlobStore implements BlobStore {
     try {
       handle = await open(file, 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') throw new BlobNotFoundError(key);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR')
+        throw new BlobNotFoundError(key);
       throw err;
     }
     try {
@@ -250,7 +254,8 @@ export class LocalBlobStore implements BlobStore {
     try {
       handle = await open(this.pathOf(key), 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') throw new BlobNotFoundError(key);
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR')
+        throw new BlobNotFoundError(key);
       throw err;
     }
     try {
@@ -273,7 +278,8 @@ export class LocalBlobStore implements BlobStore {
       await rm(file, { force: true });
     } catch (err) {
       // A key that names a folder (a prefix) is not a blob: nothing to delete.
-      if ((err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR' && (err as NodeJS.ErrnoException).code !== 'EISDIR') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ERR_FS_EISDIR' && (err as NodeJS.ErrnoException).code !== 'EISDIR')
+        throw err;
     }
   }
 
@@ -290,7 +296,11 @@ const stores = new Map<string, LocalBlobStore>();
  * fsynced when the store's commits are (see the header): with DATABASE_URL, or with
  * SQLITE_SYNCHRONOUS=FULL.
  */
-export function openBlobStore(config: { dataDir: string; databaseUrl?: string | undefined; sqliteSynchronous?: 'NORMAL' | 'FULL' | undefined }): LocalBlobStore {
+export function openBlobStore(config: {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  sqliteSynchronous?: 'NORMAL' | 'FULL' | undefined;
+}): LocalBlobStore {
   const root = path.join(path.resolve(config.dataDir), 'blobs');
   const fsync = Boolean(config.databaseUrl) || config.sqliteSynchronous === 'FULL';
   const key = `${fsync ? 'fsync' : 'nosync'} ${root}`;
@@ -301,4 +311,3 @@ export function openBlobStore(config: { dataDir: string; databaseUrl?: string | 
   }
   return store;
 }
-

@@ -19,7 +19,11 @@ export class RunClaimer {
   /** A claim is queued that has not taken its waiters yet: newcomers join it. */
   private queued = false;
 
-  constructor(private readonly writes: WriteQueue, private readonly workerId: string, private readonly leaseMs: number) {}
+  constructor(
+    private readonly writes: WriteQueue,
+    private readonly workerId: string,
+    private readonly leaseMs: number,
+  ) {}
 
   /** The oldest PENDING run not claimed by another consumer, claimed for this worker; undefined when there is none. */
   next(): Promise<RunRow | undefined> {
@@ -40,14 +44,17 @@ export class RunClaimer {
   private async claim(): Promise<void> {
     let taken: Waiter[] | undefined;
     try {
-      const runs = await this.writes.run((trx) => {
-        // Taken when the operation runs; a retry of it (its batch failed) serves the same waiters.
-        if (!taken) {
-          taken = this.waiting.splice(0);
-          this.queued = false;
-        }
-        return claimRuns(trx, this.workerId, this.leaseMs, taken.length);
-      }, { autocommit: true });
+      const runs = await this.writes.run(
+        (trx) => {
+          // Taken when the operation runs; a retry of it (its batch failed) serves the same waiters.
+          if (!taken) {
+            taken = this.waiting.splice(0);
+            this.queued = false;
+          }
+          return claimRuns(trx, this.workerId, this.leaseMs, taken.length);
+        },
+        { autocommit: true },
+      );
       taken!.forEach((w, i) => w.resolve(runs[i]));
     } catch (err) {
       if (!taken) {

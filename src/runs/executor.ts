@@ -8,7 +8,14 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../storage/ids.js';
-import { executeStep, type ExecutedStep, type PriorStep, type SandboxPool, type ToolCaller, type AgentInvoker } from '../engine/index.js';
+import {
+  executeStep,
+  type ExecutedStep,
+  type PriorStep,
+  type SandboxPool,
+  type ToolCaller,
+  type AgentInvoker,
+} from '../engine/index.js';
 import type { BlobStore } from './blobs.js';
 import { stepFilePrefix, type FileCreate } from './files.js';
 import type { LeaseKeeper } from './leases.js';
@@ -60,7 +67,12 @@ async function loadPinned(db: Knex, run: RunRow): Promise<PinnedVersion | undefi
 }
 
 /** Stores a step's files (durable before their rows are written) and returns their records. */
-async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, outcome: ExecutedStep): Promise<FileCreate[]> {
+async function storeFiles(
+  deps: ExecutorDeps,
+  run: RunRow,
+  stepIndex: number,
+  outcome: ExecutedStep,
+): Promise<FileCreate[]> {
   const records: FileCreate[] = [];
   for (const f of outcome.files) {
     const id = newId('file');
@@ -68,8 +80,16 @@ async function storeFiles(deps: ExecutorDeps, run: RunRow, stepIndex: number, ou
     // A new key, read only once the finish commits its row: written in place (blobs.ts `fresh`).
     const { size } = await deps.blobs.put(blobKey, f.data, { fresh: true });
     records.push({
-      id, orgId: run.org_id, runId: run.id, stepIndex, kind: 'step', filename: f.fileName, mimeType: f.mimeType,
-      size, blobKey, expiresAt: new Date(Date.now() + deps.fileTtlMs).toISOString(),
+      id,
+      orgId: run.org_id,
+      runId: run.id,
+      stepIndex,
+      kind: 'step',
+      filename: f.fileName,
+      mimeType: f.mimeType,
+      size,
+      blobKey,
+      expiresAt: new Date(Date.now() + deps.fileTtlMs).toISOString(),
     });
   }
   return records;
@@ -85,12 +105,17 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
   const timeoutMs = run.timeout_ms ?? 600_000;
   const deadline = Date.parse(run.started_at ?? new Date().toISOString()) + timeoutMs;
   const abort = new AbortController();
-  const deadlineTimer = setTimeout(() => abort.abort(new Error('run deadline reached')), Math.max(0, deadline - Date.now()));
+  const deadlineTimer = setTimeout(
+    () => abort.abort(new Error('run deadline reached')),
+    Math.max(0, deadline - Date.now()),
+  );
   const recorder = new RunRecorder(deps, run, () => abort.abort(new Error('lease lost')));
   const attempt = Number(run.attempts);
   deps.leases.hold(run.id, attempt, () => recorder.leaseLost());
   const progressTimer = setTimeout(() => {
-    recorder.goLive().catch((err: unknown) => rlog.warn({ err }, 'writing run progress failed (tried again with the next step)'));
+    recorder
+      .goLive()
+      .catch((err: unknown) => rlog.warn({ err }, 'writing run progress failed (tried again with the next step)'));
   }, PROGRESS_AFTER_MS);
 
   let outcome: { status: RunStatus; error?: string | undefined };
@@ -124,26 +149,69 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
  * The steps in order, each handed to the recorder as it starts and ends; returns the run's
  * terminal state (meaningless once `recorder.lost`). Never throws.
  */
-async function runSteps(deps: ExecutorDeps, run: RunRow, recorder: RunRecorder, signal: AbortSignal, rlog: Logger): Promise<{ status: RunStatus; error?: string }> {
+async function runSteps(
+  deps: ExecutorDeps,
+  run: RunRow,
+  recorder: RunRecorder,
+  signal: AbortSignal,
+  rlog: Logger,
+): Promise<{ status: RunStatus; error?: string }> {
   try {
     const pinned = await loadPinned(deps.db, run);
     if (!pinned) throw new Error(`workflow version ${run.workflow_version} of ${run.workflow_id} no longer exists`);
     const { definition } = pinned;
     const inputs = runInputs(run);
     const prior: PriorStep[] = [];
-    for (const row of pinnedStepList(pinned).map((s, i) => ({ step_index: i, name: s.name, stepVersion: s.stepVersion }))) {
+    for (const row of pinnedStepList(pinned).map((s, i) => ({
+      step_index: i,
+      name: s.name,
+      stepVersion: s.stepVersion,
+    }))) {
       const step = definition.steps[row.step_index]!;
       if (signal.aborted) return { status: 'TIMEOUT', error: 'The run exceeded its execution time limit' };
       await recorder.stepStarted(row.step_index, prior.length + 1, row);
       if (recorder.lost) break;
-      const outcome = await executeStep(step, { inputs, steps: prior, runId: run.id, automationId: run.workflow_id, stepIndex: row.step_index, orgId: run.org_id }, { sandbox: deps.sandbox, log: rlog, signal, fetchImpl: deps.fetchImpl, callTool: deps.callTool, invokeAgent: deps.invokeAgent });
+      const outcome = await executeStep(
+        step,
+        {
+          inputs,
+          steps: prior,
+          runId: run.id,
+          automationId: run.workflow_id,
+          stepIndex: row.step_index,
+          orgId: run.org_id,
+        },
+        {
+          sandbox: deps.sandbox,
+          log: rlog,
+          signal,
+          fetchImpl: deps.fetchImpl,
+          callTool: deps.callTool,
+          invokeAgent: deps.invokeAgent,
+        },
+      );
       if (recorder.lost) break;
       const files = await storeFiles(deps, run, row.step_index, outcome);
-      await recorder.stepFinished(row.step_index, {
-        status: outcome.status, resultType: outcome.resultType, result: outcome.result, exitCode: outcome.exitCode,
-        durationMs: outcome.durationMs, logs: outcome.logs,
-      }, files);
-      prior.push({ stepIndex: row.step_index, name: row.name, status: outcome.status, resultType: outcome.resultType, result: parseResult(outcome.resultType, outcome.result), exitCode: outcome.exitCode });
+      await recorder.stepFinished(
+        row.step_index,
+        {
+          status: outcome.status,
+          resultType: outcome.resultType,
+          result: outcome.result,
+          exitCode: outcome.exitCode,
+          durationMs: outcome.durationMs,
+          logs: outcome.logs,
+        },
+        files,
+      );
+      prior.push({
+        stepIndex: row.step_index,
+        name: row.name,
+        status: outcome.status,
+        resultType: outcome.resultType,
+        result: parseResult(outcome.resultType, outcome.result),
+        exitCode: outcome.exitCode,
+      });
       if (outcome.status !== 'COMPLETE') {
         // A step over its own or the run's time limit ends the run TIMEOUT; any other failure FAILED.
         return {
@@ -162,6 +230,10 @@ async function runSteps(deps: ExecutorDeps, run: RunRow, recorder: RunRecorder, 
 /** Blobs whose rows this worker will never write: the run's new owner starts its files afresh. */
 async function deleteUnrecorded(deps: ExecutorDeps, rlog: Logger, keys: readonly string[]): Promise<void> {
   for (const key of keys) {
-    await deps.blobs.delete(key).catch((err: unknown) => rlog.warn({ err, key }, 'could not delete the blob of a lost run (an orphan until the run is pruned)'));
+    await deps.blobs
+      .delete(key)
+      .catch((err: unknown) =>
+        rlog.warn({ err, key }, 'could not delete the blob of a lost run (an orphan until the run is pruned)'),
+      );
   }
 }

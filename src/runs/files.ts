@@ -77,10 +77,13 @@ function toRecord(r: FileRow): FileRecord {
 function toRow(f: FileCreate, createdAt: string): FileRow {
   if (!FILE_KINDS.includes(f.kind)) throw new RangeError(`unknown file kind ${String(f.kind)}`);
   // downloadRunFile routes this prefix to step result files (result-files.ts), never to a row.
-  if (f.id !== undefined && isResultFileId(f.id)) throw new RangeError(`file ids must not start with ${RESULT_FILE_ID_PREFIX}`);
+  if (f.id !== undefined && isResultFileId(f.id))
+    throw new RangeError(`file ids must not start with ${RESULT_FILE_ID_PREFIX}`);
   if (!Number.isSafeInteger(f.size) || f.size < 0) throw new RangeError('size must be a non-negative integer');
-  if (f.filename.length === 0 || f.filename.length > MAX_TEXT) throw new RangeError('filename must be 1 to 255 characters');
-  if (f.mimeType.length === 0 || f.mimeType.length > MAX_TEXT) throw new RangeError('mimeType must be 1 to 255 characters');
+  if (f.filename.length === 0 || f.filename.length > MAX_TEXT)
+    throw new RangeError('filename must be 1 to 255 characters');
+  if (f.mimeType.length === 0 || f.mimeType.length > MAX_TEXT)
+    throw new RangeError('mimeType must be 1 to 255 characters');
   return {
     id: f.id ?? newId('file'),
     org_id: f.orgId,
@@ -139,10 +142,12 @@ export async function findFile(db: Knex, orgId: string, fileId: string): Promise
  */
 export function fileRecords(rows: readonly FileRow[]): FileRecord[] {
   const key = (r: FileRow) => [Number(r.step_index ?? -1), r.created_at, r.id] as const;
-  return [...rows].sort((x, y) => {
-    const [a, b] = [key(x), key(y)];
-    return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
-  }).map(toRecord);
+  return [...rows]
+    .sort((x, y) => {
+      const [a, b] = [key(x), key(y)];
+      return a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0) || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+    })
+    .map(toRecord);
 }
 
 /** A run's files: attachments first, then step files by step index, each in creation order. */
@@ -158,15 +163,30 @@ export async function listRunFiles(db: Knex, orgId: string, runId: string): Prom
  * Sets run_id on files stored before their run existed (trigger attachments). Only files of
  * this organisation that are not attached yet are touched; returns how many were.
  */
-export async function attachFilesToRun(db: Knex, orgId: string, fileIds: readonly string[], runId: string): Promise<number> {
+export async function attachFilesToRun(
+  db: Knex,
+  orgId: string,
+  fileIds: readonly string[],
+  runId: string,
+): Promise<number> {
   if (fileIds.length === 0) return 0;
-  return db('files').where({ org_id: orgId }).whereNull('run_id').whereIn('id', [...fileIds]).update({ run_id: runId });
+  return db('files')
+    .where({ org_id: orgId })
+    .whereNull('run_id')
+    .whereIn('id', [...fileIds])
+    .update({ run_id: runId });
 }
 
 /** Deletes rows first, then blobs: a blob whose delete fails is an orphan, never a dangling row. */
 async function deleteRecords(db: Knex, blobs: BlobStore, orgId: string, rows: FileRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  const count = await db('files').where({ org_id: orgId }).whereIn('id', rows.map((r) => r.id)).delete();
+  const count = await db('files')
+    .where({ org_id: orgId })
+    .whereIn(
+      'id',
+      rows.map((r) => r.id),
+    )
+    .delete();
   for (const r of rows) await blobs.delete(r.blob_key);
   return count;
 }
@@ -190,9 +210,17 @@ export function stepFilePrefix(runId: string): string {
 }
 
 /** Deletes the named files of one organisation and their blobs. */
-export async function deleteFiles(db: Knex, blobs: BlobStore, orgId: string, fileIds: readonly string[]): Promise<number> {
+export async function deleteFiles(
+  db: Knex,
+  blobs: BlobStore,
+  orgId: string,
+  fileIds: readonly string[],
+): Promise<number> {
   if (fileIds.length === 0) return 0;
-  const rows = (await db('files').where({ org_id: orgId }).whereIn('id', [...fileIds]).select('id', 'blob_key')) as FileRow[];
+  const rows = (await db('files')
+    .where({ org_id: orgId })
+    .whereIn('id', [...fileIds])
+    .select('id', 'blob_key')) as FileRow[];
   return deleteRecords(db, blobs, orgId, rows);
 }
 

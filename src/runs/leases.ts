@@ -19,7 +19,11 @@ export class LeaseKeeper {
    * `renew` extends the leases of the given runs and answers the ids it extended; it is called
    * every `everyMs`, a third of the lease, so two renewals can fail before a lease expires.
    */
-  constructor(private readonly renew: (runIds: string[]) => Promise<Set<string>>, private readonly everyMs: number, private readonly log: Logger) {}
+  constructor(
+    private readonly renew: (runIds: string[]) => Promise<Set<string>>,
+    private readonly everyMs: number,
+    private readonly log: Logger,
+  ) {}
 
   start(): void {
     this.timer ??= setInterval(() => void this.renewNow(), this.everyMs);

@@ -39,7 +39,10 @@ export interface RunSummary {
 /** An ISO 8601 time as stored (`toISOString`), or 400 for a time the Date type cannot hold. */
 function storedTime(name: string, value: string): Date {
   const d = new Date(value);
-  if (Number.isNaN(d.getTime())) throw new AppError('ERR_REQUEST_INVALID', { message: `${name} is not a valid date-time: ${JSON.stringify(value)}` });
+  if (Number.isNaN(d.getTime()))
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `${name} is not a valid date-time: ${JSON.stringify(value)}`,
+    });
   return d;
 }
 
@@ -49,10 +52,28 @@ function idAt(ms: number): string {
   return `run_${clamped.toString(16).padStart(12, '0')}`;
 }
 
-const COLUMNS = ['id', 'workflow_id', 'workflow_version', 'trigger_id', 'status', 'started_by', 'error', 'created_at', 'started_at', 'finished_at'] as const;
+const COLUMNS = [
+  'id',
+  'workflow_id',
+  'workflow_version',
+  'trigger_id',
+  'status',
+  'started_by',
+  'error',
+  'created_at',
+  'started_at',
+  'finished_at',
+] as const;
 
-export async function listRuns(db: Knex, orgId: string, filter: RunFilter, page: PageRequest): Promise<Page<RunSummary>> {
-  const q = db('runs').select(...COLUMNS).where({ org_id: orgId });
+export async function listRuns(
+  db: Knex,
+  orgId: string,
+  filter: RunFilter,
+  page: PageRequest,
+): Promise<Page<RunSummary>> {
+  const q = db('runs')
+    .select(...COLUMNS)
+    .where({ org_id: orgId });
   if (filter.automationId !== undefined) q.andWhere({ workflow_id: filter.automationId });
   if (filter.triggerId !== undefined) q.andWhere({ trigger_id: filter.triggerId });
   if (filter.status !== undefined) q.andWhere({ status: filter.status });
@@ -65,7 +86,11 @@ export async function listRuns(db: Knex, orgId: string, filter: RunFilter, page:
     q.andWhere('created_at', '<', before.toISOString()).andWhere('id', '<', idAt(before.getTime() + ID_TIME_SLACK_MS));
   }
   type Row = Pick<RunRow, (typeof COLUMNS)[number]> & Record<string, unknown>;
-  const { rows, nextCursor } = await pageRows<Row>(q, { list: 'runs', column: 'id', keyPattern: RUN_ID_PATTERN, order: 'desc' }, page);
+  const { rows, nextCursor } = await pageRows<Row>(
+    q,
+    { list: 'runs', column: 'id', keyPattern: RUN_ID_PATTERN, order: 'desc' },
+    page,
+  );
   return {
     items: rows.map((r) => ({
       runId: r.id,

@@ -32,7 +32,10 @@ export const PROGRESS_AFTER_MS = 250;
 /** Whole step rows in one statement, replacing rows that exist (an earlier attempt's, or this attempt's progress). */
 async function upsertSteps(db: Knex, rows: readonly StepRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await db('run_steps').insert([...rows]).onConflict(['run_id', 'step_index']).merge();
+  await db('run_steps')
+    .insert([...rows])
+    .onConflict(['run_id', 'step_index'])
+    .merge();
 }
 
 /** A fresh run's finish: its terminal state, and its step and file rows, none written yet. */
@@ -109,15 +112,30 @@ export class RunRecorder {
   /** True once this attempt knows another claim owns the run: it writes nothing more for it. */
   lost = false;
   /** What a fresh run's committed finish wrote: the run whole (`finishedRun`). */
-  private committed: { status: RunStatus; error: string | null; finishedAt: string; rows: StepRow[]; files: FileRow[] } | undefined;
+  private committed:
+    { status: RunStatus; error: string | null; finishedAt: string; rows: StepRow[]; files: FileRow[] } | undefined;
 
-  constructor(private readonly deps: RecorderDeps, private readonly run: RunRow, private readonly onLost: () => void) {}
+  constructor(
+    private readonly deps: RecorderDeps,
+    private readonly run: RunRow,
+    private readonly onLost: () => void,
+  ) {}
 
   stepStarted(stepIndex: number, executionOrder: number, step: { name: string; stepVersion: number }): Promise<void> {
     this.steps.set(stepIndex, {
-      run_id: this.run.id, step_index: stepIndex, step_version: step.stepVersion, name: step.name, status: 'RUNNING',
-      execution_order: executionOrder, result_type: null, result: null, exit_code: null, duration_ms: null,
-      started_at: nowIso(), finished_at: null, logs: null,
+      run_id: this.run.id,
+      step_index: stepIndex,
+      step_version: step.stepVersion,
+      name: step.name,
+      status: 'RUNNING',
+      execution_order: executionOrder,
+      result_type: null,
+      result: null,
+      exit_code: null,
+      duration_ms: null,
+      started_at: nowIso(),
+      finished_at: null,
+      logs: null,
     });
     this.dirty.add(stepIndex);
     return this.live ? this.flush() : Promise.resolve();
@@ -128,8 +146,13 @@ export class RunRecorder {
     const row = this.steps.get(stepIndex);
     if (!row) throw new Error(`step ${stepIndex} finished without starting`);
     Object.assign(row, {
-      status: o.status, result_type: o.resultType, result: o.result, exit_code: o.exitCode,
-      duration_ms: o.durationMs, finished_at: nowIso(), logs: o.logs.length ? o.logs.join('\n') : null,
+      status: o.status,
+      result_type: o.resultType,
+      result: o.result,
+      exit_code: o.exitCode,
+      duration_ms: o.durationMs,
+      finished_at: nowIso(),
+      logs: o.logs.length ? o.logs.join('\n') : null,
     });
     this.dirty.add(stepIndex);
     this.files.push(...fileRows(files));
@@ -177,7 +200,17 @@ export class RunRecorder {
     // transaction in one INSERT.
     const fresh = !this.live && Number(this.run.attempts) <= 1;
     if (fresh) {
-      const finishedAt = await this.deps.writes.run(async (_trx, batch) => batch.joinLater(FINISHES, { runId: this.run.id, attempts: Number(this.run.attempts), workerId: this.deps.workerId, status, error, rows, files }));
+      const finishedAt = await this.deps.writes.run(async (_trx, batch) =>
+        batch.joinLater(FINISHES, {
+          runId: this.run.id,
+          attempts: Number(this.run.attempts),
+          workerId: this.deps.workerId,
+          status,
+          error,
+          rows,
+          files,
+        }),
+      );
       if (finishedAt === false) {
         this.lost = true;
         return false;

@@ -52,7 +52,9 @@ function kindOf(step: Pick<StepRow, 'status' | 'result_type' | 'result'>): Resul
 }
 
 /** The result file of a step, or undefined when the step has no textual result (yet). */
-export function stepResultFile(step: Pick<StepRow, 'run_id' | 'step_index' | 'status' | 'result_type' | 'result'>): StepResultFile | undefined {
+export function stepResultFile(
+  step: Pick<StepRow, 'run_id' | 'step_index' | 'status' | 'result_type' | 'result'>,
+): StepResultFile | undefined {
   const kind = kindOf(step);
   if (!kind || step.result === null) return undefined;
   return {
@@ -79,7 +81,8 @@ export async function loadResultFile(db: Knex, fileId: string): Promise<StepResu
   const [, runId, index] = m as unknown as [string, string, string];
   const row = (await db('run_steps')
     .where({ run_id: runId, step_index: Number(index) })
-    .first('run_id', 'step_index', 'status', 'result_type', 'result')) as Pick<StepRow, 'run_id' | 'step_index' | 'status' | 'result_type' | 'result'> | undefined;
+    .first('run_id', 'step_index', 'status', 'result_type', 'result')) as
+    Pick<StepRow, 'run_id' | 'step_index' | 'status' | 'result_type' | 'result'> | undefined;
   const file = row && stepResultFile(row);
   // The kind token must still match: the id names this run, this step and this result type.
   return file && file.id === fileId ? file : undefined;

@@ -8,7 +8,11 @@ import { deleteRunFiles, deleteUnattachedAttachments } from './files.js';
  */
 export async function pruneFinishedRuns(db: Knex, blobs: BlobStore, days: number, now = Date.now()): Promise<number> {
   const cutoff = new Date(now - days * 86_400_000).toISOString();
-  const old = (await db('runs').whereIn('status', ['COMPLETE', 'FAILED', 'TIMEOUT']).andWhere('finished_at', '<', cutoff).select('id', 'org_id').limit(1000)) as { id: string; org_id: string }[];
+  const old = (await db('runs')
+    .whereIn('status', ['COMPLETE', 'FAILED', 'TIMEOUT'])
+    .andWhere('finished_at', '<', cutoff)
+    .select('id', 'org_id')
+    .limit(1000)) as { id: string; org_id: string }[];
   for (const { id: runId, org_id: orgId } of old) {
     await deleteRunFiles(db, blobs, orgId, runId);
     await db.transaction(async (trx) => {
@@ -16,7 +20,9 @@ export async function pruneFinishedRuns(db: Knex, blobs: BlobStore, days: number
       await trx('runs').where({ id: runId }).delete();
     });
   }
-  await db('idempotency_keys').where('created_at', '<', new Date(now - 86_400_000).toISOString()).delete();
+  await db('idempotency_keys')
+    .where('created_at', '<', new Date(now - 86_400_000).toISOString())
+    .delete();
   // Attachments whose request never became a run (crash between upload and insert).
   await deleteUnattachedAttachments(db, blobs, new Date(now - 3_600_000).toISOString());
   return old.length;

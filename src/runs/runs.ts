@@ -65,9 +65,17 @@ const leaseUntil = (leaseMs: number) => new Date(Date.now() + leaseMs).toISOStri
 export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: Record<string, unknown> } {
   return {
     run: {
-      id, org_id: run.orgId, workflow_id: run.automationId, workflow_version: run.automationVersion,
-      trigger_id: run.triggerId, status: 'PENDING', inputs: toJson(run.inputs), started_by: run.startedBy,
-      created_at: now, attempts: 0, timeout_ms: run.timeoutMs,
+      id,
+      org_id: run.orgId,
+      workflow_id: run.automationId,
+      workflow_version: run.automationVersion,
+      trigger_id: run.triggerId,
+      status: 'PENDING',
+      inputs: toJson(run.inputs),
+      started_by: run.startedBy,
+      created_at: now,
+      attempts: 0,
+      timeout_ms: run.timeoutMs,
     },
   };
 }
@@ -83,8 +91,14 @@ export type RunRows = ReturnType<typeof runRows>;
  */
 export function claimedRunRow(rows: RunRows, workerId: string, leaseMs: number, now = nowIso()): RunRow {
   Object.assign(rows.run, {
-    status: 'RUNNING', attempts: 1, claimed_by: workerId, started_at: now, lease_until: leaseUntil(leaseMs),
-    idempotency_key: null, error: null, finished_at: null,
+    status: 'RUNNING',
+    attempts: 1,
+    claimed_by: workerId,
+    started_at: now,
+    lease_until: leaseUntil(leaseMs),
+    idempotency_key: null,
+    error: null,
+    finished_at: null,
   });
   return rows.run as unknown as RunRow;
 }
@@ -100,7 +114,11 @@ export const MAX_RUNS_PER_INSERT = 500;
  * statement — atomic on its own, so no BEGIN/COMMIT round trips; with `extra` (attachments,
  * idempotency) everything is one transaction.
  */
-export async function insertRuns(db: Knex, rows: RunRows[], extra?: (trx: Knex.Transaction) => Promise<void>): Promise<void> {
+export async function insertRuns(
+  db: Knex,
+  rows: RunRows[],
+  extra?: (trx: Knex.Transaction) => Promise<void>,
+): Promise<void> {
   if (rows.length === 0) return;
   if (rows.length > MAX_RUNS_PER_INSERT) throw new Error(`insertRuns: at most ${MAX_RUNS_PER_INSERT} runs per call`);
   if (!extra) {
@@ -114,7 +132,10 @@ export async function insertRuns(db: Knex, rows: RunRows[], extra?: (trx: Knex.T
 }
 
 /** The steps of a pinned version as a run records them: name and step version, in order. */
-export function pinnedStepList(pinned: { definition: { steps: readonly { name: string }[] }; stepMap: Record<string, number> }): { name: string; stepVersion: number }[] {
+export function pinnedStepList(pinned: {
+  definition: { steps: readonly { name: string }[] };
+  stepMap: Record<string, number>;
+}): { name: string; stepVersion: number }[] {
   return pinned.definition.steps.map((s, i) => ({ name: s.name, stepVersion: pinned.stepMap[String(i)] ?? 1 }));
 }
 
@@ -122,13 +143,31 @@ export function pinnedStepList(pinned: { definition: { steps: readonly { name: s
  * Every step of a run: the rows of the steps a worker started, and for the others what the
  * pinned version plans — PENDING while the run is not over, SKIPPED once it is.
  */
-export function withPlannedSteps(run: RunRow, rows: StepRow[], planned: readonly { name: string; stepVersion: number }[]): StepRow[] {
+export function withPlannedSteps(
+  run: RunRow,
+  rows: StepRow[],
+  planned: readonly { name: string; stepVersion: number }[],
+): StepRow[] {
   const status: StepStatus = run.status === 'PENDING' || run.status === 'RUNNING' ? 'PENDING' : 'SKIPPED';
   const byIndex = new Map(rows.map((r) => [Number(r.step_index), r]));
-  const all = planned.map((s, i) => byIndex.get(i) ?? {
-    run_id: run.id, step_index: i, step_version: s.stepVersion, name: s.name, status, execution_order: null,
-    result_type: null, result: null, exit_code: null, duration_ms: null, started_at: null, finished_at: null, logs: null,
-  });
+  const all = planned.map(
+    (s, i) =>
+      byIndex.get(i) ?? {
+        run_id: run.id,
+        step_index: i,
+        step_version: s.stepVersion,
+        name: s.name,
+        status,
+        execution_order: null,
+        result_type: null,
+        result: null,
+        exit_code: null,
+        duration_ms: null,
+        started_at: null,
+        finished_at: null,
+        logs: null,
+      },
+  );
   // Rows beyond the plan cannot exist for a pinned version; keep them rather than hide data.
   for (const r of rows) if (Number(r.step_index) >= planned.length) all.push(r);
   return all;
@@ -158,7 +197,12 @@ export function runInputs(row: RunRow): Record<string, unknown> {
  * subquery as a semi-join that re-scans `LIMIT 1 FOR UPDATE SKIP LOCKED` per outer row, and
  * each re-scan skips the row just updated and returns the next one — claiming every PENDING run.
  */
-export async function claimRun(db: Knex, workerId: string, leaseMs: number, runId?: string): Promise<RunRow | undefined> {
+export async function claimRun(
+  db: Knex,
+  workerId: string,
+  leaseMs: number,
+  runId?: string,
+): Promise<RunRow | undefined> {
   const now = nowIso();
   const pick = runId
     ? db('runs').select('id').where({ id: runId, status: 'PENDING' })
@@ -167,7 +211,13 @@ export async function claimRun(db: Knex, workerId: string, leaseMs: number, runI
   const rows = (await db('runs')
     .where('id', pick)
     .andWhere({ status: 'PENDING' })
-    .update({ status: 'RUNNING', claimed_by: workerId, lease_until: leaseUntil(leaseMs), started_at: now, attempts: db.raw('attempts + 1') })
+    .update({
+      status: 'RUNNING',
+      claimed_by: workerId,
+      lease_until: leaseUntil(leaseMs),
+      started_at: now,
+      attempts: db.raw('attempts + 1'),
+    })
     .returning('*')) as RunRow[];
   return rows[0];
 }
@@ -197,12 +247,23 @@ export async function claimRuns(db: Knex, workerId: string, leaseMs: number, lim
     rows = res.rows;
   } else {
     rows = (await db('runs')
-      .whereIn('id', db('runs').select('id').where({ status: 'PENDING' }).orderBy('created_at').orderBy('id').limit(limit))
+      .whereIn(
+        'id',
+        db('runs').select('id').where({ status: 'PENDING' }).orderBy('created_at').orderBy('id').limit(limit),
+      )
       .andWhere({ status: 'PENDING' })
-      .update({ status: 'RUNNING', claimed_by: workerId, lease_until: leaseUntil(leaseMs), started_at: now, attempts: db.raw('attempts + 1') })
+      .update({
+        status: 'RUNNING',
+        claimed_by: workerId,
+        lease_until: leaseUntil(leaseMs),
+        started_at: now,
+        attempts: db.raw('attempts + 1'),
+      })
       .returning('*')) as RunRow[];
   }
-  return rows.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
+  return rows.sort((a, b) =>
+    a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1,
+  );
 }
 
 /** Ids per lease-renewal UPDATE: far under both stores' bound-parameter limits. */
@@ -213,7 +274,12 @@ const RENEW_CHUNK = 500;
  * (src/runs/leases.ts); returns the ids renewed. A run missing from the answer is lost: it is no
  * longer RUNNING, or another worker holds it now.
  */
-export async function renewLeases(db: Knex, runIds: readonly string[], workerId: string, leaseMs: number): Promise<Set<string>> {
+export async function renewLeases(
+  db: Knex,
+  runIds: readonly string[],
+  workerId: string,
+  leaseMs: number,
+): Promise<Set<string>> {
   const renewed = new Set<string>();
   for (let i = 0; i < runIds.length; i += RENEW_CHUNK) {
     const rows = (await db('runs')
@@ -236,7 +302,10 @@ export interface StepOutcome {
 }
 
 export async function skipRemainingSteps(db: Knex, runId: string): Promise<void> {
-  await db('run_steps').where({ run_id: runId }).whereIn('status', ['PENDING', 'RUNNING']).update({ status: 'SKIPPED' });
+  await db('run_steps')
+    .where({ run_id: runId })
+    .whereIn('status', ['PENDING', 'RUNNING'])
+    .update({ status: 'SKIPPED' });
 }
 
 /**
@@ -244,28 +313,47 @@ export async function skipRemainingSteps(db: Knex, runId: string): Promise<void>
  * attempts left it goes back to PENDING (its steps reset, their files removed by the caller);
  * otherwise it ends FAILED with "worker lost". Returns the ids re-queued and failed.
  */
-export async function recoverExpiredRuns(db: Knex, maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }> {
+export async function recoverExpiredRuns(
+  db: Knex,
+  maxAttempts: number,
+): Promise<{ requeued: string[]; failed: string[] }> {
   const now = nowIso();
-  const expired = (await db('runs').where({ status: 'RUNNING' }).andWhere('lease_until', '<', now).select('id', 'attempts')) as { id: string; attempts: number }[];
+  const expired = (await db('runs')
+    .where({ status: 'RUNNING' })
+    .andWhere('lease_until', '<', now)
+    .select('id', 'attempts')) as { id: string; attempts: number }[];
   const requeued: string[] = [];
   const failed: string[] = [];
   for (const r of expired) {
     if (Number(r.attempts) < maxAttempts) {
       const n = await db.transaction(async (trx) => {
-        const moved = await trx('runs').where({ id: r.id, status: 'RUNNING' }).andWhere('lease_until', '<', now)
+        const moved = await trx('runs')
+          .where({ id: r.id, status: 'RUNNING' })
+          .andWhere('lease_until', '<', now)
           .update({ status: 'PENDING', claimed_by: null, lease_until: null, started_at: null });
         if (moved === 1) {
           await trx('run_steps').where({ run_id: r.id }).update({
-            status: 'PENDING', execution_order: null, result_type: null, result: null, exit_code: null,
-            duration_ms: null, started_at: null, finished_at: null, logs: null,
+            status: 'PENDING',
+            execution_order: null,
+            result_type: null,
+            result: null,
+            exit_code: null,
+            duration_ms: null,
+            started_at: null,
+            finished_at: null,
+            logs: null,
           });
         }
         return moved;
       });
       if (n === 1) requeued.push(r.id);
     } else {
-      const n = await db('runs').where({ id: r.id, status: 'RUNNING' }).andWhere('lease_until', '<', now)
-        .update({ status: 'FAILED', finished_at: now, error: 'The worker running this run was lost (crash or shutdown) and no attempts are left', lease_until: null });
+      const n = await db('runs').where({ id: r.id, status: 'RUNNING' }).andWhere('lease_until', '<', now).update({
+        status: 'FAILED',
+        finished_at: now,
+        error: 'The worker running this run was lost (crash or shutdown) and no attempts are left',
+        lease_until: null,
+      });
       if (n === 1) {
         await skipRemainingSteps(db, r.id);
         failed.push(r.id);

@@ -78,7 +78,11 @@ class LocalSignals implements Signals {
 }
 
 class RedisSignals extends LocalSignals {
-  private constructor(private readonly pub: RedisClient, private readonly sub: RedisClient, private readonly channel: string) {
+  private constructor(
+    private readonly pub: RedisClient,
+    private readonly sub: RedisClient,
+    private readonly channel: string,
+  ) {
     super();
   }
   static async create(client: RedisClient, log: Logger, prefix: string): Promise<RedisSignals> {

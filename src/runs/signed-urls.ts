@@ -59,7 +59,8 @@ export function verifyFileSignature(
 ): number {
   const exp = asExpiry(expires);
   const expected = signature(config, fileId, exp ?? -1);
-  if (typeof sig !== 'string' || !safeEqual(expected, sig) || exp === undefined) throw new AppError('ERR_FILE_INVALID_SIGNATURE');
+  if (typeof sig !== 'string' || !safeEqual(expected, sig) || exp === undefined)
+    throw new AppError('ERR_FILE_INVALID_SIGNATURE');
   const left = exp - Math.floor(nowMs / 1000);
   if (left <= 0) throw new AppError('ERR_FILE_URL_EXPIRED');
   return left;

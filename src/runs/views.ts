@@ -13,11 +13,17 @@ import { listSteps, pinnedStepList, withPlannedSteps, runInputs, type RunRow, ty
 /** Result files are downloadable for 24 h from the moment a view is produced (openapi decision). */
 const RESULT_URL_TTL_S = 24 * 3600;
 
-export interface DesignatedOutputSpec { stepIndex: number; fileName: string }
+export interface DesignatedOutputSpec {
+  stepIndex: number;
+  fileName: string;
+}
 
 /** Every step of a run: started ones from their rows, the others as its pinned version plans them. */
 async function stepsOf(db: Knex, run: RunRow): Promise<StepRow[]> {
-  const [rows, version] = await Promise.all([listSteps(db, run.id), loadVersion(db, run.workflow_id, run.workflow_version)]);
+  const [rows, version] = await Promise.all([
+    listSteps(db, run.id),
+    loadVersion(db, run.workflow_id, run.workflow_version),
+  ]);
   return version ? withPlannedSteps(run, rows, pinnedStepList(version)) : rows;
 }
 
@@ -28,12 +34,17 @@ export async function statusView(db: Knex, run: RunRow) {
     runId: run.id,
     status: run.status,
     stepStatus: Object.fromEntries(steps.map((s) => [String(s.step_index), s.status])),
-    stepInfo: Object.fromEntries(steps.map((s) => [String(s.step_index), {
-      status: s.status,
-      name: s.name,
-      // Steps run in order; a step not reached yet reports its planned position.
-      executionOrder: s.execution_order ?? s.step_index + 1,
-    }])),
+    stepInfo: Object.fromEntries(
+      steps.map((s) => [
+        String(s.step_index),
+        {
+          status: s.status,
+          name: s.name,
+          // Steps run in order; a step not reached yet reports its planned position.
+          executionOrder: s.execution_order ?? s.step_index + 1,
+        },
+      ]),
+    ),
   };
 }
 
@@ -52,7 +63,10 @@ export type RunParts = [StepRow[], FileRecord[], Awaited<ReturnType<typeof loadV
  * start these reads beside the read of the run row itself (src/triggers/call.ts, once a sync
  * call's run finished: its parts committed with its terminal state).
  */
-export function readRunParts(db: Knex, run: Pick<RunRow, 'id' | 'org_id' | 'workflow_id' | 'workflow_version'>): Promise<RunParts> {
+export function readRunParts(
+  db: Knex,
+  run: Pick<RunRow, 'id' | 'org_id' | 'workflow_id' | 'workflow_version'>,
+): Promise<RunParts> {
   // One round trip's worth of waiting: the three reads run side by side.
   return Promise.all([
     listSteps(db, run.id),
@@ -69,9 +83,16 @@ async function load(db: Knex, run: RunRow, parts: Promise<RunParts> = readRunPar
 
 function designated(config: Config, ctx: RunContext, spec: DesignatedOutputSpec | null | undefined) {
   if (!spec) return undefined;
-  const file = ctx.files.find((f) => f.kind === 'step' && f.stepIndex === spec.stepIndex && f.filename === spec.fileName);
+  const file = ctx.files.find(
+    (f) => f.kind === 'step' && f.stepIndex === spec.stepIndex && f.filename === spec.fileName,
+  );
   if (!file) return undefined;
-  return { url: signFileUrl(config, file.id, RESULT_URL_TTL_S), fileName: file.filename, mimeType: file.mimeType, size: file.size };
+  return {
+    url: signFileUrl(config, file.id, RESULT_URL_TTL_S),
+    fileName: file.filename,
+    mimeType: file.mimeType,
+    size: file.size,
+  };
 }
 
 /** Fields both the results response and the synchronous body carry (spec). */
@@ -106,42 +127,60 @@ function resultUrls(config: Config, ctx: RunContext, step: StepRow): Record<stri
   // A Map, then fromEntries: a written file may be named anything, "__proto__" included.
   const urls = new Map<string, ResultUrl>();
   const result = stepResultFile(step);
-  if (result) urls.set(result.fileName, { url: signFileUrl(config, result.id, RESULT_URL_TTL_S), mimeType: result.mimeType, size: result.size });
+  if (result)
+    urls.set(result.fileName, {
+      url: signFileUrl(config, result.id, RESULT_URL_TTL_S),
+      mimeType: result.mimeType,
+      size: result.size,
+    });
   for (const f of ctx.files) {
-    if (f.kind === 'step' && f.stepIndex === step.step_index) urls.set(f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size });
+    if (f.kind === 'step' && f.stepIndex === step.step_index)
+      urls.set(f.filename, { url: signFileUrl(config, f.id, RESULT_URL_TTL_S), mimeType: f.mimeType, size: f.size });
   }
   return Object.fromEntries(urls);
 }
 
 export async function resultsView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
   const ctx = await load(db, run);
-  return withOutput({
-    ...common(ctx),
-    results: ranSteps(ctx).map((s) => ({
-      stepIndex: s.step_index,
-      stepVersion: s.step_version,
-      resultUrls: resultUrls(config, ctx, s),
-      exitCode: s.exit_code ?? 0,
-      duration: s.duration_ms ?? 0,
-    })),
-  }, designated(config, ctx, output));
+  return withOutput(
+    {
+      ...common(ctx),
+      results: ranSteps(ctx).map((s) => ({
+        stepIndex: s.step_index,
+        stepVersion: s.step_version,
+        resultUrls: resultUrls(config, ctx, s),
+        exitCode: s.exit_code ?? 0,
+        duration: s.duration_ms ?? 0,
+      })),
+    },
+    designated(config, ctx, output),
+  );
 }
 
 /** `parts`: the run's parts, read already (readRunParts) once the run was terminal. */
-export async function syncView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null, parts?: Promise<RunParts>) {
+export async function syncView(
+  db: Knex,
+  config: Config,
+  run: RunRow,
+  output?: DesignatedOutputSpec | null,
+  parts?: Promise<RunParts>,
+) {
   const ctx = await load(db, run, parts);
-  return withOutput({
-    ...common(ctx),
-    stepMap: Object.fromEntries(ctx.steps.map((s) => [String(s.step_index), s.step_version])),
-    inputs: JSON.stringify(runInputs(run)),
-    triggerId: run.trigger_id ?? '',
-    startedBy: run.started_by ?? 'api_trigger',
-    results: ranSteps(ctx).map((s) => ({
-      stepIndex: s.step_index,
-      stepVersion: s.step_version,
-      result: { stepIndex: s.step_index, resultType: s.result_type ?? 'plaintext', result: s.result ?? '' },
-      exitCode: s.exit_code ?? 0,
-      duration: s.duration_ms ?? 0,
-    })),
-  }, designated(config, ctx, output));
+  return withOutput(
+    {
+      ...common(ctx),
+      stepMap: Object.fromEntries(ctx.steps.map((s) => [String(s.step_index), s.step_version])),
+      inputs: JSON.stringify(runInputs(run)),
+      triggerId: run.trigger_id ?? '',
+      startedBy: run.started_by ?? 'api_trigger',
+      results: ranSteps(ctx).map((s) => ({
+        stepIndex: s.step_index,
+        stepVersion: s.step_version,
+        result: { stepIndex: s.step_index, resultType: s.result_type ?? 'plaintext', result: s.result ?? '' },
+        exitCode: s.exit_code ?? 0,
+        duration: s.duration_ms ?? 0,
+      })),
+    },
+    designated(config, ctx, output),
+  );
 }

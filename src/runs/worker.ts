@@ -13,7 +13,15 @@ import type { SandboxPool } from '../engine/index.js';
 import type { BlobStore } from './blobs.js';
 import { executeRun } from './executor.js';
 import { deleteFiles, listRunFiles } from './files.js';
-import { claimedRunRow, loadRunForWorker, pendingRunIds, recoverExpiredRuns, renewLeases, type RunRow, type RunRows } from './runs.js';
+import {
+  claimedRunRow,
+  loadRunForWorker,
+  pendingRunIds,
+  recoverExpiredRuns,
+  renewLeases,
+  type RunRow,
+  type RunRows,
+} from './runs.js';
 import { RunClaimer } from './claims.js';
 import { LeaseKeeper } from './leases.js';
 import { WriteQueue } from '../storage/write-queue.js';
@@ -66,7 +74,8 @@ export class RunWorkers {
     this.writes = WriteQueue.for(db);
     this.claims = new RunClaimer(this.writes, this.workerId, config.runLeaseMs);
     this.leases = new LeaseKeeper(
-      (runIds) => this.writes.run((trx) => renewLeases(trx, runIds, this.workerId, config.runLeaseMs), { autocommit: true }),
+      (runIds) =>
+        this.writes.run((trx) => renewLeases(trx, runIds, this.workerId, config.runLeaseMs), { autocommit: true }),
       Math.max(250, Math.floor(config.runLeaseMs / 3)),
       log,
     );
@@ -81,7 +90,10 @@ export class RunWorkers {
     this.leases.start();
     if (config.runConcurrency > 0) queue.consume(config.runConcurrency, (runId) => this.runOne(runId));
     const every = (ms: number, fn: () => Promise<unknown>) => {
-      const t = setInterval(() => void fn().catch((err: unknown) => this.deps.log.error({ err }, 'background run task failed')), ms);
+      const t = setInterval(
+        () => void fn().catch((err: unknown) => this.deps.log.error({ err }, 'background run task failed')),
+        ms,
+      );
       t.unref();
       this.timers.push(t);
     };
@@ -131,14 +143,24 @@ export class RunWorkers {
     const { config, log } = this.deps;
     let executed!: () => void;
     const stepsDone = new Promise<void>((resolve) => (executed = resolve));
-    const job = executeRun({
-      ...this.deps, writes: this.writes, leases: this.leases, workerId: this.workerId, leaseMs: config.runLeaseMs,
-      fileTtlMs: 24 * 3_600_000, onExecuted: executed,
-    }, run).catch((err: unknown) => {
-      // The store failed the finish (the run stays RUNNING until its lease expires, then recovery
-      // re-runs it), or the finish signal could not be sent.
-      log.error({ err, runId: run.id }, 'the end of a run was not recorded or not signalled');
-    }).finally(() => this.active.delete(job));
+    const job = executeRun(
+      {
+        ...this.deps,
+        writes: this.writes,
+        leases: this.leases,
+        workerId: this.workerId,
+        leaseMs: config.runLeaseMs,
+        fileTtlMs: 24 * 3_600_000,
+        onExecuted: executed,
+      },
+      run,
+    )
+      .catch((err: unknown) => {
+        // The store failed the finish (the run stays RUNNING until its lease expires, then recovery
+        // re-runs it), or the finish signal could not be sent.
+        log.error({ err, runId: run.id }, 'the end of a run was not recorded or not signalled');
+      })
+      .finally(() => this.active.delete(job));
     this.active.add(job);
     return { stepsDone, job };
   }
@@ -152,7 +174,12 @@ export class RunWorkers {
       const run = await loadRunForWorker(db, runId);
       if (!run) continue;
       const stepFiles = (await listRunFiles(db, run.org_id, runId)).filter((f) => f.kind === 'step');
-      await deleteFiles(db, blobs, run.org_id, stepFiles.map((f) => f.id));
+      await deleteFiles(
+        db,
+        blobs,
+        run.org_id,
+        stepFiles.map((f) => f.id),
+      );
     }
     if (requeued.length) {
       log.warn({ runs: requeued }, 'recovered runs whose worker was lost: queued again');

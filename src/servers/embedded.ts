@@ -7,7 +7,15 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { toolServers } from '../../generated/tools/servers.js';
 import * as validators from '../../generated/validators/schemas.js';
-import { GatewayError, RPC, type CallResult, type GatewayContext, type JsonSchemaObject, type ToolDef, type ToolServer } from '../gateway/types.js';
+import {
+  GatewayError,
+  RPC,
+  type CallResult,
+  type GatewayContext,
+  type JsonSchemaObject,
+  type ToolDef,
+  type ToolServer,
+} from '../gateway/types.js';
 
 export interface EmbeddedTool {
   def: ToolDef;
@@ -34,7 +42,11 @@ function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
     name: t.name,
     description: t.description,
     // Spec "Tool server and tool": inputSchema has type, properties and required — always.
-    inputSchema: { ...(t.inputSchema as unknown as JsonSchemaObject), properties: (t.inputSchema as { properties?: Record<string, unknown> }).properties ?? {}, required: [...((t.inputSchema as { required?: readonly string[] }).required ?? [])] },
+    inputSchema: {
+      ...(t.inputSchema as unknown as JsonSchemaObject),
+      properties: (t.inputSchema as { properties?: Record<string, unknown> }).properties ?? {},
+      required: [...((t.inputSchema as { required?: readonly string[] }).required ?? [])],
+    },
     outputSchema: t.outputSchema as unknown as JsonSchemaObject,
   };
   if ('title' in t && typeof t.title === 'string') def.title = t.title;
@@ -43,28 +55,48 @@ function toolOf(t: Descriptor['tools'][number]): EmbeddedTool {
 }
 
 /** The generated descriptor of one schemas/tools server. */
-export function describedServer(path: string): { name: string; description: string; embedded: boolean; tools: Map<string, EmbeddedTool>; defs: ToolDef[] } {
+export function describedServer(path: string): {
+  name: string;
+  description: string;
+  embedded: boolean;
+  tools: Map<string, EmbeddedTool>;
+  defs: ToolDef[];
+} {
   const d = toolServers.find((s) => s.path === path);
   if (!d) throw new Error(`schemas/tools has no server ${path}`);
   const tools = new Map(d.tools.map((t) => [t.name, toolOf(t)]));
-  return { name: d.name, description: d.description, embedded: d.embedded, tools, defs: [...tools.values()].map((t) => t.def) };
+  return {
+    name: d.name,
+    description: d.description,
+    embedded: d.embedded,
+    tools,
+    defs: [...tools.values()].map((t) => t.def),
+  };
 }
 
 /** `/types/0` → `types[0]`; the root is `arguments`. */
 function fieldOf(e: ErrorObject): string {
-  const parts = e.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (e.keyword === 'required') parts.push(String((e.params as { missingProperty: string }).missingProperty));
-  if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty: string }).additionalProperty));
+  if (e.keyword === 'additionalProperties')
+    parts.push(String((e.params as { additionalProperty: string }).additionalProperty));
   if (parts.length === 0) return 'arguments';
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
 
 function messageOf(e: ErrorObject): string {
   switch (e.keyword) {
-    case 'required': return 'is required';
-    case 'additionalProperties': return 'is not a known argument';
-    case 'enum': return `must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
-    default: return e.message ?? 'is invalid';
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not a known argument';
+    case 'enum':
+      return `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    default:
+      return e.message ?? 'is invalid';
   }
 }
 
@@ -74,7 +106,10 @@ export function checkWith<T>(validate: ValidateFunction, tool: string, args: unk
   const errors = (validate.errors ?? []).map((e) => ({ field: fieldOf(e), message: messageOf(e) }));
   const unique = [...new Map(errors.map((e) => [`${e.field} ${e.message}`, e])).values()];
   const text = unique.map((e) => `\`${e.field}\` ${e.message}`).join('; ') || 'arguments are invalid';
-  throw new GatewayError(RPC.SERVER, `Invalid arguments for ${tool}: ${text}`, { error: 'invalid_arguments', errors: unique });
+  throw new GatewayError(RPC.SERVER, `Invalid arguments for ${tool}: ${text}`, {
+    error: 'invalid_arguments',
+    errors: unique,
+  });
 }
 
 /** Checks a tool's arguments against its input schema. */
@@ -96,7 +131,10 @@ export function unknownTool(path: string, name: string): GatewayError {
  * An embedded server from its schemas/tools descriptor: tools/list serves the prepared table,
  * an unknown tool is -32602, and arguments are validated (-32000) before `run` sees them.
  */
-export function embeddedServer(path: string, run: (ctx: GatewayContext, tool: ToolDef, args: Record<string, unknown>) => Promise<CallResult>): ToolServer {
+export function embeddedServer(
+  path: string,
+  run: (ctx: GatewayContext, tool: ToolDef, args: Record<string, unknown>) => Promise<CallResult>,
+): ToolServer {
   const described = describedServer(path);
   return {
     path,

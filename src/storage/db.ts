@@ -39,7 +39,10 @@ export function openStore(opts: StoreOptions): Knex {
         min: 0,
         max: 10,
         afterCreate: schema
-          ? (conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void) => {
+          ? (
+              conn: { query: (sql: string, cb: (err: Error | null) => void) => void },
+              done: (err: Error | null, conn: unknown) => void,
+            ) => {
               conn.query(`SET search_path TO "${schema}"`, (err) => done(err, conn));
             }
           : undefined,
@@ -56,9 +59,15 @@ export function openStore(opts: StoreOptions): Knex {
       // WAL lets readers run beside the one writer; writers queue on busy_timeout.
       min: 1,
       max: SQLITE_POOL_MAX,
-      afterCreate: (conn: { exec: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void) => {
+      afterCreate: (
+        conn: { exec: (sql: string, cb: (err: Error | null) => void) => void },
+        done: (err: Error | null, conn: unknown) => void,
+      ) => {
         // WAL for concurrent readers; a busy timeout instead of SQLITE_BUSY errors.
-        conn.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`, (err) => done(err, conn));
+        conn.exec(
+          `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`,
+          (err) => done(err, conn),
+        );
       },
     },
   });

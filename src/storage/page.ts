@@ -23,7 +23,9 @@ export interface Page<T> {
 export function pageLimit(limit: number | undefined): number {
   if (limit === undefined) return defaults.pageDefault;
   if (!Number.isInteger(limit) || limit < 1 || limit > defaults.pageMax) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: `limit must be an integer between 1 and ${defaults.pageMax}` });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: `limit must be an integer between 1 and ${defaults.pageMax}`,
+    });
   }
   return limit;
 }
@@ -36,7 +38,12 @@ export function encodeCursor(list: string, after: string | number): string {
  * The last key of a cursor of `list`. `keyPattern`, when given, is what a string key of that
  * list looks like (e.g. `cred_<32 hex>`): anything else is a forged cursor.
  */
-export function decodeCursor(list: string, cursor: string, keyType: 'string' | 'number', keyPattern?: RegExp): string | number {
+export function decodeCursor(
+  list: string,
+  cursor: string,
+  keyType: 'string' | 'number',
+  keyPattern?: RegExp,
+): string | number {
   let parsed: unknown;
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');
@@ -79,7 +86,11 @@ export async function pageRows<Row extends Record<string, unknown>>(
   const keyType = spec.keyType ?? 'string';
   const order = spec.order ?? 'asc';
   if (req.cursor !== undefined) {
-    query.where(spec.column, order === 'asc' ? '>' : '<', decodeCursor(spec.list, req.cursor, keyType, spec.keyPattern));
+    query.where(
+      spec.column,
+      order === 'asc' ? '>' : '<',
+      decodeCursor(spec.list, req.cursor, keyType, spec.keyPattern),
+    );
   }
   const rows = (await query.orderBy(spec.column, order).limit(limit + 1)) as Row[];
   if (rows.length <= limit) return { rows, nextCursor: null };

@@ -46,14 +46,21 @@ export async function connectRedis(url: string, log: Logger): Promise<RedisClien
  * Runs one command if the client is connected, waiting at most `timeoutMs`: the answer, or why
  * there is none (not connected, no answer in time, the command's error). Never rejects.
  */
-export async function redisCommand<T>(client: RedisClient, timeoutMs: number, run: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+export async function redisCommand<T>(
+  client: RedisClient,
+  timeoutMs: number,
+  run: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
   if (!client.isReady) return { ok: false, reason: 'Redis is not connected' };
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       run().then((value) => ({ ok: true as const, value })),
       new Promise<{ ok: false; reason: string }>((resolve) => {
-        timer = setTimeout(() => resolve({ ok: false, reason: `no answer from Redis within ${timeoutMs} ms` }), timeoutMs);
+        timer = setTimeout(
+          () => resolve({ ok: false, reason: `no answer from Redis within ${timeoutMs} ms` }),
+          timeoutMs,
+        );
       }),
     ]);
   } catch (err) {

@@ -68,7 +68,11 @@ export function cacheStatements(db: Knex): void {
       set = new Set();
       finalizing.set(connection, set);
     }
-    const done: Promise<void> = entry.then((stmt) => new Promise<void>((resolve) => stmt.finalize(() => resolve())), () => undefined)
+    const done: Promise<void> = entry
+      .then(
+        (stmt) => new Promise<void>((resolve) => stmt.finalize(() => resolve())),
+        () => undefined,
+      )
       .finally(() => set.delete(done));
     set.add(done);
   };

@@ -11,7 +11,10 @@ export class TtlMemo<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
   private readonly loading = new Map<string, Promise<V>>();
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries = 10_000) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
 
   async get(key: string, load: () => Promise<V>): Promise<V> {
     if (this.ttlMs <= 0) return load();

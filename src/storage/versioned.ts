@@ -6,8 +6,15 @@ import { AppError } from '../errors/index.js';
  * 404 when the row does not exist in this organisation, otherwise 412 with its current
  * version (optimistic locking, management API conventions).
  */
-export async function failedPrecondition(db: Knex, table: string, orgId: string, id: string, what: string): Promise<never> {
-  const row = (await db(table).where({ id, org_id: orgId }).first('version')) as { version: number | string } | undefined;
+export async function failedPrecondition(
+  db: Knex,
+  table: string,
+  orgId: string,
+  id: string,
+  what: string,
+): Promise<never> {
+  const row = (await db(table).where({ id, org_id: orgId }).first('version')) as
+    { version: number | string } | undefined;
   if (!row) throw new AppError('ERR_NOT_FOUND', { message: `${what} not found` });
   throw new AppError('ERR_VERSION_CONFLICT', { details: { currentVersion: Number(row.version) } });
 }

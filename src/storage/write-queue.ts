@@ -70,7 +70,12 @@ export class Later<R> {
 }
 
 type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T | Later<T>>;
-type Op = { run: WriteOp<unknown>; resolve: (v: unknown) => void; reject: (err: unknown) => void; autocommit?: boolean };
+type Op = {
+  run: WriteOp<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (err: unknown) => void;
+  autocommit?: boolean;
+};
 
 export interface WriteOptions {
   /** Each of the operation's statements stands alone: by itself in a batch it runs without a transaction (see the header). */
@@ -162,7 +167,10 @@ export class WriteQueue {
 
   private readonly sqlite: boolean;
 
-  constructor(private readonly db: Knex, private readonly maxBatch = 64) {
+  constructor(
+    private readonly db: Knex,
+    private readonly maxBatch = 64,
+  ) {
     this.sqlite = db.client.config.client !== 'pg';
   }
 
@@ -191,7 +199,12 @@ export class WriteQueue {
 
   run<T>(op: WriteOp<T>, opts: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run: op, resolve: resolve as (v: unknown) => void, reject, autocommit: opts.autocommit === true });
+      this.pending.push({
+        run: op,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        autocommit: opts.autocommit === true,
+      });
       if (!this.flushing) {
         this.flushing = true;
         setImmediate(() => void this.flush());

@@ -47,25 +47,92 @@ export type AttachmentLimits = typeof ATTACHMENT_LIMITS;
  * script hosts, Unix shells, interpreted scripts, Java/Android/macOS/Linux packages.
  */
 export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
-  'exe', 'dll', 'com', 'scr', 'msi', 'msp', 'bat', 'cmd', 'ps1', 'psm1', 'vbs', 'vbe', 'js', 'jse',
-  'mjs', 'cjs', 'wsf', 'wsh', 'hta', 'jar', 'sh', 'bash', 'zsh', 'ksh', 'csh', 'py', 'pl', 'rb',
-  'php', 'app', 'apk', 'deb', 'rpm', 'dmg', 'pkg', 'run', 'bin',
+  'exe',
+  'dll',
+  'com',
+  'scr',
+  'msi',
+  'msp',
+  'bat',
+  'cmd',
+  'ps1',
+  'psm1',
+  'vbs',
+  'vbe',
+  'js',
+  'jse',
+  'mjs',
+  'cjs',
+  'wsf',
+  'wsh',
+  'hta',
+  'jar',
+  'sh',
+  'bash',
+  'zsh',
+  'ksh',
+  'csh',
+  'py',
+  'pl',
+  'rb',
+  'php',
+  'app',
+  'apk',
+  'deb',
+  'rpm',
+  'dmg',
+  'pkg',
+  'run',
+  'bin',
 ]);
 
 /** Blocked by declared part Content-Type (openapi/triggers.yaml decision: extension, declared type or leading bytes). */
 export const BLOCKED_MEDIA_TYPES: ReadonlySet<string> = new Set([
-  'application/x-msdownload', 'application/x-msdos-program', 'application/x-dosexec',
-  'application/vnd.microsoft.portable-executable', 'application/x-ms-installer', 'application/x-msi',
-  'application/x-executable', 'application/x-elf', 'application/x-sharedlib', 'application/x-mach-binary',
-  'application/x-sh', 'application/x-shellscript', 'text/x-shellscript', 'text/x-sh', 'application/x-csh',
-  'application/x-bat', 'application/bat', 'application/x-msbatch',
-  'application/javascript', 'application/x-javascript', 'text/javascript', 'application/ecmascript', 'text/ecmascript',
-  'application/x-python', 'application/x-python-code', 'text/x-python', 'text/x-python-script',
-  'application/x-perl', 'text/x-perl', 'application/x-ruby', 'text/x-ruby',
-  'application/x-php', 'application/x-httpd-php', 'text/x-php', 'application/x-powershell',
-  'text/vbscript', 'application/hta', 'application/java-archive', 'application/x-java-archive',
-  'application/vnd.android.package-archive', 'application/x-debian-package', 'application/vnd.debian.binary-package',
-  'application/x-rpm', 'application/x-redhat-package-manager', 'application/x-apple-diskimage',
+  'application/x-msdownload',
+  'application/x-msdos-program',
+  'application/x-dosexec',
+  'application/vnd.microsoft.portable-executable',
+  'application/x-ms-installer',
+  'application/x-msi',
+  'application/x-executable',
+  'application/x-elf',
+  'application/x-sharedlib',
+  'application/x-mach-binary',
+  'application/x-sh',
+  'application/x-shellscript',
+  'text/x-shellscript',
+  'text/x-sh',
+  'application/x-csh',
+  'application/x-bat',
+  'application/bat',
+  'application/x-msbatch',
+  'application/javascript',
+  'application/x-javascript',
+  'text/javascript',
+  'application/ecmascript',
+  'text/ecmascript',
+  'application/x-python',
+  'application/x-python-code',
+  'text/x-python',
+  'text/x-python-script',
+  'application/x-perl',
+  'text/x-perl',
+  'application/x-ruby',
+  'text/x-ruby',
+  'application/x-php',
+  'application/x-httpd-php',
+  'text/x-php',
+  'application/x-powershell',
+  'text/vbscript',
+  'application/hta',
+  'application/java-archive',
+  'application/x-java-archive',
+  'application/vnd.android.package-archive',
+  'application/x-debian-package',
+  'application/vnd.debian.binary-package',
+  'application/x-rpm',
+  'application/x-redhat-package-manager',
+  'application/x-apple-diskimage',
 ]);
 
 /**
@@ -140,7 +207,11 @@ class AttachmentGuard extends Transform {
   private headBytes = 0;
   private inspected = false;
 
-  constructor(private readonly totals: { bytes: number }, private readonly limits: AttachmentLimits, private readonly blockTypes: boolean) {
+  constructor(
+    private readonly totals: { bytes: number },
+    private readonly limits: AttachmentLimits,
+    private readonly blockTypes: boolean,
+  ) {
     super();
   }
 
@@ -183,11 +254,15 @@ interface Pending {
 
 /** Declared type unless generic (octet-stream, busboy's text/plain default) and the content is recognised. */
 function contentTypeOf(p: Pending): string {
-  const declared = p.declared.length <= 255 && /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(p.declared) ? p.declared : 'application/octet-stream';
+  const declared =
+    p.declared.length <= 255 && /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(p.declared)
+      ? p.declared
+      : 'application/octet-stream';
   return GENERIC_TYPES.has(declared) && p.guard.detectedMime ? p.guard.detectedMime : declared;
 }
 
-const malformed = (why: string): AppError => new AppError('ERR_MULTIPART_INVALID', { message: `The multipart body is malformed: ${why}` });
+const malformed = (why: string): AppError =>
+  new AppError('ERR_MULTIPART_INVALID', { message: `The multipart body is malformed: ${why}` });
 
 /** Parses a multipart trigger body; see the module comment for limits and clean-up. */
 export async function readMultipartTrigger(req: IncomingMessage, deps: AttachmentDeps): Promise<MultipartTrigger> {
@@ -235,7 +310,8 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
   bb.on('fieldsLimit', () => fail(new AppError('ERR_MULTIPART_TOO_MANY_FIELDS')));
   bb.on('field', (name, value, info) => {
     if (failure) return;
-    if (info.valueTruncated || Buffer.byteLength(name) > limits.maxFieldNameBytes) return fail(new AppError('ERR_MULTIPART_FIELD_TOO_LARGE'));
+    if (info.valueTruncated || Buffer.byteLength(name) > limits.maxFieldNameBytes)
+      return fail(new AppError('ERR_MULTIPART_FIELD_TOO_LARGE'));
     fields.set(name, value);
   });
   bb.on('file', (_name: string, file: Readable, info: busboy.FileInfo) => {
@@ -253,7 +329,14 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
       return fail(blocked());
     }
     const fileId = newId('file');
-    const pending: Pending = { fileId, filename, declared, blobKey: `${purpose === 'collection' ? 'collections' : 'attachments'}/${deps.orgId}/${fileId}`, guard: new AttachmentGuard(totals, limits, blockTypes), size: 0 };
+    const pending: Pending = {
+      fileId,
+      filename,
+      declared,
+      blobKey: `${purpose === 'collection' ? 'collections' : 'attachments'}/${deps.orgId}/${fileId}`,
+      guard: new AttachmentGuard(totals, limits, blockTypes),
+      size: 0,
+    };
     files.push(pending);
     // The guard's own error (limit, blocked type, broken part) is the reason to report; the
     // blob write fails with it too, and a write failing alone is a storage error (500).
@@ -262,7 +345,9 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
     file.pipe(pending.guard);
     puts.push(
       deps.blobs.put(pending.blobKey, pending.guard, { maxBytes: limits.maxFileBytes }).then(
-        (r) => { pending.size = r.size; },
+        (r) => {
+          pending.size = r.size;
+        },
         (err: Error) => fail(err instanceof BlobTooLargeError ? new AppError('ERR_ATTACHMENT_FILE_TOO_LARGE') : err),
       ),
     );
@@ -282,10 +367,18 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
     throw failure;
   }
   try {
-    await recordFiles(deps.db, files.map((f) => ({
-      id: f.fileId, orgId: deps.orgId, kind: purpose, filename: f.filename,
-      mimeType: contentTypeOf(f), size: f.size, blobKey: f.blobKey,
-    })));
+    await recordFiles(
+      deps.db,
+      files.map((f) => ({
+        id: f.fileId,
+        orgId: deps.orgId,
+        kind: purpose,
+        filename: f.filename,
+        mimeType: contentTypeOf(f),
+        size: f.size,
+        blobKey: f.blobKey,
+      })),
+    );
   } catch (err) {
     await removeBlobs(deps, files);
     throw err;
@@ -316,10 +409,19 @@ async function removeBlobs(deps: AttachmentDeps, files: Pending[]): Promise<void
  */
 export async function attachToRun(db: Knex, orgId: string, fileIds: readonly string[], runId: string): Promise<void> {
   const n = await attachFilesToRun(db, orgId, fileIds, runId);
-  if (n !== fileIds.length) throw new Error(`attachToRun: ${n} of ${fileIds.length} attachments could be attached to run ${runId}`);
+  if (n !== fileIds.length)
+    throw new Error(`attachToRun: ${n} of ${fileIds.length} attachments could be attached to run ${runId}`);
 }
 
 /** Removes the rows and blobs of attachments whose run was never started. */
-export async function discardAttachments(deps: Pick<AttachmentDeps, 'blobs' | 'db' | 'orgId'>, attachments: readonly Attachment[]): Promise<void> {
-  await deleteFiles(deps.db, deps.blobs, deps.orgId, attachments.map((a) => a.fileId));
+export async function discardAttachments(
+  deps: Pick<AttachmentDeps, 'blobs' | 'db' | 'orgId'>,
+  attachments: readonly Attachment[],
+): Promise<void> {
+  await deleteFiles(
+    deps.db,
+    deps.blobs,
+    deps.orgId,
+    attachments.map((a) => a.fileId),
+  );
 }

@@ -73,7 +73,10 @@ interface Answer {
 }
 
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(services: Services, { orgId, runId, trigger, wait, waiting, version, attached, replay }: Answer): Promise<Reply> {
+async function answer(
+  services: Services,
+  { orgId, runId, trigger, wait, waiting, version, attached, replay }: Answer,
+): Promise<Reply> {
   const headers = runHeaders(runId, trigger.automationId, replay);
   if (!wait) return { status: 200, body: null, headers };
   // A run created by this call is known to be PENDING: wait for its signal straight away.
@@ -85,20 +88,46 @@ async function answer(services: Services, { orgId, runId, trigger, wait, waiting
     const finished = version !== undefined && !attached ? signalled?.finished?.() : undefined;
     if (finished) {
       const pinned = loadVersion(services.db, trigger.automationId, version!);
-      return { status: 200, headers, body: await syncView(services.db, services.config, finished.run, trigger.designatedOutput, Promise.all([finished.steps, finished.files, pinned])) };
+      return {
+        status: 200,
+        headers,
+        body: await syncView(
+          services.db,
+          services.config,
+          finished.run,
+          trigger.designatedOutput,
+          Promise.all([finished.steps, finished.files, pinned]),
+        ),
+      };
     }
     // Finished (its parts committed with its terminal state): its parts are read beside its row.
     if (signalled && version !== undefined) {
-      parts = readRunParts(services.db, { id: runId, org_id: orgId, workflow_id: trigger.automationId, workflow_version: version });
+      parts = readRunParts(services.db, {
+        id: runId,
+        org_id: orgId,
+        workflow_id: trigger.automationId,
+        workflow_version: version,
+      });
       parts.catch(() => undefined); // read again below if the row is not terminal after all
     }
     run = await findRun(services.db, orgId, runId);
   }
   if (!run || !isTerminal(run.status)) {
     const seconds = Math.round(services.config.syncWaitMs / 1000);
-    return { status: 200, headers, body: { status: 'timeout', message: `The run did not finish within ${seconds} seconds; poll its status with the X-Pf-Run-Id and X-Pf-Automation-Id headers.` } };
+    return {
+      status: 200,
+      headers,
+      body: {
+        status: 'timeout',
+        message: `The run did not finish within ${seconds} seconds; poll its status with the X-Pf-Run-Id and X-Pf-Automation-Id headers.`,
+      },
+    };
   }
-  return { status: 200, headers, body: await syncView(services.db, services.config, run, trigger.designatedOutput, parts) };
+  return {
+    status: 200,
+    headers,
+    body: await syncView(services.db, services.config, run, trigger.designatedOutput, parts),
+  };
 }
 
 export async function callTrigger(services: Services, call: TriggerCall): Promise<Reply> {
@@ -112,9 +141,19 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
   let inputs: Record<string, unknown>;
   let stored: Attachment[] = [];
   if (call.contentType === 'multipart/form-data') {
-    const { fields, attachments } = await readMultipartTrigger(call.raw, { blobs: services.blobs, db, orgId, config: services.config, log: services.log });
+    const { fields, attachments } = await readMultipartTrigger(call.raw, {
+      blobs: services.blobs,
+      db,
+      orgId,
+      config: services.config,
+      log: services.log,
+    });
     stored = attachments;
-    inputs = { ...query, ...fields, attachments: attachments.map(({ filename, contentType, size, url }) => ({ filename, contentType, size, url })) };
+    inputs = {
+      ...query,
+      ...fields,
+      attachments: attachments.map(({ filename, contentType, size, url }) => ({ filename, contentType, size, url })),
+    };
   } else {
     inputs = mergeInputs(query, call.body);
   }
@@ -127,14 +166,25 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
   }
 }
 
-async function startRun(services: Services, call: TriggerCall, orgId: string, trigger: CallTarget, inputs: Record<string, unknown>, stored: Attachment[]): Promise<Reply> {
+async function startRun(
+  services: Services,
+  call: TriggerCall,
+  orgId: string,
+  trigger: CallTarget,
+  inputs: Record<string, unknown>,
+  stored: Attachment[],
+): Promise<Reply> {
   const { db } = services;
   const attachmentIds = stored.map((a) => a.fileId);
   checkInputs(trigger.definition, inputs);
 
   const rows: RunRows = runRows({
-    orgId, automationId: trigger.automationId, automationVersion: trigger.version,
-    triggerId: trigger.triggerId, inputs, startedBy: call.kind === 'api' ? 'api_trigger' : 'webhook_trigger',
+    orgId,
+    automationId: trigger.automationId,
+    automationVersion: trigger.version,
+    triggerId: trigger.triggerId,
+    inputs,
+    startedBy: call.kind === 'api' ? 'api_trigger' : 'webhook_trigger',
     timeoutMs: trigger.definition.timeoutMs ?? services.config.runTimeoutMs,
   });
   const runId = rows.run.id as string;
@@ -146,7 +196,8 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
   try {
     if (call.idempotencyKey || attachmentIds.length) {
       await insertRuns(db, [rows], async (trx: Knex.Transaction) => {
-        if (call.idempotencyKey) await rememberIdempotent(trx, { orgId, triggerId: trigger.triggerId, key: call.idempotencyKey, runId });
+        if (call.idempotencyKey)
+          await rememberIdempotent(trx, { orgId, triggerId: trigger.triggerId, key: call.idempotencyKey, runId });
         if (attachmentIds.length) await attachToRun(trx, orgId, attachmentIds, runId);
       });
     } else {
@@ -154,10 +205,20 @@ async function startRun(services: Services, call: TriggerCall, orgId: string, tr
     }
   } catch (err) {
     adoption?.cancel();
-    if (err instanceof IdempotencyRace) return answer(services, { orgId, runId: err.runId, trigger, wait: call.wait, replay: true });
+    if (err instanceof IdempotencyRace)
+      return answer(services, { orgId, runId: err.runId, trigger, wait: call.wait, replay: true });
     throw err;
   }
   if (adoption) adoption.start(claimed!);
   else await services.queue.enqueue([runId]);
-  return answer(services, { orgId, runId, trigger, wait: call.wait, waiting, version: Number(rows.run.workflow_version), attached: attachmentIds.length > 0, replay: false });
+  return answer(services, {
+    orgId,
+    runId,
+    trigger,
+    wait: call.wait,
+    waiting,
+    version: Number(rows.run.workflow_version),
+    attached: attachmentIds.length > 0,
+    replay: false,
+  });
 }

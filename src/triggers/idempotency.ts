@@ -16,21 +16,32 @@ export class IdempotencyRace extends Error {
 
 export async function lookupIdempotent(db: Knex, triggerId: string, key: string): Promise<string | undefined> {
   const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
-  const row = (await db('idempotency_keys').where({ trigger_id: triggerId, idem_key: key }).andWhere('created_at', '>=', since).first('run_id')) as { run_id: string } | undefined;
+  const row = (await db('idempotency_keys')
+    .where({ trigger_id: triggerId, idem_key: key })
+    .andWhere('created_at', '>=', since)
+    .first('run_id')) as { run_id: string } | undefined;
   return row?.run_id;
 }
 
 /** Claims the key for `runId` in the run's transaction; an expired claim is replaced. */
-export async function rememberIdempotent(trx: Knex.Transaction, e: { orgId: string; triggerId: string; key: string; runId: string }): Promise<void> {
+export async function rememberIdempotent(
+  trx: Knex.Transaction,
+  e: { orgId: string; triggerId: string; key: string; runId: string },
+): Promise<void> {
   const since = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
-  await trx('idempotency_keys').where({ trigger_id: e.triggerId, idem_key: e.key }).andWhere('created_at', '<', since).delete();
+  await trx('idempotency_keys')
+    .where({ trigger_id: e.triggerId, idem_key: e.key })
+    .andWhere('created_at', '<', since)
+    .delete();
   const inserted = await trx('idempotency_keys')
     .insert({ trigger_id: e.triggerId, idem_key: e.key, org_id: e.orgId, run_id: e.runId, created_at: nowIso() })
     .onConflict(['trigger_id', 'idem_key'])
     .ignore()
     .returning('run_id');
   if ((inserted as unknown[]).length === 0) {
-    const winner = (await trx('idempotency_keys').where({ trigger_id: e.triggerId, idem_key: e.key }).first('run_id')) as { run_id: string };
+    const winner = (await trx('idempotency_keys')
+      .where({ trigger_id: e.triggerId, idem_key: e.key })
+      .first('run_id')) as { run_id: string };
     throw new IdempotencyRace(winner.run_id);
   }
 }

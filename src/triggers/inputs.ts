@@ -32,7 +32,10 @@ export function checkInputs(definition: WorkflowDefinition, inputs: Record<strin
   }
   byDefinition.set(definition.inputSchema, validate);
   if (!validate(inputs)) {
-    const details = (validate.errors ?? []).map((e) => ({ path: e.instancePath || '/', message: e.message ?? 'invalid' }));
+    const details = (validate.errors ?? []).map((e) => ({
+      path: e.instancePath || '/',
+      message: e.message ?? 'invalid',
+    }));
     throw new AppError('ERR_INPUTS_INVALID', {
       message: `The inputs do not match the workflow's input schema: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`,
       details,

@@ -42,7 +42,12 @@ function converterFor(inputSchema: Schema): ValidateFunction | null {
   v = null;
   if (properties && typeof properties === 'object') {
     try {
-      v = coercing.compile({ type: 'object', properties, $defs: inputSchema.$defs, definitions: inputSchema.definitions });
+      v = coercing.compile({
+        type: 'object',
+        properties,
+        $defs: inputSchema.$defs,
+        definitions: inputSchema.definitions,
+      });
     } catch {
       v = null; // a schema Ajv cannot compile here stays unconverted; the input check reports it
     }
@@ -61,14 +66,21 @@ function declaresArray(property: unknown): boolean {
  * Query inputs typed by the workflow's input schema. A repeated name stays an array only
  * where the property is declared an array; elsewhere the last value wins (as in form bodies).
  */
-export function queryInputs(query: Record<string, unknown>, definition: WorkflowDefinition | undefined): Record<string, unknown> {
+export function queryInputs(
+  query: Record<string, unknown>,
+  definition: WorkflowDefinition | undefined,
+): Record<string, unknown> {
   const plain = unwrapQuery(query);
   const inputSchema = definition?.inputSchema as Schema | undefined;
   const properties = (inputSchema?.properties ?? {}) as Record<string, unknown>;
-  const out: Record<string, unknown> = Object.fromEntries(Object.entries(plain).map(([name, value]) => [
-    name,
-    Array.isArray(value) && !declaresArray(Object.hasOwn(properties, name) ? properties[name] : undefined) ? value[value.length - 1] : value,
-  ]));
+  const out: Record<string, unknown> = Object.fromEntries(
+    Object.entries(plain).map(([name, value]) => [
+      name,
+      Array.isArray(value) && !declaresArray(Object.hasOwn(properties, name) ? properties[name] : undefined)
+        ? value[value.length - 1]
+        : value,
+    ]),
+  );
   if (inputSchema) converterFor(inputSchema)?.(out);
   return out;
 }

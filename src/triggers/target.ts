@@ -22,7 +22,14 @@ export async function loadCallTarget(db: Knex, orgId: string, triggerId: string)
     .join('workflows as w', 'w.id', 't.workflow_id')
     .where({ 't.id': triggerId, 't.org_id': orgId })
     .first('t.id', 't.kind', 't.enabled', 't.designated_output', 't.workflow_id', 'w.version')) as
-    | { id: string; kind: TriggerKind; enabled: boolean | number; designated_output: string | null; workflow_id: string; version: number | string }
+    | {
+        id: string;
+        kind: TriggerKind;
+        enabled: boolean | number;
+        designated_output: string | null;
+        workflow_id: string;
+        version: number | string;
+      }
     | undefined;
   if (!row) return undefined;
   const pinned = await loadVersion(db, row.workflow_id, Number(row.version));
@@ -48,7 +55,10 @@ export async function loadCallTarget(db: Knex, orgId: string, triggerId: string)
 export class CallTargets {
   private readonly memo: TtlMemo<CallTarget | undefined>;
 
-  constructor(private readonly db: Knex, ttlMs: number) {
+  constructor(
+    private readonly db: Knex,
+    ttlMs: number,
+  ) {
     this.memo = new TtlMemo(ttlMs);
   }
 

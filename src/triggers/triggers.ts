@@ -88,13 +88,20 @@ function scoped(db: Knex, orgId: string): Knex.QueryBuilder {
 const invalid = (message: string, details?: unknown) => new AppError('ERR_REQUEST_INVALID', { message, details });
 
 /** designatedOutput.stepIndex must name a step of the workflow's current version (400). */
-async function checkDesignatedOutput(db: Knex, orgId: string, automationId: string, out: DesignatedOutput): Promise<void> {
+async function checkDesignatedOutput(
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  out: DesignatedOutput,
+): Promise<void> {
   const wf = await findWorkflow(db, orgId, automationId);
   if (!wf) throw new AppError('ERR_NOT_FOUND', { message: 'Workflow not found' });
   const steps = wf.definition.steps.length;
   if (!Number.isInteger(out.stepIndex) || out.stepIndex < 0 || out.stepIndex >= steps) {
     throw invalid(`designatedOutput.stepIndex must name a step of workflow version ${wf.version} (0 to ${steps - 1})`, {
-      field: 'designatedOutput.stepIndex', stepCount: steps, automationVersion: wf.version,
+      field: 'designatedOutput.stepIndex',
+      stepCount: steps,
+      automationVersion: wf.version,
     });
   }
   if (typeof out.fileName !== 'string' || out.fileName.length < 1 || out.fileName.length > 255) {
@@ -117,11 +124,16 @@ export async function createTrigger(db: Knex, orgId: string, input: TriggerCreat
   const now = nowIso();
   const id = newId('trg');
   await db('triggers').insert({
-    id, org_id: orgId, workflow_id: input.automationId, kind: input.kind,
+    id,
+    org_id: orgId,
+    workflow_id: input.automationId,
+    kind: input.kind,
     name: input.name ?? (input.kind === 'api' ? 'API trigger' : 'Webhook trigger'),
     enabled: input.enabled ?? true,
     designated_output: toJson(input.designatedOutput ?? null),
-    version: 1, created_at: now, updated_at: now,
+    version: 1,
+    created_at: now,
+    updated_at: now,
   });
   return getTrigger(db, orgId, id);
 }
@@ -138,21 +150,35 @@ export async function getTrigger(db: Knex, orgId: string, triggerId: string): Pr
 }
 
 export async function listTriggers(
-  db: Knex, orgId: string, filter: TriggerFilter = {}, page: PageRequest = {},
+  db: Knex,
+  orgId: string,
+  filter: TriggerFilter = {},
+  page: PageRequest = {},
 ): Promise<Page<TriggerRecord>> {
   const q = scoped(db, orgId).select('*');
   if (filter.automationId !== undefined) q.andWhere('workflow_id', filter.automationId);
   if (filter.kind !== undefined) q.andWhere('kind', filter.kind);
-  const { rows, nextCursor } = await pageRows<TriggerRow & Record<string, unknown>>(q, { list: 'triggers', column: 'id' }, page);
+  const { rows, nextCursor } = await pageRows<TriggerRow & Record<string, unknown>>(
+    q,
+    { list: 'triggers', column: 'id' },
+    page,
+  );
   return { items: rows.map(toRecord), nextCursor };
 }
 
 /** Conditional on the expected version (optimistic lock): stale → 412, absent → 404. */
 export async function updateTrigger(
-  db: Knex, orgId: string, triggerId: string, expectedVersion: number, patch: TriggerPatch,
+  db: Knex,
+  orgId: string,
+  triggerId: string,
+  expectedVersion: number,
+  patch: TriggerPatch,
 ): Promise<TriggerRecord> {
   const set: Record<string, unknown> = {};
-  if (patch.name !== undefined) { checkName(patch.name); set.name = patch.name; }
+  if (patch.name !== undefined) {
+    checkName(patch.name);
+    set.name = patch.name;
+  }
   if (patch.enabled !== undefined) set.enabled = Boolean(patch.enabled);
   if (patch.designatedOutput !== undefined) set.designated_output = toJson(patch.designatedOutput);
   if (Object.keys(set).length === 0) throw invalid('Nothing to update: send name, enabled or designatedOutput');
@@ -165,7 +191,12 @@ export async function updateTrigger(
   return getTrigger(db, orgId, triggerId);
 }
 
-export async function deleteTrigger(db: Knex, orgId: string, triggerId: string, expectedVersion?: number): Promise<void> {
+export async function deleteTrigger(
+  db: Knex,
+  orgId: string,
+  triggerId: string,
+  expectedVersion?: number,
+): Promise<void> {
   const where: Record<string, unknown> = { id: triggerId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await scoped(db, orgId).andWhere(where).delete();

@@ -22,7 +22,9 @@ const ALLOWED_501: Record<string, string> = {
 };
 
 type Json = Record<string, any>;
-const bundle = JSON.parse(readFileSync(new URL('../../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Json;
+const bundle = JSON.parse(
+  readFileSync(new URL('../../generated/openapi/switchyard.json', import.meta.url), 'utf8'),
+) as Json;
 
 function operationObject(id: OperationId): Json {
   const meta = operations[id];
@@ -49,7 +51,10 @@ function exampleOf(holder: Json | undefined): unknown {
 }
 
 /** A request built from the operation's own examples, so it passes validation and reaches the handler. */
-function exampleRequest(id: OperationId, org: TestOrg): { method: string; url: string; headers: Record<string, string>; body?: string | Uint8Array } {
+function exampleRequest(
+  id: OperationId,
+  org: TestOrg,
+): { method: string; url: string; headers: Record<string, string>; body?: string | Uint8Array } {
   const meta = operations[id];
   const op = operationObject(id);
   let url: string = meta.path;
@@ -70,8 +75,10 @@ function exampleRequest(id: OperationId, org: TestOrg): { method: string; url: s
     headers['content-type'] = type === 'multipart/form-data' ? 'multipart/form-data; boundary=x' : type;
     const example = exampleOf(content[type]);
     if (type === 'application/json') body = JSON.stringify(example ?? {});
-    else if (type === 'application/x-www-form-urlencoded') body = new URLSearchParams((example ?? {}) as Record<string, string>).toString();
-    else if (type === 'multipart/form-data') body = '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n--x--\r\n';
+    else if (type === 'application/x-www-form-urlencoded')
+      body = new URLSearchParams((example ?? {}) as Record<string, string>).toString();
+    else if (type === 'multipart/form-data')
+      body = '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n--x--\r\n';
     else body = typeof example === 'string' ? example : 'a,b\n1,2\n';
   }
   const qs = query.toString();
@@ -94,7 +101,10 @@ describe('contract: operations, handlers and tests', () => {
   });
 
   it('every implemented operation is exercised by at least one HTTP test', () => {
-    const sources = listTestFiles().filter((f) => !f.endsWith(path.join('contract', 'operations.test.ts'))).map((f) => readFileSync(f, 'utf8')).join('\n');
+    const sources = listTestFiles()
+      .filter((f) => !f.endsWith(path.join('contract', 'operations.test.ts')))
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
     const untested = operationIds.filter((id) => !(id in ALLOWED_501) && !sources.includes(`op:${id}`));
     expect(untested, 'operations without a test tagged op:<operationId>').to.deep.equal([]);
   });
@@ -106,10 +116,15 @@ describe('contract: operations, handlers and tests', () => {
       expect(op.tags, `${id} tags`).to.be.an('array').that.is.not.empty;
       const codes = Object.keys(op.responses);
       // Liveness has no failure answer: a process that cannot answer is not alive.
-      if (id !== 'getHealth') expect(codes.some((c) => /^[45]/.test(c)), `${id} documents an error response`).to.equal(true);
+      if (id !== 'getHealth')
+        expect(
+          codes.some((c) => /^[45]/.test(c)),
+          `${id} documents an error response`,
+        ).to.equal(true);
       for (const [code, r] of Object.entries(op.responses as Json)) {
         for (const [type, media] of Object.entries((resolve(r as Json).content ?? {}) as Json)) {
-          if (type.includes('json')) expect(exampleOf(media as Json), `${id} ${code} ${type} example`).to.not.equal(undefined);
+          if (type.includes('json'))
+            expect(exampleOf(media as Json), `${id} ${code} ${type} example`).to.not.equal(undefined);
         }
       }
     }
@@ -147,12 +162,22 @@ describe('contract: operations, handlers and tests', () => {
       server = await startTestServer('sqlite');
       org = await createTestOrg(server);
       ({ automationId } = await createWorkflow(server.app.services.db, org.orgId, demoWorkflow));
-      ({ id: collectionId } = await createCollection(server.app.services.db, org.orgId, { name: 'Contract', type: 'structured_datastore' }));
-      const trigger = await call(server.baseUrl, 'POST', '/v1/triggers', { token: org.token, body: { automationId, kind: 'api' } });
+      ({ id: collectionId } = await createCollection(server.app.services.db, org.orgId, {
+        name: 'Contract',
+        type: 'structured_datastore',
+      }));
+      const trigger = await call(server.baseUrl, 'POST', '/v1/triggers', {
+        token: org.token,
+        body: { automationId, kind: 'api' },
+      });
       expect(trigger.status, trigger.text).to.equal(201);
-      queueId = (await makeQueue(server, org, { name: 'Contract', triggerId: trigger.body.triggerId, paused: true })).id;
+      queueId = (await makeQueue(server, org, { name: 'Contract', triggerId: trigger.body.triggerId, paused: true }))
+        .id;
       const csvKey = await uploadCsv(server, org, queueId, 'name\nAda\n');
-      const batch = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv`, { token: org.token, body: { csvKey, triggerId: trigger.body.triggerId } });
+      const batch = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv`, {
+        token: org.token,
+        body: { csvKey, triggerId: trigger.body.triggerId },
+      });
       expect(batch.status, batch.text).to.equal(202);
       batchId = batch.body.batchId;
     });
@@ -160,20 +185,46 @@ describe('contract: operations, handlers and tests', () => {
     afterEach(() => server.assertResponsesValid());
 
     // Pending operations answer 501 whatever the cursor; each joins this check when it lands.
-    const lists = operationIds.filter((id) => !(id in ALLOWED_501) && ((operationObject(id).parameters ?? []) as Json[]).some((p) => resolve(p).name === 'cursor'));
+    const lists = operationIds.filter(
+      (id) =>
+        !(id in ALLOWED_501) &&
+        ((operationObject(id).parameters ?? []) as Json[]).some((p) => resolve(p).name === 'cursor'),
+    );
     it('the bundle has paginated lists', () => expect(lists.length).to.be.greaterThan(5));
     for (const id of lists) {
       it(`${id}: its documented cursor example pages instead of answering 400`, async () => {
-        const cursor = exampleOf(((operationObject(id).parameters ?? []) as Json[]).map(resolve).find((p) => p.name === 'cursor'));
+        const cursor = exampleOf(
+          ((operationObject(id).parameters ?? []) as Json[]).map(resolve).find((p) => p.name === 'cursor'),
+        );
         expect(cursor, `${id} documents a cursor example`).to.be.a('string');
         const req = exampleRequest(id, org);
         const url = req.url
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))), automationId)
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/CollectionIdParam' })))), collectionId)
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdParam' })))), queueId)
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdPath' })))), queueId)
-          .replace(encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueBatchIdPath' })))), batchId);
-        const res = await call(server.baseUrl, 'GET', `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(String(cursor))}`, { headers: req.headers });
+          .replace(
+            encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/WorkflowIdParam' })))),
+            automationId,
+          )
+          .replace(
+            encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/CollectionIdParam' })))),
+            collectionId,
+          )
+          .replace(
+            encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdParam' })))),
+            queueId,
+          )
+          .replace(
+            encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueIdPath' })))),
+            queueId,
+          )
+          .replace(
+            encodeURIComponent(String(exampleOf(resolve({ $ref: '#/components/parameters/QueueBatchIdPath' })))),
+            batchId,
+          );
+        const res = await call(
+          server.baseUrl,
+          'GET',
+          `${url}${url.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(String(cursor))}`,
+          { headers: req.headers },
+        );
         expect(res.status, `${id}: ${res.text}`).to.equal(200);
         expect(res.body).to.have.property('items').that.is.an('array');
       });

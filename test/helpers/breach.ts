@@ -11,8 +11,22 @@ export const WORKED = ['connected', 'allowed'];
 
 /** The attempts that must fail, by name. */
 export const MUST_FAIL = [
-  'redis', 'pg', 'service', 'listener', 'pgSocket', 'killService', 'killSleeper', 'debugService',
-  'readSecret', 'readBootstrap', 'seesDataDir', 'write', 'writeTmp', 'spawn', 'execve', 'setuid',
+  'redis',
+  'pg',
+  'service',
+  'listener',
+  'pgSocket',
+  'killService',
+  'killSleeper',
+  'debugService',
+  'readSecret',
+  'readBootstrap',
+  'seesDataDir',
+  'write',
+  'writeTmp',
+  'spawn',
+  'execve',
+  'setuid',
 ] as const;
 
 /**

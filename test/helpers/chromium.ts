@@ -13,7 +13,9 @@ export const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
 export function requireChromium(ctx: Mocha.Context): void {
   if (existsSync(CHROMIUM)) return;
   if (process.env.CI === 'true') throw new Error(`Chromium is required on CI but ${CHROMIUM} does not exist`);
-  process.stderr.write(`\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`);
+  process.stderr.write(
+    `\nNOTE: ${CHROMIUM} is missing; the browser automation tests are skipped (apt-get install -y chromium, or scripts/ensure-services.sh).\n`,
+  );
   ctx.skip();
 }
 
@@ -28,7 +30,10 @@ function exeOf(pid: number): string | undefined {
 /** The environment a process was started with (names only). */
 export function environOf(pid: number): string[] {
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').filter(Boolean).map((e) => e.split('=')[0]!);
+    return readFileSync(`/proc/${pid}/environ`, 'latin1')
+      .split('\0')
+      .filter(Boolean)
+      .map((e) => e.split('=')[0]!);
   } catch {
     return [];
   }

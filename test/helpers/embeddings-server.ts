@@ -41,7 +41,9 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
-export async function startEmbeddingsServer(opts: { delayMs?: number; failWith?: number | null } = {}): Promise<EmbeddingsServer> {
+export async function startEmbeddingsServer(
+  opts: { delayMs?: number; failWith?: number | null } = {},
+): Promise<EmbeddingsServer> {
   const m = await localModel();
   const state = { calls: 0, texts: 0, delayMs: opts.delayMs ?? 0, failWith: opts.failWith ?? null };
   const send = (res: http.ServerResponse, status: number, body: unknown): void => {
@@ -54,8 +56,10 @@ export async function startEmbeddingsServer(opts: { delayMs?: number; failWith?:
       state.calls++;
       const raw = await readBody(req);
       if (state.delayMs > 0) await new Promise((r) => setTimeout(r, state.delayMs));
-      if (req.method !== 'POST' || !/\/v1\/embeddings$/.test(req.url ?? '')) return send(res, 404, { error: { message: 'not found' } });
-      if (state.failWith !== null) return send(res, state.failWith, { error: { message: 'the embeddings model is down' } });
+      if (req.method !== 'POST' || !/\/v1\/embeddings$/.test(req.url ?? ''))
+        return send(res, 404, { error: { message: 'not found' } });
+      if (state.failWith !== null)
+        return send(res, state.failWith, { error: { message: 'the embeddings model is down' } });
       let body: { model?: unknown; input?: unknown };
       try {
         body = JSON.parse(raw) as typeof body;
@@ -80,15 +84,28 @@ export async function startEmbeddingsServer(opts: { delayMs?: number; failWith?:
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}/v1`,
-    get calls() { return state.calls; },
-    get texts() { return state.texts; },
-    get delayMs() { return state.delayMs; },
-    set delayMs(v: number) { state.delayMs = v; },
-    get failWith() { return state.failWith; },
-    set failWith(v: number | null) { state.failWith = v; },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    get calls() {
+      return state.calls;
+    },
+    get texts() {
+      return state.texts;
+    },
+    get delayMs() {
+      return state.delayMs;
+    },
+    set delayMs(v: number) {
+      state.delayMs = v;
+    },
+    get failWith() {
+      return state.failWith;
+    },
+    set failWith(v: number | null) {
+      state.failWith = v;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -108,9 +108,16 @@ function sendError(res: ServerResponse, status: number, message: string, type = 
 
 function complete(res: ServerResponse, model: string, r: Reply): void {
   const calls = toolCallsOf(r);
-  const message = { role: 'assistant', content: r.text ?? (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) };
+  const message = {
+    role: 'assistant',
+    content: r.text ?? (calls.length ? null : ''),
+    ...(calls.length ? { tool_calls: calls } : {}),
+  };
   sendJson(res, 200, {
-    id: `chatcmpl-${++seq}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
+    id: `chatcmpl-${++seq}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
     choices: [{ index: 0, message, finish_reason: calls.length ? 'tool_calls' : 'stop' }],
     usage: USAGE,
   });
@@ -138,7 +145,8 @@ function stream(res: ServerResponse, model: string, r: Reply, includeUsage: bool
   calls.forEach((c, index) => {
     // First the id and name with empty arguments, then the arguments in pieces, as OpenAI does.
     chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] });
-    for (const part of pieces(c.function.arguments, 2)) chunk({ tool_calls: [{ index, function: { arguments: part } }] });
+    for (const part of pieces(c.function.arguments, 2))
+      chunk({ tool_calls: [{ index, function: { arguments: part } }] });
   });
   chunk({}, calls.length ? 'tool_calls' : 'stop');
   if (includeUsage) event({ choices: [], usage: USAGE });
@@ -161,9 +169,14 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
 
   async function next(req: ScriptRequest): Promise<Reply> {
     if (typeof script === 'function') return script(req);
-    return script.shift() ?? {
-      error: { status: 500, message: `scripted model: the script ran out of replies (request ${requests.length}); add a reply or use a function script` },
-    };
+    return (
+      script.shift() ?? {
+        error: {
+          status: 500,
+          message: `scripted model: the script ran out of replies (request ${requests.length}); add a reply or use a function script`,
+        },
+      }
+    );
   }
 
   async function chatCompletion(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -174,7 +187,13 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
       return sendError(res, 400, 'scripted model: the body is not JSON', 'invalid_request_error');
     }
     requests.push({ body, headers: req.headers });
-    const r = await next({ api: 'openai', messages: body.messages ?? [], tools: body.tools ?? [], body, headers: req.headers });
+    const r = await next({
+      api: 'openai',
+      messages: body.messages ?? [],
+      tools: body.tools ?? [],
+      body,
+      headers: req.headers,
+    });
     if (r.delayMs) await new Promise((resolve) => setTimeout(resolve, r.delayMs));
     if (r.error) return sendError(res, r.error.status, r.error.message);
     const model = typeof body.model === 'string' ? body.model : models[0]!;
@@ -187,21 +206,49 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
     try {
       body = JSON.parse(await readBody(req)) as Record<string, any>;
     } catch {
-      return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'scripted model: the body is not JSON' } });
+      return sendJson(res, 400, {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'scripted model: the body is not JSON' },
+      });
     }
     requests.push({ body, headers: req.headers });
-    if (body.stream === true) return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'scripted model: streaming is not scripted for the Messages API' } });
-    const r = await next({ api: 'anthropic', messages: body.messages ?? [], tools: body.tools ?? [], body, headers: req.headers });
+    if (body.stream === true)
+      return sendJson(res, 400, {
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'scripted model: streaming is not scripted for the Messages API',
+        },
+      });
+    const r = await next({
+      api: 'anthropic',
+      messages: body.messages ?? [],
+      tools: body.tools ?? [],
+      body,
+      headers: req.headers,
+    });
     if (r.delayMs) await new Promise((resolve) => setTimeout(resolve, r.delayMs));
-    if (r.error) return sendJson(res, r.error.status, { type: 'error', error: { type: 'api_error', message: r.error.message } });
+    if (r.error)
+      return sendJson(res, r.error.status, { type: 'error', error: { type: 'api_error', message: r.error.message } });
     const calls = toolCallsOf(r);
     const content = [
       ...(r.text ? [{ type: 'text', text: r.text }] : []),
-      ...calls.map((c) => ({ type: 'tool_use', id: `toolu_${c.id}`, name: c.function.name, input: JSON.parse(c.function.arguments) as unknown })),
+      ...calls.map((c) => ({
+        type: 'tool_use',
+        id: `toolu_${c.id}`,
+        name: c.function.name,
+        input: JSON.parse(c.function.arguments) as unknown,
+      })),
     ];
     sendJson(res, 200, {
-      id: `msg_${++seq}`, type: 'message', role: 'assistant', model: typeof body.model === 'string' ? body.model : models[0]!, content,
-      stop_reason: calls.length ? 'tool_use' : 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 5 },
+      id: `msg_${++seq}`,
+      type: 'message',
+      role: 'assistant',
+      model: typeof body.model === 'string' ? body.model : models[0]!,
+      content,
+      stop_reason: calls.length ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 10, output_tokens: 5 },
     });
   }
 
@@ -212,11 +259,16 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
       if (req.method === 'POST' && path === '/v1/messages') return anthropicMessages(req, res);
       req.resume();
       if (req.method === 'GET' && path === '/v1/models') {
-        return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })) });
+        return sendJson(res, 200, {
+          object: 'list',
+          data: models.map((id) => ({ id, object: 'model', created: 0, owned_by: 'scripted' })),
+        });
       }
       sendError(res, 404, `scripted model: no route ${req.method} ${path}`, 'invalid_request_error');
     };
-    handle().catch((err: unknown) => sendError(res, 500, `scripted model: the script threw: ${(err as Error).message ?? String(err)}`));
+    handle().catch((err: unknown) =>
+      sendError(res, 500, `scripted model: the script threw: ${(err as Error).message ?? String(err)}`),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -35,9 +35,14 @@ export function bundled(entry: 'main' | 'worker' | 'cli'): string {
   if (!bundleDir) {
     mkdirSync(BUNDLES, { recursive: true });
     // Bundles of test processes that are gone (killed before their exit hook ran).
-    for (const name of readdirSync(BUNDLES)) if (/^\d+$/.test(name) && !alive(Number(name))) rmSync(path.join(BUNDLES, name), { recursive: true, force: true });
+    for (const name of readdirSync(BUNDLES))
+      if (/^\d+$/.test(name) && !alive(Number(name)))
+        rmSync(path.join(BUNDLES, name), { recursive: true, force: true });
     const dir = path.join(BUNDLES, String(process.pid));
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts/bundle-entries.mjs'), dir], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/bundle-entries.mjs'), dir], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     bundleDir = dir;
   }
@@ -51,8 +56,14 @@ export function startServer(dataDir: string, port: number, env: Record<string, s
   return spawn(process.execPath, [bundled('main')], {
     cwd: ROOT,
     env: {
-      ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', PUBLIC_URL: `http://127.0.0.1:${port}`,
-      OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...env,
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      OUTBOUND_ALLOWLIST: '127.0.0.0/8',
+      ...env,
     },
     stdio: 'ignore',
   });
@@ -75,12 +86,24 @@ export async function waitReady(base: string, timeoutMs = 30_000): Promise<void>
 /** A runtime token for the demo organisation of DATA_DIR/bootstrap.json, with that file's contents. */
 export async function bootstrapToken(base: string, dataDir: string): Promise<{ token: string; b: any }> {
   const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-  const res = await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() });
+  const res = await call(base, 'POST', '/oauth/token', {
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    raw: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: b.clientId,
+      client_secret: b.clientSecret,
+      scope: `org:${b.orgId}`,
+    }).toString(),
+  });
   expect(res.status, res.text).to.equal(200);
   return { token: res.body.access_token, b };
 }
 
-export interface CliResult { code: number; stdout: string; stderr: string }
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** `switchyard …args` (the CLI, bundled) with `env` over this process's environment; a non-zero exit is a result, not a throw. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {

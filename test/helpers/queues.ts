@@ -8,9 +8,18 @@ export async function makeQueue(server: TestServer, org: TestOrg, input: QueueCr
 }
 
 /** createCsvUploadUrl + PUT; returns the csvKey. */
-export async function uploadCsv(server: TestServer, org: TestOrg, queueId: string, bytes: Buffer | string, filename = 'rows.csv'): Promise<string> {
+export async function uploadCsv(
+  server: TestServer,
+  org: TestOrg,
+  queueId: string,
+  bytes: Buffer | string,
+  filename = 'rows.csv',
+): Promise<string> {
   const data = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  const url = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, { token: org.token, body: { filename, sizeBytes: data.length } });
+  const url = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
+    token: org.token,
+    body: { filename, sizeBytes: data.length },
+  });
   expect(url.status, url.text).to.equal(200);
   const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
   expect(put.status, await put.clone().text()).to.equal(200);
@@ -18,7 +27,14 @@ export async function uploadCsv(server: TestServer, org: TestOrg, queueId: strin
 }
 
 /** Polls getQueueBatch until `done` holds. */
-export async function waitBatch(server: TestServer, org: TestOrg, queueId: string, batchId: string, done: (b: any) => boolean, timeoutMs = 30_000): Promise<any> {
+export async function waitBatch(
+  server: TestServer,
+  org: TestOrg,
+  queueId: string,
+  batchId: string,
+  done: (b: any) => boolean,
+  timeoutMs = 30_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${batchId}`, { token: org.token });

@@ -10,8 +10,10 @@ import addFormatsModule from 'ajv-formats';
 // CommonJS modules: at run time the default import is the class/plugin itself.
 type Ajv2020Class = typeof Ajv2020Module.default;
 type AddFormats = typeof addFormatsModule.default;
-const Ajv2020: Ajv2020Class = (Ajv2020Module as unknown as { default?: Ajv2020Class }).default ?? (Ajv2020Module as unknown as Ajv2020Class);
-const addFormats: AddFormats = (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
+const Ajv2020: Ajv2020Class =
+  (Ajv2020Module as unknown as { default?: Ajv2020Class }).default ?? (Ajv2020Module as unknown as Ajv2020Class);
+const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 export interface ReceivedCall {
   path: string;
@@ -38,8 +40,14 @@ export async function startReceiver(): Promise<Receiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      calls.push({ path: req.url ?? '/', headers: req.headers, body: text ? (JSON.parse(text) as Record<string, any>) : {} });
-      res.writeHead(state.status, { 'content-type': 'application/json', 'x-pf-run-id': `run_received_${calls.length}` }).end('{}');
+      calls.push({
+        path: req.url ?? '/',
+        headers: req.headers,
+        body: text ? (JSON.parse(text) as Record<string, any>) : {},
+      });
+      res
+        .writeHead(state.status, { 'content-type': 'application/json', 'x-pf-run-id': `run_received_${calls.length}` })
+        .end('{}');
       for (const w of waiters) w();
     });
   });
@@ -48,15 +56,22 @@ export async function startReceiver(): Promise<Receiver> {
   return {
     url: `http://127.0.0.1:${port}`,
     calls,
-    get status() { return state.status; },
-    set status(s: number) { state.status = s; },
+    get status() {
+      return state.status;
+    },
+    set status(s: number) {
+      state.status = s;
+    },
     async waitFor(n, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (calls.length < n) {
         if (Date.now() > deadline) throw new Error(`receiver: ${calls.length} of ${n} calls after ${timeoutMs} ms`);
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, 50);
-          waiters.push(() => { clearTimeout(t); resolve(); });
+          waiters.push(() => {
+            clearTimeout(t);
+            resolve();
+          });
         });
         waiters = [];
       }
@@ -74,7 +89,9 @@ addFormats(ajv);
 const schemaDir = new URL('../../schemas/events/', import.meta.url);
 const validators = {
   datastore: ajv.compile(JSON.parse(readFileSync(new URL('datastore-event.schema.json', schemaDir), 'utf8')) as object),
-  filestorage: ajv.compile(JSON.parse(readFileSync(new URL('filestorage-event.schema.json', schemaDir), 'utf8')) as object),
+  filestorage: ajv.compile(
+    JSON.parse(readFileSync(new URL('filestorage-event.schema.json', schemaDir), 'utf8')) as object,
+  ),
 };
 
 /** The schema errors of an event payload (schemas/events), empty when it conforms. */

@@ -8,18 +8,39 @@ export interface Deployed {
 }
 
 /** Deploys a workflow and an API and a webhook trigger for it over the management API. */
-export async function deploy(server: TestServer, org: TestOrg, definition: Record<string, unknown>, designatedOutput?: { stepIndex: number; fileName: string }): Promise<Deployed> {
+export async function deploy(
+  server: TestServer,
+  org: TestOrg,
+  definition: Record<string, unknown>,
+  designatedOutput?: { stepIndex: number; fileName: string },
+): Promise<Deployed> {
   const wf = await call(server.baseUrl, 'POST', '/v1/workflows', { token: org.token, body: definition });
   expect(wf.status, wf.text).to.equal(201);
-  const api = await call(server.baseUrl, 'POST', '/v1/triggers', { token: org.token, body: { automationId: wf.body.automationId, kind: 'api', ...(designatedOutput ? { designatedOutput } : {}) } });
+  const api = await call(server.baseUrl, 'POST', '/v1/triggers', {
+    token: org.token,
+    body: { automationId: wf.body.automationId, kind: 'api', ...(designatedOutput ? { designatedOutput } : {}) },
+  });
   expect(api.status, api.text).to.equal(201);
-  const hook = await call(server.baseUrl, 'POST', '/v1/triggers', { token: org.token, body: { automationId: wf.body.automationId, kind: 'webhook' } });
+  const hook = await call(server.baseUrl, 'POST', '/v1/triggers', {
+    token: org.token,
+    body: { automationId: wf.body.automationId, kind: 'webhook' },
+  });
   expect(hook.status, hook.text).to.equal(201);
-  return { automationId: wf.body.automationId, apiTriggerId: api.body.triggerId, webhookTriggerId: hook.body.triggerId };
+  return {
+    automationId: wf.body.automationId,
+    apiTriggerId: api.body.triggerId,
+    webhookTriggerId: hook.body.triggerId,
+  };
 }
 
 /** Polls the spec's status endpoint until the run is terminal (2 s cadence is the spec's; tests poll fast). */
-export async function waitTerminal(server: TestServer, apiKey: string, automationId: string, runId: string, timeoutMs = 20_000): Promise<any> {
+export async function waitTerminal(
+  server: TestServer,
+  apiKey: string,
+  automationId: string,
+  runId: string,
+  timeoutMs = 20_000,
+): Promise<any> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await call(server.baseUrl, 'GET', `/ext/webhook/${apiKey}/runs/${automationId}/${runId}/status`);
@@ -30,4 +51,9 @@ export async function waitTerminal(server: TestServer, apiKey: string, automatio
   }
 }
 
-export const code = (name: string, body: string, extra: Record<string, unknown> = {}) => ({ type: 'code', name, code: body, ...extra });
+export const code = (name: string, body: string, extra: Record<string, unknown> = {}) => ({
+  type: 'code',
+  name,
+  code: body,
+  ...extra,
+});

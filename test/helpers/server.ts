@@ -33,8 +33,12 @@ export interface TestServer {
  * OpenAPI bundle (DESIGN.md section 2). With `shared`, it runs over another test server's store
  * instead (a second service process on the same database), which its close leaves open.
  */
-export async function startTestServer(kind: StoreKind, env: Record<string, string> = {}, shared?: TestStore): Promise<TestServer> {
-  const store = shared ?? await createTestStore(kind);
+export async function startTestServer(
+  kind: StoreKind,
+  env: Record<string, string> = {},
+  shared?: TestStore,
+): Promise<TestServer> {
+  const store = shared ?? (await createTestStore(kind));
   const port = await freePort();
   const config = loadConfig({
     DATA_DIR: store.dataDir,
@@ -59,7 +63,10 @@ export async function startTestServer(kind: StoreKind, env: Record<string, strin
     store,
     assertResponsesValid() {
       const failures = app.responseValidator?.failures ?? [];
-      expect(failures.map((f) => f.message), 'responses that break the OpenAPI document').to.deep.equal([]);
+      expect(
+        failures.map((f) => f.message),
+        'responses that break the OpenAPI document',
+      ).to.deep.equal([]);
     },
     async close() {
       server.closeAllConnections();
@@ -87,7 +94,12 @@ export async function createTestOrg(server: TestServer, name = 'Test org'): Prom
   const res = await fetch(`${server.baseUrl}/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: credential.clientId, client_secret: clientSecret, scope: `org:${org.id}` }),
+    body: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: credential.clientId,
+      client_secret: clientSecret,
+      scope: `org:${org.id}`,
+    }),
   });
   expect(res.status, 'token endpoint').to.equal(200);
   const body = (await res.json()) as { access_token: string };
@@ -102,7 +114,12 @@ export interface JsonResponse<T = unknown> {
 }
 
 /** fetch + JSON parse (when the body is JSON), for terse tests. */
-export async function call<T = any>(baseUrl: string, method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array } = {}): Promise<JsonResponse<T>> {
+export async function call<T = any>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Uint8Array } = {},
+): Promise<JsonResponse<T>> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   let body: string | Uint8Array | undefined;

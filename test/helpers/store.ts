@@ -34,7 +34,9 @@ export async function storeKinds(): Promise<StoreKind[]> {
   if (process.env.CI === 'true') throw new Error(`PostgreSQL is required on CI but ${TEST_PG_URL} is not reachable`);
   if (!warned) {
     warned = true;
-    process.stderr.write(`\nNOTE: PostgreSQL is not reachable at ${TEST_PG_URL}; storage tests run on sqlite only (run scripts/ensure-services.sh to start it).\n`);
+    process.stderr.write(
+      `\nNOTE: PostgreSQL is not reachable at ${TEST_PG_URL}; storage tests run on sqlite only (run scripts/ensure-services.sh to start it).\n`,
+    );
   }
   return ['sqlite'];
 }
@@ -56,7 +58,11 @@ export async function createTestStore(kind: StoreKind): Promise<TestStore> {
     const db = openStore({ dataDir });
     await migrate(db);
     return {
-      kind, db, dataDir, databaseUrl: undefined, pgSchema: undefined,
+      kind,
+      db,
+      dataDir,
+      databaseUrl: undefined,
+      pgSchema: undefined,
       async close() {
         await db.destroy();
         rmSync(dataDir, { recursive: true, force: true });
@@ -71,7 +77,11 @@ export async function createTestStore(kind: StoreKind): Promise<TestStore> {
   const db = openStore({ databaseUrl: TEST_PG_URL, dataDir, pgSchema: schema });
   await migrate(db);
   return {
-    kind, db, dataDir, databaseUrl: TEST_PG_URL, pgSchema: schema,
+    kind,
+    db,
+    dataDir,
+    databaseUrl: TEST_PG_URL,
+    pgSchema: schema,
     async close() {
       await db.destroy();
       const c = new pg.Client({ connectionString: TEST_PG_URL });

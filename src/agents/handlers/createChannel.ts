@@ -5,5 +5,9 @@ import { channelEtagHeader } from './support.js';
 /** POST /v1/channels — the channel, its call URL and its key (shown only here). */
 export const createChannel: Handler<'createChannel'> = async (req, ctx) => {
   const { channel, apiKey } = await create(ctx.services.db, ctx.auth.orgId, req.body);
-  return { status: 201, body: { ...channelView(ctx.services.config.baseUrls.triggers, channel), apiKey }, headers: channelEtagHeader(channel) };
+  return {
+    status: 201,
+    body: { ...channelView(ctx.services.config.baseUrls.triggers, channel), apiKey },
+    headers: channelEtagHeader(channel),
+  };
 };

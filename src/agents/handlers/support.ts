@@ -15,18 +15,30 @@ import { AgentConfigError, checkAgentConfig } from '../validate.js';
 
 /** `servers[0].server` → `/servers/0/server`: the JSON pointer form of the pipeline's own 400 details. */
 function pointer(field: string): string {
-  return `/${field.replace(/\[(\d+)\]/g, '.$1').split('.').join('/')}`;
+  return `/${field
+    .replace(/\[(\d+)\]/g, '.$1')
+    .split('.')
+    .join('/')}`;
 }
 
 /** checkAgentConfig with its AgentConfigError as 400 invalid_request, details naming the field. */
 export async function checkConfig(
-  services: Services, orgId: string, input: { servers?: ServerRef[] | undefined; model?: string | null | undefined; outputSchema?: Record<string, unknown> | null | undefined },
+  services: Services,
+  orgId: string,
+  input: {
+    servers?: ServerRef[] | undefined;
+    model?: string | null | undefined;
+    outputSchema?: Record<string, unknown> | null | undefined;
+  },
 ): Promise<void> {
   try {
     await checkAgentConfig(services, orgId, input);
   } catch (err) {
     if (!(err instanceof AgentConfigError)) throw err;
-    throw new AppError('ERR_REQUEST_INVALID', { message: err.message, details: [{ where: 'body', path: pointer(err.field), message: err.message }] });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: err.message,
+      details: [{ where: 'body', path: pointer(err.field), message: err.message }],
+    });
   }
 }
 
@@ -35,9 +47,17 @@ export async function checkConfig(
  * takes the row's lock first, so a concurrent update waits for it and then fails the
  * version check (412) instead of overwriting the other one.
  */
-export async function updateAgentIfCurrent(db: Knex, orgId: string, agentId: string, expected: number, patch: AgentPatch): Promise<AgentRecord> {
+export async function updateAgentIfCurrent(
+  db: Knex,
+  orgId: string,
+  agentId: string,
+  expected: number,
+  patch: AgentPatch,
+): Promise<AgentRecord> {
   return db.transaction(async (trx) => {
-    const locked = await trx('agents').where({ org_id: orgId, id: agentId, version: expected }).update({ version: expected });
+    const locked = await trx('agents')
+      .where({ org_id: orgId, id: agentId, version: expected })
+      .update({ version: expected });
     if (locked !== 1) await failedPrecondition(trx, 'agents', orgId, agentId, 'Agent');
     return updateAgent(trx, orgId, agentId, patch);
   });
@@ -47,10 +67,16 @@ export async function updateAgentIfCurrent(db: Knex, orgId: string, agentId: str
  * Deletes the agent; its releases, channels and chats (with messages, turns and files) go
  * with it through ON DELETE CASCADE (src/storage/migrations/004_agents.ts).
  */
-export async function deleteAgentIfCurrent(db: Knex, orgId: string, agentId: string, expected: number | undefined): Promise<void> {
-  const deleted = expected === undefined
-    ? await deleteAgent(db, orgId, agentId)
-    : (await db('agents').where({ org_id: orgId, id: agentId, version: expected }).delete()) === 1;
+export async function deleteAgentIfCurrent(
+  db: Knex,
+  orgId: string,
+  agentId: string,
+  expected: number | undefined,
+): Promise<void> {
+  const deleted =
+    expected === undefined
+      ? await deleteAgent(db, orgId, agentId)
+      : (await db('agents').where({ org_id: orgId, id: agentId, version: expected }).delete()) === 1;
   if (!deleted) await failedPrecondition(db, 'agents', orgId, agentId, 'Agent');
 }
 

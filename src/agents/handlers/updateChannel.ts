@@ -6,5 +6,9 @@ import { channelEtagHeader, requireChannelIfMatch } from './support.js';
 export const updateChannel: Handler<'updateChannel'> = async (req, ctx) => {
   const expected = requireChannelIfMatch(req);
   const channel = await update(ctx.services.db, ctx.auth.orgId, req.params.triggerId, expected, req.body);
-  return { status: 200, body: channelView(ctx.services.config.baseUrls.triggers, channel), headers: channelEtagHeader(channel) };
+  return {
+    status: 200,
+    body: channelView(ctx.services.config.baseUrls.triggers, channel),
+    headers: channelEtagHeader(channel),
+  };
 };

@@ -29,7 +29,8 @@ const cache = new WeakMap<ModelConfig, Map<string, LanguageModel>>();
 function build(config: ModelConfig, provider: string, id: string): LanguageModel {
   switch (provider) {
     case 'openai-compatible': {
-      if (!config.openaiCompatibleBaseUrl) throw notConfigured(`The model "${provider}/${id}" needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
+      if (!config.openaiCompatibleBaseUrl)
+        throw notConfigured(`The model "${provider}/${id}" needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
       return createOpenAICompatible({
         name: 'openai-compatible',
         baseURL: config.openaiCompatibleBaseUrl,
@@ -38,13 +39,22 @@ function build(config: ModelConfig, provider: string, id: string): LanguageModel
       }).chatModel(id);
     }
     case 'openai':
-      if (!config.keys.openai) throw notConfigured(`The model "${provider}/${id}" needs OPENAI_API_KEY, which is not set`);
-      return createOpenAI({ apiKey: config.keys.openai, ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}) })(id);
+      if (!config.keys.openai)
+        throw notConfigured(`The model "${provider}/${id}" needs OPENAI_API_KEY, which is not set`);
+      return createOpenAI({
+        apiKey: config.keys.openai,
+        ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}),
+      })(id);
     case 'anthropic':
-      if (!config.keys.anthropic) throw notConfigured(`The model "${provider}/${id}" needs ANTHROPIC_API_KEY, which is not set`);
-      return createAnthropic({ apiKey: config.keys.anthropic, ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}) })(id);
+      if (!config.keys.anthropic)
+        throw notConfigured(`The model "${provider}/${id}" needs ANTHROPIC_API_KEY, which is not set`);
+      return createAnthropic({
+        apiKey: config.keys.anthropic,
+        ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}),
+      })(id);
     case 'google':
-      if (!config.keys.google) throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
+      if (!config.keys.google)
+        throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
       return createGoogleGenerativeAI({ apiKey: config.keys.google })(id);
     default:
       throw notConfigured(`Unknown model provider "${provider}" (use openai-compatible, openai, anthropic or google)`);
@@ -52,7 +62,10 @@ function build(config: ModelConfig, provider: string, id: string): LanguageModel
 }
 
 /** The model an agent runs: its own `model`, else DEFAULT_MODEL. */
-export function resolveModel(config: ModelConfig, agentModel: string | null): { model: LanguageModel; modelId: string } {
+export function resolveModel(
+  config: ModelConfig,
+  agentModel: string | null,
+): { model: LanguageModel; modelId: string } {
   const modelId = agentModel ?? config.defaultModel;
   if (!modelId) throw notConfigured('This agent names no model and DEFAULT_MODEL is not set');
   const slash = modelId.indexOf('/');

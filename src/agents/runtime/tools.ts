@@ -38,10 +38,23 @@ function safeName(raw: string): string {
 }
 
 function textOf(result: CallResult): string {
-  return result.content.filter((c) => c.type === 'text' && typeof c.text === 'string').map((c) => c.text as string).join('\n');
+  return result.content
+    .filter((c) => c.type === 'text' && typeof c.text === 'string')
+    .map((c) => c.text as string)
+    .join('\n');
 }
 
-const EXT: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp', 'audio/wav': 'wav', 'audio/mpeg': 'mp3', 'application/pdf': 'pdf', 'text/plain': 'txt', 'application/json': 'json' };
+const EXT: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+  'audio/wav': 'wav',
+  'audio/mpeg': 'mp3',
+  'application/pdf': 'pdf',
+  'text/plain': 'txt',
+  'application/json': 'json',
+};
 
 /** Binary content blocks are saved as chat files; the model gets a short note instead of base64. */
 async function keepFiles(result: CallResult, events: ToolEvents, tool: string): Promise<string[]> {
@@ -76,7 +89,8 @@ async function modelOutput(result: CallResult, events: ToolEvents, tool: string)
   const notes = await keepFiles(result, events, tool);
   const text = textOf(result);
   if (result.isError) return { isError: true, error: text || JSON.stringify(result.structuredContent ?? {}) };
-  if (result.structuredContent) return notes.length ? { ...result.structuredContent, _files: notes } : result.structuredContent;
+  if (result.structuredContent)
+    return notes.length ? { ...result.structuredContent, _files: notes } : result.structuredContent;
   return [text, ...notes].filter(Boolean).join('\n');
 }
 
@@ -95,16 +109,21 @@ export async function agentTools(
   resolve: (ctx: GatewayContext, path: string) => Promise<ToolServer | undefined>,
   events: ToolEvents = {},
 ): Promise<{ tools: ToolSet; targets: Map<string, ToolTarget> }> {
-  const listed = await Promise.all(servers.map(async (ref) => {
-    const server = await resolve(ctx, ref.server);
-    if (!server) return { ref, server: undefined, defs: [] as ToolDef[] };
-    try {
-      return { ref, server, defs: (await server.listTools(ctx)).filter((d) => allowed(ref, d)) };
-    } catch (err) {
-      ctx.log.warn({ server: ref.server, err: (err as Error).message }, 'agent tools: a server could not be listed; its tools are left out of this turn');
-      return { ref, server, defs: [] as ToolDef[] };
-    }
-  }));
+  const listed = await Promise.all(
+    servers.map(async (ref) => {
+      const server = await resolve(ctx, ref.server);
+      if (!server) return { ref, server: undefined, defs: [] as ToolDef[] };
+      try {
+        return { ref, server, defs: (await server.listTools(ctx)).filter((d) => allowed(ref, d)) };
+      } catch (err) {
+        ctx.log.warn(
+          { server: ref.server, err: (err as Error).message },
+          'agent tools: a server could not be listed; its tools are left out of this turn',
+        );
+        return { ref, server, defs: [] as ToolDef[] };
+      }
+    }),
+  );
   const counts = new Map<string, number>();
   for (const l of listed) for (const d of l.defs) counts.set(d.name, (counts.get(d.name) ?? 0) + 1);
   const tools: ToolSet = {};
@@ -123,13 +142,22 @@ export async function agentTools(
           events.onToolStart?.({ toolCallId, server: server.path, tool: def.name });
           let isError = true;
           try {
-            const callCtx: GatewayContext = abortSignal ? { ...ctx, signal: AbortSignal.any([ctx.signal, abortSignal]) } : ctx;
-            const args = input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
+            const callCtx: GatewayContext = abortSignal
+              ? { ...ctx, signal: AbortSignal.any([ctx.signal, abortSignal]) }
+              : ctx;
+            const args =
+              input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : {};
             const result = await server.callTool(callCtx, def.name, args);
             isError = Boolean(result.isError);
             return await modelOutput(result, events, def.name);
           } finally {
-            events.onToolEnd?.({ toolCallId, server: server.path, tool: def.name, isError, durationMs: Math.round(performance.now() - started) });
+            events.onToolEnd?.({
+              toolCallId,
+              server: server.path,
+              tool: def.name,
+              isError,
+              durationMs: Math.round(performance.now() - started),
+            });
           }
         },
       });

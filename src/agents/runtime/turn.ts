@@ -13,7 +13,11 @@ import { outputValidator } from '../validate.js';
 export type TurnFailureCode = 'step_limit' | 'model_error' | 'invalid_output' | 'turn_timeout' | 'turn_cancelled';
 
 export class TurnFailure extends Error {
-  constructor(readonly code: TurnFailureCode, message: string, readonly messages: ModelMessage[] = []) {
+  constructor(
+    readonly code: TurnFailureCode,
+    message: string,
+    readonly messages: ModelMessage[] = [],
+  ) {
     super(message);
     this.name = 'TurnFailure';
   }
@@ -44,7 +48,9 @@ export interface TurnResult {
 function systemPrompt(config: AgentConfig, sourceMetadata: Record<string, unknown> | undefined): string {
   const parts = [config.instructions];
   if (config.outputSchema) {
-    parts.push(`Answer with only a JSON object (no prose, no code fence) that is valid against this JSON Schema:\n${JSON.stringify(config.outputSchema)}`);
+    parts.push(
+      `Answer with only a JSON object (no prose, no code fence) that is valid against this JSON Schema:\n${JSON.stringify(config.outputSchema)}`,
+    );
   }
   if (sourceMetadata && Object.keys(sourceMetadata).length) {
     parts.push(`The caller sent this metadata with the message (sourceMetadata):\n${JSON.stringify(sourceMetadata)}`);
@@ -63,12 +69,20 @@ function parseObject(text: string): unknown {
 }
 
 function describe(errors: ErrorObject[] | null | undefined): string {
-  return (errors ?? []).slice(0, 10).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');
+  return (errors ?? [])
+    .slice(0, 10)
+    .map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`)
+    .join('; ');
 }
 
 function stopReason(signal: AbortSignal, steps: ModelMessage[]): TurnFailure {
   const reason = signal.reason as { name?: string } | undefined;
-  if (reason?.name === 'TimeoutError') return new TurnFailure('turn_timeout', 'The agent turn reached its time limit (AGENT_TURN_TIMEOUT_MS) before the agent answered', steps);
+  if (reason?.name === 'TimeoutError')
+    return new TurnFailure(
+      'turn_timeout',
+      'The agent turn reached its time limit (AGENT_TURN_TIMEOUT_MS) before the agent answered',
+      steps,
+    );
   return new TurnFailure('turn_cancelled', 'The agent turn was cancelled', steps);
 }
 
@@ -78,7 +92,11 @@ function modelFailure(err: unknown, produced: ModelMessage[]): TurnFailure {
 }
 
 function stepLimit(input: TurnInput, produced: ModelMessage[]): TurnFailure {
-  return new TurnFailure('step_limit', `The agent reached its step limit (${input.maxSteps} model calls) while still calling tools, without a final answer (AGENT_MAX_STEPS)`, produced);
+  return new TurnFailure(
+    'step_limit',
+    `The agent reached its step limit (${input.maxSteps} model calls) while still calling tools, without a final answer (AGENT_MAX_STEPS)`,
+    produced,
+  );
 }
 
 /**
@@ -86,16 +104,30 @@ function stepLimit(input: TurnInput, produced: ModelMessage[]): TurnFailure {
  * reads the text as it comes (SSE); otherwise one JSON completion per step, which costs the
  * process far less than the stream machinery (bench/channel.ts).
  */
-async function exchange(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+async function exchange(
+  input: TurnInput,
+  system: string,
+  messages: ModelMessage[],
+): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
   return input.onTextDelta ? streamed(input, system, messages) : whole(input, system, messages);
 }
 
-async function whole(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+async function whole(
+  input: TurnInput,
+  system: string,
+  messages: ModelMessage[],
+): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
   let produced: ModelMessage[] = [];
   let result: Awaited<ReturnType<typeof generateText>>;
   try {
     result = await generateText({
-      model: input.model, system, messages, tools: input.tools, stopWhen: stepCountIs(input.maxSteps), abortSignal: input.signal, maxRetries: 1,
+      model: input.model,
+      system,
+      messages,
+      tools: input.tools,
+      stopWhen: stepCountIs(input.maxSteps),
+      abortSignal: input.signal,
+      maxRetries: 1,
       onStepFinish: (step) => {
         produced = step.response.messages as ModelMessage[];
       },
@@ -109,7 +141,11 @@ async function whole(input: TurnInput, system: string, messages: ModelMessage[])
   return { text: result.text, messages: response, steps: result.steps.length };
 }
 
-async function streamed(input: TurnInput, system: string, messages: ModelMessage[]): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
+async function streamed(
+  input: TurnInput,
+  system: string,
+  messages: ModelMessage[],
+): Promise<{ text: string; messages: ModelMessage[]; steps: number }> {
   let produced: ModelMessage[] = [];
   let failure: unknown;
   const result = streamText({
@@ -162,8 +198,16 @@ export async function runTurn(input: TurnInput): Promise<TurnResult> {
     const ok = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && validate(parsed);
     if (ok) return { reply: JSON.stringify(parsed), output: parsed as Record<string, unknown>, messages: added, steps };
     const problem = parsed === undefined ? 'it is not JSON' : describe(validate.errors) || 'it is not a JSON object';
-    if (attempt >= 1) throw new TurnFailure('invalid_output', `The agent's answer does not match its output schema after one retry: ${problem}`, added);
-    const correction: ModelMessage = { role: 'user', content: `Your answer is not valid against the output schema (${problem}). Answer again with only the JSON object.` };
+    if (attempt >= 1)
+      throw new TurnFailure(
+        'invalid_output',
+        `The agent's answer does not match its output schema after one retry: ${problem}`,
+        added,
+      );
+    const correction: ModelMessage = {
+      role: 'user',
+      content: `Your answer is not valid against the output schema (${problem}). Answer again with only the JSON object.`,
+    };
     added.push(correction);
     const again = await exchange(input, system, [...input.history, ...added]).catch((err: unknown) => {
       if (err instanceof TurnFailure) throw new TurnFailure(err.code, err.message, [...added, ...err.messages]);

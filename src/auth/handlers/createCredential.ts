@@ -9,7 +9,9 @@ import { parseLabel } from './management.js';
  */
 export const createCredential: Handler<'createCredential'> = async (req, ctx) => {
   const { orgId } = ctx.auth;
-  const { credential, clientSecret } = await create(ctx.services.db, orgId, { label: parseLabel(req.body, 'API credential') });
+  const { credential, clientSecret } = await create(ctx.services.db, orgId, {
+    label: parseLabel(req.body, 'API credential'),
+  });
   ctx.log.info({ credentialId: credential.id, clientId: credential.clientId, orgId }, 'API credential created');
   return { status: 201, headers: { ...NO_STORE }, body: { ...credential, clientSecret } };
 };

@@ -25,11 +25,21 @@ export const exchangeLegacyToken: Handler<'exchangeLegacyToken'> = async (req, c
     throw oauthFailure('invalid_client', 'Client authentication failed.');
   }
   if (credential.orgId !== selectedOrg) {
-    ctx.log.info({ credentialId: credential.id }, 'legacy token exchange rejected: X-Selected-Org names another organisation');
+    ctx.log.info(
+      { credentialId: credential.id },
+      'legacy token exchange rejected: X-Selected-Org names another organisation',
+    );
     throw oauthFailure('invalid_scope', 'The credential does not belong to the selected organisation.');
   }
 
-  const issued = await tokens.issue({ orgId: credential.orgId, credentialId: credential.id, clientId: credential.clientId });
-  ctx.log.info({ clientId: credential.clientId, credentialId: credential.id, orgId: credential.orgId }, 'runtime token issued (legacy exchange)');
+  const issued = await tokens.issue({
+    orgId: credential.orgId,
+    credentialId: credential.id,
+    clientId: credential.clientId,
+  });
+  ctx.log.info(
+    { clientId: credential.clientId, credentialId: credential.id, orgId: credential.orgId },
+    'runtime token issued (legacy exchange)',
+  );
   return { status: 200, headers: { ...NO_STORE }, body: { token: issued.accessToken } };
 };

@@ -28,7 +28,8 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
   const scope = formParam(form, 'scope');
 
   if (!grantType) throw oauthFailure('invalid_request', 'The grant_type parameter is required.');
-  if (grantType !== 'client_credentials') throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
+  if (grantType !== 'client_credentials')
+    throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
 
   const { clientId, clientSecret } = clientCredentials(header(req, 'authorization'), bodyClientId, bodySecret);
 
@@ -49,7 +50,11 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
     throw oauthFailure('invalid_scope', "The scope must be org:<organization_id> for the credential's organisation.");
   }
 
-  const issued = await tokens.issue({ orgId: credential.orgId, credentialId: credential.id, clientId: credential.clientId });
+  const issued = await tokens.issue({
+    orgId: credential.orgId,
+    credentialId: credential.id,
+    clientId: credential.clientId,
+  });
   ctx.log.info({ clientId, credentialId: credential.id, orgId: credential.orgId }, 'runtime token issued');
   return {
     status: 200,
@@ -59,19 +64,29 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
 };
 
 /** The client's id and secret from `Authorization: Basic` or the body (see the rule above). */
-function clientCredentials(authorization: string | undefined, bodyClientId: string | undefined, bodySecret: string | undefined): { clientId: string; clientSecret: string } {
+function clientCredentials(
+  authorization: string | undefined,
+  bodyClientId: string | undefined,
+  bodySecret: string | undefined,
+): { clientId: string; clientSecret: string } {
   const value = authorization?.trim();
   if (value && /^Basic(\s|$)/i.test(value)) {
     const basic = parseBasicCredentials(value);
     const inBody = bodyClientId !== undefined || bodySecret !== undefined;
     if (inBody && (bodyClientId !== basic.clientId || bodySecret !== basic.clientSecret)) {
-      throw oauthFailure('invalid_request', 'The Authorization: Basic credentials and the body credentials differ; send the credentials one way.');
+      throw oauthFailure(
+        'invalid_request',
+        'The Authorization: Basic credentials and the body credentials differ; send the credentials one way.',
+      );
     }
     return basic;
   }
   // RFC 6749 section 5.2: "no client authentication included" is invalid_client.
   if (!bodyClientId || !bodySecret) {
-    throw oauthFailure('invalid_client', 'Client authentication is required: client_id and client_secret in the body, or Authorization: Basic.');
+    throw oauthFailure(
+      'invalid_client',
+      'Client authentication is required: client_id and client_secret in the body, or Authorization: Basic.',
+    );
   }
   return { clientId: bodyClientId, clientSecret: bodySecret };
 }

@@ -13,11 +13,14 @@ import { AppError } from '../../errors/index.js';
  */
 export function parseLabel(body: { label?: unknown } | undefined, fallback: string): string {
   if (body === undefined || body === null) return fallback;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('ERR_REQUEST_INVALID', { message: 'The body must be a JSON object' });
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new AppError('ERR_REQUEST_INVALID', { message: 'The body must be a JSON object' });
   const label = body.label;
   if (label === undefined) return fallback;
   if (typeof label !== 'string' || label.trim() === '' || label.trim().length > 200) {
-    throw new AppError('ERR_REQUEST_INVALID', { message: 'label must be a non-empty string of at most 200 characters' });
+    throw new AppError('ERR_REQUEST_INVALID', {
+      message: 'label must be a non-empty string of at most 200 characters',
+    });
   }
   return label.trim();
 }

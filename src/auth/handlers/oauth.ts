@@ -21,7 +21,8 @@ export function oauthFailure(code: OAuthErrorCode, description: string): OAuthEr
 export function formParam<F extends object>(form: F, name: Extract<keyof F, string>): string | undefined {
   const value: unknown = form[name];
   if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw oauthFailure('invalid_request', `The ${name} parameter must be given once, as a string.`);
+  if (typeof value !== 'string')
+    throw oauthFailure('invalid_request', `The ${name} parameter must be given once, as a string.`);
   return value;
 }
 
@@ -36,10 +37,12 @@ function formDecode(value: string): string {
  */
 export function parseBasicCredentials(authorization: string): { clientId: string; clientSecret: string } {
   const match = /^Basic[ ]+([A-Za-z0-9+/]+={0,2})[ ]*$/i.exec(authorization);
-  if (!match?.[1]) throw oauthFailure('invalid_client', 'The Authorization header must be Basic base64(client_id:client_secret).');
+  if (!match?.[1])
+    throw oauthFailure('invalid_client', 'The Authorization header must be Basic base64(client_id:client_secret).');
   const decoded = Buffer.from(match[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  if (colon <= 0) throw oauthFailure('invalid_client', 'The Authorization header must be Basic base64(client_id:client_secret).');
+  if (colon <= 0)
+    throw oauthFailure('invalid_client', 'The Authorization header must be Basic base64(client_id:client_secret).');
   try {
     const clientId = formDecode(decoded.slice(0, colon));
     const clientSecret = formDecode(decoded.slice(colon + 1));

@@ -16,8 +16,21 @@ import { navigationRefusal } from '../urls.js';
 export type AgentMode = 'dom' | 'hybrid' | 'cua';
 
 export type ActionName =
-  | 'goto' | 'back' | 'click' | 'fill' | 'select' | 'check' | 'press' | 'upload' | 'scroll' | 'wait'
-  | 'extract' | 'screenshot' | 'click_at' | 'type_text' | 'done';
+  | 'goto'
+  | 'back'
+  | 'click'
+  | 'fill'
+  | 'select'
+  | 'check'
+  | 'press'
+  | 'upload'
+  | 'scroll'
+  | 'wait'
+  | 'extract'
+  | 'screenshot'
+  | 'click_at'
+  | 'type_text'
+  | 'done';
 
 /** One step as the cache holds it: the action, its arguments without the ref, and the element's locator. */
 export interface RecordedStep {
@@ -52,7 +65,18 @@ export interface ActionHost {
 }
 
 /** Actions after which the page may still be changing. */
-const CHANGES_PAGE = new Set<ActionName>(['goto', 'back', 'click', 'fill', 'select', 'check', 'press', 'upload', 'click_at', 'type_text']);
+const CHANGES_PAGE = new Set<ActionName>([
+  'goto',
+  'back',
+  'click',
+  'fill',
+  'select',
+  'check',
+  'press',
+  'upload',
+  'click_at',
+  'type_text',
+]);
 
 export interface ActionOutcome {
   /** What the model is told and the log shows, e.g. `clicked button "Submit"`. */
@@ -67,7 +91,11 @@ export const MAX_EXTRACT_CHARS = 8_000;
 export const MAX_OUTPUT_TOKENS = 4_096;
 const MAX_WAIT_SECONDS = 10;
 
-const ref = { type: 'string', pattern: '^(f\\d+)?e\\d+$', description: 'Element reference from the latest snapshot, e.g. e12 or f1e3.' } as const;
+const ref = {
+  type: 'string',
+  pattern: '^(f\\d+)?e\\d+$',
+  description: 'Element reference from the latest snapshot, e.g. e12 or f1e3.',
+} as const;
 const fileName = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^/\\\\\\x00-\\x1f]+$' } as const;
 
 const ajv = new Ajv2020({ allErrors: true, strict: false });
@@ -79,14 +107,27 @@ addFormats.default(ajv);
  * what is wrong.
  */
 function def(description: string, properties: Record<string, object>, required: string[] = []) {
-  const schema = { type: 'object', properties: properties as Record<string, JSONSchema7>, required, additionalProperties: false } as const;
+  const schema = {
+    type: 'object',
+    properties: properties as Record<string, JSONSchema7>,
+    required,
+    additionalProperties: false,
+  } as const;
   const check = ajv.compile(schema);
   return tool({
     description,
     inputSchema: jsonSchema<Record<string, unknown>>(schema, {
-      validate: (value) => (check(value)
-        ? { success: true, value: value as Record<string, unknown> }
-        : { success: false, error: new Error((check.errors ?? []).map((e) => `${e.instancePath || 'arguments'} ${e.message ?? 'is invalid'}`).join('; ')) }),
+      validate: (value) =>
+        check(value)
+          ? { success: true, value: value as Record<string, unknown> }
+          : {
+              success: false,
+              error: new Error(
+                (check.errors ?? [])
+                  .map((e) => `${e.instancePath || 'arguments'} ${e.message ?? 'is invalid'}`)
+                  .join('; '),
+              ),
+            },
     }),
   });
 }
@@ -94,27 +135,82 @@ function def(description: string, properties: Record<string, object>, required: 
 /** The tools the model may call in a mode (one per turn). */
 export function actionTools(mode: AgentMode): ToolSet {
   const tools: ToolSet = {
-    goto: def('Open a URL in the current tab.', { url: { type: 'string', format: 'uri', description: 'Absolute http(s) URL.' } }, ['url']),
+    goto: def(
+      'Open a URL in the current tab.',
+      { url: { type: 'string', format: 'uri', description: 'Absolute http(s) URL.' } },
+      ['url'],
+    ),
     back: def('Go back to the previous page.', {}),
     click: def('Click an element.', { ref }, ['ref']),
-    fill: def('Replace the text of an input, text area or editable element; submit presses Enter after typing.', { ref, text: { type: 'string', maxLength: 10_000 }, submit: { type: 'boolean' } }, ['ref', 'text']),
-    select: def('Choose options of a select element by their labels or values.', { ref, values: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 50 } }, ['ref', 'values']),
-    check: def('Check or uncheck a checkbox or radio button.', { ref, checked: { type: 'boolean' } }, ['ref', 'checked']),
-    press: def('Press a key or combination (Enter, Tab, Escape, ArrowDown, Control+A …), on an element when a ref is given.', { key: { type: 'string', minLength: 1, maxLength: 50 }, ref }, ['key']),
-    upload: def('Set files from the task\'s files to upload on a file input.', { ref, fileNames: { type: 'array', items: fileName, minItems: 1, maxItems: 20 } }, ['ref', 'fileNames']),
-    scroll: def('Scroll the page by most of a screen (or by pixels), at a point of the viewport when x and y are given.', {
-      direction: { type: 'string', enum: ['up', 'down', 'left', 'right'] }, pixels: { type: 'integer', minimum: 1, maximum: 20_000 }, x: { type: 'number', minimum: 0 }, y: { type: 'number', minimum: 0 },
-    }, ['direction']),
-    wait: def(`Wait for the page to change, up to ${MAX_WAIT_SECONDS} seconds.`, { seconds: { type: 'number', minimum: 0.1, maximum: MAX_WAIT_SECONDS } }, ['seconds']),
-    extract: def(`Read the text of an element (or of the whole page without a ref), up to ${MAX_EXTRACT_CHARS} characters; with fileName it is also saved as a file of the task.`, { ref, fileName }),
-    screenshot: def('Save a PNG screenshot of the page as a file of the task.', { fileName, fullPage: { type: 'boolean' } }),
-    done: def('Finish the task: result is the answer (quote text you read with extract); success false when the task cannot be done.', { result: { type: 'string', maxLength: 100_000 }, success: { type: 'boolean' } }, ['result']),
+    fill: def(
+      'Replace the text of an input, text area or editable element; submit presses Enter after typing.',
+      { ref, text: { type: 'string', maxLength: 10_000 }, submit: { type: 'boolean' } },
+      ['ref', 'text'],
+    ),
+    select: def(
+      'Choose options of a select element by their labels or values.',
+      { ref, values: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 50 } },
+      ['ref', 'values'],
+    ),
+    check: def('Check or uncheck a checkbox or radio button.', { ref, checked: { type: 'boolean' } }, [
+      'ref',
+      'checked',
+    ]),
+    press: def(
+      'Press a key or combination (Enter, Tab, Escape, ArrowDown, Control+A …), on an element when a ref is given.',
+      { key: { type: 'string', minLength: 1, maxLength: 50 }, ref },
+      ['key'],
+    ),
+    upload: def(
+      "Set files from the task's files to upload on a file input.",
+      { ref, fileNames: { type: 'array', items: fileName, minItems: 1, maxItems: 20 } },
+      ['ref', 'fileNames'],
+    ),
+    scroll: def(
+      'Scroll the page by most of a screen (or by pixels), at a point of the viewport when x and y are given.',
+      {
+        direction: { type: 'string', enum: ['up', 'down', 'left', 'right'] },
+        pixels: { type: 'integer', minimum: 1, maximum: 20_000 },
+        x: { type: 'number', minimum: 0 },
+        y: { type: 'number', minimum: 0 },
+      },
+      ['direction'],
+    ),
+    wait: def(
+      `Wait for the page to change, up to ${MAX_WAIT_SECONDS} seconds.`,
+      { seconds: { type: 'number', minimum: 0.1, maximum: MAX_WAIT_SECONDS } },
+      ['seconds'],
+    ),
+    extract: def(
+      `Read the text of an element (or of the whole page without a ref), up to ${MAX_EXTRACT_CHARS} characters; with fileName it is also saved as a file of the task.`,
+      { ref, fileName },
+    ),
+    screenshot: def('Save a PNG screenshot of the page as a file of the task.', {
+      fileName,
+      fullPage: { type: 'boolean' },
+    }),
+    done: def(
+      'Finish the task: result is the answer (quote text you read with extract); success false when the task cannot be done.',
+      { result: { type: 'string', maxLength: 100_000 }, success: { type: 'boolean' } },
+      ['result'],
+    ),
   };
   if (mode === 'hybrid') {
-    tools.click_at = def('Click at a point of the viewport (CSS pixels, from the screenshot or the snapshot\'s [box=x,y,w,h]).', {
-      x: { type: 'number', minimum: 0 }, y: { type: 'number', minimum: 0 }, button: { type: 'string', enum: ['left', 'right', 'middle'] }, clicks: { type: 'integer', minimum: 1, maximum: 3 },
-    }, ['x', 'y']);
-    tools.type_text = def('Type text with the keyboard into whatever has the focus.', { text: { type: 'string', maxLength: 10_000 } }, ['text']);
+    tools.click_at = def(
+      "Click at a point of the viewport (CSS pixels, from the screenshot or the snapshot's [box=x,y,w,h]).",
+      {
+        x: { type: 'number', minimum: 0 },
+        y: { type: 'number', minimum: 0 },
+        button: { type: 'string', enum: ['left', 'right', 'middle'] },
+        clicks: { type: 'integer', minimum: 1, maximum: 3 },
+      },
+      ['x', 'y'],
+    );
+    tools.type_text = def(
+      'Type text with the keyboard into whatever has the focus.',
+      { text: { type: 'string', maxLength: 10_000 } },
+      ['text'],
+    );
   }
   return tools;
 }
@@ -153,7 +249,8 @@ function structuralPath(el: any): string {
       if (root instanceof g.Document) break;
     } else {
       let k = 1;
-      for (let sib = node.previousElementSibling; sib; sib = sib.previousElementSibling) if (sib.tagName === node.tagName) k++;
+      for (let sib = node.previousElementSibling; sib; sib = sib.previousElementSibling)
+        if (sib.tagName === node.tagName) k++;
       parts.unshift(`${String(node.tagName).toLowerCase()}:nth-of-type(${k})`);
     }
     if (node.parentElement) {
@@ -194,7 +291,7 @@ async function resolve(host: ActionHost, t: Target, forRead = false): Promise<Re
     return { locator, selector: t.selector, target: t.target ?? t.selector };
   }
   const byRef = page.getByRef(t.ref);
-  if (await byRef.count() === 0) throw new Error(`no element ${t.ref} in the latest snapshot (use a ref from it)`);
+  if ((await byRef.count()) === 0) throw new Error(`no element ${t.ref} in the latest snapshot (use a ref from it)`);
   let selector: string | undefined;
   let target = t.ref;
   try {
@@ -211,7 +308,8 @@ async function resolve(host: ActionHost, t: Target, forRead = false): Promise<Re
 /** A coordinate of the viewport, or a reason the model can act on. */
 function inside(v: unknown, max: number): number {
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0 || n > max) throw new Error(`${String(v)} is outside the viewport (0 to ${max} CSS pixels)`);
+  if (!Number.isFinite(n) || n < 0 || n > max)
+    throw new Error(`${String(v)} is outside the viewport (0 to ${max} CSS pixels)`);
   return n;
 }
 
@@ -224,14 +322,24 @@ function str(v: unknown, name: string): string {
  * Performs one action. Throws with a reason the model can act on (it is told and tries
  * something else); never for a `done`.
  */
-export async function perform(host: ActionHost, action: ActionName, args: Record<string, unknown>, t?: Target): Promise<ActionOutcome> {
+export async function perform(
+  host: ActionHost,
+  action: ActionName,
+  args: Record<string, unknown>,
+  t?: Target,
+): Promise<ActionOutcome> {
   const since = Date.now();
   const outcome = await act(host, action, args, t);
   if (CHANGES_PAGE.has(action)) await host.settle(since);
   return outcome;
 }
 
-async function act(host: ActionHost, action: ActionName, args: Record<string, unknown>, t?: Target): Promise<ActionOutcome> {
+async function act(
+  host: ActionHost,
+  action: ActionName,
+  args: Record<string, unknown>,
+  t?: Target,
+): Promise<ActionOutcome> {
   const page = host.page();
   const timeout = host.actionTimeoutMs;
   const { ref: _ref, ...plain } = args;
@@ -239,7 +347,12 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
     if (!t) throw new Error(`${action} needs a ref`);
     return resolve(host, t, action === 'extract');
   };
-  const step = (r?: Resolved, extra: Partial<RecordedStep> = {}): RecordedStep => ({ action, args: plain, ...(r ? { selector: r.selector, target: r.target } : {}), ...extra });
+  const step = (r?: Resolved, extra: Partial<RecordedStep> = {}): RecordedStep => ({
+    action,
+    args: plain,
+    ...(r ? { selector: r.selector, target: r.target } : {}),
+    ...extra,
+  });
   switch (action) {
     case 'goto': {
       const url = str(args.url, 'url');
@@ -260,15 +373,24 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
     }
     case 'fill': {
       const r = await element();
-      const secret = (await r.locator.getAttribute('type', { timeout }).catch(() => null))?.toLowerCase() === 'password';
+      const secret =
+        (await r.locator.getAttribute('type', { timeout }).catch(() => null))?.toLowerCase() === 'password';
       await r.locator.fill(str(args.text, 'text'), { timeout });
       if (args.submit === true) await r.locator.press('Enter', { timeout });
-      return { note: `filled ${r.target}${args.submit === true ? ' and pressed Enter' : ''}`, step: step(r, secret ? { secret: true } : {}) };
+      return {
+        note: `filled ${r.target}${args.submit === true ? ' and pressed Enter' : ''}`,
+        step: step(r, secret ? { secret: true } : {}),
+      };
     }
     case 'select': {
       const r = await element();
       const values = (args.values as unknown[]).map((v) => str(v, 'values[]'));
-      const chosen = await r.locator.selectOption(values.map((v) => ({ label: v })), { timeout }).catch(() => r.locator.selectOption(values, { timeout }));
+      const chosen = await r.locator
+        .selectOption(
+          values.map((v) => ({ label: v })),
+          { timeout },
+        )
+        .catch(() => r.locator.selectOption(values, { timeout }));
       return { note: `selected ${chosen.join(', ')} in ${r.target}`, step: step(r) };
     }
     case 'check': {
@@ -291,7 +413,10 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
       const names = (args.fileNames as unknown[]).map((v) => str(v, 'fileNames[]'));
       const files = names.map((n) => {
         const f = host.uploads.get(n);
-        if (!f) throw new Error(`no file ${quote(n)} among the task's files to upload (${[...host.uploads.keys()].map((k) => quote(k)).join(', ') || 'none'})`);
+        if (!f)
+          throw new Error(
+            `no file ${quote(n)} among the task's files to upload (${[...host.uploads.keys()].map((k) => quote(k)).join(', ') || 'none'})`,
+          );
         return f;
       });
       await r.locator.setInputFiles(files, { timeout });
@@ -300,9 +425,13 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
     case 'scroll': {
       const dir = ['up', 'down', 'left', 'right'].includes(String(args.direction)) ? String(args.direction) : 'down';
       const horizontal = dir === 'left' || dir === 'right';
-      const px = typeof args.pixels === 'number' ? args.pixels : Math.round((horizontal ? host.viewport.width : host.viewport.height) * 0.8);
+      const px =
+        typeof args.pixels === 'number'
+          ? args.pixels
+          : Math.round((horizontal ? host.viewport.width : host.viewport.height) * 0.8);
       const sign = dir === 'up' || dir === 'left' ? -1 : 1;
-      if (typeof args.x === 'number' && typeof args.y === 'number') await page.mouse.move(inside(args.x, host.viewport.width), inside(args.y, host.viewport.height));
+      if (typeof args.x === 'number' && typeof args.y === 'number')
+        await page.mouse.move(inside(args.x, host.viewport.width), inside(args.y, host.viewport.height));
       await page.mouse.wheel(horizontal ? sign * px : 0, horizontal ? 0 : sign * px);
       return { note: `scrolled ${dir}${typeof args.pixels === 'number' ? ` ${px} px` : ''}`, step: step() };
     }
@@ -313,10 +442,16 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
     }
     case 'extract': {
       const r = t ? await element() : undefined;
-      const text = (await (r ? r.locator : page.locator('body')).innerText({ timeout })).trim().slice(0, MAX_EXTRACT_CHARS);
-      if (typeof args.fileName === 'string') await host.saveFile(args.fileName, Buffer.from(text, 'utf8'), 'text/plain');
+      const text = (await (r ? r.locator : page.locator('body')).innerText({ timeout }))
+        .trim()
+        .slice(0, MAX_EXTRACT_CHARS);
+      if (typeof args.fileName === 'string')
+        await host.saveFile(args.fileName, Buffer.from(text, 'utf8'), 'text/plain');
       const where = r ? r.target : 'the page';
-      return { note: `read ${where}: ${quote(text, MAX_EXTRACT_CHARS)}${typeof args.fileName === 'string' ? ` (saved as ${args.fileName})` : ''}`, step: step(r, { read: text }) };
+      return {
+        note: `read ${where}: ${quote(text, MAX_EXTRACT_CHARS)}${typeof args.fileName === 'string' ? ` (saved as ${args.fileName})` : ''}`,
+        step: step(r, { read: text }),
+      };
     }
     case 'screenshot': {
       const name = typeof args.fileName === 'string' ? args.fileName : `screenshot-${Date.now()}.png`;
@@ -330,7 +465,10 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
       const button = args.button === 'right' || args.button === 'middle' ? args.button : 'left';
       const clicks = typeof args.clicks === 'number' ? Math.min(3, Math.max(1, Math.round(args.clicks))) : 1;
       await page.mouse.click(x, y, { button, clickCount: clicks });
-      return { note: `${clicks === 2 ? 'double-' : clicks === 3 ? 'triple-' : ''}${button === 'left' ? '' : `${button}-`}clicked at (${x}, ${y})`, step: step() };
+      return {
+        note: `${clicks === 2 ? 'double-' : clicks === 3 ? 'triple-' : ''}${button === 'left' ? '' : `${button}-`}clicked at (${x}, ${y})`,
+        step: step(),
+      };
     }
     case 'type_text':
       await page.keyboard.type(str(args.text, 'text'));
@@ -347,7 +485,10 @@ async function act(host: ActionHost, action: ActionName, args: Record<string, un
 
 /** How a step is named in the log and in a heal prompt. */
 export function describeStep(s: RecordedStep): string {
-  const args = Object.entries(s.args).filter(([k]) => k !== 'text' || s.action !== 'fill').map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(' ');
+  const args = Object.entries(s.args)
+    .filter(([k]) => k !== 'text' || s.action !== 'fill')
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(' ');
   return `${s.action}${s.target ? ` ${s.target}` : ''}${args ? ` ${args}` : ''}`;
 }
 

@@ -19,19 +19,22 @@ const RETRY_MS = 600_000;
 const FETCH_TIMEOUT_MS = 15_000;
 const ENGINE_FILE = 'adblock-ads-engine.bin';
 
-const timedFetch: typeof fetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+const timedFetch: typeof fetch = (input, init) =>
+  fetch(input, { ...init, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
 
 /** The library, loaded on the first task that blocks ads. */
 const library = () => import('@ghostery/adblocker-playwright').then((m) => m.PlaywrightBlocker);
 
 async function fromLists(lists: string[]): Promise<PlaywrightBlocker> {
   const PlaywrightBlocker = await library();
-  const texts = await Promise.all(lists.map(async (l) => {
-    if (!/^https?:\/\//i.test(l)) return readFile(l, 'utf8');
-    const res = await timedFetch(l);
-    if (!res.ok) throw new Error(`${l} answered HTTP ${res.status}`);
-    return res.text();
-  }));
+  const texts = await Promise.all(
+    lists.map(async (l) => {
+      if (!/^https?:\/\//i.test(l)) return readFile(l, 'utf8');
+      const res = await timedFetch(l);
+      if (!res.ok) throw new Error(`${l} answered HTTP ${res.status}`);
+      return res.text();
+    }),
+  );
   return PlaywrightBlocker.parse(texts.join('\n'));
 }
 
@@ -39,7 +42,10 @@ async function prebuilt(dir: string): Promise<PlaywrightBlocker> {
   const PlaywrightBlocker = await library();
   const file = path.join(dir, ENGINE_FILE);
   const cached = async () => PlaywrightBlocker.deserialize(new Uint8Array(await readFile(file)));
-  const age = await stat(file).then((s) => Date.now() - s.mtimeMs, () => Infinity);
+  const age = await stat(file).then(
+    (s) => Date.now() - s.mtimeMs,
+    () => Infinity,
+  );
   if (age < DAY_MS) {
     try {
       return await cached();
@@ -83,17 +89,25 @@ export class AdBlocker {
   }
 
   private async load(): Promise<AdBlock> {
-    const what = this.opts.lists.length ? `the ${this.opts.lists.length} list(s) of BROWSER_ADBLOCK_LISTS` : 'Ghostery\'s prebuilt ads engine';
+    const what = this.opts.lists.length
+      ? `the ${this.opts.lists.length} list(s) of BROWSER_ADBLOCK_LISTS`
+      : "Ghostery's prebuilt ads engine";
     try {
-      const blocker = this.opts.lists.length ? await fromLists(this.opts.lists) : await prebuilt(path.join(this.opts.dataDir, 'browser'));
+      const blocker = this.opts.lists.length
+        ? await fromLists(this.opts.lists)
+        : await prebuilt(path.join(this.opts.dataDir, 'browser'));
       return {
         describe: what,
         enable: async (page: Page) => {
-          await blocker.enableBlockingInPage(page as unknown as Parameters<PlaywrightBlocker['enableBlockingInPage']>[0]);
+          await blocker.enableBlockingInPage(
+            page as unknown as Parameters<PlaywrightBlocker['enableBlockingInPage']>[0],
+          );
         },
       };
     } catch (err) {
-      return { unavailable: `${what} could not be loaded: ${(err as Error).message.split('\n')[0]}${this.opts.lists.length ? '' : '; set BROWSER_ADBLOCK_LISTS to filter lists this server can read'}` };
+      return {
+        unavailable: `${what} could not be loaded: ${(err as Error).message.split('\n')[0]}${this.opts.lists.length ? '' : '; set BROWSER_ADBLOCK_LISTS to filter lists this server can read'}`,
+      };
     }
   }
 }

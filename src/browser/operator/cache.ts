@@ -27,7 +27,9 @@ export interface CacheSlot {
 }
 
 export function taskHash(task: string, startUrl: string | null): string {
-  return createHash('sha256').update(JSON.stringify([task, startUrl ?? ''])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([task, startUrl ?? '']))
+    .digest('hex');
 }
 
 function entryKey(secretKey: Buffer): Buffer {
@@ -35,11 +37,16 @@ function entryKey(secretKey: Buffer): Buffer {
 }
 
 /** The live entry of the slot at `now`, or undefined (none, expired, or unreadable under this key). */
-export async function lookupEntry(db: Knex, secretKey: Buffer, slot: CacheSlot, now: number): Promise<CacheEntry | undefined> {
-  const row = await db('browser_action_cache')
+export async function lookupEntry(
+  db: Knex,
+  secretKey: Buffer,
+  slot: CacheSlot,
+  now: number,
+): Promise<CacheEntry | undefined> {
+  const row = (await db('browser_action_cache')
     .where({ org_id: slot.orgId, cache_key: slot.cacheKey, task_hash: slot.taskHash })
     .where('expires_at', '>', new Date(now).toISOString())
-    .first('entry_enc') as { entry_enc: string } | undefined;
+    .first('entry_enc')) as { entry_enc: string } | undefined;
   if (!row) return undefined;
   try {
     const entry = JSON.parse(decrypt(entryKey(secretKey), row.entry_enc)) as CacheEntry;
@@ -50,20 +57,36 @@ export async function lookupEntry(db: Knex, secretKey: Buffer, slot: CacheSlot, 
 }
 
 /** Writes (or rewrites, after a heal or a live run) the slot's entry, valid `days` from `now`. */
-export async function saveEntry(db: Knex, secretKey: Buffer, slot: CacheSlot, entry: Omit<CacheEntry, 'v'>, days: number, now: number): Promise<void> {
+export async function saveEntry(
+  db: Knex,
+  secretKey: Buffer,
+  slot: CacheSlot,
+  entry: Omit<CacheEntry, 'v'>,
+  days: number,
+  now: number,
+): Promise<void> {
   const at = new Date(now).toISOString();
   const row = {
-    org_id: slot.orgId, cache_key: slot.cacheKey, task_hash: slot.taskHash,
+    org_id: slot.orgId,
+    cache_key: slot.cacheKey,
+    task_hash: slot.taskHash,
     entry_enc: encrypt(entryKey(secretKey), JSON.stringify({ v: ENTRY_VERSION, ...entry })),
-    steps: entry.steps.length, hits: 0, created_at: at, updated_at: at,
+    steps: entry.steps.length,
+    hits: 0,
+    created_at: at,
+    updated_at: at,
     expires_at: new Date(now + days * 86_400_000).toISOString(),
   };
-  await db('browser_action_cache').insert(row).onConflict(['org_id', 'cache_key', 'task_hash'])
+  await db('browser_action_cache')
+    .insert(row)
+    .onConflict(['org_id', 'cache_key', 'task_hash'])
     .merge(['entry_enc', 'steps', 'hits', 'updated_at', 'expires_at']);
 }
 
 export async function countHit(db: Knex, slot: CacheSlot): Promise<void> {
-  await db('browser_action_cache').where({ org_id: slot.orgId, cache_key: slot.cacheKey, task_hash: slot.taskHash }).increment('hits', 1);
+  await db('browser_action_cache')
+    .where({ org_id: slot.orgId, cache_key: slot.cacheKey, task_hash: slot.taskHash })
+    .increment('hits', 1);
 }
 
 /** Drops entries that expired before `before` (the sweep). */

@@ -9,12 +9,34 @@
  */
 import { anthropic } from '@ai-sdk/anthropic';
 import { generateText, hasToolCall, stepCountIs, type ModelMessage, type ToolSet } from 'ai';
-import { actionTools, MAX_OUTPUT_TOKENS, perform, type ActionHost, type ActionName, type RecordedStep } from './actions.js';
+import {
+  actionTools,
+  MAX_OUTPUT_TOKENS,
+  perform,
+  type ActionHost,
+  type ActionName,
+  type RecordedStep,
+} from './actions.js';
 
 /** The computer tool's actions (computer_20250124). */
 interface ComputerInput {
-  action: 'key' | 'hold_key' | 'type' | 'cursor_position' | 'mouse_move' | 'left_mouse_down' | 'left_mouse_up' | 'left_click' | 'left_click_drag'
-    | 'right_click' | 'middle_click' | 'double_click' | 'triple_click' | 'scroll' | 'wait' | 'screenshot';
+  action:
+    | 'key'
+    | 'hold_key'
+    | 'type'
+    | 'cursor_position'
+    | 'mouse_move'
+    | 'left_mouse_down'
+    | 'left_mouse_up'
+    | 'left_click'
+    | 'left_click_drag'
+    | 'right_click'
+    | 'middle_click'
+    | 'double_click'
+    | 'triple_click'
+    | 'scroll'
+    | 'wait'
+    | 'screenshot';
   coordinate?: [number, number];
   duration?: number;
   scroll_amount?: number;
@@ -31,15 +53,50 @@ interface ComputerOutput {
 
 /** xdotool-style key names, as computer-use models write them, to Playwright's. */
 const KEYS: Record<string, string> = {
-  return: 'Enter', enter: 'Enter', kp_enter: 'Enter', esc: 'Escape', escape: 'Escape', backspace: 'Backspace', tab: 'Tab', space: 'Space',
-  delete: 'Delete', del: 'Delete', insert: 'Insert', up: 'ArrowUp', down: 'ArrowDown', left: 'ArrowLeft', right: 'ArrowRight',
-  page_up: 'PageUp', pageup: 'PageUp', prior: 'PageUp', page_down: 'PageDown', pagedown: 'PageDown', next: 'PageDown', home: 'Home', end: 'End',
-  ctrl: 'Control', control: 'Control', alt: 'Alt', shift: 'Shift', super: 'Meta', cmd: 'Meta', command: 'Meta', meta: 'Meta', win: 'Meta',
+  return: 'Enter',
+  enter: 'Enter',
+  kp_enter: 'Enter',
+  esc: 'Escape',
+  escape: 'Escape',
+  backspace: 'Backspace',
+  tab: 'Tab',
+  space: 'Space',
+  delete: 'Delete',
+  del: 'Delete',
+  insert: 'Insert',
+  up: 'ArrowUp',
+  down: 'ArrowDown',
+  left: 'ArrowLeft',
+  right: 'ArrowRight',
+  page_up: 'PageUp',
+  pageup: 'PageUp',
+  prior: 'PageUp',
+  page_down: 'PageDown',
+  pagedown: 'PageDown',
+  next: 'PageDown',
+  home: 'Home',
+  end: 'End',
+  ctrl: 'Control',
+  control: 'Control',
+  alt: 'Alt',
+  shift: 'Shift',
+  super: 'Meta',
+  cmd: 'Meta',
+  command: 'Meta',
+  meta: 'Meta',
+  win: 'Meta',
 };
 
 export function playwrightKey(combo: string): string {
-  return combo.split('+').map((k) => k.trim()).filter(Boolean)
-    .map((k) => KEYS[k.toLowerCase()] ?? (k.length === 1 ? k : /^f\d{1,2}$/i.test(k) ? k.toUpperCase() : `${k[0]!.toUpperCase()}${k.slice(1)}`))
+  return combo
+    .split('+')
+    .map((k) => k.trim())
+    .filter(Boolean)
+    .map(
+      (k) =>
+        KEYS[k.toLowerCase()] ??
+        (k.length === 1 ? k : /^f\d{1,2}$/i.test(k) ? k.toUpperCase() : `${k[0]!.toUpperCase()}${k.slice(1)}`),
+    )
     .join('+');
 }
 
@@ -101,7 +158,10 @@ export async function runCua(o: {
         break;
       case 'right_click':
       case 'middle_click':
-        note = await ours('click_at', { ...at(input.coordinate), button: input.action === 'right_click' ? 'right' : 'middle' });
+        note = await ours('click_at', {
+          ...at(input.coordinate),
+          button: input.action === 'right_click' ? 'right' : 'middle',
+        });
         break;
       case 'double_click':
       case 'triple_click':
@@ -114,7 +174,11 @@ export async function runCua(o: {
         note = await ours('press', { key: playwrightKey(input.text ?? '') });
         break;
       case 'scroll':
-        note = await ours('scroll', { direction: input.scroll_direction ?? 'down', pixels: Math.max(1, Math.round((input.scroll_amount ?? 3) * 100)), ...(input.coordinate ? at(input.coordinate) : {}) });
+        note = await ours('scroll', {
+          direction: input.scroll_direction ?? 'down',
+          pixels: Math.max(1, Math.round((input.scroll_amount ?? 3) * 100)),
+          ...(input.coordinate ? at(input.coordinate) : {}),
+        });
         break;
       case 'wait':
         note = await ours('wait', { seconds: Math.min(10, Math.max(0.1, input.duration ?? 1)) });
@@ -172,15 +236,36 @@ export async function runCua(o: {
         return { note: `FAILED: ${reason}`, screenshot: await shot().catch(() => undefined) };
       }
     },
-    toModelOutput: ({ output }: { output: ComputerOutput }) => (output.screenshot
-      ? { type: 'content', value: [{ type: 'text', text: output.note }, { type: 'image-data', data: output.screenshot, mediaType: 'image/png' }] }
-      : { type: 'text', value: output.note }),
+    toModelOutput: ({ output }: { output: ComputerOutput }) =>
+      output.screenshot
+        ? {
+            type: 'content',
+            value: [
+              { type: 'text', text: output.note },
+              { type: 'image-data', data: output.screenshot, mediaType: 'image/png' },
+            ],
+          }
+        : { type: 'text', value: output.note },
   });
   const tools: ToolSet = { computer, done: actionTools('dom').done! };
   const first = await shot();
-  const messages: ModelMessage[] = [{ role: 'user', content: [{ type: 'text', text: o.prompt }, { type: 'image', image: first, mediaType: 'image/png' }] }];
+  const messages: ModelMessage[] = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: o.prompt },
+        { type: 'image', image: first, mediaType: 'image/png' },
+      ],
+    },
+  ];
   const res = await generateText({
-    model: o.model, system: o.system, messages, tools, maxRetries: 1, maxOutputTokens: MAX_OUTPUT_TOKENS, abortSignal: o.signal,
+    model: o.model,
+    system: o.system,
+    messages,
+    tools,
+    maxRetries: 1,
+    maxOutputTokens: MAX_OUTPUT_TOKENS,
+    abortSignal: o.signal,
     stopWhen: [stepCountIs(Math.max(1, o.maxCalls)), hasToolCall('done')],
   });
   const call = res.steps.flatMap((s) => s.toolCalls).find((c) => c.toolName === 'done');
@@ -188,6 +273,8 @@ export async function runCua(o: {
   return {
     calls: res.steps.length,
     cacheable,
-    done: input ? { result: typeof input.result === 'string' ? input.result : '', success: input.success !== false } : undefined,
+    done: input
+      ? { result: typeof input.result === 'string' ? input.result : '', success: input.success !== false }
+      : undefined,
   };
 }

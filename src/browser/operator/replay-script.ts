@@ -35,22 +35,32 @@ function line(s: RecordedStep, n: number, viewport: { width: number; height: num
         secrets.push(`const ${name} = ''; // the password typed in step ${n} is not written out: put it here`);
         value = name;
       }
-      return [`await ${need()}.fill(${value});`, ...(a.submit === true ? [`await ${need()}.press('Enter');`] : []), PAUSE];
+      return [
+        `await ${need()}.fill(${value});`,
+        ...(a.submit === true ? [`await ${need()}.press('Enter');`] : []),
+        PAUSE,
+      ];
     }
     case 'select': {
       const values = (a.values as string[]) ?? [];
-      return [`await ${need()}.selectOption(${js(values.map((label) => ({ label })))}).catch(() => ${need()}.selectOption(${js(values)}));`, PAUSE];
+      return [
+        `await ${need()}.selectOption(${js(values.map((label) => ({ label })))}).catch(() => ${need()}.selectOption(${js(values)}));`,
+        PAUSE,
+      ];
     }
     case 'check':
       return [`await ${need()}.setChecked(${a.checked === true});`, PAUSE];
     case 'press':
       return [at ? `await ${at}.press(${js(a.key)});` : `await page.keyboard.press(${js(a.key)});`, PAUSE];
     case 'upload':
-      return [`throw new Error(${js(`Step ${n} uploads ${((a.fileNames as string[]) ?? []).join(', ')}, which this script cannot: replay the task with operator_run (same cacheKey), which fetches filesToUpload.`)});`];
+      return [
+        `throw new Error(${js(`Step ${n} uploads ${((a.fileNames as string[]) ?? []).join(', ')}, which this script cannot: replay the task with operator_run (same cacheKey), which fetches filesToUpload.`)});`,
+      ];
     case 'scroll': {
       const dir = String(a.direction ?? 'down');
       const horizontal = dir === 'left' || dir === 'right';
-      const px = typeof a.pixels === 'number' ? a.pixels : Math.round((horizontal ? viewport.width : viewport.height) * 0.8);
+      const px =
+        typeof a.pixels === 'number' ? a.pixels : Math.round((horizontal ? viewport.width : viewport.height) * 0.8);
       const d = (dir === 'up' || dir === 'left' ? -1 : 1) * px;
       return [
         ...(typeof a.x === 'number' && typeof a.y === 'number' ? [`await page.mouse.move(${a.x}, ${a.y});`] : []),
@@ -60,7 +70,10 @@ function line(s: RecordedStep, n: number, viewport: { width: number; height: num
     case 'wait':
       return [`await page.waitForTimeout(${Math.round(Number(a.seconds ?? 1) * 1000)});`];
     case 'click_at':
-      return [`await page.mouse.click(${Number(a.x)}, ${Number(a.y)}, ${js({ button: a.button ?? 'left', clickCount: a.clicks ?? 1 })});`, PAUSE];
+      return [
+        `await page.mouse.click(${Number(a.x)}, ${Number(a.y)}, ${js({ button: a.button ?? 'left', clickCount: a.clicks ?? 1 })});`,
+        PAUSE,
+      ];
     case 'type_text':
       return [`await page.keyboard.type(${js(a.text)});`, PAUSE];
     default:
@@ -69,7 +82,10 @@ function line(s: RecordedStep, n: number, viewport: { width: number; height: num
 }
 
 /** The script text of a cache entry; `label` names the task and build in its header. */
-export function replayScript(entry: Pick<CacheEntry, 'startUrl' | 'steps' | 'result'>, label: { task: string; buildId: string; viewport: { width: number; height: number } }): string {
+export function replayScript(
+  entry: Pick<CacheEntry, 'startUrl' | 'steps' | 'result'>,
+  label: { task: string; buildId: string; viewport: { width: number; height: number } },
+): string {
   const body: string[] = [];
   const secrets: string[] = [];
   const reads: Array<{ name: string; text: string }> = [];
@@ -78,7 +94,7 @@ export function replayScript(entry: Pick<CacheEntry, 'startUrl' | 'steps' | 'res
     const n = i + 1;
     if (s.action === 'extract') {
       const name = `read${reads.length + 1}`;
-      const from = s.selector !== undefined ? `page.locator(${js(s.selector)})` : 'page.locator(\'body\')';
+      const from = s.selector !== undefined ? `page.locator(${js(s.selector)})` : "page.locator('body')";
       body.push(`const ${name} = (await ${from}.innerText()).trim();`);
       if (s.read) reads.push({ name, text: s.read });
       return;
@@ -102,6 +118,15 @@ export function replayScript(entry: Pick<CacheEntry, 'startUrl' | 'steps' | 'res
     `// Run it with browser-automation_playwright_run: { "code": <this file>, "buildId": "${label.buildId}" }`,
     `// (viewport ${label.viewport.width}x${label.viewport.height}: pass viewportWidth and viewportHeight for the same layout).`,
   ];
-  const guard = secrets.length ? [...secrets, ...secrets.map((_, k) => `if (!SECRET_${k + 1}) throw new Error('Put the password of SECRET_${k + 1} at the top of the script first.');`), ''] : [];
+  const guard = secrets.length
+    ? [
+        ...secrets,
+        ...secrets.map(
+          (_, k) =>
+            `if (!SECRET_${k + 1}) throw new Error('Put the password of SECRET_${k + 1} at the top of the script first.');`,
+        ),
+        '',
+      ]
+    : [];
   return `${[...header, '', ...guard, ...body, `return ${result};`].join('\n')}\n`;
 }

@@ -8,7 +8,19 @@
  * the rest of the task runs live. Either way the steps that worked become the new entry.
  */
 import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
-import { actionTools, describeStep, MAX_OUTPUT_TOKENS, perform, replayable, type ActionHost, type ActionName, type ActionOutcome, type AgentMode, type RecordedStep, type Target } from './actions.js';
+import {
+  actionTools,
+  describeStep,
+  MAX_OUTPUT_TOKENS,
+  perform,
+  replayable,
+  type ActionHost,
+  type ActionName,
+  type ActionOutcome,
+  type AgentMode,
+  type RecordedStep,
+  type Target,
+} from './actions.js';
 import type { CacheEntry } from './cache.js';
 import { runCua } from './cua.js';
 
@@ -52,17 +64,18 @@ export interface OperatorOutcome {
 }
 
 const SYSTEM = [
-  'You operate a web browser to carry out the user\'s task.',
+  "You operate a web browser to carry out the user's task.",
   'Each turn shows the current page: its URL, its title and an accessibility snapshot in which elements carry references like [ref=e5] (f1e3 for an element inside a frame).',
   'Call exactly one tool per turn. Name elements only by refs from the latest snapshot.',
   'To report text from the page, read it with extract first, then quote it in done.',
   'Call done with the result when the task is finished, or with success false when it cannot be done. Never invent page content.',
 ].join(' ');
 const CUA = [
-  'You operate a web browser through the computer tool: the display is the browser\'s viewport, and the page the task starts on is already open.',
+  "You operate a web browser through the computer tool: the display is the browser's viewport, and the page the task starts on is already open.",
   'Each action is answered with a screenshot. Call done with the result when the task is finished, or with success false when it cannot be done. Never invent page content.',
 ].join(' ');
-const HYBRID = 'A screenshot of the viewport comes with each turn; click_at and type_text act at viewport coordinates for what the snapshot does not show.';
+const HYBRID =
+  'A screenshot of the viewport comes with each turn; click_at and type_text act at viewport coordinates for what the snapshot does not show.';
 
 function cap(snapshot: string): string {
   if (snapshot.length <= SNAPSHOT_CHARS) return snapshot;
@@ -79,17 +92,26 @@ async function observe(host: ActionHost, mode: AgentMode): Promise<Array<TextPar
   } catch {
     // A page in the middle of navigating: once more when it has loaded.
     await page.waitForLoadState('load', { timeout: 5_000 }).catch(() => undefined);
-    snapshot = await page.ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 }).catch((err: Error) => `(no snapshot: ${err.message.split('\n')[0]})`);
+    snapshot = await page
+      .ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 })
+      .catch((err: Error) => `(no snapshot: ${err.message.split('\n')[0]})`);
   }
   const title = await page.title().catch(() => '');
   const text = `Current page: ${page.url()}\nTitle: ${title}\nSnapshot:\n${cap(snapshot)}`;
   if (mode !== 'hybrid') return [{ type: 'text', text }];
   const shot = await page.screenshot({ type: 'jpeg', quality: 60, timeout: 10_000 }).catch(() => undefined);
-  return shot ? [{ type: 'text', text }, { type: 'image', image: shot, mediaType: 'image/jpeg' }] : [{ type: 'text', text }];
+  return shot
+    ? [
+        { type: 'text', text },
+        { type: 'image', image: shot, mediaType: 'image/jpeg' },
+      ]
+    : [{ type: 'text', text }];
 }
 
 function taskText(t: OperatorTask): string {
-  const files = t.uploads.length ? `\nFiles you can upload (upload tool): ${t.uploads.map((n) => JSON.stringify(n)).join(', ')}` : '';
+  const files = t.uploads.length
+    ? `\nFiles you can upload (upload tool): ${t.uploads.map((n) => JSON.stringify(n)).join(', ')}`
+    : '';
   return `Task: ${t.task}${files}`;
 }
 
@@ -99,14 +121,32 @@ interface Choice {
 }
 
 /** One model call: the action it chose, or the reason it chose none. */
-async function choose(env: OperatorEnv, tools: ToolSet, system: string, messages: ModelMessage[]): Promise<Choice | { error: string }> {
-  const res = await generateText({ model: env.model, system, messages, tools, toolChoice: 'required', maxRetries: 1, maxOutputTokens: MAX_OUTPUT_TOKENS, abortSignal: env.signal });
+async function choose(
+  env: OperatorEnv,
+  tools: ToolSet,
+  system: string,
+  messages: ModelMessage[],
+): Promise<Choice | { error: string }> {
+  const res = await generateText({
+    model: env.model,
+    system,
+    messages,
+    tools,
+    toolChoice: 'required',
+    maxRetries: 1,
+    maxOutputTokens: MAX_OUTPUT_TOKENS,
+    abortSignal: env.signal,
+  });
   const call = res.toolCalls[0];
   if (!call) return { error: 'no tool was called (call exactly one tool)' };
   const invalid = call as unknown as { invalid?: boolean; error?: unknown };
-  const why = String((invalid.error as Error | undefined)?.message ?? invalid.error ?? '').split('\n')[0]!.slice(0, 300);
-  if (!(call.toolName in tools)) return { error: `there is no tool ${call.toolName} (${Object.keys(tools).join(', ')})` };
-  if (invalid.invalid) return { error: `${call.toolName} was called with arguments that do not fit its schema: ${why}` };
+  const why = String((invalid.error as Error | undefined)?.message ?? invalid.error ?? '')
+    .split('\n')[0]!
+    .slice(0, 300);
+  if (!(call.toolName in tools))
+    return { error: `there is no tool ${call.toolName} (${Object.keys(tools).join(', ')})` };
+  if (invalid.invalid)
+    return { error: `${call.toolName} was called with arguments that do not fit its schema: ${why}` };
   return { action: call.toolName as ActionName, args: (call.input ?? {}) as Record<string, unknown> };
 }
 
@@ -118,10 +158,16 @@ function targetOf(args: Record<string, unknown>): Target | undefined {
 function substituteReads(result: string, before: RecordedStep[], after: RecordedStep[]): string {
   let out = result;
   const fresh = new Map<string, string>();
-  for (const s of after) if (s.action === 'extract' && s.selector !== undefined && s.read !== undefined) fresh.set(`${s.selector}\u0000${String(s.args.fileName ?? '')}`, s.read);
+  for (const s of after)
+    if (s.action === 'extract' && s.selector !== undefined && s.read !== undefined)
+      fresh.set(`${s.selector}\u0000${String(s.args.fileName ?? '')}`, s.read);
   for (const s of before) {
     if (s.action !== 'extract' || !s.read) continue;
-    const now = fresh.get(`${s.selector}\u0000${String(s.args.fileName ?? '')}`) ?? (s.selector === undefined ? after.find((a) => a.action === 'extract' && a.selector === undefined)?.read : undefined);
+    const now =
+      fresh.get(`${s.selector}\u0000${String(s.args.fileName ?? '')}`) ??
+      (s.selector === undefined
+        ? after.find((a) => a.action === 'extract' && a.selector === undefined)?.read
+        : undefined);
     if (now !== undefined && now !== s.read) out = out.split(s.read).join(now);
   }
   return out;
@@ -144,12 +190,19 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   }
 
   const finish = (done: { result: string; success: boolean }, cache: CacheOutcome | null): OperatorOutcome => {
-    if (!done.success) return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
-    const record = cacheable && steps.every(replayable) ? { startUrl: t.startUrl, steps, result: done.result } : undefined;
+    if (!done.success)
+      return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
+    const record =
+      cacheable && steps.every(replayable) ? { startUrl: t.startUrl, steps, result: done.result } : undefined;
     return { ok: true, result: done.result, cache, modelCalls, record };
   };
 
-  const spent = (when: string): OperatorOutcome => ({ ok: false, result: `The operator used all ${t.maxSteps} steps (maxSteps) ${when}.`, cache: null, modelCalls });
+  const spent = (when: string): OperatorOutcome => ({
+    ok: false,
+    result: `The operator used all ${t.maxSteps} steps (maxSteps) ${when}.`,
+    cache: null,
+    modelCalls,
+  });
 
   const act = async (choice: Choice, n: number): Promise<ActionOutcome | undefined> => {
     host.actionTimeoutMs = LIVE_TIMEOUT_MS;
@@ -173,9 +226,19 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   const liveCua = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
     host.actionTimeoutMs = LIVE_TIMEOUT_MS;
     env.status('Step 1: looking at the page.');
-    const progress = history.length ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}` : '';
+    const progress = history.length
+      ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
+      : '';
     const run = await runCua({
-      model: env.model, system, prompt: `${taskText(t)}${progress}`, host, maxCalls: t.maxSteps - modelCalls, signal: env.signal, steps, log: env.log, status: env.status,
+      model: env.model,
+      system,
+      prompt: `${taskText(t)}${progress}`,
+      host,
+      maxCalls: t.maxSteps - modelCalls,
+      signal: env.signal,
+      steps,
+      log: env.log,
+      status: env.status,
     });
     modelCalls += run.calls;
     if (!run.cacheable) cacheable = false;
@@ -221,7 +284,12 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     env.status(`Replaying step ${i + 1} of ${recorded.length}.`);
     host.actionTimeoutMs = REPLAY_TIMEOUT_MS;
     try {
-      const outcome = await perform(host, s.action, s.args, s.selector !== undefined ? { selector: s.selector, target: s.target } : undefined);
+      const outcome = await perform(
+        host,
+        s.action,
+        s.args,
+        s.selector !== undefined ? { selector: s.selector, target: s.target } : undefined,
+      );
       steps.push(outcome.step);
       history.push(`${n}. ${describeStep(s)}: ${outcome.note}`);
       env.log(`step ${n} (replayed): ${outcome.note}`);
@@ -233,12 +301,23 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
       if (modelCalls >= t.maxSteps) break;
       // A computer-use model is not asked for one step: it takes over from here.
       if (t.mode === 'cua') return live('HEALED');
-      const plan = recorded.map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`).join('\n');
+      const plan = recorded
+        .map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`)
+        .join('\n');
       const view = await observe(host, t.mode);
       modelCalls++;
       const choice = await choose(env, tools, system, [
         { role: 'user', content: taskText(t) },
-        { role: 'user', content: [{ type: 'text', text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.` }, ...view] },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'text',
+              text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.`,
+            },
+            ...view,
+          ],
+        },
       ]);
       if ('error' in choice) {
         env.log(`step ${n}: the model's answer was not usable: ${choice.error}; going on live`);
@@ -252,6 +331,8 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   }
   if (healed && modelCalls >= t.maxSteps) return spent('while repairing the recorded steps');
   const result = substituteReads(t.cached.result, recorded, steps);
-  env.log(healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call');
+  env.log(
+    healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call',
+  );
   return finish({ result, success: true }, healed ? 'HEALED' : 'HIT');
 }

@@ -32,7 +32,10 @@ const SETTLE_MAX_MS = 3_000;
 const SETTLE_TICK_MS = 10;
 
 /** What a task's session needs of its plan (task.ts), and what the plan resolved into. */
-export type OperatorParams = Pick<OperatorPlan, 'task' | 'mode' | 'maxSteps' | 'systemPrompt' | 'viewport' | 'uploads' | 'recordSession' | 'startUrl'> & {
+export type OperatorParams = Pick<
+  OperatorPlan,
+  'task' | 'mode' | 'maxSteps' | 'systemPrompt' | 'viewport' | 'uploads' | 'recordSession' | 'startUrl'
+> & {
   sessionId: string;
   storageState?: StorageState | undefined;
   cached?: CacheEntry | undefined;
@@ -60,8 +63,10 @@ class TaskFiles {
 
   add(file: ScriptFile): void {
     if (this.files.length >= SCRIPT_LIMITS.files) throw new Error(`at most ${SCRIPT_LIMITS.files} files per task`);
-    if (file.data.length > SCRIPT_LIMITS.fileBytes) throw new Error(`${file.fileName} is larger than ${SCRIPT_LIMITS.fileBytes / 1048576} MiB`);
-    if (this.bytes + file.data.length > SCRIPT_LIMITS.totalBytes) throw new Error(`the task's files exceed ${SCRIPT_LIMITS.totalBytes / 1048576} MiB in total`);
+    if (file.data.length > SCRIPT_LIMITS.fileBytes)
+      throw new Error(`${file.fileName} is larger than ${SCRIPT_LIMITS.fileBytes / 1048576} MiB`);
+    if (this.bytes + file.data.length > SCRIPT_LIMITS.totalBytes)
+      throw new Error(`the task's files exceed ${SCRIPT_LIMITS.totalBytes / 1048576} MiB in total`);
     this.bytes += file.data.length;
     this.files.push(file);
   }
@@ -92,7 +97,11 @@ async function readDownload(download: Download, files: TaskFiles, log: (l: strin
   log(`download saved: ${name} (${size} bytes)`);
 }
 
-export async function runOperator(lease: Lease, p: OperatorParams, env: OperatorEnvIn): Promise<{ outcome: OperatorOutcome; files: ScriptFile[] }> {
+export async function runOperator(
+  lease: Lease,
+  p: OperatorParams,
+  env: OperatorEnvIn,
+): Promise<{ outcome: OperatorOutcome; files: ScriptFile[] }> {
   const files = new TaskFiles();
   // The operator is the service's own code: it connects to the browser directly and names the
   // guarded proxy of its context itself (scripts go through the relay, which does that for them).
@@ -105,7 +114,9 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
       viewport: p.viewport,
       acceptDownloads: true,
       proxy: { server: p.proxyUrl ?? lease.proxyUrl },
-      ...(p.storageState ? { storageState: p.storageState as Exclude<BrowserContextOptions['storageState'], string | undefined> } : {}),
+      ...(p.storageState
+        ? { storageState: p.storageState as Exclude<BrowserContextOptions['storageState'], string | undefined> }
+        : {}),
     });
     if (p.recordSession) await context.tracing.start({ screenshots: true, snapshots: true, title: p.sessionId });
     const pages: Page[] = [];
@@ -128,38 +139,57 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
       const until = Date.now() + SETTLE_MAX_MS;
       await new Promise((r) => setTimeout(r, GRACE_MS));
       if (inFlight.size === 0 && lastNetwork < since) return;
-      while (Date.now() < until && (inFlight.size > 0 || Date.now() - lastNetwork < QUIET_MS)) await new Promise((r) => setTimeout(r, SETTLE_TICK_MS));
+      while (Date.now() < until && (inFlight.size > 0 || Date.now() - lastNetwork < QUIET_MS))
+        await new Promise((r) => setTimeout(r, SETTLE_TICK_MS));
     };
     context.on('page', (page) => {
       pages.push(page);
       page.once('close', () => pages.splice(pages.indexOf(page), 1));
-      if (p.blockAds) blocking.push(p.blockAds(page).catch((err: Error) => env.log(`blockAds: not applied to a page: ${err.message}`)));
+      if (p.blockAds)
+        blocking.push(
+          p.blockAds(page).catch((err: Error) => env.log(`blockAds: not applied to a page: ${err.message}`)),
+        );
       page.on('download', (d) => {
         lastDownload = Date.now();
-        downloads.push(readDownload(d, files, env.log).catch((err: Error) => env.log(`download not saved: ${err.message}`)));
+        downloads.push(
+          readDownload(d, files, env.log).catch((err: Error) => env.log(`download not saved: ${err.message}`)),
+        );
       });
     });
     const first = await context.newPage();
     await Promise.all(blocking);
-    const outcome = await operate({
-      task: p.task, systemPrompt: p.systemPrompt, mode: p.mode, maxSteps: p.maxSteps, startUrl: p.startUrl,
-      uploads: p.uploads.map((u) => u.name), cached: p.cached,
-    }, {
-      model: env.model, signal: env.signal, log: env.log, status: env.status,
-      host: {
-        // The newest open page: a link that opens a tab moves the operator there, closing it moves back.
-        page: () => pages[pages.length - 1] ?? first,
-        viewport: p.viewport,
-        uploads: new Map(p.uploads.map((u) => [u.name, u])),
-        actionTimeoutMs: 10_000,
-        settle,
-        saveFile: async (fileName, data, mimeType) => files.add({ fileName, data, source: 'extract', mimeType }),
+    const outcome = await operate(
+      {
+        task: p.task,
+        systemPrompt: p.systemPrompt,
+        mode: p.mode,
+        maxSteps: p.maxSteps,
+        startUrl: p.startUrl,
+        uploads: p.uploads.map((u) => u.name),
+        cached: p.cached,
       },
-    });
+      {
+        model: env.model,
+        signal: env.signal,
+        log: env.log,
+        status: env.status,
+        host: {
+          // The newest open page: a link that opens a tab moves the operator there, closing it moves back.
+          page: () => pages[pages.length - 1] ?? first,
+          viewport: p.viewport,
+          uploads: new Map(p.uploads.map((u) => [u.name, u])),
+          actionTimeoutMs: 10_000,
+          settle,
+          saveFile: async (fileName, data, mimeType) => files.add({ fileName, data, source: 'extract', mimeType }),
+        },
+      },
+    );
     // Downloads the last steps started may not have announced themselves yet.
     for (;;) {
       const pending = downloads.length;
-      await new Promise((r) => setTimeout(r, Math.max(SETTLE_TICK_MS, DOWNLOAD_SETTLE_MS - (Date.now() - lastDownload))));
+      await new Promise((r) =>
+        setTimeout(r, Math.max(SETTLE_TICK_MS, DOWNLOAD_SETTLE_MS - (Date.now() - lastDownload))),
+      );
       await Promise.all(downloads);
       if (downloads.length === pending && Date.now() - lastDownload >= DOWNLOAD_SETTLE_MS) break;
     }
@@ -176,7 +206,12 @@ export async function runOperator(lease: Lease, p: OperatorParams, env: Operator
 }
 
 /** recordSession: the Playwright trace (open it with `npx playwright show-trace` or trace.playwright.dev) as a file of the task. */
-async function saveTrace(context: BrowserContext, sessionId: string, files: TaskFiles, log: (l: string) => void): Promise<void> {
+async function saveTrace(
+  context: BrowserContext,
+  sessionId: string,
+  files: TaskFiles,
+  log: (l: string) => void,
+): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'sy-trace-'));
   try {
     const file = path.join(dir, 'trace.zip');

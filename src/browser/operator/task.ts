@@ -105,9 +105,17 @@ function pickModel(config: Config, requested: string, notes: string[]): { model:
     return resolveModel(config.models, apiId(requested));
   } catch (err) {
     const fallback = config.models.defaultModel;
-    if (!(err instanceof AppError) || err.key !== 'ERR_AGENT_MODEL_NOT_CONFIGURED' || !fallback || fallback === requested) throw err;
+    if (
+      !(err instanceof AppError) ||
+      err.key !== 'ERR_AGENT_MODEL_NOT_CONFIGURED' ||
+      !fallback ||
+      fallback === requested
+    )
+      throw err;
     const resolved = resolveModel(config.models, null);
-    notes.push(`model: ${requested} is not configured on this server (${err.message.split('. ')[0]}); running DEFAULT_MODEL ${resolved.modelId}`);
+    notes.push(
+      `model: ${requested} is not configured on this server (${err.message.split('. ')[0]}); running DEFAULT_MODEL ${resolved.modelId}`,
+    );
     return resolved;
   }
 }
@@ -117,81 +125,160 @@ function pickModel(config: Config, requested: string, notes: string[]): { model:
  * is one, else DEFAULT_MODEL when that is one. Anything else is a clear refusal.
  */
 function pickCuaModel(config: Config, requested: string, notes: string[]): { model: LanguageModel; modelId: string } {
-  const candidate = [requested, config.models.defaultModel].find((m): m is string => typeof m === 'string' && m.startsWith('anthropic/'));
+  const candidate = [requested, config.models.defaultModel].find(
+    (m): m is string => typeof m === 'string' && m.startsWith('anthropic/'),
+  );
   if (!candidate) {
-    throw new TaskError(`agentMode cua needs a computer-use model: an anthropic/ model such as anthropic/claude-sonnet-4 (Anthropic's computer tool, with ANTHROPIC_API_KEY set on the server). ${requested} is not one${config.models.defaultModel ? `, nor is DEFAULT_MODEL ${config.models.defaultModel}` : ''}. Use agentMode hybrid (page structure plus screenshots and coordinate clicks) or dom with any model.`);
+    throw new TaskError(
+      `agentMode cua needs a computer-use model: an anthropic/ model such as anthropic/claude-sonnet-4 (Anthropic's computer tool, with ANTHROPIC_API_KEY set on the server). ${requested} is not one${config.models.defaultModel ? `, nor is DEFAULT_MODEL ${config.models.defaultModel}` : ''}. Use agentMode hybrid (page structure plus screenshots and coordinate clicks) or dom with any model.`,
+    );
   }
   const resolved = resolveModel(config.models, apiId(candidate));
-  notes.push(candidate === requested ? `model: ${candidate} (computer use)` : `model: ${requested} has no computer use; running DEFAULT_MODEL ${candidate} (computer use)`);
+  notes.push(
+    candidate === requested
+      ? `model: ${candidate} (computer use)`
+      : `model: ${requested} has no computer use; running DEFAULT_MODEL ${candidate} (computer use)`,
+  );
   return resolved;
 }
 
-async function fetchUploads(policy: OutboundPolicy, list: Array<{ url: string; fileName: string }>): Promise<UploadFile[]> {
-  if (list.length > SCRIPT_LIMITS.files) throw new TaskError(`filesToUpload lists ${list.length} files; at most ${SCRIPT_LIMITS.files} are allowed.`);
+async function fetchUploads(
+  policy: OutboundPolicy,
+  list: Array<{ url: string; fileName: string }>,
+): Promise<UploadFile[]> {
+  if (list.length > SCRIPT_LIMITS.files)
+    throw new TaskError(`filesToUpload lists ${list.length} files; at most ${SCRIPT_LIMITS.files} are allowed.`);
   const names = new Set<string>();
   for (const f of list) {
-    if (names.has(f.fileName)) throw new TaskError(`filesToUpload names ${JSON.stringify(f.fileName)} twice; file names must be unique.`);
+    if (names.has(f.fileName))
+      throw new TaskError(`filesToUpload names ${JSON.stringify(f.fileName)} twice; file names must be unique.`);
     names.add(f.fileName);
-    if (!/^https?:\/\//i.test(f.url)) throw new TaskError(`filesToUpload: ${JSON.stringify(f.fileName)} has a URL that is not http(s).`);
+    if (!/^https?:\/\//i.test(f.url))
+      throw new TaskError(`filesToUpload: ${JSON.stringify(f.fileName)} has a URL that is not http(s).`);
   }
-  return Promise.all(list.map(async (f) => {
-    try {
-      const res = await outboundRequest(f.url, { method: 'GET', headers: { accept: '*/*' }, timeoutMs: UPLOAD_TIMEOUT_MS, maxResponseBytes: SCRIPT_LIMITS.fileBytes }, policy);
-      if (res.status < 200 || res.status > 299) throw new TaskError(`filesToUpload: fetching ${JSON.stringify(f.fileName)} answered HTTP ${res.status}.`);
-      const type = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
-      return { name: f.fileName, buffer: res.body, mimeType: type && type !== 'application/octet-stream' ? type : mimeLookup(f.fileName) || 'application/octet-stream' };
-    } catch (err) {
-      if (err instanceof TaskError) throw err;
-      const why = err instanceof OutboundError ? err.message : (err as Error).message;
-      throw new TaskError(`filesToUpload: ${JSON.stringify(f.fileName)} could not be fetched: ${why}`);
-    }
-  }));
+  return Promise.all(
+    list.map(async (f) => {
+      try {
+        const res = await outboundRequest(
+          f.url,
+          {
+            method: 'GET',
+            headers: { accept: '*/*' },
+            timeoutMs: UPLOAD_TIMEOUT_MS,
+            maxResponseBytes: SCRIPT_LIMITS.fileBytes,
+          },
+          policy,
+        );
+        if (res.status < 200 || res.status > 299)
+          throw new TaskError(`filesToUpload: fetching ${JSON.stringify(f.fileName)} answered HTTP ${res.status}.`);
+        const type = String(res.headers['content-type'] ?? '')
+          .split(';')[0]!
+          .trim();
+        return {
+          name: f.fileName,
+          buffer: res.body,
+          mimeType:
+            type && type !== 'application/octet-stream' ? type : mimeLookup(f.fileName) || 'application/octet-stream',
+        };
+      } catch (err) {
+        if (err instanceof TaskError) throw err;
+        const why = err instanceof OutboundError ? err.message : (err as Error).message;
+        throw new TaskError(`filesToUpload: ${JSON.stringify(f.fileName)} could not be fetched: ${why}`);
+      }
+    }),
+  );
 }
 
 export async function planOperator(deps: OperatorDeps, orgId: string, args: OperatorArgs): Promise<OperatorPlan> {
   const notes: string[] = [];
   const mode = args.agentMode ?? 'hybrid';
   const requested = args.model ?? DEFAULT_OPERATOR_MODEL;
-  const { model, modelId } = mode === 'cua' ? pickCuaModel(deps.config, requested, notes) : pickModel(deps.config, requested, notes);
+  const { model, modelId } =
+    mode === 'cua' ? pickCuaModel(deps.config, requested, notes) : pickModel(deps.config, requested, notes);
   if (mode !== 'cua' && modelId === apiId(requested)) notes.push(`model: ${modelId}`);
   let login: OperatorPlan['login'];
   if (args.useContextService !== undefined) {
     const state = await loginState(deps.db, deps.config.secretKey, orgId, args.useContextService);
-    if (!state) throw new TaskError(`No saved login ${args.useContextService} exists in this organisation (browser-automation_logins_list lists them).`);
+    if (!state)
+      throw new TaskError(
+        `No saved login ${args.useContextService} exists in this organisation (browser-automation_logins_list lists them).`,
+      );
     login = { id: args.useContextService, state };
     notes.push(`starting from saved login ${login.id} (${state.cookies.length} cookies)`);
   }
   const uploads = await fetchUploads(deps.policy, args.filesToUpload ?? []);
   for (const u of uploads) notes.push(`file to upload: ${u.name} (${u.buffer.length} bytes, ${u.mimeType})`);
 
-  if (args.region !== undefined) notes.push(`region ${args.region}: not applied; the browser runs on this server, in its own network`);
+  if (args.region !== undefined)
+    notes.push(`region ${args.region}: not applied; the browser runs on this server, in its own network`);
   const viaProxy = args.proxies === true && deps.config.browser.proxyUrl !== null;
-  if (viaProxy) notes.push(`proxies: through BROWSER_PROXY_URL (${new URL(deps.config.browser.proxyUrl!).host}), after the outbound guard`);
-  else if (args.proxies === true) notes.push('proxies: not applied; BROWSER_PROXY_URL is not set on this server (traffic goes through its outbound guard directly)');
-  if (args.advancedStealth === true) notes.push('advancedStealth: not applied; this server runs stock headless Chromium');
-  if (args.solveCaptchas !== false) notes.push('solveCaptchas: not applied; no CAPTCHA solver is available here (a CAPTCHA stops the task)');
+  if (viaProxy)
+    notes.push(
+      `proxies: through BROWSER_PROXY_URL (${new URL(deps.config.browser.proxyUrl!).host}), after the outbound guard`,
+    );
+  else if (args.proxies === true)
+    notes.push(
+      'proxies: not applied; BROWSER_PROXY_URL is not set on this server (traffic goes through its outbound guard directly)',
+    );
+  if (args.advancedStealth === true)
+    notes.push('advancedStealth: not applied; this server runs stock headless Chromium');
+  if (args.solveCaptchas !== false)
+    notes.push('solveCaptchas: not applied; no CAPTCHA solver is available here (a CAPTCHA stops the task)');
 
   const startUrl = startUrlOf(args.task);
   const hash = taskHash(args.task, startUrl);
   const buildId = `bld_${createHash('sha256').update(`${args.cacheKey}\u0000${hash}`).digest('hex').slice(0, 24)}`;
-  const cache: OperatorPlan['cache'] = args.disableCache === true ? { off: 'disableCache is true' }
-    : /screenshot/i.test(args.task) ? { off: 'the task mentions a screenshot' }
-      : { slot: { orgId, cacheKey: args.cacheKey, taskHash: hash }, days: args.cacheDurationDays ?? DEFAULT_CACHE_DAYS };
+  const cache: OperatorPlan['cache'] =
+    args.disableCache === true
+      ? { off: 'disableCache is true' }
+      : /screenshot/i.test(args.task)
+        ? { off: 'the task mentions a screenshot' }
+        : {
+            slot: { orgId, cacheKey: args.cacheKey, taskHash: hash },
+            days: args.cacheDurationDays ?? DEFAULT_CACHE_DAYS,
+          };
 
   return {
-    buildId, task: args.task, mode, maxSteps: args.maxSteps ?? DEFAULT_MAX_STEPS, systemPrompt: args.systemPrompt,
-    viewport: { width: args.viewportWidth ?? DEFAULT_VIEWPORT.width, height: args.viewportHeight ?? DEFAULT_VIEWPORT.height },
-    uploads, login, blockAds: args.blockAds !== false, recordSession: args.recordSession !== false, startUrl, cache, model, modelId, notes, viaProxy,
+    buildId,
+    task: args.task,
+    mode,
+    maxSteps: args.maxSteps ?? DEFAULT_MAX_STEPS,
+    systemPrompt: args.systemPrompt,
+    viewport: {
+      width: args.viewportWidth ?? DEFAULT_VIEWPORT.width,
+      height: args.viewportHeight ?? DEFAULT_VIEWPORT.height,
+    },
+    uploads,
+    login,
+    blockAds: args.blockAds !== false,
+    recordSession: args.recordSession !== false,
+    startUrl,
+    cache,
+    model,
+    modelId,
+    notes,
+    viaProxy,
   };
 }
 
 export type AdBlock = { describe: string; enable(page: Page): Promise<void> } | { unavailable: string };
 
-export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: OperatorPlan, t: RunningTask, adblock: () => Promise<AdBlock>, upstreamProxy: () => Promise<string>): Promise<TaskOutcome> {
+export async function executeOperator(
+  deps: OperatorDeps,
+  lease: Lease,
+  plan: OperatorPlan,
+  t: RunningTask,
+  adblock: () => Promise<AdBlock>,
+  upstreamProxy: () => Promise<string>,
+): Promise<TaskOutcome> {
   let cached;
   if ('slot' in plan.cache) {
     cached = await lookupEntry(deps.db, deps.config.secretKey, plan.cache.slot, deps.now());
-    t.log(cached ? `cache: entry found (${cached.steps.length} steps, build ${plan.buildId})` : `cache: no live entry for build ${plan.buildId}`);
+    t.log(
+      cached
+        ? `cache: entry found (${cached.steps.length} steps, build ${plan.buildId})`
+        : `cache: no live entry for build ${plan.buildId}`,
+    );
   } else {
     t.log(`cache: off (${plan.cache.off})`);
   }
@@ -206,11 +293,25 @@ export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: Op
     }
   }
   t.status(cached ? 'Replaying the cached steps.' : 'Step 1: looking at the page.');
-  const { outcome, files } = await runOperator(lease, {
-    sessionId: t.id, task: plan.task, mode: plan.mode, maxSteps: plan.maxSteps, systemPrompt: plan.systemPrompt,
-    viewport: plan.viewport, uploads: plan.uploads, storageState: plan.login?.state, recordSession: plan.recordSession,
-    startUrl: plan.startUrl, cached, blockAds, proxyUrl: plan.viaProxy ? await upstreamProxy() : undefined,
-  }, { model: plan.model, signal: t.limit, log: t.log, status: t.status });
+  const { outcome, files } = await runOperator(
+    lease,
+    {
+      sessionId: t.id,
+      task: plan.task,
+      mode: plan.mode,
+      maxSteps: plan.maxSteps,
+      systemPrompt: plan.systemPrompt,
+      viewport: plan.viewport,
+      uploads: plan.uploads,
+      storageState: plan.login?.state,
+      recordSession: plan.recordSession,
+      startUrl: plan.startUrl,
+      cached,
+      blockAds,
+      proxyUrl: plan.viaProxy ? await upstreamProxy() : undefined,
+    },
+    { model: plan.model, signal: t.limit, log: t.log, status: t.status },
+  );
   t.log(`model calls: ${outcome.modelCalls}`);
   if (!outcome.ok) return { ok: false, result: outcome.result, files };
 
@@ -222,9 +323,10 @@ export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: Op
     note = `Cache HIT: the recorded steps were replayed with no model call (build ${plan.buildId}).`;
   } else if (outcome.record) {
     await saveEntry(deps.db, deps.config.secretKey, plan.cache.slot, outcome.record, plan.cache.days, deps.now());
-    note = outcome.cache === 'HEALED'
-      ? `Cache HEALED: changed steps were re-inferred (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}) and the entry was rewritten (build ${plan.buildId}).`
-      : `Cache MISS: the task ran live (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}); its ${outcome.record.steps.length} steps are cached for ${plan.cache.days} days (build ${plan.buildId}).`;
+    note =
+      outcome.cache === 'HEALED'
+        ? `Cache HEALED: changed steps were re-inferred (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}) and the entry was rewritten (build ${plan.buildId}).`
+        : `Cache MISS: the task ran live (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}); its ${outcome.record.steps.length} steps are cached for ${plan.cache.days} days (build ${plan.buildId}).`;
   } else {
     note = `Cache ${outcome.cache ?? 'MISS'}: the task ran live (${outcome.modelCalls} model calls) and was not cached (a step could not be recorded by a stable locator, or took a screenshot).`;
   }
@@ -233,7 +335,15 @@ export async function executeOperator(deps: OperatorDeps, lease: Lease, plan: Op
   const entry = outcome.cache === 'HIT' ? cached : outcome.record;
   if (entry && 'slot' in plan.cache) {
     const fileName = `replay-${plan.buildId}.js`;
-    files.push({ fileName, data: Buffer.from(replayScript(entry, { task: plan.task, buildId: plan.buildId, viewport: plan.viewport }), 'utf8'), source: 'extract', mimeType: 'text/javascript' });
+    files.push({
+      fileName,
+      data: Buffer.from(
+        replayScript(entry, { task: plan.task, buildId: plan.buildId, viewport: plan.viewport }),
+        'utf8',
+      ),
+      source: 'extract',
+      mimeType: 'text/javascript',
+    });
     t.log(`replay script saved as ${fileName} (run it with browser-automation_playwright_run)`);
   }
   return { ok: true, result: outcome.result, files, message: `Task completed. ${note}` };

@@ -6,9 +6,14 @@ import { parseStatuses } from '../statuses.js';
 /** GET /v1/connections — optional filters serviceKey and statuses (comma-separated). */
 export const listConnections: Handler<'listConnections'> = async (req, ctx) => {
   const { serviceKey, statuses } = req.query;
-  const page = await list(ctx.services.db, ctx.auth.orgId, {
-    serviceKey,
-    statuses: statuses === undefined ? undefined : parseStatuses(statuses),
-  }, pageOf(req));
+  const page = await list(
+    ctx.services.db,
+    ctx.auth.orgId,
+    {
+      serviceKey,
+      statuses: statuses === undefined ? undefined : parseStatuses(statuses),
+    },
+    pageOf(req),
+  );
   return { status: 200, body: page };
 };

@@ -46,7 +46,12 @@ export type Breach = 'off' | 'process' | 'unrestricted';
  * Under a test breach the realm must compile the step, so that flag is left out.
  */
 export function sandboxExecArgv(breach: Breach = 'off'): string[] {
-  const permission = ['--permission', `--allow-fs-read=${RUNNER_PATH}`, `--allow-fs-read=${addonPath()}`, '--allow-addons'];
+  const permission = [
+    '--permission',
+    `--allow-fs-read=${RUNNER_PATH}`,
+    `--allow-fs-read=${addonPath()}`,
+    '--allow-addons',
+  ];
   return [
     ...(breach === 'unrestricted' ? [] : permission),
     `--max-old-space-size=${HOST_HEAP_MB}`,
@@ -80,4 +85,3 @@ export function runnerArgv(args: RunnerArgs): string[] {
 export function runnerView(): ContainSpec {
   return { readOnly: [process.execPath, RUNNER_PATH, addonPath()], network: 'none', maxProcesses: 64 };
 }
-

@@ -1,5 +1,19 @@
 /** Code-step sandbox: runner processes per organisation running steps in isolated-vm isolates (README.md). */
-export { SandboxPool, type SandboxPoolOptions, type SandboxRequest, type SandboxRun, type SandboxFile } from './pool.js';
+export {
+  SandboxPool,
+  type SandboxPoolOptions,
+  type SandboxRequest,
+  type SandboxRun,
+  type SandboxFile,
+} from './pool.js';
 export { DEFAULT_LIMITS, sanitizeFileName, type SandboxLimits } from './limits.js';
-export { sandboxExecArgv, runnerArgv, runnerView, addonPath, RUNNER_PATH, type RunnerArgs, type Breach } from './flags.js';
+export {
+  sandboxExecArgv,
+  runnerArgv,
+  runnerView,
+  addonPath,
+  RUNNER_PATH,
+  type RunnerArgs,
+  type Breach,
+} from './flags.js';
 export { PROTOCOL_VERSION } from './protocol.js';

@@ -47,7 +47,10 @@ const MAX_NAME_BYTES = 255;
 export function sanitizeFileName(name: string): string {
   let s = name.normalize('NFC');
   s = s.slice(Math.max(s.lastIndexOf('/'), s.lastIndexOf('\\')) + 1);
-  s = s.replace(/\p{Cc}/gu, '').replace(/[^\p{L}\p{M}\p{N}._\- ]/gu, '_').replace(/_+/g, '_');
+  s = s
+    .replace(/\p{Cc}/gu, '')
+    .replace(/[^\p{L}\p{M}\p{N}._\- ]/gu, '_')
+    .replace(/_+/g, '_');
   s = s.replace(/^[. ]+|[. ]+$/g, '');
   if (Buffer.byteLength(s) > MAX_NAME_BYTES) {
     const dot = s.lastIndexOf('.');

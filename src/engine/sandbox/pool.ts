@@ -99,7 +99,14 @@ export class SandboxPool {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     // Messages are capped again here: the child is not trusted.
-    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = [], runner?: number): SandboxRun => ({ outcome, text: text.slice(0, 65_536), files: [], logs, durationMs: elapsed(), runner });
+    const fail = (outcome: SandboxRun['outcome'], text: string, logs: string[] = [], runner?: number): SandboxRun => ({
+      outcome,
+      text: text.slice(0, 65_536),
+      files: [],
+      logs,
+      durationMs: elapsed(),
+      runner,
+    });
     let data: string;
     try {
       data = JSON.stringify({ inputs: req.inputs ?? {}, steps: req.steps ?? [] });
@@ -112,7 +119,9 @@ export class SandboxPool {
     try {
       worker = await this.acquire(req.orgId, key, req.signal);
     } catch (err) {
-      return req.signal?.aborted ? fail('aborted', 'The run was stopped before the step started') : fail('unavailable', (err as Error).message);
+      return req.signal?.aborted
+        ? fail('aborted', 'The run was stopped before the step started')
+        : fail('unavailable', (err as Error).message);
     }
     if (req.signal?.aborted) {
       this.release(worker, true, false); // untouched: back to the pool
@@ -120,14 +129,24 @@ export class SandboxPool {
     }
     const logs = new LogCollector(this.limits);
     const memoryMb = req.memoryMb ?? this.defaultMemoryMb;
-    const out = await worker.exec({ code: req.code, data, timeoutMs: req.timeoutMs, memoryMb, key }, (line) => logs.push(line), req.signal);
+    const out = await worker.exec(
+      { code: req.code, data, timeoutMs: req.timeoutMs, memoryMb, key },
+      (line) => logs.push(line),
+      req.signal,
+    );
     this.executions += 1;
     if ('done' in out && out.done.reused) this.reused += 1;
     // Only a process that answered normally is reused; after a timeout it is replaced too.
     this.release(worker, 'done' in out && out.done.outcome !== 'timeout');
     const runner = worker.serial;
     if ('killed' in out) {
-      const outcome = { timeout: 'timeout', memory: 'memory', abort: 'aborted', crash: 'killed', protocol: 'killed' } as const;
+      const outcome = {
+        timeout: 'timeout',
+        memory: 'memory',
+        abort: 'aborted',
+        crash: 'killed',
+        protocol: 'killed',
+      } as const;
       return fail(outcome[out.killed], out.detail, logs.lines, runner);
     }
     const done = out.done;
@@ -136,9 +155,22 @@ export class SandboxPool {
     const checked = checkFiles(done.files, this.limits);
     if (typeof checked === 'string') return fail('error', checked, logs.lines, runner);
     if (Buffer.byteLength(done.text) > this.limits.maxResultBytes) {
-      return fail('error', `The step result is ${Buffer.byteLength(done.text)} bytes; the limit is ${this.limits.maxResultBytes} bytes`, logs.lines, runner);
+      return fail(
+        'error',
+        `The step result is ${Buffer.byteLength(done.text)} bytes; the limit is ${this.limits.maxResultBytes} bytes`,
+        logs.lines,
+        runner,
+      );
     }
-    return { outcome: 'ok', kind: done.kind, text: done.text, files: checked, logs: logs.lines, durationMs: elapsed(), runner };
+    return {
+      outcome: 'ok',
+      kind: done.kind,
+      text: done.text,
+      files: checked,
+      logs: logs.lines,
+      durationMs: elapsed(),
+      runner,
+    };
   }
 
   /** Stops every process and refuses further work. */
@@ -167,9 +199,25 @@ export class SandboxPool {
    * `executions` that reached a process; `reusedContexts`: how many of them ran in a kept
    * context, as the processes report it; `spares`: started processes no organisation has yet.
    */
-  stats(): { processes: number; idle: number; starting: number; waiting: number; spares: number; executions: number; reusedContexts: number } {
+  stats(): {
+    processes: number;
+    idle: number;
+    starting: number;
+    waiting: number;
+    spares: number;
+    executions: number;
+    reusedContexts: number;
+  } {
     const spares = this.counts().get(undefined) ?? 0;
-    return { processes: this.workers.size, idle: this.idle.size, starting: this.starting, waiting: this.waiters.length, spares, executions: this.executions, reusedContexts: this.reused };
+    return {
+      processes: this.workers.size,
+      idle: this.idle.size,
+      starting: this.starting,
+      waiting: this.waiters.length,
+      spares,
+      executions: this.executions,
+      reusedContexts: this.reused,
+    };
   }
 
   private acquire(orgId: string, key: string | undefined, signal?: AbortSignal): Promise<SandboxWorker> {

@@ -42,9 +42,7 @@ export type DoneOutcome = (
 ) & { reused?: boolean };
 
 export type ChildMessage =
-  | { t: 'ready' }
-  | { t: 'log'; id: number; line: string }
-  | ({ t: 'done'; id: number } & DoneOutcome);
+  { t: 'ready' } | { t: 'log'; id: number; line: string } | ({ t: 'done'; id: number } & DoneOutcome);
 
 const str = (v: unknown): v is string => typeof v === 'string';
 const FAILURES = ['error', 'invalid', 'timeout', 'stalled', 'memory'] as const;
@@ -76,7 +74,8 @@ export function parseChildMessage(raw: unknown): ChildMessage | undefined {
   const reused = m.reused === true;
   if (m.outcome === 'ok') {
     const files = parseFiles(m.files);
-    if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined')) return undefined;
+    if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined'))
+      return undefined;
     return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files, reused };
   }
   const failure = FAILURES.find((f) => f === m.outcome);

@@ -20,7 +20,9 @@ export class LogCollector {
     const size = Buffer.byteLength(line);
     if (this.lines.length >= this.limits.maxLogLines || this.bytes + size > this.limits.maxLogBytes + 256) {
       this.cut = true;
-      this.lines.push(`[log truncated: at most ${this.limits.maxLogLines} lines and ${this.limits.maxLogBytes} bytes per step]`);
+      this.lines.push(
+        `[log truncated: at most ${this.limits.maxLogLines} lines and ${this.limits.maxLogBytes} bytes per step]`,
+      );
       return;
     }
     this.bytes += size;
@@ -43,9 +45,11 @@ export function checkFiles(files: RawFile[], limits: SandboxLimits): SandboxFile
   if (out.length > limits.maxFiles) return `A step may write at most ${limits.maxFiles} files`;
   let total = 0;
   for (const f of out) {
-    if (f.data.length > limits.maxFileBytes) return `File "${f.fileName}" is ${f.data.length} bytes; the limit is ${limits.maxFileBytes} bytes per file`;
+    if (f.data.length > limits.maxFileBytes)
+      return `File "${f.fileName}" is ${f.data.length} bytes; the limit is ${limits.maxFileBytes} bytes per file`;
     total += f.data.length;
   }
-  if (total > limits.maxTotalFileBytes) return `The files of a step may total at most ${limits.maxTotalFileBytes} bytes`;
+  if (total > limits.maxTotalFileBytes)
+    return `The files of a step may total at most ${limits.maxTotalFileBytes} bytes`;
   return out;
 }

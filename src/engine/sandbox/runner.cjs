@@ -171,7 +171,12 @@ function onLog(line) {
   const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
   if (exec.logLines >= LIMITS.maxLogLines || room <= 0) {
     exec.logCut = true;
-    send({ v: PROTOCOL, t: 'log', id: exec.id, line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]` });
+    send({
+      v: PROTOCOL,
+      t: 'log',
+      id: exec.id,
+      line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]`,
+    });
     return undefined;
   }
   const cut = Buffer.byteLength(line) > room ? Buffer.from(line).subarray(0, room).toString() : line;
@@ -188,18 +193,22 @@ function onFile(name, data, mime, text) {
   let bytes;
   if (typeof data === 'string') {
     // Every character is at least one UTF-8 byte: a string this long is too big anyway.
-    if (data.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${data.length}+ bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+    if (data.length > LIMITS.maxFileBytes)
+      return `files.write: "${name.slice(0, 100)}" is ${data.length}+ bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
     bytes = Buffer.from(data, 'utf8');
   } else if (data instanceof Uint8Array) {
     bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   } else {
     return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
   }
-  if (bytes.length > LIMITS.maxFileBytes) return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
+  if (bytes.length > LIMITS.maxFileBytes)
+    return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
   const index = exec.files.findIndex((f) => f.name === name);
-  if (index < 0 && exec.files.length >= LIMITS.maxFiles) return `files.write: at most ${LIMITS.maxFiles} files per step`;
+  if (index < 0 && exec.files.length >= LIMITS.maxFiles)
+    return `files.write: at most ${LIMITS.maxFiles} files per step`;
   const before = index < 0 ? 0 : exec.files[index].data.length;
-  if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes) return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
+  if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes)
+    return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
   const file = { name, mime, text: text === true, data: bytes };
   if (index < 0) exec.files.push(file);
   else exec.files[index] = file; // writing a name again replaces the earlier file
@@ -220,7 +229,13 @@ function isolateFor(memoryMb) {
   if (iso) {
     isolates.delete(memoryMb); // re-insert: the Map's order is the LRU order
   } else {
-    iso = { isolate: new ivm.Isolate({ memoryLimit: memoryMb }), memoryMb, kept: new Map(), spare: null, scripts: new Map() };
+    iso = {
+      isolate: new ivm.Isolate({ memoryLimit: memoryMb }),
+      memoryMb,
+      kept: new Map(),
+      spare: null,
+      scripts: new Map(),
+    };
     if (isolates.size >= MAX_ISOLATES) {
       const [oldest, victim] = isolates.entries().next().value;
       isolates.delete(oldest);
@@ -267,7 +282,10 @@ function compile(iso, code) {
   if (script) {
     iso.scripts.delete(code); // re-insert: the Map's order is the LRU order
   } else {
-    script = iso.isolate.compileScriptSync(`__syGo(async function (ctx) {\n${code}\n})`, { filename: STEP_FILE, lineOffset: -1 });
+    script = iso.isolate.compileScriptSync(`__syGo(async function (ctx) {\n${code}\n})`, {
+      filename: STEP_FILE,
+      lineOffset: -1,
+    });
     if (iso.scripts.size >= SCRIPT_CACHE_SIZE) iso.scripts.delete(iso.scripts.keys().next().value);
   }
   iso.scripts.set(code, script);
@@ -317,7 +335,10 @@ function run(msg, iso, box) {
       state = box.state.applySync(undefined, [], { result: { copy: true } });
     } catch (err) {
       if (iso.isolate.isDisposed) return memoryOutcome(iso);
-      return { outcome: 'error', message: `Error: the step's outcome could not be read (${errorText(err).slice(0, 500)})` };
+      return {
+        outcome: 'error',
+        message: `Error: the step's outcome could not be read (${errorText(err).slice(0, 500)})`,
+      };
     }
     if (state.status === 'unstarted') {
       const why = thrown === undefined ? '' : ` (${errorText(thrown).slice(0, 500)})`;
@@ -325,12 +346,18 @@ function run(msg, iso, box) {
     }
     if (state.status === 'pending') {
       // No timers, I/O or host promises exist in an isolate: nothing can settle it any more.
-      return { outcome: 'stalled', message: `Step timed out: it awaits a promise that can never settle (limit ${msg.timeoutMs} ms)` };
+      return {
+        outcome: 'stalled',
+        message: `Step timed out: it awaits a promise that can never settle (limit ${msg.timeoutMs} ms)`,
+      };
     }
     if (state.status === 'error') return { outcome: 'error', message: String(state.message) };
     const text = String(state.text);
     if (Buffer.byteLength(text) > LIMITS.maxResultBytes) {
-      return { outcome: 'error', message: `Error: the step result is ${Buffer.byteLength(text)} bytes; the limit is ${LIMITS.maxResultBytes} bytes` };
+      return {
+        outcome: 'error',
+        message: `Error: the step result is ${Buffer.byteLength(text)} bytes; the limit is ${LIMITS.maxResultBytes} bytes`,
+      };
     }
     return { outcome: 'ok', kind: String(state.kind), text, files: current.files };
   } finally {
@@ -381,10 +408,21 @@ function keep(iso, key, code, box) {
 
 /** The parent is trusted but checked: anything malformed ends this process (worker.ts). */
 function validExec(m) {
-  return m !== null && typeof m === 'object' && m.v === PROTOCOL && m.t === 'exec' && Number.isSafeInteger(m.id) &&
-    typeof m.code === 'string' && typeof m.data === 'string' && typeof m.timeoutMs === 'number' && m.timeoutMs > 0 &&
-    Number.isSafeInteger(m.memoryMb) && m.memoryMb >= 8 && m.memoryMb <= 4096 &&
-    (m.key === undefined || (typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY));
+  return (
+    m !== null &&
+    typeof m === 'object' &&
+    m.v === PROTOCOL &&
+    m.t === 'exec' &&
+    Number.isSafeInteger(m.id) &&
+    typeof m.code === 'string' &&
+    typeof m.data === 'string' &&
+    typeof m.timeoutMs === 'number' &&
+    m.timeoutMs > 0 &&
+    Number.isSafeInteger(m.memoryMb) &&
+    m.memoryMb >= 8 &&
+    m.memoryMb <= 4096 &&
+    (m.key === undefined || (typeof m.key === 'string' && m.key.length > 0 && m.key.length <= MAX_KEY))
+  );
 }
 
 function execute(msg) {
@@ -397,7 +435,8 @@ function execute(msg) {
     iso.spare = null;
   }
   const reply = run(msg, iso, box);
-  if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE) reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
+  if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE)
+    reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
   send({ v: PROTOCOL, t: 'done', id: msg.id, reused, ...reply });
   // Only a step that returned normally leaves a context to reuse.
   if (iso.isolate.isDisposed) return;
@@ -418,21 +457,36 @@ function executeBreached(msg) {
   current = { id: msg.id, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false };
   const exec = current;
   const data = JSON.parse(msg.data);
-  const ctx = { inputs: data.inputs, steps: data.steps, log: (...a) => onLog(a.map(String).join(' ')), files: { write: (n, d, m) => onFile(String(n), typeof d === 'string' ? d : d, m, typeof d === 'string') } };
+  const ctx = {
+    inputs: data.inputs,
+    steps: data.steps,
+    log: (...a) => onLog(a.map(String).join(' ')),
+    files: { write: (n, d, m) => onFile(String(n), typeof d === 'string' ? d : d, m, typeof d === 'string') },
+  };
   const finish = (reply) => {
     current = null;
     send({ v: PROTOCOL, t: 'done', id: msg.id, reused: false, ...reply });
   };
   let fn;
   try {
-    fn = require('node:vm').runInThisContext(`(async function (ctx, process) {\n${msg.code}\n})`, { filename: STEP_FILE });
+    fn = require('node:vm').runInThisContext(`(async function (ctx, process) {\n${msg.code}\n})`, {
+      filename: STEP_FILE,
+    });
   } catch (err) {
     return finish({ outcome: 'invalid', message: syntaxMessage(err) });
   }
-  Promise.resolve().then(() => fn(ctx, process)).then(
-    (v) => finish({ outcome: 'ok', kind: v === undefined ? 'undefined' : typeof v === 'string' ? 'string' : 'json', text: v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v), files: exec.files }),
-    (err) => finish({ outcome: 'error', message: String(err && err.stack ? err.stack : err) }),
-  );
+  Promise.resolve()
+    .then(() => fn(ctx, process))
+    .then(
+      (v) =>
+        finish({
+          outcome: 'ok',
+          kind: v === undefined ? 'undefined' : typeof v === 'string' ? 'string' : 'json',
+          text: v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v),
+          files: exec.files,
+        }),
+      (err) => finish({ outcome: 'error', message: String(err && err.stack ? err.stack : err) }),
+    );
 }
 
 process.on('message', (msg) => {

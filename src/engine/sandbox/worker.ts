@@ -65,7 +65,9 @@ export class SandboxWorker {
   private readonly uid: number | undefined;
   private stderr = '';
   private nextId = 1;
-  private pending: { id: number; key: string | undefined; finish: (o: WorkerOutcome) => void; onLog: (line: string) => void } | undefined;
+  private pending:
+    | { id: number; key: string | undefined; finish: (o: WorkerOutcome) => void; onLog: (line: string) => void }
+    | undefined;
   private readonly exitHandlers: Array<() => void> = [];
   private readyHook: (() => void) | undefined;
   private watch: NodeJS.Timeout | undefined;
@@ -76,8 +78,16 @@ export class SandboxWorker {
     this.uid = isolation.users?.take();
     const contained = isolation.plan.bwrap !== undefined;
     const argv = [
-      process.execPath, ...sandboxExecArgv(options.breach), RUNNER_PATH,
-      ...runnerArgv({ limits: options.limits, contexts: options.contexts, uid: this.uid, warmMemoryMb: options.defaultMemoryMb, breach: options.breach }),
+      process.execPath,
+      ...sandboxExecArgv(options.breach),
+      RUNNER_PATH,
+      ...runnerArgv({
+        limits: options.limits,
+        contexts: options.contexts,
+        uid: this.uid,
+        warmMemoryMb: options.defaultMemoryMb,
+        breach: options.breach,
+      }),
     ];
     const { file, args } = launchCommand(isolation.plan, runnerView(), argv);
     this.classes.push(options.defaultMemoryMb);
@@ -145,12 +155,20 @@ export class SandboxWorker {
   }
 
   /** Runs one execution; never rejects (every failure is an outcome). */
-  exec(req: Omit<ExecMessage, 'v' | 't' | 'id'>, onLog: (line: string) => void, signal?: AbortSignal): Promise<WorkerOutcome> {
-    if (this.dead || this.pending) return Promise.resolve({ killed: 'crash', detail: 'the sandbox process is not available' });
+  exec(
+    req: Omit<ExecMessage, 'v' | 't' | 'id'>,
+    onLog: (line: string) => void,
+    signal?: AbortSignal,
+  ): Promise<WorkerOutcome> {
+    if (this.dead || this.pending)
+      return Promise.resolve({ killed: 'crash', detail: 'the sandbox process is not available' });
     const id = this.nextId++;
     return new Promise((resolve) => {
       const onAbort = () => this.kill('abort', 'the run was stopped');
-      const timer = setTimeout(() => this.kill('timeout', `no answer within ${req.timeoutMs} ms`), req.timeoutMs + this.options.killGraceMs);
+      const timer = setTimeout(
+        () => this.kill('timeout', `no answer within ${req.timeoutMs} ms`),
+        req.timeoutMs + this.options.killGraceMs,
+      );
       const finish = (o: WorkerOutcome) => {
         if (this.pending?.id !== id) return;
         this.pending = undefined;
@@ -165,7 +183,15 @@ export class SandboxWorker {
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       this.poll(POLL_BUSY_MS);
-      const msg: ExecMessage = { v: PROTOCOL_VERSION, t: 'exec', id, code: req.code, data: req.data, timeoutMs: req.timeoutMs, memoryMb: req.memoryMb };
+      const msg: ExecMessage = {
+        v: PROTOCOL_VERSION,
+        t: 'exec',
+        id,
+        code: req.code,
+        data: req.data,
+        timeoutMs: req.timeoutMs,
+        memoryMb: req.memoryMb,
+      };
       if (req.key !== undefined && this.options.contexts > 0) msg.key = req.key;
       this.child.send(msg, (err) => {
         if (err) this.kill('crash', 'the sandbox process did not accept the step');
@@ -193,7 +219,9 @@ export class SandboxWorker {
     const uid = runner === undefined ? undefined : await uidOf(runner);
     const expected = this.uid ?? process.getuid?.();
     if (uid === undefined || uid === 0 || uid !== expected) {
-      throw new Error(`The sandbox process runs as uid ${uid ?? 'unknown'}, not as its unprivileged user ${expected ?? ''}`);
+      throw new Error(
+        `The sandbox process runs as uid ${uid ?? 'unknown'}, not as its unprivileged user ${expected ?? ''}`,
+      );
     }
   }
 
@@ -223,7 +251,10 @@ export class SandboxWorker {
         if (sample.pids.length > 0) this.lastTree = sample.pids;
         const ceiling = this.ceilingBytes();
         if (sample.rssBytes > ceiling) {
-          this.kill('memory', `resident memory ${Math.round(sample.rssBytes / 1048576)} MiB over the ${Math.round(ceiling / 1048576)} MiB ceiling`);
+          this.kill(
+            'memory',
+            `resident memory ${Math.round(sample.rssBytes / 1048576)} MiB over the ${Math.round(ceiling / 1048576)} MiB ceiling`,
+          );
         } else if (sample.pids.length > this.treeLimit()) {
           this.kill('crash', `the sandbox process started other processes (${sample.pids.length} in its tree)`);
         } else {
@@ -267,7 +298,10 @@ export class SandboxWorker {
     this.options.isolation.users?.give(this.uid);
     if (this.pending) {
       const refused = code === 78 ? ': it refused to run as root' : '';
-      this.pending.finish({ killed: 'crash', detail: `the sandbox process exited (${signal ?? `code ${code}`})${refused}${this.stderrSummary()}` });
+      this.pending.finish({
+        killed: 'crash',
+        detail: `the sandbox process exited (${signal ?? `code ${code}`})${refused}${this.stderrSummary()}`,
+      });
     }
     for (const fn of this.exitHandlers.splice(0)) fn();
   }

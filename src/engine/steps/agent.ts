@@ -18,7 +18,13 @@ const MAX_RESULT_BYTES = 1024 * 1024;
 export async function runAgentStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  if (!deps.invokeAgent || !ctx.orgId) return failed('FAILED', EXIT.invalid, 'Invalid step: agent steps need the agents runtime, which this worker was started without', 0);
+  if (!deps.invokeAgent || !ctx.orgId)
+    return failed(
+      'FAILED',
+      EXIT.invalid,
+      'Invalid step: agent steps need the agents runtime, which this worker was started without',
+      0,
+    );
   const def = step as WorkflowStep & { agentId: string; message: string };
   let message: unknown;
   try {
@@ -29,14 +35,38 @@ export async function runAgentStep(step: WorkflowStep, ctx: StepRunContext, deps
   }
   const text = typeof message === 'string' ? message : JSON.stringify(message);
   if (!text) return failed('FAILED', EXIT.invalid, 'Invalid step: the message is empty after templating', elapsed());
-  const outcome = await deps.invokeAgent({ orgId: ctx.orgId, agentId: def.agentId, message: text, signal: deps.signal });
+  const outcome = await deps.invokeAgent({
+    orgId: ctx.orgId,
+    agentId: def.agentId,
+    message: text,
+    signal: deps.signal,
+  });
   if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
-  if (outcome.kind === 'refused') return failed('FAILED', EXIT.invalid, `Agent step cannot run: ${outcome.message}`, elapsed());
-  const transcript = { agentId: def.agentId, chatId: outcome.chatId, turnId: outcome.turnId, ok: outcome.kind === 'ok', messages: outcome.messages };
-  const files = [{ fileName: 'agent-turn.json', mimeType: 'application/json', data: Buffer.from(JSON.stringify(transcript, null, 2)) }];
-  if (outcome.kind === 'failed') return failed('FAILED', EXIT.error, `Agent turn failed (${outcome.error}): ${outcome.message}`, elapsed(), { files });
+  if (outcome.kind === 'refused')
+    return failed('FAILED', EXIT.invalid, `Agent step cannot run: ${outcome.message}`, elapsed());
+  const transcript = {
+    agentId: def.agentId,
+    chatId: outcome.chatId,
+    turnId: outcome.turnId,
+    ok: outcome.kind === 'ok',
+    messages: outcome.messages,
+  };
+  const files = [
+    {
+      fileName: 'agent-turn.json',
+      mimeType: 'application/json',
+      data: Buffer.from(JSON.stringify(transcript, null, 2)),
+    },
+  ];
+  if (outcome.kind === 'failed')
+    return failed('FAILED', EXIT.error, `Agent turn failed (${outcome.error}): ${outcome.message}`, elapsed(), {
+      files,
+    });
   const base = { status: 'COMPLETE' as const, exitCode: EXIT.ok, durationMs: elapsed(), files, logs: [] };
   const result = outcome.output ? JSON.stringify(outcome.output) : outcome.reply;
-  if (Buffer.byteLength(result) > MAX_RESULT_BYTES) return failed('FAILED', EXIT.error, `The agent reply is larger than ${MAX_RESULT_BYTES} bytes`, elapsed(), { files });
+  if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
+    return failed('FAILED', EXIT.error, `The agent reply is larger than ${MAX_RESULT_BYTES} bytes`, elapsed(), {
+      files,
+    });
   return { ...base, resultType: outcome.output ? 'json' : 'markdown', result };
 }

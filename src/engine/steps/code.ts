@@ -9,7 +9,15 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { WorkflowStep } from '../definition.js';
 import type { SandboxRun } from '../sandbox/pool.js';
-import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
+import {
+  EXIT,
+  failed,
+  stoppedByRun,
+  type ExecutedStep,
+  type ResultType,
+  type StepDeps,
+  type StepRunContext,
+} from './types.js';
 import { stepsByIndex } from './context.js';
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -77,9 +85,12 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
   const timeoutMs = intField(step, 'timeoutMs', 1, MAX_TIMEOUT_MS);
   const memoryMb = intField(step, 'memoryMb', 16, 1024);
   const declared = typeof step.resultType === 'string' ? step.resultType : undefined;
-  if (typeof code !== 'string' || code.trim() === '') return failed('FAILED', EXIT.invalid, 'Invalid step: code must be a non-empty string', 0);
-  if (timeoutMs === 'bad') return failed('FAILED', EXIT.invalid, `Invalid step: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}`, 0);
-  if (memoryMb === 'bad') return failed('FAILED', EXIT.invalid, 'Invalid step: memoryMb must be an integer from 16 to 1024', 0);
+  if (typeof code !== 'string' || code.trim() === '')
+    return failed('FAILED', EXIT.invalid, 'Invalid step: code must be a non-empty string', 0);
+  if (timeoutMs === 'bad')
+    return failed('FAILED', EXIT.invalid, `Invalid step: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}`, 0);
+  if (memoryMb === 'bad')
+    return failed('FAILED', EXIT.invalid, 'Invalid step: memoryMb must be an integer from 16 to 1024', 0);
   if (deps.signal?.aborted) return stoppedByRun(deps.signal, 0);
 
   const run = await deps.sandbox.run({
@@ -103,9 +114,23 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
     case 'error':
       return failed('FAILED', EXIT.error, cleanStack(run.text), run.durationMs, base);
     case 'invalid':
-      return failed('FAILED', EXIT.invalid, `Invalid step: the code does not compile: ${run.text}`, run.durationMs, base);
+      return failed(
+        'FAILED',
+        EXIT.invalid,
+        `Invalid step: the code does not compile: ${run.text}`,
+        run.durationMs,
+        base,
+      );
     case 'timeout':
-      return failed('TIMEOUT', EXIT.timeout, run.text.startsWith('Step timed out') ? run.text : `Step timed out after ${timeoutMs ?? DEFAULT_TIMEOUT_MS} ms (${run.text})`, run.durationMs, base);
+      return failed(
+        'TIMEOUT',
+        EXIT.timeout,
+        run.text.startsWith('Step timed out')
+          ? run.text
+          : `Step timed out after ${timeoutMs ?? DEFAULT_TIMEOUT_MS} ms (${run.text})`,
+        run.durationMs,
+        base,
+      );
     case 'memory':
       return failed('FAILED', EXIT.killed, `Memory limit exceeded: ${run.text}`, run.durationMs, base);
     case 'aborted':

@@ -16,7 +16,15 @@ import { readBounded } from '../../http/read-bounded.js';
 import { OutboundRefusedError } from '../../http/outbound.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
-import { EXIT, failed, stoppedByRun, type ExecutedStep, type ResultType, type StepDeps, type StepRunContext } from './types.js';
+import {
+  EXIT,
+  failed,
+  stoppedByRun,
+  type ExecutedStep,
+  type ResultType,
+  type StepDeps,
+  type StepRunContext,
+} from './types.js';
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -25,7 +33,10 @@ const MAX_RESULT_BYTES = 1024 * 1024;
 const ERROR_EXCERPT = 500;
 
 class StepFailure extends Error {
-  constructor(readonly exitCode: number, message: string) {
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -46,11 +57,16 @@ async function prepare(step: WorkflowStep, ctx: StepRunContext): Promise<Prepare
   const request = step.request as Record<string, unknown> | undefined;
   if (!request || typeof request !== 'object') throw invalid('request must be an object');
   const method = request.method;
-  if (typeof method !== 'string' || !METHODS.has(method)) throw invalid('request.method must be one of GET, POST, PUT, PATCH, DELETE');
+  if (typeof method !== 'string' || !METHODS.has(method))
+    throw invalid('request.method must be one of GET, POST, PUT, PATCH, DELETE');
   const timeout = step.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > 300_000) throw invalid('timeoutMs must be an integer from 1 to 300000');
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout > 300_000)
+    throw invalid('timeoutMs must be an integer from 1 to 300000');
 
-  const rendered = (await renderTemplates({ url: request.url, headers: request.headers ?? {}, query: request.query ?? {} }, templateData(ctx))) as Record<string, unknown>;
+  const rendered = (await renderTemplates(
+    { url: request.url, headers: request.headers ?? {}, query: request.query ?? {} },
+    templateData(ctx),
+  )) as Record<string, unknown>;
   const body = request.body === undefined ? undefined : await renderTemplates(request.body, templateData(ctx));
   let url: URL;
   try {
@@ -58,13 +74,16 @@ async function prepare(step: WorkflowStep, ctx: StepRunContext): Promise<Prepare
   } catch {
     throw invalid(`request.url is not an absolute URL: ${String(rendered.url ?? '').slice(0, 200)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`request.url must use http or https, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw invalid(`request.url must use http or https, not ${url.protocol}`);
   for (const [k, v] of Object.entries((rendered.query ?? {}) as Record<string, unknown>)) {
-    for (const item of Array.isArray(v) ? v : [v]) if (item !== undefined && item !== null) url.searchParams.append(k, text(item));
+    for (const item of Array.isArray(v) ? v : [v])
+      if (item !== undefined && item !== null) url.searchParams.append(k, text(item));
   }
   const headers = new Headers();
   try {
-    for (const [k, v] of Object.entries((rendered.headers ?? {}) as Record<string, unknown>)) if (v !== undefined && v !== null) headers.set(k, text(v));
+    for (const [k, v] of Object.entries((rendered.headers ?? {}) as Record<string, unknown>))
+      if (v !== undefined && v !== null) headers.set(k, text(v));
   } catch (err) {
     throw invalid(`bad request header: ${(err as Error).message}`);
   }
@@ -72,7 +91,8 @@ async function prepare(step: WorkflowStep, ctx: StepRunContext): Promise<Prepare
   if (body !== undefined) {
     if (method === 'GET') throw invalid('a GET request cannot have a body');
     payload = typeof body === 'string' ? body : JSON.stringify(body);
-    if (!headers.has('content-type')) headers.set('content-type', typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json');
+    if (!headers.has('content-type'))
+      headers.set('content-type', typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json');
   }
   return { url, init: { method, headers, body: payload, redirect: 'follow' }, timeoutMs: timeout };
 }
@@ -80,7 +100,8 @@ async function prepare(step: WorkflowStep, ctx: StepRunContext): Promise<Prepare
 /** Reads at most MAX_BODY_BYTES; more fails the step instead of filling the service's memory. */
 async function readBody(res: Response): Promise<Buffer> {
   const body = await readBounded(res, MAX_BODY_BYTES);
-  if (body === 'too-large') throw new StepFailure(EXIT.error, `The response body is over the ${MAX_BODY_BYTES}-byte limit`);
+  if (body === 'too-large')
+    throw new StepFailure(EXIT.error, `The response body is over the ${MAX_BODY_BYTES}-byte limit`);
   return body;
 }
 
@@ -99,7 +120,12 @@ function kindOf(contentType: string, data: Buffer): Kind {
   const type = contentType.split(';')[0]!.trim().toLowerCase();
   if (type === 'application/json' || type.endsWith('+json')) return 'json';
   if (type === 'text/markdown') return 'markdown';
-  if (type.startsWith('text/') || type.endsWith('+xml') || /^application\/(xml|javascript|x-www-form-urlencoded|yaml|x-yaml|x-ndjson)$/.test(type)) return 'text';
+  if (
+    type.startsWith('text/') ||
+    type.endsWith('+xml') ||
+    /^application\/(xml|javascript|x-www-form-urlencoded|yaml|x-yaml|x-ndjson)$/.test(type)
+  )
+    return 'text';
   if (type === '') {
     // No type given: text when it decodes as UTF-8 without NULs.
     try {
@@ -116,7 +142,11 @@ function asFile(data: Buffer, contentType: string, why: string, durationMs: numb
   const mimeType = contentType.split(';')[0]!.trim() || 'application/octet-stream';
   const fileName = `response.${extensionFor(mimeType)}`;
   return {
-    status: 'COMPLETE', resultType: 'plaintext', exitCode: EXIT.ok, durationMs, logs: [],
+    status: 'COMPLETE',
+    resultType: 'plaintext',
+    exitCode: EXIT.ok,
+    durationMs,
+    logs: [],
     result: `${why} response (${mimeType}, ${data.length} bytes) saved as ${fileName}`,
     files: [{ fileName, mimeType, data }],
   };
@@ -126,7 +156,8 @@ function toResult(res: Response, data: Buffer, declared: unknown, durationMs: nu
   const contentType = res.headers.get('content-type') ?? '';
   const kind = kindOf(contentType, data);
   if (kind === 'binary') return asFile(data, contentType, 'Binary', durationMs);
-  if (data.length > MAX_RESULT_BYTES) return asFile(data, contentType || 'text/plain', `Large (over ${MAX_RESULT_BYTES} bytes)`, durationMs);
+  if (data.length > MAX_RESULT_BYTES)
+    return asFile(data, contentType || 'text/plain', `Large (over ${MAX_RESULT_BYTES} bytes)`, durationMs);
   const body = decode(data, contentType);
   const wantJson = declared === 'json' || (declared === undefined && kind === 'json');
   let resultType: ResultType = kind === 'markdown' ? 'markdown' : 'plaintext';
@@ -164,10 +195,17 @@ export async function runHttpStep(step: WorkflowStep, ctx: StepRunContext, deps:
     if (err instanceof StepFailure) return failed('FAILED', err.exitCode, err.message, elapsed());
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
     const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
-    if (e.name === 'TimeoutError') return failed('TIMEOUT', EXIT.timeout, `The HTTP request timed out after ${prepared?.timeoutMs} ms`, elapsed());
-    if (e.cause instanceof OutboundRefusedError) return failed('FAILED', EXIT.error, `The HTTP request was not sent: ${e.cause.message}`, elapsed());
+    if (e.name === 'TimeoutError')
+      return failed('TIMEOUT', EXIT.timeout, `The HTTP request timed out after ${prepared?.timeoutMs} ms`, elapsed());
+    if (e.cause instanceof OutboundRefusedError)
+      return failed('FAILED', EXIT.error, `The HTTP request was not sent: ${e.cause.message}`, elapsed());
     const cause = e.cause?.code ?? e.cause?.message;
     deps.log.debug({ origin: prepared?.url.origin, err: e.message }, 'http step request failed');
-    return failed('FAILED', EXIT.error, `The HTTP request failed: ${e.message ?? String(err)}${cause ? ` (${cause})` : ''}`, elapsed());
+    return failed(
+      'FAILED',
+      EXIT.error,
+      `The HTTP request failed: ${e.message ?? String(err)}${cause ? ` (${cause})` : ''}`,
+      elapsed(),
+    );
   }
 }

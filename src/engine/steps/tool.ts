@@ -16,18 +16,34 @@ import { EXIT, failed, stoppedByRun, type ExecutedStep, type StepDeps, type Step
 const MAX_RESULT_BYTES = 1024 * 1024;
 
 function textOf(content: Array<{ type: string; [k: string]: unknown }>): string {
-  return content.filter((c) => c.type === 'text' && typeof c.text === 'string').map((c) => c.text as string).join('\n');
+  return content
+    .filter((c) => c.type === 'text' && typeof c.text === 'string')
+    .map((c) => c.text as string)
+    .join('\n');
 }
 
 function bounded(text: string): string {
-  return Buffer.byteLength(text) > MAX_RESULT_BYTES ? `${Buffer.from(text).subarray(0, MAX_RESULT_BYTES).toString('utf8')}…` : text;
+  return Buffer.byteLength(text) > MAX_RESULT_BYTES
+    ? `${Buffer.from(text).subarray(0, MAX_RESULT_BYTES).toString('utf8')}…`
+    : text;
 }
 
 export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps: StepDeps): Promise<ExecutedStep> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  if (!deps.callTool || !ctx.orgId) return failed('FAILED', EXIT.invalid, 'Invalid step: tool steps need the gateway, which this worker was started without', 0);
-  const def = step as WorkflowStep & { server: string; tool: string; arguments?: Record<string, unknown>; PCID?: string };
+  if (!deps.callTool || !ctx.orgId)
+    return failed(
+      'FAILED',
+      EXIT.invalid,
+      'Invalid step: tool steps need the gateway, which this worker was started without',
+      0,
+    );
+  const def = step as WorkflowStep & {
+    server: string;
+    tool: string;
+    arguments?: Record<string, unknown>;
+    PCID?: string;
+  };
   let args: Record<string, unknown>;
   try {
     args = (await renderTemplates(def.arguments ?? {}, templateData(ctx))) as Record<string, unknown>;
@@ -37,11 +53,24 @@ export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps:
     throw err;
   }
   try {
-    const result = await deps.callTool({ orgId: ctx.orgId, server: def.server, tool: def.tool, arguments: args, signal: deps.signal });
+    const result = await deps.callTool({
+      orgId: ctx.orgId,
+      server: def.server,
+      tool: def.tool,
+      arguments: args,
+      signal: deps.signal,
+    });
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
-    if (result.isError) return failed('FAILED', EXIT.error, bounded(textOf(result.content) || JSON.stringify(result.structuredContent ?? {})), elapsed());
+    if (result.isError)
+      return failed(
+        'FAILED',
+        EXIT.error,
+        bounded(textOf(result.content) || JSON.stringify(result.structuredContent ?? {})),
+        elapsed(),
+      );
     const base = { status: 'COMPLETE' as const, exitCode: EXIT.ok, durationMs: elapsed(), files: [], logs: [] };
-    if (result.structuredContent) return { ...base, resultType: 'json', result: bounded(JSON.stringify(result.structuredContent)) };
+    if (result.structuredContent)
+      return { ...base, resultType: 'json', result: bounded(JSON.stringify(result.structuredContent)) };
     return { ...base, resultType: 'plaintext', result: bounded(textOf(result.content)) };
   } catch (err) {
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());

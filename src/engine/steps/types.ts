@@ -71,8 +71,20 @@ export interface StepDeps {
 }
 
 /** What an agent step needs of the agents context (src/app.ts builds it from AgentService). */
-export type AgentInvoker = (call: { orgId: string; agentId: string; message: string; signal: AbortSignal | undefined }) => Promise<
-  | { kind: 'ok'; chatId: string; turnId: string; reply: string; output: Record<string, unknown> | null; messages: unknown[] }
+export type AgentInvoker = (call: {
+  orgId: string;
+  agentId: string;
+  message: string;
+  signal: AbortSignal | undefined;
+}) => Promise<
+  | {
+      kind: 'ok';
+      chatId: string;
+      turnId: string;
+      reply: string;
+      output: Record<string, unknown> | null;
+      messages: unknown[];
+    }
   | { kind: 'failed'; chatId: string; turnId: string; error: string; message: string; messages: unknown[] }
   | { kind: 'refused'; message: string }
 >;
@@ -87,19 +99,34 @@ export interface ToolCall {
 }
 
 /** A tool's result (MCP CallToolResult), or a thrown error carrying a JSON-RPC `code`. */
-export type ToolCaller = (call: ToolCall) => Promise<{ content: Array<{ type: string; [k: string]: unknown }>; structuredContent?: Record<string, unknown> | undefined; isError?: boolean | undefined }>;
+export type ToolCaller = (call: ToolCall) => Promise<{
+  content: Array<{ type: string; [k: string]: unknown }>;
+  structuredContent?: Record<string, unknown> | undefined;
+  isError?: boolean | undefined;
+}>;
 
 export const EXIT = { ok: 0, error: 1, invalid: 2, timeout: 124, killed: 137 } as const;
 
 /** A failed outcome with the error result type. */
-export function failed(status: 'FAILED' | 'TIMEOUT', exitCode: number, message: string, durationMs: number, extra: Partial<ExecutedStep> = {}): ExecutedStep {
+export function failed(
+  status: 'FAILED' | 'TIMEOUT',
+  exitCode: number,
+  message: string,
+  durationMs: number,
+  extra: Partial<ExecutedStep> = {},
+): ExecutedStep {
   return { status, resultType: 'error', result: message, exitCode, durationMs, files: [], logs: [], ...extra };
 }
 
 /** How the caller's signal ended a step: the run deadline (TIMEOUT) or a cancellation. */
-export function stoppedByRun(signal: AbortSignal | undefined, durationMs: number, extra: Partial<ExecutedStep> = {}): ExecutedStep {
+export function stoppedByRun(
+  signal: AbortSignal | undefined,
+  durationMs: number,
+  extra: Partial<ExecutedStep> = {},
+): ExecutedStep {
   const reason = signal?.reason as { name?: unknown; message?: unknown } | undefined;
   const why = reason && typeof reason.message === 'string' && reason.message ? `: ${reason.message}` : '';
-  if (reason?.name === 'AbortError') return failed('FAILED', EXIT.killed, `Step stopped: the run was cancelled${why}`, durationMs, extra);
+  if (reason?.name === 'AbortError')
+    return failed('FAILED', EXIT.killed, `Step stopped: the run was cancelled${why}`, durationMs, extra);
   return failed('TIMEOUT', EXIT.timeout, `Step stopped: the run reached its time limit${why}`, durationMs, extra);
 }

@@ -16,21 +16,26 @@ export const testDataCollectionTrigger: Handler<'testDataCollectionTrigger'> = a
   const { event, testData } = req.body;
   const { events } = ctx.services;
   const targets = collection.triggerUrls.filter((t) => t.event === event);
-  const results = await Promise.all(targets.map(async (t) => {
-    const base = holdsFiles(collection.type) ? filePayload(event, collection, sampleFile({}), 'collection') : itemPayload(event, collection, sampleItem({}), 'collection', { content: {}, metadata: {} });
-    const payload = { eventId: 'evt_test', ...base, ...testData };
-    const r = await events.call(t.url, revealKey(events.deps.secretKey, t.apiKeyEnc), payload);
-    return {
-      url: t.url,
-      status: r.ok ? ('success' as const) : ('failed' as const),
-      ...(r.httpStatus !== null ? { httpStatus: r.httpStatus } : {}),
-      ...(r.runId !== null ? { runId: r.runId } : {}),
-      ...(r.error !== null ? { error: r.error } : {}),
-    };
-  }));
+  const results = await Promise.all(
+    targets.map(async (t) => {
+      const base = holdsFiles(collection.type)
+        ? filePayload(event, collection, sampleFile({}), 'collection')
+        : itemPayload(event, collection, sampleItem({}), 'collection', { content: {}, metadata: {} });
+      const payload = { eventId: 'evt_test', ...base, ...testData };
+      const r = await events.call(t.url, revealKey(events.deps.secretKey, t.apiKeyEnc), payload);
+      return {
+        url: t.url,
+        status: r.ok ? ('success' as const) : ('failed' as const),
+        ...(r.httpStatus !== null ? { httpStatus: r.httpStatus } : {}),
+        ...(r.runId !== null ? { runId: r.runId } : {}),
+        ...(r.error !== null ? { error: r.error } : {}),
+      };
+    }),
+  );
   const ok = results.filter((r) => r.status === 'success').length;
-  const message = targets.length === 0
-    ? `No trigger URL is configured for ${event}.`
-    : `Called ${targets.length} trigger URL${targets.length === 1 ? '' : 's'} for ${event}; ${ok} succeeded, ${targets.length - ok} failed.`;
+  const message =
+    targets.length === 0
+      ? `No trigger URL is configured for ${event}.`
+      : `Called ${targets.length} trigger URL${targets.length === 1 ? '' : 's'} for ${event}; ${ok} succeeded, ${targets.length - ok} failed.`;
   return { status: 200, body: { message, results } };
 };

@@ -7,7 +7,12 @@ import { resourceCollection } from './support.js';
 export const updateDataCollection: Handler<'updateDataCollection'> = async (req, ctx) => {
   const collection = await resourceCollection(ctx, req.params.collectionId);
   const { deps } = ctx.services.events;
-  const entries = normalizeTriggerUrls(req.body.triggerUrls, { level: 'collection', collectionType: collection.type, secretKey: deps.secretKey, addresses: deps.addresses });
+  const entries = normalizeTriggerUrls(req.body.triggerUrls, {
+    level: 'collection',
+    collectionType: collection.type,
+    secretKey: deps.secretKey,
+    addresses: deps.addresses,
+  });
   const updated = await setCollectionTriggerUrls(ctx.services.db, ctx.auth.orgId, collection.id, entries);
   ctx.services.events.forget(ctx.auth.orgId, collection.id);
   return { status: 200, body: dataCollectionView(updated) };

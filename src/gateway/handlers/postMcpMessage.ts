@@ -41,7 +41,8 @@ export const postMcpMessage: Handler<'postMcpMessage'> = async (req, ctx) => {
       },
     };
     const server = await gateway.catalog.resolve(gctx, req.params.serverPath);
-    if (!server) throw new AppError('ERR_GATEWAY_UNKNOWN_SERVER', { message: `Unknown server path "${req.params.serverPath}"` });
+    if (!server)
+      throw new AppError('ERR_GATEWAY_UNKNOWN_SERVER', { message: `Unknown server path "${req.params.serverPath}"` });
     const answer = await gateway.router.handle(req.body, { ctx: gctx, server });
     if (answer === null) return { status: 202 };
     return { status: 200, body: answer };

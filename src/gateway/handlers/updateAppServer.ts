@@ -6,7 +6,8 @@ import { checkUpstreamAddress } from '../registry-validate.js';
 /** PATCH /v1/servers/{serverId} — If-Match is required; a new upstream is checked as on create. */
 export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  if (req.body.upstream !== undefined) await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
+  if (req.body.upstream !== undefined)
+    await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
   const s = await update(ctx.services.db, ctx.auth.orgId, req.params.serverId, expected, req.body);
   ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 200, body: s, headers: etag(s.version) };

@@ -21,7 +21,13 @@ import type { Listing } from './listings.js';
 /** What an upstream kind does once the connection is known. */
 interface Backend {
   list(ctx: GatewayContext, conn: ResolvedConnection, deadline: Deadline): Promise<ToolDef[]>;
-  call(ctx: GatewayContext, conn: ResolvedConnection, name: string, args: Record<string, unknown>, deadline: Deadline): Promise<CallResult>;
+  call(
+    ctx: GatewayContext,
+    conn: ResolvedConnection,
+    name: string,
+    args: Record<string, unknown>,
+    deadline: Deadline,
+  ): Promise<CallResult>;
 }
 
 const pcidSchema = (serviceKey: string) => ({
@@ -35,38 +41,52 @@ function withPcid(tools: ToolDef[], serviceKey: string): ToolDef[] {
   const pcid = pcidSchema(serviceKey);
   return tools.map((t) => {
     const required = (t.inputSchema.required ?? []).filter((r) => r !== 'PCID');
-    return { ...t, inputSchema: { ...t.inputSchema, properties: { ...(t.inputSchema.properties ?? {}), PCID: pcid }, required: [...required, 'PCID'] } };
+    return {
+      ...t,
+      inputSchema: {
+        ...t.inputSchema,
+        properties: { ...(t.inputSchema.properties ?? {}), PCID: pcid },
+        required: [...required, 'PCID'],
+      },
+    };
   });
 }
 
 function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool): Backend {
-  const open = (ctx: GatewayContext, conn: ResolvedConnection) => () => McpSession.open({
-    upstream,
-    agent: pool.agentFor(new URL(upstream.url)),
-    fetch: pool.fetch,
-    // Credential last: a forwarded header can never replace the connection's credential.
-    headers: { ...ctx.forwardedHeaders, ...credentialHeaders(server.auth, conn.secret, conn.id) },
-    toolsTtlMs: pool.toolsTtlMs,
-    timeoutMs: pool.timeoutMs,
-    log: ctx.log,
-  });
+  const open = (ctx: GatewayContext, conn: ResolvedConnection) => () =>
+    McpSession.open({
+      upstream,
+      agent: pool.agentFor(new URL(upstream.url)),
+      fetch: pool.fetch,
+      // Credential last: a forwarded header can never replace the connection's credential.
+      headers: { ...ctx.forwardedHeaders, ...credentialHeaders(server.auth, conn.secret, conn.id) },
+      toolsTtlMs: pool.toolsTtlMs,
+      timeoutMs: pool.timeoutMs,
+      log: ctx.log,
+    });
   const key = (ctx: GatewayContext, conn: ResolvedConnection) =>
     `${ctx.orgId}\0${server.serverId}\0${server.version}\0${conn.id}\0${conn.version}\0${forwardKey(ctx.forwardedHeaders)}`;
   return {
     list: (ctx, conn, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.listTools(deadline)),
-    call: (ctx, conn, name, args, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.callTool(name, args, deadline, ctx.sourceMetadata)),
+    call: (ctx, conn, name, args, deadline) =>
+      pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.callTool(name, args, deadline, ctx.sourceMetadata)),
   };
 }
 
 function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: UpstreamPool): Backend {
-  const catalogue = () => pool.catalogue<OpenapiCatalogue>(`${server.serverId}\0${server.version}`, () => buildCatalogue(upstream.document));
+  const catalogue = () =>
+    pool.catalogue<OpenapiCatalogue>(`${server.serverId}\0${server.version}`, () => buildCatalogue(upstream.document));
   return {
     list: async () => catalogue().tools,
     call: async (_ctx, conn, name, args, deadline) => {
       const op = catalogue().operations.get(name);
       if (!op) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       // Forwarded headers are deliberately not passed (spec section 5).
-      const target = { baseUrl: upstream.baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch };
+      const target = {
+        baseUrl: upstream.baseUrl,
+        credential: credentialHeaders(server.auth, conn.secret, conn.id),
+        fetch: pool.fetch,
+      };
       return callOperation(target, { tool: name, op, args }, deadline);
     },
   };
@@ -76,9 +96,14 @@ function codingAgentBackend(server: AppServer, baseUrl: string, pool: UpstreamPo
   return {
     list: async () => [codingAgentTool],
     call: async (_ctx, conn, name, args, deadline) => {
-      if (name !== CODING_AGENT_TOOL) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
+      if (name !== CODING_AGENT_TOOL)
+        throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       const input = checkLaunchInput({ ...args, PCID: conn.id });
-      return launchAgent({ baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch }, input, deadline);
+      return launchAgent(
+        { baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch },
+        input,
+        deadline,
+      );
     },
   };
 }
@@ -86,9 +111,12 @@ function codingAgentBackend(server: AppServer, baseUrl: string, pool: UpstreamPo
 function backendOf(server: AppServer, pool: UpstreamPool): Backend {
   const u = server.upstream;
   switch (u.type) {
-    case 'mcp': return mcpBackend(server, u, pool);
-    case 'openapi': return openapiBackend(server, u, pool);
-    case 'coding-agent': return codingAgentBackend(server, u.baseUrl, pool);
+    case 'mcp':
+      return mcpBackend(server, u, pool);
+    case 'openapi':
+      return openapiBackend(server, u, pool);
+    case 'coding-agent':
+      return codingAgentBackend(server, u.baseUrl, pool);
   }
 }
 
@@ -98,7 +126,12 @@ function serviceKeysOf(server: AppServer, parent: AppServer | undefined): string
   return primary === server.service_key ? [primary] : [primary, server.service_key];
 }
 
-async function run<T>(ctx: GatewayContext, pool: UpstreamPool, what: string, fn: (d: Deadline) => Promise<T>): Promise<T> {
+async function run<T>(
+  ctx: GatewayContext,
+  pool: UpstreamPool,
+  what: string,
+  fn: (d: Deadline) => Promise<T>,
+): Promise<T> {
   const deadline = new Deadline(ctx.signal, pool.timeoutMs);
   try {
     return await fn(deadline);
@@ -115,7 +148,13 @@ async function run<T>(ctx: GatewayContext, pool: UpstreamPool, what: string, fn:
  * there are several); with none, the server shows no tools (spec section 5: "the tools simply
  * do not appear and no error is given"). Upstream failures throw GatewayError.
  */
-async function listFor(ctx: GatewayContext, server: AppServer, parent: AppServer | undefined, pool: UpstreamPool, backend: Backend): Promise<ToolDef[]> {
+async function listFor(
+  ctx: GatewayContext,
+  server: AppServer,
+  parent: AppServer | undefined,
+  pool: UpstreamPool,
+  backend: Backend,
+): Promise<ToolDef[]> {
   const keys = serviceKeysOf(server, parent);
   const candidates = await pool.connections.connected(ctx, keys);
   if (candidates.length === 0) return [];
@@ -129,13 +168,21 @@ async function listFor(ctx: GatewayContext, server: AppServer, parent: AppServer
  * upstream is asked with the same connection as listFor, and no caller waits on it beyond the
  * listing budget.
  */
-async function listingFor(ctx: GatewayContext, server: AppServer, parent: AppServer | undefined, pool: UpstreamPool, backend: Backend): Promise<Listing> {
+async function listingFor(
+  ctx: GatewayContext,
+  server: AppServer,
+  parent: AppServer | undefined,
+  pool: UpstreamPool,
+  backend: Backend,
+): Promise<Listing> {
   const keys = serviceKeysOf(server, parent);
   const candidates = await pool.connections.connected(ctx, keys);
   if (candidates.length === 0) return { tools: [], stale: false };
   const conn = await resolvePcid(ctx, keys, candidates[0]!.id, pool.connections);
   const key = `${ctx.orgId}\u0000${server.serverId}@${server.version}\u0000${parent ? `${parent.serverId}@${parent.version}` : ''}\u0000${conn.id}@${conn.version}`;
-  return pool.listings.get(key, async () => withPcid(await run(ctx, pool, `upstream ${server.path} tools/list`, (d) => backend.list(ctx, conn, d)), keys[0]!));
+  return pool.listings.get(key, async () =>
+    withPcid(await run(ctx, pool, `upstream ${server.path} tools/list`, (d) => backend.list(ctx, conn, d)), keys[0]!),
+  );
 }
 
 export function createAppToolServer(server: AppServer, parent: AppServer | undefined, pool: UpstreamPool): ToolServer {
@@ -152,7 +199,9 @@ export function createAppToolServer(server: AppServer, parent: AppServer | undef
     async callTool(ctx, name, args) {
       const { PCID: pcid, ...rest } = args;
       const conn = await resolvePcid(ctx, keys, pcid, pool.connections);
-      return run(ctx, pool, `upstream ${server.path} tools/call ${name.slice(0, 100)}`, (d) => backend.call(ctx, conn, name, rest, d));
+      return run(ctx, pool, `upstream ${server.path} tools/call ${name.slice(0, 100)}`, (d) =>
+        backend.call(ctx, conn, name, rest, d),
+      );
     },
   };
 }
@@ -164,14 +213,21 @@ export function createAppToolServer(server: AppServer, parent: AppServer | undef
  * before the first).
  */
 export async function listAppServerTools(
-  ctx: GatewayContext, server: AppServer, parent: AppServer | undefined, pool: UpstreamPool,
+  ctx: GatewayContext,
+  server: AppServer,
+  parent: AppServer | undefined,
+  pool: UpstreamPool,
 ): Promise<ToolDef[]> {
   try {
     const listing = await listingFor(ctx, server, parent, pool, backendOf(server, pool));
-    if (listing.error !== undefined) ctx.log.warn({ server: server.path, err: listing.error }, 'application server tools stale for discovery');
+    if (listing.error !== undefined)
+      ctx.log.warn({ server: server.path, err: listing.error }, 'application server tools stale for discovery');
     return listing.tools;
   } catch (err) {
-    ctx.log.warn({ server: server.path, err: err instanceof Error ? err.message : String(err) }, 'application server tools unavailable for discovery');
+    ctx.log.warn(
+      { server: server.path, err: err instanceof Error ? err.message : String(err) },
+      'application server tools unavailable for discovery',
+    );
     return [];
   }
 }

@@ -28,14 +28,19 @@ export const codingAgentTool: ToolDef = {
 };
 
 /** Byte limits as the schema carries them (x-maxBytes), for messages. */
-const envSchema = (launch.inputSchema as unknown as { properties: { envVars: { propertyNames: Json; additionalProperties: Json } } }).properties.envVars;
+const envSchema = (
+  launch.inputSchema as unknown as { properties: { envVars: { propertyNames: Json; additionalProperties: Json } } }
+).properties.envVars;
 const NAME_BYTES = envSchema.propertyNames['x-maxBytes'] as number;
 const VALUE_BYTES = envSchema.additionalProperties['x-maxBytes'] as number;
 const IMAGE_PATH = /^prompt\.images\[\d+\]$/;
 
 /** "/prompt/images/0" → "prompt.images[0]". */
 function fieldOf(instancePath: string): string {
-  return instancePath.split('/').slice(1).reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+  return instancePath
+    .split('/')
+    .slice(1)
+    .reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
 }
 
 const clip = (s: string) => JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s);
@@ -58,12 +63,17 @@ function describeError(errors: ErrorObject[]): { field: string; message: string 
   }
   const p = e.params as Json;
   switch (e.keyword) {
-    case 'x-maxBytes': return { field, message: `${field} is longer than ${VALUE_BYTES} bytes` };
-    case 'maxItems': return { field, message: `${field} must have at most ${String(p.limit)} item${p.limit === 1 ? '' : 's'}` };
-    case 'minItems': return { field, message: `${field} must have at least ${String(p.limit)} item${p.limit === 1 ? '' : 's'}` };
-    case 'minLength': return { field, message: `${field} must not be empty` };
+    case 'x-maxBytes':
+      return { field, message: `${field} is longer than ${VALUE_BYTES} bytes` };
+    case 'maxItems':
+      return { field, message: `${field} must have at most ${String(p.limit)} item${p.limit === 1 ? '' : 's'}` };
+    case 'minItems':
+      return { field, message: `${field} must have at least ${String(p.limit)} item${p.limit === 1 ? '' : 's'}` };
+    case 'minLength':
+      return { field, message: `${field} must not be empty` };
     case 'maxLength':
-      if (IMAGE_PATH.test(field)) return { field, message: `${field} is larger than 15 MiB (${String(p.limit)} base64 characters)` };
+      if (IMAGE_PATH.test(field))
+        return { field, message: `${field} is larger than 15 MiB (${String(p.limit)} base64 characters)` };
       return { field, message: `${field} must be at most ${String(p.limit)} characters` };
     case 'pattern':
       if (IMAGE_PATH.test(field)) return { field, message: `${field} must be standard base64` };
@@ -76,7 +86,8 @@ function describeError(errors: ErrorObject[]): { field: string; message: string 
       const extra = `${field ? `${field}.` : ''}${String(p.additionalProperty)}`;
       return { field: extra, message: `${extra} is not a known argument` };
     }
-    case 'format': return { field, message: `${field} must be a ${String(p.format).toUpperCase()}` };
+    case 'format':
+      return { field, message: `${field} must be a ${String(p.format).toUpperCase()}` };
   }
   return { field, message: `${field || 'arguments'} ${e.message ?? 'is invalid'}` };
 }
@@ -91,7 +102,9 @@ export function checkLaunchInput(input: Json): CodingAgentLaunchInput {
   images.forEach((img, i) => {
     // The schema checks alphabet and size; padded base64 also has a length that is a multiple of 4.
     if (img.length % 4 !== 0) {
-      throw new GatewayError(RPC.SERVER, `invalid arguments: prompt.images[${i}] must be standard padded base64`, { field: `prompt.images[${i}]` });
+      throw new GatewayError(RPC.SERVER, `invalid arguments: prompt.images[${i}] must be standard padded base64`, {
+        field: `prompt.images[${i}]`,
+      });
     }
   });
   return input as unknown as CodingAgentLaunchInput;
@@ -105,7 +118,9 @@ export function launchBody(input: CodingAgentLaunchInput): Json {
   const body: Json = {
     prompt,
     // spec section 13: with prUrl, url and startingRef are ignored.
-    source: repo.prUrl ? { prUrl: repo.prUrl } : { repository: repo.url, ...(repo.startingRef ? { ref: repo.startingRef } : {}) },
+    source: repo.prUrl
+      ? { prUrl: repo.prUrl }
+      : { repository: repo.url, ...(repo.startingRef ? { ref: repo.startingRef } : {}) },
   };
   if (input.model) {
     body.model = input.model.id;
@@ -115,7 +130,8 @@ export function launchBody(input: CodingAgentLaunchInput): Json {
   if (input.autoCreatePR !== undefined) target.autoCreatePr = input.autoCreatePR;
   if (input.branchName !== undefined) target.branchName = input.branchName;
   if (repo.prUrl && input.autoGenerateBranch !== undefined) target.autoBranch = input.autoGenerateBranch;
-  if (input.autoCreatePR === true && input.skipReviewerRequest !== undefined) target.skipReviewerRequest = input.skipReviewerRequest;
+  if (input.autoCreatePR === true && input.skipReviewerRequest !== undefined)
+    target.skipReviewerRequest = input.skipReviewerRequest;
   if (Object.keys(target).length) body.target = target;
   if (input.envVars && Object.keys(input.envVars).length) body.envVars = input.envVars;
   return body;
@@ -124,15 +140,25 @@ export function launchBody(input: CodingAgentLaunchInput): Json {
 function launchResult(v: Json): CallResult {
   const agentId = typeof v.id === 'string' ? v.id : typeof v.agentId === 'string' ? v.agentId : undefined;
   const status = typeof v.status === 'string' ? v.status : undefined;
-  if (!agentId || !status) return errorResult(undefined, 'the coding-agent service answered without an agent id and status');
+  if (!agentId || !status)
+    return errorResult(undefined, 'the coding-agent service answered without an agent id and status');
   const target = v.target as Json | undefined;
   const url = typeof v.url === 'string' ? v.url : typeof target?.url === 'string' ? target.url : undefined;
   return jsonResult({ ...v, agentId, status, ...(url ? { url } : {}) });
 }
 
-export async function launchAgent(upstream: HttpUpstream, input: CodingAgentLaunchInput, deadline: Deadline): Promise<CallResult> {
+export async function launchAgent(
+  upstream: HttpUpstream,
+  input: CodingAgentLaunchInput,
+  deadline: Deadline,
+): Promise<CallResult> {
   const url = `${upstream.baseUrl.replace(/\/+$/, '')}/v0/agents`;
   const headers = { accept: 'application/json', 'content-type': 'application/json', ...upstream.credential };
-  const answer = await send(upstream.fetch, url, { method: 'POST', headers, body: JSON.stringify(launchBody(input)) }, deadline);
+  const answer = await send(
+    upstream.fetch,
+    url,
+    { method: 'POST', headers, body: JSON.stringify(launchBody(input)) },
+    deadline,
+  );
   return toResult(answer, launchResult);
 }

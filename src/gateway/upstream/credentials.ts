@@ -36,7 +36,11 @@ function basicPair(secret: ConnectionSecret | null): string | undefined {
  * Request headers (lower-case names) carrying the credential. Header values must not hold
  * CR/LF: a secret that does is refused rather than sent (fetch would throw with the value).
  */
-export function credentialHeaders(auth: UpstreamAuth, secret: ConnectionSecret | null, connectionId: string): Record<string, string> {
+export function credentialHeaders(
+  auth: UpstreamAuth,
+  secret: ConnectionSecret | null,
+  connectionId: string,
+): Record<string, string> {
   switch (auth.scheme) {
     case 'none':
       return {};
@@ -48,7 +52,12 @@ export function credentialHeaders(auth: UpstreamAuth, secret: ConnectionSecret |
     case 'bearer':
     case 'header': {
       const token = tokenOf(secret);
-      if (!token) throw unusable(connectionId, auth.scheme, `expected a string or an object with one of ${TOKEN_KEYS.join(', ')}`);
+      if (!token)
+        throw unusable(
+          connectionId,
+          auth.scheme,
+          `expected a string or an object with one of ${TOKEN_KEYS.join(', ')}`,
+        );
       if (/[\r\n\0]/.test(token)) throw unusable(connectionId, auth.scheme, 'it contains line breaks');
       if (auth.scheme === 'bearer') return { authorization: `Bearer ${token}` };
       return { [auth.headerName!.toLowerCase()]: token };

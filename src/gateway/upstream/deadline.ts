@@ -14,7 +14,10 @@ import { GatewayError, RPC } from '../types.js';
 import { AnswerTooLarge } from './mcp-answer.js';
 
 class DeadlineExpired extends Error {
-  constructor() { super('upstream deadline expired'); this.name = 'DeadlineExpired'; }
+  constructor() {
+    super('upstream deadline expired');
+    this.name = 'DeadlineExpired';
+  }
 }
 
 /**
@@ -34,7 +37,10 @@ export class Deadline {
   aborted = false;
   timedOut = false;
 
-  constructor(private readonly parent: AbortSignal, readonly timeoutMs: number) {
+  constructor(
+    private readonly parent: AbortSignal,
+    readonly timeoutMs: number,
+  ) {
     this.onParentAbort = () => this.abort(parent.reason as Error);
     if (parent.aborted) this.abort(parent.reason as Error);
     else parent.addEventListener('abort', this.onParentAbort, { once: true });
@@ -60,7 +66,9 @@ export class Deadline {
   /** Calls `fn` once if the deadline ends the operation; the returned function unsubscribes. */
   onAbort(fn: (reason: Error) => void): () => void {
     (this.hooks ??= new Set()).add(fn);
-    return () => { this.hooks?.delete(fn); };
+    return () => {
+      this.hooks?.delete(fn);
+    };
   }
 
   private abort(reason: Error): void {
@@ -79,8 +87,14 @@ export class Deadline {
     return new Promise<T>((resolve, reject) => {
       const off = this.onAbort(reject);
       p.then(
-        (v) => { off(); resolve(v); },
-        (e: unknown) => { off(); reject(e as Error); },
+        (v) => {
+          off();
+          resolve(v);
+        },
+        (e: unknown) => {
+          off();
+          reject(e as Error);
+        },
       );
     });
   }
@@ -92,7 +106,8 @@ export class Deadline {
 }
 
 function httpStatusOf(err: unknown): number | undefined {
-  if (err instanceof StreamableHTTPError || err instanceof SseError) return typeof err.code === 'number' && err.code > 0 ? err.code : undefined;
+  if (err instanceof StreamableHTTPError || err instanceof SseError)
+    return typeof err.code === 'number' && err.code > 0 ? err.code : undefined;
   // The SSE client's POST failure is a plain Error naming the status.
   const m = err instanceof Error ? /\(HTTP (\d{3})\)/.exec(err.message) : null;
   return m ? Number(m[1]) : undefined;
@@ -110,8 +125,19 @@ export function isSessionGone(err: unknown): boolean {
 }
 
 const NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE',
-  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EPIPE',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
 ]);
 
 function networkCode(err: unknown): string | undefined {
@@ -124,7 +150,11 @@ function networkCode(err: unknown): string | undefined {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
     const errors = (e as { errors?: unknown }).errors; // AggregateError of happy-eyeballs attempts
-    if (Array.isArray(errors)) for (const inner of errors) { const c = networkCode(inner); if (c) return c; }
+    if (Array.isArray(errors))
+      for (const inner of errors) {
+        const c = networkCode(inner);
+        if (c) return c;
+      }
   }
   return undefined;
 }
@@ -170,21 +200,32 @@ export function upstreamFailure(err: unknown, what: string, deadline: Deadline, 
   if (refused) {
     // The address is for the operator's log; the caller learns why, not where (no URL, no address).
     log.warn({ what, address: refused.address, reason: refused.reason }, 'upstream refused by the outbound policy');
-    return new GatewayError(RPC.SERVER, `${what} failed: the outbound policy refuses the upstream's address (${refused.reason}; allow it with OUTBOUND_ALLOWLIST)`);
+    return new GatewayError(
+      RPC.SERVER,
+      `${what} failed: the outbound policy refuses the upstream's address (${refused.reason}; allow it with OUTBOUND_ALLOWLIST)`,
+    );
   }
   const net = networkCode(err);
   if (net) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable (${net})`);
   const status = httpStatusOf(err);
   if (status === 401 || status === 403) {
-    return new GatewayError(RPC.SERVER, `${what} failed: the upstream refused the connection's credential (HTTP ${status})`);
+    return new GatewayError(
+      RPC.SERVER,
+      `${what} failed: the upstream refused the connection's credential (HTTP ${status})`,
+    );
   }
   if (status !== undefined) return new GatewayError(RPC.SERVER, `${what} failed: the upstream answered HTTP ${status}`);
   if (err instanceof AnswerTooLarge) return new GatewayError(RPC.SERVER, `${what} failed: ${err.message}`);
   if (err instanceof McpError) {
-    if (err.code === ErrorCode.ConnectionClosed) return new GatewayError(RPC.SERVER, `${what} failed: the upstream closed the connection`);
+    if (err.code === ErrorCode.ConnectionClosed)
+      return new GatewayError(RPC.SERVER, `${what} failed: the upstream closed the connection`);
     return new GatewayError(err.code, `${what}: ${mcpMessage(err)}`, { upstream: true });
   }
-  if ((err instanceof TypeError || err instanceof SseError) && /fetch failed/i.test(err.message)) return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable`);
-  log.warn({ err: err instanceof Error ? { name: err.name, message: err.message } : String(err), what }, 'upstream call failed');
+  if ((err instanceof TypeError || err instanceof SseError) && /fetch failed/i.test(err.message))
+    return new GatewayError(RPC.SERVER, `${what} failed: the upstream is unreachable`);
+  log.warn(
+    { err: err instanceof Error ? { name: err.name, message: err.message } : String(err), what },
+    'upstream call failed',
+  );
   return new GatewayError(RPC.SERVER, `${what} failed: the upstream sent an unusable answer`);
 }

@@ -19,11 +19,25 @@ export const FORWARD_PREFIX = 'x-pf-forward-';
  * and nothing else.
  */
 export const DROPPED_FORWARD_NAMES: ReadonlySet<string> = new Set([
-  'authorization', 'content-type', 'accept', 'mcp-session-id',
-  'mcp-protocol-version', 'last-event-id',
-  'host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'content-length', 'expect', 'accept-encoding', 'proxy-connection',
-  'cookie', 'proxy-authorization',
+  'authorization',
+  'content-type',
+  'accept',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'content-length',
+  'expect',
+  'accept-encoding',
+  'proxy-connection',
+  'cookie',
+  'proxy-authorization',
 ]);
 
 /** The forwarded headers of an incoming request, renamed (`X-Pf-Forward-Foo` → `foo`). */

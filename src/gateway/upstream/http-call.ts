@@ -37,7 +37,12 @@ async function readCapped(res: Response): Promise<string> {
 }
 
 /** One request under the deadline; network failures, refusals and timeouts throw (see upstreamFailure). */
-export async function send(fetchImpl: typeof fetch, url: string, init: RequestInit, deadline: Deadline): Promise<HttpAnswer | 'too-large'> {
+export async function send(
+  fetchImpl: typeof fetch,
+  url: string,
+  init: RequestInit,
+  deadline: Deadline,
+): Promise<HttpAnswer | 'too-large'> {
   const res = await fetchImpl(url, { ...init, redirect: 'manual', signal: deadline.signal });
   try {
     return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await readCapped(res) };
@@ -61,12 +66,20 @@ function parsed(a: HttpAnswer): { ok: true; value: unknown } | { ok: false } {
 
 export function errorResult(status: number | undefined, message: string): CallResult {
   const body: Record<string, unknown> = status === undefined ? { error: message } : { status, error: message };
-  return { content: [{ type: 'text', text: status === undefined ? message : `HTTP ${status}: ${message}` }], structuredContent: body, isError: true };
+  return {
+    content: [{ type: 'text', text: status === undefined ? message : `HTTP ${status}: ${message}` }],
+    structuredContent: body,
+    isError: true,
+  };
 }
 
 /** The tool result of an answer; `transform` may reshape a 2xx JSON object. */
-export function toResult(a: HttpAnswer | 'too-large', transform?: (v: Record<string, unknown>) => CallResult): CallResult {
-  if (a === 'too-large') return errorResult(undefined, `the upstream answer is larger than ${MAX_RESPONSE_BYTES} bytes`);
+export function toResult(
+  a: HttpAnswer | 'too-large',
+  transform?: (v: Record<string, unknown>) => CallResult,
+): CallResult {
+  if (a === 'too-large')
+    return errorResult(undefined, `the upstream answer is larger than ${MAX_RESPONSE_BYTES} bytes`);
   if (a.status < 200 || a.status > 299) {
     const excerpt = a.text.length > EXCERPT_CHARS ? `${a.text.slice(0, EXCERPT_CHARS)}…` : a.text;
     return errorResult(a.status, excerpt);

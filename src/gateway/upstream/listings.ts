@@ -51,7 +51,8 @@ export class ToolListings {
       this.entries.set(key, entry);
       while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     }
-    if (entry.error === undefined && entry.at > 0 && now - entry.at < this.opts.freshMs) return { tools: entry.tools, stale: false };
+    if (entry.error === undefined && entry.at > 0 && now - entry.at < this.opts.freshMs)
+      return { tools: entry.tools, stale: false };
     if (entry.at > 0 || entry.failedAt > 0) {
       // Answered before: serve that at once; refresh in the background (a failed upstream at most every RETRY_MS).
       if (entry.error === undefined || now - entry.failedAt >= RETRY_MS) void this.refresh(entry, fetch);
@@ -75,7 +76,11 @@ export class ToolListings {
   }
 
   private notYet(): Listing {
-    return { tools: [], stale: true, error: `the upstream has not listed its tools yet (no answer within ${this.opts.budgetMs} ms; still asking)` };
+    return {
+      tools: [],
+      stale: true,
+      error: `the upstream has not listed its tools yet (no answer within ${this.opts.budgetMs} ms; still asking)`,
+    };
   }
 
   /** Forgets every list of an organisation (after a registration or connection change in this process). */
@@ -90,16 +95,21 @@ export class ToolListings {
 
   /** One listing at a time per entry; its outcome lands in the entry. */
   private refresh(entry: Entry, fetch: () => Promise<ToolDef[]>): Promise<void> {
-    entry.pending ??= fetch().then((tools) => {
-      entry.tools = tools;
-      entry.at = Date.now();
-      entry.error = undefined;
-    }, (err: unknown) => {
-      entry.error = err instanceof Error ? err.message : String(err);
-      entry.failedAt = Date.now();
-    }).finally(() => {
-      entry.pending = undefined;
-    });
+    entry.pending ??= fetch()
+      .then(
+        (tools) => {
+          entry.tools = tools;
+          entry.at = Date.now();
+          entry.error = undefined;
+        },
+        (err: unknown) => {
+          entry.error = err instanceof Error ? err.message : String(err);
+          entry.failedAt = Date.now();
+        },
+      )
+      .finally(() => {
+        entry.pending = undefined;
+      });
     return entry.pending;
   }
 }

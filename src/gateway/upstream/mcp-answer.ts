@@ -31,7 +31,8 @@ export class UnusableAnswer extends Error {
  * The upstream ended the body or the socket before our response arrived. No `cause`: a socket
  * error code on it would make the failure read as "unreachable" although the request got there.
  */
-export const closedEarly = (): McpError => new McpError(ErrorCode.ConnectionClosed, 'the upstream closed the connection before answering');
+export const closedEarly = (): McpError =>
+  new McpError(ErrorCode.ConnectionClosed, 'the upstream closed the connection before answering');
 
 /** A JSON-RPC response to one of our requests. */
 export interface RpcResponse {
@@ -121,7 +122,9 @@ function consume<T>(res: IncomingMessage, onData: (chunk: Buffer) => T | undefin
     });
     // A socket closed mid-body: 'error' (ECONNRESET "aborted") and/or 'close' without 'end'.
     // (The error is built only when it is needed: most responses close after settling.)
-    res.on('error', () => { if (!settled) settle(closedEarly()); });
+    res.on('error', () => {
+      if (!settled) settle(closedEarly());
+    });
     res.on('close', () => {
       clearTimeout(grace);
       if (!settled) settle(closedEarly());
@@ -132,19 +135,26 @@ function consume<T>(res: IncomingMessage, onData: (chunk: Buffer) => T | undefin
 /** A JSON body: one message or a batch (JSON-RPC 2.0 section 6). */
 export function readJsonAnswer(res: IncomingMessage, id: number, other: OtherMessage): Promise<RpcResponse> {
   const chunks: Buffer[] = [];
-  return consume<RpcResponse>(res, (chunk) => { chunks.push(chunk); return undefined; }, () => {
-    const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new UnusableAnswer('the upstream answer is not JSON');
-    }
-    let found: RpcResponse | undefined;
-    for (const msg of Array.isArray(body) ? body as unknown[] : [body]) found = match(msg, id, other) ?? found;
-    if (!found) throw new UnusableAnswer('the upstream answer holds no response to the request');
-    return found;
-  });
+  return consume<RpcResponse>(
+    res,
+    (chunk) => {
+      chunks.push(chunk);
+      return undefined;
+    },
+    () => {
+      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new UnusableAnswer('the upstream answer is not JSON');
+      }
+      let found: RpcResponse | undefined;
+      for (const msg of Array.isArray(body) ? (body as unknown[]) : [body]) found = match(msg, id, other) ?? found;
+      if (!found) throw new UnusableAnswer('the upstream answer holds no response to the request');
+      return found;
+    },
+  );
 }
 
 /**
@@ -171,7 +181,10 @@ export function readSseAnswer(res: IncomingMessage, id: number, other: OtherMess
   });
   return consume<RpcResponse>(
     res,
-    (chunk) => { parser.feed(decoder.write(chunk)); return found; },
+    (chunk) => {
+      parser.feed(decoder.write(chunk));
+      return found;
+    },
     () => {
       parser.feed(decoder.end());
       parser.reset({ consume: true });

@@ -15,8 +15,13 @@ import https from 'node:https';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
-  UnusableAnswer, mediaType, readJsonAnswer, readSseAnswer, readText,
-  type OtherMessage, type RpcResponse,
+  UnusableAnswer,
+  mediaType,
+  readJsonAnswer,
+  readSseAnswer,
+  readText,
+  type OtherMessage,
+  type RpcResponse,
 } from './mcp-answer.js';
 
 /** What ends a request early: the operation's Deadline (deadline.ts). */
@@ -54,9 +59,17 @@ const FAILURE_TEXT_CHARS = 4096;
  * names anyway).
  */
 export function postTarget(
-  url: URL, agent: http.Agent, headers: Readonly<Record<string, string>>, sessionId: string | undefined, protocolVersion: string | undefined,
+  url: URL,
+  agent: http.Agent,
+  headers: Readonly<Record<string, string>>,
+  sessionId: string | undefined,
+  protocolVersion: string | undefined,
 ): PostTarget {
-  const all: Record<string, string> = { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const all: Record<string, string> = {
+    ...headers,
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
   if (sessionId) all['mcp-session-id'] = sessionId;
   if (protocolVersion) all['mcp-protocol-version'] = protocolVersion;
   return {
@@ -82,7 +95,9 @@ function answer(res: IncomingMessage, id: number, other: OtherMessage): Promise<
   }
   if (status < 200 || status > 299) {
     // Same shape as the SDK's, so httpStatusOf/isSessionGone (deadline.ts) read it unchanged.
-    return readText(res, FAILURE_TEXT_CHARS).then((text) => { throw new StreamableHTTPError(status, `Error POSTing to endpoint: ${text}`); });
+    return readText(res, FAILURE_TEXT_CHARS).then((text) => {
+      throw new StreamableHTTPError(status, `Error POSTing to endpoint: ${text}`);
+    });
   }
   const type = mediaType(res.headers['content-type']);
   if (type === 'application/json') return readJsonAnswer(res, id, other);
@@ -98,7 +113,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 function resultOf(r: RpcResponse): Record<string, unknown> {
   if (r.error !== undefined) {
     const e = r.error;
-    if (!isObject(e) || typeof e.code !== 'number' || typeof e.message !== 'string') throw new UnusableAnswer('malformed JSON-RPC error');
+    if (!isObject(e) || typeof e.code !== 'number' || typeof e.message !== 'string')
+      throw new UnusableAnswer('malformed JSON-RPC error');
     throw McpError.fromError(e.code, e.message, e.data);
   }
   if (!isObject(r.result)) throw new UnusableAnswer('the JSON-RPC result is not an object');
@@ -112,7 +128,12 @@ function resultOf(r: RpcResponse): Record<string, unknown> {
  * Node's documentation advises for `reusedSocket`: the request never reached the server.
  */
 export function postRequest(
-  target: PostTarget, id: number, method: string, params: Record<string, unknown>, until: Abortable, other: OtherMessage,
+  target: PostTarget,
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  until: Abortable,
+  other: OtherMessage,
 ): Promise<Record<string, unknown>> {
   // Kept a string: Node joins a string body with the request head into one chunk.
   const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });

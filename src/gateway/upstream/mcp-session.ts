@@ -40,7 +40,12 @@ const noValidation: jsonSchemaValidator = {
 const MAX_TOOL_PAGES = 50;
 /** The SDK's own request timeout is only a backstop behind our Deadline. */
 const SDK_TIMEOUT_SLACK_MS = 5_000;
-const NO_RECONNECT = { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 };
+const NO_RECONNECT = {
+  maxRetries: 0,
+  initialReconnectionDelay: 1000,
+  maxReconnectionDelay: 1000,
+  reconnectionDelayGrowFactor: 1,
+};
 /** Ending a session tells the upstream (HTTP DELETE), without holding up eviction for long. */
 const TERMINATE_TIMEOUT_MS = 2_000;
 /**
@@ -102,16 +107,23 @@ export class McpSession {
     const requestInit: RequestInit = { headers: opts.headers };
     // The SDK's default redirect policy ('same-origin') follows only redirects within the
     // registered origin: the credential never leaves it. Those hops go through opts.fetch too.
-    const transport = opts.upstream.transport === 'sse'
-      ? new SSEClientTransport(url, { requestInit, fetch: opts.fetch })
-      // A dropped standalone GET stream is not re-opened: calls ride on POSTs, and the tool
-      // list cache has a TTL anyway.
-      : new StreamableHTTPClientTransport(url, { requestInit, reconnectionOptions: NO_RECONNECT, fetch: opts.fetch });
-    const client = new Client({ name: 'switchyard-gateway', version: '0.1.0' }, { capabilities: {}, jsonSchemaValidator: noValidation });
+    const transport =
+      opts.upstream.transport === 'sse'
+        ? new SSEClientTransport(url, { requestInit, fetch: opts.fetch })
+        : // A dropped standalone GET stream is not re-opened: calls ride on POSTs, and the tool
+          // list cache has a TTL anyway.
+          new StreamableHTTPClientTransport(url, { requestInit, reconnectionOptions: NO_RECONNECT, fetch: opts.fetch });
+    const client = new Client(
+      { name: 'switchyard-gateway', version: '0.1.0' },
+      { capabilities: {}, jsonSchemaValidator: noValidation },
+    );
     const session = new McpSession(client, transport, opts);
-    client.onerror = (err) => opts.log.debug({ err: { name: err.name, message: err.message } }, 'upstream transport error');
+    client.onerror = (err) =>
+      opts.log.debug({ err: { name: err.name, message: err.message } }, 'upstream transport error');
     client.onclose = () => session.onClose?.();
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => { session.tools = undefined; });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      session.tools = undefined;
+    });
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(new Error('connect timed out')), opts.timeoutMs);
     try {
@@ -141,7 +153,11 @@ export class McpSession {
   };
 
   /** One request on the lean path when there is one, else through the SDK client. */
-  private async request(method: string, params: Record<string, unknown>, deadline: Deadline): Promise<Record<string, unknown>> {
+  private async request(
+    method: string,
+    params: Record<string, unknown>,
+    deadline: Deadline,
+  ): Promise<Record<string, unknown>> {
     const lean = this.lean;
     if (lean) {
       const id = this.nextId++;
@@ -156,7 +172,10 @@ export class McpSession {
         this.lean = undefined;
       }
     }
-    return this.client.request({ method, params }, LooseResult, { signal: deadline.signal, timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS });
+    return this.client.request({ method, params }, LooseResult, {
+      signal: deadline.signal,
+      timeout: this.opts.timeoutMs + SDK_TIMEOUT_SLACK_MS,
+    });
   }
 
   /**
@@ -165,8 +184,14 @@ export class McpSession {
    * MCP "Cancellation"). The SDK client does the same for its own requests.
    */
   private cancel(requestId: number): void {
-    this.client.notification({ method: 'notifications/cancelled', params: { requestId, reason: 'the gateway gave up waiting' } })
-      .catch((err: unknown) => this.opts.log.debug({ err: err instanceof Error ? err.message : String(err) }, 'upstream cancellation not sent'));
+    this.client
+      .notification({ method: 'notifications/cancelled', params: { requestId, reason: 'the gateway gave up waiting' } })
+      .catch((err: unknown) =>
+        this.opts.log.debug(
+          { err: err instanceof Error ? err.message : String(err) },
+          'upstream cancellation not sent',
+        ),
+      );
   }
 
   /** The upstream's tools, cached for toolsTtlMs and dropped on notifications/tools/list_changed. */
@@ -192,7 +217,12 @@ export class McpSession {
    * tools/call, the result passed through as the upstream sent it. An agent channel's
    * `metadata` travels as `_meta.sourceMetadata` (MCP request metadata), so tools see it.
    */
-  async callTool(name: string, args: Record<string, unknown>, deadline: Deadline, sourceMetadata?: Readonly<Record<string, unknown>>): Promise<CallResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown>,
+    deadline: Deadline,
+    sourceMetadata?: Readonly<Record<string, unknown>>,
+  ): Promise<CallResult> {
     const params: Record<string, unknown> = { name, arguments: args };
     if (sourceMetadata) params._meta = { sourceMetadata };
     const result = await this.request('tools/call', params, deadline);
@@ -208,7 +238,10 @@ export class McpSession {
     const t = this.transport;
     if (t instanceof StreamableHTTPClientTransport && t.sessionId) {
       let timer: NodeJS.Timeout | undefined;
-      const giveUp = new Promise<void>((resolve) => { timer = setTimeout(resolve, TERMINATE_TIMEOUT_MS); timer.unref(); });
+      const giveUp = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, TERMINATE_TIMEOUT_MS);
+        timer.unref();
+      });
       await Promise.race([t.terminateSession().catch(() => undefined), giveUp]);
       clearTimeout(timer);
     }

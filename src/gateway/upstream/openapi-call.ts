@@ -26,7 +26,10 @@ export function checkArgs(tool: string, op: Operation, args: Record<string, unkn
 
 /** The request URL and headers (credential headers last: nothing overrides them). */
 export function buildRequest(
-  baseUrl: string, op: Operation, args: Record<string, unknown>, credential: Record<string, string>,
+  baseUrl: string,
+  op: Operation,
+  args: Record<string, unknown>,
+  credential: Record<string, string>,
 ): { url: string; init: RequestInit } {
   let path = op.path;
   const query = new URLSearchParams();
@@ -69,7 +72,11 @@ export interface OperationCall {
   args: Record<string, unknown>;
 }
 
-export async function callOperation(upstream: HttpUpstream, call: OperationCall, deadline: Deadline): Promise<CallResult> {
+export async function callOperation(
+  upstream: HttpUpstream,
+  call: OperationCall,
+  deadline: Deadline,
+): Promise<CallResult> {
   checkArgs(call.tool, call.op, call.args);
   const { url, init } = buildRequest(upstream.baseUrl, call.op, call.args, upstream.credential);
   return toResult(await send(upstream.fetch, url, init, deadline));

@@ -65,7 +65,13 @@ function pointer(doc: Json, ref: string): unknown {
  * A copy with local refs inlined and 3.0 `nullable` rewritten; cycles, foreign refs and
  * anything past the depth or size budget (inlining can grow a document a lot) become `{}`.
  */
-function inline(doc: Json, value: unknown, budget = { nodes: MAX_NODES }, seen: readonly string[] = [], depth = 0): unknown {
+function inline(
+  doc: Json,
+  value: unknown,
+  budget = { nodes: MAX_NODES },
+  seen: readonly string[] = [],
+  depth = 0,
+): unknown {
   if (depth > MAX_DEPTH || --budget.nodes < 0) return {};
   if (Array.isArray(value)) return value.map((v) => inline(doc, v, budget, seen, depth + 1));
   if (!isObject(value)) return value;
@@ -90,7 +96,10 @@ function deref(doc: Json, v: unknown): Json | undefined {
 }
 
 export function sanitizeName(raw: string): string {
-  const name = raw.replace(/[^A-Za-z0-9_-]/g, '_').replace(/_+/g, '_').replace(/^_+|_+$/g, '');
+  const name = raw
+    .replace(/[^A-Za-z0-9_-]/g, '_')
+    .replace(/_+/g, '_')
+    .replace(/^_+|_+$/g, '');
   return (name || 'operation').slice(0, MAX_NAME);
 }
 
@@ -124,7 +133,13 @@ function parametersOf(doc: Json, item: Json, op: Json): Json[] {
   return [...byKey.values()];
 }
 
-function buildOperation(doc: Json, item: Json, op: Json, method: string, path: string): { op: Operation; schema: JsonSchemaObject } | undefined {
+function buildOperation(
+  doc: Json,
+  item: Json,
+  op: Json,
+  method: string,
+  path: string,
+): { op: Operation; schema: JsonSchemaObject } | undefined {
   const properties: Json = {};
   const required: string[] = [];
   const params: OperationArg[] = [];
@@ -134,7 +149,8 @@ function buildOperation(doc: Json, item: Json, op: Json, method: string, path: s
     if (where !== 'path' && where !== 'query' && where !== 'header') continue; // cookies: not offered
     if (where === 'header' && IGNORED_HEADERS.has(name.toLowerCase())) continue;
     const arg = name in properties || name === 'body' || name === 'PCID' ? `${where}_${name}` : name;
-    const rawSchema = p.schema ?? (isObject(p.content) ? (Object.values(p.content)[0] as Json | undefined)?.schema : undefined);
+    const rawSchema =
+      p.schema ?? (isObject(p.content) ? (Object.values(p.content)[0] as Json | undefined)?.schema : undefined);
     const schema = isObject(rawSchema) ? (inline(doc, rawSchema) as Json) : { type: 'string' };
     properties[arg] = typeof p.description === 'string' ? { ...schema, description: p.description } : schema;
     const isRequired = where === 'path' || p.required === true;
@@ -174,7 +190,9 @@ export function buildCatalogue(doc: Json): OpenapiCatalogue {
       if (!isObject(op)) continue;
       const built = buildOperation(doc, item, op, method, path);
       if (!built) continue;
-      const base = sanitizeName(typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method}_${path}`);
+      const base = sanitizeName(
+        typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method}_${path}`,
+      );
       const name = uniqueName(base, taken);
       const def: ToolDef = { name, description: describe(op, method, path), inputSchema: built.schema };
       if (typeof op.summary === 'string') def.title = op.summary;

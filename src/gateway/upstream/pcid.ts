@@ -9,8 +9,11 @@
  * Misses are not cached, so a connection created a moment ago is found at once.
  */
 import {
-  decryptConnectionSecret, findConnectionRow, listConnections,
-  type ConnectionSecret, type ConnectionStatus,
+  decryptConnectionSecret,
+  findConnectionRow,
+  listConnections,
+  type ConnectionSecret,
+  type ConnectionStatus,
 } from '../../connections/index.js';
 import { TtlMemo } from '../../storage/ttl-memo.js';
 import { GatewayError, RPC, type GatewayContext } from '../types.js';
@@ -45,8 +48,12 @@ export class ConnectionCache {
       const row = await findConnectionRow(db, ctx.orgId, id);
       if (!row) return undefined;
       return {
-        id: row.id, name: row.name, serviceKey: row.service_key, status: row.status,
-        version: Number(row.version), secret: decryptConnectionSecret(config, row),
+        id: row.id,
+        name: row.name,
+        serviceKey: row.service_key,
+        status: row.status,
+        version: Number(row.version),
+        secret: decryptConnectionSecret(config, row),
       };
     });
     if (!found) this.byId.delete(key); // misses are not remembered
@@ -58,7 +65,12 @@ export class ConnectionCache {
     return this.byService.get(`${ctx.orgId}\0${serviceKeys.join('\0')}`, async () => {
       const found: Array<{ id: string; name: string }> = [];
       for (const serviceKey of serviceKeys) {
-        const page = await listConnections(ctx.services.db, ctx.orgId, { serviceKey, statuses: ['connected'] }, { limit: MAX_LISTED + 1 });
+        const page = await listConnections(
+          ctx.services.db,
+          ctx.orgId,
+          { serviceKey, statuses: ['connected'] },
+          { limit: MAX_LISTED + 1 },
+        );
         for (const c of page.items) found.push({ id: c.id, name: c.name });
       }
       return found.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -88,7 +100,10 @@ const shown = (v: string) => JSON.stringify(v.length > 100 ? `${v.slice(0, 100)}
  * reveal nothing about other organisations: a PCID of another organisation is "unknown".
  */
 export async function resolvePcid(
-  ctx: GatewayContext, serviceKeys: readonly string[], pcid: unknown, cache: ConnectionCache,
+  ctx: GatewayContext,
+  serviceKeys: readonly string[],
+  pcid: unknown,
+  cache: ConnectionCache,
 ): Promise<ResolvedConnection> {
   const service = serviceKeys[0]!;
   if (pcid === undefined || pcid === null || pcid === '') {
@@ -97,9 +112,14 @@ export async function resolvePcid(
       throw fail(`PCID is required: no connected connection exists for service "${service}" in this organisation`);
     }
     if (candidates.length > 1) {
-      const listed = candidates.slice(0, MAX_LISTED).map((c) => `${c.name} (${c.id})`).join(', ');
+      const listed = candidates
+        .slice(0, MAX_LISTED)
+        .map((c) => `${c.name} (${c.id})`)
+        .join(', ');
       const more = candidates.length > MAX_LISTED ? ', …' : '';
-      throw fail(`PCID is required: several connected connections exist for service "${service}": ${listed}${more}; pass one as PCID`);
+      throw fail(
+        `PCID is required: several connected connections exist for service "${service}": ${listed}${more}; pass one as PCID`,
+      );
     }
     pcid = candidates[0]!.id;
   }

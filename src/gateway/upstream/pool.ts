@@ -70,7 +70,11 @@ const MAX_SOCKETS_PER_ORIGIN = 256;
 /** Idle keep-alive sockets are closed after this; a server's shorter Keep-Alive hint wins. */
 const IDLE_SOCKET_MS = 30_000;
 const agentOptions: http.AgentOptions = {
-  keepAlive: true, maxSockets: MAX_SOCKETS_PER_ORIGIN, maxFreeSockets: MAX_SOCKETS_PER_ORIGIN, timeout: IDLE_SOCKET_MS, scheduling: 'lifo',
+  keepAlive: true,
+  maxSockets: MAX_SOCKETS_PER_ORIGIN,
+  maxFreeSockets: MAX_SOCKETS_PER_ORIGIN,
+  timeout: IDLE_SOCKET_MS,
+  scheduling: 'lifo',
 };
 
 interface AgentPair {
@@ -115,7 +119,10 @@ export class UpstreamPool {
     this.timeoutMs = options.timeoutMs ?? defaults.upstreamTimeoutMs;
     this.toolsTtlMs = options.toolsTtlMs ?? defaults.upstreamToolsTtlMs;
     this.connections = new ConnectionCache(options.connectionTtlMs ?? defaults.upstreamConnectionTtlMs);
-    this.listings = new ToolListings({ freshMs: this.toolsTtlMs, budgetMs: options.listBudgetMs ?? defaults.upstreamListBudgetMs });
+    this.listings = new ToolListings({
+      freshMs: this.toolsTtlMs,
+      budgetMs: options.listBudgetMs ?? defaults.upstreamListBudgetMs,
+    });
     this.log = options.log ?? createLogger('silent');
     const every = Math.max(25, Math.min(this.idleMs, 60_000) / 2);
     this.sweeper = setInterval(() => this.sweep(), every);
@@ -142,7 +149,12 @@ export class UpstreamPool {
    * callers share that connect). When the upstream says the session is gone, the session is
    * dropped, re-opened and `fn` retried once.
    */
-  async use<T>(key: string, open: () => Promise<McpSession>, deadline: Deadline, fn: (s: McpSession) => Promise<T>): Promise<T> {
+  async use<T>(
+    key: string,
+    open: () => Promise<McpSession>,
+    deadline: Deadline,
+    fn: (s: McpSession) => Promise<T>,
+  ): Promise<T> {
     if (this.closed) throw new GatewayError(RPC.INTERNAL, 'the upstream pool is closed');
     for (let attempt = 0; ; attempt++) {
       const slot = this.slot(key, open);
@@ -150,7 +162,7 @@ export class UpstreamPool {
       try {
         // A failed connect is final: only an established session can be "gone". An open
         // session is used at once (no race with the deadline to set up per call).
-        const session = slot.session ?? await deadline.race(slot.ready);
+        const session = slot.session ?? (await deadline.race(slot.ready));
         try {
           return await fn(session);
         } catch (err) {
@@ -239,10 +251,16 @@ export class UpstreamPool {
     // Open sessions are closed politely; one still connecting is not waited for (an upstream that
     // never answers would hold the shutdown for the whole upstream timeout): destroying the
     // agents' sockets below ends its connect, and it is closed if it opens anyway.
-    await Promise.all(sessions.map(async (slot) => {
-      if (slot.session) await slot.session.close();
-      else void slot.ready.then((s) => s.close(), () => undefined);
-    }));
+    await Promise.all(
+      sessions.map(async (slot) => {
+        if (slot.session) await slot.session.close();
+        else
+          void slot.ready.then(
+            (s) => s.close(),
+            () => undefined,
+          );
+      }),
+    );
     for (const pair of [this.checkedAgents, this.trustedAgents]) {
       pair.http.destroy();
       pair.https.destroy();

@@ -8,5 +8,8 @@ export const listBatchRowErrors: Handler<'listBatchRowErrors'> = async (req, ctx
   const queue = await queueOf(ctx, req.params.queueId);
   const batch = await findBatch(ctx.services.db, queue.orgId, queue.id, req.params.batchId);
   if (!batch) throw new AppError('ERR_BATCH_NOT_FOUND');
-  return { status: 200, body: await listRowErrors(ctx.services.db, batch.id, { limit: req.query.limit, cursor: req.query.cursor }) };
+  return {
+    status: 200,
+    body: await listRowErrors(ctx.services.db, batch.id, { limit: req.query.limit, cursor: req.query.cursor }),
+  };
 };

@@ -9,11 +9,19 @@ const check: BeforeBody = async (req, ctx) => {
   const url = req.raw.url ?? '';
   const q = url.indexOf('?');
   const length = req.headers['content-length'];
-  return checkUploadTarget(ctx.services.db, ctx.services.config, req.params.csvKey!, new URLSearchParams(q < 0 ? '' : url.slice(q + 1)), typeof length === 'string' ? length : undefined);
+  return checkUploadTarget(
+    ctx.services.db,
+    ctx.services.config,
+    req.params.csvKey!,
+    new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
+    typeof length === 'string' ? length : undefined,
+  );
 };
 
 export const uploadCsvFile: Handler<'uploadCsvFile'> = Object.assign(
-  async (req: Parameters<Handler<'uploadCsvFile'>>[0], ctx: Parameters<Handler<'uploadCsvFile'>>[1]) =>
-    ({ status: 200, body: await storeUpload(ctx.services.db, ctx.services.blobs, ctx.preBody as UploadRow, req.raw) }),
+  async (req: Parameters<Handler<'uploadCsvFile'>>[0], ctx: Parameters<Handler<'uploadCsvFile'>>[1]) => ({
+    status: 200,
+    body: await storeUpload(ctx.services.db, ctx.services.blobs, ctx.preBody as UploadRow, req.raw),
+  }),
   { beforeBody: check },
 );

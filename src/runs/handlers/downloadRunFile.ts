@@ -49,7 +49,12 @@ export const downloadRunFile: Handler<'downloadRunFile'> = async (req, ctx) => {
     if (!result) throw new AppError('ERR_FILE_NOT_FOUND');
     const bytes = Buffer.from(result.text, 'utf8');
     // A stream, so the reply writer sends the bytes as they are (a json body would be re-serialised).
-    return { status: 200, contentType: result.mimeType, stream: Readable.from([bytes]), headers: downloadHeaders(result.fileName, bytes.length, secondsLeft) };
+    return {
+      status: 200,
+      contentType: result.mimeType,
+      stream: Readable.from([bytes]),
+      headers: downloadHeaders(result.fileName, bytes.length, secondsLeft),
+    };
   }
   const file = await getFile(ctx.services.db, fileId);
   if (!file || (file.expiresAt !== null && Date.parse(file.expiresAt) <= now)) throw new AppError('ERR_FILE_NOT_FOUND');

@@ -24,5 +24,9 @@ export const getRunStatus: Handler<'getRunStatus'> = async (req, ctx) => {
 export const getRunResults: Handler<'getRunResults'> = async (req, ctx) => {
   const run = await runFor(ctx.services, req.params.apiKey, req.params.automationId, req.params.runId);
   const trigger = run.trigger_id ? await findTrigger(ctx.services.db, run.org_id, run.trigger_id) : undefined;
-  return { status: 200, body: await resultsView(ctx.services.db, ctx.services.config, run, trigger?.designatedOutput), headers: { 'Cache-Control': 'no-store' } };
+  return {
+    status: 200,
+    body: await resultsView(ctx.services.db, ctx.services.config, run, trigger?.designatedOutput),
+    headers: { 'Cache-Control': 'no-store' },
+  };
 };

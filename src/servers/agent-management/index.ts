@@ -8,11 +8,31 @@
  * `success: false` with the reason in `response`.
  */
 import { AppError, isAppError } from '../../errors/index.js';
-import { GatewayError, RPC, jsonResult, toolError, type CallResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
+import {
+  GatewayError,
+  RPC,
+  jsonResult,
+  toolError,
+  type CallResult,
+  type GatewayContext,
+  type ToolServer,
+} from '../../gateway/types.js';
 import { embeddedServer } from '../embedded.js';
 import {
-  AgentConfigError, checkAgentConfig, createAgent, createChat, getChat, listAgents, listChatFiles, listChats, publishRelease,
-  requireAgent, setPublicTemplate, updateAgent, type AgentPatch, type ServerRef,
+  AgentConfigError,
+  checkAgentConfig,
+  createAgent,
+  createChat,
+  getChat,
+  listAgents,
+  listChatFiles,
+  listChats,
+  publishRelease,
+  requireAgent,
+  setPublicTemplate,
+  updateAgent,
+  type AgentPatch,
+  type ServerRef,
 } from '../../agents/index.js';
 import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/signed-urls.js';
 
@@ -30,7 +50,10 @@ async function checked(ctx: GatewayContext, input: Parameters<typeof checkAgentC
     await checkAgentConfig(ctx.services, ctx.orgId, input);
   } catch (err) {
     if (err instanceof AgentConfigError) {
-      throw new GatewayError(RPC.SERVER, `Invalid arguments: \`${err.field}\` ${err.message}`, { error: 'invalid_arguments', errors: [{ field: err.field, message: err.message }] });
+      throw new GatewayError(RPC.SERVER, `Invalid arguments: \`${err.field}\` ${err.message}`, {
+        error: 'invalid_arguments',
+        errors: [{ field: err.field, message: err.message }],
+      });
     }
     throw err;
   }
@@ -44,12 +67,23 @@ async function chatOf(ctx: GatewayContext, chatId: string): Promise<NonNullable<
 
 const tools: Record<string, Tool> = {
   async agent_create(ctx, args) {
-    const input = args as { name: string; description?: string; instructions: string; servers?: ServerRef[]; model?: string; outputSchema?: Record<string, unknown>; introMessage?: string };
+    const input = args as {
+      name: string;
+      description?: string;
+      instructions: string;
+      servers?: ServerRef[];
+      model?: string;
+      outputSchema?: Record<string, unknown>;
+      introMessage?: string;
+    };
     await checked(ctx, input);
     return jsonResult({ ...(await createAgent(ctx.services.db, ctx.orgId, input)) });
   },
   async agent_list(ctx, args) {
-    const page = await listAgents(ctx.services.db, ctx.orgId, { limit: (args.limit as number | undefined) ?? 20, cursor: str(args, 'cursor') });
+    const page = await listAgents(ctx.services.db, ctx.orgId, {
+      limit: (args.limit as number | undefined) ?? 20,
+      cursor: str(args, 'cursor'),
+    });
     return jsonResult({ agents: page.agents, nextCursor: page.nextCursor });
   },
   async agent_read(ctx, args) {
@@ -63,7 +97,13 @@ const tools: Record<string, Tool> = {
   },
   async agent_invoke(ctx, args) {
     const agentId = args.agentId as string;
-    const inv = await ctx.services.agents.start({ orgId: ctx.orgId, agentId, message: args.message as string, chatId: str(args, 'chatId'), forwardedHeaders: {} });
+    const inv = await ctx.services.agents.start({
+      orgId: ctx.orgId,
+      agentId,
+      message: args.message as string,
+      chatId: str(args, 'chatId'),
+      forwardedHeaders: {},
+    });
     const outcome = await inv.done;
     return jsonResult({
       success: outcome.ok,
@@ -74,12 +114,36 @@ const tools: Record<string, Tool> = {
   },
   async chat_create(ctx, args) {
     const agent = await requireAgent(ctx.services.db, ctx.orgId, args.agentId as string);
-    const chat = await createChat(ctx.services.db, { orgId: ctx.orgId, agentId: agent.agentId, title: str(args, 'title') ?? null });
-    return jsonResult({ chatId: chat.chatId, agentId: chat.agentId, title: chat.title, createdAt: chat.createdAt, updatedAt: chat.updatedAt, introMessage: agent.introMessage });
+    const chat = await createChat(ctx.services.db, {
+      orgId: ctx.orgId,
+      agentId: agent.agentId,
+      title: str(args, 'title') ?? null,
+    });
+    return jsonResult({
+      chatId: chat.chatId,
+      agentId: chat.agentId,
+      title: chat.title,
+      createdAt: chat.createdAt,
+      updatedAt: chat.updatedAt,
+      introMessage: agent.introMessage,
+    });
   },
   async chat_list(ctx, args) {
-    const page = await listChats(ctx.services.db, ctx.orgId, { agentId: str(args, 'agentId'), limit: (args.limit as number | undefined) ?? 20, cursor: str(args, 'cursor') });
-    return jsonResult({ chats: page.chats.map((c) => ({ chatId: c.chatId, agentId: c.agentId, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt })), nextCursor: page.nextCursor });
+    const page = await listChats(ctx.services.db, ctx.orgId, {
+      agentId: str(args, 'agentId'),
+      limit: (args.limit as number | undefined) ?? 20,
+      cursor: str(args, 'cursor'),
+    });
+    return jsonResult({
+      chats: page.chats.map((c) => ({
+        chatId: c.chatId,
+        agentId: c.agentId,
+        title: c.title,
+        createdAt: c.createdAt,
+        updatedAt: c.updatedAt,
+      })),
+      nextCursor: page.nextCursor,
+    });
   },
   async chat_reset_conversation(ctx, args) {
     const chat = await chatOf(ctx, args.chatId as string);
@@ -91,7 +155,12 @@ const tools: Record<string, Tool> = {
     const files = await listChatFiles(ctx.services.db, ctx.orgId, chat.chatId);
     return jsonResult({
       chatId: chat.chatId,
-      files: files.map((f) => ({ url: signFileUrl(ctx.services.config, f.id, STEP_FILE_URL_TTL_SECONDS), fileName: f.filename, mimeType: f.mimeType, size: f.size })),
+      files: files.map((f) => ({
+        url: signFileUrl(ctx.services.config, f.id, STEP_FILE_URL_TTL_SECONDS),
+        fileName: f.filename,
+        mimeType: f.mimeType,
+        size: f.size,
+      })),
     });
   },
   async agent_publish_release(ctx, args) {
@@ -99,12 +168,22 @@ const tools: Record<string, Tool> = {
   },
   async agent_toggle_public_template(ctx, args) {
     const agent = await setPublicTemplate(ctx.services.db, ctx.orgId, args.agentId as string, args.public as boolean);
-    return jsonResult({ agentId: agent.agentId, isPublicTemplate: agent.isPublicTemplate, releaseVersion: agent.releaseVersion! });
+    return jsonResult({
+      agentId: agent.agentId,
+      isPublicTemplate: agent.isPublicTemplate,
+      releaseVersion: agent.releaseVersion!,
+    });
   },
 };
 
 /** Refusals a caller can act on are the tool's own failure; anything else stays a protocol error. */
-const TOOL_FAILURES = new Set(['ERR_NOT_FOUND', 'ERR_AGENT_MODEL_NOT_CONFIGURED', 'ERR_AGENT_PUBLIC_NEEDS_RELEASE', 'ERR_INVALID_CURSOR', 'ERR_CONFLICT']);
+const TOOL_FAILURES = new Set([
+  'ERR_NOT_FOUND',
+  'ERR_AGENT_MODEL_NOT_CONFIGURED',
+  'ERR_AGENT_PUBLIC_NEEDS_RELEASE',
+  'ERR_INVALID_CURSOR',
+  'ERR_CONFLICT',
+]);
 
 export function createAgentManagementServer(): ToolServer {
   return embeddedServer('agent-management', async (ctx, tool, args) => {
@@ -113,7 +192,8 @@ export function createAgentManagementServer(): ToolServer {
     try {
       return await run(ctx, args);
     } catch (err) {
-      if (isAppError(err) && err.key !== undefined && TOOL_FAILURES.has(err.key)) return toolError(err.message, { code: err.code });
+      if (isAppError(err) && err.key !== undefined && TOOL_FAILURES.has(err.key))
+        return toolError(err.message, { code: err.code });
       throw err;
     }
   });

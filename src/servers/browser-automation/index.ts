@@ -9,9 +9,24 @@
  * `data.error = browser_unavailable` and how to install it.
  */
 import { isAppError } from '../../errors/index.js';
-import { GatewayError, RPC, jsonResult, toolError, type CallResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
+import {
+  GatewayError,
+  RPC,
+  jsonResult,
+  toolError,
+  type CallResult,
+  type GatewayContext,
+  type ToolServer,
+} from '../../gateway/types.js';
 import { embeddedServer } from '../embedded.js';
-import { allLogins, BrowserUnavailableError, TaskError, type OperatorArgs, type PollArgs, type ScriptArgs } from '../../browser/index.js';
+import {
+  allLogins,
+  BrowserUnavailableError,
+  TaskError,
+  type OperatorArgs,
+  type PollArgs,
+  type ScriptArgs,
+} from '../../browser/index.js';
 
 const PREFIX = 'browser-automation_';
 
@@ -46,7 +61,8 @@ export function createBrowserAutomationServer(): ToolServer {
       if (err instanceof TaskError) return toolError(err.message);
       // As for agent_invoke: a server without a model is the tool's answer, which says what to set.
       if (isAppError(err) && err.key === 'ERR_AGENT_MODEL_NOT_CONFIGURED') return toolError(err.message);
-      if (err instanceof BrowserUnavailableError) throw new GatewayError(RPC.INTERNAL, err.message, { error: 'browser_unavailable' });
+      if (err instanceof BrowserUnavailableError)
+        throw new GatewayError(RPC.INTERNAL, err.message, { error: 'browser_unavailable' });
       throw err;
     }
   });

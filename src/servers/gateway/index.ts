@@ -6,7 +6,14 @@
  * JSON of an object is a -32000 validation error). PCID rules of application servers apply
  * unchanged, including injection of the only connected connection.
  */
-import { GatewayError, RPC, type CallResult, type GatewayContext, type ToolCallObserver, type ToolServer } from '../../gateway/types.js';
+import {
+  GatewayError,
+  RPC,
+  type CallResult,
+  type GatewayContext,
+  type ToolCallObserver,
+  type ToolServer,
+} from '../../gateway/types.js';
 import { embeddedServer } from '../embedded.js';
 
 export interface ServerResolver {
@@ -21,10 +28,14 @@ function parseArguments(raw: unknown): Record<string, unknown> {
   try {
     parsed = JSON.parse(raw);
   } catch (err) {
-    throw new GatewayError(RPC.SERVER, `arguments is a string but not valid JSON: ${(err as Error).message}`, { error: 'invalid_arguments' });
+    throw new GatewayError(RPC.SERVER, `arguments is a string but not valid JSON: ${(err as Error).message}`, {
+      error: 'invalid_arguments',
+    });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new GatewayError(RPC.SERVER, 'arguments must be a JSON object (or the JSON text of one)', { error: 'invalid_arguments' });
+    throw new GatewayError(RPC.SERVER, 'arguments must be a JSON object (or the JSON text of one)', {
+      error: 'invalid_arguments',
+    });
   }
   return parsed as Record<string, unknown>;
 }
@@ -36,7 +47,8 @@ function asInvokeResult(result: CallResult): CallResult {
   if (first?.type === 'text' && typeof first.text === 'string') {
     try {
       const parsed: unknown = JSON.parse(first.text);
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return { ...result, structuredContent: parsed as Record<string, unknown> };
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+        return { ...result, structuredContent: parsed as Record<string, unknown> };
     } catch {
       // plain text: wrapped below
     }
@@ -45,7 +57,11 @@ function asInvokeResult(result: CallResult): CallResult {
 }
 
 /** `observer` hears of gateway_invoke's inner call as a call of its target (discovery learns from it). */
-export function createGatewayServer(discovery: ToolServer, servers: ServerResolver, observer?: ToolCallObserver): ToolServer {
+export function createGatewayServer(
+  discovery: ToolServer,
+  servers: ServerResolver,
+  observer?: ToolCallObserver,
+): ToolServer {
   return embeddedServer('gateway', async (ctx, tool, args) => {
     if (tool.name !== 'gateway_invoke') return discovery.callTool(ctx, tool.name, args);
     const { server: path, tool: name } = args as { server: string; tool: string };

@@ -18,19 +18,35 @@ async function toolNames(ctx: GatewayContext, server: ToolServer): Promise<strin
   try {
     return (await server.listTools(ctx)).map((t) => t.name);
   } catch (err) {
-    ctx.log.warn({ server: server.path, err: err instanceof Error ? err.message : String(err) }, 'listServers: tools unavailable');
+    ctx.log.warn(
+      { server: server.path, err: err instanceof Error ? err.message : String(err) },
+      'listServers: tools unavailable',
+    );
     return [];
   }
 }
 
-type Entry = { name: string; path: string; description: string; embedded: boolean; tools: string[]; stale?: boolean; error?: string };
+type Entry = {
+  name: string;
+  path: string;
+  description: string;
+  embedded: boolean;
+  tools: string[];
+  stale?: boolean;
+  error?: string;
+};
 
 async function entryOf(ctx: GatewayContext, s: ToolServer): Promise<Entry> {
   const base = { name: s.name, path: s.path, description: s.description, embedded: s.embedded };
   if (!s.listing) return { ...base, tools: await toolNames(ctx, s) };
   try {
     const listing = await s.listing(ctx);
-    return { ...base, tools: listing.tools.map((t) => t.name), ...(listing.stale ? { stale: true } : {}), ...(listing.error !== undefined ? { error: listing.error.slice(0, 500) } : {}) };
+    return {
+      ...base,
+      tools: listing.tools.map((t) => t.name),
+      ...(listing.stale ? { stale: true } : {}),
+      ...(listing.error !== undefined ? { error: listing.error.slice(0, 500) } : {}),
+    };
   } catch (err) {
     const error = err instanceof Error ? err.message : String(err);
     ctx.log.warn({ server: s.path, err: error }, 'listServers: tools unavailable');

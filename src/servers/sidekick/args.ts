@@ -3,10 +3,7 @@
  * (DESIGN.md section 2: schemas/ → generated/validators). A failure is a JSON-RPC error -32000
  * (spec Errors: "Tool gateway | validation"), whose message names the offending argument.
  */
-import {
-  CapabilitiesDiscoverInput,
-  CapabilityDetailsInput,
-} from '../../../generated/validators/schemas.js';
+import { CapabilitiesDiscoverInput, CapabilityDetailsInput } from '../../../generated/validators/schemas.js';
 import { checkWith } from '../embedded.js';
 import type { DetailsArgs } from './details.js';
 import type { DiscoverArgs } from './discover.js';

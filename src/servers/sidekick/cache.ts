@@ -9,7 +9,13 @@
  * recently used organisations are dropped beyond `maxOrgs`.
  */
 import { performance } from 'node:perf_hooks';
-import type { CatalogConnection, CatalogResource, CatalogTool, DiscoverySource, GatewayContext } from '../../gateway/types.js';
+import type {
+  CatalogConnection,
+  CatalogResource,
+  CatalogTool,
+  DiscoverySource,
+  GatewayContext,
+} from '../../gateway/types.js';
 import { indexConnections, indexResources, ToolCatalog, type Indexed } from './catalog.js';
 import { embedText, SHARED_SCOPE, type Semantic, type SemanticDoc, type SemanticIndex } from './semantic.js';
 import type { SkillLibrary } from './skills.js';
@@ -76,11 +82,14 @@ export class OrgCache {
     this.entries.delete(ctx.orgId);
     this.entries.set(ctx.orgId, entry);
     this.evict();
-    entry.ready.then(() => {
-      entry.built = true;
-    }, () => {
-      if (this.entries.get(ctx.orgId) === entry) this.entries.delete(ctx.orgId);
-    });
+    entry.ready.then(
+      () => {
+        entry.built = true;
+      },
+      () => {
+        if (this.entries.get(ctx.orgId) === entry) this.entries.delete(ctx.orgId);
+      },
+    );
     return entry;
   }
 
@@ -89,17 +98,27 @@ export class OrgCache {
     current.refreshing = true;
     // Not tied to the request that noticed it: that caller may go away before the rebuild ends.
     const detached: GatewayContext = {
-      services: ctx.services, log: ctx.log, orgId: ctx.orgId, forwardedHeaders: ctx.forwardedHeaders, signal: new AbortController().signal,
+      services: ctx.services,
+      log: ctx.log,
+      orgId: ctx.orgId,
+      forwardedHeaders: ctx.forwardedHeaders,
+      signal: new AbortController().signal,
     };
     const next: Entry = { fingerprint, ready: this.load(detached, fingerprint, current.ready) };
-    next.ready.then(() => {
-      next.built = true;
-      // Only if nothing newer replaced the entry meanwhile (a data change starts its own build).
-      if (this.entries.get(ctx.orgId) === current) this.entries.set(ctx.orgId, next);
-    }, (err: unknown) => {
-      current.refreshing = false;
-      ctx.log.warn({ orgId: ctx.orgId, err }, 'discovery: background index refresh failed; the previous index is served');
-    });
+    next.ready.then(
+      () => {
+        next.built = true;
+        // Only if nothing newer replaced the entry meanwhile (a data change starts its own build).
+        if (this.entries.get(ctx.orgId) === current) this.entries.set(ctx.orgId, next);
+      },
+      (err: unknown) => {
+        current.refreshing = false;
+        ctx.log.warn(
+          { orgId: ctx.orgId, err },
+          'discovery: background index refresh failed; the previous index is served',
+        );
+      },
+    );
   }
 
   /** Organisations currently cached (for tests and metrics). */
@@ -147,7 +166,12 @@ export class OrgCache {
 }
 
 /** What the semantic index embeds: tools, connections, resources and skills. */
-function semanticDocs(orgId: string, state: OrgState, appNames: ReadonlyMap<string, string>, skills?: SkillLibrary): SemanticDoc[] {
+function semanticDocs(
+  orgId: string,
+  state: OrgState,
+  appNames: ReadonlyMap<string, string>,
+  skills?: SkillLibrary,
+): SemanticDoc[] {
   const docs: SemanticDoc[] = [];
   for (const e of state.tools.entries()) {
     docs.push({ key: `t:${e.id}`, scope: e.tool.embedded ? SHARED_SCOPE : orgId, text: embedText.tool(e.tool) });

@@ -55,14 +55,22 @@ export function splitDescription(description: string): [summary: string, details
 function toolText(entry: ToolEntry, field: string): string {
   const t = entry.tool;
   switch (field) {
-    case 'name': return t.tool.name;
-    case 'title': return t.tool.title ?? '';
-    case 'summary': return splitDescription(t.tool.description)[0];
-    case 'details': return splitDescription(t.tool.description)[1];
-    case 'server': return `${t.serverTitle} ${t.server} ${t.serviceKey ?? ''}`;
-    case 'serverDescription': return t.serverDescription;
-    case 'params': return paramsText(t);
-    default: return '';
+    case 'name':
+      return t.tool.name;
+    case 'title':
+      return t.tool.title ?? '';
+    case 'summary':
+      return splitDescription(t.tool.description)[0];
+    case 'details':
+      return splitDescription(t.tool.description)[1];
+    case 'server':
+      return `${t.serverTitle} ${t.server} ${t.serviceKey ?? ''}`;
+    case 'serverDescription':
+      return t.serverDescription;
+    case 'params':
+      return paramsText(t);
+    default:
+      return '';
   }
 }
 
@@ -155,7 +163,11 @@ export interface Indexed<T> {
   index: TermIndex<{ id: number; item: T }>;
 }
 
-function smallIndex<T>(items: T[], fields: Record<string, FieldSpec>, text: (item: T, field: string) => string): Indexed<T> {
+function smallIndex<T>(
+  items: T[],
+  fields: Record<string, FieldSpec>,
+  text: (item: T, field: string) => string,
+): Indexed<T> {
   const index = new TermIndex<{ id: number; item: T }>(fields, (d, f) => text(d.item, f));
   items.forEach((item, id) => index.add({ id, item }));
   return { items, index };
@@ -166,21 +178,32 @@ function smallIndex<T>(items: T[], fields: Record<string, FieldSpec>, text: (ite
  * names of the servers of that application (a "Slack" request finds the connection whose
  * service key is `slack` even when it is named "Acme workspace").
  */
-export function indexConnections(connections: CatalogConnection[], appNames: ReadonlyMap<string, string>): Indexed<CatalogConnection> {
-  return smallIndex(connections, {
-    name: { boost: 2, quality: 1 },
-    application: { boost: 2, quality: 1 },
-  }, (c, f) => (f === 'name' ? c.name : `${c.serviceKey} ${appNames.get(c.serviceKey) ?? ''}`));
+export function indexConnections(
+  connections: CatalogConnection[],
+  appNames: ReadonlyMap<string, string>,
+): Indexed<CatalogConnection> {
+  return smallIndex(
+    connections,
+    {
+      name: { boost: 2, quality: 1 },
+      application: { boost: 2, quality: 1 },
+    },
+    (c, f) => (f === 'name' ? c.name : `${c.serviceKey} ${appNames.get(c.serviceKey) ?? ''}`),
+  );
 }
 
 export function indexResources(resources: CatalogResource[]): Indexed<CatalogResource> {
-  return smallIndex(resources, {
-    name: { boost: 3, quality: 1 },
-    type: { boost: 1, quality: 0.8 },
-    description: { boost: 1, quality: 0.8 },
-  }, (r, f) => {
-    if (f === 'name') return r.name;
-    if (f === 'type') return RESOURCE_TYPE_WORDS[r.type.toLowerCase()] ?? r.type;
-    return r.description ?? '';
-  });
+  return smallIndex(
+    resources,
+    {
+      name: { boost: 3, quality: 1 },
+      type: { boost: 1, quality: 0.8 },
+      description: { boost: 1, quality: 0.8 },
+    },
+    (r, f) => {
+      if (f === 'name') return r.name;
+      if (f === 'type') return RESOURCE_TYPE_WORDS[r.type.toLowerCase()] ?? r.type;
+      return r.description ?? '';
+    },
+  );
 }

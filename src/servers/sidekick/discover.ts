@@ -30,10 +30,31 @@ export interface DiscoverArgs {
   limit?: number;
 }
 
-export interface ToolMatch { name: string; serverName: string; hasSkill: boolean; confidence: number; description: string }
-export interface ConnectionMatch { name: string; id: string; application: string; confidence: number }
-export interface ResourceMatch { name: string; id: string; type: string; confidence: number }
-export interface SkillMatch { name: string; serverName: string; tool?: string; confidence: number }
+export interface ToolMatch {
+  name: string;
+  serverName: string;
+  hasSkill: boolean;
+  confidence: number;
+  description: string;
+}
+export interface ConnectionMatch {
+  name: string;
+  id: string;
+  application: string;
+  confidence: number;
+}
+export interface ResourceMatch {
+  name: string;
+  id: string;
+  type: string;
+  confidence: number;
+}
+export interface SkillMatch {
+  name: string;
+  serverName: string;
+  tool?: string;
+  confidence: number;
+}
 
 export interface DiscoverResult {
   tools: ToolMatch[];
@@ -114,19 +135,30 @@ export function fuse(lexical: number, z: number | undefined): number {
 export const DEFAULT_LIMIT = 10;
 const ALL_KINDS: readonly Kind[] = ['tool', 'connection', 'resource', 'agentSkill'];
 
-interface Ranked<T> { item: T; value: number }
+interface Ranked<T> {
+  item: T;
+  value: number;
+}
 
 const round = (x: number): number => Math.round(Math.min(1, Math.max(0, x)) * 1000) / 1000;
 const byValue = <T>(a: Ranked<T>, b: Ranked<T>): number => b.value - a.value;
 
-export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs, signals: Signals = {}): DiscoverResult {
+export function discover(
+  org: OrgState,
+  skills: SkillLibrary,
+  args: DiscoverArgs,
+  signals: Signals = {},
+): DiscoverResult {
   const kinds = new Set(args.types ?? ALL_KINDS);
   const policy = POLICIES[args.context ?? 'none'];
   const limit = args.limit ?? DEFAULT_LIMIT;
   const q = analyze(args.request);
   // Connections and skills are also found through tools, so tools are ranked whenever needed.
   const z = signals.vectors;
-  const tools = kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill') ? rankTools(org, q, args.request, policy, limit, z, signals.learned) : [];
+  const tools =
+    kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill')
+      ? rankTools(org, q, args.request, policy, limit, z, signals.learned)
+      : [];
   return {
     tools: kinds.has('tool') ? tools.slice(0, limit).map((r) => toolMatch(r, skills)) : [],
     connections: kinds.has('connection') ? rankConnections(org, q, tools, policy, limit, z) : [],
@@ -137,7 +169,15 @@ export function discover(org: OrgState, skills: SkillLibrary, args: DiscoverArgs
 
 type ZScores = RequestScores | undefined;
 
-function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Policy, limit: number, z: ZScores, learned?: Signals['learned']): Ranked<ToolEntry>[] {
+function rankTools(
+  org: OrgState,
+  q: AnalyzedQuery,
+  request: string,
+  policy: Policy,
+  limit: number,
+  z: ZScores,
+  learned?: Signals['learned'],
+): Ranked<ToolEntry>[] {
   const exact = exactMatches(org, request);
   const ranked: Ranked<ToolEntry>[] = exact.map((item) => ({ item, value: 1 + 1e-6 }));
   const seen = new Set(exact.map((e) => e.id));
@@ -162,7 +202,12 @@ function rankTools(org: OrgState, q: AnalyzedQuery, request: string, policy: Pol
  * factor), and a tool the organisation used after similar requests joins the candidates even
  * when the words missed it. Exact tool names keep their 1.
  */
-function applyLearned(org: OrgState, ranked: Ranked<ToolEntry>[], learned: ReadonlyMap<string, number>, policy: Policy): void {
+function applyLearned(
+  org: OrgState,
+  ranked: Ranked<ToolEntry>[],
+  learned: ReadonlyMap<string, number>,
+  policy: Policy,
+): void {
   const left = new Map(learned);
   for (const r of ranked) {
     const key = toolKey(r.item.tool.server, r.item.tool.tool.name);
@@ -173,7 +218,9 @@ function applyLearned(org: OrgState, ranked: Ranked<ToolEntry>[], learned: Reado
   }
   for (const [key, boost] of left) {
     const [server, name] = key.split('\u0000') as [string, string];
-    const item = (org.tools.byName.get(name.toLowerCase()) ?? []).find((e) => e.tool.server === server && e.tool.tool.name === name);
+    const item = (org.tools.byName.get(name.toLowerCase()) ?? []).find(
+      (e) => e.tool.server === server && e.tool.tool.name === name,
+    );
     const value = item ? boost * policy.tool(item.tool, org) : 0;
     if (item && value >= policy.floor) ranked.push({ item, value });
   }
@@ -201,7 +248,14 @@ function toolMatch(r: Ranked<ToolEntry>, skills: SkillLibrary): ToolMatch {
   };
 }
 
-function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number, z: ZScores): ConnectionMatch[] {
+function rankConnections(
+  org: OrgState,
+  q: AnalyzedQuery,
+  tools: Ranked<ToolEntry>[],
+  policy: Policy,
+  limit: number,
+  z: ZScores,
+): ConnectionMatch[] {
   const viaTools = new Map<string, number>();
   for (const t of tools) {
     const key = t.item.tool.serviceKey;
@@ -214,9 +268,15 @@ function rankConnections(org: OrgState, q: AnalyzedQuery, tools: Ranked<ToolEntr
     const value = base * policy.connection(c);
     if (value >= policy.floor) ranked.push({ item: c, value });
   });
-  return ranked.sort(byValue).slice(0, limit).map(({ item, value }) => ({
-    name: item.name, id: item.id, application: item.serviceKey, confidence: round(value),
-  }));
+  return ranked
+    .sort(byValue)
+    .slice(0, limit)
+    .map(({ item, value }) => ({
+      name: item.name,
+      id: item.id,
+      application: item.serviceKey,
+      confidence: round(value),
+    }));
 }
 
 function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: number, z: ZScores): ResourceMatch[] {
@@ -229,7 +289,14 @@ function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: n
     .map(({ r, value }) => ({ name: r.name, id: r.id, type: r.type, confidence: round(value) }));
 }
 
-function rankSkills(skills: SkillLibrary, q: AnalyzedQuery, tools: Ranked<ToolEntry>[], policy: Policy, limit: number, z: ZScores): SkillMatch[] {
+function rankSkills(
+  skills: SkillLibrary,
+  q: AnalyzedQuery,
+  tools: Ranked<ToolEntry>[],
+  policy: Policy,
+  limit: number,
+  z: ZScores,
+): SkillMatch[] {
   const best = new Map<SkillDoc, number>();
   const offer = (s: SkillDoc, v: number): void => {
     if (v > (best.get(s) ?? 0)) best.set(s, v);
@@ -245,5 +312,10 @@ function rankSkills(skills: SkillLibrary, q: AnalyzedQuery, tools: Ranked<ToolEn
     .filter(([, v]) => v >= policy.floor)
     .sort((a, b) => b[1] - a[1])
     .slice(0, limit)
-    .map(([s, v]) => ({ name: s.name, serverName: s.server, ...(s.tools.length === 1 ? { tool: s.tools[0]! } : {}), confidence: round(v) }));
+    .map(([s, v]) => ({
+      name: s.name,
+      serverName: s.server,
+      ...(s.tools.length === 1 ? { tool: s.tools[0]! } : {}),
+      confidence: round(v),
+    }));
 }

@@ -30,14 +30,24 @@ export function fromBytes(b: Uint8Array, dims: number): Float32Array | undefined
 }
 
 /** Stored vectors of `hashes` within `scopes`, keyed `scope:hash`. */
-export async function loadVectors(db: Knex, scopes: readonly string[], model: string, hashes: readonly string[]): Promise<Map<string, Float32Array>> {
+export async function loadVectors(
+  db: Knex,
+  scopes: readonly string[],
+  model: string,
+  hashes: readonly string[],
+): Promise<Map<string, Float32Array>> {
   const out = new Map<string, Float32Array>();
   for (let i = 0; i < hashes.length; i += CHUNK) {
-    const rows = await db('discovery_embeddings')
+    const rows = (await db('discovery_embeddings')
       .select('scope', 'content_hash', 'dims', 'vector')
       .whereIn('scope', scopes as string[])
       .andWhere('model', model)
-      .whereIn('content_hash', hashes.slice(i, i + CHUNK) as string[]) as { scope: string; content_hash: string; dims: number; vector: Uint8Array }[];
+      .whereIn('content_hash', hashes.slice(i, i + CHUNK) as string[])) as {
+      scope: string;
+      content_hash: string;
+      dims: number;
+      vector: Uint8Array;
+    }[];
     for (const r of rows) {
       const v = fromBytes(r.vector, Number(r.dims));
       if (v) out.set(`${r.scope}:${r.content_hash}`, v);
@@ -50,9 +60,16 @@ export async function saveVectors(db: Knex, model: string, rows: readonly Stored
   const now = new Date().toISOString();
   for (let i = 0; i < rows.length; i += CHUNK / 4) {
     await db('discovery_embeddings')
-      .insert(rows.slice(i, i + CHUNK / 4).map((r) => ({
-        scope: r.scope, model, content_hash: r.hash, dims: r.vector.length, vector: toBytes(r.vector), created_at: now,
-      })))
+      .insert(
+        rows.slice(i, i + CHUNK / 4).map((r) => ({
+          scope: r.scope,
+          model,
+          content_hash: r.hash,
+          dims: r.vector.length,
+          vector: toBytes(r.vector),
+          created_at: now,
+        })),
+      )
       .onConflict(['scope', 'model', 'content_hash'])
       .ignore();
   }
@@ -64,11 +81,17 @@ export async function saveVectors(db: Knex, model: string, rows: readonly Stored
  * `before` (so a text that comes and goes, or another process's newer catalogue, is not
  * re-embedded for nothing). Returns the number of rows deleted.
  */
-export async function pruneVectors(db: Knex, scope: string, model: string, keep: ReadonlySet<string>, before: string): Promise<number> {
-  const rows = await db('discovery_embeddings')
+export async function pruneVectors(
+  db: Knex,
+  scope: string,
+  model: string,
+  keep: ReadonlySet<string>,
+  before: string,
+): Promise<number> {
+  const rows = (await db('discovery_embeddings')
     .select('model', 'content_hash')
     .where('scope', scope)
-    .andWhere('created_at', '<', before) as { model: string; content_hash: string }[];
+    .andWhere('created_at', '<', before)) as { model: string; content_hash: string }[];
   const byModel = new Map<string, string[]>();
   for (const r of rows) {
     if (r.model === model && keep.has(r.content_hash)) continue;

@@ -96,7 +96,10 @@ export class EmbeddingsProvider {
       });
       this.inflight.set(key, pending);
       // Settles the map whatever happens; a failure is already in the state and the log.
-      pending.then(() => this.inflight.delete(key), () => this.inflight.delete(key));
+      pending.then(
+        () => this.inflight.delete(key),
+        () => this.inflight.delete(key),
+      );
     }
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<undefined>((resolve) => {
@@ -145,7 +148,8 @@ export class EmbeddingsProvider {
   private ok(): void {
     if (this.state.state === 'ok') return;
     // Said once after each logged failure, so a provider that flaps logs a pair a minute at most.
-    if (this.warned) this.opts.log.info({ model: this.model }, 'embeddings provider answers again: semantic ranking resumed');
+    if (this.warned)
+      this.opts.log.info({ model: this.model }, 'embeddings provider answers again: semantic ranking resumed');
     this.warned = false;
     this.state = { state: 'ok', model: this.model, since: new Date().toISOString() };
   }

@@ -12,8 +12,13 @@ export {
 } from './server.js';
 export { createMemorySource, describedServerTools, type CatalogData, type MemorySource } from './memory-source.js';
 export {
-  UsageMemory, LEARNING_WINDOW_MS, MAX_ROWS_PER_ORG, learnedValue, toolKey,
-  type UsageMemoryOptions, type LearnedUse,
+  UsageMemory,
+  LEARNING_WINDOW_MS,
+  MAX_ROWS_PER_ORG,
+  learnedValue,
+  toolKey,
+  type UsageMemoryOptions,
+  type LearnedUse,
 } from './usage.js';
 export { knexUsageStore, type UsageStore, type UsageRow, type UsageWrite } from './usage-store.js';
 export { RedisPending, type Pending, type SharedPending } from './usage-pending.js';

@@ -6,7 +6,11 @@
  */
 import { toolServers } from '../../../generated/tools/servers.js';
 import type {
-  CatalogConnection, CatalogResource, CatalogTool, DiscoverySource, GatewayContext,
+  CatalogConnection,
+  CatalogResource,
+  CatalogTool,
+  DiscoverySource,
+  GatewayContext,
 } from '../../gateway/types.js';
 import { toolDefsOf } from '../embedded.js';
 
@@ -14,14 +18,16 @@ import { toolDefsOf } from '../embedded.js';
 export function describedServerTools(paths?: readonly string[]): CatalogTool[] {
   return toolServers
     .filter((s) => !paths || paths.includes(s.path))
-    .flatMap((s) => toolDefsOf(s.path).map((tool) => ({
-      server: s.path,
-      serverTitle: s.name,
-      serverDescription: s.description,
-      embedded: s.embedded,
-      ...(s.embedded ? {} : { serviceKey: s.path }),
-      tool,
-    })));
+    .flatMap((s) =>
+      toolDefsOf(s.path).map((tool) => ({
+        server: s.path,
+        serverTitle: s.name,
+        serverDescription: s.description,
+        embedded: s.embedded,
+        ...(s.embedded ? {} : { serviceKey: s.path }),
+        tool,
+      })),
+    );
 }
 
 export interface CatalogData {

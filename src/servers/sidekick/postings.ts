@@ -77,7 +77,10 @@ export class Postings {
   private order = new Int32Array(0);
   private top = new Int32Array(0);
 
-  constructor(private readonly fieldNames: readonly string[], private readonly boosts: readonly number[]) {
+  constructor(
+    private readonly fieldNames: readonly string[],
+    private readonly boosts: readonly number[],
+  ) {
     this.lengths = fieldNames.map(() => []);
     this.totals = fieldNames.map(() => 0);
   }
@@ -185,7 +188,8 @@ export class Postings {
       const add = (derived: string, postings: TermPostings, weight: number): void => {
         for (const field of spec.fields) {
           const fp = postings[field];
-          if (fp && fp.slots.length) runs.push({ source, derived, field, weight: weight * spec.boost * this.boosts[field]!, postings: fp });
+          if (fp && fp.slots.length)
+            runs.push({ source, derived, field, weight: weight * spec.boost * this.boosts[field]!, postings: fp });
         }
       };
       const exact = this.terms.get(spec.term);
@@ -247,7 +251,12 @@ export class Postings {
     const { top } = this;
     const out: Scored[] = best.map((slot, i) => {
       top[slot] = i + 1;
-      return { id: this.ids[slot]!, score: this.acc[slot]!, queryTerms: [], match: Object.create(null) as Record<string, string[]> };
+      return {
+        id: this.ids[slot]!,
+        score: this.acc[slot]!,
+        queryTerms: [],
+        match: Object.create(null) as Record<string, string[]>,
+      };
     });
     for (const run of runs) {
       const field = this.fieldNames[run.field]!;

@@ -138,7 +138,10 @@ export class TermIndex<D extends { id: number }> {
     private readonly text: (doc: D, field: string) => string,
   ) {
     this.names = Object.keys(fields);
-    this.postings = new Postings(this.names, this.names.map((f) => fields[f]!.boost));
+    this.postings = new Postings(
+      this.names,
+      this.names.map((f) => fields[f]!.boost),
+    );
     this.allFields = this.names.map((_, i) => i);
     this.mainFields = this.allFields.filter((i) => fields[this.names[i]!]!.quality >= MAIN_QUALITY);
     this.nameFields = this.allFields.filter((i) => fields[this.names[i]!]!.quality >= 1);
@@ -204,14 +207,16 @@ export class TermIndex<D extends { id: number }> {
       for (const r of g.related) if (this.df.has(r)) (isCommon(r) ? commonRelated : rest).add(r);
     }
     const isOriginal = (t: string): boolean => q.original.has(t);
-    const spec = (fields: readonly number[]) => (t: string): TermSpec => ({
-      term: t,
-      fields,
-      boost: isOriginal(t) ? 1 : RELATED_WEIGHT,
-      prefix: isOriginal(t) && t.length >= 4,
-      // Typo matching is for words the index does not contain as such.
-      fuzzy: isOriginal(t) && t.length >= 5 && !this.df.has(t) ? (t.length >= 9 ? 2 : 1) : 0,
-    });
+    const spec =
+      (fields: readonly number[]) =>
+      (t: string): TermSpec => ({
+        term: t,
+        fields,
+        boost: isOriginal(t) ? 1 : RELATED_WEIGHT,
+        prefix: isOriginal(t) && t.length >= 4,
+        // Typo matching is for words the index does not contain as such.
+        fuzzy: isOriginal(t) && t.length >= 5 && !this.df.has(t) ? (t.length >= 9 ? 2 : 1) : 0,
+      });
     return [
       ...[...rest].map(spec(this.allFields)),
       ...[...commonOriginal].map(spec(this.mainFields)),

@@ -76,7 +76,10 @@ export class RequestScores {
     const { keys, kind } = this.docs;
     const code = prefix.charCodeAt(0);
     for (let i = 0; i < keys.length; i++) if (this.z[i]! > min && kind[i] === code) hits.push(i);
-    return hits.sort((a, b) => this.z[b]! - this.z[a]!).slice(0, n).map((i) => keys[i]!);
+    return hits
+      .sort((a, b) => this.z[b]! - this.z[a]!)
+      .slice(0, n)
+      .map((i) => keys[i]!);
   }
 }
 
@@ -103,20 +106,28 @@ function summary(text: string): string {
 }
 
 /** `create_pull_request` / `createPullRequest` → `create pull request`. */
-const nameWords = (name: string): string => name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').replace(/[_\-./]+/g, ' ').trim();
+const nameWords = (name: string): string =>
+  name
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/[_\-./]+/g, ' ')
+    .trim();
 
 /** What is embedded for each kind of document. */
 export const embedText = {
   tool: (t: CatalogTool): string =>
     `${t.serverTitle}: ${nameWords(t.tool.name)}${t.tool.title ? ` (${t.tool.title})` : ''}. ${summary(t.tool.description)}`,
-  connection: (c: CatalogConnection, application: string): string => `${c.name}: a connection to ${application || c.serviceKey}`,
+  connection: (c: CatalogConnection, application: string): string =>
+    `${c.name}: a connection to ${application || c.serviceKey}`,
   resource: (r: CatalogResource): string => `${r.name}: ${r.type}${r.description ? `. ${summary(r.description)}` : ''}`,
   skill: (s: SkillDoc): string => `${s.title || s.name}: ${summary(s.description || s.content)}`,
 };
 
 /** The provider, the process-wide vector cache, and the indexes of the organisations. */
 export class Semantic {
-  readonly vectors = new LRUCache<string, Float32Array>({ maxSize: CACHE_BYTES, sizeCalculation: (v) => Math.max(1, v.byteLength) });
+  readonly vectors = new LRUCache<string, Float32Array>({
+    maxSize: CACHE_BYTES,
+    sizeCalculation: (v) => Math.max(1, v.byteLength),
+  });
   private embedded = 0;
   /** When each organisation's stored vectors were last pruned by this process. */
   private readonly pruned = new LRUCache<string, number>({ max: 10_000 });
@@ -124,7 +135,11 @@ export class Semantic {
   private readonly live = new Map<string, WeakRef<SemanticIndex>>();
 
   /** `db` absent: vectors are kept in this process only (benchmarks). */
-  constructor(readonly provider: EmbeddingsProvider, readonly log: Logger, private readonly db?: Knex) {}
+  constructor(
+    readonly provider: EmbeddingsProvider,
+    readonly log: Logger,
+    private readonly db?: Knex,
+  ) {}
 
   index(orgId: string): SemanticIndex {
     const index = new SemanticIndex(this, orgId);
@@ -166,14 +181,22 @@ export class Semantic {
     const now = Date.now();
     if (!this.db || orgId === SHARED_SCOPE || now - (this.pruned.get(orgId) ?? 0) < PRUNE_INTERVAL_MS) return;
     this.pruned.set(orgId, now);
-    const deleted = await pruneVectors(this.db, orgId, this.provider.model, hashes, new Date(now - PRUNE_AGE_MS).toISOString());
+    const deleted = await pruneVectors(
+      this.db,
+      orgId,
+      this.provider.model,
+      hashes,
+      new Date(now - PRUNE_AGE_MS).toISOString(),
+    );
     if (deleted > 0) this.log.info({ orgId, deleted }, 'discovery: stored embeddings no longer used were deleted');
   }
 
   /** Stored vectors of documents, keyed `scope:hash`. */
   async stored(docs: readonly DocState[]): Promise<Map<string, Float32Array>> {
     if (!this.db || docs.length === 0) return new Map();
-    return loadVectors(this.db, [...new Set(docs.map((d) => d.scope))], this.provider.model, [...new Set(docs.map((d) => d.hash))]);
+    return loadVectors(this.db, [...new Set(docs.map((d) => d.scope))], this.provider.model, [
+      ...new Set(docs.map((d) => d.hash)),
+    ]);
   }
 }
 
@@ -184,7 +207,10 @@ export class SemanticIndex {
   private job: Promise<void> | undefined;
   private retryAt = 0;
 
-  constructor(private readonly semantic: Semantic, readonly orgId: string) {}
+  constructor(
+    private readonly semantic: Semantic,
+    readonly orgId: string,
+  ) {}
 
   /** Counted by `sync`, counted down as the fill attaches vectors (`pending` is asked on every discover). */
   private waiting = 0;
@@ -204,7 +230,13 @@ export class SemanticIndex {
       const hash = sha256(d.text);
       const old = this.docs.get(d.key);
       if (old && old.hash === hash && old.scope === d.scope) next.set(d.key, old);
-      else next.set(d.key, { scope: d.scope, hash, text: d.text, vector: this.semantic.vectors.get(`${d.scope}:${hash}`) });
+      else
+        next.set(d.key, {
+          scope: d.scope,
+          hash,
+          text: d.text,
+          vector: this.semantic.vectors.get(`${d.scope}:${hash}`),
+        });
     }
     this.docs.clear();
     this.waiting = 0;
@@ -223,7 +255,10 @@ export class SemanticIndex {
     this.job = this.fill()
       .catch((err: unknown) => {
         this.retryAt = Date.now() + RETRY_MS;
-        this.semantic.log.warn({ orgId: this.orgId, err: (err as Error).message }, 'discovery: embedding documents failed; retried later');
+        this.semantic.log.warn(
+          { orgId: this.orgId, err: (err as Error).message },
+          'discovery: embedding documents failed; retried later',
+        );
       })
       .finally(() => {
         this.job = undefined;
@@ -268,7 +303,9 @@ export class SemanticIndex {
       withVectors.forEach(([, d], i) => scanner.matrix.set(d.vector!, i * dims));
       const keys = withVectors.map(([k]) => k);
       this.scored = {
-        keys, dims, scanner,
+        keys,
+        dims,
+        scanner,
         row: new Map(keys.map((k, i) => [k, i])),
         tool: Uint8Array.from(keys, (k) => (k.startsWith('t:') ? 1 : 0)),
         kind: Uint8Array.from(keys, (k) => k.charCodeAt(0)),
@@ -310,7 +347,10 @@ export class SemanticIndex {
     if (this.waiting === 0) {
       const own = new Set([...this.docs.values()].filter((d) => d.scope === this.orgId).map((d) => d.hash));
       await this.semantic.prune(this.orgId, own).catch((err: unknown) => {
-        this.semantic.log.warn({ orgId: this.orgId, err: (err as Error).message }, 'discovery: pruning stored embeddings failed');
+        this.semantic.log.warn(
+          { orgId: this.orgId, err: (err as Error).message },
+          'discovery: pruning stored embeddings failed',
+        );
       });
     }
   }

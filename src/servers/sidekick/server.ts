@@ -8,8 +8,13 @@
 import { toolServers } from '../../../generated/tools/servers.js';
 import { toolDefsOf } from '../embedded.js';
 import {
-  GatewayError, jsonResult, RPC,
-  type CallResult, type DiscoverySource, type GatewayContext, type ToolServer,
+  GatewayError,
+  jsonResult,
+  RPC,
+  type CallResult,
+  type DiscoverySource,
+  type GatewayContext,
+  type ToolServer,
 } from '../../gateway/types.js';
 import { parseDetailsArgs, parseDiscoverArgs } from './args.js';
 import { OrgCache } from './cache.js';
@@ -62,8 +67,9 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
   const cache = new OrgCache(source, opts.maxOrgs ?? 500, opts.semantic, () => skills());
   let library: Promise<SkillLibrary> | undefined;
   const skills = (): Promise<SkillLibrary> => {
-    library ??= (opts.skills ? Promise.resolve(opts.skills) : loadSkillDir(opts.skillsDir ?? DEFAULT_SKILLS_DIR))
-      .then((docs) => new SkillLibrary(docs));
+    library ??= (opts.skills ? Promise.resolve(opts.skills) : loadSkillDir(opts.skillsDir ?? DEFAULT_SKILLS_DIR)).then(
+      (docs) => new SkillLibrary(docs),
+    );
     return library;
   };
   const engine: DiscoveryEngine = {
@@ -76,7 +82,10 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       const args = parseDiscoverArgs(raw);
       const { usage } = opts;
       const [org, lib, learned, query] = await Promise.all([
-        cache.get(ctx), skills(), usage?.boosts(ctx, args.request), opts.semantic?.provider.embedQuery(args.request),
+        cache.get(ctx),
+        skills(),
+        usage?.boosts(ctx, args.request),
+        opts.semantic?.provider.embedQuery(args.request),
       ]);
       await usage?.noteDiscover(ctx, args.request);
       // Documents whose embedding failed earlier are tried again (at most every 30 s).
@@ -89,10 +98,23 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       const [org, lib] = await Promise.all([cache.get(ctx), skills()]);
       const result = details(org, lib, args);
       // An application server whose tool list is stale says so on each of its tools, with why.
-      const stale = source.staleServers ? await source.staleServers(ctx, result.items.map((i) => i.serverName)) : new Map<string, string>();
-      if (stale.size) result.items = result.items.map((i) => (stale.has(i.serverName) ? { ...i, serverStale: stale.get(i.serverName)! } : i));
+      const stale = source.staleServers
+        ? await source.staleServers(
+            ctx,
+            result.items.map((i) => i.serverName),
+          )
+        : new Map<string, string>();
+      if (stale.size)
+        result.items = result.items.map((i) =>
+          stale.has(i.serverName) ? { ...i, serverStale: stale.get(i.serverName)! } : i,
+        );
       // What this organisation's callers used each tool for (usage.ts), so a caller sees why it ranked.
-      const learned = opts.usage ? await opts.usage.learned(ctx, result.items.map((i) => ({ server: i.serverName, tool: i.name }))) : undefined;
+      const learned = opts.usage
+        ? await opts.usage.learned(
+            ctx,
+            result.items.map((i) => ({ server: i.serverName, tool: i.name })),
+          )
+        : undefined;
       if (learned?.size) {
         result.items = result.items.map((i) => {
           const use = learned.get(toolKey(i.serverName, i.name));

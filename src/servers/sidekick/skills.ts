@@ -50,14 +50,23 @@ export function parseSkill(source: string, file = 'skill'): SkillDoc {
   }
   const content = source.slice(m[0].length).trim();
   const heading = /^#\s+(.+)$/m.exec(content);
-  return { name, server, tools: tools as string[], title: heading?.[1]?.trim() ?? name, description: str('description'), content };
+  return {
+    name,
+    server,
+    tools: tools as string[],
+    title: heading?.[1]?.trim() ?? name,
+    description: str('description'),
+    content,
+  };
 }
 
 /** Reads every `*.md` below `dir` (README.md excepted). A missing folder yields no skills. */
 export async function loadSkillDir(dir: string): Promise<SkillDoc[]> {
   let files: string[];
   try {
-    files = (await readdir(dir, { recursive: true })).filter((f) => f.endsWith('.md') && path.basename(f) !== 'README.md');
+    files = (await readdir(dir, { recursive: true })).filter(
+      (f) => f.endsWith('.md') && path.basename(f) !== 'README.md',
+    );
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;

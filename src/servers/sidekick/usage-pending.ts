@@ -35,7 +35,13 @@ function parse(raw: string | null): Pending | undefined {
   if (!raw) return undefined;
   try {
     const p = JSON.parse(raw) as Partial<Pending>;
-    if (typeof p.request !== 'string' || typeof p.at !== 'number' || !Array.isArray(p.terms) || !p.terms.every((t) => typeof t === 'string')) return undefined;
+    if (
+      typeof p.request !== 'string' ||
+      typeof p.at !== 'number' ||
+      !Array.isArray(p.terms) ||
+      !p.terms.every((t) => typeof t === 'string')
+    )
+      return undefined;
     return { request: p.request, terms: p.terms, at: p.at };
   } catch {
     return undefined;
@@ -45,10 +51,16 @@ function parse(raw: string | null): Pending | undefined {
 export class RedisPending implements SharedPending {
   private lastWarn = -Infinity;
 
-  constructor(private readonly client: RedisClient, private readonly prefix: string, private readonly log: Logger) {}
+  constructor(
+    private readonly client: RedisClient,
+    private readonly prefix: string,
+    private readonly log: Logger,
+  ) {}
 
   async put(orgId: string, caller: string, pending: Pending, ttlMs: number): Promise<void> {
-    await this.command('note', () => this.client.set(this.key(orgId, caller), JSON.stringify(pending), { PX: Math.max(1, Math.ceil(ttlMs)) }));
+    await this.command('note', () =>
+      this.client.set(this.key(orgId, caller), JSON.stringify(pending), { PX: Math.max(1, Math.ceil(ttlMs)) }),
+    );
   }
 
   async take(orgId: string, caller: string): Promise<Pending | undefined> {
@@ -71,6 +83,9 @@ export class RedisPending implements SharedPending {
     const now = Date.now();
     if (now - this.lastWarn < WARN_EVERY_MS) return;
     this.lastWarn = now;
-    this.log.warn({ reason }, `discovery learning: could not ${what} a pending discover in Redis; that use is not learned`);
+    this.log.warn(
+      { reason },
+      `discovery learning: could not ${what} a pending discover in Redis; that use is not learned`,
+    );
   }
 }

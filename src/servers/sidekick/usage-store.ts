@@ -54,9 +54,13 @@ const hashTerms = (terms: readonly string[]): string => createHash('sha256').upd
 
 export const knexUsageStore: UsageStore = {
   async load(ctx) {
-    const rows = (await ctx.services.db(TABLE)
+    const rows = (await ctx.services
+      .db(TABLE)
       .where({ org_id: ctx.orgId })
-      .orderBy([{ column: 'last_used_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .orderBy([
+        { column: 'last_used_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .select('request', 'terms', 'server', 'tool', 'uses', 'last_used_at')) as Row[];
     return rows.map((r) => ({
       request: r.request,
@@ -72,14 +76,26 @@ export const knexUsageStore: UsageStore = {
     const db: Knex = ctx.services.db;
     await db(TABLE)
       .insert({
-        org_id: ctx.orgId, request_hash: hashTerms(w.terms), request: w.request, terms: w.terms.join(' '),
-        server: w.server, tool: w.tool, uses: 1, created_at: w.at, last_used_at: w.at,
+        org_id: ctx.orgId,
+        request_hash: hashTerms(w.terms),
+        request: w.request,
+        terms: w.terms.join(' '),
+        server: w.server,
+        tool: w.tool,
+        uses: 1,
+        created_at: w.at,
+        last_used_at: w.at,
       })
       .onConflict(['org_id', 'request_hash', 'server', 'tool'])
       .merge({ uses: db.raw('??.?? + 1', [TABLE, 'uses']), request: w.request, last_used_at: w.at });
     // Bound per organisation: keep the most recently used rows only.
-    const keep = db(TABLE).select('id').where({ org_id: ctx.orgId })
-      .orderBy([{ column: 'last_used_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    const keep = db(TABLE)
+      .select('id')
+      .where({ org_id: ctx.orgId })
+      .orderBy([
+        { column: 'last_used_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .limit(maxRows);
     await db(TABLE).where({ org_id: ctx.orgId }).whereNotIn('id', keep).delete();
   },

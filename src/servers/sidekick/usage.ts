@@ -82,7 +82,10 @@ export interface UsageMemoryOptions {
   shared?: SharedPending | undefined;
 }
 
-interface Cached { terms: ReadonlySet<string>; row: UsageRow }
+interface Cached {
+  terms: ReadonlySet<string>;
+  row: UsageRow;
+}
 interface OrgRows {
   rows: Cached[];
   loadedAt: number;
@@ -166,9 +169,11 @@ export class UsageMemory implements ToolCallObserver {
   toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
     if (!ok || IGNORED(server, tool)) return;
     if (this.opts.shared) {
-      this.track(this.opts.shared.take(ctx.orgId, ctx.callerId ?? '').then((p) => {
-        if (p) this.attribute(ctx, p, server, tool);
-      }));
+      this.track(
+        this.opts.shared.take(ctx.orgId, ctx.callerId ?? '').then((p) => {
+          if (p) this.attribute(ctx, p, server, tool);
+        }),
+      );
       return;
     }
     const key = callerKey(ctx);
@@ -212,7 +217,10 @@ export class UsageMemory implements ToolCallObserver {
   }
 
   /** What was learned about each of `tools` (toolKey → use), for capability_details. */
-  async learned(ctx: GatewayContext, tools: readonly { server: string; tool: string }[]): Promise<Map<string, LearnedUse>> {
+  async learned(
+    ctx: GatewayContext,
+    tools: readonly { server: string; tool: string }[],
+  ): Promise<Map<string, LearnedUse>> {
     const out = new Map<string, LearnedUse>();
     if (!tools.length) return out;
     const wanted = new Set(tools.map((t) => toolKey(t.server, t.tool)));
@@ -240,10 +248,13 @@ export class UsageMemory implements ToolCallObserver {
     const at = new Date(this.now()).toISOString();
     const org = this.orgs.get(ctx.orgId);
     if (org) this.applyLocally(org, p, server, tool, at);
-    this.track(this.store.record(ctx, { request: p.request, terms: p.terms, server, tool, at }, this.maxRows)
-      .catch((err: unknown) => {
-        ctx.log.warn({ err, orgId: ctx.orgId, server, tool }, 'discovery learning: a use could not be stored');
-      }));
+    this.track(
+      this.store
+        .record(ctx, { request: p.request, terms: p.terms, server, tool, at }, this.maxRows)
+        .catch((err: unknown) => {
+          ctx.log.warn({ err, orgId: ctx.orgId, server, tool }, 'discovery learning: a use could not be stored');
+        }),
+    );
   }
 
   /** Background work that `settled` waits for; it must not reject. */
@@ -256,9 +267,18 @@ export class UsageMemory implements ToolCallObserver {
   private applyLocally(org: OrgRows, p: Pending, server: string, tool: string, at: string): void {
     org.gen++;
     const joined = p.terms.join(' ');
-    const i = org.rows.findIndex((c) => c.row.server === server && c.row.tool === tool && c.row.terms.join(' ') === joined);
+    const i = org.rows.findIndex(
+      (c) => c.row.server === server && c.row.tool === tool && c.row.terms.join(' ') === joined,
+    );
     const previous = i >= 0 ? org.rows.splice(i, 1)[0]!.row : undefined;
-    const row: UsageRow = { request: p.request, terms: p.terms, server, tool, uses: (previous?.uses ?? 0) + 1, lastUsedAt: at };
+    const row: UsageRow = {
+      request: p.request,
+      terms: p.terms,
+      server,
+      tool,
+      uses: (previous?.uses ?? 0) + 1,
+      lastUsedAt: at,
+    };
     org.rows.unshift({ terms: new Set(p.terms), row });
     if (org.rows.length > this.maxRows) org.rows.length = this.maxRows;
   }
@@ -288,20 +308,26 @@ export class UsageMemory implements ToolCallObserver {
   private reload(ctx: GatewayContext, org: OrgRows): Promise<void> {
     org.stale = false;
     const gen = org.gen;
-    org.loading = this.store.load(ctx).then(
-      (rows) => {
-        // A local write during the load may be missing from its rows: keep the local rows (which
-        // have it) and load again at the next use.
-        if (org.gen !== gen) org.stale = true;
-        else org.rows = rows.slice(0, this.maxRows).map((row) => ({ terms: new Set(row.terms), row }));
-      },
-      (err: unknown) => {
-        ctx.log.warn({ err, orgId: ctx.orgId }, 'discovery learning: remembered uses could not be loaded; ranking without them');
-      },
-    ).finally(() => {
-      org.loadedAt = this.now();
-      org.loading = undefined;
-    });
+    org.loading = this.store
+      .load(ctx)
+      .then(
+        (rows) => {
+          // A local write during the load may be missing from its rows: keep the local rows (which
+          // have it) and load again at the next use.
+          if (org.gen !== gen) org.stale = true;
+          else org.rows = rows.slice(0, this.maxRows).map((row) => ({ terms: new Set(row.terms), row }));
+        },
+        (err: unknown) => {
+          ctx.log.warn(
+            { err, orgId: ctx.orgId },
+            'discovery learning: remembered uses could not be loaded; ranking without them',
+          );
+        },
+      )
+      .finally(() => {
+        org.loadedAt = this.now();
+        org.loading = undefined;
+      });
     return org.loading;
   }
 }

@@ -15,7 +15,9 @@ export const STOP_WORDS: ReadonlySet<string> = new Set(
   can could would should will shall may might must please want wanted need needs like let lets
   just also only some any each every all other another such own same again still yet right now
   via using use through across some something anything everything thing things way help
-  new current currently soon today tomorrow yesterday`.split(/\s+/).filter(Boolean),
+  new current currently soon today tomorrow yesterday`
+    .split(/\s+/)
+    .filter(Boolean),
 );
 
 /** Abbreviations and clipped forms rewritten to the full words (index and query alike). */

@@ -170,8 +170,18 @@ export async function up(db: Knex): Promise<void> {
 
 export async function down(db: Knex): Promise<void> {
   for (const table of [
-    'app_servers', 'connections', 'files', 'run_steps', 'runs', 'triggers',
-    'workflow_versions', 'workflows', 'api_keys', 'signing_keys', 'credentials', 'organizations',
+    'app_servers',
+    'connections',
+    'files',
+    'run_steps',
+    'runs',
+    'triggers',
+    'workflow_versions',
+    'workflows',
+    'api_keys',
+    'signing_keys',
+    'credentials',
+    'organizations',
   ]) {
     await db.schema.dropTableIfExists(table);
   }

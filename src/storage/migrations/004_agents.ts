@@ -109,7 +109,15 @@ export async function up(db: Knex): Promise<void> {
 }
 
 export async function down(db: Knex): Promise<void> {
-  for (const table of ['chat_files', 'agent_turns', 'chat_messages', 'chats', 'agent_channels', 'agent_releases', 'agents']) {
+  for (const table of [
+    'chat_files',
+    'agent_turns',
+    'chat_messages',
+    'chats',
+    'agent_channels',
+    'agent_releases',
+    'agents',
+  ]) {
     await db.schema.dropTableIfExists(table);
   }
 }

@@ -4,7 +4,12 @@ import { deleteTrigger } from './deleteTrigger.js';
 import { getTrigger } from './getTrigger.js';
 import { listTriggers } from './listTriggers.js';
 import { updateTrigger } from './updateTrigger.js';
-import { callApiTrigger, callApiTriggerWithQuery, callWebhookTrigger, callWebhookTriggerWithQuery } from './trigger-calls.js';
+import {
+  callApiTrigger,
+  callApiTriggerWithQuery,
+  callWebhookTrigger,
+  callWebhookTriggerWithQuery,
+} from './trigger-calls.js';
 
 /** Handlers of the trigger management operations in openapi/management.yaml (Handler<operationId> each). */
 export const triggerHandlers = guardBearerAuth({
@@ -16,4 +21,9 @@ export const triggerHandlers = guardBearerAuth({
 });
 
 /** Spec endpoints 1 and 2 and their GET forms (authorised by the API key, not a token). */
-export const triggerCallHandlers = { callApiTrigger, callApiTriggerWithQuery, callWebhookTrigger, callWebhookTriggerWithQuery };
+export const triggerCallHandlers = {
+  callApiTrigger,
+  callApiTriggerWithQuery,
+  callWebhookTrigger,
+  callWebhookTriggerWithQuery,
+};

@@ -19,8 +19,16 @@ function waitHeader(req: HandlerRequest<OperationId>): boolean {
 }
 
 /** The query as parsed; it becomes typed inputs once the trigger's workflow is known (../query-inputs.ts). */
-function common(req: HandlerRequest<OperationId>): Pick<TriggerCall, 'query' | 'wait' | 'idempotencyKey' | 'raw' | 'contentType'> {
-  return { query: req.query as Record<string, unknown>, wait: waitHeader(req), idempotencyKey: idempotencyKey(req), raw: req.raw, contentType: req.contentType };
+function common(
+  req: HandlerRequest<OperationId>,
+): Pick<TriggerCall, 'query' | 'wait' | 'idempotencyKey' | 'raw' | 'contentType'> {
+  return {
+    query: req.query as Record<string, unknown>,
+    wait: waitHeader(req),
+    idempotencyKey: idempotencyKey(req),
+    raw: req.raw,
+    contentType: req.contentType,
+  };
 }
 
 /**
@@ -29,8 +37,18 @@ function common(req: HandlerRequest<OperationId>): Pick<TriggerCall, 'query' | '
  */
 export const callApiTrigger: Handler<'callApiTrigger'> & { beforeBody: BeforeBody } = Object.assign(
   (async (req, ctx) => {
-    if (ctx.preBody) return { ...(await serveChannel(ctx.services, ctx.preBody as ChannelRecord, req.body, req.headers)), describedBy: 'sendChannelMessage' };
-    return callTrigger(ctx.services, { ...common(req), kind: 'api', triggerId: req.params.triggerId, apiKey: header(req, 'x-api-key'), body: req.body });
+    if (ctx.preBody)
+      return {
+        ...(await serveChannel(ctx.services, ctx.preBody as ChannelRecord, req.body, req.headers)),
+        describedBy: 'sendChannelMessage',
+      };
+    return callTrigger(ctx.services, {
+      ...common(req),
+      kind: 'api',
+      triggerId: req.params.triggerId,
+      apiKey: header(req, 'x-api-key'),
+      body: req.body,
+    });
   }) as Handler<'callApiTrigger'>,
   {
     beforeBody: (async (req, ctx) => {
@@ -41,10 +59,28 @@ export const callApiTrigger: Handler<'callApiTrigger'> & { beforeBody: BeforeBod
 );
 
 export const callApiTriggerWithQuery: Handler<'callApiTriggerWithQuery'> = async (req, ctx) =>
-  callTrigger(ctx.services, { ...common(req), kind: 'api', triggerId: req.params.triggerId, apiKey: header(req, 'x-api-key'), body: undefined });
+  callTrigger(ctx.services, {
+    ...common(req),
+    kind: 'api',
+    triggerId: req.params.triggerId,
+    apiKey: header(req, 'x-api-key'),
+    body: undefined,
+  });
 
 export const callWebhookTrigger: Handler<'callWebhookTrigger'> = async (req, ctx) =>
-  callTrigger(ctx.services, { ...common(req), kind: 'webhook', triggerId: req.params.triggerId, apiKey: req.params.apiKey, body: req.body });
+  callTrigger(ctx.services, {
+    ...common(req),
+    kind: 'webhook',
+    triggerId: req.params.triggerId,
+    apiKey: req.params.apiKey,
+    body: req.body,
+  });
 
 export const callWebhookTriggerWithQuery: Handler<'callWebhookTriggerWithQuery'> = async (req, ctx) =>
-  callTrigger(ctx.services, { ...common(req), kind: 'webhook', triggerId: req.params.triggerId, apiKey: req.params.apiKey, body: undefined });
+  callTrigger(ctx.services, {
+    ...common(req),
+    kind: 'webhook',
+    triggerId: req.params.triggerId,
+    apiKey: req.params.apiKey,
+    body: undefined,
+  });

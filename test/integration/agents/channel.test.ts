@@ -38,9 +38,15 @@ for (const kind of kinds) {
     let server: TestServer;
     let org: TestOrg;
 
-    const agentTool = (name: string, args: Record<string, unknown>) => callTool(server, org.token, 'agent-management', `agent-management_${name}`, args);
+    const agentTool = (name: string, args: Record<string, unknown>) =>
+      callTool(server, org.token, 'agent-management', `agent-management_${name}`, args);
     const newAgent = async (extra: Record<string, unknown> = {}): Promise<Agent> => {
-      const r = await agentTool('agent_create', { name: 'Helper', instructions: 'Answer briefly.', servers: [{ server: 'svc-sidekick' }], ...extra });
+      const r = await agentTool('agent_create', {
+        name: 'Helper',
+        instructions: 'Answer briefly.',
+        servers: [{ server: 'svc-sidekick' }],
+        ...extra,
+      });
       expect(r.isError, JSON.stringify(r)).to.not.equal(true);
       return r.structuredContent as Agent;
     };
@@ -50,12 +56,18 @@ for (const kind of kinds) {
       return r.body as Channel;
     };
     const send = (ch: Channel, body: unknown, headers: Record<string, string> = {}, path = 'triggers') =>
-      call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey, ...headers }, body });
+      call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, {
+        headers: { 'x-api-key': ch.apiKey, ...headers },
+        body,
+      });
 
     before(async () => {
       model = await startModelServer();
       server = await startTestServer(kind, {
-        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted', SYNC_WAIT_MS: '1500', AGENT_MAX_STEPS: '3',
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        DEFAULT_MODEL: 'openai-compatible/scripted',
+        SYNC_WAIT_MS: '1500',
+        AGENT_MAX_STEPS: '3',
       });
       org = await createTestOrg(server, 'Channel org');
     });
@@ -71,7 +83,10 @@ for (const kind of kinds) {
     it('op:sendChannelMessage — the agent discovers with a real tool call, answers, and the chat continues with its history', async () => {
       const agent = await newAgent();
       const ch = await newChannel(agent.agentId);
-      model.setScript([reply.toolCall('capabilities_discover', { request: 'send a message to an agent' }), reply.text('Use agent_invoke.')]);
+      model.setScript([
+        reply.toolCall('capabilities_discover', { request: 'send a message to an agent' }),
+        reply.text('Use agent_invoke.'),
+      ]);
       const first = await send(ch, { message: 'How do I talk to an agent?' });
       expect(first.status, first.text).to.equal(200);
       expect(first.headers.get('content-type')).to.match(/^text\/plain/);
@@ -82,11 +97,16 @@ for (const kind of kinds) {
       expect(first.headers.get('x-pf-automation-id')).to.equal(null);
       // The model saw the agent's tools, and the real discovery result came back to it.
       const [r1, r2] = model.requests.map((r) => r.body as any);
-      expect(r1.tools.map((t: { function: { name: string } }) => t.function.name)).to.include.members(['capabilities_discover', 'capability_details']);
+      expect(r1.tools.map((t: { function: { name: string } }) => t.function.name)).to.include.members([
+        'capabilities_discover',
+        'capability_details',
+      ]);
       expect(r1.messages[0]).to.deep.include({ role: 'system' });
       expect(r1.messages[0].content).to.include('Answer briefly.');
       const toolMessage = r2.messages.find((m: { role: string }) => m.role === 'tool');
-      expect(JSON.parse(toolMessage.content).tools.map((t: { name: string }) => t.name)).to.include('agent-management_agent_invoke');
+      expect(JSON.parse(toolMessage.content).tools.map((t: { name: string }) => t.name)).to.include(
+        'agent-management_agent_invoke',
+      );
 
       model.setScript([reply.text('You are welcome.')]);
       const second = await send(ch, { message: 'Thanks!', chatId });
@@ -123,7 +143,12 @@ for (const kind of kinds) {
       expect(j.status).to.equal(200);
       expect(j.body).to.deep.equal({ chatId: j.headers.get('x-pf-chat-id'), output: 'plain answer' });
 
-      const schema = { type: 'object', required: ['invoice'], properties: { invoice: { type: 'string', pattern: '^INV-' } }, additionalProperties: false };
+      const schema = {
+        type: 'object',
+        required: ['invoice'],
+        properties: { invoice: { type: 'string', pattern: '^INV-' } },
+        additionalProperties: false,
+      };
       const extractor = await newAgent({ outputSchema: schema });
       const sj = await newChannel(extractor.agentId, { outputFormat: 'json' });
       // Invalid first (retried once with the errors), then valid.
@@ -131,7 +156,9 @@ for (const kind of kinds) {
       const s = await send(sj, { message: 'Invoice INV-42 is late' });
       expect([s.status, s.body]).to.deep.equal([200, { invoice: 'INV-42' }]);
       const retry = model.requests.at(-1)!.body as any;
-      expect(retry.messages.at(-1).content).to.match(/not valid against the output schema.*\/invoice must match pattern/);
+      expect(retry.messages.at(-1).content).to.match(
+        /not valid against the output schema.*\/invoice must match pattern/,
+      );
       // Invalid twice: a clear 502 invalid_output, with the chat headers.
       model.setScript([reply.text('nope'), reply.text('still nope')]);
       const bad = await send(sj, { message: 'again' });
@@ -145,20 +172,36 @@ for (const kind of kinds) {
       const none = await call(server.baseUrl, 'POST', `/ext/triggers/${ch.triggerId}`, { body: { message: 'x' } });
       expect([none.status, none.body.error]).to.deep.equal([401, 'missing_api_key']);
       expect((await send({ ...ch, apiKey: 'syc_wrong' }, { message: 'x' })).status).to.equal(401);
-      const unknown = await send({ triggerId: 'chn_00000000000000000000000000000000', apiKey: ch.apiKey }, { message: 'x' });
+      const unknown = await send(
+        { triggerId: 'chn_00000000000000000000000000000000', apiKey: ch.apiKey },
+        { message: 'x' },
+      );
       expect([unknown.status, unknown.body.error]).to.deep.equal([401, 'invalid_api_key']);
       // 401 comes before the body is read: even a malformed body answers 401 without a key.
-      const early = await call(server.baseUrl, 'POST', `/ext/channels/${ch.triggerId}`, { headers: { 'content-type': 'application/json' }, raw: '{not json' });
+      const early = await call(server.baseUrl, 'POST', `/ext/channels/${ch.triggerId}`, {
+        headers: { 'content-type': 'application/json' },
+        raw: '{not json',
+      });
       expect(early.status).to.equal(401);
 
       for (const path of ['triggers', 'channels']) {
-        const text = await call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey, 'content-type': 'text/plain' }, raw: 'hello' });
+        const text = await call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, {
+          headers: { 'x-api-key': ch.apiKey, 'content-type': 'text/plain' },
+          raw: 'hello',
+        });
         expect([text.status, text.body.error], path).to.deep.equal([415, 'unsupported_media_type']);
         const fd = new FormData();
         fd.set('message', 'hello');
-        const multi = await fetch(`${server.baseUrl}/ext/${path}/${ch.triggerId}`, { method: 'POST', headers: { 'x-api-key': ch.apiKey }, body: fd });
+        const multi = await fetch(`${server.baseUrl}/ext/${path}/${ch.triggerId}`, {
+          method: 'POST',
+          headers: { 'x-api-key': ch.apiKey },
+          body: fd,
+        });
         expect(multi.status, path).to.equal(415);
-        const malformed = await call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey, 'content-type': 'application/json' }, raw: '{"message": ' });
+        const malformed = await call(server.baseUrl, 'POST', `/ext/${path}/${ch.triggerId}`, {
+          headers: { 'x-api-key': ch.apiKey, 'content-type': 'application/json' },
+          raw: '{"message": ',
+        });
         expect(malformed.status, path).to.equal(400);
         const unknownField = await send(ch, { message: 'x', extra: 1 }, {}, path);
         expect([unknownField.status, unknownField.body.error], path).to.deep.equal([400, 'invalid_request']);
@@ -169,14 +212,20 @@ for (const kind of kinds) {
       }
       expect(model.requests).to.have.length(0);
 
-      const etag = (await call(server.baseUrl, 'GET', `/v1/channels/${ch.triggerId}`, { token: org.token })).headers.get('etag')!;
-      const off = await call(server.baseUrl, 'PATCH', `/v1/channels/${ch.triggerId}`, { token: org.token, headers: { 'if-match': etag }, body: { enabled: false } });
+      const etag = (
+        await call(server.baseUrl, 'GET', `/v1/channels/${ch.triggerId}`, { token: org.token })
+      ).headers.get('etag')!;
+      const off = await call(server.baseUrl, 'PATCH', `/v1/channels/${ch.triggerId}`, {
+        token: org.token,
+        headers: { 'if-match': etag },
+        body: { enabled: false },
+      });
       expect(off.status, off.text).to.equal(200);
       const disabled = await send(ch, { message: 'x' });
       expect([disabled.status, disabled.body.error]).to.deep.equal([403, 'trigger_disabled']);
     });
 
-    it('403 unowned_chat_id for another channel\'s chat and for a chat that does not exist, never echoing the id', async () => {
+    it("403 unowned_chat_id for another channel's chat and for a chat that does not exist, never echoing the id", async () => {
       const agent = await newAgent();
       const a = await newChannel(agent.agentId);
       const b = await newChannel(agent.agentId);
@@ -235,7 +284,11 @@ for (const kind of kinds) {
       expect([a.text, b.text]).to.deep.equal(['slow answer', 'fast answer']);
       // The second turn saw the whole first turn: never interleaved.
       expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal([
-        'user: start', 'assistant: first', 'user: one', 'assistant: slow answer', 'user: two',
+        'user: start',
+        'assistant: first',
+        'user: one',
+        'assistant: slow answer',
+        'user: two',
       ]);
     });
 
@@ -251,10 +304,17 @@ for (const kind of kinds) {
       expect(model.requests).to.have.length(1);
       // Past the 24-hour window the same key starts a new turn.
       const dayAgo = new Date(Date.now() - 25 * 3600_000).toISOString();
-      await server.app.services.db('agent_turns').where({ id: first.headers.get('x-pf-run-id') }).update({ created_at: dayAgo });
+      await server.app.services
+        .db('agent_turns')
+        .where({ id: first.headers.get('x-pf-run-id') })
+        .update({ created_at: dayAgo });
       model.setScript([reply.text('a new turn')]);
       const later = await send(ch, { message: 'x' }, { 'idempotency-key': 'k-1' });
-      expect([later.status, later.text, later.headers.get('idempotent-replay')]).to.deep.equal([200, 'a new turn', null]);
+      expect([later.status, later.text, later.headers.get('idempotent-replay')]).to.deep.equal([
+        200,
+        'a new turn',
+        null,
+      ]);
       expect(later.headers.get('x-pf-run-id')).to.not.equal(first.headers.get('x-pf-run-id'));
     });
 
@@ -268,43 +328,73 @@ for (const kind of kinds) {
       await new Promise((r) => setTimeout(r, 700));
       model.setScript([reply.text('ok')]);
       await send(ch, { message: 'and now?', chatId });
-      expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal(['user: slow please', 'assistant: late reply', 'user: and now?']);
+      expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal([
+        'user: slow please',
+        'assistant: late reply',
+        'user: and now?',
+      ]);
     });
 
     it('Accept: text/event-stream streams deltas, tool calls and a final event', async () => {
       const ch = await newChannel((await newAgent()).agentId);
-      model.setScript([reply.toolCall('capabilities_discover', { request: 'list agents' }), reply.text('Here you go.')]);
+      model.setScript([
+        reply.toolCall('capabilities_discover', { request: 'list agents' }),
+        reply.text('Here you go.'),
+      ]);
       const res = await fetch(`${server.baseUrl}/ext/triggers/${ch.triggerId}`, {
-        method: 'POST', headers: { 'x-api-key': ch.apiKey, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ message: 'list' }),
+        method: 'POST',
+        headers: { 'x-api-key': ch.apiKey, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ message: 'list' }),
       });
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.match(/^text\/event-stream/);
       const chatId = res.headers.get('x-pf-chat-id');
-      const events = (await res.text()).trim().split('\n\n').map((block) => {
-        const [e, d] = block.split('\n');
-        return { event: e!.slice('event: '.length), data: JSON.parse(d!.slice('data: '.length)) };
-      });
+      const events = (await res.text())
+        .trim()
+        .split('\n\n')
+        .map((block) => {
+          const [e, d] = block.split('\n');
+          return { event: e!.slice('event: '.length), data: JSON.parse(d!.slice('data: '.length)) };
+        });
       const names = events.map((e) => e.event);
       expect(names[0]).to.equal('tool-call-start');
       expect(names).to.include('tool-call-end').and.include('text-delta');
       expect(names.at(-1)).to.equal('done');
-      expect(events.filter((e) => e.event === 'text-delta').map((e) => e.data.delta).join('')).to.equal('Here you go.');
+      expect(
+        events
+          .filter((e) => e.event === 'text-delta')
+          .map((e) => e.data.delta)
+          .join(''),
+      ).to.equal('Here you go.');
       expect(events[0]!.data).to.deep.include({ server: 'svc-sidekick', tool: 'capabilities_discover' });
-      expect(events.at(-1)!.data).to.deep.equal({ chatId, runId: res.headers.get('x-pf-run-id'), reply: 'Here you go.', output: null });
+      expect(events.at(-1)!.data).to.deep.equal({
+        chatId,
+        runId: res.headers.get('x-pf-run-id'),
+        reply: 'Here you go.',
+        output: null,
+      });
     });
 
     it('key rotation is atomic: the old key fails at once, calls with the new key work', async () => {
       const ch = await newChannel((await newAgent()).agentId);
       model.setScript(() => reply.text('ok'));
-      const rotated = await call(server.baseUrl, 'POST', `/v1/channels/${ch.triggerId}/rotate-key`, { token: org.token });
+      const rotated = await call(server.baseUrl, 'POST', `/v1/channels/${ch.triggerId}/rotate-key`, {
+        token: org.token,
+      });
       expect(rotated.status, rotated.text).to.equal(200);
-      const [old, fresh] = await Promise.all([send(ch, { message: 'x' }), send({ ...ch, apiKey: rotated.body.apiKey }, { message: 'x' })]);
+      const [old, fresh] = await Promise.all([
+        send(ch, { message: 'x' }),
+        send({ ...ch, apiKey: rotated.body.apiKey }, { message: 'x' }),
+      ]);
       expect([old.status, fresh.status]).to.deep.equal([401, 200]);
     });
 
     it('a tool error is fed back to the model as the tool result, and the model recovers', async () => {
       const ch = await newChannel((await newAgent()).agentId);
-      model.setScript([reply.toolCall('capability_details', { items: [] }), reply.text('Sorry, that tool call was wrong.')]);
+      model.setScript([
+        reply.toolCall('capability_details', { items: [] }),
+        reply.text('Sorry, that tool call was wrong.'),
+      ]);
       const res = await send(ch, { message: 'details please' });
       expect([res.status, res.text]).to.deep.equal([200, 'Sorry, that tool call was wrong.']);
       const toolMessage = (model.requests[1]!.body as any).messages.find((m: { role: string }) => m.role === 'tool');
@@ -314,15 +404,26 @@ for (const kind of kinds) {
     it('a turn past AGENT_TURN_TIMEOUT_MS fails with 504 turn_timeout (an app with a 1 s turn limit on the same store)', async () => {
       const ch = await newChannel((await newAgent()).agentId);
       const config = loadConfig({
-        DATA_DIR: server.store.dataDir, LOG_LEVEL: 'silent', SEED_DEMO: 'false', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
-        RUN_CONCURRENCY: '0', AGENT_TURN_TIMEOUT_MS: '1000', SYNC_WAIT_MS: '5000',
+        DATA_DIR: server.store.dataDir,
+        LOG_LEVEL: 'silent',
+        SEED_DEMO: 'false',
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        DEFAULT_MODEL: 'openai-compatible/scripted',
+        RUN_CONCURRENCY: '0',
+        AGENT_TURN_TIMEOUT_MS: '1000',
+        SYNC_WAIT_MS: '5000',
       });
       const limited = await createApp(config, createLogger('silent'), { db: server.app.services.db });
       try {
         const srv = limited.http.listen(0, '127.0.0.1');
         await new Promise((r) => srv.once('listening', r));
         model.setScript([{ ...reply.text('too late'), delayMs: 2500 }]);
-        const res = await call(`http://127.0.0.1:${(srv.address() as { port: number }).port}`, 'POST', `/ext/channels/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey }, body: { message: 'slow' } });
+        const res = await call(
+          `http://127.0.0.1:${(srv.address() as { port: number }).port}`,
+          'POST',
+          `/ext/channels/${ch.triggerId}`,
+          { headers: { 'x-api-key': ch.apiKey }, body: { message: 'slow' } },
+        );
         expect([res.status, res.body.error]).to.deep.equal([504, 'turn_timeout']);
         expect(res.body.message).to.include('AGENT_TURN_TIMEOUT_MS');
         expect(res.headers.get('x-pf-chat-id')).to.match(/^chat_/);
@@ -338,7 +439,12 @@ for (const kind of kinds) {
       model.setScript([reply.text('remembered')]);
       const chatId = (await send(ch, { message: 'remember me' })).headers.get('x-pf-chat-id')!;
       const config = loadConfig({
-        DATA_DIR: server.store.dataDir, LOG_LEVEL: 'silent', SEED_DEMO: 'false', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted', RUN_CONCURRENCY: '0',
+        DATA_DIR: server.store.dataDir,
+        LOG_LEVEL: 'silent',
+        SEED_DEMO: 'false',
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        DEFAULT_MODEL: 'openai-compatible/scripted',
+        RUN_CONCURRENCY: '0',
       });
       const second = await createApp(config, createLogger('silent'), { db: server.app.services.db });
       try {
@@ -346,9 +452,16 @@ for (const kind of kinds) {
         await new Promise((r) => srv.once('listening', r));
         const port = (srv.address() as { port: number }).port;
         model.setScript([reply.text('yes')]);
-        const res = await call(`http://127.0.0.1:${port}`, 'POST', `/ext/triggers/${ch.triggerId}`, { headers: { 'x-api-key': ch.apiKey }, body: { message: 'do you remember?', chatId } });
+        const res = await call(`http://127.0.0.1:${port}`, 'POST', `/ext/triggers/${ch.triggerId}`, {
+          headers: { 'x-api-key': ch.apiKey },
+          body: { message: 'do you remember?', chatId },
+        });
         expect([res.status, res.text]).to.deep.equal([200, 'yes']);
-        expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal(['user: remember me', 'assistant: remembered', 'user: do you remember?']);
+        expect(transcript(model.requests.at(-1)!.body as any).slice(1)).to.deep.equal([
+          'user: remember me',
+          'assistant: remembered',
+          'user: do you remember?',
+        ]);
         srv.closeAllConnections();
         await new Promise((r) => srv.close(r));
       } finally {

@@ -27,7 +27,8 @@ for (const kind of kinds) {
     let fixture: McpFixture;
     let pcid: string;
 
-    const tool = async (name: string, args: Record<string, unknown>, as: TestOrg = org) => callTool(server, as.token, 'agent-management', `agent-management_${name}`, args);
+    const tool = async (name: string, args: Record<string, unknown>, as: TestOrg = org) =>
+      callTool(server, as.token, 'agent-management', `agent-management_${name}`, args);
     const ok = async (name: string, args: Record<string, unknown>, as: TestOrg = org) => {
       const r = await tool(name, args, as);
       expect(r.isError, JSON.stringify(r)).to.not.equal(true);
@@ -39,17 +40,30 @@ for (const kind of kinds) {
       model = await startModelServer();
       everything = await startEverything();
       fixture = await startMcpFixture();
-      server = await startTestServer(kind, { OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted', SYNC_WAIT_MS: '5000', RUN_CONCURRENCY: '2' });
+      server = await startTestServer(kind, {
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        DEFAULT_MODEL: 'openai-compatible/scripted',
+        SYNC_WAIT_MS: '5000',
+        RUN_CONCURRENCY: '2',
+      });
       org = await createTestOrg(server, 'Agents org');
       other = await createTestOrg(server, 'Other org');
       await registerServer(server, org, {
-        path: 'everything', name: 'Everything', description: 'Reference MCP server.', service_key: 'everything',
-        upstream: { type: 'mcp', url: everything.url, transport: 'streamable-http' }, auth: { scheme: 'none' },
+        path: 'everything',
+        name: 'Everything',
+        description: 'Reference MCP server.',
+        service_key: 'everything',
+        upstream: { type: 'mcp', url: everything.url, transport: 'streamable-http' },
+        auth: { scheme: 'none' },
       });
       pcid = await createConnection(server, org, { name: 'Everything', service_key: 'everything' });
       await registerServer(server, org, {
-        path: 'recorder', name: 'Recorder', description: 'Records the headers it receives.', service_key: 'recorder',
-        upstream: { type: 'mcp', url: fixture.url, transport: 'streamable-http' }, auth: { scheme: 'bearer' },
+        path: 'recorder',
+        name: 'Recorder',
+        description: 'Records the headers it receives.',
+        service_key: 'recorder',
+        upstream: { type: 'mcp', url: fixture.url, transport: 'streamable-http' },
+        auth: { scheme: 'bearer' },
       });
     });
     after(async () => {
@@ -64,11 +78,30 @@ for (const kind of kinds) {
     });
 
     it('agent_create, agent_read, agent_update (partial), agent_list (pages), organisation scope', async () => {
-      const created = await ok('agent_create', { name: 'Triage', instructions: 'Label messages.', servers: [{ server: 'svc-sidekick', tools: ['capabilities_discover'] }], introMessage: 'Hi' });
-      expect(created).to.deep.include({ name: 'Triage', description: '', version: 1, releaseVersion: null, isPublicTemplate: false, model: null, outputSchema: null, introMessage: 'Hi' });
+      const created = await ok('agent_create', {
+        name: 'Triage',
+        instructions: 'Label messages.',
+        servers: [{ server: 'svc-sidekick', tools: ['capabilities_discover'] }],
+        introMessage: 'Hi',
+      });
+      expect(created).to.deep.include({
+        name: 'Triage',
+        description: '',
+        version: 1,
+        releaseVersion: null,
+        isPublicTemplate: false,
+        model: null,
+        outputSchema: null,
+        introMessage: 'Hi',
+      });
       expect(await ok('agent_read', { agentId: created.agentId })).to.deep.equal(created);
       const updated = await ok('agent_update', { agentId: created.agentId, description: 'Sorts mail' });
-      expect(updated).to.deep.include({ name: 'Triage', description: 'Sorts mail', instructions: 'Label messages.', version: 2 });
+      expect(updated).to.deep.include({
+        name: 'Triage',
+        description: 'Sorts mail',
+        instructions: 'Label messages.',
+        version: 2,
+      });
       const cleared = await ok('agent_update', { agentId: created.agentId, introMessage: null });
       expect(cleared.introMessage).to.equal(null);
       await ok('agent_create', { name: 'Second', instructions: 'x' });
@@ -83,10 +116,18 @@ for (const kind of kinds) {
     });
 
     it('configuration the schemas cannot judge is refused naming the field (-32000)', async () => {
-      const unknownServer = await tool('agent_create', { name: 'A', instructions: 'x', servers: [{ server: 'no-such-server' }] });
+      const unknownServer = await tool('agent_create', {
+        name: 'A',
+        instructions: 'x',
+        servers: [{ server: 'no-such-server' }],
+      });
       expect(unknownServer.code).to.equal(-32000);
       expect(unknownServer.message).to.include('servers[0].server');
-      const unknownTool = await tool('agent_create', { name: 'A', instructions: 'x', servers: [{ server: 'svc-sidekick', tools: ['nope'] }] });
+      const unknownTool = await tool('agent_create', {
+        name: 'A',
+        instructions: 'x',
+        servers: [{ server: 'svc-sidekick', tools: ['nope'] }],
+      });
       expect(unknownTool.message).to.include('servers[0].tools');
       const badSchema = await tool('agent_create', { name: 'A', instructions: 'x', outputSchema: { type: 'string' } });
       expect(badSchema.message).to.include('outputSchema');
@@ -103,7 +144,11 @@ for (const kind of kinds) {
       expect(refused.structuredContent.code).to.equal('release_required');
       const rel = await ok('agent_publish_release', { agentId: agent.agentId, notes: 'first' });
       expect(rel).to.deep.include({ agentId: agent.agentId, releaseVersion: 1 });
-      expect(await ok('agent_toggle_public_template', { agentId: agent.agentId, public: true })).to.deep.equal({ agentId: agent.agentId, isPublicTemplate: true, releaseVersion: 1 });
+      expect(await ok('agent_toggle_public_template', { agentId: agent.agentId, public: true })).to.deep.equal({
+        agentId: agent.agentId,
+        isPublicTemplate: true,
+        releaseVersion: 1,
+      });
       await ok('agent_update', { agentId: agent.agentId, instructions: 'Version two (draft).' });
       model.setScript([reply.text('hi')]);
       await ok('agent_invoke', { agentId: agent.agentId, message: 'which version?' });
@@ -121,20 +166,31 @@ for (const kind of kinds) {
       expect(first).to.deep.include({ success: true, response: 'one', agentId: agent.agentId });
       const second = await ok('agent_invoke', { agentId: agent.agentId, message: 'again', chatId: first.chatId });
       expect(second).to.deep.equal({ success: true, response: 'two', chatId: first.chatId, agentId: agent.agentId });
-      expect((model.requests[1]!.body as any).messages.slice(1).map((m: { content: string }) => m.content)).to.deep.equal(['hello', 'one', 'again']);
+      expect(
+        (model.requests[1]!.body as any).messages.slice(1).map((m: { content: string }) => m.content),
+      ).to.deep.equal(['hello', 'one', 'again']);
 
       const made = await ok('chat_create', { agentId: agent.agentId, title: 'Planning' });
       expect(made).to.deep.include({ agentId: agent.agentId, title: 'Planning', introMessage: 'Welcome!' });
       const listed = await ok('chat_list', { agentId: agent.agentId });
       expect(listed.chats.map((c: { chatId: string }) => c.chatId)).to.deep.equal([made.chatId, first.chatId]);
       const paged = await ok('chat_list', { agentId: agent.agentId, limit: 1 });
-      expect((await ok('chat_list', { agentId: agent.agentId, cursor: paged.nextCursor })).chats.map((c: { chatId: string }) => c.chatId)).to.deep.equal([first.chatId]);
+      expect(
+        (await ok('chat_list', { agentId: agent.agentId, cursor: paged.nextCursor })).chats.map(
+          (c: { chatId: string }) => c.chatId,
+        ),
+      ).to.deep.equal([first.chatId]);
       expect((await ok('chat_list', {}, other)).chats).to.deep.equal([]);
 
-      expect(await ok('chat_reset_conversation', { chatId: first.chatId })).to.deep.equal({ success: true, chatId: first.chatId });
+      expect(await ok('chat_reset_conversation', { chatId: first.chatId })).to.deep.equal({
+        success: true,
+        chatId: first.chatId,
+      });
       model.setScript([reply.text('fresh')]);
       await ok('agent_invoke', { agentId: agent.agentId, message: 'after reset', chatId: first.chatId });
-      expect((model.requests[2]!.body as any).messages.slice(1).map((m: { content: string }) => m.content)).to.deep.equal(['after reset']);
+      expect(
+        (model.requests[2]!.body as any).messages.slice(1).map((m: { content: string }) => m.content),
+      ).to.deep.equal(['after reset']);
 
       const foreign = await tool('agent_invoke', { agentId: agent.agentId, message: 'x', chatId: first.chatId }, other);
       expect(foreign.isError).to.equal(true);
@@ -160,11 +216,17 @@ for (const kind of kinds) {
     });
 
     it('the agent calls a proxied upstream tool (server-everything); its image becomes a chat file (chat_list_artifacts)', async () => {
-      const agent = await ok('agent_create', { name: 'Imager', instructions: 'Use tools.', servers: [{ server: 'everything', tools: ['get-tiny-image', 'echo'] }] });
+      const agent = await ok('agent_create', {
+        name: 'Imager',
+        instructions: 'Use tools.',
+        servers: [{ server: 'everything', tools: ['get-tiny-image', 'echo'] }],
+      });
       model.setScript([reply.toolCall('get-tiny-image', { PCID: pcid }), reply.text('Here is the image.')]);
       const r = await ok('agent_invoke', { agentId: agent.agentId, message: 'show me a tiny image' });
       expect(r).to.deep.include({ success: true, response: 'Here is the image.' });
-      const offered = (model.requests[0]!.body as any).tools.map((t: { function: { name: string } }) => t.function.name);
+      const offered = (model.requests[0]!.body as any).tools.map(
+        (t: { function: { name: string } }) => t.function.name,
+      );
       expect(offered).to.have.members(['get-tiny-image', 'echo']);
       const toolMsg = (model.requests[1]!.body as any).messages.find((m: { role: string }) => m.role === 'tool');
       expect(toolMsg.content).to.include('saved as chat file');
@@ -179,9 +241,19 @@ for (const kind of kinds) {
     });
 
     it('header forwarding: the upstream gets X-Pf-Forward-* values and the connection credential, never the channel key; values never share a session', async () => {
-      const recorderPcid = await createConnection(server, org, { name: 'Recorder', service_key: 'recorder', secret: 'conn-secret' });
-      const agent = await ok('agent_create', { name: 'Forwarder', instructions: 'x', servers: [{ server: 'recorder', tools: ['whoami'] }] });
-      const ch = (await call(server.baseUrl, 'POST', '/v1/channels', { token: org.token, body: { agentId: agent.agentId } })).body as { triggerId: string; apiKey: string };
+      const recorderPcid = await createConnection(server, org, {
+        name: 'Recorder',
+        service_key: 'recorder',
+        secret: 'conn-secret',
+      });
+      const agent = await ok('agent_create', {
+        name: 'Forwarder',
+        instructions: 'x',
+        servers: [{ server: 'recorder', tools: ['whoami'] }],
+      });
+      const ch = (
+        await call(server.baseUrl, 'POST', '/v1/channels', { token: org.token, body: { agentId: agent.agentId } })
+      ).body as { triggerId: string; apiKey: string };
       const seen: Array<{ headers: Record<string, string>; meta?: Record<string, unknown> }> = [];
       model.setScript((req) => {
         const toolMsg = req.messages.find((m: { role: string }) => m.role === 'tool');
@@ -192,7 +264,12 @@ for (const kind of kinds) {
       const sessionsBefore = fixture.sessionsOpened;
       for (const tenant of ['acme', 'globex']) {
         const res = await call(server.baseUrl, 'POST', `/ext/triggers/${ch.triggerId}`, {
-          headers: { 'x-api-key': ch.apiKey, 'X-Pf-Forward-Tenant': tenant, 'X-Pf-Forward-Authorization': 'Bearer stolen', 'X-Other': 'no' },
+          headers: {
+            'x-api-key': ch.apiKey,
+            'X-Pf-Forward-Tenant': tenant,
+            'X-Pf-Forward-Authorization': 'Bearer stolen',
+            'X-Other': 'no',
+          },
           body: { message: 'who am I?', metadata: { caller: tenant } },
         });
         expect(res.status, res.text).to.equal(200);
@@ -214,32 +291,67 @@ for (const kind of kinds) {
         steps: [{ type: 'agent', name: 'Summarise', agentId: agent.agentId, message: 'Summarise: {{ inputs.text }}' }],
       });
       model.setScript([reply.text('A short summary.')]);
-      const res = await call(server.baseUrl, 'POST', `/ext/triggers/${wf.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: { text: 'a long text' } });
+      const res = await call(server.baseUrl, 'POST', `/ext/triggers/${wf.apiTriggerId}`, {
+        headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+        body: { text: 'a long text' },
+      });
       expect(res.status, res.text).to.equal(200);
       expect(res.body.status).to.equal('COMPLETE');
       expect(JSON.stringify(res.body), JSON.stringify(res.body)).to.include('A short summary.');
       expect((model.requests[0]!.body as any).messages.at(-1).content).to.equal('Summarise: a long text');
-      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${wf.automationId}/${res.headers.get('x-pf-run-id')}/results`);
+      const results = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/runs/${wf.automationId}/${res.headers.get('x-pf-run-id')}/results`,
+      );
       expect(results.status, results.text).to.equal(200);
       const urls = results.body.results[0].resultUrls as Record<string, { url: string }>;
       expect(Object.keys(urls)).to.have.members(['result.md', 'agent-turn.json']);
       expect(await (await fetch(urls['result.md']!.url)).text()).to.equal('A short summary.');
-      const turn = (await (await fetch(urls['agent-turn.json']!.url)).json()) as { chatId: string; ok: boolean; messages: Array<{ role: string }> };
+      const turn = (await (await fetch(urls['agent-turn.json']!.url)).json()) as {
+        chatId: string;
+        ok: boolean;
+        messages: Array<{ role: string }>;
+      };
       expect(turn).to.deep.include({ ok: true });
       expect(turn.chatId).to.match(/^chat_/);
       expect(turn.messages.map((m) => m.role)).to.deep.equal(['user', 'assistant']);
     });
 
     // The Inspector's interop does not depend on the store: once, on sqlite.
-    if (kind === 'sqlite') it('the MCP Inspector CLI runs agent_create, then agent_invoke', async () => {
-      const url = `${server.baseUrl}/mcp/agent-management`;
-      const created = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'agent-management_agent_create', '--tool-arg', 'name=Inspector agent', '--tool-arg', 'instructions=Answer in one word.']);
-      expect(created.code, created.stderr).to.equal(0);
-      const agentId = (JSON.parse(created.stdout) as { structuredContent: { agentId: string } }).structuredContent.agentId;
-      model.setScript([reply.text('Hello.')]);
-      const invoked = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'agent-management_agent_invoke', '--tool-arg', `agentId=${agentId}`, '--tool-arg', 'message=Greet me']);
-      expect(invoked.code, invoked.stderr).to.equal(0);
-      expect((JSON.parse(invoked.stdout) as { structuredContent: unknown }).structuredContent).to.deep.include({ success: true, response: 'Hello.', agentId });
-    });
+    if (kind === 'sqlite')
+      it('the MCP Inspector CLI runs agent_create, then agent_invoke', async () => {
+        const url = `${server.baseUrl}/mcp/agent-management`;
+        const created = await inspector(url, org.token, [
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'agent-management_agent_create',
+          '--tool-arg',
+          'name=Inspector agent',
+          '--tool-arg',
+          'instructions=Answer in one word.',
+        ]);
+        expect(created.code, created.stderr).to.equal(0);
+        const agentId = (JSON.parse(created.stdout) as { structuredContent: { agentId: string } }).structuredContent
+          .agentId;
+        model.setScript([reply.text('Hello.')]);
+        const invoked = await inspector(url, org.token, [
+          '--method',
+          'tools/call',
+          '--tool-name',
+          'agent-management_agent_invoke',
+          '--tool-arg',
+          `agentId=${agentId}`,
+          '--tool-arg',
+          'message=Greet me',
+        ]);
+        expect(invoked.code, invoked.stderr).to.equal(0);
+        expect((JSON.parse(invoked.stdout) as { structuredContent: unknown }).structuredContent).to.deep.include({
+          success: true,
+          response: 'Hello.',
+          agentId,
+        });
+      });
   });
 }

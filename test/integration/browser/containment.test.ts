@@ -31,13 +31,23 @@ import { createLogger } from '../../../src/config/logger.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { callTool } from '../gateway/helpers.js';
 import { breachAttempts, MUST_FAIL, WORKED } from '../../helpers/breach.js';
-import { CHROMIUM, chromiumProcesses, environOf, requireChromium, scriptRunners, usersOf } from '../../helpers/chromium.js';
+import {
+  CHROMIUM,
+  chromiumProcesses,
+  environOf,
+  requireChromium,
+  scriptRunners,
+  usersOf,
+} from '../../helpers/chromium.js';
 
 const PG_SOCKET = '/var/run/postgresql/.s.PGSQL.5432';
 const root = process.getuid?.() === 0;
 
 async function start(server: TestServer, org: TestOrg, code: string): Promise<string> {
-  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'bld_containment' });
+  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+    code,
+    buildId: 'bld_containment',
+  });
   if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
   return res.structuredContent.sessionId as string;
 }
@@ -45,7 +55,9 @@ async function start(server: TestServer, org: TestOrg, code: string): Promise<st
 async function finished(server: TestServer, org: TestOrg, sessionId: string, limitMs = 60_000): Promise<any> {
   const until = Date.now() + limitMs;
   for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', { sessionId });
+    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
+      sessionId,
+    });
     if (res.structuredContent?.status !== 'RUNNING') return res.structuredContent;
     if (Date.now() > until) throw new Error(`task ${sessionId} still RUNNING after ${limitMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
@@ -85,13 +97,23 @@ describe('browser scripts against a real service: assume breach, across organisa
         s.destroy();
       });
       await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
-      site = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<title>Site</title><p>hello</p>'));
+      site = http.createServer((_req, res) =>
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<title>Site</title><p>hello</p>'),
+      );
       await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
       siteUrl = `http://127.0.0.1:${(site.address() as net.AddressInfo).port}`;
       sleeper = spawn('sleep', ['300'], { stdio: 'ignore' });
-      server = await startTestServer('sqlite', { NODE_ENV: 'test', SANDBOX_TEST_BREACH: '1', CODE_ISOLATION: 'strict', BROWSER_TASK_TIMEOUT_MS: '60000' });
+      server = await startTestServer('sqlite', {
+        NODE_ENV: 'test',
+        SANDBOX_TEST_BREACH: '1',
+        CODE_ISOLATION: 'strict',
+        BROWSER_TASK_TIMEOUT_MS: '60000',
+      });
       // The data folder holds what a first start writes there: the secret key and bootstrap.json (the first organisation's client secret).
-      writeFileSync(path.join(server.app.services.config.dataDir, 'bootstrap.json'), JSON.stringify({ clientSecret: 'bootstrap-secret-canary' }));
+      writeFileSync(
+        path.join(server.app.services.config.dataDir, 'bootstrap.json'),
+        JSON.stringify({ clientSecret: 'bootstrap-secret-canary' }),
+      );
       a = await createTestOrg(server, 'Org A');
       b = await createTestOrg(server, 'Org B');
     });
@@ -106,8 +128,12 @@ describe('browser scripts against a real service: assume breach, across organisa
       const dataDir = server.app.services.config.dataDir;
       expect(existsSync(path.join(dataDir, 'secret.key')), 'the service has a secret key file').to.equal(true);
       const inputs = {
-        servicePort: Number(new URL(server.baseUrl).port), listenerPort: (listener.address() as net.AddressInfo).port, pgSocket: PG_SOCKET,
-        servicePid: process.pid, sleeperPid: sleeper.pid, dataDir,
+        servicePort: Number(new URL(server.baseUrl).port),
+        listenerPort: (listener.address() as net.AddressInfo).port,
+        pgSocket: PG_SOCKET,
+        servicePid: process.pid,
+        sleeperPid: sleeper.pid,
+        dataDir,
       };
       const done = await run(server, a, breachAttempts(JSON.stringify(inputs)));
       expect(done.status, done.result).to.equal('completed');
@@ -120,7 +146,7 @@ describe('browser scripts against a real service: assume breach, across organisa
       expect(r.killSleeper).to.equal('ESRCH');
       expect(sleeper.exitCode, 'the sleeper is alive').to.equal(null);
       expect(r.uid).to.be.a('number').and.not.equal(0);
-      expect(r.pid, 'the runner is the only process of its PID namespace but bubblewrap\'s').to.be.at.most(3);
+      expect(r.pid, "the runner is the only process of its PID namespace but bubblewrap's").to.be.at.most(3);
       expect(r.env).to.deep.equal([]);
       expect(existsSync(path.join(dataDir, 'escaped'))).to.equal(false);
       expect(done.logContent).to.not.include('bootstrap-secret-canary');
@@ -129,30 +155,44 @@ describe('browser scripts against a real service: assume breach, across organisa
       const [runner] = await scriptRunners();
       expect(runner, 'a script runner process').to.be.a('number');
       const view = `/proc/${runner}/root`;
-      expect(existsSync(`${view}${dataDir}`), 'the data folder in the runner\'s view').to.equal(false);
-      expect(existsSync(`${view}/var/run/postgresql`), 'PostgreSQL\'s socket folder in the runner\'s view').to.equal(false);
-      expect(existsSync(`${view}${process.cwd()}/package.json`), 'the service\'s files in the runner\'s view').to.equal(false);
+      expect(existsSync(`${view}${dataDir}`), "the data folder in the runner's view").to.equal(false);
+      expect(existsSync(`${view}/var/run/postgresql`), "PostgreSQL's socket folder in the runner's view").to.equal(
+        false,
+      );
+      expect(existsSync(`${view}${process.cwd()}/package.json`), "the service's files in the runner's view").to.equal(
+        false,
+      );
       expect(existsSync(`${view}/etc/passwd`)).to.equal(false);
-      expect(readdirSync(`${view}/run/relay`), 'the organisation\'s relay socket').to.deep.equal(['relay.sock']);
+      expect(readdirSync(`${view}/run/relay`), "the organisation's relay socket").to.deep.equal(['relay.sock']);
       if (root) expect(await uidOf(runner!)).to.be.at.least(1_900_000_000);
       expect(environOf(runner!).filter((k) => !k.startsWith('NODE_CHANNEL_'))).to.deep.equal([]);
       // The service answered every poll (it is alive) and still does.
       expect((await call(server.baseUrl, 'GET', '/healthz')).status).to.equal(200);
     });
 
-    it('memory past the runner\'s limit fails the task with a memory reason; another organisation\'s task and the next task are unharmed', async () => {
-      const slow = await start(server, b, `await page.goto(${JSON.stringify(siteUrl)}); await page.waitForTimeout(2000); return await page.title();`);
+    it("memory past the runner's limit fails the task with a memory reason; another organisation's task and the next task are unharmed", async () => {
+      const slow = await start(
+        server,
+        b,
+        `await page.goto(${JSON.stringify(siteUrl)}); await page.waitForTimeout(2000); return await page.title();`,
+      );
       const rssBefore = process.memoryUsage().rss;
-      const bomb = await run(server, a, 'const keep = []; for (let i = 0; i < 96; i++) keep.push(new Uint8Array(64 * 1024 * 1024).fill(1)); return "survived " + keep.length;');
+      const bomb = await run(
+        server,
+        a,
+        'const keep = []; for (let i = 0; i < 96; i++) keep.push(new Uint8Array(64 * 1024 * 1024).fill(1)); return "survived " + keep.length;',
+      );
       expect(bomb.status).to.equal('failed');
-      expect(bomb.result).to.match(/^The script was stopped: its process used more than 1024 MiB of memory \(\d+ MiB resident\)\.$/);
-      expect(process.memoryUsage().rss - rssBefore, 'the service\'s own memory').to.be.below(256 * 1024 * 1024);
+      expect(bomb.result).to.match(
+        /^The script was stopped: its process used more than 1024 MiB of memory \(\d+ MiB resident\)\.$/,
+      );
+      expect(process.memoryUsage().rss - rssBefore, "the service's own memory").to.be.below(256 * 1024 * 1024);
       expect(sleeper.exitCode).to.equal(null);
       expect(await finished(server, b, slow)).to.include({ status: 'completed', result: 'Site' });
       expect(await run(server, a, 'return "still here"')).to.include({ status: 'completed', result: 'still here' });
     });
 
-    it('organisation B\'s leftovers in its runner\'s process and realm, and in its browser, are invisible to organisation A', async () => {
+    it("organisation B's leftovers in its runner's process and realm, and in its browser, are invisible to organisation A", async () => {
       // B hooks its runner's process to capture what comes next, leaves markers, and keeps a page open for a while.
       const plant = `process.leftover = 'B'; globalThis.leftover = 'B'; Object.prototype.leftoverB = 'B';
         const seen = process.__seen || (process.__seen = []);
@@ -177,8 +217,15 @@ describe('browser scripts against a real service: assume breach, across organisa
       const seenByA = await run(server, a, look);
       expect(seenByA.status, seenByA.result).to.equal('completed');
       const r = JSON.parse(seenByA.result);
-      expect(r).to.include({ leftover: null, global: 'undefined', proto: null, hooked: false, cookies: 0, storage: null });
-      expect(r.targets, 'B\'s page seen from A\'s browser').to.deep.equal([]);
+      expect(r).to.include({
+        leftover: null,
+        global: 'undefined',
+        proto: null,
+        hooked: false,
+        cookies: 0,
+        storage: null,
+      });
+      expect(r.targets, "B's page seen from A's browser").to.deep.equal([]);
       const doneB = await finished(server, b, planted);
       expect(doneB.status, doneB.result).to.equal('completed');
       expect(Number(doneB.result), 'A and B ran under different users (different runners)').to.not.equal(r.uid);
@@ -198,7 +245,7 @@ describe('browser scripts against a real service: assume breach, across organisa
       if (root) expect(Math.min(ua[0]!, ub[0]!)).to.be.at.least(1_900_000_000);
     });
 
-    it('Chromium\'s view holds no data folder, service files or home folders; its managed policy blocks file: and chrome: pages', async () => {
+    it("Chromium's view holds no data folder, service files or home folders; its managed policy blocks file: and chrome: pages", async () => {
       const dataDir = server.app.services.config.dataDir;
       await run(server, a, 'return 1'); // the organisation's browser is up
       const pid = await server.app.services.browser.pool.pidOf(a.orgId);
@@ -207,18 +254,23 @@ describe('browser scripts against a real service: assume breach, across organisa
       const view = `/proc/${browser}/root`;
       expect(existsSync(`${view}${dataDir}`)).to.equal(false);
       expect(existsSync(`${view}${process.cwd()}`)).to.equal(false);
-      for (const dir of ['/root', '/home', '/var/run/postgresql', '/etc/passwd', '/etc/shadow']) expect(existsSync(`${view}${dir}`), dir).to.equal(false);
+      for (const dir of ['/root', '/home', '/var/run/postgresql', '/etc/passwd', '/etc/shadow'])
+        expect(existsSync(`${view}${dir}`), dir).to.equal(false);
       expect(existsSync(`${view}/usr/share/fonts`) || existsSync(`${view}/etc/fonts`)).to.equal(true);
-      const policy = JSON.parse(readFileSync(`${view}/etc/chromium/policies/managed/switchyard.json`, 'utf8')) as { URLBlocklist: string[] };
+      const policy = JSON.parse(readFileSync(`${view}/etc/chromium/policies/managed/switchyard.json`, 'utf8')) as {
+        URLBlocklist: string[];
+      };
       expect(policy.URLBlocklist).to.include.members(['file://*', 'chrome://*', 'devtools://*', 'view-source:*']);
       // Its own PID namespace: it sees only its own processes.
-      const seen = readdirSync(`${view}/proc`).filter((d) => /^\d+$/.test(d)).map(Number);
+      const seen = readdirSync(`${view}/proc`)
+        .filter((d) => /^\d+$/.test(d))
+        .map(Number);
       expect(Math.max(...seen)).to.be.below(1000);
       if (root) expect(await uidOf(browser!)).to.be.at.least(1_900_000_000);
     });
   });
 
-  it('Chromium\'s managed policy takes effect: a file: page inside its own view is blocked by it, and opens without it', async function () {
+  it("Chromium's managed policy takes effect: a file: page inside its own view is blocked by it, and opens without it", async function () {
     if (!namespaces) this.skip(); // the policy is bound into Chromium's view by the operating-system layer
     const isolation = await probeIsolation({ mode: 'strict' });
     const { chromium } = await import('playwright-core');
@@ -227,9 +279,19 @@ describe('browser scripts against a real service: assume breach, across organisa
       const box = new ChromiumBox({ executable: CHROMIUM, isolation, blockSchemes, log: createLogger('silent') });
       const launch = box.prepare();
       try {
-        const browser = await chromium.launch({ executablePath: launch.executablePath, env: launch.env, args: CHROMIUM_ARGS, headless: true });
+        const browser = await chromium.launch({
+          executablePath: launch.executablePath,
+          env: launch.env,
+          args: CHROMIUM_ARGS,
+          headless: true,
+        });
         const page = await browser.newPage();
-        outcomes.push(await page.goto('file:///usr/lib/os-release').then(() => page.content(), (e: Error) => e.message));
+        outcomes.push(
+          await page.goto('file:///usr/lib/os-release').then(
+            () => page.content(),
+            (e: Error) => e.message,
+          ),
+        );
         await browser.close();
       } finally {
         launch.release();

@@ -18,7 +18,13 @@ import { expect } from 'chai';
 import type { ValidateFunction } from 'ajv';
 import * as validators from '../../../generated/validators/schemas.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { startModelServer, reply, type ModelServer, type Reply, type ScriptRequest } from '../../helpers/model-server.js';
+import {
+  startModelServer,
+  reply,
+  type ModelServer,
+  type Reply,
+  type ScriptRequest,
+} from '../../helpers/model-server.js';
 import { callTool } from '../gateway/helpers.js';
 import { requireChromium } from '../../helpers/chromium.js';
 
@@ -87,21 +93,32 @@ function site(): Promise<Site> {
     if (url === '/ads') return html(ADS);
     if (url === '/pad') return html(PAD);
     if (url.startsWith('/pad?')) return res.writeHead(204).end();
-    if (url === '/ads/banner.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end('document.title += " (ad)";');
-    if (url === '/report.csv') return res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="report.csv"' }).end('a,b\n1,2\n');
+    if (url === '/ads/banner.js')
+      return res.writeHead(200, { 'content-type': 'text/javascript' }).end('document.title += " (ad)";');
+    if (url === '/report.csv')
+      return res
+        .writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="report.csv"' })
+        .end('a,b\n1,2\n');
     if (url === '/login' && req.method === 'POST') {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         const user = new URLSearchParams(body).get('user') ?? '';
-        res.writeHead(303, { location: '/account', 'set-cookie': `session=${encodeURIComponent(user)}; Path=/; HttpOnly` }).end();
+        res
+          .writeHead(303, {
+            location: '/account',
+            'set-cookie': `session=${encodeURIComponent(user)}; Path=/; HttpOnly`,
+          })
+          .end();
       });
       return undefined;
     }
     if (url === '/login') return html(LOGIN);
     if (url === '/account') {
       const who = /session=([^;]+)/.exec(req.headers.cookie ?? '')?.[1];
-      return html(`<!doctype html><html><head><title>Account</title></head><body><h1>${who ? `Signed in as ${decodeURIComponent(who)}` : 'Not signed in'}</h1></body></html>`);
+      return html(
+        `<!doctype html><html><head><title>Account</title></head><body><h1>${who ? `Signed in as ${decodeURIComponent(who)}` : 'Not signed in'}</h1></body></html>`,
+      );
     }
     if (url === '/orders' && req.method === 'POST') {
       let body = '';
@@ -109,25 +126,36 @@ function site(): Promise<Site> {
       req.on('end', () => {
         const o = JSON.parse(body) as { name: string; size: string; terms: boolean; file: string | null };
         s.orders++;
-        res.writeHead(200, { 'content-type': 'text/plain' }).end(`Order ${1000 + s.orders} for ${o.name}, size ${o.size}, terms ${o.terms ? 'accepted' : 'refused'}, file ${o.file ?? 'none'}`);
+        res
+          .writeHead(200, { 'content-type': 'text/plain' })
+          .end(
+            `Order ${1000 + s.orders} for ${o.name}, size ${o.size}, terms ${o.terms ? 'accepted' : 'refused'}, file ${o.file ?? 'none'}`,
+          );
       });
       return undefined;
     }
     res.writeHead(404).end();
     return undefined;
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    s.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    s.close = () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-    resolve(s);
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      s.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      s.close = () =>
+        new Promise<void>((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        });
+      resolve(s);
+    }),
+  );
 }
 
 /** An upstream HTTP proxy standing in for a residential proxy provider (BROWSER_PROXY_URL): it records what it is asked for. */
-function upstreamProxy(): Promise<{ url: string; seen: Array<{ method: string; target: string; auth: string | undefined }>; close(): Promise<void> }> {
+function upstreamProxy(): Promise<{
+  url: string;
+  seen: Array<{ method: string; target: string; auth: string | undefined }>;
+  close(): Promise<void>;
+}> {
   const seen: Array<{ method: string; target: string; auth: string | undefined }> = [];
   const server = http.createServer((req, res) => {
     seen.push({ method: req.method ?? '', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
@@ -144,14 +172,19 @@ function upstreamProxy(): Promise<{ url: string; seen: Array<{ method: string; t
     seen.push({ method: 'CONNECT', target: req.url ?? '', auth: req.headers['proxy-authorization'] });
     socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://scout:s3cret-pw@127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
-  })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://scout:s3cret-pw@127.0.0.1:${(server.address() as AddressInfo).port}`,
+        seen,
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      }),
+    ),
+  );
 }
 
 /** All the text the model was sent in the last user message (the page view). */
@@ -159,7 +192,12 @@ function pageView(req: ScriptRequest): string {
   const users = req.messages.filter((m: { role: string }) => m.role === 'user');
   const last = users[users.length - 1];
   if (!last) return '';
-  return typeof last.content === 'string' ? last.content : last.content.filter((p: { type: string }) => p.type === 'text').map((p: { text: string }) => p.text).join('\n');
+  return typeof last.content === 'string'
+    ? last.content
+    : last.content
+        .filter((p: { type: string }) => p.type === 'text')
+        .map((p: { text: string }) => p.text)
+        .join('\n');
 }
 
 /** The ref of the element with this role and name in the snapshot, e.g. refOf(view, 'button', 'Submit order'). */
@@ -180,7 +218,7 @@ function firstRef(view: string, role: string): string {
 /** The text of the last `read …: "…"` line in the steps so far. */
 function lastRead(view: string): string {
   const reads = [...view.matchAll(/: read [^\n]*?: ("(?:[^"\\]|\\.)*")/g)];
-  return reads.length ? JSON.parse(reads[reads.length - 1]![1]!) as string : '';
+  return reads.length ? (JSON.parse(reads[reads.length - 1]![1]!) as string) : '';
 }
 
 /** A scripted model that takes one decision per request, in order, each from the page it is shown. */
@@ -221,10 +259,14 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     dir = mkdtempSync(path.join(os.tmpdir(), 'sy-operator-'));
     writeFileSync(path.join(dir, 'ads.txt'), '! test list\n/ads/banner.js\n');
     server = await startTestServer('sqlite', {
-      BROWSER_TASK_TIMEOUT_MS: '30000', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted',
-      BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'), BROWSER_PROXY_URL: residential.url,
+      BROWSER_TASK_TIMEOUT_MS: '30000',
+      OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+      DEFAULT_MODEL: 'openai-compatible/scripted',
+      BROWSER_ADBLOCK_LISTS: path.join(dir, 'ads.txt'),
+      BROWSER_PROXY_URL: residential.url,
       // The same scripted server answers Anthropic's Messages API, for cua (Anthropic's computer tool).
-      ANTHROPIC_API_KEY: 'scripted-key', ANTHROPIC_BASE_URL: model.baseUrl,
+      ANTHROPIC_API_KEY: 'scripted-key',
+      ANTHROPIC_BASE_URL: model.baseUrl,
     });
     org = await createTestOrg(server);
     other = await createTestOrg(server, 'Other org');
@@ -249,10 +291,18 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     return res.structuredContent;
   }
 
-  async function finished(as: TestOrg, started: { sessionId: string; collectionId: string; logFileName: string }, limitMs = 60_000): Promise<any> {
+  async function finished(
+    as: TestOrg,
+    started: { sessionId: string; collectionId: string; logFileName: string },
+    limitMs = 60_000,
+  ): Promise<any> {
     const until = Date.now() + limitMs;
     for (;;) {
-      const res = await callTool(server, as.token, 'browser-automation', 'browser-automation_operator_run_continue', { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+      const res = await callTool(server, as.token, 'browser-automation', 'browser-automation_operator_run_continue', {
+        sessionId: started.sessionId,
+        collectionId: started.collectionId,
+        logFileName: started.logFileName,
+      });
       expect(res.isError, JSON.stringify(res)).to.not.equal(true);
       const body = res.structuredContent;
       expect(pollOutput(body), `${JSON.stringify(pollOutput.errors)} ${JSON.stringify(res)}`).to.equal(true);
@@ -264,7 +314,13 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
 
   it('fills a form (text, select, checkbox, file input) with a live model, then the same task is a cache HIT with no model call and a fresh result', async () => {
     const task = `Open ${pages.url}/form and place an order for Ada Lovelace, size M, accepting the terms and attaching id.txt; report the confirmation`;
-    const args = { task, cacheKey: 'Order001', agentMode: 'dom', recordSession: false, filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }] };
+    const args = {
+      task,
+      cacheKey: 'Order001',
+      agentMode: 'dom',
+      recordSession: false,
+      filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }],
+    };
     model.setScript(steps(...ORDER_STEPS));
     const first = await start(org, args);
     expect(first).to.include({ status: 'RUNNING' });
@@ -272,7 +328,9 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(first.message).to.match(/operator_run_continue/);
     const done = await finished(org, first);
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
-    expect(done.result).to.equal('Confirmation: Order 1001 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)');
+    expect(done.result).to.equal(
+      'Confirmation: Order 1001 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)',
+    );
     expect(done.message).to.match(/Cache MISS/);
     expect(done.logContent).to.match(/Cache MISS/);
     expect(model.requests).to.have.length(ORDER_STEPS.length);
@@ -288,22 +346,35 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const hit = await finished(org, again);
     expect(hit.status, `${hit.result}\n${hit.logContent}`).to.equal('completed');
     expect(hit.message).to.match(/Cache HIT/);
-    expect(hit.logContent).to.match(/Cache HIT/).and.match(/replay finished with no model call/);
+    expect(hit.logContent)
+      .to.match(/Cache HIT/)
+      .and.match(/replay finished with no model call/);
     expect(model.requests, 'a cache hit makes no model call').to.have.length(0);
     // Each completed cached run lists its build's replay script; uploads are not part of it.
     const replay = hit.files.find((f: { fileName: string }) => f.fileName === `replay-${first.buildId}.js`);
     expect(replay).to.include({ source: 'extract', mimeType: 'text/javascript' });
     const code = await (await fetch(replay.url)).text();
-    expect(code).to.include(`await page.goto(${JSON.stringify(`${pages.url}/form`)});`)
-      .and.include('.fill("Ada Lovelace")').and.include('.setChecked(true)').and.include('Step 4 uploads id.txt');
+    expect(code)
+      .to.include(`await page.goto(${JSON.stringify(`${pages.url}/form`)});`)
+      .and.include('.fill("Ada Lovelace")')
+      .and.include('.setChecked(true)')
+      .and.include('Step 4 uploads id.txt');
     // The replay read the confirmation again: the result quotes the new order, not the recorded one.
-    expect(hit.result).to.equal('Confirmation: Order 1002 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)');
+    expect(hit.result).to.equal(
+      'Confirmation: Order 1002 for Ada Lovelace, size M, terms accepted, file id.txt (8 bytes, text/csv)',
+    );
     expect(pages.orders).to.equal(2);
   });
 
-  const ORDER_TASK = () => `Open ${pages.url}/form and place an order for Ada Lovelace, size M, accepting the terms and attaching id.txt; report the confirmation`;
+  const ORDER_TASK = () =>
+    `Open ${pages.url}/form and place an order for Ada Lovelace, size M, accepting the terms and attaching id.txt; report the confirmation`;
   const orderArgs = (cacheKey: string, extra: Record<string, unknown> = {}) => ({
-    task: ORDER_TASK(), cacheKey, agentMode: 'dom', recordSession: false, filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }], ...extra,
+    task: ORDER_TASK(),
+    cacheKey,
+    agentMode: 'dom',
+    recordSession: false,
+    filesToUpload: [{ url: `${pages.url}/report.csv`, fileName: 'id.txt' }],
+    ...extra,
   });
 
   it('a replay whose element is gone re-infers that step with one model call (HEALED), rewrites the entry, and the next run is a HIT again', async () => {
@@ -316,11 +387,17 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const healed = await finished(org, await start(org, orderArgs('Heal0001')));
     expect(healed.status, `${healed.result}\n${healed.logContent}`).to.equal('completed');
     expect(healed.message).to.match(/Cache HEALED/);
-    expect(healed.logContent).to.match(/step 5 \(replayed\): click getByRole\('button', \{ name: 'Submit order' \}\) failed: .*re-inferring this step/);
+    expect(healed.logContent).to.match(
+      /step 5 \(replayed\): click getByRole\('button', \{ name: 'Submit order' \}\) failed: .*re-inferring this step/,
+    );
     expect(model.requests).to.have.length(1);
     // The heal request shows the recorded plan and which step failed.
-    expect(pageView({ messages: model.requests[0]!.body.messages } as ScriptRequest)).to.match(/Step 5 cannot be repeated as recorded/);
-    expect(healed.result).to.match(/^Confirmation: Order \d+ for Ada Lovelace, size M, terms accepted, file id\.txt \(8 bytes, text\/csv\)$/);
+    expect(pageView({ messages: model.requests[0]!.body.messages } as ScriptRequest)).to.match(
+      /Step 5 cannot be repeated as recorded/,
+    );
+    expect(healed.result).to.match(
+      /^Confirmation: Order \d+ for Ada Lovelace, size M, terms accepted, file id\.txt \(8 bytes, text\/csv\)$/,
+    );
 
     model.requests.length = 0;
     const hit = await finished(org, await start(org, orderArgs('Heal0001')));
@@ -332,12 +409,17 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     model.setScript(steps(...ORDER_STEPS));
     const first = await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })));
     expect(first.message).to.match(/cached for 1 days/);
-    const row = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Expire01' }).first();
+    const row = await server.app.services
+      .db('browser_action_cache')
+      .where({ org_id: org.orgId, cache_key: 'Expire01' })
+      .first();
     expect(Date.parse(row.expires_at) - Date.parse(row.created_at)).to.equal(86_400_000);
     // Half a day later: still a hit.
     server.app.services.browser.clock = () => Date.now() + 43_200_000;
     model.requests.length = 0;
-    expect((await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })))).message).to.match(/Cache HIT/);
+    expect((await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })))).message).to.match(
+      /Cache HIT/,
+    );
     expect(model.requests).to.have.length(0);
     // Two days later: expired, so the task runs live again and the entry is written anew.
     server.app.services.browser.clock = () => Date.now() + 2 * 86_400_000;
@@ -345,7 +427,9 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const expired = await finished(org, await start(org, orderArgs('Expire01', { cacheDurationDays: 1 })));
     expect(expired.message).to.match(/Cache MISS/);
     expect(model.requests).to.have.length(ORDER_STEPS.length);
-    const rows = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Expire01' });
+    const rows = await server.app.services
+      .db('browser_action_cache')
+      .where({ org_id: org.orgId, cache_key: 'Expire01' });
     expect(rows).to.have.length(1);
     expect(Date.parse(rows[0].expires_at)).to.be.greaterThan(Date.now() + 2 * 86_400_000);
     // disableCache bypasses a live entry: the model is asked again.
@@ -358,10 +442,20 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   });
 
   it('a task that mentions a screenshot is never cached, and the screenshot is a PNG file of the task (source extract)', async () => {
-    const args = { task: `Take a screenshot of ${pages.url}/frames`, cacheKey: 'Shot0001', agentMode: 'dom', recordSession: false };
+    const args = {
+      task: `Take a screenshot of ${pages.url}/frames`,
+      cacheKey: 'Shot0001',
+      agentMode: 'dom',
+      recordSession: false,
+    };
     for (let run = 1; run <= 2; run++) {
       model.requests.length = 0;
-      model.setScript(steps(() => reply.toolCall('screenshot', { fileName: 'widgets.png' }), () => reply.toolCall('done', { result: 'Saved widgets.png' })));
+      model.setScript(
+        steps(
+          () => reply.toolCall('screenshot', { fileName: 'widgets.png' }),
+          () => reply.toolCall('done', { result: 'Saved widgets.png' }),
+        ),
+      );
       const done = await finished(org, await start(org, args));
       expect(done.status, done.logContent).to.equal('completed');
       expect(done.message).to.match(/Cache off: the task mentions a screenshot/);
@@ -380,13 +474,23 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
       if (!m) throw new Error(`no box for ${name} in\n${v}`);
       return { x: Number(m[1]) + Number(m[3]) / 2, y: Number(m[2]) + Number(m[4]) / 2 };
     };
-    model.setScript(steps(
-      (v) => reply.toolCall('click_at', boxOf(v, 'Shadow switch')),
-      (v) => reply.toolCall('click', { ref: refOf(v, 'button', 'Frame switch') }),
-      (v) => reply.toolCall('click', { ref: refOf(v, 'link', 'Download report') }),
-      (v) => reply.toolCall('done', { result: `${/shadow on/.test(v) ? 'shadow on' : 'shadow off'}, ${/frame on/.test(v) ? 'frame on' : 'frame off'}` }),
-    ));
-    const started = await start(org, { task: `On ${pages.url}/frames switch on both widgets and download the report`, cacheKey: 'Frames01', viewportWidth: 1024, viewportHeight: 700 });
+    model.setScript(
+      steps(
+        (v) => reply.toolCall('click_at', boxOf(v, 'Shadow switch')),
+        (v) => reply.toolCall('click', { ref: refOf(v, 'button', 'Frame switch') }),
+        (v) => reply.toolCall('click', { ref: refOf(v, 'link', 'Download report') }),
+        (v) =>
+          reply.toolCall('done', {
+            result: `${/shadow on/.test(v) ? 'shadow on' : 'shadow off'}, ${/frame on/.test(v) ? 'frame on' : 'frame off'}`,
+          }),
+      ),
+    );
+    const started = await start(org, {
+      task: `On ${pages.url}/frames switch on both widgets and download the report`,
+      cacheKey: 'Frames01',
+      viewportWidth: 1024,
+      viewportHeight: 700,
+    });
     const done = await finished(org, started);
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
     expect(done.result).to.equal('shadow on, frame on');
@@ -401,7 +505,11 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(await (await fetch(byName['report.csv'].url)).text()).to.equal('a,b\n1,2\n');
     const trace = byName[`session-${started.sessionId}.zip`];
     expect(trace).to.include({ mimeType: 'application/zip', source: 'extract' });
-    expect(Buffer.from(await (await fetch(trace.url)).arrayBuffer()).subarray(0, 2).toString()).to.equal('PK');
+    expect(
+      Buffer.from(await (await fetch(trace.url)).arrayBuffer())
+        .subarray(0, 2)
+        .toString(),
+    ).to.equal('PK');
     expect(done.logContent).to.match(/recordSession: saved the session trace/);
     expect(byName[`replay-${started.buildId}.js`]).to.include({ source: 'extract' });
     // The download, the trace, the replay script and the log are items of the collection.
@@ -410,17 +518,30 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   });
 
   it('signs in through a login page that sets a cookie (the password is in no log and not in clear in the cache), and a saved login starts the task signed in', async () => {
-    model.setScript(steps(
-      (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'User'), text: 'ada' }),
-      (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'Password'), text: 'pw-secret-9', submit: true }),
-      (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
-      (v) => reply.toolCall('done', { result: lastRead(v) }),
-    ));
-    const done = await finished(org, await start(org, { task: `Sign in at ${pages.url}/login as ada and tell who is signed in`, cacheKey: 'Login001', agentMode: 'dom', recordSession: false }));
+    model.setScript(
+      steps(
+        (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'User'), text: 'ada' }),
+        (v) => reply.toolCall('fill', { ref: refOf(v, 'textbox', 'Password'), text: 'pw-secret-9', submit: true }),
+        (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
+        (v) => reply.toolCall('done', { result: lastRead(v) }),
+      ),
+    );
+    const done = await finished(
+      org,
+      await start(org, {
+        task: `Sign in at ${pages.url}/login as ada and tell who is signed in`,
+        cacheKey: 'Login001',
+        agentMode: 'dom',
+        recordSession: false,
+      }),
+    );
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
     expect(done.result).to.equal('Signed in as ada');
     expect(done.logContent).to.not.include('pw-secret-9');
-    const row = await server.app.services.db('browser_action_cache').where({ org_id: org.orgId, cache_key: 'Login001' }).first();
+    const row = await server.app.services
+      .db('browser_action_cache')
+      .where({ org_id: org.orgId, cache_key: 'Login001' })
+      .first();
     expect(row.entry_enc).to.be.a('string').and.not.include('pw-secret-9');
     const script = done.files.find((f: { fileName: string }) => f.fileName.startsWith('replay-'));
     const text = await (await fetch(script.url)).text();
@@ -430,21 +551,56 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const host = new URL(pages.url).hostname;
     const saved = await call(server.baseUrl, 'POST', '/v1/browser-logins', {
       token: org.token,
-      body: { label: 'Grace', service: 'test site', loginUrl: `${pages.url}/login`, storageState: { cookies: [{ name: 'session', value: 'grace', domain: host, path: '/', expires: Math.floor(Date.now() / 1000) + 3600, httpOnly: true, secure: false, sameSite: 'Lax' }], origins: [] } },
+      body: {
+        label: 'Grace',
+        service: 'test site',
+        loginUrl: `${pages.url}/login`,
+        storageState: {
+          cookies: [
+            {
+              name: 'session',
+              value: 'grace',
+              domain: host,
+              path: '/',
+              expires: Math.floor(Date.now() / 1000) + 3600,
+              httpOnly: true,
+              secure: false,
+              sameSite: 'Lax',
+            },
+          ],
+          origins: [],
+        },
+      },
     });
     expect(saved.status, saved.text).to.equal(201);
-    model.setScript(steps(
-      (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
-      (v) => reply.toolCall('done', { result: lastRead(v) }),
-    ));
-    const store = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'operator files', type: 'filestore' } });
-    const inStore = await start(org, { task: `Open ${pages.url}/account and tell who is signed in`, cacheKey: 'Login002', agentMode: 'dom', recordSession: false, useContextService: saved.body.id, collectionId: store.body.collectionId });
+    model.setScript(
+      steps(
+        (v) => reply.toolCall('extract', { ref: firstRef(v, 'heading') }),
+        (v) => reply.toolCall('done', { result: lastRead(v) }),
+      ),
+    );
+    const store = await call(server.baseUrl, 'POST', '/v1/collections', {
+      token: org.token,
+      body: { name: 'operator files', type: 'filestore' },
+    });
+    const inStore = await start(org, {
+      task: `Open ${pages.url}/account and tell who is signed in`,
+      cacheKey: 'Login002',
+      agentMode: 'dom',
+      recordSession: false,
+      useContextService: saved.body.id,
+      collectionId: store.body.collectionId,
+    });
     expect(inStore.collectionId, 'the collection named is the one written to').to.equal(store.body.collectionId);
     const signedIn = await finished(org, inStore);
     expect(signedIn.result, signedIn.logContent).to.equal('Signed in as grace');
     expect(signedIn.logContent).to.match(/starting from saved login ctx_/);
     // Another organisation cannot use it.
-    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open the account', cacheKey: 'Login003', useContextService: saved.body.id });
+    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_operator_run', {
+      task: 'Open the account',
+      cacheKey: 'Login003',
+      useContextService: saved.body.id,
+    });
     expect(foreign.isError).to.equal(true);
     expect(foreign.structuredContent.error).to.match(/No saved login/);
   });
@@ -453,17 +609,29 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const titleOf = (v: string) => /Title: (.*)/.exec(v)?.[1] ?? '';
     model.setScript(steps((v) => reply.toolCall('done', { result: titleOf(v) })));
     pages.hits.length = 0;
-    const blocked = await finished(org, await start(org, {
-      task: `Open ${pages.url}/ads and give its title`, cacheKey: 'Ads00001', agentMode: 'dom', recordSession: false,
-      region: 'eu-central-1', proxies: true, advancedStealth: true, systemPrompt: 'You are a careful news reader.',
-    }));
+    const blocked = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/ads and give its title`,
+        cacheKey: 'Ads00001',
+        agentMode: 'dom',
+        recordSession: false,
+        region: 'eu-central-1',
+        proxies: true,
+        advancedStealth: true,
+        systemPrompt: 'You are a careful news reader.',
+      }),
+    );
     // systemPrompt follows the operator's own instructions in the system message.
     const system = model.requests[0]!.body.messages.find((m: { role: string }) => m.role === 'system');
-    expect(system.content).to.match(/^You operate a web browser/).and.match(/You are a careful news reader\.$/);
+    expect(system.content)
+      .to.match(/^You operate a web browser/)
+      .and.match(/You are a careful news reader\.$/);
     expect(blocked.status, blocked.logContent).to.equal('completed');
     expect(blocked.result).to.equal('News');
     expect(pages.hits).to.include('/ads').and.not.include('/ads/banner.js');
-    expect(blocked.logContent).to.match(/blockAds: on/)
+    expect(blocked.logContent)
+      .to.match(/blockAds: on/)
       .and.match(/region eu-central-1: not applied/)
       .and.match(/proxies: through BROWSER_PROXY_URL \(127\.0\.0\.1:\d+\), after the outbound guard/)
       .and.match(/advancedStealth: not applied/)
@@ -471,7 +639,17 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
 
     model.setScript(steps((v) => reply.toolCall('done', { result: titleOf(v) })));
     pages.hits.length = 0;
-    const open = await finished(org, await start(org, { task: `Open ${pages.url}/ads and give its title`, cacheKey: 'Ads00002', agentMode: 'dom', recordSession: false, blockAds: false, solveCaptchas: false }));
+    const open = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/ads and give its title`,
+        cacheKey: 'Ads00002',
+        agentMode: 'dom',
+        recordSession: false,
+        blockAds: false,
+        solveCaptchas: false,
+      }),
+    );
     expect(open.result).to.equal('News (ad)');
     expect(pages.hits).to.include('/ads/banner.js');
     expect(open.logContent).to.not.match(/blockAds|solveCaptchas|region|proxies/);
@@ -483,37 +661,84 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   });
 
   it('a failed action is told to the model, which goes on; maxSteps bounds the model calls; a model error fails the task with the reason', async () => {
-    model.setScript(steps(
-      () => reply.toolCall('click', { ref: 'e999' }),
-      () => reply.toolCall('click', { ref: 42 }),
-      () => reply.toolCall('fly', { to: 'the moon' }),
-      (v) => reply.toolCall('done', { result: [/FAILED: no element e999/, /FAILED: click was called with arguments that do not fit its schema/, /FAILED: there is no tool fly/].map((r) => (r.test(v) ? 'seen' : 'missed')).join(' ') }),
-    ));
-    const recovered = await finished(org, await start(org, { task: `Open ${pages.url}/frames and click something`, cacheKey: 'Fail0001', agentMode: 'dom', recordSession: false }));
+    model.setScript(
+      steps(
+        () => reply.toolCall('click', { ref: 'e999' }),
+        () => reply.toolCall('click', { ref: 42 }),
+        () => reply.toolCall('fly', { to: 'the moon' }),
+        (v) =>
+          reply.toolCall('done', {
+            result: [
+              /FAILED: no element e999/,
+              /FAILED: click was called with arguments that do not fit its schema/,
+              /FAILED: there is no tool fly/,
+            ]
+              .map((r) => (r.test(v) ? 'seen' : 'missed'))
+              .join(' '),
+          }),
+      ),
+    );
+    const recovered = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/frames and click something`,
+        cacheKey: 'Fail0001',
+        agentMode: 'dom',
+        recordSession: false,
+      }),
+    );
     expect(recovered.status, recovered.logContent).to.equal('completed');
     expect(recovered.result, recovered.logContent).to.equal('seen seen seen');
 
     model.setScript(() => reply.toolCall('scroll', { direction: 'down' }));
     model.requests.length = 0;
-    const spent = await finished(org, await start(org, { task: `Open ${pages.url}/frames and scroll forever`, cacheKey: 'Fail0002', agentMode: 'dom', recordSession: false, maxSteps: 3 }));
+    const spent = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/frames and scroll forever`,
+        cacheKey: 'Fail0002',
+        agentMode: 'dom',
+        recordSession: false,
+        maxSteps: 3,
+      }),
+    );
     expect(spent.status).to.equal('failed');
     expect(spent.result).to.equal('The operator used all 3 steps (maxSteps) without finishing the task.');
     expect(model.requests).to.have.length(3);
 
     model.setScript(() => reply.error(500, 'model exploded'));
-    const broken = await finished(org, await start(org, { task: `Open ${pages.url}/frames`, cacheKey: 'Fail0003', agentMode: 'dom', recordSession: false }));
+    const broken = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/frames`,
+        cacheKey: 'Fail0003',
+        agentMode: 'dom',
+        recordSession: false,
+      }),
+    );
     expect(broken.status).to.equal('failed');
     expect(broken.result).to.match(/model exploded/);
-    expect(await server.app.services.db('browser_action_cache').whereIn('cache_key', ['Fail0002', 'Fail0003'])).to.have.length(0);
+    expect(
+      await server.app.services.db('browser_action_cache').whereIn('cache_key', ['Fail0002', 'Fail0003']),
+    ).to.have.length(0);
 
     // done with success false fails the task with the model's reason, and caches nothing.
     model.setScript(steps(() => reply.toolCall('done', { result: 'The page has no order form.', success: false })));
-    const gaveUp = await finished(org, await start(org, { task: `Open ${pages.url}/frames and order`, cacheKey: 'Fail0004', agentMode: 'dom', recordSession: false }));
+    const gaveUp = await finished(
+      org,
+      await start(org, {
+        task: `Open ${pages.url}/frames and order`,
+        cacheKey: 'Fail0004',
+        agentMode: 'dom',
+        recordSession: false,
+      }),
+    );
     expect(gaveUp).to.include({ status: 'failed', result: 'The page has no order form.' });
   });
 
   it('validates arguments (maxSteps 0 or 101, a bad cacheKey, a multi-line task) and refuses cua, unreachable files to upload, unknown or foreign sessions', async () => {
-    const tool = (as: TestOrg, name: string, args: Record<string, unknown>) => callTool(server, as.token, 'browser-automation', `browser-automation_${name}`, args);
+    const tool = (as: TestOrg, name: string, args: Record<string, unknown>) =>
+      callTool(server, as.token, 'browser-automation', `browser-automation_${name}`, args);
     for (const [args, field] of [
       [{ task: 'x', cacheKey: 'Abcd1234', maxSteps: 0 }, 'maxSteps'],
       [{ task: 'x', cacheKey: 'Abcd1234', maxSteps: 101 }, 'maxSteps'],
@@ -526,22 +751,46 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     ] as Array<[Record<string, unknown>, string]>) {
       const res = await tool(org, 'operator_run', args);
       expect(res.code, JSON.stringify(args)).to.equal(-32000);
-      expect(res.data.errors.map((e: { field: string }) => e.field), JSON.stringify(args)).to.include(field);
+      expect(
+        res.data.errors.map((e: { field: string }) => e.field),
+        JSON.stringify(args),
+      ).to.include(field);
     }
     const cua = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', agentMode: 'cua' });
     expect(cua.isError).to.equal(true);
     expect(cua.structuredContent.error).to.match(/computer-use/);
-    const unreachable = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', filesToUpload: [{ url: 'http://127.0.0.1:9/nothing', fileName: 'a.pdf' }] });
+    const unreachable = await tool(org, 'operator_run', {
+      task: 'x',
+      cacheKey: 'Abcd1234',
+      filesToUpload: [{ url: 'http://127.0.0.1:9/nothing', fileName: 'a.pdf' }],
+    });
     expect(unreachable.isError).to.equal(true);
     expect(unreachable.structuredContent.error).to.match(/filesToUpload: "a.pdf" could not be fetched/);
-    const missing = await tool(org, 'operator_run', { task: 'x', cacheKey: 'Abcd1234', filesToUpload: [{ url: `${pages.url}/nope`, fileName: 'a.pdf' }] });
+    const missing = await tool(org, 'operator_run', {
+      task: 'x',
+      cacheKey: 'Abcd1234',
+      filesToUpload: [{ url: `${pages.url}/nope`, fileName: 'a.pdf' }],
+    });
     expect(missing.structuredContent.error).to.match(/HTTP 404/);
 
-    const unknown = await tool(org, 'operator_run_continue', { sessionId: 'ses_00000000000000000000000000000000', collectionId: 'col_x', logFileName: 'x.log' });
+    const unknown = await tool(org, 'operator_run_continue', {
+      sessionId: 'ses_00000000000000000000000000000000',
+      collectionId: 'col_x',
+      logFileName: 'x.log',
+    });
     expect(unknown.isError).to.equal(true);
     model.setScript(steps(() => reply.toolCall('done', { result: 'ok' })));
-    const started = await start(org, { task: `Open ${pages.url}/frames`, cacheKey: 'Scope001', agentMode: 'dom', recordSession: false });
-    const foreign = await tool(other, 'operator_run_continue', { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+    const started = await start(org, {
+      task: `Open ${pages.url}/frames`,
+      cacheKey: 'Scope001',
+      agentMode: 'dom',
+      recordSession: false,
+    });
+    const foreign = await tool(other, 'operator_run_continue', {
+      sessionId: started.sessionId,
+      collectionId: started.collectionId,
+      logFileName: started.logFileName,
+    });
     expect(foreign.isError).to.equal(true);
     const wrongKind = await tool(org, 'playwright_run_continue', { sessionId: started.sessionId });
     expect(wrongKind.isError).to.equal(true);
@@ -554,40 +803,61 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const bare = await startTestServer('sqlite');
     try {
       const someone = await createTestOrg(bare);
-      const res = await callTool(bare, someone.token, 'browser-automation', 'browser-automation_operator_run', { task: 'Open a page', cacheKey: 'Abcd1234' });
+      const res = await callTool(bare, someone.token, 'browser-automation', 'browser-automation_operator_run', {
+        task: 'Open a page',
+        cacheKey: 'Abcd1234',
+      });
       expect(res.isError).to.equal(true);
-      expect(res.structuredContent.error).to.match(/GOOGLE_GENERATIVE_AI_API_KEY/).and.match(/DEFAULT_MODEL/);
+      expect(res.structuredContent.error)
+        .to.match(/GOOGLE_GENERATIVE_AI_API_KEY/)
+        .and.match(/DEFAULT_MODEL/);
       expect(await bare.app.services.db('browser_tasks')).to.have.length(0);
     } finally {
       await bare.close();
     }
   });
 
-  it('cua: a computer-use model (Anthropic\'s computer tool, scripted) clicks, types and presses keys by screenshots; the run is cached and replays with no model call', async () => {
+  it("cua: a computer-use model (Anthropic's computer tool, scripted) clicks, types and presses keys by screenshots; the run is cached and replays with no model call", async () => {
     const computer = (input: Record<string, unknown>) => reply.toolCall('computer', input);
-    const script = () => steps(
-      () => computer({ action: 'screenshot' }),
-      () => computer({ action: 'left_click', coordinate: [200, 140] }),
-      () => computer({ action: 'left_click', coordinate: [250, 320] }),
-      () => computer({ action: 'type', text: 'hello' }),
-      () => computer({ action: 'key', text: 'Return' }),
-      () => reply.toolCall('done', { result: 'Sent hello after one click' }),
-    );
+    const script = () =>
+      steps(
+        () => computer({ action: 'screenshot' }),
+        () => computer({ action: 'left_click', coordinate: [200, 140] }),
+        () => computer({ action: 'left_click', coordinate: [250, 320] }),
+        () => computer({ action: 'type', text: 'hello' }),
+        () => computer({ action: 'key', text: 'Return' }),
+        () => reply.toolCall('done', { result: 'Sent hello after one click' }),
+      );
     model.setScript(script());
     pages.hits.length = 0;
-    const args = { task: `Open ${pages.url}/pad, press Add one, then type hello in the text box and press Enter`, cacheKey: 'Cua00001', agentMode: 'cua', model: 'anthropic/claude-sonnet-4', recordSession: false, viewportWidth: 800, viewportHeight: 600 };
+    const args = {
+      task: `Open ${pages.url}/pad, press Add one, then type hello in the text box and press Enter`,
+      cacheKey: 'Cua00001',
+      agentMode: 'cua',
+      model: 'anthropic/claude-sonnet-4',
+      recordSession: false,
+      viewportWidth: 800,
+      viewportHeight: 600,
+    };
     const cuaStart = await start(org, args);
     const done = await finished(org, cuaStart);
     expect(done.status, `${done.result}\n${done.logContent}`).to.equal('completed');
     expect(done.result).to.equal('Sent hello after one click');
     expect(done.message).to.match(/Cache MISS/);
-    expect(done.logContent).to.match(/model: anthropic\/claude-sonnet-4 \(computer use\)/).and.match(/pressed Enter/);
+    expect(done.logContent)
+      .to.match(/model: anthropic\/claude-sonnet-4 \(computer use\)/)
+      .and.match(/pressed Enter/);
     expect(pages.hits).to.include('/pad?value=hello&count=1');
     // Anthropic's wire format: the computer tool at the viewport's size, and a screenshot in every tool result.
     expect(model.requests).to.have.length(6);
     const firstBody = model.requests[0]!.body;
-    expect(firstBody.model, 'the spec\'s claude-sonnet-4 is sent as Anthropic\'s API id').to.equal('claude-sonnet-4-0');
-    expect(firstBody.tools).to.deep.include({ type: 'computer_20250124', name: 'computer', display_width_px: 800, display_height_px: 600 });
+    expect(firstBody.model, "the spec's claude-sonnet-4 is sent as Anthropic's API id").to.equal('claude-sonnet-4-0');
+    expect(firstBody.tools).to.deep.include({
+      type: 'computer_20250124',
+      name: 'computer',
+      display_width_px: 800,
+      display_height_px: 600,
+    });
     const results = JSON.stringify(model.requests[2]!.body.messages);
     expect(results).to.include('tool_result').and.include('"type":"image"');
 
@@ -603,11 +873,20 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const replay = hit.files.find((f: { fileName: string }) => f.fileName === `replay-${cuaStart.buildId}.js`);
     const code = await (await fetch(replay.url)).text();
     pages.hits.length = 0;
-    const scripted = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: cuaStart.buildId, viewportWidth: 800, viewportHeight: 600 });
+    const scripted = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+      code,
+      buildId: cuaStart.buildId,
+      viewportWidth: 800,
+      viewportHeight: 600,
+    });
     expect(scripted.structuredContent.buildId).to.equal(cuaStart.buildId);
     let ran: any;
     for (let i = 0; i < 300; i++) {
-      ran = (await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', { sessionId: scripted.structuredContent.sessionId })).structuredContent;
+      ran = (
+        await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
+          sessionId: scripted.structuredContent.sessionId,
+        })
+      ).structuredContent;
       if (ran.status !== 'RUNNING') break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -616,7 +895,10 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     expect(pages.hits).to.include('/pad?value=hello&count=1');
 
     // cua with a model that has no computer use, and no such DEFAULT_MODEL: a clear refusal.
-    const refused = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { ...args, model: 'openai/gpt-4o' });
+    const refused = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', {
+      ...args,
+      model: 'openai/gpt-4o',
+    });
     expect(refused.isError).to.equal(true);
     expect(refused.structuredContent.error).to.match(/agentMode cua needs a computer-use model/);
   });

@@ -32,20 +32,26 @@ function site(): Promise<{ url: string; close(): Promise<void> }> {
       return;
     }
     if (req.url === '/export.csv') {
-      res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' }).end(CSV);
+      res
+        .writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' })
+        .end(CSV);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html' }).end(PAGE);
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
-  })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      }),
+    ),
+  );
 }
-
 
 async function start(server: TestServer, org: TestOrg, args: Record<string, unknown>): Promise<any> {
   const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', args);
@@ -59,7 +65,12 @@ async function poll(server: TestServer, org: TestOrg, args: Record<string, unkno
 }
 
 /** Polls until the task leaves RUNNING; every answer must match the output schema. */
-async function finished(server: TestServer, org: TestOrg, started: { sessionId: string }, limitMs = 60_000): Promise<any> {
+async function finished(
+  server: TestServer,
+  org: TestOrg,
+  started: { sessionId: string },
+  limitMs = 60_000,
+): Promise<any> {
   const until = Date.now() + limitMs;
   for (;;) {
     const res = await poll(server, org, { sessionId: started.sessionId });
@@ -123,18 +134,29 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   });
 
   it('captures a download the page makes (source download) in a collection the caller names, and gives the viewport asked for', async () => {
-    const col = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'exports', type: 'filestore' } });
+    const col = await call(server.baseUrl, 'POST', '/v1/collections', {
+      token: org.token,
+      body: { name: 'exports', type: 'filestore' },
+    });
     expect(col.status).to.equal(201);
     const started = await start(server, org, {
       code: `await page.goto(${JSON.stringify(pages.url)});\nawait page.click('#export');\nreturn page.viewportSize();`,
-      buildId: 'bld_export', collectionId: col.body.collectionId, viewportWidth: 800, viewportHeight: 600,
+      buildId: 'bld_export',
+      collectionId: col.body.collectionId,
+      viewportWidth: 800,
+      viewportHeight: 600,
     });
     expect(started.collectionId).to.equal(col.body.collectionId);
     const done = await finished(server, org, started);
     expect(done.status, done.result).to.equal('completed');
     expect(JSON.parse(done.result)).to.deep.equal({ width: 800, height: 600 });
     expect(done.files).to.have.length(1);
-    expect(done.files[0]).to.include({ fileName: 'export.csv', mimeType: 'text/csv', size: CSV.length, source: 'download' });
+    expect(done.files[0]).to.include({
+      fileName: 'export.csv',
+      mimeType: 'text/csv',
+      size: CSV.length,
+      source: 'download',
+    });
     expect(await (await fetch(done.files[0].url)).text()).to.equal(CSV);
     expect(done.logContent).to.match(/download saved: export\.csv/);
   });
@@ -153,7 +175,14 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   });
 
   it('a script that throws, or does not compile, ends failed with the reason in result', async () => {
-    const thrown = await finished(server, org, await start(server, org, { code: `await page.goto(${JSON.stringify(pages.url)});\nthrow new Error('no plans found');`, buildId: 'b' }));
+    const thrown = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: `await page.goto(${JSON.stringify(pages.url)});\nthrow new Error('no plans found');`,
+        buildId: 'b',
+      }),
+    );
     expect(thrown.status).to.equal('failed');
     expect(thrown.result).to.equal('no plans found');
     expect(thrown.logContent).to.match(/failed: no plans found/);
@@ -163,16 +192,24 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   });
 
   it('the script cannot reach the service: no process, require or environment, and no string compilation in the runner realm', async () => {
-    const probe = await finished(server, org, await start(server, org, {
-      code: 'return [typeof process, typeof require, typeof globalThis.fetch, typeof module].join(",")',
-      buildId: 'b',
-    }));
+    const probe = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: 'return [typeof process, typeof require, typeof globalThis.fetch, typeof module].join(",")',
+        buildId: 'b',
+      }),
+    );
     expect(probe.status, probe.result).to.equal('completed');
     expect(probe.result).to.equal('undefined,undefined,undefined,undefined');
-    const escape = await finished(server, org, await start(server, org, {
-      code: 'const p = page.constructor.constructor("return process")(); return Object.keys(p.env).join(",");',
-      buildId: 'b',
-    }));
+    const escape = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: 'const p = page.constructor.constructor("return process")(); return Object.keys(p.env).join(",");',
+        buildId: 'b',
+      }),
+    );
     expect(escape.status).to.equal('failed');
     expect(escape.result).to.match(/Code generation from strings disallowed/);
   });
@@ -181,20 +218,42 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     const big = await finished(server, org, await start(server, org, { code: 'return { n: 10n };', buildId: 'b' }));
     expect(big.status, big.result).to.equal('completed');
     expect(big.result).to.equal('[object Object]');
-    const circular = await finished(server, org, await start(server, org, { code: 'const a = {}; a.self = a; return a;', buildId: 'b' }));
+    const circular = await finished(
+      server,
+      org,
+      await start(server, org, { code: 'const a = {}; a.self = a; return a;', buildId: 'b' }),
+    );
     expect(circular.status).to.equal('completed');
-    const nothing = await finished(server, org, await start(server, org, { code: `await page.goto(${JSON.stringify(pages.url)});`, buildId: 'b' }));
+    const nothing = await finished(
+      server,
+      org,
+      await start(server, org, { code: `await page.goto(${JSON.stringify(pages.url)});`, buildId: 'b' }),
+    );
     expect(nothing).to.include({ status: 'completed', result: '' });
     expect(nothing.files).to.deep.equal([]);
   });
 
   it('the task log is bounded: 2,000 lines or 256 KiB, then one truncation line', async () => {
-    const many = await finished(server, org, await start(server, org, { code: 'for (let i = 0; i < 3000; i++) console.log("line " + i); return "done";', buildId: 'b' }));
+    const many = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: 'for (let i = 0; i < 3000; i++) console.log("line " + i); return "done";',
+        buildId: 'b',
+      }),
+    );
     expect(many.status).to.equal('completed');
     const lines = many.logContent.split('\n');
     expect(lines.filter((l: string) => /\] line \d+$/.test(l)).length).to.be.below(2000);
     expect(lines.filter((l: string) => l === '[log truncated: further lines dropped]')).to.have.length(1);
-    const wide = await finished(server, org, await start(server, org, { code: 'for (let i = 0; i < 100; i++) console.log("x".repeat(6000)); return "done";', buildId: 'b' }));
+    const wide = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: 'for (let i = 0; i < 100; i++) console.log("x".repeat(6000)); return "done";',
+        buildId: 'b',
+      }),
+    );
     expect(wide.logContent.length).to.be.below(256 * 1024 + 2048);
     expect(wide.logContent).to.include('[log truncated: further lines dropped]');
   });
@@ -202,19 +261,38 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   it('the MCP Inspector CLI starts a script that extracts a heading and downloads a file, and polls it to completed with both files downloadable', async () => {
     const url = `${server.baseUrl}/mcp/browser-automation`;
     const code = `await page.goto(${JSON.stringify(pages.url)});\nawait page.click('#export');\nreturn { writeToCollection: true, fileName: 'heading.txt', fileContent: await page.textContent('h1') };`;
-    const started = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'browser-automation_playwright_run', '--tool-arg', `code=${code}`, '--tool-arg', 'buildId=bld_inspector']);
+    const started = await inspector(url, org.token, [
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'browser-automation_playwright_run',
+      '--tool-arg',
+      `code=${code}`,
+      '--tool-arg',
+      'buildId=bld_inspector',
+    ]);
     expect(started.code, started.stderr).to.equal(0);
-    const { sessionId } = (JSON.parse(started.stdout) as { structuredContent: { sessionId: string } }).structuredContent;
+    const { sessionId } = (JSON.parse(started.stdout) as { structuredContent: { sessionId: string } })
+      .structuredContent;
     let body: any;
     for (let i = 0; i < 60; i++) {
-      const polled = await inspector(url, org.token, ['--method', 'tools/call', '--tool-name', 'browser-automation_playwright_run_continue', '--tool-arg', `sessionId=${sessionId}`]);
+      const polled = await inspector(url, org.token, [
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'browser-automation_playwright_run_continue',
+        '--tool-arg',
+        `sessionId=${sessionId}`,
+      ]);
       expect(polled.code, polled.stderr).to.equal(0);
       body = (JSON.parse(polled.stdout) as { structuredContent: unknown }).structuredContent;
       if (body.status !== 'RUNNING') break;
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(body.status, body.result).to.equal('completed');
-    const byName = new Map<string, { url: string; source: string }>(body.files.map((f: { fileName: string; url: string; source: string }) => [f.fileName, f]));
+    const byName = new Map<string, { url: string; source: string }>(
+      body.files.map((f: { fileName: string; url: string; source: string }) => [f.fileName, f]),
+    );
     expect(byName.get('heading.txt')?.source).to.equal('script');
     expect(byName.get('export.csv')?.source).to.equal('download');
     expect(await (await fetch(byName.get('heading.txt')!.url)).text()).to.equal('Plans');
@@ -222,25 +300,41 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   });
 
   it('each task gets a fresh context; a script process is reused only within its organisation', async () => {
-    const setCookie = await finished(server, org, await start(server, org, {
-      code: `await page.goto(${JSON.stringify(pages.url)});\nawait page.context().addCookies([{ name: 'sid', value: 'secret', url: ${JSON.stringify(pages.url)} }]);\nawait page.evaluate(() => localStorage.setItem('k', 'v'));\nglobalThis.leftover = 1;\npage.constructor.marker = 'org-a';\nreturn (await page.context().cookies()).length;`,
-      buildId: 'b',
-    }));
+    const setCookie = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: `await page.goto(${JSON.stringify(pages.url)});\nawait page.context().addCookies([{ name: 'sid', value: 'secret', url: ${JSON.stringify(pages.url)} }]);\nawait page.evaluate(() => localStorage.setItem('k', 'v'));\nglobalThis.leftover = 1;\npage.constructor.marker = 'org-a';\nreturn (await page.context().cookies()).length;`,
+        buildId: 'b',
+      }),
+    );
     expect(setCookie.result).to.equal('1');
-    const fresh = await finished(server, org, await start(server, org, {
-      code: `await page.goto(${JSON.stringify(pages.url)});\nreturn [(await page.context().cookies()).length, await page.evaluate(() => localStorage.getItem('k')), typeof globalThis.leftover].join(',');`,
-      buildId: 'b',
-    }));
+    const fresh = await finished(
+      server,
+      org,
+      await start(server, org, {
+        code: `await page.goto(${JSON.stringify(pages.url)});\nreturn [(await page.context().cookies()).length, await page.evaluate(() => localStorage.getItem('k')), typeof globalThis.leftover].join(',');`,
+        buildId: 'b',
+      }),
+    );
     expect(fresh.result).to.equal('0,,undefined');
     // The runner's own realm is shared by the tasks of one organisation (documented residual
     // risk), never with another organisation's tasks.
-    const sameOrg = await finished(server, org, await start(server, org, { code: 'return String(page.constructor.marker)', buildId: 'b' }));
+    const sameOrg = await finished(
+      server,
+      org,
+      await start(server, org, { code: 'return String(page.constructor.marker)', buildId: 'b' }),
+    );
     expect(sameOrg.result).to.equal('org-a');
-    const otherOrg = await finished(server, other, await start(server, other, { code: 'return String(page.constructor.marker)', buildId: 'b' }));
+    const otherOrg = await finished(
+      server,
+      other,
+      await start(server, other, { code: 'return String(page.constructor.marker)', buildId: 'b' }),
+    );
     expect(otherOrg.result).to.equal('undefined');
   });
 
-  it('a browser that crashes fails only the tasks it was running; another organisation\'s task completes and the next task starts a new browser', async () => {
+  it("a browser that crashes fails only the tasks it was running; another organisation's task completes and the next task starts a new browser", async () => {
     const slowCode = `await page.goto(${JSON.stringify(pages.url)});\nawait page.waitForTimeout(3000);\nreturn 'survived';`;
     const victim = await start(server, org, { code: slowCode, buildId: 'b' });
     const bystander = await start(server, other, { code: slowCode, buildId: 'b' });
@@ -271,7 +365,12 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     try {
       const o = await createTestOrg(slow);
       const t0 = Date.now();
-      const done = await finished(slow, o, await start(slow, o, { code: 'await new Promise(() => {});', buildId: 'b' }), 20_000);
+      const done = await finished(
+        slow,
+        o,
+        await start(slow, o, { code: 'await new Promise(() => {});', buildId: 'b' }),
+        20_000,
+      );
       expect(done.status).to.equal('failed');
       expect(done.result).to.contain("did not finish within the task's time limit (5 s)");
       expect(Date.now() - t0).to.be.within(4_900, 15_000);
@@ -287,7 +386,9 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     const started = await start(server, org, { code: 'return 1', buildId: 'b' });
     const foreign = await poll(server, other, { sessionId: started.sessionId });
     expect(foreign.isError).to.equal(true);
-    expect(foreign.structuredContent.error).to.equal(`No browser session ${started.sessionId} exists in this organisation.`);
+    expect(foreign.structuredContent.error).to.equal(
+      `No browser session ${started.sessionId} exists in this organisation.`,
+    );
     const unknown = await poll(server, org, { sessionId: 'ses_nope' });
     expect(unknown.isError).to.equal(true);
     const wrongCollection = await poll(server, org, { sessionId: started.sessionId, collectionId: 'col_other' });
@@ -296,19 +397,38 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     expect(wrongLog.isError).to.equal(true);
     const done = await finished(server, org, started);
     expect(done.result).to.equal('1');
-    const full = await poll(server, org, { sessionId: started.sessionId, collectionId: started.collectionId, logFileName: started.logFileName });
+    const full = await poll(server, org, {
+      sessionId: started.sessionId,
+      collectionId: started.collectionId,
+      logFileName: started.logFileName,
+    });
     expect(full.structuredContent.status).to.equal('completed');
   });
 
   it('refuses a collection of another organisation or one that holds no files, and validates arguments', async () => {
-    const store = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'rows', type: 'structured_datastore' } });
-    const wrongType = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b', collectionId: store.body.collectionId });
+    const store = await call(server.baseUrl, 'POST', '/v1/collections', {
+      token: org.token,
+      body: { name: 'rows', type: 'structured_datastore' },
+    });
+    const wrongType = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+      code: 'return 1',
+      buildId: 'b',
+      collectionId: store.body.collectionId,
+    });
     expect(wrongType.isError).to.equal(true);
     expect(wrongType.structuredContent.error).to.match(/structured datastore/);
-    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b', collectionId: store.body.collectionId });
+    const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', {
+      code: 'return 1',
+      buildId: 'b',
+      collectionId: store.body.collectionId,
+    });
     expect(foreign.isError).to.equal(true);
     expect(foreign.structuredContent.error).to.match(/^No collection/);
-    const invalid = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code: '', buildId: 'b', viewportWidth: 5 });
+    const invalid = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+      code: '',
+      buildId: 'b',
+      viewportWidth: 5,
+    });
     expect(invalid.code).to.equal(-32000);
     expect(invalid.data.errors.map((e: { field: string }) => e.field)).to.include.members(['code', 'viewportWidth']);
   });
@@ -317,9 +437,21 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     const { db } = server.app.services;
     const old = new Date(Date.now() - 120_000).toISOString();
     await db('browser_tasks').insert({
-      id: 'ses_00000000000000000000000000000dead', org_id: org.orgId, kind: 'script', status: 'RUNNING', build_id: 'b', collection_id: 'col_x',
-      log_file_name: 'task-x.log', message: 'Script running.', result: null, files: '[]', log: '', heartbeat_at: old,
-      deadline_at: new Date(Date.now() + 60_000).toISOString(), created_at: old, finished_at: null,
+      id: 'ses_00000000000000000000000000000dead',
+      org_id: org.orgId,
+      kind: 'script',
+      status: 'RUNNING',
+      build_id: 'b',
+      collection_id: 'col_x',
+      log_file_name: 'task-x.log',
+      message: 'Script running.',
+      result: null,
+      files: '[]',
+      log: '',
+      heartbeat_at: old,
+      deadline_at: new Date(Date.now() + 60_000).toISOString(),
+      created_at: old,
+      finished_at: null,
     });
     const res = await poll(server, org, { sessionId: 'ses_00000000000000000000000000000dead' });
     expect(res.structuredContent.status).to.equal('failed');
@@ -328,19 +460,42 @@ describe('browser-automation: playwright_run in real Chromium', function () {
   });
 
   describe('saved logins', () => {
-    const state = (value: string, expires = -1) => ({ cookies: [{ name: 'sid', value, domain: '127.0.0.1', path: '/', expires, httpOnly: true, secure: false, sameSite: 'Lax' }], origins: [] });
-    const create = (as: TestOrg, body: Record<string, unknown>) => call(server.baseUrl, 'POST', '/v1/browser-logins', { token: as.token, body });
+    const state = (value: string, expires = -1) => ({
+      cookies: [
+        { name: 'sid', value, domain: '127.0.0.1', path: '/', expires, httpOnly: true, secure: false, sameSite: 'Lax' },
+      ],
+      origins: [],
+    });
+    const create = (as: TestOrg, body: Record<string, unknown>) =>
+      call(server.baseUrl, 'POST', '/v1/browser-logins', { token: as.token, body });
     const loginsList = validators.BrowserAutomationLoginsListOutput as unknown as ValidateFunction;
 
     it('op:createBrowserLogin op:getBrowserLogin op:listBrowserLogins op:deleteBrowserLogin — saved encrypted, never returned, scoped to the organisation', async () => {
-      const made = await create(org, { label: 'Acme admin', service: 'acme.example', loginUrl: 'https://acme.example/login', storageState: state('first-secret-cookie') });
+      const made = await create(org, {
+        label: 'Acme admin',
+        service: 'acme.example',
+        loginUrl: 'https://acme.example/login',
+        storageState: state('first-secret-cookie'),
+      });
       expect(made.status, made.text).to.equal(201);
-      expect(Object.keys(made.body).sort()).to.deep.equal(['createdAt', 'id', 'label', 'loginUrl', 'service', 'status']);
+      expect(Object.keys(made.body).sort()).to.deep.equal([
+        'createdAt',
+        'id',
+        'label',
+        'loginUrl',
+        'service',
+        'status',
+      ]);
       expect(made.body).to.include({ label: 'Acme admin', service: 'acme.example', status: 'active' });
       expect(made.body.id).to.match(/^ctx_[0-9a-f]{32}$/);
       const row = await server.app.services.db('browser_logins').where({ id: made.body.id }).first();
       expect(JSON.stringify(row)).to.not.include('first-secret-cookie');
-      const second = await create(org, { label: 'Old', service: 's', loginUrl: 'http://127.0.0.1/login', storageState: state('x', 1_000_000) });
+      const second = await create(org, {
+        label: 'Old',
+        service: 's',
+        loginUrl: 'http://127.0.0.1/login',
+        storageState: state('x', 1_000_000),
+      });
       expect(second.body.status).to.equal('expired');
 
       const got = await call(server.baseUrl, 'GET', `/v1/browser-logins/${made.body.id}`, { token: org.token });
@@ -348,25 +503,42 @@ describe('browser-automation: playwright_run in real Chromium', function () {
       expect(got.body).to.deep.equal(made.body);
       const page1 = await call(server.baseUrl, 'GET', '/v1/browser-logins?limit=1', { token: org.token });
       expect(page1.body.items.map((l: { id: string }) => l.id)).to.deep.equal([made.body.id]);
-      const page2 = await call(server.baseUrl, 'GET', `/v1/browser-logins?limit=1&cursor=${page1.body.nextCursor}`, { token: org.token });
+      const page2 = await call(server.baseUrl, 'GET', `/v1/browser-logins?limit=1&cursor=${page1.body.nextCursor}`, {
+        token: org.token,
+      });
       expect(page2.body.items.map((l: { id: string }) => l.id)).to.deep.equal([second.body.id]);
       expect(page2.body.nextCursor).to.equal(null);
 
-      expect((await call(server.baseUrl, 'GET', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status).to.equal(404);
-      expect((await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status).to.equal(404);
-      expect((await call(server.baseUrl, 'GET', '/v1/browser-logins', { token: other.token })).body.items).to.deep.equal([]);
+      expect(
+        (await call(server.baseUrl, 'GET', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status,
+      ).to.equal(404);
+      expect(
+        (await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${made.body.id}`, { token: other.token })).status,
+      ).to.equal(404);
+      expect(
+        (await call(server.baseUrl, 'GET', '/v1/browser-logins', { token: other.token })).body.items,
+      ).to.deep.equal([]);
 
       const tool = await callTool(server, org.token, 'browser-automation', 'browser-automation_logins_list', {});
       expect(loginsList(tool.structuredContent), JSON.stringify(loginsList.errors)).to.equal(true);
       expect(tool.structuredContent.count).to.equal(2);
-      expect(tool.structuredContent.contexts.map((c: { id: string }) => c.id)).to.deep.equal([made.body.id, second.body.id]);
+      expect(tool.structuredContent.contexts.map((c: { id: string }) => c.id)).to.deep.equal([
+        made.body.id,
+        second.body.id,
+      ]);
       expect(JSON.stringify(tool)).to.not.include('first-secret-cookie');
       const otherTool = await callTool(server, other.token, 'browser-automation', 'browser-automation_logins_list', {});
       expect(otherTool.structuredContent).to.deep.equal({ count: 0, contexts: [] });
 
-      expect((await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status).to.equal(204);
-      expect((await call(server.baseUrl, 'GET', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status).to.equal(404);
-      expect((await call(server.baseUrl, 'DELETE', '/v1/browser-logins/not-an-id', { token: org.token })).status).to.equal(404);
+      expect(
+        (await call(server.baseUrl, 'DELETE', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status,
+      ).to.equal(204);
+      expect(
+        (await call(server.baseUrl, 'GET', `/v1/browser-logins/${second.body.id}`, { token: org.token })).status,
+      ).to.equal(404);
+      expect(
+        (await call(server.baseUrl, 'DELETE', '/v1/browser-logins/not-an-id', { token: org.token })).status,
+      ).to.equal(404);
       server.assertResponsesValid();
     });
 
@@ -389,18 +561,35 @@ describe('browser-automation: playwright_run in real Chromium', function () {
     });
 
     it('useContextService starts the script signed in; an unknown or foreign login is a tool error', async () => {
-      const made = await create(org, { label: 'Local', service: '127.0.0.1', loginUrl: `${pages.url}/login`, storageState: state('signed-in-42') });
+      const made = await create(org, {
+        label: 'Local',
+        service: '127.0.0.1',
+        loginUrl: `${pages.url}/login`,
+        storageState: state('signed-in-42'),
+      });
       const code = `await page.goto(${JSON.stringify(`${pages.url}/whoami`)});\nreturn await page.textContent('body');`;
-      const done = await finished(server, org, await start(server, org, { code, buildId: 'b', useContextService: made.body.id }));
+      const done = await finished(
+        server,
+        org,
+        await start(server, org, { code, buildId: 'b', useContextService: made.body.id }),
+      );
       expect(done.status, done.result).to.equal('completed');
       expect(done.result).to.equal('cookie: sid=signed-in-42');
       expect(done.logContent).to.include(`starting from saved login ${made.body.id} (1 cookies)`);
       const plain = await finished(server, org, await start(server, org, { code, buildId: 'b' }));
       expect(plain.result).to.equal('cookie: none');
-      const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'b', useContextService: made.body.id });
+      const foreign = await callTool(server, other.token, 'browser-automation', 'browser-automation_playwright_run', {
+        code,
+        buildId: 'b',
+        useContextService: made.body.id,
+      });
       expect(foreign.isError).to.equal(true);
       expect(foreign.structuredContent.error).to.match(/^No saved login/);
-      const unknown = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'b', useContextService: 'ctx_nope' });
+      const unknown = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+        code,
+        buildId: 'b',
+        useContextService: 'ctx_nope',
+      });
       expect(unknown.isError).to.equal(true);
     });
   });
@@ -423,7 +612,14 @@ out.push((await (await own2.newPage()).goto(${JSON.stringify(pages.url)})).statu
 return out;`;
       const done = await finished(guarded, o, await start(guarded, o, { code, buildId: 'b' }));
       expect(done.status, done.result).to.equal('completed');
-      const [status, body, metadata, own, api, selfProxied] = JSON.parse(done.result) as [number, string, string, number, number, number];
+      const [status, body, metadata, own, api, selfProxied] = JSON.parse(done.result) as [
+        number,
+        string,
+        string,
+        number,
+        number,
+        number,
+      ];
       expect(status).to.equal(403);
       expect(body).to.match(/refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/);
       expect(metadata).to.match(/ERR_TUNNEL_CONNECTION_FAILED/);
@@ -441,12 +637,35 @@ return out;`;
     const { db } = server.app.services;
     const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
     const row = (id: string, status: string, finishedAt: string | null) => ({
-      id, org_id: org.orgId, kind: 'script', status, build_id: 'b', collection_id: 'col_x', log_file_name: 'x.log', message: 'm',
-      result: null, files: '[]', log: '', heartbeat_at: new Date().toISOString(), deadline_at: new Date(Date.now() + 60_000).toISOString(), created_at: old, finished_at: finishedAt,
+      id,
+      org_id: org.orgId,
+      kind: 'script',
+      status,
+      build_id: 'b',
+      collection_id: 'col_x',
+      log_file_name: 'x.log',
+      message: 'm',
+      result: null,
+      files: '[]',
+      log: '',
+      heartbeat_at: new Date().toISOString(),
+      deadline_at: new Date(Date.now() + 60_000).toISOString(),
+      created_at: old,
+      finished_at: finishedAt,
     });
-    await db('browser_tasks').insert([row('ses_0000000000000000000000000000old1', 'completed', old), row('ses_0000000000000000000000000000new1', 'failed', new Date().toISOString()), row('ses_0000000000000000000000000000run1', 'RUNNING', null)]);
+    await db('browser_tasks').insert([
+      row('ses_0000000000000000000000000000old1', 'completed', old),
+      row('ses_0000000000000000000000000000new1', 'failed', new Date().toISOString()),
+      row('ses_0000000000000000000000000000run1', 'RUNNING', null),
+    ]);
     expect(await pruneFinished(db, new Date(Date.now() - 30 * 86_400_000).toISOString())).to.equal(1);
-    const left = (await db('browser_tasks').whereIn('id', ['ses_0000000000000000000000000000old1', 'ses_0000000000000000000000000000new1', 'ses_0000000000000000000000000000run1']).pluck('id')) as string[];
+    const left = (await db('browser_tasks')
+      .whereIn('id', [
+        'ses_0000000000000000000000000000old1',
+        'ses_0000000000000000000000000000new1',
+        'ses_0000000000000000000000000000run1',
+      ])
+      .pluck('id')) as string[];
     expect(left.sort()).to.deep.equal(['ses_0000000000000000000000000000new1', 'ses_0000000000000000000000000000run1']);
     await db('browser_tasks').whereIn('id', left).delete();
   });
@@ -455,7 +674,10 @@ return out;`;
     const bare = await startTestServer('sqlite', { BROWSER_EXECUTABLE: '/nonexistent/chromium' });
     try {
       const o = await createTestOrg(bare);
-      const res = await callTool(bare, o.token, 'browser-automation', 'browser-automation_playwright_run', { code: 'return 1', buildId: 'b' });
+      const res = await callTool(bare, o.token, 'browser-automation', 'browser-automation_playwright_run', {
+        code: 'return 1',
+        buildId: 'b',
+      });
       expect(res.code).to.equal(-32603);
       expect(res.data.error).to.equal('browser_unavailable');
       expect(res.message).to.match(/apt-get install -y chromium/);

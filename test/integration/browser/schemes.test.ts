@@ -45,25 +45,41 @@ function site(): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     if (req.url === '/redirect-file') return res.writeHead(302, { location: 'file:///etc/passwd' }).end();
     if (req.url === '/blob') return res.writeHead(200, { 'content-type': 'text/html' }).end(BLOB);
-    if (req.url === '/plain') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Plain</title><h1>Plain</h1>');
-    if (req.url === '/export.csv') return res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' }).end('a,b\n');
+    if (req.url === '/plain')
+      return res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>Plain</title><h1>Plain</h1>');
+    if (req.url === '/export.csv')
+      return res
+        .writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="export.csv"' })
+        .end('a,b\n');
     return res.writeHead(200, { 'content-type': 'text/html' }).end(LINKS);
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
-  })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      }),
+    ),
+  );
 }
 
 async function run(server: TestServer, org: TestOrg, code: string): Promise<any> {
-  const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', { code, buildId: 'bld_schemes' });
+  const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+    code,
+    buildId: 'bld_schemes',
+  });
   if (started.isError || started.code) throw new Error(JSON.stringify(started));
   const until = Date.now() + 90_000;
   for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', { sessionId: started.structuredContent.sessionId });
+    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
+      sessionId: started.structuredContent.sessionId,
+    });
     if (res.structuredContent.status !== 'RUNNING') return res.structuredContent;
     if (Date.now() > until) throw new Error('task still RUNNING');
     await new Promise((r) => setTimeout(r, 100));
@@ -107,7 +123,11 @@ describe('browser tasks open http(s) and about:blank only', function () {
 
     before(async () => {
       model = await startModelServer();
-      server = await startTestServer('sqlite', { BROWSER_TASK_TIMEOUT_MS: '60000', OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, DEFAULT_MODEL: 'openai-compatible/scripted' });
+      server = await startTestServer('sqlite', {
+        BROWSER_TASK_TIMEOUT_MS: '60000',
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        DEFAULT_MODEL: 'openai-compatible/scripted',
+      });
       dataDir = withDataDir(server);
       org = await createTestOrg(server);
     });
@@ -116,11 +136,17 @@ describe('browser tasks open http(s) and about:blank only', function () {
       await model?.close();
     });
 
-    it('a script\'s page.goto, new page, CDP navigation, new target and route rewrite to another scheme are refused with a clear message', async () => {
+    it("a script's page.goto, new page, CDP navigation, new target and route rewrite to another scheme are refused with a clear message", async () => {
       const urls = {
-        passwd: 'file:///etc/passwd', secretKey: `file://${dataDir}/secret.key`, bootstrap: `file://${dataDir}/bootstrap.json`,
-        viewSource: `view-source:${pages.url}/`, chrome: 'chrome://version', devtools: 'devtools://devtools/bundled/inspector.html',
-        about: 'about:version', data: 'data:text/html,<a href="file:///etc/passwd">x</a>', blob: `blob:${pages.url}/00000000-0000-0000-0000-000000000000`,
+        passwd: 'file:///etc/passwd',
+        secretKey: `file://${dataDir}/secret.key`,
+        bootstrap: `file://${dataDir}/bootstrap.json`,
+        viewSource: `view-source:${pages.url}/`,
+        chrome: 'chrome://version',
+        devtools: 'devtools://devtools/bundled/inspector.html',
+        about: 'about:version',
+        data: 'data:text/html,<a href="file:///etc/passwd">x</a>',
+        blob: `blob:${pages.url}/00000000-0000-0000-0000-000000000000`,
       };
       const code = `${PRELUDE}
 const urls = ${JSON.stringify(urls)};
@@ -164,7 +190,11 @@ return out;`;
     });
 
     it('a script that opens a file: URL and does not catch the refusal fails saying why', async () => {
-      const done = await run(server, org, `await page.goto(${JSON.stringify(`file://${dataDir}/secret.key`)}); return await page.content();`);
+      const done = await run(
+        server,
+        org,
+        `await page.goto(${JSON.stringify(`file://${dataDir}/secret.key`)}); return await page.content();`,
+      );
       expect(done.status).to.equal('failed');
       expect(done.result).to.match(REFUSED);
       expect(done.logContent).to.match(/failed: page\.goto: Opening file:\/\/.*secret\.key is refused/);
@@ -196,7 +226,7 @@ return out;`;
       expect(done.logContent).to.not.match(PASSWD);
     });
 
-    it('calls that would act on the service\'s machine are refused: an artifact saved to a path, temporary upload files, a folder upload, a trace name with a path', async () => {
+    it("calls that would act on the service's machine are refused: an artifact saved to a path, temporary upload files, a folder upload, a trace name with a path", async () => {
       const target = path.join(os.tmpdir(), `sy-saveas-${process.pid}-${Date.now()}`);
       const code = `${PRELUDE}
 await page.goto(${JSON.stringify(pages.url)});
@@ -216,12 +246,20 @@ return out;`;
       expect(r.folder).to.match(/uploaded by their contents/);
       expect(r.paths).to.match(/uploaded by their contents/);
       expect(r.traceName).to.match(/A trace name is a plain file name here/);
-      expect(existsSync(target), 'a file saved on the service\'s machine').to.equal(false);
-      expect(existsSync(`${target}-trace.network`), 'a trace file written on the service\'s machine').to.equal(false);
+      expect(existsSync(target), "a file saved on the service's machine").to.equal(false);
+      expect(existsSync(`${target}-trace.network`), "a trace file written on the service's machine").to.equal(false);
     });
 
-    it('the operator\'s goto refuses the same schemes and the model is told why', async () => {
-      const targets = ['file:///etc/passwd', `file://${dataDir}/secret.key`, 'chrome://version', `view-source:${pages.url}/`, 'devtools://devtools/bundled/inspector.html', 'about:version', 'data:text/html,hello'];
+    it("the operator's goto refuses the same schemes and the model is told why", async () => {
+      const targets = [
+        'file:///etc/passwd',
+        `file://${dataDir}/secret.key`,
+        'chrome://version',
+        `view-source:${pages.url}/`,
+        'devtools://devtools/bundled/inspector.html',
+        'about:version',
+        'data:text/html,hello',
+      ];
       let i = 0;
       const seen: string[] = [];
       model.setScript((req): Reply => {
@@ -230,18 +268,32 @@ return out;`;
         const url = targets[i++];
         return url ? reply.toolCall('goto', { url }) : reply.toolCall('done', { result: 'tried them all' });
       });
-      const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', { task: `Open ${pages.url}/plain and read the host's files`, cacheKey: 'Scheme01', agentMode: 'dom', recordSession: false, blockAds: false });
+      const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run', {
+        task: `Open ${pages.url}/plain and read the host's files`,
+        cacheKey: 'Scheme01',
+        agentMode: 'dom',
+        recordSession: false,
+        blockAds: false,
+      });
       expect(started.isError, JSON.stringify(started)).to.not.equal(true);
       const { sessionId, collectionId, logFileName } = started.structuredContent;
       let done: any;
       for (let n = 0; n < 600; n++) {
-        done = (await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run_continue', { sessionId, collectionId, logFileName })).structuredContent;
+        done = (
+          await callTool(server, org.token, 'browser-automation', 'browser-automation_operator_run_continue', {
+            sessionId,
+            collectionId,
+            logFileName,
+          })
+        ).structuredContent;
         if (done.status !== 'RUNNING') break;
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(done.status, done.logContent).to.equal('completed');
       for (const url of targets) {
-        expect(done.logContent, url).to.include(`failed: Opening ${url} is refused: browser tasks may open http(s) pages and about:blank only`);
+        expect(done.logContent, url).to.include(
+          `failed: Opening ${url} is refused: browser tasks may open http(s) pages and about:blank only`,
+        );
       }
       expect(seen.join('\n')).to.match(/FAILED: Opening file:\/\/\/etc\/passwd is refused/);
       expect(done.logContent).to.not.match(PASSWD);
@@ -256,7 +308,11 @@ return out;`;
 
     before(async function () {
       if (!namespaces) this.skip(); // Chromium's file system view is the operating-system layer
-      server = await startTestServer('sqlite', { NODE_ENV: 'test', BROWSER_TEST_NO_SCHEME_REFUSAL: '1', CODE_ISOLATION: 'strict' });
+      server = await startTestServer('sqlite', {
+        NODE_ENV: 'test',
+        BROWSER_TEST_NO_SCHEME_REFUSAL: '1',
+        CODE_ISOLATION: 'strict',
+      });
       dataDir = withDataDir(server);
       org = await createTestOrg(server);
     });
@@ -264,7 +320,7 @@ return out;`;
       await server?.close();
     });
 
-    it('Chromium opens file: URLs but cannot read the data folder, the host\'s accounts or the service\'s files: they are not in its view', async () => {
+    it("Chromium opens file: URLs but cannot read the data folder, the host's accounts or the service's files: they are not in its view", async () => {
       const code = `${PRELUDE}
 const open = (url) => attempt(url, async () => { await page.goto(url); return page.locator('body').innerText(); });
 await open('file:///usr/lib/os-release');
@@ -279,7 +335,12 @@ return out;`;
       const r = JSON.parse(done.result) as Record<string, string>;
       // The refusal is really off: a file in Chromium's view opens.
       expect(r['file:///usr/lib/os-release']).to.match(/^ok: .*(NAME|ID)=/s);
-      for (const url of [`file://${dataDir}/secret.key`, `file://${dataDir}/bootstrap.json`, 'file:///etc/passwd', `file://${process.cwd()}/package.json`]) {
+      for (const url of [
+        `file://${dataDir}/secret.key`,
+        `file://${dataDir}/bootstrap.json`,
+        'file:///etc/passwd',
+        `file://${process.cwd()}/package.json`,
+      ]) {
         expect(r[url], url).to.match(/ERR_FILE_NOT_FOUND/);
       }
       expect(r.root).to.not.match(/\b(work|root|home)\//);

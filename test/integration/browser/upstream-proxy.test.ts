@@ -12,7 +12,12 @@ import { expect } from 'chai';
 import { GuardedProxy } from '../../../src/browser/proxy.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
 
-interface Upstream { url: string; seen: Array<{ method: string; target: string; auth: string | undefined }>; refuseConnect: boolean; close(): Promise<void> }
+interface Upstream {
+  url: string;
+  seen: Array<{ method: string; target: string; auth: string | undefined }>;
+  refuseConnect: boolean;
+  close(): Promise<void>;
+}
 
 /** An HTTP proxy standing in for a residential provider: tunnels CONNECT, forwards absolute URLs, records both. */
 function upstream(): Promise<Upstream> {
@@ -42,20 +47,29 @@ function upstream(): Promise<Upstream> {
     });
     target.on('error', () => socket.destroy());
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    u.url = `http://scout:pw%40x@127.0.0.1:${(server.address() as AddressInfo).port}`;
-    u.close = () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-    resolve(u);
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => {
+      u.url = `http://scout:pw%40x@127.0.0.1:${(server.address() as AddressInfo).port}`;
+      u.close = () =>
+        new Promise<void>((r) => {
+          server.closeAllConnections();
+          server.close(() => r());
+        });
+      resolve(u);
+    }),
+  );
 }
 
 /** Sends CONNECT through the proxy at `proxyPort`, then `payload` through the tunnel; answers the proxy's status line and what came back. */
-function connectThrough(proxyPort: number, authority: string, payload: string): Promise<{ status: string; echoed: string }> {
+function connectThrough(
+  proxyPort: number,
+  authority: string,
+  payload: string,
+): Promise<{ status: string; echoed: string }> {
   return new Promise((resolve, reject) => {
-    const s = net.connect(proxyPort, '127.0.0.1', () => s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    const s = net.connect(proxyPort, '127.0.0.1', () =>
+      s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`),
+    );
     let data = '';
     let status = '';
     s.on('data', (c: Buffer) => {
@@ -114,17 +128,21 @@ describe('browser network: the guarded proxy in front of an upstream proxy (BROW
     const { status, echoed } = await connectThrough(proxyPort, authority, 'hello through two proxies');
     expect(status).to.equal('HTTP/1.1 200 Connection Established');
     expect(echoed).to.equal('hello through two proxies');
-    expect(up.seen).to.deep.equal([{ method: 'CONNECT', target: authority, auth: `Basic ${Buffer.from('scout:pw@x').toString('base64')}` }]);
+    expect(up.seen).to.deep.equal([
+      { method: 'CONNECT', target: authority, auth: `Basic ${Buffer.from('scout:pw@x').toString('base64')}` },
+    ]);
   });
 
   it('sends a plain-HTTP request to the upstream as an absolute URL', async () => {
     const url = `http://127.0.0.1:${(web.address() as AddressInfo).port}/a?b=1`;
     const body = await new Promise<string>((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port: proxyPort, path: url, headers: { host: new URL(url).host } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve(`${res.statusCode} ${text}`));
-      }).on('error', reject);
+      http
+        .get({ host: '127.0.0.1', port: proxyPort, path: url, headers: { host: new URL(url).host } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(`${res.statusCode} ${text}`));
+        })
+        .on('error', reject);
     });
     expect(body).to.equal('200 page through the upstream');
     expect(up.seen.map((s) => [s.method, s.target])).to.deep.equal([['GET', url]]);

@@ -35,7 +35,13 @@ const ECHO = {
     properties: { source: { type: 'string' }, seats: { type: 'integer' } },
     required: ['source', 'seats'],
   },
-  steps: [code('Echo inputs', 'ctx.files.write("inputs.json", JSON.stringify(ctx.inputs), "application/json"); return ctx.inputs;', { resultType: 'json' })],
+  steps: [
+    code(
+      'Echo inputs',
+      'ctx.files.write("inputs.json", JSON.stringify(ctx.inputs), "application/json"); return ctx.inputs;',
+      { resultType: 'json' },
+    ),
+  ],
 };
 
 /**
@@ -74,8 +80,16 @@ describe('Generated clients: openapi-typescript + openapi-fetch and @hey-api/ope
   it('each generator wrote a client with no warning; Hey API bundles its fetch client (no runtime package)', () => {
     expect(listFiles(`${project!.dir}/openapi-fetch`)).to.deep.equal(['flow.ts', 'schema.d.ts']);
     const hey = listFiles(`${project!.dir}/hey-api/client`);
-    expect(hey).to.include.members(['index.ts', 'sdk.gen.ts', 'types.gen.ts', 'client.gen.ts', 'client/index.ts', 'client/client.gen.ts']);
-    for (const kind of CLIENTS) expect(project!.logs[kind], `${kind} generator output`).not.to.match(/warn|error|deprecat/i);
+    expect(hey).to.include.members([
+      'index.ts',
+      'sdk.gen.ts',
+      'types.gen.ts',
+      'client.gen.ts',
+      'client/index.ts',
+      'client/client.gen.ts',
+    ]);
+    for (const kind of CLIENTS)
+      expect(project!.logs[kind], `${kind} generator output`).not.to.match(/warn|error|deprecat/i);
   });
 
   for (const store of kinds) {
@@ -97,7 +111,9 @@ describe('Generated clients: openapi-typescript + openapi-fetch and @hey-api/ope
             SWITCHYARD_INPUTS: JSON.stringify(SENT),
           })) as FlowReport;
 
-          const triggerCalls = proxy.seen.filter((line) => line.includes('/ext/triggers/')).map((line) => line.replace(echo.apiTriggerId, '{triggerId}'));
+          const triggerCalls = proxy.seen
+            .filter((line) => line.includes('/ext/triggers/'))
+            .map((line) => line.replace(echo.apiTriggerId, '{triggerId}'));
           this.test!.title += ` (GET sent ?${triggerCalls[0]?.split('?')[1] ?? ''})`;
           expect(triggerCalls).to.deep.equal([
             `GET /ext/triggers/{triggerId}?${QUERY[kind]}`,
@@ -109,7 +125,10 @@ describe('Generated clients: openapi-typescript + openapi-fetch and @hey-api/ope
           expect(report.listed).to.include(echo.automationId);
           expect(report.declaredInputSchema).to.deep.equal(ECHO.inputSchema);
           expect(report.createdVersion).to.equal(1);
-          expect(report.runs.map((r) => [r.via, r.status, r.stored])).to.deep.equal([['GET', 'COMPLETE', SENT], ['POST', 'COMPLETE', SENT]]);
+          expect(report.runs.map((r) => [r.via, r.status, r.stored])).to.deep.equal([
+            ['GET', 'COMPLETE', SENT],
+            ['POST', 'COMPLETE', SENT],
+          ]);
           expect(report.sync).to.include({ runId: report.sync.id, status: 'COMPLETE' });
           expect(new Date(report.sync.started).toISOString()).to.equal(report.sync.started);
           expect(report.sync.inputs, 'sync body inputs').to.deep.equal(SENT);
@@ -154,7 +173,16 @@ async function startLive(store: StoreKind): Promise<Live> {
     const org = await createTestOrg(server, 'Client org');
     const echo = await deploy(server, org, ECHO);
     const proxy = await recordingProxy(server.baseUrl);
-    return { server, org, echo, proxy, close: async () => { await proxy.close(); await server.close(); } };
+    return {
+      server,
+      org,
+      echo,
+      proxy,
+      close: async () => {
+        await proxy.close();
+        await server.close();
+      },
+    };
   } catch (err) {
     await server.close();
     throw err;

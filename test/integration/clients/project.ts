@@ -58,17 +58,31 @@ interface Ran {
   failure: string | undefined;
 }
 
-function run(file: string, args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<Ran> {
+function run(
+  file: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number },
+): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [file, ...args], {
-      cwd: opts.cwd,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...opts.env },
-      timeout: opts.timeoutMs ?? 30_000,
-      maxBuffer: 16 * 1024 * 1024,
-    }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, stdout, stderr, failure: err ? `${err.message}${err.signal ? ` (${err.signal})` : ''}` : undefined });
-    });
+    execFile(
+      process.execPath,
+      [file, ...args],
+      {
+        cwd: opts.cwd,
+        env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...opts.env },
+        timeout: opts.timeoutMs ?? 30_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({
+          code,
+          stdout,
+          stderr,
+          failure: err ? `${err.message}${err.signal ? ` (${err.signal})` : ''}` : undefined,
+        });
+      },
+    );
   });
 }
 
@@ -84,16 +98,28 @@ export async function generateClients(): Promise<Generated> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-clients-'));
   try {
     symlinkSync(modules, path.join(dir, 'node_modules'), 'dir');
-    writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({ name: 'switchyard-client-check', private: true, type: 'module' }, null, 2)}\n`);
+    writeFileSync(
+      path.join(dir, 'package.json'),
+      `${JSON.stringify({ name: 'switchyard-client-check', private: true, type: 'module' }, null, 2)}\n`,
+    );
     writeFileSync(path.join(dir, 'tsconfig.json'), `${JSON.stringify(TSCONFIG, null, 2)}\n`);
     for (const kind of CLIENTS) mkdirSync(path.join(dir, kind));
     // Each CLI runs in the project directory, as in a user's repository: neither reads our
     // redocly.yaml (openapi/README.md, tooling notes) nor any config of ours.
     const [oat, hey] = await Promise.all([
-      run(path.join(modules, 'openapi-typescript/bin/cli.js'), [BUNDLE, '-o', 'openapi-fetch/schema.d.ts'], { cwd: dir }),
-      run(path.join(modules, '@hey-api/openapi-ts/bin/run.js'), ['-i', BUNDLE, '-o', 'hey-api/client', '-c', '@hey-api/client-fetch', '--no-log-file'], { cwd: dir }),
+      run(path.join(modules, 'openapi-typescript/bin/cli.js'), [BUNDLE, '-o', 'openapi-fetch/schema.d.ts'], {
+        cwd: dir,
+      }),
+      run(
+        path.join(modules, '@hey-api/openapi-ts/bin/run.js'),
+        ['-i', BUNDLE, '-o', 'hey-api/client', '-c', '@hey-api/client-fetch', '--no-log-file'],
+        { cwd: dir },
+      ),
     ]);
-    const logs = { 'openapi-fetch': expectExit('openapi-typescript', oat), 'hey-api': expectExit('@hey-api/openapi-ts', hey) };
+    const logs = {
+      'openapi-fetch': expectExit('openapi-typescript', oat),
+      'hey-api': expectExit('@hey-api/openapi-ts', hey),
+    };
     const flows = {} as Record<ClientKind, string>;
     for (const kind of CLIENTS) {
       flows[kind] = path.join(dir, kind, 'flow.ts');
@@ -120,7 +146,10 @@ export function listFiles(dir: string): string[] {
  * both folders (a library, @types/node) under `other`.
  */
 export async function typecheck(dir: string): Promise<Record<ClientKind | 'other', string[]>> {
-  const r = await run(path.join(modules, 'typescript/bin/tsc'), ['-p', dir, '--pretty', 'false'], { cwd: dir, timeoutMs: 120_000 });
+  const r = await run(path.join(modules, 'typescript/bin/tsc'), ['-p', dir, '--pretty', 'false'], {
+    cwd: dir,
+    timeoutMs: 120_000,
+  });
   const grouped: Record<ClientKind | 'other', string[]> = { 'openapi-fetch': [], 'hey-api': [], other: [] };
   // One diagnostic per unindented line (`file(line,col): error TSnnnn: ...`); indented lines continue it.
   const entries = `${r.stdout}${r.stderr}`.split('\n').reduce<string[]>((all, line) => {
@@ -135,7 +164,11 @@ export async function typecheck(dir: string): Promise<Record<ClientKind | 'other
 
 /** Runs a flow program with tsx on the Node running the tests; its stdout is one JSON line. */
 export async function runFlow(file: string, env: Record<string, string>): Promise<unknown> {
-  const r = await run(path.join(modules, 'tsx/dist/cli.mjs'), [file], { cwd: path.dirname(file), env, timeoutMs: 40_000 });
+  const r = await run(path.join(modules, 'tsx/dist/cli.mjs'), [file], {
+    cwd: path.dirname(file),
+    env,
+    timeoutMs: 40_000,
+  });
   const out = expectExit(`flow ${path.basename(path.dirname(file))}`, r);
   const last = r.stdout.trim().split('\n').pop() ?? '';
   try {

@@ -9,7 +9,13 @@ import { expect } from 'chai';
 import pino from 'pino';
 import type { CatalogTool, GatewayContext } from '../../../src/gateway/types.js';
 import type { Services } from '../../../src/services.js';
-import { createDiscoveryEngine, createMemorySource, EmbeddingsProvider, Semantic, type DiscoveryEngine } from '../../../src/servers/sidekick/index.js';
+import {
+  createDiscoveryEngine,
+  createMemorySource,
+  EmbeddingsProvider,
+  Semantic,
+  type DiscoveryEngine,
+} from '../../../src/servers/sidekick/index.js';
 import { toBytes } from '../../../src/servers/sidekick/embeddings-store.js';
 import { startEmbeddingsServer, type EmbeddingsServer } from '../../helpers/embeddings-server.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
@@ -51,7 +57,11 @@ const TOOLS: [string, string][] = [
 
 function catalog(overrides: Record<string, string> = {}): CatalogTool[] {
   return TOOLS.map(([name, description]) => ({
-    server: 'tools', serverTitle: 'Tools', serverDescription: 'Assorted tools', embedded: false, serviceKey: 'tools',
+    server: 'tools',
+    serverTitle: 'Tools',
+    serverDescription: 'Assorted tools',
+    embedded: false,
+    serviceKey: 'tools',
     tool: { name, description: overrides[name] ?? description, inputSchema: { type: 'object', properties: {} } },
   }));
 }
@@ -61,14 +71,21 @@ const PARAPHRASE = 'will I need an umbrella in Lisbon tomorrow';
 
 function context(orgId: string): GatewayContext {
   const log = pino({ level: 'silent' });
-  return { services: { log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal };
+  return {
+    services: { log } as unknown as Services,
+    log,
+    orgId,
+    forwardedHeaders: {},
+    signal: new AbortController().signal,
+  };
 }
 
 function capture(): { log: pino.Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      for (const l of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(l) as Record<string, unknown>);
       done();
     },
   });
@@ -96,7 +113,11 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
   });
 
   function semantic(db: TestStore['db'] | undefined, budgetMs = 5_000, log = pino({ level: 'silent' })): Semantic {
-    return new Semantic(new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs, log }), log, db);
+    return new Semantic(
+      new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs, log }),
+      log,
+      db,
+    );
   }
 
   it('ranks a tool that shares no word with the request in the top 3, which lexical ranking misses', async () => {
@@ -128,7 +149,10 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
         await engine.discover(context('org_a'), { request: 'warm up' });
         await first.idleAll();
         expect(first.status().embedded).to.equal(TOOLS.length);
-        const rows = await store.db('discovery_embeddings').where({ scope: 'org_a', model: 'use-lite' }).count({ n: '*' });
+        const rows = await store
+          .db('discovery_embeddings')
+          .where({ scope: 'org_a', model: 'use-lite' })
+          .count({ n: '*' });
         expect(Number(rows[0]!.n)).to.equal(TOOLS.length);
 
         // A new process on the same store embeds nothing but the requests.
@@ -170,7 +194,12 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       try {
         const vector = toBytes(new Float32Array(512).fill(0.04));
         const row = (scope: string, model: string, hash: string, createdAt: string) => ({
-          scope, model, content_hash: hash, dims: 512, vector, created_at: createdAt,
+          scope,
+          model,
+          content_hash: hash,
+          dims: 512,
+          vector,
+          created_at: createdAt,
         });
         const old = new Date(Date.now() - 2 * 24 * 3600_000).toISOString();
         const recent = new Date(Date.now() - 3600_000).toISOString();
@@ -187,13 +216,20 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
         await engine.discover(context('org_a'), { request: 'warm up' });
         await sem.idleAll();
         const hashes = async (scope: string): Promise<string[]> =>
-          (await store.db('discovery_embeddings').where({ scope }).select('content_hash')).map((r: { content_hash: string }) => r.content_hash);
+          (await store.db('discovery_embeddings').where({ scope }).select('content_hash')).map(
+            (r: { content_hash: string }) => r.content_hash,
+          );
         const a = await hashes('org_a');
         expect(a).to.have.length(TOOLS.length + 1);
-        expect(a).to.include('c'.repeat(64)).and.not.include.members(['a'.repeat(64), 'b'.repeat(64)]);
+        expect(a)
+          .to.include('c'.repeat(64))
+          .and.not.include.members(['a'.repeat(64), 'b'.repeat(64)]);
         expect(await hashes('org_b')).to.deep.equal(['d'.repeat(64)]);
         expect(await hashes('*')).to.include('e'.repeat(64));
-        expect(lines.find((l) => l.msg === 'discovery: stored embeddings no longer used were deleted')).to.include({ orgId: 'org_a', deleted: 2 });
+        expect(lines.find((l) => l.msg === 'discovery: stored embeddings no longer used were deleted')).to.include({
+          orgId: 'org_a',
+          deleted: 2,
+        });
 
         // The current texts' rows are kept, even when old: a new process reads them and embeds nothing.
         await store.db('discovery_embeddings').where({ scope: 'org_a' }).update({ created_at: old });
@@ -215,15 +251,24 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
     await engine.discover(context('org_a'), { request: 'warm up' });
     await sem0.idleAll();
     const { log, lines } = capture();
-    const slow = new Semantic(new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs: 150, log }), log);
+    const slow = new Semantic(
+      new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs: 150, log }),
+      log,
+    );
     const engineSlow = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [], semantic: slow });
     const lexical = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [] });
     server.delayMs = 1_500;
     const started = Date.now();
-    const res = await engineSlow.discover(context('org_a'), { request: 'send an invoice to the customer', types: ['tool'] });
+    const res = await engineSlow.discover(context('org_a'), {
+      request: 'send an invoice to the customer',
+      types: ['tool'],
+    });
     const took = Date.now() - started;
     expect(took).to.be.below(1_000);
-    const plain = await lexical.discover(context('org_a'), { request: 'send an invoice to the customer', types: ['tool'] });
+    const plain = await lexical.discover(context('org_a'), {
+      request: 'send an invoice to the customer',
+      types: ['tool'],
+    });
     expect(res.tools.map((t) => t.name)).to.deep.equal(plain.tools.map((t) => t.name));
     expect(slow.status()).to.include({ state: 'error' });
     expect(slow.status().error).to.match(/budget of 150 ms/);
@@ -233,7 +278,10 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
   it('a provider that fails: lexical results, nothing blocks the index, and it recovers when the provider answers again', async () => {
     server.failWith = 503;
     const { log, lines } = capture();
-    const sem = new Semantic(new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: 'sk-test-secret', budgetMs: 2_000, log }), log);
+    const sem = new Semantic(
+      new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: 'sk-test-secret', budgetMs: 2_000, log }),
+      log,
+    );
     const engine = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [], semantic: sem });
     const lexical = createDiscoveryEngine(createMemorySource({ tools: catalog() }), { skills: [] });
     const res = await engine.discover(context('org_a'), { request: 'create an invoice', types: ['tool'] });
@@ -256,15 +304,37 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
 
   it('a provider that answers garbage is an error with the reason, and discovery stays lexical', async () => {
     const { log } = capture();
-    const fetchImpl = (() => Promise.resolve(new Response(JSON.stringify({ data: [{ embedding: ['x'] }] }), { status: 200 }))) as typeof fetch;
-    const provider = new EmbeddingsProvider({ url: server.url, model: 'use-lite', apiKey: null, budgetMs: 500, log, fetchImpl });
+    const fetchImpl = (() =>
+      Promise.resolve(new Response(JSON.stringify({ data: [{ embedding: ['x'] }] }), { status: 200 }))) as typeof fetch;
+    const provider = new EmbeddingsProvider({
+      url: server.url,
+      model: 'use-lite',
+      apiKey: null,
+      budgetMs: 500,
+      log,
+      fetchImpl,
+    });
     expect(await provider.embedQuery('anything')).to.equal(undefined);
     expect(provider.status().error).to.match(/unusable body: embedding 0 is not an array of numbers/);
-    const wrongCount = (() => Promise.resolve(new Response(JSON.stringify({ data: [] }), { status: 200 }))) as typeof fetch;
-    const p2 = new EmbeddingsProvider({ url: `${server.url}/embeddings`, model: 'use-lite', apiKey: null, budgetMs: 500, log, fetchImpl: wrongCount });
+    const wrongCount = (() =>
+      Promise.resolve(new Response(JSON.stringify({ data: [] }), { status: 200 }))) as typeof fetch;
+    const p2 = new EmbeddingsProvider({
+      url: `${server.url}/embeddings`,
+      model: 'use-lite',
+      apiKey: null,
+      budgetMs: 500,
+      log,
+      fetchImpl: wrongCount,
+    });
     expect(await p2.embedQuery('anything')).to.equal(undefined);
     expect(p2.status().error).to.match(/expected data with 1 embeddings/);
-    const closed = new EmbeddingsProvider({ url: 'http://127.0.0.1:1/v1', model: 'use-lite', apiKey: null, budgetMs: 500, log });
+    const closed = new EmbeddingsProvider({
+      url: 'http://127.0.0.1:1/v1',
+      model: 'use-lite',
+      apiKey: null,
+      budgetMs: 500,
+      log,
+    });
     expect(await closed.embedQuery('anything')).to.equal(undefined);
     expect(closed.status().error).to.match(/cannot reach http:\/\/127\.0\.0\.1:1\/v1\/embeddings/);
   });
@@ -276,8 +346,15 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
     });
 
     it('/readyz stays ready and shows the provider state as a detail', async () => {
-      srv = await startTestServer('sqlite', { EMBEDDINGS_URL: server.url, EMBEDDINGS_MODEL: 'use-lite', EMBEDDINGS_BUDGET_MS: '200' });
-      let body = await (await fetch(`${srv.baseUrl}/readyz`)).json() as { status: string; details: { embeddings: { state: string; model: string } } };
+      srv = await startTestServer('sqlite', {
+        EMBEDDINGS_URL: server.url,
+        EMBEDDINGS_MODEL: 'use-lite',
+        EMBEDDINGS_BUDGET_MS: '200',
+      });
+      let body = (await (await fetch(`${srv.baseUrl}/readyz`)).json()) as {
+        status: string;
+        details: { embeddings: { state: string; model: string } };
+      };
       expect(body.status).to.equal('ready');
       expect(body.details.embeddings).to.include({ model: 'use-lite' });
       srv.app.services.gateway.semantic!.provider.embedQuery('hello');
@@ -285,14 +362,14 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       await srv.app.services.gateway.semantic!.provider.embedQuery('something else');
       const res = await fetch(`${srv.baseUrl}/readyz`);
       expect(res.status).to.equal(200);
-      body = await res.json() as typeof body;
+      body = (await res.json()) as typeof body;
       expect(body.details.embeddings.state).to.equal('error');
       srv.assertResponsesValid();
     });
 
     it('without EMBEDDINGS_URL there is no detail and no semantic ranking', async () => {
       srv = await startTestServer('sqlite');
-      const body = await (await fetch(`${srv.baseUrl}/readyz`)).json() as { details: Record<string, unknown> };
+      const body = (await (await fetch(`${srv.baseUrl}/readyz`)).json()) as { details: Record<string, unknown> };
       expect(body.details).not.to.have.property('embeddings');
       expect(srv.app.services.gateway.semantic).to.equal(undefined);
     });

@@ -11,18 +11,41 @@ export const JSON_HEADERS = { 'content-type': 'application/json', accept: 'appli
 let nextId = 1;
 
 /** One JSON-RPC request to `{mcp_url}/<path>`. */
-export function rpc(server: TestServer, token: string | undefined, path: string, method: string, params?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse<any>> {
-  return call(server.baseUrl, 'POST', `/mcp/${path}`, { token, headers: { ...JSON_HEADERS, ...headers }, raw: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }) });
+export function rpc(
+  server: TestServer,
+  token: string | undefined,
+  path: string,
+  method: string,
+  params?: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse<any>> {
+  return call(server.baseUrl, 'POST', `/mcp/${path}`, {
+    token,
+    headers: { ...JSON_HEADERS, ...headers },
+    raw: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }),
+  });
 }
 
 /** tools/call; answers the JSON-RPC `result` or `error` object. */
-export async function callTool(server: TestServer, token: string, path: string, name: string, args: unknown, headers: Record<string, string> = {}): Promise<any> {
+export async function callTool(
+  server: TestServer,
+  token: string,
+  path: string,
+  name: string,
+  args: unknown,
+  headers: Record<string, string> = {},
+): Promise<any> {
   const res = await rpc(server, token, path, 'tools/call', { name, arguments: args }, headers);
   return res.body.result ?? res.body.error;
 }
 
 /** The MCP SDK client (Streamable HTTP) connected to one server path with the org's token. */
-export async function sdkClient(server: TestServer, org: TestOrg, path: string, headers: Record<string, string> = {}): Promise<Client> {
+export async function sdkClient(
+  server: TestServer,
+  org: TestOrg,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp/${path}`), {
     requestInit: { headers: { authorization: `Bearer ${org.token}`, ...headers } },
   });
@@ -39,8 +62,15 @@ export async function registerServer(server: TestServer, org: TestOrg, body: Rec
 }
 
 /** Creates a connection (PCID) through the management API. */
-export async function createConnection(server: TestServer, org: TestOrg, body: Record<string, unknown>): Promise<string> {
-  const res = await call<{ id: string }>(server.baseUrl, 'POST', '/v1/connections', { token: org.token, body: { secret: 'sekret', ...body } });
+export async function createConnection(
+  server: TestServer,
+  org: TestOrg,
+  body: Record<string, unknown>,
+): Promise<string> {
+  const res = await call<{ id: string }>(server.baseUrl, 'POST', '/v1/connections', {
+    token: org.token,
+    body: { secret: 'sekret', ...body },
+  });
   if (res.status !== 201) throw new Error(`create connection: ${res.status} ${res.text}`);
   return res.body.id;
 }

@@ -26,17 +26,25 @@ async function startCrm(): Promise<{ url: string; calls: string[]; close(): Prom
   const calls: string[] = [];
   const build = (): McpServer => {
     const s = new McpServer({ name: 'crm', version: '1.0.0' });
-    s.registerTool('contact_lookup', {
-      description: 'Look up a contact by email address and return their name, company and phone number.',
-      inputSchema: { email: z.string() },
-    }, ({ email }) => {
-      calls.push('contact_lookup');
-      return { content: [{ type: 'text', text: `found ${email}` }], structuredContent: { name: 'Ada', email } };
-    });
-    s.registerTool('deal_create', { description: 'Create a sales deal in the pipeline for a company.', inputSchema: { company: z.string() } }, () => {
-      calls.push('deal_create');
-      return { content: [{ type: 'text', text: 'deal created' }] };
-    });
+    s.registerTool(
+      'contact_lookup',
+      {
+        description: 'Look up a contact by email address and return their name, company and phone number.',
+        inputSchema: { email: z.string() },
+      },
+      ({ email }) => {
+        calls.push('contact_lookup');
+        return { content: [{ type: 'text', text: `found ${email}` }], structuredContent: { name: 'Ada', email } };
+      },
+    );
+    s.registerTool(
+      'deal_create',
+      { description: 'Create a sales deal in the pipeline for a company.', inputSchema: { company: z.string() } },
+      () => {
+        calls.push('deal_create');
+        return { content: [{ type: 'text', text: 'deal created' }] };
+      },
+    );
     s.registerTool('contact_merge', { description: 'Merge two duplicate contacts into one.', inputSchema: {} }, () => {
       calls.push('contact_merge');
       return { content: [{ type: 'text', text: 'cannot merge' }], isError: true };
@@ -54,26 +62,32 @@ async function startCrm(): Promise<{ url: string; calls: string[]; close(): Prom
       void transport.close();
       void mcp.close();
     });
-    mcp.connect(transport).then(() => transport.handleRequest(req, res)).catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(err));
-    });
+    mcp
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res))
+      .catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end(String(err));
+      });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
     calls,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 const PARAPHRASE = 'who is the sender of this message';
 const VARIANT = 'who is the sender of this email message';
 
-interface Found { tools: { name: string; serverName: string; confidence: number }[] }
+interface Found {
+  tools: { name: string; serverName: string; confidence: number }[];
+}
 
 async function discover(server: TestServer, org: TestOrg, request: string, path = 'svc-sidekick'): Promise<Found> {
   const res = await callTool(server, org.token, path, 'capabilities_discover', { request });
@@ -84,8 +98,12 @@ const top = (f: Found): string => (f.tools[0] ? `${f.tools[0].serverName}/${f.to
 
 async function registerCrm(server: TestServer, org: TestOrg, url: string): Promise<void> {
   await registerServer(server, org, {
-    path: 'crm', name: 'CRM', description: 'Customer records: contacts, companies and deals.',
-    service_key: 'crm', upstream: { type: 'mcp', url, transport: 'streamable-http' }, auth: { scheme: 'none' },
+    path: 'crm',
+    name: 'CRM',
+    description: 'Customer records: contacts, companies and deals.',
+    service_key: 'crm',
+    upstream: { type: 'mcp', url, transport: 'streamable-http' },
+    auth: { scheme: 'none' },
   });
   await createConnection(server, org, { name: 'CRM (test)', service_key: 'crm' });
 }
@@ -98,11 +116,20 @@ for (const kind of kinds) {
     let org: TestOrg;
     let other: TestOrg;
 
-    const rows = async (orgId?: string): Promise<{ org_id: string; request: string; server: string; tool: string; uses: number }[]> => {
+    const rows = async (
+      orgId?: string,
+    ): Promise<{ org_id: string; request: string; server: string; tool: string; uses: number }[]> => {
       await server.app.services.gateway.usage?.settled();
       const q = server.store.db('discovery_usage').select('org_id', 'request', 'server', 'tool', 'uses').orderBy('id');
-      return ((await (orgId ? q.where({ org_id: orgId }) : q)) as { org_id: string; request: string; server: string; tool: string; uses: number | string }[])
-        .map((r) => ({ ...r, uses: Number(r.uses) }));
+      return (
+        (await (orgId ? q.where({ org_id: orgId }) : q)) as {
+          org_id: string;
+          request: string;
+          server: string;
+          tool: string;
+          uses: number | string;
+        }[]
+      ).map((r) => ({ ...r, uses: Number(r.uses) }));
     };
 
     before(async () => {
@@ -128,26 +155,37 @@ for (const kind of kinds) {
       await discover(server, org, PARAPHRASE);
       expect((await callTool(server, org.token, 'crm', 'contact_merge', {})).isError).to.equal(true);
       expect(await rows()).to.deep.equal([]);
-      expect((await callTool(server, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError).to.not.equal(true);
+      expect(
+        (await callTool(server, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError,
+      ).to.not.equal(true);
       // A later call without a new discover is not attributed to the request.
       await callTool(server, org.token, 'crm', 'deal_create', { company: 'Acme' });
       expect((await rows()).map((r) => [r.tool, r.uses])).to.deep.equal([['contact_lookup', 1]]);
 
       // Round 2: the fixed tool set on `gateway`; gateway_invoke counts as its target.
       await discover(server, org, PARAPHRASE, 'gateway');
-      const invoked = await callTool(server, org.token, 'gateway', 'gateway_invoke', { server: 'crm', tool: 'contact_lookup', arguments: { email: 'ada@example.com' } });
+      const invoked = await callTool(server, org.token, 'gateway', 'gateway_invoke', {
+        server: 'crm',
+        tool: 'contact_lookup',
+        arguments: { email: 'ada@example.com' },
+      });
       expect(invoked.isError).to.not.equal(true);
 
       // Round 3: the MCP SDK client, gateway_invoke with its arguments as a JSON string.
       const client = await sdkClient(server, org, 'gateway');
       try {
         await client.callTool({ name: 'capabilities_discover', arguments: { request: PARAPHRASE } });
-        const res = await client.callTool({ name: 'gateway_invoke', arguments: { server: 'crm', tool: 'contact_lookup', arguments: JSON.stringify({ email: 'ada@example.com' }) } });
+        const res = await client.callTool({
+          name: 'gateway_invoke',
+          arguments: { server: 'crm', tool: 'contact_lookup', arguments: JSON.stringify({ email: 'ada@example.com' }) },
+        });
         expect(res.isError).to.not.equal(true);
       } finally {
         await client.close();
       }
-      expect(await rows()).to.deep.equal([{ org_id: org.orgId, request: PARAPHRASE, server: 'crm', tool: 'contact_lookup', uses: 3 }]);
+      expect(await rows()).to.deep.equal([
+        { org_id: org.orgId, request: PARAPHRASE, server: 'crm', tool: 'contact_lookup', uses: 3 },
+      ]);
 
       const after = await discover(server, org, PARAPHRASE);
       expect(top(after), JSON.stringify(after.tools.slice(0, 3))).to.equal('crm/contact_lookup');
@@ -158,13 +196,20 @@ for (const kind of kinds) {
     });
 
     it('capability_details says what was learned, for this organisation only', async () => {
-      const mine = await callTool(server, org.token, 'svc-sidekick', 'capability_details', { items: ['contact_lookup', 'deal_create'] });
-      const [lookup, deal] = mine.structuredContent.items as { name: string; learned?: { uses: number; lastUsedAt: string; requests: string[] } }[];
+      const mine = await callTool(server, org.token, 'svc-sidekick', 'capability_details', {
+        items: ['contact_lookup', 'deal_create'],
+      });
+      const [lookup, deal] = mine.structuredContent.items as {
+        name: string;
+        learned?: { uses: number; lastUsedAt: string; requests: string[] };
+      }[];
       expect(lookup!.learned).to.include({ uses: 3 });
       expect(lookup!.learned!.requests).to.deep.equal([PARAPHRASE]);
       expect(Date.parse(lookup!.learned!.lastUsedAt)).to.be.closeTo(Date.now(), 60_000);
       expect(deal).to.not.have.property('learned');
-      const theirs = await callTool(server, other.token, 'gateway', 'capability_details', { items: ['contact_lookup'] });
+      const theirs = await callTool(server, other.token, 'gateway', 'capability_details', {
+        items: ['contact_lookup'],
+      });
       expect(theirs.structuredContent.items[0]).to.not.have.property('learned');
     });
 
@@ -188,7 +233,10 @@ for (const kind of kinds) {
 
 describe(`discovery learning across two service processes on one store and Redis (${kinds.includes('pg') ? 'pg' : 'sqlite'})`, function () {
   this.timeout(60_000);
-  const env = { REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-learning-${process.pid}-${Date.now()}` };
+  const env = {
+    REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_PREFIX: `sy-learning-${process.pid}-${Date.now()}`,
+  };
   let crm: Awaited<ReturnType<typeof startCrm>>;
   let one: TestServer;
   let two: TestServer;
@@ -238,7 +286,9 @@ describe(`discovery learning across two service processes on one store and Redis
       await Promise.all([one.app.services.gateway.usage!.settled(), two.app.services.gateway.usage!.settled()]);
     }
     const rows = await one.store.db('discovery_usage').select('request', 'server', 'tool', 'uses');
-    expect(rows.map((r: { tool: string; uses: number | string }) => [r.tool, Number(r.uses)])).to.deep.equal([['contact_lookup', 3]]);
+    expect(rows.map((r: { tool: string; uses: number | string }) => [r.tool, Number(r.uses)])).to.deep.equal([
+      ['contact_lookup', 3],
+    ]);
     // A process sees the other's writes after its reload interval (30 s); the one that served the
     // last call has its own two uses at once, enough to rank the tool first.
     const after = await discover(two, org, PARAPHRASE);
@@ -269,11 +319,15 @@ describe('discovery learning switched off (DISCOVERY_LEARNING=false)', function 
     const before = await discover(server, org, PARAPHRASE);
     for (let i = 0; i < 3; i++) {
       await discover(server, org, PARAPHRASE);
-      expect((await callTool(server, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError).to.not.equal(true);
+      expect(
+        (await callTool(server, org.token, 'crm', 'contact_lookup', { email: 'ada@example.com' })).isError,
+      ).to.not.equal(true);
     }
     expect(await server.store.db('discovery_usage').count({ n: '*' }).first()).to.deep.include({ n: 0 });
     expect(await discover(server, org, PARAPHRASE)).to.deep.equal(before);
-    const details = await callTool(server, org.token, 'svc-sidekick', 'capability_details', { items: ['contact_lookup'] });
+    const details = await callTool(server, org.token, 'svc-sidekick', 'capability_details', {
+      items: ['contact_lookup'],
+    });
     expect(details.structuredContent.items[0]).to.not.have.property('learned');
   });
 });

@@ -61,7 +61,12 @@ async function counter(host: string, to?: number): Promise<Counter> {
 /** A runtime token of `org` issued by `server` (tokens name the issuing service's URL). */
 async function tokenFrom(server: TestServer, org: TestOrg): Promise<string> {
   const res = await call<{ access_token: string }>(server.baseUrl, 'POST', '/oauth/token', {
-    raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: org.clientId, client_secret: org.clientSecret, scope: `org:${org.orgId}` }).toString(),
+    raw: new URLSearchParams({
+      grant_type: 'client_credentials',
+      client_id: org.clientId,
+      client_secret: org.clientSecret,
+      scope: `org:${org.orgId}`,
+    }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   expect(res.status, res.text).to.equal(200);
@@ -69,13 +74,25 @@ async function tokenFrom(server: TestServer, org: TestOrg): Promise<string> {
 }
 
 const mcpBody = (path: string, url: string, transport = 'streamable-http') => ({
-  path, name: path, service_key: path, upstream: { type: 'mcp', url, transport }, auth: { scheme: 'bearer' },
+  path,
+  name: path,
+  service_key: path,
+  upstream: { type: 'mcp', url, transport },
+  auth: { scheme: 'bearer' },
 });
 const openapiBody = (path: string, baseUrl: string) => ({
-  path, name: path, service_key: path, upstream: { type: 'openapi', baseUrl, document: petDocument }, auth: { scheme: 'bearer' },
+  path,
+  name: path,
+  service_key: path,
+  upstream: { type: 'openapi', baseUrl, document: petDocument },
+  auth: { scheme: 'bearer' },
 });
 const codingAgentBody = (path: string, baseUrl: string) => ({
-  path, name: path, service_key: path, upstream: { type: 'coding-agent', baseUrl }, auth: { scheme: 'bearer' },
+  path,
+  name: path,
+  service_key: path,
+  upstream: { type: 'coding-agent', baseUrl },
+  auth: { scheme: 'bearer' },
 });
 
 /** Hosts (with a port where a listener could be) the policy refuses without OUTBOUND_ALLOWLIST, and the reason each names. */
@@ -106,7 +123,9 @@ for (const kind of kinds) {
       fixture = await startMcpFixture();
       pets = await startPetApi();
       guarded = await startTestServer(kind, { OUTBOUND_ALLOWLIST: '' });
-      open = await startTestServer(kind, { OUTBOUND_ALLOWLIST: '127.0.0.0/8,::1/128,10.0.0.0/8,192.168.0.0/16,169.254.0.0/16,fe80::/10,0.0.0.0/32' });
+      open = await startTestServer(kind, {
+        OUTBOUND_ALLOWLIST: '127.0.0.0/8,::1/128,10.0.0.0/8,192.168.0.0/16,169.254.0.0/16,fe80::/10,0.0.0.0/32',
+      });
     });
     after(async () => {
       await guarded?.close();
@@ -119,11 +138,14 @@ for (const kind of kinds) {
       open.assertResponsesValid();
     });
 
-    const register = (server: TestServer, org: TestOrg, body: Record<string, unknown>) => call(server.baseUrl, 'POST', '/v1/servers', { token: org.token, body });
+    const register = (server: TestServer, org: TestOrg, body: Record<string, unknown>) =>
+      call(server.baseUrl, 'POST', '/v1/servers', { token: org.token, body });
 
     /** Every refused host, for one upstream kind: 400 with the reason without the allow-list (0 connections), 201 with it. */
     async function refusedThenAllowed(
-      makeBody: (path: string, url: string) => Record<string, unknown>, field: 'url' | 'baseUrl', urlOf: (host: string) => string,
+      makeBody: (path: string, url: string) => Record<string, unknown>,
+      field: 'url' | 'baseUrl',
+      urlOf: (host: string) => string,
     ): Promise<void> {
       const listener = await counter('127.0.0.1');
       try {
@@ -134,8 +156,13 @@ for (const kind of kinds) {
           const res = await register(guarded, guardedOrg, makeBody(`refused-${i}`, url));
           expect(res.status, `${url}: ${res.text}`).to.equal(400);
           expect(res.body.error, url).to.equal('invalid_request');
-          expect(res.body.message, url).to.match(reason).and.to.match(/OUTBOUND_ALLOWLIST/).and.to.match(new RegExp(`^upstream\\.${field} `));
-          expect(res.body.details, url).to.deep.equal([{ where: 'body', path: `/upstream/${field}`, message: res.body.message }]);
+          expect(res.body.message, url)
+            .to.match(reason)
+            .and.to.match(/OUTBOUND_ALLOWLIST/)
+            .and.to.match(new RegExp(`^upstream\\.${field} `));
+          expect(res.body.details, url).to.deep.equal([
+            { where: 'body', path: `/upstream/${field}`, message: res.body.message },
+          ]);
           const allowed = await register(open, openOrg, makeBody(`allowed-${i}`, url));
           expect(allowed.status, `${url}: ${allowed.text}`).to.equal(201);
         }
@@ -154,16 +181,27 @@ for (const kind of kinds) {
       await refusedThenAllowed(codingAgentBody, 'baseUrl', (host) => `http://${host}`);
     });
 
-    it('refuses an update to a refused upstream and keeps the stored one; accepts a name that does not resolve (checked at connect) and the service\'s own origin', async () => {
+    it("refuses an update to a refused upstream and keeps the stored one; accepts a name that does not resolve (checked at connect) and the service's own origin", async () => {
       const org = await createTestOrg(guarded);
       const created = await register(guarded, org, mcpBody('later', 'http://upstream.invalid/mcp'));
       expect(created.status, created.text).to.equal(201);
-      const patch = (body: unknown) => call(guarded.baseUrl, 'PATCH', `/v1/servers/${created.body.serverId}`, { token: org.token, body, headers: { 'if-match': '"1"' } });
-      const refused = await patch({ upstream: { type: 'openapi', baseUrl: 'http://169.254.169.254/latest', document: petDocument } });
+      const patch = (body: unknown) =>
+        call(guarded.baseUrl, 'PATCH', `/v1/servers/${created.body.serverId}`, {
+          token: org.token,
+          body,
+          headers: { 'if-match': '"1"' },
+        });
+      const refused = await patch({
+        upstream: { type: 'openapi', baseUrl: 'http://169.254.169.254/latest', document: petDocument },
+      });
       expect(refused.status, refused.text).to.equal(400);
       expect(refused.body.message).to.match(/^upstream\.baseUrl .*link-local or cloud metadata address/);
       const kept = await call(guarded.baseUrl, 'GET', `/v1/servers/${created.body.serverId}`, { token: org.token });
-      expect(kept.body.upstream).to.deep.equal({ type: 'mcp', url: 'http://upstream.invalid/mcp', transport: 'streamable-http' });
+      expect(kept.body.upstream).to.deep.equal({
+        type: 'mcp',
+        url: 'http://upstream.invalid/mcp',
+        transport: 'streamable-http',
+      });
       expect((await patch({ name: 'renamed' })).status, 'a patch without upstream is not checked').to.equal(200);
       // The name that did not resolve fails at connect time with a clear JSON-RPC error.
       await createConnection(guarded, org, { name: 'Later', service_key: 'later' });
@@ -194,14 +232,19 @@ for (const kind of kinds) {
           openapiBody('pets-name', `http://localhost:${api.port}/api`),
         ];
         for (const body of upstreams) {
-          expect((await register(guarded, guardedOrg, body)).status, `${body.path} without the allow-list`).to.equal(400);
+          expect((await register(guarded, guardedOrg, body)).status, `${body.path} without the allow-list`).to.equal(
+            400,
+          );
           const res = await register(open, org, body);
           expect(res.status, res.text).to.equal(201);
           await createConnection(open, org, { name: body.path, service_key: body.service_key });
         }
         for (const path of ['mcp-v4', 'mcp-v6', 'mcp-name', 'mcp-sse']) {
           const list = await rpc(open, org.token, path, 'tools/list');
-          expect(list.body.result?.tools?.map((t: { name: string }) => t.name), `${path}: ${list.text}`).to.include('echo');
+          expect(
+            list.body.result?.tools?.map((t: { name: string }) => t.name),
+            `${path}: ${list.text}`,
+          ).to.include('echo');
           // Twice: the second call of a Streamable HTTP session takes the lean path on the pool's checked agent.
           for (const message of ['one', 'two']) {
             const echoed = await callTool(open, org.token, path, 'echo', { message });
@@ -238,7 +281,11 @@ for (const kind of kinds) {
         ]) {
           const res = await register(first, org, body);
           expect(res.status, res.text).to.equal(201);
-          await createConnection(first, org, { name: body.path, service_key: body.service_key, secret: 'connection-secret' });
+          await createConnection(first, org, {
+            name: body.path,
+            service_key: body.service_key,
+            secret: 'connection-secret',
+          });
         }
         await first.close();
         first = undefined;
@@ -249,24 +296,34 @@ for (const kind of kinds) {
           ['named', 'echo', { message: 'x' }],
           ['named-sse', 'echo', { message: 'x' }],
           ['named-api', 'pets_get', { petId: '1', 'X-Trace-Tag': 't' }],
-          ['named-agent', 'coding-agent_launch', { prompt: { text: 'hi' }, repos: [{ url: 'https://github.com/acme/app' }] }],
+          [
+            'named-agent',
+            'coding-agent_launch',
+            { prompt: { text: 'hi' }, repos: [{ url: 'https://github.com/acme/app' }] },
+          ],
         ];
         for (const [path, tool, args] of calls) {
           const list = await rpc(second, org.token, path, 'tools/list');
           if (path === 'named' || path === 'named-sse') {
             expect(list.status).to.equal(200);
             expect(list.body.error, `${path}: ${list.text}`).to.deep.include({ code: -32000 });
-            expect(list.body.error.message).to.equal(`upstream ${path} tools/list failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`);
+            expect(list.body.error.message).to.equal(
+              `upstream ${path} tools/list failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+            );
           }
           const res = await rpc(second, org.token, path, 'tools/call', { name: tool, arguments: args });
           expect(res.status).to.equal(200);
           expect(res.body.error, `${path}: ${res.text}`).to.deep.include({ code: -32000 });
-          expect(res.body.error.message).to.equal(`upstream ${path} tools/call ${tool} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`);
+          expect(res.body.error.message).to.equal(
+            `upstream ${path} tools/call ${tool} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+          );
           expect(res.text).to.not.match(/query-secret|connection-secret|localhost|127\.0\.0\.1/);
         }
         // listServers (the listing cache) shows the servers stale with the reason, and nothing crashed.
         const servers = await callTool(second, org.token, 'mcp', 'listServers', {});
-        const named = (servers.structuredContent.servers as Array<{ path: string; tools: string[]; stale?: boolean; error?: string }>).find((s) => s.path === 'named');
+        const named = (
+          servers.structuredContent.servers as Array<{ path: string; tools: string[]; stale?: boolean; error?: string }>
+        ).find((s) => s.path === 'named');
         expect(named?.tools, JSON.stringify(named)).to.deep.equal([]);
         expect(mcp.connections, 'connections to the MCP listener').to.equal(0);
         expect(api.connections, 'connections to the HTTP API listener').to.equal(0);
@@ -295,8 +352,15 @@ for (const kind of kinds) {
       try {
         server = await startTestServer(kind, { OUTBOUND_ALLOWLIST: '127.0.0.2/32' }, store);
         const org = await createTestOrg(server);
-        expect((await register(server, org, mcpBody('loopback', loopbackUrl))).status, 'the loopback target itself').to.equal(400);
-        for (const body of [mcpBody('hop', `${from}/mcp`), mcpBody('hop-sse', `${from}/sse`, 'sse'), openapiBody('hop-api', `${from}/api`)]) {
+        expect(
+          (await register(server, org, mcpBody('loopback', loopbackUrl))).status,
+          'the loopback target itself',
+        ).to.equal(400);
+        for (const body of [
+          mcpBody('hop', `${from}/mcp`),
+          mcpBody('hop-sse', `${from}/sse`, 'sse'),
+          openapiBody('hop-api', `${from}/api`),
+        ]) {
           const res = await register(server, org, body);
           expect(res.status, res.text).to.equal(201);
           await createConnection(server, org, { name: body.path, service_key: body.service_key });

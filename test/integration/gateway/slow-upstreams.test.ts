@@ -15,7 +15,10 @@ import { startTestServer, createTestOrg, type TestServer, type TestOrg } from '.
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { callTool, createConnection, registerServer } from './helpers.js';
 
-interface Broken { url: string; close(): void }
+interface Broken {
+  url: string;
+  close(): void;
+}
 
 /** Accepts connections and reads requests, never answering. */
 async function hanging(): Promise<Broken> {
@@ -26,7 +29,13 @@ async function hanging(): Promise<Broken> {
     s.on('error', () => undefined);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, close: () => { for (const s of sockets) s.destroy(); server.close(); } };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
 }
 
 /** A port nothing listens on. */
@@ -45,7 +54,13 @@ async function httpServer(respond: (req: http.IncomingMessage, res: http.ServerR
     req.on('end', () => respond(req, res));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, close: () => { server.closeAllConnections(); server.close(); } };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }
 
 describe('gateway: one slow or broken upstream does not stall listServers or discovery', function () {
@@ -59,7 +74,9 @@ describe('gateway: one slow or broken upstream does not stall listServers or dis
     healthy = await startMcpFixture();
     broken.hanging = await hanging();
     broken.closed = await closedPort();
-    broken.garbage = await httpServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('this is not JSON-RPC {'));
+    broken.garbage = await httpServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('this is not JSON-RPC {'),
+    );
     broken.midstream = await httpServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('event: message\ndata: {"jsonrpc":"2.0","id":');
@@ -67,9 +84,19 @@ describe('gateway: one slow or broken upstream does not stall listServers or dis
     });
     server = await startTestServer('sqlite');
     org = await createTestOrg(server, 'Slow upstreams org');
-    const servers: Array<[string, string]> = [['healthy', healthy.url], ...Object.entries(broken).map(([k, b]): [string, string] => [k, b.url])];
+    const servers: Array<[string, string]> = [
+      ['healthy', healthy.url],
+      ...Object.entries(broken).map(([k, b]): [string, string] => [k, b.url]),
+    ];
     for (const [name, url] of servers) {
-      await registerServer(server, org, { path: name, name: `${name} server`, description: `The ${name} upstream.`, service_key: name, upstream: { type: 'mcp', url, transport: 'streamable-http' }, auth: { scheme: 'none' } });
+      await registerServer(server, org, {
+        path: name,
+        name: `${name} server`,
+        description: `The ${name} upstream.`,
+        service_key: name,
+        upstream: { type: 'mcp', url, transport: 'streamable-http' },
+        auth: { scheme: 'none' },
+      });
       await createConnection(server, org, { name: `${name} conn`, service_key: name });
     }
   });
@@ -83,7 +110,12 @@ describe('gateway: one slow or broken upstream does not stall listServers or dis
     const t0 = performance.now();
     const res = await callTool(server, org.token, 'mcp', 'listServers', {});
     const ms = performance.now() - t0;
-    const servers = res.structuredContent.servers as Array<{ path: string; tools: string[]; stale?: boolean; error?: string }>;
+    const servers = res.structuredContent.servers as Array<{
+      path: string;
+      tools: string[];
+      stale?: boolean;
+      error?: string;
+    }>;
     const byPath = Object.fromEntries(servers.map((s) => [s.path, s]));
     return { ms, byPath };
   };
@@ -110,13 +142,21 @@ describe('gateway: one slow or broken upstream does not stall listServers or dis
     await callTool(server, org.token, 'svc-sidekick', 'capabilities_discover', { request: 'echo a message back' });
     for (let i = 0; i < 3; i++) {
       const t0 = performance.now();
-      const found = await callTool(server, org.token, 'svc-sidekick', 'capabilities_discover', { request: 'echo a message back' });
+      const found = await callTool(server, org.token, 'svc-sidekick', 'capabilities_discover', {
+        request: 'echo a message back',
+      });
       const ms = performance.now() - t0;
       expect(ms, `capabilities_discover call ${i + 1}`).to.be.below(100);
-      expect(found.structuredContent.tools.some((t: { name: string; serverName: string }) => t.serverName === 'healthy' && t.name === 'echo')).to.equal(true);
+      expect(
+        found.structuredContent.tools.some(
+          (t: { name: string; serverName: string }) => t.serverName === 'healthy' && t.name === 'echo',
+        ),
+      ).to.equal(true);
     }
     // capability_details says which servers' lists are stale, and why; the healthy one's tools carry nothing.
-    const [healthyTool] = (await callTool(server, org.token, 'svc-sidekick', 'capability_details', { items: ['healthy/echo'] })).structuredContent.items;
+    const [healthyTool] = (
+      await callTool(server, org.token, 'svc-sidekick', 'capability_details', { items: ['healthy/echo'] })
+    ).structuredContent.items;
     expect(healthyTool).to.include({ name: 'echo', serverName: 'healthy' });
     expect(healthyTool).to.not.have.property('serverStale');
     server.assertResponsesValid();

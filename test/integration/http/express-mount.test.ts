@@ -19,7 +19,9 @@ import { call } from '../../helpers/server.js';
 
 async function listen(app: express.Express): Promise<{ server: Server; origin: string }> {
   return new Promise((resolve) => {
-    const server = app.listen(0, '127.0.0.1', () => resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+    const server = app.listen(0, '127.0.0.1', () =>
+      resolve({ server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    );
   });
 }
 
@@ -49,12 +51,21 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
     base = `${origin}/switchyard`;
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of chunk.toString('utf8').split('\n'))
+          if (line) logLines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
     switchyard = await createSwitchyard({
-      env: { DATA_DIR: dataDir, PUBLIC_URL: base, VALIDATE_RESPONSES: 'true', SYNC_WAIT_MS: '20000', SANDBOX_POOL_SIZE: '1', DATABASE_URL: '', REDIS_URL: '' },
+      env: {
+        DATA_DIR: dataDir,
+        PUBLIC_URL: base,
+        VALIDATE_RESPONSES: 'true',
+        SYNC_WAIT_MS: '20000',
+        SANDBOX_POOL_SIZE: '1',
+        DATABASE_URL: '',
+        REDIS_URL: '',
+      },
       log: createLogger('warn', sink),
     });
     // The order a user writes: Switchyard first, then the host's body parser and routes.
@@ -77,26 +88,42 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
 
   afterEach(() => {
     const failures = switchyard.responseValidator?.failures ?? [];
-    expect(failures.map((f) => f.message), 'responses that break the OpenAPI document').to.deep.equal([]);
+    expect(
+      failures.map((f) => f.message),
+      'responses that break the OpenAPI document',
+    ).to.deep.equal([]);
   });
 
   it('bootstrap.json and the token issuer carry the prefix; op:issueOauthToken works through the mount', async () => {
     const boot = switchyard.bootstrap!;
     expect(boot, 'SEED_DEMO on an empty store').to.not.equal(undefined);
     expect(JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).baseUrls).to.deep.equal({
-      triggers: base, auth: base, mcp: `${base}/mcp`, connect: base, runFiles: base,
+      triggers: base,
+      auth: base,
+      mcp: `${base}/mcp`,
+      connect: base,
+      runFiles: base,
     });
     const res = await fetch(`${boot.baseUrls.auth}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: boot.clientId, client_secret: boot.clientSecret, scope: `org:${boot.orgId}` }),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: boot.clientId,
+        client_secret: boot.clientSecret,
+        scope: `org:${boot.orgId}`,
+      }),
     });
     expect(res.status).to.equal(200);
     token = ((await res.json()) as { access_token: string }).access_token;
     const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { iss: string };
     expect(claims.iss).to.equal(base);
     const meta = await call(base, 'GET', '/.well-known/oauth-authorization-server');
-    expect(meta.body).to.include({ issuer: base, token_endpoint: `${base}/oauth/token`, jwks_uri: `${base}/.well-known/jwks.json` });
+    expect(meta.body).to.include({
+      issuer: base,
+      token_endpoint: `${base}/oauth/token`,
+      jwks_uri: `${base}/.well-known/jwks.json`,
+    });
     const jwks = await call(base, 'GET', '/.well-known/jwks.json');
     expect(jwks.status).to.equal(200);
   });
@@ -112,7 +139,10 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
 
   it('op:callApiTrigger async, op:getRunStatus and op:getRunResults through the mount; designatedOutput.url downloads through it', async () => {
     const boot = switchyard.bootstrap!;
-    const res = await call(base, 'POST', `/ext/triggers/${boot.demo.apiTriggerId}`, { headers: { 'x-api-key': boot.apiKey }, body: { name: 'Ada' } });
+    const res = await call(base, 'POST', `/ext/triggers/${boot.demo.apiTriggerId}`, {
+      headers: { 'x-api-key': boot.apiKey },
+      body: { name: 'Ada' },
+    });
     expect(res.status, res.text).to.equal(200);
     expect(res.text).to.equal('null');
     const runId = res.headers.get('x-pf-run-id')!;
@@ -141,7 +171,10 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
 
   it('op:callApiTrigger sync (x-api-wait: true) through the mount; its designatedOutput.url downloads; a tampered one is 403', async () => {
     const boot = switchyard.bootstrap!;
-    const res = await call(base, 'POST', `/ext/triggers/${boot.demo.apiTriggerId}`, { headers: { 'x-api-key': boot.apiKey, 'x-api-wait': 'true' }, body: { name: 'Grace' } });
+    const res = await call(base, 'POST', `/ext/triggers/${boot.demo.apiTriggerId}`, {
+      headers: { 'x-api-key': boot.apiKey, 'x-api-wait': 'true' },
+      body: { name: 'Grace' },
+    });
     expect(res.status, res.text).to.equal(200);
     expect(res.body).to.include({ automationId: boot.demo.automationId, type: 'TRIGGER', status: 'COMPLETE' });
     expect(res.body.results[0].result.result).to.equal('Hello, Grace!');
@@ -150,7 +183,9 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
     const file = await fetch(url);
     expect(file.status).to.equal(200);
     expect(await file.text()).to.contain('Hello, Grace!');
-    const tampered = await fetch(url.replace(/signature=[0-9a-f]/, (m) => m.slice(0, -1) + (m.endsWith('0') ? '1' : '0')));
+    const tampered = await fetch(
+      url.replace(/signature=[0-9a-f]/, (m) => m.slice(0, -1) + (m.endsWith('0') ? '1' : '0')),
+    );
     expect(tampered.status).to.equal(403);
     expect(await tampered.json()).to.include({ error: 'invalid_signature' });
   });
@@ -183,7 +218,10 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
     ({ server: misordered, origin: wrongOrigin } = await listen(wrong));
     const boot = switchyard.bootstrap!;
     const started = Date.now();
-    const res = await call(wrongOrigin, 'POST', `/elsewhere/ext/triggers/${boot.demo.apiTriggerId}`, { headers: { 'x-api-key': boot.apiKey }, body: { name: 'x' } });
+    const res = await call(wrongOrigin, 'POST', `/elsewhere/ext/triggers/${boot.demo.apiTriggerId}`, {
+      headers: { 'x-api-key': boot.apiKey },
+      body: { name: 'x' },
+    });
     expect(Date.now() - started).to.be.below(5000);
     expect(res.status).to.equal(500);
     expect(res.body.error).to.equal('body_already_read');
@@ -193,6 +231,9 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
     expect(jwks.status).to.equal(200);
     const warning = logLines.find((l) => l.mountPath === '/elsewhere');
     expect(warning, 'a warning that PUBLIC_URL does not match the mount').to.include({ publicUrl: base });
-    expect(logLines.some((l) => l.mountPath === '/switchyard'), 'no warning for the right mount').to.equal(false);
+    expect(
+      logLines.some((l) => l.mountPath === '/switchyard'),
+      'no warning for the right mount',
+    ).to.equal(false);
   });
 });

@@ -44,8 +44,14 @@ describe('HTTP: workflow http steps and the outbound policy', function () {
   });
 
   const runStep = async (server: TestServer, org: TestOrg, url: string) => {
-    const wf = await deploy(server, org, { name: 'Fetch', steps: [{ type: 'http', name: 'Fetch', request: { method: 'GET', url } }] });
-    const res = await call(server.baseUrl, 'POST', `/ext/triggers/${wf.apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: {} });
+    const wf = await deploy(server, org, {
+      name: 'Fetch',
+      steps: [{ type: 'http', name: 'Fetch', request: { method: 'GET', url } }],
+    });
+    const res = await call(server.baseUrl, 'POST', `/ext/triggers/${wf.apiTriggerId}`, {
+      headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+      body: {},
+    });
     expect(res.status, res.text).to.equal(200);
     return res.body as { status: string; results: Array<{ result: { result: string } }> };
   };
@@ -56,7 +62,9 @@ describe('HTTP: workflow http steps and the outbound policy', function () {
     for (const url of [`http://${target}/x`, `http://${target.replace('127.0.0.1', 'localhost')}/x`]) {
       const out = await runStep(guarded, org, url);
       expect(out.status, url).to.equal('FAILED');
-      expect(out.results[0]!.result.result, url).to.match(/not sent: Outbound request to (127\.0\.0\.1|::1) refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/);
+      expect(out.results[0]!.result.result, url).to.match(
+        /not sent: Outbound request to (127\.0\.0\.1|::1) refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/,
+      );
     }
     const metadata = await runStep(guarded, org, 'http://169.254.169.254/latest/meta-data/');
     expect(metadata.results[0]!.result.result).to.match(/cloud metadata/);

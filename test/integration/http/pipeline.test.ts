@@ -32,14 +32,25 @@ describe('HTTP pipeline (sqlite)', () => {
   });
 
   it('rejects malformed JSON with 400 malformed_json and a wrong media type with 415', async () => {
-    const bad = await call(server.baseUrl, 'POST', '/v1/credentials', { token: org.token, headers: { 'content-type': 'application/json' }, raw: '{"label":' });
+    const bad = await call(server.baseUrl, 'POST', '/v1/credentials', {
+      token: org.token,
+      headers: { 'content-type': 'application/json' },
+      raw: '{"label":',
+    });
     expect([bad.status, bad.body.error]).to.deep.equal([400, 'malformed_json']);
-    const text = await call(server.baseUrl, 'POST', '/v1/credentials', { token: org.token, headers: { 'content-type': 'text/plain' }, raw: 'label=x' });
+    const text = await call(server.baseUrl, 'POST', '/v1/credentials', {
+      token: org.token,
+      headers: { 'content-type': 'text/plain' },
+      raw: 'label=x',
+    });
     expect([text.status, text.body.error]).to.deep.equal([415, 'unsupported_media_type']);
   });
 
   it('rejects unknown fields and wrong types with 400 invalid_request and details', async () => {
-    const res = await call(server.baseUrl, 'POST', '/v1/workflows', { token: org.token, body: { name: 'x', steps: 'nope' } });
+    const res = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: org.token,
+      body: { name: 'x', steps: 'nope' },
+    });
     expect([res.status, res.body.error]).to.deep.equal([400, 'invalid_request']);
     expect(res.body.details).to.be.an('array').that.is.not.empty;
   });
@@ -47,7 +58,9 @@ describe('HTTP pipeline (sqlite)', () => {
   it('echoes a sane X-Request-Id and generates one otherwise', async () => {
     const echoed = await call(server.baseUrl, 'GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
     expect(echoed.headers.get('x-request-id')).to.equal('abc-123');
-    const generated = await call(server.baseUrl, 'GET', '/healthz', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const generated = await call(server.baseUrl, 'GET', '/healthz', {
+      headers: { 'x-request-id': 'bad id with spaces' },
+    });
     expect(generated.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
   });
 });

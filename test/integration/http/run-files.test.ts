@@ -48,10 +48,20 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const { port } = server.address() as AddressInfo;
     base = `http://127.0.0.1:${port}`;
-    config = loadConfig({ DATA_DIR: store.dataDir, PORT: String(port), PUBLIC_URL: base, LOG_LEVEL: 'silent', SEED_DEMO: 'false' });
+    config = loadConfig({
+      DATA_DIR: store.dataDir,
+      PORT: String(port),
+      PUBLIC_URL: base,
+      LOG_LEVEL: 'silent',
+      SEED_DEMO: 'false',
+    });
     const log = createLogger('silent');
     blobs = new LocalBlobStore(path.join(store.dataDir, 'blobs'));
-    validator = await ResponseValidator.create(JSON.parse(readFileSync(new URL('../../../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Record<string, unknown>);
+    validator = await ResponseValidator.create(
+      JSON.parse(
+        readFileSync(new URL('../../../generated/openapi/switchyard.json', import.meta.url), 'utf8'),
+      ) as Record<string, unknown>,
+    );
     const services = { config, db: store.db, log, blobs } as unknown as Services;
     // Only downloadRunFile is served; the pipeline looks a handler up only when its route is hit.
     const handlers = { downloadRunFile } as unknown as HandlerMap;
@@ -78,14 +88,33 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     await store.close();
   });
   afterEach(() => {
-    expect(validator.failures.map((f) => f.message), 'responses that break openapi/run-files.yaml').to.deep.equal([]);
+    expect(
+      validator.failures.map((f) => f.message),
+      'responses that break openapi/run-files.yaml',
+    ).to.deep.equal([]);
   });
 
-  async function stepFile(filename: string, content: Buffer | string, mimeType: string, extra: { expiresAt?: string } = {}): Promise<string> {
+  async function stepFile(
+    filename: string,
+    content: Buffer | string,
+    mimeType: string,
+    extra: { expiresAt?: string } = {},
+  ): Promise<string> {
     const id = `file_${randomBytes(8).toString('hex')}`;
     const blobKey = `runs/run_1/0/${id}`;
     const { size } = await blobs.put(blobKey, Buffer.from(content));
-    await recordFile(store.db, { id, orgId: ORG, runId: 'run_1', stepIndex: 0, kind: 'step', filename, mimeType, size, blobKey, ...extra });
+    await recordFile(store.db, {
+      id,
+      orgId: ORG,
+      runId: 'run_1',
+      stepIndex: 0,
+      kind: 'step',
+      filename,
+      mimeType,
+      size,
+      blobKey,
+      ...extra,
+    });
     return id;
   }
 
@@ -111,7 +140,9 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.equal('application/pdf');
     expect(res.headers.get('content-length')).to.equal(String(pdf.length));
-    expect(res.headers.get('content-disposition')).to.equal(`attachment; filename="facture _t_ 2025.pdf"; filename*=UTF-8''facture%20%C3%A9t%C3%A9%202025.pdf`);
+    expect(res.headers.get('content-disposition')).to.equal(
+      `attachment; filename="facture _t_ 2025.pdf"; filename*=UTF-8''facture%20%C3%A9t%C3%A9%202025.pdf`,
+    );
     const maxAge = Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1]);
     expect(maxAge).to.be.within(ATTACHMENT_URL_TTL_SECONDS - 5, ATTACHMENT_URL_TTL_SECONDS);
     expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
@@ -133,7 +164,9 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     const res = await fetch(signFileUrl(config, id, 3600));
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^text\/markdown/);
-    expect(res.headers.get('content-disposition')).to.equal(`attachment; filename="we_ird_name;.md"; filename*=UTF-8''we%22ird%5Cname%3B.md`);
+    expect(res.headers.get('content-disposition')).to.equal(
+      `attachment; filename="we_ird_name;.md"; filename*=UTF-8''we%22ird%5Cname%3B.md`,
+    );
     expect(await res.text()).to.equal('## Ada Lovelace\n');
   });
 
@@ -153,7 +186,10 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     for (const bad of [tamper(url, 'signature'), tamper(url, 'expires'), swapped]) {
       const res = await fetch(bad);
       expect(res.status, bad).to.equal(403);
-      expect(await res.json()).to.deep.equal({ error: 'invalid_signature', message: 'The download URL signature is not valid.' });
+      expect(await res.json()).to.deep.equal({
+        error: 'invalid_signature',
+        message: 'The download URL signature is not valid.',
+      });
     }
   });
 
@@ -162,7 +198,10 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     const expired = signFileUrl(config, id, 60, Date.now() - 120_000);
     const res = await fetch(expired);
     expect(res.status).to.equal(403);
-    expect(await res.json()).to.deep.equal({ error: 'url_expired', message: 'The download URL has expired; request a new one.' });
+    expect(await res.json()).to.deep.equal({
+      error: 'url_expired',
+      message: 'The download URL has expired; request a new one.',
+    });
     const both = await fetch(tamper(expired, 'signature'));
     expect([both.status, ((await both.json()) as { error: string }).error]).to.deep.equal([403, 'invalid_signature']);
   });
@@ -171,7 +210,9 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     const never = signFileUrl(config, 'file_never_existed', 3600);
     const gone = await stepFile('gone.txt', 'x', 'text/plain');
     await blobs.delete(`runs/run_1/0/${gone}`);
-    const lapsed = await stepFile('lapsed.txt', 'x', 'text/plain', { expiresAt: new Date(Date.now() - 1000).toISOString() });
+    const lapsed = await stepFile('lapsed.txt', 'x', 'text/plain', {
+      expiresAt: new Date(Date.now() - 1000).toISOString(),
+    });
     for (const url of [never, signFileUrl(config, gone, 3600), signFileUrl(config, lapsed, 3600)]) {
       const res = await fetch(url);
       expect(res.status, url).to.equal(404);
@@ -187,7 +228,11 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
     const id = await stepFile('q.txt', 'q', 'text/plain');
     const url = new URL(signFileUrl(config, id, 3600));
     const b = plainBase;
-    for (const bad of [`${b}/files/${id}`, `${b}/files/${id}?expires=${url.searchParams.get('expires')}&signature=xyz`, `${b}/files/${id}?expires=soon&signature=${url.searchParams.get('signature')}`]) {
+    for (const bad of [
+      `${b}/files/${id}`,
+      `${b}/files/${id}?expires=${url.searchParams.get('expires')}&signature=xyz`,
+      `${b}/files/${id}?expires=soon&signature=${url.searchParams.get('signature')}`,
+    ]) {
       const res = await fetch(bad);
       expect(res.status, bad).to.equal(400);
       expect(((await res.json()) as { error: string }).error).to.equal('invalid_request');
@@ -195,24 +240,52 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   });
 
   /** A finished run with one step row per given result; returns the run id (result files: getRunResults decision). */
-  async function runWithSteps(steps: { resultType: string | null; result: string | null; status?: string }[]): Promise<string> {
+  async function runWithSteps(
+    steps: { resultType: string | null; result: string | null; status?: string }[],
+  ): Promise<string> {
     const runId = newId('run');
     const now = new Date().toISOString();
-    await store.db('runs').insert({ id: runId, org_id: ORG, workflow_id: 'wf_files', workflow_version: 1, status: 'COMPLETE', created_at: now, attempts: 1 });
-    await store.db('run_steps').insert(steps.map((s, i) => ({
-      run_id: runId, step_index: i, step_version: 1, name: `Step ${i}`, status: s.status ?? 'COMPLETE',
-      execution_order: i + 1, result_type: s.resultType, result: s.result, exit_code: 0, duration_ms: 1,
-    })));
+    await store.db('runs').insert({
+      id: runId,
+      org_id: ORG,
+      workflow_id: 'wf_files',
+      workflow_version: 1,
+      status: 'COMPLETE',
+      created_at: now,
+      attempts: 1,
+    });
+    await store.db('run_steps').insert(
+      steps.map((s, i) => ({
+        run_id: runId,
+        step_index: i,
+        step_version: 1,
+        name: `Step ${i}`,
+        status: s.status ?? 'COMPLETE',
+        execution_order: i + 1,
+        result_type: s.resultType,
+        result: s.result,
+        exit_code: 0,
+        duration_ms: 1,
+      })),
+    );
     return runId;
   }
 
-  async function resultUrl(runId: string, stepIndex: number): Promise<{ url: string; fileName: string; mimeType: string; size: number }> {
+  async function resultUrl(
+    runId: string,
+    stepIndex: number,
+  ): Promise<{ url: string; fileName: string; mimeType: string; size: number }> {
     const row = await store.db('run_steps').where({ run_id: runId, step_index: stepIndex }).first();
     const file = stepResultFile(row)!;
-    return { url: signFileUrl(config, file.id, STEP_FILE_URL_TTL_SECONDS), fileName: file.fileName, mimeType: file.mimeType, size: file.size };
+    return {
+      url: signFileUrl(config, file.id, STEP_FILE_URL_TTL_SECONDS),
+      fileName: file.fileName,
+      mimeType: file.mimeType,
+      size: file.size,
+    };
   }
 
-  it('serves a step\'s result file (md, txt, json, error) from its step row: exact UTF-8 bytes, type, length, disposition, caching', async () => {
+  it("serves a step's result file (md, txt, json, error) from its step row: exact UTF-8 bytes, type, length, disposition, caching", async () => {
     const markdown = '## Ada Lovelace — été\n\n* 5 seats 🚀\n';
     const json = '{"name":"Ada","seats":5,"note":"naïve"}';
     const runId = await runWithSteps([
@@ -238,19 +311,28 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
       expect(res.status, c.name).to.equal(200);
       expect(res.headers.get('content-type')).to.equal(`${c.type}; charset=utf-8`);
       expect(res.headers.get('content-length')).to.equal(String(bytes.length));
-      expect(res.headers.get('content-disposition')).to.equal(`attachment; filename="${c.name}"; filename*=UTF-8''${c.name}`);
+      expect(res.headers.get('content-disposition')).to.equal(
+        `attachment; filename="${c.name}"; filename*=UTF-8''${c.name}`,
+      );
       const maxAge = Number(/^private, max-age=(\d+)$/.exec(res.headers.get('cache-control') ?? '')?.[1]);
       expect(maxAge).to.be.within(STEP_FILE_URL_TTL_SECONDS - 5, STEP_FILE_URL_TTL_SECONDS);
       expect(res.headers.get('x-content-type-options')).to.equal('nosniff');
       expect(Buffer.from(await res.arrayBuffer()).equals(bytes), c.name).to.equal(true);
     }
     const head = await fetch((await resultUrl(runId, 0)).url, { method: 'HEAD' });
-    expect([head.status, head.headers.get('content-length'), await head.text()]).to.deep.equal([200, String(Buffer.byteLength(markdown)), '']);
+    expect([head.status, head.headers.get('content-length'), await head.text()]).to.deep.equal([
+      200,
+      String(Buffer.byteLength(markdown)),
+      '',
+    ]);
   });
 
   it('a result file URL is bound to its run, step and type: edited → 403 invalid_signature, expired → 403 url_expired', async () => {
-    const runId = await runWithSteps([{ resultType: 'plaintext', result: 'mine' }, { resultType: 'plaintext', result: 'step 1' }]);
-    const otherRun = await runWithSteps([{ resultType: 'plaintext', result: 'someone else\'s' }]);
+    const runId = await runWithSteps([
+      { resultType: 'plaintext', result: 'mine' },
+      { resultType: 'plaintext', result: 'step 1' },
+    ]);
+    const otherRun = await runWithSteps([{ resultType: 'plaintext', result: "someone else's" }]);
     const { url } = await resultUrl(runId, 0);
     const id = new URL(url).pathname.split('/').pop()!;
     const edits = [
@@ -264,7 +346,10 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
       expect(bad).to.not.equal(url);
       const res = await fetch(bad);
       expect(res.status, bad).to.equal(403);
-      expect(await res.json()).to.deep.equal({ error: 'invalid_signature', message: 'The download URL signature is not valid.' });
+      expect(await res.json()).to.deep.equal({
+        error: 'invalid_signature',
+        message: 'The download URL signature is not valid.',
+      });
     }
     const lapsed = signFileUrl(config, id, 60, Date.now() - 120_000);
     const res = await fetch(lapsed);
@@ -272,11 +357,17 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   });
 
   it('a signed result file URL whose step no longer has that result → 404 file_not_found (run pruned, step re-run, no result)', async () => {
-    const runId = await runWithSteps([{ resultType: 'markdown', result: '# v1' }, { resultType: 'plaintext', result: 'kept' }]);
+    const runId = await runWithSteps([
+      { resultType: 'markdown', result: '# v1' },
+      { resultType: 'plaintext', result: 'kept' },
+    ]);
     const changed = (await resultUrl(runId, 0)).url;
     const pruned = (await resultUrl(runId, 1)).url;
     // A recovered run re-ran step 0 and it now answers plaintext: the md URL names a result that is gone.
-    await store.db('run_steps').where({ run_id: runId, step_index: 0 }).update({ result_type: 'plaintext', result: 'v2' });
+    await store
+      .db('run_steps')
+      .where({ run_id: runId, step_index: 0 })
+      .update({ result_type: 'plaintext', result: 'v2' });
     const running = await runWithSteps([{ resultType: null, result: null, status: 'RUNNING' }]);
     const never = signFileUrl(config, `result_${running}_0_txt`, 3600);
     const noStep = signFileUrl(config, `result_${running}_7_txt`, 3600);
@@ -295,7 +386,15 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   it('stored file ids never take the result-file prefix', async () => {
     let thrown: unknown;
     try {
-      await recordFile(store.db, { id: 'result_run_x_0_md', orgId: ORG, kind: 'step', filename: 'x.md', mimeType: 'text/markdown', size: 0, blobKey: 'k' });
+      await recordFile(store.db, {
+        id: 'result_run_x_0_md',
+        orgId: ORG,
+        kind: 'step',
+        filename: 'x.md',
+        mimeType: 'text/markdown',
+        size: 0,
+        blobKey: 'k',
+      });
     } catch (err) {
       thrown = err;
     }
@@ -303,9 +402,15 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   });
 
   it('contentDisposition: RFC 6266 fallback plus RFC 5987 filename*', () => {
-    expect(contentDisposition('invoice-q1.pdf')).to.equal(`attachment; filename="invoice-q1.pdf"; filename*=UTF-8''invoice-q1.pdf`);
-    expect(contentDisposition('日本語.txt')).to.equal(`attachment; filename="___.txt"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%E8%AA%9E.txt`);
-    expect(contentDisposition("it's (1)*.txt")).to.equal(`attachment; filename="it's (1)*.txt"; filename*=UTF-8''it%27s%20%281%29%2A.txt`);
+    expect(contentDisposition('invoice-q1.pdf')).to.equal(
+      `attachment; filename="invoice-q1.pdf"; filename*=UTF-8''invoice-q1.pdf`,
+    );
+    expect(contentDisposition('日本語.txt')).to.equal(
+      `attachment; filename="___.txt"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%E8%AA%9E.txt`,
+    );
+    expect(contentDisposition("it's (1)*.txt")).to.equal(
+      `attachment; filename="it's (1)*.txt"; filename*=UTF-8''it%27s%20%281%29%2A.txt`,
+    );
     expect(contentDisposition('100%.txt')).to.equal(`attachment; filename="100_.txt"; filename*=UTF-8''100%25.txt`);
   });
 });

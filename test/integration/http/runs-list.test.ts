@@ -44,20 +44,34 @@ for (const kind of kinds) {
       await run(`/ext/triggers/${failing.apiTriggerId}`, { 'x-api-key': org.apiKey });
       // The other organisation's run must never show up in this one's list.
       const theirs = await deploy(server, other, { name: 'Theirs', steps: [code('One', 'return "1";')] });
-      await call(server.baseUrl, 'POST', `/ext/triggers/${theirs.apiTriggerId}`, { headers: { 'x-api-key': other.apiKey, 'x-api-wait': 'true' }, body: {} });
+      await call(server.baseUrl, 'POST', `/ext/triggers/${theirs.apiTriggerId}`, {
+        headers: { 'x-api-key': other.apiKey, 'x-api-wait': 'true' },
+        body: {},
+      });
     });
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
 
-    it('op:listRuns lists the organisation\'s runs newest first with their summaries', async () => {
+    it("op:listRuns lists the organisation's runs newest first with their summaries", async () => {
       const res = await list();
       expect(res.status, res.text).to.equal(200);
       expect(res.body.items.map((r: any) => r.runId)).to.deep.equal([...started].reverse());
       expect(res.body.nextCursor).to.equal(null);
       const [broken, hook, , first] = res.body.items;
-      expect(broken).to.deep.include({ automationId: failing.automationId, automationVersion: 1, triggerId: failing.apiTriggerId, status: 'FAILED', startedBy: 'api_trigger' });
+      expect(broken).to.deep.include({
+        automationId: failing.automationId,
+        automationVersion: 1,
+        triggerId: failing.apiTriggerId,
+        status: 'FAILED',
+        startedBy: 'api_trigger',
+      });
       expect(broken.error).to.be.a('string').and.match(/boom/);
-      expect(hook).to.deep.include({ triggerId: ok.webhookTriggerId, status: 'COMPLETE', startedBy: 'webhook_trigger', error: null });
+      expect(hook).to.deep.include({
+        triggerId: ok.webhookTriggerId,
+        status: 'COMPLETE',
+        startedBy: 'webhook_trigger',
+        error: null,
+      });
       expect(first).to.deep.include({ automationId: ok.automationId, triggerId: ok.apiTriggerId, status: 'COMPLETE' });
       expect(Date.parse(first.createdAt)).to.be.at.most(Date.parse(first.startedAt));
       expect(Date.parse(first.startedAt)).to.be.at.most(Date.parse(first.finishedAt));
@@ -75,13 +89,17 @@ for (const kind of kinds) {
       expect(await ids('?status=FAILED')).to.deep.equal([broken]);
       expect(await ids(`?createdAfter=${encodeURIComponent(between)}`)).to.deep.equal([broken, hook]);
       expect(await ids(`?createdBefore=${encodeURIComponent(between)}`)).to.deep.equal([a2, a1]);
-      expect(await ids(`?automationId=${ok.automationId}&createdAfter=${encodeURIComponent(between)}`)).to.deep.equal([hook]);
+      expect(await ids(`?automationId=${ok.automationId}&createdAfter=${encodeURIComponent(between)}`)).to.deep.equal([
+        hook,
+      ]);
       // A time zone offset names the same instant.
       const offset = new Date(Date.parse(between) + 2 * 3600_000).toISOString().replace('Z', '+02:00');
       expect(await ids(`?createdAfter=${encodeURIComponent(offset)}`)).to.deep.equal([broken, hook]);
       // Unknown ids and empty or reversed windows match nothing.
       expect(await ids('?automationId=wf_unknown')).to.deep.equal([]);
-      expect(await ids(`?createdAfter=${encodeURIComponent(between)}&createdBefore=2000-01-01T00:00:00Z`)).to.deep.equal([]);
+      expect(
+        await ids(`?createdAfter=${encodeURIComponent(between)}&createdBefore=2000-01-01T00:00:00Z`),
+      ).to.deep.equal([]);
     });
 
     it('op:listRuns pages with a cursor: no run twice, none missed, filters kept', async () => {
@@ -103,14 +121,28 @@ for (const kind of kinds) {
     });
 
     it('op:listRuns rejects bad filters and foreign cursors with 400 and scopes to the organisation', async () => {
-      for (const qs of ['?status=DONE', '?createdAfter=yesterday', '?limit=0', '?limit=201', '?cursor=bm90LWEtY3Vyc29y', '?automationId=']) {
+      for (const qs of [
+        '?status=DONE',
+        '?createdAfter=yesterday',
+        '?limit=0',
+        '?limit=201',
+        '?cursor=bm90LWEtY3Vyc29y',
+        '?automationId=',
+      ]) {
         const res = await list(qs);
         expect(res.status, `${qs}: ${res.text}`).to.equal(400);
       }
-      const collections = await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'C1', type: 'structured_datastore' } });
-      await call(server.baseUrl, 'POST', '/v1/collections', { token: org.token, body: { name: 'C2', type: 'structured_datastore' } });
+      const collections = await call(server.baseUrl, 'POST', '/v1/collections', {
+        token: org.token,
+        body: { name: 'C1', type: 'structured_datastore' },
+      });
+      await call(server.baseUrl, 'POST', '/v1/collections', {
+        token: org.token,
+        body: { name: 'C2', type: 'structured_datastore' },
+      });
       expect(collections.status).to.equal(201);
-      const foreign = (await call(server.baseUrl, 'GET', '/v1/collections?limit=1', { token: org.token })).body.nextCursor as string;
+      const foreign = (await call(server.baseUrl, 'GET', '/v1/collections?limit=1', { token: org.token })).body
+        .nextCursor as string;
       const res = await list(`?cursor=${foreign}`);
       expect([res.status, res.body.error]).to.deep.equal([400, 'invalid_cursor']);
       const theirs = await list('', other.token);

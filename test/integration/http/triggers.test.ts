@@ -12,7 +12,11 @@ import { deploy, waitTerminal, code, type Deployed } from '../../helpers/runs.js
 const kinds = await storeKinds();
 const setups: { name: string; kind: (typeof kinds)[number]; env: Record<string, string> }[] = [
   ...kinds.map((kind) => ({ name: `${kind}, in-process queue`, kind, env: {} })),
-  { name: 'sqlite, Redis queue (bee-queue)', kind: 'sqlite' as const, env: { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-test-${process.pid}-${Date.now()}` } },
+  {
+    name: 'sqlite, Redis queue (bee-queue)',
+    kind: 'sqlite' as const,
+    env: { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-test-${process.pid}-${Date.now()}` },
+  },
 ];
 
 const report = {
@@ -20,7 +24,11 @@ const report = {
   inputSchema: { type: 'object', properties: { name: { type: 'string' } } },
   steps: [
     code('Greet', 'return `Hello, ${ctx.inputs.name ?? "world"}!`;'),
-    code('Write', 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "# " + ctx.steps[0].result;', { resultType: 'markdown' }),
+    code(
+      'Write',
+      'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "# " + ctx.steps[0].result;',
+      { resultType: 'markdown' },
+    ),
   ],
 };
 
@@ -40,8 +48,18 @@ for (const setup of setups) {
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
 
-    const trigger = (id: string, opts: { key?: string; body?: unknown; headers?: Record<string, string>; query?: string; raw?: string } = {}) =>
-      call(server.baseUrl, 'POST', `/ext/triggers/${id}${opts.query ?? ''}`, { headers: { ...(opts.key === undefined ? { 'x-api-key': org.apiKey } : opts.key ? { 'x-api-key': opts.key } : {}), ...(opts.headers ?? {}) }, body: opts.body, raw: opts.raw });
+    const trigger = (
+      id: string,
+      opts: { key?: string; body?: unknown; headers?: Record<string, string>; query?: string; raw?: string } = {},
+    ) =>
+      call(server.baseUrl, 'POST', `/ext/triggers/${id}${opts.query ?? ''}`, {
+        headers: {
+          ...(opts.key === undefined ? { 'x-api-key': org.apiKey } : opts.key ? { 'x-api-key': opts.key } : {}),
+          ...(opts.headers ?? {}),
+        },
+        body: opts.body,
+        raw: opts.raw,
+      });
 
     it('op:callApiTrigger async: 200, body null, run headers; the run completes; op:getRunStatus and op:getRunResults report it', async () => {
       const res = await trigger(demo.apiTriggerId, { body: { name: 'Ada' } });
@@ -54,9 +72,20 @@ for (const setup of setups) {
       expect(status).to.deep.include({ automationId: demo.automationId, runId, status: 'COMPLETE' });
       expect(status.stepStatus).to.deep.equal({ 0: 'COMPLETE', 1: 'COMPLETE' });
       expect(status.stepInfo['1']).to.deep.equal({ status: 'COMPLETE', name: 'Write', executionOrder: 2 });
-      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${demo.automationId}/${runId}/results`);
+      const results = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/runs/${demo.automationId}/${runId}/results`,
+      );
       expect(results.status).to.equal(200);
-      expect(results.body).to.include({ automationId: demo.automationId, automationVersion: 1, automationName: 'Report', id: runId, type: 'TRIGGER', status: 'COMPLETE' });
+      expect(results.body).to.include({
+        automationId: demo.automationId,
+        automationVersion: 1,
+        automationName: 'Report',
+        id: runId,
+        type: 'TRIGGER',
+        status: 'COMPLETE',
+      });
       expect(results.body.results).to.have.length(2);
       // Step 1 wrote report.md and returned markdown: both are files of the step (getRunResults decision).
       expect(results.body.results[1].resultUrls).to.have.keys('report.md', 'result.md');
@@ -65,7 +94,10 @@ for (const setup of setups) {
       expect(file.status).to.equal(200);
       expect(await file.text()).to.equal('# Hello, Ada!');
       // A path segment outside its schema is the documented 400, never an undocumented status.
-      for (const url of [`/ext/webhook/${org.apiKey}/runs/${demo.automationId}//status`, `/ext/webhook/${org.apiKey}/runs//${runId}/results`]) {
+      for (const url of [
+        `/ext/webhook/${org.apiKey}/runs/${demo.automationId}//status`,
+        `/ext/webhook/${org.apiKey}/runs//${runId}/results`,
+      ]) {
         const bad = await call(server.baseUrl, 'GET', url);
         expect([bad.status, bad.body.error], url).to.deep.equal([400, 'invalid_request']);
       }
@@ -74,11 +106,23 @@ for (const setup of setups) {
     it('sync (x-api-wait: true) returns the synchronous results body with the designated output', async () => {
       const res = await trigger(demo.apiTriggerId, { body: { name: 'Grace' }, headers: { 'x-api-wait': 'true' } });
       expect(res.status, res.text).to.equal(200);
-      expect(res.body).to.include({ automationId: demo.automationId, automationVersion: 1, automationName: 'Report', type: 'TRIGGER', triggerId: demo.apiTriggerId, startedBy: 'api_trigger', status: 'COMPLETE' });
+      expect(res.body).to.include({
+        automationId: demo.automationId,
+        automationVersion: 1,
+        automationName: 'Report',
+        type: 'TRIGGER',
+        triggerId: demo.apiTriggerId,
+        startedBy: 'api_trigger',
+        status: 'COMPLETE',
+      });
       expect(res.body.id).to.equal(res.headers.get('x-pf-run-id'));
       expect(res.body.stepMap).to.deep.equal({ 0: 1, 1: 1 });
       expect(JSON.parse(res.body.inputs)).to.deep.equal({ name: 'Grace' });
-      expect(res.body.results[0].result).to.deep.equal({ stepIndex: 0, resultType: 'plaintext', result: 'Hello, Grace!' });
+      expect(res.body.results[0].result).to.deep.equal({
+        stepIndex: 0,
+        resultType: 'plaintext',
+        result: 'Hello, Grace!',
+      });
       expect(res.body.results[1].result).to.deep.include({ resultType: 'markdown', result: '# Hello, Grace!' });
       expect(res.body.results[0].exitCode).to.equal(0);
       expect(res.body.designatedOutput.fileName).to.equal('report.md');
@@ -92,16 +136,31 @@ for (const setup of setups) {
           code('Markdown', 'return "## Ada Lovelace — été\\n\\n* 5 seats\\n";', { resultType: 'markdown' }),
           code('Plain', 'return "Hello, Ada!";'),
           code('Json', `return ${JSON.stringify(json)};`),
-          code('Own result.md', 'ctx.files.write("result.md", "# written by the step", "text/markdown"); return "# returned";', { resultType: 'markdown' }),
+          code(
+            'Own result.md',
+            'ctx.files.write("result.md", "# written by the step", "text/markdown"); return "# returned";',
+            { resultType: 'markdown' },
+          ),
         ],
       });
       const res = await trigger(wf.apiTriggerId, { body: {} });
       const runId = res.headers.get('x-pf-run-id')!;
       expect((await waitTerminal(server, org.apiKey, wf.automationId, runId)).status).to.equal('COMPLETE');
-      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${wf.automationId}/${runId}/results`);
+      const results = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/runs/${wf.automationId}/${runId}/results`,
+      );
       expect(results.status, results.text).to.equal(200);
-      const steps = results.body.results as { resultUrls: Record<string, { url: string; mimeType: string; size: number }> }[];
-      expect(steps.map((s) => Object.keys(s.resultUrls))).to.deep.equal([['result.md'], ['result.txt'], ['result.json'], ['result.md']]);
+      const steps = results.body.results as {
+        resultUrls: Record<string, { url: string; mimeType: string; size: number }>;
+      }[];
+      expect(steps.map((s) => Object.keys(s.resultUrls))).to.deep.equal([
+        ['result.md'],
+        ['result.txt'],
+        ['result.json'],
+        ['result.md'],
+      ]);
       const expected = [
         { name: 'result.md', type: 'text/markdown', body: '## Ada Lovelace — été\n\n* 5 seats\n' },
         { name: 'result.txt', type: 'text/plain', body: 'Hello, Ada!' },
@@ -116,7 +175,9 @@ for (const setup of setups) {
         expect(file.status, e.name).to.equal(200);
         expect(file.headers.get('content-type')).to.equal(`${e.type}; charset=utf-8`);
         expect(file.headers.get('content-length')).to.equal(String(bytes.length));
-        expect(file.headers.get('content-disposition')).to.equal(`attachment; filename="${e.name}"; filename*=UTF-8''${e.name}`);
+        expect(file.headers.get('content-disposition')).to.equal(
+          `attachment; filename="${e.name}"; filename*=UTF-8''${e.name}`,
+        );
         expect(file.headers.get('cache-control')).to.match(/^private, max-age=\d+$/);
         expect(Buffer.from(await file.arrayBuffer()).equals(bytes), e.name).to.equal(true);
       }
@@ -125,8 +186,16 @@ for (const setup of setups) {
       expect(expires - Math.floor(Date.now() / 1000)).to.be.within(24 * 3600 - 30, 24 * 3600);
       // The written result.md is a stored file; the returned ones are served from the step.
       expect(new URL(steps[3]!.resultUrls['result.md']!.url).pathname).to.match(/^\/files\/file_/);
-      const tampered = await fetch(steps[1]!.resultUrls['result.txt']!.url.replace(/signature=([0-9a-f])/, (_: string, c: string) => `signature=${c === '0' ? '1' : '0'}`));
-      expect([tampered.status, ((await tampered.json()) as { error: string }).error]).to.deep.equal([403, 'invalid_signature']);
+      const tampered = await fetch(
+        steps[1]!.resultUrls['result.txt']!.url.replace(
+          /signature=([0-9a-f])/,
+          (_: string, c: string) => `signature=${c === '0' ? '1' : '0'}`,
+        ),
+      );
+      expect([tampered.status, ((await tampered.json()) as { error: string }).error]).to.deep.equal([
+        403,
+        'invalid_signature',
+      ]);
       // Another run's step cannot be read by editing the run id in a signed URL.
       const again = await trigger(wf.apiTriggerId, { body: {} });
       const otherRun = again.headers.get('x-pf-run-id')!;
@@ -136,7 +205,10 @@ for (const setup of setups) {
     });
 
     it('sync: a failing run answers at once with FAILED, a non-zero exit code and the message', async () => {
-      const failing = await deploy(server, org, { name: 'Fails', steps: [code('Boom', 'throw new Error("no coffee");'), code('Never', 'return 1;')] });
+      const failing = await deploy(server, org, {
+        name: 'Fails',
+        steps: [code('Boom', 'throw new Error("no coffee");'), code('Never', 'return 1;')],
+      });
       const started = Date.now();
       const res = await trigger(failing.apiTriggerId, { body: {}, headers: { 'x-api-wait': 'true' } });
       expect(Date.now() - started).to.be.below(2500);
@@ -147,10 +219,17 @@ for (const setup of setups) {
       const status = await waitTerminal(server, org.apiKey, failing.automationId, res.headers.get('x-pf-run-id')!);
       expect(status.stepStatus).to.deep.equal({ 0: 'FAILED', 1: 'SKIPPED' });
       // Polling exposes the failed step's message as error.txt (getRunResults decision).
-      const results = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/${failing.automationId}/${res.body.id}/results`);
+      const results = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/runs/${failing.automationId}/${res.body.id}/results`,
+      );
       expect(Object.keys(results.body.results[0].resultUrls)).to.deep.equal(['error.txt']);
       const error = results.body.results[0].resultUrls['error.txt'];
-      expect(error).to.deep.include({ mimeType: 'text/plain', size: Buffer.byteLength(res.body.results[0].result.result) });
+      expect(error).to.deep.include({
+        mimeType: 'text/plain',
+        size: Buffer.byteLength(res.body.results[0].result.result),
+      });
       expect(await (await fetch(error.url)).text()).to.equal(res.body.results[0].result.result);
     });
 
@@ -160,7 +239,10 @@ for (const setup of setups) {
       await new Promise<void>((r) => slowServer.listen(0, '127.0.0.1', () => r()));
       after(() => slowServer.close());
       const url = `http://127.0.0.1:${(slowServer.address() as { port: number }).port}/`;
-      const slow = await deploy(server, org, { name: 'Slow', steps: [{ type: 'http', name: 'Nap', request: { method: 'GET', url } }] });
+      const slow = await deploy(server, org, {
+        name: 'Slow',
+        steps: [{ type: 'http', name: 'Nap', request: { method: 'GET', url } }],
+      });
       const res = await trigger(slow.apiTriggerId, { body: {}, headers: { 'x-api-wait': 'true' } });
       expect(res.status).to.equal(200);
       expect(res.body).to.deep.equal({ status: 'timeout', message: res.body.message });
@@ -171,23 +253,43 @@ for (const setup of setups) {
     });
 
     it('op:callWebhookTrigger takes the key in the path, JSON and form bodies; multipart is refused with 415', async () => {
-      const json = await call(server.baseUrl, 'POST', `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, { body: { name: 'Hook' }, headers: { 'x-api-wait': 'true' } });
+      const json = await call(server.baseUrl, 'POST', `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, {
+        body: { name: 'Hook' },
+        headers: { 'x-api-wait': 'true' },
+      });
       expect(json.body).to.include({ status: 'COMPLETE', startedBy: 'webhook_trigger' });
-      const form = await call(server.baseUrl, 'POST', `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, { headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-wait': 'true' }, raw: 'name=Form' });
+      const form = await call(server.baseUrl, 'POST', `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, {
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-api-wait': 'true' },
+        raw: 'name=Form',
+      });
       expect(form.body.results[0].result.result).to.equal('Hello, Form!');
       const fd = new FormData();
       fd.append('name', 'x');
-      const multi = await fetch(`${server.baseUrl}/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, { method: 'POST', body: fd });
+      const multi = await fetch(`${server.baseUrl}/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}`, {
+        method: 'POST',
+        body: fd,
+      });
       expect(multi.status).to.equal(415);
       expect(await multi.json()).to.include({ error: 'unsupported_media_type' });
     });
 
     it('op:callApiTriggerWithQuery and op:callWebhookTriggerWithQuery: query parameters are the inputs; on POST the body wins', async () => {
-      const get = await call(server.baseUrl, 'GET', `/ext/triggers/${demo.apiTriggerId}?name=Query`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' } });
+      const get = await call(server.baseUrl, 'GET', `/ext/triggers/${demo.apiTriggerId}?name=Query`, {
+        headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+      });
       expect(get.body.results[0].result.result).to.equal('Hello, Query!');
-      const hook = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}?name=HookQuery`, { headers: { 'x-api-wait': 'true' } });
+      const hook = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/triggers/${demo.webhookTriggerId}?name=HookQuery`,
+        { headers: { 'x-api-wait': 'true' } },
+      );
       expect(hook.body.results[0].result.result).to.equal('Hello, HookQuery!');
-      const both = await trigger(demo.apiTriggerId, { query: '?name=Query&extra=1', body: { name: 'Body' }, headers: { 'x-api-wait': 'true' } });
+      const both = await trigger(demo.apiTriggerId, {
+        query: '?name=Query&extra=1',
+        body: { name: 'Body' },
+        headers: { 'x-api-wait': 'true' },
+      });
       expect(JSON.parse(both.body.inputs)).to.deep.equal({ name: 'Body', extra: '1' });
     });
 
@@ -197,17 +299,44 @@ for (const setup of setups) {
         inputSchema: {
           type: 'object',
           required: ['seats'],
-          properties: { seats: { type: 'integer' }, ratio: { type: 'number' }, vip: { type: 'boolean' }, tags: { type: 'array', items: { type: 'string' } }, note: { type: 'string' }, gone: { type: ['null', 'integer'] } },
+          properties: {
+            seats: { type: 'integer' },
+            ratio: { type: 'number' },
+            vip: { type: 'boolean' },
+            tags: { type: 'array', items: { type: 'string' } },
+            note: { type: 'string' },
+            gone: { type: ['null', 'integer'] },
+          },
         },
         steps: [code('Echo', 'return JSON.stringify(ctx.inputs);', { resultType: 'json' })],
       });
-      const get = (qs: string) => call(server.baseUrl, 'GET', `/ext/triggers/${typed.apiTriggerId}?${qs}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' } });
-      const ok = await get('seats=5&ratio=0.5&vip=true&tags=a&tags=b&note=007&gone=&extra=1&extra=2&inputs%5Bsource%5D=sdk&inputs%5Bcodes%5D%5B%5D=x&inputs%5Bcodes%5D%5B%5D=y');
+      const get = (qs: string) =>
+        call(server.baseUrl, 'GET', `/ext/triggers/${typed.apiTriggerId}?${qs}`, {
+          headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+        });
+      const ok = await get(
+        'seats=5&ratio=0.5&vip=true&tags=a&tags=b&note=007&gone=&extra=1&extra=2&inputs%5Bsource%5D=sdk&inputs%5Bcodes%5D%5B%5D=x&inputs%5Bcodes%5D%5B%5D=y',
+      );
       expect(ok.status, ok.text).to.equal(200);
-      expect(JSON.parse(ok.body.inputs)).to.deep.equal({ seats: 5, ratio: 0.5, vip: true, tags: ['a', 'b'], note: '007', gone: null, extra: '2', source: 'sdk', codes: 'y' });
+      expect(JSON.parse(ok.body.inputs)).to.deep.equal({
+        seats: 5,
+        ratio: 0.5,
+        vip: true,
+        tags: ['a', 'b'],
+        note: '007',
+        gone: null,
+        extra: '2',
+        source: 'sdk',
+        codes: 'y',
+      });
       const one = await get('seats=1&tags=solo');
       expect(JSON.parse(one.body.inputs)).to.deep.equal({ seats: 1, tags: ['solo'] });
-      const hook = await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/triggers/${typed.webhookTriggerId}?inputs%5Bseats%5D=7`, { headers: { 'x-api-wait': 'true' } });
+      const hook = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${org.apiKey}/triggers/${typed.webhookTriggerId}?inputs%5Bseats%5D=7`,
+        { headers: { 'x-api-wait': 'true' } },
+      );
       expect(JSON.parse(hook.body.inputs)).to.deep.equal({ seats: 7 });
       const bad = await get('seats=five&vip=maybe');
       expect([bad.status, bad.body.error]).to.deep.equal([400, 'invalid_inputs']);
@@ -231,14 +360,21 @@ for (const setup of setups) {
       expect(hookViaApi.status).to.equal(404);
       const disabledWf = await deploy(server, org, { name: 'Off', steps: [code('x', 'return 1;')] });
       const t = await call(server.baseUrl, 'GET', `/v1/triggers/${disabledWf.apiTriggerId}`, { token: org.token });
-      await call(server.baseUrl, 'PATCH', `/v1/triggers/${disabledWf.apiTriggerId}`, { token: org.token, body: { enabled: false }, headers: { 'if-match': `"${t.body.version}"` } });
+      await call(server.baseUrl, 'PATCH', `/v1/triggers/${disabledWf.apiTriggerId}`, {
+        token: org.token,
+        body: { enabled: false },
+        headers: { 'if-match': `"${t.body.version}"` },
+      });
       const disabled = await trigger(disabledWf.apiTriggerId, { body: {} });
       expect([disabled.status, disabled.body.error]).to.deep.equal([403, 'trigger_disabled']);
     });
 
     it('bad bodies get 400/415 with the error object and start no run', async () => {
       const before = (await server.app.services.db('runs').count({ n: '*' }))[0]!.n;
-      const malformed = await trigger(demo.apiTriggerId, { raw: '{"name":', headers: { 'content-type': 'application/json' } });
+      const malformed = await trigger(demo.apiTriggerId, {
+        raw: '{"name":',
+        headers: { 'content-type': 'application/json' },
+      });
       expect([malformed.status, malformed.body.error]).to.deep.equal([400, 'malformed_json']);
       const array = await trigger(demo.apiTriggerId, { body: [1, 2] });
       expect(array.status).to.equal(400);
@@ -255,7 +391,10 @@ for (const setup of setups) {
     it('Idempotency-Key replays the first run (headers and sync result) with Idempotent-Replay: true', async () => {
       const key = `idem-${Date.now()}`;
       const first = await trigger(demo.apiTriggerId, { body: { name: 'Once' }, headers: { 'idempotency-key': key } });
-      const second = await trigger(demo.apiTriggerId, { body: { name: 'Twice' }, headers: { 'idempotency-key': key, 'x-api-wait': 'true' } });
+      const second = await trigger(demo.apiTriggerId, {
+        body: { name: 'Twice' },
+        headers: { 'idempotency-key': key, 'x-api-wait': 'true' },
+      });
       expect(second.headers.get('x-pf-run-id')).to.equal(first.headers.get('x-pf-run-id'));
       expect(second.headers.get('idempotent-replay')).to.equal('true');
       expect(JSON.parse(second.body.inputs)).to.deep.equal({ name: 'Once' });
@@ -267,9 +406,17 @@ for (const setup of setups) {
     it('polling: a wrong key is 401, another automation id or another org is 404', async () => {
       const res = await trigger(demo.apiTriggerId, { body: {} });
       const runId = res.headers.get('x-pf-run-id')!;
-      expect((await call(server.baseUrl, 'GET', `/ext/webhook/syk_wrong/runs/${demo.automationId}/${runId}/status`)).status).to.equal(401);
-      expect((await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/wf_other/${runId}/status`)).status).to.equal(404);
-      const foreign = await call(server.baseUrl, 'GET', `/ext/webhook/${other.apiKey}/runs/${demo.automationId}/${runId}/results`);
+      expect(
+        (await call(server.baseUrl, 'GET', `/ext/webhook/syk_wrong/runs/${demo.automationId}/${runId}/status`)).status,
+      ).to.equal(401);
+      expect(
+        (await call(server.baseUrl, 'GET', `/ext/webhook/${org.apiKey}/runs/wf_other/${runId}/status`)).status,
+      ).to.equal(404);
+      const foreign = await call(
+        server.baseUrl,
+        'GET',
+        `/ext/webhook/${other.apiKey}/runs/${demo.automationId}/${runId}/results`,
+      );
       expect([foreign.status, foreign.body.error]).to.deep.equal([404, 'run_not_found']);
     });
 
@@ -278,8 +425,16 @@ for (const setup of setups) {
       const fd = new FormData();
       fd.append('note', 'two files');
       fd.append('files', new Blob(['hello'], { type: 'text/plain' }), '../../etc/greeting.txt');
-      fd.append('files', new Blob([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])], { type: 'image/png' }), 'pixel.png');
-      const res = await fetch(`${server.baseUrl}/ext/triggers/${echo.apiTriggerId}`, { method: 'POST', body: fd, headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' } });
+      fd.append(
+        'files',
+        new Blob([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])], { type: 'image/png' }),
+        'pixel.png',
+      );
+      const res = await fetch(`${server.baseUrl}/ext/triggers/${echo.apiTriggerId}`, {
+        method: 'POST',
+        body: fd,
+        headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+      });
       expect(res.status).to.equal(200);
       const body = (await res.json()) as any;
       const inputs = JSON.parse(body.inputs);
@@ -288,7 +443,12 @@ for (const setup of setups) {
       expect(inputs.attachments[0]).to.include({ contentType: 'text/plain', size: 5 });
       const download = await fetch(inputs.attachments[0].url);
       expect(await download.text()).to.equal('hello');
-      const tampered = await fetch(inputs.attachments[0].url.replace(/signature=([0-9a-f])/, (_: string, c: string) => `signature=${c === '0' ? '1' : '0'}`));
+      const tampered = await fetch(
+        inputs.attachments[0].url.replace(
+          /signature=([0-9a-f])/,
+          (_: string, c: string) => `signature=${c === '0' ? '1' : '0'}`,
+        ),
+      );
       expect(tampered.status).to.equal(403);
     });
   });

@@ -13,16 +13,24 @@ import { postmanEnvironment } from '../../../src/bootstrap/postman-env.js';
 import { loadCollection, requestsOf } from './newman.js';
 
 type Json = Record<string, any>;
-const bundle = JSON.parse(readFileSync(new URL('../../../generated/openapi/switchyard.json', import.meta.url), 'utf8')) as Json;
+const bundle = JSON.parse(
+  readFileSync(new URL('../../../generated/openapi/switchyard.json', import.meta.url), 'utf8'),
+) as Json;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const operations = Object.entries(bundle.paths as Json).flatMap(([p, item]) =>
-  METHODS.filter((m) => item[m]).map((m) => ({ id: item[m].operationId as string, method: m.toUpperCase(), path: p, bearer: JSON.stringify(item[m].security ?? []).includes('bearerAuth') })),
+  METHODS.filter((m) => item[m]).map((m) => ({
+    id: item[m].operationId as string,
+    method: m.toUpperCase(),
+    path: p,
+    bearer: JSON.stringify(item[m].security ?? []).includes('bearerAuth'),
+  })),
 );
 const collection = loadCollection();
 const requests = requestsOf(collection);
 
 /** The bundle path a request calls, from its URL (`:name` segments are path parameters). */
-const templateOf = (r: Json) => `/${(r.request.url.path as string[]).map((s) => s.replace(/^:(.+)$/, '{$1}')).join('/')}`;
+const templateOf = (r: Json) =>
+  `/${(r.request.url.path as string[]).map((s) => s.replace(/^:(.+)$/, '{$1}')).join('/')}`;
 const enabled = (list: Json[] | undefined) => (list ?? []).filter((x) => !x.disabled);
 
 describe('Postman collection: contract with the bundle', () => {
@@ -41,24 +49,40 @@ describe('Postman collection: contract with the bundle', () => {
 
   it('operations answering 501 (src/http/pending.ts) expect the documented 501 not_implemented', () => {
     const steps = flow.flatMap((f) => f.steps);
-    const wrong = Object.keys(pendingOperations).filter((id) => operations.some((o) => o.id === id) && !steps.some((s) => s.op === id && s.expect === 501));
+    const wrong = Object.keys(pendingOperations).filter(
+      (id) => operations.some((o) => o.id === id) && !steps.some((s) => s.op === id && s.expect === 501),
+    );
     expect(wrong).to.deep.equal([]);
   });
 
   it('every {{variable}} a request sends is declared on the collection', () => {
     const declared = new Set(collection.variable.map((v) => v.key));
-    const used = new Set([...JSON.stringify(requests.map((r) => ({ ...r.request, description: '' }))).matchAll(/\{\{([^{}$][^{}]*)\}\}/g)].map((m) => m[1]!));
+    const used = new Set(
+      [
+        ...JSON.stringify(requests.map((r) => ({ ...r.request, description: '' }))).matchAll(/\{\{([^{}$][^{}]*)\}\}/g),
+      ].map((m) => m[1]!),
+    );
     expect([...used].filter((k) => !declared.has(k))).to.deep.equal([]);
   });
 
   it('the environment written by postman-env fills declared collection variables', () => {
     const declared = new Set(collection.variable.map((v) => v.key));
-    const env = postmanEnvironment({ baseUrl: 'http://x', orgId: 'o', clientId: 'c', clientSecret: 's', apiKey: 'k', demo: undefined });
+    const env = postmanEnvironment({
+      baseUrl: 'http://x',
+      orgId: 'o',
+      clientId: 'c',
+      clientSecret: 's',
+      apiKey: 'k',
+      demo: undefined,
+    });
     expect(env.values.map((v) => v.key).filter((k) => !declared.has(k))).to.deep.equal([]);
   });
 
   it('bearer operations inherit the collection token; the others send no Authorization', () => {
-    expect(collection.auth).to.deep.equal({ type: 'bearer', bearer: [{ key: 'token', value: '{{accessToken}}', type: 'string' }] });
+    expect(collection.auth).to.deep.equal({
+      type: 'bearer',
+      bearer: [{ key: 'token', value: '{{accessToken}}', type: 'string' }],
+    });
     for (const r of requests) {
       const op = operations.find((o) => o.method === r.request!.method && o.path === templateOf(r))!;
       expect(r.request!.auth, r.name).to.deep.equal(op.bearer ? undefined : { type: 'noauth' });
@@ -71,7 +95,12 @@ describe('Postman collection: contract with the bundle', () => {
     expect(script).not.to.match(/basic/i);
     const token = requests.find((r) => templateOf(r) === '/oauth/token')!;
     expect(enabled(token.request!.header).map((h) => h.key.toLowerCase())).not.to.include('authorization');
-    expect(token.request!.body.urlencoded.map((p: Json) => p.key)).to.include.members(['client_id', 'client_secret', 'grant_type', 'scope']);
+    expect(token.request!.body.urlencoded.map((p: Json) => p.key)).to.include.members([
+      'client_id',
+      'client_secret',
+      'grant_type',
+      'scope',
+    ]);
   });
 
   it('optional parameters are off: X-Selected-Org, cursor, Idempotency-Key are never sent by default', () => {
@@ -86,7 +115,10 @@ describe('Postman collection: contract with the bundle', () => {
 
   it('every request has a test script asserting its status and, for JSON answers, its schema', () => {
     for (const r of requests) {
-      const code = (r.event ?? []).filter((e) => e.listen === 'test').map((e) => e.script.exec.join('\n')).join('\n');
+      const code = (r.event ?? [])
+        .filter((e) => e.listen === 'test')
+        .map((e) => e.script.exec.join('\n'))
+        .join('\n');
       expect(code, r.name).to.match(/pm\.response\.to\.have\.status\(\d{3}\)/);
       const op = bundle.paths[templateOf(r)][r.request!.method.toLowerCase()];
       const status = /have\.status\((\d{3})\)/.exec(code)![1]!;

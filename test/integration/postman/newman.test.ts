@@ -53,8 +53,11 @@ for (const kind of kinds) {
 
     it('every request ran and asserted something', () => {
       const counts = new Map<string, number>();
-      for (const e of summary.run.executions) counts.set(e.item.id, (counts.get(e.item.id) ?? 0) + (e.assertions?.length ?? 0));
-      const silent = requestsOf(collection).filter((r) => !(counts.get(r.id)! > 0)).map((r) => `${r.folder} / ${r.name}`);
+      for (const e of summary.run.executions)
+        counts.set(e.item.id, (counts.get(e.item.id) ?? 0) + (e.assertions?.length ?? 0));
+      const silent = requestsOf(collection)
+        .filter((r) => !(counts.get(r.id)! > 0))
+        .map((r) => `${r.folder} / ${r.name}`);
       expect(silent, 'requests that did not run or asserted nothing').to.deep.equal([]);
     });
 

@@ -10,7 +10,10 @@ const newman = require('newman') as {
   run(options: Record<string, unknown>, done: (err: Error | null, summary: NewmanSummary) => void): unknown;
 };
 
-export const COLLECTION_FILE = new URL('../../../generated/postman/switchyard.postman_collection.json', import.meta.url);
+export const COLLECTION_FILE = new URL(
+  '../../../generated/postman/switchyard.postman_collection.json',
+  import.meta.url,
+);
 
 export interface NewmanExecution {
   item: { id: string; name: string };
@@ -36,7 +39,12 @@ export interface CollectionItem {
   event?: { listen: string; script: { exec: string[] } }[];
 }
 
-export function loadCollection(): { item: CollectionItem[]; variable: { key: string; value: string }[]; auth: any; event: any[] } {
+export function loadCollection(): {
+  item: CollectionItem[];
+  variable: { key: string; value: string }[];
+  auth: any;
+  event: any[];
+} {
   return JSON.parse(readFileSync(COLLECTION_FILE, 'utf8'));
 }
 
@@ -47,11 +55,15 @@ export function requestsOf(collection: { item: CollectionItem[] }): (CollectionI
 
 export function runNewman(collection: unknown, environmentFile: string): Promise<NewmanSummary> {
   return new Promise((resolve, reject) => {
-    newman.run({ collection, environment: environmentFile, reporters: [], timeoutRequest: 30_000 }, (err, summary) => (err ? reject(err) : resolve(summary)));
+    newman.run({ collection, environment: environmentFile, reporters: [], timeoutRequest: 30_000 }, (err, summary) =>
+      err ? reject(err) : resolve(summary),
+    );
   });
 }
 
 /** One line per failed assertion or request error, for the assertion message. */
 export function describeFailures(summary: NewmanSummary): string {
-  return summary.run.failures.map((f) => `${f.source?.name ?? '?'}: ${f.error.test ? `[${f.error.test}] ` : ''}${f.error.message}`).join('\n');
+  return summary.run.failures
+    .map((f) => `${f.source?.name ?? '?'}: ${f.error.test ? `[${f.error.test}] ` : ''}${f.error.message}`)
+    .join('\n');
 }

@@ -11,12 +11,12 @@ import { openStore } from '../../../src/storage/db.js';
 import { authenticateClient, verifyApiKey, settleUsageWrites } from '../../../src/auth/index.js';
 import { runCli } from '../../helpers/process.js';
 
-
 describe('process: switchyard postman-env', function () {
   this.timeout(60_000);
   let dataDir: string;
   const cli = (...args: string[]) => runCli(args, { DATA_DIR: dataDir, PUBLIC_URL: 'http://127.0.0.1:18080' });
-  const values = (env: { values: { key: string; value: string }[] }) => Object.fromEntries(env.values.map((v) => [v.key, v.value]));
+  const values = (env: { values: { key: string; value: string }[] }) =>
+    Object.fromEntries(env.values.map((v) => [v.key, v.value]));
   before(() => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-postman-env-'));
   });

@@ -8,7 +8,6 @@ import { decodeJwt } from 'jose';
 import { demoWorkflow } from '../../../src/bootstrap/demo-workflow.js';
 import { runBin, runCli } from '../../helpers/process.js';
 
-
 describe('process: the switchyard CLI', function () {
   this.timeout(60_000);
   let dataDir: string;
@@ -43,7 +42,14 @@ describe('process: the switchyard CLI', function () {
     writeFileSync(file, YAML.stringify({ ...demoWorkflow, name: 'From YAML' }));
     const wf = json((await cli('workflow', 'deploy', file)).stdout);
     expect(wf).to.include({ name: 'From YAML', version: 1 });
-    writeFileSync(file, YAML.stringify({ ...demoWorkflow, name: 'From YAML v2', steps: [demoWorkflow.steps[0], { ...demoWorkflow.steps[1], name: 'Write it' }] }));
+    writeFileSync(
+      file,
+      YAML.stringify({
+        ...demoWorkflow,
+        name: 'From YAML v2',
+        steps: [demoWorkflow.steps[0], { ...demoWorkflow.steps[1], name: 'Write it' }],
+      }),
+    );
     const wf2 = json((await cli('workflow', 'deploy', file, '--id', wf.automationId)).stdout);
     expect(wf2).to.include({ version: 2 });
     expect(wf2.stepMap).to.deep.equal({ 0: 1, 1: 2 });
@@ -70,7 +76,7 @@ describe('process: the switchyard CLI', function () {
     expect(moreCreds, 'the first test left one active credential (the admin one)').to.have.length(0);
     const refused = await cli('credentials', 'revoke', lastCred!.id);
     expect(refused.code).to.equal(1);
-    expect(refused.stderr).to.contain("last active credential").and.contain('--force');
+    expect(refused.stderr).to.contain('last active credential').and.contain('--force');
     expect(json((await cli('credentials', 'revoke', lastCred!.id, '--force')).stdout).revokedAt).to.be.a('string');
 
     const keys = active(json((await cli('keys', 'list')).stdout).items);

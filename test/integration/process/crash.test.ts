@@ -32,21 +32,52 @@ describe('process: crash safety (kill -9 under load, restart)', function () {
     child = start(dataDir, port);
     await ready(base);
     const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-    const token = (await call(base, 'POST', '/oauth/token', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString() })).body.access_token;
-    const wf = await call(base, 'POST', '/v1/workflows', { token, body: { name: 'Slow', steps: [{ type: 'code', name: 'Nap', code: 'const end = Date.now() + 300; while (Date.now() < end) { /* busy: the sandbox has no timers */ } return ctx.inputs.n;' }] } });
-    const trg = await call(base, 'POST', '/v1/triggers', { token, body: { automationId: wf.body.automationId, kind: 'api' } });
+    const token = (
+      await call(base, 'POST', '/oauth/token', {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        raw: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: b.clientId,
+          client_secret: b.clientSecret,
+          scope: `org:${b.orgId}`,
+        }).toString(),
+      })
+    ).body.access_token;
+    const wf = await call(base, 'POST', '/v1/workflows', {
+      token,
+      body: {
+        name: 'Slow',
+        steps: [
+          {
+            type: 'code',
+            name: 'Nap',
+            code: 'const end = Date.now() + 300; while (Date.now() < end) { /* busy: the sandbox has no timers */ } return ctx.inputs.n;',
+          },
+        ],
+      },
+    });
+    const trg = await call(base, 'POST', '/v1/triggers', {
+      token,
+      body: { automationId: wf.body.automationId, kind: 'api' },
+    });
 
     const accepted: string[] = [];
     let killed = false;
     const fire = async (n: number) => {
       try {
-        const res = await fetch(`${base}/ext/triggers/${trg.body.triggerId}`, { method: 'POST', headers: { 'x-api-key': b.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ n }) });
+        const res = await fetch(`${base}/ext/triggers/${trg.body.triggerId}`, {
+          method: 'POST',
+          headers: { 'x-api-key': b.apiKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ n }),
+        });
         if (res.status === 200) accepted.push(res.headers.get('x-pf-run-id')!);
       } catch {
         // the server died mid-request: that call got no 200, so nothing is promised for it
       }
     };
-    const load = Promise.all(Array.from({ length: 60 }, (_, i) => new Promise<void>((r) => setTimeout(() => void fire(i).then(r), i * 15))));
+    const load = Promise.all(
+      Array.from({ length: 60 }, (_, i) => new Promise<void>((r) => setTimeout(() => void fire(i).then(r), i * 15))),
+    );
     await new Promise((r) => setTimeout(r, 500));
     child.kill('SIGKILL');
     killed = true;

@@ -41,9 +41,15 @@ describe('process: resource events across restarts and processes', function () {
     await ready(base);
     const { token, b } = await tokenFor(base, dataDir);
     const ds = b.demo.datastoreId as string;
-    const set = await call(base, 'PATCH', `/datacollection/${ds}`, { token, body: { triggerUrls: [{ event: 'onCreate', url: `${rx.url}/created`, apiKey: 'k-1234' }] } });
+    const set = await call(base, 'PATCH', `/datacollection/${ds}`, {
+      token,
+      body: { triggerUrls: [{ event: 'onCreate', url: `${rx.url}/created`, apiKey: 'k-1234' }] },
+    });
     expect(set.status, set.text).to.equal(200);
-    const created = await call(base, 'POST', `/memory/items?collectionId=${ds}`, { token, body: { key: 'survivor', content: { n: 1 } } });
+    const created = await call(base, 'POST', `/memory/items?collectionId=${ds}`, {
+      token,
+      body: { key: 'survivor', content: { n: 1 } },
+    });
     expect(created.status, created.text).to.equal(201);
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
@@ -62,7 +68,10 @@ describe('process: resource events across restarts and processes', function () {
 
   for (const backend of ['store', 'redis'] as const) {
     it(`two processes editing one item share the onEdit window (${backend})`, async () => {
-      const env: Record<string, string> = backend === 'redis' ? { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-ev-${process.pid}-${Date.now()}` } : {};
+      const env: Record<string, string> =
+        backend === 'redis'
+          ? { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-ev-${process.pid}-${Date.now()}` }
+          : {};
       const ports = [await freePort(), await freePort()];
       const bases = ports.map((p) => `http://127.0.0.1:${p}`);
       const a = start(dataDir, ports[0]!, env);
@@ -75,16 +84,32 @@ describe('process: resource events across restarts and processes', function () {
       // Each process issues tokens for its own PUBLIC_URL.
       const tokens = [token, (await tokenFor(bases[1]!, dataDir)).token];
       const ds = b.demo.datastoreId as string;
-      await call(bases[0]!, 'PATCH', `/datacollection/${ds}`, { token, body: { triggerUrls: [{ event: 'onEdit', url: `${rx.url}/edit`, apiKey: 'k-1234' }] } });
-      const created = await call(bases[0]!, 'POST', `/memory/items?collectionId=${ds}`, { token, body: { key: 'shared', content: { n: 0 } } });
-      const edits = await Promise.all(Array.from({ length: 40 }, (_, i) =>
-        call(bases[i % 2]!, 'PATCH', `/memory/items/${created.body.id}?collectionId=${ds}`, { token: tokens[i % 2]!, body: { content: { n: i + 1 } } })));
-      expect(edits.every((r) => r.status === 200), edits.find((r) => r.status !== 200)?.text).to.equal(true);
+      await call(bases[0]!, 'PATCH', `/datacollection/${ds}`, {
+        token,
+        body: { triggerUrls: [{ event: 'onEdit', url: `${rx.url}/edit`, apiKey: 'k-1234' }] },
+      });
+      const created = await call(bases[0]!, 'POST', `/memory/items?collectionId=${ds}`, {
+        token,
+        body: { key: 'shared', content: { n: 0 } },
+      });
+      const edits = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          call(bases[i % 2]!, 'PATCH', `/memory/items/${created.body.id}?collectionId=${ds}`, {
+            token: tokens[i % 2]!,
+            body: { content: { n: i + 1 } },
+          }),
+        ),
+      );
+      expect(
+        edits.every((r) => r.status === 200),
+        edits.find((r) => r.status !== 200)?.text,
+      ).to.equal(true);
       await rx.waitFor(2, 15_000);
       const deadline = Date.now() + 15_000;
       let items: any[] = [];
       while (Date.now() < deadline) {
-        items = (await call(bases[1]!, 'GET', `/v1/collections/${ds}/deliveries?limit=200`, { token: tokens[1]! })).body.items;
+        items = (await call(bases[1]!, 'GET', `/v1/collections/${ds}/deliveries?limit=200`, { token: tokens[1]! })).body
+          .items;
         if (items.length === 40 && items.every((d) => d.status !== 'pending')) break;
         await new Promise((r) => setTimeout(r, 100));
       }

@@ -36,8 +36,16 @@ function alive(pid: number): boolean {
 }
 
 /** Runs the workflow synchronously and answers its first step's result (parsed when JSON) and status. */
-async function runSync(server: TestServer, org: TestOrg, triggerId: string, inputs: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  const res = await call(server.baseUrl, 'POST', `/ext/triggers/${triggerId}`, { headers: { 'X-API-KEY': org.apiKey, 'x-api-wait': 'true' }, body: inputs });
+async function runSync(
+  server: TestServer,
+  org: TestOrg,
+  triggerId: string,
+  inputs: Record<string, unknown>,
+): Promise<{ status: number; body: any }> {
+  const res = await call(server.baseUrl, 'POST', `/ext/triggers/${triggerId}`, {
+    headers: { 'X-API-KEY': org.apiKey, 'x-api-wait': 'true' },
+    body: inputs,
+  });
   return { status: res.status, body: res.body };
 }
 
@@ -64,7 +72,7 @@ describe('code isolation against a real service: assume breach, across organisat
     why = isolation.report.missing.join('; ');
   });
 
-  describe('assume breach: a step holding the runner\'s real process', () => {
+  describe("assume breach: a step holding the runner's real process", () => {
     let server: TestServer;
     let org: TestOrg;
     let listener: net.Server;
@@ -81,7 +89,11 @@ describe('code isolation against a real service: assume breach, across organisat
       });
       await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
       sleeper = spawn('sleep', ['300'], { stdio: 'ignore' });
-      server = await startTestServer('sqlite', { NODE_ENV: 'test', SANDBOX_TEST_BREACH: '1', CODE_ISOLATION: 'strict' });
+      server = await startTestServer('sqlite', {
+        NODE_ENV: 'test',
+        SANDBOX_TEST_BREACH: '1',
+        CODE_ISOLATION: 'strict',
+      });
       org = await createTestOrg(server);
     });
     after(async () => {
@@ -93,12 +105,19 @@ describe('code isolation against a real service: assume breach, across organisat
 
     it('reaches no network, socket, process, secret or file of the host, cannot write or spawn, and is not root', async function () {
       if (!namespaces) this.skip();
-      const wf = await deploy(server, org, { name: 'breach', steps: [code('attempts', breachAttempts('ctx.inputs'), { timeoutMs: 30_000 })] });
+      const wf = await deploy(server, org, {
+        name: 'breach',
+        steps: [code('attempts', breachAttempts('ctx.inputs'), { timeoutMs: 30_000 })],
+      });
       const dataDir = server.app.services.config.dataDir;
       expect(existsSync(path.join(dataDir, 'secret.key')), 'the service has a secret key file').to.equal(true);
       const inputs = {
-        servicePort: Number(new URL(server.baseUrl).port), listenerPort: (listener.address() as net.AddressInfo).port, pgSocket: PG_SOCKET,
-        servicePid: process.pid, sleeperPid: sleeper.pid, dataDir,
+        servicePort: Number(new URL(server.baseUrl).port),
+        listenerPort: (listener.address() as net.AddressInfo).port,
+        pgSocket: PG_SOCKET,
+        servicePid: process.pid,
+        sleeperPid: sleeper.pid,
+        dataDir,
       };
       const res = await runSync(server, org, wf.apiTriggerId, inputs);
       expect(res.status).to.equal(200);
@@ -119,7 +138,14 @@ describe('code isolation against a real service: assume breach, across organisat
 
     it('memory past the limit fails the step with its memory error; nothing else is hurt and the next run works', async function () {
       if (!namespaces) this.skip();
-      const bomb = await deploy(server, org, { name: 'bomb', steps: [code('bomb', 'const keep = []; for (;;) { keep.push(Buffer.alloc(32 * 1024 * 1024, 1)); await null; }', { timeoutMs: 30_000 })] });
+      const bomb = await deploy(server, org, {
+        name: 'bomb',
+        steps: [
+          code('bomb', 'const keep = []; for (;;) { keep.push(Buffer.alloc(32 * 1024 * 1024, 1)); await null; }', {
+            timeoutMs: 30_000,
+          }),
+        ],
+      });
       const fine = await deploy(server, org, { name: 'fine', steps: [code('fine', 'return "still here"')] });
       const rssBefore = process.memoryUsage().rss;
       const res = await runSync(server, org, bomb.apiTriggerId, {});
@@ -150,7 +176,7 @@ describe('code isolation against a real service: assume breach, across organisat
           await server?.close();
         });
 
-        it('B\'s leftovers are invisible to A\'s next step; A\'s inputs reach none of B\'s results, files or logs; they never share a runner', async function () {
+        it("B's leftovers are invisible to A's next step; A's inputs reach none of B's results, files or logs; they never share a runner", async function () {
           if (breach && !namespaces) this.skip();
           const secret = 'sk_live_' + 'a'.repeat(24);
           // B plants canaries in its realm and, when it holds the runner's process, hooks it to capture what comes next.
@@ -186,7 +212,11 @@ describe('code isolation against a real service: assume breach, across organisat
           // B's results, files and logs hold nothing of A's inputs.
           expect(JSON.stringify(again.body)).to.not.include(secret);
           const runId = again.body.id;
-          const files = await call(server.baseUrl, 'GET', `/ext/webhook/${b.apiKey}/runs/${wfB.automationId}/${runId}/results`);
+          const files = await call(
+            server.baseUrl,
+            'GET',
+            `/ext/webhook/${b.apiKey}/runs/${wfB.automationId}/${runId}/results`,
+          );
           for (const entry of files.body.results) {
             for (const file of Object.values(entry.resultUrls ?? {}) as Array<{ url: string }>) {
               expect(await (await fetch(file.url)).text()).to.not.include(secret);
@@ -207,7 +237,10 @@ describe('code isolation against a real service: assume breach, across organisat
     try {
       await waitReady(base);
       const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-      const run = await call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, { headers: { 'X-API-KEY': b.apiKey, 'x-api-wait': 'true' }, body: { name: 'Ada' } });
+      const run = await call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, {
+        headers: { 'X-API-KEY': b.apiKey, 'x-api-wait': 'true' },
+        body: { name: 'Ada' },
+      });
       expect(run.status, run.text).to.equal(200);
       const tree = (await sampleTree(service.pid!)).pids.filter((pid) => pid !== service.pid);
       expect(tree.length, 'runner processes below the service').to.be.greaterThan(0);

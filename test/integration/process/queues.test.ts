@@ -20,7 +20,10 @@ import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
 import { startServer as start, waitReady as ready, bootstrapToken as tokenFor } from '../../helpers/process.js';
 
 async function upload(base: string, token: string, queueId: string, data: Buffer): Promise<string> {
-  const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, { token, body: { filename: 'rows.csv', sizeBytes: data.length } });
+  const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
+    token,
+    body: { filename: 'rows.csv', sizeBytes: data.length },
+  });
   expect(url.status, url.text).to.equal(200);
   const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
   expect(put.status, await put.clone().text()).to.equal(200);
@@ -33,7 +36,13 @@ async function batchOf(base: string, token: string, queueId: string, batchId: st
   return res.body;
 }
 
-async function until<T>(what: string, probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 60_000, everyMs = 25): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 60_000,
+  everyMs = 25,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -79,15 +88,27 @@ describe('process: queue batches across kill -9 and processes', function () {
     await ready(base);
     const { token, b } = await tokenFor(base, dataDir);
     // A paused queue: rows load, nothing is dispatched (the count checked is the load alone).
-    const queue = await call(base, 'POST', '/v1/queues', { token, body: { name: 'crash', triggerId: b.demo.apiTriggerId, paused: true } });
+    const queue = await call(base, 'POST', '/v1/queues', {
+      token,
+      body: { name: 'crash', triggerId: b.demo.apiTriggerId, paused: true },
+    });
     expect(queue.status, queue.text).to.equal(201);
     const queueId = queue.body.queueId as string;
     const csvKey = await upload(base, token, queueId, data);
-    const created = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, { token, body: { csvKey, triggerId: b.demo.apiTriggerId } });
+    const created = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, {
+      token,
+      body: { csvKey, triggerId: b.demo.apiTriggerId },
+    });
     expect(created.status, created.text).to.equal(202);
     expect(created.body.totalRows).to.equal(rows);
     const batchId = created.body.batchId as string;
-    const mid = await until('first chunks', () => batchOf(base, token, queueId, batchId), (x) => x.readRows >= 10_000, 60_000, 5);
+    const mid = await until(
+      'first chunks',
+      () => batchOf(base, token, queueId, batchId),
+      (x) => x.readRows >= 10_000,
+      60_000,
+      5,
+    );
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     expect(mid.readRows, 'the kill landed before the end of the load').to.be.lessThan(rows);
@@ -95,9 +116,20 @@ describe('process: queue batches across kill -9 and processes', function () {
     const db: Knex = openStore({ dataDir });
     try {
       // What the dead process committed: whole chunks, its items and row errors matching its counters.
-      const itemsAtKill = Number(((await db('queue_items').where({ batch_id: batchId }).count({ n: '*' }).first()) as { n: number | string }).n);
-      const errorsAtKill = Number(((await db('batch_row_errors').where({ batch_id: batchId }).count({ n: '*' }).first()) as { n: number | string }).n);
-      const counters = (await db('queue_batches').where({ id: batchId }).first('loaded_rows', 'skipped_rows')) as { loaded_rows: number | string; skipped_rows: number | string };
+      const itemsAtKill = Number(
+        ((await db('queue_items').where({ batch_id: batchId }).count({ n: '*' }).first()) as { n: number | string }).n,
+      );
+      const errorsAtKill = Number(
+        (
+          (await db('batch_row_errors').where({ batch_id: batchId }).count({ n: '*' }).first()) as {
+            n: number | string;
+          }
+        ).n,
+      );
+      const counters = (await db('queue_batches').where({ id: batchId }).first('loaded_rows', 'skipped_rows')) as {
+        loaded_rows: number | string;
+        skipped_rows: number | string;
+      };
       expect([itemsAtKill, errorsAtKill]).to.deep.equal([Number(counters.loaded_rows), Number(counters.skipped_rows)]);
       expect(itemsAtKill + errorsAtKill, 'rows committed when the process died').to.be.within(5_000, rows - 1);
       expect((itemsAtKill + errorsAtKill) % 5_000, 'whole chunks only').to.equal(0);
@@ -106,29 +138,71 @@ describe('process: queue batches across kill -9 and processes', function () {
       children.push(second);
       await ready(base);
       const { token: token2 } = await tokenFor(base, dataDir);
-      const done = await until('resumed load', () => batchOf(base, token2, queueId, batchId), (x) => x.readRows === rows && x.loadedRows + x.skippedRows === rows, 120_000, 100);
-      expect(done).to.include({ status: 'running', totalRows: rows, loadedRows: rows - bad.size, skippedRows: bad.size, runsPending: rows - bad.size });
+      const done = await until(
+        'resumed load',
+        () => batchOf(base, token2, queueId, batchId),
+        (x) => x.readRows === rows && x.loadedRows + x.skippedRows === rows,
+        120_000,
+        100,
+      );
+      expect(done).to.include({
+        status: 'running',
+        totalRows: rows,
+        loadedRows: rows - bad.size,
+        skippedRows: bad.size,
+        runsPending: rows - bad.size,
+      });
 
-      const items = (await db('queue_items').where({ batch_id: batchId })
-        .select(db.raw('count(*) as n'), db.raw('count(distinct row_number) as d'), db.raw('sum(row_number) as s'), db.raw('min(row_number) as lo'), db.raw('max(row_number) as hi')).first()) as Record<string, number | string>;
+      const items = (await db('queue_items')
+        .where({ batch_id: batchId })
+        .select(
+          db.raw('count(*) as n'),
+          db.raw('count(distinct row_number) as d'),
+          db.raw('sum(row_number) as s'),
+          db.raw('min(row_number) as lo'),
+          db.raw('max(row_number) as hi'),
+        )
+        .first()) as Record<string, number | string>;
       let expectedSum = 0;
       for (let r = 2; r <= rows + 1; r++) if (!bad.has(r)) expectedSum += r;
-      expect([Number(items.n), Number(items.d), Number(items.s), Number(items.lo), Number(items.hi)]).to.deep.equal([rows - bad.size, rows - bad.size, expectedSum, 2, rows + 1]);
-      const errors = (await db('batch_row_errors').where({ batch_id: batchId }).orderBy('row_number').pluck('row_number')) as (number | string)[];
+      expect([Number(items.n), Number(items.d), Number(items.s), Number(items.lo), Number(items.hi)]).to.deep.equal([
+        rows - bad.size,
+        rows - bad.size,
+        expectedSum,
+        2,
+        rows + 1,
+      ]);
+      const errors = (await db('batch_row_errors')
+        .where({ batch_id: batchId })
+        .orderBy('row_number')
+        .pluck('row_number')) as (number | string)[];
       expect(errors.map(Number)).to.deep.equal([...bad].sort((x, y) => x - y));
 
       // The items carry the right rows: a page from the middle of the file reads back its payloads.
-      const page = await call(base, 'GET', `/v1/queues/${queueId}/items?batchId=${batchId}&limit=3&cursor=${Buffer.from(JSON.stringify({ l: 'queue-items', a: 150_000 })).toString('base64url')}`, { token: token2 });
+      const page = await call(
+        base,
+        'GET',
+        `/v1/queues/${queueId}/items?batchId=${batchId}&limit=3&cursor=${Buffer.from(JSON.stringify({ l: 'queue-items', a: 150_000 })).toString('base64url')}`,
+        { token: token2 },
+      );
       expect(page.status, page.text).to.equal(200);
       for (const item of page.body.items) {
-        expect(item.payload).to.deep.equal({ email: `user${item.rowNumber - 1}@example.com`, plan: 'pro', seats: String((item.rowNumber - 1) % 50) });
+        expect(item.payload).to.deep.equal({
+          email: `user${item.rowNumber - 1}@example.com`,
+          plan: 'pro',
+          seats: String((item.rowNumber - 1) % 50),
+        });
       }
     } finally {
       await db.destroy();
     }
   });
 
-  const backends: { name: string; env: () => Promise<Record<string, string> | undefined>; cleanup?: () => Promise<void> }[] = [
+  const backends: {
+    name: string;
+    env: () => Promise<Record<string, string> | undefined>;
+    cleanup?: () => Promise<void>;
+  }[] = [
     { name: 'sqlite file', env: async () => ({}) },
     (() => {
       const schema = `t_queues_${process.pid}`;
@@ -145,7 +219,8 @@ describe('process: queue batches across kill -9 and processes', function () {
           await c.end();
           return {
             DATABASE_URL: `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
-            REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: `sy-q-${process.pid}-${Date.now()}`,
+            REDIS_URL: 'redis://127.0.0.1:6379',
+            REDIS_PREFIX: `sy-q-${process.pid}-${Date.now()}`,
           };
         },
         async cleanup() {
@@ -182,17 +257,49 @@ describe('process: queue batches across kill -9 and processes', function () {
         children.push(b2);
         await ready(bases[1]!);
         const { token } = await tokenFor(bases[0]!, dataDir);
-        const wf = await call(bases[0]!, 'POST', '/v1/workflows', { token, body: { name: 'Slow call', steps: [{ type: 'http', name: 'Nap', request: { method: 'GET', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` } }] } });
+        const wf = await call(bases[0]!, 'POST', '/v1/workflows', {
+          token,
+          body: {
+            name: 'Slow call',
+            steps: [
+              {
+                type: 'http',
+                name: 'Nap',
+                request: { method: 'GET', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` },
+              },
+            ],
+          },
+        });
         expect(wf.status, wf.text).to.equal(201);
-        const trg = await call(bases[0]!, 'POST', '/v1/triggers', { token, body: { automationId: wf.body.automationId, kind: 'api' } });
+        const trg = await call(bases[0]!, 'POST', '/v1/triggers', {
+          token,
+          body: { automationId: wf.body.automationId, kind: 'api' },
+        });
         expect(trg.status, trg.text).to.equal(201);
-        const queue = await call(bases[0]!, 'POST', '/v1/queues', { token, body: { name: 'shared', triggerId: trg.body.triggerId, concurrencyLimit: 3 } });
+        const queue = await call(bases[0]!, 'POST', '/v1/queues', {
+          token,
+          body: { name: 'shared', triggerId: trg.body.triggerId, concurrencyLimit: 3 },
+        });
         expect(queue.status, queue.text).to.equal(201);
         const queueId = queue.body.queueId as string;
-        const csvKey = await upload(bases[0]!, token, queueId, Buffer.from('n\n' + Array.from({ length: 30 }, (_, i) => `${i}\n`).join('')));
-        const created = await call(bases[1]!, 'POST', `/api/queues/${queueId}/items/csv`, { token: (await tokenFor(bases[1]!, dataDir)).token, body: { csvKey, triggerId: trg.body.triggerId } });
+        const csvKey = await upload(
+          bases[0]!,
+          token,
+          queueId,
+          Buffer.from('n\n' + Array.from({ length: 30 }, (_, i) => `${i}\n`).join('')),
+        );
+        const created = await call(bases[1]!, 'POST', `/api/queues/${queueId}/items/csv`, {
+          token: (await tokenFor(bases[1]!, dataDir)).token,
+          body: { csvKey, triggerId: trg.body.triggerId },
+        });
         expect(created.status, created.text).to.equal(202);
-        const done = await until('batch', () => batchOf(bases[0]!, token, queueId, created.body.batchId), (x) => x.status === 'completed', 60_000, 50);
+        const done = await until(
+          'batch',
+          () => batchOf(bases[0]!, token, queueId, created.body.batchId),
+          (x) => x.status === 'completed',
+          60_000,
+          50,
+        );
         expect(done).to.include({ runsCompleted: 30, runsFailed: 0, loadedRows: 30 });
         expect(open.calls).to.equal(30);
         expect(open.peak, 'calls in flight at once, both processes together').to.equal(3);

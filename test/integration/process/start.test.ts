@@ -15,16 +15,32 @@ import { bundled } from '../../helpers/process.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
-interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
 
 /** The service as `npm start` runs it (through tsx) when `real`, else its test bundle (test/helpers/process.ts). */
 function start(dataDir: string, port: number, extraEnv: Record<string, string> = {}, real = false): Proc {
   let out = '';
-  const child = spawn(process.execPath, real ? ['--import', 'tsx', path.join(ROOT, 'src/main.ts')] : [bundled('main')], {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', PUBLIC_URL: `http://127.0.0.1:${port}`, ...extraEnv },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    real ? ['--import', 'tsx', path.join(ROOT, 'src/main.ts')] : [bundled('main')],
+    {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        PUBLIC_URL: `http://127.0.0.1:${port}`,
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -61,12 +77,22 @@ describe('process: npm start on an empty DATA_DIR', function () {
       await waitReady(base, proc);
       const file = path.join(dataDir, 'bootstrap.json');
       const deadline = Date.now() + 10_000;
-      while (Date.now() < deadline && !proc.output().includes('Switchyard is ready')) await new Promise((r) => setTimeout(r, 100));
+      while (Date.now() < deadline && !proc.output().includes('Switchyard is ready'))
+        await new Promise((r) => setTimeout(r, 100));
       expect(statSync(file).mode & 0o777).to.equal(0o600);
       const b = JSON.parse(readFileSync(file, 'utf8'));
       expect(Object.keys(b).sort()).to.deep.equal(['apiKey', 'baseUrls', 'clientId', 'clientSecret', 'demo', 'orgId']);
       expect(Object.keys(b.baseUrls).sort()).to.deep.equal(['auth', 'connect', 'mcp', 'runFiles', 'triggers']);
-      expect(Object.keys(b.demo).sort()).to.deep.equal(['agentId', 'apiTriggerId', 'automationId', 'channelApiKey', 'channelTriggerId', 'datastoreId', 'queueId', 'webhookTriggerId']);
+      expect(Object.keys(b.demo).sort()).to.deep.equal([
+        'agentId',
+        'apiTriggerId',
+        'automationId',
+        'channelApiKey',
+        'channelTriggerId',
+        'datastoreId',
+        'queueId',
+        'webhookTriggerId',
+      ]);
       expect(b.demo.channelTriggerId).to.match(/^chn_[0-9a-f]{32}$/);
       expect(b.demo.datastoreId).to.match(/^col_[0-9a-f]{32}$/);
       expect(b.demo.queueId).to.match(/^queue_[0-9a-f]{32}$/);
@@ -78,14 +104,21 @@ describe('process: npm start on an empty DATA_DIR', function () {
       expect(printed).to.contain(`-d client_id=${b.clientId}`);
       const token = await call(base, 'POST', '/oauth/token', {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString(),
+        raw: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: b.clientId,
+          client_secret: b.clientSecret,
+          scope: `org:${b.orgId}`,
+        }).toString(),
       });
       expect(token.status).to.equal(200);
       const wf = await call(base, 'GET', `/v1/workflows/${b.demo.automationId}`, { token: token.body.access_token });
       expect(wf.status).to.equal(200);
       expect(wf.body.definition.steps).to.have.length.greaterThanOrEqual(2);
       expect(wf.body.definition.output).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
-      const triggers = await call(base, 'GET', `/v1/triggers?automationId=${b.demo.automationId}`, { token: token.body.access_token });
+      const triggers = await call(base, 'GET', `/v1/triggers?automationId=${b.demo.automationId}`, {
+        token: token.body.access_token,
+      });
       const byId = Object.fromEntries(triggers.body.items.map((t: { triggerId: string }) => [t.triggerId, t]));
       expect(byId[b.demo.apiTriggerId]).to.include({ kind: 'api' });
       expect(byId[b.demo.apiTriggerId].designatedOutput).to.deep.equal({ stepIndex: 1, fileName: 'report.md' });
@@ -97,7 +130,10 @@ describe('process: npm start on an empty DATA_DIR', function () {
       expect(printed).to.contain(`/v1/queues/${b.demo.queueId}`);
 
       // The demo agent's channel: without DEFAULT_MODEL it says how to configure one, never pretends.
-      const agentReply = await call(base, 'POST', `/ext/triggers/${b.demo.channelTriggerId}`, { headers: { 'x-api-key': b.demo.channelApiKey }, body: { message: 'hello' } });
+      const agentReply = await call(base, 'POST', `/ext/triggers/${b.demo.channelTriggerId}`, {
+        headers: { 'x-api-key': b.demo.channelApiKey },
+        body: { message: 'hello' },
+      });
       expect([agentReply.status, agentReply.body.error]).to.deep.equal([503, 'model_not_configured']);
       expect(agentReply.body.message).to.include('DEFAULT_MODEL').and.include('OPENAI_COMPATIBLE_BASE_URL');
       const agent = await call(base, 'GET', `/v1/agents/${b.demo.agentId}`, { token: token.body.access_token });
@@ -142,7 +178,10 @@ describe('process: npm start on an empty DATA_DIR', function () {
       expect(isolation.mode).to.equal(process.env.CODE_ISOLATION ?? 'auto');
       expect(isolation.level).to.be.oneOf(['namespaces', 'process']);
       expect(Object.keys(isolation.layers).sort()).to.deep.equal(['language', 'os', 'process']);
-      const line = proc.output().split('\n').find((l) => l.includes('"msg":"code isolation:'));
+      const line = proc
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"msg":"code isolation:'));
       expect(line, proc.output()).to.be.a('string');
       expect(JSON.parse(line!).isolation.level).to.equal(isolation.level);
     } finally {
@@ -161,11 +200,17 @@ describe('process: npm start on an empty DATA_DIR', function () {
       await waitReady(base, proc);
       const ready = await call(base, 'GET', '/readyz');
       expect(ready.body.details.isolation).to.include({ mode: 'auto', level: 'process' });
-      const warnings = proc.output().split('\n').filter((l) => l.includes('not every layer is available here'));
+      const warnings = proc
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('not every layer is available here'));
       expect(warnings, proc.output()).to.have.length(1);
       expect(warnings[0]).to.contain('apt-get install -y bubblewrap');
       const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
-      const run = await call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, { headers: { 'X-API-KEY': b.apiKey, 'x-api-wait': 'true' }, body: { name: 'Ada' } });
+      const run = await call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, {
+        headers: { 'X-API-KEY': b.apiKey, 'x-api-wait': 'true' },
+        body: { name: 'Ada' },
+      });
       expect(run.status, run.text).to.equal(200);
       expect(run.body.results.map((r: { exitCode: number }) => r.exitCode)).to.deep.equal([0, 0]);
     } finally {
@@ -239,7 +284,10 @@ describe('process: npm start with DATABASE_URL and REDIS_URL (PostgreSQL + Redis
   it('refuses to start when REDIS_URL names a Redis that does not answer', async () => {
     const port = await freePort();
     const dead = await freePort();
-    const proc = start(dataDir, port, { DATABASE_URL: `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`, REDIS_URL: `redis://127.0.0.1:${dead}` });
+    const proc = start(dataDir, port, {
+      DATABASE_URL: `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+      REDIS_URL: `redis://127.0.0.1:${dead}`,
+    });
     expect(await proc.exited).to.equal(1);
     expect(proc.output()).to.match(/failed to start: .*ECONNREFUSED/);
   });

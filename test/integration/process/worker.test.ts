@@ -17,7 +17,11 @@ const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TERMINAL = ['COMPLETE', 'FAILED', 'TIMEOUT'];
 
-interface Proc { child: ChildProcess; output: () => string; exited: Promise<number | null> }
+interface Proc {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
 
 /** `src/main.ts` or `src/worker.ts` as their test bundles (test/helpers/process.ts). */
 function spawnEntry(entry: 'src/main.ts' | 'src/worker.ts', env: Record<string, string>): Proc {
@@ -33,10 +37,16 @@ function spawnEntry(entry: 'src/main.ts' | 'src/worker.ts', env: Record<string, 
   return { child, output: () => out, exited };
 }
 
-async function waitFor(what: string, proc: Proc, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+async function waitFor(
+  what: string,
+  proc: Proc,
+  cond: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null) throw new Error(`process exited early (${proc.child.exitCode}) while waiting for ${what}:\n${proc.output()}`);
+    if (proc.child.exitCode !== null)
+      throw new Error(`process exited early (${proc.child.exitCode}) while waiting for ${what}:\n${proc.output()}`);
     try {
       if (await cond()) return;
     } catch {
@@ -54,7 +64,13 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
   let server: Proc | undefined;
   let worker: Proc | undefined;
   let base: string;
-  let b: { apiKey: string; clientId: string; clientSecret: string; orgId: string; demo: { automationId: string; apiTriggerId: string } };
+  let b: {
+    apiKey: string;
+    clientId: string;
+    clientSecret: string;
+    orgId: string;
+    demo: { automationId: string; apiTriggerId: string };
+  };
   let db: Knex | undefined;
   let earlyRun = '';
 
@@ -63,8 +79,14 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     server = spawnEntry('src/main.ts', {
-      DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base,
-      REDIS_URL, REDIS_PREFIX: prefix, RUN_CONCURRENCY: '0', SYNC_WAIT_MS: '30000',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: base,
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      RUN_CONCURRENCY: '0',
+      SYNC_WAIT_MS: '30000',
     });
     await waitFor('the server to be ready', server, async () => (await fetch(`${base}/readyz`)).status === 200);
     await waitFor('bootstrap.json', server, () => server!.output().includes('Switchyard is ready'));
@@ -85,11 +107,22 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
   });
 
   // A short lease, so a killed worker's run is recovered within seconds.
-  const workerEnv = () => ({ DATA_DIR: dataDir, REDIS_URL, REDIS_PREFIX: prefix, RUN_CONCURRENCY: '2', RUN_LEASE_MS: '1000' });
+  const workerEnv = () => ({
+    DATA_DIR: dataDir,
+    REDIS_URL,
+    REDIS_PREFIX: prefix,
+    RUN_CONCURRENCY: '2',
+    RUN_LEASE_MS: '1000',
+  });
   const trigger = (headers: Record<string, string> = {}, body: unknown = { name: 'Worker' }) =>
-    call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, { headers: { 'x-api-key': b.apiKey, ...headers }, body });
-  const status = (runId: string) => call(base, 'GET', `/ext/webhook/${b.apiKey}/runs/${b.demo.automationId}/${runId}/status`);
-  const claimedBy = async (runId: string) => ((await db!('runs').where({ id: runId }).first('claimed_by')) as { claimed_by: string | null }).claimed_by;
+    call(base, 'POST', `/ext/triggers/${b.demo.apiTriggerId}`, {
+      headers: { 'x-api-key': b.apiKey, ...headers },
+      body,
+    });
+  const status = (runId: string) =>
+    call(base, 'GET', `/ext/webhook/${b.apiKey}/runs/${b.demo.automationId}/${runId}/status`);
+  const claimedBy = async (runId: string) =>
+    ((await db!('runs').where({ id: runId }).first('claimed_by')) as { claimed_by: string | null }).claimed_by;
 
   it('the server alone accepts a trigger call but runs nothing (RUN_CONCURRENCY=0)', async () => {
     const res = await trigger();
@@ -107,7 +140,9 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
     worker = spawnEntry('src/worker.ts', workerEnv());
     await waitFor('the worker to start', worker, () => worker!.output().includes('switchyard worker started'));
     expect(earlyRun).to.match(/^run_/);
-    await waitFor('the early run to finish', worker, async () => TERMINAL.includes((await status(earlyRun)).body.status));
+    await waitFor('the early run to finish', worker, async () =>
+      TERMINAL.includes((await status(earlyRun)).body.status),
+    );
     expect((await status(earlyRun)).body.status).to.equal('COMPLETE');
     expect(await claimedBy(earlyRun)).to.contain(`:${worker.child.pid}:`);
   });
@@ -133,7 +168,12 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
     expect(res.status, res.text).to.equal(200);
     expect(res.body).to.equal(null);
     const runId = res.headers.get('x-pf-run-id')!;
-    await waitFor('the async run to finish', worker!, async () => TERMINAL.includes((await status(runId)).body.status), 20_000);
+    await waitFor(
+      'the async run to finish',
+      worker!,
+      async () => TERMINAL.includes((await status(runId)).body.status),
+      20_000,
+    );
     const s = await status(runId);
     expect(s.body.status).to.equal('COMPLETE');
     expect(s.body.stepStatus).to.deep.equal({ 0: 'COMPLETE', 1: 'COMPLETE' });
@@ -141,28 +181,65 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
   });
 
   it('a run whose worker was killed (-9) mid-run is re-run by a restarted worker (lease recovery + stalled job)', async () => {
-    const token = (await call(base, 'POST', '/oauth/token', {
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      raw: new URLSearchParams({ grant_type: 'client_credentials', client_id: b.clientId, client_secret: b.clientSecret, scope: `org:${b.orgId}` }).toString(),
-    })).body.access_token as string;
-    const wf = await call(base, 'POST', '/v1/workflows', { token, body: { name: 'Slow', steps: [{ type: 'code', name: 'Nap', code: 'const end = Date.now() + 1500; while (Date.now() < end) { /* busy: the sandbox has no timers */ } return "slept";' }] } });
+    const token = (
+      await call(base, 'POST', '/oauth/token', {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        raw: new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: b.clientId,
+          client_secret: b.clientSecret,
+          scope: `org:${b.orgId}`,
+        }).toString(),
+      })
+    ).body.access_token as string;
+    const wf = await call(base, 'POST', '/v1/workflows', {
+      token,
+      body: {
+        name: 'Slow',
+        steps: [
+          {
+            type: 'code',
+            name: 'Nap',
+            code: 'const end = Date.now() + 1500; while (Date.now() < end) { /* busy: the sandbox has no timers */ } return "slept";',
+          },
+        ],
+      },
+    });
     expect(wf.status, wf.text).to.equal(201);
-    const trg = await call(base, 'POST', '/v1/triggers', { token, body: { automationId: wf.body.automationId, kind: 'api' } });
+    const trg = await call(base, 'POST', '/v1/triggers', {
+      token,
+      body: { automationId: wf.body.automationId, kind: 'api' },
+    });
     expect(trg.status, trg.text).to.equal(201);
-    const res = await call(base, 'POST', `/ext/triggers/${trg.body.triggerId}`, { headers: { 'x-api-key': b.apiKey }, body: {} });
+    const res = await call(base, 'POST', `/ext/triggers/${trg.body.triggerId}`, {
+      headers: { 'x-api-key': b.apiKey },
+      body: {},
+    });
     expect(res.status, res.text).to.equal(200);
     const runId = res.headers.get('x-pf-run-id')!;
-    const runStatus = async () => (await call(base, 'GET', `/ext/webhook/${b.apiKey}/runs/${wf.body.automationId}/${runId}/status`)).body.status as string;
+    const runStatus = async () =>
+      (await call(base, 'GET', `/ext/webhook/${b.apiKey}/runs/${wf.body.automationId}/${runId}/status`)).body
+        .status as string;
 
     await waitFor('the slow run to start', worker!, async () => (await runStatus()) === 'RUNNING', 20_000);
     const lostPid = worker!.child.pid;
     worker!.child.kill('SIGKILL');
     await worker!.exited;
     worker = spawnEntry('src/worker.ts', workerEnv());
-    await waitFor('the restarted worker to start', worker, () => worker!.output().includes('switchyard worker started'));
-    await waitFor('the lost run to finish on the new worker', worker, async () => TERMINAL.includes(await runStatus()), 45_000);
+    await waitFor('the restarted worker to start', worker, () =>
+      worker!.output().includes('switchyard worker started'),
+    );
+    await waitFor(
+      'the lost run to finish on the new worker',
+      worker,
+      async () => TERMINAL.includes(await runStatus()),
+      45_000,
+    );
     expect(await runStatus()).to.equal('COMPLETE');
-    const row = (await db!('runs').where({ id: runId }).first('claimed_by', 'attempts')) as { claimed_by: string; attempts: number };
+    const row = (await db!('runs').where({ id: runId }).first('claimed_by', 'attempts')) as {
+      claimed_by: string;
+      attempts: number;
+    };
     expect(row.claimed_by).to.contain(`:${worker.child.pid}:`).and.not.contain(`:${lostPid}:`);
     expect(Number(row.attempts), 'the lost attempt and the re-run').to.equal(2);
   });
@@ -171,7 +248,10 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
     worker!.child.kill('SIGTERM');
     server!.child.kill('SIGTERM');
     const [w, s] = await Promise.all([worker!.exited, server!.exited]);
-    expect({ worker: w, server: s }, `${worker!.output()}\n${server!.output()}`).to.deep.equal({ worker: 0, server: 0 });
+    expect({ worker: w, server: s }, `${worker!.output()}\n${server!.output()}`).to.deep.equal({
+      worker: 0,
+      server: 0,
+    });
   });
 });
 

@@ -14,8 +14,6 @@ import { writeCsv, leadRows } from '../../helpers/csv-files.js';
 import { createQueue } from '../../../src/queues/queues.js';
 import { runCli, type CliResult } from '../../helpers/process.js';
 
-
-
 describe('queues: switchyard queue upload (CLI over HTTP)', function () {
   this.timeout(60_000);
   let server: TestServer;
@@ -25,22 +23,30 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
   let triggerId: string;
 
   /** The CLI on the server's store; `env` overrides (SWITCHYARD_TOKEN, SWITCHYARD_URL, DATA_DIR). */
-  const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> => runCli(args, {
-    DATA_DIR: server.store.dataDir, DATABASE_URL: '', PUBLIC_URL: server.baseUrl,
-    SWITCHYARD_TOKEN: '', SWITCHYARD_URL: '', SWITCHYARD_ORG: '', LOG_LEVEL: 'warn',
-    ...env,
-  });
+  const cli = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
+    runCli(args, {
+      DATA_DIR: server.store.dataDir,
+      DATABASE_URL: '',
+      PUBLIC_URL: server.baseUrl,
+      SWITCHYARD_TOKEN: '',
+      SWITCHYARD_URL: '',
+      SWITCHYARD_ORG: '',
+      LOG_LEVEL: 'warn',
+      ...env,
+    });
   const upload = (file: string, ...more: string[]) =>
     cli(['queue', 'upload', file, '--queue', queueId, '--trigger', triggerId, '--org', org.orgId, ...more]);
 
   /** Header, two good rows, one with three columns (record 4), two good rows: 5 data rows, 4 loaded. */
-  const mixedCsv = (name: string) => writeCsv(dir, name, ['email,plan', ...leadRows(2), 'bad@example.com,pro,extra', ...leadRows(2, 3)]);
+  const mixedCsv = (name: string) =>
+    writeCsv(dir, name, ['email,plan', ...leadRows(2), 'bad@example.com,pro,extra', ...leadRows(2, 3)]);
 
   before(async () => {
     server = await startTestServer('sqlite');
     org = await createTestOrg(server, 'CSV uploads');
     const deployed = await deploy(server, org, {
-      name: 'Echo lead', steps: [code('Echo', 'return `${ctx.inputs.email}:${ctx.inputs.plan}`;', { resultType: 'plaintext' })],
+      name: 'Echo lead',
+      steps: [code('Echo', 'return `${ctx.inputs.email}:${ctx.inputs.plan}`;', { resultType: 'plaintext' })],
     });
     triggerId = deployed.apiTriggerId;
     queueId = (await createQueue(server.app.services.db, org.orgId, { name: 'Leads', triggerId })).id;
@@ -57,19 +63,39 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
     expect(r.code, r.stderr).to.equal(0);
     const batch = JSON.parse(r.stdout);
     expect(batch).to.include({
-      queueId, triggerId, filename: 'leads.csv', status: 'completed',
-      totalRows: 5, readRows: 5, loadedRows: 4, skippedRows: 1,
-      runsCompleted: 4, runsFailed: 0, runsCancelled: 0, runsPending: 0, runsRunning: 0, failureReason: null,
+      queueId,
+      triggerId,
+      filename: 'leads.csv',
+      status: 'completed',
+      totalRows: 5,
+      readRows: 5,
+      loadedRows: 4,
+      skippedRows: 1,
+      runsCompleted: 4,
+      runsFailed: 0,
+      runsCancelled: 0,
+      runsPending: 0,
+      runsRunning: 0,
+      failureReason: null,
     });
     expect(batch.batchId).to.be.a('string');
     expect(batch.rowErrors).to.have.length(1);
-    expect(batch.rowErrors[0]).to.include({ rowNumber: 4, reason: 'column_count', rawExcerpt: 'bad@example.com,pro,extra' });
+    expect(batch.rowErrors[0]).to.include({
+      rowNumber: 4,
+      reason: 'column_count',
+      rawExcerpt: 'bad@example.com,pro,extra',
+    });
     // stderr is not a terminal here: plain progress lines, no bar glyphs or cursor moves.
-    expect(r.stderr).to.match(/^upload .*100%/m).and.match(/^rows read .*5\/5/m).and.match(/^runs finished .*4\/4/m);
+    expect(r.stderr)
+      .to.match(/^upload .*100%/m)
+      .and.match(/^rows read .*5\/5/m)
+      .and.match(/^runs finished .*4\/4/m);
     expect(r.stderr).not.to.contain('\x1b[');
 
     // The server agrees with what the CLI printed.
-    const got = await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${batch.batchId}`, { token: org.token });
+    const got = await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${batch.batchId}`, {
+      token: org.token,
+    });
     expect(got.status, got.text).to.equal(200);
     expect(got.body).to.include({ status: 'completed', loadedRows: 4, skippedRows: 1 });
   });
@@ -88,7 +114,10 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
     const elsewhere = path.join(dir, 'no-store');
     mkdirSync(elsewhere);
     const r = await cli(['queue', 'upload', file, '--queue', queueId, '--trigger', triggerId, '--no-wait', '--json'], {
-      SWITCHYARD_TOKEN: org.token, SWITCHYARD_URL: server.baseUrl, DATA_DIR: elsewhere, PUBLIC_URL: 'http://127.0.0.1:1',
+      SWITCHYARD_TOKEN: org.token,
+      SWITCHYARD_URL: server.baseUrl,
+      DATA_DIR: elsewhere,
+      PUBLIC_URL: 'http://127.0.0.1:1',
     });
     expect(r.code, r.stderr).to.equal(0);
     const batch = JSON.parse(r.stdout);
@@ -98,7 +127,9 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
     // Let the batch finish before the server closes.
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const got = await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${batch.batchId}`, { token: org.token });
+      const got = await call(server.baseUrl, 'GET', `/api/queues/${queueId}/batches/${batch.batchId}`, {
+        token: org.token,
+      });
       expect(got.status, got.text).to.equal(200);
       if (got.body.status === 'completed') break;
       if (Date.now() > deadline) throw new Error(`batch still ${got.body.status}`);
@@ -106,7 +137,7 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
     }
   });
 
-  it('a missing file, a directory and an empty file fail before any call; blank lines only are the server\'s 400 empty_file', async () => {
+  it("a missing file, a directory and an empty file fail before any call; blank lines only are the server's 400 empty_file", async () => {
     const missing = await upload(path.join(dir, 'nope.csv'));
     expect(missing.code).to.equal(1);
     expect(missing.stderr).to.match(/^switchyard: no such file: .*nope\.csv$/m);
@@ -125,11 +156,31 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
 
   it('an unknown queue prints 404 queue_not_found; a bad trigger 404 trigger_not_found; a .txt name 400 invalid_filename', async () => {
     const file = mixedCsv('errors.csv');
-    const noQueue = await cli(['queue', 'upload', file, '--queue', 'queue_00000000000000000000000000000000', '--trigger', triggerId, '--org', org.orgId]);
+    const noQueue = await cli([
+      'queue',
+      'upload',
+      file,
+      '--queue',
+      'queue_00000000000000000000000000000000',
+      '--trigger',
+      triggerId,
+      '--org',
+      org.orgId,
+    ]);
     expect(noQueue.code).to.equal(1);
     expect(noQueue.stderr).to.match(/^switchyard: create upload URL: 404 queue_not_found: /m);
 
-    const noTrigger = await cli(['queue', 'upload', file, '--queue', queueId, '--trigger', 'trg_nope', '--org', org.orgId]);
+    const noTrigger = await cli([
+      'queue',
+      'upload',
+      file,
+      '--queue',
+      queueId,
+      '--trigger',
+      'trg_nope',
+      '--org',
+      org.orgId,
+    ]);
     expect(noTrigger.code).to.equal(1);
     expect(noTrigger.stderr).to.match(/^switchyard: create batch: 404 trigger_not_found: /m);
 
@@ -138,8 +189,11 @@ describe('queues: switchyard queue upload (CLI over HTTP)', function () {
     expect(txt.stderr).to.match(/^switchyard: create upload URL: 400 invalid_filename: /m);
   });
 
-  it('a bad token is reported with the server\'s 401 error', async () => {
-    const r = await cli(['queue', 'upload', mixedCsv('token.csv'), '--queue', queueId, '--trigger', triggerId, '--url', server.baseUrl], { SWITCHYARD_TOKEN: 'not-a-token' });
+  it("a bad token is reported with the server's 401 error", async () => {
+    const r = await cli(
+      ['queue', 'upload', mixedCsv('token.csv'), '--queue', queueId, '--trigger', triggerId, '--url', server.baseUrl],
+      { SWITCHYARD_TOKEN: 'not-a-token' },
+    );
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/^switchyard: create upload URL: 401 invalid_token: /m);
   });

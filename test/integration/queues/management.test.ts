@@ -42,8 +42,11 @@ for (const kind of kinds) {
     let webhookTriggerId: string;
     let otherTriggerId: string;
     let channelId: string;
-    const api = <T = any>(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
-      call<T>(server.baseUrl, method, path, { token: org.token, ...opts });
+    const api = <T = any>(
+      method: string,
+      path: string,
+      opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+    ) => call<T>(server.baseUrl, method, path, { token: org.token, ...opts });
     const db = (): Knex => server.app.services.db;
     const newQueue = async (body: Record<string, unknown> = {}, token = org.token) => {
       const res = await api('POST', '/v1/queues', { token, body: { name: 'q', triggerId: apiTriggerId, ...body } });
@@ -52,7 +55,11 @@ for (const kind of kinds) {
     };
 
     /** A batch with its upload, two items (rows 2 and 3) and one skipped row, as the loader leaves them. */
-    const seedBatch = async (queueId: string, items: { row: 2 | 3; status: string; runId?: string; attempts?: number }[], status = 'running'): Promise<SeededBatch> => {
+    const seedBatch = async (
+      queueId: string,
+      items: { row: 2 | 3; status: string; runId?: string; attempts?: number }[],
+      status = 'running',
+    ): Promise<SeededBatch> => {
       const now = nowIso();
       const batchId = newId('batch');
       const csvKey = newId('csv');
@@ -60,25 +67,65 @@ for (const kind of kinds) {
       const blobKey = `queue-uploads/${queueId}/${csvKey}-000000000000.csv`;
       const stored = await server.app.services.blobs.put(blobKey, Buffer.from(CSV));
       await db()('csv_uploads').insert({
-        csv_key: csvKey, org_id: org.orgId, queue_id: queueId, filename: 'leads.csv', declared_size: stored.size, size_bytes: stored.size,
-        sha256: stored.sha256, blob_key: blobKey, expires_at: now, uploaded_at: now, batch_id: batchId, created_at: now,
+        csv_key: csvKey,
+        org_id: org.orgId,
+        queue_id: queueId,
+        filename: 'leads.csv',
+        declared_size: stored.size,
+        size_bytes: stored.size,
+        sha256: stored.sha256,
+        blob_key: blobKey,
+        expires_at: now,
+        uploaded_at: now,
+        batch_id: batchId,
+        created_at: now,
       });
       const completed = items.filter((i) => i.status === 'completed').length;
       const failed = items.filter((i) => i.status === 'failed').length;
       await db()('queue_batches').insert({
-        id: batchId, org_id: org.orgId, queue_id: queueId, csv_key: csvKey, trigger_id: apiTriggerId, filename: 'leads.csv',
-        size_bytes: stored.size, sha256: stored.sha256, blob_key: blobKey, columns: JSON.stringify(['email', 'plan']), status,
-        total_rows: 3, loaded_rows: items.length, skipped_rows: 1, runs_completed: completed, runs_failed: failed, loaded: true,
-        resume_offset: CSV.length, resume_row: 5, created_at: now, updated_at: now,
+        id: batchId,
+        org_id: org.orgId,
+        queue_id: queueId,
+        csv_key: csvKey,
+        trigger_id: apiTriggerId,
+        filename: 'leads.csv',
+        size_bytes: stored.size,
+        sha256: stored.sha256,
+        blob_key: blobKey,
+        columns: JSON.stringify(['email', 'plan']),
+        status,
+        total_rows: 3,
+        loaded_rows: items.length,
+        skipped_rows: 1,
+        runs_completed: completed,
+        runs_failed: failed,
+        loaded: true,
+        resume_offset: CSV.length,
+        resume_row: 5,
+        created_at: now,
+        updated_at: now,
       });
       for (const it of items) {
         const [start, end] = it.row === 2 ? ROW2 : ROW3;
         await db()('queue_items').insert({
-          batch_id: batchId, queue_id: queueId, row_number: it.row, byte_start: start, byte_end: end, status: it.status,
-          run_id: it.runId ?? null, attempts: it.attempts ?? 0, updated_at: it.status === 'queued' ? null : now,
+          batch_id: batchId,
+          queue_id: queueId,
+          row_number: it.row,
+          byte_start: start,
+          byte_end: end,
+          status: it.status,
+          run_id: it.runId ?? null,
+          attempts: it.attempts ?? 0,
+          updated_at: it.status === 'queued' ? null : now,
         });
       }
-      await db()('batch_row_errors').insert({ batch_id: batchId, row_number: 4, reason: 'column_count', message: 'Row has 3 columns; the header has 2.', raw_excerpt: 'a,b,c' });
+      await db()('batch_row_errors').insert({
+        batch_id: batchId,
+        row_number: 4,
+        reason: 'column_count',
+        message: 'Row has 3 columns; the header has 2.',
+        raw_excerpt: 'a,b,c',
+      });
       return { batchId, csvKey, blobKey };
     };
 
@@ -88,9 +135,11 @@ for (const kind of kinds) {
       other = await createTestOrg(server, 'Org B');
       const wf = await createWorkflow(db(), org.orgId, demoWorkflow);
       apiTriggerId = (await createTrigger(db(), org.orgId, { automationId: wf.automationId, kind: 'api' })).triggerId;
-      webhookTriggerId = (await createTrigger(db(), org.orgId, { automationId: wf.automationId, kind: 'webhook' })).triggerId;
+      webhookTriggerId = (await createTrigger(db(), org.orgId, { automationId: wf.automationId, kind: 'webhook' }))
+        .triggerId;
       const otherWf = await createWorkflow(db(), other.orgId, demoWorkflow);
-      otherTriggerId = (await createTrigger(db(), other.orgId, { automationId: otherWf.automationId, kind: 'api' })).triggerId;
+      otherTriggerId = (await createTrigger(db(), other.orgId, { automationId: otherWf.automationId, kind: 'api' }))
+        .triggerId;
       const agent = await createAgent(db(), org.orgId, demoAgent);
       channelId = (await createChannel(db(), org.orgId, { agentId: agent.agentId })).channel.triggerId;
     });
@@ -103,7 +152,14 @@ for (const kind of kinds) {
       expect(created.headers.get('etag')).to.equal('"1"');
       expect(created.body.queueId).to.match(/^queue_[0-9a-f]{32}$/);
       expect(created.body).to.deep.include({
-        name: 'Leads', description: '', triggerId: apiTriggerId, concurrencyLimit: 5, priority: 5, maxRetries: 0, paused: false, version: 1,
+        name: 'Leads',
+        description: '',
+        triggerId: apiTriggerId,
+        concurrencyLimit: 5,
+        priority: 5,
+        maxRetries: 0,
+        paused: false,
+        version: 1,
       });
       expect(created.body.createdAt).to.equal(created.body.updatedAt);
       const read = await api('GET', `/v1/queues/${created.body.queueId}`);
@@ -113,11 +169,21 @@ for (const kind of kinds) {
     });
 
     it('op:createQueue — every setting given, on a webhook trigger, created paused', async () => {
-      const body = { name: 'N'.repeat(200), description: 'All the settings', triggerId: webhookTriggerId, concurrencyLimit: 1000, priority: 10, maxRetries: 3, paused: true };
+      const body = {
+        name: 'N'.repeat(200),
+        description: 'All the settings',
+        triggerId: webhookTriggerId,
+        concurrencyLimit: 1000,
+        priority: 10,
+        maxRetries: 3,
+        paused: true,
+      };
       const created = await api('POST', '/v1/queues', { body });
       expect(created.status, created.text).to.equal(201);
       expect(created.body).to.deep.include(body);
-      const low = await api('POST', '/v1/queues', { body: { name: 'low', triggerId: apiTriggerId, concurrencyLimit: 1, priority: 1, maxRetries: 0 } });
+      const low = await api('POST', '/v1/queues', {
+        body: { name: 'low', triggerId: apiTriggerId, concurrencyLimit: 1, priority: 1, maxRetries: 0 },
+      });
       expect(low.body).to.deep.include({ concurrencyLimit: 1, priority: 1, maxRetries: 0 });
     });
 
@@ -143,9 +209,17 @@ for (const kind of kinds) {
         const res = await api('POST', '/v1/queues', { body });
         expect([res.status, res.body.error], JSON.stringify(body)).to.deep.equal([400, 'invalid_request']);
       }
-      const notJson = await call(server.baseUrl, 'POST', '/v1/queues', { token: org.token, headers: { 'content-type': 'application/json' }, raw: '{' });
+      const notJson = await call(server.baseUrl, 'POST', '/v1/queues', {
+        token: org.token,
+        headers: { 'content-type': 'application/json' },
+        raw: '{',
+      });
       expect([notJson.status, notJson.body.error]).to.deep.equal([400, 'malformed_json']);
-      const text = await call(server.baseUrl, 'POST', '/v1/queues', { token: org.token, headers: { 'content-type': 'text/plain' }, raw: 'x' });
+      const text = await call(server.baseUrl, 'POST', '/v1/queues', {
+        token: org.token,
+        headers: { 'content-type': 'text/plain' },
+        raw: 'x',
+      });
       expect(text.status).to.equal(415);
       expect((await api('GET', '/v1/queues')).body.items.map((q: any) => q.name)).to.not.include('x');
     });
@@ -168,7 +242,9 @@ for (const kind of kinds) {
       const theirs = await newQueue({ triggerId: otherTriggerId, name: 'theirs' }, other.token);
       const mine = (await api('GET', '/v1/queues?limit=200')).body.items.map((q: any) => q.queueId);
       expect(mine).to.not.include(theirs);
-      expect((await api('GET', '/v1/queues', { token: other.token })).body.items.map((q: any) => q.queueId)).to.deep.equal([theirs]);
+      expect(
+        (await api('GET', '/v1/queues', { token: other.token })).body.items.map((q: any) => q.queueId),
+      ).to.deep.equal([theirs]);
     });
 
     it('op:listQueues — pages oldest first with limit and cursor; a foreign or forged cursor answers 400 invalid_cursor', async () => {
@@ -186,7 +262,9 @@ for (const kind of kinds) {
       expect(new Set(all).size).to.equal(all.length);
       const forged = await api('GET', '/v1/queues?cursor=not-a-cursor');
       expect([forged.status, forged.body.error]).to.deep.equal([400, 'invalid_cursor']);
-      const collections = Buffer.from(JSON.stringify({ l: 'collections', a: 'col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f' })).toString('base64url');
+      const collections = Buffer.from(
+        JSON.stringify({ l: 'collections', a: 'col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f' }),
+      ).toString('base64url');
       expect((await api('GET', `/v1/queues?cursor=${collections}`)).body.error).to.equal('invalid_cursor');
       expect((await api('GET', '/v1/queues?limit=0')).status).to.equal(400);
       expect((await api('GET', '/v1/queues?limit=201')).status).to.equal(400);
@@ -205,18 +283,43 @@ for (const kind of kinds) {
       const missing = await api('PATCH', `/v1/queues/${id}`, { body: { priority: 9 } });
       expect([missing.status, missing.body.error]).to.deep.equal([428, 'precondition_required']);
       const stale = await api('PATCH', `/v1/queues/${id}`, { body: { priority: 9 }, headers: { 'if-match': '"7"' } });
-      expect([stale.status, stale.body.error, stale.body.details]).to.deep.equal([412, 'version_conflict', { currentVersion: 1 }]);
-      expect((await api('PATCH', `/v1/queues/${id}`, { body: { priority: 9 }, headers: { 'if-match': 'W/"1"' } })).status).to.equal(412);
+      expect([stale.status, stale.body.error, stale.body.details]).to.deep.equal([
+        412,
+        'version_conflict',
+        { currentVersion: 1 },
+      ]);
+      expect(
+        (await api('PATCH', `/v1/queues/${id}`, { body: { priority: 9 }, headers: { 'if-match': 'W/"1"' } })).status,
+      ).to.equal(412);
       const changed = await api('PATCH', `/v1/queues/${id}`, {
-        body: { name: 'Renamed', description: 'Now described', priority: 9, maxRetries: 2, concurrencyLimit: 50, triggerId: webhookTriggerId },
+        body: {
+          name: 'Renamed',
+          description: 'Now described',
+          priority: 9,
+          maxRetries: 2,
+          concurrencyLimit: 50,
+          triggerId: webhookTriggerId,
+        },
         headers: { 'if-match': '"1"' },
       });
       expect(changed.status, changed.text).to.equal(200);
       expect(changed.headers.get('etag')).to.equal('"2"');
-      expect(changed.body).to.deep.include({ name: 'Renamed', description: 'Now described', priority: 9, maxRetries: 2, concurrencyLimit: 50, triggerId: webhookTriggerId, paused: false, version: 2 });
+      expect(changed.body).to.deep.include({
+        name: 'Renamed',
+        description: 'Now described',
+        priority: 9,
+        maxRetries: 2,
+        concurrencyLimit: 50,
+        triggerId: webhookTriggerId,
+        paused: false,
+        version: 2,
+      });
       expect(changed.body.updatedAt >= changed.body.createdAt).to.equal(true);
       // The first writer's version is stale now.
-      expect((await api('PATCH', `/v1/queues/${id}`, { body: { priority: 1 }, headers: { 'if-match': '"1"' } })).body.details).to.deep.equal({ currentVersion: 2 });
+      expect(
+        (await api('PATCH', `/v1/queues/${id}`, { body: { priority: 1 }, headers: { 'if-match': '"1"' } })).body
+          .details,
+      ).to.deep.equal({ currentVersion: 2 });
       expect((await api('GET', `/v1/queues/${id}`)).body.priority).to.equal(9);
     });
 
@@ -230,11 +333,17 @@ for (const kind of kinds) {
         wake.call(svc);
       };
       try {
-        const paused = await api('PATCH', `/v1/queues/${id}`, { body: { paused: true }, headers: { 'if-match': '"1"' } });
+        const paused = await api('PATCH', `/v1/queues/${id}`, {
+          body: { paused: true },
+          headers: { 'if-match': '"1"' },
+        });
         expect([paused.status, paused.body.paused, paused.headers.get('etag')]).to.deep.equal([200, true, '"2"']);
         expect((await api('GET', `/v1/queues/${id}`)).body.paused).to.equal(true);
         expect(wakes).to.equal(1);
-        const resumed = await api('PATCH', `/v1/queues/${id}`, { body: { paused: false }, headers: { 'if-match': '"2"' } });
+        const resumed = await api('PATCH', `/v1/queues/${id}`, {
+          body: { paused: false },
+          headers: { 'if-match': '"2"' },
+        });
         expect([resumed.status, resumed.body.paused, resumed.body.version]).to.deep.equal([200, false, 3]);
         expect((await api('GET', `/v1/queues/${id}`)).body.paused).to.equal(false);
         expect(wakes).to.equal(2);
@@ -249,7 +358,15 @@ for (const kind of kinds) {
     it("op:updateQueue — 400 for an empty or invalid body and a foreign trigger, 404 for another organisation's queue", async () => {
       const id = await newQueue();
       const headers = { 'if-match': '"1"' };
-      for (const body of [{}, { priority: 11 }, { concurrencyLimit: 0 }, { maxRetries: 4 }, { name: '' }, { paused: 'no' }, { color: 'red' }]) {
+      for (const body of [
+        {},
+        { priority: 11 },
+        { concurrencyLimit: 0 },
+        { maxRetries: 4 },
+        { name: '' },
+        { paused: 'no' },
+        { color: 'red' },
+      ]) {
         const res = await api('PATCH', `/v1/queues/${id}`, { body, headers });
         expect([res.status, res.body.error], JSON.stringify(body)).to.deep.equal([400, 'invalid_request']);
       }
@@ -261,28 +378,53 @@ for (const kind of kinds) {
       const theirs = await api('PATCH', `/v1/queues/${id}`, { token: other.token, body: { paused: true }, headers });
       expect([theirs.status, theirs.body.error]).to.deep.equal([404, 'not_found']);
       // 404 comes before the body's trigger check: the queue is the first thing wrong.
-      const unknown = await api('PATCH', '/v1/queues/queue_00000000000000000000000000000000', { body: { triggerId: otherTriggerId }, headers });
+      const unknown = await api('PATCH', '/v1/queues/queue_00000000000000000000000000000000', {
+        body: { triggerId: otherTriggerId },
+        headers,
+      });
       expect(unknown.status).to.equal(404);
     });
 
     it('op:listQueueItems — load order, payloads from the stored upload, batch and status filters, paging', async () => {
       const id = await newQueue({ paused: true });
-      const a = await seedBatch(id, [{ row: 2, status: 'completed', runId: 'run_00000000000000000000000000000001', attempts: 1 }, { row: 3, status: 'queued' }]);
-      const b = await seedBatch(id, [{ row: 2, status: 'failed', runId: 'run_00000000000000000000000000000002', attempts: 2 }, { row: 3, status: 'cancelled' }], 'cancelled');
+      const a = await seedBatch(id, [
+        { row: 2, status: 'completed', runId: 'run_00000000000000000000000000000001', attempts: 1 },
+        { row: 3, status: 'queued' },
+      ]);
+      const b = await seedBatch(
+        id,
+        [
+          { row: 2, status: 'failed', runId: 'run_00000000000000000000000000000002', attempts: 2 },
+          { row: 3, status: 'cancelled' },
+        ],
+        'cancelled',
+      );
       const all = await api('GET', `/v1/queues/${id}/items`);
       expect(all.status, all.text).to.equal(200);
       expect(all.body.nextCursor).to.equal(null);
       expect(all.body.items.map((i: any) => [i.batchId, i.rowNumber, i.status, i.attempts])).to.deep.equal([
-        [a.batchId, 2, 'completed', 1], [a.batchId, 3, 'queued', 0], [b.batchId, 2, 'failed', 2], [b.batchId, 3, 'cancelled', 0],
+        [a.batchId, 2, 'completed', 1],
+        [a.batchId, 3, 'queued', 0],
+        [b.batchId, 2, 'failed', 2],
+        [b.batchId, 3, 'cancelled', 0],
       ]);
-      expect(all.body.items[0]).to.deep.include({ runId: 'run_00000000000000000000000000000001', payload: { email: 'ada@example.com', plan: 'pro' } });
-      expect(all.body.items[1]).to.deep.include({ runId: null, updatedAt: null, payload: { email: 'grace@example.com', plan: 'team' } });
+      expect(all.body.items[0]).to.deep.include({
+        runId: 'run_00000000000000000000000000000001',
+        payload: { email: 'ada@example.com', plan: 'pro' },
+      });
+      expect(all.body.items[1]).to.deep.include({
+        runId: null,
+        updatedAt: null,
+        payload: { email: 'grace@example.com', plan: 'team' },
+      });
 
       const ofB = await api('GET', `/v1/queues/${id}/items?batchId=${b.batchId}`);
       expect(ofB.body.items.map((i: any) => i.status)).to.deep.equal(['failed', 'cancelled']);
       const queued = await api('GET', `/v1/queues/${id}/items?status=queued`);
       expect(queued.body.items.map((i: any) => [i.batchId, i.rowNumber])).to.deep.equal([[a.batchId, 3]]);
-      expect((await api('GET', `/v1/queues/${id}/items?status=failed&batchId=${a.batchId}`)).body.items).to.deep.equal([]);
+      expect((await api('GET', `/v1/queues/${id}/items?status=failed&batchId=${a.batchId}`)).body.items).to.deep.equal(
+        [],
+      );
       expect((await api('GET', `/v1/queues/${id}/items?status=running`)).body.items).to.deep.equal([]);
       const badStatus = await api('GET', `/v1/queues/${id}/items?status=done`);
       expect([badStatus.status, badStatus.body.error]).to.deep.equal([400, 'invalid_request']);
@@ -294,7 +436,10 @@ for (const kind of kinds) {
       const first = await api('GET', `/v1/queues/${id}/items?limit=3`);
       expect(first.body.items).to.have.length(3);
       expect(first.body.nextCursor).to.be.a('string');
-      const second = await api('GET', `/v1/queues/${id}/items?limit=3&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+      const second = await api(
+        'GET',
+        `/v1/queues/${id}/items?limit=3&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      );
       expect(second.body.items.map((i: any) => [i.batchId, i.rowNumber])).to.deep.equal([[b.batchId, 3]]);
       expect(second.body.nextCursor).to.equal(null);
       expect((await api('GET', `/v1/queues/${id}/items?cursor=bm9wZQ`)).body.error).to.equal('invalid_cursor');
@@ -315,19 +460,45 @@ for (const kind of kinds) {
     it("op:listQueueBatches — oldest first with their counters, paging, 404 for another organisation's queue", async () => {
       const id = await newQueue({ paused: true });
       expect((await api('GET', `/v1/queues/${id}/batches`)).body).to.deep.equal({ items: [], nextCursor: null });
-      const a = await seedBatch(id, [{ row: 2, status: 'completed', runId: 'run_00000000000000000000000000000003', attempts: 1 }, { row: 3, status: 'queued' }]);
-      const b = await seedBatch(id, [{ row: 2, status: 'failed', attempts: 1 }, { row: 3, status: 'cancelled' }], 'cancelled');
+      const a = await seedBatch(id, [
+        { row: 2, status: 'completed', runId: 'run_00000000000000000000000000000003', attempts: 1 },
+        { row: 3, status: 'queued' },
+      ]);
+      const b = await seedBatch(
+        id,
+        [
+          { row: 2, status: 'failed', attempts: 1 },
+          { row: 3, status: 'cancelled' },
+        ],
+        'cancelled',
+      );
       const list = await api('GET', `/v1/queues/${id}/batches`);
       expect(list.status, list.text).to.equal(200);
       expect(list.body.items.map((x: any) => x.batchId)).to.deep.equal([a.batchId, b.batchId]);
       expect(list.body.items[0]).to.deep.include({
-        queueId: id, csvKey: a.csvKey, triggerId: apiTriggerId, filename: 'leads.csv', sizeBytes: CSV.length, status: 'running',
-        totalRows: 3, loadedRows: 2, skippedRows: 1, readRows: 3, runsCompleted: 1, runsFailed: 0, runsRunning: 0, runsPending: 1, failureReason: null,
+        queueId: id,
+        csvKey: a.csvKey,
+        triggerId: apiTriggerId,
+        filename: 'leads.csv',
+        sizeBytes: CSV.length,
+        status: 'running',
+        totalRows: 3,
+        loadedRows: 2,
+        skippedRows: 1,
+        readRows: 3,
+        runsCompleted: 1,
+        runsFailed: 0,
+        runsRunning: 0,
+        runsPending: 1,
+        failureReason: null,
       });
       expect(list.body.items[1]).to.deep.include({ status: 'cancelled', runsFailed: 1 });
       const first = await api('GET', `/v1/queues/${id}/batches?limit=1`);
       expect(first.body.items.map((x: any) => x.batchId)).to.deep.equal([a.batchId]);
-      const second = await api('GET', `/v1/queues/${id}/batches?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+      const second = await api(
+        'GET',
+        `/v1/queues/${id}/batches?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+      );
       expect([second.body.items.map((x: any) => x.batchId), second.body.nextCursor]).to.deep.equal([[b.batchId], null]);
       expect((await api('GET', `/v1/queues/${id}/batches?cursor=bm9wZQ`)).body.error).to.equal('invalid_cursor');
       const theirs = await api('GET', `/v1/queues/${id}/batches`, { token: other.token });
@@ -351,27 +522,44 @@ for (const kind of kinds) {
 
     it('op:deleteQueue — uploads, batches, items, row errors and stored files go; runs stay; other queues keep theirs', async () => {
       // A real run of the queue's workflow, finished before it is linked to an item.
-      const run = await call(server.baseUrl, 'POST', `/ext/triggers/${apiTriggerId}`, { headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' }, body: { name: 'Ada' } });
+      const run = await call(server.baseUrl, 'POST', `/ext/triggers/${apiTriggerId}`, {
+        headers: { 'x-api-key': org.apiKey, 'x-api-wait': 'true' },
+        body: { name: 'Ada' },
+      });
       expect(run.status, run.text).to.equal(200);
       const runId = run.headers.get('x-pf-run-id')!;
       const id = await newQueue({ paused: true });
-      const a = await seedBatch(id, [{ row: 2, status: 'completed', runId, attempts: 1 }, { row: 3, status: 'queued' }]);
+      const a = await seedBatch(id, [
+        { row: 2, status: 'completed', runId, attempts: 1 },
+        { row: 3, status: 'queued' },
+      ]);
       const kept = await newQueue({ paused: true });
       const k = await seedBatch(kept, [{ row: 2, status: 'queued' }]);
 
       expect((await api('DELETE', `/v1/queues/${id}`)).status).to.equal(204);
-      for (const [table, where] of [['csv_uploads', { queue_id: id }], ['queue_batches', { queue_id: id }], ['queue_items', { queue_id: id }], ['batch_row_errors', { batch_id: a.batchId }]] as const) {
+      for (const [table, where] of [
+        ['csv_uploads', { queue_id: id }],
+        ['queue_batches', { queue_id: id }],
+        ['queue_items', { queue_id: id }],
+        ['batch_row_errors', { batch_id: a.batchId }],
+      ] as const) {
         expect(await db()(table).where(where).select('*'), table).to.deep.equal([]);
       }
       let missing: unknown;
       await server.app.services.blobs.get(a.blobKey).catch((err: unknown) => (missing = err));
       expect(missing).to.be.instanceOf(BlobNotFoundError);
       expect(await db()('runs').where({ id: runId }).first('id')).to.deep.equal({ id: runId });
-      expect((await api('GET', `/v1/runs?triggerId=${apiTriggerId}`)).body.items.map((r: any) => r.runId)).to.include(runId);
+      expect((await api('GET', `/v1/runs?triggerId=${apiTriggerId}`)).body.items.map((r: any) => r.runId)).to.include(
+        runId,
+      );
 
       // The other queue keeps its batch, items, row errors and file.
-      expect((await api('GET', `/v1/queues/${kept}/items`)).body.items.map((i: any) => i.payload)).to.deep.equal([{ email: 'ada@example.com', plan: 'pro' }]);
-      expect((await api('GET', `/v1/queues/${kept}/batches`)).body.items.map((x: any) => x.batchId)).to.deep.equal([k.batchId]);
+      expect((await api('GET', `/v1/queues/${kept}/items`)).body.items.map((i: any) => i.payload)).to.deep.equal([
+        { email: 'ada@example.com', plan: 'pro' },
+      ]);
+      expect((await api('GET', `/v1/queues/${kept}/batches`)).body.items.map((x: any) => x.batchId)).to.deep.equal([
+        k.batchId,
+      ]);
       expect(await db()('batch_row_errors').where({ batch_id: k.batchId }).select('row_number')).to.have.length(1);
     });
   });

@@ -22,7 +22,10 @@ describe('upstream: coding-agent launch tool', function () {
   let reg: AppServer;
   let server: ToolServer;
   let pcid: string;
-  const valid = () => ({ prompt: { text: 'Add a health check.' }, repos: [{ url: 'https://github.com/acme/app', startingRef: 'main' }] });
+  const valid = () => ({
+    prompt: { text: 'Add a health check.' },
+    repos: [{ url: 'https://github.com/acme/app', startingRef: 'main' }],
+  });
   const launch = (args: Record<string, unknown>) =>
     server.callTool(env.ctx({ forwardedHeaders: { 'x-tenant': 'acme' } }), CODING_AGENT_TOOL, { PCID: pcid, ...args });
   const invalid = async (args: Record<string, unknown>, field: string, message: RegExp) => {
@@ -38,7 +41,10 @@ describe('upstream: coding-agent launch tool', function () {
     api = await startCodingAgentApi();
     pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 10_000 });
     reg = await env.server({
-      path: 'coding-agent', name: 'Coding agent', service_key: 'coding-agent', auth: { scheme: 'bearer' },
+      path: 'coding-agent',
+      name: 'Coding agent',
+      service_key: 'coding-agent',
+      auth: { scheme: 'bearer' },
       upstream: { type: 'coding-agent', baseUrl: api.baseUrl },
     });
     pcid = await env.connection({ service_key: 'coding-agent', secret: { apiKey: 'key_live_123' } });
@@ -52,11 +58,25 @@ describe('upstream: coding-agent launch tool', function () {
 
   it('registers as upstream {type: coding-agent, baseUrl} (registry and management.yaml agree)', async () => {
     expect(reg.upstream).to.deep.equal({ type: 'coding-agent', baseUrl: api.baseUrl });
-    const bad = await env.server({ path: 'ca-bad', name: 'x', service_key: 'coding-agent', auth: { scheme: 'bearer' }, upstream: { type: 'coding-agent', baseUrl: 'ftp://x' } }).catch((e: unknown) => e);
+    const bad = await env
+      .server({
+        path: 'ca-bad',
+        name: 'x',
+        service_key: 'coding-agent',
+        auth: { scheme: 'bearer' },
+        upstream: { type: 'coding-agent', baseUrl: 'ftp://x' },
+      })
+      .catch((e: unknown) => e);
     expect(bad).to.be.instanceOf(AppError);
     expect((bad as AppError).message).to.equal('upstream.baseUrl must be an absolute http(s) URL');
     const validate = operationValidators.createAppServer!.json!;
-    const body = { path: 'ca', name: 'Coding agent', service_key: 'coding-agent', auth: { scheme: 'bearer' }, upstream: { type: 'coding-agent', baseUrl: 'https://api.example.com' } };
+    const body = {
+      path: 'ca',
+      name: 'Coding agent',
+      service_key: 'coding-agent',
+      auth: { scheme: 'bearer' },
+      upstream: { type: 'coding-agent', baseUrl: 'https://api.example.com' },
+    };
     expect(validate(body), JSON.stringify(validate.errors)).to.equal(true);
     expect(validate({ ...body, upstream: { ...body.upstream, url: 'https://x' } })).to.equal(false);
   });
@@ -70,11 +90,22 @@ describe('upstream: coding-agent launch tool', function () {
   });
 
   it('valid input: POST /v0/agents with the connection key as Bearer; the answer is structuredContent', async () => {
-    const r = await launch({ ...valid(), model: { id: 'claude-4-sonnet', params: [{ name: 'thinking', value: 'high' }] }, autoCreatePR: true, skipReviewerRequest: true, branchName: 'feat/health', envVars: { NODE_ENV: 'test' } });
+    const r = await launch({
+      ...valid(),
+      model: { id: 'claude-4-sonnet', params: [{ name: 'thinking', value: 'high' }] },
+      autoCreatePR: true,
+      skipReviewerRequest: true,
+      branchName: 'feat/health',
+      envVars: { NODE_ENV: 'test' },
+    });
     expect(r.isError).to.equal(undefined);
     expect(r.structuredContent).to.deep.equal({
-      id: 'bc_123', status: 'CREATING', name: 'agent', target: { url: 'https://agents.example.com/bc_123' },
-      agentId: 'bc_123', url: 'https://agents.example.com/bc_123',
+      id: 'bc_123',
+      status: 'CREATING',
+      name: 'agent',
+      target: { url: 'https://agents.example.com/bc_123' },
+      agentId: 'bc_123',
+      url: 'https://agents.example.com/bc_123',
     });
     expect(api.requests).to.have.length(1);
     const req = api.requests[0]!;
@@ -85,16 +116,26 @@ describe('upstream: coding-agent launch tool', function () {
     expect(JSON.parse(req.body)).to.deep.equal({
       prompt: { text: 'Add a health check.' },
       source: { repository: 'https://github.com/acme/app', ref: 'main' },
-      model: 'claude-4-sonnet', modelParams: [{ name: 'thinking', value: 'high' }],
+      model: 'claude-4-sonnet',
+      modelParams: [{ name: 'thinking', value: 'high' }],
       target: { autoCreatePr: true, branchName: 'feat/health', skipReviewerRequest: true },
       envVars: { NODE_ENV: 'test' },
     });
   });
 
   it('prUrl overrides url and startingRef; autoGenerateBranch applies only with prUrl', async () => {
-    await launch({ ...valid(), repos: [{ url: 'https://github.com/acme/app', startingRef: 'main', prUrl: 'https://github.com/acme/app/pull/42' }], autoGenerateBranch: false, skipReviewerRequest: true });
+    await launch({
+      ...valid(),
+      repos: [
+        { url: 'https://github.com/acme/app', startingRef: 'main', prUrl: 'https://github.com/acme/app/pull/42' },
+      ],
+      autoGenerateBranch: false,
+      skipReviewerRequest: true,
+    });
     expect(JSON.parse(api.requests[0]!.body)).to.deep.equal({
-      prompt: { text: 'Add a health check.' }, source: { prUrl: 'https://github.com/acme/app/pull/42' }, target: { autoBranch: false },
+      prompt: { text: 'Add a health check.' },
+      source: { prUrl: 'https://github.com/acme/app/pull/42' },
+      target: { autoBranch: false },
     });
     await launch({ ...valid(), autoGenerateBranch: true });
     expect(JSON.parse(api.requests[1]!.body)).to.not.have.property('target');
@@ -109,18 +150,42 @@ describe('upstream: coding-agent launch tool', function () {
   });
 
   it('rejects 6 images', async () => {
-    await invalid({ ...valid(), prompt: { text: 't', images: Array(6).fill('AAAA') } }, 'prompt.images', /prompt\.images must have at most 5 items/);
+    await invalid(
+      { ...valid(), prompt: { text: 't', images: Array(6).fill('AAAA') } },
+      'prompt.images',
+      /prompt\.images must have at most 5 items/,
+    );
   });
 
   it('rejects an image over 15 MiB and one that is not base64', async () => {
-    await invalid({ ...valid(), prompt: { text: 't', images: ['A'.repeat(MAX_IMAGE_B64 + 4)] } }, 'prompt.images[0]', /prompt\.images\[0\] is larger than 15 MiB/);
-    await invalid({ ...valid(), prompt: { text: 't', images: ['AA!A'] } }, 'prompt.images[0]', /must be standard base64/);
-    await invalid({ ...valid(), prompt: { text: 't', images: ['AAAAA'] } }, 'prompt.images[0]', /must be standard padded base64/);
+    await invalid(
+      { ...valid(), prompt: { text: 't', images: ['A'.repeat(MAX_IMAGE_B64 + 4)] } },
+      'prompt.images[0]',
+      /prompt\.images\[0\] is larger than 15 MiB/,
+    );
+    await invalid(
+      { ...valid(), prompt: { text: 't', images: ['AA!A'] } },
+      'prompt.images[0]',
+      /must be standard base64/,
+    );
+    await invalid(
+      { ...valid(), prompt: { text: 't', images: ['AAAAA'] } },
+      'prompt.images[0]',
+      /must be standard padded base64/,
+    );
   });
 
   it('rejects 2 repos and a repo without url or prUrl', async () => {
-    await invalid({ ...valid(), repos: [{ url: 'https://github.com/a/b' }, { url: 'https://github.com/a/c' }] }, 'repos', /repos must have at most 1 item$/);
-    await invalid({ ...valid(), repos: [{ startingRef: 'main' }] }, 'repos[0].url', /repos\[0\]\.url is required unless repos\[0\]\.prUrl is given/);
+    await invalid(
+      { ...valid(), repos: [{ url: 'https://github.com/a/b' }, { url: 'https://github.com/a/c' }] },
+      'repos',
+      /repos must have at most 1 item$/,
+    );
+    await invalid(
+      { ...valid(), repos: [{ startingRef: 'main' }] },
+      'repos[0].url',
+      /repos\[0\]\.url is required unless repos\[0\]\.prUrl is given/,
+    );
     await invalid({ ...valid(), repos: [] }, 'repos', /repos must have at least 1 item/);
   });
 
@@ -137,7 +202,11 @@ describe('upstream: coding-agent launch tool', function () {
   });
 
   it('rejects an envVars value over 4096 bytes', async () => {
-    await invalid({ ...valid(), envVars: { BIG: 'é'.repeat(2049) } }, 'envVars.BIG', /envVars\.BIG is longer than 4096 bytes/);
+    await invalid(
+      { ...valid(), envVars: { BIG: 'é'.repeat(2049) } },
+      'envVars.BIG',
+      /envVars\.BIG is longer than 4096 bytes/,
+    );
   });
 
   it('rejects an empty envVars name or value', async () => {
@@ -146,7 +215,11 @@ describe('upstream: coding-agent launch tool', function () {
   });
 
   it('rejects the CURSOR_ prefix', async () => {
-    await invalid({ ...valid(), envVars: { CURSOR_API_KEY: 'x' } }, 'envVars', /envVars name "CURSOR_API_KEY" must not start with CURSOR_/);
+    await invalid(
+      { ...valid(), envVars: { CURSOR_API_KEY: 'x' } },
+      'envVars',
+      /envVars name "CURSOR_API_KEY" must not start with CURSOR_/,
+    );
   });
 
   it('rejects a missing prompt text and unknown arguments', async () => {
@@ -168,10 +241,14 @@ describe('upstream: coding-agent launch tool', function () {
 
   it('checks the PCID like every application tool', async () => {
     const other = await env.connection({ service_key: 'github' });
-    expect((await gatewayError(server.callTool(env.ctx(), CODING_AGENT_TOOL, { ...valid(), PCID: other }))).message).to.match(/not "coding-agent"/);
+    expect(
+      (await gatewayError(server.callTool(env.ctx(), CODING_AGENT_TOOL, { ...valid(), PCID: other }))).message,
+    ).to.match(/not "coding-agent"/);
     // The single connected connection is injected when PCID is missing.
     const r = await server.callTool(env.ctx(), CODING_AGENT_TOOL, valid());
     expect(r.structuredContent).to.include({ agentId: 'bc_123' });
-    expect((await gatewayError(server.callTool(env.ctx(), 'other_tool', { PCID: pcid }))).message).to.equal('unknown tool "other_tool" on server coding-agent');
+    expect((await gatewayError(server.callTool(env.ctx(), 'other_tool', { PCID: pcid }))).message).to.equal(
+      'unknown tool "other_tool" on server coding-agent',
+    );
   });
 });

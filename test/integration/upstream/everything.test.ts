@@ -21,8 +21,11 @@ describe('upstream: server-everything over Streamable HTTP', function () {
     env = await setup();
     pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 10_000 });
     const reg = await env.server({
-      path: 'everything', name: 'Everything', service_key: 'everything',
-      upstream: { type: 'mcp', url: everything.url, transport: 'streamable-http' }, auth: { scheme: 'none' },
+      path: 'everything',
+      name: 'Everything',
+      service_key: 'everything',
+      upstream: { type: 'mcp', url: everything.url, transport: 'streamable-http' },
+      auth: { scheme: 'none' },
     });
     pcid = await env.connection({ service_key: 'everything', name: 'Everything conn' });
     server = createAppToolServer(reg, undefined, pool);
@@ -34,7 +37,13 @@ describe('upstream: server-everything over Streamable HTTP', function () {
   });
 
   it('describes itself as an application server', () => {
-    expect(server).to.deep.include({ path: 'everything', name: 'Everything', embedded: false, serviceKey: 'everything', description: '' });
+    expect(server).to.deep.include({
+      path: 'everything',
+      name: 'Everything',
+      embedded: false,
+      serviceKey: 'everything',
+      description: '',
+    });
   });
 
   it('lists the upstream tools with the required string argument PCID', async () => {

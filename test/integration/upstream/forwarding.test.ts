@@ -13,7 +13,10 @@ import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 /** The headers node gives a server for a request sent with `headers`. */
 async function received(headers: Record<string, string>): Promise<IncomingHttpHeaders> {
   let seen: IncomingHttpHeaders = {};
-  const srv = http.createServer((req, res) => { seen = req.headers; res.end(); });
+  const srv = http.createServer((req, res) => {
+    seen = req.headers;
+    res.end();
+  });
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   try {
     await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/`, { method: 'POST', headers, body: '{}' });
@@ -33,21 +36,44 @@ describe('upstream: header forwarding (spec section 5)', function () {
     });
 
     it('a header without the prefix is not forwarded', async () => {
-      const h = await received({ 'X-Tenant-Id': 'acme', 'X-Pf-Run-Id': 'r', 'Pf-Forward-X': 'y', 'X-Pf-Forwarded-Y': 'z' });
+      const h = await received({
+        'X-Tenant-Id': 'acme',
+        'X-Pf-Run-Id': 'r',
+        'Pf-Forward-X': 'y',
+        'X-Pf-Forwarded-Y': 'z',
+      });
       expect(forwardedHeaders(h)).to.deep.equal({});
     });
 
     it('authorization, content-type, accept and mcp-session-id are dropped even when prefixed', async () => {
       const h = await received({
-        'X-Pf-Forward-Authorization': 'Bearer stolen', 'X-Pf-Forward-Content-Type': 'text/plain',
-        'X-Pf-Forward-Accept': 'text/html', 'X-Pf-Forward-Mcp-Session-Id': 'abc', 'X-Pf-Forward-Ok': '1',
+        'X-Pf-Forward-Authorization': 'Bearer stolen',
+        'X-Pf-Forward-Content-Type': 'text/plain',
+        'X-Pf-Forward-Accept': 'text/html',
+        'X-Pf-Forward-Mcp-Session-Id': 'abc',
+        'X-Pf-Forward-Ok': '1',
       });
       expect(forwardedHeaders(h)).to.deep.equal({ ok: '1' });
     });
 
     it('also drops transport, hop-by-hop and credential headers (our additions)', () => {
-      const names = ['mcp-protocol-version', 'last-event-id', 'host', 'connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer',
-        'upgrade', 'content-length', 'expect', 'accept-encoding', 'proxy-connection', 'cookie', 'proxy-authorization'];
+      const names = [
+        'mcp-protocol-version',
+        'last-event-id',
+        'host',
+        'connection',
+        'keep-alive',
+        'transfer-encoding',
+        'te',
+        'trailer',
+        'upgrade',
+        'content-length',
+        'expect',
+        'accept-encoding',
+        'proxy-connection',
+        'cookie',
+        'proxy-authorization',
+      ];
       const h: IncomingHttpHeaders = Object.fromEntries(names.map((n) => [`x-pf-forward-${n}`, 'v']));
       h['x-pf-forward-'] = 'empty name';
       h['x-pf-forward-list'] = ['a', 'b'];
@@ -66,7 +92,10 @@ describe('upstream: header forwarding (spec section 5)', function () {
       fx = await startMcpFixture();
       pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
       reg = await env.server({
-        path: 'remote', name: 'Remote', service_key: 'remote', auth: { scheme: 'bearer' },
+        path: 'remote',
+        name: 'Remote',
+        service_key: 'remote',
+        auth: { scheme: 'bearer' },
         upstream: { type: 'mcp', url: fx.url, transport: 'streamable-http' },
       });
     });
@@ -79,9 +108,12 @@ describe('upstream: header forwarding (spec section 5)', function () {
     it('every table row, as the upstream sees it, on every request of the session', async () => {
       const pcid = await env.connection({ service_key: 'remote', secret: 'conn-secret' });
       const incoming = await received({
-        'X-Pf-Forward-Tenant-Id': 'acme', 'X-Tenant-Plain': 'not forwarded',
-        'X-Pf-Forward-Authorization': 'Bearer stolen', 'X-Pf-Forward-Content-Type': 'text/plain',
-        'X-Pf-Forward-Accept': 'text/html', 'X-Pf-Forward-Mcp-Session-Id': 'forged-session',
+        'X-Pf-Forward-Tenant-Id': 'acme',
+        'X-Tenant-Plain': 'not forwarded',
+        'X-Pf-Forward-Authorization': 'Bearer stolen',
+        'X-Pf-Forward-Content-Type': 'text/plain',
+        'X-Pf-Forward-Accept': 'text/html',
+        'X-Pf-Forward-Mcp-Session-Id': 'forged-session',
       });
       const ctx = env.ctx({ forwardedHeaders: forwardedHeaders(incoming) });
       const r = await createAppToolServer(reg, undefined, pool).callTool(ctx, 'whoami', { PCID: pcid });

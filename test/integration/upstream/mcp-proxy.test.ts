@@ -28,16 +28,26 @@ describe('upstream: remote MCP server (fixture)', function () {
     await env.close();
   });
 
-  async function register(auth: UpstreamAuth = { scheme: 'bearer' }, transport: 'streamable-http' | 'sse' = 'streamable-http'): Promise<AppServer> {
+  async function register(
+    auth: UpstreamAuth = { scheme: 'bearer' },
+    transport: 'streamable-http' | 'sse' = 'streamable-http',
+  ): Promise<AppServer> {
     n++;
     return env.server({
-      path: `fixture-${n}`, name: 'Fixture', service_key: 'fixture', auth,
+      path: `fixture-${n}`,
+      name: 'Fixture',
+      service_key: 'fixture',
+      auth,
       upstream: { type: 'mcp', url: transport === 'sse' ? fx.sseUrl : fx.url, transport },
     });
   }
 
   const whoami = async (reg: AppServer, pcid: string, forwarded: Record<string, string> = {}) => {
-    const r = await createAppToolServer(reg, undefined, pool).callTool(env.ctx({ forwardedHeaders: forwarded }), 'whoami', { PCID: pcid });
+    const r = await createAppToolServer(reg, undefined, pool).callTool(
+      env.ctx({ forwardedHeaders: forwarded }),
+      'whoami',
+      { PCID: pcid },
+    );
     return (r.structuredContent as { headers: Record<string, string> }).headers;
   };
 
@@ -86,7 +96,9 @@ describe('upstream: remote MCP server (fixture)', function () {
     it('a secret that does not fit the scheme fails without showing it', async () => {
       const reg = await register({ scheme: 'basic' });
       const pcid = await env.connection({ service_key: 'fixture', secret: 'no-colon-secret' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'whoami', { PCID: pcid }));
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'whoami', { PCID: pcid }),
+      );
       expect(err.message).to.match(/no usable secret for auth scheme basic/);
       expect(err.message).to.not.include('no-colon-secret');
     });
@@ -98,9 +110,14 @@ describe('upstream: remote MCP server (fixture)', function () {
       const pcid = await env.connection({ service_key: 'fixture' });
       const s = createAppToolServer(reg, undefined, pool);
       expect(await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'hi' })).to.deep.equal({
-        content: [{ type: 'text', text: 'echo: hi' }], structuredContent: { echo: 'hi' }, _meta: { fixture: 'yes' },
+        content: [{ type: 'text', text: 'echo: hi' }],
+        structuredContent: { echo: 'hi' },
+        _meta: { fixture: 'yes' },
       });
-      expect(await s.callTool(env.ctx(), 'fail', { PCID: pcid })).to.deep.equal({ content: [{ type: 'text', text: 'it went wrong' }], isError: true });
+      expect(await s.callTool(env.ctx(), 'fail', { PCID: pcid })).to.deep.equal({
+        content: [{ type: 'text', text: 'it went wrong' }],
+        isError: true,
+      });
       const args = await s.callTool(env.ctx(), 'args', { PCID: pcid, x: 1 });
       expect(args.structuredContent).to.deep.equal({ args: { x: 1 } });
     });
@@ -177,7 +194,10 @@ describe('upstream: remote MCP server (fixture)', function () {
       const pcid = await env.connection({ service_key: 'fixture' });
       const s = createAppToolServer(reg, undefined, pool);
       for (const tenant of ['a', 'b', 'c']) {
-        await s.callTool(env.ctx({ forwardedHeaders: { 'x-tenant': tenant } }), 'echo', { PCID: pcid, message: tenant });
+        await s.callTool(env.ctx({ forwardedHeaders: { 'x-tenant': tenant } }), 'echo', {
+          PCID: pcid,
+          message: tenant,
+        });
       }
       expect(pool.size).to.equal(2);
       await new Promise((r) => setTimeout(r, 500));
@@ -210,7 +230,9 @@ describe('upstream: remote MCP server (fixture)', function () {
       expect(err.message).to.equal(`upstream ${reg.path} tools/call slow timed out after 300 ms`);
       expect(Date.now() - started).to.be.lessThan(1_500);
       // The session survives a timeout.
-      expect((await s.callTool(env.ctx(), 'slow', { PCID: pcid, ms: 1 })).structuredContent).to.deep.equal({ slept: 1 });
+      expect((await s.callTool(env.ctx(), 'slow', { PCID: pcid, ms: 1 })).structuredContent).to.deep.equal({
+        slept: 1,
+      });
     });
 
     it('the call signal aborts the upstream call', async () => {
@@ -218,18 +240,28 @@ describe('upstream: remote MCP server (fixture)', function () {
       const pcid = await env.connection({ service_key: 'fixture' });
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 100);
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx({ signal: ac.signal }), 'slow', { PCID: pcid, ms: 3_000 }));
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx({ signal: ac.signal }), 'slow', {
+          PCID: pcid,
+          ms: 3_000,
+        }),
+      );
       expect(err.message).to.match(/tools\/call slow was cancelled/);
     });
 
     it('an unreachable upstream answers -32000 without URL, stack or secret', async () => {
       const port = await freePort();
       const reg = await env.server({
-        path: 'gone', name: 'Gone', service_key: 'fixture', auth: { scheme: 'bearer' },
+        path: 'gone',
+        name: 'Gone',
+        service_key: 'fixture',
+        auth: { scheme: 'bearer' },
         upstream: { type: 'mcp', url: `http://127.0.0.1:${port}/mcp?key=url-secret`, transport: 'streamable-http' },
       });
       const pcid = await env.connection({ service_key: 'fixture', secret: 'conn-secret' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }),
+      );
       expect(err.message).to.equal('upstream gone tools/call echo failed: the upstream is unreachable (ECONNREFUSED)');
       expect(err.stack ?? '').to.not.include('conn-secret');
       const list = await gatewayError(createAppToolServer(reg, undefined, pool).listTools(env.ctx()));
@@ -239,11 +271,16 @@ describe('upstream: remote MCP server (fixture)', function () {
 
     it('an upstream that refuses the credential answers -32000 saying so', async () => {
       const reg = await env.server({
-        path: 'refuses', name: 'Refuses', service_key: 'fixture', auth: { scheme: 'bearer' },
+        path: 'refuses',
+        name: 'Refuses',
+        service_key: 'fixture',
+        auth: { scheme: 'bearer' },
         upstream: { type: 'mcp', url: fx.url.replace('/mcp', '/nothing-here'), transport: 'streamable-http' },
       });
       const pcid = await env.connection({ service_key: 'fixture' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }),
+      );
       expect(err.message).to.equal('upstream refuses tools/call echo failed: the upstream answered HTTP 404');
       // A failed connect is not retried as a "gone session".
       expect(fx.requests.filter((q) => q.path === '/nothing-here')).to.have.length(1);
@@ -252,8 +289,12 @@ describe('upstream: remote MCP server (fixture)', function () {
     it('an upstream that answers 401 says the credential was refused, without showing it', async () => {
       const reg = await register();
       const pcid = await env.connection({ service_key: 'fixture', secret: 'revoked' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));
-      expect(err.message).to.equal(`upstream ${reg.path} tools/call echo failed: the upstream refused the connection's credential (HTTP 401)`);
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }),
+      );
+      expect(err.message).to.equal(
+        `upstream ${reg.path} tools/call echo failed: the upstream refused the connection's credential (HTTP 401)`,
+      );
     });
 
     it('an unknown upstream tool comes back as the upstream reports it', async () => {
@@ -268,7 +309,10 @@ describe('upstream: remote MCP server (fixture)', function () {
     it('an upstream JSON-RPC error keeps its code and message', async () => {
       const reg = await register();
       const pcid = await env.connection({ service_key: 'fixture' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'rpc-error', { PCID: pcid }), -32602);
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'rpc-error', { PCID: pcid }),
+        -32602,
+      );
       expect(err.message).to.equal(`upstream ${reg.path} tools/call rpc-error: bad params here`);
     });
   });
@@ -280,7 +324,9 @@ describe('upstream: remote MCP server (fixture)', function () {
       const s = createAppToolServer(reg, undefined, pool);
       const tools = await s.listTools(env.ctx());
       expect(tools.map((t) => t.name)).to.include('echo');
-      expect(await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'over sse' })).to.deep.include({ structuredContent: { echo: 'over sse' } });
+      expect(await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'over sse' })).to.deep.include({
+        structuredContent: { echo: 'over sse' },
+      });
       const h = await whoami(reg, pcid, { 'x-tenant': 't1' });
       expect(h.authorization).to.equal('Bearer sse-tok');
       expect(h['x-tenant']).to.equal('t1');
@@ -291,12 +337,19 @@ describe('upstream: remote MCP server (fixture)', function () {
     it('an unreachable SSE upstream answers -32000', async () => {
       const port = await freePort();
       const reg = await env.server({
-        path: 'sse-gone', name: 'Gone', service_key: 'fixture', auth: { scheme: 'none' },
+        path: 'sse-gone',
+        name: 'Gone',
+        service_key: 'fixture',
+        auth: { scheme: 'none' },
         upstream: { type: 'mcp', url: `http://127.0.0.1:${port}/sse`, transport: 'sse' },
       });
       const pcid = await env.connection({ service_key: 'fixture' });
-      const err = await gatewayError(createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));
-      expect(err.message).to.equal('upstream sse-gone tools/call echo failed: the upstream is unreachable (ECONNREFUSED)');
+      const err = await gatewayError(
+        createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }),
+      );
+      expect(err.message).to.equal(
+        'upstream sse-gone tools/call echo failed: the upstream is unreachable (ECONNREFUSED)',
+      );
     });
 
     it('re-opens the SSE session once when the upstream forgot it', async () => {
@@ -305,7 +358,9 @@ describe('upstream: remote MCP server (fixture)', function () {
       const s = createAppToolServer(reg, undefined, pool);
       await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'one' });
       fx.dropSessions();
-      expect((await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'two' })).structuredContent).to.deep.equal({ echo: 'two' });
+      expect((await s.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'two' })).structuredContent).to.deep.equal({
+        echo: 'two',
+      });
       expect(fx.sessionsOpened).to.equal(2);
     });
   });

@@ -27,7 +27,10 @@ describe('upstream: OpenAPI-described HTTP API', function () {
     api = await startPetApi();
     pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
     reg = await env.server({
-      path: 'pets', name: 'Pets', service_key: 'pets', auth: { scheme: 'header', headerName: 'X-Api-Key' },
+      path: 'pets',
+      name: 'Pets',
+      service_key: 'pets',
+      auth: { scheme: 'header', headerName: 'X-Api-Key' },
       upstream: { type: 'openapi', baseUrl: `${api.baseUrl}/api/`, document: petDocument },
     });
     pcid = await env.connection({ service_key: 'pets', secret: { apiKey: 'pet-key' } });
@@ -47,7 +50,11 @@ describe('upstream: OpenAPI-described HTTP API', function () {
     const get = byName.get('pets_get')!;
     expect(get.description).to.equal('Get a pet');
     expect(get.annotations).to.deep.equal({ readOnlyHint: true });
-    expect(get.inputSchema).to.deep.include({ type: 'object', additionalProperties: false, required: ['petId', 'X-Trace-Tag', 'PCID'] });
+    expect(get.inputSchema).to.deep.include({
+      type: 'object',
+      additionalProperties: false,
+      required: ['petId', 'X-Trace-Tag', 'PCID'],
+    });
     expect(get.inputSchema.properties).to.have.keys(['petId', 'verbose', 'X-Trace-Tag', 'PCID']);
     const create = byName.get('createPet')!;
     expect(create.description).to.equal('Create a pet.');
@@ -55,7 +62,8 @@ describe('upstream: OpenAPI-described HTTP API', function () {
     const body = (create.inputSchema.properties as Record<string, Record<string, any>>).body!;
     // $ref inlined, nullable rewritten, the self-reference cut.
     expect(body).to.deep.equal({
-      type: 'object', required: ['name'],
+      type: 'object',
+      required: ['name'],
       properties: { name: { type: 'string' }, tag: { type: ['string', 'null'] }, parent: {} },
     });
     expect(byName.get('get_hello')!.description).to.equal('GET /hello');
@@ -82,9 +90,14 @@ describe('upstream: OpenAPI-described HTTP API', function () {
     expect(JSON.parse(sent.body)).to.deep.equal({ name: 'Tom', tag: null });
     const list = await call('listPets', { limit: 5, tags: ['a', 'b c'] });
     expect(api.requests.at(-1)!.url).to.equal('/api/pets?limit=5&tags=a&tags=b+c');
-    expect(list.structuredContent).to.deep.equal({ result: [{ id: '1', name: 'Rex', limit: '5', tags: ['a', 'b c'] }] });
+    expect(list.structuredContent).to.deep.equal({
+      result: [{ id: '1', name: 'Rex', limit: '5', tags: ['a', 'b c'] }],
+    });
     const hello = await call('get_hello', {});
-    expect(hello).to.deep.equal({ content: [{ type: 'text', text: 'hello there' }], structuredContent: { result: 'hello there' } });
+    expect(hello).to.deep.equal({
+      content: [{ type: 'text', text: 'hello there' }],
+      structuredContent: { result: 'hello there' },
+    });
   });
 
   it('answers a non-2xx status as isError with the status and a body excerpt', async () => {
@@ -106,16 +119,27 @@ describe('upstream: OpenAPI-described HTTP API', function () {
 
   it('refuses unknown tools, unknown arguments and missing required ones with -32000', async () => {
     expect((await gatewayError(call('nope', {}))).message).to.equal('unknown tool "nope" on server pets');
-    expect((await gatewayError(call('listPets', { limitt: 1 }))).message).to.equal('tool listPets has no argument "limitt"');
-    expect((await gatewayError(call('pets_get', { petId: '1' }))).message).to.equal('tool pets_get: argument "X-Trace-Tag" is required');
+    expect((await gatewayError(call('listPets', { limitt: 1 }))).message).to.equal(
+      'tool listPets has no argument "limitt"',
+    );
+    expect((await gatewayError(call('pets_get', { petId: '1' }))).message).to.equal(
+      'tool pets_get: argument "X-Trace-Tag" is required',
+    );
     expect((await gatewayError(call('createPet', {}))).message).to.equal('tool createPet: argument "body" is required');
     expect(api.requests).to.have.length(0);
   });
 
   it('does not follow redirects (the credential stays with baseUrl)', async () => {
-    const doc = { openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: { '/moved': { get: { operationId: 'moved', responses: {} } } } };
+    const doc = {
+      openapi: '3.1.0',
+      info: { title: 'x', version: '1' },
+      paths: { '/moved': { get: { operationId: 'moved', responses: {} } } },
+    };
     const moved = await env.server({
-      path: 'moved', name: 'Moved', service_key: 'pets', auth: { scheme: 'bearer' },
+      path: 'moved',
+      name: 'Moved',
+      service_key: 'pets',
+      auth: { scheme: 'bearer' },
       upstream: { type: 'openapi', baseUrl: `${api.baseUrl}/api`, document: doc },
     });
     const r = await createAppToolServer(moved, undefined, pool).callTool(env.ctx(), 'moved', { PCID: pcid });
@@ -126,10 +150,17 @@ describe('upstream: OpenAPI-described HTTP API', function () {
   it('answers an unreachable API with -32000', async () => {
     const port = await freePort();
     const down = await env.server({
-      path: 'down', name: 'Down', service_key: 'pets', auth: { scheme: 'none' },
+      path: 'down',
+      name: 'Down',
+      service_key: 'pets',
+      auth: { scheme: 'none' },
       upstream: { type: 'openapi', baseUrl: `http://127.0.0.1:${port}`, document: petDocument },
     });
-    const err = await gatewayError(createAppToolServer(down, undefined, pool).callTool(env.ctx(), 'listPets', { PCID: pcid }));
-    expect(err.message).to.equal('upstream down tools/call listPets failed: the upstream is unreachable (ECONNREFUSED)');
+    const err = await gatewayError(
+      createAppToolServer(down, undefined, pool).callTool(env.ctx(), 'listPets', { PCID: pcid }),
+    );
+    expect(err.message).to.equal(
+      'upstream down tools/call listPets failed: the upstream is unreachable (ECONNREFUSED)',
+    );
   });
 });

@@ -22,7 +22,10 @@ import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 const LEAN_FIRST_ID = 1_000_000;
 
 /** A listener that counts connections and pipes them to `to` on 127.0.0.1 (or answers 500). */
-async function counter(host: string, to?: number): Promise<{ port: number; connections: number; close(): Promise<void> }> {
+async function counter(
+  host: string,
+  to?: number,
+): Promise<{ port: number; connections: number; close(): Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const state = { connections: 0 };
   const server = net.createServer((socket) => {
@@ -51,7 +54,12 @@ async function counter(host: string, to?: number): Promise<{ port: number; conne
 
 /** A logger writing JSON lines into `lines`. */
 function memoryLog(lines: string[]) {
-  const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)); done(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      done();
+    },
+  });
   return createLogger('debug', sink);
 }
 
@@ -75,7 +83,13 @@ describe('upstream: connections pass the outbound policy', function () {
   /** A stored registration, a connection with `secret`, and its tool server on `pool`. */
   async function serverFor(upstream: AppServerCreate['upstream'], secret = 'connection-secret') {
     n++;
-    const reg = await env.server({ path: `up-${n}`, name: 'Up', service_key: `up-${n}`, upstream, auth: { scheme: 'bearer' } });
+    const reg = await env.server({
+      path: `up-${n}`,
+      name: 'Up',
+      service_key: `up-${n}`,
+      upstream,
+      auth: { scheme: 'bearer' },
+    });
     const pcid = await env.connection({ service_key: `up-${n}`, secret });
     return { path: reg.path, pcid, server: createAppToolServer(reg, undefined, pool) };
   }
@@ -91,18 +105,28 @@ describe('upstream: connections pass the outbound policy', function () {
         [{ type: 'mcp', url: `${base}/mcp?key=query-secret`, transport: 'streamable-http' }, 'echo', { message: 'x' }],
         [{ type: 'mcp', url: `${base}/sse?key=query-secret`, transport: 'sse' }, 'echo', { message: 'x' }],
         [{ type: 'openapi', baseUrl: `${base}/api?key=query-secret`, document: petDocument }, 'listPets', {}],
-        [{ type: 'coding-agent', baseUrl: `${base}/agents-query-secret` }, 'coding-agent_launch', { prompt: { text: 'hi' }, repos: [{ url: 'https://github.com/acme/app' }] }],
+        [
+          { type: 'coding-agent', baseUrl: `${base}/agents-query-secret` },
+          'coding-agent_launch',
+          { prompt: { text: 'hi' }, repos: [{ url: 'https://github.com/acme/app' }] },
+        ],
       ];
       for (const [upstream, tool, args] of cases) {
         const { path, pcid, server } = await serverFor(upstream);
         const what = `upstream ${path} tools/call ${tool}`;
         const err = await gatewayError(server.callTool(ctx, tool, { PCID: pcid, ...args }));
-        expect(err.message, upstream.type).to.equal(`${what} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`);
+        expect(err.message, upstream.type).to.equal(
+          `${what} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+        );
         if (upstream.type === 'mcp') {
           const listed = await gatewayError(server.listTools(ctx));
-          expect(listed.message).to.match(new RegExp(`^upstream ${path} tools/list failed: the outbound policy refuses`));
+          expect(listed.message).to.match(
+            new RegExp(`^upstream ${path} tools/list failed: the outbound policy refuses`),
+          );
         }
-        const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'upstream refused by the outbound policy' && l.what === what);
+        const logged = lines
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .filter((l) => l.msg === 'upstream refused by the outbound policy' && l.what === what);
         expect(logged, `log of ${what}`).to.have.length(1);
         expect(logged[0]).to.include({ level: 40, address: '127.0.0.1', reason: 'loopback address' });
       }
@@ -125,7 +149,11 @@ describe('upstream: connections pass the outbound policy', function () {
       ] as const) {
         const { pcid, server } = await serverFor({ type: 'mcp', url, transport: 'streamable-http' });
         const err = await gatewayError(server.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));
-        expect(err.message, url).to.match(new RegExp(`the outbound policy refuses the upstream's address \\(${reason}; allow it with OUTBOUND_ALLOWLIST\\)$`));
+        expect(err.message, url).to.match(
+          new RegExp(
+            `the outbound policy refuses the upstream's address \\(${reason}; allow it with OUTBOUND_ALLOWLIST\\)$`,
+          ),
+        );
       }
       expect(v4.connections + v6.connections).to.equal(0);
     } finally {
@@ -136,12 +164,18 @@ describe('upstream: connections pass the outbound policy', function () {
 
   it('with the allow-list, a host name reaches the upstream and its lean calls travel on the checked agent', async () => {
     pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000 });
-    const { pcid, server } = await serverFor({ type: 'mcp', url: `http://localhost:${new URL(fixture.url).port}/mcp`, transport: 'streamable-http' });
+    const { pcid, server } = await serverFor({
+      type: 'mcp',
+      url: `http://localhost:${new URL(fixture.url).port}/mcp`,
+      transport: 'streamable-http',
+    });
     for (const message of ['one', 'two', 'three']) {
       const r = await server.callTool(env.ctx(), 'echo', { PCID: pcid, message });
       expect(r.structuredContent).to.deep.equal({ echo: message });
     }
-    const lean = fixture.requests.filter((q) => q.rpc?.method === 'tools/call' && typeof q.rpc.id === 'number' && q.rpc.id >= LEAN_FIRST_ID);
+    const lean = fixture.requests.filter(
+      (q) => q.rpc?.method === 'tools/call' && typeof q.rpc.id === 'number' && q.rpc.id >= LEAN_FIRST_ID,
+    );
     expect(lean.length, 'tools/call POSTs sent by the lean path').to.be.greaterThan(0);
   });
 

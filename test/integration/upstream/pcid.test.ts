@@ -23,7 +23,10 @@ describe('upstream: PCID rules', function () {
     // TTL 0: every lookup reads the store, so status changes show at once in these tests.
     pool = new UpstreamPool({ outbound: LOOPBACK, timeoutMs: 5_000, connectionTtlMs: 0 });
     reg = await env.server({
-      path: 'github', name: 'GitHub', service_key: 'github', auth: { scheme: 'bearer' },
+      path: 'github',
+      name: 'GitHub',
+      service_key: 'github',
+      auth: { scheme: 'bearer' },
       upstream: { type: 'mcp', url: fx.url, transport: 'streamable-http' },
     });
   });
@@ -34,7 +37,11 @@ describe('upstream: PCID rules', function () {
   });
 
   const echo = (pcid: unknown, server = reg, parent?: AppServer) =>
-    createAppToolServer(server, parent, pool).callTool(env.ctx(), 'echo', pcid === undefined ? { message: 'm' } : { PCID: pcid, message: 'm' });
+    createAppToolServer(server, parent, pool).callTool(
+      env.ctx(),
+      'echo',
+      pcid === undefined ? { message: 'm' } : { PCID: pcid, message: 'm' },
+    );
 
   it('accepts a connected connection of the organisation for the service', async () => {
     const pcid = await env.connection({ service_key: 'github', name: 'Work GitHub' });
@@ -47,7 +54,9 @@ describe('upstream: PCID rules', function () {
     expect(a.message).to.equal(`unknown PCID "${foreign}": no such connection in this organisation`);
     expect(a.message).to.not.include('Their GitHub');
     const b = await gatewayError(echo('pcid_00000000000000000000000000000000'));
-    expect(b.message).to.equal('unknown PCID "pcid_00000000000000000000000000000000": no such connection in this organisation');
+    expect(b.message).to.equal(
+      'unknown PCID "pcid_00000000000000000000000000000000": no such connection in this organisation',
+    );
     expect(fx.requests).to.have.length(0);
   });
 
@@ -81,7 +90,9 @@ describe('upstream: PCID rules', function () {
       await resolvePcid(env.ctx(), ['github'], other, cached.connections);
       await updateConnection(env.store.db, env.orgId, other, 1, { status: 'error' }, env.config);
       await new Promise((r) => setTimeout(r, 250));
-      expect((await gatewayError(resolvePcid(env.ctx(), ['github'], other, cached.connections))).message).to.match(/is error, not connected/);
+      expect((await gatewayError(resolvePcid(env.ctx(), ['github'], other, cached.connections))).message).to.match(
+        /is error, not connected/,
+      );
     } finally {
       await cached.close();
     }
@@ -92,7 +103,9 @@ describe('upstream: PCID rules', function () {
       await env.connection({ service_key: 'github', status: 'disconnected' });
       await env.connection({ service_key: 'slack' });
       const err = await gatewayError(echo(undefined));
-      expect(err.message).to.equal('PCID is required: no connected connection exists for service "github" in this organisation');
+      expect(err.message).to.equal(
+        'PCID is required: no connected connection exists for service "github" in this organisation',
+      );
       expect((await gatewayError(echo(''))).message).to.equal(err.message);
     });
 
@@ -101,14 +114,18 @@ describe('upstream: PCID rules', function () {
       await env.connection({ service_key: 'github', secret: 'only-one' });
       await env.connection({ service_key: 'github', secret: 'foreign' }, env.otherOrgId);
       const r = await createAppToolServer(reg, undefined, pool).callTool(env.ctx(), 'whoami', {});
-      expect((r.structuredContent as { headers: Record<string, string> }).headers.authorization).to.equal('Bearer only-one');
+      expect((r.structuredContent as { headers: Record<string, string> }).headers.authorization).to.equal(
+        'Bearer only-one',
+      );
     });
 
     it('with several: lists their names and ids', async () => {
       const a = await env.connection({ service_key: 'github', name: 'Work' });
       const b = await env.connection({ service_key: 'github', name: 'Personal' });
       const err = await gatewayError(echo(undefined));
-      expect(err.message).to.equal(`PCID is required: several connected connections exist for service "github": Work (${a}), Personal (${b}); pass one as PCID`);
+      expect(err.message).to.equal(
+        `PCID is required: several connected connections exist for service "github": Work (${a}), Personal (${b}); pass one as PCID`,
+      );
     });
   });
 
@@ -116,7 +133,11 @@ describe('upstream: PCID rules', function () {
     let child: AppServer;
     beforeEach(async () => {
       child = await env.server({
-        path: 'github-issues', name: 'GitHub Issues', service_key: 'github-issues', parentPath: 'github', auth: { scheme: 'bearer' },
+        path: 'github-issues',
+        name: 'GitHub Issues',
+        service_key: 'github-issues',
+        parentPath: 'github',
+        auth: { scheme: 'bearer' },
         upstream: { type: 'mcp', url: fx.url, transport: 'streamable-http' },
       });
     });
@@ -126,7 +147,9 @@ describe('upstream: PCID rules', function () {
       const server = createAppToolServer(child, reg, pool);
       expect(server.serviceKey).to.equal('github');
       const r = await server.callTool(env.ctx(), 'whoami', { PCID: pcid });
-      expect((r.structuredContent as { headers: Record<string, string> }).headers.authorization).to.equal('Bearer parent-secret');
+      expect((r.structuredContent as { headers: Record<string, string> }).headers.authorization).to.equal(
+        'Bearer parent-secret',
+      );
       expect((await server.listTools(env.ctx())).map((t) => t.name)).to.include('whoami');
     });
 

@@ -42,8 +42,18 @@ export async function setup(): Promise<Env> {
   const org = await createOrganization(store.db, { name: 'Acme' });
   const other = await createOrganization(store.db, { name: 'Other' });
   return {
-    store, config, orgId: org.id, otherOrgId: other.id,
-    ctx: (extra = {}) => ({ services, log, orgId: org.id, forwardedHeaders: {}, signal: new AbortController().signal, ...extra }),
+    store,
+    config,
+    orgId: org.id,
+    otherOrgId: other.id,
+    ctx: (extra = {}) => ({
+      services,
+      log,
+      orgId: org.id,
+      forwardedHeaders: {},
+      signal: new AbortController().signal,
+      ...extra,
+    }),
     server: (input) => createAppServer(store.db, org.id, input),
     async connection(input, orgId = org.id) {
       const c = await createConnection(store.db, orgId, { name: 'conn', secret: 'sekret', ...input }, config);
@@ -71,7 +81,10 @@ async function waitForPort(port: number, child: ChildProcess, ms: number): Promi
     if (child.exitCode !== null) throw new Error(`upstream exited with ${child.exitCode}`);
     const ok = await new Promise<boolean>((resolve) => {
       const s = net.connect(port, '127.0.0.1');
-      s.once('connect', () => { s.destroy(); resolve(true); });
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
       s.once('error', () => resolve(false));
     });
     if (ok) return;
@@ -84,7 +97,10 @@ async function waitForPort(port: number, child: ChildProcess, ms: number): Promi
 export async function startEverything(): Promise<{ url: string; close(): Promise<void> }> {
   const port = await freePort();
   const bin = path.resolve('node_modules/@modelcontextprotocol/server-everything/dist/index.js');
-  const child = spawn(process.execPath, [bin, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  const child = spawn(process.execPath, [bin, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: 'ignore',
+  });
   await waitForPort(port, child, 20_000);
   return {
     url: `http://127.0.0.1:${port}/mcp`,

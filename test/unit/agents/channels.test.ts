@@ -3,8 +3,18 @@ import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { createAgent, deleteAgent } from '../../../src/agents/agents.js';
 import {
-  CHANNEL_ID_PATTERN, channelEtag, channelView, createChannel, deleteChannel, getChannel, isChannelId, listChannels, requireChannel,
-  rotateChannelKey, updateChannel, verifyChannelKey,
+  CHANNEL_ID_PATTERN,
+  channelEtag,
+  channelView,
+  createChannel,
+  deleteChannel,
+  getChannel,
+  isChannelId,
+  listChannels,
+  requireChannel,
+  rotateChannelKey,
+  updateChannel,
+  verifyChannelKey,
 } from '../../../src/agents/channels.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { expectAppError, ORG_A, ORG_B, seedOrgs } from '../engine/fixtures.js';
@@ -29,18 +39,31 @@ for (const kind of kinds) {
       expect(isChannelId(channel.triggerId)).to.equal(true);
       expect(isChannelId('trg_0193' + '0'.repeat(28))).to.equal(false);
       expect(apiKey).to.match(/^syc_[0-9A-Za-z]{40}$/);
-      expect(channel).to.deep.include({ orgId: ORG_A, agentId, name: 'API channel', outputFormat: 'text', enabled: true, keyHint: apiKey.slice(-4) });
+      expect(channel).to.deep.include({
+        orgId: ORG_A,
+        agentId,
+        name: 'API channel',
+        outputFormat: 'text',
+        enabled: true,
+        keyHint: apiKey.slice(-4),
+      });
       const row = await store.db('agent_channels').where({ id: channel.triggerId }).first();
       expect(row.key_hash).to.equal(sha256(apiKey));
       expect(JSON.stringify(row)).to.not.include(apiKey);
       expect(await getChannel(store.db, ORG_A, channel.triggerId)).to.deep.equal(channel);
-      expect(channelView('http://h:1/', channel)).to.deep.include({ url: `http://h:1/ext/triggers/${channel.triggerId}` }).and.not.have.property('orgId');
+      expect(channelView('http://h:1/', channel))
+        .to.deep.include({ url: `http://h:1/ext/triggers/${channel.triggerId}` })
+        .and.not.have.property('orgId');
     });
 
     it('refuses an agent of another organisation (404) and a bad outputFormat (400)', async () => {
       await expectAppError(createChannel(store.db, ORG_B, { agentId }), 'not_found', 404);
       await expectAppError(createChannel(store.db, ORG_A, { agentId: 'agt_missing' }), 'not_found', 404);
-      await expectAppError(createChannel(store.db, ORG_A, { agentId, outputFormat: 'html' as never }), 'invalid_request', 400);
+      await expectAppError(
+        createChannel(store.db, ORG_A, { agentId, outputFormat: 'html' as never }),
+        'invalid_request',
+        400,
+      );
       await expectAppError(createChannel(store.db, ORG_A, { agentId, name: '  ' }), 'invalid_request', 400);
     });
 
@@ -53,7 +76,10 @@ for (const kind of kinds) {
       expect(await verifyChannelKey(store.db, `chn_${'0'.repeat(32)}`, apiKey)).to.equal(undefined);
       expect(await verifyChannelKey(store.db, 'not-an-id', apiKey)).to.equal(undefined);
       const other = await createChannel(store.db, ORG_A, { agentId });
-      expect(await verifyChannelKey(store.db, other.channel.triggerId, apiKey), "one channel's key opens no other channel").to.equal(undefined);
+      expect(
+        await verifyChannelKey(store.db, other.channel.triggerId, apiKey),
+        "one channel's key opens no other channel",
+      ).to.equal(undefined);
       await updateChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel), { enabled: false });
       expect(await verifyChannelKey(store.db, channel.triggerId, apiKey)).to.deep.include({ enabled: false });
     });
@@ -73,7 +99,9 @@ for (const kind of kinds) {
       const now = await verifyChannelKey(store.db, channel.triggerId, rotated.apiKey);
       expect(now).to.deep.include({ keyHint: rotated.keyHint, updatedAt: rotated.rotatedAt });
       expect(channelEtag(now!)).to.be.greaterThan(channelEtag(channel));
-      expect((await store.db('agent_channels').where({ id: channel.triggerId }).first()).key_hash).to.equal(sha256(rotated.apiKey));
+      expect((await store.db('agent_channels').where({ id: channel.triggerId }).first()).key_hash).to.equal(
+        sha256(rotated.apiKey),
+      );
       await expectAppError(rotateChannelKey(store.db, ORG_B, channel.triggerId), 'not_found', 404);
     });
 
@@ -88,11 +116,22 @@ for (const kind of kinds) {
         seen.add(tag);
       }
       expect(seen.size, 'five distinct tags').to.equal(5);
-      const stale = await expectAppError(updateChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel), { enabled: false }), 'version_conflict', 412);
+      const stale = await expectAppError(
+        updateChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel), { enabled: false }),
+        'version_conflict',
+        412,
+      );
       expect(stale.details).to.deep.equal({ currentVersion: tag });
-      await expectAppError(updateChannel(store.db, ORG_B, channel.triggerId, tag, { enabled: false }), 'not_found', 404);
+      await expectAppError(
+        updateChannel(store.db, ORG_B, channel.triggerId, tag, { enabled: false }),
+        'not_found',
+        404,
+      );
       await expectAppError(updateChannel(store.db, ORG_A, channel.triggerId, tag, {}), 'invalid_request', 400);
-      const off = await updateChannel(store.db, ORG_A, channel.triggerId, tag, { enabled: false, outputFormat: 'markdown' });
+      const off = await updateChannel(store.db, ORG_A, channel.triggerId, tag, {
+        enabled: false,
+        outputFormat: 'markdown',
+      });
       expect(off).to.deep.include({ enabled: false, outputFormat: 'markdown', name: 'd' });
     });
 
@@ -105,7 +144,10 @@ for (const kind of kinds) {
       expect(first.items.map((c) => c.triggerId)).to.deep.equal([a1.triggerId, a2.triggerId]);
       const rest = await listChannels(store.db, ORG_A, {}, { limit: 2, cursor: first.nextCursor! });
       expect(rest).to.deep.equal({ items: [a3], nextCursor: null });
-      expect((await listChannels(store.db, ORG_A, { agentId })).items.map((c) => c.triggerId)).to.deep.equal([a1.triggerId, a3.triggerId]);
+      expect((await listChannels(store.db, ORG_A, { agentId })).items.map((c) => c.triggerId)).to.deep.equal([
+        a1.triggerId,
+        a3.triggerId,
+      ]);
       expect(await listChannels(store.db, ORG_B)).to.deep.equal({ items: [], nextCursor: null });
       const foreignCursor = Buffer.from(JSON.stringify({ l: 'agents', a: agentId })).toString('base64url');
       await expectAppError(listChannels(store.db, ORG_A, {}, { cursor: foreignCursor }), 'invalid_cursor', 400);
@@ -113,8 +155,16 @@ for (const kind of kinds) {
 
     it('deletes with an optional ETag; a deleted channel and the channels of a deleted agent no longer verify', async () => {
       const { channel, apiKey } = await createChannel(store.db, ORG_A, { agentId });
-      await expectAppError(deleteChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel) - 1), 'version_conflict', 412);
-      await expectAppError(deleteChannel(store.db, ORG_A, channel.triggerId, 9_999_999_999_999_999), 'version_conflict', 412);
+      await expectAppError(
+        deleteChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel) - 1),
+        'version_conflict',
+        412,
+      );
+      await expectAppError(
+        deleteChannel(store.db, ORG_A, channel.triggerId, 9_999_999_999_999_999),
+        'version_conflict',
+        412,
+      );
       await expectAppError(deleteChannel(store.db, ORG_B, channel.triggerId), 'not_found', 404);
       await deleteChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel));
       expect(await verifyChannelKey(store.db, channel.triggerId, apiKey)).to.equal(undefined);

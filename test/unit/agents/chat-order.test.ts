@@ -15,12 +15,14 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A run body that records its start and end around a random delay. */
-const recorded = (events: string[], i: number, maxMs = 20) => async () => {
-  events.push(`start ${i}`);
-  await sleep(2 + Math.floor(Math.random() * maxMs));
-  events.push(`end ${i}`);
-  return i;
-};
+const recorded =
+  (events: string[], i: number, maxMs = 20) =>
+  async () => {
+    events.push(`start ${i}`);
+    await sleep(2 + Math.floor(Math.random() * maxMs));
+    events.push(`end ${i}`);
+    return i;
+  };
 
 /** `n` calls on one chat, round-robin over `orders`, `gapMs` apart (0: all in one tick). */
 async function interleave(orders: ChatOrder[], chatId: string, n: number, gapMs: number): Promise<string[]> {
@@ -42,11 +44,15 @@ function sequentialInOrder(events: string[], n: number): void {
 async function peakAcross(order: ChatOrder, chats: string[]): Promise<number> {
   let running = 0;
   let peak = 0;
-  await Promise.all(chats.map((chat) => order.run(chat, async () => {
-    peak = Math.max(peak, ++running);
-    await sleep(50);
-    running--;
-  })));
+  await Promise.all(
+    chats.map((chat) =>
+      order.run(chat, async () => {
+        peak = Math.max(peak, ++running);
+        await sleep(50);
+        running--;
+      }),
+    ),
+  );
   return peak;
 }
 

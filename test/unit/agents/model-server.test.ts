@@ -7,7 +7,13 @@
 import { expect } from 'chai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
-import { alwaysToolCall, echoLastToolResult, reply, startModelServer, type ModelServer } from '../../helpers/model-server.js';
+import {
+  alwaysToolCall,
+  echoLastToolResult,
+  reply,
+  startModelServer,
+  type ModelServer,
+} from '../../helpers/model-server.js';
 
 describe('agents: scripted model server', () => {
   let server: ModelServer;
@@ -16,11 +22,17 @@ describe('agents: scripted model server', () => {
   });
   afterEach(async () => server.close());
 
-  const model = (includeUsage = false) => createOpenAICompatible({ name: 'scripted', baseURL: server.baseUrl, apiKey: 'k', includeUsage })('scripted');
+  const model = (includeUsage = false) =>
+    createOpenAICompatible({ name: 'scripted', baseURL: server.baseUrl, apiKey: 'k', includeUsage })('scripted');
   const calls: unknown[] = [];
   const weather = tool({
     description: 'Weather for a city',
-    inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }),
+    inputSchema: jsonSchema<{ city: string }>({
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    }),
     execute: async ({ city }) => {
       calls.push(city);
       return { city, forecast: 'sunny' };
@@ -57,24 +69,47 @@ describe('agents: scripted model server', () => {
   for (const mode of ['streamText', 'generateText'] as const) {
     it(`${mode}: a scripted tool call is executed and its result goes back in the next request`, async () => {
       server.setScript([reply.toolCall('weather', { city: 'Oslo' }, 'call_w1'), reply.text('It is sunny in Oslo.')]);
-      const args = { model: model(), system: 'Be brief.', prompt: 'Weather in Oslo?', tools: { weather }, stopWhen: stepCountIs(5) };
+      const args = {
+        model: model(),
+        system: 'Be brief.',
+        prompt: 'Weather in Oslo?',
+        tools: { weather },
+        stopWhen: stepCountIs(5),
+      };
       const text = mode === 'streamText' ? await streamText(args).text : (await generateText(args)).text;
       expect(text).to.equal('It is sunny in Oslo.');
       expect(calls).to.deep.equal(['Oslo']);
       expect(server.requests).to.have.length(2);
 
       const [first, second] = server.requests.map((r) => r.body);
-      expect(first!.tools).to.deep.equal([{
-        type: 'function',
-        function: {
-          name: 'weather', description: 'Weather for a city',
-          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+      expect(first!.tools).to.deep.equal([
+        {
+          type: 'function',
+          function: {
+            name: 'weather',
+            description: 'Weather for a city',
+            parameters: {
+              type: 'object',
+              properties: { city: { type: 'string' } },
+              required: ['city'],
+              additionalProperties: false,
+            },
+          },
         },
-      }]);
+      ]);
       expect(first!.tool_choice).to.equal('auto');
-      expect(first!.messages).to.deep.equal([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Weather in Oslo?' }]);
+      expect(first!.messages).to.deep.equal([
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Weather in Oslo?' },
+      ]);
       expect(second!.messages.slice(2)).to.deep.equal([
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_w1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_w1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+          ],
+        },
         { role: 'tool', tool_call_id: 'call_w1', content: '{"city":"Oslo","forecast":"sunny"}' },
       ]);
     });
@@ -82,7 +117,12 @@ describe('agents: scripted model server', () => {
 
   it('a function script sees the messages and tools; echoLastToolResult answers with the tool result', async () => {
     server.setScript(echoLastToolResult('weather', { city: 'Rome' }));
-    const result = await generateText({ model: model(), prompt: 'Rome?', tools: { weather }, stopWhen: stepCountIs(5) });
+    const result = await generateText({
+      model: model(),
+      prompt: 'Rome?',
+      tools: { weather },
+      stopWhen: stepCountIs(5),
+    });
     expect(result.text).to.equal('{"city":"Rome","forecast":"sunny"}');
     expect(result.steps).to.have.length(2);
   });
@@ -96,7 +136,12 @@ describe('agents: scripted model server', () => {
 
     server.setScript([reply.error(429, 'slow down')]);
     const errors: unknown[] = [];
-    const result = streamText({ model: model(), prompt: 'x', maxRetries: 0, onError: ({ error }) => void errors.push(error) });
+    const result = streamText({
+      model: model(),
+      prompt: 'x',
+      maxRetries: 0,
+      onError: ({ error }) => void errors.push(error),
+    });
     const parts: string[] = [];
     for await (const p of result.fullStream) parts.push(p.type);
     expect(parts).to.include('error');
@@ -121,11 +166,20 @@ describe('agents: scripted model server', () => {
   it('speaks the raw wire format: chunks, tool call deltas, usage, [DONE], /v1/models, 404', async () => {
     server.setScript([{ text: 'ab', toolCalls: [{ name: 'weather', arguments: { city: 'X' }, id: 'c1' }] }]);
     const res = await fetch(`${server.baseUrl}/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm1', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'q' }] }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'm1',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'q' }],
+      }),
     });
     expect(res.headers.get('content-type')).to.equal('text/event-stream');
-    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => e.replace(/^data: /, ''));
     expect(events.at(-1)).to.equal('[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'm1')).to.equal(true);
@@ -133,7 +187,10 @@ describe('agents: scripted model server', () => {
     expect(toolDeltas[0]).to.deep.include({ index: 0, id: 'c1' });
     expect(toolDeltas.map((d) => d.function.arguments).join('')).to.equal('{"city":"X"}');
     expect(chunks.at(-2).choices[0].finish_reason).to.equal('tool_calls');
-    expect(chunks.at(-1)).to.deep.include({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+    expect(chunks.at(-1)).to.deep.include({
+      choices: [],
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    });
 
     const list = (await (await fetch(`${server.baseUrl}/models`)).json()) as any;
     expect(list.data.map((m: { id: string }) => m.id)).to.deep.equal(['scripted']);

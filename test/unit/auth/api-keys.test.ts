@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  createApiKey, createOrganization, getApiKey, listApiKeys, revokeApiKey, settleUsageWrites, verifyApiKey,
+  createApiKey,
+  createOrganization,
+  getApiKey,
+  listApiKeys,
+  revokeApiKey,
+  settleUsageWrites,
+  verifyApiKey,
 } from '../../../src/auth/index.js';
 
 const kinds = await storeKinds();
@@ -34,7 +40,10 @@ for (const kind of kinds) {
       const org = await createOrganization(store.db, { name: 'Acme' });
       const { apiKey, secret } = await createApiKey(store.db, org.id, { label: 'k' });
       expect(await verifyApiKey(store.db, secret)).to.deep.equal({ orgId: org.id, keyId: apiKey.id });
-      expect(await verifyApiKey(store.db, `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`), 'wrong').to.equal(null);
+      expect(
+        await verifyApiKey(store.db, `${secret.slice(0, -1)}${secret.endsWith('A') ? 'B' : 'A'}`),
+        'wrong',
+      ).to.equal(null);
       expect(await verifyApiKey(store.db, ''), 'empty').to.equal(null);
       expect(await verifyApiKey(store.db, 'x'.repeat(10_000)), 'oversized').to.equal(null);
       const revoked = await revokeApiKey(store.db, org.id, apiKey.id);
@@ -58,7 +67,10 @@ for (const kind of kinds) {
       expect((await listApiKeys(store.db, b.id, {})).items.map((k) => k.id)).to.deep.equal([kb.apiKey.id]);
       expect(await getApiKey(store.db, a.id, kb.apiKey.id)).to.equal(null);
       expect(await revokeApiKey(store.db, a.id, kb.apiKey.id)).to.equal(null);
-      expect(await verifyApiKey(store.db, kb.secret), 'a foreign revoke attempt changed nothing').to.deep.equal({ orgId: b.id, keyId: kb.apiKey.id });
+      expect(await verifyApiKey(store.db, kb.secret), 'a foreign revoke attempt changed nothing').to.deep.equal({
+        orgId: b.id,
+        keyId: kb.apiKey.id,
+      });
     });
 
     it('records the last use at most once a minute, after the answer', async () => {

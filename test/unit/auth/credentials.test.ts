@@ -1,8 +1,15 @@
 import { expect } from 'chai';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  authenticateClient, authenticateSecret, createCredential, createOrganization, getCredential, getOrganization,
-  listCredentials, revokeCredential, settleUsageWrites,
+  authenticateClient,
+  authenticateSecret,
+  createCredential,
+  createOrganization,
+  getCredential,
+  getOrganization,
+  listCredentials,
+  revokeCredential,
+  settleUsageWrites,
 } from '../../../src/auth/index.js';
 import { AppError } from '../../../src/errors/index.js';
 
@@ -37,14 +44,22 @@ for (const kind of kinds) {
       expect(credential.label).to.equal('ci');
       expect(credential.revokedAt).to.equal(null);
       expect(clientSecret).to.match(/^sys_[0-9A-Za-z]{40}$/);
-      expect(Object.keys(credential).sort()).to.deep.equal(['clientId', 'createdAt', 'id', 'label', 'orgId', 'revokedAt']);
+      expect(Object.keys(credential).sort()).to.deep.equal([
+        'clientId',
+        'createdAt',
+        'id',
+        'label',
+        'orgId',
+        'revokedAt',
+      ]);
       expect(await getCredential(store.db, org.id, credential.id)).to.deep.equal(credential);
     });
 
     it('paginates with an opaque cursor, in creation order, without gaps or repeats', async () => {
       const org = await createOrganization(store.db, { name: 'Acme' });
       const created: string[] = [];
-      for (let i = 0; i < 5; i++) created.push((await createCredential(store.db, org.id, { label: `c${i}` })).credential.id);
+      for (let i = 0; i < 5; i++)
+        created.push((await createCredential(store.db, org.id, { label: `c${i}` })).credential.id);
       const p1 = await listCredentials(store.db, org.id, { limit: 2 });
       expect(p1.items.map((c) => c.id)).to.deep.equal(created.slice(0, 2));
       expect(p1.nextCursor).to.be.a('string');
@@ -64,7 +79,11 @@ for (const kind of kinds) {
 
     it('rejects a malformed cursor or a cursor of another resource kind', async () => {
       const org = await createOrganization(store.db, { name: 'Acme' });
-      for (const cursor of ['%%%', 'bm90LWFuLWlk', Buffer.from('key_0190c3b4a1b27c3d8e9f0a1b2c3d4e5f').toString('base64url')]) {
+      for (const cursor of [
+        '%%%',
+        'bm90LWFuLWlk',
+        Buffer.from('key_0190c3b4a1b27c3d8e9f0a1b2c3d4e5f').toString('base64url'),
+      ]) {
         let caught: unknown;
         try {
           await listCredentials(store.db, org.id, { cursor });
@@ -110,13 +129,24 @@ for (const kind of kinds) {
       const ok = await authenticateClient(store.db, one.credential.clientId, one.clientSecret);
       expect(ok?.id).to.equal(one.credential.id);
       expect(ok?.orgId).to.equal(org.id);
-      expect(await authenticateClient(store.db, one.credential.clientId, two.clientSecret), 'secret of another client').to.equal(null);
-      expect(await authenticateClient(store.db, one.credential.clientId, `${one.clientSecret}x`), 'wrong secret').to.equal(null);
-      expect(await authenticateClient(store.db, 'cli_00000000000000000000000000000000', one.clientSecret), 'unknown client').to.equal(null);
+      expect(
+        await authenticateClient(store.db, one.credential.clientId, two.clientSecret),
+        'secret of another client',
+      ).to.equal(null);
+      expect(
+        await authenticateClient(store.db, one.credential.clientId, `${one.clientSecret}x`),
+        'wrong secret',
+      ).to.equal(null);
+      expect(
+        await authenticateClient(store.db, 'cli_00000000000000000000000000000000', one.clientSecret),
+        'unknown client',
+      ).to.equal(null);
       expect(await authenticateClient(store.db, one.credential.clientId, ''), 'empty secret').to.equal(null);
       await revokeCredential(store.db, org.id, one.credential.id);
       expect(await authenticateClient(store.db, one.credential.clientId, one.clientSecret), 'revoked').to.equal(null);
-      expect((await authenticateClient(store.db, two.credential.clientId, two.clientSecret))?.id).to.equal(two.credential.id);
+      expect((await authenticateClient(store.db, two.credential.clientId, two.clientSecret))?.id).to.equal(
+        two.credential.id,
+      );
     });
 
     it('refuses to revoke the last active credential without force (no lock-outs)', async () => {
@@ -145,11 +175,15 @@ for (const kind of kinds) {
     it('records the last use after a successful authentication, off the request path', async () => {
       const org = await createOrganization(store.db, { name: 'Acme' });
       const { credential, clientSecret } = await createCredential(store.db, org.id, { label: 'x' });
-      const before = (await store.db('credentials').where({ id: credential.id }).first()) as { last_used_at: string | null };
+      const before = (await store.db('credentials').where({ id: credential.id }).first()) as {
+        last_used_at: string | null;
+      };
       expect(before.last_used_at).to.equal(null);
       await authenticateClient(store.db, credential.clientId, clientSecret);
       await settleUsageWrites();
-      const after = (await store.db('credentials').where({ id: credential.id }).first()) as { last_used_at: string | null };
+      const after = (await store.db('credentials').where({ id: credential.id }).first()) as {
+        last_used_at: string | null;
+      };
       expect(Date.parse(after.last_used_at ?? '')).to.be.closeTo(Date.now(), 5000);
     });
   });

@@ -3,8 +3,13 @@ import { expect } from 'chai';
 import type { Services } from '../../../src/services.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  authHandlers, createCredential, createOrganization, createTokenService, settleUsageWrites,
-  type AuthContext, type TokenService,
+  authHandlers,
+  createCredential,
+  createOrganization,
+  createTokenService,
+  settleUsageWrites,
+  type AuthContext,
+  type TokenService,
 } from '../../../src/auth/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { AppError, OAuthError } from '../../../src/errors/index.js';
@@ -27,7 +32,14 @@ interface RequestParts {
 
 /** The HandlerRequest<K> the pipeline would build (operationId and raw are not read by these handlers). */
 function req<K extends OperationId>(over: RequestParts = {}): HandlerRequest<K> {
-  return { params: {}, query: {}, headers: {}, body: undefined, contentType: undefined, ...over } as unknown as HandlerRequest<K>;
+  return {
+    params: {},
+    query: {},
+    headers: {},
+    body: undefined,
+    contentType: undefined,
+    ...over,
+  } as unknown as HandlerRequest<K>;
 }
 
 /** A handler context as the pipeline builds it: auth is set for bearerAuth operations only. */
@@ -77,17 +89,28 @@ for (const kind of kinds) {
     function ctx(auth: AuthContext): Context<AuthContext>;
     function ctx(auth?: AuthContext): Context<AuthContext | undefined> {
       // These handlers use only config, db, log and tokens of the services.
-      return { services: { config, db: store.db, log: logs.log, tokens } as Services, log: logs.log, requestId: 'req-test', auth };
+      return {
+        services: { config, db: store.db, log: logs.log, tokens } as Services,
+        log: logs.log,
+        requestId: 'req-test',
+        auth,
+      };
     }
     /** A bearer operation's context without auth, which the pipeline never builds (proves the handlers' guard). */
     const withoutAuth = (): Context<AuthContext> => ctx() as Context<AuthContext | undefined> as Context<AuthContext>;
     const form = (over: Record<string, unknown> = {}) => ({
-      grant_type: 'client_credentials', client_id: cred.clientId, client_secret: cred.secret, scope: `org:${orgA}`, ...over,
+      grant_type: 'client_credentials',
+      client_id: cred.clientId,
+      client_secret: cred.secret,
+      scope: `org:${orgA}`,
+      ...over,
     });
     const authFor = async (orgId: string): Promise<AuthContext> => {
       const c = await createCredential(store.db, orgId, { label: 'mgmt' });
       secrets.push(c.clientSecret);
-      return tokens.verify((await tokens.issue({ orgId, credentialId: c.credential.id, clientId: c.credential.clientId })).accessToken);
+      return tokens.verify(
+        (await tokens.issue({ orgId, credentialId: c.credential.id, clientId: c.credential.clientId })).accessToken,
+      );
     };
 
     beforeEach(async () => {
@@ -118,10 +141,17 @@ for (const kind of kinds) {
       expect(body.token_type).to.equal('Bearer');
       expect(body.expires_in).to.equal(3600);
       expect(Object.keys(body).sort()).to.deep.equal(['access_token', 'expires_in', 'token_type']);
-      expect(await tokens.verify(body.access_token)).to.include({ orgId: orgA, credentialId: cred.id, clientId: cred.clientId });
+      expect(await tokens.verify(body.access_token)).to.include({
+        orgId: orgA,
+        credentialId: cred.id,
+        clientId: cred.clientId,
+      });
 
       const viaBasic = await h.issueOauthToken(
-        req({ headers: { authorization: basic(cred.clientId, cred.secret) }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } }),
+        req({
+          headers: { authorization: basic(cred.clientId, cred.secret) },
+          body: { grant_type: 'client_credentials', scope: `org:${orgA}` },
+        }),
         ctx(),
       );
       expect(viaBasic.status).to.equal(200);
@@ -130,20 +160,51 @@ for (const kind of kinds) {
     });
 
     it('issueOauthToken: malformed requests are invalid_request or unsupported_grant_type (400)', async () => {
-      await oauthFailure(h.issueOauthToken(req({ body: form({ grant_type: undefined }) }), ctx()), 'invalid_request', 400);
-      await oauthFailure(h.issueOauthToken(req({ body: form({ grant_type: 'password' }) }), ctx()), 'unsupported_grant_type', 400);
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ grant_type: undefined }) }), ctx()),
+        'invalid_request',
+        400,
+      );
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ grant_type: 'password' }) }), ctx()),
+        'unsupported_grant_type',
+        400,
+      );
       // RFC 6749 section 5.2: missing client authentication is invalid_client (401).
-      await oauthFailure(h.issueOauthToken(req({ body: form({ client_secret: undefined }) }), ctx()), 'invalid_client', 401);
-      await oauthFailure(h.issueOauthToken(req({ body: form({ client_id: undefined }) }), ctx()), 'invalid_client', 401);
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ client_secret: undefined }) }), ctx()),
+        'invalid_client',
+        401,
+      );
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ client_id: undefined }) }), ctx()),
+        'invalid_client',
+        401,
+      );
       await oauthFailure(h.issueOauthToken(req({ body: form({ scope: undefined }) }), ctx()), 'invalid_request', 400);
       await oauthFailure(h.issueOauthToken(req({ body: form({ scope: 'admin' }) }), ctx()), 'invalid_request', 400);
-      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: `org:${orgA} org:${orgB}` }) }), ctx()), 'invalid_request', 400);
-      await oauthFailure(h.issueOauthToken(req({ body: form({ scope: [`org:${orgA}`, `org:${orgA}`] }) }), ctx()), 'invalid_request', 400);
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ scope: `org:${orgA} org:${orgB}` }) }), ctx()),
+        'invalid_request',
+        400,
+      );
+      await oauthFailure(
+        h.issueOauthToken(req({ body: form({ scope: [`org:${orgA}`, `org:${orgA}`] }) }), ctx()),
+        'invalid_request',
+        400,
+      );
       await oauthFailure(h.issueOauthToken(req({ body: undefined }), ctx()), 'invalid_request', 400);
       // Basic and body credentials that differ (identical ones are accepted).
       await oauthFailure(
-        h.issueOauthToken(req({ headers: { authorization: basic(cred.clientId, cred.secret) }, body: form({ client_secret: 'sys_other' }) }), ctx()),
-        'invalid_request', 400,
+        h.issueOauthToken(
+          req({
+            headers: { authorization: basic(cred.clientId, cred.secret) },
+            body: form({ client_secret: 'sys_other' }),
+          }),
+          ctx(),
+        ),
+        'invalid_request',
+        400,
       );
     });
 
@@ -157,10 +218,34 @@ for (const kind of kinds) {
       const cases: [string, HandlerRequest<'issueOauthToken'>][] = [
         ['wrong secret', req({ body: form({ client_secret: other.clientSecret }) })],
         ['unknown client', req({ body: form({ client_id: 'cli_00000000000000000000000000000000' }) })],
-        ['basic wrong secret', req({ headers: { authorization: basic(cred.clientId, 'nope') }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
-        ['basic not base64', req({ headers: { authorization: 'Basic !!!' }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
-        ['basic without colon', req({ headers: { authorization: `Basic ${Buffer.from('nocolon').toString('base64')}` }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
-        ['bearer scheme', req({ headers: { authorization: 'Bearer abc' }, body: { grant_type: 'client_credentials', scope: `org:${orgA}` } })],
+        [
+          'basic wrong secret',
+          req({
+            headers: { authorization: basic(cred.clientId, 'nope') },
+            body: { grant_type: 'client_credentials', scope: `org:${orgA}` },
+          }),
+        ],
+        [
+          'basic not base64',
+          req({
+            headers: { authorization: 'Basic !!!' },
+            body: { grant_type: 'client_credentials', scope: `org:${orgA}` },
+          }),
+        ],
+        [
+          'basic without colon',
+          req({
+            headers: { authorization: `Basic ${Buffer.from('nocolon').toString('base64')}` },
+            body: { grant_type: 'client_credentials', scope: `org:${orgA}` },
+          }),
+        ],
+        [
+          'bearer scheme',
+          req({
+            headers: { authorization: 'Bearer abc' },
+            body: { grant_type: 'client_credentials', scope: `org:${orgA}` },
+          }),
+        ],
       ];
       for (const [name, r] of cases) {
         const e = await oauthFailure(h.issueOauthToken(r, ctx()), 'invalid_client', 401);
@@ -171,16 +256,39 @@ for (const kind of kinds) {
     });
 
     it('exchangeLegacyToken: the client secret and the selected org give {token}', async () => {
-      const ok = await h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgA }, body: {} }), ctx());
+      const ok = await h.exchangeLegacyToken(
+        req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgA }, body: {} }),
+        ctx(),
+      );
       expect(ok.status).to.equal(200);
       expect(ok.headers?.['Cache-Control']).to.equal('no-store');
       expect(Object.keys(ok.body as object)).to.deep.equal(['token']);
       expect((await tokens.verify((ok.body as { token: string }).token)).credentialId).to.equal(cred.id);
-      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-selected-org': orgA } }), ctx()), 'invalid_request', 400);
-      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret } }), ctx()), 'invalid_request', 400);
-      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgB } }), ctx()), 'invalid_scope', 400);
-      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': 'sys_wrong', 'x-selected-org': orgA } }), ctx()), 'invalid_client', 401);
-      await oauthFailure(h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.clientId, 'x-selected-org': orgA } }), ctx()), 'invalid_client', 401);
+      await oauthFailure(
+        h.exchangeLegacyToken(req({ headers: { 'x-selected-org': orgA } }), ctx()),
+        'invalid_request',
+        400,
+      );
+      await oauthFailure(
+        h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret } }), ctx()),
+        'invalid_request',
+        400,
+      );
+      await oauthFailure(
+        h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.secret, 'x-selected-org': orgB } }), ctx()),
+        'invalid_scope',
+        400,
+      );
+      await oauthFailure(
+        h.exchangeLegacyToken(req({ headers: { 'x-api-key': 'sys_wrong', 'x-selected-org': orgA } }), ctx()),
+        'invalid_client',
+        401,
+      );
+      await oauthFailure(
+        h.exchangeLegacyToken(req({ headers: { 'x-api-key': cred.clientId, 'x-selected-org': orgA } }), ctx()),
+        'invalid_client',
+        401,
+      );
     });
 
     it('getJwks and getAuthorizationServerMetadata publish keys and RFC 8414 metadata', async () => {
@@ -201,19 +309,29 @@ for (const kind of kinds) {
       });
     });
 
-    it('credential management: create, list with paging, get, revoke; scoped to the token\'s organisation', async () => {
+    it("credential management: create, list with paging, get, revoke; scoped to the token's organisation", async () => {
       const authA = await authFor(orgA);
       const authB = await authFor(orgB);
       const created = await h.createCredential(req({ body: { label: '  deploy bot ' } }), ctx(authA));
       expect(created.status).to.equal(201);
       expect(created.headers?.['Cache-Control']).to.equal('no-store');
-      const view = created.body as { id: string; clientId: string; clientSecret: string; label: string; orgId: string; revokedAt: null };
+      const view = created.body as {
+        id: string;
+        clientId: string;
+        clientSecret: string;
+        label: string;
+        orgId: string;
+        revokedAt: null;
+      };
       secrets.push(view.clientSecret);
       expect(view.label).to.equal('deploy bot');
       expect(view.orgId).to.equal(orgA);
       expect(view.clientSecret).to.match(/^sys_/);
       // Active immediately (we beat the spec's 60-second activation bound).
-      const issued = await h.issueOauthToken(req({ body: form({ client_id: view.clientId, client_secret: view.clientSecret }) }), ctx());
+      const issued = await h.issueOauthToken(
+        req({ body: form({ client_id: view.clientId, client_secret: view.clientSecret }) }),
+        ctx(),
+      );
       const newToken = (issued.body as { access_token: string }).access_token;
 
       const page1 = await h.listCredentials(req({ query: { limit: 2 } }), ctx(authA));
@@ -232,8 +350,13 @@ for (const kind of kinds) {
       const listB = (await h.listCredentials(req(), ctx(authB))).body as { items: { id: string }[] };
       expect(listB.items.map((c) => c.id)).to.not.include(view.id);
 
-      expect((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body).to.include({ id: view.id, revokedAt: null });
-      expect(Object.keys((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body as object)).to.not.include('clientSecret');
+      expect((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body).to.include({
+        id: view.id,
+        revokedAt: null,
+      });
+      expect(
+        Object.keys((await h.getCredential(req({ params: { credentialId: view.id } }), ctx(authA))).body as object),
+      ).to.not.include('clientSecret');
       await appFailure(h.getCredential(req({ params: { credentialId: view.id } }), ctx(authB)), 'ERR_NOT_FOUND');
       await appFailure(h.revokeCredential(req({ params: { credentialId: view.id } }), ctx(authB)), 'ERR_NOT_FOUND');
 
@@ -249,7 +372,14 @@ for (const kind of kinds) {
       const authB = await authFor(orgB);
       const created = await h.createApiKey(req({ body: { label: 'trigger' } }), ctx(authA));
       expect(created.status).to.equal(201);
-      const body = created.body as { id: string; apiKey: string; hint: string; label: string; revokedAt: null; createdAt: string };
+      const body = created.body as {
+        id: string;
+        apiKey: string;
+        hint: string;
+        label: string;
+        revokedAt: null;
+        createdAt: string;
+      };
       secrets.push(body.apiKey);
       expect(body.apiKey).to.match(/^syk_/);
       expect(body.hint).to.equal(body.apiKey.slice(-4));
@@ -258,19 +388,26 @@ for (const kind of kinds) {
       secrets.push((defaulted.body as { apiKey: string }).apiKey);
       expect((defaulted.body as { label: string }).label).to.equal('API key');
 
-      const list = (await h.listApiKeys(req({ query: { limit: 1 } }), ctx(authA))).body as { items: { id: string; apiKey?: string }[]; nextCursor: string | null };
+      const list = (await h.listApiKeys(req({ query: { limit: 1 } }), ctx(authA))).body as {
+        items: { id: string; apiKey?: string }[];
+        nextCursor: string | null;
+      };
       expect(list.items.map((k) => k.id)).to.deep.equal([body.id]);
       expect(list.items[0]!.apiKey).to.equal(undefined);
       expect(list.nextCursor).to.be.a('string');
       expect(((await h.listApiKeys(req(), ctx(authB))).body as { items: unknown[] }).items).to.deep.equal([]);
       await appFailure(h.getApiKey(req({ params: { keyId: body.id } }), ctx(authB)), 'ERR_NOT_FOUND');
       await appFailure(h.revokeApiKey(req({ params: { keyId: body.id } }), ctx(authB)), 'ERR_NOT_FOUND');
-      expect(((await h.getApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as { revokedAt: null }).revokedAt).to.equal(null);
-      const revoked = (await h.revokeApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as { revokedAt: string | null };
+      expect(
+        ((await h.getApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as { revokedAt: null }).revokedAt,
+      ).to.equal(null);
+      const revoked = (await h.revokeApiKey(req({ params: { keyId: body.id } }), ctx(authA))).body as {
+        revokedAt: string | null;
+      };
       expect(revoked.revokedAt).to.be.a('string');
     });
 
-    it('getOrganization returns the token\'s organisation', async () => {
+    it("getOrganization returns the token's organisation", async () => {
       const authB = await authFor(orgB);
       const res = await h.getOrganization(req(), ctx(authB));
       expect(res.status).to.equal(200);

@@ -49,8 +49,7 @@ export async function expectInvalidToken(p: Promise<unknown>, why: string): Prom
 /** The private key of the active signing key, read and decrypted from the store like an attacker with the DB and the key file would. */
 export async function activeSigningKey(db: Knex, config: Config): Promise<{ kid: string; key: CryptoKey }> {
   const row = (await db('signing_keys').whereNull('retired_at').orderBy('created_at', 'desc').first()) as
-    | { kid: string; private_jwk_enc: string }
-    | undefined;
+    { kid: string; private_jwk_enc: string } | undefined;
   if (!row) throw new Error('no active signing key');
   const jwk = JSON.parse(decrypt(config.secretKey, row.private_jwk_enc)) as Record<string, string>;
   return { kid: row.kid, key: (await importJWK(jwk, 'ES256')) as CryptoKey };
@@ -62,7 +61,9 @@ export async function craftToken(
   header: { kid?: string; alg?: string },
   claims: JWTPayload,
 ): Promise<string> {
-  return new SignJWT(claims).setProtectedHeader({ alg: header.alg ?? 'ES256', typ: 'JWT', ...(header.kid ? { kid: header.kid } : {}) }).sign(key);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: header.alg ?? 'ES256', typ: 'JWT', ...(header.kid ? { kid: header.kid } : {}) })
+    .sign(key);
 }
 
 export function decodePart(token: string, index: 0 | 1): Record<string, unknown> {
@@ -78,5 +79,10 @@ export function b64url(value: unknown): string {
 /** A clock tests can move; passed to createTokenService as `now`. */
 export function testClock(start = Date.now()): { now: () => number; advance: (ms: number) => void } {
   let t = start;
-  return { now: () => t, advance: (ms) => { t += ms; } };
+  return {
+    now: () => t,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
 }

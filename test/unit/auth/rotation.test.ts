@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  createCredential, createOrganization, createTokenService, settleUsageWrites, type CredentialView, type TokenService,
+  createCredential,
+  createOrganization,
+  createTokenService,
+  settleUsageWrites,
+  type CredentialView,
+  type TokenService,
 } from '../../../src/auth/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { craftToken, decodePart, expectInvalidToken, silentLog, testClock, testConfig } from './helpers.js';
@@ -11,7 +16,13 @@ import { decrypt } from '../../../src/auth/index.js';
 const kinds = await storeKinds();
 const DAY = 86_400_000;
 
-interface KeyRow { kid: string; created_at: string; retired_at: string | null; expires_at: string | null; private_jwk_enc: string }
+interface KeyRow {
+  kid: string;
+  created_at: string;
+  retired_at: string | null;
+  expires_at: string | null;
+  private_jwk_enc: string;
+}
 
 for (const kind of kinds) {
   describe(`auth: signing keys and rotation (${kind})`, () => {
@@ -25,10 +36,15 @@ for (const kind of kinds) {
       services.push(svc);
       return svc;
     };
-    const issue = (svc: TokenService) => svc.issue({ orgId, credentialId: credential.id, clientId: credential.clientId });
-    const keyRows = async (): Promise<KeyRow[]> => (await store.db('signing_keys').orderBy('created_at', 'asc')) as KeyRow[];
+    const issue = (svc: TokenService) =>
+      svc.issue({ orgId, credentialId: credential.id, clientId: credential.clientId });
+    const keyRows = async (): Promise<KeyRow[]> =>
+      (await store.db('signing_keys').orderBy('created_at', 'asc')) as KeyRow[];
     const privateKey = async (row: KeyRow): Promise<CryptoKey> =>
-      (await importJWK(JSON.parse(decrypt(config.secretKey, row.private_jwk_enc)) as Record<string, string>, 'ES256')) as CryptoKey;
+      (await importJWK(
+        JSON.parse(decrypt(config.secretKey, row.private_jwk_enc)) as Record<string, string>,
+        'ES256',
+      )) as CryptoKey;
 
     beforeEach(async () => {
       store = await createTestStore(kind);
@@ -81,10 +97,20 @@ for (const kind of kinds) {
       await svc.rotate();
       // A long-lived token signed by the old key: only the key's expiry can make it fail.
       const nowS = Math.floor(clock.now() / 1000);
-      const longLived = await craftToken(oldKey, { kid: oldRow.kid }, {
-        iss: config.baseUrls.auth, aud: config.tokenAudience, sub: credential.clientId, org: orgId, cid: credential.id,
-        jti: 'long', iat: nowS, exp: nowS + 10 * 3600,
-      });
+      const longLived = await craftToken(
+        oldKey,
+        { kid: oldRow.kid },
+        {
+          iss: config.baseUrls.auth,
+          aud: config.tokenAudience,
+          sub: credential.clientId,
+          org: orgId,
+          cid: credential.id,
+          jti: 'long',
+          iat: nowS,
+          exp: nowS + 10 * 3600,
+        },
+      );
       clock.advance((3600 + 300 - 10) * 1000);
       expect((await svc.verify(longLived)).orgId, 'still inside the grace window').to.equal(orgId);
       expect((await svc.jwks()).keys).to.have.length(2);
@@ -102,7 +128,10 @@ for (const kind of kinds) {
       const first = await start();
       const token = await issue(first);
       const [oldRow] = await keyRows();
-      await store.db('signing_keys').where({ kid: oldRow!.kid }).update({ created_at: new Date(Date.now() - 31 * DAY).toISOString() });
+      await store
+        .db('signing_keys')
+        .where({ kid: oldRow!.kid })
+        .update({ created_at: new Date(Date.now() - 31 * DAY).toISOString() });
       const second = await start();
       const rows = await keyRows();
       expect(rows).to.have.length(2);

@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  createApiKey, createCredential, createOrganization, createTokenService, decrypt, hashSecret, settleUsageWrites,
+  createApiKey,
+  createCredential,
+  createOrganization,
+  createTokenService,
+  decrypt,
+  hashSecret,
+  settleUsageWrites,
 } from '../../../src/auth/index.js';
 import { silentLog, testConfig } from './helpers.js';
 
@@ -27,7 +33,9 @@ for (const kind of kinds) {
       await tokens.rotate();
 
       const dump = JSON.stringify(
-        await Promise.all(['organizations', 'credentials', 'api_keys', 'signing_keys'].map((t) => store.db(t).select())),
+        await Promise.all(
+          ['organizations', 'credentials', 'api_keys', 'signing_keys'].map((t) => store.db(t).select()),
+        ),
       );
       // Booleans, not the strings, so a failure never prints a secret.
       expect(dump.includes(clientSecret), 'client secret in the store').to.equal(false);
@@ -37,7 +45,10 @@ for (const kind of kinds) {
 
       const cred = (await store.db('credentials').where({ id: credential.id }).first()) as { secret_hash: string };
       expect(cred.secret_hash === hashSecret(clientSecret), 'credential row holds the SHA-256').to.equal(true);
-      const key = (await store.db('api_keys').where({ id: apiKey.id }).first()) as { secret_hash: string; hint: string };
+      const key = (await store.db('api_keys').where({ id: apiKey.id }).first()) as {
+        secret_hash: string;
+        hint: string;
+      };
       expect(key.secret_hash === hashSecret(secret), 'API key row holds the SHA-256').to.equal(true);
       expect(key.hint).to.equal(secret.slice(-4));
 

@@ -3,12 +3,24 @@ import { expect } from 'chai';
 import { SignJWT } from 'jose';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  createCredential, createOrganization, createTokenService, revokeCredential, settleUsageWrites,
-  type CredentialView, type TokenService,
+  createCredential,
+  createOrganization,
+  createTokenService,
+  revokeCredential,
+  settleUsageWrites,
+  type CredentialView,
+  type TokenService,
 } from '../../../src/auth/index.js';
 import type { Config } from '../../../src/config/index.js';
 import {
-  activeSigningKey, b64url, craftToken, decodePart, expectInvalidToken, silentLog, testClock, testConfig,
+  activeSigningKey,
+  b64url,
+  craftToken,
+  decodePart,
+  expectInvalidToken,
+  silentLog,
+  testClock,
+  testConfig,
 } from './helpers.js';
 
 const kinds = await storeKinds();
@@ -25,8 +37,15 @@ for (const kind of kinds) {
     const claims = (over: Record<string, unknown> = {}) => {
       const iat = Math.floor(Date.now() / 1000);
       return {
-        iss: config.baseUrls.auth, sub: credential.clientId, aud: config.tokenAudience, org: orgId, cid: credential.id,
-        iat, exp: iat + 600, jti: 'jti-test', ...over,
+        iss: config.baseUrls.auth,
+        sub: credential.clientId,
+        aud: config.tokenAudience,
+        org: orgId,
+        cid: credential.id,
+        iat,
+        exp: iat + 600,
+        jti: 'jti-test',
+        ...over,
       };
     };
 
@@ -61,7 +80,10 @@ for (const kind of kinds) {
       expect(payload.jti).to.be.a('string').with.length.greaterThan(15);
       const ctx = await tokens.verify(issued.accessToken);
       expect(ctx).to.deep.equal({
-        orgId, credentialId: credential.id, clientId: credential.clientId, tokenId: payload.jti,
+        orgId,
+        credentialId: credential.id,
+        clientId: credential.clientId,
+        tokenId: payload.jti,
         expiresAt: new Date((payload.exp as number) * 1000).toISOString(),
       });
       const again = await tokens.issue({ orgId, credentialId: credential.id, clientId: credential.clientId });
@@ -92,9 +114,15 @@ for (const kind of kinds) {
       const { kid } = await activeSigningKey(store.db, config);
       const none = `${b64url({ alg: 'none', typ: 'JWT', kid })}.${b64url(claims())}.`;
       await expectInvalidToken(tokens.verify(none), 'alg none');
-      await expectInvalidToken(tokens.verify(`${b64url({ alg: 'none', typ: 'JWT', kid })}.${b64url(claims())}`), 'alg none, two parts');
+      await expectInvalidToken(
+        tokens.verify(`${b64url({ alg: 'none', typ: 'JWT', kid })}.${b64url(claims())}`),
+        'alg none, two parts',
+      );
       const jwk = (await tokens.jwks()).keys[0]!;
-      const pem = createPublicKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, format: 'jwk' }).export({ type: 'spki', format: 'pem' });
+      const pem = createPublicKey({ key: { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, format: 'jwk' }).export({
+        type: 'spki',
+        format: 'pem',
+      });
       const point = Buffer.concat([Buffer.from([4]), Buffer.from(jwk.x, 'base64url'), Buffer.from(jwk.y, 'base64url')]);
       const secrets: [string, Uint8Array][] = [
         ['JWK JSON', new TextEncoder().encode(JSON.stringify(jwk))],
@@ -109,8 +137,14 @@ for (const kind of kinds) {
 
     it('rejects a wrong audience, a wrong issuer, missing or mistyped claims, and an unknown or missing kid', async () => {
       const { kid, key } = await activeSigningKey(store.db, config);
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ aud: 'someone-else' }))), 'wrong aud');
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ iss: 'https://evil.example' }))), 'wrong iss');
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ aud: 'someone-else' }))),
+        'wrong aud',
+      );
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ iss: 'https://evil.example' }))),
+        'wrong iss',
+      );
       for (const missing of ['org', 'cid', 'sub', 'jti', 'exp', 'iat', 'iss', 'aud']) {
         const c: Record<string, unknown> = claims();
         delete c[missing];
@@ -118,24 +152,39 @@ for (const kind of kinds) {
       }
       await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ org: 42 }))), 'org not a string');
       await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ cid: '' }))), 'empty cid');
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid: 'sk_00000000000000000000000000000000' }, claims())), 'unknown kid');
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid: 'sk_00000000000000000000000000000000' }, claims())),
+        'unknown kid',
+      );
       await expectInvalidToken(tokens.verify(await craftToken(key, {}, claims())), 'no kid');
     });
 
-    it('rejects a token whose org claim is not its credential\'s organisation', async () => {
+    it("rejects a token whose org claim is not its credential's organisation", async () => {
       const { kid, key } = await activeSigningKey(store.db, config);
       const other = await createOrganization(store.db, { name: 'Other' });
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ org: other.id }))), 'org of another tenant');
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ cid: 'cred_00000000000000000000000000000000' }))), 'unknown credential');
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ org: other.id }))),
+        'org of another tenant',
+      );
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ cid: 'cred_00000000000000000000000000000000' }))),
+        'unknown credential',
+      );
     });
 
     it('rejects expired tokens with at most 5 s of clock tolerance', async () => {
       const { kid, key } = await activeSigningKey(store.db, config);
       const now = Math.floor(Date.now() / 1000);
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ iat: now - 3700, exp: now - 10 }))), 'expired 10 s ago');
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ iat: now - 3700, exp: now - 10 }))),
+        'expired 10 s ago',
+      );
       const ctx = await tokens.verify(await craftToken(key, { kid }, claims({ iat: now - 3600, exp: now - 2 })));
       expect(ctx.orgId, 'expired 2 s ago is within the tolerance').to.equal(orgId);
-      await expectInvalidToken(tokens.verify(await craftToken(key, { kid }, claims({ iat: now + 60, exp: now + 3660 }))), 'issued in the future');
+      await expectInvalidToken(
+        tokens.verify(await craftToken(key, { kid }, claims({ iat: now + 60, exp: now + 3660 }))),
+        'issued in the future',
+      );
     });
 
     it('expires issued tokens after tokenTtlSeconds on the service clock', async () => {
@@ -149,7 +198,7 @@ for (const kind of kinds) {
       await timed.close();
     });
 
-    it('rejects a revoked credential\'s tokens at once in-process and within revocationCacheMs elsewhere', async function () {
+    it("rejects a revoked credential's tokens at once in-process and within revocationCacheMs elsewhere", async function () {
       this.timeout(15_000);
       expect(config.revocationCacheMs).to.equal(2000);
       const elsewhere = await createTokenService({ db: store.db, config, log: silentLog });
@@ -178,7 +227,11 @@ for (const kind of kinds) {
 
     it('picks up a revocation made directly in the store after the cache TTL', async () => {
       const quick = testConfig(store.dataDir, { REVOCATION_CACHE_MS: '200' });
-      const svc = await createTokenService({ db: store.db, config: { ...quick, secretKey: config.secretKey }, log: silentLog });
+      const svc = await createTokenService({
+        db: store.db,
+        config: { ...quick, secretKey: config.secretKey },
+        log: silentLog,
+      });
       const { accessToken } = await svc.issue({ orgId, credentialId: credential.id, clientId: credential.clientId });
       await svc.verify(accessToken);
       await revokeCredential(store.db, orgId, credential.id, { force: true });

@@ -20,7 +20,9 @@ import { AdBlocker } from '../../../src/browser/operator/adblock.js';
 
 describe('browser operator (no browser)', () => {
   it('the start URL is the first http(s) URL of the task, without trailing punctuation', () => {
-    expect(startUrlOf('Open https://example.com/pricing, then return the plans')).to.equal('https://example.com/pricing');
+    expect(startUrlOf('Open https://example.com/pricing, then return the plans')).to.equal(
+      'https://example.com/pricing',
+    );
     expect(startUrlOf('Go to (http://127.0.0.1:8080/a?b=1). Done.')).to.equal('http://127.0.0.1:8080/a?b=1');
     expect(startUrlOf('Find the cheapest flight')).to.equal(null);
     expect(startUrlOf('Open ftp://files.example.com')).to.equal(null);
@@ -43,18 +45,39 @@ describe('browser operator (no browser)', () => {
   });
 
   it('writes a cache entry out as a playwright_run script: reads become variables of the result, password text stays out', async () => {
-    const code = replayScript({
-      startUrl: 'https://shop.example/login',
-      steps: [
-        { action: 'fill', args: { text: 'ada' }, selector: 'internal:role=textbox[name="User"i]', target: "getByRole('textbox', { name: 'User' })" },
-        { action: 'fill', args: { text: 'hunter2', submit: true }, selector: 'internal:role=textbox[name="Password"i]', target: 'x', secret: true },
-        { action: 'extract', args: {}, selector: 'css=#total', read: '42 EUR' },
-      ],
-      result: 'The total is 42 EUR (42 EUR incl. VAT)',
-    }, { task: 'Sign in and read the total', buildId: 'bld_0123456789abcdef01234567', viewport: { width: 1288, height: 711 } });
+    const code = replayScript(
+      {
+        startUrl: 'https://shop.example/login',
+        steps: [
+          {
+            action: 'fill',
+            args: { text: 'ada' },
+            selector: 'internal:role=textbox[name="User"i]',
+            target: "getByRole('textbox', { name: 'User' })",
+          },
+          {
+            action: 'fill',
+            args: { text: 'hunter2', submit: true },
+            selector: 'internal:role=textbox[name="Password"i]',
+            target: 'x',
+            secret: true,
+          },
+          { action: 'extract', args: {}, selector: 'css=#total', read: '42 EUR' },
+        ],
+        result: 'The total is 42 EUR (42 EUR incl. VAT)',
+      },
+      {
+        task: 'Sign in and read the total',
+        buildId: 'bld_0123456789abcdef01234567',
+        viewport: { width: 1288, height: 711 },
+      },
+    );
     expect(code).to.not.include('hunter2');
-    expect(code).to.include('await page.goto("https://shop.example/login");')
-      .and.include('.fill("ada")').and.include('.fill(SECRET_1)').and.include(".press('Enter')")
+    expect(code)
+      .to.include('await page.goto("https://shop.example/login");')
+      .and.include('.fill("ada")')
+      .and.include('.fill(SECRET_1)')
+      .and.include(".press('Enter')")
       .and.include('const read1 = (await page.locator("css=#total").innerText()).trim();')
       .and.include('return "The total is " + read1 + " (" + read1 + " incl. VAT)";');
     // It compiles as the body of an async function, the way playwright_run runs it.
@@ -64,7 +87,10 @@ describe('browser operator (no browser)', () => {
   describe('planOperator', () => {
     let dir: string;
     const deps = (env: Record<string, string>): OperatorDeps => ({
-      db: undefined as never, config: loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env }), policy: new OutboundPolicy(parseOutboundAllowlist(''), []), now: Date.now,
+      db: undefined as never,
+      config: loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent', ...env }),
+      policy: new OutboundPolicy(parseOutboundAllowlist(''), []),
+      now: Date.now,
     });
     const model = { DEFAULT_MODEL: 'openai-compatible/local', OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1' };
     before(() => {
@@ -73,7 +99,13 @@ describe('browser operator (no browser)', () => {
     after(() => rmSync(dir, { recursive: true, force: true }));
 
     it('writes every argument it cannot honour into the log lines, and names the model it falls back to', async () => {
-      const plan = await planOperator(deps(model), 'org_1', { task: 'Open https://example.com', cacheKey: 'Abcd1234', region: 'ap-southeast-1', proxies: true, advancedStealth: true });
+      const plan = await planOperator(deps(model), 'org_1', {
+        task: 'Open https://example.com',
+        cacheKey: 'Abcd1234',
+        region: 'ap-southeast-1',
+        proxies: true,
+        advancedStealth: true,
+      });
       expect(plan.notes).to.deep.equal([
         'model: google/gemini-3-flash-preview is not configured on this server (The model "google/gemini-3-flash-preview" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set); running DEFAULT_MODEL openai-compatible/local',
         'region ap-southeast-1: not applied; the browser runs on this server, in its own network',
@@ -81,22 +113,39 @@ describe('browser operator (no browser)', () => {
         'advancedStealth: not applied; this server runs stock headless Chromium',
         'solveCaptchas: not applied; no CAPTCHA solver is available here (a CAPTCHA stops the task)',
       ]);
-      expect(plan).to.include({ mode: 'hybrid', maxSteps: 30, blockAds: true, recordSession: true, startUrl: 'https://example.com/', viaProxy: false });
+      expect(plan).to.include({
+        mode: 'hybrid',
+        maxSteps: 30,
+        blockAds: true,
+        recordSession: true,
+        startUrl: 'https://example.com/',
+        viaProxy: false,
+      });
       expect(plan.viewport).to.deep.equal({ width: 1288, height: 711 });
       expect(plan.buildId).to.match(/^bld_[0-9a-f]{24}$/);
       expect(plan.cache).to.have.property('days', 7);
     });
 
     it('proxies: true goes through BROWSER_PROXY_URL when it is set, naming its host and never its credentials', async () => {
-      const plan = await planOperator(deps({ ...model, BROWSER_PROXY_URL: 'http://user:pw-123@proxy.example:8000' }), 'org_1', { task: 't', cacheKey: 'Abcd1234', proxies: true, solveCaptchas: false });
+      const plan = await planOperator(
+        deps({ ...model, BROWSER_PROXY_URL: 'http://user:pw-123@proxy.example:8000' }),
+        'org_1',
+        { task: 't', cacheKey: 'Abcd1234', proxies: true, solveCaptchas: false },
+      );
       expect(plan.viaProxy).to.equal(true);
-      expect(plan.notes.join('\n')).to.include('proxies: through BROWSER_PROXY_URL (proxy.example:8000)').and.not.include('pw-123');
+      expect(plan.notes.join('\n'))
+        .to.include('proxies: through BROWSER_PROXY_URL (proxy.example:8000)')
+        .and.not.include('pw-123');
     });
 
     it('the cache is off for disableCache and for any task mentioning a screenshot; the build id follows the key and the task', async () => {
       const d = deps(model);
-      expect((await planOperator(d, 'o', { task: 'Take Screenshots of the home page', cacheKey: 'Abcd1234' })).cache).to.deep.equal({ off: 'the task mentions a screenshot' });
-      expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234', disableCache: true })).cache).to.deep.equal({ off: 'disableCache is true' });
+      expect(
+        (await planOperator(d, 'o', { task: 'Take Screenshots of the home page', cacheKey: 'Abcd1234' })).cache,
+      ).to.deep.equal({ off: 'the task mentions a screenshot' });
+      expect(
+        (await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234', disableCache: true })).cache,
+      ).to.deep.equal({ off: 'disableCache is true' });
       const a = await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234' });
       expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1234' })).buildId).to.equal(a.buildId);
       expect((await planOperator(d, 'o', { task: 'read', cacheKey: 'Abcd1235' })).buildId).to.not.equal(a.buildId);
@@ -105,11 +154,21 @@ describe('browser operator (no browser)', () => {
 
     it('cua needs an anthropic/ model, requested or DEFAULT_MODEL', async () => {
       let refused: unknown;
-      await planOperator(deps(model), 'o', { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' }).catch((err: unknown) => (refused = err));
+      await planOperator(deps(model), 'o', { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' }).catch(
+        (err: unknown) => (refused = err),
+      );
       expect(refused).to.be.instanceOf(TaskError);
-      expect((refused as Error).message).to.match(/agentMode cua needs a computer-use model.*google\/gemini-3-flash-preview is not one, nor is DEFAULT_MODEL openai-compatible\/local/);
-      const viaDefault = await planOperator(deps({ DEFAULT_MODEL: 'anthropic/claude-sonnet-4', ANTHROPIC_API_KEY: 'k' }), 'o', { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' });
-      expect(viaDefault.notes[0]).to.equal('model: google/gemini-3-flash-preview has no computer use; running DEFAULT_MODEL anthropic/claude-sonnet-4 (computer use)');
+      expect((refused as Error).message).to.match(
+        /agentMode cua needs a computer-use model.*google\/gemini-3-flash-preview is not one, nor is DEFAULT_MODEL openai-compatible\/local/,
+      );
+      const viaDefault = await planOperator(
+        deps({ DEFAULT_MODEL: 'anthropic/claude-sonnet-4', ANTHROPIC_API_KEY: 'k' }),
+        'o',
+        { task: 't', cacheKey: 'Abcd1234', agentMode: 'cua' },
+      );
+      expect(viaDefault.notes[0]).to.equal(
+        'model: google/gemini-3-flash-preview has no computer use; running DEFAULT_MODEL anthropic/claude-sonnet-4 (computer use)',
+      );
       expect(viaDefault.modelId).to.equal('anthropic/claude-sonnet-4-0');
     });
   });
@@ -133,7 +192,9 @@ describe('browser operator (no browser)', () => {
     it('a list it cannot read makes blockAds "not applied" with the reason', async () => {
       const blocker = new AdBlocker({ lists: [path.join(dir, 'missing.txt')], dataDir: dir });
       const loaded = await blocker.get();
-      expect(loaded).to.have.property('unavailable').that.match(/BROWSER_ADBLOCK_LISTS.*could not be loaded: ENOENT/);
+      expect(loaded)
+        .to.have.property('unavailable')
+        .that.match(/BROWSER_ADBLOCK_LISTS.*could not be loaded: ENOENT/);
     });
   });
 });

@@ -13,14 +13,22 @@ describe('config', () => {
     const c = loadConfig({ DATA_DIR: dataDir() });
     expect(c.port).to.equal(8080);
     expect(c.baseUrls).to.deep.equal({
-      triggers: 'http://localhost:8080', auth: 'http://localhost:8080', mcp: 'http://localhost:8080/mcp',
-      connect: 'http://localhost:8080', runFiles: 'http://localhost:8080',
+      triggers: 'http://localhost:8080',
+      auth: 'http://localhost:8080',
+      mcp: 'http://localhost:8080/mcp',
+      connect: 'http://localhost:8080',
+      runFiles: 'http://localhost:8080',
     });
     expect(c.secretKey).to.have.length(32);
   });
 
   it('honours one base URL per spec host and trims trailing slashes', () => {
-    const c = loadConfig({ DATA_DIR: dataDir(), PUBLIC_URL: 'https://sy.example.org/', AUTH_URL: 'https://auth.example.org/', MCP_URL: 'https://mcp.example.org' });
+    const c = loadConfig({
+      DATA_DIR: dataDir(),
+      PUBLIC_URL: 'https://sy.example.org/',
+      AUTH_URL: 'https://auth.example.org/',
+      MCP_URL: 'https://mcp.example.org',
+    });
     expect(c.baseUrls.auth).to.equal('https://auth.example.org');
     expect(c.baseUrls.mcp).to.equal('https://mcp.example.org');
     expect(c.baseUrls.triggers).to.equal('https://sy.example.org');
@@ -35,18 +43,50 @@ describe('config', () => {
   it('run concurrency and sandbox processes follow the cores; context reuse and process recycling are settings', () => {
     const cores = os.availableParallelism();
     const c = loadConfig({ DATA_DIR: dataDir() });
-    expect(c).to.include({ runConcurrency: Math.max(32, 32 * cores), sandboxPoolSize: Math.max(2, cores), sandboxReuseContexts: true, sandboxMaxExecutions: 10_000 });
-    const set = loadConfig({ DATA_DIR: dataDir(), RUN_CONCURRENCY: '3', SANDBOX_POOL_SIZE: '5', SANDBOX_REUSE_CONTEXTS: 'false', SANDBOX_MAX_EXECUTIONS: '1' });
-    expect(set).to.include({ runConcurrency: 3, sandboxPoolSize: 5, sandboxReuseContexts: false, sandboxMaxExecutions: 1 });
+    expect(c).to.include({
+      runConcurrency: Math.max(32, 32 * cores),
+      sandboxPoolSize: Math.max(2, cores),
+      sandboxReuseContexts: true,
+      sandboxMaxExecutions: 10_000,
+    });
+    const set = loadConfig({
+      DATA_DIR: dataDir(),
+      RUN_CONCURRENCY: '3',
+      SANDBOX_POOL_SIZE: '5',
+      SANDBOX_REUSE_CONTEXTS: 'false',
+      SANDBOX_MAX_EXECUTIONS: '1',
+    });
+    expect(set).to.include({
+      runConcurrency: 3,
+      sandboxPoolSize: 5,
+      sandboxReuseContexts: false,
+      sandboxMaxExecutions: 1,
+    });
   });
 
   it('CODE_ISOLATION is auto unless set; the breach switches are honoured only under NODE_ENV=test', () => {
-    expect(loadConfig({ DATA_DIR: dataDir() })).to.include({ codeIsolation: 'auto', sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
-    for (const mode of ['auto', 'strict', 'process', ' Strict ']) expect(loadConfig({ DATA_DIR: dataDir(), CODE_ISOLATION: mode }).codeIsolation).to.equal(mode.trim().toLowerCase());
+    expect(loadConfig({ DATA_DIR: dataDir() })).to.include({
+      codeIsolation: 'auto',
+      sandboxTestBreach: false,
+      browserTestNoSchemeRefusal: false,
+    });
+    for (const mode of ['auto', 'strict', 'process', ' Strict '])
+      expect(loadConfig({ DATA_DIR: dataDir(), CODE_ISOLATION: mode }).codeIsolation).to.equal(
+        mode.trim().toLowerCase(),
+      );
     const switches = { SANDBOX_TEST_BREACH: '1', BROWSER_TEST_NO_SCHEME_REFUSAL: '1' };
-    expect(loadConfig({ DATA_DIR: dataDir(), ...switches })).to.include({ sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
-    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', ...switches })).to.include({ sandboxTestBreach: false, browserTestNoSchemeRefusal: false });
-    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'test', ...switches })).to.include({ sandboxTestBreach: true, browserTestNoSchemeRefusal: true });
+    expect(loadConfig({ DATA_DIR: dataDir(), ...switches })).to.include({
+      sandboxTestBreach: false,
+      browserTestNoSchemeRefusal: false,
+    });
+    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', ...switches })).to.include({
+      sandboxTestBreach: false,
+      browserTestNoSchemeRefusal: false,
+    });
+    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'test', ...switches })).to.include({
+      sandboxTestBreach: true,
+      browserTestNoSchemeRefusal: true,
+    });
   });
 
   it('keeps the generated secret key across loads of the same DATA_DIR', () => {
@@ -77,16 +117,30 @@ describe('config', () => {
 
 describe('logging redaction', () => {
   it('removes webhook keys from URLs and signature query values', () => {
-    expect(redactUrl('/ext/webhook/syk_secret123/triggers/trg_1?x=1')).to.equal('/ext/webhook/[REDACTED]/triggers/trg_1?x=1');
+    expect(redactUrl('/ext/webhook/syk_secret123/triggers/trg_1?x=1')).to.equal(
+      '/ext/webhook/[REDACTED]/triggers/trg_1?x=1',
+    );
     expect(redactUrl('/ext/webhook/syk_secret123/runs/wf/run/status')).to.not.contain('syk_secret123');
     expect(redactUrl('/files/f1?expires=1&signature=abc')).to.equal('/files/f1?expires=1&signature=[REDACTED]');
   });
 
   it('never writes authorization headers, API keys or client secrets', () => {
     let out = '';
-    const sink = new Writable({ write(chunk, _enc, cb) { out += chunk.toString(); cb(); } });
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        out += chunk.toString();
+        cb();
+      },
+    });
     const log = createLogger('info', sink);
-    log.info({ req: { headers: { authorization: 'Bearer eyJsecret', 'x-api-key': 'syk_abc' } }, clientSecret: 'sys_abc', apiKey: 'syk_def' }, 'hello');
+    log.info(
+      {
+        req: { headers: { authorization: 'Bearer eyJsecret', 'x-api-key': 'syk_abc' } },
+        clientSecret: 'sys_abc',
+        apiKey: 'syk_def',
+      },
+      'hello',
+    );
     expect(out).to.contain('hello');
     for (const secret of ['eyJsecret', 'syk_abc', 'sys_abc', 'syk_def']) expect(out).to.not.contain(secret);
   });

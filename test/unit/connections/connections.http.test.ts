@@ -21,7 +21,8 @@ for (const kind of kinds) {
 
     it('op:createConnection op:getConnection op:updateConnection op:listConnections op:deleteConnection', async () => {
       const created = await call(server.baseUrl, 'POST', '/v1/connections', {
-        token: org.token, body: { name: 'Slack', service_key: 'slack', secret: SECRET, metadata: { team: 'T1' } },
+        token: org.token,
+        body: { name: 'Slack', service_key: 'slack', secret: SECRET, metadata: { team: 'T1' } },
       });
       expect(created.status, created.text).to.equal(201);
       expect(created.text).to.not.include(SECRET);
@@ -30,11 +31,19 @@ for (const kind of kinds) {
       const got = await call(server.baseUrl, 'GET', path, { token: org.token });
       expect(got.body).to.deep.equal(created.body);
       expect(got.headers.get('etag')).to.equal('"1"');
-      const upd = await call(server.baseUrl, 'PATCH', path, { token: org.token, body: { status: 'error', secret: { token: 'new' } }, headers: { 'if-match': '"1"' } });
+      const upd = await call(server.baseUrl, 'PATCH', path, {
+        token: org.token,
+        body: { status: 'error', secret: { token: 'new' } },
+        headers: { 'if-match': '"1"' },
+      });
       expect(upd.status, upd.text).to.equal(200);
       expect(upd.body).to.deep.include({ status: 'error', version: 2 });
-      expect((await call(server.baseUrl, 'PATCH', path, { token: org.token, body: { name: 'x' } })).status).to.equal(428);
-      const errored = await call(server.baseUrl, 'GET', '/v1/connections?statuses=error&serviceKey=slack', { token: org.token });
+      expect((await call(server.baseUrl, 'PATCH', path, { token: org.token, body: { name: 'x' } })).status).to.equal(
+        428,
+      );
+      const errored = await call(server.baseUrl, 'GET', '/v1/connections?statuses=error&serviceKey=slack', {
+        token: org.token,
+      });
       expect(errored.body.items.map((c: { id: string }) => c.id)).to.deep.equal([created.body.id]);
       const bad = await call(server.baseUrl, 'GET', '/v1/connections?statuses=error,bogus', { token: org.token });
       expect([bad.status, bad.body.error]).to.deep.equal([400, 'invalid_statuses']);
@@ -44,18 +53,32 @@ for (const kind of kinds) {
     });
 
     it('op:listUserConnections GET /manage/user-connections — bare array of the spec fields', async () => {
-      await call(server.baseUrl, 'POST', '/v1/connections', { token: other.token, body: { name: 'Gmail', service_key: 'gmail', secret: SECRET } });
-      await call(server.baseUrl, 'POST', '/v1/connections', { token: other.token, body: { name: 'Drive', service_key: 'gdrive', status: 'disconnected', secret: SECRET } });
+      await call(server.baseUrl, 'POST', '/v1/connections', {
+        token: other.token,
+        body: { name: 'Gmail', service_key: 'gmail', secret: SECRET },
+      });
+      await call(server.baseUrl, 'POST', '/v1/connections', {
+        token: other.token,
+        body: { name: 'Drive', service_key: 'gdrive', status: 'disconnected', secret: SECRET },
+      });
       const all = await call(server.baseUrl, 'GET', '/manage/user-connections', { token: other.token });
       expect(all.status, all.text).to.equal(200);
       expect(all.body.map((c: { name: string }) => c.name)).to.deep.equal(['Drive', 'Gmail']);
       for (const c of all.body) expect(Object.keys(c).sort()).to.deep.equal(['id', 'name', 'service_key', 'status']);
       expect(all.text).to.not.include(SECRET);
-      const one = await call(server.baseUrl, 'GET', '/manage/user-connections?statuses=disconnected', { token: other.token });
+      const one = await call(server.baseUrl, 'GET', '/manage/user-connections?statuses=disconnected', {
+        token: other.token,
+      });
       expect(one.body.map((c: { name: string }) => c.name)).to.deep.equal(['Drive']);
-      const mismatch = await call(server.baseUrl, 'GET', '/manage/user-connections', { token: other.token, headers: { 'x-selected-org': org.orgId } });
+      const mismatch = await call(server.baseUrl, 'GET', '/manage/user-connections', {
+        token: other.token,
+        headers: { 'x-selected-org': org.orgId },
+      });
       expect([mismatch.status, mismatch.body.error]).to.deep.equal([403, 'org_mismatch']);
-      const same = await call(server.baseUrl, 'GET', '/manage/user-connections', { token: other.token, headers: { 'x-selected-org': other.orgId } });
+      const same = await call(server.baseUrl, 'GET', '/manage/user-connections', {
+        token: other.token,
+        headers: { 'x-selected-org': other.orgId },
+      });
       expect(same.status).to.equal(200);
       const unauth = await call(server.baseUrl, 'GET', '/manage/user-connections');
       expect(unauth.status).to.equal(401);
@@ -64,7 +87,9 @@ for (const kind of kinds) {
     // Spec section 10: `statuses` is comma-separated; openapi/connect.yaml promises 400
     // invalid_statuses for empty, unknown (and, our rule, repeated) values.
     it('op:listUserConnections — comma-separated statuses and invalid_statuses over HTTP', async () => {
-      const both = await call(server.baseUrl, 'GET', '/manage/user-connections?statuses=connected,error', { token: other.token });
+      const both = await call(server.baseUrl, 'GET', '/manage/user-connections?statuses=connected,error', {
+        token: other.token,
+      });
       expect(both.status, both.text).to.equal(200);
       expect(both.body.map((c: { name: string }) => c.name)).to.deep.equal(['Gmail']);
       for (const bad of ['', 'active', 'connected,connected', 'connected,']) {

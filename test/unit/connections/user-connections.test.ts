@@ -53,13 +53,23 @@ for (const kind of kinds) {
       store = await createTestStore(kind);
       await seedOrgs(store.db);
       await createConnection(store.db, ORG_A, { name: 'b-conn', service_key: 'gmail', secret: 'top-secret-1' }, config);
-      await createConnection(store.db, ORG_A, { name: 'a-conn', service_key: 'slack', status: 'error', secret: 'top-secret-2' }, config);
+      await createConnection(
+        store.db,
+        ORG_A,
+        { name: 'a-conn', service_key: 'slack', status: 'error', secret: 'top-secret-2' },
+        config,
+      );
       await createConnection(store.db, ORG_B, { name: 'org-b', service_key: 'gmail', secret: 's' }, config);
     });
     afterEach(async () => store.close());
 
     const run = (orgId: string, query: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-      call('listUserConnections', connectionHandlers.listUserConnections, request({ query, headers }), context(store.db, orgId, config));
+      call(
+        'listUserConnections',
+        connectionHandlers.listUserConnections,
+        request({ query, headers }),
+        context(store.db, orgId, config),
+      );
 
     it('returns a bare array of {id, name, service_key, status} of the token organisation', async () => {
       const r = await run(ORG_A);
@@ -72,8 +82,12 @@ for (const kind of kinds) {
     });
 
     it('filters by statuses and rejects invalid lists with 400 invalid_statuses', async () => {
-      expect(((await run(ORG_A, { statuses: 'error' })).body as { name: string }[]).map((c) => c.name)).to.deep.equal(['a-conn']);
-      expect(((await run(ORG_A, { statuses: ['connected'] })).body as { name: string }[]).map((c) => c.name)).to.deep.equal(['b-conn']);
+      expect(((await run(ORG_A, { statuses: 'error' })).body as { name: string }[]).map((c) => c.name)).to.deep.equal([
+        'a-conn',
+      ]);
+      expect(
+        ((await run(ORG_A, { statuses: ['connected'] })).body as { name: string }[]).map((c) => c.name),
+      ).to.deep.equal(['b-conn']);
       expect((await run(ORG_A, { statuses: 'disconnected' })).body).to.deep.equal([]);
       for (const bad of ['', 'active', 'error,error', 'connected,']) {
         const r = await run(ORG_A, { statuses: bad });

@@ -5,7 +5,17 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { bwrapArgs, findProgram, launchCommand, probeIsolation, RunnerUsers, sampleTree, killTree, uidOf, IsolationUnavailableError } from '../../../src/containment/index.js';
+import {
+  bwrapArgs,
+  findProgram,
+  launchCommand,
+  probeIsolation,
+  RunnerUsers,
+  sampleTree,
+  killTree,
+  uidOf,
+  IsolationUnavailableError,
+} from '../../../src/containment/index.js';
 
 const hasBwrap = findProgram('bwrap') !== undefined;
 
@@ -59,27 +69,61 @@ describe('containment', function () {
   });
 
   describe('command lines', () => {
-    const plan = { bwrap: '/usr/bin/bwrap', prlimit: '/usr/bin/prlimit', setpriv: '/usr/bin/setpriv', env: '/usr/bin/env' };
+    const plan = {
+      bwrap: '/usr/bin/bwrap',
+      prlimit: '/usr/bin/prlimit',
+      setpriv: '/usr/bin/setpriv',
+      env: '/usr/bin/env',
+    };
 
     it('bubblewrap: new namespaces (network unless host), a read-only view, a bounded private /tmp, then prlimit and setpriv', () => {
-      const { file, args } = launchCommand(plan, { readOnly: ['/opt/x'], network: 'none', maxProcesses: 64, switchTo: 1_900_000_007 }, ['/bin/prog', 'a']);
+      const { file, args } = launchCommand(
+        plan,
+        { readOnly: ['/opt/x'], network: 'none', maxProcesses: 64, switchTo: 1_900_000_007 },
+        ['/bin/prog', 'a'],
+      );
       expect(file).to.equal('/usr/bin/bwrap');
-      for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-net', '--die-with-parent', '--new-session']) expect(args).to.include(flag);
+      for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-net', '--die-with-parent', '--new-session'])
+        expect(args).to.include(flag);
       expect(args.join(' ')).to.include('--ro-bind /usr /usr');
       expect(args.join(' ')).to.include('--ro-bind-try /opt/x /opt/x');
       expect(args.join(' ')).to.match(/--perms 1777 --size 67108864 --tmpfs \/tmp/);
       const rest = args.slice(args.indexOf('--') + 1);
       expect(rest).to.deep.equal([
-        '/usr/bin/env', '-u', 'PWD', '/usr/bin/prlimit', '--nproc=64:64', '--',
-        '/usr/bin/setpriv', '--reuid=1900000007', '--regid=1900000007', '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--',
-        '/bin/prog', 'a',
+        '/usr/bin/env',
+        '-u',
+        'PWD',
+        '/usr/bin/prlimit',
+        '--nproc=64:64',
+        '--',
+        '/usr/bin/setpriv',
+        '--reuid=1900000007',
+        '--regid=1900000007',
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--',
+        '/bin/prog',
+        'a',
       ]);
       expect(bwrapArgs({ readOnly: [], network: 'host', maxProcesses: 1 })).to.not.include('--unshare-net');
     });
 
     it('without bubblewrap: prlimit and setpriv (no new privileges) only, the program last', () => {
-      const { file, args } = launchCommand({ ...plan, bwrap: undefined }, { readOnly: ['/opt/x'], network: 'none', maxProcesses: 8 }, ['/bin/prog']);
-      expect([file, ...args]).to.deep.equal(['/usr/bin/prlimit', '--nproc=8:8', '--', '/usr/bin/setpriv', '--no-new-privs', '--', '/bin/prog']);
+      const { file, args } = launchCommand(
+        { ...plan, bwrap: undefined },
+        { readOnly: ['/opt/x'], network: 'none', maxProcesses: 8 },
+        ['/bin/prog'],
+      );
+      expect([file, ...args]).to.deep.equal([
+        '/usr/bin/prlimit',
+        '--nproc=8:8',
+        '--',
+        '/usr/bin/setpriv',
+        '--no-new-privs',
+        '--',
+        '/bin/prog',
+      ]);
     });
   });
 
@@ -97,12 +141,16 @@ describe('containment', function () {
     });
   });
 
-  describe('the watchdog\'s view of a contained program', () => {
-    it('sees bubblewrap, its namespace\'s first process and the program; reads the program\'s user; kills the whole tree', async function () {
+  describe("the watchdog's view of a contained program", () => {
+    it("sees bubblewrap, its namespace's first process and the program; reads the program's user; kills the whole tree", async function () {
       if (!hasBwrap) this.skip();
       const isolation = await probeIsolation({ mode: 'strict' });
       const uid = isolation.users?.take();
-      const { file, args } = launchCommand(isolation.plan, { readOnly: [], network: 'none', maxProcesses: 16, switchTo: uid }, ['/usr/bin/sleep', '30']);
+      const { file, args } = launchCommand(
+        isolation.plan,
+        { readOnly: [], network: 'none', maxProcesses: 16, switchTo: uid },
+        ['/usr/bin/sleep', '30'],
+      );
       const child = spawn(file, args, { env: {}, stdio: 'ignore' });
       try {
         let tree = await sampleTree(child.pid!);

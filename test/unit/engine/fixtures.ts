@@ -42,19 +42,70 @@ export function definition(steps = 2, extra: Partial<WorkflowDefinition> = {}): 
 
 export function testConfig(): Config {
   return {
-    port: 0, host: '127.0.0.1', dataDir: '/tmp', databaseUrl: undefined, redisUrl: undefined,
-    publicUrl: 'http://localhost:8080', redisPrefix: 'switchyard',
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: '/tmp',
+    databaseUrl: undefined,
+    redisUrl: undefined,
+    publicUrl: 'http://localhost:8080',
+    redisPrefix: 'switchyard',
     baseUrls: {
-      triggers: 'http://triggers.test', auth: 'http://auth.test', mcp: 'http://mcp.test/mcp',
-      connect: 'http://connect.test', runFiles: 'http://files.test',
+      triggers: 'http://triggers.test',
+      auth: 'http://auth.test',
+      mcp: 'http://mcp.test/mcp',
+      connect: 'http://connect.test',
+      runFiles: 'http://files.test',
     },
-    secretKey: randomBytes(32), logLevel: 'silent', tokenTtlSeconds: 3600, revocationCacheMs: 0,
-    signingKeyMaxAgeDays: 30, tokenAudience: 'switchyard', validateResponses: true, seedDemo: false,
-    syncWaitMs: 1000, runTimeoutMs: 60_000, runConcurrency: 0, runLeaseMs: 30_000, runMaxAttempts: 2,
-    runRetentionDays: 30, sandboxPoolSize: 1, sandboxReuseContexts: true, sandboxMaxExecutions: 10_000, codeIsolation: 'auto', sandboxTestBreach: false, browserTestNoSchemeRefusal: false, browser: { executable: '/usr/bin/chromium', maxContexts: 2, taskTimeoutMs: 60_000, idleMs: 60_000, adblockLists: [], proxyUrl: null }, sqliteSynchronous: 'NORMAL', upstreamTimeoutMs: 30_000, upstreamIdleMs: 300_000, upstreamListBudgetMs: 1_000,
-    discovery: { embeddingsUrl: null, embeddingsModel: 'text-embedding-3-small', embeddingsBudgetMs: 300, learning: true }, embeddingsApiKey: null,
-    models: { defaultModel: null, openaiCompatibleBaseUrl: null, openaiBaseUrl: null, anthropicBaseUrl: null, keys: { openaiCompatible: null, openai: null, anthropic: null, google: null }, providers: [] },
-    agentMaxSteps: 20, agentTurnTimeoutMs: 300_000, outboundAllowlist: [],
+    secretKey: randomBytes(32),
+    logLevel: 'silent',
+    tokenTtlSeconds: 3600,
+    revocationCacheMs: 0,
+    signingKeyMaxAgeDays: 30,
+    tokenAudience: 'switchyard',
+    validateResponses: true,
+    seedDemo: false,
+    syncWaitMs: 1000,
+    runTimeoutMs: 60_000,
+    runConcurrency: 0,
+    runLeaseMs: 30_000,
+    runMaxAttempts: 2,
+    runRetentionDays: 30,
+    sandboxPoolSize: 1,
+    sandboxReuseContexts: true,
+    sandboxMaxExecutions: 10_000,
+    codeIsolation: 'auto',
+    sandboxTestBreach: false,
+    browserTestNoSchemeRefusal: false,
+    browser: {
+      executable: '/usr/bin/chromium',
+      maxContexts: 2,
+      taskTimeoutMs: 60_000,
+      idleMs: 60_000,
+      adblockLists: [],
+      proxyUrl: null,
+    },
+    sqliteSynchronous: 'NORMAL',
+    upstreamTimeoutMs: 30_000,
+    upstreamIdleMs: 300_000,
+    upstreamListBudgetMs: 1_000,
+    discovery: {
+      embeddingsUrl: null,
+      embeddingsModel: 'text-embedding-3-small',
+      embeddingsBudgetMs: 300,
+      learning: true,
+    },
+    embeddingsApiKey: null,
+    models: {
+      defaultModel: null,
+      openaiCompatibleBaseUrl: null,
+      openaiBaseUrl: null,
+      anthropicBaseUrl: null,
+      keys: { openaiCompatible: null, openai: null, anthropic: null, google: null },
+      providers: [],
+    },
+    agentMaxSteps: 20,
+    agentTurnTimeoutMs: 300_000,
+    outboundAllowlist: [],
   };
 }
 
@@ -82,8 +133,23 @@ export function context(db: Knex, orgId: string, config: Config = testConfig()):
   const log = createLogger('silent');
   return {
     // Management handlers use only config, db, log and the per-process memos (call targets, gateway) of the services.
-    services: { config, db, log, tokens: noTokens, callTargets: new CallTargets(db, config.revocationCacheMs), gateway: testGateway(config, log) } as Services, log, requestId: 'req-test',
-    auth: { orgId, credentialId: 'cred_test', clientId: 'cli_test', tokenId: 'tok_test', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+    services: {
+      config,
+      db,
+      log,
+      tokens: noTokens,
+      callTargets: new CallTargets(db, config.revocationCacheMs),
+      gateway: testGateway(config, log),
+    } as Services,
+    log,
+    requestId: 'req-test',
+    auth: {
+      orgId,
+      credentialId: 'cred_test',
+      clientId: 'cli_test',
+      tokenId: 'tok_test',
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    },
   };
 }
 
@@ -106,8 +172,14 @@ export function request(parts: RequestParts = {}): RequestParts {
 /** The HandlerRequest<K> the pipeline would build from these parts (handlers do not read `raw`). */
 function handlerRequest<K extends OperationId>(operationId: K, parts: RequestParts): HandlerRequest<K> {
   const built = {
-    operationId, params: {}, query: {}, headers: {}, body: undefined,
-    contentType: parts.body === undefined ? undefined : 'application/json', raw: undefined, ...parts,
+    operationId,
+    params: {},
+    query: {},
+    headers: {},
+    body: undefined,
+    contentType: parts.body === undefined ? undefined : 'application/json',
+    raw: undefined,
+    ...parts,
   };
   // The one cast of these fixtures: the parts are deliberately loose (see RequestParts).
   return built as unknown as HandlerRequest<K>;
@@ -133,7 +205,10 @@ function validatorFor(operationId: string): Promise<ResponseValidator> {
   const file = operationId === 'listUserConnections' ? 'connect.yaml' : 'management.yaml';
   let v = validators.get(file);
   if (!v) {
-    const doc = YAML.parse(readFileSync(new URL(`../../../openapi/${file}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+    const doc = YAML.parse(readFileSync(new URL(`../../../openapi/${file}`, import.meta.url), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     v = ResponseValidator.create(doc);
     validators.set(file, v);
   }
@@ -144,13 +219,21 @@ function validatorFor(operationId: string): Promise<ResponseValidator> {
  * Runs a handler and renders a thrown AppError as the pipeline does ({error, message,
  * details}); the reply must match openapi/ for its operation and status.
  */
-export async function call<K extends OperationId>(operationId: K, handler: Handler<K>, req: RequestParts, ctx: RequestContext<K>): Promise<Reply> {
+export async function call<K extends OperationId>(
+  operationId: K,
+  handler: Handler<K>,
+  req: RequestParts,
+  ctx: RequestContext<K>,
+): Promise<Reply> {
   let reply: Reply;
   try {
     reply = await handler(handlerRequest(operationId, req), ctx);
   } catch (e) {
     if (!(e instanceof AppError)) throw e;
-    reply = { status: e.status, body: { error: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };
+    reply = {
+      status: e.status,
+      body: { error: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) },
+    };
   }
   const problem = (await validatorFor(operationId)).check(operationId, reply);
   expect(problem?.message, 'reply conforms to openapi/').to.equal(undefined);

@@ -33,7 +33,12 @@ for (const kind of kinds) {
     });
 
     it('createWorkflow answers 400 with details for an invalid definition', async () => {
-      const reply = await call('createWorkflow', h.createWorkflow, request({ body: { name: 'x', steps: [] } }), context(store.db, ORG_A));
+      const reply = await call(
+        'createWorkflow',
+        h.createWorkflow,
+        request({ body: { name: 'x', steps: [] } }),
+        context(store.db, ORG_A),
+      );
       expect(reply.status).to.equal(400);
       expect(reply.body).to.deep.include({ error: 'invalid_request' });
       expect((reply.body as { details: unknown[] }).details).to.have.length(1);
@@ -48,14 +53,29 @@ for (const kind of kinds) {
       const missing = await call('updateWorkflow', h.updateWorkflow, request({ params, body: next }), ctx);
       expect(missing.status).to.equal(428);
       expect((missing.body as { error: string }).error).to.equal('precondition_required');
-      const star = await call('updateWorkflow', h.updateWorkflow, request({ params, body: next, headers: { 'if-match': '*' } }), ctx);
+      const star = await call(
+        'updateWorkflow',
+        h.updateWorkflow,
+        request({ params, body: next, headers: { 'if-match': '*' } }),
+        ctx,
+      );
       expect(star.status).to.equal(428);
       for (const bad of ['"2"', '1', 'W/"1"', '"abc"']) {
-        const r = await call('updateWorkflow', h.updateWorkflow, request({ params, body: next, headers: { 'if-match': bad } }), ctx);
+        const r = await call(
+          'updateWorkflow',
+          h.updateWorkflow,
+          request({ params, body: next, headers: { 'if-match': bad } }),
+          ctx,
+        );
         expect(r.status, bad).to.equal(412);
         expect((r.body as { error: string }).error).to.equal('version_conflict');
       }
-      const ok = await call('updateWorkflow', h.updateWorkflow, request({ params, body: next, headers: { 'if-match': '"1"' } }), ctx);
+      const ok = await call(
+        'updateWorkflow',
+        h.updateWorkflow,
+        request({ params, body: next, headers: { 'if-match': '"1"' } }),
+        ctx,
+      );
       expect(ok.status).to.equal(200);
       expect(ok.headers).to.deep.equal({ ETag: '"2"' });
       expect((ok.body as { stepMap: unknown }).stepMap).to.deep.equal({ 0: 2, 1: 1 });
@@ -67,7 +87,12 @@ for (const kind of kinds) {
       const first = await call('listWorkflows', h.listWorkflows, request({ query: { limit: 2 } }), ctx);
       const page = first.body as { items: unknown[]; nextCursor: string };
       expect(page.items).to.have.length(2);
-      const second = await call('listWorkflows', h.listWorkflows, request({ query: { limit: 2, cursor: page.nextCursor } }), ctx);
+      const second = await call(
+        'listWorkflows',
+        h.listWorkflows,
+        request({ query: { limit: 2, cursor: page.nextCursor } }),
+        ctx,
+      );
       expect(second.body).to.deep.include({ nextCursor: null });
       expect((second.body as { items: unknown[] }).items).to.have.length(1);
       const bad = await call('listWorkflows', h.listWorkflows, request({ query: { cursor: 'zzz' } }), ctx);
@@ -78,16 +103,39 @@ for (const kind of kinds) {
     it('versions: list and get (path version as the pipeline coerces it: a number)', async () => {
       const ctx = context(store.db, ORG_A);
       const wf = await created(ctx);
-      await call('updateWorkflow', h.updateWorkflow,
-        request({ params: { automationId: wf.automationId }, body: definition(1), headers: { 'if-match': '"1"' } }), ctx);
-      const list = await call('listWorkflowVersions', h.listWorkflowVersions, request({ params: { automationId: wf.automationId } }), ctx);
+      await call(
+        'updateWorkflow',
+        h.updateWorkflow,
+        request({ params: { automationId: wf.automationId }, body: definition(1), headers: { 'if-match': '"1"' } }),
+        ctx,
+      );
+      const list = await call(
+        'listWorkflowVersions',
+        h.listWorkflowVersions,
+        request({ params: { automationId: wf.automationId } }),
+        ctx,
+      );
       expect((list.body as { items: { version: number }[] }).items.map((v) => v.version)).to.deep.equal([1, 2]);
-      const v1 = await call('getWorkflowVersion', h.getWorkflowVersion,
-        request({ params: { automationId: wf.automationId, version: 1 } }), ctx);
+      const v1 = await call(
+        'getWorkflowVersion',
+        h.getWorkflowVersion,
+        request({ params: { automationId: wf.automationId, version: 1 } }),
+        ctx,
+      );
       expect(v1.body).to.deep.include({ version: 1, stepMap: { 0: 1, 1: 1 } });
-      const v2 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: 2 } }), ctx);
+      const v2 = await call(
+        'getWorkflowVersion',
+        h.getWorkflowVersion,
+        request({ params: { automationId: wf.automationId, version: 2 } }),
+        ctx,
+      );
       expect(v2.body).to.deep.include({ version: 2, stepMap: { 0: 1 } });
-      const v9 = await call('getWorkflowVersion', h.getWorkflowVersion, request({ params: { automationId: wf.automationId, version: 9 } }), ctx);
+      const v9 = await call(
+        'getWorkflowVersion',
+        h.getWorkflowVersion,
+        request({ params: { automationId: wf.automationId, version: 9 } }),
+        ctx,
+      );
       expect(v9.status).to.equal(404);
     });
 
@@ -98,14 +146,26 @@ for (const kind of kinds) {
       const params = { automationId: wf.automationId };
       for (const [op, send] of [
         ['getWorkflow', () => call('getWorkflow', h.getWorkflow, request({ params }), ctxB)],
-        ['updateWorkflow', () => call('updateWorkflow', h.updateWorkflow, request({ params, body: definition(1), headers: { 'if-match': '"1"' } }), ctxB)],
+        [
+          'updateWorkflow',
+          () =>
+            call(
+              'updateWorkflow',
+              h.updateWorkflow,
+              request({ params, body: definition(1), headers: { 'if-match': '"1"' } }),
+              ctxB,
+            ),
+        ],
         ['deleteWorkflow', () => call('deleteWorkflow', h.deleteWorkflow, request({ params }), ctxB)],
         ['listWorkflowVersions', () => call('listWorkflowVersions', h.listWorkflowVersions, request({ params }), ctxB)],
       ] as const) {
         const r = await send();
         expect(r.status, op).to.equal(404);
       }
-      expect((await call('listWorkflows', h.listWorkflows, request(), ctxB)).body).to.deep.equal({ items: [], nextCursor: null });
+      expect((await call('listWorkflows', h.listWorkflows, request(), ctxB)).body).to.deep.equal({
+        items: [],
+        nextCursor: null,
+      });
       expect((await call('deleteWorkflow', h.deleteWorkflow, request({ params }), ctxA)).status).to.equal(204);
       expect((await call('getWorkflow', h.getWorkflow, request({ params }), ctxA)).status).to.equal(404);
     });

@@ -28,7 +28,14 @@ interface Options {
 /** Runs `code` as a code step of org_a / wf_a / step 0 unless `where` says otherwise. */
 function run(pool: SandboxPool, code: string, where: Where = {}, opts: Options = {}): Promise<ExecutedStep> {
   const step: WorkflowStep = { type: 'code', name: 'test', code, ...opts.step };
-  const ctx = { inputs: opts.inputs ?? {}, steps: [], runId: 'run_ctx', automationId: where.automationId ?? 'wf_a', stepIndex: where.stepIndex ?? 0, orgId: where.orgId ?? 'org_a' };
+  const ctx = {
+    inputs: opts.inputs ?? {},
+    steps: [],
+    runId: 'run_ctx',
+    automationId: where.automationId ?? 'wf_a',
+    stepIndex: where.stepIndex ?? 0,
+    orgId: where.orgId ?? 'org_a',
+  };
   return executeStep(step, ctx, { sandbox: pool, log: silentLog, signal: opts.signal });
 }
 
@@ -74,7 +81,9 @@ describe('engine sandbox: warm contexts', function () {
       ];
       expect(new Set([key, ...others]).size).to.equal(others.length + 1);
       // Separators inside ids cannot make two different triples collide.
-      expect(contextKey({ orgId: 'a","b', automationId: 'c', stepIndex: 0 }, 'x')).to.not.equal(contextKey({ orgId: 'a', automationId: 'b","c', stepIndex: 0 }, 'x'));
+      expect(contextKey({ orgId: 'a","b', automationId: 'c', stepIndex: 0 }, 'x')).to.not.equal(
+        contextKey({ orgId: 'a', automationId: 'b","c', stepIndex: 0 }, 'x'),
+      );
       expect(key.length).to.be.below(200);
     });
   });
@@ -96,7 +105,15 @@ describe('engine sandbox: warm contexts', function () {
         return had.concat([typeof viaEval === 'number' ? 'set' : 'unset'])`;
       const outs = [];
       for (let i = 0; i < 5; i++) outs.push(await run(pool, code));
-      for (const out of outs) expect(JSON.parse(out.result), out.result).to.deep.equal(['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'set']);
+      for (const out of outs)
+        expect(JSON.parse(out.result), out.result).to.deep.equal([
+          'undefined',
+          'undefined',
+          'undefined',
+          'undefined',
+          'undefined',
+          'set',
+        ]);
       expect(pool.stats().reusedContexts - before).to.equal(4);
     });
 
@@ -104,12 +121,17 @@ describe('engine sandbox: warm contexts', function () {
       const outs = [];
       for (let i = 0; i < 4; i++) outs.push((await run(pool, COUNTER, { automationId: 'wf_counter' })).result);
       expect(outs).to.deep.equal(['1', '2', '3', '4']);
-      const intact = await run(pool, 'return [typeof JSON.parse, typeof Math.max, Object.getPrototypeOf(globalThis) !== null, typeof FinalizationRegistry, typeof WebAssembly]', { automationId: 'wf_counter', stepIndex: 1 });
+      const intact = await run(
+        pool,
+        'return [typeof JSON.parse, typeof Math.max, Object.getPrototypeOf(globalThis) !== null, typeof FinalizationRegistry, typeof WebAssembly]',
+        { automationId: 'wf_counter', stepIndex: 1 },
+      );
       expect(JSON.parse(intact.result)).to.deep.equal(['function', 'function', true, 'undefined', 'undefined']);
     });
 
     it('a global or a built-in mutation is seen by no other step, workflow or organisation', async () => {
-      const plant = 'const saw = [typeof planted, [].leak, ({}).leak2]; globalThis.planted = "s"; Array.prototype.leak = "s"; Object.prototype.leak2 = "s"; return saw';
+      const plant =
+        'const saw = [typeof planted, [].leak, ({}).leak2]; globalThis.planted = "s"; Array.prototype.leak = "s"; Object.prototype.leak2 = "s"; return saw';
       const look = 'return [typeof planted, [].leak, ({}).leak2]';
       const clean = ['undefined', null, null];
       expect(JSON.parse((await run(pool, plant)).result)).to.deep.equal(clean);
@@ -173,7 +195,11 @@ describe('engine sandbox: warm contexts', function () {
         }
         armed = true;
         return typeof ctx.log`;
-      const runner = () => pool.trees().find((t) => t.orgId === 'org_a')?.pids.at(-1);
+      const runner = () =>
+        pool
+          .trees()
+          .find((t) => t.orgId === 'org_a')
+          ?.pids.at(-1);
       const pid = runner();
       for (const reassign of [false, true]) {
         const where = { automationId: `wf_planted_${reassign}` };
@@ -191,7 +217,11 @@ describe('engine sandbox: warm contexts', function () {
       await run(pool, MARKER, where);
       const ctl = new AbortController();
       setTimeout(() => ctl.abort(), 200);
-      const stopped = await run(pool, MARKER, where, { inputs: { mode: 'loop' }, step: { timeoutMs: 10_000 }, signal: ctl.signal });
+      const stopped = await run(pool, MARKER, where, {
+        inputs: { mode: 'loop' },
+        step: { timeoutMs: 10_000 },
+        signal: ctl.signal,
+      });
       expect(stopped).to.include({ status: 'FAILED', exitCode: 137 });
       expect((await run(pool, MARKER, where)).result).to.equal('clean');
     });
@@ -252,16 +282,24 @@ describe('engine sandbox: warm contexts', function () {
     }
   });
 
-  it('contexts kept by one step do not crowd out another step\'s memory', async () => {
+  it("contexts kept by one step do not crowd out another step's memory", async () => {
     const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, defaultMemoryMb: 64, log: silentLog });
     try {
       await pool.start();
       // About 36 MB (more than half the heap limit) kept alive through a built-in of wf_keep's context.
-      const keep = await run(pool, 'Array.prototype.hoard = Array.from({ length: 4.5e6 }, () => 1.5); return 1', { automationId: 'wf_keep' });
+      const keep = await run(pool, 'Array.prototype.hoard = Array.from({ length: 4.5e6 }, () => 1.5); return 1', {
+        automationId: 'wf_keep',
+      });
       expect(keep.status).to.equal('COMPLETE');
-      const runner = () => pool.trees().find((t) => t.orgId === 'org_a')?.pids.at(-1);
+      const runner = () =>
+        pool
+          .trees()
+          .find((t) => t.orgId === 'org_a')
+          ?.pids.at(-1);
       const pid = runner();
-      const other = await run(pool, 'const a = Array.from({ length: 4.5e6 }, () => 2.5); return a.length', { automationId: 'wf_other' });
+      const other = await run(pool, 'const a = Array.from({ length: 4.5e6 }, () => 2.5); return a.length', {
+        automationId: 'wf_other',
+      });
       expect(other, other.result).to.include({ status: 'COMPLETE', result: '4500000' });
       expect(runner()).to.equal(pid);
       // The hoard went with its context: wf_keep starts clean.
@@ -280,7 +318,16 @@ describe('engine sandbox: warm contexts', function () {
     after(() => {
       child.kill('SIGKILL');
     });
-    const exec = (extra: Record<string, unknown>) => ({ v: PROTOCOL_VERSION, t: 'exec', id: 1, code: 'return 1', data: '{"inputs":{},"steps":[]}', timeoutMs: 1000, memoryMb: 64, ...extra });
+    const exec = (extra: Record<string, unknown>) => ({
+      v: PROTOCOL_VERSION,
+      t: 'exec',
+      id: 1,
+      code: 'return 1',
+      data: '{"inputs":{},"steps":[]}',
+      timeoutMs: 1000,
+      memoryMb: 64,
+      ...extra,
+    });
 
     it('the runner reports whether an execution reused a context', async () => {
       child.send(exec({ id: 1, key: 'k' }));
@@ -294,7 +341,17 @@ describe('engine sandbox: warm contexts', function () {
     });
 
     it('the runner answers a malformed exec message with a message the parent refuses', async () => {
-      for (const bad of [exec({ key: 5 }), exec({ key: '' }), exec({ key: 'k'.repeat(1025) }), exec({ id: 'x' }), exec({ data: {} }), exec({ timeoutMs: 0 }), exec({ memoryMb: 4 }), exec({ memoryMb: 'x' }), exec({ v: 1 })]) {
+      for (const bad of [
+        exec({ key: 5 }),
+        exec({ key: '' }),
+        exec({ key: 'k'.repeat(1025) }),
+        exec({ id: 'x' }),
+        exec({ data: {} }),
+        exec({ timeoutMs: 0 }),
+        exec({ memoryMb: 4 }),
+        exec({ memoryMb: 'x' }),
+        exec({ v: 1 }),
+      ]) {
         child.send(bad);
         const reply = await next();
         expect(parseChildMessage(reply), JSON.stringify(bad).slice(0, 80)).to.equal(undefined);
@@ -302,8 +359,12 @@ describe('engine sandbox: warm contexts', function () {
     });
 
     it('the parent refuses a non-boolean `reused`', () => {
-      expect(parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x', reused: 'yes' })).to.equal(undefined);
-      expect(parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x' })).to.deep.include({ reused: false });
+      expect(
+        parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x', reused: 'yes' }),
+      ).to.equal(undefined);
+      expect(
+        parseChildMessage({ v: PROTOCOL_VERSION, t: 'done', id: 1, outcome: 'error', message: 'x' }),
+      ).to.deep.include({ reused: false });
     });
   });
 });

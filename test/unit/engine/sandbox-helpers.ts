@@ -30,7 +30,18 @@ export interface RunOptions {
 export function runCode(pool: SandboxPool, code: string, opts: RunOptions = {}): Promise<ExecutedStep> {
   const step: WorkflowStep = { type: 'code', name: 'test', code, ...opts.step };
   const deps: StepDeps = { sandbox: pool, log: silentLog, signal: opts.signal };
-  return executeStep(step, { orgId: opts.orgId ?? 'org_test', inputs: opts.inputs ?? {}, steps: opts.steps ?? [], runId: 'run_test', automationId: 'wf_test', stepIndex: 0 }, deps);
+  return executeStep(
+    step,
+    {
+      orgId: opts.orgId ?? 'org_test',
+      inputs: opts.inputs ?? {},
+      steps: opts.steps ?? [],
+      runId: 'run_test',
+      automationId: 'wf_test',
+      stepIndex: 0,
+    },
+    deps,
+  );
 }
 
 /** True while a process with this id exists. */
@@ -56,9 +67,19 @@ export async function waitGone(pid: number, ms = 3000): Promise<boolean> {
 /** A runner process started as the pool starts one (contained, empty environment), for protocol tests. */
 export async function startRunner(contexts: number): Promise<ChildProcess> {
   const isolation = await testIsolation();
-  const argv = [process.execPath, ...sandboxExecArgv(), RUNNER_PATH, ...runnerArgv({ limits: DEFAULT_LIMITS, contexts, uid: isolation.users?.take(), warmMemoryMb: 64, breach: 'off' })];
+  const argv = [
+    process.execPath,
+    ...sandboxExecArgv(),
+    RUNNER_PATH,
+    ...runnerArgv({ limits: DEFAULT_LIMITS, contexts, uid: isolation.users?.take(), warmMemoryMb: 64, breach: 'off' }),
+  ];
   const { file, args } = launchCommand(isolation.plan, runnerView(), argv);
-  const child = spawn(file, args, { env: {}, cwd: '/', serialization: 'advanced', stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = spawn(file, args, {
+    env: {},
+    cwd: '/',
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`the runner exited with ${code}`)));

@@ -83,9 +83,10 @@ describe('engine sandbox: isolation and limits', function () {
       'ctx.log.constructor.constructor': 'ctx.log.constructor.constructor("return process")()',
       'ctx.files.write.constructor.constructor': 'ctx.files.write.constructor.constructor("return process")()',
       'ctx.inputs.constructor.constructor': 'ctx.inputs.constructor.constructor("return process")()',
-      'error from a ctx function': '(() => { try { ctx.files.write("x", Symbol()); } catch (e) { return e.constructor.constructor("return process")(); } })()',
+      'error from a ctx function':
+        '(() => { try { ctx.files.write("x", Symbol()); } catch (e) { return e.constructor.constructor("return process")(); } })()',
       'AsyncFunction constructor': 'await (async () => {}).constructor("return process")()',
-      'eval': 'eval("process")',
+      eval: 'eval("process")',
     };
     for (const [name, attempt] of Object.entries(attempts)) {
       it(`${name} does not reach a process`, async () => {
@@ -151,7 +152,9 @@ describe('engine sandbox: isolation and limits', function () {
     }
 
     it('everything a step can touch belongs to its own realm (checked without code generation)', async () => {
-      const out = await runCode(pool, `
+      const out = await runCode(
+        pool,
+        `
         let thrown; try { ctx.files.write("x", Symbol()); } catch (e) { thrown = e; }
         let logged; try { ctx.log({ toJSON() { throw new TypeError("t"); } }); logged = "ok"; } catch (e) { logged = e; }
         return {
@@ -163,9 +166,23 @@ describe('engine sandbox: isolation and limits', function () {
           steps: Object.getPrototypeOf(ctx.steps) === Array.prototype && Object.getPrototypeOf(ctx.steps[0]) === Object.prototype,
           thrown: thrown instanceof Error,
           logged: logged === "ok" || logged instanceof Error,
-        };`, { inputs: { list: [1] }, steps: [{ stepIndex: 0, name: 'a', status: 'COMPLETE', resultType: 'plaintext', result: 'x', exitCode: 0 }] });
+        };`,
+        {
+          inputs: { list: [1] },
+          steps: [{ stepIndex: 0, name: 'a', status: 'COMPLETE', resultType: 'plaintext', result: 'x', exitCode: 0 }],
+        },
+      );
       expect(out.status, out.result).to.equal('COMPLETE');
-      expect(JSON.parse(out.result)).to.deep.equal({ global: true, log: true, write: true, ctx: true, inputs: true, steps: true, thrown: true, logged: true });
+      expect(JSON.parse(out.result)).to.deep.equal({
+        global: true,
+        log: true,
+        write: true,
+        ctx: true,
+        inputs: true,
+        steps: true,
+        thrown: true,
+        logged: true,
+      });
     });
 
     it('import() fails the step', async () => {
@@ -175,17 +192,34 @@ describe('engine sandbox: isolation and limits', function () {
     });
 
     it('Node globals (process, require, fetch, timers, Buffer), WebAssembly and what calls back later (FinalizationRegistry, Atomics.waitAsync) do not exist in a step', async () => {
-      const out = await runCode(pool, 'return [typeof process, typeof require, typeof fetch, typeof setTimeout, typeof setImmediate, typeof Buffer, typeof WebAssembly, typeof FinalizationRegistry, typeof Atomics.waitAsync]');
+      const out = await runCode(
+        pool,
+        'return [typeof process, typeof require, typeof fetch, typeof setTimeout, typeof setImmediate, typeof Buffer, typeof WebAssembly, typeof FinalizationRegistry, typeof Atomics.waitAsync]',
+      );
       expect(JSON.parse(out.result)).to.deep.equal(Array(9).fill('undefined'));
     });
 
     it('an unhandled rejection left by a step neither fails it nor disturbs the next step on the process', async () => {
       const single = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog });
       try {
-        const first = await single.run({ orgId: 'org_a', code: 'Promise.reject(new Error("left behind")); return 1', inputs: {}, steps: [], timeoutMs: 1000, contextKey: 'k' });
+        const first = await single.run({
+          orgId: 'org_a',
+          code: 'Promise.reject(new Error("left behind")); return 1',
+          inputs: {},
+          steps: [],
+          timeoutMs: 1000,
+          contextKey: 'k',
+        });
         expect(first, first.text).to.include({ outcome: 'ok', text: '1' });
         for (let i = 0; i < 3; i++) {
-          const next = await single.run({ orgId: 'org_a', code: `return ${i}`, inputs: {}, steps: [], timeoutMs: 1000, contextKey: 'k' });
+          const next = await single.run({
+            orgId: 'org_a',
+            code: `return ${i}`,
+            inputs: {},
+            steps: [],
+            timeoutMs: 1000,
+            contextKey: 'k',
+          });
           expect(next).to.include({ outcome: 'ok', text: String(i), runner: first.runner });
         }
       } finally {
@@ -202,7 +236,9 @@ describe('engine sandbox: isolation and limits', function () {
     after(() => breached.close());
 
     it('the runner has an empty environment, its own unprivileged user, and no writes, reads, children or workers', async () => {
-      const out = await runCode(breached, `
+      const out = await runCode(
+        breached,
+        `
         const t = (f) => { try { f(); return 'allowed'; } catch (e) { return e.code || e.message; } };
         const req = process.mainModule.require;
         const fs = req('fs'), cp = req('child_process'), wt = req('worker_threads');
@@ -217,7 +253,8 @@ describe('engine sandbox: isolation and limits', function () {
           worker: t(() => new wt.Worker('1', { eval: true })),
           readEtc: t(() => fs.readFileSync('/etc/passwd')),
           readService: t(() => fs.readFileSync(${JSON.stringify(new URL(import.meta.url).pathname)})),
-        };`);
+        };`,
+      );
       expect(out.status, out.result).to.equal('COMPLETE');
       const r = JSON.parse(out.result);
       expect(r.env).to.deep.equal([]);
@@ -225,12 +262,13 @@ describe('engine sandbox: isolation and limits', function () {
       expect(r.gid).to.not.equal(0);
       expect(r.groups).to.not.include(0);
       expect(r.root).to.equal('EPERM');
-      for (const what of ['write', 'spawn', 'worker', 'readEtc', 'readService']) expect(r[what], what).to.equal('ERR_ACCESS_DENIED');
+      for (const what of ['write', 'spawn', 'worker', 'readEtc', 'readService'])
+        expect(r[what], what).to.equal('ERR_ACCESS_DENIED');
       // A root service gives each runner its own id from the block no account uses.
       if ((await testIsolation()).users) expect(r.uid).to.be.at.least(RUNNER_UID_BASE);
     });
 
-    it('the runner\'s uid is checked from outside: it is the unprivileged one, never root', async () => {
+    it("the runner's uid is checked from outside: it is the unprivileged one, never root", async () => {
       await runCode(breached, 'return 1');
       const tree = breached.trees().find((t) => t.orgId === 'org_test')!.pids;
       const uid = await uidOf(tree.at(-1)!);
@@ -238,9 +276,19 @@ describe('engine sandbox: isolation and limits', function () {
     });
 
     it('memory allocated outside any isolate is capped by the watchdog on the contained tree; the next step works', async () => {
-      const tight = new SandboxPool({ isolation: await testIsolation(), size: 1, breach: 'process', rssHeadroomMb: 64, log: silentLog });
+      const tight = new SandboxPool({
+        isolation: await testIsolation(),
+        size: 1,
+        breach: 'process',
+        rssHeadroomMb: 64,
+        log: silentLog,
+      });
       try {
-        const out = await runCode(tight, 'const keep = []; for (;;) { keep.push(Buffer.alloc(16 * 1024 * 1024, 7)); await null; }', { step: { timeoutMs: 20_000 } });
+        const out = await runCode(
+          tight,
+          'const keep = []; for (;;) { keep.push(Buffer.alloc(16 * 1024 * 1024, 7)); await null; }',
+          { step: { timeoutMs: 20_000 } },
+        );
         expect(out, out.result).to.include({ status: 'FAILED', exitCode: 137 });
         expect(out.result).to.match(/resident memory \d+ MiB over the \d+ MiB ceiling/);
         expect((await runCode(tight, 'return "next"')).result).to.equal('next');
@@ -253,7 +301,9 @@ describe('engine sandbox: isolation and limits', function () {
       const single = new SandboxPool({ isolation: await testIsolation(), size: 1, breach: 'process', log: silentLog });
       try {
         // Left behind in the runner's own realm: a busy loop on a timer, after the step returned.
-        const left = await runCode(single, 'process.nextTick(() => { for (;;) {} }); return "returned"', { step: { timeoutMs: 500 } });
+        const left = await runCode(single, 'process.nextTick(() => { for (;;) {} }); return "returned"', {
+          step: { timeoutMs: 500 },
+        });
         expect(left.result).to.equal('returned');
         const started = Date.now();
         const next = await runCode(single, 'return "next"', { step: { timeoutMs: 500 } });
@@ -267,7 +317,7 @@ describe('engine sandbox: isolation and limits', function () {
     });
   });
 
-  describe('operating-system layer alone (the language layer and Node\'s permission model assumed broken)', () => {
+  describe("operating-system layer alone (the language layer and Node's permission model assumed broken)", () => {
     let open: SandboxPool;
     let dir: string;
     before(async function () {
@@ -283,7 +333,9 @@ describe('engine sandbox: isolation and limits', function () {
     });
 
     it('files of the host are not in view and cannot be written, however readable and writable they are; /tmp is private', async () => {
-      const out = await runCode(open, `
+      const out = await runCode(
+        open,
+        `
         const fs = process.mainModule.require('fs');
         const t = (f) => { try { return f(); } catch (e) { return e.code || e.message; } };
         return {
@@ -293,7 +345,9 @@ describe('engine sandbox: isolation and limits', function () {
           home: t(() => fs.readdirSync('/root').length),
           tmp: t(() => { fs.writeFileSync('/tmp/inside', 'x'); return fs.readFileSync('/tmp/inside', 'utf8'); }),
           runner: t(() => fs.writeFileSync(process.argv[1], 'x')),
-        };`, { inputs: { dir } });
+        };`,
+        { inputs: { dir } },
+      );
       expect(out.status, out.result).to.equal('COMPLETE');
       const r = JSON.parse(out.result);
       expect(r.read).to.equal('ENOENT');
@@ -307,12 +361,16 @@ describe('engine sandbox: isolation and limits', function () {
     });
 
     it('the private /tmp is bounded (its pages are host memory the watchdog cannot see)', async () => {
-      const out = await runCode(open, `
+      const out = await runCode(
+        open,
+        `
         const fs = process.mainModule.require('fs');
         const chunk = Buffer.alloc(8 * 1024 * 1024, 1);
         let written = 0;
         try { for (let i = 0; i < 64; i++) { fs.writeFileSync('/tmp/fill-' + i, chunk); written += chunk.length; } } catch (e) { return { written, error: e.code }; }
-        return { written, error: null };`, { step: { timeoutMs: 20_000 } });
+        return { written, error: null };`,
+        { step: { timeoutMs: 20_000 } },
+      );
       expect(out.status, out.result).to.equal('COMPLETE');
       const r = JSON.parse(out.result);
       expect(r.error).to.equal('ENOSPC');
@@ -321,7 +379,9 @@ describe('engine sandbox: isolation and limits', function () {
 
     it('children stay inside: unprivileged, in the namespaces, bounded in number, and gone with the runner', async () => {
       // A refused spawn may throw or fail later with an 'error' event, depending on the Node version.
-      const out = await runCode(open, `
+      const out = await runCode(
+        open,
+        `
         const cp = process.mainModule.require('child_process');
         const id = cp.execFileSync('/usr/bin/id', ['-u']).toString().trim();
         const outcomes = await Promise.all(Array.from({ length: 500 }, () => new Promise((resolve) => {
@@ -330,7 +390,9 @@ describe('engine sandbox: isolation and limits', function () {
           child.once('spawn', () => resolve('spawned'));
           child.once('error', (e) => resolve(e.code || e.message));
         })));
-        return { id, spawned: outcomes.filter((o) => o === 'spawned').length, refused: [...new Set(outcomes.filter((o) => o !== 'spawned'))] };`, { step: { timeoutMs: 10_000 } });
+        return { id, spawned: outcomes.filter((o) => o === 'spawned').length, refused: [...new Set(outcomes.filter((o) => o !== 'spawned'))] };`,
+        { step: { timeoutMs: 10_000 } },
+      );
       // Either the step saw the process limit (EAGAIN) or the watchdog stopped its tree first.
       if (out.status === 'COMPLETE') {
         const r = JSON.parse(out.result);
@@ -365,7 +427,9 @@ describe('engine sandbox: isolation and limits', function () {
 
     it('a loop of microtasks left running after the step returned is under the same limit', async () => {
       const started = Date.now();
-      const out = await runCode(pool, '(async () => { for (;;) await null; })(); return "returned"', { step: { timeoutMs: 300 } });
+      const out = await runCode(pool, '(async () => { for (;;) await null; })(); return "returned"', {
+        step: { timeoutMs: 300 },
+      });
       expect(out).to.include({ status: 'TIMEOUT', exitCode: 124 });
       expect(Date.now() - started).to.be.below(300 + 1500);
       expect((await runCode(pool, 'return "next"')).result).to.equal('next');
@@ -380,7 +444,9 @@ describe('engine sandbox: isolation and limits', function () {
     });
 
     it('Atomics.wait (a blocked thread) is interrupted too', async () => {
-      const out = await runCode(pool, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return 1', { step: { timeoutMs: 300 } });
+      const out = await runCode(pool, 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); return 1', {
+        step: { timeoutMs: 300 },
+      });
       expect(out).to.include({ status: 'TIMEOUT', exitCode: 124 });
       expect((await runCode(pool, 'return 2')).result).to.equal('2');
     });
@@ -388,7 +454,12 @@ describe('engine sandbox: isolation and limits', function () {
     it('the parent kills a process that does not answer in time and replaces it', async () => {
       // The isolate's time limit normally answers first; a negative grace makes the parent's
       // clock win, so the kill path (the backstop for anything the limit cannot stop) is exercised.
-      const backstop = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog, killGraceMs: -250 });
+      const backstop = new SandboxPool({
+        isolation: await testIsolation(),
+        size: 1,
+        log: silentLog,
+        killGraceMs: -250,
+      });
       try {
         expect((await runCode(backstop, 'return 1')).status).to.equal('COMPLETE');
         const [tree] = backstop.trees().filter((t) => t.orgId === 'org_test');
@@ -420,7 +491,10 @@ describe('engine sandbox: isolation and limits', function () {
 
       const already = new AbortController();
       already.abort(new Error('run deadline reached'));
-      expect(await runCode(pool, 'return 1', { signal: already.signal })).to.include({ status: 'TIMEOUT', exitCode: 124 });
+      expect(await runCode(pool, 'return 1', { signal: already.signal })).to.include({
+        status: 'TIMEOUT',
+        exitCode: 124,
+      });
       expect((await runCode(pool, 'return 3')).result).to.equal('3');
     });
   });
@@ -428,7 +502,9 @@ describe('engine sandbox: isolation and limits', function () {
   describe('memory', () => {
     it('a heap bomb fails with 137, the service is unaffected and the same process serves the next step', async () => {
       const rssBefore = process.memoryUsage().rss;
-      const out = await runCode(pool, 'const a = []; while (true) a.push(new Array(1e6).fill(1))', { step: { timeoutMs: 30_000 } });
+      const out = await runCode(pool, 'const a = []; while (true) a.push(new Array(1e6).fill(1))', {
+        step: { timeoutMs: 30_000 },
+      });
       expect(out).to.include({ status: 'FAILED', resultType: 'error', exitCode: 137 });
       expect(out.result).to.match(/Memory limit exceeded: .*128 MB/);
       expect(process.memoryUsage().rss - rssBefore).to.be.below(64 * 1024 * 1024);
@@ -444,8 +520,12 @@ describe('engine sandbox: isolation and limits', function () {
       expect(await runCode(pool, 'return 1', { step: { memoryMb: 32 } })).to.include({ status: 'COMPLETE' });
     });
 
-    it('typed arrays count against the step\'s memory limit', async () => {
-      const out = await runCode(pool, 'const keep = []; for (;;) { const b = new Uint8Array(16 * 1024 * 1024); b.fill(7); keep.push(b); }', { step: { timeoutMs: 20_000, memoryMb: 64 } });
+    it("typed arrays count against the step's memory limit", async () => {
+      const out = await runCode(
+        pool,
+        'const keep = []; for (;;) { const b = new Uint8Array(16 * 1024 * 1024); b.fill(7); keep.push(b); }',
+        { step: { timeoutMs: 20_000, memoryMb: 64 } },
+      );
       expect(out.status).to.equal('FAILED');
       expect(out.result).to.match(/Array buffer allocation failed|Memory limit exceeded/);
       expect((await runCode(pool, 'return "alive"')).result).to.equal('alive');

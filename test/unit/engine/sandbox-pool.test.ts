@@ -39,7 +39,14 @@ describe('engine sandbox: pool', function () {
       const times: number[] = [];
       for (let i = 0; i < 200; i++) {
         const t = performance.now();
-        const out = await pool.run({ orgId: 'org_a', code: 'return 1', inputs: {}, steps: [], timeoutMs: 1000, contextKey: 'k' });
+        const out = await pool.run({
+          orgId: 'org_a',
+          code: 'return 1',
+          inputs: {},
+          steps: [],
+          timeoutMs: 1000,
+          contextKey: 'k',
+        });
         times.push(performance.now() - t);
         expect(out.outcome).to.equal('ok');
       }
@@ -55,10 +62,20 @@ describe('engine sandbox: pool', function () {
     try {
       const orgs = ['org_a', 'org_b', 'org_c'];
       const byRunner = new Map<number, Set<string>>();
-      const outs = await Promise.all(Array.from({ length: 60 }, (_, i) => {
-        const orgId = orgs[i % 3]!;
-        return pool.run({ orgId, code: 'let s = 0; for (let k = 0; k < 1e5; k++) s += k; return s', inputs: {}, steps: [], timeoutMs: 5000 }).then((o) => ({ o, orgId }));
-      }));
+      const outs = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => {
+          const orgId = orgs[i % 3]!;
+          return pool
+            .run({
+              orgId,
+              code: 'let s = 0; for (let k = 0; k < 1e5; k++) s += k; return s',
+              inputs: {},
+              steps: [],
+              timeoutMs: 5000,
+            })
+            .then((o) => ({ o, orgId }));
+        }),
+      );
       for (const { o, orgId } of outs) {
         expect(o.outcome).to.equal('ok');
         const seen = byRunner.get(o.runner!) ?? new Set<string>();
@@ -76,7 +93,9 @@ describe('engine sandbox: pool', function () {
     const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, maxProcesses: 4, log: silentLog });
     try {
       const slow = 'let s = 0; for (let k = 0; k < 3e6; k++) s += k; return s';
-      const busy = Array.from({ length: 8 }, () => pool.run({ orgId: 'org_busy', code: slow, inputs: {}, steps: [], timeoutMs: 10_000 }));
+      const busy = Array.from({ length: 8 }, () =>
+        pool.run({ orgId: 'org_busy', code: slow, inputs: {}, steps: [], timeoutMs: 10_000 }),
+      );
       const other = await pool.run({ orgId: 'org_other', code: 'return 1', inputs: {}, steps: [], timeoutMs: 5000 });
       expect(other.outcome).to.equal('ok');
       const outs = await Promise.all(busy);
@@ -88,7 +107,12 @@ describe('engine sandbox: pool', function () {
   });
 
   it('recycles a process after maxExecutionsPerProcess executions', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, maxExecutionsPerProcess: 3, log: silentLog });
+    const pool = new SandboxPool({
+      isolation: await testIsolation(),
+      size: 1,
+      maxExecutionsPerProcess: 3,
+      log: silentLog,
+    });
     try {
       const first = await runCode(pool, 'return 1');
       expect(first.status).to.equal('COMPLETE');
@@ -103,7 +127,12 @@ describe('engine sandbox: pool', function () {
   });
 
   it('maxExecutionsPerProcess 1 gives every step a fresh process', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, maxExecutionsPerProcess: 1, log: silentLog });
+    const pool = new SandboxPool({
+      isolation: await testIsolation(),
+      size: 1,
+      maxExecutionsPerProcess: 1,
+      log: silentLog,
+    });
     try {
       const runners = new Set<number | undefined>();
       for (let i = 0; i < 3; i++) {
@@ -120,7 +149,11 @@ describe('engine sandbox: pool', function () {
   it('runs more steps than processes: the rest wait their turn', async () => {
     const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, log: silentLog });
     try {
-      const outs = await Promise.all(Array.from({ length: 8 }, (_, i) => runCode(pool, `let s = 0; for (let k = 0; k < 1e6; k++) s += k; return ${i}`)));
+      const outs = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          runCode(pool, `let s = 0; for (let k = 0; k < 1e6; k++) s += k; return ${i}`),
+        ),
+      );
       expect(outs.map((o) => o.result)).to.deep.equal(['0', '1', '2', '3', '4', '5', '6', '7']);
       expect(pool.trees().filter((t) => t.orgId === 'org_test').length).to.be.at.most(2);
     } finally {
@@ -142,12 +175,19 @@ describe('engine sandbox: pool', function () {
     }
   });
 
-  it('steps of several memory classes share the organisation\'s process (an isolate per class)', async () => {
+  it("steps of several memory classes share the organisation's process (an isolate per class)", async () => {
     const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog });
     try {
       const runners = new Set<number | undefined>();
       for (const memoryMb of [64, 128, 96, 128, 256]) {
-        const out = await pool.run({ orgId: 'org_a', code: 'return 1', inputs: {}, steps: [], timeoutMs: 1000, memoryMb });
+        const out = await pool.run({
+          orgId: 'org_a',
+          code: 'return 1',
+          inputs: {},
+          steps: [],
+          timeoutMs: 1000,
+          memoryMb,
+        });
         expect(out.outcome).to.equal('ok');
         runners.add(out.runner);
       }
@@ -200,9 +240,19 @@ describe('engine sandbox: pool', function () {
       expect(v).to.equal(2);
       expect(parseChildMessage({ v, t: 'ready' })).to.deep.equal({ t: 'ready' });
       expect(parseChildMessage({ v, t: 'log', id: 3, line: 'x' })).to.deep.equal({ t: 'log', id: 3, line: 'x' });
-      const done = parseChildMessage({ v, t: 'done', id: 1, outcome: 'ok', kind: 'json', text: '1', files: [{ name: 'a', mime: undefined, text: false, data: new Uint8Array([1]) }] });
+      const done = parseChildMessage({
+        v,
+        t: 'done',
+        id: 1,
+        outcome: 'ok',
+        kind: 'json',
+        text: '1',
+        files: [{ name: 'a', mime: undefined, text: false, data: new Uint8Array([1]) }],
+      });
       expect(done).to.deep.include({ t: 'done', outcome: 'ok', text: '1' });
-      expect(parseChildMessage({ v, t: 'done', id: 2, outcome: 'memory', message: 'limit' })).to.deep.include({ outcome: 'memory' });
+      expect(parseChildMessage({ v, t: 'done', id: 2, outcome: 'memory', message: 'limit' })).to.deep.include({
+        outcome: 'memory',
+      });
     });
 
     it('refuses other versions and malformed fields', () => {
@@ -214,7 +264,15 @@ describe('engine sandbox: pool', function () {
         { v: 2, t: 'log', id: 1, line: 5 },
         { v: 2, t: 'done', id: 1, outcome: 'ok', kind: 'json', text: 1, files: [] },
         { v: 2, t: 'done', id: 1, outcome: 'ok', kind: 'other', text: '1', files: [] },
-        { v: 2, t: 'done', id: 1, outcome: 'ok', kind: 'json', text: '1', files: [{ name: 'a', text: false, data: 'not bytes' }] },
+        {
+          v: 2,
+          t: 'done',
+          id: 1,
+          outcome: 'ok',
+          kind: 'json',
+          text: '1',
+          files: [{ name: 'a', text: false, data: 'not bytes' }],
+        },
         { v: 2, t: 'done', id: 1, outcome: 'weird', message: 'x' },
         { v: 2, t: 'done', id: '1', outcome: 'error', message: 'x' },
       ];

@@ -88,17 +88,36 @@ describe('engine sandbox: code steps', function () {
 
   describe('ctx', () => {
     it('sees the run inputs, attachments included', async () => {
-      const inputs = { name: 'Ann', n: 2, attachments: [{ filename: 'a.pdf', contentType: 'application/pdf', size: 3, url: 'https://files/x' }] };
-      const out = await runCode(pool, 'return `${ctx.inputs.name}:${ctx.inputs.n * 2}:${ctx.inputs.attachments[0].filename}`', { inputs });
+      const inputs = {
+        name: 'Ann',
+        n: 2,
+        attachments: [{ filename: 'a.pdf', contentType: 'application/pdf', size: 3, url: 'https://files/x' }],
+      };
+      const out = await runCode(
+        pool,
+        'return `${ctx.inputs.name}:${ctx.inputs.n * 2}:${ctx.inputs.attachments[0].filename}`',
+        { inputs },
+      );
       expect(out.result).to.equal('Ann:4:a.pdf');
     });
 
     it('sees earlier steps at their step index, json results parsed', async () => {
       const steps: PriorStep[] = [
-        { stepIndex: 1, name: 'second', status: 'COMPLETE', resultType: 'json', result: { items: [{ price: 2 }, { price: 3 }] }, exitCode: 0 },
+        {
+          stepIndex: 1,
+          name: 'second',
+          status: 'COMPLETE',
+          resultType: 'json',
+          result: { items: [{ price: 2 }, { price: 3 }] },
+          exitCode: 0,
+        },
         { stepIndex: 0, name: 'first', status: 'COMPLETE', resultType: 'plaintext', result: 'hi', exitCode: 0 },
       ];
-      const out = await runCode(pool, 'return [ctx.steps[0].result, ctx.steps[1].result.items.reduce((s, i) => s + i.price, 0), ctx.steps[1].name]', { steps });
+      const out = await runCode(
+        pool,
+        'return [ctx.steps[0].result, ctx.steps[1].result.items.reduce((s, i) => s + i.price, 0), ctx.steps[1].name]',
+        { steps },
+      );
       expect(JSON.parse(out.result)).to.deep.equal(['hi', 5, 'second']);
     });
 
@@ -129,7 +148,8 @@ describe('engine sandbox: code steps', function () {
     });
 
     it('each execution gets a fresh context: globals do not survive', async () => {
-      const code = 'globalThis.counter = (globalThis.counter || 0) + 1; Object.prototype.polluted = true; return globalThis.counter';
+      const code =
+        'globalThis.counter = (globalThis.counter || 0) + 1; Object.prototype.polluted = true; return globalThis.counter';
       const results = [];
       for (let i = 0; i < 6; i++) results.push((await runCode(pool, code)).result);
       expect(results).to.deep.equal(['1', '1', '1', '1', '1', '1']);
@@ -140,20 +160,32 @@ describe('engine sandbox: code steps', function () {
 
   describe('files.write', () => {
     it('writes strings, bytes and JSON with sensible MIME types', async () => {
-      const out = await runCode(pool, [
-        'ctx.files.write("report.md", "# Hi\\n", "text/markdown");',
-        'ctx.files.write("data.bin", new Uint8Array([0, 1, 2, 255]));',
-        'ctx.files.write("view.bin", new Uint8Array([9, 8, 7, 6, 5]).subarray(1, 3));',
-        'ctx.files.write("buffer.bin", new Uint16Array([1]).buffer);',
-        'ctx.files.write("dv.bin", new DataView(new Uint8Array([4, 5, 6]).buffer, 1));',
-        'ctx.files.write("obj", {a: 1});',
-        'ctx.files.write("notes.txt", "plain");',
-        'ctx.files.write("page.html", "<p>x</p>");',
-        'return "ok"',
-      ].join('\n'));
+      const out = await runCode(
+        pool,
+        [
+          'ctx.files.write("report.md", "# Hi\\n", "text/markdown");',
+          'ctx.files.write("data.bin", new Uint8Array([0, 1, 2, 255]));',
+          'ctx.files.write("view.bin", new Uint8Array([9, 8, 7, 6, 5]).subarray(1, 3));',
+          'ctx.files.write("buffer.bin", new Uint16Array([1]).buffer);',
+          'ctx.files.write("dv.bin", new DataView(new Uint8Array([4, 5, 6]).buffer, 1));',
+          'ctx.files.write("obj", {a: 1});',
+          'ctx.files.write("notes.txt", "plain");',
+          'ctx.files.write("page.html", "<p>x</p>");',
+          'return "ok"',
+        ].join('\n'),
+      );
       expect(out.status, out.result).to.equal('COMPLETE');
       const files = Object.fromEntries(out.files.map((f) => [f.fileName, f]));
-      expect(Object.keys(files)).to.have.members(['report.md', 'data.bin', 'view.bin', 'buffer.bin', 'dv.bin', 'obj', 'notes.txt', 'page.html']);
+      expect(Object.keys(files)).to.have.members([
+        'report.md',
+        'data.bin',
+        'view.bin',
+        'buffer.bin',
+        'dv.bin',
+        'obj',
+        'notes.txt',
+        'page.html',
+      ]);
       expect(files['report.md']).to.deep.include({ mimeType: 'text/markdown' });
       expect(files['report.md']!.data.toString()).to.equal('# Hi\n');
       expect([...files['data.bin']!.data]).to.deep.equal([0, 1, 2, 255]);
@@ -169,14 +201,17 @@ describe('engine sandbox: code steps', function () {
     });
 
     it('sanitises names: no path parts, no control characters, empty becomes "file"', async () => {
-      const out = await runCode(pool, [
-        'ctx.files.write("../../etc/passwd", "a");',
-        'ctx.files.write("..\\\\..\\\\win.ini", "b");',
-        'ctx.files.write("bad\\u0000na\\u0007me.txt", "c");',
-        'ctx.files.write("", "d");',
-        'ctx.files.write("..", "e");',
-        'ctx.files.write("a<b>|c?.txt", "f");',
-      ].join('\n'));
+      const out = await runCode(
+        pool,
+        [
+          'ctx.files.write("../../etc/passwd", "a");',
+          'ctx.files.write("..\\\\..\\\\win.ini", "b");',
+          'ctx.files.write("bad\\u0000na\\u0007me.txt", "c");',
+          'ctx.files.write("", "d");',
+          'ctx.files.write("..", "e");',
+          'ctx.files.write("a<b>|c?.txt", "f");',
+        ].join('\n'),
+      );
       const names = out.files.map((f) => f.fileName);
       expect(names).to.include.members(['passwd', 'win.ini', 'badname.txt', 'file', 'a_b_c_.txt']);
       for (const n of names) expect(n).to.not.match(/[/\\\u0000-\u001f]/);
@@ -192,7 +227,10 @@ describe('engine sandbox: code steps', function () {
       const out = await runCode(pool, 'for (let i = 0; i < 21; i++) ctx.files.write(`f${i}.txt`, "x"); return 1');
       expect(out).to.include({ status: 'FAILED', exitCode: 1 });
       expect(out.result).to.match(/at most 20 files/);
-      const caught = await runCode(pool, 'let err; for (let i = 0; i < 21; i++) { try { ctx.files.write(`f${i}.txt`, "x") } catch (e) { err = e.message } } return err');
+      const caught = await runCode(
+        pool,
+        'let err; for (let i = 0; i < 21; i++) { try { ctx.files.write(`f${i}.txt`, "x") } catch (e) { err = e.message } } return err',
+      );
       expect(caught.status).to.equal('COMPLETE');
       expect(caught.files).to.have.length(20);
       expect(caught.result).to.match(/at most 20 files/);
@@ -208,12 +246,23 @@ describe('engine sandbox: code steps', function () {
     });
 
     it('at most 100 MiB of files per step (checked with small limits)', async () => {
-      const small = new SandboxPool({ isolation: await testIsolation(), size: 1, log: silentLog, limits: { maxFileBytes: 1000, maxTotalFileBytes: 2500 } });
+      const small = new SandboxPool({
+        isolation: await testIsolation(),
+        size: 1,
+        log: silentLog,
+        limits: { maxFileBytes: 1000, maxTotalFileBytes: 2500 },
+      });
       try {
-        const out = await runCode(small, 'for (let i = 0; i < 3; i++) ctx.files.write(`f${i}`, new Uint8Array(1000)); return 1');
+        const out = await runCode(
+          small,
+          'for (let i = 0; i < 3; i++) ctx.files.write(`f${i}`, new Uint8Array(1000)); return 1',
+        );
         expect(out).to.include({ status: 'FAILED', exitCode: 1 });
         expect(out.result).to.match(/total at most 2500 bytes/);
-        const two = await runCode(small, 'for (let i = 0; i < 2; i++) ctx.files.write(`f${i}`, new Uint8Array(1000)); return 1');
+        const two = await runCode(
+          small,
+          'for (let i = 0; i < 2; i++) ctx.files.write(`f${i}`, new Uint8Array(1000)); return 1',
+        );
         expect(two.status).to.equal('COMPLETE');
       } finally {
         await small.close();
@@ -263,7 +312,10 @@ describe('engine sandbox: code steps', function () {
     it('an invalid step definition fails with exit code 2', async () => {
       expect(await runCode(pool, '')).to.include({ status: 'FAILED', exitCode: 2 });
       expect(await runCode(pool, 'return 1', { step: { timeoutMs: 0 } })).to.include({ status: 'FAILED', exitCode: 2 });
-      expect(await runCode(pool, 'return 1', { step: { memoryMb: 4096 } })).to.include({ status: 'FAILED', exitCode: 2 });
+      expect(await runCode(pool, 'return 1', { step: { memoryMb: 4096 } })).to.include({
+        status: 'FAILED',
+        exitCode: 2,
+      });
     });
   });
 });

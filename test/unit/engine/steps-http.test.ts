@@ -39,9 +39,25 @@ describe('engine steps: http', function () {
         };
         switch (url.pathname) {
           case '/json':
-            return send(200, 'application/json', JSON.stringify({ ok: true, query: Object.fromEntries(url.searchParams), auth: req.headers.authorization ?? null }));
+            return send(
+              200,
+              'application/json',
+              JSON.stringify({
+                ok: true,
+                query: Object.fromEntries(url.searchParams),
+                auth: req.headers.authorization ?? null,
+              }),
+            );
           case '/echo':
-            return send(201, 'application/problem+json', JSON.stringify({ method: req.method, contentType: req.headers['content-type'], body: body ? JSON.parse(body) : null }));
+            return send(
+              201,
+              'application/problem+json',
+              JSON.stringify({
+                method: req.method,
+                contentType: req.headers['content-type'],
+                body: body ? JSON.parse(body) : null,
+              }),
+            );
           case '/text-echo':
             return send(200, 'text/plain; charset=utf-8', `${req.headers['content-type']}|${body}`);
           case '/md':
@@ -59,7 +75,10 @@ describe('engine steps: http', function () {
           case '/png':
             return send(200, 'image/png', PNG);
           case '/big':
-            res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(10 * 1024 * 1024 + 1) });
+            res.writeHead(200, {
+              'content-type': 'application/octet-stream',
+              'content-length': String(10 * 1024 * 1024 + 1),
+            });
             return res.end(Buffer.alloc(10 * 1024 * 1024 + 1));
           case '/big-chunked': {
             res.writeHead(200, { 'content-type': 'application/octet-stream' });
@@ -88,46 +107,108 @@ describe('engine steps: http', function () {
     seen = [];
   });
 
-  const prior: PriorStep[] = [{ stepIndex: 0, name: 'first', status: 'COMPLETE', resultType: 'json', result: { id: 7, items: [{ price: 2 }, { price: 3 }] }, exitCode: 0 }];
+  const prior: PriorStep[] = [
+    {
+      stepIndex: 0,
+      name: 'first',
+      status: 'COMPLETE',
+      resultType: 'json',
+      result: { id: 7, items: [{ price: 2 }, { price: 3 }] },
+      exitCode: 0,
+    },
+  ];
 
-  function run(request: Record<string, unknown>, extra: Partial<WorkflowStep> = {}, deps: Partial<StepDeps> = {}): Promise<ExecutedStep> {
+  function run(
+    request: Record<string, unknown>,
+    extra: Partial<WorkflowStep> = {},
+    deps: Partial<StepDeps> = {},
+  ): Promise<ExecutedStep> {
     const step: WorkflowStep = { type: 'http', name: 'call', request, ...extra };
-    return executeStep(step, { inputs: { token: 'tkn', orderId: 'o-9', qty: 4 }, steps: prior, runId: 'run_1', automationId: 'wf_1', stepIndex: 1 }, {
-      sandbox: {} as SandboxPool, // http steps never touch the sandbox
-      log: silentLog,
-      ...deps,
-    });
+    return executeStep(
+      step,
+      {
+        inputs: { token: 'tkn', orderId: 'o-9', qty: 4 },
+        steps: prior,
+        runId: 'run_1',
+        automationId: 'wf_1',
+        stepIndex: 1,
+      },
+      {
+        sandbox: {} as SandboxPool, // http steps never touch the sandbox
+        log: silentLog,
+        ...deps,
+      },
+    );
   }
 
   it('GET with templated url, query and headers; a JSON response is a json result', async () => {
-    const out = await run({ method: 'GET', url: `${base}/json?fixed=1`, query: { order: '{{ inputs.orderId }}', n: '{{ steps[0].result.id }}' }, headers: { Authorization: 'Bearer {{ inputs.token }}' } });
+    const out = await run({
+      method: 'GET',
+      url: `${base}/json?fixed=1`,
+      query: { order: '{{ inputs.orderId }}', n: '{{ steps[0].result.id }}' },
+      headers: { Authorization: 'Bearer {{ inputs.token }}' },
+    });
     expect(out).to.include({ status: 'COMPLETE', resultType: 'json', exitCode: 0 });
-    expect(JSON.parse(out.result)).to.deep.equal({ ok: true, query: { fixed: '1', order: 'o-9', n: '7' }, auth: 'Bearer tkn' });
+    expect(JSON.parse(out.result)).to.deep.equal({
+      ok: true,
+      query: { fixed: '1', order: 'o-9', n: '7' },
+      auth: 'Bearer tkn',
+    });
     expect(seen[0]!.method).to.equal('GET');
   });
 
   it('POST a templated JSON body (values keep their types)', async () => {
-    const out = await run({ method: 'POST', url: `${base}/echo`, body: { order: '{{ inputs.orderId }}', qty: '{{ inputs.qty }}', total: '{{ $sum(steps[0].result.items.price) }}', note: 'qty {{ inputs.qty }}', list: ['{{ steps[0].result.id }}'] } });
+    const out = await run({
+      method: 'POST',
+      url: `${base}/echo`,
+      body: {
+        order: '{{ inputs.orderId }}',
+        qty: '{{ inputs.qty }}',
+        total: '{{ $sum(steps[0].result.items.price) }}',
+        note: 'qty {{ inputs.qty }}',
+        list: ['{{ steps[0].result.id }}'],
+      },
+    });
     expect(out).to.include({ status: 'COMPLETE', resultType: 'json' });
-    expect(JSON.parse(out.result)).to.deep.equal({ method: 'POST', contentType: 'application/json', body: { order: 'o-9', qty: 4, total: 5, note: 'qty 4', list: [7] } });
+    expect(JSON.parse(out.result)).to.deep.equal({
+      method: 'POST',
+      contentType: 'application/json',
+      body: { order: 'o-9', qty: 4, total: 5, note: 'qty 4', list: [7] },
+    });
   });
 
   it('a string body is sent as text unless a content type is given', async () => {
     const out = await run({ method: 'PUT', url: `${base}/text-echo`, body: 'hello {{ inputs.orderId }}' });
     expect(out).to.include({ resultType: 'plaintext', result: 'text/plain; charset=utf-8|hello o-9' });
-    const typed = await run({ method: 'PATCH', url: `${base}/text-echo`, headers: { 'Content-Type': 'application/xml' }, body: '<a/>' });
+    const typed = await run({
+      method: 'PATCH',
+      url: `${base}/text-echo`,
+      headers: { 'Content-Type': 'application/xml' },
+      body: '<a/>',
+    });
     expect(typed.result).to.equal('application/xml|<a/>');
   });
 
   it('text/markdown is markdown, text is plaintext, untyped UTF-8 is plaintext', async () => {
     expect(await run({ method: 'GET', url: `${base}/md` })).to.include({ resultType: 'markdown', result: '# Title\n' });
-    expect(await run({ method: 'GET', url: `${base}/text` })).to.include({ resultType: 'plaintext', result: 'plain text' });
-    expect(await run({ method: 'GET', url: `${base}/untyped` })).to.include({ resultType: 'plaintext', result: 'no type' });
+    expect(await run({ method: 'GET', url: `${base}/text` })).to.include({
+      resultType: 'plaintext',
+      result: 'plain text',
+    });
+    expect(await run({ method: 'GET', url: `${base}/untyped` })).to.include({
+      resultType: 'plaintext',
+      result: 'no type',
+    });
   });
 
   it('a declared resultType wins; json must parse', async () => {
-    expect(await run({ method: 'GET', url: `${base}/json` }, { resultType: 'plaintext' })).to.include({ resultType: 'plaintext' });
-    expect(await run({ method: 'GET', url: `${base}/md` }, { resultType: 'plaintext' })).to.include({ resultType: 'plaintext', result: '# Title\n' });
+    expect(await run({ method: 'GET', url: `${base}/json` }, { resultType: 'plaintext' })).to.include({
+      resultType: 'plaintext',
+    });
+    expect(await run({ method: 'GET', url: `${base}/md` }, { resultType: 'plaintext' })).to.include({
+      resultType: 'plaintext',
+      result: '# Title\n',
+    });
     const bad = await run({ method: 'GET', url: `${base}/text` }, { resultType: 'json' });
     expect(bad).to.include({ status: 'FAILED', exitCode: 1, resultType: 'error' });
   });
@@ -188,14 +269,22 @@ describe('engine steps: http', function () {
   });
 
   it('rejects non-http URLs and bad requests as invalid steps (exit code 2) without a request', async () => {
-    for (const url of ['ftp://example.com/x', 'file:///etc/passwd', 'javascript:alert(1)', 'not a url', '{{ inputs.qty }}']) {
+    for (const url of [
+      'ftp://example.com/x',
+      'file:///etc/passwd',
+      'javascript:alert(1)',
+      'not a url',
+      '{{ inputs.qty }}',
+    ]) {
       const out = await run({ method: 'GET', url });
       expect(out, url).to.include({ status: 'FAILED', resultType: 'error', exitCode: 2 });
       expect(out.result).to.match(/^Invalid step: request\.url/);
     }
     expect(await run({ method: 'TRACE', url: `${base}/json` })).to.include({ exitCode: 2 });
     expect(await run({ method: 'GET', url: `${base}/json`, body: { a: 1 } })).to.include({ exitCode: 2 });
-    expect(await run({ method: 'GET', url: `${base}/json`, headers: { 'bad header': 'x' } })).to.include({ exitCode: 2 });
+    expect(await run({ method: 'GET', url: `${base}/json`, headers: { 'bad header': 'x' } })).to.include({
+      exitCode: 2,
+    });
     expect(seen).to.have.length(0);
   });
 
@@ -222,7 +311,11 @@ describe('engine steps: http', function () {
       calls.push(String(input));
       return new Response('{"fake":true}', { headers: { 'content-type': 'application/json' } });
     };
-    const out = await run({ method: 'GET', url: 'https://api.example.com/orders/{{ inputs.orderId }}' }, {}, { fetchImpl: fake });
+    const out = await run(
+      { method: 'GET', url: 'https://api.example.com/orders/{{ inputs.orderId }}' },
+      {},
+      { fetchImpl: fake },
+    );
     expect(out).to.include({ status: 'COMPLETE', resultType: 'json', result: '{"fake":true}' });
     expect(calls).to.deep.equal(['https://api.example.com/orders/o-9']);
   });

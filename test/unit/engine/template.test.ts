@@ -7,7 +7,16 @@ import { findTemplates, renderTemplates, TemplateError } from '../../../src/engi
 
 const data = {
   inputs: { name: 'Ann', n: 3, flag: true, none: null, tags: ['a', 'b'], order: { id: 'o-1', total: 9.5 } },
-  steps: [{ stepIndex: 0, name: 'fetch', status: 'COMPLETE', resultType: 'json', exitCode: 0, result: { items: [{ price: 2 }, { price: 5 }, { price: 3.5 }] } }],
+  steps: [
+    {
+      stepIndex: 0,
+      name: 'fetch',
+      status: 'COMPLETE',
+      resultType: 'json',
+      exitCode: 0,
+      result: { items: [{ price: 2 }, { price: 5 }, { price: 3.5 }] },
+    },
+  ],
 };
 
 async function rejects(value: unknown, limits = {}): Promise<TemplateError> {
@@ -48,17 +57,25 @@ describe('engine templates', () => {
 
   describe('interpolation', () => {
     it('values become text: strings as they are, objects as JSON, no match as nothing', async () => {
-      const out = await renderTemplates('Hi {{ inputs.name }}: n={{ inputs.n }} ok={{ inputs.flag }} tags={{ inputs.tags }} order={{ inputs.order }} none={{ inputs.none }} x={{ inputs.missing }}.', data);
+      const out = await renderTemplates(
+        'Hi {{ inputs.name }}: n={{ inputs.n }} ok={{ inputs.flag }} tags={{ inputs.tags }} order={{ inputs.order }} none={{ inputs.none }} x={{ inputs.missing }}.',
+        data,
+      );
       expect(out).to.equal('Hi Ann: n=3 ok=true tags=["a","b"] order={"id":"o-1","total":9.5} none=null x=.');
     });
 
     it('works in URLs and with surrounding whitespace (which makes it interpolation)', async () => {
-      expect(await renderTemplates('https://api.example.com/orders/{{ inputs.order.id }}?n={{ inputs.n }}', data)).to.equal('https://api.example.com/orders/o-1?n=3');
+      expect(
+        await renderTemplates('https://api.example.com/orders/{{ inputs.order.id }}?n={{ inputs.n }}', data),
+      ).to.equal('https://api.example.com/orders/o-1?n=3');
       expect(await renderTemplates(' {{ inputs.n }}', data)).to.equal(' 3');
     });
 
     it('walks objects and arrays recursively; keys are never templated', async () => {
-      const out = await renderTemplates({ '{{ inputs.name }}': ['{{ inputs.n }}', { deep: 'v={{ inputs.name }}' }, 7, false, null] }, data);
+      const out = await renderTemplates(
+        { '{{ inputs.name }}': ['{{ inputs.n }}', { deep: 'v={{ inputs.name }}' }, 7, false, null] },
+        data,
+      );
       expect(out).to.deep.equal({ '{{ inputs.name }}': [3, { deep: 'v=Ann' }, 7, false, null] });
     });
 
@@ -131,7 +148,10 @@ describe('engine templates', () => {
     });
 
     it('a string that doubles in a loop is stopped before it is large', async () => {
-      const err = await rejects('{{ ($d := function($s, $n) { $n = 0 ? $s : $d($s & $s, $n - 1) }; $length($d("x", 40))) }}', { maxStringLength: 1_000_000 });
+      const err = await rejects(
+        '{{ ($d := function($s, $n) { $n = 0 ? $s : $d($s & $s, $n - 1) }; $length($d("x", 40))) }}',
+        { maxStringLength: 1_000_000 },
+      );
       expect(err.message).to.match(/a string over 1000000 characters/);
     });
 

@@ -34,13 +34,24 @@ for (const kind of kinds) {
       next.steps[1] = codeStep('step 1', 'return 2;') as never;
       const missing = await call(server.baseUrl, 'PUT', `/v1/workflows/${id}`, { token: org.token, body: next });
       expect([missing.status, missing.body.error]).to.deep.equal([428, 'precondition_required']);
-      const stale = await call(server.baseUrl, 'PUT', `/v1/workflows/${id}`, { token: org.token, body: next, headers: { 'if-match': '"5"' } });
+      const stale = await call(server.baseUrl, 'PUT', `/v1/workflows/${id}`, {
+        token: org.token,
+        body: next,
+        headers: { 'if-match': '"5"' },
+      });
       expect([stale.status, stale.body.error]).to.deep.equal([412, 'version_conflict']);
-      const ok = await call(server.baseUrl, 'PUT', `/v1/workflows/${id}`, { token: org.token, body: next, headers: { 'if-match': '"1"' } });
+      const ok = await call(server.baseUrl, 'PUT', `/v1/workflows/${id}`, {
+        token: org.token,
+        body: next,
+        headers: { 'if-match': '"1"' },
+      });
       expect(ok.status, ok.text).to.equal(200);
       expect(ok.headers.get('etag')).to.equal('"2"');
       expect(ok.body).to.deep.include({ version: 2, stepMap: { 0: 1, 1: 2 } });
-      const invalid = await call(server.baseUrl, 'POST', '/v1/workflows', { token: org.token, body: definition(1, { output: { stepIndex: 3, fileName: 'f' } }) });
+      const invalid = await call(server.baseUrl, 'POST', '/v1/workflows', {
+        token: org.token,
+        body: definition(1, { output: { stepIndex: 3, fileName: 'f' } }),
+      });
       expect([invalid.status, invalid.body.error]).to.deep.equal([400, 'invalid_request']);
       expect(invalid.body.details[0]).to.include({ instancePath: '/output/stepIndex' });
       const foreign = await call(server.baseUrl, 'GET', `/v1/workflows/${id}`, { token: other.token });
@@ -50,12 +61,21 @@ for (const kind of kinds) {
     it('op:listWorkflows op:listWorkflowVersions op:getWorkflowVersion — pages and cursors', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) {
-        ids.push((await call(server.baseUrl, 'POST', '/v1/workflows', { token: other.token, body: definition(1, { name: `w${i}` }) })).body.automationId);
+        ids.push(
+          (
+            await call(server.baseUrl, 'POST', '/v1/workflows', {
+              token: other.token,
+              body: definition(1, { name: `w${i}` }),
+            })
+          ).body.automationId,
+        );
       }
       const first = await call(server.baseUrl, 'GET', '/v1/workflows?limit=2', { token: other.token });
       expect(first.status).to.equal(200);
       expect(first.body.items.map((w: { automationId: string }) => w.automationId)).to.deep.equal(ids.slice(0, 2));
-      const second = await call(server.baseUrl, 'GET', `/v1/workflows?limit=2&cursor=${first.body.nextCursor}`, { token: other.token });
+      const second = await call(server.baseUrl, 'GET', `/v1/workflows?limit=2&cursor=${first.body.nextCursor}`, {
+        token: other.token,
+      });
       expect(second.body).to.deep.include({ nextCursor: null });
       expect(second.body.items.map((w: { automationId: string }) => w.automationId)).to.deep.equal(ids.slice(2));
       const bad = await call(server.baseUrl, 'GET', '/v1/workflows?cursor=nope', { token: other.token });
@@ -71,8 +91,11 @@ for (const kind of kinds) {
     });
 
     it('op:deleteWorkflow — 204, then 404; another organisation cannot delete', async () => {
-      const id = (await call(server.baseUrl, 'POST', '/v1/workflows', { token: org.token, body: definition(1) })).body.automationId;
-      expect((await call(server.baseUrl, 'DELETE', `/v1/workflows/${id}`, { token: other.token })).status).to.equal(404);
+      const id = (await call(server.baseUrl, 'POST', '/v1/workflows', { token: org.token, body: definition(1) })).body
+        .automationId;
+      expect((await call(server.baseUrl, 'DELETE', `/v1/workflows/${id}`, { token: other.token })).status).to.equal(
+        404,
+      );
       const del = await call(server.baseUrl, 'DELETE', `/v1/workflows/${id}`, { token: org.token });
       expect(del.status).to.equal(204);
       expect((await call(server.baseUrl, 'GET', `/v1/workflows/${id}`, { token: org.token })).status).to.equal(404);

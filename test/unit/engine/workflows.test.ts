@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import {
-  createWorkflow, deleteWorkflow, getWorkflow, getWorkflowVersion, listWorkflows, listWorkflowVersions, updateWorkflow,
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  getWorkflowVersion,
+  listWorkflows,
+  listWorkflowVersions,
+  updateWorkflow,
 } from '../../../src/engine/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { codeStep, definition, expectAppError, ORG_A, ORG_B, seedOrgs } from './fixtures.js';
@@ -35,7 +41,10 @@ for (const kind of kinds) {
       const v2 = await updateWorkflow(store.db, ORG_A, wf.automationId, 1, changed);
       expect(v2).to.include({ version: 2, name: 'Renamed' });
       expect(v2.stepMap).to.deep.equal({ 0: 1, 1: 2, 2: 1 });
-      const v3 = await updateWorkflow(store.db, ORG_A, wf.automationId, 2, { ...changed, steps: [...changed.steps, codeStep('new')] });
+      const v3 = await updateWorkflow(store.db, ORG_A, wf.automationId, 2, {
+        ...changed,
+        steps: [...changed.steps, codeStep('new')],
+      });
       expect(v3.stepMap).to.deep.equal({ 0: 1, 1: 2, 2: 1, 3: 1 });
       const old = await getWorkflowVersion(store.db, ORG_A, wf.automationId, 1);
       expect(old).to.include({ version: 1, name: 'Greeting report' });
@@ -48,7 +57,11 @@ for (const kind of kinds) {
     it('rejects a stale version with 412 and leaves the workflow unchanged', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
       await updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(2, { name: 'v2' }));
-      const err = await expectAppError(updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(1)), 'version_conflict', 412);
+      const err = await expectAppError(
+        updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(1)),
+        'version_conflict',
+        412,
+      );
       expect(err.details).to.deep.equal({ currentVersion: 2 });
       const now = await getWorkflow(store.db, ORG_A, wf.automationId);
       expect(now).to.include({ version: 2, name: 'v2' });
@@ -78,15 +91,22 @@ for (const kind of kinds) {
         const err = await expectAppError(createWorkflow(store.db, ORG_A, bad), 'invalid_request', 400);
         expect((err.details as unknown[]).length).to.be.greaterThan(0);
       }
-      expect(await store.db('workflows').count({ n: '*' }).first()).to.satisfy((r: { n: number | string }) => Number(r.n) === 0);
+      expect(await store.db('workflows').count({ n: '*' }).first()).to.satisfy(
+        (r: { n: number | string }) => Number(r.n) === 0,
+      );
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
-      await expectAppError(updateWorkflow(store.db, ORG_A, wf.automationId, 1, { name: 'x', steps: [] }), 'invalid_request', 400);
+      await expectAppError(
+        updateWorkflow(store.db, ORG_A, wf.automationId, 1, { name: 'x', steps: [] }),
+        'invalid_request',
+        400,
+      );
       expect((await getWorkflow(store.db, ORG_A, wf.automationId)).version).to.equal(1);
     });
 
     it('pages 7 workflows 3 at a time without duplicates', async () => {
       const created: string[] = [];
-      for (let i = 0; i < 7; i++) created.push((await createWorkflow(store.db, ORG_A, definition(1, { name: `wf ${i}` }))).automationId);
+      for (let i = 0; i < 7; i++)
+        created.push((await createWorkflow(store.db, ORG_A, definition(1, { name: `wf ${i}` }))).automationId);
       await createWorkflow(store.db, ORG_B, definition(1, { name: 'other org' }));
       const seen: string[] = [];
       const sizes: number[] = [];
@@ -118,12 +138,19 @@ for (const kind of kinds) {
 
     it('pages versions by number', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(1));
-      for (let v = 1; v < 5; v++) await updateWorkflow(store.db, ORG_A, wf.automationId, v, definition(1, { name: `v${v + 1}` }));
+      for (let v = 1; v < 5; v++)
+        await updateWorkflow(store.db, ORG_A, wf.automationId, v, definition(1, { name: `v${v + 1}` }));
       const first = await listWorkflowVersions(store.db, ORG_A, wf.automationId, { limit: 2 });
       expect(first.items.map((v) => v.version)).to.deep.equal([1, 2]);
-      const second = await listWorkflowVersions(store.db, ORG_A, wf.automationId, { limit: 2, cursor: first.nextCursor! });
+      const second = await listWorkflowVersions(store.db, ORG_A, wf.automationId, {
+        limit: 2,
+        cursor: first.nextCursor!,
+      });
       expect(second.items.map((v) => v.version)).to.deep.equal([3, 4]);
-      const third = await listWorkflowVersions(store.db, ORG_A, wf.automationId, { limit: 2, cursor: second.nextCursor! });
+      const third = await listWorkflowVersions(store.db, ORG_A, wf.automationId, {
+        limit: 2,
+        cursor: second.nextCursor!,
+      });
       expect(third.items.map((v) => v.version)).to.deep.equal([5]);
       expect(third.nextCursor).to.equal(null);
       await expectAppError(getWorkflowVersion(store.db, ORG_A, wf.automationId, 6), 'not_found', 404);

@@ -40,14 +40,23 @@ describe('events: the delivery thread', function () {
   });
 
   it('delivers a batch of calls and reports status, run id and duration for each', async () => {
-    const t = threadPoster({ outboundAllowlist: ['127.0.0.0/8'], baseUrls: { triggers: 'http://switchyard.invalid' } as never });
+    const t = threadPoster({
+      outboundAllowlist: ['127.0.0.0/8'],
+      baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+    });
     try {
       bodies.length = 0;
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => t.post(url, JSON.stringify({ i }), { 'content-type': 'application/json' })));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          t.post(url, JSON.stringify({ i }), { 'content-type': 'application/json' }),
+        ),
+      );
       expect(results.map((r) => r.status)).to.deep.equal(Array(20).fill(202));
       expect(results[0]!.headers['x-pf-run-id']).to.equal('run-1');
       expect(results.every((r) => r.durationMs >= 0)).to.equal(true);
-      expect(bodies.map((b) => (JSON.parse(b) as { i: number }).i).sort((a, b) => a - b)).to.deep.equal([...Array(20).keys()]);
+      expect(bodies.map((b) => (JSON.parse(b) as { i: number }).i).sort((a, b) => a - b)).to.deep.equal([
+        ...Array(20).keys(),
+      ]);
     } finally {
       await t.close();
     }
@@ -57,7 +66,10 @@ describe('events: the delivery thread', function () {
     const t = threadPoster({ outboundAllowlist: [], baseUrls: { triggers: 'http://switchyard.invalid' } as never });
     try {
       bodies.length = 0;
-      const err = await t.post(url, '{}', {}).then(() => undefined, (e: unknown) => e as Error);
+      const err = await t.post(url, '{}', {}).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(err?.message).to.match(/refused/i);
       expect(bodies).to.have.length(0);
     } finally {
@@ -66,10 +78,16 @@ describe('events: the delivery thread', function () {
   });
 
   it('fails the calls pending when the thread ends, and starts a new thread for the next call', async () => {
-    const t = threadPoster({ outboundAllowlist: ['127.0.0.0/8'], baseUrls: { triggers: 'http://switchyard.invalid' } as never });
+    const t = threadPoster({
+      outboundAllowlist: ['127.0.0.0/8'],
+      baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+    });
     try {
       hold = true;
-      const pending = t.post(url, '{}', {}).then(() => undefined, (e: unknown) => e as Error);
+      const pending = t.post(url, '{}', {}).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       while (held.length === 0) await new Promise((r) => setTimeout(r, 10));
       await t.close();
       expect((await pending)?.message).to.match(/delivery thread exited/);

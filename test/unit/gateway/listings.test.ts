@@ -8,7 +8,11 @@ import { expect } from 'chai';
 import { ToolListings } from '../../../src/gateway/upstream/listings.js';
 import type { ToolDef } from '../../../src/gateway/types.js';
 
-const tool = (name: string): ToolDef => ({ name, description: name, inputSchema: { type: 'object', properties: {}, required: [] } });
+const tool = (name: string): ToolDef => ({
+  name,
+  description: name,
+  inputSchema: { type: 'object', properties: {}, required: [] },
+});
 const never = () => new Promise<ToolDef[]>(() => undefined);
 
 describe('gateway: tool listing cache', () => {
@@ -43,9 +47,10 @@ describe('gateway: tool listing cache', () => {
     await l.get('o\u0000s', async () => [tool('a')], now);
     // Past the fresh window: served at once (stale), refreshed in the background, which fails.
     let release!: () => void;
-    const failing = () => new Promise<ToolDef[]>((_resolve, reject) => {
-      release = () => reject(new Error('upstream down'));
-    });
+    const failing = () =>
+      new Promise<ToolDef[]>((_resolve, reject) => {
+        release = () => reject(new Error('upstream down'));
+      });
     const old = await l.get('o\u0000s', failing, now + 120_000);
     expect(old).to.deep.equal({ tools: [tool('a')], stale: true });
     release();
@@ -54,21 +59,29 @@ describe('gateway: tool listing cache', () => {
     expect(failed).to.deep.equal({ tools: [tool('a')], stale: true, error: 'upstream down' });
     // Within the retry window the failed upstream is not asked again; after a success the list is fresh.
     let asked = 0;
-    await l.get('o\u0000s', async () => {
-      asked++;
-      return [tool('b')];
-    }, Date.now());
+    await l.get(
+      'o\u0000s',
+      async () => {
+        asked++;
+        return [tool('b')];
+      },
+      Date.now(),
+    );
     expect(asked).to.equal(0);
-    await l.get('o\u0000s', async () => {
-      asked++;
-      return [tool('b')];
-    }, Date.now() + 11_000);
+    await l.get(
+      'o\u0000s',
+      async () => {
+        asked++;
+        return [tool('b')];
+      },
+      Date.now() + 11_000,
+    );
     await new Promise((r) => setTimeout(r, 5));
     expect(asked).to.equal(1);
     expect(await l.get('o\u0000s', never)).to.deep.equal({ tools: [tool('b')], stale: false });
   });
 
-  it('forgets an organisation\'s lists', async () => {
+  it("forgets an organisation's lists", async () => {
     const l = new ToolListings({ freshMs: 60_000, budgetMs: 10 });
     await l.get('org1\u0000s', async () => [tool('a')]);
     l.forgetOrg('org1');

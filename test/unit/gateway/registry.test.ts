@@ -1,7 +1,14 @@
 import { expect } from 'chai';
 import {
-  appServerHandlers as h, createAppServer, deleteAppServer, EMBEDDED_PATHS, findAppServerByPath, getAppServer,
-  listAppServers, updateAppServer, type AppServerCreate,
+  appServerHandlers as h,
+  createAppServer,
+  deleteAppServer,
+  EMBEDDED_PATHS,
+  findAppServerByPath,
+  getAppServer,
+  listAppServers,
+  updateAppServer,
+  type AppServerCreate,
 } from '../../../src/gateway/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, context, expectAppError, ORG_A, ORG_B, request, seedOrgs } from '../engine/fixtures.js';
@@ -10,7 +17,9 @@ const kinds = await storeKinds();
 
 function server(path: string, extra: Partial<AppServerCreate> = {}): AppServerCreate {
   return {
-    path, name: `Server ${path}`, service_key: 'github',
+    path,
+    name: `Server ${path}`,
+    service_key: 'github',
     upstream: { type: 'mcp', url: 'https://mcp.example.com/github', transport: 'streamable-http' },
     auth: { scheme: 'bearer' },
     ...extra,
@@ -30,14 +39,24 @@ for (const kind of kinds) {
       const s = await createAppServer(store.db, ORG_A, server('github', { description: 'GitHub tools' }));
       expect(s.serverId).to.match(/^srv_[0-9a-f]{32}$/);
       expect(s).to.deep.include({
-        path: 'github', name: 'Server github', description: 'GitHub tools', service_key: 'github', parentPath: null,
-        upstream: { type: 'mcp', url: 'https://mcp.example.com/github', transport: 'streamable-http' }, auth: { scheme: 'bearer' }, version: 1,
+        path: 'github',
+        name: 'Server github',
+        description: 'GitHub tools',
+        service_key: 'github',
+        parentPath: null,
+        upstream: { type: 'mcp', url: 'https://mcp.example.com/github', transport: 'streamable-http' },
+        auth: { scheme: 'bearer' },
+        version: 1,
       });
       const doc = { openapi: '3.1.0', info: { title: 'Pets', version: '1' }, paths: {} };
-      const o = await createAppServer(store.db, ORG_A, server('pets', {
-        upstream: { type: 'openapi', baseUrl: 'https://pets.example.com', document: doc },
-        auth: { scheme: 'header', headerName: 'X-Api-Token' },
-      }));
+      const o = await createAppServer(
+        store.db,
+        ORG_A,
+        server('pets', {
+          upstream: { type: 'openapi', baseUrl: 'https://pets.example.com', document: doc },
+          auth: { scheme: 'header', headerName: 'X-Api-Token' },
+        }),
+      );
       expect(o.upstream).to.deep.equal({ type: 'openapi', baseUrl: 'https://pets.example.com', document: doc });
       expect(o.auth).to.deep.equal({ scheme: 'header', headerName: 'X-Api-Token' });
       expect(await getAppServer(store.db, ORG_A, o.serverId)).to.deep.equal(o);
@@ -45,7 +64,13 @@ for (const kind of kinds) {
     });
 
     it('rejects embedded paths and malformed registrations with 400', async () => {
-      expect(EMBEDDED_PATHS).to.deep.equal(['mcp', 'svc-sidekick', 'gateway', 'agent-management', 'browser-automation']);
+      expect(EMBEDDED_PATHS).to.deep.equal([
+        'mcp',
+        'svc-sidekick',
+        'gateway',
+        'agent-management',
+        'browser-automation',
+      ]);
       for (const p of EMBEDDED_PATHS) {
         const err = await expectAppError(createAppServer(store.db, ORG_A, server(p)), 'invalid_request', 400);
         expect(err.message).to.include('reserved');
@@ -53,19 +78,43 @@ for (const kind of kinds) {
       for (const p of ['', 'GitHub', '-x', 'a/b', 'x'.repeat(64)]) {
         await expectAppError(createAppServer(store.db, ORG_A, server(p)), 'invalid_request', 400);
       }
-      await expectAppError(createAppServer(store.db, ORG_A, server('a', { auth: { scheme: 'header' } })), 'invalid_request', 400);
-      await expectAppError(createAppServer(store.db, ORG_A, server('a', { auth: { scheme: 'bearer', headerName: 'X' } })), 'invalid_request', 400);
-      await expectAppError(createAppServer(store.db, ORG_A, server('a', { upstream: { type: 'mcp', url: 'ftp://x', transport: 'sse' } })), 'invalid_request', 400);
-      await expectAppError(createAppServer(store.db, ORG_A, server('a', {
-        upstream: { type: 'openapi', baseUrl: 'https://x', document: { swagger: '2.0' } },
-      })), 'invalid_request', 400);
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('a', { auth: { scheme: 'header' } })),
+        'invalid_request',
+        400,
+      );
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('a', { auth: { scheme: 'bearer', headerName: 'X' } })),
+        'invalid_request',
+        400,
+      );
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('a', { upstream: { type: 'mcp', url: 'ftp://x', transport: 'sse' } })),
+        'invalid_request',
+        400,
+      );
+      await expectAppError(
+        createAppServer(
+          store.db,
+          ORG_A,
+          server('a', {
+            upstream: { type: 'openapi', baseUrl: 'https://x', document: { swagger: '2.0' } },
+          }),
+        ),
+        'invalid_request',
+        400,
+      );
       expect((await listAppServers(store.db, ORG_A)).items).to.deep.equal([]);
       expect((await createAppServer(store.db, ORG_A, server('x'.repeat(63)))).path).to.have.length(63);
     });
 
     it('answers 409 for a duplicate path in the organisation, not across organisations', async () => {
       await createAppServer(store.db, ORG_A, server('github'));
-      const err = await expectAppError(createAppServer(store.db, ORG_A, server('github', { name: 'again' })), 'conflict', 409);
+      const err = await expectAppError(
+        createAppServer(store.db, ORG_A, server('github', { name: 'again' })),
+        'conflict',
+        409,
+      );
       expect(err.details).to.deep.equal({ field: 'path' });
       expect((await createAppServer(store.db, ORG_B, server('github'))).path).to.equal('github');
       const [r1, r2] = await Promise.allSettled([
@@ -79,17 +128,33 @@ for (const kind of kinds) {
     });
 
     it('requires parentPath to be an existing top-level server of the same organisation', async () => {
-      await expectAppError(createAppServer(store.db, ORG_A, server('github-issues', { parentPath: 'github' })), 'invalid_request', 400);
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('github-issues', { parentPath: 'github' })),
+        'invalid_request',
+        400,
+      );
       await createAppServer(store.db, ORG_B, server('github'));
-      await expectAppError(createAppServer(store.db, ORG_A, server('github-issues', { parentPath: 'github' })), 'invalid_request', 400);
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('github-issues', { parentPath: 'github' })),
+        'invalid_request',
+        400,
+      );
       const parent = await createAppServer(store.db, ORG_A, server('github'));
       const child = await createAppServer(store.db, ORG_A, server('github-issues', { parentPath: 'github' }));
       expect(child.parentPath).to.equal('github');
-      await expectAppError(createAppServer(store.db, ORG_A, server('grandchild', { parentPath: 'github-issues' })), 'invalid_request', 400);
+      await expectAppError(
+        createAppServer(store.db, ORG_A, server('grandchild', { parentPath: 'github-issues' })),
+        'invalid_request',
+        400,
+      );
       // A parent with children can neither be deleted nor renamed; the child can.
       await expectAppError(deleteAppServer(store.db, ORG_A, parent.serverId), 'conflict', 409);
       await expectAppError(updateAppServer(store.db, ORG_A, parent.serverId, 1, { path: 'gh' }), 'conflict', 409);
-      await expectAppError(updateAppServer(store.db, ORG_A, parent.serverId, 1, { parentPath: 'other' }), 'invalid_request', 400);
+      await expectAppError(
+        updateAppServer(store.db, ORG_A, parent.serverId, 1, { parentPath: 'other' }),
+        'invalid_request',
+        400,
+      );
       const moved = await updateAppServer(store.db, ORG_A, child.serverId, 1, { parentPath: null, path: 'issues' });
       expect(moved).to.include({ parentPath: null, path: 'issues', version: 2 });
       await deleteAppServer(store.db, ORG_A, parent.serverId);
@@ -100,14 +165,24 @@ for (const kind of kinds) {
       const a = await createAppServer(store.db, ORG_A, server('alpha'));
       await createAppServer(store.db, ORG_A, server('beta'));
       await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 1, { path: 'beta' }), 'conflict', 409);
-      await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 1, { path: 'gateway' }), 'invalid_request', 400);
+      await expectAppError(
+        updateAppServer(store.db, ORG_A, a.serverId, 1, { path: 'gateway' }),
+        'invalid_request',
+        400,
+      );
       const u = await updateAppServer(store.db, ORG_A, a.serverId, 1, {
-        name: 'Alpha', description: null, auth: { scheme: 'basic' },
+        name: 'Alpha',
+        description: null,
+        auth: { scheme: 'basic' },
         upstream: { type: 'mcp', url: 'http://127.0.0.1:9/mcp', transport: 'sse' },
       });
       expect(u).to.deep.include({ name: 'Alpha', description: null, auth: { scheme: 'basic' }, version: 2 });
       expect(u.upstream).to.deep.equal({ type: 'mcp', url: 'http://127.0.0.1:9/mcp', transport: 'sse' });
-      const err = await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 1, { name: 'late' }), 'version_conflict', 412);
+      const err = await expectAppError(
+        updateAppServer(store.db, ORG_A, a.serverId, 1, { name: 'late' }),
+        'version_conflict',
+        412,
+      );
       expect(err.details).to.deep.equal({ currentVersion: 2 });
       await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 2, {}), 'invalid_request', 400);
       await expectAppError(deleteAppServer(store.db, ORG_A, a.serverId, 1), 'version_conflict', 412);
@@ -142,11 +217,23 @@ for (const kind of kinds) {
       const reserved = await call('createAppServer', h.createAppServer, request({ body: server('mcp') }), ctx);
       expect(reserved.status).to.equal(400);
       const params = { serverId: (created.body as { serverId: string }).serverId };
-      expect((await call('updateAppServer', h.updateAppServer, request({ params, body: { name: 'n' } }), ctx)).status).to.equal(428);
-      const upd = await call('updateAppServer', h.updateAppServer, request({ params, body: { name: 'n' }, headers: { 'if-match': '"1"' } }), ctx);
+      expect(
+        (await call('updateAppServer', h.updateAppServer, request({ params, body: { name: 'n' } }), ctx)).status,
+      ).to.equal(428);
+      const upd = await call(
+        'updateAppServer',
+        h.updateAppServer,
+        request({ params, body: { name: 'n' }, headers: { 'if-match': '"1"' } }),
+        ctx,
+      );
       expect(upd.status).to.equal(200);
       expect(upd.headers).to.deep.equal({ ETag: '"2"' });
-      await call('createAppServer', h.createAppServer, request({ body: server('child', { parentPath: 'github' }) }), ctx);
+      await call(
+        'createAppServer',
+        h.createAppServer,
+        request({ body: server('child', { parentPath: 'github' }) }),
+        ctx,
+      );
       const page1 = await call('listAppServers', h.listAppServers, request({ query: { limit: 1 } }), ctx);
       const cursor = (page1.body as { nextCursor: string }).nextCursor;
       expect(cursor).to.be.a('string');
@@ -154,9 +241,16 @@ for (const kind of kinds) {
       expect((page2.body as { items: { path: string }[] }).items.map((s) => s.path)).to.deep.equal(['child']);
       expect((await call('deleteAppServer', h.deleteAppServer, request({ params }), ctx)).status).to.equal(409);
       const childId = (page2.body as { items: { serverId: string }[] }).items[0]!.serverId;
-      expect((await call('deleteAppServer', h.deleteAppServer, request({ params: { serverId: childId } }), ctx)).status).to.equal(204);
-      expect((await call('deleteAppServer', h.deleteAppServer, request({ params, headers: { 'if-match': '"2"' } }), ctx)).status).to.equal(204);
-      expect((await call('getAppServer', h.getAppServer, request({ params }), context(store.db, ORG_B))).status).to.equal(404);
+      expect(
+        (await call('deleteAppServer', h.deleteAppServer, request({ params: { serverId: childId } }), ctx)).status,
+      ).to.equal(204);
+      expect(
+        (await call('deleteAppServer', h.deleteAppServer, request({ params, headers: { 'if-match': '"2"' } }), ctx))
+          .status,
+      ).to.equal(204);
+      expect(
+        (await call('getAppServer', h.getAppServer, request({ params }), context(store.db, ORG_B))).status,
+      ).to.equal(404);
     });
   });
 }

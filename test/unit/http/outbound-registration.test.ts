@@ -8,7 +8,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { OutboundPolicy, OutboundRefusedError, parseOutboundAllowlist, policyFetch } from '../../../src/http/outbound.js';
+import {
+  OutboundPolicy,
+  OutboundRefusedError,
+  parseOutboundAllowlist,
+  policyFetch,
+} from '../../../src/http/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const judge = (p: OutboundPolicy, url: string) => p.registrationRefusal(new URL(url));
@@ -17,7 +22,10 @@ describe('outbound policy: registrationRefusal', () => {
   it('refuses IP literals in refused ranges however the URL spells them, naming the range', async () => {
     const p = policy();
     const cases: Array<[string, RegExp]> = [
-      ['http://127.0.0.1:8080/mcp', /^127\.0\.0\.1 is a loopback address, which the outbound policy refuses \(allow it with OUTBOUND_ALLOWLIST\)$/],
+      [
+        'http://127.0.0.1:8080/mcp',
+        /^127\.0\.0\.1 is a loopback address, which the outbound policy refuses \(allow it with OUTBOUND_ALLOWLIST\)$/,
+      ],
       ['http://2130706433/', /^127\.0\.0\.1 is a loopback address/],
       ['http://0x7f.1/', /^127\.0\.0\.1 is a loopback address/],
       ['http://[::1]:9/', /^::1 is a loopback address/],
@@ -36,11 +44,13 @@ describe('outbound policy: registrationRefusal', () => {
 
   it('refuses a name whose addresses are refused after DNS (localhost), and accepts a name that does not resolve', async () => {
     const p = policy();
-    expect(await judge(p, 'http://localhost:3000/mcp')).to.match(/^localhost resolves to an address the outbound policy refuses \(loopback address; allow it with OUTBOUND_ALLOWLIST\)$/);
+    expect(await judge(p, 'http://localhost:3000/mcp')).to.match(
+      /^localhost resolves to an address the outbound policy refuses \(loopback address; allow it with OUTBOUND_ALLOWLIST\)$/,
+    );
     expect(await judge(p, 'https://upstream.invalid/mcp'), 'checked at connect time instead').to.equal(undefined);
   });
 
-  it('accepts public literals, what the allow-list names, and the service\'s own origins', async () => {
+  it("accepts public literals, what the allow-list names, and the service's own origins", async () => {
     expect(await judge(policy(), 'https://93.184.215.14/')).to.equal(undefined);
     expect(await judge(policy(), 'https://[2606:4700::6810:84e5]/')).to.equal(undefined);
     expect(await judge(policy('127.0.0.0/8,::1/128'), 'http://127.0.0.1:1/')).to.equal(undefined);
@@ -48,8 +58,13 @@ describe('outbound policy: registrationRefusal', () => {
     expect(await judge(policy('10.1.2.3'), 'http://10.1.2.3/')).to.equal(undefined);
     expect(await judge(policy('10.1.2.3'), 'http://10.1.2.4/')).to.match(/private address/);
     expect(await judge(policy('localhost'), 'http://localhost:1/'), 'an allow-listed host name').to.equal(undefined);
-    expect(await judge(policy('', ['http://127.0.0.1:4000']), 'http://127.0.0.1:4000/mcp/gateway'), 'own origin').to.equal(undefined);
-    expect(await judge(policy('', ['http://127.0.0.1:4000']), 'http://127.0.0.1:4001/'), 'another port').to.match(/loopback address/);
+    expect(
+      await judge(policy('', ['http://127.0.0.1:4000']), 'http://127.0.0.1:4000/mcp/gateway'),
+      'own origin',
+    ).to.equal(undefined);
+    expect(await judge(policy('', ['http://127.0.0.1:4000']), 'http://127.0.0.1:4001/'), 'another port').to.match(
+      /loopback address/,
+    );
   });
 });
 
@@ -69,11 +84,15 @@ describe('outbound policy: the checked lookup when node:net asks for every addre
   const viaAgent = (p: OutboundPolicy): Promise<string> => {
     const agent = new http.Agent({ lookup: p.lookup() } as http.AgentOptions);
     return new Promise<string>((resolve, reject) => {
-      http.get({ hostname: 'localhost', port, path: '/', agent }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => { text += c.toString(); });
-        res.on('end', () => resolve(text));
-      }).on('error', reject);
+      http
+        .get({ hostname: 'localhost', port, path: '/', agent }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on('end', () => resolve(text));
+        })
+        .on('error', reject);
     }).finally(() => agent.destroy());
   };
 
@@ -82,17 +101,27 @@ describe('outbound policy: the checked lookup when node:net asks for every addre
     expect(await (await policyFetch(open)(`http://localhost:${port}/`)).text()).to.equal('reached');
     expect(await viaAgent(open)).to.equal('reached');
     const closed = policy();
-    const fetchErr = await policyFetch(closed)(`http://localhost:${port}/`).then(() => undefined, (e: Error) => e);
+    const fetchErr = await policyFetch(closed)(`http://localhost:${port}/`).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(fetchErr?.cause).to.be.instanceOf(OutboundRefusedError);
-    const agentErr = await viaAgent(closed).then(() => undefined, (e: Error) => e);
+    const agentErr = await viaAgent(closed).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(agentErr).to.be.instanceOf(OutboundRefusedError);
-    expect((agentErr as OutboundRefusedError).detail).to.deep.equal({ address: '127.0.0.1', reason: 'loopback address' });
+    expect((agentErr as OutboundRefusedError).detail).to.deep.equal({
+      address: '127.0.0.1',
+      reason: 'loopback address',
+    });
   });
 
   it('answers every address to a lookup asked for all of them, and refuses the name when one is refused', async () => {
-    const lookup = (p: OutboundPolicy) => new Promise<{ err: Error | null; addresses: unknown }>((resolve) => {
-      p.lookup()('localhost', { all: true }, (err, addresses) => resolve({ err, addresses }));
-    });
+    const lookup = (p: OutboundPolicy) =>
+      new Promise<{ err: Error | null; addresses: unknown }>((resolve) => {
+        p.lookup()('localhost', { all: true }, (err, addresses) => resolve({ err, addresses }));
+      });
     const allowed = await lookup(policy('127.0.0.0/8,::1/128'));
     expect(allowed.err).to.equal(null);
     expect(allowed.addresses).to.be.an('array').that.deep.includes({ address: '127.0.0.1', family: 4 });

@@ -6,7 +6,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { OutboundError, OutboundPolicy, outboundRequest, parseOutboundAllowlist, policyFetch } from '../../../src/http/outbound.js';
+import {
+  OutboundError,
+  OutboundPolicy,
+  outboundRequest,
+  parseOutboundAllowlist,
+  policyFetch,
+} from '../../../src/http/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const refusal = (p: OutboundPolicy, address: string): string | undefined => {
@@ -30,7 +36,16 @@ describe('outbound policy: OUTBOUND_ALLOWLIST parsing', () => {
   });
 
   it('rejects malformed entries, naming them', () => {
-    for (const bad of ['10.0.0.0/33', '::1/129', '10.0.0.0/x', '10.0.0.0/8/1', 'not a host', 'under_score.example', 'host/24', '-lead.example']) {
+    for (const bad of [
+      '10.0.0.0/33',
+      '::1/129',
+      '10.0.0.0/x',
+      '10.0.0.0/8/1',
+      'not a host',
+      'under_score.example',
+      'host/24',
+      '-lead.example',
+    ]) {
       expect(() => parseOutboundAllowlist(bad), bad).to.throw(new RegExp(bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')));
     }
   });
@@ -40,13 +55,31 @@ describe('outbound policy: refused ranges', () => {
   const p = policy();
   it('refuses loopback, private, link-local (cloud metadata), CGNAT, unspecified, multicast and reserved addresses', () => {
     const cases: Array<[string, RegExp]> = [
-      ['127.0.0.1', /loopback/], ['127.255.0.9', /loopback/], ['10.0.0.5', /private/], ['172.16.0.1', /private/], ['172.31.255.255', /private/],
-      ['192.168.1.1', /private/], ['169.254.169.254', /cloud metadata/], ['100.64.0.1', /carrier-grade NAT/], ['0.0.0.0', /unspecified/],
-      ['224.0.0.1', /multicast/], ['198.18.0.1', /reserved/], ['::1', /loopback/], ['::', /unspecified/], ['fe80::1', /link-local/],
-      ['fd12:3456::1', /private/], ['ff02::1', /multicast/], ['::7f00:1', /IPv4-compatible/], ['::a00:5', /IPv4-compatible/],
-      ['64:ff9b::a00:1', /NAT64/], ['64:ff9b::7f00:1', /NAT64/],
+      ['127.0.0.1', /loopback/],
+      ['127.255.0.9', /loopback/],
+      ['10.0.0.5', /private/],
+      ['172.16.0.1', /private/],
+      ['172.31.255.255', /private/],
+      ['192.168.1.1', /private/],
+      ['169.254.169.254', /cloud metadata/],
+      ['100.64.0.1', /carrier-grade NAT/],
+      ['0.0.0.0', /unspecified/],
+      ['224.0.0.1', /multicast/],
+      ['198.18.0.1', /reserved/],
+      ['::1', /loopback/],
+      ['::', /unspecified/],
+      ['fe80::1', /link-local/],
+      ['fd12:3456::1', /private/],
+      ['ff02::1', /multicast/],
+      ['::7f00:1', /IPv4-compatible/],
+      ['::a00:5', /IPv4-compatible/],
+      ['64:ff9b::a00:1', /NAT64/],
+      ['64:ff9b::7f00:1', /NAT64/],
     ];
-    for (const [address, why] of cases) expect(refusal(p, address), address).to.match(why).and.match(/OUTBOUND_ALLOWLIST/);
+    for (const [address, why] of cases)
+      expect(refusal(p, address), address)
+        .to.match(why)
+        .and.match(/OUTBOUND_ALLOWLIST/);
   });
 
   it('checks the IPv4 address an IPv4-mapped IPv6 address carries', () => {
@@ -56,7 +89,8 @@ describe('outbound policy: refused ranges', () => {
   });
 
   it('lets public addresses through', () => {
-    for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888']) expect(refusal(p, address), address).to.equal(undefined);
+    for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2001:4860:4860::8888'])
+      expect(refusal(p, address), address).to.equal(undefined);
   });
 
   it('lets exactly what the allow-list names through', () => {
@@ -95,7 +129,17 @@ describe('outbound policy: requests', () => {
   });
 
   const request = (url: string, p: OutboundPolicy, extra: { timeoutMs?: number; maxResponseBytes?: number } = {}) =>
-    outboundRequest(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', timeoutMs: extra.timeoutMs ?? 2000, maxResponseBytes: extra.maxResponseBytes ?? 1024 }, p);
+    outboundRequest(
+      url,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+        timeoutMs: extra.timeoutMs ?? 2000,
+        maxResponseBytes: extra.maxResponseBytes ?? 1024,
+      },
+      p,
+    );
   const kindOf = async (promise: Promise<unknown>) => {
     try {
       await promise;
@@ -116,9 +160,13 @@ describe('outbound policy: requests', () => {
     const res = await request(`http://127.0.0.1:${port}/ok`, policy('127.0.0.0/8'));
     expect([res.status, res.body.toString()]).to.deep.equal([200, '{"ok":true}']);
     expect(res.durationMs).to.be.a('number').and.at.least(0);
-    expect((await request(`http://127.0.0.1:${port}/ok`, policy('', [`http://127.0.0.1:${port}`]))).status).to.equal(200);
+    expect((await request(`http://127.0.0.1:${port}/ok`, policy('', [`http://127.0.0.1:${port}`]))).status).to.equal(
+      200,
+    );
     // Another port on the same address is not the allowed origin.
-    expect(await kindOf(request(`http://127.0.0.1:${port + 1}/ok`, policy('', [`http://127.0.0.1:${port}`])))).to.equal('refused');
+    expect(await kindOf(request(`http://127.0.0.1:${port + 1}/ok`, policy('', [`http://127.0.0.1:${port}`])))).to.equal(
+      'refused',
+    );
   });
 
   it('gives up after the time limit and past the response size cap', async () => {
@@ -132,7 +180,10 @@ describe('outbound policy: requests', () => {
 
   it('policyFetch (http steps) refuses literals and names alike, and checks every redirect hop', async () => {
     const refusedCause = async (url: string, p: OutboundPolicy) => {
-      const err = (await policyFetch(p)(url).then(() => null, (e: unknown) => e)) as { cause?: Error } | null;
+      const err = (await policyFetch(p)(url).then(
+        () => null,
+        (e: unknown) => e,
+      )) as { cause?: Error } | null;
       return err?.cause?.message;
     };
     expect(await refusedCause(`http://127.0.0.1:${port}/ok`, policy())).to.match(/loopback/);
@@ -142,7 +193,9 @@ describe('outbound policy: requests', () => {
     expect([ok.status, await ok.json()]).to.deep.equal([200, { ok: true }]);
     // `localhost` is trusted by name; the hop it redirects to (127.0.0.1) is not.
     hits = [];
-    expect(await refusedCause(`http://localhost:${port}/bounce`, policy('localhost'))).to.match(/127\.0\.0\.1.*loopback/);
+    expect(await refusedCause(`http://localhost:${port}/bounce`, policy('localhost'))).to.match(
+      /127\.0\.0\.1.*loopback/,
+    );
     expect(hits).to.deep.equal(['/bounce']);
   });
 });

@@ -179,7 +179,9 @@ describe('InProcessRunQueue', () => {
     const t0 = Date.now();
     await queue.close();
     const closedAt = Date.now();
-    expect(finishedAt, 'the running handler finished before close() resolved').to.be.greaterThan(0).and.at.most(closedAt);
+    expect(finishedAt, 'the running handler finished before close() resolved')
+      .to.be.greaterThan(0)
+      .and.at.most(closedAt);
     expect(closedAt - t0, 'close() does not wait for the idle check').to.be.lessThan(1000);
     await queue.enqueue(['after-close']);
     await sleep(100);
@@ -277,8 +279,11 @@ describe('RedisRunQueue (bee-queue on Redis)', function () {
   });
 
   it('survives losing its Redis connection: the error is reported and delivery resumes', async () => {
-    const clients = async () => ((await admin.sendCommand(['CLIENT', 'LIST'])) as string).split('\n').filter(Boolean)
-      .map((l) => ({ id: /\bid=(\d+)/.exec(l)?.[1] ?? '', cmd: /\bcmd=(\S+)/.exec(l)?.[1] ?? '' }));
+    const clients = async () =>
+      ((await admin.sendCommand(['CLIENT', 'LIST'])) as string)
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => ({ id: /\bid=(\d+)/.exec(l)?.[1] ?? '', cmd: /\bcmd=(\S+)/.exec(l)?.[1] ?? '' }));
     const before = new Set((await clients()).map((c) => c.id));
     const consumer = open(true);
     const errors: unknown[] = [];

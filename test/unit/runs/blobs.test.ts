@@ -6,7 +6,12 @@ import { PassThrough, Readable } from 'node:stream';
 import { buffer, text } from 'node:stream/consumers';
 import { expect } from 'chai';
 import {
-  assertBlobKey, BlobNotFoundError, BlobTooLargeError, InvalidBlobKeyError, LocalBlobStore, openBlobStore,
+  assertBlobKey,
+  BlobNotFoundError,
+  BlobTooLargeError,
+  InvalidBlobKeyError,
+  LocalBlobStore,
+  openBlobStore,
 } from '../../../src/runs/blobs.js';
 
 /** Every regular file under a folder (relative paths). */
@@ -93,7 +98,7 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
     const pending = blobs.put('a/slow', source);
     source.write(Buffer.alloc(1000, 1));
     await new Promise((r) => setTimeout(r, 50));
-    expect((await rejection(blobs.get('a/slow')))).to.be.instanceOf(BlobNotFoundError);
+    expect(await rejection(blobs.get('a/slow'))).to.be.instanceOf(BlobNotFoundError);
     expect(filesUnder(path.join(dir, 'blobs')).filter((f) => !f.startsWith('.tmp/'))).to.deep.equal([]);
     source.end(Buffer.alloc(24, 2));
     expect((await pending).size).to.equal(1024);
@@ -112,7 +117,9 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
   it('aborts a stream past maxBytes and leaves no blob and no temp file', async () => {
     const ok = await blobs.put('a/limit', Buffer.alloc(10), { maxBytes: 10 });
     expect(ok.size).to.equal(10);
-    const err = await rejection(blobs.put('a/over', Readable.from([Buffer.alloc(6), Buffer.alloc(5)]), { maxBytes: 10 }));
+    const err = await rejection(
+      blobs.put('a/over', Readable.from([Buffer.alloc(6), Buffer.alloc(5)]), { maxBytes: 10 }),
+    );
     expect(err).to.be.instanceOf(BlobTooLargeError);
     expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal(['a/limit']);
     expect(await rejection(blobs.get('a/over'))).to.be.instanceOf(BlobNotFoundError);
@@ -160,7 +167,8 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
   });
 
   it('deletePrefix removes whole path segments only', async () => {
-    for (const k of ['attachments/org_a/f1', 'attachments/org_a/f2', 'attachments/org_ab/f3', 'runs/r1/0/f4']) await blobs.put(k, Buffer.from(k));
+    for (const k of ['attachments/org_a/f1', 'attachments/org_a/f2', 'attachments/org_ab/f3', 'runs/r1/0/f4'])
+      await blobs.put(k, Buffer.from(k));
     await blobs.deletePrefix('attachments/org_a');
     expect(filesUnder(path.join(dir, 'blobs'))).to.deep.equal(['attachments/org_ab/f3', 'runs/r1/0/f4']);
     await blobs.deletePrefix('runs/r1/');
@@ -169,7 +177,23 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
   });
 
   it('rejects keys that could leave the folder or reach the temp area', async () => {
-    const bad = ['', '/etc/passwd', '../x', 'a/../../x', 'a/./b', 'a//b', 'a/', 'a\\b', '..', '.tmp/x', 'a/.hidden', 'C:/x', 'a b', 'é', 'x'.repeat(256)];
+    const bad = [
+      '',
+      '/etc/passwd',
+      '../x',
+      'a/../../x',
+      'a/./b',
+      'a//b',
+      'a/',
+      'a\\b',
+      '..',
+      '.tmp/x',
+      'a/.hidden',
+      'C:/x',
+      'a b',
+      'é',
+      'x'.repeat(256),
+    ];
     for (const key of bad) {
       expect(() => assertBlobKey(key), JSON.stringify(key)).to.throw(InvalidBlobKeyError);
       expect(await rejection(blobs.put(key, Buffer.from('x'))), key).to.be.instanceOf(InvalidBlobKeyError);
@@ -188,20 +212,29 @@ describe('LocalBlobStore (DESIGN.md section 4 BlobStore)', () => {
   });
 
   it('a fresh put writes in place (no temp file), never overwrites an existing key, and stores nothing over maxBytes', async () => {
-    for (const store of [openBlobStore({ dataDir: dir }), openBlobStore({ dataDir: dir, sqliteSynchronous: 'FULL' }), new LocalBlobStore(path.join(dir, 'blobs'), { fsync: false })]) {
+    for (const store of [
+      openBlobStore({ dataDir: dir }),
+      openBlobStore({ dataDir: dir, sqliteSynchronous: 'FULL' }),
+      new LocalBlobStore(path.join(dir, 'blobs'), { fsync: false }),
+    ]) {
       const key = `runs/run_fresh/0/file_${randomBytes(4).toString('hex')}`;
       const big = Buffer.alloc(70 * 1024, 7); // over the inline size: the asynchronous write
       expect(await store.put(key, Buffer.from('first'), { fresh: true })).to.include({ size: 5 });
       expect(await text((await store.get(key)).stream)).to.equal('first');
       expect(String(await rejection(store.put(key, Buffer.from('second'), { fresh: true })))).to.match(/EEXIST/);
       expect(await text((await store.get(key)).stream), 'the existing blob is untouched').to.equal('first');
-      expect(await rejection(store.put(`${key}_big`, big, { fresh: true, maxBytes: 1024 }))).to.be.instanceOf(BlobTooLargeError);
+      expect(await rejection(store.put(`${key}_big`, big, { fresh: true, maxBytes: 1024 }))).to.be.instanceOf(
+        BlobTooLargeError,
+      );
       expect(await rejection(store.get(`${key}_big`))).to.be.instanceOf(BlobNotFoundError);
       expect((await store.put(`${key}_big`, big, { fresh: true })).size).to.equal(big.length);
       expect((await buffer((await store.get(`${key}_big`)).stream)).equals(big)).to.equal(true);
       expect(await store.put(`${key}_empty`, Buffer.alloc(0), { fresh: true })).to.include({ size: 0 });
     }
-    expect(filesUnder(path.join(dir, 'blobs')).filter((f) => f.endsWith('.part')), 'no temp files').to.deep.equal([]);
+    expect(
+      filesUnder(path.join(dir, 'blobs')).filter((f) => f.endsWith('.part')),
+      'no temp files',
+    ).to.deep.equal([]);
   });
 
   it('openBlobStore: blobs are fsynced exactly when the store commits are (PostgreSQL, or SQLITE_SYNCHRONOUS=FULL)', async () => {

@@ -4,8 +4,16 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { LocalBlobStore } from '../../../src/runs/blobs.js';
 import {
-  attachFilesToRun, deleteFiles, deleteRunFiles, deleteUnattachedAttachments, findFile, getFile, listRunFiles,
-  recordFile, recordFiles, type FileCreate,
+  attachFilesToRun,
+  deleteFiles,
+  deleteRunFiles,
+  deleteUnattachedAttachments,
+  findFile,
+  getFile,
+  listRunFiles,
+  recordFile,
+  recordFiles,
+  type FileCreate,
 } from '../../../src/runs/files.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 
@@ -14,7 +22,9 @@ const ORG_B = 'org_b';
 const kinds = await storeKinds();
 
 async function seedOrgs(db: Knex): Promise<void> {
-  await db('organizations').insert([ORG_A, ORG_B].map((id) => ({ id, name: id, created_at: new Date().toISOString() })));
+  await db('organizations').insert(
+    [ORG_A, ORG_B].map((id) => ({ id, name: id, created_at: new Date().toISOString() })),
+  );
 }
 
 function countFiles(dir: string): number {
@@ -59,21 +69,58 @@ for (const kind of kinds) {
     it('records a file and reads it back (bigint size as a number on both stores)', async () => {
       const big = 5 * 1024 * 1024 * 1024; // past 32 bits
       const rec = await recordFile(store.db, {
-        orgId: ORG_A, runId: 'run_1', stepIndex: 2, kind: 'step', filename: 'résumé.pdf', mimeType: 'application/pdf',
-        size: big, blobKey: 'runs/run_1/2/x', expiresAt: '2030-01-01T00:00:00.000Z',
+        orgId: ORG_A,
+        runId: 'run_1',
+        stepIndex: 2,
+        kind: 'step',
+        filename: 'résumé.pdf',
+        mimeType: 'application/pdf',
+        size: big,
+        blobKey: 'runs/run_1/2/x',
+        expiresAt: '2030-01-01T00:00:00.000Z',
       });
       expect(rec.id).to.match(/^file_[0-9a-f]{32}$/);
-      expect(rec).to.include({ orgId: ORG_A, runId: 'run_1', stepIndex: 2, kind: 'step', filename: 'résumé.pdf', size: big, expiresAt: '2030-01-01T00:00:00.000Z' });
+      expect(rec).to.include({
+        orgId: ORG_A,
+        runId: 'run_1',
+        stepIndex: 2,
+        kind: 'step',
+        filename: 'résumé.pdf',
+        size: big,
+        expiresAt: '2030-01-01T00:00:00.000Z',
+      });
       expect(await getFile(store.db, rec.id)).to.deep.equal(rec);
-      const att = await recordFile(store.db, { id: 'file_given', orgId: ORG_A, kind: 'attachment', filename: 'a.txt', mimeType: 'text/plain', size: 0, blobKey: 'k' });
+      const att = await recordFile(store.db, {
+        id: 'file_given',
+        orgId: ORG_A,
+        kind: 'attachment',
+        filename: 'a.txt',
+        mimeType: 'text/plain',
+        size: 0,
+        blobKey: 'k',
+      });
       expect(att).to.include({ id: 'file_given', runId: null, stepIndex: null, expiresAt: null, size: 0 });
       expect(await getFile(store.db, 'file_given')).to.deep.equal(att);
       expect(await getFile(store.db, 'file_missing')).to.equal(undefined);
     });
 
     it('validates kind, size, filename and type before writing', async () => {
-      const base: FileCreate = { orgId: ORG_A, kind: 'attachment', filename: 'a', mimeType: 'text/plain', size: 1, blobKey: 'k' };
-      for (const bad of [{ kind: 'video' as never }, { size: -1 }, { size: 1.5 }, { filename: '' }, { filename: 'x'.repeat(256) }, { mimeType: '' }]) {
+      const base: FileCreate = {
+        orgId: ORG_A,
+        kind: 'attachment',
+        filename: 'a',
+        mimeType: 'text/plain',
+        size: 1,
+        blobKey: 'k',
+      };
+      for (const bad of [
+        { kind: 'video' as never },
+        { size: -1 },
+        { size: 1.5 },
+        { filename: '' },
+        { filename: 'x'.repeat(256) },
+        { mimeType: '' },
+      ]) {
         let err: unknown;
         try {
           await recordFile(store.db, { ...base, ...bad });
@@ -87,11 +134,38 @@ for (const kind of kinds) {
     });
 
     it('findFile and listRunFiles are scoped by organisation; getFile is not (signature-authorised)', async () => {
-      const a = await stored({ orgId: ORG_A, runId: 'run_1', kind: 'attachment', filename: 'in.csv', mimeType: 'text/csv' });
-      const s1 = await stored({ orgId: ORG_A, runId: 'run_1', stepIndex: 1, kind: 'step', filename: 'r1.md', mimeType: 'text/markdown' });
-      const s0 = await stored({ orgId: ORG_A, runId: 'run_1', stepIndex: 0, kind: 'step', filename: 'r0.md', mimeType: 'text/markdown' });
+      const a = await stored({
+        orgId: ORG_A,
+        runId: 'run_1',
+        kind: 'attachment',
+        filename: 'in.csv',
+        mimeType: 'text/csv',
+      });
+      const s1 = await stored({
+        orgId: ORG_A,
+        runId: 'run_1',
+        stepIndex: 1,
+        kind: 'step',
+        filename: 'r1.md',
+        mimeType: 'text/markdown',
+      });
+      const s0 = await stored({
+        orgId: ORG_A,
+        runId: 'run_1',
+        stepIndex: 0,
+        kind: 'step',
+        filename: 'r0.md',
+        mimeType: 'text/markdown',
+      });
       await stored({ orgId: ORG_B, runId: 'run_1', kind: 'attachment', filename: 'other.csv', mimeType: 'text/csv' });
-      await stored({ orgId: ORG_A, runId: 'run_2', stepIndex: 0, kind: 'step', filename: 'x.md', mimeType: 'text/markdown' });
+      await stored({
+        orgId: ORG_A,
+        runId: 'run_2',
+        stepIndex: 0,
+        kind: 'step',
+        filename: 'x.md',
+        mimeType: 'text/markdown',
+      });
       expect((await listRunFiles(store.db, ORG_A, 'run_1')).map((f) => f.id)).to.deep.equal([a, s0, s1]);
       expect((await listRunFiles(store.db, ORG_B, 'run_1')).map((f) => f.filename)).to.deep.equal(['other.csv']);
       expect(await findFile(store.db, ORG_A, a)).to.include({ id: a, filename: 'in.csv' });
@@ -104,7 +178,14 @@ for (const kind of kinds) {
         { orgId: ORG_A, kind: 'attachment', filename: 'a', mimeType: 'text/plain', size: 1, blobKey: 'k1' },
         { orgId: ORG_A, kind: 'attachment', filename: 'b', mimeType: 'text/plain', size: 1, blobKey: 'k2' },
       ]);
-      const other = await recordFile(store.db, { orgId: ORG_B, kind: 'attachment', filename: 'c', mimeType: 'text/plain', size: 1, blobKey: 'k3' });
+      const other = await recordFile(store.db, {
+        orgId: ORG_B,
+        kind: 'attachment',
+        filename: 'c',
+        mimeType: 'text/plain',
+        size: 1,
+        blobKey: 'k3',
+      });
       expect(await attachFilesToRun(store.db, ORG_A, [f1!.id, f2!.id, other.id], 'run_9')).to.equal(2);
       expect(await attachFilesToRun(store.db, ORG_A, [f1!.id], 'run_10')).to.equal(0); // already attached
       expect(await attachFilesToRun(store.db, ORG_A, [], 'run_10')).to.equal(0);
@@ -113,10 +194,28 @@ for (const kind of kinds) {
     });
 
     it('deleteRunFiles and deleteFiles remove rows and blobs of one organisation only', async () => {
-      const a1 = await stored({ orgId: ORG_A, runId: 'run_1', kind: 'attachment', filename: 'a', mimeType: 'text/plain' });
+      const a1 = await stored({
+        orgId: ORG_A,
+        runId: 'run_1',
+        kind: 'attachment',
+        filename: 'a',
+        mimeType: 'text/plain',
+      });
       await stored({ orgId: ORG_A, runId: 'run_1', stepIndex: 0, kind: 'step', filename: 'b', mimeType: 'text/plain' });
-      const b1 = await stored({ orgId: ORG_B, runId: 'run_1', kind: 'attachment', filename: 'c', mimeType: 'text/plain' });
-      const keep = await stored({ orgId: ORG_A, runId: 'run_2', kind: 'attachment', filename: 'd', mimeType: 'text/plain' });
+      const b1 = await stored({
+        orgId: ORG_B,
+        runId: 'run_1',
+        kind: 'attachment',
+        filename: 'c',
+        mimeType: 'text/plain',
+      });
+      const keep = await stored({
+        orgId: ORG_A,
+        runId: 'run_2',
+        kind: 'attachment',
+        filename: 'd',
+        mimeType: 'text/plain',
+      });
       expect(countFiles(blobs.root)).to.equal(4);
       expect(await deleteRunFiles(store.db, blobs, ORG_A, 'run_1')).to.equal(2);
       expect(await getFile(store.db, a1)).to.equal(undefined);
@@ -132,9 +231,18 @@ for (const kind of kinds) {
     it('deleteUnattachedAttachments sweeps old attachments never attached to a run', async () => {
       const old = await stored({ orgId: ORG_A, kind: 'attachment', filename: 'old', mimeType: 'text/plain' });
       const oldB = await stored({ orgId: ORG_B, kind: 'attachment', filename: 'oldB', mimeType: 'text/plain' });
-      const attached = await stored({ orgId: ORG_A, runId: 'run_1', kind: 'attachment', filename: 'kept', mimeType: 'text/plain' });
+      const attached = await stored({
+        orgId: ORG_A,
+        runId: 'run_1',
+        kind: 'attachment',
+        filename: 'kept',
+        mimeType: 'text/plain',
+      });
       const upload = await stored({ orgId: ORG_A, kind: 'upload', filename: 'upload', mimeType: 'text/plain' });
-      await store.db('files').whereIn('id', [old, oldB, attached, upload]).update({ created_at: '2020-01-01T00:00:00.000Z' });
+      await store
+        .db('files')
+        .whereIn('id', [old, oldB, attached, upload])
+        .update({ created_at: '2020-01-01T00:00:00.000Z' });
       const fresh = await stored({ orgId: ORG_A, kind: 'attachment', filename: 'fresh', mimeType: 'text/plain' });
       expect(await deleteUnattachedAttachments(store.db, blobs, '2021-01-01T00:00:00.000Z')).to.equal(2);
       const left = ((await store.db('files').select('id')) as { id: string }[]).map((r) => r.id).sort();

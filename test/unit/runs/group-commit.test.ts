@@ -18,7 +18,9 @@ const verb = (s: string) => s.split(' ')[0]!;
 
 const kinds = await storeKinds();
 
-interface QueryEvent { sql: string }
+interface QueryEvent {
+  sql: string;
+}
 
 for (const kind of kinds) {
   describe(`group commit of runs (${kind})`, () => {
@@ -43,15 +45,26 @@ for (const kind of kinds) {
       await store.close();
     });
 
-    const rowsFor = (i: number, id?: string): RunRows => runRows({
-      orgId, automationId: 'wf_test', automationVersion: 1,
-      triggerId: 'trg_test', inputs: { i }, startedBy: 'api_trigger', timeoutMs: 60_000,
-    }, id);
+    const rowsFor = (i: number, id?: string): RunRows =>
+      runRows(
+        {
+          orgId,
+          automationId: 'wf_test',
+          automationVersion: 1,
+          triggerId: 'trg_test',
+          inputs: { i },
+          startedBy: 'api_trigger',
+          timeoutMs: 60_000,
+        },
+        id,
+      );
 
     /** Reads the run and its steps the moment the caller's promise resolves (another pool connection). */
     async function readBack(id: string): Promise<{ run: Record<string, unknown> | undefined; steps: number }> {
       const run = (await db('runs').where({ id }).first()) as Record<string, unknown> | undefined;
-      const steps = Number(((await db('run_steps').where({ run_id: id }).count({ n: '*' })) as { n: number | string }[])[0]!.n);
+      const steps = Number(
+        ((await db('run_steps').where({ run_id: id }).count({ n: '*' })) as { n: number | string }[])[0]!.n,
+      );
       return { run, steps };
     }
 
@@ -100,7 +113,9 @@ for (const kind of kinds) {
       const good = Array.from({ length: 9 }, (_, i) => rowsFor(i));
       const dup = rowsFor(100, existingId);
       const all = [...good.slice(0, 4), dup, ...good.slice(4)];
-      const results = await Promise.allSettled(all.map((rows) => gc.add(rows).then(() => readBack(rows.run.id as string))));
+      const results = await Promise.allSettled(
+        all.map((rows) => gc.add(rows).then(() => readBack(rows.run.id as string))),
+      );
 
       const rejected = results.filter((r) => r.status === 'rejected');
       expect(rejected).to.have.length(1);
@@ -141,29 +156,37 @@ for (const kind of kinds) {
       }
     });
 
-    it(kind === 'sqlite' ? 'on sqlite, new runs share a transaction with the other writes of the store' : 'on PostgreSQL, each writer has a queue of its own', async () => {
-      const queue = WriteQueue.for(db);
-      expect(queue === WriteQueue.for(db), 'one queue per store').to.equal(kind === 'sqlite');
-      const sql = logSql(db);
-      try {
-        const rows = rowsFor(1);
-        // Another writer's operation (here: an organisation rename) queued beside the new run.
-        const other = queue.run((trx) => trx('organizations').where({ id: orgId }).update({ name: 'Renamed' }));
-        await Promise.all([new GroupCommitter(WriteQueue.for(db)).add(rows), other]);
-        const statements = sql.statements.map(verb);
-        if (kind === 'sqlite') expect(statements).to.deep.equal(['begin', 'update', 'insert', 'commit']);
-        else expect(statements.filter((s) => s === 'insert')).to.have.length(1);
-        expect((await readBack(rows.run.id as string)).run).to.include({ status: 'PENDING' });
-      } finally {
-        sql.stop();
-      }
-    });
+    it(
+      kind === 'sqlite'
+        ? 'on sqlite, new runs share a transaction with the other writes of the store'
+        : 'on PostgreSQL, each writer has a queue of its own',
+      async () => {
+        const queue = WriteQueue.for(db);
+        expect(queue === WriteQueue.for(db), 'one queue per store').to.equal(kind === 'sqlite');
+        const sql = logSql(db);
+        try {
+          const rows = rowsFor(1);
+          // Another writer's operation (here: an organisation rename) queued beside the new run.
+          const other = queue.run((trx) => trx('organizations').where({ id: orgId }).update({ name: 'Renamed' }));
+          await Promise.all([new GroupCommitter(WriteQueue.for(db)).add(rows), other]);
+          const statements = sql.statements.map(verb);
+          if (kind === 'sqlite') expect(statements).to.deep.equal(['begin', 'update', 'insert', 'commit']);
+          else expect(statements.filter((s) => s === 'insert')).to.have.length(1);
+          expect((await readBack(rows.run.id as string)).run).to.include({ status: 'PENDING' });
+        } finally {
+          sql.stop();
+        }
+      },
+    );
 
     it('keeps working after a failed batch (the next calls are committed)', async () => {
       const gc = new GroupCommitter(WriteQueue.for(db));
       const a = rowsFor(1);
       await gc.add(a);
-      await gc.add(rowsFor(2, a.run.id as string)).then(() => expect.fail('the duplicate must be rejected'), () => undefined);
+      await gc.add(rowsFor(2, a.run.id as string)).then(
+        () => expect.fail('the duplicate must be rejected'),
+        () => undefined,
+      );
       const later = rowsFor(3);
       await gc.add(later);
       expect((await readBack(later.run.id as string)).run).to.not.equal(undefined);

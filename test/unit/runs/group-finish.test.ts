@@ -10,16 +10,42 @@ import { createOrganization } from '../../../src/auth/index.js';
 import { RunClaimer } from '../../../src/runs/claims.js';
 import { LeaseKeeper } from '../../../src/runs/leases.js';
 import { RunRecorder } from '../../../src/runs/recorder.js';
-import { claimRun, claimRuns, listSteps, loadRunForWorker, pendingRunIds, renewLeases, type RunRow } from '../../../src/runs/runs.js';
+import {
+  claimRun,
+  claimRuns,
+  listSteps,
+  loadRunForWorker,
+  pendingRunIds,
+  renewLeases,
+  type RunRow,
+} from '../../../src/runs/runs.js';
 import { WriteQueue } from '../../../src/storage/write-queue.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
-import { addRun, addWorkflow, busyStep, isClaim, isFileWrite, isFinish, isStepWrite, logSql, silent, transactions } from './write-path-helpers.js';
+import {
+  addRun,
+  addWorkflow,
+  busyStep,
+  isClaim,
+  isFileWrite,
+  isFinish,
+  isStepWrite,
+  logSql,
+  silent,
+  transactions,
+} from './write-path-helpers.js';
 
 const kinds = await storeKinds();
 const LEASE_MS = 30_000;
 const WORKER = 'this-worker';
 
-const done = (result: string) => ({ status: 'COMPLETE' as const, resultType: 'plaintext', result, exitCode: 0, durationMs: 1, logs: [] });
+const done = (result: string) => ({
+  status: 'COMPLETE' as const,
+  resultType: 'plaintext',
+  result,
+  exitCode: 0,
+  durationMs: 1,
+  logs: [],
+});
 
 for (const kind of kinds) {
   describe(`run writes: group commit, claims, leases (${kind})`, function () {
@@ -53,17 +79,34 @@ for (const kind of kinds) {
       const taken = runs[2]!;
       await db('runs').where({ id: taken.id }).update({ claimed_by: 'another-worker', attempts: 2 });
       const writes = new WriteQueue(db);
-      const recorders = runs.map((run) => new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run, () => undefined));
+      const recorders = runs.map(
+        (run) => new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run, () => undefined),
+      );
       for (const [i, r] of recorders.entries()) {
         await r.stepStarted(0, 1, { name: 'One', stepVersion: 1 });
-        await r.stepFinished(0, done(`r${i}`), [{ orgId, runId: runs[i]!.id, stepIndex: 0, kind: 'step', filename: 'out.txt', mimeType: 'text/plain', size: 1, blobKey: `runs/${runs[i]!.id}/0/file_${i}` }]);
+        await r.stepFinished(0, done(`r${i}`), [
+          {
+            orgId,
+            runId: runs[i]!.id,
+            stepIndex: 0,
+            kind: 'step',
+            filename: 'out.txt',
+            mimeType: 'text/plain',
+            size: 1,
+            blobKey: `runs/${runs[i]!.id}/0/file_${i}`,
+          },
+        ]);
       }
       const sql = logSql(db);
       const resolvedAfter: number[] = [];
-      const results = await Promise.all(recorders.map((r) => r.finish('COMPLETE', undefined).then((ok) => {
-        resolvedAfter.push(sql.statements.length);
-        return ok;
-      })));
+      const results = await Promise.all(
+        recorders.map((r) =>
+          r.finish('COMPLETE', undefined).then((ok) => {
+            resolvedAfter.push(sql.statements.length);
+            return ok;
+          }),
+        ),
+      );
       sql.stop();
 
       expect(results).to.deep.equal(runs.map((r) => r.id !== taken.id));
@@ -96,7 +139,8 @@ for (const kind of kinds) {
     it('one batch of finishes gives each run its own state and error, and an older attempt of a run matches nothing', async () => {
       const runs = await claimed(3);
       const writes = new WriteQueue(db);
-      const recorder = (run: RunRow) => new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run, () => undefined);
+      const recorder = (run: RunRow) =>
+        new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run, () => undefined);
       const recorders = runs.map(recorder);
       // runs[2] was recovered and claimed again by this same worker: its first attempt is stale.
       await db('runs').where({ id: runs[2]!.id }).update({ attempts: 2 });
@@ -114,7 +158,11 @@ for (const kind of kinds) {
       expect(results).to.deep.equal([true, true, false, true]);
       const row = async (id: string) => (await loadRunForWorker(db, id))!;
       expect(await row(runs[0]!.id)).to.include({ status: 'COMPLETE', error: null, lease_until: null });
-      expect(await row(runs[1]!.id)).to.include({ status: 'FAILED', error: 'Step 0 (One) failed: boom', lease_until: null });
+      expect(await row(runs[1]!.id)).to.include({
+        status: 'FAILED',
+        error: 'Step 0 (One) failed: boom',
+        lease_until: null,
+      });
       expect(await row(runs[2]!.id)).to.include({ status: 'COMPLETE', error: null });
       expect((await row(runs[2]!.id)).finished_at).to.be.a('string');
       expect(await listSteps(db, runs[2]!.id), 'only the newer attempt wrote its step row').to.have.length(1);
@@ -126,7 +174,9 @@ for (const kind of kinds) {
       const recorder = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run!, () => undefined);
       await recorder.stepStarted(0, 1, { name: 'One', stepVersion: 1 });
       await recorder.stepFinished(0, done('late'), []);
-      await db('runs').where({ id: run!.id }).update({ status: 'FAILED', error: 'worker lost', finished_at: new Date().toISOString(), lease_until: null });
+      await db('runs')
+        .where({ id: run!.id })
+        .update({ status: 'FAILED', error: 'worker lost', finished_at: new Date().toISOString(), lease_until: null });
       const before = await loadRunForWorker(db, run!.id);
       for (const status of ['COMPLETE', 'FAILED', 'TIMEOUT'] as const) {
         const again = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run!, () => undefined);
@@ -144,8 +194,13 @@ for (const kind of kinds) {
         await new Promise((r) => setTimeout(r, 2));
       }
       const first = await claimRuns(db, 'w0', LEASE_MS, 3);
-      expect(first.map((r) => r.id), 'oldest first').to.deep.equal(ids.slice(0, 3));
-      expect(first.map((r) => [r.status, r.claimed_by, Number(r.attempts)])).to.deep.equal(Array(3).fill(['RUNNING', 'w0', 1]));
+      expect(
+        first.map((r) => r.id),
+        'oldest first',
+      ).to.deep.equal(ids.slice(0, 3));
+      expect(first.map((r) => [r.status, r.claimed_by, Number(r.attempts)])).to.deep.equal(
+        Array(3).fill(['RUNNING', 'w0', 1]),
+      );
       const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimRuns(db, `w${i + 1}`, LEASE_MS, 3)));
       for (const c of claims) expect(c.length).to.be.at.most(3);
       const all = [...first, ...claims.flat()].map((r) => r.id);
@@ -162,7 +217,10 @@ for (const kind of kinds) {
       const got = await Promise.all(Array.from({ length: 5 }, () => claimer.next()));
       sql.stop();
       expect(transactions(sql.statements).flat().filter(isClaim), 'one statement').to.have.length(1);
-      expect(sql.statements.filter((s) => s === 'begin'), 'alone in its batch, the claim autocommits').to.deep.equal([]);
+      expect(
+        sql.statements.filter((s) => s === 'begin'),
+        'alone in its batch, the claim autocommits',
+      ).to.deep.equal([]);
       const runs = got.filter((r): r is RunRow => r !== undefined);
       expect(runs.map((r) => r.id).sort()).to.deep.equal([...ids].sort());
       expect(got.filter((r) => r === undefined)).to.have.length(2);
@@ -171,12 +229,18 @@ for (const kind of kinds) {
 
     it('LeaseKeeper: one UPDATE renews every held run; a run another worker took is reported lost, once; released runs are not renewed', async () => {
       const [a, b, c] = await claimed(3);
-      await db('runs').whereIn('id', [a!.id, b!.id, c!.id]).update({ lease_until: new Date(Date.now() + 1_000).toISOString() });
+      await db('runs')
+        .whereIn('id', [a!.id, b!.id, c!.id])
+        .update({ lease_until: new Date(Date.now() + 1_000).toISOString() });
       const calls: string[][] = [];
-      const keeper = new LeaseKeeper(async (ids) => {
-        calls.push(ids);
-        return renewLeases(db, ids, WORKER, LEASE_MS);
-      }, 60_000, silent);
+      const keeper = new LeaseKeeper(
+        async (ids) => {
+          calls.push(ids);
+          return renewLeases(db, ids, WORKER, LEASE_MS);
+        },
+        60_000,
+        silent,
+      );
       const lost: string[] = [];
       for (const r of [a!, b!, c!]) keeper.hold(r.id, 1, () => lost.push(r.id));
       await db('runs').where({ id: b!.id }).update({ claimed_by: 'another-worker' });
@@ -205,10 +269,14 @@ for (const kind of kinds) {
       // Not wired to the keeper: its finish must fail on the attempt alone.
       const old = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, run!, () => undefined);
       const calls: string[][] = [];
-      const keeper = new LeaseKeeper(async (ids) => {
-        calls.push(ids);
-        return renewLeases(db, ids, WORKER, LEASE_MS);
-      }, 60_000, silent);
+      const keeper = new LeaseKeeper(
+        async (ids) => {
+          calls.push(ids);
+          return renewLeases(db, ids, WORKER, LEASE_MS);
+        },
+        60_000,
+        silent,
+      );
       keeper.hold(run!.id, 1, () => lost.push('old'));
       await old.stepStarted(0, 1, { name: 'One', stepVersion: 1 });
       // Recovery re-queued it and this process claimed it again: attempts 2, same worker id.
@@ -223,7 +291,9 @@ for (const kind of kinds) {
 
       await old.stepFinished(0, done('stale'), []);
       expect(old.lost).to.equal(false);
-      expect(await old.finish('COMPLETE', undefined), 'the older attempt does not finish the newer one').to.equal(false);
+      expect(await old.finish('COMPLETE', undefined), 'the older attempt does not finish the newer one').to.equal(
+        false,
+      );
       expect((await loadRunForWorker(db, run!.id))!).to.include({ status: 'RUNNING', claimed_by: WORKER });
       expect(await listSteps(db, run!.id)).to.deep.equal([]);
       const current = new RunRecorder({ writes, workerId: WORKER, leaseMs: LEASE_MS }, again!, () => undefined);

@@ -29,7 +29,8 @@ async function blobExists(blobs: LocalBlobStore, key: string): Promise<boolean> 
   }
 }
 
-const count = async (q: Knex.QueryBuilder): Promise<number> => Number(((await q.count({ n: '*' })) as { n: number | string }[])[0]!.n);
+const count = async (q: Knex.QueryBuilder): Promise<number> =>
+  Number(((await q.count({ n: '*' })) as { n: number | string }[])[0]!.n);
 
 for (const kind of kinds) {
   describe(`retention: pruneFinishedRuns (${kind})`, () => {
@@ -49,21 +50,48 @@ for (const kind of kinds) {
     afterEach(async () => store.close());
 
     /** A run in `status`, created `createdAgo` and (when terminal) finished `finishedAgo`, with a step file and an attachment. */
-    async function addRun(status: RunStatus, createdAgo: number, finishedAgo: number | null): Promise<{ id: string; fileIds: string[]; blobKeys: string[] }> {
-      const rows = runRows({
-        orgId, automationId: 'wf_ret', automationVersion: 1,
-        triggerId: 'trg_ret', inputs: {}, startedBy: 'test', timeoutMs: 60_000,
-      }, undefined, ago(createdAgo));
+    async function addRun(
+      status: RunStatus,
+      createdAgo: number,
+      finishedAgo: number | null,
+    ): Promise<{ id: string; fileIds: string[]; blobKeys: string[] }> {
+      const rows = runRows(
+        {
+          orgId,
+          automationId: 'wf_ret',
+          automationVersion: 1,
+          triggerId: 'trg_ret',
+          inputs: {},
+          startedBy: 'test',
+          timeoutMs: 60_000,
+        },
+        undefined,
+        ago(createdAgo),
+      );
       rows.run.status = status;
       if (finishedAgo !== null) rows.run.finished_at = ago(finishedAgo);
       await insertRuns(db, [rows]);
       const id = rows.run.id as string;
-      await db('run_steps').insert([0, 1].map((i) => ({ run_id: id, step_index: i, step_version: 1, name: `s${i}`, status: 'COMPLETE' })));
+      await db('run_steps').insert(
+        [0, 1].map((i) => ({ run_id: id, step_index: i, step_version: 1, name: `s${i}`, status: 'COMPLETE' })),
+      );
       const fileIds: string[] = [];
       const blobKeys: string[] = [];
-      for (const [kindOf, key, stepIndex] of [['step', `runs/${id}/1/f1`, 1], ['attachment', `attachments/${orgId}/${id}-att`, null]] as const) {
+      for (const [kindOf, key, stepIndex] of [
+        ['step', `runs/${id}/1/f1`, 1],
+        ['attachment', `attachments/${orgId}/${id}-att`, null],
+      ] as const) {
         const { size } = await blobs.put(key, Buffer.from(`bytes of ${key}`));
-        const rec = await recordFile(db, { orgId, runId: id, stepIndex, kind: kindOf, filename: 'x.txt', mimeType: 'text/plain', size, blobKey: key });
+        const rec = await recordFile(db, {
+          orgId,
+          runId: id,
+          stepIndex,
+          kind: kindOf,
+          filename: 'x.txt',
+          mimeType: 'text/plain',
+          size,
+          blobKey: key,
+        });
         fileIds.push(rec.id);
         blobKeys.push(key);
       }
@@ -109,10 +137,23 @@ for (const kind of kinds) {
 
     it('deletes idempotency keys older than 24 h and keeps younger ones', async () => {
       const run = await addRun('COMPLETE', HOUR, HOUR);
-      const key = (k: string, age: number) => ({ trigger_id: 'trg_ret', idem_key: k, org_id: orgId, run_id: run.id, created_at: ago(age) });
-      await db('idempotency_keys').insert([key('day-and-a-bit', 24 * HOUR + 60_000), key('two-days', 48 * HOUR), key('23h', 23 * HOUR), key('new', 0)]);
+      const key = (k: string, age: number) => ({
+        trigger_id: 'trg_ret',
+        idem_key: k,
+        org_id: orgId,
+        run_id: run.id,
+        created_at: ago(age),
+      });
+      await db('idempotency_keys').insert([
+        key('day-and-a-bit', 24 * HOUR + 60_000),
+        key('two-days', 48 * HOUR),
+        key('23h', 23 * HOUR),
+        key('new', 0),
+      ]);
       await pruneFinishedRuns(db, blobs, 30, now);
-      const left = ((await db('idempotency_keys').select('idem_key').orderBy('idem_key')) as { idem_key: string }[]).map((r) => r.idem_key);
+      const left = (
+        (await db('idempotency_keys').select('idem_key').orderBy('idem_key')) as { idem_key: string }[]
+      ).map((r) => r.idem_key);
       expect(left).to.deep.equal(['23h', 'new']);
       await kept(run);
     });
@@ -122,8 +163,18 @@ for (const kind of kinds) {
         const id = newId('file');
         const key = `attachments/${orgId}/${id}`;
         const { size } = await blobs.put(key, Buffer.from('orphan'));
-        await recordFile(db, { id, orgId, kind: 'attachment', filename: 'o.txt', mimeType: 'text/plain', size, blobKey: key });
-        await db('files').where({ id }).update({ created_at: ago(age) });
+        await recordFile(db, {
+          id,
+          orgId,
+          kind: 'attachment',
+          filename: 'o.txt',
+          mimeType: 'text/plain',
+          size,
+          blobKey: key,
+        });
+        await db('files')
+          .where({ id })
+          .update({ created_at: ago(age) });
         return { id, key };
       };
       const stale = await put(2 * HOUR);

@@ -2,16 +2,33 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { AppError } from '../../../src/errors/index.js';
 import {
-  ATTACHMENT_URL_TTL_SECONDS, BROWSER_FILE_URL_TTL_SECONDS, FILESTORAGE_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS,
-  signFileUrl, verifyFileSignature,
+  ATTACHMENT_URL_TTL_SECONDS,
+  BROWSER_FILE_URL_TTL_SECONDS,
+  FILESTORAGE_URL_TTL_SECONDS,
+  STEP_FILE_URL_TTL_SECONDS,
+  signFileUrl,
+  verifyFileSignature,
 } from '../../../src/runs/signed-urls.js';
 
-const config = { secretKey: randomBytes(32), baseUrls: { triggers: 'http://t', auth: 'http://a', mcp: 'http://m', connect: 'http://c', runFiles: 'http://files.test' } };
+const config = {
+  secretKey: randomBytes(32),
+  baseUrls: {
+    triggers: 'http://t',
+    auth: 'http://a',
+    mcp: 'http://m',
+    connect: 'http://c',
+    runFiles: 'http://files.test',
+  },
+};
 const NOW = Date.UTC(2025, 10, 21, 10, 15, 2);
 
 function parse(url: string): { fileId: string; expires: string; signature: string } {
   const u = new URL(url);
-  return { fileId: decodeURIComponent(u.pathname.replace(/^\/files\//, '')), expires: u.searchParams.get('expires')!, signature: u.searchParams.get('signature')! };
+  return {
+    fileId: decodeURIComponent(u.pathname.replace(/^\/files\//, '')),
+    expires: u.searchParams.get('expires')!,
+    signature: u.searchParams.get('signature')!,
+  };
 }
 
 function code(fn: () => unknown): { status: number; code: string; message: string } {
@@ -38,8 +55,9 @@ describe('signed run-file URLs (openapi/run-files.yaml downloadRunFile)', () => 
     expect(url).to.match(/^http:\/\/files\.test\/files\/file_2Hs8Lq\?expires=\d+&signature=[0-9a-f]{64}$/);
     const p = parse(url);
     expect(Number(p.expires)).to.equal(Math.floor(NOW / 1000) + 86400);
-    expect(signFileUrl({ ...config, baseUrls: { ...config.baseUrls, runFiles: 'https://cdn.example/base/' } }, 'f', 60, NOW))
-      .to.match(/^https:\/\/cdn\.example\/base\/files\/f\?expires=/);
+    expect(
+      signFileUrl({ ...config, baseUrls: { ...config.baseUrls, runFiles: 'https://cdn.example/base/' } }, 'f', 60, NOW),
+    ).to.match(/^https:\/\/cdn\.example\/base\/files\/f\?expires=/);
     expect(() => signFileUrl(config, 'f', 0)).to.throw(RangeError);
     expect(() => signFileUrl(config, 'f', 1.5)).to.throw(RangeError);
   });
@@ -60,12 +78,22 @@ describe('signed run-file URLs (openapi/run-files.yaml downloadRunFile)', () => 
     const invalid = { status: 403, code: 'invalid_signature', message: 'The download URL signature is not valid.' };
     expect(code(() => verifyFileSignature(config, 'file_a', p.expires, flipped, NOW))).to.deep.equal(invalid);
     expect(code(() => verifyFileSignature(config, 'file_b', p.expires, p.signature, NOW))).to.deep.equal(invalid);
-    expect(code(() => verifyFileSignature(config, 'file_a', Number(p.expires) + 86400, p.signature, NOW))).to.deep.equal(invalid);
-    expect(code(() => verifyFileSignature({ secretKey: randomBytes(32) }, 'file_a', p.expires, p.signature, NOW))).to.deep.equal(invalid);
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.toUpperCase(), NOW)).code).to.equal('invalid_signature');
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.slice(0, 63), NOW)).code).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', Number(p.expires) + 86400, p.signature, NOW)),
+    ).to.deep.equal(invalid);
+    expect(
+      code(() => verifyFileSignature({ secretKey: randomBytes(32) }, 'file_a', p.expires, p.signature, NOW)),
+    ).to.deep.equal(invalid);
+    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.toUpperCase(), NOW)).code).to.equal(
+      'invalid_signature',
+    );
+    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.slice(0, 63), NOW)).code).to.equal(
+      'invalid_signature',
+    );
     expect(code(() => verifyFileSignature(config, 'file_a', p.expires, '', NOW)).code).to.equal('invalid_signature');
-    expect(code(() => verifyFileSignature(config, 'file_a', 'soon', p.signature, NOW)).code).to.equal('invalid_signature');
+    expect(code(() => verifyFileSignature(config, 'file_a', 'soon', p.signature, NOW)).code).to.equal(
+      'invalid_signature',
+    );
     expect(code(() => verifyFileSignature(config, 'file_a', -1, p.signature, NOW)).code).to.equal('invalid_signature');
     expect(code(() => verifyFileSignature(config, 'file_a', 1.5, p.signature, NOW)).code).to.equal('invalid_signature');
   });
@@ -74,7 +102,9 @@ describe('signed run-file URLs (openapi/run-files.yaml downloadRunFile)', () => 
     const p = parse(signFileUrl(config, 'file_a', 60, NOW));
     const later = NOW + 60_000;
     expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature, later))).to.deep.equal({
-      status: 403, code: 'url_expired', message: 'The download URL has expired; request a new one.',
+      status: 403,
+      code: 'url_expired',
+      message: 'The download URL has expired; request a new one.',
     });
     expect(verifyFileSignature(config, 'file_a', p.expires, p.signature, later - 1000)).to.equal(1);
     const bad = '0'.repeat(64);

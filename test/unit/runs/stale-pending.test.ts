@@ -19,7 +19,14 @@ describe('run workers: stale PENDING runs on the Redis queue', function () {
   let runtime: Runtime;
   before(async () => {
     store = await createTestStore('sqlite');
-    const config = loadConfig({ DATA_DIR: store.dataDir, REDIS_URL: 'redis://127.0.0.1:6379', REDIS_PREFIX: prefix, RUN_LEASE_MS: '600', RUN_CONCURRENCY: '1', SEED_DEMO: 'false' });
+    const config = loadConfig({
+      DATA_DIR: store.dataDir,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: prefix,
+      RUN_LEASE_MS: '600',
+      RUN_CONCURRENCY: '1',
+      SEED_DEMO: 'false',
+    });
     runtime = await createRuntime(config, createLogger('silent'), { db: store.db });
   });
   after(async () => {
@@ -36,7 +43,15 @@ describe('run workers: stale PENDING runs on the Redis queue', function () {
     const { db } = runtime.services;
     const org = await createOrganization(db, { name: 'Stale' });
     const wf = await createWorkflow(db, org.id, { name: 'w', steps: [{ type: 'code', name: 's', code: 'return 7;' }] });
-    const rows = runRows({ orgId: org.id, automationId: wf.automationId, automationVersion: 1, triggerId: null, inputs: {}, startedBy: 'api_trigger', timeoutMs: 60_000 });
+    const rows = runRows({
+      orgId: org.id,
+      automationId: wf.automationId,
+      automationVersion: 1,
+      triggerId: null,
+      inputs: {},
+      startedBy: 'api_trigger',
+      timeoutMs: 60_000,
+    });
     await insertRuns(db, [rows]); // committed but never enqueued: no job exists in Redis
     const runId = rows.run.id as string;
     const deadline = Date.now() + 15_000;

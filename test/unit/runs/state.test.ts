@@ -9,11 +9,22 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { createWorkflow } from '../../../src/engine/workflows.js';
-import { claimRun, insertRuns, listSteps, pendingRunIds, recoverExpiredRuns, runRows, type RunRow } from '../../../src/runs/runs.js';
+import {
+  claimRun,
+  insertRuns,
+  listSteps,
+  pendingRunIds,
+  recoverExpiredRuns,
+  runRows,
+  type RunRow,
+} from '../../../src/runs/runs.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 
 const kinds = await storeKinds();
-const STEPS = [{ name: 'First', stepVersion: 1 }, { name: 'Second', stepVersion: 1 }];
+const STEPS = [
+  { name: 'First', stepVersion: 1 },
+  { name: 'Second', stepVersion: 1 },
+];
 const LEASE_MS = 30_000;
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const at = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
@@ -25,11 +36,19 @@ const past = () => new Date(Date.now() - 60_000).toISOString();
  * write-path.test.ts). Here it is only the starting point of claims and crash recovery.
  */
 async function stepRunning(db: Knex, runId: string, stepIndex: number, executionOrder: number): Promise<void> {
-  await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({ status: 'RUNNING', execution_order: executionOrder, started_at: new Date().toISOString() });
+  await db('run_steps')
+    .where({ run_id: runId, step_index: stepIndex })
+    .update({ status: 'RUNNING', execution_order: executionOrder, started_at: new Date().toISOString() });
 }
 async function stepDone(db: Knex, runId: string, stepIndex: number, result: string): Promise<void> {
   await db('run_steps').where({ run_id: runId, step_index: stepIndex }).update({
-    status: 'COMPLETE', result_type: 'plaintext', result, exit_code: 0, duration_ms: 7, finished_at: new Date().toISOString(), logs: 'a log line',
+    status: 'COMPLETE',
+    result_type: 'plaintext',
+    result,
+    exit_code: 0,
+    duration_ms: 7,
+    finished_at: new Date().toISOString(),
+    logs: 'a log line',
   });
 }
 async function runFinished(db: Knex, runId: string, status: 'COMPLETE' | 'FAILED'): Promise<void> {
@@ -53,19 +72,42 @@ for (const kind of kinds) {
       store = await createTestStore(kind);
       db = store.db;
       orgId = (await createOrganization(db, { name: 'Runs org' })).id;
-      const wf = await createWorkflow(db, orgId, { name: 'Two steps', steps: [{ type: 'code', name: 'First', code: 'return 1;' }, { type: 'code', name: 'Second', code: 'return 2;' }] });
+      const wf = await createWorkflow(db, orgId, {
+        name: 'Two steps',
+        steps: [
+          { type: 'code', name: 'First', code: 'return 1;' },
+          { type: 'code', name: 'Second', code: 'return 2;' },
+        ],
+      });
       automationId = wf.automationId;
     });
     afterEach(async () => store.close());
 
     /** Inserts one PENDING run created at `createdAt`, with PENDING rows for its two steps (an earlier attempt's). */
     async function addRun(createdAt = new Date().toISOString()): Promise<string> {
-      const rows = runRows({
-        orgId, automationId, automationVersion: 1,
-        triggerId: null, inputs: { n: 1 }, startedBy: 'test', timeoutMs: 60_000,
-      }, undefined, createdAt);
+      const rows = runRows(
+        {
+          orgId,
+          automationId,
+          automationVersion: 1,
+          triggerId: null,
+          inputs: { n: 1 },
+          startedBy: 'test',
+          timeoutMs: 60_000,
+        },
+        undefined,
+        createdAt,
+      );
       await insertRuns(db, [rows]);
-      await db('run_steps').insert(STEPS.map((st, i) => ({ run_id: rows.run.id, step_index: i, step_version: st.stepVersion, name: st.name, status: 'PENDING' })));
+      await db('run_steps').insert(
+        STEPS.map((st, i) => ({
+          run_id: rows.run.id,
+          step_index: i,
+          step_version: st.stepVersion,
+          name: st.name,
+          status: 'PENDING',
+        })),
+      );
       return rows.run.id as string;
     }
 
@@ -78,7 +120,9 @@ for (const kind of kinds) {
         const olderButRunning = await addRun(at(0));
         await db('runs').where({ id: olderButRunning }).update({ status: 'RUNNING' });
         const olderButDone = await addRun(at(500));
-        await db('runs').where({ id: olderButDone }).update({ status: 'COMPLETE', finished_at: at(600) });
+        await db('runs')
+          .where({ id: olderButDone })
+          .update({ status: 'COMPLETE', finished_at: at(600) });
 
         const before = Date.now();
         const first = await claimRun(db, 'w1', LEASE_MS);
@@ -87,7 +131,9 @@ for (const kind of kinds) {
         expect(Number(first!.attempts)).to.equal(1);
         expect(first!.started_at).to.be.a('string');
         const lease = Date.parse(first!.lease_until!);
-        expect(lease).to.be.at.least(before + LEASE_MS - 5).and.at.most(Date.now() + LEASE_MS + 5);
+        expect(lease)
+          .to.be.at.least(before + LEASE_MS - 5)
+          .and.at.most(Date.now() + LEASE_MS + 5);
         expect(await pendingRunIds(db), 'one claim takes one run').to.deep.equal([middle, newest]);
 
         expect((await claimRun(db, 'w2', LEASE_MS))?.id).to.equal(middle);
@@ -179,12 +225,28 @@ for (const kind of kinds) {
         expect(result).to.deep.equal({ requeued: [a], failed: [b] });
 
         const ra = await getRun(db, a);
-        expect(ra).to.include({ status: 'PENDING', claimed_by: null, lease_until: null, started_at: null, finished_at: null, error: null });
+        expect(ra).to.include({
+          status: 'PENDING',
+          claimed_by: null,
+          lease_until: null,
+          started_at: null,
+          finished_at: null,
+          error: null,
+        });
         expect(Number(ra.attempts), 'attempts are kept (the next claim counts on)').to.equal(1);
         const stepsA = await listSteps(db, a);
         expect(stepsA.map((s) => s.status)).to.deep.equal(['PENDING', 'PENDING']);
         for (const s of stepsA) {
-          expect(s).to.include({ execution_order: null, result: null, result_type: null, exit_code: null, duration_ms: null, started_at: null, finished_at: null, logs: null });
+          expect(s).to.include({
+            execution_order: null,
+            result: null,
+            result_type: null,
+            exit_code: null,
+            duration_ms: null,
+            started_at: null,
+            finished_at: null,
+            logs: null,
+          });
         }
 
         const rb = await getRun(db, b);
@@ -194,7 +256,10 @@ for (const kind of kinds) {
         expect(rb.lease_until).to.equal(null);
         expect(Date.parse(rb.finished_at!)).to.be.closeTo(Date.now(), 5_000);
         const stepsB = await listSteps(db, b);
-        expect(stepsB.map((s) => s.status), 'finished steps keep their result, the rest are SKIPPED').to.deep.equal(['COMPLETE', 'SKIPPED']);
+        expect(
+          stepsB.map((s) => s.status),
+          'finished steps keep their result, the rest are SKIPPED',
+        ).to.deep.equal(['COMPLETE', 'SKIPPED']);
         expect(stepsB[0]!.result).to.equal('B0');
 
         expect(await Promise.all([c, d, e].map((id) => getRun(db, id)))).to.deep.equal(untouched);

@@ -19,13 +19,20 @@ import type { TestStore } from '../../helpers/store.js';
 export const silent = createLogger('silent');
 
 /** A code step that keeps the sandbox busy for `ms` (the sandbox has no timers), then runs `then`. */
-export const busyStep = (name: string, ms: number, then = 'return "done";') =>
-  ({ type: 'code', name, code: `const end = Date.now() + ${ms}; while (Date.now() < end) { /* busy */ }\n${then}` });
+export const busyStep = (name: string, ms: number, then = 'return "done";') => ({
+  type: 'code',
+  name,
+  code: `const end = Date.now() + ${ms}; while (Date.now() < end) { /* busy */ }\n${then}`,
+});
 
 /** Like the demo workflow: two code steps, the second writes report.md. */
 export const DEMO_STEPS = [
   { type: 'code', name: 'Compute greeting', code: 'return `Hello, ${ctx.inputs.name ?? "world"}!`;' },
-  { type: 'code', name: 'Write report', code: 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "written";' },
+  {
+    type: 'code',
+    name: 'Write report',
+    code: 'ctx.files.write("report.md", `# ${ctx.steps[0].result}`, "text/markdown"); return "written";',
+  },
 ];
 
 export async function addWorkflow(db: Knex, orgId: string, steps: readonly Record<string, unknown>[]): Promise<string> {
@@ -33,8 +40,21 @@ export async function addWorkflow(db: Knex, orgId: string, steps: readonly Recor
 }
 
 /** Inserts one PENDING run (no step rows, as a trigger call does) and returns its id. */
-export async function addRun(db: Knex, orgId: string, automationId: string, inputs: Record<string, unknown> = {}): Promise<string> {
-  const rows = runRows({ orgId, automationId, automationVersion: 1, triggerId: null, inputs, startedBy: 'test', timeoutMs: 60_000 });
+export async function addRun(
+  db: Knex,
+  orgId: string,
+  automationId: string,
+  inputs: Record<string, unknown> = {},
+): Promise<string> {
+  const rows = runRows({
+    orgId,
+    automationId,
+    automationVersion: 1,
+    triggerId: null,
+    inputs,
+    startedBy: 'test',
+    timeoutMs: 60_000,
+  });
   await insertRuns(db, [rows]);
   return rows.run.id as string;
 }
@@ -48,17 +68,34 @@ export interface Workers {
 }
 
 /** Run workers of one process on `store` (what `npm start` runs beside HTTP), started. */
-export async function startWorkers(store: TestStore, env: Record<string, string> = {}, idleCheckMs = 250): Promise<Workers> {
-  const config = loadConfig({ DATA_DIR: store.dataDir, SEED_DEMO: 'false', RUN_CONCURRENCY: '1', CODE_ISOLATION: process.env.CODE_ISOLATION ?? 'auto', ...env });
+export async function startWorkers(
+  store: TestStore,
+  env: Record<string, string> = {},
+  idleCheckMs = 250,
+): Promise<Workers> {
+  const config = loadConfig({
+    DATA_DIR: store.dataDir,
+    SEED_DEMO: 'false',
+    RUN_CONCURRENCY: '1',
+    CODE_ISOLATION: process.env.CODE_ISOLATION ?? 'auto',
+    ...env,
+  });
   const queue = new InProcessRunQueue(idleCheckMs);
   const signals = await createSignals(undefined, silent, 'test');
   const blobs = openBlobStore(config);
-  const sandbox = new SandboxPool({ isolation: await probeIsolation({ mode: config.codeIsolation }), size: 1, log: silent });
+  const sandbox = new SandboxPool({
+    isolation: await probeIsolation({ mode: config.codeIsolation }),
+    size: 1,
+    log: silent,
+  });
   await sandbox.start();
   const workers = new RunWorkers({ db: store.db, config, log: silent, queue, sandbox, blobs, signals });
   await workers.start();
   return {
-    workers, queue, signals, blobs,
+    workers,
+    queue,
+    signals,
+    blobs,
     async close() {
       await workers.close();
       await sandbox.close();
@@ -119,11 +156,17 @@ export function transactions(statements: readonly string[]): string[][] {
 }
 
 export const isFinish = (s: string) => s.startsWith('update runs set status = ') && s.includes('finished_at');
-export const isClaim = (s: string) => /\bupdate runs set status = /.test(s) && s.includes('claimed_by = ') && !s.includes('finished_at');
+export const isClaim = (s: string) =>
+  /\bupdate runs set status = /.test(s) && s.includes('claimed_by = ') && !s.includes('finished_at');
 export const isStepWrite = (s: string) => /^(insert into|update) run_steps\b/.test(s);
 export const isFileWrite = (s: string) => /^insert into files\b/.test(s);
 
-export async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 15_000, everyMs = 5): Promise<void> {
+export async function until(
+  what: string,
+  cond: () => Promise<boolean> | boolean,
+  timeoutMs = 15_000,
+  everyMs = 5,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -10,14 +10,37 @@ import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
 import { listRunFiles } from '../../../src/runs/files.js';
-import { claimedRunRow, claimRun, findRun, insertRuns, listSteps, loadRunForWorker, recoverExpiredRuns, runRows, type RunRow, type StepRow } from '../../../src/runs/runs.js';
+import {
+  claimedRunRow,
+  claimRun,
+  findRun,
+  insertRuns,
+  listSteps,
+  loadRunForWorker,
+  recoverExpiredRuns,
+  runRows,
+  type RunRow,
+  type StepRow,
+} from '../../../src/runs/runs.js';
 import type { RunAdoption } from '../../../src/runs/worker.js';
 import { GroupCommitter } from '../../../src/runs/group-commit.js';
 import { WriteQueue } from '../../../src/storage/write-queue.js';
 import { statusView } from '../../../src/runs/views.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  addRun, addWorkflow, busyStep, DEMO_STEPS, isClaim, isFileWrite, isFinish, isStepWrite, logSql, startWorkers, transactions, until, type Workers,
+  addRun,
+  addWorkflow,
+  busyStep,
+  DEMO_STEPS,
+  isClaim,
+  isFileWrite,
+  isFinish,
+  isStepWrite,
+  logSql,
+  startWorkers,
+  transactions,
+  until,
+  type Workers,
 } from './write-path-helpers.js';
 
 const kinds = await storeKinds();
@@ -53,7 +76,14 @@ for (const kind of kinds) {
       const seenAtSignal: Promise<{ run: RunRow; steps: StepRow[]; files: number }>[] = [];
       w = await startWorkers(store);
       w.signals.onRunFinished((id) => {
-        if (id === runId) seenAtSignal.push((async () => ({ run: await runOf(db, id), steps: await listSteps(db, id), files: (await fileRowsOf(db, id)).length }))());
+        if (id === runId)
+          seenAtSignal.push(
+            (async () => ({
+              run: await runOf(db, id),
+              steps: await listSteps(db, id),
+              files: (await fileRowsOf(db, id)).length,
+            }))(),
+          );
       });
       expect(await w.signals.waitForRun(runId, 20_000)).to.equal('COMPLETE');
       await w.close();
@@ -85,9 +115,13 @@ for (const kind of kinds) {
       expect(view.stepStatus).to.deep.equal({ 0: 'COMPLETE', 1: 'COMPLETE' });
     });
 
-    it('the finish signal of a fresh run carries the run exactly as the store holds it: its row, its step rows and its files in the store\'s order', async () => {
+    it("the finish signal of a fresh run carries the run exactly as the store holds it: its row, its step rows and its files in the store's order", async () => {
       const automationId = await addWorkflow(db, orgId, [
-        { type: 'code', name: 'Two files', code: 'ctx.files.write("b.txt", "b", "text/plain"); ctx.files.write("a.json", "{}", "application/json"); return { n: 1 };' },
+        {
+          type: 'code',
+          name: 'Two files',
+          code: 'ctx.files.write("b.txt", "b", "text/plain"); ctx.files.write("a.json", "{}", "application/json"); return { n: 1 };',
+        },
         { type: 'code', name: 'One file', code: 'ctx.files.write("c.md", "# c", "text/markdown"); return "done";' },
         { type: 'code', name: 'Fails', code: 'throw new Error("late");' },
       ]);
@@ -104,8 +138,17 @@ for (const kind of kinds) {
       expect(known!.steps.map((s) => s.status)).to.deep.equal(['COMPLETE', 'COMPLETE', 'FAILED']);
     });
 
-    describe('a new run handed straight to an idle consumer (a synchronous call\'s, src/triggers/call.ts)', () => {
-      const newRows = (automationId: string) => runRows({ orgId, automationId, automationVersion: 1, triggerId: null, inputs: { name: 'Di' }, startedBy: 'test', timeoutMs: 60_000 });
+    describe("a new run handed straight to an idle consumer (a synchronous call's, src/triggers/call.ts)", () => {
+      const newRows = (automationId: string) =>
+        runRows({
+          orgId,
+          automationId,
+          automationVersion: 1,
+          triggerId: null,
+          inputs: { name: 'Di' },
+          startedBy: 'test',
+          timeoutMs: 60_000,
+        });
       /** The sleeping consumer, lent (start() lets it claim nothing and go to sleep first). */
       const adoptWhenIdle = async (): Promise<RunAdoption> => {
         let adoption: RunAdoption | undefined;
@@ -126,10 +169,19 @@ for (const kind of kinds) {
         const pendingRows = newRows(automationId);
         const writer = new GroupCommitter(WriteQueue.for(db));
         await Promise.all([writer.add(rows), writer.add(pendingRows)]);
-        expect(sql.statements.filter((st) => /^insert into runs\b/.test(st)), 'one INSERT for both runs').to.have.length(1);
+        expect(
+          sql.statements.filter((st) => /^insert into runs\b/.test(st)),
+          'one INSERT for both runs',
+        ).to.have.length(1);
         const inserted = await findRun(db, orgId, run.id);
         expect(inserted).to.deep.equal(run);
-        expect(await findRun(db, orgId, pendingRows.run.id as string)).to.include({ status: 'PENDING', attempts: 0, claimed_by: null, started_at: null, lease_until: null });
+        expect(await findRun(db, orgId, pendingRows.run.id as string)).to.include({
+          status: 'PENDING',
+          attempts: 0,
+          claimed_by: null,
+          started_at: null,
+          lease_until: null,
+        });
         expect(inserted).to.include({ status: 'RUNNING', claimed_by: w.workers.workerId, attempts: 1 });
         const finish = w.signals.waitForFinish(run.id, 20_000);
         adoption.start(run);
@@ -190,26 +242,39 @@ for (const kind of kinds) {
     });
 
     it('a worker whose run was taken over before its finish writes no step or file rows, deletes its blobs and sends no signal', async () => {
-      const automationId = await addWorkflow(db, orgId, [busyStep('Write', 150, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;')]);
+      const automationId = await addWorkflow(db, orgId, [
+        busyStep('Write', 150, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;'),
+      ]);
       const runId = await addRun(db, orgId, automationId);
       w = await startWorkers(store);
       const finished: string[] = [];
       w.signals.onRunFinished((id) => finished.push(id));
       await until('the run to be claimed', async () => (await runOf(db, runId)).status === 'RUNNING');
       // As if its lease had expired, recovery had re-queued it and another worker had claimed it.
-      await db('runs').where({ id: runId }).update({ claimed_by: 'another-worker', attempts: 2, lease_until: new Date(Date.now() + 60_000).toISOString() });
+      await db('runs')
+        .where({ id: runId })
+        .update({
+          claimed_by: 'another-worker',
+          attempts: 2,
+          lease_until: new Date(Date.now() + 60_000).toISOString(),
+        });
       await w.close();
       w = undefined;
       expect(await runOf(db, runId)).to.include({ status: 'RUNNING', claimed_by: 'another-worker', finished_at: null });
       expect(await listSteps(db, runId)).to.deep.equal([]);
       expect(await fileRowsOf(db, runId)).to.deep.equal([]);
-      const left = existsSync(stepFolder(store, runId)) ? readdirSync(stepFolder(store, runId), { recursive: true, withFileTypes: true }).filter((d) => d.isFile()) : [];
+      const left = existsSync(stepFolder(store, runId))
+        ? readdirSync(stepFolder(store, runId), { recursive: true, withFileTypes: true }).filter((d) => d.isFile())
+        : [];
       expect(left, 'blobs without rows').to.deep.equal([]);
       expect(finished).to.deep.equal([]);
     });
 
     it('a long run taken over stops writing: its later progress and its finish are not written', async () => {
-      const automationId = await addWorkflow(db, orgId, [busyStep('Long', 700, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;'), busyStep('Next', 10)]);
+      const automationId = await addWorkflow(db, orgId, [
+        busyStep('Long', 700, 'ctx.files.write("a.txt", "a", "text/plain"); return 1;'),
+        busyStep('Next', 10),
+      ]);
       const runId = await addRun(db, orgId, automationId);
       w = await startWorkers(store);
       await until('the progress row', async () => (await listSteps(db, runId)).length === 1, 10_000);
@@ -217,7 +282,10 @@ for (const kind of kinds) {
       await w.close();
       w = undefined;
       expect(await runOf(db, runId)).to.include({ status: 'RUNNING', claimed_by: 'another-worker' });
-      expect((await listSteps(db, runId)).map((s) => s.status), 'the row written while it owned the run').to.deep.equal(['RUNNING']);
+      expect(
+        (await listSteps(db, runId)).map((s) => s.status),
+        'the row written while it owned the run',
+      ).to.deep.equal(['RUNNING']);
       expect(await fileRowsOf(db, runId)).to.deep.equal([]);
     });
 
@@ -228,7 +296,13 @@ for (const kind of kinds) {
       w = await startWorkers(store, { RUN_LEASE_MS: '750' });
       await until('the run to be claimed', async () => (await runOf(db, runId)).status === 'RUNNING');
       const claimedAt = Date.now();
-      await db('runs').where({ id: runId }).update({ claimed_by: 'another-worker', attempts: 2, lease_until: new Date(Date.now() + 60_000).toISOString() });
+      await db('runs')
+        .where({ id: runId })
+        .update({
+          claimed_by: 'another-worker',
+          attempts: 2,
+          lease_until: new Date(Date.now() + 60_000).toISOString(),
+        });
       // The step is cut short by the abort: the worker is free long before the step's 3 s.
       await w.close();
       w = undefined;
@@ -242,7 +316,9 @@ for (const kind of kinds) {
         const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
         const runId = await addRun(db, orgId, automationId, { name: 'Bo' });
         await claimRun(db, 'dead-worker', 30_000, runId);
-        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        await db('runs')
+          .where({ id: runId })
+          .update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
         expect(await recoverExpiredRuns(db, 2)).to.deep.equal({ requeued: [runId], failed: [] });
         const pending = await runOf(db, runId);
         expect(pending.status).to.equal('PENDING');
@@ -265,24 +341,47 @@ for (const kind of kinds) {
         const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
         const runId = await addRun(db, orgId, automationId);
         await claimRun(db, 'dead-worker', 30_000, runId);
-        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        await db('runs')
+          .where({ id: runId })
+          .update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
         expect(await recoverExpiredRuns(db, 1)).to.deep.equal({ requeued: [], failed: [runId] });
         const run = await runOf(db, runId);
         expect(run.status).to.equal('FAILED');
         expect((await statusView(db, run)).stepStatus).to.deep.equal({ 0: 'SKIPPED', 1: 'SKIPPED' });
       });
 
-      it('a re-run over an earlier attempt\'s rows replaces them; when it fails, the rows it did not reach end SKIPPED', async () => {
-        const automationId = await addWorkflow(db, orgId, [{ type: 'code', name: 'Boom', code: 'throw new Error("boom");' }, busyStep('Never', 1)]);
+      it("a re-run over an earlier attempt's rows replaces them; when it fails, the rows it did not reach end SKIPPED", async () => {
+        const automationId = await addWorkflow(db, orgId, [
+          { type: 'code', name: 'Boom', code: 'throw new Error("boom");' },
+          busyStep('Never', 1),
+        ]);
         const runId = await addRun(db, orgId, automationId);
         // The first attempt wrote progress for both steps, then its worker was lost.
         await claimRun(db, 'dead-worker', 30_000, runId);
         const started = new Date().toISOString();
         await db('run_steps').insert([
-          { run_id: runId, step_index: 0, step_version: 1, name: 'Boom', status: 'RUNNING', execution_order: 1, started_at: started },
-          { run_id: runId, step_index: 1, step_version: 1, name: 'Never', status: 'RUNNING', execution_order: 2, started_at: started },
+          {
+            run_id: runId,
+            step_index: 0,
+            step_version: 1,
+            name: 'Boom',
+            status: 'RUNNING',
+            execution_order: 1,
+            started_at: started,
+          },
+          {
+            run_id: runId,
+            step_index: 1,
+            step_version: 1,
+            name: 'Never',
+            status: 'RUNNING',
+            execution_order: 2,
+            started_at: started,
+          },
         ]);
-        await db('runs').where({ id: runId }).update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
+        await db('runs')
+          .where({ id: runId })
+          .update({ lease_until: new Date(Date.now() - 1_000).toISOString() });
         expect((await recoverExpiredRuns(db, 2)).requeued).to.deep.equal([runId]);
         expect((await listSteps(db, runId)).map((s) => s.status)).to.deep.equal(['PENDING', 'PENDING']);
 

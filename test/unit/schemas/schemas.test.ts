@@ -129,7 +129,9 @@ describe('schemas/ (JSON Schema documents)', () => {
       it(`${path}: metadata, strict compile, examples validate, local $refs only`, () => {
         expect(s.$schema).to.equal(DIALECT);
         expect(s.$id).to.equal(ID_BASE + path.replace(/\.json$/, ''));
-        expect(s.title).to.be.a('string').and.match(/^[A-Z][A-Za-z0-9]*$/);
+        expect(s.title)
+          .to.be.a('string')
+          .and.match(/^[A-Z][A-Za-z0-9]*$/);
         expect(s.description).to.be.a('string').and.not.equal('');
         expect(s.examples).to.be.an('array').that.is.not.empty;
         for (const r of refs(s)) expect(r, `${path} $ref`).to.match(/^#\/\$defs\/[A-Za-z0-9_]+$/);
@@ -174,7 +176,12 @@ describe('schemas/ (JSON Schema documents)', () => {
           expect(t.title).to.be.a('string').and.not.equal('');
           expect((t.description as string).length, `${t.name} description`).to.be.greaterThan(60);
           const a = t.annotations as JsonObject;
-          expect(Object.keys(a)).to.have.members(['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']);
+          expect(Object.keys(a)).to.have.members([
+            'readOnlyHint',
+            'destructiveHint',
+            'idempotentHint',
+            'openWorldHint',
+          ]);
           for (const v of Object.values(a)) expect(v).to.be.a('boolean');
           for (const kind of ['input', 'output']) {
             const schemaPath = `tools/${folder}/${t.name}.${kind}.schema.json`;
@@ -184,27 +191,44 @@ describe('schemas/ (JSON Schema documents)', () => {
         }
         // No stray schema in a server folder.
         const inFolder = [...schemas.keys()].filter((p) => p.startsWith(`tools/${folder}/`));
-        expect(inFolder).to.have.members(names.flatMap((n) => [`tools/${folder}/${n}.input.schema.json`, `tools/${folder}/${n}.output.schema.json`]));
+        expect(inFolder).to.have.members(
+          names.flatMap((n) => [`tools/${folder}/${n}.input.schema.json`, `tools/${folder}/${n}.output.schema.json`]),
+        );
       });
     }
 
     it('tool names follow the spec (sections 7, 8, 9, 11, 12)', () => {
-      const names = (p: string) => (readJson(join(SCHEMAS, 'tools', p, 'server.json')).tools as JsonObject[]).map((t) => t.name);
+      const names = (p: string) =>
+        (readJson(join(SCHEMAS, 'tools', p, 'server.json')).tools as JsonObject[]).map((t) => t.name);
       expect(names('mcp')).to.deep.equal(['listServers']);
       expect(names('svc-sidekick')).to.have.members(['capabilities_discover', 'capability_details']);
       expect(names('gateway')).to.have.members(['capabilities_discover', 'capability_details', 'gateway_invoke']);
-      expect(names('agent-management')).to.have.members([
-        'agent_create', 'agent_list', 'agent_read', 'agent_update', 'agent_invoke', 'chat_create', 'chat_list',
-        'chat_reset_conversation', 'chat_list_artifacts', 'agent_publish_release', 'agent_toggle_public_template',
-      ].map((n) => `agent-management_${n}`));
-      expect(names('browser-automation')).to.have.members([
-        'operator_run', 'operator_run_continue', 'playwright_run', 'playwright_run_continue', 'logins_list',
-      ].map((n) => `browser-automation_${n}`));
+      expect(names('agent-management')).to.have.members(
+        [
+          'agent_create',
+          'agent_list',
+          'agent_read',
+          'agent_update',
+          'agent_invoke',
+          'chat_create',
+          'chat_list',
+          'chat_reset_conversation',
+          'chat_list_artifacts',
+          'agent_publish_release',
+          'agent_toggle_public_template',
+        ].map((n) => `agent-management_${n}`),
+      );
+      expect(names('browser-automation')).to.have.members(
+        ['operator_run', 'operator_run_continue', 'playwright_run', 'playwright_run_continue', 'logins_list'].map(
+          (n) => `browser-automation_${n}`,
+        ),
+      );
       expect(names('coding-agent')).to.deep.equal(['coding-agent_launch']);
     });
 
     it('gateway copies of the discovery tools equal the svc-sidekick ones apart from $id, title and descriptions', () => {
-      const strip = (s: JsonObject): string => JSON.stringify(s, (k, v: unknown) => (['$id', 'title', 'description'].includes(k) ? undefined : v));
+      const strip = (s: JsonObject): string =>
+        JSON.stringify(s, (k, v: unknown) => (['$id', 'title', 'description'].includes(k) ? undefined : v));
       for (const t of ['capabilities_discover', 'capability_details']) {
         for (const kind of ['input', 'output']) {
           const a = schemas.get(`tools/svc-sidekick/${t}.${kind}.schema.json`)!;
@@ -255,15 +279,35 @@ describe('schemas/ (JSON Schema documents)', () => {
     it('operator_run: declares every argument of the spec table with its default', () => {
       const props = schemas.get(OP)!.properties as Record<string, JsonObject>;
       const defaults: Record<string, Json | undefined> = {
-        task: undefined, cacheKey: undefined, model: 'google/gemini-3-flash-preview', agentMode: 'hybrid', maxSteps: 30,
-        systemPrompt: undefined, region: 'us-west-2', proxies: false, advancedStealth: false, blockAds: true,
-        solveCaptchas: true, recordSession: true, viewportWidth: 1288, viewportHeight: 711, filesToUpload: undefined,
-        collectionId: undefined, useContextService: undefined, disableCache: false, cacheDurationDays: 7,
+        task: undefined,
+        cacheKey: undefined,
+        model: 'google/gemini-3-flash-preview',
+        agentMode: 'hybrid',
+        maxSteps: 30,
+        systemPrompt: undefined,
+        region: 'us-west-2',
+        proxies: false,
+        advancedStealth: false,
+        blockAds: true,
+        solveCaptchas: true,
+        recordSession: true,
+        viewportWidth: 1288,
+        viewportHeight: 711,
+        filesToUpload: undefined,
+        collectionId: undefined,
+        useContextService: undefined,
+        disableCache: false,
+        cacheDurationDays: 7,
       };
       expect(Object.keys(props)).to.have.members(Object.keys(defaults));
       for (const [k, d] of Object.entries(defaults)) expect(props[k]!.default, k).to.deep.equal(d);
       expect(props.model!.enum).to.have.members([
-        'google/gemini-3-flash-preview', 'google/gemini-2.5-flash', 'google/gemini-2.5-pro', 'openai/gpt-4o', 'openai/gpt-4o-mini', 'anthropic/claude-sonnet-4',
+        'google/gemini-3-flash-preview',
+        'google/gemini-2.5-flash',
+        'google/gemini-2.5-pro',
+        'openai/gpt-4o',
+        'openai/gpt-4o-mini',
+        'anthropic/claude-sonnet-4',
       ]);
     });
     it('operator_run_continue output: completed needs result, files and logContent; failed needs result', () => {
@@ -273,7 +317,13 @@ describe('schemas/ (JSON Schema documents)', () => {
       expectRejected(P, { ...base, status: 'completed', result: 'r' });
       expectRejected(P, { ...base, status: 'failed' });
       expectRejected(P, { ...base, status: 'done' });
-      expectRejected(P, { ...base, status: 'completed', result: 'r', logContent: '', files: [{ url: 'https://x.example/f', fileName: 'f', mimeType: 'text/plain', size: 1, source: 'upload' }] });
+      expectRejected(P, {
+        ...base,
+        status: 'completed',
+        result: 'r',
+        logContent: '',
+        files: [{ url: 'https://x.example/f', fileName: 'f', mimeType: 'text/plain', size: 1, source: 'upload' }],
+      });
     });
 
     const CA = 'tools/coding-agent/coding-agent_launch.input.schema.json';
@@ -326,12 +376,20 @@ describe('schemas/ (JSON Schema documents)', () => {
 
     const CD = 'tools/svc-sidekick/capabilities_discover.input.schema.json';
     it('capabilities_discover: rejects an unknown type, a missing request and limit 51', () => {
-      expectAccepted(CD, { request: 'send mail', types: ['tool', 'agentSkill'], context: 'agent-execution', limit: 50 });
+      expectAccepted(CD, {
+        request: 'send mail',
+        types: ['tool', 'agentSkill'],
+        context: 'agent-execution',
+        limit: 50,
+      });
       expectRejected(CD, { request: 'send mail', types: ['workflow'] });
       expectRejected(CD, { types: ['tool'] });
       expectRejected(CD, { request: 'send mail', limit: 51 });
       expectRejected(CD, { request: 'send mail', context: 'chat' });
-      expectRejected('tools/gateway/capabilities_discover.input.schema.json', { request: 'send mail', types: ['workflow'] });
+      expectRejected('tools/gateway/capabilities_discover.input.schema.json', {
+        request: 'send mail',
+        types: ['workflow'],
+      });
     });
     it('capability_details: items needs 1 to 50 names', () => {
       const P = 'tools/svc-sidekick/capability_details.input.schema.json';
@@ -367,7 +425,7 @@ describe('schemas/ (JSON Schema documents)', () => {
       expectRejected(WF, { name: 'w', steps: Array(101).fill(step) });
       expectAccepted(WF, { name: 'w', steps: Array(100).fill(step) });
     });
-    it('workflow definition: rejects an unknown step type and a step with another type\'s fields', () => {
+    it("workflow definition: rejects an unknown step type and a step with another type's fields", () => {
       expectRejected(WF, { name: 'w', steps: [{ type: 'shell', name: 's', command: 'ls' }] });
       expectRejected(WF, { name: 'w', steps: [{ type: 'agent', name: 's', code: 'return 1;' }] });
     });
@@ -380,13 +438,26 @@ describe('schemas/ (JSON Schema documents)', () => {
       expectRejected(WF, { name: 'w', steps: [{ ...step, memoryMb: 8 }] });
       expectRejected(WF, { name: 'w', steps: [{ ...step, memoryMb: 2048 }] });
       expectRejected(WF, { name: 'w', steps: [{ ...step, resultType: 'html' }] });
-      expectRejected(WF, { name: 'w', steps: [{ type: 'http', name: 'h', request: { method: 'HEAD', url: 'https://x.example' } }] });
+      expectRejected(WF, {
+        name: 'w',
+        steps: [{ type: 'http', name: 'h', request: { method: 'HEAD', url: 'https://x.example' } }],
+      });
     });
 
     const DS = 'events/datastore-event.schema.json';
     const dsOk = {
-      eventId: 'evt_1', event: 'onCreate', itemId: 'i', providerId: 'p', collectionId: 'c', collectionType: 'datastore', key: 'k', content: {}, metadata: {},
-      createdAt: '2025-05-01T10:00:00Z', updatedAt: '2025-05-01T10:00:00Z', triggerLevel: 'collection',
+      eventId: 'evt_1',
+      event: 'onCreate',
+      itemId: 'i',
+      providerId: 'p',
+      collectionId: 'c',
+      collectionType: 'datastore',
+      key: 'k',
+      content: {},
+      metadata: {},
+      createdAt: '2025-05-01T10:00:00Z',
+      updatedAt: '2025-05-01T10:00:00Z',
+      triggerLevel: 'collection',
     };
     it('datastore event: changed only (and always) on onEdit; isSecret only (and always) on vault', () => {
       expectAccepted(DS, dsOk);

@@ -11,7 +11,8 @@ describe('newId', () => {
   it('100,000 ids made in a burst are unique and strictly increasing (same millisecond included)', () => {
     const ids = Array.from({ length: 100_000 }, () => newId('x'));
     expect(new Set(ids).size).to.equal(ids.length);
-    for (let i = 1; i < ids.length; i++) if (ids[i]! <= ids[i - 1]!) expect.fail(`id ${i} does not increase: ${ids[i - 1]} then ${ids[i]}`);
+    for (let i = 1; i < ids.length; i++)
+      if (ids[i]! <= ids[i - 1]!) expect.fail(`id ${i} does not increase: ${ids[i - 1]} then ${ids[i]}`);
   });
 
   it('carries the creation time in its first 48 bits', () => {

@@ -13,8 +13,20 @@ for (const kind of kinds) {
     it('creates every aggregate table and is idempotent', async () => {
       const store = await createTestStore(kind);
       try {
-        for (const table of ['organizations', 'credentials', 'signing_keys', 'api_keys', 'workflows',
-          'workflow_versions', 'triggers', 'runs', 'run_steps', 'files', 'connections', 'app_servers']) {
+        for (const table of [
+          'organizations',
+          'credentials',
+          'signing_keys',
+          'api_keys',
+          'workflows',
+          'workflow_versions',
+          'triggers',
+          'runs',
+          'run_steps',
+          'files',
+          'connections',
+          'app_servers',
+        ]) {
           expect(await store.db.schema.hasTable(table), table).to.equal(true);
         }
         expect(await migrate(store.db)).to.deep.equal([]);
@@ -39,7 +51,10 @@ for (const kind of kinds) {
 
 describe('sqlite durability (SQLITE_SYNCHRONOUS)', () => {
   it('opens every connection with synchronous NORMAL (1) by default and FULL (2) on request', async () => {
-    for (const [mode, expected] of [[undefined, 1], ['FULL', 2]] as const) {
+    for (const [mode, expected] of [
+      [undefined, 1],
+      ['FULL', 2],
+    ] as const) {
       const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-sync-'));
       const db = openStore({ dataDir, sqliteSynchronous: mode });
       try {

@@ -17,21 +17,33 @@ describe('storage/redis: commands with a deadline', function () {
 
   it('answers with the value; says why when there is none (the command failed, no answer in time, not connected); never rejects', async () => {
     const key = `sy-redis-test-${process.pid}-${Date.now()}`;
-    expect(await redisCommand(client, 1_000, () => client.set(key, 'v', { PX: 5_000 }))).to.deep.equal({ ok: true, value: 'OK' });
+    expect(await redisCommand(client, 1_000, () => client.set(key, 'v', { PX: 5_000 }))).to.deep.equal({
+      ok: true,
+      value: 'OK',
+    });
     expect(await redisCommand(client, 1_000, () => client.getDel(key))).to.deep.equal({ ok: true, value: 'v' });
     expect(await pingRedis(client)).to.equal(true);
 
     const failed = await redisCommand(client, 1_000, () => client.sendCommand(['NO-SUCH-COMMAND']));
     expect(failed.ok).to.equal(false);
-    expect(failed).to.have.property('reason').that.matches(/unknown command/i);
+    expect(failed)
+      .to.have.property('reason')
+      .that.matches(/unknown command/i);
 
     const started = Date.now();
-    const slow = await redisCommand(client, 100, () => new Promise<string>((resolve) => setTimeout(() => resolve('late'), 1_000)));
+    const slow = await redisCommand(
+      client,
+      100,
+      () => new Promise<string>((resolve) => setTimeout(() => resolve('late'), 1_000)),
+    );
     expect(slow).to.deep.equal({ ok: false, reason: 'no answer from Redis within 100 ms' });
     expect(Date.now() - started).to.be.below(900);
 
     await client.close();
-    expect(await redisCommand(client, 1_000, () => client.ping())).to.deep.equal({ ok: false, reason: 'Redis is not connected' });
+    expect(await redisCommand(client, 1_000, () => client.ping())).to.deep.equal({
+      ok: false,
+      reason: 'Redis is not connected',
+    });
     expect(await pingRedis(client)).to.equal(false);
   });
 });

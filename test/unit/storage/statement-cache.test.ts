@@ -29,7 +29,10 @@ describe('sqlite prepared statements (statement cache)', () => {
     });
     // Count prepares on every pooled connection from here on.
     prepares = [];
-    const pool = store.db.client as unknown as { acquireConnection(): Promise<{ prepare: (sql: string, cb: unknown) => unknown }>; releaseConnection(c: unknown): Promise<void> };
+    const pool = store.db.client as unknown as {
+      acquireConnection(): Promise<{ prepare: (sql: string, cb: unknown) => unknown }>;
+      releaseConnection(c: unknown): Promise<void>;
+    };
     const conns = await Promise.all([1, 2, 3, 4].map(() => pool.acquireConnection()));
     for (const conn of conns) {
       const prepare = conn.prepare.bind(conn);
@@ -48,34 +51,60 @@ describe('sqlite prepared statements (statement cache)', () => {
     for (let i = 0; i < 20; i++) ids.push((await store.db('sc_items').insert({ key: `k${i}`, value: i }))[0]);
     expect(ids).to.deep.equal(Array.from({ length: 20 }, (_, i) => i + 1));
     let changed = 0;
-    for (let i = 0; i < 20; i++) changed += await store.db('sc_items').where({ key: `k${i}` }).update({ value: i * 10 });
+    for (let i = 0; i < 20; i++)
+      changed += await store
+        .db('sc_items')
+        .where({ key: `k${i}` })
+        .update({ value: i * 10 });
     expect(changed).to.equal(20);
     expect(await store.db('sc_items').where({ key: 'nobody' }).update({ value: 1 })).to.equal(0);
     const rows = await store.db('sc_items').where('value', '>=', 150).orderBy('n').select('key', 'value');
-    expect(rows).to.deep.equal([{ key: 'k15', value: 150 }, { key: 'k16', value: 160 }, { key: 'k17', value: 170 }, { key: 'k18', value: 180 }, { key: 'k19', value: 190 }]);
+    expect(rows).to.deep.equal([
+      { key: 'k15', value: 150 },
+      { key: 'k16', value: 160 },
+      { key: 'k17', value: 170 },
+      { key: 'k18', value: 180 },
+      { key: 'k19', value: 190 },
+    ]);
     const returned = await store.db('sc_items').where({ key: 'k3' }).update({ value: 33 }).returning(['key', 'value']);
     expect(returned).to.deep.equal([{ key: 'k3', value: 33 }]);
     expect(await store.db('sc_items').where({ key: 'k3' }).del()).to.equal(1);
     const inserts = prepares.filter((s) => s.startsWith('insert into `sc_items`'));
     // 20 inserts of one text over at most 4 connections.
     expect(inserts.length).to.be.within(1, 4);
-    expect(prepares.filter((s) => s.startsWith('update `sc_items` set `value` = ? where `key` = ?')).length).to.be.within(1, 4);
+    expect(
+      prepares.filter((s) => s.startsWith('update `sc_items` set `value` = ? where `key` = ?')).length,
+    ).to.be.within(1, 4);
   });
 
   it('a statement that fails is dropped and the next use prepares it again; the connection stays usable', async () => {
     await store.db('sc_items').insert({ key: 'dup', value: 1 });
     prepares.length = 0;
-    const err = await store.db('sc_items').insert({ key: 'dup', value: 2 }).then(() => undefined, (e: Error & { code?: string }) => e);
+    const err = await store
+      .db('sc_items')
+      .insert({ key: 'dup', value: 2 })
+      .then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
     expect(err?.code).to.equal('SQLITE_CONSTRAINT');
     expect(err?.message).to.match(/UNIQUE constraint failed: sc_items.key/);
     await store.db('sc_items').insert({ key: 'dup2', value: 2 });
     expect(prepares.filter((s) => s.startsWith('insert into `sc_items`')).length).to.be.at.least(1);
-    expect(await store.db('sc_items').whereIn('key', ['dup', 'dup2']).orderBy('key').pluck('value')).to.deep.equal([1, 2]);
+    expect(await store.db('sc_items').whereIn('key', ['dup', 'dup2']).orderBy('key').pluck('value')).to.deep.equal([
+      1, 2,
+    ]);
   });
 
-  it('a statement that cannot be prepared reports sqlite\'s own message, again on a second try', async () => {
+  it("a statement that cannot be prepared reports sqlite's own message, again on a second try", async () => {
     for (let i = 0; i < 2; i++) {
-      const err = await store.db('no_such_table').select('*').then(() => undefined, (e: Error) => e);
+      const err = await store
+        .db('no_such_table')
+        .select('*')
+        .then(
+          () => undefined,
+          (e: Error) => e,
+        );
       expect(err?.message).to.match(/no such table: no_such_table/);
     }
     expect((await store.db('sc_items').count({ n: '*' }))[0]!.n).to.be.a('number');
@@ -83,7 +112,7 @@ describe('sqlite prepared statements (statement cache)', () => {
 
   it('more distinct statements than the cache keeps still run (the oldest are finalized)', async () => {
     for (let i = 0; i < 300; i++) {
-      const [row] = await store.db.raw(`select ? + ${i} as v`, [1]) as Array<{ v: number }>;
+      const [row] = (await store.db.raw(`select ? + ${i} as v`, [1])) as Array<{ v: number }>;
       expect(row!.v).to.equal(1 + i);
     }
     // And the earliest ones prepare again.
@@ -98,8 +127,11 @@ describe('sqlite connections with prepared statements close', () => {
       const db = openStore({ dataDir: dir });
       const failures: string[] = [];
       // tarn: destroyFail(eventId, resource, err)
-      (db.client as unknown as { pool: { on(event: string, cb: (id: number, resource: unknown, err: Error) => void): void } }).pool
-        .on('destroyFail', (_id, _resource, err) => failures.push(err.message));
+      (
+        db.client as unknown as {
+          pool: { on(event: string, cb: (id: number, resource: unknown, err: Error) => void): void };
+        }
+      ).pool.on('destroyFail', (_id, _resource, err) => failures.push(err.message));
       await db.schema.createTable('t', (t) => t.integer('a'));
       await Promise.all(Array.from({ length: 20 }, (_, i) => db('t').insert({ a: i })));
       for (let i = 0; i < 200; i++) await db.raw(`select ${i} as v`);
@@ -108,7 +140,11 @@ describe('sqlite connections with prepared statements close', () => {
       // Leaving WAL mode needs the only connection to the file: it fails while another is open.
       const alone = new sqlite3.Database(path.join(dir, 'switchyard.sqlite'));
       try {
-        const mode = await new Promise<string>((resolve, reject) => alone.get('PRAGMA journal_mode = DELETE', (err: Error | null, row: { journal_mode: string }) => (err ? reject(err) : resolve(row.journal_mode))));
+        const mode = await new Promise<string>((resolve, reject) =>
+          alone.get('PRAGMA journal_mode = DELETE', (err: Error | null, row: { journal_mode: string }) =>
+            err ? reject(err) : resolve(row.journal_mode),
+          ),
+        );
         expect(mode).to.equal('delete');
       } finally {
         await new Promise((resolve) => alone.close(resolve));
@@ -132,13 +168,18 @@ describe('write queue transaction on sqlite (boundTo)', () => {
 
   it('runs builders and raw queries inside the one transaction: a failure later in the batch rolls back what came before', async () => {
     const q = new WriteQueue(store.db);
-    const err = await q.run(async (trx) => {
-      await trx('bt_items').insert({ id: 'r1', value: 1 });
-      await trx.raw('insert into bt_items (id, value) values (?, ?)', ['r2', 2]);
-      // Seen inside the transaction.
-      expect(await trx('bt_items').whereIn('id', ['r1', 'r2']).count({ n: '*' })).to.deep.equal([{ n: 2 }]);
-      throw new Error('late failure');
-    }).then(() => undefined, (e: Error) => e);
+    const err = await q
+      .run(async (trx) => {
+        await trx('bt_items').insert({ id: 'r1', value: 1 });
+        await trx.raw('insert into bt_items (id, value) values (?, ?)', ['r2', 2]);
+        // Seen inside the transaction.
+        expect(await trx('bt_items').whereIn('id', ['r1', 'r2']).count({ n: '*' })).to.deep.equal([{ n: 2 }]);
+        throw new Error('late failure');
+      })
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
     expect(err?.message).to.equal('late failure');
     expect(await store.db('bt_items').whereIn('id', ['r1', 'r2']).count({ n: '*' })).to.deep.equal([{ n: 0 }]);
     // The connection went back with no transaction open: the next batch commits.

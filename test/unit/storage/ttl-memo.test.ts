@@ -11,7 +11,10 @@ function gatedLoads<V>() {
   const gates: { resolve(v: V): void; reject(e: Error): void }[] = [];
   return {
     started: () => gates.length,
-    load: () => new Promise<V>((resolve, reject) => { gates.push({ resolve, reject }); }),
+    load: () =>
+      new Promise<V>((resolve, reject) => {
+        gates.push({ resolve, reject });
+      }),
     resolve: (i: number, v: V) => gates[i]!.resolve(v),
     reject: (i: number, e: Error) => gates[i]!.reject(e),
   };

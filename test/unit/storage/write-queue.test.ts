@@ -27,11 +27,18 @@ for (const kind of kinds) {
 
     it('commits concurrent operations together with the rows they deferred', async () => {
       const q = new WriteQueue(store.db);
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => q.run(async (trx, batch) => {
-        await trx('wq_items').insert({ id: `a${i}` });
-        batch.insertLater('wq_log', [{ id: `a${i}-1`, item_id: `a${i}` }, { id: `a${i}-2`, item_id: `a${i}` }]);
-        return i;
-      })));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          q.run(async (trx, batch) => {
+            await trx('wq_items').insert({ id: `a${i}` });
+            batch.insertLater('wq_log', [
+              { id: `a${i}-1`, item_id: `a${i}` },
+              { id: `a${i}-2`, item_id: `a${i}` },
+            ]);
+            return i;
+          }),
+        ),
+      );
       expect(results).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
       expect(Number((await store.db('wq_log').where('item_id', 'like', 'a%').count({ n: '*' }))[0]!.n)).to.equal(20);
     });
@@ -59,8 +66,14 @@ for (const kind of kinds) {
         }),
       ]);
       expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
-      expect((await store.db('wq_items').where('id', 'like', 'b%').orderBy('id')).map((r) => r.id)).to.deep.equal(['b1', 'b4']);
-      expect((await store.db('wq_log').where('item_id', 'like', 'b%').orderBy('id')).map((r) => r.id)).to.deep.equal(['b1-1', 'b4-1']);
+      expect((await store.db('wq_items').where('id', 'like', 'b%').orderBy('id')).map((r) => r.id)).to.deep.equal([
+        'b1',
+        'b4',
+      ]);
+      expect((await store.db('wq_log').where('item_id', 'like', 'b%').orderBy('id')).map((r) => r.id)).to.deep.equal([
+        'b1-1',
+        'b4-1',
+      ]);
     });
 
     it('a group runs once per batch for every operation that joined it, each gets its own result, and a failing group is retried one operation at a time', async () => {
@@ -72,21 +85,36 @@ for (const kind of kinds) {
           flushes.push([...items]);
           if (items.includes('bad')) throw new Error('bad item');
           await trx('wq_items').insert(items.map((id) => ({ id })));
-          batch.insertLater('wq_log', items.map((id) => ({ id: `${id}-log`, item_id: id })));
+          batch.insertLater(
+            'wq_log',
+            items.map((id) => ({ id: `${id}-log`, item_id: id })),
+          );
           return items.map((id) => id.length);
         },
       };
       const join = (id: string) => q.run(async (_trx, batch) => batch.joinLater(group, id));
       expect(await Promise.all([join('g1'), join('g22'), join('g333')])).to.deep.equal([2, 3, 4]);
       expect(flushes, 'one flush for the three').to.deep.equal([['g1', 'g22', 'g333']]);
-      expect((await store.db('wq_log').where('item_id', 'like', 'g%').orderBy('id')).map((r) => r.id)).to.deep.equal(['g1-log', 'g22-log', 'g333-log']);
+      expect((await store.db('wq_log').where('item_id', 'like', 'g%').orderBy('id')).map((r) => r.id)).to.deep.equal([
+        'g1-log',
+        'g22-log',
+        'g333-log',
+      ]);
 
       flushes.length = 0;
       const outcomes = await Promise.allSettled([join('h1'), join('bad'), join('h22')]);
       expect(outcomes.map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
       expect((outcomes[2] as PromiseFulfilledResult<number>).value).to.equal(3);
-      expect(flushes, 'the batch, then each operation alone').to.deep.equal([['h1', 'bad', 'h22'], ['h1'], ['bad'], ['h22']]);
-      expect((await store.db('wq_items').where('id', 'like', 'h%').orderBy('id')).map((r) => r.id)).to.deep.equal(['h1', 'h22']);
+      expect(flushes, 'the batch, then each operation alone').to.deep.equal([
+        ['h1', 'bad', 'h22'],
+        ['h1'],
+        ['bad'],
+        ['h22'],
+      ]);
+      expect((await store.db('wq_items').where('id', 'like', 'h%').orderBy('id')).map((r) => r.id)).to.deep.equal([
+        'h1',
+        'h22',
+      ]);
     });
   });
 }

@@ -17,19 +17,42 @@ import { LocalBlobStore } from '../../../src/runs/blobs.js';
 import { getFile, listRunFiles } from '../../../src/runs/files.js';
 import { verifyFileSignature } from '../../../src/runs/signed-urls.js';
 import {
-  attachToRun, discardAttachments, readMultipartTrigger, type MultipartTrigger,
+  attachToRun,
+  discardAttachments,
+  readMultipartTrigger,
+  type MultipartTrigger,
 } from '../../../src/triggers/attachments.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 
 const MiB = 1024 * 1024;
 const ORG = 'org_upload';
 const log = createLogger('silent');
-const config = { secretKey: randomBytes(32), baseUrls: { triggers: 'http://t', auth: 'http://a', mcp: 'http://m', connect: 'http://c', runFiles: 'http://files.test' } };
+const config = {
+  secretKey: randomBytes(32),
+  baseUrls: {
+    triggers: 'http://t',
+    auth: 'http://a',
+    mcp: 'http://m',
+    connect: 'http://c',
+    runFiles: 'http://files.test',
+  },
+};
 
 const ELF = Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0]), Buffer.alloc(200)]);
-const PE = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(58), Buffer.from([0x80, 0, 0, 0]), Buffer.alloc(64), Buffer.from('PE\0\0'), Buffer.alloc(64)]);
+const PE = Buffer.concat([
+  Buffer.from('MZ'),
+  Buffer.alloc(58),
+  Buffer.from([0x80, 0, 0, 0]),
+  Buffer.alloc(64),
+  Buffer.from('PE\0\0'),
+  Buffer.alloc(64),
+]);
 const MACHO = Buffer.concat([Buffer.from([0xcf, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]), Buffer.alloc(200)]);
-const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]), Buffer.from('IHDR'), Buffer.alloc(17)]);
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]),
+  Buffer.from('IHDR'),
+  Buffer.alloc(17),
+]);
 
 type Outcome = { ok: MultipartTrigger } | { err: unknown };
 
@@ -64,7 +87,9 @@ async function startHarness(): Promise<Harness> {
   });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/upload`,
-    store, blobs, outcomes,
+    store,
+    blobs,
+    outcomes,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
@@ -92,7 +117,13 @@ function blobFiles(root: string): string[] {
   return out;
 }
 
-interface Part { name: string; filename?: string; type?: string; data?: Buffer | string; size?: number }
+interface Part {
+  name: string;
+  filename?: string;
+  type?: string;
+  data?: Buffer | string;
+  size?: number;
+}
 
 /** A multipart body as a lazy stream: `size` parts are generated 64 KiB at a time. */
 function multipartStream(boundary: string, parts: Part[], opts: { end?: boolean } = {}): Readable {
@@ -106,7 +137,8 @@ function multipartStream(boundary: string, parts: Part[], opts: { end?: boolean 
       yield Buffer.from(`${head}\r\n`);
       if (p.data !== undefined) yield Buffer.from(p.data);
       else {
-        for (let left = p.size ?? 0; left > 0; left -= chunk.length) yield left >= chunk.length ? chunk : chunk.subarray(0, left);
+        for (let left = p.size ?? 0; left > 0; left -= chunk.length)
+          yield left >= chunk.length ? chunk : chunk.subarray(0, left);
       }
       yield Buffer.from('\r\n');
     }
@@ -115,7 +147,10 @@ function multipartStream(boundary: string, parts: Part[], opts: { end?: boolean 
   return Readable.from(gen());
 }
 
-interface Answer { status: number; body: any }
+interface Answer {
+  status: number;
+  body: any;
+}
 
 /** POSTs a raw body stream with http.request (no FormData), reading the JSON answer. */
 function sendRaw(url: string, body: Readable | Buffer | string, headers: Record<string, string>): Promise<Answer> {
@@ -139,7 +174,9 @@ async function sendForm(url: string, form: FormData): Promise<Answer> {
   return { status: res.status, body: await res.json() };
 }
 
-const multipartHeaders = (boundary: string): Record<string, string> => ({ 'content-type': `multipart/form-data; boundary=${boundary}` });
+const multipartHeaders = (boundary: string): Record<string, string> => ({
+  'content-type': `multipart/form-data; boundary=${boundary}`,
+});
 
 describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", "Errors")', function () {
   this.timeout(120_000);
@@ -176,10 +213,22 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     expect(a).to.include({ filename: 'invoice-q1.pdf', contentType: 'application/pdf', size: 16 });
     const u = new URL(a.url);
     expect(u.origin + u.pathname).to.equal(`http://files.test/files/${a.fileId}`);
-    const left = verifyFileSignature(config, a.fileId, u.searchParams.get('expires')!, u.searchParams.get('signature')!);
+    const left = verifyFileSignature(
+      config,
+      a.fileId,
+      u.searchParams.get('expires')!,
+      u.searchParams.get('signature')!,
+    );
     expect(left).to.be.within(86400 - 5, 86400);
     const row = await getFile(h.store.db, a.fileId);
-    expect(row).to.include({ orgId: ORG, runId: null, kind: 'attachment', filename: 'invoice-q1.pdf', mimeType: 'application/pdf', size: 16 });
+    expect(row).to.include({
+      orgId: ORG,
+      runId: null,
+      kind: 'attachment',
+      filename: 'invoice-q1.pdf',
+      mimeType: 'application/pdf',
+      size: 16,
+    });
     expect(blobFiles(h.blobs.root)).to.deep.equal([`attachments/${ORG}/${a.fileId}`]);
   });
 
@@ -190,7 +239,10 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     const res = await sendForm(h.url, form);
     expect(res.status).to.equal(200);
     expect(res.body.attachments).to.deep.equal([]);
-    expect(Object.entries(res.body.fields)).to.deep.equal([['__proto__', 'polluted?'], ['plan', 'pro']]);
+    expect(Object.entries(res.body.fields)).to.deep.equal([
+      ['__proto__', 'polluted?'],
+      ['plan', 'pro'],
+    ]);
     expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
   });
 
@@ -202,8 +254,17 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     form.append('d', new File(['w'], ''));
     const res = await sendForm(h.url, form);
     expect(res.status).to.equal(200);
-    expect(res.body.attachments.map((a: any) => a.filename)).to.deep.equal(['passwd', '日本語 レポート.txt', 'a_b_c_.csv', 'file']);
-    const raw = await sendRaw(h.url, multipartStream('bnd', [{ name: 'f', filename: '..\\\\x', data: 'hello' }]), multipartHeaders('bnd'));
+    expect(res.body.attachments.map((a: any) => a.filename)).to.deep.equal([
+      'passwd',
+      '日本語 レポート.txt',
+      'a_b_c_.csv',
+      'file',
+    ]);
+    const raw = await sendRaw(
+      h.url,
+      multipartStream('bnd', [{ name: 'f', filename: '..\\\\x', data: 'hello' }]),
+      multipartHeaders('bnd'),
+    );
     expect(raw.body.attachments[0].filename).to.equal('x');
   });
 
@@ -213,7 +274,11 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     form.append('g', new File(['{"a":1}'], 'data.json', { type: 'application/json' }));
     form.append('h', new File([Buffer.from('plain words')], 'notes'));
     const res = await sendForm(h.url, form);
-    expect(res.body.attachments.map((a: any) => a.contentType)).to.deep.equal(['image/png', 'application/json', 'application/octet-stream']);
+    expect(res.body.attachments.map((a: any) => a.contentType)).to.deep.equal([
+      'image/png',
+      'application/json',
+      'application/octet-stream',
+    ]);
   });
 
   it('accepts 20 files; attachToRun links them to the run, discardAttachments removes them', async () => {
@@ -222,7 +287,9 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     const res = await sendForm(h.url, form);
     expect(res.status).to.equal(200);
     expect(res.body.attachments).to.have.length(20);
-    expect(res.body.attachments.map((a: any) => a.filename)).to.deep.equal(Array.from({ length: 20 }, (_, i) => `f${i}.txt`));
+    expect(res.body.attachments.map((a: any) => a.filename)).to.deep.equal(
+      Array.from({ length: 20 }, (_, i) => `f${i}.txt`),
+    );
     expect(blobFiles(h.blobs.root)).to.have.length(20);
     const ids = res.body.attachments.map((a: any) => a.fileId) as string[];
     await h.store.db.transaction((trx) => attachToRun(trx, ORG, ids.slice(0, 10), 'run_1'));
@@ -246,7 +313,11 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
   });
 
   it('a file of exactly 25 MiB is accepted', async () => {
-    const res = await sendRaw(h.url, multipartStream('b25', [{ name: 'f', filename: 'big.csv', type: 'text/csv', size: 25 * MiB }]), multipartHeaders('b25'));
+    const res = await sendRaw(
+      h.url,
+      multipartStream('b25', [{ name: 'f', filename: 'big.csv', type: 'text/csv', size: 25 * MiB }]),
+      multipartHeaders('b25'),
+    );
     expect(res.status).to.equal(200);
     expect(res.body.attachments[0].size).to.equal(25 * MiB);
   });
@@ -259,13 +330,23 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
   });
 
   it('more than 100 MiB in total → 413 attachments_too_large (generated stream), nothing kept', async () => {
-    const parts: Part[] = [1, 2, 3, 4].map((i) => ({ name: 'files', filename: `part${i}.csv`, type: 'text/csv', size: 25 * MiB }));
+    const parts: Part[] = [1, 2, 3, 4].map((i) => ({
+      name: 'files',
+      filename: `part${i}.csv`,
+      type: 'text/csv',
+      size: 25 * MiB,
+    }));
     parts.push({ name: 'files', filename: 'one-more.txt', data: 'x' });
     const res = await sendRaw(h.url, multipartStream('b100', parts), multipartHeaders('b100'));
     await expectRejected(res, 413, 'attachments_too_large', 'Total attachment size exceeds limit');
   });
 
-  for (const [what, data] of [['ELF', ELF], ['PE (MZ)', PE], ['Mach-O', MACHO], ['shebang script', Buffer.from('#!/bin/bash\nrm -rf /\n')]] as const) {
+  for (const [what, data] of [
+    ['ELF', ELF],
+    ['PE (MZ)', PE],
+    ['Mach-O', MACHO],
+    ['shebang script', Buffer.from('#!/bin/bash\nrm -rf /\n')],
+  ] as const) {
     it(`${what} content with an innocent name → 415 blocked_file_type, nothing kept`, async () => {
       const form = new FormData();
       form.append('first', new File(['an innocent file stored before'], 'before.txt', { type: 'text/plain' }));
@@ -287,32 +368,71 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
   });
 
   it('a blocked file after 3 MiB of good files still leaves nothing behind', async () => {
-    const parts: Part[] = [{ name: 'a', filename: 'a.csv', size: 3 * MiB }, { name: 'b', filename: 'b.csv', size: 10 }, { name: 'c', filename: 'setup.bin', data: 'x' }];
-    await expectRejected(await sendRaw(h.url, multipartStream('bb', parts), multipartHeaders('bb')), 415, 'blocked_file_type');
+    const parts: Part[] = [
+      { name: 'a', filename: 'a.csv', size: 3 * MiB },
+      { name: 'b', filename: 'b.csv', size: 10 },
+      { name: 'c', filename: 'setup.bin', data: 'x' },
+    ];
+    await expectRejected(
+      await sendRaw(h.url, multipartStream('bb', parts), multipartHeaders('bb')),
+      415,
+      'blocked_file_type',
+    );
   });
 
   it('malformed bodies → 400 invalid_multipart, nothing kept', async () => {
     // No boundary parameter.
-    await expectRejected(await sendRaw(h.url, 'x', { 'content-type': 'multipart/form-data' }), 400, 'invalid_multipart');
+    await expectRejected(
+      await sendRaw(h.url, 'x', { 'content-type': 'multipart/form-data' }),
+      400,
+      'invalid_multipart',
+    );
     // Not multipart at all.
     await expectRejected(await sendRaw(h.url, 'x', { 'content-type': 'text/plain' }), 400, 'invalid_multipart');
     // Truncated: the closing boundary never comes (the file part is cut mid-way).
     const truncated = multipartStream('tb', [{ name: 'f', filename: 'a.csv', size: 200_000 }], { end: false });
     await expectRejected(await sendRaw(h.url, truncated, multipartHeaders('tb')), 400, 'invalid_multipart');
     // A body that never starts with the boundary.
-    await expectRejected(await sendRaw(h.url, 'garbage without any boundary\r\n', multipartHeaders('zz')), 400, 'invalid_multipart');
+    await expectRejected(
+      await sendRaw(h.url, 'garbage without any boundary\r\n', multipartHeaders('zz')),
+      400,
+      'invalid_multipart',
+    );
     // A part header without the blank line that ends it.
-    await expectRejected(await sendRaw(h.url, '--hb\r\nContent-Disposition: form-data; name="a"', multipartHeaders('hb')), 400, 'invalid_multipart');
+    await expectRejected(
+      await sendRaw(h.url, '--hb\r\nContent-Disposition: form-data; name="a"', multipartHeaders('hb')),
+      400,
+      'invalid_multipart',
+    );
   });
 
   it('field limits: 1001 fields, a value over 1 MiB, a name over 1 KiB → 400', async () => {
     const many = Array.from({ length: 1001 }, (_, i) => ({ name: `f${i}`, data: 'v' }));
-    await expectRejected(await sendRaw(h.url, multipartStream('mf', many), multipartHeaders('mf')), 400, 'too_many_fields');
-    const big = [{ name: 'file', filename: 'a.txt', data: 'stored first' }, { name: 'note', data: 'x'.repeat(MiB + 1) }];
-    await expectRejected(await sendRaw(h.url, multipartStream('bf', big), multipartHeaders('bf')), 400, 'field_too_large');
-    await expectRejected(await sendRaw(h.url, multipartStream('ln', [{ name: 'n'.repeat(1025), data: 'v' }]), multipartHeaders('ln')), 400, 'field_too_large');
+    await expectRejected(
+      await sendRaw(h.url, multipartStream('mf', many), multipartHeaders('mf')),
+      400,
+      'too_many_fields',
+    );
+    const big = [
+      { name: 'file', filename: 'a.txt', data: 'stored first' },
+      { name: 'note', data: 'x'.repeat(MiB + 1) },
+    ];
+    await expectRejected(
+      await sendRaw(h.url, multipartStream('bf', big), multipartHeaders('bf')),
+      400,
+      'field_too_large',
+    );
+    await expectRejected(
+      await sendRaw(h.url, multipartStream('ln', [{ name: 'n'.repeat(1025), data: 'v' }]), multipartHeaders('ln')),
+      400,
+      'field_too_large',
+    );
     // At the limits: exactly 1000 fields, a 1 MiB value, a 1 KiB name.
-    const atLimits = [...many.slice(0, 998), { name: 'note', data: 'y'.repeat(MiB) }, { name: 'k'.repeat(1024), data: 'v' }];
+    const atLimits = [
+      ...many.slice(0, 998),
+      { name: 'note', data: 'y'.repeat(MiB) },
+      { name: 'k'.repeat(1024), data: 'v' },
+    ];
     const fine = await sendRaw(h.url, multipartStream('ok', atLimits), multipartHeaders('ok'));
     expect(fine.status).to.equal(200);
     expect(Object.keys(fine.body.fields)).to.have.length(1000);
@@ -323,7 +443,9 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     const boundary = 'ab';
     const req = http.request(h.url, { method: 'POST', headers: multipartHeaders(boundary) });
     req.on('error', () => undefined);
-    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="done"; filename="done.txt"\r\n\r\ncomplete file\r\n`);
+    req.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="done"; filename="done.txt"\r\n\r\ncomplete file\r\n`,
+    );
     req.write(`--${boundary}\r\nContent-Disposition: form-data; name="f"; filename="half.csv"\r\n\r\n`);
     req.write(Buffer.alloc(2 * MiB, 0x43));
     // Wait until the server is writing the second file, then cut the connection.

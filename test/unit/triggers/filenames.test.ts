@@ -34,7 +34,7 @@ describe('sanitizeFilename (spec "Attachment": path parts removed, special chara
     expect(sanitizeFilename('semi;colon&amp$.csv')).to.equal('semi_colon_amp_.csv');
     expect(sanitizeFilename('many***stars.txt')).to.equal('many_stars.txt');
     expect(sanitizeFilename('lots   of    spaces.txt')).to.equal('lots of spaces.txt');
-    expect(sanitizeFilename("quote's \"and\" `ticks`.md")).to.equal('quote_s _and_ _ticks_.md');
+    expect(sanitizeFilename('quote\'s "and" `ticks`.md')).to.equal('quote_s _and_ _ticks_.md');
     // Right-to-left override (the "gnp.exe" trick) is a format character, not a letter.
     expect(sanitizeFilename('photo\u202Egnp.exe')).to.equal('photo_gnp.exe');
   });

@@ -3,7 +3,10 @@
 import { expect } from 'chai';
 import type { CatalogTool, DiscoverySource, GatewayContext } from '../../../../src/gateway/types.js';
 import {
-  createDiscoveryEngine, createMemorySource, createSidekickServer, type DiscoverResult,
+  createDiscoveryEngine,
+  createMemorySource,
+  createSidekickServer,
+  type DiscoverResult,
 } from '../../../../src/servers/sidekick/index.js';
 import { appServer, appTools, context } from './fixtures.js';
 
@@ -22,7 +25,9 @@ function counting(inner: DiscoverySource): DiscoverySource & { reads: number } {
   return counted;
 }
 
-const zoom = appServer('zoom', 'Zoom', 'Video meetings.', [['zoom_create_meeting', 'Schedule a Zoom meeting and get its join link.', { topic: 'Topic' }]]);
+const zoom = appServer('zoom', 'Zoom', 'Video meetings.', [
+  ['zoom_create_meeting', 'Schedule a Zoom meeting and get its join link.', { topic: 'Topic' }],
+]);
 const names = (r: DiscoverResult): string[] => r.tools.map((t) => t.name);
 
 describe('svc-sidekick index cache', () => {
@@ -37,9 +42,13 @@ describe('svc-sidekick index cache', () => {
   it('a fingerprint change re-reads the source: an added tool is found, a removed one is gone', async () => {
     const source = createMemorySource({ tools: appTools });
     const engine = createDiscoveryEngine(source, { skills: [] });
-    expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))).to.not.include('zoom_create_meeting');
+    expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))).to.not.include(
+      'zoom_create_meeting',
+    );
     source.set({ tools: [...appTools, ...zoom] });
-    expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+    expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal(
+      'zoom_create_meeting',
+    );
     source.set({ tools: appTools.filter((t) => t.tool.name !== 'slack_send_message') });
     const r = await engine.discover(context(), { request: 'send a slack message' });
     expect(names(r)).to.not.include('slack_send_message');
@@ -49,12 +58,16 @@ describe('svc-sidekick index cache', () => {
   it('a changed tool is re-indexed under its new description', async () => {
     const source = createMemorySource({ tools: appTools });
     const engine = createDiscoveryEngine(source, { skills: [] });
-    const changed: CatalogTool[] = appTools.map((t) => (t.tool.name === 'stripe_create_refund'
-      ? { ...t, tool: { ...t.tool, description: 'Give a customer their money back for a chargeback.' } }
-      : t));
+    const changed: CatalogTool[] = appTools.map((t) =>
+      t.tool.name === 'stripe_create_refund'
+        ? { ...t, tool: { ...t.tool, description: 'Give a customer their money back for a chargeback.' } }
+        : t,
+    );
     await engine.discover(context(), { request: 'x' });
     source.set({ tools: changed });
-    expect(names(await engine.discover(context(), { request: 'give the customer their money back' }))[0]).to.equal('stripe_create_refund');
+    expect(names(await engine.discover(context(), { request: 'give the customer their money back' }))[0]).to.equal(
+      'stripe_create_refund',
+    );
     const [detail] = (await engine.details(context(), { items: ['stripe_create_refund'] })).items;
     expect(detail!.description).to.match(/money back/);
   });
@@ -63,9 +76,15 @@ describe('svc-sidekick index cache', () => {
     const source = createMemorySource({ tools: appTools });
     source.set({ tools: [...appTools, ...zoom] }, 'org_b');
     const engine = createDiscoveryEngine(source, { skills: [] });
-    expect(names(await engine.discover(context('org_a'), { request: 'zoom meeting' }))).to.not.include('zoom_create_meeting');
-    expect(names(await engine.discover(context('org_b'), { request: 'zoom meeting' }))).to.include('zoom_create_meeting');
-    expect((await engine.details(context('org_a'), { items: ['zoom_create_meeting'] })).notFound).to.deep.equal(['zoom_create_meeting']);
+    expect(names(await engine.discover(context('org_a'), { request: 'zoom meeting' }))).to.not.include(
+      'zoom_create_meeting',
+    );
+    expect(names(await engine.discover(context('org_b'), { request: 'zoom meeting' }))).to.include(
+      'zoom_create_meeting',
+    );
+    expect((await engine.details(context('org_a'), { items: ['zoom_create_meeting'] })).notFound).to.deep.equal([
+      'zoom_create_meeting',
+    ]);
   });
 
   it('drops the least recently used organisation beyond maxOrgs', async () => {
@@ -94,7 +113,9 @@ describe('svc-sidekick index cache', () => {
     await engine.discover(context(), { request: 'slack' }).catch((err: unknown) => (error = err));
     expect(String(error)).to.contain('registry down');
     fail = false;
-    expect(names(await engine.discover(context(), { request: 'send a slack message' }))[0]).to.equal('slack_send_message');
+    expect(names(await engine.discover(context(), { request: 'send a slack message' }))[0]).to.equal(
+      'slack_send_message',
+    );
   });
 
   it('servers built on one engine share its indexes', async () => {
@@ -130,16 +151,22 @@ describe('svc-sidekick index cache', () => {
       const engine = createDiscoveryEngine(source, { skills: [] });
       await engine.discover(context(), { request: 'x' });
       let release!: () => void;
-      state.hold = new Promise((r) => { release = r; });
+      state.hold = new Promise((r) => {
+        release = r;
+      });
       state.tools = [...appTools, ...zoom];
       state.refresh = 2;
       // The rebuild hangs on the source; callers are answered from the previous index, at once.
-      const answers = await Promise.all([1, 2, 3].map(() => engine.discover(context(), { request: 'schedule a zoom meeting' })));
+      const answers = await Promise.all(
+        [1, 2, 3].map(() => engine.discover(context(), { request: 'schedule a zoom meeting' })),
+      );
       for (const a of answers) expect(names(a)).to.not.include('zoom_create_meeting');
       expect(state.reads).to.equal(2);
       release();
       await new Promise((r) => setTimeout(r, 10));
-      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal(
+        'zoom_create_meeting',
+      );
       expect(state.reads).to.equal(2);
     });
 
@@ -149,7 +176,9 @@ describe('svc-sidekick index cache', () => {
       await engine.discover(context(), { request: 'x' });
       state.tools = [...appTools, ...zoom];
       state.data = 'v2';
-      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal(
+        'zoom_create_meeting',
+      );
     });
 
     it('a failed background rebuild keeps the previous index and is tried again', async () => {
@@ -164,12 +193,16 @@ describe('svc-sidekick index cache', () => {
       };
       state.tools = [...appTools, ...zoom];
       state.refresh = 2;
-      expect(names(await engine.discover(context(), { request: 'send a slack message' }))).to.include('slack_send_message');
+      expect(names(await engine.discover(context(), { request: 'send a slack message' }))).to.include(
+        'slack_send_message',
+      );
       await new Promise((r) => setTimeout(r, 10));
       fail = false;
       await engine.discover(context(), { request: 'x' });
       await new Promise((r) => setTimeout(r, 10));
-      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal('zoom_create_meeting');
+      expect(names(await engine.discover(context(), { request: 'schedule a zoom meeting' }))[0]).to.equal(
+        'zoom_create_meeting',
+      );
     });
   });
 });

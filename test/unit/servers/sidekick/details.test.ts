@@ -4,7 +4,10 @@ import { expect } from 'chai';
 import { CapabilityDetailsOutput } from '../../../../generated/validators/schemas.js';
 import type { ToolServer } from '../../../../src/gateway/types.js';
 import {
-  createMemorySource, createSidekickServer, SKILL_SEPARATOR, type DetailsResult,
+  createMemorySource,
+  createSidekickServer,
+  SKILL_SEPARATOR,
+  type DetailsResult,
 } from '../../../../src/servers/sidekick/index.js';
 import { connections, context, resources, skills, slack, tools } from './fixtures.js';
 
@@ -48,12 +51,22 @@ describe('svc-sidekick capability_details', () => {
   });
 
   it('joins a tool-specific skill and server-wide skills (tool first)', async () => {
-    const extra = [...skills, {
-      name: 'slack-basics', server: 'slack', tools: [], title: 'Slack basics', description: 'General Slack advice.', content: '# Slack basics',
-    }];
+    const extra = [
+      ...skills,
+      {
+        name: 'slack-basics',
+        server: 'slack',
+        tools: [],
+        title: 'Slack basics',
+        description: 'General Slack advice.',
+        content: '# Slack basics',
+      },
+    ];
     const s = createSidekickServer(createMemorySource({ tools: tools() }), { skills: extra });
     const [send, list] = (await details(s, { items: ['slack_send_message', 'slack_list_channels'] })).items;
-    expect(send!.skill).to.equal(`# Sending Slack messages\n\nUse the channel id, not its name.${SKILL_SEPARATOR}# Slack basics`);
+    expect(send!.skill).to.equal(
+      `# Sending Slack messages\n\nUse the channel id, not its name.${SKILL_SEPARATOR}# Slack basics`,
+    );
     expect(list!.skill).to.equal('# Slack basics');
   });
 
@@ -95,15 +108,21 @@ describe('svc-sidekick capability_details', () => {
   it('a tool of an application server whose list is stale says so (serverStale), from the source, without asking the upstream', async () => {
     const source = createMemorySource({ tools: tools(), connections, resources });
     const asked: string[][] = [];
-    const stale = createSidekickServer({
-      ...source,
-      staleServers: async (_ctx, paths) => {
-        asked.push(paths);
-        return new Map([['slack', 'upstream tools/list failed: connect ECONNREFUSED']]);
+    const stale = createSidekickServer(
+      {
+        ...source,
+        staleServers: async (_ctx, paths) => {
+          asked.push(paths);
+          return new Map([['slack', 'upstream tools/list failed: connect ECONNREFUSED']]);
+        },
       },
-    }, { skills });
+      { skills },
+    );
     const r = await details(stale, { items: ['slack_send_message'] });
-    expect(r.items[0]).to.include({ name: 'slack_send_message', serverStale: 'upstream tools/list failed: connect ECONNREFUSED' });
+    expect(r.items[0]).to.include({
+      name: 'slack_send_message',
+      serverStale: 'upstream tools/list failed: connect ECONNREFUSED',
+    });
     expect(asked).to.deep.equal([['slack']]);
   });
 });

@@ -3,7 +3,11 @@
 import { expect } from 'chai';
 import { CapabilitiesDiscoverOutput } from '../../../../generated/validators/schemas.js';
 import type { ToolServer } from '../../../../src/gateway/types.js';
-import { createMemorySource, createSidekickServer, type DiscoverResult } from '../../../../src/servers/sidekick/index.js';
+import {
+  createMemorySource,
+  createSidekickServer,
+  type DiscoverResult,
+} from '../../../../src/servers/sidekick/index.js';
 import { appServer, connections, context, resources, skills, tools } from './fixtures.js';
 
 async function discover(server: ToolServer, args: Record<string, unknown>): Promise<DiscoverResult> {
@@ -47,14 +51,24 @@ describe('svc-sidekick capabilities_discover', () => {
         ['files_move', 'Move or rename a file or a folder.', { from: 'Current path', to: 'New path' }],
         ['files_read', 'Read the text of a file.', { path: 'Path' }],
       ]);
-      const withFiles = createSidekickServer(createMemorySource({ tools: [...tools(), ...files], connections, resources }), { skills });
+      const withFiles = createSidekickServer(
+        createMemorySource({ tools: [...tools(), ...files], connections, resources }),
+        { skills },
+      );
       // Read as words, "slack" and "invoices" would point at Slack's and Stripe's tools.
-      expect(names(await discover(withFiles, { request: 'rename slack-invoices.csv to stripe-archive.csv' }))[0]).to.equal('files_move');
-      expect(names(await discover(withFiles, { request: 'what does https://stripe.com/invoices/jira say' }))).to.not.include.members(['stripe_list_invoices', 'jira_search_issues']);
+      expect(
+        names(await discover(withFiles, { request: 'rename slack-invoices.csv to stripe-archive.csv' }))[0],
+      ).to.equal('files_move');
+      expect(
+        names(await discover(withFiles, { request: 'what does https://stripe.com/invoices/jira say' })),
+      ).to.not.include.members(['stripe_list_invoices', 'jira_search_issues']);
     });
 
     it('reads the first 128 words of a request: a request of 20,000 words answers at once, by its beginning', async () => {
-      const filler = Array.from({ length: 20_000 }, (_, i) => ['invoice', 'refund', 'calendar', 'jira', 'deploy'][i % 5]).join(' ');
+      const filler = Array.from(
+        { length: 20_000 },
+        (_, i) => ['invoice', 'refund', 'calendar', 'jira', 'deploy'][i % 5],
+      ).join(' ');
       const started = performance.now();
       const r = await discover(server, { request: `send a slack message ${'about '.repeat(124)}${filler}` });
       expect(performance.now() - started).to.be.below(1_000);
@@ -100,7 +114,10 @@ describe('svc-sidekick capabilities_discover', () => {
       expect(good.tools[0]!.confidence).to.be.above(0.8);
       for (const request of ['bake a chocolate cake', 'quantum chromodynamics lecture notes']) {
         const r = await discover(server, { request });
-        expect(r.tools.every((t) => t.confidence < 0.4), `${request}: ${JSON.stringify(r.tools)}`).to.equal(true);
+        expect(
+          r.tools.every((t) => t.confidence < 0.4),
+          `${request}: ${JSON.stringify(r.tools)}`,
+        ).to.equal(true);
       }
     });
 
@@ -135,7 +152,12 @@ describe('svc-sidekick capabilities_discover', () => {
 
     it('resource: matches names, types and descriptions', async () => {
       const r = await discover(server, { request: 'store scraped prices', types: ['resource'] });
-      expect(r.resources[0]).to.deep.equal({ ...r.resources[0], name: 'Competitor prices', id: 'col_prices', type: 'datastore' });
+      expect(r.resources[0]).to.deep.equal({
+        ...r.resources[0],
+        name: 'Competitor prices',
+        id: 'col_prices',
+        type: 'datastore',
+      });
       const vault = await discover(server, { request: 'where are the partner secrets', types: ['resource'] });
       expect(vault.resources[0]?.id).to.equal('col_api_keys');
     });
@@ -175,21 +197,33 @@ describe('svc-sidekick capabilities_discover', () => {
       const request = 'create an issue';
       const neutral = names(await discover(server, { request, types: ['tool'] }));
       const agent = names(await discover(server, { request, types: ['tool'], context: 'agent-execution' }));
-      expect(agent.indexOf('jira_create_issue')).to.be.below(agent.indexOf('linear_create_issue') === -1 ? Infinity : agent.indexOf('linear_create_issue'));
+      expect(agent.indexOf('jira_create_issue')).to.be.below(
+        agent.indexOf('linear_create_issue') === -1 ? Infinity : agent.indexOf('linear_create_issue'),
+      );
       expect(neutral).to.include('linear_create_issue');
-      const linearNeutral = (await discover(server, { request, types: ['tool'] })).tools.find((t) => t.name === 'linear_create_issue')!;
-      const linearAgent = (await discover(server, { request, types: ['tool'], context: 'agent-execution' })).tools.find((t) => t.name === 'linear_create_issue');
+      const linearNeutral = (await discover(server, { request, types: ['tool'] })).tools.find(
+        (t) => t.name === 'linear_create_issue',
+      )!;
+      const linearAgent = (await discover(server, { request, types: ['tool'], context: 'agent-execution' })).tools.find(
+        (t) => t.name === 'linear_create_issue',
+      );
       expect(linearAgent?.confidence ?? 0).to.be.below(linearNeutral.confidence);
     });
 
     it('agent-execution boosts connected connections and pushes down broken ones', async () => {
       const neutral = await discover(server, { request: 'refund a stripe charge', types: ['connection'] });
-      const agent = await discover(server, { request: 'refund a stripe charge', types: ['connection'], context: 'agent-execution' });
+      const agent = await discover(server, {
+        request: 'refund a stripe charge',
+        types: ['connection'],
+        context: 'agent-execution',
+      });
       const before = neutral.connections.find((c) => c.id === 'conn_stripe_old')?.confidence ?? 0;
       const after = agent.connections.find((c) => c.id === 'conn_stripe_old')?.confidence ?? 0;
       expect(after).to.be.below(before);
       const slackNeutral = (await discover(server, { request: 'slack', types: ['connection'] })).connections[0]!;
-      const slackAgent = (await discover(server, { request: 'slack', types: ['connection'], context: 'agent-execution' })).connections[0]!;
+      const slackAgent = (
+        await discover(server, { request: 'slack', types: ['connection'], context: 'agent-execution' })
+      ).connections[0]!;
       expect(slackAgent.confidence).to.be.at.least(slackNeutral.confidence);
     });
 
@@ -207,7 +241,12 @@ describe('svc-sidekick capabilities_discover', () => {
       expect(neutral.slice(0, 2)).to.deep.equal(['reports_weekly_export', 'reports_weekly_export_pdf']);
       expect(wf.slice(0, 2)).to.deep.equal(['reports_weekly_export_pdf', 'reports_weekly_export']);
       // Lower floor: at least as many matches, and here strictly more for a loose request.
-      const loose = await discover(server, { request: 'calendar meeting agenda notes', types: ['tool'], limit: 50, context: 'workflow-creation' });
+      const loose = await discover(server, {
+        request: 'calendar meeting agenda notes',
+        types: ['tool'],
+        limit: 50,
+        context: 'workflow-creation',
+      });
       const strict = await discover(server, { request: 'calendar meeting agenda notes', types: ['tool'], limit: 50 });
       expect(loose.tools.length).to.be.above(strict.tools.length);
     });
@@ -216,7 +255,9 @@ describe('svc-sidekick capabilities_discover', () => {
       const request = 'create an issue';
       const find = (r: DiscoverResult): number => r.tools.find((t) => t.name === 'linear_create_issue')!.confidence;
       const neutral = find(await discover(server, { request, types: ['tool'] }));
-      expect(find(await discover(server, { request, types: ['tool'], context: 'workflow-creation' }))).to.equal(neutral);
+      expect(find(await discover(server, { request, types: ['tool'], context: 'workflow-creation' }))).to.equal(
+        neutral,
+      );
     });
   });
 

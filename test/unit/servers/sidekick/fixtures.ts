@@ -5,14 +5,24 @@
  */
 import { pino } from 'pino';
 import type {
-  CatalogConnection, CatalogResource, CatalogTool, GatewayContext, JsonSchemaObject,
+  CatalogConnection,
+  CatalogResource,
+  CatalogTool,
+  GatewayContext,
+  JsonSchemaObject,
 } from '../../../../src/gateway/types.js';
 import type { Services } from '../../../../src/services.js';
 import { describedServerTools, type SkillDoc } from '../../../../src/servers/sidekick/index.js';
 
 export function context(orgId = 'org_a'): GatewayContext {
   const log = pino({ level: 'silent' });
-  return { services: { log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal };
+  return {
+    services: { log } as unknown as Services,
+    log,
+    orgId,
+    forwardedHeaders: {},
+    signal: new AbortController().signal,
+  };
 }
 
 function schema(props: Record<string, string>, required: string[]): JsonSchemaObject {
@@ -25,9 +35,15 @@ type Spec = [name: string, description: string, props?: Record<string, string>, 
 
 export function appServer(path: string, title: string, about: string, tools: Spec[]): CatalogTool[] {
   return tools.map(([name, description, props = {}, annotations]) => ({
-    server: path, serverTitle: title, serverDescription: about, embedded: false, serviceKey: path,
+    server: path,
+    serverTitle: title,
+    serverDescription: about,
+    embedded: false,
+    serviceKey: path,
     tool: {
-      name, description, inputSchema: schema(props, Object.keys(props).slice(0, 1)),
+      name,
+      description,
+      inputSchema: schema(props, Object.keys(props).slice(0, 1)),
       outputSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
       ...(annotations ? { annotations } : {}),
     },
@@ -35,21 +51,47 @@ export function appServer(path: string, title: string, about: string, tools: Spe
 }
 
 export const slack = appServer('slack', 'Slack', 'Team messaging: channels and direct messages.', [
-  ['slack_send_message', 'Send a message to a Slack channel or a direct message conversation.', { channel: 'Channel ID or name', text: 'Message text' }],
+  [
+    'slack_send_message',
+    'Send a message to a Slack channel or a direct message conversation.',
+    { channel: 'Channel ID or name', text: 'Message text' },
+  ],
   ['slack_list_channels', 'List the channels of the workspace.', { limit: 'Page size' }, { readOnlyHint: true }],
-  ['slack_add_reaction', 'Add an emoji reaction to a message.', { channel: 'Channel', timestamp: 'Message timestamp', name: 'Emoji name' }],
-  ['slack_get_channel_history', 'Fetch the messages of a channel, newest first.', { channel: 'Channel ID' }, { readOnlyHint: true }],
+  [
+    'slack_add_reaction',
+    'Add an emoji reaction to a message.',
+    { channel: 'Channel', timestamp: 'Message timestamp', name: 'Emoji name' },
+  ],
+  [
+    'slack_get_channel_history',
+    'Fetch the messages of a channel, newest first.',
+    { channel: 'Channel ID' },
+    { readOnlyHint: true },
+  ],
 ]);
 
 export const gmail = appServer('gmail', 'Gmail', "Google's email service.", [
   ['gmail_send_email', 'Send an email with subject and body.', { to: 'Recipients', subject: 'Subject', body: 'Body' }],
-  ['gmail_search_emails', 'Search the mailbox and return matching messages.', { query: 'Gmail search query' }, { readOnlyHint: true }],
+  [
+    'gmail_search_emails',
+    'Search the mailbox and return matching messages.',
+    { query: 'Gmail search query' },
+    { readOnlyHint: true },
+  ],
 ]);
 
 export const jira = appServer('jira', 'Jira', 'Issue and project tracking.', [
-  ['jira_create_issue', 'Create an issue (bug, task, story) in a Jira project.', { project_key: 'Project key', summary: 'Summary' }],
+  [
+    'jira_create_issue',
+    'Create an issue (bug, task, story) in a Jira project.',
+    { project_key: 'Project key', summary: 'Summary' },
+  ],
   ['jira_search_issues', 'Search issues with a JQL query.', { jql: 'JQL query' }, { readOnlyHint: true }],
-  ['jira_transition_issue', 'Move an issue to another workflow status such as Done.', { issue_key: 'Issue key', transition: 'Transition' }],
+  [
+    'jira_transition_issue',
+    'Move an issue to another workflow status such as Done.',
+    { issue_key: 'Issue key', transition: 'Transition' },
+  ],
 ]);
 
 export const linear = appServer('linear', 'Linear', 'Issue tracking for software teams.', [
@@ -58,7 +100,12 @@ export const linear = appServer('linear', 'Linear', 'Issue tracking for software
 ]);
 
 export const stripe = appServer('stripe', 'Stripe', 'Online payments: invoices, charges and refunds.', [
-  ['stripe_list_invoices', 'List invoices filtered by status (draft, open, paid, void).', { status: 'Invoice status' }, { readOnlyHint: true }],
+  [
+    'stripe_list_invoices',
+    'List invoices filtered by status (draft, open, paid, void).',
+    { status: 'Invoice status' },
+    { readOnlyHint: true },
+  ],
   ['stripe_create_refund', 'Refund a charge fully or partially.', { charge: 'Charge ID' }],
 ]);
 
@@ -73,19 +120,35 @@ export const connections: CatalogConnection[] = [
 ];
 
 export const resources: CatalogResource[] = [
-  { id: 'col_prices', name: 'Competitor prices', type: 'datastore', description: 'Scraped prices of competitor products.' },
-  { id: 'col_contracts', name: 'Signed contracts', type: 'filestore', description: 'PDF contracts signed by customers.' },
+  {
+    id: 'col_prices',
+    name: 'Competitor prices',
+    type: 'datastore',
+    description: 'Scraped prices of competitor products.',
+  },
+  {
+    id: 'col_contracts',
+    name: 'Signed contracts',
+    type: 'filestore',
+    description: 'PDF contracts signed by customers.',
+  },
   { id: 'col_api_keys', name: 'Partner API keys', type: 'vault' },
 ];
 
 export const skills: SkillDoc[] = [
   {
-    name: 'slack-messaging', server: 'slack', tools: ['slack_send_message'], title: 'Sending Slack messages',
+    name: 'slack-messaging',
+    server: 'slack',
+    tools: ['slack_send_message'],
+    title: 'Sending Slack messages',
     description: 'Channel ids, threads and mentions when posting to Slack.',
     content: '# Sending Slack messages\n\nUse the channel id, not its name.',
   },
   {
-    name: 'jira-basics', server: 'jira', tools: [], title: 'Working with Jira',
+    name: 'jira-basics',
+    server: 'jira',
+    tools: [],
+    title: 'Working with Jira',
     description: 'Project keys, issue types and workflow transitions.',
     content: '# Working with Jira\n\nIssue keys look like PROJ-123.',
   },
@@ -101,9 +164,15 @@ export function manyTools(n: number): CatalogTool[] {
     for (const thing of things) {
       for (const verb of verbs) {
         if (out.length >= n) break;
-        out.push(...appServer(product, `Product ${i}`, `Made-up product number ${i}.`, [
-          [`${product}_${verb}_${thing}`, `${verb[0]!.toUpperCase()}${verb.slice(1)} a ${thing} in Product ${i}.`, { id: `Identifier of the ${thing}` }],
-        ]));
+        out.push(
+          ...appServer(product, `Product ${i}`, `Made-up product number ${i}.`, [
+            [
+              `${product}_${verb}_${thing}`,
+              `${verb[0]!.toUpperCase()}${verb.slice(1)} a ${thing} in Product ${i}.`,
+              { id: `Identifier of the ${thing}` },
+            ],
+          ]),
+        );
       }
     }
   }

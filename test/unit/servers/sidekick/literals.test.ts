@@ -44,7 +44,7 @@ describe('svc-sidekick values in a request', () => {
     }
   });
 
-  it('puts the kind among the request\'s words, once, in place of the value\'s words', () => {
+  it("puts the kind among the request's words, once, in place of the value's words", () => {
     const q = analyze('copy draft.md and notes.txt into the #docs channel');
     const groups = q.groups.map((g) => g.terms);
     expect(groups).to.deep.include([stem('file')]);
@@ -54,7 +54,9 @@ describe('svc-sidekick values in a request', () => {
 
   it('finishes quickly on hostile input (no catastrophic backtracking)', () => {
     const started = performance.now();
-    literals(`${'a.'.repeat(20_000)}@ ${'#a-'.repeat(20_000)} ${'1.'.repeat(20_000)} ${'AB-1'.repeat(20_000)} ${'a-'.repeat(20_000)}.`);
+    literals(
+      `${'a.'.repeat(20_000)}@ ${'#a-'.repeat(20_000)} ${'1.'.repeat(20_000)} ${'AB-1'.repeat(20_000)} ${'a-'.repeat(20_000)}.`,
+    );
     expect(performance.now() - started).to.be.below(2_000);
   });
 });

@@ -9,7 +9,14 @@ import { terms, tokenize } from '../../../../src/servers/sidekick/text.js';
 
 const FIELDS = ['name', 'description'];
 const BOOSTS = [3, 1];
-const spec = (term: string, over: Partial<TermSpec> = {}): TermSpec => ({ term, fields: [0, 1], boost: 1, prefix: false, fuzzy: 0, ...over });
+const spec = (term: string, over: Partial<TermSpec> = {}): TermSpec => ({
+  term,
+  fields: [0, 1],
+  boost: 1,
+  prefix: false,
+  fuzzy: 0,
+  ...over,
+});
 
 /** BM25+ as MiniSearch defines it (k 1.2, b 0.7, d 0.5). */
 function bm25(tf: number, matching: number, docs: number, length: number, avg: number): number {
@@ -26,7 +33,24 @@ function random(seed: number): () => number {
   };
 }
 
-const WORDS = ['invoice', 'invoices', 'customer', 'refund', 'payment', 'ticket', 'issue', 'message', 'channel', 'create', 'list', 'delete', 'update', 'search', 'file', 'folder'];
+const WORDS = [
+  'invoice',
+  'invoices',
+  'customer',
+  'refund',
+  'payment',
+  'ticket',
+  'issue',
+  'message',
+  'channel',
+  'create',
+  'list',
+  'delete',
+  'update',
+  'search',
+  'file',
+  'folder',
+];
 
 function randomDocs(n: number, seed: number): string[][] {
   const r = random(seed);
@@ -54,7 +78,11 @@ function reference(docs: (string[] | undefined)[], specs: TermSpec[], max: numbe
     }
     return { id, score, rank: score * terms.size };
   });
-  return scored.filter((x) => x.rank > 0).sort((a, b) => b.rank - a.rank).slice(0, max).map(({ id, score }) => ({ id, score }));
+  return scored
+    .filter((x) => x.rank > 0)
+    .sort((a, b) => b.rank - a.rank)
+    .slice(0, max)
+    .map(({ id, score }) => ({ id, score }));
 }
 
 describe('discovery postings (BM25+ scorer)', () => {
@@ -105,7 +133,10 @@ describe('discovery postings (BM25+ scorer)', () => {
     for (const max of [1, 5, 40, 1000]) {
       const got = p.search(specs, max).map(({ id, score }) => ({ id, score }));
       const want = reference(docs, specs, max);
-      expect(got.map((h) => h.id), `max ${max}`).to.deep.equal(want.map((h) => h.id));
+      expect(
+        got.map((h) => h.id),
+        `max ${max}`,
+      ).to.deep.equal(want.map((h) => h.id));
       got.forEach((h, i) => expect(h.score).to.be.closeTo(want[i]!.score, 1e-9));
     }
   });
@@ -115,7 +146,10 @@ describe('discovery postings (BM25+ scorer)', () => {
     const p = new Postings(FIELDS, BOOSTS);
     docs.forEach((d, id) => p.add(id, d!));
     for (let id = 0; id < docs.length; id += 3) {
-      p.remove(id, docs[id]!.flatMap((t) => terms(t)));
+      p.remove(
+        id,
+        docs[id]!.flatMap((t) => terms(t)),
+      );
       docs[id] = undefined;
     }
     // A removed id can come back, in a freed slot.
@@ -133,7 +167,9 @@ describe('discovery postings (BM25+ scorer)', () => {
     for (const h of a) expect(h.score).to.be.closeTo(scores.get(h.id)!, 1e-12);
     // Exact terms only: the brute force agrees with what is left.
     const exact = specs.slice(0, 2);
-    expect(new Set(p.search(exact, 1000).map((h) => h.id))).to.deep.equal(new Set(reference(docs, exact, 1000).map((h) => h.id)));
+    expect(new Set(p.search(exact, 1000).map((h) => h.id))).to.deep.equal(
+      new Set(reference(docs, exact, 1000).map((h) => h.id)),
+    );
   });
 
   it('refuses a duplicate id, ignores an unknown removal, and answers nothing on an empty index', () => {

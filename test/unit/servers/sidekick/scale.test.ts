@@ -2,7 +2,11 @@
 // bench/discovery.ts, not asserted here).
 import { expect } from 'chai';
 import { CapabilitiesDiscoverOutput } from '../../../../generated/validators/schemas.js';
-import { createMemorySource, createSidekickServer, type DiscoverResult } from '../../../../src/servers/sidekick/index.js';
+import {
+  createMemorySource,
+  createSidekickServer,
+  type DiscoverResult,
+} from '../../../../src/servers/sidekick/index.js';
 import { context, manyTools, tools } from './fixtures.js';
 
 describe('svc-sidekick at 10,000 tools', () => {
@@ -16,9 +20,12 @@ describe('svc-sidekick at 10,000 tools', () => {
       expect(CapabilitiesDiscoverOutput(body)).to.equal(true);
       expect(body.tools.length, request).to.be.above(0);
     }
-    const slack = (await server.callTool(context(), 'capabilities_discover', { request: 'send a slack message' })).structuredContent as DiscoverResult;
+    const slack = (await server.callTool(context(), 'capabilities_discover', { request: 'send a slack message' }))
+      .structuredContent as DiscoverResult;
     expect(slack.tools[0]!.name).to.equal('slack_send_message');
-    const product = (await server.callTool(context(), 'capabilities_discover', { request: 'export invoices from product42' })).structuredContent as DiscoverResult;
+    const product = (
+      await server.callTool(context(), 'capabilities_discover', { request: 'export invoices from product42' })
+    ).structuredContent as DiscoverResult;
     expect(product.tools[0]!.name).to.equal('product42_export_invoice');
   });
 });

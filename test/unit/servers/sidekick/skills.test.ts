@@ -7,8 +7,14 @@ import { expect } from 'chai';
 import { toolServers } from '../../../../generated/tools/servers.js';
 import { EMBEDDED_PATHS } from '../../../../src/gateway/index.js';
 import {
-  createMemorySource, createSidekickServer, DEFAULT_SKILLS_DIR, describedServerTools, loadSkillDir, parseSkill,
-  type DetailsResult, type DiscoverResult,
+  createMemorySource,
+  createSidekickServer,
+  DEFAULT_SKILLS_DIR,
+  describedServerTools,
+  loadSkillDir,
+  parseSkill,
+  type DetailsResult,
+  type DiscoverResult,
 } from '../../../../src/servers/sidekick/index.js';
 import { context } from './fixtures.js';
 
@@ -20,7 +26,11 @@ describe('svc-sidekick skills', () => {
     for (const s of skills) {
       const server = toolServers.find((x) => x.path === s.server);
       expect(server, `${s.name}: server ${s.server}`).to.not.equal(undefined);
-      for (const t of s.tools) expect(server!.tools.map((x) => x.name), `${s.name}: tool ${t}`).to.include(t);
+      for (const t of s.tools)
+        expect(
+          server!.tools.map((x) => x.name),
+          `${s.name}: tool ${t}`,
+        ).to.include(t);
       expect(s.description, s.name).to.not.equal('');
       expect(s.content, s.name).to.match(/^# /);
     }
@@ -41,10 +51,13 @@ describe('svc-sidekick skills', () => {
 
   it('are served by default: hasSkill, skills[] and capability_details skill', async () => {
     const server = createSidekickServer(createMemorySource({ tools: describedServerTools() }));
-    const found = (await server.callTool(context(), 'capabilities_discover', { request: 'poll the browser task until it completes' })).structuredContent as DiscoverResult;
+    const found = (
+      await server.callTool(context(), 'capabilities_discover', { request: 'poll the browser task until it completes' })
+    ).structuredContent as DiscoverResult;
     expect(found.tools.find((t) => t.serverName === 'browser-automation')?.hasSkill).to.equal(true);
     expect(found.skills.map((s) => s.name)).to.include('browser-tasks');
-    const d = (await server.callTool(context(), 'capability_details', { items: ['browser-automation_playwright_run'] })).structuredContent as DetailsResult;
+    const d = (await server.callTool(context(), 'capability_details', { items: ['browser-automation_playwright_run'] }))
+      .structuredContent as DetailsResult;
     expect(d.items[0]!.skill).to.contain('# Playwright scripts').and.to.contain('# Browser tasks');
   });
 
@@ -53,7 +66,12 @@ describe('svc-sidekick skills', () => {
     expect(() => parseSkill('---\nname: x\n---\n# X', 'b.md')).to.throw(/name and server/);
     expect(() => parseSkill('---\nname: x\nserver: y\ntools: nope\n---\n# X', 'c.md')).to.throw(/tools must be a list/);
     expect(parseSkill('---\nname: x\nserver: y\ndescription: d\n---\n# Title\n\nbody')).to.deep.equal({
-      name: 'x', server: 'y', tools: [], title: 'Title', description: 'd', content: '# Title\n\nbody',
+      name: 'x',
+      server: 'y',
+      tools: [],
+      title: 'Title',
+      description: 'd',
+      content: '# Title\n\nbody',
     });
   });
 

@@ -11,8 +11,17 @@ import { pino } from 'pino';
 import { createOrganization } from '../../../../src/auth/index.js';
 import type { GatewayContext } from '../../../../src/gateway/types.js';
 import {
-  createDiscoveryEngine, createMemorySource, knexUsageStore, learnedValue, LEARNING_WINDOW_MS, RedisPending, UsageMemory,
-  type DetailsResult, type DiscoverResult, type DiscoveryEngine, type UsageMemoryOptions,
+  createDiscoveryEngine,
+  createMemorySource,
+  knexUsageStore,
+  learnedValue,
+  LEARNING_WINDOW_MS,
+  RedisPending,
+  UsageMemory,
+  type DetailsResult,
+  type DiscoverResult,
+  type DiscoveryEngine,
+  type UsageMemoryOptions,
 } from '../../../../src/servers/sidekick/index.js';
 import type { Services } from '../../../../src/services.js';
 import { connectRedis, type RedisClient } from '../../../../src/storage/redis.js';
@@ -32,7 +41,9 @@ const top = (r: DiscoverResult): string => (r.tools[0] ? `${r.tools[0].serverNam
 describe('learnedValue (usage.ts boost formula)', () => {
   it('grows with uses and similarity, saturates below 1, and shares between competing tools', () => {
     expect(learnedValue(1, 1, 1)).to.be.closeTo(0.57, 0.001);
-    expect(learnedValue(1, 3, 1)).to.be.at.least(0.85).and.below(0.95);
+    expect(learnedValue(1, 3, 1))
+      .to.be.at.least(0.85)
+      .and.below(0.95);
     expect(learnedValue(1, 100, 1)).to.be.at.most(0.95);
     expect(learnedValue(0.6, 3, 1)).to.be.below(learnedValue(1, 3, 1));
     expect(learnedValue(1, 3, 0.5)).to.be.below(learnedValue(1, 3, 1));
@@ -47,10 +58,22 @@ for (const kind of kinds) {
     let orgB: string;
     let clock: number;
     const logged: string[] = [];
-    const log = pino({ level: 'warn' }, new Writable({ write(chunk: Buffer, _e, cb) { logged.push(chunk.toString()); cb(); } }));
+    const log = pino(
+      { level: 'warn' },
+      new Writable({
+        write(chunk: Buffer, _e, cb) {
+          logged.push(chunk.toString());
+          cb();
+        },
+      }),
+    );
 
     const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-      services: { db: store.db, log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal,
+      services: { db: store.db, log } as unknown as Services,
+      log,
+      orgId,
+      forwardedHeaders: {},
+      signal: new AbortController().signal,
       ...(callerId ? { callerId } : {}),
     });
     const setup = (opts: UsageMemoryOptions = {}): { usage: UsageMemory; engine: DiscoveryEngine } => {
@@ -58,13 +81,20 @@ for (const kind of kinds) {
       return { usage, engine: createDiscoveryEngine(createMemorySource({ tools: tools() }), { skills: [], usage }) };
     };
     /** One round: discover, then the tool call; waits for the write. */
-    const round = async (s: ReturnType<typeof setup>, c: GatewayContext, request: string, server: string, tool: string): Promise<void> => {
+    const round = async (
+      s: ReturnType<typeof setup>,
+      c: GatewayContext,
+      request: string,
+      server: string,
+      tool: string,
+    ): Promise<void> => {
       await s.engine.discover(c, { request });
       clock += 1000;
       s.usage.toolCalled(c, server, tool, true);
       await s.usage.settled();
     };
-    const rows = async (orgId: string) => (await knexUsageStore.load(ctx(orgId))).map((r) => `${r.request} → ${r.server}/${r.tool} ×${r.uses}`);
+    const rows = async (orgId: string) =>
+      (await knexUsageStore.load(ctx(orgId))).map((r) => `${r.request} → ${r.server}/${r.tool} ×${r.uses}`);
 
     beforeEach(async () => {
       store = await createTestStore(kind);
@@ -88,7 +118,9 @@ for (const kind of kinds) {
       expect(after.tools[0]!.confidence).to.be.at.least(0.85).and.below(1);
       expect(top(await s.engine.discover(a, { request: MISS_VARIANT }))).to.equal('slack/slack_send_message');
       // Another caller of the same organisation benefits; another organisation does not.
-      expect(top(await s.engine.discover(ctx(orgA, 'credential:a2'), { request: MISS }))).to.equal('slack/slack_send_message');
+      expect(top(await s.engine.discover(ctx(orgA, 'credential:a2'), { request: MISS }))).to.equal(
+        'slack/slack_send_message',
+      );
       expect(await s.engine.discover(ctx(orgB), { request: MISS })).to.deep.equal(otherBefore);
       // An unrelated request is untouched.
       expect(top(await s.engine.discover(a, { request: 'create a jira issue' }))).to.equal('jira/jira_create_issue');
@@ -103,8 +135,14 @@ for (const kind of kinds) {
       expect(top(before)).to.not.equal('stripe/stripe_create_refund');
       for (let i = 0; i < 3; i++) await round(s, a, LOW, 'stripe', 'stripe_create_refund');
       expect(top(await s.engine.discover(a, { request: LOW }))).to.equal('stripe/stripe_create_refund');
-      const mine: DetailsResult = await s.engine.details(a, { items: ['stripe_create_refund', 'stripe_list_invoices'] });
-      expect(mine.items[0]!.learned).to.deep.equal({ uses: 3, lastUsedAt: new Date(clock).toISOString(), requests: [LOW] });
+      const mine: DetailsResult = await s.engine.details(a, {
+        items: ['stripe_create_refund', 'stripe_list_invoices'],
+      });
+      expect(mine.items[0]!.learned).to.deep.equal({
+        uses: 3,
+        lastUsedAt: new Date(clock).toISOString(),
+        requests: [LOW],
+      });
       expect(mine.items[1]).to.not.have.property('learned');
       const theirs = await s.engine.details(ctx(orgB), { items: ['stripe_create_refund'] });
       expect(theirs.items[0]).to.not.have.property('learned');
@@ -161,7 +199,13 @@ for (const kind of kinds) {
     it('keeps at most maxRowsPerOrg rows per organisation, least recently used removed, in the store and in memory', async () => {
       const s = setup({ maxRowsPerOrg: 3 });
       await round(s, ctx(orgB), MISS, 'slack', 'slack_send_message');
-      const requests = ['archive the old tickets', 'book a meeting room', 'rotate the api keys', 'print the weekly report', 'order more coffee'];
+      const requests = [
+        'archive the old tickets',
+        'book a meeting room',
+        'rotate the api keys',
+        'print the weekly report',
+        'order more coffee',
+      ];
       for (const r of requests) await round(s, ctx(orgA), r, 'jira', 'jira_create_issue');
       const kept = await rows(orgA);
       expect(kept).to.have.members(requests.slice(2).map((r) => `${r} → jira/jira_create_issue ×1`));
@@ -179,7 +223,10 @@ for (const kind of kinds) {
       clock += 1000;
       await two.engine.discover(a, { request: MISS }); // starts the background reload
       const deadline = Date.now() + 5000;
-      while (top(await two.engine.discover(a, { request: MISS })) !== 'slack/slack_send_message' && Date.now() < deadline) {
+      while (
+        top(await two.engine.discover(a, { request: MISS })) !== 'slack/slack_send_message' &&
+        Date.now() < deadline
+      ) {
         await new Promise((r) => setTimeout(r, 20));
       }
       expect(top(await two.engine.discover(a, { request: MISS }))).to.equal('slack/slack_send_message');
@@ -194,7 +241,9 @@ for (const kind of kinds) {
       await s.usage.settled();
       const fresh = setup();
       expect(await fresh.engine.discover(a, { request: MISS })).to.deep.equal(before);
-      expect(logged.join('\n')).to.match(/a use could not be stored/).and.to.match(/remembered uses could not be loaded/);
+      expect(logged.join('\n'))
+        .to.match(/a use could not be stored/)
+        .and.to.match(/remembered uses could not be loaded/);
     });
 
     it('an optional vector similarity matches requests that share no words', async () => {
@@ -214,11 +263,23 @@ describe('discovery learning across processes: pending discovers in Redis (usage
   let clock: number;
   const clients: RedisClient[] = [];
   const logged: string[] = [];
-  const log = pino({ level: 'warn' }, new Writable({ write(chunk: Buffer, _e, cb) { logged.push(chunk.toString()); cb(); } }));
+  const log = pino(
+    { level: 'warn' },
+    new Writable({
+      write(chunk: Buffer, _e, cb) {
+        logged.push(chunk.toString());
+        cb();
+      },
+    }),
+  );
   const prefix = `sy-learn-${process.pid}-${Date.now()}`;
 
   const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-    services: { db: store.db, log } as unknown as Services, log, orgId, forwardedHeaders: {}, signal: new AbortController().signal,
+    services: { db: store.db, log } as unknown as Services,
+    log,
+    orgId,
+    forwardedHeaders: {},
+    signal: new AbortController().signal,
     ...(callerId ? { callerId } : {}),
   });
   /** One service process: its own Redis connection, engine and usage memory, the shared store. */
@@ -226,9 +287,14 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     const redis = await connectRedis(REDIS_URL, log);
     clients.push(redis);
     const usage = new UsageMemory({ now: () => clock, shared: new RedisPending(redis, prefix, log) });
-    return { usage, redis, engine: createDiscoveryEngine(createMemorySource({ tools: tools() }), { skills: [], usage }) };
+    return {
+      usage,
+      redis,
+      engine: createDiscoveryEngine(createMemorySource({ tools: tools() }), { skills: [], usage }),
+    };
   };
-  const rows = async (orgId: string) => (await knexUsageStore.load(ctx(orgId))).map((r) => `${r.request} → ${r.server}/${r.tool} ×${r.uses}`);
+  const rows = async (orgId: string) =>
+    (await knexUsageStore.load(ctx(orgId))).map((r) => `${r.request} → ${r.server}/${r.tool} ×${r.uses}`);
 
   beforeEach(async () => {
     store = await createTestStore(kinds[0]!);
@@ -270,7 +336,9 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     const two = await processOf();
     const a = ctx(orgA, 'credential:1');
     await one.engine.discover(a, { request: MISS });
-    const ttl = await one.redis.pTTL(`${prefix}:discovery:pending:${encodeURIComponent(orgA)}:${encodeURIComponent('credential:1')}`);
+    const ttl = await one.redis.pTTL(
+      `${prefix}:discovery:pending:${encodeURIComponent(orgA)}:${encodeURIComponent('credential:1')}`,
+    );
     expect(ttl).to.be.within(LEARNING_WINDOW_MS - 5_000, LEARNING_WINDOW_MS);
     two.usage.toolCalled(a, 'slack', 'slack_send_message', false); // failed: neither counts nor clears
     await two.usage.settled();
