@@ -29,7 +29,6 @@ import { queueManagementHandlers } from './queues/handlers/index.js';
 import { queueBatchHandlers } from './queues/handlers/batch-handlers.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
-import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './health/handlers.js';
 import { probeIsolation, type Isolation } from './containment/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
@@ -53,7 +52,6 @@ export interface AppOptions {
 
 export function allHandlers(): HandlerMap {
   return {
-    ...pendingHandlers(),
     ...authHandlers,
     ...workflowHandlers,
     ...triggerHandlers,

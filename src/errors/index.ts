@@ -332,14 +332,6 @@ export class AppError extends Error {
   }
 }
 
-/** The typed 501 for capabilities described in openapi/ but owned by a later issue. */
-export function notImplemented(capability: string): AppError {
-  return new AppError('ERR_NOT_IMPLEMENTED', {
-    message: `Not implemented yet: ${capability}`,
-    details: { capability },
-  });
-}
-
 /** OAuth 2.0 token endpoint errors (RFC 6749 section 5.2). */
 export type OAuthErrorCode =
   | 'invalid_request'

@@ -90,8 +90,6 @@ export class GatewayRouter {
     if (error instanceof GatewayError) return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
     if (isAppError(error) && error.status < 500)
       return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
-    if (isAppError(error) && error.key === 'ERR_NOT_IMPLEMENTED')
-      return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
     if (error instanceof JSONRPCErrorException)
       return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
     this.log.error({ err: error }, 'gateway call failed');
