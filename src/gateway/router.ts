@@ -1,7 +1,8 @@
 /**
  * JSON-RPC 2.0 router of the tool gateway (spec section 7). Parsed messages go straight to a
- * prepared table of ToolServers — no McpServer is built per request (about 1.5k req/s here,
- * DESIGN.md section 6); the MCP SDK provides the protocol versions and the upstream client.
+ * prepared table of ToolServers — no McpServer is built per request, so a call pays for its tool,
+ * not for setting up a server (bench/gateway.ts); the MCP SDK provides the protocol versions and
+ * the upstream client.
  * Methods: initialize, ping, tools/list, tools/call; notifications are accepted and need no
  * answer. Codes: validation/timeout -32000, internal -32603, plus -32700/-32600/-32601/-32602.
  */
