@@ -4,8 +4,8 @@
  * of threadpool work — prepare, step, finalize — each handed back to the main event loop before
  * the next starts. A statement prepared once and run again is one piece. Inside a transaction the
  * statements of its operations follow one another, so on a busy event loop each hand-back costs a
- * wait for the loop: measured here, an item edit's transaction ran 0.7–0.9 ms per operation
- * through the group commit (src/storage/write-queue.ts), most of it waiting between pieces.
+ * wait for the loop, and most of a transaction's time in the group commit
+ * (src/storage/write-queue.ts) goes to waiting between pieces (bench/README.md, "sqlite statements").
  *
  * The cache is per connection, least recently used first out (statements whose text varies, such
  * as multi-row INSERTs, do not grow it past MAX_STATEMENTS); a statement that failed to prepare
