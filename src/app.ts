@@ -1,6 +1,6 @@
 /**
  * Composition root: builds the services, the run workers and the HTTP app from
- * configuration. No business logic lives here (DESIGN.md section 3).
+ * configuration. No business logic lives here.
  */
 import { readFileSync } from 'node:fs';
 import type { Config } from './config/index.js';

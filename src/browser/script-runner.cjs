@@ -70,8 +70,8 @@ const DOWNLOAD_SETTLE_MS = 500;
 /**
  * After the script returns, at least this long for a download it started (a click on a download
  * link, then return) to announce itself. Chromium reports a download only once its response
- * arrives, and no request event comes before that. 50 ms missed a local download on a loaded
- * CI machine.
+ * arrives, and no request event comes before that; on a loaded CI machine that can take well
+ * over 50 ms even for a local download.
  */
 const DOWNLOAD_ANNOUNCE_MS = 200;
 

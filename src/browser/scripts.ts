@@ -317,8 +317,8 @@ export const DEFAULT_VIEWPORT = { width: 1288, height: 711 };
 const alive = (r: Runner) => r.child.exitCode === null && r.child.signalCode === null && r.child.connected;
 
 /**
- * Script runner processes, per organisation. Loading playwright-core under the permission model
- * costs about half a second of CPU and a new context with its page about 0.2 s, so a process
+ * Script runner processes, per organisation. Loading playwright-core under the permission model,
+ * and a new context with its page, cost more than most scripts take, so a process
  * runs up to `tasksPerProcess` tasks of one organisation, one at a time, each in a context of
  * its own, and opens the context of its next task while the current one runs. A process is
  * never given another organisation's task; it is killed instead of reused after a time limit,

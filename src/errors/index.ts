@@ -1,5 +1,5 @@
 /**
- * One catalogue of errors (DESIGN.md section 5). Each entry has a stable wire code, an HTTP
+ * One catalogue of errors. Each entry has a stable wire code, an HTTP
  * status and a JSON-RPC code; renderers turn an AppError into the wire shape of the surface
  * that raised it. Messages never contain secrets.
  */
