@@ -150,7 +150,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
-  // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.
+  // Workflow `http` steps go through the same outbound policy as event calls; the service's own
+  // URLs are always reachable.
   const fetchImpl = policyFetch(
     new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)),
   );

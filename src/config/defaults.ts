@@ -37,12 +37,18 @@ export const defaults = {
   runMaxAttempts: 2,
   /** Finished runs, their files and attachments are pruned after this many days. */
   runRetentionDays: 30,
-  /** Browser automation (src/browser/README.md): Debian's Chromium, concurrent tasks per process, task time limit, idle browser lifetime. */
+  /**
+   * Browser automation (src/browser/README.md): Debian's Chromium, concurrent tasks per process,
+   * task time limit, idle browser lifetime.
+   */
   browserExecutable: '/usr/bin/chromium',
   browserMaxContexts: 4,
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
-  /** Code runner spares kept warm, and one organisation's most runners: one per core, at least 2 (src/engine/sandbox/README.md). */
+  /**
+   * Code runner spares kept warm, and one organisation's most runners: one per core, at least 2
+   * (src/engine/sandbox/README.md).
+   */
   sandboxPoolSize: Math.min(64, Math.max(2, cores)),
   /**
    * Executions a code runner serves before it is replaced (src/engine/sandbox/README.md): a start
@@ -57,7 +63,10 @@ export const defaults = {
   /** Time limit of one upstream operation, connect included (spec Errors: timeout → -32000). */
   upstreamTimeoutMs: 30_000,
   upstreamListBudgetMs: 1_000,
-  /** Discovery (src/servers/sidekick/README.md): the embeddings model asked for, and how long a query waits for its embedding. */
+  /**
+   * Discovery (src/servers/sidekick/README.md): the embeddings model asked for, and how long a
+   * query waits for its embedding.
+   */
   embeddingsModel: 'text-embedding-3-small',
   embeddingsBudgetMs: 300,
   /** Connection (PCID) lookups are reused this long: status changes and revocation apply within it. */

@@ -138,7 +138,10 @@ export class RunWorkers {
     };
   }
 
-  /** Executes a claimed run, tracked in `active`; `stepsDone` once its finish is queued, `job` once it committed and signalled. */
+  /**
+   * Executes a claimed run, tracked in `active`; `stepsDone` once its finish is queued, `job` once
+   * it committed and signalled.
+   */
   private execute(run: RunRow): { stepsDone: Promise<void>; job: Promise<unknown> } {
     const { config, log } = this.deps;
     let executed!: () => void;

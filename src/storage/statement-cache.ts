@@ -10,8 +10,9 @@
  * The cache is per connection, least recently used first out (statements whose text varies, such
  * as multi-row INSERTs, do not grow it past MAX_STATEMENTS); a statement that failed to prepare
  * or to run is finalized and dropped, so the next use prepares it afresh. A connection's
- * statements are finalized before the pool closes it (sqlite refuses to close otherwise). Results are what knex expects from
- * node-sqlite3: rows for `all`, the statement (`lastID`, `changes`) as the callback's `this`.
+ * statements are finalized before the pool closes it (sqlite refuses to close otherwise).
+ * Results are what knex expects from node-sqlite3: rows for `all`, the statement (`lastID`,
+ * `changes`) as the callback's `this`.
  */
 import type { Knex } from 'knex';
 

@@ -4,13 +4,13 @@
  * with their outbox rows (src/events), the claims, progress, finishes and lease renewals of
  * runs being executed (src/runs/README.md). On sqlite this keeps one writer at a time in the
  * process, so concurrent writes queue here instead of sleeping in SQLite's busy handler
- * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise settles
- * after the transaction that holds its write committed. Every operation must start with a
- * write (it may be first in its transaction), or make no statement of its own and only hand
- * rows or items to its batch (insertLater, joinLater), whose statements are all writes. One failing operation does not fail its
- * neighbours: the batch is retried one operation per transaction. An operation
- * that expects to fail (not found, conflict) should return its error instead of throwing, so
- * that its neighbours keep their shared commit.
+ * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise
+ * settles after the transaction that holds its write committed. Every operation must start with
+ * a write (it may be first in its transaction), or make no statement of its own and only hand
+ * rows or items to its batch (insertLater, joinLater), whose statements are all writes. One
+ * failing operation does not fail its neighbours: the batch is retried one operation per
+ * transaction. An operation that expects to fail (not found, conflict) should return its error
+ * instead of throwing, so that its neighbours keep their shared commit.
  *
  * Rows an operation only appends (the event outbox) can be handed to `batch.insertLater`: the
  * batch inserts every operation's rows of one table in a single multi-row statement just before
@@ -78,7 +78,10 @@ type Op = {
 };
 
 export interface WriteOptions {
-  /** Each of the operation's statements stands alone: by itself in a batch it runs without a transaction (see the header). */
+  /**
+   * Each of the operation's statements stands alone: by itself in a batch it runs without a
+   * transaction (see the header).
+   */
   autocommit?: boolean;
 }
 

@@ -113,7 +113,9 @@ function jsScanner(rows: number, dims: number): DotScanner {
   };
 }
 
-/** A scanner for `rows` vectors of `dims` dimensions: SIMD when it can be, else JavaScript (`simd: false` forces it). */
+/**
+ * A scanner for `rows` vectors of `dims` dimensions: SIMD when it can be, else JavaScript (`simd: false` forces it).
+ */
 export function dotScanner(rows: number, dims: number, opts: { simd?: boolean } = {}): DotScanner {
   return (opts.simd !== false ? simdScanner(rows, dims) : undefined) ?? jsScanner(rows, dims);
 }

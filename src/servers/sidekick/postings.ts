@@ -1,14 +1,13 @@
 /**
- * The discovery index's inverted index and BM25+ scorer, made to stay fast at 10,000 tools. It scores exactly as MiniSearch 7's search does (same BM25+ parameters, field
- * lengths, field boosts, prefix and typo weights, the same "score × query terms matched"
- * candidate order), but without an object per matching document: a request's words can touch
- * thousands of documents, of which the caller keeps the best few dozen. Scores accumulate in
- * typed arrays indexed by a document's slot; only the best `max` documents get their match
- * details, from a second pass over the same postings. MiniSearch's SearchableMap (its radix tree)
- * still holds the terms and answers prefix and typo (Levenshtein) lookups.
- *
- * At 10,000 tools the slowest requests match thousands of documents, and objects for each of them
- * would dominate a discover call (bench/discovery/README.md has the figures).
+ * The discovery index's inverted index and BM25+ scorer. It scores exactly as MiniSearch 7's
+ * search does (same BM25+ parameters, field lengths, field boosts, prefix and typo weights, the
+ * same "score × query terms matched" candidate order), but without an object per matching
+ * document: at 10,000 tools a request's words can touch thousands of documents, of which the
+ * caller keeps the best few dozen, and an object for each would dominate a discover call
+ * (bench/discovery/README.md). Scores accumulate in typed arrays indexed by a document's slot;
+ * only the best `max` documents get their match details, from a second pass over the same
+ * postings. MiniSearch's SearchableMap (its radix tree) holds the terms and answers prefix and
+ * typo (Levenshtein) lookups.
  */
 import SearchableMap from 'minisearch/SearchableMap';
 import { processTerm, tokenize } from './text.js';
