@@ -163,7 +163,7 @@ export class UsageMemory implements ToolCallObserver {
    * background. With shared pending discovers the GETDEL is queued before the call's answer is
    * written and goes out in the same turn of the event loop, so it reaches Redis before the
    * caller can have the answer and make its next call. Awaiting it instead would add a Redis
-   * round trip to every proxied call (bench/README.md, "Tool gateway"), for no ordering that
+   * round trip to every proxied call (bench/README.md, "Other benchmarks"), for no ordering that
    * this does not already give.
    */
   toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
