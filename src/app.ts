@@ -1,6 +1,6 @@
 /**
  * Composition root: builds the services, the run workers and the HTTP app from
- * configuration. No business logic lives here (DESIGN.md section 3).
+ * configuration. No business logic lives here.
  */
 import { readFileSync } from 'node:fs';
 import type { Config } from './config/index.js';
@@ -29,7 +29,6 @@ import { queueManagementHandlers } from './queues/handlers/index.js';
 import { queueBatchHandlers } from './queues/handlers/batch-handlers.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './http/outbound.js';
-import { pendingHandlers } from './http/pending.js';
 import { getHealth, getReadiness } from './health/handlers.js';
 import { probeIsolation, type Isolation } from './containment/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
@@ -53,7 +52,6 @@ export interface AppOptions {
 
 export function allHandlers(): HandlerMap {
   return {
-    ...pendingHandlers(),
     ...authHandlers,
     ...workflowHandlers,
     ...triggerHandlers,
@@ -152,7 +150,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   });
   // Warm the code-step sandbox now, so the first run does not pay its cold start.
   if (config.runConcurrency > 0) await sandbox.start();
-  // Workflow `http` steps go through the same outbound policy as event calls; the service's own URLs are always reachable.
+  // Workflow `http` steps go through the same outbound policy as event calls; the service's own
+  // URLs are always reachable.
   const fetchImpl = policyFetch(
     new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)),
   );

@@ -6,7 +6,7 @@
  * them apart (openapi/management.yaml createChannel).
  *
  * The key is shown once (creation, rotation) and stored as SHA-256 with a 4-character hint,
- * like API keys (DESIGN.md section 5). Every lookup is scoped to the organisation, except the
+ * like API keys. Every lookup is scoped to the organisation, except the
  * channel call itself, which carries no organisation and is answered by id and key.
  *
  * ETag (openapi/management.yaml ChannelETag): agent_channels has no version column, so the

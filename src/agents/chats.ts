@@ -275,7 +275,10 @@ export async function findTurnByIdempotencyKey(
   return row ? toTurn(row) : undefined;
 }
 
-/** After the window the key may be used again: the old turn keeps its record but not the key (a write, so it may open a transaction). */
+/**
+ * After the window the key may be used again: the old turn keeps its record but not the key (a
+ * write, so it may open a transaction).
+ */
 export async function releaseExpiredIdempotencyKey(
   db: Knex,
   orgId: string,

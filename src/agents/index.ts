@@ -1,5 +1,5 @@
 /**
- * Agents context public surface (DESIGN.md section 3): agent records and releases, chats and
+ * Agents context public surface (other contexts import only from here): agent records and releases, chats and
  * their history, the turn runtime (model providers, tools through the gateway) and the agent
  * API channel. See README.md.
  */

@@ -88,7 +88,8 @@ export class AgentService {
     if (req.chatId !== undefined) {
       const chat = await getChat(db, req.orgId, req.chatId);
       if (req.channelId !== undefined) {
-        // Spec Errors: not owned by this channel → 403 unowned_chat_id; an unknown chat answers the same (no existence oracle).
+        // Spec Errors: not owned by this channel → 403 unowned_chat_id; an unknown chat answers the
+        // same (no existence oracle).
         if (!chat || chat.channelId !== req.channelId) throw new AppError('ERR_CHANNEL_UNOWNED_CHAT');
       } else if (!chat || chat.agentId !== req.agentId) {
         throw new AppError('ERR_NOT_FOUND', {

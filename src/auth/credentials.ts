@@ -8,7 +8,7 @@ import { touchLastUsed } from './usage.js';
 
 /**
  * API credentials (spec "Authentication" 4): a client id, a client secret shown once, and an
- * organisation. The secret is stored only as its SHA-256 (DESIGN.md section 5).
+ * organisation. The secret is stored only as its SHA-256.
  *
  * Decision: a credential is active as soon as createCredential returns. The spec's "may take
  * up to 60 seconds to activate" (Limits) is an upper bound callers must tolerate; we beat it.

@@ -1,5 +1,5 @@
 /**
- * Public surface of the auth context (DESIGN.md section 3): organisations, API credentials,
+ * Public surface of the auth context: organisations, API credentials,
  * runtime tokens (JWT, JWKS, signing-key rotation) and trigger API keys. Other contexts import
  * only from here.
  */

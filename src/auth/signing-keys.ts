@@ -5,7 +5,7 @@ import { decrypt, encrypt } from './crypto.js';
 
 /**
  * Token signing keys (ES256) in table `signing_keys`. The public JWK is stored as JSON text;
- * the private JWK is sealed with AES-256-GCM under config.secretKey (DESIGN.md section 5).
+ * the private JWK is sealed with AES-256-GCM under config.secretKey.
  *
  * Life cycle: one active key (retired_at null) signs. Rotation retires it with
  * expires_at = now + token TTL + RETIRED_GRACE_S, so every token it signed stays verifiable

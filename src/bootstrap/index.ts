@@ -79,7 +79,8 @@ export async function bootstrapIfEmpty(
     description: 'Demo structured datastore: one item per customer.',
     type: 'structured_datastore',
   });
-  // A queue for CSV batches on the demo API trigger (spec section 15); two runs at a time keeps a demo batch visibly queued.
+  // A queue for CSV batches on the demo API trigger (spec section 15); two runs at a time keeps a
+  // demo batch visibly queued.
   const queue = await createQueue(db, org.id, {
     name: 'Demo queue',
     description: 'Demo queue: one run of the demo workflow per CSV row.',

@@ -11,7 +11,7 @@
  *   (profile, downloads, temporary files) on a tmpfs (/dev/shm) where the machine has one;
  * - without it, when the service runs as root: the same launch script switches Chromium to an
  *   unprivileged user of its own (setpriv), in the same folder, without the view or the policy;
- * - otherwise Chromium starts as before, under the service's own user.
+ * - otherwise Chromium starts under the service's own user, with no switch.
  * Either way the browser gets a user id of its own (src/containment RunnerUsers), given back
  * once its process has exited.
  */

@@ -16,7 +16,7 @@ import type { ChromiumBox } from './contain.js';
 import type { BrowserRelay } from './relay.js';
 
 /**
- * DESIGN.md section 6: the flags Chromium needs on these machines (closed network, root, no GPU),
+ * The flags Chromium needs on these machines (closed network, root, no GPU),
  * and WebRTC kept off UDP that would go around the guarded proxy.
  */
 export const CHROMIUM_ARGS = [

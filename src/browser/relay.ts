@@ -289,7 +289,10 @@ export class BrowserRelay {
     s.server.close();
   }
 
-  /** Forwards one runner connection; `orgId` is the organisation whose socket it came in on (undefined: the TCP listener). */
+  /**
+   * Forwards one runner connection; `orgId` is the organisation whose socket it came in on
+   * (undefined: the TCP listener).
+   */
   private async bridge(client: WebSocket, url: string, orgId: string | undefined): Promise<void> {
     const route = this.routes.get(url.replace(/^\//, ''));
     if (!route || (orgId !== undefined && route.orgId !== orgId)) {

@@ -70,8 +70,8 @@ const DOWNLOAD_SETTLE_MS = 500;
 /**
  * After the script returns, at least this long for a download it started (a click on a download
  * link, then return) to announce itself. Chromium reports a download only once its response
- * arrives, and no request event comes before that. 50 ms missed a local download on a loaded
- * CI machine.
+ * arrives, and no request event comes before that; on a loaded CI machine that can take well
+ * over 50 ms even for a local download.
  */
 const DOWNLOAD_ANNOUNCE_MS = 200;
 
@@ -82,7 +82,10 @@ function stamp(task) {
   return `[${mm}:${ss}]`;
 }
 
-/** A line of one task's log; nothing once the task is over (a promise it left behind cannot write into the next task's log). */
+/**
+ * A line of one task's log; nothing once the task is over (a promise it left behind cannot write
+ * into the next task's log).
+ */
 function log(task, text) {
   if (!task.live || !process.connected) return;
   process.send({
@@ -104,7 +107,10 @@ function addFile(task, file) {
   task.files.push(file);
 }
 
-/** A typed array of any realm (page.screenshot() answers a Buffer of this one; the script's own Uint8Array is of its context). */
+/**
+ * A typed array of any realm (page.screenshot() answers a Buffer of this one; the script's own
+ * Uint8Array is of its context).
+ */
 function isBytes(v) {
   return (
     v !== null &&

@@ -56,7 +56,10 @@ const RUNNER_MAX_THREADS = 64;
 const MAX_TREE = 3;
 const WATCH_BUSY_MS = 100;
 const WATCH_IDLE_MS = 1000;
-/** The whole tree is walked (new processes found) at most this often; in between only its known processes' memory is read. */
+/**
+ * The whole tree is walked (new processes found) at most this often; in between only its known
+ * processes' memory is read.
+ */
 const WALK_MS = 1000;
 const PAGE_BYTES = 4096;
 /** A runner that has not said it is ready (playwright-core loaded, user switched) by then is killed. */
@@ -65,7 +68,10 @@ const START_TIMEOUT_MS = 30_000;
 export interface ScriptFile {
   fileName: string;
   data: Buffer;
-  /** script: returned by a script; download: a download of the browser; extract: made by the operator (extract, screenshot, the session trace). */
+  /**
+   * script: returned by a script; download: a download of the browser; extract: made by the
+   * operator (extract, screenshot, the session trace).
+   */
   source: 'script' | 'download' | 'extract';
   mimeType?: string | undefined;
 }
@@ -88,7 +94,10 @@ export interface ScriptRun {
   /** The guarded proxy every context of the task uses (src/browser/proxy.ts). */
   proxyUrl: string;
   timeoutMs: number;
-  /** The task's whole time limit (BROWSER_TASK_TIMEOUT_MS), named in the message when the script overruns; timeoutMs is what is left of it. */
+  /**
+   * The task's whole time limit (BROWSER_TASK_TIMEOUT_MS), named in the message when the script
+   * overruns; timeoutMs is what is left of it.
+   */
   taskLimitMs: number;
   /** The task's start (epoch ms): the log's clock. */
   startedAt: number;
@@ -151,7 +160,10 @@ function runnerView(relaySocketDir: string | undefined): ContainSpec {
   };
 }
 
-/** A runner process: started contained, with the boundary's flags; it loads playwright-core, switches users and waits for tasks. */
+/**
+ * A runner process: started contained, with the boundary's flags; it loads playwright-core,
+ * switches users and waits for tasks.
+ */
 function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): Runner {
   const { isolation } = opts;
   const contained = isolation.plan.bwrap !== undefined;
@@ -317,8 +329,8 @@ export const DEFAULT_VIEWPORT = { width: 1288, height: 711 };
 const alive = (r: Runner) => r.child.exitCode === null && r.child.signalCode === null && r.child.connected;
 
 /**
- * Script runner processes, per organisation. Loading playwright-core under the permission model
- * costs about half a second of CPU and a new context with its page about 0.2 s, so a process
+ * Script runner processes, per organisation. Loading playwright-core under the permission model,
+ * and a new context with its page, cost more than most scripts take, so a process
  * runs up to `tasksPerProcess` tasks of one organisation, one at a time, each in a context of
  * its own, and opens the context of its next task while the current one runs. A process is
  * never given another organisation's task; it is killed instead of reused after a time limit,

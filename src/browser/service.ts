@@ -45,7 +45,10 @@ import {
 import { pruneExpired } from './operator/cache.js';
 import { AdBlocker } from './operator/adblock.js';
 
-/** The running process renews a task this often; a task not renewed for STALE_MS, or STALE_MS past its deadline, is failed. */
+/**
+ * The running process renews a task this often; a task not renewed for STALE_MS, or STALE_MS past
+ * its deadline, is failed.
+ */
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 30_000;
 const SWEEP_MS = 30_000;
@@ -96,7 +99,10 @@ export interface RunningTask {
   status(message: string): void;
 }
 
-/** How a task ended: the result text, its files, and the message of the end state (default "Task completed." / "Task failed."). */
+/**
+ * How a task ended: the result text, its files, and the message of the end state (default "Task
+ * completed." / "Task failed.").
+ */
 export interface TaskOutcome {
   ok: boolean;
   result: string;

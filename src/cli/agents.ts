@@ -22,7 +22,8 @@ import {
   type OutputFormat,
 } from '../agents/channels.js';
 import { AgentConfigError, checkModel, checkOutputSchema } from '../agents/validate.js';
-// The registry modules alone: the gateway's index loads its router, servers and upstream clients, which a CLI start does not need.
+// The registry modules alone: the gateway's index loads its router, servers and upstream clients,
+// which a CLI start does not need.
 import { EMBEDDED_PATHS } from '../gateway/registry-validate.js';
 import { findAppServerByPath } from '../gateway/registry.js';
 

@@ -271,7 +271,7 @@ program
       if (o.newCredential) {
         values = await freshPostmanValues(db, config.publicUrl, await resolveOrg(db, o.org ?? bootstrap?.orgId));
       } else if (!bootstrap) {
-        // Client secrets are stored only as hashes (DESIGN.md section 5): nothing to rebuild them from.
+        // Client secrets are stored only as hashes: nothing to rebuild them from.
         throw new CliError(
           `${config.dataDir}/${BOOTSTRAP_FILE} not found, and client secrets are stored only as hashes. ` +
             'Run `switchyard postman-env --new-credential` to create a credential and an API key for Postman (existing ones keep working).',

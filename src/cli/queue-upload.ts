@@ -65,7 +65,8 @@ export function registerQueueUpload(queue: Command, kit: CliKit): void {
       const size = await checkFile(kit, file);
       const envToken = process.env.SWITCHYARD_TOKEN?.trim();
       if (envToken) {
-        // The token names the organisation; --org, when given, is sent as X-Selected-Org (403 org_mismatch if it differs).
+        // The token names the organisation; --org, when given, is sent as X-Selected-Org (403
+        // org_mismatch if it differs).
         const base = baseUrl(kit, o.url, () => loadConfig().publicUrl);
         return upload(kit, new Api(kit, base, { get: async () => envToken, hint: '' }, o.org), file, size, o);
       }
@@ -158,7 +159,9 @@ class Api {
     private readonly selectedOrg: string | undefined,
   ) {}
 
-  /** One JSON call; an error answer becomes a CLI failure naming the step, the status and the server's {error, message}. */
+  /**
+   * One JSON call; an error answer becomes a CLI failure naming the step, the status and the server's {error, message}.
+   */
   async call<T>(what: string, method: string, pathname: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = {
       accept: 'application/json',
@@ -243,7 +246,10 @@ async function upload(kit: CliKit, api: Api, file: string, size: number, o: Uplo
   if (batch.status === 'cancelled') throw kit.fail(`batch ${batch.batchId} was cancelled`);
 }
 
-/** PUT the file to its presigned URL, streamed with a Content-Length; no bearer token (the URL's signature authorises it). */
+/**
+ * PUT the file to its presigned URL, streamed with a Content-Length; no bearer token (the URL's
+ * signature authorises it).
+ */
 function putFile(
   kit: CliKit,
   target: UploadTarget,

@@ -28,9 +28,7 @@ export const defaults = {
   /**
    * Concurrent runs per process: 32 per core, at least 32. Runs wait on the store, on sandbox
    * processes and on HTTP far more than they compute in this process, and more runs at once
-   * make bigger write batches (bench/README.md, issue 14: on 2 cores, 8 at once executed about
-   * 1,300 no-op runs/s, 16 about 1,500 and 32 about 1,900 in one session; in a later, slower
-   * one 32 gave 1,498–1,559 and 64 gave 1,652–1,697, with less CPU per run).
+   * make bigger write batches, which cost less CPU per run (bench/README.md, "Run execution").
    */
   runConcurrency: Math.min(256, Math.max(32, 32 * cores)),
   /** A worker holds a run for this long and renews while it runs; expired leases are recovered. */
@@ -39,16 +37,23 @@ export const defaults = {
   runMaxAttempts: 2,
   /** Finished runs, their files and attachments are pruned after this many days. */
   runRetentionDays: 30,
-  /** Browser automation (src/browser/README.md): Debian's Chromium, concurrent tasks per process, task time limit, idle browser lifetime. */
+  /**
+   * Browser automation (src/browser/README.md): Debian's Chromium, concurrent tasks per process,
+   * task time limit, idle browser lifetime.
+   */
   browserExecutable: '/usr/bin/chromium',
   browserMaxContexts: 4,
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
-  /** Code runner spares kept warm, and one organisation's most runners: one per core, at least 2 (src/engine/sandbox/README.md). */
+  /**
+   * Code runner spares kept warm, and one organisation's most runners: one per core, at least 2
+   * (src/engine/sandbox/README.md).
+   */
   sandboxPoolSize: Math.min(64, Math.max(2, cores)),
   /**
    * Executions a code runner serves before it is replaced (src/engine/sandbox/README.md): a start
-   * costs about 0.15 s of CPU, so a busy runner lives seconds, not a fraction of one.
+   * (Node, the addon, bubblewrap, the first isolate) costs as much CPU as hundreds of warm
+   * executions, so a busy runner lives seconds, not a fraction of one.
    */
   sandboxMaxExecutions: 10_000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
@@ -58,7 +63,10 @@ export const defaults = {
   /** Time limit of one upstream operation, connect included (spec Errors: timeout → -32000). */
   upstreamTimeoutMs: 30_000,
   upstreamListBudgetMs: 1_000,
-  /** Discovery (src/servers/sidekick/README.md): the embeddings model asked for, and how long a query waits for its embedding. */
+  /**
+   * Discovery (src/servers/sidekick/README.md): the embeddings model asked for, and how long a
+   * query waits for its embedding.
+   */
   embeddingsModel: 'text-embedding-3-small',
   embeddingsBudgetMs: 300,
   /** Connection (PCID) lookups are reused this long: status changes and revocation apply within it. */

@@ -43,7 +43,10 @@ export interface Config {
   runMaxAttempts: number;
   runRetentionDays: number;
   sandboxPoolSize: number;
-  /** SANDBOX_REUSE_CONTEXTS: warm contexts reused for the same step code of the same workflow (src/engine/sandbox/README.md). */
+  /**
+   * SANDBOX_REUSE_CONTEXTS: warm contexts reused for the same step code of the same workflow
+   * (src/engine/sandbox/README.md).
+   */
   sandboxReuseContexts: boolean;
   /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
   sandboxMaxExecutions: number;
@@ -67,7 +70,10 @@ export interface Config {
   upstreamTimeoutMs: number;
   /** Gateway: idle upstream sessions close after this long (ms). */
   upstreamIdleMs: number;
-  /** GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. */
+  /**
+   * GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application
+   * server's first tool list.
+   */
   upstreamListBudgetMs: number;
   /** Language models of agents (src/agents/runtime/providers.ts). */
   models: ModelConfig;
@@ -86,12 +92,18 @@ export interface Config {
   };
   /** Tool discovery (src/servers/sidekick): semantic ranking and learning from use. */
   discovery: DiscoveryConfig;
-  /** EMBEDDINGS_API_KEY: bearer key of the embeddings provider; a secret, never logged nor validated into the config schema. */
+  /**
+   * EMBEDDINGS_API_KEY: bearer key of the embeddings provider; a secret, never logged nor validated
+   * into the config schema.
+   */
   embeddingsApiKey: string | null;
 }
 
 export interface DiscoveryConfig {
-  /** EMBEDDINGS_URL: an OpenAI-compatible embeddings API (its base URL, or the full `/embeddings` URL); null means lexical ranking only. */
+  /**
+   * EMBEDDINGS_URL: an OpenAI-compatible embeddings API (its base URL, or the full `/embeddings`
+   * URL); null means lexical ranking only.
+   */
   embeddingsUrl: string | null;
   /** EMBEDDINGS_MODEL: the model asked for. */
   embeddingsModel: string;
@@ -112,7 +124,10 @@ export interface ModelConfig {
   keys: { openaiCompatible: string | null; openai: string | null; anthropic: string | null; google: string | null };
   /** OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways). */
   openaiBaseUrl: string | null;
-  /** ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1. */
+  /**
+   * ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g.
+   * https://gateway.example/v1.
+   */
   anthropicBaseUrl: string | null;
   providers: ModelProviderName[];
 }
@@ -172,7 +187,10 @@ function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boole
  * The secret key comes from SECRET_KEY (base64, 32 bytes) or, when unset, from
  * DATA_DIR/secret.key, created on first start with mode 0600.
  */
-/** BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means Ghostery's prebuilt ads engine. */
+/**
+ * BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means
+ * Ghostery's prebuilt ads engine.
+ */
 function adblockLists(value: string | undefined): string[] {
   const lists = (value ?? '')
     .split(',')

@@ -1,6 +1,6 @@
 /**
  * Connections (spec "Connection"; id = the PCID passed to application tools). The secret is
- * write-only: encrypted at rest with AES-256-GCM under config.secretKey (DESIGN.md section 5)
+ * write-only: encrypted at rest with AES-256-GCM under config.secretKey
  * and never returned; views only say whether one is set.
  */
 import type { Knex } from 'knex';

@@ -1,4 +1,7 @@
-/** Containment of processes that run tenant code: the levels this machine allows, their command lines and their watchdog (README.md). */
+/**
+ * Containment of processes that run tenant code: the levels this machine allows, their command
+ * lines and their watchdog (README.md).
+ */
 export {
   probeIsolation,
   findProgram,

@@ -195,7 +195,10 @@ async function detect(opts: ProbeOptions): Promise<Isolation> {
   return { report, plan, users };
 }
 
-/** undefined when a contained process starts, switches user, sees only its own namespace and cannot reach the host's loopback. */
+/**
+ * undefined when a contained process starts, switches user, sees only its own namespace and cannot
+ * reach the host's loopback.
+ */
 async function namespacesWork(
   plan: LaunchPlan,
   users: RunnerUsers | undefined,

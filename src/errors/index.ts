@@ -1,5 +1,5 @@
 /**
- * One catalogue of errors (DESIGN.md section 5). Each entry has a stable wire code, an HTTP
+ * One catalogue of errors. Each entry has a stable wire code, an HTTP
  * status and a JSON-RPC code; renderers turn an AppError into the wire shape of the surface
  * that raised it. Messages never contain secrets.
  */
@@ -330,14 +330,6 @@ export class AppError extends Error {
     this.details = opts.details;
     this.headers = opts.headers;
   }
-}
-
-/** The typed 501 for capabilities described in openapi/ but owned by a later issue. */
-export function notImplemented(capability: string): AppError {
-  return new AppError('ERR_NOT_IMPLEMENTED', {
-    message: `Not implemented yet: ${capability}`,
-    details: { capability },
-  });
 }
 
 /** OAuth 2.0 token endpoint errors (RFC 6749 section 5.2). */

@@ -1,4 +1,4 @@
-/** The events context (DESIGN.md section 3 `events/`): collections, items, files, trigger URLs, outbox dispatcher, rate windows. */
+/** The events context: collections, items, files, trigger URLs, outbox dispatcher, rate windows. */
 export { EventsService, type EventsOptions, type CallResult } from './service.js';
 export { resourceHandlers, collectionHandlers } from './handlers/index.js';
 export { createCollection, findCollection, type CollectionRecord } from './collections.js';

@@ -268,7 +268,8 @@ export async function updateItem(
   let pending = 0;
   const result = await deps.writes.run(async (trx, batch) => {
     const now = nowIso();
-    // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads it in the same statement.
+    // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads
+    // it in the same statement.
     const [row] = (await trx('collection_items')
       .where({ id, collection_id: c.id })
       .update({ updated_at: now })
@@ -357,7 +358,8 @@ export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string
   checkCollection(c);
   let pending = 0;
   const found = await deps.writes.run(async (trx, batch) => {
-    // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's sqlite DELETE has no RETURNING).
+    // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's
+    // sqlite DELETE has no RETURNING).
     const [row] = (await trx('collection_items')
       .where({ id, collection_id: c.id })
       .update({ updated_at: nowIso() })

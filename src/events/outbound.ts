@@ -84,7 +84,8 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
         else p.resolve({ status: r.status, headers: r.headers, durationMs: r.durationMs });
       }
     });
-    // A dead thread fails its calls (recorded as failed, like any call that got no answer); the next call starts another.
+    // A dead thread fails its calls (recorded as failed, like any call that got no answer); the
+    // next call starts another.
     const died = (why: string) => {
       if (worker === w) worker = undefined;
       for (const [n, p] of waiting) {

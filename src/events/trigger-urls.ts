@@ -1,7 +1,7 @@
 /**
  * Trigger URL entries (spec "Trigger URL entry", "Events"; rules in openapi/resources.yaml):
  * `{event, url, apiKey, triggerLevel?}` validated and stored with the key encrypted
- * (AES-256-GCM, DESIGN.md section 5); responses show only its last four characters.
+ * (AES-256-GCM); responses show only its last four characters.
  *
  * Levels: onCreate exists at collection level only; onEdit and onDelete at both. Item- and
  * file-level entries are accepted on structured datastores, filestores and knowledge bases;

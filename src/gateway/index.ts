@@ -1,6 +1,6 @@
 /**
- * Gateway context public surface. Foundation scope: application server registrations.
- * The JSON-RPC router, upstream client pool and header forwarding arrive with a later issue.
+ * Gateway context public surface: application server registrations, the gateway (JSON-RPC router,
+ * catalogue, upstream pool) and its handlers, and the tool caller of workflow steps.
  */
 export {
   createAppServer,

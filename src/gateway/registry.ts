@@ -2,7 +2,7 @@
  * Application server registrations (spec section 7): a server path of the organisation,
  * proxied to a remote MCP server or to an HTTP API described by an OpenAPI document, reached
  * with the secret of a connection (PCID). Children (parentPath) share the parent's PCID and
- * only change the server path. Proxying arrives with a later issue.
+ * only change the server path. The proxying itself is in upstream/.
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';

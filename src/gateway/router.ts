@@ -1,7 +1,8 @@
 /**
  * JSON-RPC 2.0 router of the tool gateway (spec section 7). Parsed messages go straight to a
- * prepared table of ToolServers — no McpServer is built per request (about 1.5k req/s here,
- * DESIGN.md section 6); the MCP SDK provides the protocol versions and the upstream client.
+ * prepared table of ToolServers — no McpServer is built per request, so a call pays for its tool,
+ * not for setting up a server (bench/gateway.ts); the MCP SDK provides the protocol versions and
+ * the upstream client.
  * Methods: initialize, ping, tools/list, tools/call; notifications are accepted and need no
  * answer. Codes: validation/timeout -32000, internal -32603, plus -32700/-32600/-32601/-32602.
  */
@@ -89,8 +90,6 @@ export class GatewayRouter {
   private toErrorResponse(id: JSONRPCID, error: unknown) {
     if (error instanceof GatewayError) return createJSONRPCErrorResponse(id, error.code, error.message, error.data);
     if (isAppError(error) && error.status < 500)
-      return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
-    if (isAppError(error) && error.key === 'ERR_NOT_IMPLEMENTED')
       return createJSONRPCErrorResponse(id, error.rpc, error.message, { error: error.code });
     if (error instanceof JSONRPCErrorException)
       return createJSONRPCErrorResponse(id, error.code, error.message, error.data);

@@ -1,9 +1,9 @@
 /**
  * The one named pipeline, on node:http: access log → route → params/query → auth → body →
  * handler → reply. Routing is find-my-way (a radix tree); request parts are checked by the
- * generated ajv standalone validators. No web framework sits in between: express 5 cost
- * about 85 % of the bare node:http throughput on these 2-core machines, more than the
- * trigger and gateway benchmarks allow (bench/triggers.ts, bench/gateway.ts).
+ * generated ajv standalone validators. No web framework sits in between: express 5 costs
+ * most of the bare node:http throughput on 2-core machines, more than the trigger and gateway
+ * benchmarks allow (bench/triggers.ts, bench/gateway.ts).
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';

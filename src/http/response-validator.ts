@@ -6,7 +6,7 @@ import type { Reply } from './types.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
-/** openapi-backend checks documents against OpenAPI 3.0; our documents are 3.1 (DESIGN.md section 6). */
+/** openapi-backend checks documents against OpenAPI 3.0; our documents are 3.1. */
 class OpenAPI31Backend extends OpenAPIBackend {
   override validateDefinition(): Document {
     return this.document;

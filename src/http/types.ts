@@ -34,7 +34,7 @@ type BodyOf<K extends OperationId> = Ops[K] extends { requestBody?: infer RB }
     : undefined
   : undefined;
 
-/** A parsed, validated request (DESIGN.md section 2: types flow spec → generated → src). */
+/** A parsed, validated request (types flow from openapi/ through generated/ into src/). */
 export interface HandlerRequest<K extends OperationId = OperationId> {
   operationId: K;
   params: ParamsOf<K, 'path'>;

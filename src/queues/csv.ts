@@ -499,7 +499,9 @@ class RecordScanner {
     this.recordStart = this.offset = start;
   }
 
-  /** Scans `buf`, the bytes at `offset`; with `oneRecord`, stops after the first record end. Returns the bytes scanned. */
+  /**
+   * Scans `buf`, the bytes at `offset`; with `oneRecord`, stops after the first record end. Returns the bytes scanned.
+   */
   scan(buf: Buffer, oneRecord = false): number {
     const base = this.offset;
     const len = buf.length;

@@ -1,5 +1,5 @@
 /**
- * The run queue (DESIGN.md section 4). The runs table is the source of truth: a run is
+ * The run queue. The runs table is the source of truth: a run is
  * claimed by a conditional UPDATE (PENDING → RUNNING with a lease), so a delivery that
  * arrives twice, or late, never runs a run twice. The queue only says "work is there":
  * - in-process (default): an EventEmitter wakes the local workers, which claim the oldest
@@ -148,7 +148,7 @@ export class RedisRunQueue implements RunQueue {
     const Bee = createRequire(import.meta.url)('bee-queue') as typeof BeeQueue;
     this.queue = new Bee<{ runId: string }>('runs', {
       prefix: opts.prefix ?? 'switchyard',
-      // bee-queue 2 carries its own redis@3 client: it takes host/port (DESIGN.md section 6).
+      // bee-queue 2 carries its own redis@3 client: it takes host/port, not a URL.
       redis: {
         host: u.hostname,
         port: Number(u.port || 6379),

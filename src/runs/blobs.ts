@@ -1,5 +1,5 @@
 /**
- * Blob storage for attachments, run files and uploads (DESIGN.md section 4, `BlobStore`).
+ * Blob storage for attachments, run files and uploads (`BlobStore`).
  * The default backend is a local folder, `DATA_DIR/blobs`; the interface is kept small and
  * key-based so an S3-compatible backend can implement it unchanged (keys become object keys,
  * `deletePrefix` becomes a prefix listing + batch delete).
@@ -11,8 +11,8 @@
  *   `openBlobStore`): with PostgreSQL or SQLITE_SYNCHRONOUS=FULL, whose commits survive a power
  *   loss, the temp file is fsynced before the rename; with sqlite's default NORMAL, whose commits
  *   survive a crash or kill -9 of the process but not a power loss, it is not (the bytes are in
- *   the OS's page cache once written, which a process crash does not lose). An fsync costs about
- *   0.4 ms per file here, the largest single wait of a run that writes a file (bench/README.md);
+ *   the OS's page cache once written, which a process crash does not lose). An fsync is the
+ *   largest single wait of a run that writes a file (bench/README.md, "Run execution");
  * - a stream that exceeds `maxBytes`, or fails, aborts the write and removes the temp file;
  * - bytes are streamed, never buffered whole.
  */
@@ -192,8 +192,8 @@ export class LocalBlobStore implements BlobStore {
   private async putFresh(target: string, data: Buffer, maxBytes: number): Promise<PutResult> {
     if (data.length > maxBytes) throw new BlobTooLargeError(maxBytes);
     // A small file that is not fsynced is written synchronously: a mkdir and a write to the page
-    // cache take tens of microseconds, less than the four threadpool round trips (mkdir, open,
-    // write, close) that each wait for a turn of a busy event loop (bench/README.md).
+    // cache take less time than the four threadpool round trips (mkdir, open, write, close) that
+    // each wait for a turn of a busy event loop (bench/README.md, "Run execution").
     const inline = !this.fsync && data.length <= INLINE_WRITE_BYTES;
     try {
       if (inline) {

@@ -1,5 +1,5 @@
 /**
- * Claims for the in-process queue's consumers (issue 14). Consumers that ask for a run while the
+ * Claims for the in-process queue's consumers. Consumers that ask for a run while the
  * previous claim is still waiting in the write queue share one statement, which claims as many of
  * the oldest PENDING runs as there are consumers asking (`claimRuns`). So a run is claimed only
  * for a consumer that is free to execute it at once, and never waits with a lease running. The

@@ -1,7 +1,7 @@
 /**
  * File records over the `files` table (migration 001): trigger attachments, step result
  * files and uploads, each pointing at a blob in the BlobStore. Every query is scoped by
- * org_id (DESIGN.md section 5) except `getFile`, which serves the download endpoint: that
+ * org_id except `getFile`, which serves the download endpoint: that
  * endpoint is authorised by the URL's signature (openapi/run-files.yaml), not by an org token.
  */
 import type { Knex } from 'knex';

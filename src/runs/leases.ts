@@ -1,5 +1,5 @@
 /**
- * Lease renewal, once per worker process (issue 14). Every run this process executes is held
+ * Lease renewal, once per worker process. Every run this process executes is held
  * here. Each period one UPDATE extends the leases of all of them (`renewLeases`), instead of a
  * timer and an UPDATE per run. A held run that the UPDATE did not extend is lost: it is no longer
  * RUNNING, or its lease expired and another worker claimed it after recovery. Its holder is told,

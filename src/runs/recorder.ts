@@ -1,5 +1,5 @@
 /**
- * A run's writes (issue 14; src/runs/README.md). The executor hands each step's start and end
+ * A run's writes (src/runs/README.md). The executor hands each step's start and end
  * to a RunRecorder, which keeps them in memory as whole step rows:
  * - a run that ends within PROGRESS_AFTER_MS writes its step rows, its step files' rows and its
  *   terminal state in ONE transaction (`finish`);

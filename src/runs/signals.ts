@@ -21,7 +21,7 @@ export interface Finish {
 }
 
 /**
- * Run-finished signals (DESIGN.md section 4): a synchronous trigger call waits on a signal,
+ * Run-finished signals: a synchronous trigger call waits on a signal,
  * never by polling the store. In-process: an EventEmitter. Scaled out: Redis pub/sub, so a
  * run finished by a worker on another machine wakes the waiting HTTP process.
  */

@@ -121,8 +121,8 @@ export class RunWorkers {
   /**
    * A synchronous call's new run, handed straight to a consumer of this process that is asleep
    * (so nothing is queued here): the call inserts the run already claimed for it, and it
-   * executes the run without the queue's wake-up and the claim statement, about a third of a
-   * millisecond of a one-caller round trip (bench/README.md). The consumer is lent, not added:
+   * executes the run without the queue's wake-up and the claim statement, which shortens a
+   * one-caller round trip (bench/README.md, "Run execution"). The consumer is lent, not added:
    * the process still runs at most RUN_CONCURRENCY runs at once. Undefined with the Redis queue
    * (the run goes to whichever process takes its job), in a process that executes no runs, and
    * when no consumer is idle.
@@ -138,7 +138,10 @@ export class RunWorkers {
     };
   }
 
-  /** Executes a claimed run, tracked in `active`; `stepsDone` once its finish is queued, `job` once it committed and signalled. */
+  /**
+   * Executes a claimed run, tracked in `active`; `stepsDone` once its finish is queued, `job` once
+   * it committed and signalled.
+   */
   private execute(run: RunRow): { stepsDone: Promise<void>; job: Promise<unknown> } {
     const { config, log } = this.deps;
     let executed!: () => void;

@@ -3,7 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 
 /**
  * Random bytes for ids, drawn from a pool refilled 4 KiB at a time: uuid draws 16 fresh bytes
- * from the OS per id, which cost ~7 % of the trigger hot path (bench/triggers.ts).
+ * from the OS per id, a measurable share of the trigger hot path (bench/triggers.ts).
  */
 const POOL_BYTES = 4096;
 const pool = Buffer.alloc(POOL_BYTES);

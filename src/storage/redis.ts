@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { createClient } from 'redis';
 import type { Logger } from '../config/logger.js';
 
-// Loaded on first use: a start without REDIS_URL never pays for the client (about 0.3 s).
+// Loaded on first use: a start without REDIS_URL never pays for loading the client.
 const redis = () => createRequire(import.meta.url)('redis') as { createClient: typeof createClient };
 
 /** Until the first connection succeeds, give up after a few tries; afterwards reconnect forever. */

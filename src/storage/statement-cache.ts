@@ -4,14 +4,15 @@
  * of threadpool work — prepare, step, finalize — each handed back to the main event loop before
  * the next starts. A statement prepared once and run again is one piece. Inside a transaction the
  * statements of its operations follow one another, so on a busy event loop each hand-back costs a
- * wait for the loop: measured here, an item edit's transaction ran 0.7–0.9 ms per operation
- * through the group commit (src/storage/write-queue.ts), most of it waiting between pieces.
+ * wait for the loop, and most of a transaction's time in the group commit
+ * (src/storage/write-queue.ts) goes to waiting between pieces (bench/README.md, "sqlite statements").
  *
  * The cache is per connection, least recently used first out (statements whose text varies, such
  * as multi-row INSERTs, do not grow it past MAX_STATEMENTS); a statement that failed to prepare
  * or to run is finalized and dropped, so the next use prepares it afresh. A connection's
- * statements are finalized before the pool closes it (sqlite refuses to close otherwise). Results are what knex expects from
- * node-sqlite3: rows for `all`, the statement (`lastID`, `changes`) as the callback's `this`.
+ * statements are finalized before the pool closes it (sqlite refuses to close otherwise).
+ * Results are what knex expects from node-sqlite3: rows for `all`, the statement (`lastID`,
+ * `changes`) as the callback's `this`.
  */
 import type { Knex } from 'knex';
 

@@ -4,13 +4,13 @@
  * with their outbox rows (src/events), the claims, progress, finishes and lease renewals of
  * runs being executed (src/runs/README.md). On sqlite this keeps one writer at a time in the
  * process, so concurrent writes queue here instead of sleeping in SQLite's busy handler
- * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise settles
- * after the transaction that holds its write committed. Every operation must start with a
- * write (it may be first in its transaction), or make no statement of its own and only hand
- * rows or items to its batch (insertLater, joinLater), whose statements are all writes. One failing operation does not fail its
- * neighbours: the batch is retried one operation per transaction. An operation
- * that expects to fail (not found, conflict) should return its error instead of throwing, so
- * that its neighbours keep their shared commit.
+ * (bench/channel.ts, bench/events.ts); on PostgreSQL it saves commits. Each caller's promise
+ * settles after the transaction that holds its write committed. Every operation must start with
+ * a write (it may be first in its transaction), or make no statement of its own and only hand
+ * rows or items to its batch (insertLater, joinLater), whose statements are all writes. One
+ * failing operation does not fail its neighbours: the batch is retried one operation per
+ * transaction. An operation that expects to fail (not found, conflict) should return its error
+ * instead of throwing, so that its neighbours keep their shared commit.
  *
  * Rows an operation only appends (the event outbox) can be handed to `batch.insertLater`: the
  * batch inserts every operation's rows of one table in a single multi-row statement just before
@@ -20,8 +20,8 @@
  * On sqlite the batch's transaction is not a knex transaction: the queue takes a connection from
  * the pool, sends BEGIN and COMMIT on it itself and gives the operations a `trx` whose builders
  * and raw queries run on that connection (boundTo). A knex transaction builds a whole knex
- * instance per transaction; measured here that was about 150 µs of main-thread CPU per
- * transaction, a quarter of an item edit's (bench/events.ts). The operations may use `trx(table)`,
+ * instance per transaction, a large share of an item edit's main-thread CPU (bench/README.md,
+ * "sqlite statements"). The operations may use `trx(table)`,
  * `trx.raw`, `trx.client`, `trx.fn` and `trx.ref`; anything else throws rather than running
  * outside the transaction.
  *
@@ -32,8 +32,8 @@
  * itself, and the rows it deferred are inserted right after it, each multi-row statement
  * committing on its own. Beside other operations it joins their transaction as usual.
  *
- * On sqlite the file has one writer at a time. Writers of one process that each had a queue of
- * their own met at the file's write lock, and the one that lost slept in SQLite's busy handler
+ * On sqlite the file has one writer at a time. Writers of one process with a queue each would
+ * meet at the file's write lock, and the one that lost would sleep in SQLite's busy handler
  * (1 ms, then 2, 5, 10 …) while the other committed. `WriteQueue.for(db)` therefore gives every
  * writer of a sqlite store the same queue: trigger intake, run workers, agents and resource
  * events share batches instead of waiting on each other (bench/runs.ts). PostgreSQL takes
@@ -78,7 +78,10 @@ type Op = {
 };
 
 export interface WriteOptions {
-  /** Each of the operation's statements stands alone: by itself in a batch it runs without a transaction (see the header). */
+  /**
+   * Each of the operation's statements stands alone: by itself in a batch it runs without a
+   * transaction (see the header).
+   */
   autocommit?: boolean;
 }
 

@@ -86,7 +86,9 @@ export const BLOCKED_EXTENSIONS: ReadonlySet<string> = new Set([
   'bin',
 ]);
 
-/** Blocked by declared part Content-Type (openapi/triggers.yaml decision: extension, declared type or leading bytes). */
+/**
+ * Blocked by declared part Content-Type (openapi/triggers.yaml decision: extension, declared type or leading bytes).
+ */
 export const BLOCKED_MEDIA_TYPES: ReadonlySet<string> = new Set([
   'application/x-msdownload',
   'application/x-msdos-program',

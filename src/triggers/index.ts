@@ -1,6 +1,6 @@
 /**
- * Triggers context public surface. Foundation scope: trigger records (management API) and
- * their public URLs. Trigger calls, attachments and sync wait arrive with a later issue.
+ * Triggers context public surface: trigger records (management API), their public URLs, and
+ * the handlers of trigger calls (attachments, idempotency, sync wait).
  */
 export {
   createTrigger,

@@ -78,8 +78,8 @@ function toRecord(r: TriggerRow): TriggerRecord {
 }
 
 /**
- * Workflow triggers of the organisation. Rows without a workflow (agent channel triggers, a
- * later issue) are not managed here.
+ * Workflow triggers of the organisation. The table allows rows without a workflow; they are
+ * not managed here.
  */
 function scoped(db: Knex, orgId: string): Knex.QueryBuilder {
   return db('triggers').where('org_id', orgId).whereNotNull('workflow_id');

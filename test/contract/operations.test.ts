@@ -1,25 +1,18 @@
 /**
- * The contract test (DESIGN.md section 2): every operation in openapi/ has a handler and a
- * test; operations owned by later issues answer the typed 501, and the allow-list below names
- * each with the capability that will fill it.
+ * The contract test: every operation in openapi/ has a handler and an HTTP test, documents its
+ * answers with examples, and every list accepts its own example cursor.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { operations, operationIds, type OperationId } from '../../generated/openapi/operations.js';
 import { allHandlers } from '../../src/app.js';
-import { pendingOperations } from '../../src/http/pending.js';
 import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } from '../helpers/server.js';
 import { listTestFiles } from '../helpers/files.js';
 import { createWorkflow } from '../../src/engine/index.js';
 import { createCollection } from '../../src/events/index.js';
 import { demoWorkflow } from '../../src/bootstrap/demo-workflow.js';
 import { makeQueue, uploadCsv } from '../helpers/queues.js';
-
-// Allow-list of operations answering 501 until their capability lands.
-const ALLOWED_501: Record<string, string> = {
-  // Agent API channel alias (spec section 5) — the agents issue.
-};
 
 type Json = Record<string, any>;
 const bundle = JSON.parse(
@@ -92,20 +85,12 @@ describe('contract: operations, handlers and tests', () => {
     for (const id of operationIds) expect(handlers[id], id).to.be.a('function');
   });
 
-  it('the 501 allow-list here equals the pending operations served by the app', () => {
-    expect(Object.keys(pendingOperations).sort()).to.deep.equal(Object.keys(ALLOWED_501).sort());
-    for (const [id, capability] of Object.entries(ALLOWED_501)) {
-      expect(operationIds, `${id} is in openapi/`).to.include(id);
-      expect(pendingOperations[id as keyof typeof pendingOperations]).to.equal(capability);
-    }
-  });
-
   it('every implemented operation is exercised by at least one HTTP test', () => {
     const sources = listTestFiles()
       .filter((f) => !f.endsWith(path.join('contract', 'operations.test.ts')))
       .map((f) => readFileSync(f, 'utf8'))
       .join('\n');
-    const untested = operationIds.filter((id) => !(id in ALLOWED_501) && !sources.includes(`op:${id}`));
+    const untested = operationIds.filter((id) => !sources.includes(`op:${id}`));
     expect(untested, 'operations without a test tagged op:<operationId>').to.deep.equal([]);
   });
 
@@ -127,27 +112,6 @@ describe('contract: operations, handlers and tests', () => {
             expect(exampleOf(media as Json), `${id} ${code} ${type} example`).to.not.equal(undefined);
         }
       }
-    }
-  });
-
-  describe('pending operations answer the typed 501 (sqlite)', () => {
-    let server: TestServer;
-    let org: TestOrg;
-    before(async () => {
-      server = await startTestServer('sqlite');
-      org = await createTestOrg(server);
-    });
-    after(async () => server.close());
-    afterEach(() => server.assertResponsesValid());
-
-    for (const [id, capability] of Object.entries(ALLOWED_501)) {
-      it(`${id} → 501 not_implemented (${capability})`, async () => {
-        const req = exampleRequest(id as OperationId, org);
-        const res = await call(server.baseUrl, req.method, req.url, { headers: req.headers, raw: req.body });
-        expect(res.status, `${req.method} ${req.url}: ${res.text}`).to.equal(501);
-        expect(res.body).to.deep.include({ error: 'not_implemented' });
-        expect(res.body.message).to.contain(capability);
-      });
     }
   });
 
@@ -184,11 +148,8 @@ describe('contract: operations, handlers and tests', () => {
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
 
-    // Pending operations answer 501 whatever the cursor; each joins this check when it lands.
-    const lists = operationIds.filter(
-      (id) =>
-        !(id in ALLOWED_501) &&
-        ((operationObject(id).parameters ?? []) as Json[]).some((p) => resolve(p).name === 'cursor'),
+    const lists = operationIds.filter((id) =>
+      ((operationObject(id).parameters ?? []) as Json[]).some((p) => resolve(p).name === 'cursor'),
     );
     it('the bundle has paginated lists', () => expect(lists.length).to.be.greaterThan(5));
     for (const id of lists) {

@@ -1,5 +1,5 @@
 /**
- * Model providers through the Vercel AI SDK (DESIGN.md section 4 `ModelProvider`): an agent's
+ * Model providers through the Vercel AI SDK: an agent's
  * model is `provider/model`; `DEFAULT_MODEL` serves agents that name none. Providers:
  * - `openai-compatible/<id>`: any OpenAI-compatible Chat Completions API by base URL (Ollama,
  *   vLLM, LM Studio, llama.cpp …): OPENAI_COMPATIBLE_BASE_URL (+ OPENAI_COMPATIBLE_API_KEY);

@@ -14,7 +14,7 @@ import { revokeApiKey } from './revokeApiKey.js';
 import { revokeCredential } from './revokeCredential.js';
 
 /**
- * Handlers of the auth context, keyed by operationId (DESIGN.md section 2); each is a
+ * Handlers of the auth context, keyed by operationId (generated/openapi/operations.ts); each is a
  * Handler<operationId>, which src/app.ts checks with `satisfies HandlerMap`.
  */
 export const authHandlers = guardBearerAuth({

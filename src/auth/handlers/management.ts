@@ -2,7 +2,7 @@ import { AppError } from '../../errors/index.js';
 
 /**
  * Shared request handling of the management operations: every one is Bearer-secured and
- * scoped to the token's organisation (DESIGN.md section 5: every lookup is org-scoped).
+ * scoped to the token's organisation (every lookup is org-scoped).
  * Paging, path parameters and the token's organisation come typed from src/http/types.ts.
  */
 

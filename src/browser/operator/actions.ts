@@ -36,7 +36,10 @@ export type ActionName =
 export interface RecordedStep {
   action: ActionName;
   args: Record<string, unknown>;
-  /** Playwright's selector of the element (`internal:role=button[name="Save"i]`, frame hops as `>> internal:control=enter-frame >>`). */
+  /**
+   * Playwright's selector of the element (`internal:role=button[name="Save"i]`, frame hops as `>>
+   * internal:control=enter-frame >>`).
+   */
   selector?: string;
   /** The element as the log names it, e.g. `button "Save"`. */
   target?: string;
@@ -60,7 +63,10 @@ export interface ActionHost {
   saveFile(fileName: string, data: Buffer, mimeType: string): Promise<void>;
   /** Element actions wait this long for their element (live: the page may still be loading; replay: shorter). */
   actionTimeoutMs: number;
-  /** After an action begun at `since` (epoch ms): until the requests it caused have gone quiet (bounded), so the next look sees their effect. */
+  /**
+   * After an action begun at `since` (epoch ms): until the requests it caused have gone quiet
+   * (bounded), so the next look sees their effect.
+   */
   settle(since: number): Promise<void>;
 }
 
@@ -235,7 +241,8 @@ interface Resolved {
   target: string;
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- runs in the page, and the service is compiled without DOM types */
+/* eslint-disable @typescript-eslint/no-explicit-any --
+   runs in the page, and the service is compiled without DOM types */
 /** Runs in the page: the element's structural CSS path. */
 function structuralPath(el: any): string {
   const g = globalThis as any;

@@ -11,7 +11,10 @@ import type { CacheEntry } from './cache.js';
 
 const js = (v: unknown) => JSON.stringify(v);
 
-/** After a step that may change the page: a short pause for its requests (the operator waits for the network to go quiet). */
+/**
+ * After a step that may change the page: a short pause for its requests (the operator waits for the
+ * network to go quiet).
+ */
 const PAUSE = 'await page.waitForTimeout(250);';
 
 function line(s: RecordedStep, n: number, viewport: { width: number; height: number }, secrets: string[]): string[] {

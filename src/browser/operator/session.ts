@@ -205,7 +205,10 @@ export async function runOperator(
   }
 }
 
-/** recordSession: the Playwright trace (open it with `npx playwright show-trace` or trace.playwright.dev) as a file of the task. */
+/**
+ * recordSession: the Playwright trace (open it with `npx playwright show-trace` or
+ * trace.playwright.dev) as a file of the task.
+ */
 async function saveTrace(
   context: BrowserContext,
   sessionId: string,

@@ -13,14 +13,20 @@ export interface SandboxPoolOptions {
   defaultMemoryMb?: number;
   /** Processes of all organisations together, spares included (default 2 × size). */
   maxProcesses?: number;
-  /** Executions before a process is replaced (default 10,000, config SANDBOX_MAX_EXECUTIONS); 1 = a fresh process per step. */
+  /**
+   * Executions before a process is replaced (default 10,000, config SANDBOX_MAX_EXECUTIONS); 1 = a
+   * fresh process per step.
+   */
   maxExecutionsPerProcess?: number;
   /** Idle time after which a process bound to an organisation exits (default 30 s). */
   idleTimeoutMs?: number;
   spawnTimeoutMs?: number;
   /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */
   killGraceMs?: number;
-  /** Resident memory of a runner's tree allowed above twice its isolates' heap limits, in MiB (default 384: Node, files, buffers). */
+  /**
+   * Resident memory of a runner's tree allowed above twice its isolates' heap limits, in MiB
+   * (default 384: Node, files, buffers).
+   */
   rssHeadroomMb?: number;
   /**
    * Reuse warm contexts for executions of the same context key (default true; README.md

@@ -1,6 +1,6 @@
 /**
- * Tool lists of application servers as listServers and discovery read them (issue 13 part 4:
- * one slow upstream must not stall everyone). Per process, keyed by organisation, registration
+ * Tool lists of application servers as listServers and discovery read them (one slow upstream
+ * must not stall everyone). Per process, keyed by organisation, registration
  * version and the connection the list was asked with:
  * - a list younger than `freshMs` is served as it is;
  * - an older one, or one whose last refresh failed, is served at once, marked stale, while one

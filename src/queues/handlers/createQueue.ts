@@ -3,7 +3,10 @@ import { etag } from '../../http/support.js';
 import { createQueue as create, queueView } from '../queues.js';
 import { checkQueueTrigger } from './support.js';
 
-/** POST /v1/queues — omitted settings take QUEUE_DEFAULTS; the trigger must be a workflow trigger of the org (400 invalid_trigger). */
+/**
+ * POST /v1/queues — omitted settings take QUEUE_DEFAULTS; the trigger must be a workflow trigger of
+ * the org (400 invalid_trigger).
+ */
 export const createQueue: Handler<'createQueue'> = async (req, ctx) => {
   const { db } = ctx.services;
   await checkQueueTrigger(db, ctx.auth.orgId, req.body.triggerId);

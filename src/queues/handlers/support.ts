@@ -1,4 +1,7 @@
-/** What the queue management handlers share: the org's queue with the management 404, and the trigger rule of createQueue / updateQueue. */
+/**
+ * What the queue management handlers share: the org's queue with the management 404, and the
+ * trigger rule of createQueue / updateQueue.
+ */
 import type { Knex } from 'knex';
 import type { Services } from '../../services.js';
 import { AppError } from '../../errors/index.js';

@@ -1,6 +1,6 @@
 /**
  * Argument validation of the discovery tools with the generated ajv standalone validators
- * (DESIGN.md section 2: schemas/ → generated/validators). A failure is a JSON-RPC error -32000
+ * (schemas/ → generated/validators). A failure is a JSON-RPC error -32000
  * (spec Errors: "Tool gateway | validation"), whose message names the offending argument.
  */
 import { CapabilitiesDiscoverInput, CapabilityDetailsInput } from '../../../generated/validators/schemas.js';

@@ -1,5 +1,5 @@
 /**
- * One discovery index per organisation (DESIGN.md section 5: every lookup is scoped by
+ * One discovery index per organisation (every lookup is scoped by
  * organisation), kept while `source.fingerprint(ctx)` stays the same. When it changes, the
  * source is read again and the tool index is updated in place (only changed tools are
  * re-indexed); connections and resources are small and re-indexed whole. Concurrent calls

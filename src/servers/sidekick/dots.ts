@@ -1,10 +1,10 @@
 /**
  * The dot products of a request vector with every document vector of an organisation, the scan
  * behind discovery's vector scores (semantic.ts). At 10,000 tools of 512 dimensions that is 5.1
- * million multiply-adds per request: about 4–6 ms in a JavaScript loop on these cores, a third
- * of a discover call with embeddings. With WebAssembly SIMD (codegen/scan.wat, four float32 lanes
- * at a time) the matrix lives in the module's memory and the scan takes about an eighth of
- * that: 0.7 ms against 5.5 ms at 10,000 × 512 (bench/discovery/README.md).
+ * million multiply-adds per request, in a JavaScript loop a large share of a discover call with
+ * embeddings. With WebAssembly SIMD (codegen/scan.wat, four float32 lanes at a time) the matrix
+ * lives in the module's memory and the scan takes a fraction of the loop's time
+ * (bench/discovery/README.md has the figures).
  *
  * The SIMD scan sums in float32, the JavaScript loop in float64, in a different order: the dot
  * products differ in the sixth or seventh significant digit, far below what moves a z-score
@@ -113,7 +113,9 @@ function jsScanner(rows: number, dims: number): DotScanner {
   };
 }
 
-/** A scanner for `rows` vectors of `dims` dimensions: SIMD when it can be, else JavaScript (`simd: false` forces it). */
+/**
+ * A scanner for `rows` vectors of `dims` dimensions: SIMD when it can be, else JavaScript (`simd: false` forces it).
+ */
 export function dotScanner(rows: number, dims: number, opts: { simd?: boolean } = {}): DotScanner {
   return (opts.simd !== false ? simdScanner(rows, dims) : undefined) ?? jsScanner(rows, dims);
 }

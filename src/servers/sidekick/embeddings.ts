@@ -1,7 +1,7 @@
 /**
  * Client of an OpenAI-compatible embeddings API (`POST {EMBEDDINGS_URL}/embeddings`: OpenAI,
  * Ollama `nomic-embed-text`, vLLM, Text Embeddings Inference …), for semantic discovery
- * (issue 13; README.md "Semantic ranking").
+ * (README.md "Semantic ranking").
  *
  * - Documents are embedded in batches of DOC_BATCH texts, each request within DOC_TIMEOUT_MS.
  * - A request's embedding is waited for within the budget (EMBEDDINGS_BUDGET_MS, default

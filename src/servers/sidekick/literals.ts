@@ -11,10 +11,8 @@
  * Recognised by shape only. A file name's extension must be a media type's extension (the
  * `mime-types` database); a host name (`example.com`, `monday.com`) keeps its words, since they
  * often name the product, and adds "url" only when it has a path. A product spelled like a file
- * (`node.js`) reads as a file name. Measured on the dev half of bench/discovery/real: recall@5
- * 0.44 → 0.46, paraphrased 0.05 → 0.09, recall@1 unchanged; blanking the values did better than
- * keeping their words beside the kind (0.46 / 0.07). Issue keys then: recall@1 0.29 → 0.30,
- * recall@5 0.46 → 0.49, paraphrased 0.09 → 0.11.
+ * (`node.js`) reads as a file name. Replacing the values ranks better on the dev half of
+ * bench/discovery/real than keeping their words beside the kind (bench/discovery/README.md).
  */
 import { lookup as mimeLookup } from 'mime-types';
 

@@ -1,20 +1,18 @@
 /**
- * The discovery index's inverted index and BM25+ scorer (issue 13, part 5: p95 ≤ 5 ms over
- * 10,000 tools). It scores exactly as MiniSearch 7 did here (same BM25+ parameters, field
- * lengths, field boosts, prefix and typo weights, the same "score × query terms matched"
- * candidate order), but without an object per matching document: a request's words can touch
- * thousands of documents, of which the caller keeps the best few dozen. Scores accumulate in
- * typed arrays indexed by a document's slot; only the best `max` documents get their match
- * details, from a second pass over the same postings. MiniSearch's SearchableMap (its radix tree)
- * still holds the terms and answers prefix and typo (Levenshtein) lookups.
- *
- * Measured on bench/discovery (10,000 tools): MiniSearch's search was 79 % of a discover call,
- * and the slowest requests matched 1,400–3,500 documents (bench/discovery/README.md).
+ * The discovery index's inverted index and BM25+ scorer. It scores exactly as MiniSearch 7's
+ * search does (same BM25+ parameters, field lengths, field boosts, prefix and typo weights, the
+ * same "score × query terms matched" candidate order), but without an object per matching
+ * document: at 10,000 tools a request's words can touch thousands of documents, of which the
+ * caller keeps the best few dozen, and an object for each would dominate a discover call
+ * (bench/discovery/README.md). Scores accumulate in typed arrays indexed by a document's slot;
+ * only the best `max` documents get their match details, from a second pass over the same
+ * postings. MiniSearch's SearchableMap (its radix tree) holds the terms and answers prefix and
+ * typo (Levenshtein) lookups.
  */
 import SearchableMap from 'minisearch/SearchableMap';
 import { processTerm, tokenize } from './text.js';
 
-/** MiniSearch's BM25+ defaults, kept so rankings did not move when the scorer was replaced. */
+/** MiniSearch's BM25+ defaults, so rankings are those of MiniSearch's own search. */
 const K = 1.2;
 const B = 0.7;
 const D = 0.5;

@@ -60,8 +60,8 @@ export interface AnalyzedQuery {
 }
 
 /**
- * Words of a request that are read (the input schema says so). Each costs about 0.35 ms of
- * ranking over a thousand tools; without a bound, one request of a megabyte would hold the
+ * Words of a request that are read (the input schema says so). Every word adds ranking work
+ * over all the organisation's tools; without a bound, one request of a megabyte would hold the
  * process for seconds.
  */
 export const MAX_REQUEST_WORDS = 128;

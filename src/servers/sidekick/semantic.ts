@@ -1,5 +1,5 @@
 /**
- * Semantic ranking for discovery (issue 13; README.md "Semantic ranking").
+ * Semantic ranking for discovery (README.md "Semantic ranking").
  *
  * Each organisation's index (`SemanticIndex`) holds one unit vector per document: its tools,
  * connections, resources and the skills. A document is embedded once per SHA-256 of its text

@@ -71,7 +71,9 @@ export class RedisPending implements SharedPending {
     return `${this.prefix}:discovery:pending:${encodeURIComponent(orgId)}:${encodeURIComponent(caller)}`;
   }
 
-  /** Runs a command within REDIS_WAIT_MS (storage/redis.ts `redisCommand`); undefined, and a warning, without an answer. */
+  /**
+   * Runs a command within REDIS_WAIT_MS (storage/redis.ts `redisCommand`); undefined, and a warning, without an answer.
+   */
   private async command<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
     const answer = await redisCommand(this.client, REDIS_WAIT_MS, run);
     if (answer.ok) return answer.value;

@@ -1,6 +1,6 @@
 /**
  * The store behind discovery's learning from use (usage.ts; migration 010 `discovery_usage`).
- * Every statement is filtered by organisation (DESIGN.md section 5). One row per organisation,
+ * Every statement is filtered by organisation. One row per organisation,
  * remembered request (by the SHA-256 of its sorted analysed terms) and tool; a repeated pair
  * adds a use and refreshes `last_used_at` and the wording. After each write the organisation
  * is cut back to its `maxRows` most recently used rows, so storage stays bounded whatever the

@@ -1,5 +1,5 @@
 /**
- * Learning from use (issue 13 part 3; README.md "Learning from use"): which tool a caller of an
+ * Learning from use (README.md "Learning from use"): which tool a caller of an
  * organisation actually called after a capabilities_discover request, so that later requests
  * like it rank that tool higher. Off with DISCOVERY_LEARNING=false (config.discovery.learning):
  * the gateway then builds no UsageMemory, so nothing is recorded and nothing learned is used.
@@ -162,9 +162,9 @@ export class UsageMemory implements ToolCallObserver {
    * ToolCallObserver: a finished tools/call. Returns at once; the take and the write run in the
    * background. With shared pending discovers the GETDEL is queued before the call's answer is
    * written and goes out in the same turn of the event loop, so it reaches Redis before the
-   * caller can have the answer and make its next call. Awaiting it instead was measured at
-   * +0.19 ms added p50 on every proxied call (bench gateway with REDIS_URL), for no ordering
-   * that this does not already give.
+   * caller can have the answer and make its next call. Awaiting it instead would add a Redis
+   * round trip to every proxied call (bench/README.md, "Other benchmarks"), for no ordering that
+   * this does not already give.
    */
   toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
     if (!ok || IGNORED(server, tool)) return;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Aggregates known at the foundation: organisations, credentials, signing keys, API keys,
+ * The base schema: organisations, credentials, signing keys, API keys,
  * workflows and versions, triggers, runs and steps, files, connections, application servers.
  * Timestamps are ISO 8601 UTC strings (sortable, identical on sqlite and PostgreSQL); JSON
  * columns are text. Every org-owned table carries org_id and is always queried with it.

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
  * Every accepted trigger call inserts a run, so each index on `runs` is paid on the hot path
  * (bench/triggers.ts). Two never serve a query: `(status)` is a prefix of
  * `(status, created_at)`, and `(trigger_id, idempotency_key)` indexes a column nothing writes
- * (Idempotency-Key lives in its own table since 002).
+ * (Idempotency-Key has its own table, made by migration 002).
  */
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('runs', (t) => {

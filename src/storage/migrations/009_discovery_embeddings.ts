@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Embeddings of discovery texts (issue 13; src/servers/sidekick/README.md "Semantic ranking"):
+ * Embeddings of discovery texts (src/servers/sidekick/README.md "Semantic ranking"):
  * one row per scope, model and SHA-256 of the embedded text, so a text is embedded once and an
  * edited tool only once more. `scope` is the organisation's id, or `*` for the service's own
  * texts (built-in tools and skills), which are the same for every organisation. `vector` holds

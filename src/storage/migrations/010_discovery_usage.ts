@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Discovery's learning from use (issue 13 part 3; src/servers/sidekick/README.md "Learning from
+ * Discovery's learning from use (src/servers/sidekick/README.md "Learning from
  * use"): one row per organisation, remembered request and tool — the tool a caller of the
  * organisation called successfully within the window after a capabilities_discover with that
  * request. `request_hash` is the SHA-256 of the request's sorted analysed terms (`terms`), so

@@ -16,7 +16,7 @@ export interface Migration {
   down: (db: Knex) => Promise<void>;
 }
 
-/** Ordered list of migrations; later issues append theirs. */
+/** Ordered list of migrations, applied in this order; a new migration goes at the end. */
 export const migrations: Migration[] = [
   { name: '001_initial', ...m001 },
   { name: '002_run_execution', ...m002 },

@@ -1,9 +1,9 @@
 /**
  * op:downloadRunFile over real HTTP on loopback (openapi/run-files.yaml), through the real
  * pipeline (createHttpApp: parameter validation, reply writing, error rendering) with the
- * OpenAPI response validator on. Only this operation's handler is mounted: it is still listed
- * as pending in src/http/pending.ts until the lead wires it into src/app.ts. Attachments are
- * uploaded through readMultipartTrigger on a test route, then downloaded by their signed URL.
+ * OpenAPI response validator on. Only this operation's handler is mounted, with a local blob
+ * store the test can write to. Attachments are uploaded through readMultipartTrigger on a test
+ * route, then downloaded by their signed URL.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';

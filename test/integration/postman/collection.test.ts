@@ -2,13 +2,12 @@
  * Contract checks on the generated Postman collection, without a server: every operation of
  * the bundle has a request placed by codegen/postman-flow.ts, every request is wired the way
  * an imported collection needs (declared variables, token auth, optional parameters off,
- * a test script), and the operations answering 501 expect exactly that.
+ * a test script).
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { flow } from '../../../codegen/postman-flow.js';
 import { LEFTOVER_FOLDER } from '../../../codegen/postman.js';
-import { pendingOperations } from '../../../src/http/pending.js';
 import { postmanEnvironment } from '../../../src/bootstrap/postman-env.js';
 import { loadCollection, requestsOf } from './newman.js';
 
@@ -45,14 +44,6 @@ describe('Postman collection: contract with the bundle', () => {
     expect(left, `add these to codegen/postman-flow.ts and run npm run codegen`).to.deep.equal([]);
     const unknown = flow.flatMap((f) => f.steps.map((s) => s.op)).filter((id) => !operations.some((o) => o.id === id));
     expect(unknown, 'flow steps naming operations the bundle does not have').to.deep.equal([]);
-  });
-
-  it('operations answering 501 (src/http/pending.ts) expect the documented 501 not_implemented', () => {
-    const steps = flow.flatMap((f) => f.steps);
-    const wrong = Object.keys(pendingOperations).filter(
-      (id) => operations.some((o) => o.id === id) && !steps.some((s) => s.op === id && s.expect === 501),
-    );
-    expect(wrong).to.deep.equal([]);
   });
 
   it('every {{variable}} a request sends is declared on the collection', () => {
