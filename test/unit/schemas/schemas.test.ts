@@ -2,6 +2,7 @@
 // well-formed for the code generator (metadata, strict Ajv2020 compile, valid examples, unique
 // titles, intra-file $refs only), every server.json lists tools that have both schemas, and the
 // rules taken from the spec actually reject bad input (sections 8, 9, 12, 13 and "Events").
+import * as prettier from 'prettier';
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -149,10 +150,15 @@ describe('schemas/ (JSON Schema documents)', () => {
       expect(new Set(titles).size).to.equal(titles.length);
     });
 
-    it('are written with 2-space indentation', () => {
+    it('are written as prettier formats them (the repository format, 2-space indentation)', async () => {
       for (const f of [...schemaFiles, ...serverFiles]) {
         const text = readFileSync(f, 'utf8');
-        expect(text, rel(f)).to.equal(JSON.stringify(JSON.parse(text), null, 2) + '\n');
+        const options = { ...(await prettier.resolveConfig(f)), filepath: f };
+        expect(await prettier.check(text, options), rel(f)).to.equal(true);
+        expect(
+          text.split('\n').every((line) => /^( {2})*(?! )/.test(line)),
+          rel(f),
+        ).to.equal(true);
       }
     });
   });
