@@ -459,7 +459,13 @@ export interface paths {
          *       upstream session cache key. OpenAPI cannot declare a header-name pattern, so these
          *       headers are described here rather than listed as parameters.
          *
-         *     **Order of checks.** Decision: before the body is read, the key (401; an unknown
+         *     **Order of checks.** Decision: the method comes first: any method other than POST
+         *     (GET, HEAD, PUT, PATCH, DELETE) on a channel URL, at either path, answers 405
+         *     `method_not_allowed` with `Allow: POST` and the `Error` object, whatever the key (valid,
+         *     wrong or missing). The answer depends only on the path (a `chn_` trigger id), never on
+         *     whether such a channel exists, so it reveals nothing about channels or keys, and a
+         *     client that used the wrong method learns that before it fixes its key. Then, before
+         *     the body is read, the key (401; an unknown
          *     channel id answers 401 too, so ids do not leak), the enabled flag (403
          *     `trigger_disabled`) and the media type (415); then the body (400), the
          *     `Idempotency-Key` replay, the chat's owner (403 `unowned_chat_id`) and the model (503
@@ -518,7 +524,8 @@ export interface paths {
          *     `callApiTrigger`; every query pair becomes a run input (see `inputs`) and there is no
          *     body.
          *     Decision: GET serves workflow triggers only; an agent channel trigger id answers 405
-         *     `method_not_allowed` with `Allow: POST` (a channel needs a JSON body).
+         *     `method_not_allowed` with `Allow: POST` (a channel needs a JSON body), whatever the
+         *     key (see `sendChannelMessage`, order of checks).
          *     Decision: `Idempotency-Key` is honoured on GET as on POST, because a GET call starts a
          *     run and clients retry GETs freely.
          */
@@ -4996,7 +5003,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The trigger id belongs to an agent channel, which accepts POST only. */
+        /**
+         * @description The trigger id belongs to an agent channel, which accepts POST only: any other method
+         *     on a channel URL (`/ext/triggers/{triggerId}` with a channel trigger id, or
+         *     `/ext/channels/{triggerId}`) answers 405 before the key is checked.
+         */
         TriggerMethodNotAllowed: {
             headers: {
                 /**
@@ -6015,6 +6026,7 @@ export interface operations {
             401: components["responses"]["TriggerUnauthorized"];
             403: components["responses"]["ChannelForbidden"];
             404: components["responses"]["TriggerNotFound"];
+            405: components["responses"]["TriggerMethodNotAllowed"];
             413: components["responses"]["TriggerWebhookPayloadTooLarge"];
             415: components["responses"]["ChannelUnsupportedMediaType"];
             502: components["responses"]["ChannelAgentFailed"];
