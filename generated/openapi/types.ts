@@ -1216,7 +1216,17 @@ export interface paths {
          *     embedded server must exist on it; `model` must be `provider/model` with provider
          *     `openai-compatible`, `openai`, `anthropic` or `google`; `outputSchema` must compile
          *     as JSON Schema 2020-12 with `type: object` at its root (a channel in `json` format
-         *     returns the structured output verbatim, always a JSON object). The new agent is at
+         *     returns the structured output verbatim, always a JSON object).
+         *     Decision: the output schema reaches the model in the system prompt, and also as the
+         *     provider's native structured output where the provider kind takes it alongside tool
+         *     calls: `openai-compatible` (`response_format: {type: "json_schema", json_schema:
+         *     {name: "output", schema, strict: false}}` on every model call of the turn; the
+         *     installation turns it off with `OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS=false` for a
+         *     server that rejects or ignores `response_format`) and `openai`; `anthropic` and
+         *     `google` get the prompt only. `strict` is false because strict mode refuses most JSON
+         *     Schemas (optional properties, formats); every answer is checked against the schema
+         *     and an invalid one is sent back once with the errors, then the turn fails with
+         *     `invalid_output`. The new agent is at
          *     draft `version` 1 (its `ETag`) with no release; chats run the draft until a release
          *     is published.
          */
@@ -2510,7 +2520,7 @@ export interface components {
             model?: string;
             /** @description Agent name. */
             name: string;
-            /** @description JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it. */
+            /** @description JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it. Sent as native structured output to openai-compatible and openai models, in the prompt to every model (see createAgent). */
             outputSchema?: Record<string, never>;
             /** @description Tool servers (and optionally tools) the agent may use. */
             servers?: components["schemas"]["AgentServerRef"][];

@@ -159,6 +159,11 @@ for (const kind of kinds) {
       expect(retry.messages.at(-1).content).to.match(
         /not valid against the output schema.*\/invoice must match pattern/,
       );
+      // The openai-compatible provider asks for the schema natively on both calls.
+      expect(model.requests.slice(-2).map((r) => r.body.response_format)).to.deep.equal([
+        { type: 'json_schema', json_schema: { name: 'output', schema, strict: false } },
+        { type: 'json_schema', json_schema: { name: 'output', schema, strict: false } },
+      ]);
       // Invalid twice: a clear 502 invalid_output, with the chat headers.
       model.setScript([reply.text('nope'), reply.text('still nope')]);
       const bad = await send(sj, { message: 'again' });
