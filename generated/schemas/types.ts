@@ -2051,6 +2051,7 @@ export interface components {
          *       "models": {
          *         "defaultModel": "openai-compatible/llama3.1",
          *         "openaiCompatibleBaseUrl": "http://localhost:11434/v1",
+         *         "openaiCompatibleStructuredOutputs": true,
          *         "providers": [
          *           "openai-compatible"
          *         ]
