@@ -60,4 +60,5 @@ export type RequestContext<K extends Http.OperationId = Http.OperationId> = Http
 export type Handler<K extends Http.OperationId> = Http.Handler<K, Services>;
 export type HandlerMap = Http.HandlerMap<Services>;
 export type BeforeBody = Http.BeforeBody<Services>;
+export type ServesPath = Http.ServesPath;
 export type PartialHandlerMap = Http.PartialHandlerMap<Services>;

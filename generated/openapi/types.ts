@@ -459,7 +459,13 @@ export interface paths {
          *       upstream session cache key. OpenAPI cannot declare a header-name pattern, so these
          *       headers are described here rather than listed as parameters.
          *
-         *     **Order of checks.** Decision: before the body is read, the key (401; an unknown
+         *     **Order of checks.** Decision: the method comes first: any method other than POST
+         *     (GET, HEAD, PUT, PATCH, DELETE) on a channel URL, at either path, answers 405
+         *     `method_not_allowed` with `Allow: POST` and the `Error` object, whatever the key (valid,
+         *     wrong or missing). The answer depends only on the path (a `chn_` trigger id), never on
+         *     whether such a channel exists, so it reveals nothing about channels or keys, and a
+         *     client that used the wrong method learns that before it fixes its key. Then, before
+         *     the body is read, the key (401; an unknown
          *     channel id answers 401 too, so ids do not leak), the enabled flag (403
          *     `trigger_disabled`) and the media type (415); then the body (400), the
          *     `Idempotency-Key` replay, the chat's owner (403 `unowned_chat_id`) and the model (503
@@ -518,7 +524,8 @@ export interface paths {
          *     `callApiTrigger`; every query pair becomes a run input (see `inputs`) and there is no
          *     body.
          *     Decision: GET serves workflow triggers only; an agent channel trigger id answers 405
-         *     `method_not_allowed` with `Allow: POST` (a channel needs a JSON body).
+         *     `method_not_allowed` with `Allow: POST` (a channel needs a JSON body), whatever the
+         *     key (see `sendChannelMessage`, order of checks).
          *     Decision: `Idempotency-Key` is honoured on GET as on POST, because a GET call starts a
          *     run and clients retry GETs freely.
          */
@@ -1209,7 +1216,17 @@ export interface paths {
          *     embedded server must exist on it; `model` must be `provider/model` with provider
          *     `openai-compatible`, `openai`, `anthropic` or `google`; `outputSchema` must compile
          *     as JSON Schema 2020-12 with `type: object` at its root (a channel in `json` format
-         *     returns the structured output verbatim, always a JSON object). The new agent is at
+         *     returns the structured output verbatim, always a JSON object).
+         *     Decision: the output schema reaches the model in the system prompt, and also as the
+         *     provider's native structured output where the provider kind takes it alongside tool
+         *     calls: `openai-compatible` (`response_format: {type: "json_schema", json_schema:
+         *     {name: "output", schema, strict: false}}` on every model call of the turn; the
+         *     installation turns it off with `OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS=false` for a
+         *     server that rejects or ignores `response_format`) and `openai`; `anthropic` and
+         *     `google` get the prompt only. `strict` is false because strict mode refuses most JSON
+         *     Schemas (optional properties, formats); every answer is checked against the schema
+         *     and an invalid one is sent back once with the errors, then the turn fails with
+         *     `invalid_output`. The new agent is at
          *     draft `version` 1 (its `ETag`) with no release; chats run the draft until a release
          *     is published.
          */
@@ -2503,7 +2520,7 @@ export interface components {
             model?: string;
             /** @description Agent name. */
             name: string;
-            /** @description JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it. */
+            /** @description JSON Schema (2020-12) of the structured output, `type: object` at its root; replies are JSON objects valid against it. Sent as native structured output to openai-compatible and openai models, in the prompt to every model (see createAgent). */
             outputSchema?: Record<string, never>;
             /** @description Tool servers (and optionally tools) the agent may use. */
             servers?: components["schemas"]["AgentServerRef"][];
@@ -4996,7 +5013,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The trigger id belongs to an agent channel, which accepts POST only. */
+        /**
+         * @description The trigger id belongs to an agent channel, which accepts POST only: any other method
+         *     on a channel URL (`/ext/triggers/{triggerId}` with a channel trigger id, or
+         *     `/ext/channels/{triggerId}`) answers 405 before the key is checked.
+         */
         TriggerMethodNotAllowed: {
             headers: {
                 /**
@@ -6015,6 +6036,7 @@ export interface operations {
             401: components["responses"]["TriggerUnauthorized"];
             403: components["responses"]["ChannelForbidden"];
             404: components["responses"]["TriggerNotFound"];
+            405: components["responses"]["TriggerMethodNotAllowed"];
             413: components["responses"]["TriggerWebhookPayloadTooLarge"];
             415: components["responses"]["ChannelUnsupportedMediaType"];
             502: components["responses"]["ChannelAgentFailed"];

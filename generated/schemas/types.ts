@@ -2051,6 +2051,7 @@ export interface components {
          *       "models": {
          *         "defaultModel": "openai-compatible/llama3.1",
          *         "openaiCompatibleBaseUrl": "http://localhost:11434/v1",
+         *         "openaiCompatibleStructuredOutputs": true,
          *         "providers": [
          *           "openai-compatible"
          *         ]
@@ -2205,6 +2206,11 @@ export interface components {
                  * @description OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset.
                  */
                 openaiCompatibleBaseUrl: string | null;
+                /**
+                 * @description OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry.
+                 * @default true
+                 */
+                openaiCompatibleStructuredOutputs: boolean;
                 /** @description Providers that are configured (base URL or key present). */
                 providers: ("openai-compatible" | "openai" | "anthropic" | "google")[];
             };

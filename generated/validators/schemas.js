@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true}}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -1473,8 +1473,8 @@ vErrors.push(err127);
 }
 errors++;
 }
-if(data36.providers === undefined){
-const err128 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data36.openaiCompatibleStructuredOutputs === undefined){
+const err128 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1483,9 +1483,8 @@ vErrors.push(err128);
 }
 errors++;
 }
-for(const key2 in data36){
-if(!(((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "providers"))){
-const err129 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data36.providers === undefined){
+const err129 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1494,11 +1493,9 @@ vErrors.push(err129);
 }
 errors++;
 }
-}
-if(data36.defaultModel !== undefined){
-let data37 = data36.defaultModel;
-if((typeof data37 !== "string") && (data37 !== null)){
-const err130 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+for(const key2 in data36){
+if(!((((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "openaiCompatibleStructuredOutputs")) || (key2 === "providers"))){
+const err130 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1507,9 +1504,11 @@ vErrors.push(err130);
 }
 errors++;
 }
-if(typeof data37 === "string"){
-if(!pattern13.test(data37)){
-const err131 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data36.defaultModel !== undefined){
+let data37 = data36.defaultModel;
+if((typeof data37 !== "string") && (data37 !== null)){
+const err131 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1518,12 +1517,9 @@ vErrors.push(err131);
 }
 errors++;
 }
-}
-}
-if(data36.openaiCompatibleBaseUrl !== undefined){
-let data38 = data36.openaiCompatibleBaseUrl;
-if((typeof data38 !== "string") && (data38 !== null)){
-const err132 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(typeof data37 === "string"){
+if(!pattern13.test(data37)){
+const err132 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1532,9 +1528,12 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(typeof data38 === "string"){
-if(!(formats0(data38))){
-const err133 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data36.openaiCompatibleBaseUrl !== undefined){
+let data38 = data36.openaiCompatibleBaseUrl;
+if((typeof data38 !== "string") && (data38 !== null)){
+const err133 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1543,16 +1542,9 @@ vErrors.push(err133);
 }
 errors++;
 }
-}
-}
-if(data36.providers !== undefined){
-let data39 = data36.providers;
-if(Array.isArray(data39)){
-const len0 = data39.length;
-for(let i0=0; i0<len0; i0++){
-let data40 = data39[i0];
-if(!((((data40 === "openai-compatible") || (data40 === "openai")) || (data40 === "anthropic")) || (data40 === "google"))){
-const err134 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+if(typeof data38 === "string"){
+if(!(formats0(data38))){
+const err134 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1562,14 +1554,10 @@ vErrors.push(err134);
 errors++;
 }
 }
-let i1 = data39.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data39[i1], data39[j0])){
-const err135 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+}
+if(data36.openaiCompatibleStructuredOutputs !== undefined){
+if(typeof data36.openaiCompatibleStructuredOutputs !== "boolean"){
+const err135 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1577,14 +1565,16 @@ else {
 vErrors.push(err135);
 }
 errors++;
-break outer0;
 }
 }
-}
-}
-}
-else {
-const err136 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data36.providers !== undefined){
+let data40 = data36.providers;
+if(Array.isArray(data40)){
+const len0 = data40.length;
+for(let i0=0; i0<len0; i0++){
+let data41 = data40[i0];
+if(!((((data41 === "openai-compatible") || (data41 === "openai")) || (data41 === "anthropic")) || (data41 === "google"))){
+const err136 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1594,9 +1584,14 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-else {
-const err137 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+let i1 = data40.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data40[i1], data40[j0])){
+const err137 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1604,12 +1599,14 @@ else {
 vErrors.push(err137);
 }
 errors++;
+break outer0;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data41 = data.agentMaxSteps;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err138 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+}
+else {
+const err138 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1618,9 +1615,10 @@ vErrors.push(err138);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 > 100 || isNaN(data41)){
-const err139 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+}
+}
+else {
+const err139 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1629,8 +1627,11 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data41 < 1 || isNaN(data41)){
-const err140 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.agentMaxSteps !== undefined){
+let data42 = data.agentMaxSteps;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err140 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1639,12 +1640,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-}
-if(data.agentTurnTimeoutMs !== undefined){
-let data42 = data.agentTurnTimeoutMs;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err141 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 100 || isNaN(data42)){
+const err141 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1653,9 +1651,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 3600000 || isNaN(data42)){
-const err142 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data42 < 1 || isNaN(data42)){
+const err142 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1664,8 +1661,12 @@ vErrors.push(err142);
 }
 errors++;
 }
-if(data42 < 1000 || isNaN(data42)){
-const err143 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data43 = data.agentTurnTimeoutMs;
+if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
+const err143 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1674,17 +1675,9 @@ vErrors.push(err143);
 }
 errors++;
 }
-}
-}
-if(data.outboundAllowlist !== undefined){
-let data43 = data.outboundAllowlist;
-if(Array.isArray(data43)){
-const len1 = data43.length;
-for(let i2=0; i2<len1; i2++){
-let data44 = data43[i2];
-if(typeof data44 === "string"){
-if(func2(data44) < 1){
-const err144 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data43 == "number") && (isFinite(data43))){
+if(data43 > 3600000 || isNaN(data43)){
+const err144 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1693,9 +1686,8 @@ vErrors.push(err144);
 }
 errors++;
 }
-}
-else {
-const err145 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43 < 1000 || isNaN(data43)){
+const err145 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1706,8 +1698,15 @@ errors++;
 }
 }
 }
-else {
-const err146 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.outboundAllowlist !== undefined){
+let data44 = data.outboundAllowlist;
+if(Array.isArray(data44)){
+const len1 = data44.length;
+for(let i2=0; i2<len1; i2++){
+let data45 = data44[i2];
+if(typeof data45 === "string"){
+if(func2(data45) < 1){
+const err146 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1717,11 +1716,8 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data.browser !== undefined){
-let data45 = data.browser;
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.executable === undefined){
-const err147 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+else {
+const err147 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1730,8 +1726,10 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data45.maxContexts === undefined){
-const err148 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+}
+}
+else {
+const err148 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1740,8 +1738,12 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(data45.taskTimeoutMs === undefined){
-const err149 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+}
+if(data.browser !== undefined){
+let data46 = data.browser;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.executable === undefined){
+const err149 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1750,8 +1752,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data45.idleMs === undefined){
-const err150 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+if(data46.maxContexts === undefined){
+const err150 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1760,8 +1762,8 @@ vErrors.push(err150);
 }
 errors++;
 }
-if(data45.adblockLists === undefined){
-const err151 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(data46.taskTimeoutMs === undefined){
+const err151 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1770,8 +1772,8 @@ vErrors.push(err151);
 }
 errors++;
 }
-if(data45.proxyUrl === undefined){
-const err152 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+if(data46.idleMs === undefined){
+const err152 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1780,9 +1782,8 @@ vErrors.push(err152);
 }
 errors++;
 }
-for(const key3 in data45){
-if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
-const err153 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data46.adblockLists === undefined){
+const err153 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1791,12 +1792,8 @@ vErrors.push(err153);
 }
 errors++;
 }
-}
-if(data45.executable !== undefined){
-let data46 = data45.executable;
-if(typeof data46 === "string"){
-if(func2(data46) < 1){
-const err154 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data46.proxyUrl === undefined){
+const err154 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1805,9 +1802,9 @@ vErrors.push(err154);
 }
 errors++;
 }
-}
-else {
-const err155 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key3 in data46){
+if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
+const err155 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1817,10 +1814,11 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data45.maxContexts !== undefined){
-let data47 = data45.maxContexts;
-if(!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))){
-const err156 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data46.executable !== undefined){
+let data47 = data46.executable;
+if(typeof data47 === "string"){
+if(func2(data47) < 1){
+const err156 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1829,9 +1827,9 @@ vErrors.push(err156);
 }
 errors++;
 }
-if((typeof data47 == "number") && (isFinite(data47))){
-if(data47 > 64 || isNaN(data47)){
-const err157 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+else {
+const err157 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1840,8 +1838,11 @@ vErrors.push(err157);
 }
 errors++;
 }
-if(data47 < 1 || isNaN(data47)){
-const err158 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data46.maxContexts !== undefined){
+let data48 = data46.maxContexts;
+if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
+const err158 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1850,12 +1851,9 @@ vErrors.push(err158);
 }
 errors++;
 }
-}
-}
-if(data45.taskTimeoutMs !== undefined){
-let data48 = data45.taskTimeoutMs;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err159 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 > 64 || isNaN(data48)){
+const err159 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1864,9 +1862,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 > 3600000 || isNaN(data48)){
-const err160 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data48 < 1 || isNaN(data48)){
+const err160 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1875,8 +1872,12 @@ vErrors.push(err160);
 }
 errors++;
 }
-if(data48 < 1000 || isNaN(data48)){
-const err161 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+if(data46.taskTimeoutMs !== undefined){
+let data49 = data46.taskTimeoutMs;
+if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
+const err161 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1885,12 +1886,9 @@ vErrors.push(err161);
 }
 errors++;
 }
-}
-}
-if(data45.idleMs !== undefined){
-let data49 = data45.idleMs;
-if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
-const err162 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data49 == "number") && (isFinite(data49))){
+if(data49 > 3600000 || isNaN(data49)){
+const err162 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1899,9 +1897,8 @@ vErrors.push(err162);
 }
 errors++;
 }
-if((typeof data49 == "number") && (isFinite(data49))){
-if(data49 > 86400000 || isNaN(data49)){
-const err163 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data49 < 1000 || isNaN(data49)){
+const err163 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1910,8 +1907,12 @@ vErrors.push(err163);
 }
 errors++;
 }
-if(data49 < 1000 || isNaN(data49)){
-const err164 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+if(data46.idleMs !== undefined){
+let data50 = data46.idleMs;
+if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
+const err164 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1920,17 +1921,9 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-}
-if(data45.adblockLists !== undefined){
-let data50 = data45.adblockLists;
-if(Array.isArray(data50)){
-const len2 = data50.length;
-for(let i3=0; i3<len2; i3++){
-let data51 = data50[i3];
-if(typeof data51 === "string"){
-if(func2(data51) < 1){
-const err165 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data50 == "number") && (isFinite(data50))){
+if(data50 > 86400000 || isNaN(data50)){
+const err165 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1939,9 +1932,8 @@ vErrors.push(err165);
 }
 errors++;
 }
-}
-else {
-const err166 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data50 < 1000 || isNaN(data50)){
+const err166 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1952,8 +1944,15 @@ errors++;
 }
 }
 }
-else {
-const err167 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data46.adblockLists !== undefined){
+let data51 = data46.adblockLists;
+if(Array.isArray(data51)){
+const len2 = data51.length;
+for(let i3=0; i3<len2; i3++){
+let data52 = data51[i3];
+if(typeof data52 === "string"){
+if(func2(data52) < 1){
+const err167 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1963,10 +1962,8 @@ vErrors.push(err167);
 errors++;
 }
 }
-if(data45.proxyUrl !== undefined){
-let data52 = data45.proxyUrl;
-if((typeof data52 !== "string") && (data52 !== null)){
-const err168 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+else {
+const err168 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1975,9 +1972,10 @@ vErrors.push(err168);
 }
 errors++;
 }
-if(typeof data52 === "string"){
-if(!pattern14.test(data52)){
-const err169 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+}
+}
+else {
+const err169 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1987,10 +1985,10 @@ vErrors.push(err169);
 errors++;
 }
 }
-}
-}
-else {
-const err170 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data46.proxyUrl !== undefined){
+let data53 = data46.proxyUrl;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err170 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -1999,12 +1997,9 @@ vErrors.push(err170);
 }
 errors++;
 }
-}
-if(data.discovery !== undefined){
-let data53 = data.discovery;
-if(data53 && typeof data53 == "object" && !Array.isArray(data53)){
-if(data53.embeddingsUrl === undefined){
-const err171 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+if(typeof data53 === "string"){
+if(!pattern14.test(data53)){
+const err171 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2013,8 +2008,11 @@ vErrors.push(err171);
 }
 errors++;
 }
-if(data53.embeddingsModel === undefined){
-const err172 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+}
+}
+}
+else {
+const err172 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2023,8 +2021,12 @@ vErrors.push(err172);
 }
 errors++;
 }
-if(data53.embeddingsBudgetMs === undefined){
-const err173 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+}
+if(data.discovery !== undefined){
+let data54 = data.discovery;
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.embeddingsUrl === undefined){
+const err173 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2033,8 +2035,8 @@ vErrors.push(err173);
 }
 errors++;
 }
-if(data53.learning === undefined){
-const err174 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+if(data54.embeddingsModel === undefined){
+const err174 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2043,9 +2045,8 @@ vErrors.push(err174);
 }
 errors++;
 }
-for(const key4 in data53){
-if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
-const err175 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data54.embeddingsBudgetMs === undefined){
+const err175 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2054,11 +2055,8 @@ vErrors.push(err175);
 }
 errors++;
 }
-}
-if(data53.embeddingsUrl !== undefined){
-let data54 = data53.embeddingsUrl;
-if((typeof data54 !== "string") && (data54 !== null)){
-const err176 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if(data54.learning === undefined){
+const err176 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2067,9 +2065,9 @@ vErrors.push(err176);
 }
 errors++;
 }
-if(typeof data54 === "string"){
-if(!(formats0(data54))){
-const err177 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+for(const key4 in data54){
+if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
+const err177 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2079,12 +2077,10 @@ vErrors.push(err177);
 errors++;
 }
 }
-}
-if(data53.embeddingsModel !== undefined){
-let data55 = data53.embeddingsModel;
-if(typeof data55 === "string"){
-if(func2(data55) < 1){
-const err178 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data54.embeddingsUrl !== undefined){
+let data55 = data54.embeddingsUrl;
+if((typeof data55 !== "string") && (data55 !== null)){
+const err178 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2093,9 +2089,9 @@ vErrors.push(err178);
 }
 errors++;
 }
-}
-else {
-const err179 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data55 === "string"){
+if(!(formats0(data55))){
+const err179 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2105,10 +2101,12 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data53.embeddingsBudgetMs !== undefined){
-let data56 = data53.embeddingsBudgetMs;
-if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
-const err180 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data54.embeddingsModel !== undefined){
+let data56 = data54.embeddingsModel;
+if(typeof data56 === "string"){
+if(func2(data56) < 1){
+const err180 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2117,9 +2115,9 @@ vErrors.push(err180);
 }
 errors++;
 }
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 > 60000 || isNaN(data56)){
-const err181 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+else {
+const err181 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2128,8 +2126,11 @@ vErrors.push(err181);
 }
 errors++;
 }
-if(data56 < 10 || isNaN(data56)){
-const err182 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+if(data54.embeddingsBudgetMs !== undefined){
+let data57 = data54.embeddingsBudgetMs;
+if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
+const err182 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2138,11 +2139,9 @@ vErrors.push(err182);
 }
 errors++;
 }
-}
-}
-if(data53.learning !== undefined){
-if(typeof data53.learning !== "boolean"){
-const err183 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 > 60000 || isNaN(data57)){
+const err183 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2151,10 +2150,8 @@ vErrors.push(err183);
 }
 errors++;
 }
-}
-}
-else {
-const err184 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data57 < 10 || isNaN(data57)){
+const err184 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2165,13 +2162,38 @@ errors++;
 }
 }
 }
-else {
-const err185 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data54.learning !== undefined){
+if(typeof data54.learning !== "boolean"){
+const err185 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err185];
 }
 else {
 vErrors.push(err185);
+}
+errors++;
+}
+}
+}
+else {
+const err186 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+}
+else {
+const err187 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
 }
 errors++;
 }

@@ -3,6 +3,8 @@
  * `sendChannelMessage`), served at `/ext/channels/{triggerId}` and, for a channel trigger id,
  * at `/ext/triggers/{triggerId}`.
  *
+ * POST only: any other method on a channel URL answers 405 `Allow: POST` in the pipeline,
+ * whatever the key (trigger-calls.ts `callApiTriggerWithQuery.servesPath`).
  * Before the body is read: the key (`X-API-Key`; missing or wrong → 401, the same for an
  * unknown id), the enabled flag (403 trigger_disabled) and the media type (415 unless
  * application/json). Then the body (400 malformed or unknown fields), the Idempotency-Key

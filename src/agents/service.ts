@@ -31,7 +31,7 @@ import {
 } from './chats.js';
 import { WriteQueue } from '../storage/write-queue.js';
 import type { ChatOrder } from './chat-order.js';
-import { resolveModel } from './runtime/providers.js';
+import { resolveModel, type ResolvedModel } from './runtime/providers.js';
 import { agentTools } from './runtime/tools.js';
 import { runTurn, TurnFailure } from './runtime/turn.js';
 
@@ -84,7 +84,7 @@ export class AgentService {
     const agent = await requireAgent(db, req.orgId, req.agentId);
     const agentConfig = await runnableConfig(db, agent);
     // Refuse before anything is recorded: no model configured means no chat and no turn.
-    const { model } = resolveModel(config.models, agentConfig.model);
+    const resolved = resolveModel(config.models, agentConfig.model);
     if (req.chatId !== undefined) {
       const chat = await getChat(db, req.orgId, req.chatId);
       if (req.channelId !== undefined) {
@@ -131,7 +131,7 @@ export class AgentService {
       recorded.catch(() => undefined);
     }
     const done = this.order.run(chatId, () =>
-      this.execute(req, chatId, turnId, agentConfig, model, req.chatId === undefined, recorded),
+      this.execute(req, chatId, turnId, agentConfig, resolved, req.chatId === undefined, recorded),
     );
     this.running.set(turnId, done);
     const forget = () => this.running.delete(turnId);
@@ -164,7 +164,7 @@ export class AgentService {
     chatId: string,
     turnId: string,
     agentConfig: AgentConfig,
-    model: ReturnType<typeof resolveModel>['model'],
+    { model, structuredOutput }: ResolvedModel,
     newChat: boolean,
     recorded: Promise<void>,
   ): Promise<TurnOutcome> {
@@ -209,6 +209,7 @@ export class AgentService {
         message: req.message,
         sourceMetadata: req.metadata,
         tools,
+        structuredOutput,
         maxSteps: config.agentMaxSteps,
         signal,
         onTextDelta: req.onEvent ? (delta) => req.onEvent?.({ type: 'text-delta', delta }) : undefined,

@@ -120,6 +120,11 @@ export interface ModelConfig {
   defaultModel: string | null;
   /** OPENAI_COMPATIBLE_BASE_URL (Ollama, vLLM, LM Studio, llama.cpp …). */
   openaiCompatibleBaseUrl: string | null;
+  /**
+   * OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: an agent's output schema is sent as
+   * `response_format: {type: "json_schema"}` (default); false leaves it to the prompt.
+   */
+  openaiCompatibleStructuredOutputs: boolean;
   /** Secrets, never logged nor validated into the config schema. */
   keys: { openaiCompatible: string | null; openai: string | null; anthropic: string | null; google: string | null };
   /** OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways). */
@@ -243,7 +248,15 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
       `DEFAULT_MODEL must be provider/model with provider openai-compatible, openai, anthropic or google, got "${defaultModel}"`,
     );
   }
-  return { defaultModel, openaiCompatibleBaseUrl: baseUrl, openaiBaseUrl, anthropicBaseUrl, keys, providers };
+  return {
+    defaultModel,
+    openaiCompatibleBaseUrl: baseUrl,
+    openaiCompatibleStructuredOutputs: boolEnv(env, 'OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS', true),
+    openaiBaseUrl,
+    anthropicBaseUrl,
+    keys,
+    providers,
+  };
 }
 
 function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {
@@ -327,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     models: {
       defaultModel: models.defaultModel,
       openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl,
+      openaiCompatibleStructuredOutputs: models.openaiCompatibleStructuredOutputs,
       providers: models.providers,
     },
   };

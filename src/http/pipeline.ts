@@ -17,7 +17,15 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
-import type { BeforeBody, HandlerMap, HandlerRequest, PipelineServices, Reply, RequestContext } from './types.js';
+import type {
+  BeforeBody,
+  HandlerMap,
+  HandlerRequest,
+  PipelineServices,
+  Reply,
+  RequestContext,
+  ServesPath,
+} from './types.js';
 import type { ResponseValidator } from './response-validator.js';
 
 export { mediaType } from './body.js';
@@ -227,19 +235,36 @@ function startRequest(services: PipelineServices, req: IncomingMessage, res: Ser
 
 const KNOWN_METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
+interface RouteStore {
+  route: Route;
+  servesPath?: ServesPath | undefined;
+}
+
+/** The route that serves this method on this path, if any (see ServesPath). */
+function servingRoute(router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>, method: HTTPMethod, pathname: string) {
+  const found = router.find(method, pathname);
+  if (!found) return undefined;
+  const store = found.store as RouteStore;
+  const params = found.params as Record<string, string>;
+  if (store.servesPath && !store.servesPath(params)) return undefined;
+  return { route: store.route, params };
+}
+
 export function createHttpApp<S extends PipelineServices>(options: PipelineOptions<S>): HttpApp {
   // Handlers are bound to the composition's services; the pipeline only passes them along.
   const opts = options as unknown as PipelineOptions;
   const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
   for (const id of Object.keys(operations) as OperationId[]) {
     const op = operations[id];
-    router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, {
+    const store: RouteStore = {
       route: operationRoute(id, opts),
-    });
+      servesPath: (opts.handlers[id] as { servesPath?: ServesPath } | undefined)?.servesPath,
+    };
+    router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, store);
   }
   const { services } = opts;
   const notRouted = (res: ServerResponse, method: HTTPMethod, pathname: string): void => {
-    const allowed = KNOWN_METHODS.filter((m) => m !== method && router.find(m, pathname));
+    const allowed = KNOWN_METHODS.filter((m) => m !== method && servingRoute(router, m, pathname));
     if (allowed.length) {
       res.setHeader('Allow', allowed.join(', '));
       sendError(res, renderError(new AppError('ERR_METHOD_NOT_ALLOWED'), 'rest', services.log));
@@ -255,14 +280,14 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
     const method = (req.method === 'HEAD' ? 'GET' : req.method) as HTTPMethod;
-    const found = router.find(method, pathname);
+    const found = servingRoute(router, method, pathname);
     if (!found) return notRouted(res, method, pathname);
     // In the REST shape on every surface: the OAuth and JSON-RPC renderers hide 5xx messages,
     // and this one is meant for whoever mounted the app.
     if (bodyAlreadyRead(req))
       return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
     const query = q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) };
-    void (found.store as { route: Route }).route(req, res, found.params as Record<string, string>, query, requestId);
+    void found.route(req, res, found.params, query, requestId);
   };
   return Object.assign(listener, {
     listen(port: number, host: string, ready?: () => void): Server {

@@ -92,6 +92,14 @@ export type BeforeBody<S extends PipelineServices = PipelineServices> = (
   ctx: RequestContext<OperationId, S>,
 ) => Promise<unknown>;
 
+/**
+ * A check a handler may carry (`handler.servesPath`), run right after routing: whether the
+ * operation serves a path with these parameters. When it does not, the path does not take this
+ * method: 405 with `Allow` listing the methods whose operations serve it, before any key, query
+ * or body is looked at (a channel trigger id on `/ext/triggers/{id}` takes POST only).
+ */
+export type ServesPath = (params: Record<string, string>) => boolean;
+
 export type Handler<K extends OperationId, S extends PipelineServices = PipelineServices> = (
   req: HandlerRequest<K>,
   ctx: RequestContext<K, S>,

@@ -5,7 +5,10 @@
  * `chat.completion.chunk` events ending in `data: [DONE]` — and answers each request from a
  * script: a queue of replies consumed in order, or a function of the request. Every chat
  * completion request is recorded (parsed body and headers). An exhausted queue answers a loud
- * 500 so a test fails instead of hanging. It also speaks Anthropic's Messages API
+ * 500 so a test fails instead of hanging. A `response_format` (structured output) is checked
+ * as OpenAI checks it — `text`, `json_object`, or `json_schema` with a `name` of at most 64
+ * letters, digits, `_` or `-` and a `schema` object — and a malformed one answers 400; the
+ * scripted reply is the content (`reply.json` writes a JSON one). It also speaks Anthropic's Messages API
  * (`POST /v1/messages`, not streamed) from the same script, for the anthropic provider with
  * ANTHROPIC_BASE_URL (tool calls become `tool_use` blocks).
  */
@@ -65,7 +68,27 @@ export const reply = {
   }),
   toolCalls: (...calls: ToolCallReply[]): Reply => ({ toolCalls: calls }),
   error: (status: number, message: string): Reply => ({ error: { status, message } }),
+  /** A structured answer: the value as JSON content. */
+  json: (value: unknown): Reply => ({ text: JSON.stringify(value) }),
 };
+
+/** What OpenAI answers 400 for in a `response_format`, or undefined when it is well formed. */
+function responseFormatProblem(format: unknown): string | undefined {
+  if (format === undefined) return undefined;
+  if (typeof format !== 'object' || format === null) return 'response_format must be an object';
+  const { type, json_schema: spec } = format as { type?: unknown; json_schema?: Record<string, unknown> };
+  if (type === 'text' || type === 'json_object') return undefined;
+  if (type !== 'json_schema')
+    return `response_format.type must be text, json_object or json_schema, got ${String(type)}`;
+  if (typeof spec !== 'object' || spec === null) return 'response_format.json_schema is required';
+  if (typeof spec.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(spec.name))
+    return 'response_format.json_schema.name must be 1 to 64 of a-z, A-Z, 0-9, _ and -';
+  if (typeof spec.schema !== 'object' || spec.schema === null || Array.isArray(spec.schema))
+    return 'response_format.json_schema.schema must be a JSON Schema object';
+  if (spec.strict !== undefined && typeof spec.strict !== 'boolean')
+    return 'response_format.json_schema.strict must be a boolean';
+  return undefined;
+}
 
 /** A model that never stops calling tools (step-limit tests). */
 export function alwaysToolCall(name: string, args: Record<string, unknown> | string = {}): Script {
@@ -187,6 +210,8 @@ export async function startModelServer(initial: Script = [], opts: ModelServerOp
       return sendError(res, 400, 'scripted model: the body is not JSON', 'invalid_request_error');
     }
     requests.push({ body, headers: req.headers });
+    const formatProblem = responseFormatProblem(body.response_format);
+    if (formatProblem) return sendError(res, 400, formatProblem, 'invalid_request_error');
     const r = await next({
       api: 'openai',
       messages: body.messages ?? [],

@@ -7,6 +7,13 @@
  * - `anthropic/<id>`: ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL optional);
  * - `google/<id>`: GOOGLE_GENERATIVE_AI_API_KEY (or GEMINI_API_KEY).
  * A missing setting is a clear error naming it: never an invented answer.
+ *
+ * Structured output (an agent's `outputSchema`, runtime/turn.ts) goes natively as the request's
+ * response format with `openai-compatible` (`response_format: {type: "json_schema"}`; off with
+ * OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS=false for a server that rejects or ignores it) and
+ * `openai`. `anthropic` and `google` get the prompt instruction only: their JSON modes do not
+ * combine reliably with the agent's own tool calls (Anthropic's falls back to a forced tool on
+ * most models; Gemini models refuse a JSON response type next to function calling).
  */
 import type { LanguageModel } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -23,49 +30,65 @@ function notConfigured(message: string): AppError {
   return new AppError('ERR_AGENT_MODEL_NOT_CONFIGURED', { message: `${message}. ${HOW_TO}.` });
 }
 
-/** One provider instance per configuration (they are stateless; building them costs a little). */
-const cache = new WeakMap<ModelConfig, Map<string, LanguageModel>>();
+/** How an agent's output schema reaches the model (runtime/turn.ts). */
+export type StructuredOutputMode = 'native' | 'prompt';
 
-function build(config: ModelConfig, provider: string, id: string): LanguageModel {
+export interface ResolvedModel {
+  model: LanguageModel;
+  modelId: string;
+  structuredOutput: StructuredOutputMode;
+}
+
+/** One provider instance per configuration (they are stateless; building them costs a little). */
+const cache = new WeakMap<ModelConfig, Map<string, Omit<ResolvedModel, 'modelId'>>>();
+
+function build(config: ModelConfig, provider: string, id: string): Omit<ResolvedModel, 'modelId'> {
   switch (provider) {
     case 'openai-compatible': {
       if (!config.openaiCompatibleBaseUrl)
         throw notConfigured(`The model "${provider}/${id}" needs OPENAI_COMPATIBLE_BASE_URL, which is not set`);
-      return createOpenAICompatible({
+      const native = config.openaiCompatibleStructuredOutputs;
+      const model = createOpenAICompatible({
         name: 'openai-compatible',
         baseURL: config.openaiCompatibleBaseUrl,
         ...(config.keys.openaiCompatible ? { apiKey: config.keys.openaiCompatible } : {}),
         includeUsage: true,
+        // Without it the SDK would turn a response format with a schema into `json_object`.
+        supportsStructuredOutputs: native,
       }).chatModel(id);
+      return { model, structuredOutput: native ? 'native' : 'prompt' };
     }
     case 'openai':
       if (!config.keys.openai)
         throw notConfigured(`The model "${provider}/${id}" needs OPENAI_API_KEY, which is not set`);
-      return createOpenAI({
-        apiKey: config.keys.openai,
-        ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}),
-      })(id);
+      return {
+        model: createOpenAI({
+          apiKey: config.keys.openai,
+          ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}),
+        })(id),
+        structuredOutput: 'native',
+      };
     case 'anthropic':
       if (!config.keys.anthropic)
         throw notConfigured(`The model "${provider}/${id}" needs ANTHROPIC_API_KEY, which is not set`);
-      return createAnthropic({
-        apiKey: config.keys.anthropic,
-        ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}),
-      })(id);
+      return {
+        model: createAnthropic({
+          apiKey: config.keys.anthropic,
+          ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}),
+        })(id),
+        structuredOutput: 'prompt',
+      };
     case 'google':
       if (!config.keys.google)
         throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
-      return createGoogleGenerativeAI({ apiKey: config.keys.google })(id);
+      return { model: createGoogleGenerativeAI({ apiKey: config.keys.google })(id), structuredOutput: 'prompt' };
     default:
       throw notConfigured(`Unknown model provider "${provider}" (use openai-compatible, openai, anthropic or google)`);
   }
 }
 
 /** The model an agent runs: its own `model`, else DEFAULT_MODEL. */
-export function resolveModel(
-  config: ModelConfig,
-  agentModel: string | null,
-): { model: LanguageModel; modelId: string } {
+export function resolveModel(config: ModelConfig, agentModel: string | null): ResolvedModel {
   const modelId = agentModel ?? config.defaultModel;
   if (!modelId) throw notConfigured('This agent names no model and DEFAULT_MODEL is not set');
   const slash = modelId.indexOf('/');
@@ -74,10 +97,10 @@ export function resolveModel(
   if (!provider || !id) throw notConfigured(`The model "${modelId}" is not provider/model`);
   let models = cache.get(config);
   if (!models) cache.set(config, (models = new Map()));
-  let model = models.get(modelId);
-  if (!model) {
-    model = build(config, provider, id);
-    models.set(modelId, model);
+  let built = models.get(modelId);
+  if (!built) {
+    built = build(config, provider, id);
+    models.set(modelId, built);
   }
-  return { model, modelId };
+  return { ...built, modelId };
 }

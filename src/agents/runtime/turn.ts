@@ -4,11 +4,25 @@
  * limit (model calls per turn) and a time limit. With an output schema the final answer must
  * be a JSON object valid against it (ajv): an invalid answer is sent back once with the
  * validation errors, then the turn fails with a clear error.
+ *
+ * The schema reaches the model in the system prompt always, and also as the request's native
+ * response format where the provider takes one (providers.ts StructuredOutputMode): the prompt
+ * keeps a server that ignores `response_format` answering JSON all the same.
  */
-import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import {
+  generateText,
+  jsonSchema,
+  Output,
+  stepCountIs,
+  streamText,
+  type LanguageModel,
+  type ModelMessage,
+  type ToolSet,
+} from 'ai';
 import type { ErrorObject } from 'ajv';
 import type { AgentConfig } from '../agents.js';
 import { outputValidator } from '../validate.js';
+import type { StructuredOutputMode } from './providers.js';
 
 export type TurnFailureCode = 'step_limit' | 'model_error' | 'invalid_output' | 'turn_timeout' | 'turn_cancelled';
 
@@ -31,6 +45,8 @@ export interface TurnInput {
   /** The channel caller's metadata (spec "Agent API channel": `sourceMetadata`). */
   sourceMetadata?: Record<string, unknown> | undefined;
   tools: ToolSet;
+  /** How the output schema reaches the model: also as the native response format, or by the prompt only. */
+  structuredOutput: StructuredOutputMode;
   maxSteps: number;
   /** Aborted by the turn's time limit (reason name TimeoutError) or by a cancellation. */
   signal: AbortSignal;
@@ -56,6 +72,36 @@ function systemPrompt(config: AgentConfig, sourceMetadata: Record<string, unknow
     parts.push(`The caller sent this metadata with the message (sourceMetadata):\n${JSON.stringify(sourceMetadata)}`);
   }
   return parts.join('\n\n');
+}
+
+/** `json_schema.name` of the response format (OpenAI: 1 to 64 of a-z, A-Z, 0-9, _ and -). */
+const OUTPUT_NAME = 'output';
+
+type ProviderOptions = NonNullable<Parameters<typeof generateText>[0]['providerOptions']>;
+
+/**
+ * Non-strict: an output schema is any JSON Schema 2020-12 with an object root (optional
+ * properties, patterns, formats), which strict mode refuses for most schemas; validity comes
+ * from runTurn's own check and retry.
+ */
+const NOT_STRICT: ProviderOptions = {
+  openaiCompatible: { strictJsonSchema: false },
+  openai: { strictJsonSchema: false },
+};
+
+/**
+ * The native structured-output request: every model call of the exchange carries the schema as
+ * its response format (`response_format: {type: "json_schema", …}` on Chat Completions). The
+ * answer is still read as plain text: the SDK's object output would fail the exchange on a
+ * fenced or invalid answer instead of letting runTurn correct it, and would hold back streamed
+ * text until it parses as JSON.
+ */
+function structured(input: TurnInput): { output?: ReturnType<typeof Output.text>; providerOptions?: ProviderOptions } {
+  const schema = input.config.outputSchema;
+  if (!schema || input.structuredOutput !== 'native') return {};
+  const { $schema: _dialect, ...rest } = schema;
+  const { responseFormat } = Output.object({ schema: jsonSchema(rest), name: OUTPUT_NAME });
+  return { output: { ...Output.text(), responseFormat }, providerOptions: NOT_STRICT };
 }
 
 /** The JSON object of a structured answer; models sometimes wrap it in a code fence. */
@@ -125,6 +171,7 @@ async function whole(
       system,
       messages,
       tools: input.tools,
+      ...structured(input),
       stopWhen: stepCountIs(input.maxSteps),
       abortSignal: input.signal,
       maxRetries: 1,
@@ -153,6 +200,7 @@ async function streamed(
     system,
     messages,
     tools: input.tools,
+    ...structured(input),
     stopWhen: stepCountIs(input.maxSteps),
     abortSignal: input.signal,
     maxRetries: 1,

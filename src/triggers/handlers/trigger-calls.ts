@@ -4,7 +4,7 @@
  */
 import { AppError } from '../../errors/index.js';
 import { header, idempotencyKey } from '../../http/support.js';
-import type { BeforeBody, Handler, HandlerRequest, OperationId } from '../../services.js';
+import type { BeforeBody, Handler, HandlerRequest, OperationId, ServesPath } from '../../services.js';
 // The channel modules alone (not the agents index, which loads the model runtime): the CLI loads triggers too.
 import { authoriseChannel, serveChannel } from '../../agents/channel-call.js';
 import { isChannelId, type ChannelRecord } from '../../agents/channels.js';
@@ -58,14 +58,23 @@ export const callApiTrigger: Handler<'callApiTrigger'> & { beforeBody: BeforeBod
   },
 );
 
-export const callApiTriggerWithQuery: Handler<'callApiTriggerWithQuery'> = async (req, ctx) =>
-  callTrigger(ctx.services, {
-    ...common(req),
-    kind: 'api',
-    triggerId: req.params.triggerId,
-    apiKey: header(req, 'x-api-key'),
-    body: undefined,
-  });
+/**
+ * The GET form serves workflow triggers only: an agent channel takes POST with a JSON body, so
+ * a channel trigger id answers 405 with `Allow: POST` (http/types.ts ServesPath). The id's
+ * shape decides, before the key is looked at, so the answer is the same whatever the key and
+ * whether such a channel exists.
+ */
+export const callApiTriggerWithQuery: Handler<'callApiTriggerWithQuery'> & { servesPath: ServesPath } = Object.assign(
+  (async (req, ctx) =>
+    callTrigger(ctx.services, {
+      ...common(req),
+      kind: 'api',
+      triggerId: req.params.triggerId,
+      apiKey: header(req, 'x-api-key'),
+      body: undefined,
+    })) as Handler<'callApiTriggerWithQuery'>,
+  { servesPath: ((params) => !isChannelId(params.triggerId ?? '')) as ServesPath },
+);
 
 export const callWebhookTrigger: Handler<'callWebhookTrigger'> = async (req, ctx) =>
   callTrigger(ctx.services, {

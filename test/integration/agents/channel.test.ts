@@ -159,6 +159,11 @@ for (const kind of kinds) {
       expect(retry.messages.at(-1).content).to.match(
         /not valid against the output schema.*\/invoice must match pattern/,
       );
+      // The openai-compatible provider asks for the schema natively on both calls.
+      expect(model.requests.slice(-2).map((r) => r.body.response_format)).to.deep.equal([
+        { type: 'json_schema', json_schema: { name: 'output', schema, strict: false } },
+        { type: 'json_schema', json_schema: { name: 'output', schema, strict: false } },
+      ]);
       // Invalid twice: a clear 502 invalid_output, with the chat headers.
       model.setScript([reply.text('nope'), reply.text('still nope')]);
       const bad = await send(sj, { message: 'again' });
@@ -223,6 +228,50 @@ for (const kind of kinds) {
       expect(off.status, off.text).to.equal(200);
       const disabled = await send(ch, { message: 'x' });
       expect([disabled.status, disabled.body.error]).to.deep.equal([403, 'trigger_disabled']);
+    });
+
+    it('405 with Allow: POST for every other method on a channel URL, whatever the key', async () => {
+      const ch = await newChannel((await newAgent()).agentId);
+      const unknownId = 'chn_00000000000000000000000000000000';
+      const keys: Array<[string, Record<string, string>]> = [
+        ['valid key', { 'x-api-key': ch.apiKey }],
+        ['no key', {}],
+        ['wrong key', { 'x-api-key': 'syc_wrong' }],
+      ];
+      for (const path of ['triggers', 'channels']) {
+        for (const id of [ch.triggerId, unknownId]) {
+          for (const [what, headers] of keys) {
+            for (const method of ['GET', 'PUT', 'DELETE', 'PATCH']) {
+              const where = `${method} /ext/${path}/${id === unknownId ? 'unknown' : 'channel'} with ${what}`;
+              const res = await call(server.baseUrl, method, `/ext/${path}/${id}?message=hi`, { headers });
+              expect([res.status, res.headers.get('allow')], where).to.deep.equal([405, 'POST']);
+              expect(res.headers.get('content-type'), where).to.match(/^application\/json/);
+              expect(res.body, where).to.have.keys('error', 'message');
+              expect(res.body.error, where).to.equal('method_not_allowed');
+              // The answer is the one the channel operation documents (openapi/triggers.yaml).
+              const failure = server.app.responseValidator!.check('sendChannelMessage', {
+                status: res.status,
+                body: res.body,
+                headers: { Allow: res.headers.get('allow')! },
+              });
+              expect(failure?.message, where).to.equal(undefined);
+            }
+            const head = await fetch(`${server.baseUrl}/ext/${path}/${id}`, { method: 'HEAD', headers });
+            expect([head.status, head.headers.get('allow')], `HEAD /ext/${path} with ${what}`).to.deep.equal([
+              405,
+              'POST',
+            ]);
+          }
+        }
+      }
+      // A workflow trigger id keeps its GET form.
+      const workflow = await call(server.baseUrl, 'PUT', '/ext/triggers/trg_00000000000000000000000000000000');
+      expect([workflow.status, workflow.headers.get('allow')]).to.deep.equal([405, 'GET, POST']);
+      expect(model.requests).to.have.length(0);
+      // The channel still answers POST.
+      model.setScript([reply.text('still here')]);
+      const ok = await send(ch, { message: 'hi' });
+      expect([ok.status, ok.text]).to.deep.equal([200, 'still here']);
     });
 
     it("403 unowned_chat_id for another channel's chat and for a chat that does not exist, never echoing the id", async () => {

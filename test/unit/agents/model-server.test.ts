@@ -148,6 +148,33 @@ describe('agents: scripted model server', () => {
     expect(String((errors[0] as Error).message)).to.contain('slow down');
   });
 
+  it('checks response_format as OpenAI does: a json_schema request is answered, a malformed one is 400', async () => {
+    const url = `${server.baseUrl}/chat/completions`;
+    const post = (response_format: unknown) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'scripted', messages: [{ role: 'user', content: 'x' }], response_format }),
+      });
+    server.setScript([reply.json({ ok: true })]);
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } } };
+    const ok = await post({ type: 'json_schema', json_schema: { name: 'output', schema, strict: false } });
+    expect(ok.status).to.equal(200);
+    const body = (await ok.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(JSON.parse(body.choices[0]!.message.content)).to.deep.equal({ ok: true });
+    expect(server.requests[0]!.body.response_format.json_schema.schema).to.deep.equal(schema);
+    for (const bad of [
+      { type: 'json_schema' },
+      { type: 'json_schema', json_schema: { name: 'has spaces', schema } },
+      { type: 'json_schema', json_schema: { name: 'output' } },
+      { type: 'xml' },
+    ]) {
+      const res = await post(bad);
+      expect(res.status, JSON.stringify(bad)).to.equal(400);
+      expect(((await res.json()) as { error: { type: string } }).error.type).to.equal('invalid_request_error');
+    }
+  });
+
   it('an empty script answers a loud 500 instead of hanging', async () => {
     const thrown = await generateText({ model: model(), prompt: 'x', maxRetries: 0 }).catch((e: Error) => e);
     expect((thrown as Error).message).to.contain('script ran out');

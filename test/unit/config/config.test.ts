@@ -89,6 +89,12 @@ describe('config', () => {
     });
   });
 
+  it('the openai-compatible provider gets output schemas natively unless OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS=false', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).models.openaiCompatibleStructuredOutputs).to.equal(true);
+    const off = loadConfig({ DATA_DIR: dataDir(), OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: 'false' });
+    expect(off.models.openaiCompatibleStructuredOutputs).to.equal(false);
+  });
+
   it('keeps the generated secret key across loads of the same DATA_DIR', () => {
     const dir = dataDir();
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).to.equal(true);
@@ -108,6 +114,11 @@ describe('config', () => {
     ['a sandbox process that serves no execution', { SANDBOX_MAX_EXECUTIONS: '0' }, 'SANDBOX_MAX_EXECUTIONS'],
     ['a bad context reuse switch', { SANDBOX_REUSE_CONTEXTS: 'sometimes' }, 'SANDBOX_REUSE_CONTEXTS'],
     ['an unknown isolation mode', { CODE_ISOLATION: 'none' }, 'CODE_ISOLATION must be auto, strict or process'],
+    [
+      'a bad structured-output switch',
+      { OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: 'json' },
+      'OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS must be true or false',
+    ],
   ] as const) {
     it(`rejects ${name} with a ConfigError naming it`, () => {
       expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).to.throw(ConfigError, message);

@@ -98,6 +98,7 @@ export function testConfig(): Config {
     models: {
       defaultModel: null,
       openaiCompatibleBaseUrl: null,
+      openaiCompatibleStructuredOutputs: true,
       openaiBaseUrl: null,
       anthropicBaseUrl: null,
       keys: { openaiCompatible: null, openai: null, anthropic: null, google: null },
