@@ -3,8 +3,8 @@
  * organisation's tasks per process and one task at a time (src/browser/README.md "Script
  * isolation"). Each runner is contained through src/containment: where the operating-system
  * layer is in force, bubblewrap (no network, its own PID and IPC namespaces, a read-only view of
- * only the Node binary, the runner and playwright-core, a private /tmp, the organisation's relay
- * socket folder); always an unprivileged user of its own when the service runs as root (the
+ * only the Node binary, the runner, the runners' shared module (src/containment/runner-common.cjs)
+ * and playwright-core, a private /tmp, the organisation's relay socket folder); always an unprivileged user of its own when the service runs as root (the
  * runner switches to it once playwright-core is loaded, before any script), an empty
  * environment, Node's permission model, a heap limit, RLIMIT_NPROC, and a watchdog that polls
  * the whole contained tree from outside (resident memory, process count) and kills it over a
