@@ -494,17 +494,18 @@ function executeBreached(msg) {
     );
 }
 
+/** The answer to a message this runner does not speak: the parent refuses it (protocol.ts) and ends the process. */
+const unsupported = () => ipc.send('error', { message: 'unsupported message' });
 const ipc = common.channel(
   PROTOCOL,
   {
     exec: (msg) => {
-      if (!validExec(msg)) return ipc.send('error', { message: 'unsupported message' });
+      if (!validExec(msg)) return unsupported();
       if (OPTIONS.breach !== 'off') executeBreached(msg);
       else execute(msg);
     },
   },
-  // The parent refuses this answer (protocol.ts) and ends the process.
-  () => ipc.send('error', { message: 'unsupported message' }),
+  unsupported,
 );
 
 // A warm context of the default memory class, so the first step does not wait for it.
