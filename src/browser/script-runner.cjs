@@ -4,27 +4,39 @@
  * runs that organisation's `playwright_run` tasks one at a time, each in a context of its own.
  * Plain JavaScript, started by src/browser/scripts.ts, where the operating-system layer is in
  * force, inside bubblewrap (no network, its own PID and IPC namespaces, a read-only view of the
- * Node binary, this file and playwright-core, a private /tmp), and always with Node's permission
- * model (no file writes, no child processes, no worker threads, no addons; reads limited to this
- * file and playwright-core), an empty environment and a heap limit. Once playwright-core is
- * loaded and before any script runs, it switches itself to the unprivileged user it was given
- * (argv[3]) when it starts as root. It connects to the organisation's browser through the relay
- * (a Unix socket bound into its view, or loopback where there is no network namespace), makes a
- * fresh context, and runs the caller's code as the body of an async function in a vm context
- * whose only globals of this realm are `page` and a `console` that writes to the task log (and,
- * under the test-only switch SANDBOX_TEST_BREACH, this process's own `process`: argv[4] is
- * `breach`). Downloads of every page of the context are read through the browser connection
- * (no file is written here) and handed to the parent with the script's own file, if it
- * returned one.
+ * Node binary, this file, the runners' shared module and playwright-core, a private /tmp), and
+ * always with Node's permission model (no file writes, no child processes, no worker threads, no
+ * addons; reads limited to this file, the shared module and playwright-core), an empty
+ * environment and a heap limit. Once playwright-core is loaded and before any script runs, it
+ * switches itself to the unprivileged user it was given (`uid` of its start options) when it
+ * starts as root. It connects to the organisation's browser through the relay (a Unix socket
+ * bound into its view, or loopback where there is no network namespace), makes a fresh context,
+ * and runs the caller's code as the body of an async function in a vm context whose only
+ * globals of this realm are `page` and a `console` that writes to the task log (and, under the
+ * test-only switch SANDBOX_TEST_BREACH, this process's own `process`: `breach` of its start
+ * options). Downloads of every page of the context are read through the browser connection (no
+ * file is written here) and handed to the parent with the script's own file, if it returned one.
  *
- * Messages: parent → child `{type: 'run', v: 1, ...}`, one at a time; child → parent
- * `{type: 'log', task, line}`, then `{type: 'done', task, ok, result, files, error}` and
- * `{type: 'idle', task}` (ready for the next task). The parent
- * trusts none of it blindly (src/browser/scripts.ts checks sizes again, and watches the
- * process tree's memory and process count from outside) and kills the process instead of
- * reusing it after a time limit or a broken task.
+ * What both runner programs do alike — start options, the user switch and root check, the IPC
+ * envelope, file limits, stray rejections — is src/containment/runner-common.cjs. This file is
+ * the Playwright side, apart from the code-step runner because its tenant code is a Playwright
+ * client: it runs in this process's own isolate (a vm context holding live `page` objects, which
+ * cannot be copied into another isolate), awaits a browser over a connection for as long as the
+ * task lasts, and collects downloads as they arrive, whereas code steps run synchronously in
+ * isolated-vm isolates that only exchange copies with the runner.
+ *
+ * Messages (version 2 of the script protocol, in the shared `{v, t}` envelope): parent → child
+ * `{v, t: 'run', task, ...}`, one at a time; child → parent `{v, t: 'ready'}` once, then per task
+ * `{v, t: 'log', task, line}`, `{v, t: 'done', task, ok, result, files, error}` and
+ * `{v, t: 'idle', task}` (ready for the next task). The parent trusts none of it blindly
+ * (src/browser/scripts.ts checks sizes again, and watches the process tree's memory and process
+ * count from outside) and kills the process instead of reusing it after a time limit or a
+ * broken task.
  */
 const vm = require('node:vm');
+const common = require('../containment/runner-common.cjs');
+
+const OPTIONS = common.startOptions();
 
 // playwright-core probes a few system files when it loads (for example isWsl reads
 // /proc/sys/fs/binfmt_misc/WSLInterop). Under the permission model existsSync throws for a path
@@ -39,28 +51,19 @@ fs.existsSync = (p) => {
   }
 };
 
-const [playwrightPath, userArg, mode] = process.argv.slice(2);
 // playwright-core asks for the home folder when it loads; the environment is empty and the
 // contained view has no /etc/passwd to look it up in, so the private /tmp stands in.
 const os = require('node:os');
 os.homedir = () => '/tmp';
-const { chromium } = require(playwrightPath);
+const { chromium } = require(OPTIONS.playwright);
 
-// The unprivileged user: the groups, then the group, then the user (after which none of them
-// can be changed back). A runner that was meant to switch and cannot does not run scripts.
-const uid = Number(userArg);
-if (Number.isInteger(uid) && uid > 0 && process.getuid() === 0) {
-  try {
-    process.setgroups([]);
-    process.setgid(uid);
-    process.setuid(uid);
-  } catch {
-    process.exit(71);
-  }
-  if (process.getuid() !== uid || process.geteuid() !== uid || process.getgid() !== uid) process.exit(71);
-}
+// A runner that was meant to switch users and cannot does not run scripts.
+common.becomeUser(OPTIONS.uid);
+common.ignoreStrayRejections();
 /** SANDBOX_TEST_BREACH (tests only): scripts get this process object, as if the vm boundary had failed. */
-const BREACH = mode === 'breach';
+const BREACH = OPTIONS.breach !== 'off';
+/** The script protocol's version (src/browser/scripts.ts SCRIPT_PROTOCOL). */
+const PROTOCOL = 2;
 
 const MiB = 1024 * 1024;
 /** The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
@@ -87,9 +90,8 @@ function stamp(task) {
  * into the next task's log).
  */
 function log(task, text) {
-  if (!task.live || !process.connected) return;
-  process.send({
-    type: 'log',
+  if (!task.live) return;
+  ipc.send('log', {
     task: task.n,
     line: `${stamp(task)} ${String(text)
       .replace(/[\r\n]+/g, ' ')
@@ -97,14 +99,12 @@ function log(task, text) {
   });
 }
 
+/** Every file is kept: a download named like an earlier file is another file. */
 function addFile(task, file) {
-  if (task.files.length >= LIMITS.files) throw new Error(`at most ${LIMITS.files} files per task`);
-  if (file.data.length > LIMITS.fileBytes)
-    throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
-  if (task.bytes + file.data.length > LIMITS.totalBytes)
-    throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
-  task.bytes += file.data.length;
-  task.files.push(file);
+  const refused = task.files.add(file);
+  if (refused === 'fileBytes') throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
+  if (refused === 'files') throw new Error(`at most ${LIMITS.files} files per task`);
+  if (refused === 'totalBytes') throw new Error(`the task's files exceed ${LIMITS.totalBytes / MiB} MiB in total`);
 }
 
 /**
@@ -117,17 +117,6 @@ function isBytes(v) {
     typeof v === 'object' &&
     /^\[object (Uint8Array|Uint8ClampedArray|Buffer)\]$/.test(Object.prototype.toString.call(v))
   );
-}
-
-function text(v) {
-  if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
-  try {
-    const s = JSON.stringify(v);
-    return s === undefined ? String(v) : s;
-  } catch {
-    return String(v);
-  }
 }
 
 /** The script's return value → the task's result text, and its file when it asked for one. */
@@ -150,7 +139,7 @@ function settleReturn(task, value) {
     log(task, `saved ${fileName} (${data.length} bytes, script)`);
     return `Saved ${fileName} (${data.length} bytes) to the collection.`;
   }
-  return text(value).slice(0, LIMITS.resultChars);
+  return common.text(value).slice(0, LIMITS.resultChars);
 }
 
 /** Schemes a download may come from (src/browser/urls.ts downloadRefusal): the web, and what a page builds itself. */
@@ -275,8 +264,7 @@ async function run(msg) {
   const task = {
     n: msg.task,
     started: typeof msg.startedAt === 'number' ? msg.startedAt : Date.now(),
-    files: [],
-    bytes: 0,
+    files: new common.FileTally(LIMITS),
     live: true,
   };
   log(task, 'script process ready');
@@ -307,30 +295,34 @@ async function run(msg) {
       if (opened.downloads.length === pending && Date.now() - opened.last >= DOWNLOAD_SETTLE_MS) break;
     }
     task.live = false;
-    process.send({ type: 'done', task: task.n, ok: true, result, files: task.files });
+    ipc.send('done', { task: task.n, ok: true, result, files: task.files.list });
   } catch (err) {
-    const message = err && typeof err === 'object' && 'message' in err ? String(err.message) : text(err);
+    const message = common.messageOf(err);
     log(task, `failed: ${message.split('\n')[0]}`);
     task.live = false;
-    process.send({ type: 'done', task: task.n, ok: false, error: message.slice(0, 4000), files: task.files });
+    ipc.send('done', { task: task.n, ok: false, error: message.slice(0, 4000), files: task.files.list });
   }
   // The task's context goes, in the background; the process takes its next task at once.
   if (opened) void opened.context.close().catch(() => undefined);
-  process.send({ type: 'idle', task: task.n });
+  ipc.send('idle', { task: task.n });
 }
 
-process.on('unhandledRejection', () => undefined);
 let busy = false;
-// playwright-core is loaded and the user switched: the parent checks the user from outside, then sends tasks.
-process.send({ type: 'ready' });
-process.on('message', (msg) => {
-  if (!msg || msg.v !== 1 || msg.type !== 'run' || busy || !msg.limits) process.exit(70);
-  LIMITS = msg.limits;
-  busy = true;
-  run(msg).then(
-    () => {
-      busy = false;
+/** A message this runner does not speak, or a task while one runs: the parent is not what it expects. */
+const refuse = () => process.exit(common.EXIT.protocol);
+const ipc = common.channel(
+  PROTOCOL,
+  {
+    run: (msg) => {
+      if (busy || !msg.limits) refuse();
+      LIMITS = msg.limits;
+      busy = true;
+      run(msg).then(() => {
+        busy = false;
+      }, refuse);
     },
-    () => process.exit(70),
-  );
-});
+  },
+  refuse,
+);
+// playwright-core is loaded and the user switched: the parent checks the user from outside, then sends tasks.
+ipc.ready();

@@ -3,8 +3,8 @@
  * organisation's tasks per process and one task at a time (src/browser/README.md "Script
  * isolation"). Each runner is contained through src/containment: where the operating-system
  * layer is in force, bubblewrap (no network, its own PID and IPC namespaces, a read-only view of
- * only the Node binary, the runner and playwright-core, a private /tmp, the organisation's relay
- * socket folder); always an unprivileged user of its own when the service runs as root (the
+ * only the Node binary, the runner, the runners' shared module (src/containment/runner-common.cjs)
+ * and playwright-core, a private /tmp, the organisation's relay socket folder); always an unprivileged user of its own when the service runs as root (the
  * runner switches to it once playwright-core is loaded, before any script), an empty
  * environment, Node's permission model, a heap limit, RLIMIT_NPROC, and a watchdog that polls
  * the whole contained tree from outside (resident memory, process count) and kills it over a
@@ -17,11 +17,22 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { killTree, launchCommand, sampleTree, uidOf, type ContainSpec, type Isolation } from '../containment/index.js';
+import {
+  killTree,
+  launchCommand,
+  RUNNER_COMMON_PATH,
+  runnerOptionsArg,
+  sampleTree,
+  uidOf,
+  type ContainSpec,
+  type Isolation,
+} from '../containment/index.js';
 import { parentDirs } from './contain.js';
 import { RELAY_DIR_IN_SANDBOX } from './relay.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
+/** Version of the messages between the service and a runner (script-runner.cjs PROTOCOL). */
+const SCRIPT_PROTOCOL = 2;
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 const MiB = 1024 * 1024;
 /**
@@ -149,7 +160,7 @@ interface Runner {
 
 /** What a runner sees inside the operating-system layer. */
 function runnerView(relaySocketDir: string | undefined): ContainSpec {
-  const readOnly = [process.execPath, RUNNER, PLAYWRIGHT];
+  const readOnly = [process.execPath, RUNNER, RUNNER_COMMON_PATH, PLAYWRIGHT];
   return {
     readOnly,
     binds: relaySocketDir ? [{ source: relaySocketDir, target: RELAY_DIR_IN_SANDBOX }] : [],
@@ -173,14 +184,14 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
     process.execPath,
     '--permission',
     `--allow-fs-read=${RUNNER}`,
+    `--allow-fs-read=${RUNNER_COMMON_PATH}`,
     `--allow-fs-read=${PLAYWRIGHT}`,
     `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
     '--disallow-code-generation-from-strings',
     '--no-warnings',
     RUNNER,
-    PLAYWRIGHT,
-    uid === undefined ? '-' : String(uid),
-    opts.breach ? 'breach' : 'contained',
+    // src/containment/runner-common.cjs startOptions
+    runnerOptionsArg({ playwright: PLAYWRIGHT, uid, breach: opts.breach ? 'process' : 'off' }),
   ];
   const { file, args } = launchCommand(isolation.plan, runnerView(relaySocketDir), argv);
   const child = spawn(file, args, {
@@ -223,8 +234,8 @@ function started(runner: Runner, uid: number | undefined): Promise<boolean> {
   const { child } = runner;
   return new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => done(`did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
-    const onMessage = (msg: { type?: unknown }) => {
-      if (msg?.type !== 'ready') return;
+    const onMessage = (msg: { v?: unknown; t?: unknown }) => {
+      if (msg?.v !== SCRIPT_PROTOCOL || msg.t !== 'ready') return;
       void userOf(runner).then((actual) =>
         done(
           actual !== undefined && actual !== 0 && actual === (uid ?? process.getuid?.())
@@ -480,8 +491,8 @@ function runIn(
         files: [],
       });
     const onMessage = (msg: Record<string, unknown>) => {
-      if (msg?.task !== n) return;
-      if (msg.type === 'log' && typeof msg.line === 'string' && !outcome) {
+      if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== n) return;
+      if (msg.t === 'log' && typeof msg.line === 'string' && !outcome) {
         const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
         chars += line.length + 1;
         if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
@@ -489,7 +500,7 @@ function runIn(
           run.onLog('[log truncated: further lines dropped]');
           lines = Infinity;
         }
-      } else if (msg.type === 'done' && !outcome) {
+      } else if (msg.t === 'done' && !outcome) {
         const files = checkedFiles(msg.files);
         const text =
           typeof (msg.ok ? msg.result : msg.error) === 'string'
@@ -507,7 +518,7 @@ function runIn(
         runner.busy = false;
         report(o);
         idleTimer = setTimeout(() => fail(o), 10_000);
-      } else if (msg.type === 'idle' && outcome) {
+      } else if (msg.t === 'idle' && outcome) {
         cleanup();
         markReady(true);
       }
@@ -534,8 +545,8 @@ function runIn(
     void runner.ready.then((ok) => {
       if (!ok || outcome || !alive(runner)) return;
       child.send({
-        type: 'run',
-        v: 1,
+        v: SCRIPT_PROTOCOL,
+        t: 'run',
         task: n,
         reuse,
         defaultViewport: DEFAULT_VIEWPORT,

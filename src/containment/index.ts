@@ -14,3 +14,4 @@ export {
 export { launchCommand, bwrapArgs, type Bind, type ContainSpec, type LaunchPlan } from './launch.js';
 export { processTree, sampleTree, killTree, uidOf, type TreeSample } from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';
+export { RUNNER_COMMON_PATH, runnerOptionsArg } from './runners.js';

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ContainSpec } from '../../containment/index.js';
+import { RUNNER_COMMON_PATH, runnerOptionsArg, type ContainSpec } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 
 /** The runner is plain JavaScript next to this file, so it starts without tsx or a loader. */
@@ -40,7 +40,7 @@ export type Breach = 'off' | 'process' | 'unrestricted';
 /**
  * Node options of a runner. The permission model denies by default what is not granted: file
  * writes, child processes, worker threads, WASI and the inspector; reads are granted for the
- * runner and the addon alone, and addons (isolated-vm) are allowed.
+ * runner, the runners' shared module and the addon alone, and addons (isolated-vm) are allowed.
  * - `--disallow-code-generation-from-strings`: the runner's own realm cannot compile strings.
  * - `--no-warnings`: the permission model's warnings would only fill the stderr tail we keep.
  * Under a test breach the realm must compile the step, so that flag is left out.
@@ -49,6 +49,7 @@ export function sandboxExecArgv(breach: Breach = 'off'): string[] {
   const permission = [
     '--permission',
     `--allow-fs-read=${RUNNER_PATH}`,
+    `--allow-fs-read=${RUNNER_COMMON_PATH}`,
     `--allow-fs-read=${addonPath()}`,
     '--allow-addons',
   ];
@@ -72,16 +73,20 @@ export interface RunnerArgs {
   breach: Breach;
 }
 
-/** The runner's one argument: its settings as JSON. */
+/** The runner's one argument: its settings as JSON (src/containment/runner-common.cjs startOptions). */
 export function runnerArgv(args: RunnerArgs): string[] {
-  return [JSON.stringify({ ...args, addon: addonPath() })];
+  return [runnerOptionsArg({ ...args, addon: addonPath() })];
 }
 
 /**
- * What a runner sees inside the operating-system layer: the Node binary, the runner and the
- * addon, read-only; a private /tmp; no network. Threads count against `maxProcesses`: Node and
- * isolated-vm use about 15.
+ * What a runner sees inside the operating-system layer: the Node binary, the runner, the runners'
+ * shared module and the addon, read-only; a private /tmp; no network. Threads count against
+ * `maxProcesses`: Node and isolated-vm use about 15.
  */
 export function runnerView(): ContainSpec {
-  return { readOnly: [process.execPath, RUNNER_PATH, addonPath()], network: 'none', maxProcesses: 64 };
+  return {
+    readOnly: [process.execPath, RUNNER_PATH, RUNNER_COMMON_PATH, addonPath()],
+    network: 'none',
+    maxProcesses: 64,
+  };
 }

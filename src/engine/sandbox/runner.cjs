@@ -3,9 +3,18 @@
  * Code-step runner (README.md): a child process of one organisation that runs `code` steps in
  * V8 isolates of isolated-vm. It is started by worker.ts inside the operating-system layer
  * (src/containment: namespaces, a read-only view, no network) or, at CODE_ISOLATION=process,
- * without it; always with Node's permission model (reads of this file and the isolated-vm
- * addon only; no writes, children, workers), an empty environment and, when the service runs
- * as root, the user id it is given, to which it switches before it takes any step.
+ * without it; always with Node's permission model (reads of this file, the runners' shared
+ * module and the isolated-vm addon only; no writes, children, workers), an empty environment
+ * and, when the service runs as root, the user id it is given, to which it switches before it
+ * takes any step.
+ *
+ * What both runner programs do alike — start options, the user switch and root check, the IPC
+ * envelope, file limits, stray rejections — is src/containment/runner-common.cjs. This file is
+ * the isolated-vm side, apart from the browser's script runner because its tenant code runs in
+ * another V8 isolate and reaches this process only through copied values: it holds isolates and
+ * contexts with their own heap and time limits, one execution at a time and synchronously,
+ * whereas a Playwright script runs in this process's own isolate (a vm context) as an
+ * asynchronous client of a browser connection.
  *
  * Language layer: a step runs in an isolate with its own heap (the step's memoryMb) and a
  * time limit; nothing of this process's heap can be reached from it, because isolates share no
@@ -16,22 +25,18 @@
  *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, memoryMb, key?}
  *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, reused, …}
  */
-const ARGS = JSON.parse(process.argv[2] || '{}');
-// The addon is loaded before the user switch, while every path of the view is readable.
-const ivm = require(ARGS.addon).ivm;
+const common = require('../../containment/runner-common.cjs');
 
-if (Number.isSafeInteger(ARGS.uid) && ARGS.uid > 0 && process.getuid() === 0) {
-  process.setgroups([]);
-  process.setgid(ARGS.uid);
-  process.setuid(ARGS.uid);
-}
-// Tenant code never runs as root, whatever the parent asked for.
-if (process.getuid() === 0) process.exit(78);
+const OPTIONS = common.startOptions();
+// The addon is loaded before the user switch, while every path of the view is readable.
+const ivm = require(OPTIONS.addon).ivm;
+common.becomeUser(OPTIONS.uid);
+common.ignoreStrayRejections();
 
 const PROTOCOL = 2;
-const LIMITS = ARGS.limits;
+const LIMITS = OPTIONS.limits;
 /** Contexts kept for reuse per isolate; 0: a fresh context per execution. */
-const CONTEXTS = Math.min(Math.max(Number(ARGS.contexts) || 0, 0), 256);
+const CONTEXTS = Math.min(Math.max(Number(OPTIONS.contexts) || 0, 0), 256);
 /** Isolates (memory classes) one process keeps; the least recently used is disposed. */
 const MAX_ISOLATES = 4;
 const MAX_KEY = 1024; // protocol.ts MAX_CONTEXT_KEY
@@ -39,7 +44,12 @@ const SCRIPT_CACHE_SIZE = 50;
 const STEP_FILE = 'step.js';
 /** Characters of an error message sent back (a step can make its error's stack any size). */
 const MAX_MESSAGE = 64 * 1024;
-const send = process.send.bind(process);
+/** The file limits of a step, in the shared tally's terms. */
+const FILE_LIMITS = Object.freeze({
+  files: LIMITS.maxFiles,
+  fileBytes: LIMITS.maxFileBytes,
+  totalBytes: LIMITS.maxTotalFileBytes,
+});
 
 /*
  * Installed in every new context before any step code exists there, so the built-ins it
@@ -159,7 +169,7 @@ const SETUP = `
   return out;
 `;
 
-let current = null; // the execution in progress: { id, files, fileBytes, logLines, logBytes, logCut }
+let current = null; // the execution in progress: { id, files (a FileTally), logLines, logBytes, logCut }
 /** memoryMb → { isolate, memoryMb, kept: Map<key, box>, spare, scripts }; the Map's order is the LRU order. */
 const isolates = new Map();
 
@@ -171,9 +181,7 @@ function onLog(line) {
   const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
   if (exec.logLines >= LIMITS.maxLogLines || room <= 0) {
     exec.logCut = true;
-    send({
-      v: PROTOCOL,
-      t: 'log',
+    ipc.send('log', {
       id: exec.id,
       line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]`,
     });
@@ -182,7 +190,7 @@ function onLog(line) {
   const cut = Buffer.byteLength(line) > room ? Buffer.from(line).subarray(0, room).toString() : line;
   exec.logLines += 1;
   exec.logBytes += Buffer.byteLength(cut);
-  send({ v: PROTOCOL, t: 'log', id: exec.id, line: cut });
+  ipc.send('log', { id: exec.id, line: cut });
   return undefined;
 }
 
@@ -201,18 +209,13 @@ function onFile(name, data, mime, text) {
   } else {
     return 'files.write: data must be a string, a Uint8Array/Buffer or a JSON-serialisable value';
   }
-  if (bytes.length > LIMITS.maxFileBytes)
+  // Writing a name again replaces the earlier file.
+  const refused = exec.files.add({ name, mime, text: text === true, data: bytes });
+  if (refused === 'fileBytes')
     return `files.write: "${name.slice(0, 100)}" is ${bytes.length} bytes; the limit is ${LIMITS.maxFileBytes} bytes per file`;
-  const index = exec.files.findIndex((f) => f.name === name);
-  if (index < 0 && exec.files.length >= LIMITS.maxFiles)
-    return `files.write: at most ${LIMITS.maxFiles} files per step`;
-  const before = index < 0 ? 0 : exec.files[index].data.length;
-  if (exec.fileBytes - before + bytes.length > LIMITS.maxTotalFileBytes)
+  if (refused === 'files') return `files.write: at most ${LIMITS.maxFiles} files per step`;
+  if (refused === 'totalBytes')
     return `files.write: the files of a step may total at most ${LIMITS.maxTotalFileBytes} bytes`;
-  const file = { name, mime, text: text === true, data: bytes };
-  if (index < 0) exec.files.push(file);
-  else exec.files[index] = file; // writing a name again replaces the earlier file
-  exec.fileBytes += bytes.length - before;
   return undefined;
 }
 
@@ -300,12 +303,14 @@ function syntaxMessage(err) {
   return `SyntaxError: ${what}${at ? ` (line ${at[1]})` : ''}`;
 }
 
-function errorText(err) {
-  return String(err && typeof err === 'object' && 'message' in err ? err.message : err);
+/** The state of one execution: its files and how much it has logged. */
+function newExecution(id) {
+  const sameName = (a, b) => a.name === b.name;
+  return { id, files: new common.FileTally(FILE_LIMITS, sameName), logLines: 0, logBytes: 0, logCut: false };
 }
 
 function run(msg, iso, box) {
-  current = { id: msg.id, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false };
+  current = newExecution(msg.id);
   try {
     let script;
     try {
@@ -322,7 +327,7 @@ function run(msg, iso, box) {
       script.runSync(box.context, { timeout: msg.timeoutMs });
     } catch (err) {
       if (iso.isolate.isDisposed) return memoryOutcome(iso);
-      if (performance.now() - startedAt >= msg.timeoutMs || /timed out/i.test(errorText(err))) {
+      if (performance.now() - startedAt >= msg.timeoutMs || /timed out/i.test(common.messageOf(err))) {
         return { outcome: 'timeout', message: `Step timed out after ${msg.timeoutMs} ms` };
       }
       // A rejection no one handled (isolated-vm reports it here), or code that broke out of the
@@ -337,11 +342,11 @@ function run(msg, iso, box) {
       if (iso.isolate.isDisposed) return memoryOutcome(iso);
       return {
         outcome: 'error',
-        message: `Error: the step's outcome could not be read (${errorText(err).slice(0, 500)})`,
+        message: `Error: the step's outcome could not be read (${common.messageOf(err).slice(0, 500)})`,
       };
     }
     if (state.status === 'unstarted') {
-      const why = thrown === undefined ? '' : ` (${errorText(thrown).slice(0, 500)})`;
+      const why = thrown === undefined ? '' : ` (${common.messageOf(thrown).slice(0, 500)})`;
       return { outcome: 'error', message: `Error: the step code did not run: it left its function wrapper${why}` };
     }
     if (state.status === 'pending') {
@@ -359,7 +364,7 @@ function run(msg, iso, box) {
         message: `Error: the step result is ${Buffer.byteLength(text)} bytes; the limit is ${LIMITS.maxResultBytes} bytes`,
       };
     }
-    return { outcome: 'ok', kind: String(state.kind), text, files: current.files };
+    return { outcome: 'ok', kind: String(state.kind), text, files: current.files.list };
   } finally {
     current = null;
   }
@@ -437,7 +442,7 @@ function execute(msg) {
   const reply = run(msg, iso, box);
   if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE)
     reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
-  send({ v: PROTOCOL, t: 'done', id: msg.id, reused, ...reply });
+  ipc.send('done', { id: msg.id, reused, ...reply });
   // Only a step that returned normally leaves a context to reuse.
   if (iso.isolate.isDisposed) return;
   if (key !== undefined && reply.outcome === 'ok' && !box.spoiled) keep(iso, key, msg.code, box);
@@ -454,7 +459,7 @@ function execute(msg) {
  * tests can show that the process and operating-system layers hold on their own.
  */
 function executeBreached(msg) {
-  current = { id: msg.id, files: [], fileBytes: 0, logLines: 0, logBytes: 0, logCut: false };
+  current = newExecution(msg.id);
   const exec = current;
   const data = JSON.parse(msg.data);
   const ctx = {
@@ -465,7 +470,7 @@ function executeBreached(msg) {
   };
   const finish = (reply) => {
     current = null;
-    send({ v: PROTOCOL, t: 'done', id: msg.id, reused: false, ...reply });
+    ipc.send('done', { id: msg.id, reused: false, ...reply });
   };
   let fn;
   try {
@@ -483,27 +488,29 @@ function executeBreached(msg) {
           outcome: 'ok',
           kind: v === undefined ? 'undefined' : typeof v === 'string' ? 'string' : 'json',
           text: v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v),
-          files: exec.files,
+          files: exec.files.list,
         }),
       (err) => finish({ outcome: 'error', message: String(err && err.stack ? err.stack : err) }),
     );
 }
 
-process.on('message', (msg) => {
-  if (!validExec(msg)) {
-    send({ v: PROTOCOL, t: 'error', message: 'unsupported message' });
-    return;
-  }
-  if (ARGS.breach === 'process' || ARGS.breach === 'unrestricted') executeBreached(msg);
-  else execute(msg);
-});
-
-// The service went away (crash, kill -9): nothing else would end this process.
-process.on('disconnect', () => process.exit(0));
+/** The answer to a message this runner does not speak: the parent refuses it (protocol.ts) and ends the process. */
+const unsupported = () => ipc.send('error', { message: 'unsupported message' });
+const ipc = common.channel(
+  PROTOCOL,
+  {
+    exec: (msg) => {
+      if (!validExec(msg)) return unsupported();
+      if (OPTIONS.breach !== 'off') executeBreached(msg);
+      else execute(msg);
+    },
+  },
+  unsupported,
+);
 
 // A warm context of the default memory class, so the first step does not wait for it.
-if (Number.isSafeInteger(ARGS.warmMemoryMb)) {
-  const iso = isolateFor(ARGS.warmMemoryMb);
+if (Number.isSafeInteger(OPTIONS.warmMemoryMb)) {
+  const iso = isolateFor(OPTIONS.warmMemoryMb);
   iso.spare = newContext(iso);
 }
-send({ v: PROTOCOL, t: 'ready' });
+ipc.ready();

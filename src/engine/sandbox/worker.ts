@@ -297,7 +297,8 @@ export class SandboxWorker {
     // here, as they may already belong to other processes.
     this.options.isolation.users?.give(this.uid);
     if (this.pending) {
-      const refused = code === 78 ? ': it refused to run as root' : '';
+      // runner-common.cjs EXIT.user
+      const refused = code === 78 ? ': it could not switch to its unprivileged user, or refused to run as root' : '';
       this.pending.finish({
         killed: 'crash',
         detail: `the sandbox process exited (${signal ?? `code ${code}`})${refused}${this.stderrSummary()}`,

@@ -1,0 +1,156 @@
+'use strict';
+/*
+ * What the two runner programs of tenant code share (README.md "Runner programs"):
+ * src/engine/sandbox/runner.cjs (code steps, in isolated-vm isolates) and
+ * src/browser/script-runner.cjs (playwright_run scripts, through a Playwright client). Both are
+ * started alike — one JSON argument, an empty environment, Node's permission model, their own
+ * user, bubblewrap where the operating-system layer is in force — and speak to their parent over
+ * Node's IPC channel in the same envelope. Plain JavaScript of Node's own modules only: both
+ * launches grant this one file to the permission model and bind it into the view, read-only
+ * (runners.ts RUNNER_COMMON_PATH), and a runner loads it before it switches users.
+ */
+
+/** Exit codes of a runner that ends itself (sysexits.h), reported by its parent from the exit. */
+const EXIT = Object.freeze({
+  /** EX_SOFTWARE: its start options or a message of its parent are not what it speaks. */
+  protocol: 70,
+  /** EX_CONFIG: it could not become its unprivileged user, or would run tenant code as root. */
+  user: 78,
+});
+
+/** Test-only modes (SANDBOX_TEST_BREACH): tenant code gets the runner's own `process`; `off` in production. */
+const BREACHES = ['off', 'process', 'unrestricted'];
+
+/**
+ * The start options: argv[2], one JSON object written by the parent (src/engine/sandbox/flags.ts
+ * runnerArgv, src/browser/scripts.ts spawnRunner). `uid` is kept only as a positive safe integer
+ * and `breach` only as one of BREACHES (else `off`); an argument that is not a JSON object ends
+ * the process.
+ */
+function startOptions() {
+  let opts;
+  try {
+    opts = JSON.parse(process.argv[2]);
+  } catch {
+    opts = undefined;
+  }
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) process.exit(EXIT.protocol);
+  return Object.freeze({
+    ...opts,
+    uid: Number.isSafeInteger(opts.uid) && opts.uid > 0 ? opts.uid : undefined,
+    breach: BREACHES.includes(opts.breach) ? opts.breach : 'off',
+  });
+}
+
+/**
+ * The unprivileged user `uid` (undefined: the runner keeps the service's own user): a runner that
+ * starts as root drops the groups, then switches the group, then the user (after which none of
+ * them can be changed back), and checks the outcome. Tenant code never runs as root, whatever the
+ * parent asked for: a runner that is root after this exits. The parents check the user from
+ * outside as well (tree.ts uidOf). Called once the runner's own code is loaded (after the switch
+ * the view's folders may not be passable) and before any tenant code.
+ */
+function becomeUser(uid) {
+  if (uid !== undefined && process.getuid() === 0) {
+    try {
+      process.setgroups([]);
+      process.setgid(uid);
+      process.setuid(uid);
+    } catch {
+      process.exit(EXIT.user);
+    }
+    if (process.getuid() !== uid || process.geteuid() !== uid || process.getgid() !== uid) process.exit(EXIT.user);
+  }
+  if (process.getuid() === 0 || process.geteuid() === 0) process.exit(EXIT.user);
+}
+
+/**
+ * Tenant code that runs in the runner's own event loop (every script; code steps under the breach
+ * switch) may leave a rejected promise that nothing handles. Node would end the process for it,
+ * and with it the task that follows; here it ends nothing: the outcome of a task is what its own
+ * promise settles to.
+ */
+function ignoreStrayRejections() {
+  process.on('unhandledRejection', () => undefined);
+}
+
+/**
+ * The IPC channel with the parent (serialization `advanced`, so Buffers cross as bytes). Every
+ * message either way is an object `{v, t, ...fields}`: `v` the runner's protocol version, `t` its
+ * type. A message of the parent goes to `handlers[t]`, which checks its fields; one of another
+ * version or of a type not in `handlers` goes to `invalid`. Once the parent is gone (a crash,
+ * kill -9) nothing else would end the runner, so it exits; what it would still send is dropped.
+ */
+function channel(version, handlers, invalid) {
+  const send = (t, fields) => {
+    if (process.connected) process.send({ v: version, t, ...fields });
+  };
+  process.on('message', (msg) => {
+    const known =
+      msg !== null &&
+      typeof msg === 'object' &&
+      msg.v === version &&
+      typeof msg.t === 'string' &&
+      Object.prototype.hasOwnProperty.call(handlers, msg.t);
+    if (known) handlers[msg.t](msg);
+    else invalid(msg);
+  });
+  process.on('disconnect', () => process.exit(0));
+  return {
+    send,
+    /** The runner's code is loaded and its user switched: the parent checks the user from outside, then sends work. */
+    ready: () => send('ready', {}),
+  };
+}
+
+/**
+ * The files one task hands back, within `limits`: `files` files, `fileBytes` bytes each,
+ * `totalBytes` together. A file is an object with a Buffer `data`; with `sameFile`, a file for
+ * which it is true of one already kept replaces that one (code steps: a name written again),
+ * else every file is kept.
+ */
+class FileTally {
+  constructor(limits, sameFile) {
+    this.limits = limits;
+    this.sameFile = sameFile;
+    /** The files kept, in the order they came. */
+    this.list = [];
+    this.bytes = 0;
+  }
+
+  /**
+   * Keeps `file` and answers undefined, or answers the limit it would pass — `fileBytes`,
+   * `files` or `totalBytes` — and keeps nothing.
+   */
+  add(file) {
+    const size = file.data.length;
+    if (size > this.limits.fileBytes) return 'fileBytes';
+    const at = this.sameFile ? this.list.findIndex((f) => this.sameFile(f, file)) : -1;
+    if (at < 0 && this.list.length >= this.limits.files) return 'files';
+    const before = at < 0 ? 0 : this.list[at].data.length;
+    if (this.bytes - before + size > this.limits.totalBytes) return 'totalBytes';
+    if (at < 0) this.list.push(file);
+    else this.list[at] = file;
+    this.bytes += size - before;
+    return undefined;
+  }
+}
+
+/** A value as text: strings as they are, nothing for undefined and null, else its JSON where it has one, else String(). */
+function text(v) {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  try {
+    const s = JSON.stringify(v);
+    return s === undefined ? String(v) : s;
+  } catch {
+    return String(v);
+  }
+}
+
+/** The message of a thrown value: an error's `message`, else the value as text. */
+function messageOf(err) {
+  return err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : text(err);
+}
+
+module.exports = { EXIT, startOptions, becomeUser, ignoreStrayRejections, channel, FileTally, text, messageOf };
