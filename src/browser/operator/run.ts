@@ -7,6 +7,7 @@
  * longer unique is re-inferred by one model call (a heal) and the run goes on; if that fails too
  * the rest of the task runs live. Either way the steps that worked become the new entry.
  */
+import { createHash } from 'node:crypto';
 import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
 import {
   actionTools,
@@ -108,6 +109,21 @@ async function observe(host: ActionHost, mode: AgentMode): Promise<Array<TextPar
         { type: 'image', image: shot, mediaType: 'image/jpeg' },
       ]
     : [{ type: 'text', text }];
+}
+
+/**
+ * What the page shows when the model answers, as a hash: its URL, title and accessibility
+ * snapshot (frames and shadow roots included) without element refs, which number elements per
+ * snapshot. A replay compares it with the recorded one when the result quotes no read.
+ */
+async function pageState(host: ActionHost): Promise<string> {
+  const page = host.page();
+  await page.waitForLoadState('domcontentloaded', { timeout: 5_000 }).catch(() => undefined);
+  const snapshot = await page.ariaSnapshot({ mode: 'ai', timeout: 10_000 }).catch(() => '');
+  const title = await page.title().catch(() => '');
+  return createHash('sha256')
+    .update(JSON.stringify([page.url(), title, snapshot.replace(/ \[ref=[^\]]*\]/g, '')]))
+    .digest('hex');
 }
 
 function taskText(t: OperatorTask): string {
@@ -243,14 +259,22 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     env.log(`start: ${opened.note}`);
   }
 
-  const finish = (done: { result: string; success: boolean }, cache: CacheOutcome | null): OperatorOutcome => {
+  /** `view`: the page's state as the answer was made (pageState), when already taken. */
+  const finish = async (
+    done: { result: string; success: boolean },
+    cache: CacheOutcome | null,
+    view?: string,
+  ): Promise<OperatorOutcome> => {
     if (!done.success)
       return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
-    const record =
-      cacheable && steps.every(replayable) ? { startUrl: t.startUrl, steps, result: done.result } : undefined;
+    // A HIT rewrites nothing, so it needs no look at the page.
+    const written = cacheable && steps.every(replayable) && cache !== 'HIT';
+    const record = written
+      ? { startUrl: t.startUrl, steps, result: done.result, view: view ?? (await pageState(host)) }
+      : undefined;
     const redone = [
       healed && 'changed steps were re-inferred',
-      reanswered && 'the result was made again from reads that changed',
+      reanswered && 'the result was made again from the changed page',
     ];
     const what = redone.filter((w): w is string => typeof w === 'string').join(' and ');
     return {
@@ -403,7 +427,19 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     }
   }
   if (healed && modelCalls >= t.maxSteps) return spent('while repairing the recorded steps');
-  const result = refreshResult(t.cached.result, readPairs(recorded, steps));
+  const pairs = readPairs(recorded, steps);
+  const result = refreshResult(t.cached.result, pairs);
+  // A result that quotes no read was made from the page as the model saw it: the page must be the same.
+  const view = pairs.length === 0 && t.cached.view !== undefined ? await pageState(host) : undefined;
+  if (view !== undefined && view !== t.cached.view) {
+    env.log('cache: the page differs from the recording and the result quotes no read; asking the model to finish');
+    if (modelCalls >= t.maxSteps) return spent('before the result could be made again from the changed page');
+    reanswered = true;
+    return live(
+      'HEALED',
+      `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but the page now differs from the page the recorded result ${JSON.stringify(t.cached.result)} was made from, so it may be out of date; its form may guide you, never its content. Finish the task from the page as it is now: call done with the result (or take the steps still needed).`,
+    );
+  }
   if (result === undefined) {
     // The recorded answer was made from reads that say something else now: only the model can answer again.
     env.log(
@@ -419,5 +455,5 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   env.log(
     healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call',
   );
-  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT');
+  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT', view);
 }

@@ -450,9 +450,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const changed = await finished(org, await start(org, basketArgs('Total001')));
     expect(changed.status, `${changed.result}\n${changed.logContent}`).to.equal('completed');
     expect(changed.result).to.equal('The total is 12.00 EUR');
-    expect(changed.message).to.match(
-      /Cache HEALED: the result was made again from reads that changed \(1 model call\)/,
-    );
+    expect(changed.message).to.match(/Cache HEALED: the result was made again from the changed page \(1 model call\)/);
     expect(changed.logContent).to.match(/the page reads differently from the recording/);
     expect(model.requests, 'one model call, for the finish').to.have.length(1);
     // The finishing request shows the fresh read, and says the recorded result may be out of date.
@@ -466,6 +464,30 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const again = await finished(org, await start(org, basketArgs('Total001')));
     expect(again.message, again.logContent).to.match(/Cache HIT/);
     expect([again.result, model.requests.length]).to.deep.equal(['The total is 12.00 EUR', 0]);
+  });
+
+  it('a result the model took from the page it saw (no extract) is answered again only on the same page: changed page HEALED with one call, unchanged HIT', async () => {
+    const fromView = (v: string) => {
+      const amount = /Total: (\d+\.\d+) EUR/.exec(v)?.[1];
+      if (!amount) throw new Error(`scripted model: no total on the page:\n${v.slice(0, 3000)}`);
+      return reply.toolCall('done', { result: `The total is ${amount} EUR` });
+    };
+    model.setScript(steps(fromView));
+    const first = await finished(org, await start(org, basketArgs('Total003')));
+    expect([first.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 1]);
+
+    model.requests.length = 0;
+    const same = await finished(org, await start(org, basketArgs('Total003')));
+    expect(same.message, same.logContent).to.match(/Cache HIT/);
+    expect([same.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 0]);
+
+    pages.total = '12.00';
+    model.setScript(steps(fromView));
+    model.requests.length = 0;
+    const changed = await finished(org, await start(org, basketArgs('Total003')));
+    expect(changed.message, changed.logContent).to.match(/Cache HEALED/);
+    expect(changed.logContent).to.match(/the page differs from the recording/);
+    expect([changed.result, model.requests.length]).to.deep.equal(['The total is 12.00 EUR', 1]);
   });
 
   it('a result that is exactly a read is brought up to date from the fresh read with no model call', async () => {
