@@ -4,12 +4,13 @@
  * (src/events/outbound.ts threadPoster). Messages are batches in both directions.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
+import { OutboundPolicy, outboundRequest, parseOutboundAllowlist, type ServiceListener } from '../http/outbound.js';
 import { tickBatcher } from './tick-batch.js';
 
 export interface ThreadInit {
   allowlist: string[];
   origins: string[];
+  listener: ServiceListener;
   timeoutMs: number;
   maxResponseBytes: number;
 }
@@ -24,7 +25,9 @@ export type ThreadReply =
   | { n: number; error: string };
 
 const init = workerData as ThreadInit;
-const policy = new OutboundPolicy(parseOutboundAllowlist(init.allowlist.join(',')), init.origins);
+const policy = new OutboundPolicy(parseOutboundAllowlist(init.allowlist.join(',')), init.origins, {
+  listener: init.listener,
+});
 const reply = tickBatcher<ThreadReply>((batch) => parentPort!.postMessage(batch));
 
 parentPort!.on('message', (calls: ThreadCall[]) => {

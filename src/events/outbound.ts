@@ -1,7 +1,9 @@
 /**
  * Event calls through the outbound policy (src/http/outbound.ts): the SSRF guard checks the
- * address actually connected to, after DNS; URLs on this service's own triggers origin are
- * always allowed, so the demo works without OUTBOUND_ALLOWLIST. Calls follow no redirects,
+ * address actually connected to, after DNS; URLs on this service's own triggers origin, and
+ * the loopback names of its listening address on its port (`127.0.0.1`, `[::1]`, `localhost`;
+ * OutboundPolicy's listener), are always allowed, so the demo and a Postman environment on
+ * loopback work without OUTBOUND_ALLOWLIST. Calls follow no redirects,
  * time out after 10 s and read at most 1 MiB of the answer (openapi/resources.yaml).
  */
 import { isIP } from 'node:net';
@@ -16,13 +18,15 @@ import { tickBatcher } from './tick-batch.js';
 export const EVENT_CALL_TIMEOUT_MS = 10_000;
 export const EVENT_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
 
-export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): {
+export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls' | 'host' | 'port'>): {
   post: Poster;
   addresses: AddressCheck;
 } {
-  const policy = new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), [
-    config.baseUrls.triggers,
-  ]);
+  const policy = new OutboundPolicy(
+    parseOutboundAllowlist(config.outboundAllowlist.join(',')),
+    [config.baseUrls.triggers],
+    { listener: { host: config.host, port: config.port } },
+  );
   const post: Poster = async (url, body, headers) => {
     const res = await outboundRequest(
       url,
@@ -59,7 +63,7 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
  * timeout and size cap, with the HTTP work off the main event loop. Calls made in one tick go
  * over as one message. The thread starts on first use; `close()` ends it.
  */
-export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'>): {
+export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrls' | 'host' | 'port'>): {
   post: Poster;
   close(): Promise<void>;
 } {
@@ -70,6 +74,7 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
     const init: ThreadInit = {
       allowlist: config.outboundAllowlist,
       origins: [config.baseUrls.triggers],
+      listener: { host: config.host, port: config.port },
       timeoutMs: EVENT_CALL_TIMEOUT_MS,
       maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES,
     };

@@ -115,16 +115,54 @@ function resolveAll(host: string, ms: number): Promise<dns.LookupAddress[] | und
   });
 }
 
+/** Where the service listens: `host` as given to listen() (HOST) and its port. */
+export interface ServiceListener {
+  host: string;
+  port: number;
+}
+
+/**
+ * The loopback origins that reach the service itself through `listener`, each with the address
+ * family to connect with (0: any). A service on 0.0.0.0 or 127.0.0.1 is `127.0.0.1` and
+ * `localhost` (connected over IPv4, so a name that also resolves to ::1 cannot reach another
+ * process on ::1 at the same port); on `::` (dual stack) also `[::1]`; on ::1 `[::1]` and
+ * `localhost` over IPv6. A service listening on another interface only, or on port 0 (chosen at
+ * listen time), has none: loopback on its port is some other process.
+ */
+export function loopbackSelfOrigins({ host, port }: ServiceListener): Map<string, 0 | 4 | 6> {
+  const origins = new Map<string, 0 | 4 | 6>();
+  if (port <= 0) return origins;
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  const dualStack = isIP(h) === 6 && /^[0:]+$/.test(h);
+  const v4 = dualStack || h === '0.0.0.0' ? '127.0.0.1' : isIP(h) === 4 && h.startsWith('127.') ? h : undefined;
+  const v6 = dualStack || h === '::1';
+  const add = (hostPart: string, family: 0 | 4 | 6) =>
+    origins.set(new URL(`http://${hostPart}:${port}`).origin, family);
+  if (v4) add(v4, 4);
+  if (v6) add('[::1]', 6);
+  if (v4 === '127.0.0.1' || v6 || h === 'localhost')
+    add('localhost', v4 === '127.0.0.1' && !v6 ? 4 : v6 && !v4 ? 6 : 0);
+  return origins;
+}
+
 export class OutboundPolicy {
   private readonly origins: ReadonlySet<string>;
+  /** Loopback origins that are the service itself, with the address family that reaches it. */
+  private readonly selfLoopback: ReadonlyMap<string, 0 | 4 | 6>;
   /** Keep-alive pools whose new connections go through the checked lookup. */
   readonly agents: { http: http.Agent; https: https.Agent };
 
+  /**
+   * `alwaysAllowOrigins`: the service's public origins. `listener`: where the service listens,
+   * whose loopback names on its port are the service too (loopbackSelfOrigins).
+   */
   constructor(
     private readonly allowlist: OutboundAllowlist,
     alwaysAllowOrigins: readonly string[] = [],
+    opts: { listener?: ServiceListener | undefined } = {},
   ) {
     this.origins = new Set(alwaysAllowOrigins.map((o) => new URL(o).origin));
+    this.selfLoopback = opts.listener ? loopbackSelfOrigins(opts.listener) : new Map();
     const lookup = this.lookup();
     this.agents = {
       http: new http.Agent({ keepAlive: true, lookup } as http.AgentOptions),
@@ -136,7 +174,16 @@ export class OutboundPolicy {
   readonly trustedAgents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
 
   allowsOrigin(url: URL): boolean {
-    return this.origins.has(url.origin) || this.allowlist.hosts.has(url.hostname.toLowerCase());
+    return (
+      this.origins.has(url.origin) ||
+      this.selfLoopback.has(url.origin) ||
+      this.allowlist.hosts.has(url.hostname.toLowerCase())
+    );
+  }
+
+  /** The address family to connect to `url` with when it is a loopback name of the service itself. */
+  selfFamily(url: URL): 4 | 6 | undefined {
+    return this.selfLoopback.get(url.origin) || undefined;
   }
 
   /** Throws OutboundRefusedError when `address` (an IP) may not be connected to. */
@@ -280,6 +327,7 @@ export function outboundRequest(
           ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}),
         },
         agent: (trusted ? policy.trustedAgents : policy.agents)[url.protocol === 'https:' ? 'https' : 'http'],
+        family: policy.selfFamily(url),
         timeout: opts.timeoutMs,
       },
       (res) => {

@@ -32,10 +32,12 @@ export interface TestServer {
  * A real server on loopback over a fresh store, validating every response against the
  * OpenAPI bundle (DESIGN.md section 2). With `shared`, it runs over another test server's store
  * instead (a second service process on the same database), which its close leaves open.
+ * An `env` value undefined removes that default (e.g. PUBLIC_URL); `HOST` is where it listens
+ * (127.0.0.1 unless given).
  */
 export async function startTestServer(
   kind: StoreKind,
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   shared?: TestStore,
 ): Promise<TestServer> {
   const store = shared ?? (await createTestStore(kind));
@@ -55,7 +57,7 @@ export async function startTestServer(
   const log = createLogger(config.logLevel);
   const app = await createApp(config, log, { db: store.db });
   const server: Server = await new Promise((resolve) => {
-    const s = app.http.listen(port, '127.0.0.1', () => resolve(s));
+    const s = app.http.listen(port, env.HOST ?? '127.0.0.1', () => resolve(s));
   });
   return {
     baseUrl: `http://127.0.0.1:${port}`,

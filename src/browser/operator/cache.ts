@@ -18,6 +18,12 @@ export interface CacheEntry {
   steps: RecordedStep[];
   /** The finishing `done` result, verbatim; reads (extract steps) are substituted on replay. */
   result: string;
+  /**
+   * The page's state (URL, title, accessibility snapshot, hashed) when the result was made. A
+   * replay of a result that quotes no read answers it only on the same page; an entry without it
+   * is not checked that way.
+   */
+  view?: string | undefined;
 }
 
 export interface CacheSlot {

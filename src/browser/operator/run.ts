@@ -7,6 +7,7 @@
  * longer unique is re-inferred by one model call (a heal) and the run goes on; if that fails too
  * the rest of the task runs live. Either way the steps that worked become the new entry.
  */
+import { createHash } from 'node:crypto';
 import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
 import {
   actionTools,
@@ -61,6 +62,8 @@ export interface OperatorOutcome {
   modelCalls: number;
   /** What to store: the steps of a successful run, all replayable. Absent when nothing should be written. */
   record?: Omit<CacheEntry, 'v'> | undefined;
+  /** HEALED: what the model was asked to redo (changed steps, the result, or both). */
+  healed?: string | undefined;
 }
 
 const SYSTEM = [
@@ -106,6 +109,21 @@ async function observe(host: ActionHost, mode: AgentMode): Promise<Array<TextPar
         { type: 'image', image: shot, mediaType: 'image/jpeg' },
       ]
     : [{ type: 'text', text }];
+}
+
+/**
+ * What the page shows when the model answers, as a hash: its URL, title and accessibility
+ * snapshot (frames and shadow roots included) without element refs, which number elements per
+ * snapshot. A replay compares it with the recorded one when the result quotes no read.
+ */
+async function pageState(host: ActionHost): Promise<string> {
+  const page = host.page();
+  await page.waitForLoadState('domcontentloaded', { timeout: 5_000 }).catch(() => undefined);
+  const snapshot = await page.ariaSnapshot({ mode: 'ai', timeout: 10_000 }).catch(() => '');
+  const title = await page.title().catch(() => '');
+  return createHash('sha256')
+    .update(JSON.stringify([page.url(), title, snapshot.replace(/ \[ref=[^\]]*\]/g, '')]))
+    .digest('hex');
 }
 
 function taskText(t: OperatorTask): string {
@@ -154,23 +172,74 @@ function targetOf(args: Record<string, unknown>): Target | undefined {
   return typeof args.ref === 'string' ? { ref: args.ref } : undefined;
 }
 
-/** The result of a replay: the recorded result with each recorded read replaced by what the same element says now. */
-function substituteReads(result: string, before: RecordedStep[], after: RecordedStep[]): string {
-  let out = result;
-  const fresh = new Map<string, string>();
-  for (const s of after)
-    if (s.action === 'extract' && s.selector !== undefined && s.read !== undefined)
-      fresh.set(`${s.selector}\u0000${String(s.args.fileName ?? '')}`, s.read);
-  for (const s of before) {
-    if (s.action !== 'extract' || !s.read) continue;
-    const now =
-      fresh.get(`${s.selector}\u0000${String(s.args.fileName ?? '')}`) ??
-      (s.selector === undefined
-        ? after.find((a) => a.action === 'extract' && a.selector === undefined)?.read
-        : undefined);
-    if (now !== undefined && now !== s.read) out = out.split(s.read).join(now);
+/**
+ * A read of the recording and what the same extract read on the replay: the same element (or
+ * the whole page) and file name, matched in order, so an element read before and after a click
+ * pairs each read with its own. `now` is undefined when that extract did not run again.
+ */
+export interface ReadPair {
+  recorded: string;
+  now: string | undefined;
+}
+
+export function readPairs(before: RecordedStep[], after: RecordedStep[]): ReadPair[] {
+  const key = (s: RecordedStep) => `${s.selector ?? ''}\u0000${String(s.args.fileName ?? '')}`;
+  const fresh = new Map<string, string[]>();
+  for (const s of after) {
+    if (s.action !== 'extract' || s.read === undefined) continue;
+    const list = fresh.get(key(s)) ?? [];
+    list.push(s.read);
+    fresh.set(key(s), list);
   }
-  return out;
+  return before
+    .filter((s) => s.action === 'extract' && s.read !== undefined)
+    .map((s) => ({ recorded: s.read!, now: fresh.get(key(s))?.shift() }));
+}
+
+const WORD = /[\p{L}\p{N}]/u;
+
+/**
+ * Where `result` quotes `read` whole: occurrences that do not run on into a letter or digit on
+ * either side, so a read "5" is not found inside "15".
+ */
+function quotedAt(result: string, read: string): number[] {
+  const at: number[] = [];
+  if (read.length === 0) return at;
+  for (let i = result.indexOf(read); i !== -1; i = result.indexOf(read, i + read.length)) {
+    const before = i > 0 && WORD.test(result[i - 1]!) && WORD.test(read[0]!);
+    const after =
+      i + read.length < result.length && WORD.test(result[i + read.length]!) && WORD.test(read[read.length - 1]!);
+    if (!before && !after) at.push(i);
+  }
+  return at;
+}
+
+/**
+ * The recorded result brought up to date with the replay's reads, or undefined when it cannot
+ * be: a read that changed (or did not run again) and that the result does not quote whole was
+ * turned into the answer in some other way ("The total is 99.50 EUR" from the page's text), so
+ * only the model can answer again. A read the result quotes whole is replaced by the fresh text:
+ * "report the confirmation" returns today's confirmation with no model call.
+ */
+export function refreshResult(result: string, pairs: ReadPair[]): string | undefined {
+  const changed = pairs.filter((p) => p.now !== p.recorded);
+  if (changed.some((p) => p.now === undefined || quotedAt(result, p.recorded).length === 0)) return undefined;
+  // Replace the quoted places of every changed read at once, longest read first where they overlap.
+  const spans: Array<{ at: number; length: number; text: string }> = [];
+  for (const p of [...changed].sort((a, b) => b.recorded.length - a.recorded.length)) {
+    for (const at of quotedAt(result, p.recorded)) {
+      const end = at + p.recorded.length;
+      if (spans.some((s) => at < s.at + s.length && s.at < end)) continue;
+      spans.push({ at, length: p.recorded.length, text: p.now! });
+    }
+  }
+  let out = '';
+  let from = 0;
+  for (const s of spans.sort((a, b) => a.at - b.at)) {
+    out += result.slice(from, s.at) + s.text;
+    from = s.at + s.length;
+  }
+  return out + result.slice(from);
 }
 
 export async function operate(t: OperatorTask, env: OperatorEnv): Promise<OperatorOutcome> {
@@ -180,6 +249,7 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   const history: string[] = [];
   let modelCalls = 0;
   let healed = false;
+  let reanswered = false;
   let cacheable = true;
 
   const host = env.host;
@@ -189,12 +259,32 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     env.log(`start: ${opened.note}`);
   }
 
-  const finish = (done: { result: string; success: boolean }, cache: CacheOutcome | null): OperatorOutcome => {
+  /** `view`: the page's state as the answer was made (pageState), when already taken. */
+  const finish = async (
+    done: { result: string; success: boolean },
+    cache: CacheOutcome | null,
+    view?: string,
+  ): Promise<OperatorOutcome> => {
     if (!done.success)
       return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
-    const record =
-      cacheable && steps.every(replayable) ? { startUrl: t.startUrl, steps, result: done.result } : undefined;
-    return { ok: true, result: done.result, cache, modelCalls, record };
+    // A HIT rewrites nothing, so it needs no look at the page.
+    const written = cacheable && steps.every(replayable) && cache !== 'HIT';
+    const record = written
+      ? { startUrl: t.startUrl, steps, result: done.result, view: view ?? (await pageState(host)) }
+      : undefined;
+    const redone = [
+      healed && 'changed steps were re-inferred',
+      reanswered && 'the result was made again from the changed page',
+    ];
+    const what = redone.filter((w): w is string => typeof w === 'string').join(' and ');
+    return {
+      ok: true,
+      result: done.result,
+      cache,
+      modelCalls,
+      record,
+      ...(cache === 'HEALED' ? { healed: what } : {}),
+    };
   };
 
   const spent = (when: string): OperatorOutcome => ({
@@ -223,12 +313,14 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
   };
 
   /** cua: the computer-use model drives the page until done, spending what is left of maxSteps. */
-  const liveCua = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
+  const liveCua = async (cache: CacheOutcome, lead?: string): Promise<OperatorOutcome> => {
     host.actionTimeoutMs = LIVE_TIMEOUT_MS;
     env.status('Step 1: looking at the page.');
-    const progress = history.length
-      ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
-      : '';
+    const progress = lead
+      ? `\n\n${lead}\nSteps so far:\n${history.join('\n')}`
+      : history.length
+        ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
+        : '';
     const run = await runCua({
       model: env.model,
       system,
@@ -246,15 +338,20 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     return spent('without finishing the task');
   };
 
-  /** The live loop from the current page on, spending what is left of maxSteps. */
-  const live = async (cache: CacheOutcome): Promise<OperatorOutcome> => {
-    if (t.mode === 'cua') return liveCua(cache);
+  /**
+   * The live loop from the current page on, spending what is left of maxSteps. `lead`, when
+   * given, opens the first request (why a replay hands over to the model).
+   */
+  const live = async (cache: CacheOutcome, lead?: string): Promise<OperatorOutcome> => {
+    if (t.mode === 'cua') return liveCua(cache, lead);
+    let opening = lead ? `${lead}\n\n` : '';
     while (modelCalls < t.maxSteps) {
       env.signal.throwIfAborted();
       const n = history.length + 1;
       env.status(`Step ${n}: looking at the page.`);
       const view = await observe(host, t.mode);
-      const progress = history.length ? `Steps so far:\n${history.join('\n')}\n\n` : '';
+      const progress = `${opening}${history.length ? `Steps so far:\n${history.join('\n')}\n\n` : ''}`;
+      opening = '';
       modelCalls++;
       const choice = await choose(env, tools, system, [
         { role: 'user', content: taskText(t) },
@@ -330,9 +427,33 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
     }
   }
   if (healed && modelCalls >= t.maxSteps) return spent('while repairing the recorded steps');
-  const result = substituteReads(t.cached.result, recorded, steps);
+  const pairs = readPairs(recorded, steps);
+  const result = refreshResult(t.cached.result, pairs);
+  // A result that quotes no read was made from the page as the model saw it: the page must be the same.
+  const view = pairs.length === 0 && t.cached.view !== undefined ? await pageState(host) : undefined;
+  if (view !== undefined && view !== t.cached.view) {
+    env.log('cache: the page differs from the recording and the result quotes no read; asking the model to finish');
+    if (modelCalls >= t.maxSteps) return spent('before the result could be made again from the changed page');
+    reanswered = true;
+    return live(
+      'HEALED',
+      `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but the page now differs from the page the recorded result ${JSON.stringify(t.cached.result)} was made from, so it may be out of date; its form may guide you, never its content. Finish the task from the page as it is now: call done with the result (or take the steps still needed).`,
+    );
+  }
+  if (result === undefined) {
+    // The recorded answer was made from reads that say something else now: only the model can answer again.
+    env.log(
+      'cache: the page reads differently from the recording and the result does not quote those reads; asking the model to finish',
+    );
+    if (modelCalls >= t.maxSteps) return spent('before the result could be made again from the changed page');
+    reanswered = true;
+    return live(
+      'HEALED',
+      `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but what they read differs from the recording, so the recorded result ${JSON.stringify(t.cached.result)} may be out of date; its form may guide you, never its content. Finish the task from what the steps read now and the page as it is now: call done with the result (or take the steps still needed).`,
+    );
+  }
   env.log(
     healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call',
   );
-  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT');
+  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT', view);
 }

@@ -325,7 +325,7 @@ export async function executeOperator(
     await saveEntry(deps.db, deps.config.secretKey, plan.cache.slot, outcome.record, plan.cache.days, deps.now());
     note =
       outcome.cache === 'HEALED'
-        ? `Cache HEALED: changed steps were re-inferred (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}) and the entry was rewritten (build ${plan.buildId}).`
+        ? `Cache HEALED: ${outcome.healed || 'changed steps were re-inferred'} (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}) and the entry was rewritten (build ${plan.buildId}).`
         : `Cache MISS: the task ran live (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}); its ${outcome.record.steps.length} steps are cached for ${plan.cache.days} days (build ${plan.buildId}).`;
   } else {
     note = `Cache ${outcome.cache ?? 'MISS'}: the task ran live (${outcome.modelCalls} model calls) and was not cached (a step could not be recorded by a stable locator, or took a screenshot).`;

@@ -37,6 +37,8 @@ interface Site {
   hits: string[];
   /** Renames the form's submit button (a changed page, for heals). */
   submitLabel: string;
+  /** The basket's total (a page whose text changes between runs). */
+  total: string;
   orders: number;
   close(): Promise<void>;
 }
@@ -82,13 +84,24 @@ document.getElementById('text').onkeydown = (e) => { if (e.key === 'Enter') fetc
 const ADS = `<!doctype html><html><head><title>News</title><script src="/ads/banner.js"></script></head><body><h1>News of the day</h1></body></html>`;
 
 function site(): Promise<Site> {
-  const s: Site = { url: '', hits: [], submitLabel: 'Submit order', orders: 0, close: async () => undefined };
+  const s: Site = {
+    url: '',
+    hits: [],
+    submitLabel: 'Submit order',
+    total: '99.50',
+    orders: 0,
+    close: async () => undefined,
+  };
   const server = http.createServer((req, res) => {
     const url = req.url ?? '/';
     s.hits.push(url);
     const html = (body: string) => res.writeHead(200, { 'content-type': 'text/html' }).end(body);
     if (url === '/form') return html(formPage(s.submitLabel));
     if (url === '/frames') return html(FRAMES);
+    if (url === '/basket')
+      return html(
+        `<!doctype html><html><head><title>Basket</title></head><body><h1>Basket</h1><p>2 items</p><p role="status">Total: ${s.total} EUR</p></body></html>`,
+      );
     if (url === '/inner') return html(INNER);
     if (url === '/ads') return html(ADS);
     if (url === '/pad') return html(PAD);
@@ -281,6 +294,7 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
   beforeEach(() => {
     model.requests.length = 0;
     pages.submitLabel = 'Submit order';
+    pages.total = '99.50';
     server.app.services.browser.clock = Date.now;
   });
 
@@ -403,6 +417,95 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     const hit = await finished(org, await start(org, orderArgs('Heal0001')));
     expect(hit.message, hit.logContent).to.match(/Cache HIT/);
     expect(model.requests).to.have.length(0);
+  });
+
+  /** The scripted model's answer from the last read: "The total is <amount> EUR". */
+  const totalFrom = (v: string) => {
+    const amount = /Total: (\d+\.\d+) EUR/.exec(lastRead(v))?.[1];
+    if (!amount) throw new Error(`scripted model: no total read in:\n${v.slice(0, 3000)}`);
+    return reply.toolCall('done', { result: `The total is ${amount} EUR` });
+  };
+  const basketArgs = (cacheKey: string) => ({
+    task: `Open ${pages.url}/basket and report the total`,
+    cacheKey,
+    agentMode: 'dom',
+    recordSession: false,
+  });
+
+  it('a replay whose reads changed does not answer the recorded result: the model makes the result again (HEALED, one call); unchanged pages are a HIT with no model call', async () => {
+    model.setScript(steps(() => reply.toolCall('extract', {}), totalFrom));
+    const first = await finished(org, await start(org, basketArgs('Total001')));
+    expect(first.status, `${first.result}\n${first.logContent}`).to.equal('completed');
+    expect([first.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 2]);
+    expect(first.message).to.match(/Cache MISS/);
+
+    model.requests.length = 0;
+    const same = await finished(org, await start(org, basketArgs('Total001')));
+    expect(same.message, same.logContent).to.match(/Cache HIT/);
+    expect([same.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 0]);
+
+    pages.total = '12.00';
+    model.setScript(steps(totalFrom));
+    model.requests.length = 0;
+    const changed = await finished(org, await start(org, basketArgs('Total001')));
+    expect(changed.status, `${changed.result}\n${changed.logContent}`).to.equal('completed');
+    expect(changed.result).to.equal('The total is 12.00 EUR');
+    expect(changed.message).to.match(/Cache HEALED: the result was made again from the changed page \(1 model call\)/);
+    expect(changed.logContent).to.match(/the page reads differently from the recording/);
+    expect(model.requests, 'one model call, for the finish').to.have.length(1);
+    // The finishing request shows the fresh read, and says the recorded result may be out of date.
+    const asked = pageView({ messages: model.requests[0]!.body.messages } as ScriptRequest);
+    expect(asked)
+      .to.include('Total: 12.00 EUR')
+      .and.match(/may be out of date/);
+
+    // The entry was rewritten: the changed page, unchanged since, is a HIT with the new result.
+    model.requests.length = 0;
+    const again = await finished(org, await start(org, basketArgs('Total001')));
+    expect(again.message, again.logContent).to.match(/Cache HIT/);
+    expect([again.result, model.requests.length]).to.deep.equal(['The total is 12.00 EUR', 0]);
+  });
+
+  it('a result the model took from the page it saw (no extract) is answered again only on the same page: changed page HEALED with one call, unchanged HIT', async () => {
+    const fromView = (v: string) => {
+      const amount = /Total: (\d+\.\d+) EUR/.exec(v)?.[1];
+      if (!amount) throw new Error(`scripted model: no total on the page:\n${v.slice(0, 3000)}`);
+      return reply.toolCall('done', { result: `The total is ${amount} EUR` });
+    };
+    model.setScript(steps(fromView));
+    const first = await finished(org, await start(org, basketArgs('Total003')));
+    expect([first.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 1]);
+
+    model.requests.length = 0;
+    const same = await finished(org, await start(org, basketArgs('Total003')));
+    expect(same.message, same.logContent).to.match(/Cache HIT/);
+    expect([same.result, model.requests.length]).to.deep.equal(['The total is 99.50 EUR', 0]);
+
+    pages.total = '12.00';
+    model.setScript(steps(fromView));
+    model.requests.length = 0;
+    const changed = await finished(org, await start(org, basketArgs('Total003')));
+    expect(changed.message, changed.logContent).to.match(/Cache HEALED/);
+    expect(changed.logContent).to.match(/the page differs from the recording/);
+    expect([changed.result, model.requests.length]).to.deep.equal(['The total is 12.00 EUR', 1]);
+  });
+
+  it('a result that is exactly a read is brought up to date from the fresh read with no model call', async () => {
+    model.setScript(
+      steps(
+        (v) => reply.toolCall('extract', { ref: firstRef(v, 'status') }),
+        (v) => reply.toolCall('done', { result: lastRead(v) }),
+      ),
+    );
+    const first = await finished(org, await start(org, basketArgs('Total002')));
+    expect([first.result, model.requests.length]).to.deep.equal(['Total: 99.50 EUR', 2]);
+
+    pages.total = '12.00';
+    model.requests.length = 0;
+    const hit = await finished(org, await start(org, basketArgs('Total002')));
+    expect(hit.status, `${hit.result}\n${hit.logContent}`).to.equal('completed');
+    expect(hit.message, hit.logContent).to.match(/Cache HIT/);
+    expect([hit.result, model.requests.length]).to.deep.equal(['Total: 12.00 EUR', 0]);
   });
 
   it('entries expire after cacheDurationDays by the service clock (injected), and an expired entry runs live and is rewritten', async () => {

@@ -5,7 +5,7 @@
  * and every response must match the OpenAPI bundle (DESIGN.md section 2).
  * STORE=pg or STORE=sqlite picks one store; otherwise every store this machine has.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { StoreKind } from '../../../src/storage/db.js';
@@ -64,3 +64,29 @@ for (const kind of kinds) {
     it('every response matched the OpenAPI document', () => server.assertResponsesValid());
   });
 }
+
+// The environment a person points at 127.0.0.1 of a service started without PUBLIC_URL (which
+// then names localhost) and without OUTBOUND_ALLOWLIST: its own trigger URLs on that address are
+// the service itself ("Set a collection's trigger URLs" included).
+describe('Postman collection under newman: baseUrl 127.0.0.1, no PUBLIC_URL, no OUTBOUND_ALLOWLIST (sqlite)', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let summary: NewmanSummary;
+
+  before(async () => {
+    server = await startTestServer('sqlite', { PUBLIC_URL: undefined, OUTBOUND_ALLOWLIST: '' });
+    await bootstrapIfEmpty(server.app.services);
+    const envFile = path.join(server.store.dataDir, POSTMAN_ENV_FILE);
+    const env = JSON.parse(readFileSync(envFile, 'utf8')) as { values: Array<{ key: string; value: string }> };
+    for (const v of env.values) if (v.key === 'baseUrl') v.value = server.baseUrl;
+    const loopbackEnv = path.join(server.store.dataDir, 'loopback.postman_environment.json');
+    writeFileSync(loopbackEnv, JSON.stringify(env));
+    summary = await runNewman(loadCollection(), loopbackEnv);
+  });
+  after(async () => server?.close());
+
+  it('newman: every assertion passes', () => {
+    expect(describeFailures(summary), 'newman failures').to.equal('');
+    expect(summary.run.stats.requests.failed).to.equal(0);
+  });
+});

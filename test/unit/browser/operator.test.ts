@@ -17,6 +17,7 @@ import { playwrightKey } from '../../../src/browser/operator/cua.js';
 import { replayScript } from '../../../src/browser/operator/replay-script.js';
 import { taskHash } from '../../../src/browser/operator/cache.js';
 import { AdBlocker } from '../../../src/browser/operator/adblock.js';
+import { readPairs, refreshResult } from '../../../src/browser/operator/run.js';
 
 describe('browser operator (no browser)', () => {
   it('the start URL is the first http(s) URL of the task, without trailing punctuation', () => {
@@ -82,6 +83,56 @@ describe('browser operator (no browser)', () => {
       .and.include('return "The total is " + read1 + " (" + read1 + " incl. VAT)";');
     // It compiles as the body of an async function, the way playwright_run runs it.
     expect(() => new vm.Script(`(async () => {\n${code}\n})()`)).to.not.throw();
+  });
+
+  it('a replayed result is brought up to date only where it quotes a changed read whole; otherwise the model must answer again', () => {
+    const same = { recorded: 'Total: 99.50 EUR', now: 'Total: 99.50 EUR' };
+    expect(refreshResult('The total is 99.50 EUR', [same])).to.equal('The total is 99.50 EUR');
+    // The page's text changed and the result only says something made from it: no substitution can fix that.
+    expect(
+      refreshResult('The total is 99.50 EUR', [
+        { recorded: 'Basket\nTotal: 99.50 EUR', now: 'Basket\nTotal: 12.00 EUR' },
+      ]),
+    ).to.equal(undefined);
+    expect(refreshResult('Total: 99.50 EUR', [{ recorded: 'Total: 99.50 EUR', now: 'Total: 12.00 EUR' }])).to.equal(
+      'Total: 12.00 EUR',
+    );
+    expect(refreshResult('Confirmation: Order 1001', [{ recorded: 'Order 1001', now: 'Order 1002' }])).to.equal(
+      'Confirmation: Order 1002',
+    );
+    // A read of "5" is not quoted by "15 items": the result does not quote it whole.
+    expect(refreshResult('15 items, 5 left', [{ recorded: '5', now: '7' }])).to.equal('15 items, 7 left');
+    expect(refreshResult('15 items', [{ recorded: '5', now: '7' }])).to.equal(undefined);
+    // A read that did not run again is a read that may have changed.
+    expect(refreshResult('Order 1001', [{ recorded: 'Order 1001', now: undefined }])).to.equal(undefined);
+    // Two changed reads, one inside the other: the longer one wins where they overlap.
+    expect(
+      refreshResult('A: 1 and A: 1 total', [
+        { recorded: 'A: 1 total', now: 'A: 2 total' },
+        { recorded: 'A: 1', now: 'A: 3' },
+      ]),
+    ).to.equal('A: 3 and A: 2 total');
+  });
+
+  it('pairs each recorded read with the replay read of the same element in order; a read that did not run again has none', () => {
+    const read = (selector: string | undefined, text: string) => ({
+      action: 'extract' as const,
+      args: {},
+      ...(selector ? { selector } : {}),
+      read: text,
+    });
+    const click = { action: 'click' as const, args: {}, selector: 'internal:role=button' };
+    expect(
+      readPairs(
+        [read('#out', ''), click, read('#out', 'Order 1001'), read(undefined, 'page'), read('#gone', 'x')],
+        [read('#out', ''), click, read('#out', 'Order 1002'), read(undefined, 'page now')],
+      ),
+    ).to.deep.equal([
+      { recorded: '', now: '' },
+      { recorded: 'Order 1001', now: 'Order 1002' },
+      { recorded: 'page', now: 'page now' },
+      { recorded: 'x', now: undefined },
+    ]);
   });
 
   describe('planOperator', () => {

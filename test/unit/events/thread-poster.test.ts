@@ -43,6 +43,8 @@ describe('events: the delivery thread', function () {
     const t = threadPoster({
       outboundAllowlist: ['127.0.0.0/8'],
       baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+      host: '0.0.0.0',
+      port: 0,
     });
     try {
       bodies.length = 0;
@@ -63,7 +65,13 @@ describe('events: the delivery thread', function () {
   });
 
   it('applies the outbound policy on the thread: loopback is refused without the allow-list', async () => {
-    const t = threadPoster({ outboundAllowlist: [], baseUrls: { triggers: 'http://switchyard.invalid' } as never });
+    const t = threadPoster({
+      outboundAllowlist: [],
+      baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+      // Port 0: no loopback origin is the service itself.
+      host: '0.0.0.0',
+      port: 0,
+    });
     try {
       bodies.length = 0;
       const err = await t.post(url, '{}', {}).then(
@@ -81,6 +89,8 @@ describe('events: the delivery thread', function () {
     const t = threadPoster({
       outboundAllowlist: ['127.0.0.0/8'],
       baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+      host: '0.0.0.0',
+      port: 0,
     });
     try {
       hold = true;

@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import {
+  loopbackSelfOrigins,
   OutboundError,
   OutboundPolicy,
   outboundRequest,
@@ -197,5 +198,49 @@ describe('outbound policy: requests', () => {
       /127\.0\.0\.1.*loopback/,
     );
     expect(hits).to.deep.equal(['/bounce']);
+  });
+});
+
+describe('outbound policy: loopback names of the service itself', () => {
+  const origins = (host: string, port = 8080) => Object.fromEntries(loopbackSelfOrigins({ host, port }));
+
+  it('follow the listening address: IPv4 wildcard, dual stack, loopback, another interface, port 0', () => {
+    expect(origins('0.0.0.0')).to.deep.equal({ 'http://127.0.0.1:8080': 4, 'http://localhost:8080': 4 });
+    expect(origins('::')).to.deep.equal({
+      'http://127.0.0.1:8080': 4,
+      'http://[::1]:8080': 6,
+      'http://localhost:8080': 0,
+    });
+    expect(origins('127.0.0.1')).to.deep.equal({ 'http://127.0.0.1:8080': 4, 'http://localhost:8080': 4 });
+    expect(origins('[::1]')).to.deep.equal({ 'http://[::1]:8080': 6, 'http://localhost:8080': 6 });
+    expect(origins('localhost')).to.deep.equal({ 'http://localhost:8080': 0 });
+    expect(origins('10.1.2.3')).to.deep.equal({});
+    expect(origins('0.0.0.0', 0)).to.deep.equal({});
+    expect(origins('0.0.0.0', 80)).to.deep.equal({ 'http://127.0.0.1': 4, 'http://localhost': 4 });
+  });
+
+  it('are allowed on the listening port only, and reached over the family that is the service', async () => {
+    const seen: string[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(req.socket.localAddress ?? '');
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const p = new OutboundPolicy(parseOutboundAllowlist(''), [], { listener: { host: '127.0.0.1', port } });
+      const opts = { method: 'GET', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024 };
+      expect(p.allowsOrigin(new URL(`http://127.0.0.1:${port}/x`))).to.equal(true);
+      expect(p.allowsOrigin(new URL(`http://[::1]:${port}/x`))).to.equal(false);
+      expect(p.allowsOrigin(new URL(`http://127.0.0.1:${port === 65535 ? 1 : port + 1}/x`))).to.equal(false);
+      expect((await outboundRequest(`http://localhost:${port}/x`, opts, p)).status).to.equal(200);
+      expect((await outboundRequest(`http://127.0.0.1:${port}/x`, opts, p)).status).to.equal(200);
+      expect(seen).to.deep.equal(['127.0.0.1', '127.0.0.1']);
+      const other = await outboundRequest(`http://[::1]:${port}/x`, opts, p).catch((e: OutboundError) => e);
+      expect(other).to.be.instanceOf(OutboundError).and.to.have.property('kind', 'refused');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
