@@ -8,7 +8,7 @@ import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
 import type { ApiKeyVerifier, TokenService } from './auth/index.js';
 import type { RedisClient } from './storage/redis.js';
-import type { BlobStore } from './runs/blobs.js';
+import type { BlobStore } from './kernel/blobs.js';
 import type { Signals } from './runs/signals.js';
 import type { GroupCommitter } from './runs/group-commit.js';
 import type { RunQueue } from './queues/run-queue.js';

@@ -16,9 +16,9 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { generateSecret, hashSecret, safeEqual } from '../auth/crypto.js';
-import { newId } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
+import { newId } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { getAgent } from './agents.js';
 
 export type OutputFormat = 'text' | 'markdown' | 'json';

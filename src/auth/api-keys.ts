@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import { revokeUnlessLast } from './last-active.js';
-import { TtlMemo } from '../storage/ttl-memo.js';
+import { TtlMemo } from '../kernel/ttl-memo.js';
 import type { Logger } from '../config/logger.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
-import { generateSecret, hashSecret, safeEqual } from './crypto.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
+import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
 import { touchLastUsed } from './usage.js';
 
 /**

@@ -16,7 +16,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { OutboundRefusedError, type OutboundPolicy } from '../http/outbound.js';
+import { OutboundRefusedError, type OutboundPolicy } from '../kernel/outbound.js';
 
 /** `host:port` of a CONNECT request (IPv6 in brackets), or undefined when malformed. */
 function target(authority: string | undefined): { host: string; port: number } | undefined {

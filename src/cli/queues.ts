@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { openBlobStore } from '../runs/blobs.js';
+import { openBlobStore } from '../kernel/blobs.js';
 import { findTrigger } from '../triggers/index.js';
 import {
   checkQueueSettings,

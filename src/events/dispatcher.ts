@@ -14,7 +14,7 @@
  */
 import type { WriteQueue } from '../storage/write-queue.js';
 import type { Logger } from '../config/logger.js';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
 import { revealKey } from './trigger-urls.js';
 

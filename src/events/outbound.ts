@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config/index.js';
-import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
+import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../kernel/outbound.js';
 import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
 import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';

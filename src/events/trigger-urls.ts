@@ -12,7 +12,7 @@
  * refuses is rejected when saved, so a bad entry is never stored; host names are checked again
  * after DNS at every call (src/http/outbound.ts), which is what actually stops SSRF.
  */
-import { encrypt, decrypt } from '../auth/crypto.js';
+import { encrypt, decrypt } from '../kernel/crypto.js';
 import { AppError } from '../errors/index.js';
 import type { CollectionType } from './types.js';
 

@@ -5,7 +5,7 @@
  */
 import { SERVICE_KEY_PATTERN } from '../connections/index.js';
 import { AppError } from '../errors/index.js';
-import type { OutboundPolicy } from '../http/outbound.js';
+import type { OutboundPolicy } from '../kernel/outbound.js';
 
 /** Paths of the embedded servers (spec sections 7, 8, 9, 11, 12); never registrable. */
 export const EMBEDDED_PATHS: readonly string[] = [

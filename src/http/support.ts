@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { operations, type OperationMeta } from '../../generated/openapi/operations.js';
 import { AppError } from '../errors/index.js';
-import type { PageRequest } from '../storage/page.js';
+import type { PageRequest } from '../kernel/page.js';
 import type { HandlerRequest, OperationId, Reply } from './types.js';
 
 /** One request header as sent (a repeated header's values joined with ", "), or undefined. */

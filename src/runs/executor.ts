@@ -7,7 +7,7 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
-import { newId } from '../storage/ids.js';
+import { newId } from '../kernel/ids.js';
 import {
   executeStep,
   type ExecutedStep,
@@ -16,7 +16,7 @@ import {
   type ToolCaller,
   type AgentInvoker,
 } from '../engine/index.js';
-import type { BlobStore } from './blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { stepFilePrefix, type FileCreate } from './files.js';
 import type { LeaseKeeper } from './leases.js';
 import { PROGRESS_AFTER_MS, RunRecorder } from './recorder.js';

@@ -10,7 +10,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { RunQueue } from '../queues/run-queue.js';
 import type { SandboxPool } from '../engine/index.js';
-import type { BlobStore } from './blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { executeRun } from './executor.js';
 import { deleteFiles, listRunFiles } from './files.js';
 import {

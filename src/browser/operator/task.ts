@@ -11,7 +11,7 @@ import type { LanguageModel } from 'ai';
 import { lookup as mimeLookup } from 'mime-types';
 import type { Config } from '../../config/index.js';
 import { AppError } from '../../errors/index.js';
-import { outboundRequest, OutboundError, type OutboundPolicy } from '../../http/outbound.js';
+import { outboundRequest, OutboundError, type OutboundPolicy } from '../../kernel/outbound.js';
 import { resolveModel } from '../../agents/runtime/providers.js';
 import { loginState, type StorageState } from '../logins.js';
 import type { Lease } from '../pool.js';

@@ -13,7 +13,7 @@
 import type { WorkflowStep } from '../definition.js';
 import { extensionFor } from '../sandbox/limits.js';
 import { readBounded } from '../../http/read-bounded.js';
-import { OutboundRefusedError } from '../../http/outbound.js';
+import { OutboundRefusedError } from '../../kernel/outbound.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
 import {

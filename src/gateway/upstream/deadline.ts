@@ -9,7 +9,7 @@ import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Logger } from '../../config/logger.js';
-import { OutboundRefusedError } from '../../http/outbound.js';
+import { OutboundRefusedError } from '../../kernel/outbound.js';
 import { GatewayError, RPC } from '../types.js';
 import { AnswerTooLarge } from './mcp-answer.js';
 

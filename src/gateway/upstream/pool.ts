@@ -25,7 +25,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { defaults } from '../../config/defaults.js';
-import { policyFetch, type OutboundPolicy } from '../../http/outbound.js';
+import { policyFetch, type OutboundPolicy } from '../../kernel/outbound.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
 import { GatewayError, RPC } from '../types.js';

@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { createLogger } from '../../../src/config/logger.js';
 import { createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import type { AppServerCreate } from '../../../src/gateway/registry.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { petDocument } from '../../fixtures/upstreams/http-api.js';
 import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';

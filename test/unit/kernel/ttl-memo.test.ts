@@ -4,7 +4,7 @@
  * once, including a load that was already in flight when the change was made.
  */
 import { expect } from 'chai';
-import { TtlMemo } from '../../../src/storage/ttl-memo.js';
+import { TtlMemo } from '../../../src/kernel/ttl-memo.js';
 
 /** A load that resolves when the test says so, counting how often it was started. */
 function gatedLoads<V>() {

@@ -12,7 +12,7 @@ import {
   outboundRequest,
   parseOutboundAllowlist,
   policyFetch,
-} from '../../../src/http/outbound.js';
+} from '../../../src/kernel/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const refusal = (p: OutboundPolicy, address: string): string | undefined => {

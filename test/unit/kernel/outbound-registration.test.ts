@@ -13,7 +13,7 @@ import {
   OutboundRefusedError,
   parseOutboundAllowlist,
   policyFetch,
-} from '../../../src/http/outbound.js';
+} from '../../../src/kernel/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const judge = (p: OutboundPolicy, url: string) => p.registrationRefusal(new URL(url));
