@@ -12,9 +12,10 @@ import {
   deleteCollection,
   findCollection,
   listCollections,
-} from '../events/collections.js';
-import { COLLECTION_TYPES, type CollectionType } from '../events/types.js';
-import { deleteFiles } from '../runs/files.js';
+  COLLECTION_TYPES,
+  type CollectionType,
+} from '../events/index.js';
+import { deleteFiles } from '../runs/index.js';
 import { openBlobStore } from '../kernel/blobs.js';
 import type { CliKit } from './agents.js';
 

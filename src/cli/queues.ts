@@ -20,9 +20,13 @@ import {
   updateQueue,
   type QueuePatch,
   type QueueRecord,
-} from '../queues/queues.js';
-import { findBatch, listBatches, listRowErrors } from '../queues/batches.js';
-import { ITEM_STATUSES, listQueueItems, type ItemStatus } from '../queues/items.js';
+  findBatch,
+  listBatches,
+  listRowErrors,
+  ITEM_STATUSES,
+  listQueueItems,
+  type ItemStatus,
+} from '../queues/index.js';
 import type { CliKit } from './agents.js';
 import { registerQueueUpload } from './queue-upload.js';
 

@@ -25,8 +25,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { AppError, isAppError } from '../errors/index.js';
 import { BlobTooLargeError, type BlobStore } from '../kernel/blobs.js';
-import { attachFilesToRun, deleteFiles, recordFiles } from '../runs/files.js';
-import { ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
+import { attachFilesToRun, deleteFiles, recordFiles, ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
 import { extensionOf, sanitizeFilename } from './filenames.js';
 

@@ -12,7 +12,7 @@ import { lookup as mimeLookup } from 'mime-types';
 import type { Config } from '../../config/index.js';
 import { AppError } from '../../errors/index.js';
 import { outboundRequest, OutboundError, type OutboundPolicy } from '../../kernel/outbound.js';
-import { resolveModel } from '../../agents/runtime/providers.js';
+import { resolveModel } from '../../agents/index.js';
 import { loginState, type StorageState } from '../logins.js';
 import type { Lease } from '../pool.js';
 import { DEFAULT_VIEWPORT, SCRIPT_LIMITS } from '../scripts.js';
