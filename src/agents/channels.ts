@@ -179,7 +179,7 @@ export async function requireChannel(db: Knex, orgId: string, triggerId: string)
   return channel;
 }
 
-/** Oldest first, one page (src/storage/page.ts), optionally only one agent's channels. */
+/** Oldest first, one page (src/kernel/page.ts), optionally only one agent's channels. */
 export async function listChannels(
   db: Knex,
   orgId: string,

@@ -59,7 +59,7 @@ export async function createApiKey(
   return { apiKey: toView(row), secret };
 }
 
-/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
+/** Oldest first, one page (src/kernel/page.ts); a cursor of another list is invalid_cursor. */
 export async function listApiKeys(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<ApiKeyView>> {
   const { rows, nextCursor } = await pageRows<ApiKeyRow & Record<string, unknown>>(
     db('api_keys').where({ org_id: orgId }),

@@ -71,7 +71,7 @@ export async function createCredential(
   return { credential: toView(row), clientSecret };
 }
 
-/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
+/** Oldest first, one page (src/kernel/page.ts); a cursor of another list is invalid_cursor. */
 export async function listCredentials(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<CredentialView>> {
   const { rows, nextCursor } = await pageRows<CredentialRow & Record<string, unknown>>(
     db('credentials').where({ org_id: orgId }),

@@ -1,6 +1,6 @@
 /**
  * The browsers' only way out (src/browser/README.md "Network"): a forward proxy on loopback that
- * applies the outbound policy of event calls and `http` steps (src/http/outbound.ts) to every
+ * applies the outbound policy of event calls and `http` steps (src/kernel/outbound.ts) to every
  * connection a page makes. Chromium is started with `--proxy-server` pointing here and
  * `--proxy-bypass-list=<-loopback>`, so loopback URLs go through it too, and it sends host
  * names, not addresses: the proxy resolves them and checks the address it actually connects

@@ -24,7 +24,7 @@ export interface PostResult {
   durationMs: number;
 }
 
-/** One guarded POST (src/http/outbound.ts); rejects with a message fit for the delivery log. */
+/** One guarded POST (src/kernel/outbound.ts); rejects with a message fit for the delivery log. */
 export type Poster = (url: string, body: string, headers: Record<string, string>) => Promise<PostResult>;
 
 export interface DispatcherOptions {

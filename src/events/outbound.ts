@@ -1,5 +1,5 @@
 /**
- * Event calls through the outbound policy (src/http/outbound.ts): the SSRF guard checks the
+ * Event calls through the outbound policy (src/kernel/outbound.ts): the SSRF guard checks the
  * address actually connected to, after DNS; URLs on this service's own triggers origin are
  * always allowed, so the demo works without OUTBOUND_ALLOWLIST. Calls follow no redirects,
  * time out after 10 s and read at most 1 MiB of the answer (openapi/resources.yaml).

@@ -120,7 +120,7 @@ function urlField(u: Upstream): { field: 'url' | 'baseUrl'; url: string } {
 }
 
 /**
- * The outbound policy's judgement of an upstream at registration (src/http/outbound.ts
+ * The outbound policy's judgement of an upstream at registration (src/kernel/outbound.ts
  * registrationRefusal; the rules are written on createAppServer in openapi/management.yaml).
  * A refused address is a 400 with the reason, in the shape of the pipeline's validation
  * failures (`details: [{where, path, message}]`, as trigger URLs are refused); a malformed

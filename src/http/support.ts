@@ -59,7 +59,7 @@ export function requireIfMatch(req: { headers: IncomingHttpHeaders }, maxDigits 
 
 /**
  * `limit` and `cursor` of a list operation's query (ManagementLimit, ManagementCursor), already
- * coerced by the pipeline; range and cursor checks happen in src/storage/page.ts.
+ * coerced by the pipeline; range and cursor checks happen in src/kernel/page.ts.
  */
 export function pageOf(req: { query: { limit?: number; cursor?: string } }): PageRequest {
   return { limit: req.query.limit, cursor: req.query.cursor };

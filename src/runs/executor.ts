@@ -77,7 +77,7 @@ async function storeFiles(
   for (const f of outcome.files) {
     const id = newId('file');
     const blobKey = `${stepFilePrefix(run.id)}/${stepIndex}/${id}`;
-    // A new key, read only once the finish commits its row: written in place (blobs.ts `fresh`).
+    // A new key, read only once the finish commits its row: written in place (src/kernel/blobs.ts `fresh`).
     const { size } = await deps.blobs.put(blobKey, f.data, { fresh: true });
     records.push({
       id,

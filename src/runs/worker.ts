@@ -37,7 +37,7 @@ export interface RunWorkersDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
-  /** `http` steps fetch through this (the outbound policy, src/http/outbound.ts). */
+  /** `http` steps fetch through this (the outbound policy, src/kernel/outbound.ts). */
   fetchImpl?: typeof fetch | undefined;
   /** Tool steps call the gateway through this (src/gateway/steps.ts). */
   callTool?: ToolCaller | undefined;

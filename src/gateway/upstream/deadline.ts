@@ -159,7 +159,7 @@ function networkCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** The text of OutboundRefusedError (src/http/outbound.ts) inside a message that kept only text. */
+/** The text of OutboundRefusedError (src/kernel/outbound.ts) inside a message that kept only text. */
 const REFUSED_TEXT = /Outbound request to (\S+) refused: (.+?) \(allow it with OUTBOUND_ALLOWLIST\)/;
 
 /**

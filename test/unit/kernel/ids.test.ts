@@ -1,4 +1,4 @@
-/** Server-generated ids (src/storage/ids.ts): prefixed UUIDv7, unique and increasing in creation order. */
+/** Server-generated ids (src/kernel/ids.ts): prefixed UUIDv7, unique and increasing in creation order. */
 import { expect } from 'chai';
 import { newId } from '../../../src/kernel/ids.js';
 

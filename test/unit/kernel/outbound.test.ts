@@ -1,5 +1,5 @@
 /**
- * The outbound policy (src/http/outbound.ts): allow-list parsing, the refused ranges (IPv4,
+ * The outbound policy (src/kernel/outbound.ts): allow-list parsing, the refused ranges (IPv4,
  * IPv6 and IPv4-mapped IPv6), the check after DNS, the time limit and the response size cap,
  * for event calls (outboundRequest) and workflow http steps (policyFetch), redirects included.
  */

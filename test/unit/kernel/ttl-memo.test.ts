@@ -1,5 +1,5 @@
 /**
- * TtlMemo (src/storage/ttl-memo.ts): the per-process memo behind API keys, trigger targets,
+ * TtlMemo (src/kernel/ttl-memo.ts): the per-process memo behind API keys, trigger targets,
  * connections and the gateway catalogue. A change forgets its key in the changing process at
  * once, including a load that was already in flight when the change was made.
  */
