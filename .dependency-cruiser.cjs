@@ -13,6 +13,10 @@
  * (the composition root) imports them from <context>/handlers/index.ts, and no context imports
  * another's handlers. The bottom never imports a context or the top.
  * Type-only imports count: `tsPreCompilationDeps` keeps them in the graph.
+ *
+ * Cycles between contexts are not forbidden: gateway/gateway.ts registers the embedded servers
+ * (servers/*), which use the gateway's tool-server contract, and servers/agent-management and
+ * servers/browser-automation use the agents and the browser, which call tools through the gateway.
  */
 
 const CONTEXT =
