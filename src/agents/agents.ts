@@ -6,8 +6,8 @@
  */
 import type { Knex } from 'knex';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { decodeCursor, encodeCursor } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { decodeCursor, encodeCursor } from '../kernel/page.js';
 import { AppError } from '../errors/index.js';
 
 export interface ServerRef {

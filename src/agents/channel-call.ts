@@ -19,7 +19,7 @@ import { AppError } from '../errors/index.js';
 import { check } from '../http/pipeline.js';
 import { header, idempotencyKey } from '../http/support.js';
 import type { BeforeBody, Handler, Reply, Services } from '../services.js';
-import { forwardedHeaders } from '../gateway/upstream/forwarding.js';
+import { forwardedHeaders } from '../gateway/index.js';
 import { isChannelId, verifyChannelKey, type ChannelRecord } from './channels.js';
 import { findTurnByIdempotencyKey, TurnIdempotencyRace, type TurnRecord } from './chats.js';
 import type { TurnOutcome } from './service.js';

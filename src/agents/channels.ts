@@ -16,9 +16,9 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { generateSecret, hashSecret, safeEqual } from '../auth/crypto.js';
-import { newId } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
+import { newId } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { getAgent } from './agents.js';
 
 export type OutputFormat = 'text' | 'markdown' | 'json';
@@ -179,7 +179,7 @@ export async function requireChannel(db: Knex, orgId: string, triggerId: string)
   return channel;
 }
 
-/** Oldest first, one page (src/storage/page.ts), optionally only one agent's channels. */
+/** Oldest first, one page (src/kernel/page.ts), optionally only one agent's channels. */
 export async function listChannels(
   db: Knex,
   orgId: string,

@@ -7,8 +7,8 @@
 import type { Knex } from 'knex';
 import type { ModelMessage } from 'ai';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { decodeCursor, encodeCursor } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { decodeCursor, encodeCursor } from '../kernel/page.js';
 
 export interface ChatRecord {
   chatId: string;

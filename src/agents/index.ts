@@ -44,6 +44,18 @@ export {
 } from './validate.js';
 export { AgentService, type AgentEvent, type InvokeRequest, type Invocation, type TurnOutcome } from './service.js';
 export { resolveModel } from './runtime/providers.js';
-export { sendChannelMessage, authoriseChannel, serveChannel } from './channel-call.js';
+export { authoriseChannel, serveChannel } from './channel-call.js';
 export { isChannelId, CHANNEL_ID_PATTERN, type ChannelRecord, type OutputFormat } from './channels.js';
 export { agentInvoker } from './step-invoker.js';
+export { createChatOrder } from './chat-order.js';
+export {
+  createChannel,
+  channelEtag,
+  channelView,
+  deleteChannel,
+  listChannels,
+  requireChannel,
+  rotateChannelKey,
+  updateChannel,
+  OUTPUT_FORMATS,
+} from './channels.js';

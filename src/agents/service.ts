@@ -11,8 +11,8 @@ import type { ModelMessage } from 'ai';
 import type { Services } from '../services.js';
 import type { GatewayContext } from '../gateway/index.js';
 import { AppError } from '../errors/index.js';
-import { recordFile } from '../runs/files.js';
-import { newId } from '../storage/ids.js';
+import { recordFile } from '../runs/index.js';
+import { newId } from '../kernel/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {
   appendMessages,

@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import { revokeUnlessLast } from './last-active.js';
-import { TtlMemo } from '../storage/ttl-memo.js';
+import { TtlMemo } from '../kernel/ttl-memo.js';
 import type { Logger } from '../config/logger.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
-import { generateSecret, hashSecret, safeEqual } from './crypto.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
+import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
 import { touchLastUsed } from './usage.js';
 
 /**
@@ -59,7 +59,7 @@ export async function createApiKey(
   return { apiKey: toView(row), secret };
 }
 
-/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
+/** Oldest first, one page (src/kernel/page.ts); a cursor of another list is invalid_cursor. */
 export async function listApiKeys(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<ApiKeyView>> {
   const { rows, nextCursor } = await pageRows<ApiKeyRow & Record<string, unknown>>(
     db('api_keys').where({ org_id: orgId }),

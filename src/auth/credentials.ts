@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { revokeUnlessLast } from './last-active.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
-import { generateSecret, hashSecret, safeEqual } from './crypto.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
+import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
 import { touchLastUsed } from './usage.js';
 
 /**
@@ -71,7 +71,7 @@ export async function createCredential(
   return { credential: toView(row), clientSecret };
 }
 
-/** Oldest first, one page (src/storage/page.ts); a cursor of another list is invalid_cursor. */
+/** Oldest first, one page (src/kernel/page.ts); a cursor of another list is invalid_cursor. */
 export async function listCredentials(db: Knex, orgId: string, page: PageRequest = {}): Promise<Page<CredentialView>> {
   const { rows, nextCursor } = await pageRows<CredentialRow & Record<string, unknown>>(
     db('credentials').where({ org_id: orgId }),

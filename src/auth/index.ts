@@ -32,5 +32,4 @@ export {
 export type { PublicJwk } from './key-ring.js';
 export { SIGNING_ALG, RETIRED_GRACE_S } from './signing-keys.js';
 export { settleUsageWrites } from './usage.js';
-export { generateSecret, hashSecret, safeEqual, encrypt, decrypt, hmac } from './crypto.js';
-export { authHandlers } from './handlers/index.js';
+export { generateSecret, hashSecret, safeEqual, encrypt, decrypt, hmac } from '../kernel/crypto.js';

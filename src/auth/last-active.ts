@@ -8,7 +8,7 @@
 import type { Knex } from 'knex';
 import { AppError, type ErrorKey } from '../errors/index.js';
 import { storeKind } from '../storage/db.js';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 
 export interface RevokeGuard {
   /** Revoke even the last active one (the CLI's --force, for someone at the store). */

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { newId, nowIso } from '../storage/ids.js';
+import { newId, nowIso } from '../kernel/ids.js';
 
 /** An organisation: the tenant every credential, key and resource belongs to (spec "Authentication" 4). */
 export interface Organization {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
-import { newId } from '../storage/ids.js';
-import { decrypt, encrypt } from './crypto.js';
+import { newId } from '../kernel/ids.js';
+import { decrypt, encrypt } from '../kernel/crypto.js';
 
 /**
  * Token signing keys (ES256) in table `signing_keys`. The public JWK is stored as JSON text;

@@ -9,13 +9,14 @@ import path from 'node:path';
 import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
 import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
-import type { Services } from '../services.js';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
 import { demoWorkflow } from './demo-workflow.js';
 import { demoAgent } from './demo-agent.js';
-import { createAgent } from '../agents/agents.js';
-import { createChannel } from '../agents/channels.js';
-import { createCollection } from '../events/collections.js';
-import { createQueue } from '../queues/queues.js';
+import { createAgent, createChannel } from '../agents/index.js';
+import { createCollection } from '../events/index.js';
+import { createQueue } from '../queues/index.js';
 import {
   BOOTSTRAP_FILE,
   POSTMAN_ENV_FILE,
@@ -46,7 +47,7 @@ export interface BootstrapFile {
 
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
 export async function bootstrapIfEmpty(
-  services: Pick<Services, 'db' | 'config' | 'log'>,
+  services: { db: Knex; config: Config; log: Logger },
   out?: NodeJS.WritableStream,
 ): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;
@@ -164,3 +165,12 @@ Shown once — paste into a shell:
   #   npx @modelcontextprotocol/inspector --cli ${u.mcp}/gateway --transport http --header "Authorization: Bearer $TOKEN" --method tools/list
 `;
 }
+export {
+  BOOTSTRAP_FILE,
+  checkPostmanValues,
+  freshPostmanValues,
+  postmanEnvironment,
+  readBootstrapFile,
+  valuesFromBootstrap,
+  writePostmanEnvironment,
+} from './postman-env.js';

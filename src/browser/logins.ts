@@ -6,10 +6,10 @@
  * `status` is `expired` once every cookie with an expiry is past it, else `active`.
  */
 import type { Knex } from 'knex';
-import { decrypt, derivedKey, encrypt } from '../auth/crypto.js';
+import { decrypt, derivedKey, encrypt } from '../kernel/crypto.js';
 import { AppError } from '../errors/index.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 
 export const LOGIN_ID_PATTERN = /^ctx_[0-9a-f]{32}$/;
 /** openapi/management.yaml BrowserLoginCreate: the state is at most 1 MiB as JSON. */

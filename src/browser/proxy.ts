@@ -1,6 +1,6 @@
 /**
  * The browsers' only way out (src/browser/README.md "Network"): a forward proxy on loopback that
- * applies the outbound policy of event calls and `http` steps (src/http/outbound.ts) to every
+ * applies the outbound policy of event calls and `http` steps (src/kernel/outbound.ts) to every
  * connection a page makes. Chromium is started with `--proxy-server` pointing here and
  * `--proxy-bypass-list=<-loopback>`, so loopback URLs go through it too, and it sends host
  * names, not addresses: the proxy resolves them and checks the address it actually connects
@@ -16,7 +16,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { OutboundRefusedError, type OutboundPolicy } from '../http/outbound.js';
+import { OutboundRefusedError, type OutboundPolicy } from '../kernel/outbound.js';
 
 /** `host:port` of a CONNECT request (IPv6 in brackets), or undefined when malformed. */
 function target(authority: string | undefined): { host: string; port: number } | undefined {

@@ -5,7 +5,7 @@
  * process stopped renewing or whose deadline has passed, so no task stays RUNNING for ever.
  */
 import type { Knex } from 'knex';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 
 export type TaskKind = 'script' | 'operator';
 export type TaskStatus = 'RUNNING' | 'completed' | 'failed';

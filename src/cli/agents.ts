@@ -8,8 +8,12 @@ import type { Command, Option } from 'commander';
 import type { Knex } from 'knex';
 import { AgentManagementAgentCreateInput as validateCreateInput } from '../../generated/validators/schemas.js';
 import type { Config } from '../config/index.js';
-import { createAgent, listAgents, requireAgent, type AgentCreate, type ServerRef } from '../agents/agents.js';
 import {
+  createAgent,
+  listAgents,
+  requireAgent,
+  type AgentCreate,
+  type ServerRef,
   channelEtag,
   channelView,
   createChannel,
@@ -20,12 +24,11 @@ import {
   updateChannel,
   OUTPUT_FORMATS,
   type OutputFormat,
-} from '../agents/channels.js';
-import { AgentConfigError, checkModel, checkOutputSchema } from '../agents/validate.js';
-// The registry modules alone: the gateway's index loads its router, servers and upstream clients,
-// which a CLI start does not need.
-import { EMBEDDED_PATHS } from '../gateway/registry-validate.js';
-import { findAppServerByPath } from '../gateway/registry.js';
+  AgentConfigError,
+  checkModel,
+  checkOutputSchema,
+} from '../agents/index.js';
+import { EMBEDDED_PATHS, findAppServerByPath } from '../gateway/index.js';
 
 /** What main.ts lends to every verb: the store, the organisation, output and errors. */
 export interface CliKit {

@@ -12,10 +12,11 @@ import {
   deleteCollection,
   findCollection,
   listCollections,
-} from '../events/collections.js';
-import { COLLECTION_TYPES, type CollectionType } from '../events/types.js';
-import { deleteFiles } from '../runs/files.js';
-import { openBlobStore } from '../runs/blobs.js';
+  COLLECTION_TYPES,
+  type CollectionType,
+} from '../events/index.js';
+import { deleteFiles } from '../runs/index.js';
+import { openBlobStore } from '../kernel/blobs.js';
 import type { CliKit } from './agents.js';
 
 export function registerCollectionCommands(program: Command, kit: CliKit): void {

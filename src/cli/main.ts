@@ -20,8 +20,8 @@ import {
 } from '../auth/index.js';
 import { createWorkflow, updateWorkflow, findWorkflow, listWorkflows } from '../engine/index.js';
 import { createTrigger, listTriggers } from '../triggers/index.js';
-import { bootstrapIfEmpty } from '../bootstrap/index.js';
 import {
+  bootstrapIfEmpty,
   BOOTSTRAP_FILE,
   checkPostmanValues,
   freshPostmanValues,
@@ -29,7 +29,7 @@ import {
   readBootstrapFile,
   valuesFromBootstrap,
   writePostmanEnvironment,
-} from '../bootstrap/postman-env.js';
+} from '../bootstrap/index.js';
 import { AppError } from '../errors/index.js';
 import { registerAgentCommands } from './agents.js';
 import { registerCollectionCommands } from './collections.js';

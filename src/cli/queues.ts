@@ -8,7 +8,7 @@
 import type { Command } from 'commander';
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { openBlobStore } from '../runs/blobs.js';
+import { openBlobStore } from '../kernel/blobs.js';
 import { findTrigger } from '../triggers/index.js';
 import {
   checkQueueSettings,
@@ -20,9 +20,13 @@ import {
   updateQueue,
   type QueuePatch,
   type QueueRecord,
-} from '../queues/queues.js';
-import { findBatch, listBatches, listRowErrors } from '../queues/batches.js';
-import { ITEM_STATUSES, listQueueItems, type ItemStatus } from '../queues/items.js';
+  findBatch,
+  listBatches,
+  listRowErrors,
+  ITEM_STATUSES,
+  listQueueItems,
+  type ItemStatus,
+} from '../queues/index.js';
 import type { CliKit } from './agents.js';
 import { registerQueueUpload } from './queue-upload.js';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { defaults } from './defaults.js';
-import { parseOutboundAllowlist } from '../http/outbound.js';
+import { parseOutboundAllowlist } from '../kernel/outbound.js';
 import { SwitchyardConfig as validateConfig } from '../../generated/validators/schemas.js';
 
 export { defaults };

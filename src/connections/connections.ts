@@ -4,12 +4,12 @@
  * and never returned; views only say whether one is set.
  */
 import type { Knex } from 'knex';
-import { decrypt, encrypt } from '../auth/crypto.js';
+import { decrypt, encrypt } from '../kernel/crypto.js';
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { CONNECTION_STATUSES, isConnectionStatus, type ConnectionStatus } from './statuses.js';
 import { failedPrecondition } from '../storage/versioned.js';
 

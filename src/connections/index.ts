@@ -21,4 +21,3 @@ export {
   type UserConnection,
 } from './connections.js';
 export { CONNECTION_STATUSES, isConnectionStatus, parseStatuses, type ConnectionStatus } from './statuses.js';
-export { connectionHandlers } from './handlers/index.js';

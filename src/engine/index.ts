@@ -23,7 +23,6 @@ export {
   type Workflow,
 } from './workflows.js';
 export { listWorkflowVersions, getWorkflowVersion, type WorkflowVersion } from './workflows-versions.js';
-export { workflowHandlers } from './handlers/index.js';
 export { loadVersion, type PinnedVersion } from './version-cache.js';
 export {
   executeStep,

@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { fromJson } from '../storage/db.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import type { WorkflowDefinition } from './definition.js';
 
 export interface WorkflowVersion {

@@ -6,8 +6,8 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { failedPrecondition } from '../storage/versioned.js';
 import { configuredView, parseStored, type ConfiguredTriggerUrl, type StoredTriggerUrl } from './trigger-urls.js';
 import { COLLECTION_ID_PATTERN, type CollectionType } from './types.js';

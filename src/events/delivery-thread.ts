@@ -4,7 +4,7 @@
  * (src/events/outbound.ts threadPoster). Messages are batches in both directions.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { OutboundPolicy, outboundRequest, parseOutboundAllowlist, type ServiceListener } from '../http/outbound.js';
+import { OutboundPolicy, outboundRequest, parseOutboundAllowlist, type ServiceListener } from '../kernel/outbound.js';
 import { tickBatcher } from './tick-batch.js';
 
 export interface ThreadInit {

@@ -14,7 +14,7 @@
  */
 import type { WriteQueue } from '../storage/write-queue.js';
 import type { Logger } from '../config/logger.js';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
 import { revealKey } from './trigger-urls.js';
 
@@ -24,7 +24,7 @@ export interface PostResult {
   durationMs: number;
 }
 
-/** One guarded POST (src/http/outbound.ts); rejects with a message fit for the delivery log. */
+/** One guarded POST (src/kernel/outbound.ts); rejects with a message fit for the delivery log. */
 export type Poster = (url: string, body: string, headers: Record<string, string>) => Promise<PostResult>;
 
 export interface DispatcherOptions {

@@ -13,9 +13,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
-import { encrypt, decrypt } from '../auth/crypto.js';
+import { encrypt, decrypt } from '../kernel/crypto.js';
 import { AppError } from '../errors/index.js';
-import { newId, nowIso } from '../storage/ids.js';
+import { newId, nowIso } from '../kernel/ids.js';
 import type { CollectionRecord } from './collections.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
 import { itemPayload, REDACTED, type ItemState } from './payloads.js';

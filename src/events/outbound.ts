@@ -1,5 +1,5 @@
 /**
- * Event calls through the outbound policy (src/http/outbound.ts): the SSRF guard checks the
+ * Event calls through the outbound policy (src/kernel/outbound.ts): the SSRF guard checks the
  * address actually connected to, after DNS; URLs on this service's own triggers origin, and
  * the loopback names of its listening address on its port (`127.0.0.1`, `[::1]`, `localhost`;
  * OutboundPolicy's listener), are always allowed, so the demo and a Postman environment on
@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config/index.js';
-import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../http/outbound.js';
+import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../kernel/outbound.js';
 import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
 import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';

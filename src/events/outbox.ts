@@ -10,8 +10,8 @@
  * (`claimed_until`): a row whose claimant died is claimed again when the lease runs out.
  */
 import type { Knex } from 'knex';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
 import type { EventPayload } from './payloads.js';
 import type { WriteBatch } from '../storage/write-queue.js';

@@ -6,13 +6,13 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { BlobStore } from '../runs/blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import type { RedisClient } from '../storage/redis.js';
 import { EventDispatcher, type Poster } from './dispatcher.js';
 import type { FileDeps } from './files.js';
 import { redisRateWindows } from './rate-windows.js';
 import { WriteQueue } from '../storage/write-queue.js';
-import { TtlMemo } from '../storage/ttl-memo.js';
+import { TtlMemo } from '../kernel/ttl-memo.js';
 import { findCollection, type CollectionRecord } from './collections.js';
 import type { AddressCheck } from './trigger-urls.js';
 

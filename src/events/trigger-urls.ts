@@ -10,9 +10,9 @@
  *
  * Addresses: a URL whose host is an IP literal (or `localhost`) that the outbound policy
  * refuses is rejected when saved, so a bad entry is never stored; host names are checked again
- * after DNS at every call (src/http/outbound.ts), which is what actually stops SSRF.
+ * after DNS at every call (src/kernel/outbound.ts), which is what actually stops SSRF.
  */
-import { encrypt, decrypt } from '../auth/crypto.js';
+import { encrypt, decrypt } from '../kernel/crypto.js';
 import { AppError } from '../errors/index.js';
 import type { CollectionType } from './types.js';
 
@@ -42,7 +42,7 @@ export interface ConfiguredTriggerUrl {
   apiKeyLast4: string;
 }
 
-/** Decides whether a literal address may be called (src/http/outbound.ts OutboundPolicy). */
+/** Decides whether a literal address may be called (src/kernel/outbound.ts OutboundPolicy). */
 export interface AddressCheck {
   /** Throws (or returns a reason) when `url` may not be called; host names pass until DNS. */
   refusal(url: URL): string | undefined;

@@ -11,7 +11,7 @@ import type { Knex } from 'knex';
 import { allAppServers, type AppServer } from './registry.js';
 import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
 import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
-import { TtlMemo } from '../storage/ttl-memo.js';
+import { TtlMemo } from '../kernel/ttl-memo.js';
 import {
   GatewayError,
   RPC,

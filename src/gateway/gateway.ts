@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
 import { GatewayCatalog } from './catalog.js';
 import { GatewayRouter } from './router.js';
 import { UpstreamPool } from './upstream/index.js';

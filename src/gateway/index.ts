@@ -24,7 +24,6 @@ export {
   type UpstreamAuth,
   type AuthScheme,
 } from './registry-validate.js';
-export { appServerHandlers, gatewayHandlers } from './handlers/index.js';
 export { createGateway, type Gateway } from './gateway.js';
 export { toolCaller } from './steps.js';
 export {
@@ -36,4 +35,14 @@ export {
   type ToolDef,
   type CallResult,
   type GatewayContext,
+} from './types.js';
+export { forwardedHeaders } from './upstream/forwarding.js';
+export { embeddedServer, checkWith, toolDefsOf } from './embedded.js';
+export type {
+  ToolCallObserver,
+  CatalogConnection,
+  CatalogResource,
+  CatalogTool,
+  DiscoverySource,
+  JsonSchemaObject,
 } from './types.js';

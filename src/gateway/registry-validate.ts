@@ -5,7 +5,7 @@
  */
 import { SERVICE_KEY_PATTERN } from '../connections/index.js';
 import { AppError } from '../errors/index.js';
-import type { OutboundPolicy } from '../http/outbound.js';
+import type { OutboundPolicy } from '../kernel/outbound.js';
 
 /** Paths of the embedded servers (spec sections 7, 8, 9, 11, 12); never registrable. */
 export const EMBEDDED_PATHS: readonly string[] = [
@@ -120,7 +120,7 @@ function urlField(u: Upstream): { field: 'url' | 'baseUrl'; url: string } {
 }
 
 /**
- * The outbound policy's judgement of an upstream at registration (src/http/outbound.ts
+ * The outbound policy's judgement of an upstream at registration (src/kernel/outbound.ts
  * registrationRefusal; the rules are written on createAppServer in openapi/management.yaml).
  * A refused address is a 400 with the reason, in the shape of the pipeline's validation
  * failures (`details: [{where, path, message}]`, as trigger URLs are refused); a malformed

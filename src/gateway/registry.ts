@@ -7,8 +7,8 @@
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import {
   checkAuth,
   checkDescription,

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { operations, type OperationMeta } from '../../generated/openapi/operations.js';
 import { AppError } from '../errors/index.js';
-import type { PageRequest } from '../storage/page.js';
+import type { PageRequest } from '../kernel/page.js';
 import type { HandlerRequest, OperationId, Reply } from './types.js';
 
 /** One request header as sent (a repeated header's values joined with ", "), or undefined. */
@@ -59,7 +59,7 @@ export function requireIfMatch(req: { headers: IncomingHttpHeaders }, maxDigits 
 
 /**
  * `limit` and `cursor` of a list operation's query (ManagementLimit, ManagementCursor), already
- * coerced by the pipeline; range and cursor checks happen in src/storage/page.ts.
+ * coerced by the pipeline; range and cursor checks happen in src/kernel/page.ts.
  */
 export function pageOf(req: { query: { limit?: number; cursor?: string } }): PageRequest {
   return { limit: req.query.limit, cursor: req.query.cursor };

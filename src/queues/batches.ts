@@ -8,7 +8,7 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { decodeCursor, encodeCursor, pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { decodeCursor, encodeCursor, pageRows, type Page, type PageRequest } from '../kernel/page.js';
 
 export const BATCH_ID_PATTERN = /^batch_[0-9a-f]{32}$/;
 

@@ -5,9 +5,9 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import type { BlobStore } from '../runs/blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import type { CallTargets } from '../triggers/index.js';
-import { newId, nowIso } from '../storage/ids.js';
+import { newId, nowIso } from '../kernel/ids.js';
 import { CsvHeadError, scanCsv } from './csv.js';
 import { findBatch, type BatchRow } from './batches.js';
 import type { QueueRecord } from './queues.js';

@@ -12,11 +12,11 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
-import type { BlobStore } from '../runs/blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import type { RunQueue } from './run-queue.js';
 import type { CallTargets, CallTarget } from '../triggers/index.js';
-import { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows } from '../runs/runs.js';
-import { newId, nowIso } from '../storage/ids.js';
+import { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows } from '../runs/index.js';
+import { newId, nowIso } from '../kernel/ids.js';
 import { batchSources, readPayloads } from './items.js';
 
 export interface DispatcherDeps {

@@ -4,8 +4,8 @@
  * (`{column: value}`) is parsed from those bytes when it is read, with the batch's columns.
  */
 import type { Knex } from 'knex';
-import type { BlobStore } from '../runs/blobs.js';
-import { decodeCursor, encodeCursor, pageLimit, type Page, type PageRequest } from '../storage/page.js';
+import type { BlobStore } from '../kernel/blobs.js';
+import { decodeCursor, encodeCursor, pageLimit, type Page, type PageRequest } from '../kernel/page.js';
 import { fromJson } from '../storage/db.js';
 import { parseRecords, valuesBuilder } from './csv.js';
 

@@ -11,9 +11,9 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
-import type { BlobStore } from '../runs/blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { fromJson } from '../storage/db.js';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 import { readRows, type CsvChunk } from './csv.js';
 import type { BatchRow } from './batches.js';
 

@@ -7,8 +7,8 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { BlobStore } from '../runs/blobs.js';
-import type { Signals } from '../runs/signals.js';
+import type { BlobStore } from '../kernel/blobs.js';
+import type { Signals } from '../runs/index.js';
 import type { CallTargets } from '../triggers/index.js';
 import type { RunQueue } from './run-queue.js';
 import { BatchLoader } from './loader.js';

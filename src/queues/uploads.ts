@@ -11,9 +11,9 @@ import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
-import { derivedKey, hmac, safeEqual } from '../auth/crypto.js';
-import { BlobTooLargeError, type BlobStore } from '../runs/blobs.js';
-import { nowIso } from '../storage/ids.js';
+import { derivedKey, hmac, safeEqual } from '../kernel/crypto.js';
+import { BlobTooLargeError, type BlobStore } from '../kernel/blobs.js';
+import { nowIso } from '../kernel/ids.js';
 import type { QueueRecord } from './queues.js';
 
 /** Spec "Limits": CSV batches up to 1 GiB. */

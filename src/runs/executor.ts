@@ -7,7 +7,7 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
-import { newId } from '../storage/ids.js';
+import { newId } from '../kernel/ids.js';
 import {
   executeStep,
   type ExecutedStep,
@@ -16,7 +16,7 @@ import {
   type ToolCaller,
   type AgentInvoker,
 } from '../engine/index.js';
-import type { BlobStore } from './blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { stepFilePrefix, type FileCreate } from './files.js';
 import type { LeaseKeeper } from './leases.js';
 import { PROGRESS_AFTER_MS, RunRecorder } from './recorder.js';
@@ -77,7 +77,7 @@ async function storeFiles(
   for (const f of outcome.files) {
     const id = newId('file');
     const blobKey = `${stepFilePrefix(run.id)}/${stepIndex}/${id}`;
-    // A new key, read only once the finish commits its row: written in place (blobs.ts `fresh`).
+    // A new key, read only once the finish commits its row: written in place (src/kernel/blobs.ts `fresh`).
     const { size } = await deps.blobs.put(blobKey, f.data, { fresh: true });
     records.push({
       id,

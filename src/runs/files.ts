@@ -5,8 +5,8 @@
  * endpoint is authorised by the URL's signature (openapi/run-files.yaml), not by an org token.
  */
 import type { Knex } from 'knex';
-import { newId, nowIso } from '../storage/ids.js';
-import type { BlobStore } from './blobs.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { isResultFileId, RESULT_FILE_ID_PREFIX } from './result-files.js';
 
 export type FileKind = 'attachment' | 'step' | 'upload' | 'chat' | 'collection';

@@ -7,7 +7,7 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import type { RunRow } from './runs.js';
 import type { RunStatus } from './states.js';
 

@@ -13,7 +13,7 @@
  */
 import type { Knex } from 'knex';
 import type { BatchGroup, WriteQueue } from '../storage/write-queue.js';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 import { fileRecords, fileRows, type FileCreate, type FileRow } from './files.js';
 import { skipRemainingSteps, type RunRow, type StepOutcome, type StepRow } from './runs.js';
 import type { FinishedRun } from './signals.js';

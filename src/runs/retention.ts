@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { BlobStore } from './blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { deleteRunFiles, deleteUnattachedAttachments } from './files.js';
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
+import { newId, nowIso } from '../kernel/ids.js';
 import type { RunStatus, StepStatus } from './states.js';
 
 export interface NewRun {

@@ -10,7 +10,7 @@
  */
 import type { Config } from '../config/index.js';
 import { AppError } from '../errors/index.js';
-import { derivedKey, hmac, safeEqual } from '../auth/crypto.js';
+import { derivedKey, hmac, safeEqual } from '../kernel/crypto.js';
 
 /** Spec "Limits": attachment URLs are valid 24 hours. */
 export const ATTACHMENT_URL_TTL_SECONDS = 24 * 3600;

@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { RunQueue } from '../queues/run-queue.js';
+import type { RunQueue } from '../queues/index.js';
 import type { SandboxPool } from '../engine/index.js';
-import type { BlobStore } from './blobs.js';
+import type { BlobStore } from '../kernel/blobs.js';
 import { executeRun } from './executor.js';
 import { deleteFiles, listRunFiles } from './files.js';
 import {
@@ -37,7 +37,7 @@ export interface RunWorkersDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
-  /** `http` steps fetch through this (the outbound policy, src/http/outbound.ts). */
+  /** `http` steps fetch through this (the outbound policy, src/kernel/outbound.ts). */
   fetchImpl?: typeof fetch | undefined;
   /** Tool steps call the gateway through this (src/gateway/steps.ts). */
   callTool?: ToolCaller | undefined;

@@ -24,10 +24,9 @@ import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { AppError, isAppError } from '../errors/index.js';
-import { BlobTooLargeError, type BlobStore } from '../runs/blobs.js';
-import { attachFilesToRun, deleteFiles, recordFiles } from '../runs/files.js';
-import { ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from '../runs/signed-urls.js';
-import { newId } from '../storage/ids.js';
+import { BlobTooLargeError, type BlobStore } from '../kernel/blobs.js';
+import { attachFilesToRun, deleteFiles, recordFiles, ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
+import { newId } from '../kernel/ids.js';
 import { extensionOf, sanitizeFilename } from './filenames.js';
 
 const MiB = 1024 * 1024;

@@ -6,11 +6,18 @@
 import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { runRows, insertRuns, findRun, type RunRows } from '../runs/runs.js';
-import { isTerminal } from '../runs/states.js';
-import { readRunParts, syncView, type RunParts } from '../runs/views.js';
+import {
+  runRows,
+  insertRuns,
+  findRun,
+  type RunRows,
+  isTerminal,
+  readRunParts,
+  syncView,
+  type RunParts,
+  type Finish,
+} from '../runs/index.js';
 import { loadVersion } from '../engine/index.js';
-import type { Finish } from '../runs/signals.js';
 import type { Reply, Services } from '../services.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget } from './target.js';

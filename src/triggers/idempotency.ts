@@ -3,7 +3,7 @@
  * trigger replays the original run instead of starting a second one.
  */
 import type { Knex } from 'knex';
-import { nowIso } from '../storage/ids.js';
+import { nowIso } from '../kernel/ids.js';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3_600_000;
 

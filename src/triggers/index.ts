@@ -18,5 +18,6 @@ export {
   type DesignatedOutput,
 } from './triggers.js';
 export { triggerUrl, triggerView, type TriggerView } from './urls.js';
-export { triggerHandlers, triggerCallHandlers } from './handlers/index.js';
 export { CallTargets, type CallTarget } from './target.js';
+export { sanitizeFilename } from './filenames.js';
+export { discardAttachments, readMultipartTrigger, type Attachment } from './attachments.js';

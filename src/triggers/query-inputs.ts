@@ -8,7 +8,7 @@
  * for the input check to refuse with its own path and message.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import type { WorkflowDefinition } from '../engine/definition.js';
+import type { WorkflowDefinition } from '../engine/index.js';
 
 /** The name of the query parameter object in openapi/triggers.yaml. */
 const WRAPPER = 'inputs';

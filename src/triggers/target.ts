@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { fromJson } from '../storage/db.js';
-import { TtlMemo } from '../storage/ttl-memo.js';
+import { TtlMemo } from '../kernel/ttl-memo.js';
 import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { DesignatedOutput, TriggerKind } from './triggers.js';
 

@@ -7,8 +7,8 @@ import type { Knex } from 'knex';
 import { findWorkflow } from '../engine/index.js';
 import { AppError } from '../errors/index.js';
 import { fromJson, toJson } from '../storage/db.js';
-import { newId, nowIso } from '../storage/ids.js';
-import { pageRows, type Page, type PageRequest } from '../storage/page.js';
+import { newId, nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { failedPrecondition } from '../storage/versioned.js';
 
 export type TriggerKind = 'api' | 'webhook';

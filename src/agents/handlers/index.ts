@@ -29,3 +29,4 @@ export const channelHandlers = guardBearerAuth({
   deleteChannel,
   rotateChannelKey,
 });
+export { sendChannelMessage } from '../channel-call.js';

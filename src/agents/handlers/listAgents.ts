@@ -1,5 +1,5 @@
 import type { Handler } from '../../services.js';
-import { pageLimit } from '../../storage/page.js';
+import { pageLimit } from '../../kernel/page.js';
 import { listAgents as list } from '../agents.js';
 
 /** GET /v1/agents — oldest first, cursor pages. */

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { decrypt, derivedKey, encrypt } from '../../auth/crypto.js';
+import { decrypt, derivedKey, encrypt } from '../../kernel/crypto.js';
 import type { RecordedStep } from './actions.js';
 
 const ENTRY_VERSION = 1;

@@ -7,13 +7,13 @@
  *   with a short plaintext result. Bodies over 10 MiB fail the step.
  * - Non-2xx → FAILED, exit code 1, `HTTP <status>: <first 500 characters>`.
  * - Time limit: the step's timeoutMs (default 30 s) and never beyond the run's signal.
- * - Destinations: the service's outbound policy (OUTBOUND_ALLOWLIST, src/http/outbound.ts);
+ * - Destinations: the service's outbound policy (OUTBOUND_ALLOWLIST, src/kernel/outbound.ts);
  *   a refused address fails the step with the reason, nothing is sent.
  */
 import type { WorkflowStep } from '../definition.js';
 import { extensionFor } from '../sandbox/limits.js';
 import { readBounded } from '../../http/read-bounded.js';
-import { OutboundRefusedError } from '../../http/outbound.js';
+import { OutboundRefusedError } from '../../kernel/outbound.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
 import {

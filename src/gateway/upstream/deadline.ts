@@ -9,7 +9,7 @@ import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Logger } from '../../config/logger.js';
-import { OutboundRefusedError } from '../../http/outbound.js';
+import { OutboundRefusedError } from '../../kernel/outbound.js';
 import { GatewayError, RPC } from '../types.js';
 import { AnswerTooLarge } from './mcp-answer.js';
 
@@ -159,7 +159,7 @@ function networkCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** The text of OutboundRefusedError (src/http/outbound.ts) inside a message that kept only text. */
+/** The text of OutboundRefusedError (src/kernel/outbound.ts) inside a message that kept only text. */
 const REFUSED_TEXT = /Outbound request to (\S+) refused: (.+?) \(allow it with OUTBOUND_ALLOWLIST\)/;
 
 /**

@@ -15,7 +15,7 @@ import {
   type ConnectionSecret,
   type ConnectionStatus,
 } from '../../connections/index.js';
-import { TtlMemo } from '../../storage/ttl-memo.js';
+import { TtlMemo } from '../../kernel/ttl-memo.js';
 import { GatewayError, RPC, type GatewayContext } from '../types.js';
 
 export interface ResolvedConnection {

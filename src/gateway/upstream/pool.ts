@@ -16,7 +16,7 @@
  * The pool also owns the keep-alive agents that sessions' calls travel on (mcp-post.ts): one
  * per scheme, which Node divides per origin, so calls to an upstream reuse warm sockets.
  *
- * Every upstream connection passes the outbound policy (src/http/outbound.ts, as workflow
+ * Every upstream connection passes the outbound policy (src/kernel/outbound.ts, as workflow
  * `http` steps do): the SDK transports and plain HTTP calls use the pool's `fetch`
  * (policyFetch: IP literals checked before connecting, names after DNS, redirect hops
  * included), and the agents check the address of every new socket in their `lookup`. The
@@ -25,7 +25,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { defaults } from '../../config/defaults.js';
-import { policyFetch, type OutboundPolicy } from '../../http/outbound.js';
+import { policyFetch, type OutboundPolicy } from '../../kernel/outbound.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
 import { GatewayError, RPC } from '../types.js';

@@ -17,3 +17,4 @@ export const queueManagementHandlers = guardBearerAuth({
   listQueueItems,
   listQueueBatches,
 });
+export { queueBatchHandlers } from './batch-handlers.js';

@@ -8,7 +8,7 @@
 import { Readable } from 'node:stream';
 import { AppError } from '../../errors/index.js';
 import type { Handler } from '../../services.js';
-import { BlobNotFoundError, type BlobReadable } from '../blobs.js';
+import { BlobNotFoundError, type BlobReadable } from '../../kernel/blobs.js';
 import { getFile } from '../files.js';
 import { isResultFileId, loadResultFile } from '../result-files.js';
 import { verifyFileSignature } from '../signed-urls.js';

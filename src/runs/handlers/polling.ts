@@ -3,7 +3,7 @@
  * (used for polling whichever trigger form started the run).
  */
 import { AppError } from '../../errors/index.js';
-import { findTrigger } from '../../triggers/triggers.js';
+import { findTrigger } from '../../triggers/index.js';
 import type { Handler, Services } from '../../services.js';
 import { findRun, type RunRow } from '../runs.js';
 import { resultsView, statusView } from '../views.js';

@@ -16,8 +16,8 @@ import {
   type CallResult,
   type GatewayContext,
   type ToolServer,
-} from '../../gateway/types.js';
-import { embeddedServer } from '../embedded.js';
+  embeddedServer,
+} from '../../gateway/index.js';
 import {
   AgentConfigError,
   checkAgentConfig,
@@ -34,7 +34,7 @@ import {
   type AgentPatch,
   type ServerRef,
 } from '../../agents/index.js';
-import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/signed-urls.js';
+import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/index.js';
 
 const PREFIX = 'agent-management_';
 

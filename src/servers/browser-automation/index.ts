@@ -17,8 +17,8 @@ import {
   type CallResult,
   type GatewayContext,
   type ToolServer,
-} from '../../gateway/types.js';
-import { embeddedServer } from '../embedded.js';
+  embeddedServer,
+} from '../../gateway/index.js';
 import {
   allLogins,
   BrowserUnavailableError,

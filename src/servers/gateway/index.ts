@@ -13,8 +13,8 @@ import {
   type GatewayContext,
   type ToolCallObserver,
   type ToolServer,
-} from '../../gateway/types.js';
-import { embeddedServer } from '../embedded.js';
+  embeddedServer,
+} from '../../gateway/index.js';
 
 export interface ServerResolver {
   /** The server at `path` for the caller's organisation; unknown → GatewayError -32000. */

@@ -6,8 +6,7 @@
  * slow or broken upstream costs at most the listing budget once, its entry says `stale: true`
  * and `error`, and it never delays another server's entry.
  */
-import { jsonResult, type GatewayContext, type ToolServer } from '../../gateway/types.js';
-import { embeddedServer } from '../embedded.js';
+import { jsonResult, type GatewayContext, type ToolServer, embeddedServer } from '../../gateway/index.js';
 
 export interface ServerLister {
   visibleServers(ctx: GatewayContext): Promise<ToolServer[]>;

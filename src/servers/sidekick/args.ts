@@ -4,7 +4,7 @@
  * (spec Errors: "Tool gateway | validation"), whose message names the offending argument.
  */
 import { CapabilitiesDiscoverInput, CapabilityDetailsInput } from '../../../generated/validators/schemas.js';
-import { checkWith } from '../embedded.js';
+import { checkWith } from '../../gateway/index.js';
 import type { DetailsArgs } from './details.js';
 import type { DiscoverArgs } from './discover.js';
 

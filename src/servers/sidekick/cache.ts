@@ -15,7 +15,7 @@ import type {
   CatalogTool,
   DiscoverySource,
   GatewayContext,
-} from '../../gateway/types.js';
+} from '../../gateway/index.js';
 import { indexConnections, indexResources, ToolCatalog, type Indexed } from './catalog.js';
 import { embedText, SHARED_SCOPE, type Semantic, type SemanticDoc, type SemanticIndex } from './semantic.js';
 import type { SkillLibrary } from './skills.js';

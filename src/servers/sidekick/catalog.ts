@@ -4,7 +4,7 @@
  * or changed tools are re-indexed), and small indexes over its connections and resources,
  * which are cheap enough to rebuild on every change.
  */
-import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gateway/types.js';
+import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gateway/index.js';
 import { TermIndex, type FieldSpec } from './search.js';
 
 /** Field boosts (BM25) and coverage quality of the tool index. Name words weigh most. */

@@ -9,7 +9,7 @@
  * once, at its first position. `types` without `tool` empties the schemas ({}), without
  * `agentSkill` sets `skill` to null (schema description of capability_details).
  */
-import type { JsonSchemaObject } from '../../gateway/types.js';
+import type { JsonSchemaObject } from '../../gateway/index.js';
 import type { OrgState } from './cache.js';
 import type { ToolEntry } from './catalog.js';
 import type { Kind } from './discover.js';

@@ -12,7 +12,7 @@
  * - `context` (see POLICIES) changes ranking factors and the confidence floor, not the data.
  * Hits below the floor are dropped; every array is sorted by confidence, highest first.
  */
-import type { CatalogConnection, CatalogTool } from '../../gateway/types.js';
+import type { CatalogConnection, CatalogTool } from '../../gateway/index.js';
 import type { OrgState } from './cache.js';
 import type { ToolEntry } from './catalog.js';
 import { analyze, type AnalyzedQuery } from './search.js';

@@ -5,14 +5,14 @@
  * that assemble their catalogue in code).
  */
 import { toolServers } from '../../../generated/tools/servers.js';
-import type {
-  CatalogConnection,
-  CatalogResource,
-  CatalogTool,
-  DiscoverySource,
-  GatewayContext,
-} from '../../gateway/types.js';
-import { toolDefsOf } from '../embedded.js';
+import {
+  type CatalogConnection,
+  type CatalogResource,
+  type CatalogTool,
+  type DiscoverySource,
+  type GatewayContext,
+  toolDefsOf,
+} from '../../gateway/index.js';
 
 /** CatalogTools of every server in the generated tool table (optionally only some paths). */
 export function describedServerTools(paths?: readonly string[]): CatalogTool[] {

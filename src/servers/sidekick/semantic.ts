@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from '../../config/logger.js';
-import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gateway/types.js';
+import type { CatalogConnection, CatalogResource, CatalogTool } from '../../gateway/index.js';
 import type { EmbeddingsProvider, EmbeddingsStatus } from './embeddings.js';
 import { loadVectors, pruneVectors, saveVectors, SHARED_SCOPE } from './embeddings-store.js';
 import type { SkillDoc } from './skills.js';

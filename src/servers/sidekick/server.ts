@@ -6,8 +6,8 @@
  * retyped here.
  */
 import { toolServers } from '../../../generated/tools/servers.js';
-import { toolDefsOf } from '../embedded.js';
 import {
+  toolDefsOf,
   GatewayError,
   jsonResult,
   RPC,
@@ -15,7 +15,7 @@ import {
   type DiscoverySource,
   type GatewayContext,
   type ToolServer,
-} from '../../gateway/types.js';
+} from '../../gateway/index.js';
 import { parseDetailsArgs, parseDiscoverArgs } from './args.js';
 import { OrgCache } from './cache.js';
 import { details, type DetailsResult } from './details.js';

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { GatewayContext } from '../../gateway/types.js';
+import type { GatewayContext } from '../../gateway/index.js';
 
 const TABLE = 'discovery_usage';
 

@@ -25,7 +25,7 @@
  *   processes' uses show within that time.
  * - Matching and boost (`boosts`): see `learnedValue`.
  */
-import type { GatewayContext, ToolCallObserver } from '../../gateway/types.js';
+import type { GatewayContext, ToolCallObserver } from '../../gateway/index.js';
 import { analyze } from './search.js';
 import { knexUsageStore, type UsageRow, type UsageStore } from './usage-store.js';
 import type { Pending, SharedPending } from './usage-pending.js';

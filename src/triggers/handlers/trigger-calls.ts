@@ -6,8 +6,7 @@ import { AppError } from '../../errors/index.js';
 import { header, idempotencyKey } from '../../http/support.js';
 import type { BeforeBody, Handler, HandlerRequest, OperationId, ServesPath } from '../../services.js';
 // The channel modules alone (not the agents index, which loads the model runtime): the CLI loads triggers too.
-import { authoriseChannel, serveChannel } from '../../agents/channel-call.js';
-import { isChannelId, type ChannelRecord } from '../../agents/channels.js';
+import { authoriseChannel, serveChannel, isChannelId, type ChannelRecord } from '../../agents/index.js';
 import { callTrigger, type TriggerCall } from '../call.js';
 
 /** `x-api-wait`: `true` or `false` (default false); anything else is a bad request. */

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { expect } from 'chai';
 import { GuardedProxy } from '../../../src/browser/proxy.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 
 interface Upstream {
   url: string;

@@ -1,6 +1,6 @@
 /**
  * Application server upstreams go through the outbound policy (OUTBOUND_ALLOWLIST,
- * src/http/outbound.ts), like workflow `http` steps and event calls; decisions in
+ * src/kernel/outbound.ts), like workflow `http` steps and event calls; decisions in
  * openapi/management.yaml (createAppServer, AppServerUpstream):
  * - at registration (op:createAppServer, op:updateAppServer), an upstream whose host is an IP
  *   literal in a refused range, `localhost`, or a name whose addresses include a refused one is

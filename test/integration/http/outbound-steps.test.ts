@@ -1,6 +1,6 @@
 /**
  * Workflow `http` steps go through the outbound policy (OUTBOUND_ALLOWLIST,
- * src/http/outbound.ts), as event calls do: with an empty allow-list, a loopback address, by
+ * src/kernel/outbound.ts), as event calls do: with an empty allow-list, a loopback address, by
  * literal or by name, fails the step with the reason and nothing is sent; the service's own
  * URLs stay reachable; an allow-listed range is called.
  */

@@ -17,8 +17,8 @@ import { createAgent } from '../../../src/agents/agents.js';
 import { createChannel } from '../../../src/agents/channels.js';
 import { demoWorkflow } from '../../../src/bootstrap/demo-workflow.js';
 import { demoAgent } from '../../../src/bootstrap/demo-agent.js';
-import { BlobNotFoundError } from '../../../src/runs/blobs.js';
-import { newId, nowIso } from '../../../src/storage/ids.js';
+import { BlobNotFoundError } from '../../../src/kernel/blobs.js';
+import { newId, nowIso } from '../../../src/kernel/ids.js';
 
 const kinds = await storeKinds();
 

@@ -1,6 +1,6 @@
 /**
  * Every upstream connection of the pool passes the outbound policy (src/gateway/upstream/pool.ts,
- * src/http/outbound.ts), on the address actually connected to: the MCP SDK client's Streamable
+ * src/kernel/outbound.ts), on the address actually connected to: the MCP SDK client's Streamable
  * HTTP and SSE transports, the lean call path's keep-alive agents, OpenAPI and coding-agent
  * calls. Registrations are stored directly here (as a row made while the policy allowed them
  * would be), so these tests see the connect-time check alone. Loopback listeners count the
@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { createLogger } from '../../../src/config/logger.js';
 import { createAppToolServer, UpstreamPool } from '../../../src/gateway/upstream/index.js';
 import type { AppServerCreate } from '../../../src/gateway/registry.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { petDocument } from '../../fixtures/upstreams/http-api.js';
 import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';

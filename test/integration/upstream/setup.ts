@@ -13,7 +13,7 @@ import { createConnection, type ConnectionCreate } from '../../../src/connection
 // registry.ts directly: gateway/index.ts also loads the router and every embedded server.
 import { createAppServer, type AppServer, type AppServerCreate } from '../../../src/gateway/registry.js';
 import { GatewayError, type GatewayContext } from '../../../src/gateway/types.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 import type { Services } from '../../../src/services.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 import { freePort } from '../../helpers/server.js';

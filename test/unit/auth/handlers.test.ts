@@ -3,7 +3,6 @@ import { expect } from 'chai';
 import type { Services } from '../../../src/services.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
-  authHandlers,
   createCredential,
   createOrganization,
   createTokenService,
@@ -11,6 +10,7 @@ import {
   type AuthContext,
   type TokenService,
 } from '../../../src/auth/index.js';
+import { authHandlers } from '../../../src/auth/handlers/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { AppError, OAuthError } from '../../../src/errors/index.js';
 import type { HandlerRequest, OperationId, RequestContext } from '../../../src/services.js';

@@ -11,7 +11,7 @@ import vm from 'node:vm';
 import { expect } from 'chai';
 import { planOperator, startUrlOf, type OperatorDeps } from '../../../src/browser/operator/task.js';
 import { loadConfig } from '../../../src/config/index.js';
-import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/http/outbound.js';
+import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 import { TaskError } from '../../../src/browser/errors.js';
 import { playwrightKey } from '../../../src/browser/operator/cua.js';
 import { replayScript } from '../../../src/browser/operator/replay-script.js';

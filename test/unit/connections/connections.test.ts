@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import {
-  connectionHandlers as h,
   createConnection,
   decryptConnectionSecret,
   deleteConnection,
@@ -10,6 +9,7 @@ import {
   listUserConnections,
   updateConnection,
 } from '../../../src/connections/index.js';
+import { connectionHandlers as h } from '../../../src/connections/handlers/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, context, expectAppError, ORG_A, ORG_B, request, seedOrgs, testConfig } from '../engine/fixtures.js';
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { connectionHandlers, createConnection, parseStatuses } from '../../../src/connections/index.js';
+import { createConnection, parseStatuses } from '../../../src/connections/index.js';
+import { connectionHandlers } from '../../../src/connections/handlers/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, context, ORG_A, ORG_B, request, seedOrgs, testConfig } from '../engine/fixtures.js';
 

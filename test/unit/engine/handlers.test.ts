@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { workflowHandlers } from '../../../src/engine/index.js';
+import { workflowHandlers } from '../../../src/engine/handlers/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, codeStep, context, definition, ORG_A, ORG_B, request, seedOrgs } from './fixtures.js';
 

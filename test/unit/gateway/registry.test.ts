@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import {
-  appServerHandlers as h,
   createAppServer,
   deleteAppServer,
   EMBEDDED_PATHS,
@@ -10,6 +9,7 @@ import {
   updateAppServer,
   type AppServerCreate,
 } from '../../../src/gateway/index.js';
+import { appServerHandlers as h } from '../../../src/gateway/handlers/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, context, expectAppError, ORG_A, ORG_B, request, seedOrgs } from '../engine/fixtures.js';
 

@@ -2,7 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { LocalBlobStore } from '../../../src/runs/blobs.js';
+import { LocalBlobStore } from '../../../src/kernel/blobs.js';
 import {
   attachFilesToRun,
   deleteFiles,

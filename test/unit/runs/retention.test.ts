@@ -6,12 +6,12 @@
 import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
-import { BlobNotFoundError, openBlobStore, type LocalBlobStore } from '../../../src/runs/blobs.js';
+import { BlobNotFoundError, openBlobStore, type LocalBlobStore } from '../../../src/kernel/blobs.js';
 import { recordFile } from '../../../src/runs/files.js';
 import { pruneFinishedRuns } from '../../../src/runs/retention.js';
 import { insertRuns, runRows } from '../../../src/runs/runs.js';
 import type { RunStatus } from '../../../src/runs/states.js';
-import { newId } from '../../../src/storage/ids.js';
+import { newId } from '../../../src/kernel/ids.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 
 const kinds = await storeKinds();

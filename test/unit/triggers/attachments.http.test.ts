@@ -13,7 +13,7 @@ import { expect } from 'chai';
 import { createLogger } from '../../../src/config/logger.js';
 import { renderError, sendError } from '../../../src/http/render.js';
 import { sendJson } from '../../../src/http/reply.js';
-import { LocalBlobStore } from '../../../src/runs/blobs.js';
+import { LocalBlobStore } from '../../../src/kernel/blobs.js';
 import { getFile, listRunFiles } from '../../../src/runs/files.js';
 import { verifyFileSignature } from '../../../src/runs/signed-urls.js';
 import {

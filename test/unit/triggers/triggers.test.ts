@@ -1,13 +1,7 @@
 import { expect } from 'chai';
 import { createWorkflow, deleteWorkflow, updateWorkflow } from '../../../src/engine/index.js';
-import {
-  createTrigger,
-  deleteTrigger,
-  getTrigger,
-  listTriggers,
-  triggerHandlers as h,
-  updateTrigger,
-} from '../../../src/triggers/index.js';
+import { createTrigger, deleteTrigger, getTrigger, listTriggers, updateTrigger } from '../../../src/triggers/index.js';
+import { triggerHandlers as h } from '../../../src/triggers/handlers/index.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import { call, context, definition, expectAppError, ORG_A, ORG_B, request, seedOrgs } from '../engine/fixtures.js';
 

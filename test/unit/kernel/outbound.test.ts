@@ -1,5 +1,5 @@
 /**
- * The outbound policy (src/http/outbound.ts): allow-list parsing, the refused ranges (IPv4,
+ * The outbound policy (src/kernel/outbound.ts): allow-list parsing, the refused ranges (IPv4,
  * IPv6 and IPv4-mapped IPv6), the check after DNS, the time limit and the response size cap,
  * for event calls (outboundRequest) and workflow http steps (policyFetch), redirects included.
  */
@@ -13,7 +13,7 @@ import {
   outboundRequest,
   parseOutboundAllowlist,
   policyFetch,
-} from '../../../src/http/outbound.js';
+} from '../../../src/kernel/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const refusal = (p: OutboundPolicy, address: string): string | undefined => {

@@ -12,7 +12,7 @@ import {
   InvalidBlobKeyError,
   LocalBlobStore,
   openBlobStore,
-} from '../../../src/runs/blobs.js';
+} from '../../../src/kernel/blobs.js';
 
 /** Every regular file under a folder (relative paths). */
 function filesUnder(dir: string): string[] {

@@ -1,6 +1,6 @@
-/** Server-generated ids (src/storage/ids.ts): prefixed UUIDv7, unique and increasing in creation order. */
+/** Server-generated ids (src/kernel/ids.ts): prefixed UUIDv7, unique and increasing in creation order. */
 import { expect } from 'chai';
-import { newId } from '../../../src/storage/ids.js';
+import { newId } from '../../../src/kernel/ids.js';
 
 describe('newId', () => {
   it('is <prefix>_<32 hex> with the UUIDv7 version and RFC 9562 variant', () => {

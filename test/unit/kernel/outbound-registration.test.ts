@@ -1,5 +1,5 @@
 /**
- * The outbound policy (src/http/outbound.ts) for destinations an organisation registers
+ * The outbound policy (src/kernel/outbound.ts) for destinations an organisation registers
  * (application server upstreams, openapi/management.yaml createAppServer): registrationRefusal
  * judges a URL before it is stored; the checked `lookup` lets an allowed host name connect when
  * node:net asks for every address (autoSelectFamily, the default), on policyFetch and on
@@ -13,7 +13,7 @@ import {
   OutboundRefusedError,
   parseOutboundAllowlist,
   policyFetch,
-} from '../../../src/http/outbound.js';
+} from '../../../src/kernel/outbound.js';
 
 const policy = (allow = '', origins: string[] = []) => new OutboundPolicy(parseOutboundAllowlist(allow), origins);
 const judge = (p: OutboundPolicy, url: string) => p.registrationRefusal(new URL(url));

@@ -15,7 +15,7 @@ import {
   type JsonSchemaObject,
   type ToolDef,
   type ToolServer,
-} from '../gateway/types.js';
+} from './types.js';
 
 export interface EmbeddedTool {
   def: ToolDef;

@@ -3,7 +3,7 @@
  * `limit` 1..200 (default 50), an opaque `cursor`, and `{items, nextCursor}` pages. A cursor
  * is base64url JSON naming the list it belongs to and the last key returned, so a cursor from
  * another list, or a forged one, is rejected with 400 invalid_cursor. Keys are ids (UUIDv7
- * based, src/storage/ids.ts) or numbers, so "key > last key" walks rows in creation order
+ * based, src/kernel/ids.ts) or numbers, so "key > last key" walks rows in creation order
  * without offsets.
  */
 import type { Knex } from 'knex';

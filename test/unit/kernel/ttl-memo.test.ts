@@ -1,10 +1,10 @@
 /**
- * TtlMemo (src/storage/ttl-memo.ts): the per-process memo behind API keys, trigger targets,
+ * TtlMemo (src/kernel/ttl-memo.ts): the per-process memo behind API keys, trigger targets,
  * connections and the gateway catalogue. A change forgets its key in the changing process at
  * once, including a load that was already in flight when the change was made.
  */
 import { expect } from 'chai';
-import { TtlMemo } from '../../../src/storage/ttl-memo.js';
+import { TtlMemo } from '../../../src/kernel/ttl-memo.js';
 
 /** A load that resolves when the test says so, counting how often it was started. */
 function gatedLoads<V>() {

@@ -1,6 +1,6 @@
 import { access, constants } from 'node:fs/promises';
-import type { Handler } from '../services.js';
-import { pingRedis } from '../storage/redis.js';
+import type { Handler } from '../../services.js';
+import { pingRedis } from '../../storage/redis.js';
 
 const NO_STORE = { 'Cache-Control': 'no-store' };
 
