@@ -9,7 +9,9 @@ import path from 'node:path';
 import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
 import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
-import type { Services } from '../services.js';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
 import { demoWorkflow } from './demo-workflow.js';
 import { demoAgent } from './demo-agent.js';
 import { createAgent } from '../agents/agents.js';
@@ -44,9 +46,15 @@ export interface BootstrapFile {
   };
 }
 
+export interface BootstrapDeps {
+  db: Knex;
+  config: Config;
+  log: Logger;
+}
+
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
 export async function bootstrapIfEmpty(
-  services: Pick<Services, 'db' | 'config' | 'log'>,
+  services: BootstrapDeps,
   out?: NodeJS.WritableStream,
 ): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;

@@ -25,8 +25,8 @@ export {
   type AuthScheme,
 } from './registry-validate.js';
 export { appServerHandlers, gatewayHandlers } from './handlers/index.js';
-export { createGateway, type Gateway } from './gateway.js';
-export { toolCaller } from './steps.js';
+export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
+export { toolCaller, type ToolCallerDeps } from './steps.js';
 export {
   GatewayError,
   RPC,
@@ -36,4 +36,5 @@ export {
   type ToolDef,
   type CallResult,
   type GatewayContext,
+  type GatewayServices,
 } from './types.js';

@@ -23,7 +23,7 @@ import {
   type DiscoveryEngine,
   type UsageMemoryOptions,
 } from '../../../../src/servers/sidekick/index.js';
-import type { Services } from '../../../../src/services.js';
+import { loadConfig } from '../../../../src/config/index.js';
 import { connectRedis, type RedisClient } from '../../../../src/storage/redis.js';
 import { createTestStore, storeKinds, type TestStore } from '../../../helpers/store.js';
 import { tools } from './fixtures.js';
@@ -69,7 +69,7 @@ for (const kind of kinds) {
     );
 
     const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-      services: { db: store.db, log } as unknown as Services,
+      services: { db: store.db, config: loadConfig({ DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' }), log },
       log,
       orgId,
       forwardedHeaders: {},
@@ -275,7 +275,7 @@ describe('discovery learning across processes: pending discovers in Redis (usage
   const prefix = `sy-learn-${process.pid}-${Date.now()}`;
 
   const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-    services: { db: store.db, log } as unknown as Services,
+    services: { db: store.db, config: loadConfig({ DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' }), log },
     log,
     orgId,
     forwardedHeaders: {},
