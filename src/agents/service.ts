@@ -225,7 +225,7 @@ export class AgentService {
           onToolEnd: (e) => {
             req.onEvent?.({ type: 'tool-call-end', ...e });
             // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
-            this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+            this.services.gateway.usage?.toolCalled(ctx, { server: e.server, tool: e.tool, ok: !e.isError });
           },
           onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
         },
@@ -263,7 +263,7 @@ export class AgentService {
             ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output }
             : { status: 'FAILED', error: outcome.error },
         );
-        await appendMessages(trx, req.orgId, chatId, turnId, outcome.messages, nextSeq);
+        await appendMessages(trx, req.orgId, chatId, { turnId, messages: outcome.messages, firstSeq: nextSeq });
       });
     } catch (err) {
       // The reply is not kept: the caller must not believe it is in the history.

@@ -80,7 +80,7 @@ export interface GatewayContext {
  * once and never throw. Calls that threw are not reported.
  */
 export interface ToolCallObserver {
-  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void;
+  toolCalled(ctx: GatewayContext, call: { server: string; tool: string; ok: boolean }): void;
 }
 
 /** A server at `{mcp_url}/<path>`. */

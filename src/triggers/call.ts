@@ -116,13 +116,10 @@ async function answer(
       return {
         status: 200,
         headers,
-        body: await syncView(
-          services.db,
-          services.config,
-          finished.run,
-          trigger.designatedOutput,
-          Promise.all([finished.steps, finished.files, pinned]),
-        ),
+        body: await syncView(services.db, services.config, finished.run, {
+          output: trigger.designatedOutput,
+          parts: Promise.all([finished.steps, finished.files, pinned]),
+        }),
       };
     }
     // Finished (its parts committed with its terminal state): its parts are read beside its row.
@@ -151,7 +148,7 @@ async function answer(
   return {
     status: 200,
     headers,
-    body: await syncView(services.db, services.config, run, trigger.designatedOutput, parts),
+    body: await syncView(services.db, services.config, run, { output: trigger.designatedOutput, parts }),
   };
 }
 

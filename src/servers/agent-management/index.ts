@@ -183,7 +183,9 @@ const tools: Record<string, Tool> = {
     return jsonResult(await publishRelease(ctx.services.db, ctx.orgId, args.agentId as string, str(args, 'notes')));
   },
   async agent_toggle_public_template(ctx, args) {
-    const agent = await setPublicTemplate(ctx.services.db, ctx.orgId, args.agentId as string, args.public as boolean);
+    const agent = await setPublicTemplate(ctx.services.db, ctx.orgId, args.agentId as string, {
+      isPublic: args.public as boolean,
+    });
     return jsonResult({
       agentId: agent.agentId,
       isPublicTemplate: agent.isPublicTemplate,
