@@ -32,22 +32,11 @@ const RUNNER_COMMON = '^src/containment/runner-common\\.cjs$';
 const TOP = '^src/(app|services|main|worker|embed)\\.ts$|^src/cli/';
 
 /**
- * Files outside a handlers/ folder that receive the whole `Services` bag (src/services.ts) and
- * so import its type: the HTTP edge that lives beside its context's domain code (a trigger
- * call, the agent channel), and the gateway's tool-call context, which carries the bag to the
- * embedded servers and is built by the agent service, agent checks and workflow steps.
+ * Files outside a handlers/ folder that are handler edge too and so may import the composition
+ * types (src/services.ts): the agent channel's operation handler lives beside the channel's
+ * domain code. Every other file of a context receives the narrow interfaces it uses.
  */
-const SERVICES_BAG_EDGE = [
-  '^src/triggers/call\\.ts$',
-  '^src/agents/channel-call\\.ts$',
-  '^src/agents/channel-sse\\.ts$',
-  '^src/agents/service\\.ts$',
-  '^src/agents/step-invoker\\.ts$',
-  '^src/agents/validate\\.ts$',
-  '^src/gateway/gateway\\.ts$',
-  '^src/gateway/steps\\.ts$',
-  '^src/gateway/types\\.ts$',
-];
+const SERVICES_BAG_EDGE = ['^src/agents/channel-call\\.ts$'];
 
 module.exports = {
   forbidden: [

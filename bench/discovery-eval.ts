@@ -5,12 +5,14 @@
  * (1 / rank of the first expected tool, 0 beyond 50), overall and per split (dev queries may
  * be looked at while tuning; holdout queries are only scored).
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import type { CatalogTool, GatewayContext, JsonSchemaObject } from '../src/gateway/types.js';
-import type { Services } from '../src/services.js';
+import { loadConfig } from '../src/config/index.js';
+import { openStore } from '../src/storage/db.js';
 import { describedServerTools, type DiscoveryEngine } from '../src/servers/sidekick/index.js';
 
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'discovery');
@@ -49,10 +51,16 @@ export function evalQueries(): EvalQuery[] {
   return (JSON.parse(readFileSync(path.join(DIR, 'eval-queries.json'), 'utf8')) as { queries: EvalQuery[] }).queries;
 }
 
+/** Discovery over the bench's in-memory catalogue reads nothing of the store: it is connected on first query only. */
+function benchServices(log: GatewayContext['log']): GatewayContext['services'] {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sy-bench-discovery-'));
+  return { db: openStore({ dataDir }), config: loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }), log };
+}
+
 export function benchContext(orgId = 'org_bench'): GatewayContext {
   const log = pino({ level: 'silent' });
   return {
-    services: { log } as unknown as Services,
+    services: benchServices(log),
     log,
     orgId,
     forwardedHeaders: {},

@@ -625,7 +625,7 @@ async function resume(s: Server, setup: Setup): Promise<void> {
   }
   const db = openStore({ dataDir: s.dataDir });
   try {
-    await updateQueue(db, s.bootstrap.orgId, setup.queueId, undefined, { paused: false });
+    await updateQueue(db, s.bootstrap.orgId, setup.queueId, { expectedVersion: undefined, patch: { paused: false } });
   } finally {
     await db.destroy();
   }

@@ -95,9 +95,38 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
-  const gateway = createGateway(config, log, db, redis);
+  // The embedded servers reach the agent turns and browser tasks built below (the agents use this gateway).
+  const gateway = createGateway({ config, log, db, redis, agents: () => agents, browser: () => browser });
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
-  const partial: Omit<Services, 'agents' | 'events' | 'queues' | 'browser'> = {
+  const runWriter = new GroupCommitter(WriteQueue.for(db));
+  const callTargets = new CallTargets(db, config.revocationCacheMs);
+  // Event calls are delivered where runs are executed, on a delivery thread off the event loop that
+  // serves requests; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
+  const delivers = config.runConcurrency > 0;
+  const queues = new QueuesService({
+    db,
+    config,
+    log,
+    blobs,
+    signals,
+    callTargets,
+    runQueue: queue,
+    active: delivers,
+  });
+  const events = new EventsService({
+    db,
+    config,
+    log,
+    blobs,
+    redis,
+    ...eventCalls(config),
+    deliver: delivers,
+    delivery: delivers ? threadPoster(config) : undefined,
+  });
+  const browser = new BrowserService({ db, config, log, events, isolation });
+  const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
+  const agents = new AgentService({ db, config, log, blobs, gateway }, chatOrder);
+  const services: Services = {
     config,
     db,
     log,
@@ -108,37 +137,14 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     blobs,
     signals,
     queue,
-    runWriter: new GroupCommitter(WriteQueue.for(db)),
-    callTargets: new CallTargets(db, config.revocationCacheMs),
+    runWriter,
+    callTargets,
     gateway,
+    agents,
+    events,
+    queues,
+    browser,
   };
-  const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
-  const services = partial as Services;
-  services.agents = new AgentService(services, chatOrder);
-  // Event calls are delivered where runs are executed, on a delivery thread off the event loop that
-  // serves requests; an HTTP-only process (RUN_CONCURRENCY=0) only records them.
-  const delivers = config.runConcurrency > 0;
-  services.queues = new QueuesService({
-    db,
-    config,
-    log,
-    blobs,
-    signals,
-    callTargets: services.callTargets,
-    runQueue: queue,
-    active: delivers,
-  });
-  services.events = new EventsService({
-    db,
-    config,
-    log,
-    blobs,
-    redis,
-    ...eventCalls(config),
-    deliver: delivers,
-    delivery: delivers ? threadPoster(config) : undefined,
-  });
-  services.browser = new BrowserService({ db, config, log, events: services.events, isolation });
   // Turns left RUNNING by a process that died can never finish: mark them failed (never stuck).
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({

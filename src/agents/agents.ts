@@ -225,7 +225,7 @@ export async function setPublicTemplate(
   db: Knex,
   orgId: string,
   agentId: string,
-  isPublic: boolean,
+  { isPublic }: { isPublic: boolean },
 ): Promise<AgentRecord> {
   const agent = await requireAgent(db, orgId, agentId);
   if (isPublic && agent.releaseVersion === null) throw new AppError('ERR_AGENT_PUBLIC_NEEDS_RELEASE');

@@ -18,12 +18,23 @@ import { operationValidators } from '../../generated/validators/operations.js';
 import { AppError } from '../errors/index.js';
 import { check } from '../http/pipeline.js';
 import { header, idempotencyKey } from '../http/support.js';
-import type { BeforeBody, Handler, Reply, Services } from '../services.js';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import type { BeforeBody, Handler, Reply } from '../services.js';
 import { forwardedHeaders } from '../gateway/index.js';
 import { isChannelId, verifyChannelKey, type ChannelRecord } from './channels.js';
 import { findTurnByIdempotencyKey, TurnIdempotencyRace, type TurnRecord } from './chats.js';
-import type { TurnOutcome } from './service.js';
+import type { AgentService, TurnOutcome } from './service.js';
 import { eventCollector, streamTurn, wantsEventStream } from './channel-sse.js';
+
+/** What a channel call reads: the channel and its turns in the store, the wait limit, the agent turns. */
+export interface ChannelCallDeps {
+  db: Knex;
+  config: Pick<Config, 'syncWaitMs'>;
+  log: Logger;
+  agents: Pick<AgentService, 'start' | 'waitForTurn'>;
+}
 
 interface ChannelRequest {
   message: string;
@@ -33,7 +44,7 @@ interface ChannelRequest {
 
 /** The key and flag checks, before any body byte is read (openapi/triggers.yaml channelApiKey). */
 export async function authoriseChannel(
-  services: Services,
+  services: Pick<ChannelCallDeps, 'db'>,
   triggerId: string,
   headers: IncomingHttpHeaders,
   contentType: string | undefined,
@@ -53,9 +64,16 @@ function failureStatus(code: string): number {
   return code === 'turn_timeout' ? 504 : 502;
 }
 
-function baseHeaders(chatId: string, turnId: string, replay: boolean): Record<string, string> {
-  const h: Record<string, string> = { 'X-Pf-Chat-Id': chatId, 'X-Pf-Run-Id': turnId };
-  if (replay) h['Idempotent-Replay'] = 'true';
+/** The turn a channel response answers for; `replay` when it repeats an earlier call's turn. */
+interface AnsweredTurn {
+  chatId: string;
+  turnId: string;
+  replay: boolean;
+}
+
+function baseHeaders(turn: AnsweredTurn): Record<string, string> {
+  const h: Record<string, string> = { 'X-Pf-Chat-Id': turn.chatId, 'X-Pf-Run-Id': turn.turnId };
+  if (turn.replay) h['Idempotent-Replay'] = 'true';
   return h;
 }
 
@@ -75,7 +93,7 @@ export function formatReply(
   }
 }
 
-function timeoutBody(services: Services) {
+function timeoutBody(services: Pick<ChannelCallDeps, 'config'>) {
   const seconds = Math.round(services.config.syncWaitMs / 1000);
   return {
     status: 'timeout',
@@ -84,14 +102,11 @@ function timeoutBody(services: Services) {
 }
 
 function answer(
-  services: Services,
-  channel: ChannelRecord,
-  chatId: string,
-  turnId: string,
-  replay: boolean,
-  outcome: TurnOutcome | 'timeout',
+  services: Pick<ChannelCallDeps, 'config'>,
+  turn: AnsweredTurn & { channel: ChannelRecord; outcome: TurnOutcome | 'timeout' },
 ): Reply {
-  const headers = baseHeaders(chatId, turnId, replay);
+  const { channel, chatId, outcome } = turn;
+  const headers = baseHeaders(turn);
   if (outcome === 'timeout') return { status: 200, headers, body: timeoutBody(services) };
   if (!outcome.ok) return { status: failureStatus(outcome.error.error), headers, body: outcome.error };
   return { status: 200, headers, ...formatReply(channel, chatId, outcome) };
@@ -107,7 +122,12 @@ function fromRecord(turn: TurnRecord | undefined): TurnOutcome | 'timeout' {
   };
 }
 
-async function replay(services: Services, channel: ChannelRecord, turn: TurnRecord, sse: boolean): Promise<Reply> {
+/** An earlier call's turn answered again, as a stream when `sse`. */
+async function replay(
+  services: ChannelCallDeps,
+  earlier: { channel: ChannelRecord; turn: TurnRecord; sse: boolean },
+): Promise<Reply> {
+  const { channel, turn, sse } = earlier;
   const done = fromRecord(await services.agents.waitForTurn(channel.orgId, turn.turnId, services.config.syncWaitMs));
   if (sse)
     return streamTurn(services, {
@@ -117,10 +137,13 @@ async function replay(services: Services, channel: ChannelRecord, turn: TurnReco
       done: Promise.resolve(done),
       format: (o) => formatReply(channel, turn.chatId, o),
     });
-  return answer(services, channel, turn.chatId, turn.turnId, true, done);
+  return answer(services, { channel, chatId: turn.chatId, turnId: turn.turnId, replay: true, outcome: done });
 }
 
-async function withinSyncWait(services: Services, done: Promise<TurnOutcome>): Promise<TurnOutcome | 'timeout'> {
+async function withinSyncWait(
+  services: Pick<ChannelCallDeps, 'config'>,
+  done: Promise<TurnOutcome>,
+): Promise<TurnOutcome | 'timeout'> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), services.config.syncWaitMs);
@@ -133,7 +156,7 @@ async function withinSyncWait(services: Services, done: Promise<TurnOutcome>): P
 }
 
 export async function serveChannel(
-  services: Services,
+  services: ChannelCallDeps,
   channel: ChannelRecord,
   body: unknown,
   headers: IncomingHttpHeaders,
@@ -144,7 +167,7 @@ export async function serveChannel(
   const sse = wantsEventStream(header({ headers }, 'accept'));
   if (key) {
     const earlier = await findTurnByIdempotencyKey(services.db, channel.orgId, channel.triggerId, key);
-    if (earlier) return replay(services, channel, earlier, sse);
+    if (earlier) return replay(services, { channel, turn: earlier, sse });
   }
   const events = sse ? eventCollector() : undefined;
   let inv;
@@ -163,7 +186,7 @@ export async function serveChannel(
   } catch (err) {
     if (err instanceof TurnIdempotencyRace) {
       const earlier = await findTurnByIdempotencyKey(services.db, channel.orgId, channel.triggerId, key!);
-      if (earlier) return replay(services, channel, earlier, sse);
+      if (earlier) return replay(services, { channel, turn: earlier, sse });
     }
     throw err;
   }
@@ -176,7 +199,8 @@ export async function serveChannel(
       events,
       format: (o) => formatReply(channel, inv.chatId, o),
     });
-  return answer(services, channel, inv.chatId, inv.turnId, false, await withinSyncWait(services, inv.done));
+  const outcome = await withinSyncWait(services, inv.done);
+  return answer(services, { channel, chatId: inv.chatId, turnId: inv.turnId, replay: false, outcome });
 }
 
 /** Handler of `sendChannelMessage` (`POST /ext/channels/{triggerId}`). */

@@ -10,7 +10,8 @@
  * 15 s keeps proxies from closing a quiet stream; the turn's own time limit bounds it.
  */
 import { PassThrough } from 'node:stream';
-import type { Reply, Services } from '../services.js';
+import type { Logger } from '../config/logger.js';
+import type { Reply } from '../http/types.js';
 import type { AgentEvent, TurnOutcome } from './service.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -58,7 +59,12 @@ export interface StreamedTurn {
   format: (o: { reply: string; output: Record<string, unknown> | null }) => Pick<Reply, 'body' | 'contentType'>;
 }
 
-export function streamTurn(services: Services, turn: StreamedTurn): Reply {
+/** A stream only logs a turn that failed outright. */
+export interface StreamTurnDeps {
+  log: Logger;
+}
+
+export function streamTurn(services: StreamTurnDeps, turn: StreamedTurn): Reply {
   const out = new PassThrough();
   let open = true;
   const write = (event: string, data: unknown) => {

@@ -211,8 +211,7 @@ async function writeIfUnchanged(
   db: Knex,
   orgId: string,
   triggerId: string,
-  expectedEtag: number | undefined,
-  set: Record<string, unknown>,
+  { expectedEtag, set }: { expectedEtag: number | undefined; set: Record<string, unknown> },
 ): Promise<string> {
   const row = await rowOf(db, orgId, triggerId);
   if (!row) throw notFound();
@@ -230,8 +229,7 @@ export async function updateChannel(
   db: Knex,
   orgId: string,
   triggerId: string,
-  expectedEtag: number,
-  patch: ChannelPatch,
+  { expectedEtag, patch }: { expectedEtag: number; patch: ChannelPatch },
 ): Promise<ChannelRecord> {
   checkFields(patch);
   const set: Record<string, unknown> = {};
@@ -240,7 +238,7 @@ export async function updateChannel(
   if (patch.enabled !== undefined) set.enabled = patch.enabled;
   if (Object.keys(set).length === 0)
     throw new AppError('ERR_REQUEST_INVALID', { message: 'Nothing to update: send name, outputFormat or enabled' });
-  await writeIfUnchanged(db, orgId, triggerId, expectedEtag, set);
+  await writeIfUnchanged(db, orgId, triggerId, { expectedEtag, set });
   return requireChannel(db, orgId, triggerId);
 }
 
@@ -267,9 +265,12 @@ export async function rotateChannelKey(db: Knex, orgId: string, triggerId: strin
   for (let attempt = 0; ; attempt++) {
     const { apiKey, keyHash, keyHint } = newKey();
     try {
-      const rotatedAt = await writeIfUnchanged(db, orgId, triggerId, undefined, {
-        key_hash: keyHash,
-        key_hint: keyHint,
+      const rotatedAt = await writeIfUnchanged(db, orgId, triggerId, {
+        expectedEtag: undefined,
+        set: {
+          key_hash: keyHash,
+          key_hint: keyHint,
+        },
       });
       return { triggerId, apiKey, keyHint, rotatedAt };
     } catch (err) {

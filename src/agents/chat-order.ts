@@ -167,7 +167,7 @@ export class RedisChatOrder implements ChatOrder {
       else if (missing?.serving !== serving) missing = { serving, since: Date.now() };
       else if (Date.now() - missing.since > this.leaseMs) {
         this.opts.log.warn({ chatId, ticket: serving }, 'chat order: skipping a message whose process stopped');
-        await this.advance(chatId, serving, true);
+        await this.advance(chatId, serving, { skip: true });
         missing = undefined;
         wake.cancel();
         continue;
@@ -185,7 +185,7 @@ export class RedisChatOrder implements ChatOrder {
     );
   }
 
-  private advance(chatId: string, ticket: number, skip: boolean): Promise<unknown> {
+  private advance(chatId: string, ticket: number, { skip }: { skip: boolean }): Promise<unknown> {
     const k = this.keys(chatId);
     return this.redis.eval(ADVANCE, {
       keys: [k.serving, k.lease, k.ticket, this.channel],
@@ -215,7 +215,7 @@ export class RedisChatOrder implements ChatOrder {
     return async () => {
       clearInterval(renew);
       this.renewals.delete(renew);
-      await this.advance(chatId, ticket, false);
+      await this.advance(chatId, ticket, { skip: false });
     };
   }
 

@@ -117,9 +117,7 @@ export async function appendMessages(
   trx: Knex,
   orgId: string,
   chatId: string,
-  turnId: string,
-  messages: readonly ModelMessage[],
-  firstSeq?: number,
+  { turnId, messages, firstSeq }: { turnId: string; messages: readonly ModelMessage[]; firstSeq?: number | undefined },
 ): Promise<void> {
   if (messages.length === 0) return;
   const now = nowIso();

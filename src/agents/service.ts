@@ -8,8 +8,13 @@
  * the turn: it completes into the history.
  */
 import type { ModelMessage } from 'ai';
-import type { Services } from '../services.js';
-import type { GatewayContext } from '../gateway/index.js';
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import type { BlobStore } from '../kernel/blobs.js';
+import type { GatewayContext, GatewayServices } from '../gateway/index.js';
+import type { GatewayCatalog } from '../gateway/index.js';
+import type { UsageMemory } from '../servers/sidekick/index.js';
 import { AppError } from '../errors/index.js';
 import { recordFile } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
@@ -66,17 +71,48 @@ export interface Invocation {
   done: Promise<TurnOutcome>;
 }
 
+export interface AgentServiceDeps {
+  db: Knex;
+  config: Config;
+  log: Logger;
+  /** Files from tool results are kept here. */
+  blobs: BlobStore;
+  /** Agents' tools resolve through the catalogue; discovery's learning from use is told of their calls. */
+  gateway: {
+    catalog: Pick<GatewayCatalog, 'resolve'>;
+    usage?: Pick<UsageMemory, 'toolCalled'> | undefined;
+  };
+}
+
+/** One turn to run, as `start` queues it on its chat. */
+interface TurnJob {
+  req: InvokeRequest;
+  chatId: string;
+  turnId: string;
+  agentConfig: AgentConfig;
+  resolved: ResolvedModel;
+  /** The chat is made for this turn: it has no history to read. */
+  newChat: boolean;
+  /** Settles when the chat (if new) and turn rows are committed. */
+  recorded: Promise<void>;
+}
+
 export class AgentService {
   /** Turns running in this process, so a replay or a second waiter can await the same promise. */
   private readonly running = new Map<string, Promise<TurnOutcome>>();
 
   private readonly writes: WriteQueue;
 
+  /** What an agent's tool calls reach through the gateway. */
+  private readonly tools: GatewayServices;
+
   constructor(
-    private readonly services: Services,
+    private readonly services: AgentServiceDeps,
     private readonly order: ChatOrder,
   ) {
     this.writes = WriteQueue.for(services.db);
+    const { db, config, log } = services;
+    this.tools = { db, config, log };
   }
 
   async start(req: InvokeRequest): Promise<Invocation> {
@@ -131,7 +167,7 @@ export class AgentService {
       recorded.catch(() => undefined);
     }
     const done = this.order.run(chatId, () =>
-      this.execute(req, chatId, turnId, agentConfig, resolved, req.chatId === undefined, recorded),
+      this.execute({ req, chatId, turnId, agentConfig, resolved, newChat: req.chatId === undefined, recorded }),
     );
     this.running.set(turnId, done);
     const forget = () => this.running.delete(turnId);
@@ -159,20 +195,14 @@ export class AgentService {
     }
   }
 
-  private async execute(
-    req: InvokeRequest,
-    chatId: string,
-    turnId: string,
-    agentConfig: AgentConfig,
-    { model, structuredOutput }: ResolvedModel,
-    newChat: boolean,
-    recorded: Promise<void>,
-  ): Promise<TurnOutcome> {
+  private async execute(job: TurnJob): Promise<TurnOutcome> {
+    const { req, chatId, turnId, agentConfig, newChat, recorded } = job;
+    const { model, structuredOutput } = job.resolved;
     const { db, config, log } = this.services;
     const limit = AbortSignal.timeout(config.agentTurnTimeoutMs);
     const signal = req.signal ? AbortSignal.any([limit, req.signal]) : limit;
     const ctx: GatewayContext = {
-      services: this.services,
+      services: this.tools,
       log,
       orgId: req.orgId,
       forwardedHeaders: req.forwardedHeaders ?? {},
@@ -197,7 +227,7 @@ export class AgentService {
           onToolEnd: (e) => {
             req.onEvent?.({ type: 'tool-call-end', ...e });
             // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
-            this.services.gateway.usage?.toolCalled(ctx, e.server, e.tool, !e.isError);
+            this.services.gateway.usage?.toolCalled(ctx, { server: e.server, tool: e.tool, ok: !e.isError });
           },
           onFile: (f) => this.saveFile(req.orgId, chatId, turnId, f),
         },
@@ -236,7 +266,7 @@ export class AgentService {
             ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output }
             : { status: 'FAILED', error: outcome.error },
         );
-        await appendMessages(trx, req.orgId, chatId, turnId, outcome.messages, nextSeq);
+        await appendMessages(trx, req.orgId, chatId, { turnId, messages: outcome.messages, firstSeq: nextSeq });
       });
     } catch (err) {
       // The reply is not kept: the caller must not believe it is in the history.

@@ -5,9 +5,14 @@
  */
 import type { AgentInvoker } from '../engine/index.js';
 import { isAppError } from '../errors/index.js';
-import type { Services } from '../services.js';
+import type { AgentService } from './service.js';
 
-export function agentInvoker(services: Services): AgentInvoker {
+/** The step only starts turns. */
+export interface AgentInvokerDeps {
+  agents: Pick<AgentService, 'start'>;
+}
+
+export function agentInvoker(services: AgentInvokerDeps): AgentInvoker {
   return async ({ orgId, agentId, message, signal }) => {
     let inv;
     try {

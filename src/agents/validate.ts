@@ -9,8 +9,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
-import type { Services } from '../services.js';
-import type { GatewayContext } from '../gateway/index.js';
+import type { GatewayCatalog, GatewayContext, GatewayServices } from '../gateway/index.js';
 import type { ServerRef } from './agents.js';
 
 export const MODEL_PATTERN = /^(openai-compatible|openai|anthropic|google)\/.+$/;
@@ -62,12 +61,22 @@ export function checkModel(model: string | null | undefined): void {
     );
 }
 
-export async function checkServers(services: Services, orgId: string, servers: ServerRef[] | undefined): Promise<void> {
+/** A gateway call's services, with the catalogue the server paths are looked up in. */
+export interface AgentConfigCheckDeps extends GatewayServices {
+  gateway: { catalog: Pick<GatewayCatalog, 'resolve'> };
+}
+
+export async function checkServers(
+  services: AgentConfigCheckDeps,
+  orgId: string,
+  servers: ServerRef[] | undefined,
+): Promise<void> {
   if (!servers) return;
   const seen = new Set<string>();
+  const { db, config, log } = services;
   const ctx: GatewayContext = {
-    services,
-    log: services.log,
+    services: { db, config, log },
+    log,
     orgId,
     forwardedHeaders: {},
     signal: new AbortController().signal,
@@ -92,7 +101,7 @@ export async function checkServers(services: Services, orgId: string, servers: S
 
 /** Every check of a create or a patch (fields absent from a patch are not checked). */
 export async function checkAgentConfig(
-  services: Services,
+  services: AgentConfigCheckDeps,
   orgId: string,
   input: {
     servers?: ServerRef[] | undefined;

@@ -85,10 +85,14 @@ export async function revokeApiKey(
   id: string,
   opts: { force?: boolean } = {},
 ): Promise<ApiKeyView | null> {
-  const outcome = await revokeUnlessLast(db, 'api_keys', orgId, id, {
-    force: opts.force,
-    refusal: 'ERR_LAST_API_KEY',
-    stillNeeded: async (trx, org) => Boolean(await trx('triggers').where({ org_id: org, enabled: true }).first('id')),
+  const outcome = await revokeUnlessLast(db, 'api_keys', {
+    orgId,
+    id,
+    guard: {
+      force: opts.force,
+      refusal: 'ERR_LAST_API_KEY',
+      stillNeeded: async (trx, org) => Boolean(await trx('triggers').where({ org_id: org, enabled: true }).first('id')),
+    },
   });
   return outcome === 'missing' ? null : getApiKey(db, orgId, id);
 }
@@ -109,7 +113,7 @@ export async function verifyApiKey(
     .where({ secret_hash: hash })
     .first()) as Pick<ApiKeyRow, 'id' | 'org_id' | 'secret_hash' | 'revoked_at'> | undefined;
   if (!row || !safeEqual(row.secret_hash, hash) || row.revoked_at) return null;
-  touchLastUsed(db, 'api_keys', row.id, log);
+  touchLastUsed(db, { table: 'api_keys', id: row.id, log });
   return { orgId: row.org_id, keyId: row.id };
 }
 

@@ -99,9 +99,13 @@ export async function revokeCredential(
   opts: { force?: boolean } = {},
 ): Promise<CredentialView | null> {
   // Refused with 409 when it is the organisation's last active credential (./last-active.ts).
-  const outcome = await revokeUnlessLast(db, 'credentials', orgId, id, {
-    force: opts.force,
-    refusal: 'ERR_LAST_CREDENTIAL',
+  const outcome = await revokeUnlessLast(db, 'credentials', {
+    orgId,
+    id,
+    guard: {
+      force: opts.force,
+      refusal: 'ERR_LAST_CREDENTIAL',
+    },
   });
   return outcome === 'missing' ? null : getCredential(db, orgId, id);
 }
@@ -124,7 +128,7 @@ export async function authenticateClient(
   const row = (await db('credentials').where({ client_id: clientId }).first()) as CredentialRow | undefined;
   const ok = checkSecret(row, clientSecret);
   if (!ok) return null;
-  touchLastUsed(db, 'credentials', ok.id, log);
+  touchLastUsed(db, { table: 'credentials', id: ok.id, log });
   return toView(ok);
 }
 
@@ -139,6 +143,6 @@ export async function authenticateSecret(db: Knex, clientSecret: string, log?: L
     .first()) as CredentialRow | undefined;
   const ok = checkSecret(row, clientSecret);
   if (!ok) return null;
-  touchLastUsed(db, 'credentials', ok.id, log);
+  touchLastUsed(db, { table: 'credentials', id: ok.id, log });
   return toView(ok);
 }

@@ -23,9 +23,7 @@ export interface RevokeGuard {
 export async function revokeUnlessLast(
   db: Knex,
   table: 'credentials' | 'api_keys',
-  orgId: string,
-  id: string,
-  guard: RevokeGuard,
+  { orgId, id, guard }: { orgId: string; id: string; guard: RevokeGuard },
 ): Promise<'missing' | 'unchanged' | 'revoked'> {
   return db.transaction(async (trx) => {
     // Serialise revocations per organisation before reading. PostgreSQL: a row lock. sqlite:

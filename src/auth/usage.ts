@@ -15,10 +15,12 @@ const pending = new Set<Promise<void>>();
 
 export function touchLastUsed(
   db: Knex,
-  table: 'credentials' | 'api_keys',
-  id: string,
-  log?: Logger,
-  now: number = Date.now(),
+  {
+    table,
+    id,
+    log,
+    now = Date.now(),
+  }: { table: 'credentials' | 'api_keys'; id: string; log?: Logger | undefined; now?: number },
 ): void {
   const key = `${table}:${id}`;
   const prev = lastTouched.get(key);

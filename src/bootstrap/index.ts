@@ -45,9 +45,15 @@ export interface BootstrapFile {
   };
 }
 
+export interface BootstrapDeps {
+  db: Knex;
+  config: Config;
+  log: Logger;
+}
+
 /** Creates the demo on an empty store; returns the file written and the welcome text to print once. */
 export async function bootstrapIfEmpty(
-  services: { db: Knex; config: Config; log: Logger },
+  services: BootstrapDeps,
   out?: NodeJS.WritableStream,
 ): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;

@@ -43,7 +43,7 @@ export interface PostmanEnvironment {
 
 /** The environment document Postman imports (its variable names are the collection's). */
 export function postmanEnvironment(v: PostmanEnvValues): PostmanEnvironment {
-  const entry = (key: string, value: string, secret = false) => ({
+  const entry = (key: string, value: string, { secret = false }: { secret?: boolean } = {}) => ({
     key,
     value,
     type: secret ? ('secret' as const) : ('default' as const),
@@ -56,8 +56,8 @@ export function postmanEnvironment(v: PostmanEnvValues): PostmanEnvironment {
       entry('baseUrl', v.baseUrl),
       entry('orgId', v.orgId),
       entry('clientId', v.clientId),
-      entry('clientSecret', v.clientSecret, true),
-      entry('apiKey', v.apiKey, true),
+      entry('clientSecret', v.clientSecret, { secret: true }),
+      entry('apiKey', v.apiKey, { secret: true }),
       entry('demoAutomationId', v.demo?.automationId ?? ''),
       entry('demoApiTriggerId', v.demo?.apiTriggerId ?? ''),
       entry('demoWebhookTriggerId', v.demo?.webhookTriggerId ?? ''),

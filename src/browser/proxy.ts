@@ -214,10 +214,8 @@ export class GuardedProxy {
       // Through the upstream proxy: the guard checks the name's addresses, the upstream fetches the absolute URL.
       this.checkName(host).then(
         () =>
-          this.send(
-            req,
-            res,
-            http.request({
+          this.send(req, res, {
+            upstream: http.request({
               host: this.upstream!.hostname.replace(/^\[|\]$/g, ''),
               port: Number(this.upstream!.port || 80),
               method: req.method,
@@ -230,7 +228,7 @@ export class GuardedProxy {
             }),
             url,
             refuse,
-          ),
+          }),
         (err: Error) => {
           if (err instanceof OutboundRefusedError) refuse(err.message);
           else if (!res.headersSent)
@@ -240,26 +238,22 @@ export class GuardedProxy {
       );
       return;
     }
-    this.send(
-      req,
-      res,
-      http.request(url, {
+    this.send(req, res, {
+      upstream: http.request(url, {
         method: req.method,
         headers,
         agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http,
       }),
       url,
       refuse,
-    );
+    });
   }
 
   /** Pipes the browser's request to `upstream` and the answer back, hop-by-hop headers dropped. */
   private send(
     req: http.IncomingMessage,
     res: http.ServerResponse,
-    upstream: http.ClientRequest,
-    url: URL,
-    refuse: (why: string) => void,
+    { upstream, url, refuse }: { upstream: http.ClientRequest; url: URL; refuse: (why: string) => void },
   ): void {
     upstream.on('response', (up) => {
       const out: http.OutgoingHttpHeaders = {};

@@ -361,7 +361,7 @@ export class ScriptRunners {
     const runner = this.takeIdle(orgId) ?? (await this.takeFinishing(orgId)) ?? this.spawn(run.relaySocketDir);
     runner.tasks++;
     const reuse = runner.tasks < this.opts.tasksPerProcess;
-    const { outcome, ready } = await runIn(runner, run, reuse);
+    const { outcome, ready } = await runIn(runner, run, { reuse });
     const entry = { runner, ready, claimed: false };
     const list = this.finishing.get(orgId) ?? [];
     list.push(entry);
@@ -442,7 +442,7 @@ let nextTask = 1;
 function runIn(
   runner: Runner,
   run: ScriptRun,
-  reuse: boolean,
+  { reuse }: { reuse: boolean },
 ): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
   const { child, stderr } = runner;
   const n = nextTask++;

@@ -231,7 +231,11 @@ export class BrowserService {
     const why = this.pool.unavailable();
     if (why) throw new BrowserUnavailableError(why);
     const login = await this.login(orgId, args.useContextService);
-    return this.launch(orgId, 'script', args.buildId, args.collectionId, (t) => this.runScript(orgId, t, args, login));
+    return this.launch(orgId, 'script', {
+      buildId: args.buildId,
+      collectionId: args.collectionId,
+      body: (t) => this.runScript(orgId, t, args, login),
+    });
   }
 
   /** `operator_run`: checks the model, fetches the files to upload, records the task and starts it; answers at once. */
@@ -239,7 +243,11 @@ export class BrowserService {
     const why = this.pool.unavailable();
     if (why) throw new BrowserUnavailableError(why);
     const plan = await planOperator(this.operatorDeps(), orgId, args);
-    return this.launch(orgId, 'operator', plan.buildId, args.collectionId, (t) => this.runOperatorTask(orgId, t, plan));
+    return this.launch(orgId, 'operator', {
+      buildId: plan.buildId,
+      collectionId: args.collectionId,
+      body: (t) => this.runOperatorTask(orgId, t, plan),
+    });
   }
 
   private async login(orgId: string, id: string | undefined): Promise<Login | undefined> {
@@ -264,9 +272,11 @@ export class BrowserService {
   private async launch(
     orgId: string,
     kind: TaskKind,
-    buildId: string,
-    collectionId: string | undefined,
-    body: (t: RunningTask) => Promise<TaskOutcome>,
+    {
+      buildId,
+      collectionId,
+      body,
+    }: { buildId: string; collectionId: string | undefined; body: (t: RunningTask) => Promise<TaskOutcome> },
   ): Promise<Record<string, unknown>> {
     const sessionId = newId('ses');
     const collection = await this.collectionFor(orgId, collectionId, sessionId);
@@ -282,7 +292,7 @@ export class BrowserService {
       message: 'Task started.',
       deadlineAt: new Date(deadline).toISOString(),
     });
-    const task = this.track(sessionId, collection, logFileName, deadline, body).catch((err: Error) =>
+    const task = this.track(sessionId, collection, { logFileName, deadline, body }).catch((err: Error) =>
       this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'),
     );
     this.running.add(task);
@@ -364,9 +374,11 @@ export class BrowserService {
   private async track(
     id: string,
     collection: CollectionRecord,
-    logFileName: string,
-    deadline: number,
-    body: (t: RunningTask) => Promise<TaskOutcome>,
+    {
+      logFileName,
+      deadline,
+      body,
+    }: { logFileName: string; deadline: number; body: (t: RunningTask) => Promise<TaskOutcome> },
   ): Promise<void> {
     const startedAt = Date.now();
     const lines: string[] = [];
@@ -493,14 +505,11 @@ export class BrowserService {
   private runOperatorTask(orgId: string, t: RunningTask, plan: OperatorPlan): Promise<TaskOutcome> {
     for (const line of plan.notes) t.log(line);
     return this.withBrowser(orgId, t, (lease) =>
-      executeOperator(
-        this.operatorDeps(),
-        lease,
-        plan,
+      executeOperator(this.operatorDeps(), lease, plan, {
         t,
-        () => this.adblock.get(),
-        () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()),
-      ),
+        adblock: () => this.adblock.get(),
+        upstreamProxy: () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()),
+      }),
     );
   }
 }

@@ -184,7 +184,12 @@ function registerChannels(program: Command, kit: CliKit): void {
         kit.withStore(async ({ db, config }) => {
           const orgId = await kit.resolveOrg(db, o.org);
           const current = await requireChannel(db, orgId, id);
-          kit.print(view(config, await updateChannel(db, orgId, id, channelEtag(current), { enabled })));
+          kit.print(
+            view(
+              config,
+              await updateChannel(db, orgId, id, { expectedEtag: channelEtag(current), patch: { enabled } }),
+            ),
+          );
         }),
       );
   }

@@ -181,7 +181,7 @@ workflow
       if (!o.id) return print(await createWorkflow(db, orgId, definition));
       const current = await findWorkflow(db, orgId, o.id);
       if (!current) throw new CliError(`no workflow ${o.id}`);
-      print(await updateWorkflow(db, orgId, o.id, current.version, definition));
+      print(await updateWorkflow(db, orgId, o.id, { expectedVersion: current.version, input: definition }));
     }),
   );
 workflow

@@ -68,12 +68,12 @@ export function registerQueueUpload(queue: Command, kit: CliKit): void {
         // The token names the organisation; --org, when given, is sent as X-Selected-Org (403
         // org_mismatch if it differs).
         const base = baseUrl(kit, o.url, () => loadConfig().publicUrl);
-        return upload(kit, new Api(kit, base, { get: async () => envToken, hint: '' }, o.org), file, size, o);
+        return upload(kit, new Api(kit, base, { get: async () => envToken, hint: '' }, o.org), { file, size, o });
       }
       return kit.withStore(async ({ db, config }) => {
         const orgId = await kit.resolveOrg(db, o.org);
         const base = baseUrl(kit, o.url, () => config.publicUrl);
-        return upload(kit, new Api(kit, base, await storeTokens(kit, db, config, orgId), undefined), file, size, o);
+        return upload(kit, new Api(kit, base, await storeTokens(kit, db, config, orgId), undefined), { file, size, o });
       });
     });
 }
@@ -213,7 +213,11 @@ function errorMessage(what: string, status: number, text: string): string {
   return `${what}: HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`;
 }
 
-async function upload(kit: CliKit, api: Api, file: string, size: number, o: UploadOptions): Promise<void> {
+async function upload(
+  kit: CliKit,
+  api: Api,
+  { file, size, o }: { file: string; size: number; o: UploadOptions },
+): Promise<void> {
   const q = `/api/queues/${encodeURIComponent(o.queue)}`;
   const target = await api.call<UploadTarget>('create upload URL', 'POST', `${q}/items/csv/upload-url`, {
     filename: path.basename(file),
@@ -222,7 +226,7 @@ async function upload(kit: CliKit, api: Api, file: string, size: number, o: Uplo
   const bar = new Progress('upload', 'bytes');
   bar.start(size, 0);
   try {
-    await putFile(kit, target, file, size, (sent) => bar.update(sent, size));
+    await putFile(kit, target, { file, size, onProgress: (sent) => bar.update(sent, size) });
   } finally {
     bar.stop();
   }
@@ -240,7 +244,7 @@ async function upload(kit: CliKit, api: Api, file: string, size: number, o: Uplo
         )
       : { items: [], nextCursor: null };
   if (o.json) kit.print({ ...batch, rowErrors: rowErrors.items });
-  else process.stdout.write(summary(batch, rowErrors, o.wait));
+  else process.stdout.write(summary(batch, rowErrors, { waited: o.wait }));
   if (batch.status === 'failed')
     throw kit.fail(`batch ${batch.batchId} failed: ${batch.failureReason ?? 'no reason given'}`);
   if (batch.status === 'cancelled') throw kit.fail(`batch ${batch.batchId} was cancelled`);
@@ -253,9 +257,7 @@ async function upload(kit: CliKit, api: Api, file: string, size: number, o: Uplo
 function putFile(
   kit: CliKit,
   target: UploadTarget,
-  file: string,
-  size: number,
-  onProgress: (sent: number) => void,
+  { file, size, onProgress }: { file: string; size: number; onProgress: (sent: number) => void },
 ): Promise<void> {
   const url = new URL(target.uploadUrl);
   const request = url.protocol === 'https:' ? https.request : http.request;
@@ -346,7 +348,7 @@ async function follow(api: Api, batchPath: string, first: QueueBatch): Promise<Q
   }
 }
 
-function summary(batch: QueueBatch, errors: RowErrorPage, waited: boolean): string {
+function summary(batch: QueueBatch, errors: RowErrorPage, { waited }: { waited: boolean }): string {
   const lines = [`batch ${batch.batchId} ${batch.status}: ${batch.filename}, ${formatBytes(batch.sizeBytes)}`];
   if (!waited) {
     lines.push(

@@ -164,7 +164,7 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
         await requireQueue(kit, db, orgId, id);
         if (patch.triggerId !== undefined) await checkTrigger(kit, db, orgId, patch.triggerId);
         // No If-Match at a terminal: the last writer wins, as with the other store verbs.
-        kit.print(queueView(await updateQueue(db, orgId, id, undefined, patch)));
+        kit.print(queueView(await updateQueue(db, orgId, id, { expectedVersion: undefined, patch })));
       }),
     );
 
@@ -180,7 +180,7 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
         kit.withStore(async ({ db }) => {
           const orgId = await kit.resolveOrg(db, o.org);
           await requireQueue(kit, db, orgId, id);
-          kit.print(queueView(await updateQueue(db, orgId, id, undefined, { paused })));
+          kit.print(queueView(await updateQueue(db, orgId, id, { expectedVersion: undefined, patch: { paused } })));
         }),
       );
   }
@@ -213,13 +213,10 @@ export function registerQueueCommands(program: Command, kit: CliKit): void {
           throw kit.fail(`--status must be one of ${ITEM_STATUSES.join(', ')}`);
         const q = await requireQueue(kit, db, await kit.resolveOrg(db, o.org), id);
         kit.print(
-          await listQueueItems(
-            db,
-            openBlobStore(config),
-            q.id,
-            { batchId: o.batch, status: o.status as ItemStatus | undefined },
-            page(kit, o),
-          ),
+          await listQueueItems(db, openBlobStore(config), q.id, {
+            filter: { batchId: o.batch, status: o.status as ItemStatus | undefined },
+            page: page(kit, o),
+          }),
         );
       }),
     );

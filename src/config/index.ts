@@ -143,8 +143,7 @@ function intEnv(
   env: NodeJS.ProcessEnv,
   name: string,
   fallback: number,
-  min = 0,
-  max = Number.MAX_SAFE_INTEGER,
+  { min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {},
 ): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -180,7 +179,7 @@ function codeIsolation(env: NodeJS.ProcessEnv): 'auto' | 'strict' | 'process' {
   throw new ConfigError(`CODE_ISOLATION must be auto, strict or process, got "${env.CODE_ISOLATION}"`);
 }
 
-function boolEnv(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+function boolEnv(env: NodeJS.ProcessEnv, name: string, { fallback }: { fallback: boolean }): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
@@ -251,7 +250,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   return {
     defaultModel,
     openaiCompatibleBaseUrl: baseUrl,
-    openaiCompatibleStructuredOutputs: boolEnv(env, 'OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS', true),
+    openaiCompatibleStructuredOutputs: boolEnv(env, 'OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS', { fallback: true }),
     openaiBaseUrl,
     anthropicBaseUrl,
     keys,
@@ -268,7 +267,7 @@ function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = intEnv(env, 'PORT', defaults.port, 0, 65535);
+  const port = intEnv(env, 'PORT', defaults.port, { min: 0, max: 65535 });
   const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const publicUrl = urlEnv(env, 'PUBLIC_URL', `http://localhost:${port}`);
@@ -289,45 +288,61 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     secretKey: loadSecretKey(env, dataDir),
     logLevel: env.LOG_LEVEL || defaults.logLevel,
-    tokenTtlSeconds: intEnv(env, 'TOKEN_TTL_SECONDS', defaults.tokenTtlSeconds, 60, 86400),
-    revocationCacheMs: intEnv(env, 'REVOCATION_CACHE_MS', defaults.revocationCacheMs, 0, 5000),
-    signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, 1, 3650),
+    tokenTtlSeconds: intEnv(env, 'TOKEN_TTL_SECONDS', defaults.tokenTtlSeconds, { min: 60, max: 86400 }),
+    revocationCacheMs: intEnv(env, 'REVOCATION_CACHE_MS', defaults.revocationCacheMs, { min: 0, max: 5000 }),
+    signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, { min: 1, max: 3650 }),
     tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
-    validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', false),
-    seedDemo: boolEnv(env, 'SEED_DEMO', true),
-    syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, 1, 60_000),
-    runTimeoutMs: intEnv(env, 'RUN_TIMEOUT_MS', defaults.runTimeoutMs, 1000, 86_400_000),
-    runConcurrency: intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, 0, 256),
-    runLeaseMs: intEnv(env, 'RUN_LEASE_MS', defaults.runLeaseMs, 500, 3_600_000),
-    runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, 1, 10),
-    runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, 1, 3650),
-    sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, 1, 64),
-    sandboxReuseContexts: boolEnv(env, 'SANDBOX_REUSE_CONTEXTS', true),
-    sandboxMaxExecutions: intEnv(env, 'SANDBOX_MAX_EXECUTIONS', defaults.sandboxMaxExecutions, 1, 1_000_000),
+    validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', { fallback: false }),
+    seedDemo: boolEnv(env, 'SEED_DEMO', { fallback: true }),
+    syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, { min: 1, max: 60_000 }),
+    runTimeoutMs: intEnv(env, 'RUN_TIMEOUT_MS', defaults.runTimeoutMs, { min: 1000, max: 86_400_000 }),
+    runConcurrency: intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, { min: 0, max: 256 }),
+    runLeaseMs: intEnv(env, 'RUN_LEASE_MS', defaults.runLeaseMs, { min: 500, max: 3_600_000 }),
+    runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, { min: 1, max: 10 }),
+    runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, { min: 1, max: 3650 }),
+    sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, { min: 1, max: 64 }),
+    sandboxReuseContexts: boolEnv(env, 'SANDBOX_REUSE_CONTEXTS', { fallback: true }),
+    sandboxMaxExecutions: intEnv(env, 'SANDBOX_MAX_EXECUTIONS', defaults.sandboxMaxExecutions, {
+      min: 1,
+      max: 1_000_000,
+    }),
     codeIsolation: codeIsolation(env),
-    sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', false),
-    browserTestNoSchemeRefusal: env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_NO_SCHEME_REFUSAL', false),
+    sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', { fallback: false }),
+    browserTestNoSchemeRefusal:
+      env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_NO_SCHEME_REFUSAL', { fallback: false }),
     sqliteSynchronous: sqliteSynchronous(env),
-    upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, 100, 600_000),
-    upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, 1000, 86_400_000),
-    upstreamListBudgetMs: intEnv(env, 'GATEWAY_UPSTREAM_LIST_BUDGET_MS', defaults.upstreamListBudgetMs, 10, 600_000),
+    upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, {
+      min: 100,
+      max: 600_000,
+    }),
+    upstreamIdleMs: intEnv(env, 'GATEWAY_UPSTREAM_IDLE_MS', defaults.upstreamIdleMs, { min: 1000, max: 86_400_000 }),
+    upstreamListBudgetMs: intEnv(env, 'GATEWAY_UPSTREAM_LIST_BUDGET_MS', defaults.upstreamListBudgetMs, {
+      min: 10,
+      max: 600_000,
+    }),
     models: modelConfig(env),
-    agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, 1, 100),
-    agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, 1000, 3_600_000),
+    agentMaxSteps: intEnv(env, 'AGENT_MAX_STEPS', defaults.agentMaxSteps, { min: 1, max: 100 }),
+    agentTurnTimeoutMs: intEnv(env, 'AGENT_TURN_TIMEOUT_MS', defaults.agentTurnTimeoutMs, {
+      min: 1000,
+      max: 3_600_000,
+    }),
     outboundAllowlist: outboundAllowlist(env),
     browser: {
       executable: env.BROWSER_EXECUTABLE || defaults.browserExecutable,
-      maxContexts: intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, 1, 64),
-      taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, 1000, 3_600_000),
-      idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, 1000, 86_400_000),
+      maxContexts: intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, { min: 1, max: 64 }),
+      taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, {
+        min: 1000,
+        max: 3_600_000,
+      }),
+      idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, { min: 1000, max: 86_400_000 }),
       adblockLists: adblockLists(env.BROWSER_ADBLOCK_LISTS),
       proxyUrl: env.BROWSER_PROXY_URL ? urlEnv(env, 'BROWSER_PROXY_URL', '') : null,
     },
     discovery: {
       embeddingsUrl: env.EMBEDDINGS_URL ? urlEnv(env, 'EMBEDDINGS_URL', '') : null,
       embeddingsModel: env.EMBEDDINGS_MODEL || defaults.embeddingsModel,
-      embeddingsBudgetMs: intEnv(env, 'EMBEDDINGS_BUDGET_MS', defaults.embeddingsBudgetMs, 10, 60_000),
-      learning: boolEnv(env, 'DISCOVERY_LEARNING', true),
+      embeddingsBudgetMs: intEnv(env, 'EMBEDDINGS_BUDGET_MS', defaults.embeddingsBudgetMs, { min: 10, max: 60_000 }),
+      learning: boolEnv(env, 'DISCOVERY_LEARNING', { fallback: true }),
     },
     embeddingsApiKey: env.EMBEDDINGS_API_KEY || null,
   };

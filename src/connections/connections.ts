@@ -211,9 +211,7 @@ export async function updateConnection(
   db: Knex,
   orgId: string,
   connectionId: string,
-  expectedVersion: number,
-  patch: ConnectionPatch,
-  config: KeyConfig,
+  { expectedVersion, patch, config }: { expectedVersion: number; patch: ConnectionPatch; config: KeyConfig },
 ): Promise<Connection> {
   const set: Record<string, unknown> = {};
   if (patch.name !== undefined) {
@@ -233,7 +231,7 @@ export async function updateConnection(
   const updated = await db('connections')
     .where({ id: connectionId, org_id: orgId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
-  if (updated !== 1) await failedPrecondition(db, 'connections', orgId, connectionId, 'Connection');
+  if (updated !== 1) await failedPrecondition(db, 'connections', { orgId, id: connectionId, what: 'Connection' });
   return getConnection(db, orgId, connectionId);
 }
 
@@ -246,5 +244,5 @@ export async function deleteConnection(
   const where: Record<string, unknown> = { id: connectionId, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('connections').where(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, 'connections', orgId, connectionId, 'Connection');
+  if (deleted !== 1) await failedPrecondition(db, 'connections', { orgId, id: connectionId, what: 'Connection' });
 }

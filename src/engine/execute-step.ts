@@ -41,16 +41,13 @@ export async function executeStep(step: WorkflowStep, ctx: StepRunContext, deps:
           'FAILED',
           EXIT.invalid,
           `Invalid step: unknown step type ${JSON.stringify((step as { type?: unknown }).type)}`,
-          0,
+          { durationMs: 0 },
         );
     }
   } catch (err) {
     deps.log.error({ err, runId: ctx.runId, stepIndex: ctx.stepIndex }, 'step executor failed unexpectedly');
-    return failed(
-      'FAILED',
-      EXIT.error,
-      `Internal error while running the step: ${(err as Error).message}`,
-      Math.round(performance.now() - started),
-    );
+    return failed('FAILED', EXIT.error, `Internal error while running the step: ${(err as Error).message}`, {
+      durationMs: Math.round(performance.now() - started),
+    });
   }
 }

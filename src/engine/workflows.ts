@@ -122,8 +122,7 @@ export async function updateWorkflow(
   db: Knex,
   orgId: string,
   automationId: string,
-  expectedVersion: number,
-  input: unknown,
+  { expectedVersion, input }: { expectedVersion: number; input: unknown },
 ): Promise<Workflow> {
   const definition = validateDefinition(input);
   const now = nowIso();
@@ -136,7 +135,7 @@ export async function updateWorkflow(
         description: definition.description ?? null,
         updated_at: now,
       });
-    if (bumped !== 1) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
+    if (bumped !== 1) await failedPrecondition(trx, 'workflows', { orgId, id: automationId, what: 'Workflow' });
     const prev = (await trx('workflow_versions')
       .where({ workflow_id: automationId, version: expectedVersion })
       .first('definition', 'step_map')) as { definition: string; step_map: string } | undefined;
@@ -172,10 +171,10 @@ export async function deleteWorkflow(
     const where: Record<string, unknown> = { id: automationId, org_id: orgId };
     if (expectedVersion !== undefined) where.version = expectedVersion;
     const owned = await trx('workflows').where(where).first('id');
-    if (!owned) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
+    if (!owned) await failedPrecondition(trx, 'workflows', { orgId, id: automationId, what: 'Workflow' });
     await trx('triggers').where({ workflow_id: automationId, org_id: orgId }).delete();
     await trx('workflow_versions').where({ workflow_id: automationId }).delete();
     const deleted = await trx('workflows').where(where).delete();
-    if (deleted !== 1) await failedPrecondition(trx, 'workflows', orgId, automationId, 'Workflow');
+    if (deleted !== 1) await failedPrecondition(trx, 'workflows', { orgId, id: automationId, what: 'Workflow' });
   });
 }

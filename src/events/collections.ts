@@ -116,14 +116,16 @@ export async function updateCollection(
   db: Knex,
   orgId: string,
   id: string,
-  expectedVersion: number,
-  patch: { name?: string | undefined; description?: string | undefined },
+  {
+    expectedVersion,
+    patch,
+  }: { expectedVersion: number; patch: { name?: string | undefined; description?: string | undefined } },
 ): Promise<CollectionRecord> {
   const changes: Record<string, unknown> = { version: expectedVersion + 1, updated_at: nowIso() };
   if (patch.name !== undefined) changes.name = patch.name;
   if (patch.description !== undefined) changes.description = patch.description;
   const n = await db('collections').where({ id, org_id: orgId, version: expectedVersion }).update(changes);
-  if (n === 0) await failedPrecondition(db, 'collections', orgId, id, 'Collection');
+  if (n === 0) await failedPrecondition(db, 'collections', { orgId, id, what: 'Collection' });
   return (await findCollection(db, orgId, id))!;
 }
 
@@ -158,7 +160,7 @@ export async function deleteCollection(
     const n = await trx('collections').where(where).update({ updated_at: nowIso() });
     if (n === 0) {
       if (expectedVersion === undefined) return undefined;
-      await failedPrecondition(trx, 'collections', orgId, id, 'Collection');
+      await failedPrecondition(trx, 'collections', { orgId, id, what: 'Collection' });
     }
     const files = (await trx('collection_items')
       .where({ collection_id: id })

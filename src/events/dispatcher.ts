@@ -44,6 +44,14 @@ const PRUNE_EVERY_MS = 3_600_000;
  */
 const TICK_MS = 5;
 
+/** The outbox's writes, the key event-call signatures use, the poster that delivers them, the log. */
+export interface EventDispatcherDeps {
+  writes: WriteQueue;
+  secretKey: Buffer;
+  post: Poster;
+  log: Logger;
+}
+
 export class EventDispatcher {
   private readonly concurrency: number;
   private readonly leaseMs: number;
@@ -58,13 +66,16 @@ export class EventDispatcher {
   private stopped = true;
   private pruner: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly writes: WriteQueue,
-    private readonly secretKey: Buffer,
-    private readonly post: Poster,
-    private readonly log: Logger,
-    opts: DispatcherOptions = {},
-  ) {
+  private readonly writes: WriteQueue;
+  private readonly secretKey: Buffer;
+  private readonly post: Poster;
+  private readonly log: Logger;
+
+  constructor(deps: EventDispatcherDeps, opts: DispatcherOptions = {}) {
+    this.writes = deps.writes;
+    this.secretKey = deps.secretKey;
+    this.post = deps.post;
+    this.log = deps.log;
     this.concurrency = opts.concurrency ?? 64;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.pollMs = opts.pollMs ?? 1000;

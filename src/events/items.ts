@@ -151,9 +151,15 @@ function events(
   c: CollectionRecord,
   item: Item,
   event: EventName,
-  targets: StoredTriggerUrl[],
-  previous?: { content: unknown; metadata: Record<string, unknown> },
-  dropped?: string,
+  {
+    targets,
+    previous,
+    dropped,
+  }: {
+    targets: StoredTriggerUrl[];
+    previous?: { content: unknown; metadata: Record<string, unknown> } | undefined;
+    dropped?: string | undefined;
+  },
 ): OutboxEvent[] {
   return targets.map((target) => ({
     orgId: c.orgId,
@@ -161,7 +167,7 @@ function events(
     itemId: item.id,
     event,
     target,
-    payload: itemPayload(event, c, item, target.triggerLevel, previous),
+    payload: itemPayload(event, c, item, { level: target.triggerLevel, previous }),
     dropped,
   }));
 }
@@ -221,7 +227,7 @@ export async function createItem(
         .returning('id')) as unknown[];
       if (rows.length === 0) return false;
       // onCreate exists at collection level only (spec "Events").
-      pending = enqueueEvents(batch, events(c, item, 'onCreate', targetsOf(c, undefined, 'onCreate')));
+      pending = enqueueEvents(batch, events(c, item, 'onCreate', { targets: targetsOf(c, undefined, 'onCreate') }));
       return true;
     })
     .catch((err: unknown) => {
@@ -251,8 +257,7 @@ export async function updateItem(
   deps: ItemDeps,
   c: CollectionRecord,
   id: string,
-  body: ItemBody,
-  mode: 'merge' | 'replace',
+  { body, mode }: { body: ItemBody; mode: 'merge' | 'replace' },
 ): Promise<ReturnType<typeof itemView>> {
   checkCollection(c);
   checkContent(c, body.content);
@@ -306,14 +311,11 @@ export async function updateItem(
     if (fires) {
       pending = enqueueEvents(
         batch,
-        events(
-          c,
-          item,
-          'onEdit',
+        events(c, item, 'onEdit', {
           targets,
-          { content: current.content, metadata: current.metadata },
-          admitted ? undefined : DROPPED_MESSAGE,
-        ),
+          previous: { content: current.content, metadata: current.metadata },
+          dropped: admitted ? undefined : DROPPED_MESSAGE,
+        }),
       );
     }
     return item;
@@ -368,7 +370,7 @@ export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string
     const item = toItem(deps, c, row);
     await trx('collection_items').where({ id }).delete();
     // Not suppressible: the spec offers triggerChanges on updates only.
-    pending = enqueueEvents(batch, events(c, item, 'onDelete', targetsOf(c, item, 'onDelete')));
+    pending = enqueueEvents(batch, events(c, item, 'onDelete', { targets: targetsOf(c, item, 'onDelete') }));
     return true;
   });
   if (!found) throw notFound();

@@ -53,8 +53,7 @@ export function itemPayload(
   event: EventName | 'onTest',
   collection: { id: string; type: CollectionType },
   item: ItemState,
-  level: Level,
-  previous?: { content: unknown; metadata: Record<string, unknown> },
+  { level, previous }: { level: Level; previous?: { content: unknown; metadata: Record<string, unknown> } | undefined },
 ): EventPayload {
   const payload: EventPayload = {
     event,

@@ -60,7 +60,12 @@ export class EventsService {
     const writes = WriteQueue.for(opts.db);
     this.delivery = opts.delivery;
     this.dispatcher = opts.deliver
-      ? new EventDispatcher(writes, opts.config.secretKey, opts.delivery?.post ?? opts.post, opts.log)
+      ? new EventDispatcher({
+          writes,
+          secretKey: opts.config.secretKey,
+          post: opts.delivery?.post ?? opts.post,
+          log: opts.log,
+        })
       : undefined;
     const windows = opts.redis ? redisRateWindows(opts.redis, `${opts.config.redisPrefix}:rw:`) : undefined;
     this.deps = {

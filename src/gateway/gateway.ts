@@ -9,6 +9,7 @@ import type { RedisClient } from '../storage/redis.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
 import { GatewayCatalog } from './catalog.js';
 import { GatewayRouter } from './router.js';
+import type { GatewayServices } from './types.js';
 import { UpstreamPool } from './upstream/index.js';
 import { createMcpServer } from '../servers/mcp/index.js';
 import { createGatewayServer } from '../servers/gateway/index.js';
@@ -21,9 +22,8 @@ import {
   Semantic,
   UsageMemory,
 } from '../servers/sidekick/index.js';
-import type { Services } from '../services.js';
-import { createAgentManagementServer } from '../servers/agent-management/index.js';
-import { createBrowserAutomationServer } from '../servers/browser-automation/index.js';
+import { createAgentManagementServer, type AgentManagementDeps } from '../servers/agent-management/index.js';
+import { createBrowserAutomationServer, type BrowserAutomationDeps } from '../servers/browser-automation/index.js';
 
 export interface Gateway {
   catalog: GatewayCatalog;
@@ -39,18 +39,35 @@ export interface Gateway {
    * Builds the discovery indexes of up to PREWARM_ORGS organisations, newest first, one after
    * another in the background, so no request pays the first build; close() stops it.
    */
-  prewarm(services: Services): Promise<void>;
+  prewarm(services: GatewayServices): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Organisations whose discovery index is built at start (the engine keeps 500). */
 const PREWARM_ORGS = 500;
 
-/**
- * `db` keeps discovery's embeddings (without it they live in this process only); `redis` shares
- * discovery's pending discovers between the service's processes (learning from use).
- */
-export function createGateway(config: Config, log: Logger, db?: Knex, redis?: RedisClient): Gateway {
+export interface GatewayOptions {
+  config: Config;
+  log: Logger;
+  /** Keeps discovery's embeddings (without it they live in this process only). */
+  db?: Knex | undefined;
+  /** Shares discovery's pending discovers between the service's processes (learning from use). */
+  redis?: RedisClient | undefined;
+  /** The agent turns agent-management starts and resets; without it those tools fail. */
+  agents?: AgentManagementDeps['agents'] | undefined;
+  /** The browser tasks browser-automation starts and polls; without it those tools fail. */
+  browser?: BrowserAutomationDeps['browser'] | undefined;
+}
+
+/** A process without the part (a test of other servers) answers its tools with an internal error. */
+function unavailable(part: string): () => never {
+  return () => {
+    throw new Error(`${part} are not available in this process`);
+  };
+}
+
+export function createGateway(opts: GatewayOptions): Gateway {
+  const { config, log, db, redis } = opts;
   // Upstreams pass the outbound policy of workflow `http` steps (src/app.ts): OUTBOUND_ALLOWLIST,
   // and the service's own origins always.
   const outbound = new OutboundPolicy(
@@ -91,8 +108,8 @@ export function createGateway(config: Config, log: Logger, db?: Knex, redis?: Re
   catalog.registerEmbedded(createMcpServer(catalog));
   catalog.registerEmbedded(sidekick);
   catalog.registerEmbedded(createGatewayServer(sidekick, catalog, usage));
-  catalog.registerEmbedded(createAgentManagementServer());
-  catalog.registerEmbedded(createBrowserAutomationServer());
+  catalog.registerEmbedded(createAgentManagementServer({ catalog, agents: opts.agents ?? unavailable('agent turns') }));
+  catalog.registerEmbedded(createBrowserAutomationServer({ browser: opts.browser ?? unavailable('browser tasks') }));
   return {
     catalog,
     router: new GatewayRouter(log, usage),

@@ -24,8 +24,9 @@ export {
   type UpstreamAuth,
   type AuthScheme,
 } from './registry-validate.js';
-export { createGateway, type Gateway } from './gateway.js';
-export { toolCaller } from './steps.js';
+export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
+export type { GatewayCatalog } from './catalog.js';
+export { toolCaller, type ToolCallerDeps } from './steps.js';
 export {
   GatewayError,
   RPC,
@@ -35,6 +36,7 @@ export {
   type ToolDef,
   type CallResult,
   type GatewayContext,
+  type GatewayServices,
 } from './types.js';
 export { forwardedHeaders } from './upstream/forwarding.js';
 export { embeddedServer, checkWith, toolDefsOf } from './embedded.js';

@@ -179,8 +179,7 @@ export async function updateAppServer(
   db: Knex,
   orgId: string,
   serverId: string,
-  expectedVersion: number,
-  patch: AppServerPatch,
+  { expectedVersion, patch }: { expectedVersion: number; patch: AppServerPatch },
 ): Promise<AppServer> {
   if (Object.values(patch).every((v) => v === undefined)) {
     throw new AppError('ERR_REQUEST_INVALID', { message: 'Nothing to update', details: { field: 'body' } });
@@ -237,7 +236,7 @@ export async function updateAppServer(
     if (isUniqueViolation(e)) throw duplicatePath(String(set.path));
     throw e;
   }
-  if (updated !== 1) await failedPrecondition(db, 'app_servers', orgId, serverId, 'Application server');
+  if (updated !== 1) await failedPrecondition(db, 'app_servers', { orgId, id: serverId, what: 'Application server' });
   return getAppServer(db, orgId, serverId);
 }
 
@@ -255,7 +254,7 @@ export async function deleteAppServer(
   const where: Record<string, unknown> = { id: serverId, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('app_servers').where(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, 'app_servers', orgId, serverId, 'Application server');
+  if (deleted !== 1) await failedPrecondition(db, 'app_servers', { orgId, id: serverId, what: 'Application server' });
 }
 
 /** Every registration of the organisation (the gateway's catalogue; bounded by what an org registers). */

@@ -47,7 +47,7 @@ async function callTool(params: unknown, { ctx, server }: RpcCall, observer?: To
       error: 'invalid_params',
     });
   const result = await server.callTool(ctx, params.name, args);
-  observer?.toolCalled(ctx, server.path, params.name, !result.isError);
+  observer?.toolCalled(ctx, { server: server.path, tool: params.name, ok: !result.isError });
   return result;
 }
 

@@ -4,16 +4,22 @@
  * forwarded: a workflow run has no caller whose `X-Pf-Forward-*` headers could apply.
  */
 import type { ToolCaller } from '../engine/index.js';
-import type { Services } from '../services.js';
-import type { GatewayContext } from './types.js';
+import type { GatewayCatalog } from './catalog.js';
+import type { GatewayContext, GatewayServices } from './types.js';
 
 const NEVER = new AbortController().signal;
 
-export function toolCaller(services: Services): ToolCaller {
+/** A gateway call's services, and the catalogue the step's server is required from (unknown → a typed error). */
+export interface ToolCallerDeps extends GatewayServices {
+  gateway: { catalog: Pick<GatewayCatalog, 'require'> };
+}
+
+export function toolCaller(services: ToolCallerDeps): ToolCaller {
   return async (call) => {
+    const { db, config, log } = services;
     const ctx: GatewayContext = {
-      services,
-      log: services.log,
+      services: { db, config, log },
+      log,
       orgId: call.orgId,
       forwardedHeaders: {},
       signal: call.signal ?? NEVER,

@@ -4,8 +4,9 @@
  * (src/gateway/upstream) — is a ToolServer; the JSON-RPC router (src/gateway/router.ts)
  * dispatches parsed requests straight to these, without building an McpServer per request.
  */
+import type { Knex } from 'knex';
+import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { Services } from '../services.js';
 
 /** A JSON Schema object as MCP carries it (`type: "object"`, `properties`, `required`). */
 export type JsonSchemaObject = {
@@ -36,9 +37,19 @@ export interface CallResult {
   [k: string]: unknown;
 }
 
+/**
+ * What a gateway call reaches beyond its caller: the store and the configuration (application
+ * servers and their connections, discovery's remembered pairs, the embedded servers' records).
+ */
+export interface GatewayServices {
+  db: Knex;
+  config: Config;
+  log: Logger;
+}
+
 /** What one gateway call knows about its caller. */
 export interface GatewayContext {
-  services: Services;
+  services: GatewayServices;
   log: Logger;
   /** Organisation of the verified runtime token; every lookup is scoped to it. */
   orgId: string;
@@ -69,7 +80,7 @@ export interface GatewayContext {
  * once and never throw. Calls that threw are not reported.
  */
 export interface ToolCallObserver {
-  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void;
+  toolCalled(ctx: GatewayContext, call: { server: string; tool: string; ok: boolean }): void;
 }
 
 /** A server at `{mcp_url}/<path>`. */

@@ -116,13 +116,14 @@ async function authenticate(services: PipelineServices, req: IncomingMessage): P
   return auth;
 }
 
-type Route = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  params: Record<string, string>,
-  query: Record<string, unknown>,
-  requestId: string,
-) => Promise<void>;
+/** What the router found for a request, beside the request and response themselves. */
+interface RouteMatch {
+  params: Record<string, string>;
+  query: Record<string, unknown>;
+  requestId: string;
+}
+
+type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch) => Promise<void>;
 
 /** A per-request child logger, made only when something logs (most requests never do). */
 function lazyContext(
@@ -150,7 +151,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   const needsBearer = op.security.includes('bearerAuth');
   const beforeBody = (handler as { beforeBody?: BeforeBody } | undefined)?.beforeBody;
   const { services } = opts;
-  return async (req, res, params, query, requestId) => {
+  return async (req, res, { params, query, requestId }) => {
     let ctx: RequestContext | undefined;
     try {
       check(validators?.params, params, 'path parameters');
@@ -287,7 +288,7 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     if (bodyAlreadyRead(req))
       return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
     const query = q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) };
-    void found.route(req, res, found.params, query, requestId);
+    void found.route(req, res, { params: found.params, query, requestId });
   };
   return Object.assign(listener, {
     listen(port: number, host: string, ready?: () => void): Server {

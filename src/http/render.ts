@@ -80,5 +80,5 @@ export function sendError(res: ServerResponse, rendered: RenderedError): void {
     res.destroy();
     return;
   }
-  sendJson(res, rendered.status, rendered.body, rendered.headers);
+  sendJson(res, rendered.status, rendered.body, { headers: rendered.headers });
 }

@@ -15,8 +15,10 @@ export function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
-  headers?: Record<string, string | number | string[]>,
-  type = JSON_TYPE,
+  {
+    headers,
+    type = JSON_TYPE,
+  }: { headers?: Record<string, string | number | string[]> | undefined; type?: string } = {},
 ): void {
   const text = JSON.stringify(body ?? null);
   res.statusCode = status;
@@ -32,13 +34,10 @@ export function writeReply(res: ServerResponse, reply: Reply): void {
     !reply.stream &&
     (reply.status === 204 || reply.status === 304 || (reply.body === undefined && reply.contentType === undefined));
   if (isJson && !empty) {
-    sendJson(
-      res,
-      reply.status,
-      reply.body,
-      reply.headers,
-      reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE,
-    );
+    sendJson(res, reply.status, reply.body, {
+      headers: reply.headers,
+      type: reply.contentType ? contentTypeHeader(reply.contentType) : JSON_TYPE,
+    });
     return;
   }
   res.statusCode = reply.status;

@@ -140,7 +140,7 @@ class HeadScan {
 
   feed(buf: Buffer): void {
     if (this.phase === 'header') {
-      const used = this.scanner.scan(buf, true);
+      const used = this.scanner.scan(buf, { oneRecord: true });
       this.headerSize += used;
       if (this.headerSize <= HEADER_MAX_BYTES) this.headerBytes.push(buf.subarray(0, used));
       if (this.scanner.records === 0) return;
@@ -281,7 +281,7 @@ export async function* readRows(
           }
           if (record.length === columns.length)
             rows.push({ rowNumber: next.rowNumber, values: toValues(record), start: next.offset, end: ends[r]! });
-          else errors.push(columnCountError(next.rowNumber, record.length, columns.length, bytes, start, end));
+          else errors.push(columnCountError(next.rowNumber, record.length, columns.length, { bytes, start, end }));
         }
         next = { offset: ends[r]!, rowNumber: next.rowNumber + 1 };
       }
@@ -320,9 +320,7 @@ function columnCountError(
   rowNumber: number,
   count: number,
   expected: number,
-  bytes: Buffer,
-  start: number,
-  end: number,
+  { bytes, start, end }: { bytes: Buffer; start: number; end: number },
 ): CsvRowError {
   let stop = end;
   if (stop > start && bytes[stop - 1] === LF) stop -= stop - 1 > start && bytes[stop - 2] === CR ? 2 : 1;
@@ -394,7 +392,7 @@ class RecordReader {
   private async take(chunk: Buffer): Promise<void> {
     if (this.oversized) {
       const start = this.scanner.recordStart;
-      const used = this.scanner.scan(chunk, true);
+      const used = this.scanner.scan(chunk, { oneRecord: true });
       if (this.scanner.recordStart === start) return;
       this.ready.push(this.parse(start, await this.reread(start, this.scanner.recordStart)));
       this.dropHeld();
@@ -502,7 +500,7 @@ class RecordScanner {
   /**
    * Scans `buf`, the bytes at `offset`; with `oneRecord`, stops after the first record end. Returns the bytes scanned.
    */
-  scan(buf: Buffer, oneRecord = false): number {
+  scan(buf: Buffer, { oneRecord = false }: { oneRecord?: boolean } = {}): number {
     const base = this.offset;
     const len = buf.length;
     let i = 0;

@@ -290,7 +290,7 @@ export class QueueDispatcher {
           });
       }
       for (const [batchId, seqs2] of unrunnable)
-        await this.failUnrunnable(trx, batchId, seqs2, targets.get(batchId), now);
+        await this.failUnrunnable(trx, batchId, { seqs: seqs2, target: targets.get(batchId), now });
       return { runIds: dispatched.map((d) => d.runId), partial: take.length < seqs.length };
     });
     if (created.partial) this.again = true;
@@ -313,9 +313,7 @@ export class QueueDispatcher {
   private async failUnrunnable(
     trx: Knex.Transaction,
     batchId: string,
-    seqs: number[],
-    target: CallTarget | undefined,
-    now: string,
+    { seqs, target, now }: { seqs: number[]; target: CallTarget | undefined; now: string },
   ): Promise<void> {
     const n = await trx('queue_items')
       .whereIn('seq', seqs)

@@ -128,8 +128,7 @@ export async function listQueueItems(
   db: Knex,
   blobs: BlobStore,
   queueId: string,
-  filter: { batchId?: string | undefined; status?: ItemStatus | undefined },
-  page: PageRequest,
+  { filter, page }: { filter: { batchId?: string | undefined; status?: ItemStatus | undefined }; page: PageRequest },
 ): Promise<Page<QueueItemView>> {
   const limit = pageLimit(page.limit);
   const list = 'queue-items';

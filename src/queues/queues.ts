@@ -131,8 +131,7 @@ export async function updateQueue(
   db: Knex,
   orgId: string,
   id: string,
-  expectedVersion: number | undefined,
-  patch: QueuePatch,
+  { expectedVersion, patch }: { expectedVersion: number | undefined; patch: QueuePatch },
 ): Promise<QueueRecord> {
   checkQueueSettings(patch);
   const changes: Record<string, unknown> = { version: db.raw('version + 1'), updated_at: nowIso() };
@@ -151,7 +150,7 @@ export async function updateQueue(
   const where: Record<string, unknown> = { id, org_id: orgId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const n = await db('queues').where(where).update(changes);
-  if (n === 0) await failedPrecondition(db, 'queues', orgId, id, 'Queue');
+  if (n === 0) await failedPrecondition(db, 'queues', { orgId, id, what: 'Queue' });
   return (await findQueue(db, orgId, id))!;
 }
 
@@ -173,7 +172,7 @@ export async function deleteQueue(
     const n = await trx('queues').where(where).update({ updated_at: nowIso() });
     if (n === 0) {
       if (expectedVersion === undefined) return undefined;
-      await failedPrecondition(trx, 'queues', orgId, id, 'Queue');
+      await failedPrecondition(trx, 'queues', { orgId, id, what: 'Queue' });
     }
     const blobKeys = (await trx('csv_uploads')
       .where({ queue_id: id })

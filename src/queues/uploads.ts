@@ -56,8 +56,7 @@ export async function createUploadUrl(
   db: Knex,
   config: Pick<Config, 'secretKey' | 'publicUrl'>,
   queue: QueueRecord,
-  input: { filename: string; sizeBytes: number },
-  nowMs = Date.now(),
+  { input, nowMs = Date.now() }: { input: { filename: string; sizeBytes: number }; nowMs?: number },
 ) {
   if (input.filename.length > 255 || !FILENAME.test(input.filename)) throw new AppError('ERR_CSV_INVALID_FILENAME');
   if (input.sizeBytes > CSV_MAX_BYTES) throw new AppError('ERR_CSV_TOO_LARGE', { status: 400 });
@@ -97,9 +96,11 @@ export async function checkUploadTarget(
   db: Knex,
   config: Pick<Config, 'secretKey'>,
   csvKey: string,
-  query: URLSearchParams,
-  contentLength: string | undefined,
-  nowMs = Date.now(),
+  {
+    query,
+    contentLength,
+    nowMs = Date.now(),
+  }: { query: URLSearchParams; contentLength: string | undefined; nowMs?: number },
 ): Promise<UploadRow> {
   const row = (await db('csv_uploads').where({ csv_key: csvKey }).first()) as UploadRow | undefined;
   const expiresText = query.get('expires') ?? '';

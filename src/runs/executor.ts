@@ -122,7 +122,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
   let finished = false;
   try {
     try {
-      outcome = await runSteps(deps, run, recorder, abort.signal, rlog);
+      outcome = await runSteps(deps, run, { recorder, signal: abort.signal, rlog });
     } finally {
       clearTimeout(deadlineTimer);
       clearTimeout(progressTimer);
@@ -152,9 +152,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
 async function runSteps(
   deps: ExecutorDeps,
   run: RunRow,
-  recorder: RunRecorder,
-  signal: AbortSignal,
-  rlog: Logger,
+  { recorder, signal, rlog }: { recorder: RunRecorder; signal: AbortSignal; rlog: Logger },
 ): Promise<{ status: RunStatus; error?: string }> {
   try {
     const pinned = await loadPinned(deps.db, run);

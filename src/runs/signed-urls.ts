@@ -53,9 +53,7 @@ function asExpiry(expires: number | string): number | undefined {
 export function verifyFileSignature(
   config: Pick<Config, 'secretKey'>,
   fileId: string,
-  expires: number | string,
-  sig: string,
-  nowMs = Date.now(),
+  { expires, sig, nowMs = Date.now() }: { expires: number | string; sig: string; nowMs?: number },
 ): number {
   const exp = asExpiry(expires);
   const expected = signature(config, fileId, exp ?? -1);

@@ -162,8 +162,7 @@ export async function syncView(
   db: Knex,
   config: Config,
   run: RunRow,
-  output?: DesignatedOutputSpec | null,
-  parts?: Promise<RunParts>,
+  { output, parts }: { output?: DesignatedOutputSpec | null | undefined; parts?: Promise<RunParts> | undefined } = {},
 ) {
   const ctx = await load(db, run, parts);
   return withOutput(

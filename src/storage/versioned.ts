@@ -9,9 +9,7 @@ import { AppError } from '../errors/index.js';
 export async function failedPrecondition(
   db: Knex,
   table: string,
-  orgId: string,
-  id: string,
-  what: string,
+  { orgId, id, what }: { orgId: string; id: string; what: string },
 ): Promise<never> {
   const row = (await db(table).where({ id, org_id: orgId }).first('version')) as
     { version: number | string } | undefined;

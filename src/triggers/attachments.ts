@@ -208,12 +208,15 @@ class AttachmentGuard extends Transform {
   private headBytes = 0;
   private inspected = false;
 
+  private readonly blockTypes: boolean;
+
   constructor(
     private readonly totals: { bytes: number },
     private readonly limits: AttachmentLimits,
-    private readonly blockTypes: boolean,
+    opts: { blockTypes: boolean },
   ) {
     super();
+    this.blockTypes = opts.blockTypes;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
@@ -335,7 +338,7 @@ export async function readMultipartTrigger(req: IncomingMessage, deps: Attachmen
       filename,
       declared,
       blobKey: `${purpose === 'collection' ? 'collections' : 'attachments'}/${deps.orgId}/${fileId}`,
-      guard: new AttachmentGuard(totals, limits, blockTypes),
+      guard: new AttachmentGuard(totals, limits, { blockTypes }),
       size: 0,
     };
     files.push(pending);

@@ -18,9 +18,15 @@ import {
   type Finish,
 } from '../runs/index.js';
 import { loadVersion } from '../engine/index.js';
-import type { Reply, Services } from '../services.js';
+import type { Signals, GroupCommitter, RunAdoption } from '../runs/index.js';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../config/logger.js';
+import type { ApiKeyVerifier } from '../auth/index.js';
+import type { BlobStore } from '../kernel/blobs.js';
+import type { RunQueue } from '../queues/index.js';
+import type { Reply } from '../http/types.js';
 import type { TriggerKind } from './triggers.js';
-import type { CallTarget } from './target.js';
+import type { CallTarget, CallTargets } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
 import { checkInputs } from './inputs.js';
 import { queryInputs } from './query-inputs.js';
@@ -39,8 +45,26 @@ export interface TriggerCall {
   raw: IncomingMessage;
 }
 
+/** What a trigger call reads and writes: keys and targets, attachments, the new run and its finish. */
+export interface TriggerCallDeps {
+  db: Knex;
+  config: Config;
+  log: Logger;
+  apiKeys: Pick<ApiKeyVerifier, 'verify'>;
+  callTargets: Pick<CallTargets, 'get'>;
+  blobs: BlobStore;
+  signals: Pick<Signals, 'waitForFinish'>;
+  runWriter: Pick<GroupCommitter, 'add'>;
+  queue: Pick<RunQueue, 'enqueue'>;
+  /** A new run handed straight to an idle run consumer of this process, when one is. */
+  adoptRun?: (() => RunAdoption | undefined) | undefined;
+}
+
 /** Credentials first, so a caller without a valid key never learns whether a trigger exists. */
-async function authorise(services: Services, call: TriggerCall): Promise<{ orgId: string; trigger: CallTarget }> {
+async function authorise(
+  services: TriggerCallDeps,
+  call: TriggerCall,
+): Promise<{ orgId: string; trigger: CallTarget }> {
   if (!call.apiKey) throw new AppError('ERR_AUTH_MISSING_API_KEY');
   const key = await services.apiKeys.verify(call.apiKey);
   if (!key) throw new AppError('ERR_AUTH_INVALID_API_KEY');
@@ -59,9 +83,9 @@ function mergeInputs(query: Record<string, unknown>, body: unknown): Record<stri
   return { ...query, ...(body as Record<string, unknown>) };
 }
 
-function runHeaders(runId: string, automationId: string, replay: boolean): Record<string, string> {
-  const h: Record<string, string> = { 'X-Pf-Run-Id': runId, 'X-Pf-Automation-Id': automationId };
-  if (replay) h['Idempotent-Replay'] = 'true';
+function runHeaders(run: { runId: string; automationId: string; replay: boolean }): Record<string, string> {
+  const h: Record<string, string> = { 'X-Pf-Run-Id': run.runId, 'X-Pf-Automation-Id': run.automationId };
+  if (run.replay) h['Idempotent-Replay'] = 'true';
   return h;
 }
 
@@ -81,10 +105,10 @@ interface Answer {
 
 /** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
 async function answer(
-  services: Services,
+  services: TriggerCallDeps,
   { orgId, runId, trigger, wait, waiting, version, attached, replay }: Answer,
 ): Promise<Reply> {
-  const headers = runHeaders(runId, trigger.automationId, replay);
+  const headers = runHeaders({ runId, automationId: trigger.automationId, replay });
   if (!wait) return { status: 200, body: null, headers };
   // A run created by this call is known to be PENDING: wait for its signal straight away.
   let run = waiting ? undefined : await findRun(services.db, orgId, runId);
@@ -98,13 +122,10 @@ async function answer(
       return {
         status: 200,
         headers,
-        body: await syncView(
-          services.db,
-          services.config,
-          finished.run,
-          trigger.designatedOutput,
-          Promise.all([finished.steps, finished.files, pinned]),
-        ),
+        body: await syncView(services.db, services.config, finished.run, {
+          output: trigger.designatedOutput,
+          parts: Promise.all([finished.steps, finished.files, pinned]),
+        }),
       };
     }
     // Finished (its parts committed with its terminal state): its parts are read beside its row.
@@ -133,11 +154,11 @@ async function answer(
   return {
     status: 200,
     headers,
-    body: await syncView(services.db, services.config, run, trigger.designatedOutput, parts),
+    body: await syncView(services.db, services.config, run, { output: trigger.designatedOutput, parts }),
   };
 }
 
-export async function callTrigger(services: Services, call: TriggerCall): Promise<Reply> {
+export async function callTrigger(services: TriggerCallDeps, call: TriggerCall): Promise<Reply> {
   const { db } = services;
   const { orgId, trigger } = await authorise(services, call);
   if (call.idempotencyKey) {
@@ -165,7 +186,7 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
     inputs = mergeInputs(query, call.body);
   }
   try {
-    return await startRun(services, call, orgId, trigger, inputs, stored);
+    return await startRun(services, { call, orgId, trigger, inputs, stored });
   } catch (err) {
     // No run: the request's attachments must not stay behind (no partial data on a refusal).
     if (stored.length) await discardAttachments({ blobs: services.blobs, db, orgId }, stored);
@@ -173,14 +194,16 @@ export async function callTrigger(services: Services, call: TriggerCall): Promis
   }
 }
 
-async function startRun(
-  services: Services,
-  call: TriggerCall,
-  orgId: string,
-  trigger: CallTarget,
-  inputs: Record<string, unknown>,
-  stored: Attachment[],
-): Promise<Reply> {
+/** A call authorised, its inputs built and its attachments stored: the run to record and queue. */
+interface NewRun {
+  call: TriggerCall;
+  orgId: string;
+  trigger: CallTarget;
+  inputs: Record<string, unknown>;
+  stored: Attachment[];
+}
+
+async function startRun(services: TriggerCallDeps, { call, orgId, trigger, inputs, stored }: NewRun): Promise<Reply> {
   const { db } = services;
   const attachmentIds = stored.map((a) => a.fileId);
   checkInputs(trigger.definition, inputs);

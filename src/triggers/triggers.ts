@@ -171,8 +171,7 @@ export async function updateTrigger(
   db: Knex,
   orgId: string,
   triggerId: string,
-  expectedVersion: number,
-  patch: TriggerPatch,
+  { expectedVersion, patch }: { expectedVersion: number; patch: TriggerPatch },
 ): Promise<TriggerRecord> {
   const set: Record<string, unknown> = {};
   if (patch.name !== undefined) {
@@ -187,7 +186,7 @@ export async function updateTrigger(
   const updated = await scoped(db, orgId)
     .andWhere({ id: triggerId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
-  if (updated !== 1) await failedPrecondition(db, 'triggers', orgId, triggerId, 'Trigger');
+  if (updated !== 1) await failedPrecondition(db, 'triggers', { orgId, id: triggerId, what: 'Trigger' });
   return getTrigger(db, orgId, triggerId);
 }
 
@@ -200,5 +199,5 @@ export async function deleteTrigger(
   const where: Record<string, unknown> = { id: triggerId };
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await scoped(db, orgId).andWhere(where).delete();
-  if (deleted !== 1) await failedPrecondition(db, 'triggers', orgId, triggerId, 'Trigger');
+  if (deleted !== 1) await failedPrecondition(db, 'triggers', { orgId, id: triggerId, what: 'Trigger' });
 }

@@ -51,14 +51,13 @@ export async function updateAgentIfCurrent(
   db: Knex,
   orgId: string,
   agentId: string,
-  expected: number,
-  patch: AgentPatch,
+  { expected, patch }: { expected: number; patch: AgentPatch },
 ): Promise<AgentRecord> {
   return db.transaction(async (trx) => {
     const locked = await trx('agents')
       .where({ org_id: orgId, id: agentId, version: expected })
       .update({ version: expected });
-    if (locked !== 1) await failedPrecondition(trx, 'agents', orgId, agentId, 'Agent');
+    if (locked !== 1) await failedPrecondition(trx, 'agents', { orgId, id: agentId, what: 'Agent' });
     return updateAgent(trx, orgId, agentId, patch);
   });
 }
@@ -77,7 +76,7 @@ export async function deleteAgentIfCurrent(
     expected === undefined
       ? await deleteAgent(db, orgId, agentId)
       : (await db('agents').where({ org_id: orgId, id: agentId, version: expected }).delete()) === 1;
-  if (!deleted) await failedPrecondition(db, 'agents', orgId, agentId, 'Agent');
+  if (!deleted) await failedPrecondition(db, 'agents', { orgId, id: agentId, what: 'Agent' });
 }
 
 export function channelEtagHeader(c: Pick<ChannelRecord, 'updatedAt'>): Record<string, string> {

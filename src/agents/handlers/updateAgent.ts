@@ -11,6 +11,6 @@ export const updateAgent: Handler<'updateAgent'> = async (req, ctx) => {
   // 404 before the configuration checks: another organisation's id learns nothing from a 400.
   await requireAgent(db, orgId, req.params.agentId);
   await checkConfig(ctx.services, orgId, req.body);
-  const agent = await updateAgentIfCurrent(db, orgId, req.params.agentId, expected, req.body);
+  const agent = await updateAgentIfCurrent(db, orgId, req.params.agentId, { expected, patch: req.body });
   return { status: 200, body: agent, headers: etag(agent.version) };
 };

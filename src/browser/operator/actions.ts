@@ -287,7 +287,11 @@ async function structuralSelector(locator: Locator, normalized: string | undefin
   return `${frames}css=${css}`;
 }
 
-async function resolve(host: ActionHost, t: Target, forRead = false): Promise<Resolved> {
+async function resolve(
+  host: ActionHost,
+  t: Target,
+  { forRead = false }: { forRead?: boolean } = {},
+): Promise<Resolved> {
   const page = host.page();
   if ('selector' in t) {
     const locator = page.locator(t.selector);
@@ -352,7 +356,7 @@ async function act(
   const { ref: _ref, ...plain } = args;
   const element = async () => {
     if (!t) throw new Error(`${action} needs a ref`);
-    return resolve(host, t, action === 'extract');
+    return resolve(host, t, { forRead: action === 'extract' });
   };
   const step = (r?: Resolved, extra: Partial<RecordedStep> = {}): RecordedStep => ({
     action,

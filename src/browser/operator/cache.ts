@@ -67,9 +67,7 @@ export async function saveEntry(
   db: Knex,
   secretKey: Buffer,
   slot: CacheSlot,
-  entry: Omit<CacheEntry, 'v'>,
-  days: number,
-  now: number,
+  { entry, days, now }: { entry: Omit<CacheEntry, 'v'>; days: number; now: number },
 ): Promise<void> {
   const at = new Date(now).toISOString();
   const row = {

@@ -267,9 +267,11 @@ export async function executeOperator(
   deps: OperatorDeps,
   lease: Lease,
   plan: OperatorPlan,
-  t: RunningTask,
-  adblock: () => Promise<AdBlock>,
-  upstreamProxy: () => Promise<string>,
+  {
+    t,
+    adblock,
+    upstreamProxy,
+  }: { t: RunningTask; adblock: () => Promise<AdBlock>; upstreamProxy: () => Promise<string> },
 ): Promise<TaskOutcome> {
   let cached;
   if ('slot' in plan.cache) {
@@ -322,7 +324,11 @@ export async function executeOperator(
     await countHit(deps.db, plan.cache.slot);
     note = `Cache HIT: the recorded steps were replayed with no model call (build ${plan.buildId}).`;
   } else if (outcome.record) {
-    await saveEntry(deps.db, deps.config.secretKey, plan.cache.slot, outcome.record, plan.cache.days, deps.now());
+    await saveEntry(deps.db, deps.config.secretKey, plan.cache.slot, {
+      entry: outcome.record,
+      days: plan.cache.days,
+      now: deps.now(),
+    });
     note =
       outcome.cache === 'HEALED'
         ? `Cache HEALED: ${outcome.healed || 'changed steps were re-inferred'} (${outcome.modelCalls} model call${outcome.modelCalls === 1 ? '' : 's'}) and the entry was rewritten (build ${plan.buildId}).`

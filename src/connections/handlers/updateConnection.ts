@@ -5,14 +5,11 @@ import { updateConnection as update } from '../connections.js';
 /** PATCH /v1/connections/{connectionId} — name, status, secret, metadata; If-Match is required. */
 export const updateConnection: Handler<'updateConnection'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const c = await update(
-    ctx.services.db,
-    ctx.auth.orgId,
-    req.params.connectionId,
-    expected,
-    req.body,
-    ctx.services.config,
-  );
+  const c = await update(ctx.services.db, ctx.auth.orgId, req.params.connectionId, {
+    expectedVersion: expected,
+    patch: req.body,
+    config: ctx.services.config,
+  });
   ctx.services.gateway.forgetConnections(ctx.auth.orgId); // discovery and PCID checks of this process see it at once
   return { status: 200, body: c, headers: etag(c.version) };
 };

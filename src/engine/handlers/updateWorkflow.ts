@@ -5,7 +5,10 @@ import { updateWorkflow as update } from '../workflows.js';
 /** PUT /v1/workflows/{automationId} — publishes a new version; If-Match is required. */
 export const updateWorkflow: Handler<'updateWorkflow'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const wf = await update(ctx.services.db, ctx.auth.orgId, req.params.automationId, expected, req.body);
+  const wf = await update(ctx.services.db, ctx.auth.orgId, req.params.automationId, {
+    expectedVersion: expected,
+    input: req.body,
+  });
   ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 200, body: wf, headers: etag(wf.version) };
 };

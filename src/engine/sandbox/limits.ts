@@ -99,7 +99,7 @@ export function extensionFor(mimeType: string): string {
  * MIME type of a produced file when the step gave none: by extension, else by what was
  * written (text → text/plain, bytes → application/octet-stream).
  */
-export function defaultMimeType(fileName: string, wasText: boolean): string {
+export function defaultMimeType(fileName: string, { wasText }: { wasText: boolean }): string {
   const dot = fileName.lastIndexOf('.');
   const known = dot > 0 ? BY_EXTENSION[fileName.slice(dot + 1).toLowerCase()] : undefined;
   if (known) return known;

@@ -124,7 +124,7 @@ export class SandboxPool {
         : fail('unavailable', (err as Error).message);
     }
     if (req.signal?.aborted) {
-      this.release(worker, true, false); // untouched: back to the pool
+      this.release(worker, { reusable: true, ran: false }); // untouched: back to the pool
       return fail('aborted', 'The run was stopped before the step started');
     }
     const logs = new LogCollector(this.limits);
@@ -137,7 +137,7 @@ export class SandboxPool {
     this.executions += 1;
     if ('done' in out && out.done.reused) this.reused += 1;
     // Only a process that answered normally is reused; after a timeout it is replaced too.
-    this.release(worker, 'done' in out && out.done.outcome !== 'timeout');
+    this.release(worker, { reusable: 'done' in out && out.done.outcome !== 'timeout' });
     const runner = worker.serial;
     if ('killed' in out) {
       const outcome = {
@@ -246,7 +246,7 @@ export class SandboxPool {
     });
   }
 
-  private release(worker: SandboxWorker, reusable: boolean, ran = true): void {
+  private release(worker: SandboxWorker, { reusable, ran = true }: { reusable: boolean; ran?: boolean }): void {
     if (ran) worker.executions += 1;
     const due = worker.executions >= this.maxExecutions;
     if (!reusable || due || worker.dead || this.closed) {

@@ -39,7 +39,7 @@ export function checkFiles(files: RawFile[], limits: SandboxLimits): SandboxFile
   for (const f of files) {
     const fileName = sanitizeFileName(f.name);
     const given = f.mime === undefined ? undefined : cleanMimeType(f.mime);
-    byName.set(fileName, { fileName, mimeType: given ?? defaultMimeType(fileName, f.text), data: f.data });
+    byName.set(fileName, { fileName, mimeType: given ?? defaultMimeType(fileName, { wasText: f.text }), data: f.data });
   }
   const out = [...byName.values()];
   if (out.length > limits.maxFiles) return `A step may write at most ${limits.maxFiles} files`;

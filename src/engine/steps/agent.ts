@@ -23,18 +23,22 @@ export async function runAgentStep(step: WorkflowStep, ctx: StepRunContext, deps
       'FAILED',
       EXIT.invalid,
       'Invalid step: agent steps need the agents runtime, which this worker was started without',
-      0,
+      { durationMs: 0 },
     );
   const def = step as WorkflowStep & { agentId: string; message: string };
   let message: unknown;
   try {
     message = await renderTemplates(def.message, templateData(ctx));
   } catch (err) {
-    if (err instanceof TemplateError) return failed('FAILED', EXIT.invalid, `Invalid step: ${err.message}`, elapsed());
+    if (err instanceof TemplateError)
+      return failed('FAILED', EXIT.invalid, `Invalid step: ${err.message}`, { durationMs: elapsed() });
     throw err;
   }
   const text = typeof message === 'string' ? message : JSON.stringify(message);
-  if (!text) return failed('FAILED', EXIT.invalid, 'Invalid step: the message is empty after templating', elapsed());
+  if (!text)
+    return failed('FAILED', EXIT.invalid, 'Invalid step: the message is empty after templating', {
+      durationMs: elapsed(),
+    });
   const outcome = await deps.invokeAgent({
     orgId: ctx.orgId,
     agentId: def.agentId,
@@ -43,7 +47,7 @@ export async function runAgentStep(step: WorkflowStep, ctx: StepRunContext, deps
   });
   if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
   if (outcome.kind === 'refused')
-    return failed('FAILED', EXIT.invalid, `Agent step cannot run: ${outcome.message}`, elapsed());
+    return failed('FAILED', EXIT.invalid, `Agent step cannot run: ${outcome.message}`, { durationMs: elapsed() });
   const transcript = {
     agentId: def.agentId,
     chatId: outcome.chatId,
@@ -59,14 +63,20 @@ export async function runAgentStep(step: WorkflowStep, ctx: StepRunContext, deps
     },
   ];
   if (outcome.kind === 'failed')
-    return failed('FAILED', EXIT.error, `Agent turn failed (${outcome.error}): ${outcome.message}`, elapsed(), {
-      files,
+    return failed('FAILED', EXIT.error, `Agent turn failed (${outcome.error}): ${outcome.message}`, {
+      durationMs: elapsed(),
+      extra: {
+        files,
+      },
     });
   const base = { status: 'COMPLETE' as const, exitCode: EXIT.ok, durationMs: elapsed(), files, logs: [] };
   const result = outcome.output ? JSON.stringify(outcome.output) : outcome.reply;
   if (Buffer.byteLength(result) > MAX_RESULT_BYTES)
-    return failed('FAILED', EXIT.error, `The agent reply is larger than ${MAX_RESULT_BYTES} bytes`, elapsed(), {
-      files,
+    return failed('FAILED', EXIT.error, `The agent reply is larger than ${MAX_RESULT_BYTES} bytes`, {
+      durationMs: elapsed(),
+      extra: {
+        files,
+      },
     });
   return { ...base, resultType: outcome.output ? 'json' : 'markdown', result };
 }

@@ -86,11 +86,15 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
   const memoryMb = intField(step, 'memoryMb', 16, 1024);
   const declared = typeof step.resultType === 'string' ? step.resultType : undefined;
   if (typeof code !== 'string' || code.trim() === '')
-    return failed('FAILED', EXIT.invalid, 'Invalid step: code must be a non-empty string', 0);
+    return failed('FAILED', EXIT.invalid, 'Invalid step: code must be a non-empty string', { durationMs: 0 });
   if (timeoutMs === 'bad')
-    return failed('FAILED', EXIT.invalid, `Invalid step: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}`, 0);
+    return failed('FAILED', EXIT.invalid, `Invalid step: timeoutMs must be an integer from 1 to ${MAX_TIMEOUT_MS}`, {
+      durationMs: 0,
+    });
   if (memoryMb === 'bad')
-    return failed('FAILED', EXIT.invalid, 'Invalid step: memoryMb must be an integer from 16 to 1024', 0);
+    return failed('FAILED', EXIT.invalid, 'Invalid step: memoryMb must be an integer from 16 to 1024', {
+      durationMs: 0,
+    });
   if (deps.signal?.aborted) return stoppedByRun(deps.signal, 0);
 
   const run = await deps.sandbox.run({
@@ -108,19 +112,17 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
   switch (run.outcome) {
     case 'ok': {
       const ok = okResult(run, declared);
-      if (typeof ok === 'string') return failed('FAILED', EXIT.error, ok, run.durationMs, { logs: run.logs });
+      if (typeof ok === 'string')
+        return failed('FAILED', EXIT.error, ok, { durationMs: run.durationMs, extra: { logs: run.logs } });
       return { status: 'COMPLETE', exitCode: EXIT.ok, files: run.files, ...ok, ...base };
     }
     case 'error':
-      return failed('FAILED', EXIT.error, cleanStack(run.text), run.durationMs, base);
+      return failed('FAILED', EXIT.error, cleanStack(run.text), { durationMs: run.durationMs, extra: base });
     case 'invalid':
-      return failed(
-        'FAILED',
-        EXIT.invalid,
-        `Invalid step: the code does not compile: ${run.text}`,
-        run.durationMs,
-        base,
-      );
+      return failed('FAILED', EXIT.invalid, `Invalid step: the code does not compile: ${run.text}`, {
+        durationMs: run.durationMs,
+        extra: base,
+      });
     case 'timeout':
       return failed(
         'TIMEOUT',
@@ -128,17 +130,25 @@ export async function runCodeStep(step: WorkflowStep, ctx: StepRunContext, deps:
         run.text.startsWith('Step timed out')
           ? run.text
           : `Step timed out after ${timeoutMs ?? DEFAULT_TIMEOUT_MS} ms (${run.text})`,
-        run.durationMs,
-        base,
+        { durationMs: run.durationMs, extra: base },
       );
     case 'memory':
-      return failed('FAILED', EXIT.killed, `Memory limit exceeded: ${run.text}`, run.durationMs, base);
+      return failed('FAILED', EXIT.killed, `Memory limit exceeded: ${run.text}`, {
+        durationMs: run.durationMs,
+        extra: base,
+      });
     case 'aborted':
       return stoppedByRun(deps.signal, run.durationMs, base);
     case 'killed':
-      return failed('FAILED', EXIT.killed, `The sandbox process was killed: ${run.text}`, run.durationMs, base);
+      return failed('FAILED', EXIT.killed, `The sandbox process was killed: ${run.text}`, {
+        durationMs: run.durationMs,
+        extra: base,
+      });
     case 'unavailable':
       deps.log.error({ reason: run.text }, 'code step could not reach the sandbox');
-      return failed('FAILED', EXIT.error, `The code sandbox is unavailable: ${run.text}`, run.durationMs, base);
+      return failed('FAILED', EXIT.error, `The code sandbox is unavailable: ${run.text}`, {
+        durationMs: run.durationMs,
+        extra: base,
+      });
   }
 }

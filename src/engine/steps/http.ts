@@ -187,25 +187,29 @@ export async function runHttpStep(step: WorkflowStep, ctx: StepRunContext, deps:
     const data = await readBody(res);
     if (res.status < 200 || res.status > 299) {
       const excerpt = decode(data, res.headers.get('content-type') ?? '').slice(0, ERROR_EXCERPT) || res.statusText;
-      return failed('FAILED', EXIT.error, `HTTP ${res.status}: ${excerpt}`, elapsed());
+      return failed('FAILED', EXIT.error, `HTTP ${res.status}: ${excerpt}`, { durationMs: elapsed() });
     }
     return toResult(res, data, step.resultType, elapsed());
   } catch (err) {
-    if (err instanceof TemplateError) return failed('FAILED', EXIT.invalid, err.message, elapsed());
-    if (err instanceof StepFailure) return failed('FAILED', err.exitCode, err.message, elapsed());
+    if (err instanceof TemplateError) return failed('FAILED', EXIT.invalid, err.message, { durationMs: elapsed() });
+    if (err instanceof StepFailure) return failed('FAILED', err.exitCode, err.message, { durationMs: elapsed() });
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
     const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
     if (e.name === 'TimeoutError')
-      return failed('TIMEOUT', EXIT.timeout, `The HTTP request timed out after ${prepared?.timeoutMs} ms`, elapsed());
+      return failed('TIMEOUT', EXIT.timeout, `The HTTP request timed out after ${prepared?.timeoutMs} ms`, {
+        durationMs: elapsed(),
+      });
     if (e.cause instanceof OutboundRefusedError)
-      return failed('FAILED', EXIT.error, `The HTTP request was not sent: ${e.cause.message}`, elapsed());
+      return failed('FAILED', EXIT.error, `The HTTP request was not sent: ${e.cause.message}`, {
+        durationMs: elapsed(),
+      });
     const cause = e.cause?.code ?? e.cause?.message;
     deps.log.debug({ origin: prepared?.url.origin, err: e.message }, 'http step request failed');
     return failed(
       'FAILED',
       EXIT.error,
       `The HTTP request failed: ${e.message ?? String(err)}${cause ? ` (${cause})` : ''}`,
-      elapsed(),
+      { durationMs: elapsed() },
     );
   }
 }

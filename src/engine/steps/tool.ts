@@ -36,7 +36,7 @@ export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps:
       'FAILED',
       EXIT.invalid,
       'Invalid step: tool steps need the gateway, which this worker was started without',
-      0,
+      { durationMs: 0 },
     );
   const def = step as WorkflowStep & {
     server: string;
@@ -49,7 +49,8 @@ export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps:
     args = (await renderTemplates(def.arguments ?? {}, templateData(ctx))) as Record<string, unknown>;
     if (def.PCID !== undefined) args = { ...args, PCID: await renderTemplates(def.PCID, templateData(ctx)) };
   } catch (err) {
-    if (err instanceof TemplateError) return failed('FAILED', EXIT.invalid, `Invalid step: ${err.message}`, elapsed());
+    if (err instanceof TemplateError)
+      return failed('FAILED', EXIT.invalid, `Invalid step: ${err.message}`, { durationMs: elapsed() });
     throw err;
   }
   try {
@@ -66,7 +67,7 @@ export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps:
         'FAILED',
         EXIT.error,
         bounded(textOf(result.content) || JSON.stringify(result.structuredContent ?? {})),
-        elapsed(),
+        { durationMs: elapsed() },
       );
     const base = { status: 'COMPLETE' as const, exitCode: EXIT.ok, durationMs: elapsed(), files: [], logs: [] };
     if (result.structuredContent)
@@ -76,6 +77,8 @@ export async function runToolStep(step: WorkflowStep, ctx: StepRunContext, deps:
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
     const code = (err as { code?: unknown }).code;
     const suffix = typeof code === 'number' ? ` (JSON-RPC ${code})` : '';
-    return failed('FAILED', EXIT.error, `Tool call failed: ${(err as Error).message}${suffix}`, elapsed());
+    return failed('FAILED', EXIT.error, `Tool call failed: ${(err as Error).message}${suffix}`, {
+      durationMs: elapsed(),
+    });
   }
 }

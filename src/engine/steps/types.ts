@@ -112,8 +112,7 @@ export function failed(
   status: 'FAILED' | 'TIMEOUT',
   exitCode: number,
   message: string,
-  durationMs: number,
-  extra: Partial<ExecutedStep> = {},
+  { durationMs, extra = {} }: { durationMs: number; extra?: Partial<ExecutedStep> },
 ): ExecutedStep {
   return { status, resultType: 'error', result: message, exitCode, durationMs, files: [], logs: [], ...extra };
 }
@@ -127,6 +126,6 @@ export function stoppedByRun(
   const reason = signal?.reason as { name?: unknown; message?: unknown } | undefined;
   const why = reason && typeof reason.message === 'string' && reason.message ? `: ${reason.message}` : '';
   if (reason?.name === 'AbortError')
-    return failed('FAILED', EXIT.killed, `Step stopped: the run was cancelled${why}`, durationMs, extra);
-  return failed('TIMEOUT', EXIT.timeout, `Step stopped: the run reached its time limit${why}`, durationMs, extra);
+    return failed('FAILED', EXIT.killed, `Step stopped: the run was cancelled${why}`, { durationMs, extra });
+  return failed('TIMEOUT', EXIT.timeout, `Step stopped: the run reached its time limit${why}`, { durationMs, extra });
 }

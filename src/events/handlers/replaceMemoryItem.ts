@@ -9,6 +9,6 @@ export const replaceMemoryItem: Handler<'replaceMemoryItem'> = async (req, ctx) 
   const collection = await resourceCollection(ctx, req.query.collectionId);
   return {
     status: 200,
-    body: await updateItem(ctx.services.events.deps, collection, req.params.id, req.body, 'replace'),
+    body: await updateItem(ctx.services.events.deps, collection, req.params.id, { body: req.body, mode: 'replace' }),
   };
 };

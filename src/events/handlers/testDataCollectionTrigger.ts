@@ -20,7 +20,10 @@ export const testDataCollectionTrigger: Handler<'testDataCollectionTrigger'> = a
     targets.map(async (t) => {
       const base = holdsFiles(collection.type)
         ? filePayload(event, collection, sampleFile({}), 'collection')
-        : itemPayload(event, collection, sampleItem({}), 'collection', { content: {}, metadata: {} });
+        : itemPayload(event, collection, sampleItem({}), {
+            level: 'collection',
+            previous: { content: {}, metadata: {} },
+          });
       const payload = { eventId: 'evt_test', ...base, ...testData };
       const r = await events.call(t.url, revealKey(events.deps.secretKey, t.apiKeyEnc), payload);
       return {

@@ -25,7 +25,7 @@ export const testMemoryTrigger: Handler<'testMemoryTrigger'> = async (req, ctx) 
   });
   const payload = {
     eventId: 'evt_test',
-    ...itemPayload('onTest', collection, { ...sampleItem({}), content: data }, 'collection'),
+    ...itemPayload('onTest', collection, { ...sampleItem({}), content: data }, { level: 'collection' }),
   };
   const r = await events.call(url, apiKey, payload);
   return {

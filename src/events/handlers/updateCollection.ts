@@ -7,7 +7,10 @@ import { managedCollection } from './support.js';
 export const updateCollection: Handler<'updateCollection'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
   await managedCollection(ctx, req.params.collectionId);
-  const c = await update(ctx.services.db, ctx.auth.orgId, req.params.collectionId, expected, req.body);
+  const c = await update(ctx.services.db, ctx.auth.orgId, req.params.collectionId, {
+    expectedVersion: expected,
+    patch: req.body,
+  });
   ctx.services.events.forget(ctx.auth.orgId, c.id);
   const counts = await countItems(ctx.services.db, [c.id]);
   return { status: 200, body: collectionView(c, counts.get(c.id) ?? 0), headers: etag(c.version) };

@@ -7,6 +7,6 @@ export const updateMemoryItem: Handler<'updateMemoryItem'> = async (req, ctx) =>
   const collection = await resourceCollection(ctx, req.query.collectionId);
   return {
     status: 200,
-    body: await updateItem(ctx.services.events.deps, collection, req.params.id, req.body, 'merge'),
+    body: await updateItem(ctx.services.events.deps, collection, req.params.id, { body: req.body, mode: 'merge' }),
   };
 };

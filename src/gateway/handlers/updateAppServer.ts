@@ -8,7 +8,10 @@ export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
   if (req.body.upstream !== undefined)
     await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
-  const s = await update(ctx.services.db, ctx.auth.orgId, req.params.serverId, expected, req.body);
+  const s = await update(ctx.services.db, ctx.auth.orgId, req.params.serverId, {
+    expectedVersion: expected,
+    patch: req.body,
+  });
   ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 200, body: s, headers: etag(s.version) };
 };

@@ -24,9 +24,7 @@ interface Backend {
   call(
     ctx: GatewayContext,
     conn: ResolvedConnection,
-    name: string,
-    args: Record<string, unknown>,
-    deadline: Deadline,
+    options: { name: string; args: Record<string, unknown>; deadline: Deadline },
   ): Promise<CallResult>;
 }
 
@@ -68,7 +66,7 @@ function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool
     `${ctx.orgId}\0${server.serverId}\0${server.version}\0${conn.id}\0${conn.version}\0${forwardKey(ctx.forwardedHeaders)}`;
   return {
     list: (ctx, conn, deadline) => pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.listTools(deadline)),
-    call: (ctx, conn, name, args, deadline) =>
+    call: (ctx, conn, { name, args, deadline }) =>
       pool.use(key(ctx, conn), open(ctx, conn), deadline, (s) => s.callTool(name, args, deadline, ctx.sourceMetadata)),
   };
 }
@@ -78,7 +76,7 @@ function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: Upst
     pool.catalogue<OpenapiCatalogue>(`${server.serverId}\0${server.version}`, () => buildCatalogue(upstream.document));
   return {
     list: async () => catalogue().tools,
-    call: async (_ctx, conn, name, args, deadline) => {
+    call: async (_ctx, conn, { name, args, deadline }) => {
       const op = catalogue().operations.get(name);
       if (!op) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       // Forwarded headers are deliberately not passed (spec section 5).
@@ -95,7 +93,7 @@ function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: Upst
 function codingAgentBackend(server: AppServer, baseUrl: string, pool: UpstreamPool): Backend {
   return {
     list: async () => [codingAgentTool],
-    call: async (_ctx, conn, name, args, deadline) => {
+    call: async (_ctx, conn, { name, args, deadline }) => {
       if (name !== CODING_AGENT_TOOL)
         throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       const input = checkLaunchInput({ ...args, PCID: conn.id });
@@ -151,9 +149,7 @@ async function run<T>(
 async function listFor(
   ctx: GatewayContext,
   server: AppServer,
-  parent: AppServer | undefined,
-  pool: UpstreamPool,
-  backend: Backend,
+  { parent, pool, backend }: { parent: AppServer | undefined; pool: UpstreamPool; backend: Backend },
 ): Promise<ToolDef[]> {
   const keys = serviceKeysOf(server, parent);
   const candidates = await pool.connections.connected(ctx, keys);
@@ -171,9 +167,7 @@ async function listFor(
 async function listingFor(
   ctx: GatewayContext,
   server: AppServer,
-  parent: AppServer | undefined,
-  pool: UpstreamPool,
-  backend: Backend,
+  { parent, pool, backend }: { parent: AppServer | undefined; pool: UpstreamPool; backend: Backend },
 ): Promise<Listing> {
   const keys = serviceKeysOf(server, parent);
   const candidates = await pool.connections.connected(ctx, keys);
@@ -189,18 +183,18 @@ export function createAppToolServer(server: AppServer, parent: AppServer | undef
   const backend = backendOf(server, pool);
   const keys = serviceKeysOf(server, parent);
   return {
-    listing: (ctx) => listingFor(ctx, server, parent, pool, backend),
+    listing: (ctx) => listingFor(ctx, server, { parent, pool, backend }),
     path: server.path,
     name: server.name,
     description: server.description ?? '',
     embedded: false,
     serviceKey: keys[0],
-    listTools: (ctx) => listFor(ctx, server, parent, pool, backend),
+    listTools: (ctx) => listFor(ctx, server, { parent, pool, backend }),
     async callTool(ctx, name, args) {
       const { PCID: pcid, ...rest } = args;
       const conn = await resolvePcid(ctx, keys, pcid, pool.connections);
       return run(ctx, pool, `upstream ${server.path} tools/call ${name.slice(0, 100)}`, (d) =>
-        backend.call(ctx, conn, name, rest, d),
+        backend.call(ctx, conn, { name, args: rest, deadline: d }),
       );
     },
   };
@@ -219,7 +213,7 @@ export async function listAppServerTools(
   pool: UpstreamPool,
 ): Promise<ToolDef[]> {
   try {
-    const listing = await listingFor(ctx, server, parent, pool, backendOf(server, pool));
+    const listing = await listingFor(ctx, server, { parent, pool, backend: backendOf(server, pool) });
     if (listing.error !== undefined)
       ctx.log.warn({ server: server.path, err: listing.error }, 'application server tools stale for discovery');
     return listing.tools;

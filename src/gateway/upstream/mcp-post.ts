@@ -62,8 +62,7 @@ export function postTarget(
   url: URL,
   agent: http.Agent,
   headers: Readonly<Record<string, string>>,
-  sessionId: string | undefined,
-  protocolVersion: string | undefined,
+  { sessionId, protocolVersion }: { sessionId: string | undefined; protocolVersion: string | undefined },
 ): PostTarget {
   const all: Record<string, string> = {
     ...headers,
@@ -131,9 +130,7 @@ export function postRequest(
   target: PostTarget,
   id: number,
   method: string,
-  params: Record<string, unknown>,
-  until: Abortable,
-  other: OtherMessage,
+  { params, until, other }: { params: Record<string, unknown>; until: Abortable; other: OtherMessage },
 ): Promise<Record<string, unknown>> {
   // Kept a string: Node joins a string body with the request head into one chunk.
   const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });
@@ -157,7 +154,7 @@ export function postRequest(
       req?.destroy();
     });
 
-    const send = (retried: boolean) => {
+    const send = ({ retried }: { retried: boolean }) => {
       const r = target.request({ ...target.options, headers: { ...target.headers, 'content-length': length } });
       req = r;
       let answered = false;
@@ -165,7 +162,7 @@ export function postRequest(
         // After the response head, failures surface on the response (mcp-answer.ts).
         if (answered || settled) return;
         if (!retried && r.reusedSocket && err.code === 'ECONNRESET') {
-          send(true);
+          send({ retried: true });
           return;
         }
         finish(err);
@@ -185,6 +182,6 @@ export function postRequest(
       });
       r.end(body);
     };
-    send(false);
+    send({ retried: false });
   });
 }

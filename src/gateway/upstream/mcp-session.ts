@@ -137,7 +137,10 @@ export class McpSession {
     if (transport instanceof StreamableHTTPClientTransport && opts.agent) {
       // The negotiated version goes on every request after initialize (MCP Streamable HTTP,
       // "Protocol Version Header"); the session id likewise ("Session Management").
-      session.lean = postTarget(url, opts.agent, opts.headers, transport.sessionId, transport.protocolVersion);
+      session.lean = postTarget(url, opts.agent, opts.headers, {
+        sessionId: transport.sessionId,
+        protocolVersion: transport.protocolVersion,
+      });
     }
     return session;
   }
@@ -162,7 +165,7 @@ export class McpSession {
     if (lean) {
       const id = this.nextId++;
       try {
-        return await postRequest(lean, id, method, params, deadline, this.fromServer);
+        return await postRequest(lean, id, method, { params, until: deadline, other: this.fromServer });
       } catch (err) {
         if (!(err instanceof RedirectAnswer)) {
           if (deadline.aborted) this.cancel(id);

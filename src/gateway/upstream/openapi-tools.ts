@@ -68,23 +68,25 @@ function pointer(doc: Json, ref: string): unknown {
 function inline(
   doc: Json,
   value: unknown,
-  budget = { nodes: MAX_NODES },
-  seen: readonly string[] = [],
-  depth = 0,
+  {
+    budget = { nodes: MAX_NODES },
+    seen = [],
+    depth = 0,
+  }: { budget?: { nodes: number }; seen?: readonly string[]; depth?: number } = {},
 ): unknown {
   if (depth > MAX_DEPTH || --budget.nodes < 0) return {};
-  if (Array.isArray(value)) return value.map((v) => inline(doc, v, budget, seen, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => inline(doc, v, { budget, seen, depth: depth + 1 }));
   if (!isObject(value)) return value;
   if (typeof value.$ref === 'string') {
     const ref = value.$ref;
     if (seen.includes(ref)) return {};
     const target = pointer(doc, ref);
-    return target === undefined ? {} : inline(doc, target, budget, [...seen, ref], depth + 1);
+    return target === undefined ? {} : inline(doc, target, { budget, seen: [...seen, ref], depth: depth + 1 });
   }
   const out: Json = {};
   for (const [k, v] of Object.entries(value)) {
     if (k === 'nullable' || k === 'example' || k === 'xml' || k === 'externalDocs' || k === 'discriminator') continue;
-    out[k] = inline(doc, v, budget, seen, depth + 1);
+    out[k] = inline(doc, v, { budget, seen, depth: depth + 1 });
   }
   if (value.nullable === true && typeof out.type === 'string') out.type = [out.type, 'null'];
   return out;
@@ -137,8 +139,7 @@ function buildOperation(
   doc: Json,
   item: Json,
   op: Json,
-  method: string,
-  path: string,
+  { method, path }: { method: string; path: string },
 ): { op: Operation; schema: JsonSchemaObject } | undefined {
   const properties: Json = {};
   const required: string[] = [];
@@ -188,7 +189,7 @@ export function buildCatalogue(doc: Json): OpenapiCatalogue {
     for (const method of METHODS) {
       const op = item[method];
       if (!isObject(op)) continue;
-      const built = buildOperation(doc, item, op, method, path);
+      const built = buildOperation(doc, item, op, { method, path });
       if (!built) continue;
       const base = sanitizeName(
         typeof op.operationId === 'string' && op.operationId !== '' ? op.operationId : `${method}_${path}`,

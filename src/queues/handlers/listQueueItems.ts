@@ -7,5 +7,8 @@ import { managedQueue } from './support.js';
 export const listQueueItems: Handler<'listQueueItems'> = async (req, ctx) => {
   const q = await managedQueue(ctx, req.params.queueId);
   const { batchId, status } = req.query;
-  return { status: 200, body: await list(ctx.services.db, ctx.services.blobs, q.id, { batchId, status }, pageOf(req)) };
+  return {
+    status: 200,
+    body: await list(ctx.services.db, ctx.services.blobs, q.id, { filter: { batchId, status }, page: pageOf(req) }),
+  };
 };

@@ -14,7 +14,7 @@ export const updateQueue: Handler<'updateQueue'> = async (req, ctx) => {
   // 404 before 400: an unknown queue is the first thing wrong with the request.
   await managedQueue(ctx, req.params.queueId);
   if (req.body.triggerId !== undefined) await checkQueueTrigger(db, ctx.auth.orgId, req.body.triggerId);
-  const q = await update(db, ctx.auth.orgId, req.params.queueId, expected, req.body);
+  const q = await update(db, ctx.auth.orgId, req.params.queueId, { expectedVersion: expected, patch: req.body });
   ctx.services.queues.wake();
   return { status: 200, body: queueView(q), headers: etag(q.version) };
 };

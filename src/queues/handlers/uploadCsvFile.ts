@@ -9,13 +9,10 @@ const check: BeforeBody = async (req, ctx) => {
   const url = req.raw.url ?? '';
   const q = url.indexOf('?');
   const length = req.headers['content-length'];
-  return checkUploadTarget(
-    ctx.services.db,
-    ctx.services.config,
-    req.params.csvKey!,
-    new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
-    typeof length === 'string' ? length : undefined,
-  );
+  return checkUploadTarget(ctx.services.db, ctx.services.config, req.params.csvKey!, {
+    query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
+    contentLength: typeof length === 'string' ? length : undefined,
+  });
 };
 
 export const uploadCsvFile: Handler<'uploadCsvFile'> = Object.assign(

@@ -42,7 +42,11 @@ function downloadHeaders(filename: string, size: number, secondsLeft: number): R
 export const downloadRunFile: Handler<'downloadRunFile'> = async (req, ctx) => {
   const { fileId } = req.params;
   const now = Date.now();
-  const secondsLeft = verifyFileSignature(ctx.services.config, fileId, req.query.expires, req.query.signature, now);
+  const secondsLeft = verifyFileSignature(ctx.services.config, fileId, {
+    expires: req.query.expires,
+    sig: req.query.signature,
+    nowMs: now,
+  });
   // A step's result file (getRunResults decision) is served from its step row, not the blob store.
   if (isResultFileId(fileId)) {
     const result = await loadResultFile(ctx.services.db, fileId);

@@ -17,6 +17,7 @@ import {
   type GatewayContext,
   type ToolServer,
   embeddedServer,
+  type GatewayCatalog,
 } from '../../gateway/index.js';
 import {
   AgentConfigError,
@@ -32,22 +33,37 @@ import {
   setPublicTemplate,
   updateAgent,
   type AgentPatch,
+  type AgentService,
   type ServerRef,
 } from '../../agents/index.js';
 import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/index.js';
 
 const PREFIX = 'agent-management_';
 
+/**
+ * What the tools reach beyond the call's context: the catalogue (server paths of an agent's
+ * configuration are checked against it) and the agent turns. The turns are late-bound: the agent
+ * service is built after the gateway, since its turns call tools through this catalogue.
+ */
+export interface AgentManagementDeps {
+  catalog: Pick<GatewayCatalog, 'resolve'>;
+  agents: () => Pick<AgentService, 'start' | 'reset'>;
+}
+
 type Args = Record<string, unknown>;
-type Tool = (ctx: GatewayContext, args: Args) => Promise<CallResult>;
+type Tool = (ctx: GatewayContext, args: Args, deps: AgentManagementDeps) => Promise<CallResult>;
 
 function str(args: Args, key: string): string | undefined {
   return typeof args[key] === 'string' ? (args[key] as string) : undefined;
 }
 
-async function checked(ctx: GatewayContext, input: Parameters<typeof checkAgentConfig>[2]): Promise<void> {
+async function checked(
+  ctx: GatewayContext,
+  deps: AgentManagementDeps,
+  input: Parameters<typeof checkAgentConfig>[2],
+): Promise<void> {
   try {
-    await checkAgentConfig(ctx.services, ctx.orgId, input);
+    await checkAgentConfig({ ...ctx.services, gateway: { catalog: deps.catalog } }, ctx.orgId, input);
   } catch (err) {
     if (err instanceof AgentConfigError) {
       throw new GatewayError(RPC.SERVER, `Invalid arguments: \`${err.field}\` ${err.message}`, {
@@ -66,7 +82,7 @@ async function chatOf(ctx: GatewayContext, chatId: string): Promise<NonNullable<
 }
 
 const tools: Record<string, Tool> = {
-  async agent_create(ctx, args) {
+  async agent_create(ctx, args, deps) {
     const input = args as {
       name: string;
       description?: string;
@@ -76,7 +92,7 @@ const tools: Record<string, Tool> = {
       outputSchema?: Record<string, unknown>;
       introMessage?: string;
     };
-    await checked(ctx, input);
+    await checked(ctx, deps, input);
     return jsonResult({ ...(await createAgent(ctx.services.db, ctx.orgId, input)) });
   },
   async agent_list(ctx, args) {
@@ -89,15 +105,15 @@ const tools: Record<string, Tool> = {
   async agent_read(ctx, args) {
     return jsonResult({ ...(await requireAgent(ctx.services.db, ctx.orgId, args.agentId as string)) });
   },
-  async agent_update(ctx, args) {
+  async agent_update(ctx, args, deps) {
     const { agentId, ...patch } = args as AgentPatch & { agentId: string };
     await requireAgent(ctx.services.db, ctx.orgId, agentId);
-    await checked(ctx, patch);
+    await checked(ctx, deps, patch);
     return jsonResult({ ...(await updateAgent(ctx.services.db, ctx.orgId, agentId, patch)) });
   },
-  async agent_invoke(ctx, args) {
+  async agent_invoke(ctx, args, deps) {
     const agentId = args.agentId as string;
-    const inv = await ctx.services.agents.start({
+    const inv = await deps.agents().start({
       orgId: ctx.orgId,
       agentId,
       message: args.message as string,
@@ -145,9 +161,9 @@ const tools: Record<string, Tool> = {
       nextCursor: page.nextCursor,
     });
   },
-  async chat_reset_conversation(ctx, args) {
+  async chat_reset_conversation(ctx, args, deps) {
     const chat = await chatOf(ctx, args.chatId as string);
-    await ctx.services.agents.reset(ctx.orgId, chat.chatId);
+    await deps.agents().reset(ctx.orgId, chat.chatId);
     return jsonResult({ success: true, chatId: chat.chatId });
   },
   async chat_list_artifacts(ctx, args) {
@@ -167,7 +183,9 @@ const tools: Record<string, Tool> = {
     return jsonResult(await publishRelease(ctx.services.db, ctx.orgId, args.agentId as string, str(args, 'notes')));
   },
   async agent_toggle_public_template(ctx, args) {
-    const agent = await setPublicTemplate(ctx.services.db, ctx.orgId, args.agentId as string, args.public as boolean);
+    const agent = await setPublicTemplate(ctx.services.db, ctx.orgId, args.agentId as string, {
+      isPublic: args.public as boolean,
+    });
     return jsonResult({
       agentId: agent.agentId,
       isPublicTemplate: agent.isPublicTemplate,
@@ -185,12 +203,12 @@ const TOOL_FAILURES = new Set([
   'ERR_CONFLICT',
 ]);
 
-export function createAgentManagementServer(): ToolServer {
+export function createAgentManagementServer(deps: AgentManagementDeps): ToolServer {
   return embeddedServer('agent-management', async (ctx, tool, args) => {
     const run = tools[tool.name.slice(PREFIX.length)];
     if (!run) throw new GatewayError(RPC.INTERNAL, `agent-management has no implementation of ${tool.name}`);
     try {
-      return await run(ctx, args);
+      return await run(ctx, args, deps);
     } catch (err) {
       if (isAppError(err) && err.key !== undefined && TOOL_FAILURES.has(err.key))
         return toolError(err.message, { code: err.code });

@@ -26,24 +26,30 @@ import {
   type OperatorArgs,
   type PollArgs,
   type ScriptArgs,
+  type BrowserService,
 } from '../../browser/index.js';
 
 const PREFIX = 'browser-automation_';
 
-type Tool = (ctx: GatewayContext, args: Record<string, unknown>) => Promise<CallResult>;
+/** The browser tasks the tools start and poll (src/browser/service.ts). */
+export interface BrowserAutomationDeps {
+  browser: () => Pick<BrowserService, 'startScript' | 'startOperator' | 'poll'>;
+}
+
+type Tool = (ctx: GatewayContext, args: Record<string, unknown>, deps: BrowserAutomationDeps) => Promise<CallResult>;
 
 const tools: Record<string, Tool> = {
-  async playwright_run(ctx, args) {
-    return jsonResult(await ctx.services.browser.startScript(ctx.orgId, args as unknown as ScriptArgs));
+  async playwright_run(ctx, args, deps) {
+    return jsonResult(await deps.browser().startScript(ctx.orgId, args as unknown as ScriptArgs));
   },
-  async playwright_run_continue(ctx, args) {
-    return jsonResult(await ctx.services.browser.poll(ctx.orgId, 'script', args as unknown as PollArgs));
+  async playwright_run_continue(ctx, args, deps) {
+    return jsonResult(await deps.browser().poll(ctx.orgId, 'script', args as unknown as PollArgs));
   },
-  async operator_run(ctx, args) {
-    return jsonResult(await ctx.services.browser.startOperator(ctx.orgId, args as unknown as OperatorArgs));
+  async operator_run(ctx, args, deps) {
+    return jsonResult(await deps.browser().startOperator(ctx.orgId, args as unknown as OperatorArgs));
   },
-  async operator_run_continue(ctx, args) {
-    return jsonResult(await ctx.services.browser.poll(ctx.orgId, 'operator', args as unknown as PollArgs));
+  async operator_run_continue(ctx, args, deps) {
+    return jsonResult(await deps.browser().poll(ctx.orgId, 'operator', args as unknown as PollArgs));
   },
   async logins_list(ctx) {
     const contexts = await allLogins(ctx.services.db, ctx.orgId);
@@ -51,12 +57,12 @@ const tools: Record<string, Tool> = {
   },
 };
 
-export function createBrowserAutomationServer(): ToolServer {
+export function createBrowserAutomationServer(deps: BrowserAutomationDeps): ToolServer {
   return embeddedServer('browser-automation', async (ctx, tool, args) => {
     const run = tools[tool.name.slice(PREFIX.length)];
     if (!run) throw new GatewayError(RPC.INTERNAL, `No implementation for ${tool.name}`, { error: 'internal_error' });
     try {
-      return await run(ctx, args);
+      return await run(ctx, args, deps);
     } catch (err) {
       if (err instanceof TaskError) return toolError(err.message);
       // As for agent_invoke: a server without a model is the tool's answer, which says what to set.

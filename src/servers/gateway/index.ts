@@ -70,7 +70,7 @@ export function createGatewayServer(
     }
     const target = await servers.require(ctx, path);
     const result = await target.callTool(ctx, name, parseArguments(args.arguments));
-    observer?.toolCalled(ctx, path, name, !result.isError);
+    observer?.toolCalled(ctx, { server: path, tool: name, ok: !result.isError });
     return asInvokeResult(result);
   });
 }

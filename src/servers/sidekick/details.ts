@@ -69,13 +69,17 @@ export function details(org: OrgState, skills: SkillLibrary, args: DetailsArgs):
     for (const entry of found) {
       if (seen.has(entry.id)) continue;
       seen.add(entry.id);
-      items.push(detailOf(entry, skills, withSchemas, withSkill));
+      items.push(detailOf(entry, skills, { withSchemas, withSkill }));
     }
   }
   return { items, notFound };
 }
 
-function detailOf(entry: ToolEntry, skills: SkillLibrary, withSchemas: boolean, withSkill: boolean): DetailItem {
+function detailOf(
+  entry: ToolEntry,
+  skills: SkillLibrary,
+  { withSchemas, withSkill }: { withSchemas: boolean; withSkill: boolean },
+): DetailItem {
   const { server, tool } = entry.tool;
   const docs = withSkill ? skills.forTool(server, tool.name) : [];
   return {

@@ -157,13 +157,13 @@ export function discover(
   const z = signals.vectors;
   const tools =
     kinds.has('tool') || kinds.has('connection') || kinds.has('agentSkill')
-      ? rankTools(org, q, args.request, policy, limit, z, signals.learned)
+      ? rankTools(org, q, { request: args.request, policy, limit, z, learned: signals.learned })
       : [];
   return {
     tools: kinds.has('tool') ? tools.slice(0, limit).map((r) => toolMatch(r, skills)) : [],
-    connections: kinds.has('connection') ? rankConnections(org, q, tools, policy, limit, z) : [],
-    resources: kinds.has('resource') ? rankResources(org, q, policy, limit, z) : [],
-    skills: kinds.has('agentSkill') ? rankSkills(skills, q, tools, policy, limit, z) : [],
+    connections: kinds.has('connection') ? rankConnections(org, q, { tools, policy, limit, z }) : [],
+    resources: kinds.has('resource') ? rankResources(org, q, { policy, limit, z }) : [],
+    skills: kinds.has('agentSkill') ? rankSkills(skills, q, { tools, policy, limit, z }) : [],
   };
 }
 
@@ -172,11 +172,13 @@ type ZScores = RequestScores | undefined;
 function rankTools(
   org: OrgState,
   q: AnalyzedQuery,
-  request: string,
-  policy: Policy,
-  limit: number,
-  z: ZScores,
-  learned?: Signals['learned'],
+  {
+    request,
+    policy,
+    limit,
+    z,
+    learned,
+  }: { request: string; policy: Policy; limit: number; z: ZScores; learned?: Signals['learned'] | undefined },
 ): Ranked<ToolEntry>[] {
   const exact = exactMatches(org, request);
   const ranked: Ranked<ToolEntry>[] = exact.map((item) => ({ item, value: 1 + 1e-6 }));
@@ -251,10 +253,7 @@ function toolMatch(r: Ranked<ToolEntry>, skills: SkillLibrary): ToolMatch {
 function rankConnections(
   org: OrgState,
   q: AnalyzedQuery,
-  tools: Ranked<ToolEntry>[],
-  policy: Policy,
-  limit: number,
-  z: ZScores,
+  { tools, policy, limit, z }: { tools: Ranked<ToolEntry>[]; policy: Policy; limit: number; z: ZScores },
 ): ConnectionMatch[] {
   const viaTools = new Map<string, number>();
   for (const t of tools) {
@@ -279,7 +278,11 @@ function rankConnections(
     }));
 }
 
-function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: number, z: ZScores): ResourceMatch[] {
+function rankResources(
+  org: OrgState,
+  q: AnalyzedQuery,
+  { policy, limit, z }: { policy: Policy; limit: number; z: ZScores },
+): ResourceMatch[] {
   const lexical = new Map(org.resources.index.search(q, 100).map((h) => [h.id, h.confidence]));
   return org.resources.items
     .map((r, i) => ({ r, value: fuse(lexical.get(i) ?? 0, z?.get(`r:${r.id}`)) }))
@@ -292,10 +295,7 @@ function rankResources(org: OrgState, q: AnalyzedQuery, policy: Policy, limit: n
 function rankSkills(
   skills: SkillLibrary,
   q: AnalyzedQuery,
-  tools: Ranked<ToolEntry>[],
-  policy: Policy,
-  limit: number,
-  z: ZScores,
+  { tools, policy, limit, z }: { tools: Ranked<ToolEntry>[]; policy: Policy; limit: number; z: ZScores },
 ): SkillMatch[] {
   const best = new Map<SkillDoc, number>();
   const offer = (s: SkillDoc, v: number): void => {

@@ -85,8 +85,7 @@ export async function pruneVectors(
   db: Knex,
   scope: string,
   model: string,
-  keep: ReadonlySet<string>,
-  before: string,
+  { keep, before }: { keep: ReadonlySet<string>; before: string },
 ): Promise<number> {
   const rows = (await db('discovery_embeddings')
     .select('model', 'content_hash')

@@ -181,13 +181,10 @@ export class Semantic {
     const now = Date.now();
     if (!this.db || orgId === SHARED_SCOPE || now - (this.pruned.get(orgId) ?? 0) < PRUNE_INTERVAL_MS) return;
     this.pruned.set(orgId, now);
-    const deleted = await pruneVectors(
-      this.db,
-      orgId,
-      this.provider.model,
-      hashes,
-      new Date(now - PRUNE_AGE_MS).toISOString(),
-    );
+    const deleted = await pruneVectors(this.db, orgId, this.provider.model, {
+      keep: hashes,
+      before: new Date(now - PRUNE_AGE_MS).toISOString(),
+    });
     if (deleted > 0) this.log.info({ orgId, deleted }, 'discovery: stored embeddings no longer used were deleted');
   }
 

@@ -166,7 +166,7 @@ export class UsageMemory implements ToolCallObserver {
    * round trip to every proxied call (bench/README.md, "Other benchmarks"), for no ordering that
    * this does not already give.
    */
-  toolCalled(ctx: GatewayContext, server: string, tool: string, ok: boolean): void {
+  toolCalled(ctx: GatewayContext, { server, tool, ok }: { server: string; tool: string; ok: boolean }): void {
     if (!ok || IGNORED(server, tool)) return;
     if (this.opts.shared) {
       this.track(
@@ -247,7 +247,7 @@ export class UsageMemory implements ToolCallObserver {
   private remember(ctx: GatewayContext, p: Pending, server: string, tool: string): void {
     const at = new Date(this.now()).toISOString();
     const org = this.orgs.get(ctx.orgId);
-    if (org) this.applyLocally(org, p, server, tool, at);
+    if (org) this.applyLocally(org, p, { server, tool, at });
     this.track(
       this.store
         .record(ctx, { request: p.request, terms: p.terms, server, tool, at }, this.maxRows)
@@ -264,7 +264,11 @@ export class UsageMemory implements ToolCallObserver {
   }
 
   /** The same change the store makes, on the cached rows (most recently used first, bounded). */
-  private applyLocally(org: OrgRows, p: Pending, server: string, tool: string, at: string): void {
+  private applyLocally(
+    org: OrgRows,
+    p: Pending,
+    { server, tool, at }: { server: string; tool: string; at: string },
+  ): void {
     org.gen++;
     const joined = p.terms.join(' ');
     const i = org.rows.findIndex(

@@ -6,7 +6,10 @@ import { triggerView } from '../urls.js';
 /** PATCH /v1/triggers/{triggerId} — name, enabled, designatedOutput; If-Match is required. */
 export const updateTrigger: Handler<'updateTrigger'> = async (req, ctx) => {
   const expected = requireIfMatch(req);
-  const t = await update(ctx.services.db, ctx.auth.orgId, req.params.triggerId, expected, req.body);
+  const t = await update(ctx.services.db, ctx.auth.orgId, req.params.triggerId, {
+    expectedVersion: expected,
+    patch: req.body,
+  });
   ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 200, body: triggerView(ctx.services.config.baseUrls.triggers, t), headers: etag(t.version) };
 };

@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
 import type { CatalogTool, GatewayContext } from '../../../src/gateway/types.js';
-import type { Services } from '../../../src/services.js';
+import { gatewayServices } from '../../unit/servers/sidekick/fixtures.js';
 import {
   createDiscoveryEngine,
   createMemorySource,
@@ -72,7 +72,7 @@ const PARAPHRASE = 'will I need an umbrella in Lisbon tomorrow';
 function context(orgId: string): GatewayContext {
   const log = pino({ level: 'silent' });
   return {
-    services: { log } as unknown as Services,
+    services: gatewayServices(),
     log,
     orgId,
     forwardedHeaders: {},

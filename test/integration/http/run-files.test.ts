@@ -17,7 +17,7 @@ import { createHttpApp } from '../../../src/http/pipeline.js';
 import { renderError, sendError } from '../../../src/http/render.js';
 import { sendJson } from '../../../src/http/reply.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
-import type { HandlerMap, Services } from '../../../src/services.js';
+import type { HandlerMap } from '../../../src/http/types.js';
 import { LocalBlobStore } from '../../../src/kernel/blobs.js';
 import { recordFile } from '../../../src/runs/files.js';
 import { stepResultFile } from '../../../src/runs/result-files.js';
@@ -62,9 +62,16 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
         readFileSync(new URL('../../../generated/openapi/switchyard.json', import.meta.url), 'utf8'),
       ) as Record<string, unknown>,
     );
-    const services = { config, db: store.db, log, blobs } as unknown as Services;
+    // downloadRunFile reads config, db and blobs; it is not a bearer operation, so no token is verified.
+    const services = {
+      config,
+      db: store.db,
+      log,
+      blobs,
+      tokens: { verify: () => Promise.reject(new Error('no bearer operation is served here')) },
+    };
     // Only downloadRunFile is served; the pipeline looks a handler up only when its route is hit.
-    const handlers = { downloadRunFile } as unknown as HandlerMap;
+    const handlers = { downloadRunFile } as unknown as HandlerMap<typeof services>;
     const plainApp = createHttpApp({ services, handlers });
     plain = http.createServer(plainApp);
     await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', () => resolve()));

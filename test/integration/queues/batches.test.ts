@@ -162,8 +162,7 @@ describe('queue CSV batches (sqlite)', function () {
         server.app.services.db,
         server.app.services.config,
         { id: queue.id, orgId: queue.org_id } as never,
-        { filename: 'a.csv', sizeBytes: 8 },
-        Date.now() - 2 * 3600_000,
+        { input: { filename: 'a.csv', sizeBytes: 8 }, nowMs: Date.now() - 2 * 3600_000 },
       );
       const expired = await put(stale.uploadUrl, 'a\n1\n');
       expect([expired.status, expired.body.error]).to.deep.equal([403, 'url_expired']);

@@ -213,7 +213,11 @@ describe('upstream: remote MCP server (fixture)', function () {
       const pcid = await env.connection({ service_key: 'fixture', secret: 'old' });
       expect((await whoami(reg, pcid)).authorization).to.equal('Bearer old');
       const { updateConnection } = await import('../../../src/connections/index.js');
-      await updateConnection(env.store.db, env.orgId, pcid, 1, { secret: 'new' }, env.config);
+      await updateConnection(env.store.db, env.orgId, pcid, {
+        expectedVersion: 1,
+        patch: { secret: 'new' },
+        config: env.config,
+      });
       expect((await whoami(reg, pcid)).authorization).to.equal('Bearer new');
     });
   });

@@ -81,14 +81,22 @@ describe('upstream: PCID rules', function () {
   it('honours a status change (revocation) at once with TTL 0 and within the TTL otherwise', async () => {
     const pcid = await env.connection({ service_key: 'github' });
     await echo(pcid);
-    await updateConnection(env.store.db, env.orgId, pcid, 1, { status: 'disconnected' }, env.config);
+    await updateConnection(env.store.db, env.orgId, pcid, {
+      expectedVersion: 1,
+      patch: { status: 'disconnected' },
+      config: env.config,
+    });
     expect((await gatewayError(echo(pcid))).message).to.match(/is disconnected, not connected/);
 
     const cached = new UpstreamPool({ outbound: LOOPBACK, connectionTtlMs: 200 });
     try {
       const other = await env.connection({ service_key: 'github' });
       await resolvePcid(env.ctx(), ['github'], other, cached.connections);
-      await updateConnection(env.store.db, env.orgId, other, 1, { status: 'error' }, env.config);
+      await updateConnection(env.store.db, env.orgId, other, {
+        expectedVersion: 1,
+        patch: { status: 'error' },
+        config: env.config,
+      });
       await new Promise((r) => setTimeout(r, 250));
       expect((await gatewayError(resolvePcid(env.ctx(), ['github'], other, cached.connections))).message).to.match(
         /is error, not connected/,

@@ -12,9 +12,8 @@ import { createLogger } from '../../../src/config/logger.js';
 import { createConnection, type ConnectionCreate } from '../../../src/connections/index.js';
 // registry.ts directly: gateway/index.ts also loads the router and every embedded server.
 import { createAppServer, type AppServer, type AppServerCreate } from '../../../src/gateway/registry.js';
-import { GatewayError, type GatewayContext } from '../../../src/gateway/types.js';
+import { GatewayError, type GatewayContext, type GatewayServices } from '../../../src/gateway/types.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
-import type { Services } from '../../../src/services.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 import { freePort } from '../../helpers/server.js';
 
@@ -38,7 +37,7 @@ export async function setup(): Promise<Env> {
   const store = await createTestStore('sqlite');
   const config = loadConfig({ DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
-  const services = { db: store.db, config, log } as unknown as Services;
+  const services: GatewayServices = { db: store.db, config, log };
   const org = await createOrganization(store.db, { name: 'Acme' });
   const other = await createOrganization(store.db, { name: 'Other' });
   return {

@@ -80,7 +80,10 @@ for (const kind of kinds) {
         await verifyChannelKey(store.db, other.channel.triggerId, apiKey),
         "one channel's key opens no other channel",
       ).to.equal(undefined);
-      await updateChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel), { enabled: false });
+      await updateChannel(store.db, ORG_A, channel.triggerId, {
+        expectedEtag: channelEtag(channel),
+        patch: { enabled: false },
+      });
       expect(await verifyChannelKey(store.db, channel.triggerId, apiKey)).to.deep.include({ enabled: false });
     });
 
@@ -110,27 +113,37 @@ for (const kind of kinds) {
       let tag = channelEtag(channel);
       const seen = new Set([tag]);
       for (const name of ['a', 'b', 'c', 'd']) {
-        const next = await updateChannel(store.db, ORG_A, channel.triggerId, tag, { name });
+        const next = await updateChannel(store.db, ORG_A, channel.triggerId, { expectedEtag: tag, patch: { name } });
         expect(next.name).to.equal(name);
         tag = channelEtag(next);
         seen.add(tag);
       }
       expect(seen.size, 'five distinct tags').to.equal(5);
       const stale = await expectAppError(
-        updateChannel(store.db, ORG_A, channel.triggerId, channelEtag(channel), { enabled: false }),
+        updateChannel(store.db, ORG_A, channel.triggerId, {
+          expectedEtag: channelEtag(channel),
+          patch: { enabled: false },
+        }),
         'version_conflict',
         412,
       );
       expect(stale.details).to.deep.equal({ currentVersion: tag });
       await expectAppError(
-        updateChannel(store.db, ORG_B, channel.triggerId, tag, { enabled: false }),
+        updateChannel(store.db, ORG_B, channel.triggerId, { expectedEtag: tag, patch: { enabled: false } }),
         'not_found',
         404,
       );
-      await expectAppError(updateChannel(store.db, ORG_A, channel.triggerId, tag, {}), 'invalid_request', 400);
-      const off = await updateChannel(store.db, ORG_A, channel.triggerId, tag, {
-        enabled: false,
-        outputFormat: 'markdown',
+      await expectAppError(
+        updateChannel(store.db, ORG_A, channel.triggerId, { expectedEtag: tag, patch: {} }),
+        'invalid_request',
+        400,
+      );
+      const off = await updateChannel(store.db, ORG_A, channel.triggerId, {
+        expectedEtag: tag,
+        patch: {
+          enabled: false,
+          outputFormat: 'markdown',
+        },
       });
       expect(off).to.deep.include({ enabled: false, outputFormat: 'markdown', name: 'd' });
     });

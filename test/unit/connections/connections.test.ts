@@ -67,7 +67,11 @@ for (const kind of kinds) {
         username: 'u',
         password: 'p@ss',
       });
-      const u = await updateConnection(store.db, ORG_A, c.id, 1, { secret: 'rotated' }, config);
+      const u = await updateConnection(store.db, ORG_A, c.id, {
+        expectedVersion: 1,
+        patch: { secret: 'rotated' },
+        config,
+      });
       expect(u).to.include({ version: 2, hasSecret: true });
       expect(decryptConnectionSecret(config, (await findConnectionRow(store.db, ORG_A, c.id))!)).to.equal('rotated');
       await expectAppError(
@@ -126,24 +130,25 @@ for (const kind of kinds) {
 
     it('updates with optimistic locking and deletes', async () => {
       const c = await createConnection(store.db, ORG_A, { name: 'n', service_key: 'k', secret: 's' }, config);
-      const u = await updateConnection(
-        store.db,
-        ORG_A,
-        c.id,
-        1,
-        { status: 'error', name: 'renamed', metadata: { x: true } },
+      const u = await updateConnection(store.db, ORG_A, c.id, {
+        expectedVersion: 1,
+        patch: { status: 'error', name: 'renamed', metadata: { x: true } },
         config,
-      );
+      });
       expect(u).to.deep.include({ status: 'error', name: 'renamed', metadata: { x: true }, version: 2 });
       const err = await expectAppError(
-        updateConnection(store.db, ORG_A, c.id, 1, { name: 'late' }, config),
+        updateConnection(store.db, ORG_A, c.id, { expectedVersion: 1, patch: { name: 'late' }, config }),
         'version_conflict',
         412,
       );
       expect(err.details).to.deep.equal({ currentVersion: 2 });
-      await expectAppError(updateConnection(store.db, ORG_A, c.id, 2, {}, config), 'invalid_request', 400);
       await expectAppError(
-        updateConnection(store.db, ORG_A, c.id, 2, { status: 'active' as never }, config),
+        updateConnection(store.db, ORG_A, c.id, { expectedVersion: 2, patch: {}, config }),
+        'invalid_request',
+        400,
+      );
+      await expectAppError(
+        updateConnection(store.db, ORG_A, c.id, { expectedVersion: 2, patch: { status: 'active' as never }, config }),
         'invalid_request',
         400,
       );
@@ -154,7 +159,11 @@ for (const kind of kinds) {
     it('isolates organisations', async () => {
       const c = await createConnection(store.db, ORG_A, { name: 'n', service_key: 'k', secret: 's' }, config);
       await expectAppError(getConnection(store.db, ORG_B, c.id), 'not_found', 404);
-      await expectAppError(updateConnection(store.db, ORG_B, c.id, 1, { name: 'x' }, config), 'not_found', 404);
+      await expectAppError(
+        updateConnection(store.db, ORG_B, c.id, { expectedVersion: 1, patch: { name: 'x' }, config }),
+        'not_found',
+        404,
+      );
       await expectAppError(deleteConnection(store.db, ORG_B, c.id), 'not_found', 404);
       expect(await findConnectionRow(store.db, ORG_B, c.id)).to.equal(undefined);
       expect((await listConnections(store.db, ORG_B)).items).to.deep.equal([]);

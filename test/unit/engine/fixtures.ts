@@ -127,7 +127,7 @@ const noTokens: TokenService = {
 let sharedGateway: Gateway | undefined;
 /** One gateway for every handler context of a test process (its caches are keyed by organisation). */
 function testGateway(config: Config, log: ReturnType<typeof createLogger>): Gateway {
-  return (sharedGateway ??= createGateway(config, log));
+  return (sharedGateway ??= createGateway({ config, log }));
 }
 
 export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {

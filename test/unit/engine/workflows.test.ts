@@ -38,12 +38,15 @@ for (const kind of kinds) {
       const changed = definition(3);
       changed.steps[1] = codeStep('step 1', 'return 42;') as never;
       changed.name = 'Renamed';
-      const v2 = await updateWorkflow(store.db, ORG_A, wf.automationId, 1, changed);
+      const v2 = await updateWorkflow(store.db, ORG_A, wf.automationId, { expectedVersion: 1, input: changed });
       expect(v2).to.include({ version: 2, name: 'Renamed' });
       expect(v2.stepMap).to.deep.equal({ 0: 1, 1: 2, 2: 1 });
-      const v3 = await updateWorkflow(store.db, ORG_A, wf.automationId, 2, {
-        ...changed,
-        steps: [...changed.steps, codeStep('new')],
+      const v3 = await updateWorkflow(store.db, ORG_A, wf.automationId, {
+        expectedVersion: 2,
+        input: {
+          ...changed,
+          steps: [...changed.steps, codeStep('new')],
+        },
       });
       expect(v3.stepMap).to.deep.equal({ 0: 1, 1: 2, 2: 1, 3: 1 });
       const old = await getWorkflowVersion(store.db, ORG_A, wf.automationId, 1);
@@ -56,9 +59,12 @@ for (const kind of kinds) {
 
     it('rejects a stale version with 412 and leaves the workflow unchanged', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
-      await updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(2, { name: 'v2' }));
+      await updateWorkflow(store.db, ORG_A, wf.automationId, {
+        expectedVersion: 1,
+        input: definition(2, { name: 'v2' }),
+      });
       const err = await expectAppError(
-        updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(1)),
+        updateWorkflow(store.db, ORG_A, wf.automationId, { expectedVersion: 1, input: definition(1) }),
         'version_conflict',
         412,
       );
@@ -71,8 +77,14 @@ for (const kind of kinds) {
     it('lets exactly one of two concurrent updates of the same version win', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
       const results = await Promise.allSettled([
-        updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(2, { name: 'first' })),
-        updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(2, { name: 'second' })),
+        updateWorkflow(store.db, ORG_A, wf.automationId, {
+          expectedVersion: 1,
+          input: definition(2, { name: 'first' }),
+        }),
+        updateWorkflow(store.db, ORG_A, wf.automationId, {
+          expectedVersion: 1,
+          input: definition(2, { name: 'second' }),
+        }),
       ]);
       const ok = results.filter((r) => r.status === 'fulfilled');
       const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -96,7 +108,7 @@ for (const kind of kinds) {
       );
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
       await expectAppError(
-        updateWorkflow(store.db, ORG_A, wf.automationId, 1, { name: 'x', steps: [] }),
+        updateWorkflow(store.db, ORG_A, wf.automationId, { expectedVersion: 1, input: { name: 'x', steps: [] } }),
         'invalid_request',
         400,
       );
@@ -139,7 +151,10 @@ for (const kind of kinds) {
     it('pages versions by number', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(1));
       for (let v = 1; v < 5; v++)
-        await updateWorkflow(store.db, ORG_A, wf.automationId, v, definition(1, { name: `v${v + 1}` }));
+        await updateWorkflow(store.db, ORG_A, wf.automationId, {
+          expectedVersion: v,
+          input: definition(1, { name: `v${v + 1}` }),
+        });
       const first = await listWorkflowVersions(store.db, ORG_A, wf.automationId, { limit: 2 });
       expect(first.items.map((v) => v.version)).to.deep.equal([1, 2]);
       const second = await listWorkflowVersions(store.db, ORG_A, wf.automationId, {
@@ -158,7 +173,10 @@ for (const kind of kinds) {
 
     it('deletes a workflow with all its versions; a stale If-Match version is refused', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(1));
-      await updateWorkflow(store.db, ORG_A, wf.automationId, 1, definition(1, { name: 'v2' }));
+      await updateWorkflow(store.db, ORG_A, wf.automationId, {
+        expectedVersion: 1,
+        input: definition(1, { name: 'v2' }),
+      });
       await expectAppError(deleteWorkflow(store.db, ORG_A, wf.automationId, 1), 'version_conflict', 412);
       await deleteWorkflow(store.db, ORG_A, wf.automationId, 2);
       await expectAppError(getWorkflow(store.db, ORG_A, wf.automationId), 'not_found', 404);
@@ -169,7 +187,11 @@ for (const kind of kinds) {
     it('isolates organisations: org B cannot read, list, update or delete org A workflows', async () => {
       const wf = await createWorkflow(store.db, ORG_A, definition(2));
       await expectAppError(getWorkflow(store.db, ORG_B, wf.automationId), 'not_found', 404);
-      await expectAppError(updateWorkflow(store.db, ORG_B, wf.automationId, 1, definition(1)), 'not_found', 404);
+      await expectAppError(
+        updateWorkflow(store.db, ORG_B, wf.automationId, { expectedVersion: 1, input: definition(1) }),
+        'not_found',
+        404,
+      );
       await expectAppError(deleteWorkflow(store.db, ORG_B, wf.automationId), 'not_found', 404);
       await expectAppError(listWorkflowVersions(store.db, ORG_B, wf.automationId), 'not_found', 404);
       await expectAppError(getWorkflowVersion(store.db, ORG_B, wf.automationId, 1), 'not_found', 404);

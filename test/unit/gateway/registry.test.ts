@@ -149,13 +149,20 @@ for (const kind of kinds) {
       );
       // A parent with children can neither be deleted nor renamed; the child can.
       await expectAppError(deleteAppServer(store.db, ORG_A, parent.serverId), 'conflict', 409);
-      await expectAppError(updateAppServer(store.db, ORG_A, parent.serverId, 1, { path: 'gh' }), 'conflict', 409);
       await expectAppError(
-        updateAppServer(store.db, ORG_A, parent.serverId, 1, { parentPath: 'other' }),
+        updateAppServer(store.db, ORG_A, parent.serverId, { expectedVersion: 1, patch: { path: 'gh' } }),
+        'conflict',
+        409,
+      );
+      await expectAppError(
+        updateAppServer(store.db, ORG_A, parent.serverId, { expectedVersion: 1, patch: { parentPath: 'other' } }),
         'invalid_request',
         400,
       );
-      const moved = await updateAppServer(store.db, ORG_A, child.serverId, 1, { parentPath: null, path: 'issues' });
+      const moved = await updateAppServer(store.db, ORG_A, child.serverId, {
+        expectedVersion: 1,
+        patch: { parentPath: null, path: 'issues' },
+      });
       expect(moved).to.include({ parentPath: null, path: 'issues', version: 2 });
       await deleteAppServer(store.db, ORG_A, parent.serverId);
       await expectAppError(getAppServer(store.db, ORG_A, parent.serverId), 'not_found', 404);
@@ -164,34 +171,49 @@ for (const kind of kinds) {
     it('updates with optimistic locking; a taken path is a conflict', async () => {
       const a = await createAppServer(store.db, ORG_A, server('alpha'));
       await createAppServer(store.db, ORG_A, server('beta'));
-      await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 1, { path: 'beta' }), 'conflict', 409);
       await expectAppError(
-        updateAppServer(store.db, ORG_A, a.serverId, 1, { path: 'gateway' }),
+        updateAppServer(store.db, ORG_A, a.serverId, { expectedVersion: 1, patch: { path: 'beta' } }),
+        'conflict',
+        409,
+      );
+      await expectAppError(
+        updateAppServer(store.db, ORG_A, a.serverId, { expectedVersion: 1, patch: { path: 'gateway' } }),
         'invalid_request',
         400,
       );
-      const u = await updateAppServer(store.db, ORG_A, a.serverId, 1, {
-        name: 'Alpha',
-        description: null,
-        auth: { scheme: 'basic' },
-        upstream: { type: 'mcp', url: 'http://127.0.0.1:9/mcp', transport: 'sse' },
+      const u = await updateAppServer(store.db, ORG_A, a.serverId, {
+        expectedVersion: 1,
+        patch: {
+          name: 'Alpha',
+          description: null,
+          auth: { scheme: 'basic' },
+          upstream: { type: 'mcp', url: 'http://127.0.0.1:9/mcp', transport: 'sse' },
+        },
       });
       expect(u).to.deep.include({ name: 'Alpha', description: null, auth: { scheme: 'basic' }, version: 2 });
       expect(u.upstream).to.deep.equal({ type: 'mcp', url: 'http://127.0.0.1:9/mcp', transport: 'sse' });
       const err = await expectAppError(
-        updateAppServer(store.db, ORG_A, a.serverId, 1, { name: 'late' }),
+        updateAppServer(store.db, ORG_A, a.serverId, { expectedVersion: 1, patch: { name: 'late' } }),
         'version_conflict',
         412,
       );
       expect(err.details).to.deep.equal({ currentVersion: 2 });
-      await expectAppError(updateAppServer(store.db, ORG_A, a.serverId, 2, {}), 'invalid_request', 400);
+      await expectAppError(
+        updateAppServer(store.db, ORG_A, a.serverId, { expectedVersion: 2, patch: {} }),
+        'invalid_request',
+        400,
+      );
       await expectAppError(deleteAppServer(store.db, ORG_A, a.serverId, 1), 'version_conflict', 412);
     });
 
     it('isolates organisations', async () => {
       const s = await createAppServer(store.db, ORG_A, server('github'));
       await expectAppError(getAppServer(store.db, ORG_B, s.serverId), 'not_found', 404);
-      await expectAppError(updateAppServer(store.db, ORG_B, s.serverId, 1, { name: 'x' }), 'not_found', 404);
+      await expectAppError(
+        updateAppServer(store.db, ORG_B, s.serverId, { expectedVersion: 1, patch: { name: 'x' } }),
+        'not_found',
+        404,
+      );
       await expectAppError(deleteAppServer(store.db, ORG_B, s.serverId), 'not_found', 404);
       expect(await findAppServerByPath(store.db, ORG_B, 'github')).to.equal(undefined);
       expect((await listAppServers(store.db, ORG_B)).items).to.deep.equal([]);

@@ -64,50 +64,82 @@ describe('signed run-file URLs (openapi/run-files.yaml downloadRunFile)', () => 
 
   it('verifies its own URLs and returns the seconds left', () => {
     const p = parse(signFileUrl(config, 'file_a', 3600, NOW));
-    expect(verifyFileSignature(config, p.fileId, Number(p.expires), p.signature, NOW)).to.equal(3600);
-    expect(verifyFileSignature(config, p.fileId, p.expires, p.signature, NOW + 1000_000)).to.equal(2600);
+    expect(
+      verifyFileSignature(config, p.fileId, { expires: Number(p.expires), sig: p.signature, nowMs: NOW }),
+    ).to.equal(3600);
+    expect(
+      verifyFileSignature(config, p.fileId, { expires: p.expires, sig: p.signature, nowMs: NOW + 1000_000 }),
+    ).to.equal(2600);
     // Ids needing percent-encoding round-trip.
     const q = parse(signFileUrl(config, 'odd id/ü', 60, NOW));
     expect(q.fileId).to.equal('odd id/ü');
-    expect(verifyFileSignature(config, q.fileId, q.expires, q.signature, NOW)).to.equal(60);
+    expect(verifyFileSignature(config, q.fileId, { expires: q.expires, sig: q.signature, nowMs: NOW })).to.equal(60);
   });
 
   it('a tampered URL is 403 invalid_signature: signature, file id, expiry or key changed', () => {
     const p = parse(signFileUrl(config, 'file_a', 3600, NOW));
     const flipped = (p.signature[0] === 'a' ? 'b' : 'a') + p.signature.slice(1);
     const invalid = { status: 403, code: 'invalid_signature', message: 'The download URL signature is not valid.' };
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, flipped, NOW))).to.deep.equal(invalid);
-    expect(code(() => verifyFileSignature(config, 'file_b', p.expires, p.signature, NOW))).to.deep.equal(invalid);
     expect(
-      code(() => verifyFileSignature(config, 'file_a', Number(p.expires) + 86400, p.signature, NOW)),
+      code(() => verifyFileSignature(config, 'file_a', { expires: p.expires, sig: flipped, nowMs: NOW })),
     ).to.deep.equal(invalid);
     expect(
-      code(() => verifyFileSignature({ secretKey: randomBytes(32) }, 'file_a', p.expires, p.signature, NOW)),
+      code(() => verifyFileSignature(config, 'file_b', { expires: p.expires, sig: p.signature, nowMs: NOW })),
     ).to.deep.equal(invalid);
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.toUpperCase(), NOW)).code).to.equal(
-      'invalid_signature',
-    );
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature.slice(0, 63), NOW)).code).to.equal(
-      'invalid_signature',
-    );
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, '', NOW)).code).to.equal('invalid_signature');
-    expect(code(() => verifyFileSignature(config, 'file_a', 'soon', p.signature, NOW)).code).to.equal(
-      'invalid_signature',
-    );
-    expect(code(() => verifyFileSignature(config, 'file_a', -1, p.signature, NOW)).code).to.equal('invalid_signature');
-    expect(code(() => verifyFileSignature(config, 'file_a', 1.5, p.signature, NOW)).code).to.equal('invalid_signature');
+    expect(
+      code(() =>
+        verifyFileSignature(config, 'file_a', { expires: Number(p.expires) + 86400, sig: p.signature, nowMs: NOW }),
+      ),
+    ).to.deep.equal(invalid);
+    expect(
+      code(() =>
+        verifyFileSignature({ secretKey: randomBytes(32) }, 'file_a', {
+          expires: p.expires,
+          sig: p.signature,
+          nowMs: NOW,
+        }),
+      ),
+    ).to.deep.equal(invalid);
+    expect(
+      code(() =>
+        verifyFileSignature(config, 'file_a', { expires: p.expires, sig: p.signature.toUpperCase(), nowMs: NOW }),
+      ).code,
+    ).to.equal('invalid_signature');
+    expect(
+      code(() =>
+        verifyFileSignature(config, 'file_a', { expires: p.expires, sig: p.signature.slice(0, 63), nowMs: NOW }),
+      ).code,
+    ).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: p.expires, sig: '', nowMs: NOW })).code,
+    ).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: 'soon', sig: p.signature, nowMs: NOW })).code,
+    ).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: -1, sig: p.signature, nowMs: NOW })).code,
+    ).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: 1.5, sig: p.signature, nowMs: NOW })).code,
+    ).to.equal('invalid_signature');
   });
 
   it('an expired URL with a good signature is 403 url_expired; a bad signature wins over expiry', () => {
     const p = parse(signFileUrl(config, 'file_a', 60, NOW));
     const later = NOW + 60_000;
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, p.signature, later))).to.deep.equal({
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: p.expires, sig: p.signature, nowMs: later })),
+    ).to.deep.equal({
       status: 403,
       code: 'url_expired',
       message: 'The download URL has expired; request a new one.',
     });
-    expect(verifyFileSignature(config, 'file_a', p.expires, p.signature, later - 1000)).to.equal(1);
+    expect(
+      verifyFileSignature(config, 'file_a', { expires: p.expires, sig: p.signature, nowMs: later - 1000 }),
+    ).to.equal(1);
     const bad = '0'.repeat(64);
-    expect(code(() => verifyFileSignature(config, 'file_a', p.expires, bad, later)).code).to.equal('invalid_signature');
+    expect(
+      code(() => verifyFileSignature(config, 'file_a', { expires: p.expires, sig: bad, nowMs: later })).code,
+    ).to.equal('invalid_signature');
   });
 });

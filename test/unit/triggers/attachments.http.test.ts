@@ -213,12 +213,10 @@ describe('readMultipartTrigger over loopback HTTP (spec "Attachment", "Limits", 
     expect(a).to.include({ filename: 'invoice-q1.pdf', contentType: 'application/pdf', size: 16 });
     const u = new URL(a.url);
     expect(u.origin + u.pathname).to.equal(`http://files.test/files/${a.fileId}`);
-    const left = verifyFileSignature(
-      config,
-      a.fileId,
-      u.searchParams.get('expires')!,
-      u.searchParams.get('signature')!,
-    );
+    const left = verifyFileSignature(config, a.fileId, {
+      expires: u.searchParams.get('expires')!,
+      sig: u.searchParams.get('signature')!,
+    });
     expect(left).to.be.within(86400 - 5, 86400);
     const row = await getFile(h.store.db, a.fileId);
     expect(row).to.include({

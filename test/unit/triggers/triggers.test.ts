@@ -57,30 +57,43 @@ for (const kind of kinds) {
       );
       expect(err.details).to.deep.include({ field: 'designatedOutput.stepIndex', stepCount: 2 });
       // The check follows the current version: after an update to one step, index 1 is gone.
-      await updateWorkflow(store.db, ORG_A, wfId, 1, definition(1));
+      await updateWorkflow(store.db, ORG_A, wfId, { expectedVersion: 1, input: definition(1) });
       await expectAppError(
-        updateTrigger(store.db, ORG_A, t.triggerId, 1, { designatedOutput: { stepIndex: 1, fileName: 'x' } }),
+        updateTrigger(store.db, ORG_A, t.triggerId, {
+          expectedVersion: 1,
+          patch: { designatedOutput: { stepIndex: 1, fileName: 'x' } },
+        }),
         'invalid_request',
         400,
       );
-      const cleared = await updateTrigger(store.db, ORG_A, t.triggerId, 1, { designatedOutput: null });
+      const cleared = await updateTrigger(store.db, ORG_A, t.triggerId, {
+        expectedVersion: 1,
+        patch: { designatedOutput: null },
+      });
       expect(cleared).to.include({ designatedOutput: null, version: 2 });
       expect(await store.db('triggers').count({ n: '*' }).first()).to.satisfy((r: { n: unknown }) => Number(r.n) === 1);
     });
 
     it('enables and disables with optimistic locking', async () => {
       const t = await createTrigger(store.db, ORG_A, { automationId: wfId, kind: 'api' });
-      const off = await updateTrigger(store.db, ORG_A, t.triggerId, 1, { enabled: false });
+      const off = await updateTrigger(store.db, ORG_A, t.triggerId, { expectedVersion: 1, patch: { enabled: false } });
       expect(off).to.include({ enabled: false, version: 2 });
       const err = await expectAppError(
-        updateTrigger(store.db, ORG_A, t.triggerId, 1, { enabled: true }),
+        updateTrigger(store.db, ORG_A, t.triggerId, { expectedVersion: 1, patch: { enabled: true } }),
         'version_conflict',
         412,
       );
       expect(err.details).to.deep.equal({ currentVersion: 2 });
-      const on = await updateTrigger(store.db, ORG_A, t.triggerId, 2, { enabled: true, name: 'Renamed' });
+      const on = await updateTrigger(store.db, ORG_A, t.triggerId, {
+        expectedVersion: 2,
+        patch: { enabled: true, name: 'Renamed' },
+      });
       expect(on).to.include({ enabled: true, name: 'Renamed', version: 3 });
-      await expectAppError(updateTrigger(store.db, ORG_A, t.triggerId, 3, {}), 'invalid_request', 400);
+      await expectAppError(
+        updateTrigger(store.db, ORG_A, t.triggerId, { expectedVersion: 3, patch: {} }),
+        'invalid_request',
+        400,
+      );
     });
 
     it('requires a workflow of the same organisation', async () => {
@@ -136,7 +149,11 @@ for (const kind of kinds) {
     it('isolates organisations', async () => {
       const t = await createTrigger(store.db, ORG_A, { automationId: wfId, kind: 'api' });
       await expectAppError(getTrigger(store.db, ORG_B, t.triggerId), 'not_found', 404);
-      await expectAppError(updateTrigger(store.db, ORG_B, t.triggerId, 1, { enabled: false }), 'not_found', 404);
+      await expectAppError(
+        updateTrigger(store.db, ORG_B, t.triggerId, { expectedVersion: 1, patch: { enabled: false } }),
+        'not_found',
+        404,
+      );
       await expectAppError(deleteTrigger(store.db, ORG_B, t.triggerId), 'not_found', 404);
       expect((await listTriggers(store.db, ORG_B)).items).to.deep.equal([]);
       expect((await listTriggers(store.db, ORG_B, { automationId: wfId })).items).to.deep.equal([]);

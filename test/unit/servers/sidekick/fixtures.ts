@@ -3,21 +3,45 @@
  * servers plus the servers described in schemas/tools), connections, resources, skills and a
  * minimal GatewayContext.
  */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { pino } from 'pino';
 import type {
   CatalogConnection,
   CatalogResource,
   CatalogTool,
   GatewayContext,
+  GatewayServices,
   JsonSchemaObject,
 } from '../../../../src/gateway/types.js';
-import type { Services } from '../../../../src/services.js';
+import { loadConfig } from '../../../../src/config/index.js';
+import { openStore } from '../../../../src/storage/db.js';
 import { describedServerTools, type SkillDoc } from '../../../../src/servers/sidekick/index.js';
+
+let shared: GatewayServices | undefined;
+
+/**
+ * A gateway call's services for discovery over an in-memory catalogue, which reads nothing of
+ * the store: a sqlite store in a temporary folder (connected on its first query only) and the
+ * configuration of that folder, shared by every context of the process.
+ */
+export function gatewayServices(): GatewayServices {
+  if (!shared) {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sy-discovery-'));
+    shared = {
+      db: openStore({ dataDir }),
+      config: loadConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
+      log: pino({ level: 'silent' }),
+    };
+  }
+  return shared;
+}
 
 export function context(orgId = 'org_a'): GatewayContext {
   const log = pino({ level: 'silent' });
   return {
-    services: { log } as unknown as Services,
+    services: gatewayServices(),
     log,
     orgId,
     forwardedHeaders: {},

@@ -23,7 +23,7 @@ import {
   type DiscoveryEngine,
   type UsageMemoryOptions,
 } from '../../../../src/servers/sidekick/index.js';
-import type { Services } from '../../../../src/services.js';
+import { loadConfig } from '../../../../src/config/index.js';
 import { connectRedis, type RedisClient } from '../../../../src/storage/redis.js';
 import { createTestStore, storeKinds, type TestStore } from '../../../helpers/store.js';
 import { tools } from './fixtures.js';
@@ -69,7 +69,7 @@ for (const kind of kinds) {
     );
 
     const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-      services: { db: store.db, log } as unknown as Services,
+      services: { db: store.db, config: loadConfig({ DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' }), log },
       log,
       orgId,
       forwardedHeaders: {},
@@ -90,7 +90,7 @@ for (const kind of kinds) {
     ): Promise<void> => {
       await s.engine.discover(c, { request });
       clock += 1000;
-      s.usage.toolCalled(c, server, tool, true);
+      s.usage.toolCalled(c, { server, tool, ok: true });
       await s.usage.settled();
     };
     const rows = async (orgId: string) =>
@@ -153,14 +153,14 @@ for (const kind of kinds) {
       const a = ctx(orgA, 'c');
       await s.engine.discover(a, { request: MISS });
       clock += LEARNING_WINDOW_MS + 1;
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', true);
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
       await s.usage.settled();
       expect(await rows(orgA)).to.deep.equal([]);
       // Just inside the window counts.
       await s.engine.discover(a, { request: MISS });
       clock += LEARNING_WINDOW_MS;
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
       await s.usage.settled();
       expect(await rows(orgA)).to.have.length(1);
     });
@@ -169,11 +169,11 @@ for (const kind of kinds) {
       const s = setup();
       const a = ctx(orgA, 'c');
       await s.engine.discover(a, { request: MISS });
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', false);
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: false });
       await s.usage.settled();
       expect(await rows(orgA)).to.deep.equal([]);
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', true);
-      s.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
+      s.usage.toolCalled(a, { server: 'jira', tool: 'jira_create_issue', ok: true });
       await s.usage.settled();
       expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
     });
@@ -182,16 +182,16 @@ for (const kind of kinds) {
       const s = setup();
       const a1 = ctx(orgA, 'credential:1');
       await s.engine.discover(a1, { request: MISS });
-      s.usage.toolCalled(a1, 'svc-sidekick', 'capability_details', true);
-      s.usage.toolCalled(a1, 'gateway', 'gateway_invoke', true);
-      s.usage.toolCalled(a1, 'mcp', 'listServers', true);
+      s.usage.toolCalled(a1, { server: 'svc-sidekick', tool: 'capability_details', ok: true });
+      s.usage.toolCalled(a1, { server: 'gateway', tool: 'gateway_invoke', ok: true });
+      s.usage.toolCalled(a1, { server: 'mcp', tool: 'listServers', ok: true });
       // Another caller of the organisation, and the organisation without a caller id, are not this caller.
-      s.usage.toolCalled(ctx(orgA, 'credential:2'), 'jira', 'jira_create_issue', true);
-      s.usage.toolCalled(ctx(orgA), 'jira', 'jira_create_issue', true);
-      s.usage.toolCalled(ctx(orgB, 'credential:1'), 'jira', 'jira_create_issue', true);
+      s.usage.toolCalled(ctx(orgA, 'credential:2'), { server: 'jira', tool: 'jira_create_issue', ok: true });
+      s.usage.toolCalled(ctx(orgA), { server: 'jira', tool: 'jira_create_issue', ok: true });
+      s.usage.toolCalled(ctx(orgB, 'credential:1'), { server: 'jira', tool: 'jira_create_issue', ok: true });
       await s.usage.settled();
       expect(await rows(orgA)).to.deep.equal([]);
-      s.usage.toolCalled(a1, 'slack', 'slack_send_message', true);
+      s.usage.toolCalled(a1, { server: 'slack', tool: 'slack_send_message', ok: true });
       await s.usage.settled();
       expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
     });
@@ -237,7 +237,7 @@ for (const kind of kinds) {
       const a = ctx(orgA);
       const before = await s.engine.discover(a, { request: MISS });
       await store.db.schema.dropTable('discovery_usage');
-      s.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+      s.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
       await s.usage.settled();
       const fresh = setup();
       expect(await fresh.engine.discover(a, { request: MISS })).to.deep.equal(before);
@@ -275,7 +275,7 @@ describe('discovery learning across processes: pending discovers in Redis (usage
   const prefix = `sy-learn-${process.pid}-${Date.now()}`;
 
   const ctx = (orgId: string, callerId?: string): GatewayContext => ({
-    services: { db: store.db, log } as unknown as Services,
+    services: { db: store.db, config: loadConfig({ DATA_DIR: store.dataDir, LOG_LEVEL: 'silent' }), log },
     log,
     orgId,
     forwardedHeaders: {},
@@ -312,21 +312,21 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     const two = await processOf();
     const a = ctx(orgA, 'credential:1');
     await one.engine.discover(a, { request: MISS });
-    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    two.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
     // The process takes the discover (GETDEL) right after the call, before the caller could have
     // its answer and make another call; the same caller's next call, on either process, is then
     // not attributed to the same discover again.
     await two.usage.settled();
-    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    one.usage.toolCalled(a, { server: 'jira', tool: 'jira_create_issue', ok: true });
     await Promise.all([one.usage.settled(), two.usage.settled()]);
     expect(await rows(orgA)).to.deep.equal([`${MISS} → slack/slack_send_message ×1`]);
     // The key is gone from Redis; another caller's discover is its own.
     expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
     await two.engine.discover(ctx(orgA, 'credential:2'), { request: 'archive the old tickets' });
-    one.usage.toolCalled(a, 'jira', 'jira_create_issue', true);
+    one.usage.toolCalled(a, { server: 'jira', tool: 'jira_create_issue', ok: true });
     await one.usage.settled();
     expect(await rows(orgA)).to.have.length(1);
-    one.usage.toolCalled(ctx(orgA, 'credential:2'), 'jira', 'jira_create_issue', true);
+    one.usage.toolCalled(ctx(orgA, 'credential:2'), { server: 'jira', tool: 'jira_create_issue', ok: true });
     await one.usage.settled();
     expect(await rows(orgA)).to.have.length(2);
   });
@@ -340,10 +340,10 @@ describe('discovery learning across processes: pending discovers in Redis (usage
       `${prefix}:discovery:pending:${encodeURIComponent(orgA)}:${encodeURIComponent('credential:1')}`,
     );
     expect(ttl).to.be.within(LEARNING_WINDOW_MS - 5_000, LEARNING_WINDOW_MS);
-    two.usage.toolCalled(a, 'slack', 'slack_send_message', false); // failed: neither counts nor clears
+    two.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: false }); // failed: neither counts nor clears
     await two.usage.settled();
     clock += LEARNING_WINDOW_MS + 1; // past the window by the clock of the process that serves the call
-    two.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    two.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
     await two.usage.settled();
     expect(await rows(orgA)).to.deep.equal([]);
     expect(await one.redis.keys(`${prefix}:*`)).to.deep.equal([]);
@@ -355,7 +355,7 @@ describe('discovery learning across processes: pending discovers in Redis (usage
     const a = ctx(orgA, 'credential:1');
     const res = await one.engine.discover(a, { request: 'send a slack message' });
     expect(res.tools[0]?.name).to.equal('slack_send_message');
-    one.usage.toolCalled(a, 'slack', 'slack_send_message', true);
+    one.usage.toolCalled(a, { server: 'slack', tool: 'slack_send_message', ok: true });
     await one.usage.settled();
     expect(await rows(orgA)).to.deep.equal([]);
     expect(logged.join('\n')).to.match(/could not note a pending discover in Redis/);
