@@ -1,7 +1,7 @@
 /**
- * The queues context's public surface (DESIGN.md section 3 `queues/`): queues, CSV batches and
- * their rows, the queues service (loader and dispatcher), the run queue backends, and the HTTP
- * handlers.
+ * The queues context's public surface: queues, CSV batches and their rows, the queues service
+ * (loader and dispatcher) and the run queue backends. Its HTTP handlers are in
+ * handlers/index.ts, for the composition root.
  */
 export { InProcessRunQueue, RedisRunQueue, type RunQueue } from './run-queue.js';
 export { QueuesService } from './service.js';

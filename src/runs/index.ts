@@ -1,7 +1,7 @@
 /**
- * The runs context's public surface (DESIGN.md section 3 `runs/`): run records and their
- * states, views for polling and results, run files and their signed URLs, signals, the group
- * commit of new runs, the run workers, and the HTTP handlers.
+ * The runs context's public surface: run records and their states, views for polling and
+ * results, run files and their signed URLs, signals, the group commit of new runs and the run
+ * workers. Its HTTP handlers are in handlers/index.ts, for the composition root.
  */
 export { recordFile, deleteFiles, attachFilesToRun, recordFiles } from './files.js';
 export { createSignals, type Signals, type Finish } from './signals.js';
