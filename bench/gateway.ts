@@ -108,7 +108,8 @@ async function sequential(
 export async function run(): Promise<void> {
   const base = await baselineLoad();
   const upstream = await startServer<{ url: string }>('bench/servers/mcp-upstream.ts');
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts');
+  // The upstream MCP server listens on loopback, which the outbound policy refuses unless allowed.
+  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { OUTBOUND_ALLOWLIST: '127.0.0.0/8' });
   try {
     const bearer = { authorization: `Bearer ${await token(target.info)}` };
     const embedded = await load('gateway tools/call mcp/listServers', {
