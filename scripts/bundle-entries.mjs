@@ -30,9 +30,8 @@ const ownImportMeta = {
 };
 
 await rm(path.resolve(out), { recursive: true, force: true });
-await build({
+const common = {
   absWorkingDir: ROOT,
-  entryPoints: { main: 'src/main.ts', worker: 'src/worker.ts', cli: 'src/cli/main.ts' },
   outdir: path.resolve(out),
   outExtension: { '.js': '.mjs' },
   bundle: true,
@@ -43,4 +42,10 @@ await build({
   packages: 'external',
   plugins: [ownImportMeta],
   logLevel: 'warning',
-});
+};
+// The service and the worker share their chunks. The CLI is built on its own: it imports a few
+// functions of each context through the context's index.ts, and only a build of its own lets
+// esbuild leave out the rest of those contexts (package.json `sideEffects: false`), so that a CLI
+// call does not load the model providers, the MCP SDK and the services it never uses.
+await build({ ...common, entryPoints: { main: 'src/main.ts', worker: 'src/worker.ts' } });
+await build({ ...common, entryPoints: { cli: 'src/cli/main.ts' } });

@@ -198,6 +198,9 @@ describe('agents: chat order', function () {
       await o.run('chat_close', () => Promise.resolve());
       expect(await subscribers()).to.equal(1);
       await o.close();
+      // The server drops a closed connection's subscriptions when it reads the close, a moment later.
+      const until = Date.now() + 2000;
+      while ((await subscribers()) !== 0 && Date.now() < until) await sleep(10);
       expect(await subscribers()).to.equal(0);
     });
   });
