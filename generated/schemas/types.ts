@@ -2073,6 +2073,13 @@ export interface components {
          *         "embeddingsModel": "text-embedding-3-small",
          *         "embeddingsBudgetMs": 300,
          *         "learning": true
+         *       },
+         *       "metricsPort": null,
+         *       "metricsHost": "127.0.0.1",
+         *       "shutdownGraceMs": 30000,
+         *       "tracing": {
+         *         "enabled": false,
+         *         "serviceName": "switchyard"
          *       }
          *     }
          */
@@ -2197,6 +2204,16 @@ export interface components {
              * @enum {unknown}
              */
             logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+            /**
+             * @description METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere).
+             * @default 127.0.0.1
+             */
+            metricsHost: string;
+            /**
+             * @description METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README "Metrics"); unset: no metrics listener.
+             * @default null
+             */
+            metricsPort: number | null;
             /** @description Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check). */
             models: {
                 /** @description DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset. */
@@ -2286,6 +2303,11 @@ export interface components {
              */
             seedDemo: boolean;
             /**
+             * @description SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README "Running in production").
+             * @default 30000
+             */
+            shutdownGraceMs: number;
+            /**
              * @description SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation.
              * @default 30
              */
@@ -2311,6 +2333,13 @@ export interface components {
              * @default 3600
              */
             tokenTtlSeconds: number;
+            /** @description OpenTelemetry traces (README "Tracing"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves. */
+            tracing: {
+                /** @description Spans are recorded and exported over OTLP/HTTP. */
+                enabled: boolean;
+                /** @description OTEL_SERVICE_NAME (default switchyard). */
+                serviceName: string;
+            };
             /**
              * @description GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed.
              * @default 300000

@@ -56,6 +56,8 @@ export const defaults = {
    * executions, so a busy runner lives seconds, not a fraction of one.
    */
   sandboxMaxExecutions: 10_000,
+  // SIGTERM: what running steps and in-flight requests get to finish.
+  shutdownGraceMs: 30_000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */
   upstreamIdleMs: 300_000,
   /** Upstream sessions kept per process at most (least recently used evicted first). */

@@ -97,6 +97,21 @@ export interface Config {
    * into the config schema.
    */
   embeddingsApiKey: string | null;
+  /** METRICS_PORT: Prometheus metrics at /metrics on a listener of their own; null: none. */
+  metricsPort: number | null;
+  /** METRICS_HOST: the metrics listener's address (default 127.0.0.1). */
+  metricsHost: string;
+  /** SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish. */
+  shutdownGraceMs: number;
+  /** OpenTelemetry traces, from the standard OTEL_* variables (README "Tracing"). */
+  tracing: TracingConfig;
+}
+
+export interface TracingConfig {
+  /** An OTLP endpoint is set and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none turns it off. */
+  enabled: boolean;
+  /** OTEL_SERVICE_NAME, default `switchyard`. */
+  serviceName: string;
 }
 
 export interface DiscoveryConfig {
@@ -258,6 +273,34 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   };
 }
 
+function tracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
+  const endpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || '').trim();
+  const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true';
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((e) => e.trim().toLowerCase())
+    .filter(Boolean);
+  if (exporters.some((e) => e !== 'otlp' && e !== 'none')) {
+    throw new ConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${env.OTEL_TRACES_EXPORTER}"`);
+  }
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || '').trim();
+  if (protocol && protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}"`);
+  }
+  if (endpoint) {
+    try {
+      const u = new URL(endpoint);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+    } catch {
+      throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an absolute http(s) URL, got "${endpoint}"`);
+    }
+  }
+  return {
+    enabled: endpoint !== '' && !disabled && !exporters.includes('none'),
+    serviceName: (env.OTEL_SERVICE_NAME ?? '').trim() || 'switchyard',
+  };
+}
+
 function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {
   try {
     return [...parseOutboundAllowlist(env.OUTBOUND_ALLOWLIST).entries];
@@ -345,6 +388,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       learning: boolEnv(env, 'DISCOVERY_LEARNING', { fallback: true }),
     },
     embeddingsApiKey: env.EMBEDDINGS_API_KEY || null,
+    metricsPort: env.METRICS_PORT ? intEnv(env, 'METRICS_PORT', 0, { min: 1, max: 65535 }) : null,
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
+    shutdownGraceMs: intEnv(env, 'SHUTDOWN_GRACE_MS', defaults.shutdownGraceMs, { min: 0, max: 3_600_000 }),
+    tracing: tracingConfig(env),
   };
   // The resolved configuration must match schemas/config/config.schema.json.
   const { secretKey: _secret, embeddingsApiKey: _key, models, ...shape } = config;

@@ -107,6 +107,10 @@ export function testConfig(): Config {
     agentMaxSteps: 20,
     agentTurnTimeoutMs: 300_000,
     outboundAllowlist: [],
+    metricsPort: null,
+    metricsHost: '127.0.0.1',
+    shutdownGraceMs: 30_000,
+    tracing: { enabled: false, serviceName: 'switchyard' },
   };
 }
 
