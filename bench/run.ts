@@ -10,6 +10,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   runs: () => import('./runs.js'),
   browser: () => import('./browser.js'),
   'discovery-real': () => import('./discovery-real.js'),
+  production: () => import('./production.js'),
 };
 
 const wanted = process.argv.slice(2);

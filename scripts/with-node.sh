@@ -50,6 +50,9 @@ else
   tar -C "$root" --exclude=./node_modules --exclude=./data --exclude=./.tmp -cf - . | tar -xf - -C "$tree"
 fi
 
+# The compiled build (dist/, ignored by git) goes along: `npm start` builds it before it gets here.
+if [ -d "$root/dist" ]; then cp -a "$root/dist" "$tree/dist"; fi
+
 export PATH="$node_home/bin:$PATH"
 # node-gyp builds sqlite3 against this Node's own headers (the package ships include/node).
 export npm_config_nodedir="$node_home"

@@ -31,6 +31,7 @@ import {
   writePostmanEnvironment,
 } from '../bootstrap/index.js';
 import { AppError } from '../errors/index.js';
+import { entryUrl } from '../kernel/package-files.js';
 import { registerAgentCommands } from './agents.js';
 import { registerCollectionCommands } from './collections.js';
 import { registerQueueCommands } from './queues.js';
@@ -83,6 +84,21 @@ const program = new Command()
   .description('Switchyard command line: organisations, credentials, keys, workflows, triggers, tokens')
   .showHelpAfterError();
 const orgOption = () => new Option('--org <id>', 'organisation id (default: SWITCHYARD_ORG or the only one)');
+
+// The service and the worker are their own programs (src/main.ts, src/worker.ts, or their
+// compiled builds): these verbs load one, which then runs until it is stopped (SIGTERM, SIGINT).
+program
+  .command('start')
+  .description('run the service (HTTP API, tool gateway, run workers), configured by the environment like `npm start`')
+  .action(async () => {
+    await import(entryUrl('main', new URL('../main.ts', import.meta.url)).href);
+  });
+program
+  .command('worker')
+  .description('run a worker that only executes queued runs (needs REDIS_URL), like `npm run worker`')
+  .action(async () => {
+    await import(entryUrl('worker', new URL('../worker.ts', import.meta.url)).href);
+  });
 
 program
   .command('init')

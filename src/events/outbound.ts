@@ -10,6 +10,7 @@ import { isIP } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config/index.js';
 import { OutboundPolicy, outboundRequest, parseOutboundAllowlist } from '../kernel/outbound.js';
+import { entryUrl } from '../kernel/package-files.js';
 import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
 import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';
@@ -78,7 +79,9 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
       timeoutMs: EVENT_CALL_TIMEOUT_MS,
       maxResponseBytes: EVENT_CALL_MAX_RESPONSE_BYTES,
     };
-    const w = new Worker(new URL('./delivery-thread-entry.mjs', import.meta.url), { workerData: init });
+    const w = new Worker(entryUrl('delivery-thread', new URL('./delivery-thread-entry.mjs', import.meta.url)), {
+      workerData: init,
+    });
     w.unref();
     w.on('message', (batch: ThreadReply[]) => {
       for (const r of batch) {

@@ -1,14 +1,13 @@
 /**
- * Server processes for process tests: `src/main.ts` on loopback over a DATA_DIR, its readiness
+ * Server processes for process tests: the service on loopback over a DATA_DIR, its readiness
  * and a token from its bootstrap.json; the CLI as a child process.
- * The processes run our source as bundles built once per test process
- * (scripts/bundle-entries.mjs, into .tmp/test-bundles/<pid>): the same code as `npm start` and
- * bin/switchyard.js without tsx's loader, about 1.3 s less per start and 0.6 s per CLI call.
- * The real entries themselves are started by their own tests (process/start.test.ts runs
- * `src/main.ts` through tsx, process/cli.test.ts runs bin/switchyard.js).
+ * The processes run the compiled build of our source (scripts/build.mjs), built once per test
+ * process into .tmp/test-bundles/<pid>, so a test always runs the source it sees. The real
+ * entries, `dist/` as `npm start` and bin/switchyard.js run it, are built the same way (`realDist`)
+ * and started by their own tests (process/start.test.ts, process/cli.test.ts).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -30,7 +29,7 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The bundle of `src/main.ts` (main), `src/worker.ts` (worker) or `src/cli/main.ts` (cli), built on first use in this process. */
+/** The build of `src/main.ts` (main), `src/worker.ts` (worker) or `src/cli/main.ts` (cli), made on first use in this process. */
 export function bundled(entry: 'main' | 'worker' | 'cli'): string {
   if (!bundleDir) {
     mkdirSync(BUNDLES, { recursive: true });
@@ -39,19 +38,33 @@ export function bundled(entry: 'main' | 'worker' | 'cli'): string {
       if (/^\d+$/.test(name) && !alive(Number(name)))
         rmSync(path.join(BUNDLES, name), { recursive: true, force: true });
     const dir = path.join(BUNDLES, String(process.pid));
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts/bundle-entries.mjs'), dir], {
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), path.relative(ROOT, dir)], {
       cwd: ROOT,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     bundleDir = dir;
   }
-  const file = path.join(bundleDir, `${entry}.mjs`);
-  if (!existsSync(file)) throw new Error(`the test bundle ${file} is missing`);
+  const file = path.join(bundleDir, `${entry}.js`);
+  if (!existsSync(file)) throw new Error(`the test build ${file} is missing`);
   return file;
 }
 
-/** The service (`src/main.ts`, bundled) on 127.0.0.1:port, silent, loopback calls allowed; `env` adds to or overrides that. */
+let distBuilt = false;
+
+/** `dist/`, the build `npm start` and bin/switchyard.js run, made anew once per test process. */
+export function realDist(): string {
+  if (!distBuilt) {
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    distBuilt = true;
+  }
+  return path.join(ROOT, 'dist');
+}
+
+/** The service (`src/main.ts`, built) on 127.0.0.1:port, silent, loopback calls allowed; `env` adds to or overrides that. */
 export function startServer(dataDir: string, port: number, env: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [bundled('main')], {
     cwd: ROOT,
@@ -105,19 +118,38 @@ export interface CliResult {
   stderr: string;
 }
 
-/** `switchyard …args` (the CLI, bundled) with `env` over this process's environment; a non-zero exit is a result, not a throw. */
+/**
+ * SWITCHYARD_CLI: an installed `switchyard` executable (scripts/package-check.sh) that the CLI
+ * tests run instead of this checkout's build; SWITCHYARD_CLI_VERBS: a file each call's arguments
+ * are appended to (one JSON array a line), so the package check can tell which verbs ran.
+ */
+const INSTALLED_CLI = process.env.SWITCHYARD_CLI;
+const VERBS_LOG = process.env.SWITCHYARD_CLI_VERBS;
+
+/** `switchyard …args` (the CLI, built) with `env` over this process's environment; a non-zero exit is a result, not a throw. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return runNode([bundled('cli'), ...args], env);
+  return INSTALLED_CLI ? runInstalled(args, env) : runNode([bundled('cli'), ...args], env);
 }
 
-/** The same through the real entry, bin/switchyard.js (tsx), as `npx switchyard` runs it. */
+/** The same through the real entry, bin/switchyard.js (dist/cli.js), as `npx switchyard` runs it. */
 export function runBin(args: string[], env: Record<string, string>): Promise<CliResult> {
+  if (INSTALLED_CLI) return runInstalled(args, env);
+  realDist();
   return runNode([path.join(ROOT, 'bin/switchyard.js'), ...args], env);
 }
 
-async function runNode(args: string[], env: Record<string, string>): Promise<CliResult> {
+function runInstalled(args: string[], env: Record<string, string>): Promise<CliResult> {
+  if (VERBS_LOG) appendFileSync(VERBS_LOG, `${JSON.stringify(args)}\n`);
+  return runFileResult(INSTALLED_CLI!, args, env);
+}
+
+function runNode(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runFileResult(process.execPath, args, env);
+}
+
+async function runFileResult(file: string, args: string[], env: Record<string, string>): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await runFile(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } });
+    const { stdout, stderr } = await runFile(file, args, { cwd: ROOT, env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -130,6 +130,8 @@ describe('process: the switchyard CLI for agents and channels', function () {
 
     expect(await json('channels', 'disable', created.triggerId)).to.deep.include({ enabled: false });
     expect(await verify(created.triggerId, rotated.apiKey)).to.deep.include({ enabled: false });
+    expect(await json('channels', 'enable', created.triggerId)).to.deep.include({ enabled: true });
+    expect(await verify(created.triggerId, rotated.apiKey)).to.deep.include({ enabled: true });
 
     const badFormat = await cli('channels', 'create', '--agent', agent!.agentId, '--format', 'html');
     expect([badFormat.code, badFormat.stderr]).to.deep.equal([

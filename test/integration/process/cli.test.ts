@@ -19,7 +19,7 @@ describe('process: the switchyard CLI', function () {
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('init seeds once; credentials, keys, token, workflow deploy and trigger create work; errors are clear', async () => {
-    // The first call goes through the real entry (bin/switchyard.js, tsx); the rest through the test bundle of the same source.
+    // The first call goes through the real entry (bin/switchyard.js, dist/cli.js); the rest through the test build of the same source.
     const init = await runBin(['init'], { DATA_DIR: dataDir });
     expect(init.code, init.stderr).to.equal(0);
     expect(init.stdout).to.contain('Switchyard is ready');
@@ -56,6 +56,10 @@ describe('process: the switchyard CLI', function () {
 
     const trg = json((await cli('trigger', 'create', '--workflow', wf.automationId, '--kind', 'webhook')).stdout);
     expect(trg).to.include({ kind: 'webhook', automationId: wf.automationId });
+    const triggers = json((await cli('trigger', 'list', '--workflow', wf.automationId)).stdout);
+    expect(triggers.items.map((t: { triggerId: string }) => t.triggerId)).to.include(trg.triggerId);
+    const workflows = json((await cli('workflow', 'list')).stdout);
+    expect(workflows.items.map((w: { automationId: string }) => w.automationId)).to.include(wf.automationId);
 
     writeFileSync(file, YAML.stringify({ name: 'no steps', steps: [] }));
     const invalid = await cli('workflow', 'deploy', file);
@@ -85,5 +89,27 @@ describe('process: the switchyard CLI', function () {
     expect(lastKey.code, 'enabled triggers still need a key').to.equal(1);
     expect(lastKey.stderr).to.contain('last active API key');
     expect(json((await cli('keys', 'revoke', keys[0]!.id, '--force')).stdout).revokedAt).to.be.a('string');
+  });
+
+  // Last: a second organisation makes --org necessary for every later call.
+  it('org:create adds an organisation; collections create, list, show and delete', async () => {
+    const org = json((await cli('org:create', '--name', 'Second')).stdout);
+    expect(org.id).to.match(/^org_/);
+    const ambiguous = await cli('workflow', 'list');
+    expect([ambiguous.code, ambiguous.stderr]).to.deep.equal([
+      1,
+      'switchyard: several organisations: pass --org <id>\n',
+    ]);
+    const inOrg = (...args: string[]) => cli(...args, '--org', org.id);
+    const created = json((await inOrg('collections', 'create', '--name', 'Leads', '--type', 'vault')).stdout);
+    expect(created).to.include({ name: 'Leads', type: 'vault' });
+    const listed = json((await inOrg('collections', 'list', '--type', 'vault')).stdout);
+    expect(listed.items.map((c: { collectionId: string }) => c.collectionId)).to.deep.equal([created.collectionId]);
+    expect(json((await inOrg('collections', 'show', created.collectionId)).stdout)).to.include({
+      collectionId: created.collectionId,
+    });
+    expect((await inOrg('collections', 'delete', created.collectionId)).code).to.equal(0);
+    const gone = await inOrg('collections', 'show', created.collectionId);
+    expect(gone.code).to.equal(1);
   });
 });

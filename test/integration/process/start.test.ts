@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { freePort, call } from '../../helpers/server.js';
 import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
-import { bundled } from '../../helpers/process.js';
+import { bundled, realDist } from '../../helpers/process.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
@@ -21,12 +21,12 @@ interface Proc {
   exited: Promise<number | null>;
 }
 
-/** The service as `npm start` runs it (through tsx) when `real`, else its test bundle (test/helpers/process.ts). */
+/** The service as `npm start` runs it (dist/main.js) when `real`, else its test build (test/helpers/process.ts). */
 function start(dataDir: string, port: number, extraEnv: Record<string, string> = {}, real = false): Proc {
   let out = '';
   const child = spawn(
     process.execPath,
-    real ? ['--import', 'tsx', path.join(ROOT, 'src/main.ts')] : [bundled('main')],
+    real ? ['--max-semi-space-size=2', path.join(realDist(), 'main.js')] : [bundled('main')],
     {
       cwd: ROOT,
       env: {

@@ -1,0 +1,170 @@
+/**
+ * `npm run bench production`: the compiled service as `npm start` runs it (dist/main.js) against
+ * the same source run through tsx (`node --import tsx src/main.ts`, how it ran before there was
+ * a build), alternating, `BENCH_PRODUCTION_ROUNDS` rounds each (default 5), embedded defaults:
+ * - cold start: from spawn to the first 200 of /readyz, on an empty DATA_DIR (the first start
+ *   migrates and seeds the demo) and again on that DATA_DIR (a restart);
+ * - idle memory of the process tree (the service and its children: code-step runners, their
+ *   bubblewrap) 5 s after ready, from /proc/<pid>/smaps_rollup: the service's RSS plus each
+ *   child's private pages (the pages a child shares are the Node binary and the libraries the
+ *   service maps too, so they are counted once: the target is judged on this); beside it the plain
+ *   sum of RSS, which counts those shared pages once per process, and the sum of PSS, which
+ *   divides them among every process that maps them, other Node processes on the machine included.
+ * Targets: cold start ≤ 1.5 s; idle memory ≤ 150 MB. Medians are printed.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, processTree } from './lib.js';
+
+const ROUNDS = Number(process.env.BENCH_PRODUCTION_ROUNDS ?? 5);
+const IDLE_MS = 5_000;
+
+type Variant = 'compiled' | 'tsx';
+
+const ARGS: Record<Variant, string[]> = {
+  compiled: ['--max-semi-space-size=2', path.join(ROOT, 'dist/main.js')],
+  tsx: ['--max-semi-space-size=2', '--import', 'tsx', path.join(ROOT, 'src/main.ts')],
+};
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function start(variant: Variant, dataDir: string, port: number): ChildProcess {
+  return spawn(process.execPath, ARGS[variant], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+    },
+    stdio: 'ignore',
+  });
+}
+
+async function untilReady(port: number, child: ChildProcess, started: bigint): Promise<number> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      await res.arrayBuffer();
+      if (res.status === 200) return Number(process.hrtime.bigint() - started) / 1e6;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function memoryMb(pid: number): { rss: number; pss: number; once: number; processes: number } {
+  let rss = 0;
+  let pss = 0;
+  let once = 0;
+  const pids = processTree(pid);
+  for (const p of pids) {
+    try {
+      const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+      const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0);
+      rss += kb('Rss');
+      pss += kb('Pss');
+      // The service's whole RSS, and only what each child holds alone (its shared pages are, but
+      // for a few, the Node binary and libraries the service maps too).
+      once += p === pid ? kb('Rss') : kb('Private_Clean') + kb('Private_Dirty');
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return { rss: rss / 1024, pss: pss / 1024, once: once / 1024, processes: pids.length };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+interface Sample {
+  first: number;
+  restart: number;
+  rss: number;
+  pss: number;
+  once: number;
+  processes: number;
+}
+
+async function sample(variant: Variant): Promise<Sample> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-production-'));
+  try {
+    const port = await freePort();
+    let t0 = process.hrtime.bigint();
+    let child = start(variant, dataDir, port);
+    const first = await untilReady(port, child, t0);
+    await stop(child);
+    t0 = process.hrtime.bigint();
+    child = start(variant, dataDir, port);
+    const restart = await untilReady(port, child, t0);
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const mem = memoryMb(child.pid!);
+    await stop(child);
+    return { first, restart, ...mem };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export async function run(): Promise<void> {
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  const samples: Record<Variant, Sample[]> = { compiled: [], tsx: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const v of ['tsx', 'compiled'] as const) samples[v].push(await sample(v));
+  }
+  const row = (v: Variant) => {
+    const s = samples[v];
+    const m = (k: keyof Sample) => median(s.map((x) => x[k]));
+    return {
+      first: m('first'),
+      restart: m('restart'),
+      rss: m('rss'),
+      pss: m('pss'),
+      once: m('once'),
+      processes: m('processes'),
+    };
+  };
+  const c = row('compiled');
+  const t = row('tsx');
+  console.log(
+    `\nproduction: cold start and idle memory, medians of ${ROUNDS} alternating rounds (Node ${process.version})`,
+  );
+  console.log(
+    '| variant | first start to ready | restart to ready | idle memory, tree (shared once) | RSS sum | PSS sum | processes |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const [name, r] of [
+    ['tsx (src/main.ts)', t],
+    ['compiled (dist/main.js)', c],
+  ] as const) {
+    console.log(
+      `| ${name} | ${r.first.toFixed(0)} ms | ${r.restart.toFixed(0)} ms | ${r.once.toFixed(0)} MB | ${r.rss.toFixed(0)} MB | ${r.pss.toFixed(0)} MB | ${r.processes} |`,
+    );
+  }
+  console.log(
+    `compiled / tsx: first start ${(c.first / t.first).toFixed(2)}, restart ${(c.restart / t.restart).toFixed(2)}, idle memory ${(c.once / t.once).toFixed(2)}`,
+  );
+  console.log(
+    `targets: cold start ≤ 1500 ms: ${Math.max(c.first, c.restart) <= 1500 ? 'met' : 'NOT met'}; idle memory ≤ 150 MB: ${c.once <= 150 ? 'met' : 'NOT met'}`,
+  );
+}
