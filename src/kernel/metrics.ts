@@ -104,7 +104,7 @@ export const runsInFlight = new Gauge({
 
 export const runsPending = sampledGauge({
   name: 'switchyard_runs_pending',
-  help: 'Runs PENDING in the store (all processes; counted up to 100000, refreshed at most every 5 s).',
+  help: 'Runs PENDING in the store (all processes; counted up to 100000, refreshed at most every 2 s).',
 });
 
 export const syncCallersWaiting = new Gauge({
@@ -160,12 +160,12 @@ export const eventDeliveries = new Counter({
 
 export const outboxPending = sampledGauge({
   name: 'switchyard_event_outbox_pending',
-  help: 'Event calls pending delivery in the store (all processes; counted up to 100000, refreshed at most every 5 s).',
+  help: 'Event calls pending delivery in the store (all processes; counted up to 100000, refreshed at most every 2 s).',
 });
 
 export const outboxLag = sampledGauge({
   name: 'switchyard_event_outbox_lag_seconds',
-  help: 'Age of the oldest event call pending delivery (0 with none; refreshed at most every 5 s).',
+  help: 'Age of the oldest event call pending delivery (0 with none; refreshed at most every 2 s).',
 });
 
 // ---- Queues (src/queues) ----
@@ -190,7 +190,7 @@ export const csvRowsSkipped = new Counter({
 
 export const queueBatches = sampledGauge({
   name: 'switchyard_queue_batches',
-  help: 'CSV batches not finished yet in the store, by state (validating, pending, running; refreshed at most every 5 s).',
+  help: 'CSV batches not finished yet in the store, by state (validating, pending, running; refreshed at most every 2 s).',
   labelNames: ['state'] as const,
 });
 

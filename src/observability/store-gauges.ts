@@ -9,7 +9,7 @@ import { countPendingRuns } from '../runs/index.js';
 import { outboxBacklog } from '../events/index.js';
 import { liveBatchCounts } from '../queues/index.js';
 
-const CACHE_MS = 5_000;
+const CACHE_MS = 2_000;
 /** Counts stop here: the gauge says "at least this many" rather than scanning a huge backlog. */
 const COUNT_CAP = 100_000;
 
