@@ -120,7 +120,6 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
   const trigger = triggerKind(run.started_by);
   const began = performance.now();
   startedOf(trigger).inc();
-  runsInFlight.inc();
   const timeoutMs = run.timeout_ms ?? 600_000;
   const deadline = Date.parse(run.started_at ?? new Date().toISOString()) + timeoutMs;
   const abort = new AbortController();
@@ -139,6 +138,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
 
   let outcome: { status: RunStatus; error?: string | undefined };
   let finished = false;
+  runsInFlight.inc();
   try {
     try {
       outcome = await runSteps(deps, run, { recorder, signal: abort.signal, rlog });

@@ -274,7 +274,8 @@ describe('process: Prometheus metrics (sqlite)', function () {
     const after = await settled(metricsUrl, before);
     expectWorkerCounts(before, after, { droppedHere: true });
     const d = (name: string, labels: Record<string, string>) => delta(before, after, name, labels);
-    const http = (operation: string, cls: string) => d('switchyard_http_requests_total', { operation, status_class: cls });
+    const http = (operation: string, cls: string) =>
+      d('switchyard_http_requests_total', { operation, status_class: cls });
     expect(http('callApiTrigger', '2xx'), 'trigger calls answered').to.equal(RUNS);
     expect(http('callApiTrigger', '4xx'), 'the refused trigger call').to.equal(1);
     expect(http('unknown', '4xx'), 'the unknown path').to.equal(1);
@@ -322,7 +323,9 @@ describe('process: Prometheus metrics (sqlite)', function () {
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code, stderr).to.equal(2);
-    expect(stderr).to.match(/^switchyard: configuration error: METRICS_PORT \d+ on METRICS_HOST 127\.0\.0\.2 .*EADDRINUSE/);
+    expect(stderr).to.match(
+      /^switchyard: configuration error: METRICS_PORT \d+ on METRICS_HOST 127\.0\.0\.2 .*EADDRINUSE/,
+    );
     expect(stderr).not.to.match(/\n\s+at /);
   });
 });
@@ -386,8 +389,9 @@ describe('process: Prometheus metrics of npm run worker (PostgreSQL + Redis)', f
     await workload(base, token, b, rx);
     const after = await settled(metricsUrl, before);
     expectWorkerCounts(before, after, { droppedHere: false });
-    expect(delta(before, after, 'switchyard_http_requests_total', { operation: 'callApiTrigger', status_class: '2xx' }))
-      .to.equal(0, 'the worker answers no HTTP');
+    expect(
+      delta(before, after, 'switchyard_http_requests_total', { operation: 'callApiTrigger', status_class: '2xx' }),
+    ).to.equal(0, 'the worker answers no HTTP');
     promtool(await scrapeText(metricsUrl));
   });
 
