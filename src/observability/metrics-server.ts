@@ -76,7 +76,7 @@ export async function startMetricsServer(deps: MetricsServerDeps): Promise<Metri
     url,
     observeStore(db) {
       stopSampling?.();
-      stopSampling = sampleStore(db);
+      stopSampling = sampleStore(db, log);
     },
     close: () =>
       new Promise<void>((resolve) => {

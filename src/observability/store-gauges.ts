@@ -4,6 +4,7 @@
  * per CACHE_MS whatever the scrape rate; every process reports the same store-wide values.
  */
 import type { Knex } from 'knex';
+import type { Logger } from '../config/logger.js';
 import { cachedFor, outboxLag, outboxPending, queueBatches, runsPending, sampleOnScrape } from '../kernel/metrics.js';
 import { countPendingRuns } from '../runs/index.js';
 import { outboxBacklog } from '../events/index.js';
@@ -13,11 +14,30 @@ const CACHE_MS = 2_000;
 /** Counts stop here: the gauge says "at least this many" rather than scanning a huge backlog. */
 const COUNT_CAP = 100_000;
 
-/** Starts sampling the store's gauges; returns the function that stops it. */
-export function sampleStore(db: Knex): () => void {
-  const pending = cachedFor(CACHE_MS, () => countPendingRuns(db, COUNT_CAP));
-  const backlog = cachedFor(CACHE_MS, () => outboxBacklog(db, COUNT_CAP));
-  const batches = cachedFor(CACHE_MS, () => liveBatchCounts(db));
+/**
+ * Starts sampling the store's gauges; returns the function that stops it. A failed query is
+ * logged and leaves the gauge at its last value (the scrape itself succeeds).
+ */
+export function sampleStore(db: Knex, log: Logger): () => void {
+  const logged =
+    <T>(what: string, load: () => Promise<T>) =>
+    () =>
+      load().catch((err: unknown) => {
+        log.warn({ err }, `metrics: reading ${what} from the store failed; the gauge keeps its last value`);
+        throw err;
+      });
+  const pending = cachedFor(
+    CACHE_MS,
+    logged('the pending runs', () => countPendingRuns(db, COUNT_CAP)),
+  );
+  const backlog = cachedFor(
+    CACHE_MS,
+    logged('the event outbox backlog', () => outboxBacklog(db, COUNT_CAP)),
+  );
+  const batches = cachedFor(
+    CACHE_MS,
+    logged('the batches by state', () => liveBatchCounts(db)),
+  );
   const stops = [
     sampleOnScrape(runsPending, async () => runsPending.set(await pending())),
     sampleOnScrape(outboxPending, async () => outboxPending.set((await backlog()).pending)),
