@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Finds PostgreSQL (127.0.0.1:5432, trust auth, database `test`) and Redis (127.0.0.1:6379)
 # running, or starts them; installs them from Debian's packages when they are missing. Installs
-# Chromium (for the browser automation tests) and bubblewrap (the operating-system layer of code
-# isolation, src/containment) the same way.
+# Chromium (for the browser automation tests), bubblewrap (the operating-system layer of code
+# isolation, src/containment) and promtool (Debian's prometheus, for the metrics test) the same way.
 set -euo pipefail
 
 have_pg() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
@@ -49,3 +49,11 @@ if ! command -v bwrap >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
 fi
 bwrap --version || { echo "ensure-services: bubblewrap does not run" >&2; exit 1; }
+
+# The metrics test lints a scrape with `promtool check metrics` (README "Metrics"); Debian ships it in prometheus.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "ensure-services: installing prometheus (promtool) from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+promtool --version >/dev/null || { echo "ensure-services: promtool does not run" >&2; exit 1; }

@@ -5,6 +5,7 @@ import { createLogger } from './config/logger.js';
 import { createApp } from './app.js';
 import { bootstrapIfEmpty } from './bootstrap/index.js';
 import { IsolationUnavailableError } from './containment/index.js';
+import { startMetricsServer } from './observability/index.js';
 
 async function main(): Promise<void> {
   let config;
@@ -18,6 +19,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
+  const metrics = await startMetricsServer({ config, log });
   let app;
   try {
     app = await createApp(config, log);
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  metrics?.observeStore(app.services.db);
   // Seed before listening: once /readyz answers, bootstrap.json exists.
   const welcome = config.seedDemo ? await bootstrapIfEmpty(app.services) : undefined;
   const server: Server = await new Promise((resolve, reject) => {
@@ -49,7 +52,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     server.close(() => {
-      app.close().then(
+      Promise.all([app.close(), metrics?.close()]).then(
         () => process.exit(0),
         (err: unknown) => {
           log.error({ err }, 'error while closing');
@@ -64,6 +67,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`switchyard: configuration error: ${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(
     `switchyard: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
   );

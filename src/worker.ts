@@ -7,6 +7,7 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
 import { createRuntime } from './app.js';
 import { IsolationUnavailableError } from './containment/index.js';
+import { startMetricsServer } from './observability/index.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -17,7 +18,9 @@ async function main(): Promise<void> {
     );
   }
   if (config.runConcurrency === 0) throw new ConfigError('RUN_CONCURRENCY must be at least 1 for a worker');
+  const metrics = await startMetricsServer({ config, log });
   const runtime = await createRuntime(config, log);
+  metrics?.observeStore(runtime.services.db);
   log.info({ workerId: runtime.workers.workerId, concurrency: config.runConcurrency }, 'switchyard worker started');
   let closing = false;
   const shutdown = (signal: string) => {
@@ -26,7 +29,7 @@ async function main(): Promise<void> {
     log.info({ signal }, 'worker shutting down');
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
-    runtime.close().then(
+    Promise.all([runtime.close(), metrics?.close()]).then(
       () => process.exit(0),
       () => process.exit(1),
     );

@@ -39,6 +39,7 @@ import type { ChatOrder } from './chat-order.js';
 import { resolveModel, type ResolvedModel } from './runtime/providers.js';
 import { agentTools } from './runtime/tools.js';
 import { runTurn, TurnFailure } from './runtime/turn.js';
+import { agentTurns } from '../kernel/metrics.js';
 
 export type AgentEvent =
   | { type: 'text-delta'; delta: string }
@@ -255,6 +256,8 @@ export class AgentService {
         err instanceof TurnFailure ? err.messages : [{ role: 'user', content: req.message } as ModelMessage];
       outcome = { ok: false, error, messages };
     }
+    // The failure codes are TurnFailureCode's few values, or internal_error.
+    agentTurns.labels(outcome.ok ? 'completed' : outcome.error.error).inc();
     try {
       await recorded;
       await this.writes.run(async (trx) => {

@@ -14,6 +14,7 @@ import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
 import type { ChromiumBox } from './contain.js';
 import type { BrowserRelay } from './relay.js';
+import { browserPool, sampleOnScrape } from '../kernel/metrics.js';
 
 /**
  * The flags Chromium needs on these machines (closed network, root, no GPU),
@@ -80,8 +81,15 @@ export class BrowserPool {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private closed = false;
+  private readonly unsample: () => void;
 
-  constructor(private readonly opts: PoolOptions) {}
+  constructor(private readonly opts: PoolOptions) {
+    this.unsample = sampleOnScrape(browserPool, () => {
+      browserPool.set({ state: 'browsers' }, [...this.browsers.values()].filter((w) => !w.dead).length);
+      browserPool.set({ state: 'in_use' }, this.running);
+      browserPool.set({ state: 'waiting' }, this.waiting.length);
+    });
+  }
 
   /** Why browser tasks cannot run here, or undefined when they can. */
   unavailable(): string | undefined {
@@ -137,6 +145,7 @@ export class BrowserPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unsample();
     const all = [...this.browsers.entries()];
     this.browsers.clear();
     await Promise.all(

@@ -43,6 +43,7 @@ import {
 } from './operator/task.js';
 import { pruneExpired } from './operator/cache.js';
 import { AdBlocker } from './operator/adblock.js';
+import { browserTasks } from '../kernel/metrics.js';
 
 /**
  * The running process renews a task this often; a task not renewed for STALE_MS, or STALE_MS past
@@ -444,6 +445,9 @@ export class BrowserService {
       this.deps.log.warn({ err: (err as Error).message, sessionId: id }, 'browser: saving the task log file failed');
     }
     const message = outcome.message ?? (outcome.ok ? 'Task completed.' : 'Task failed.');
+    browserTasks
+      .labels(outcome.ok ? 'completed' : limit.aborted && !this.stopping.signal.aborted ? 'timeout' : 'failed')
+      .inc();
     await finishTask(this.deps.db, id, {
       status: outcome.ok ? 'completed' : 'failed',
       message,

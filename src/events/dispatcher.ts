@@ -17,6 +17,9 @@ import type { Logger } from '../config/logger.js';
 import { nowIso } from '../kernel/ids.js';
 import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
 import { revealKey } from './trigger-urls.js';
+import { eventDeliveries } from '../kernel/metrics.js';
+
+const delivered = { sent: eventDeliveries.labels('sent'), failed: eventDeliveries.labels('failed') };
 
 export interface PostResult {
   status: number;
@@ -188,6 +191,7 @@ export class EventDispatcher {
         finishedAt: nowIso(),
       };
     }
+    delivered[outcome.status].inc();
     this.outcomes.push(outcome);
     this.wake();
   }

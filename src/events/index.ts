@@ -9,3 +9,4 @@ export { COLLECTION_TYPES, type CollectionType } from './types.js';
 export { eventCalls, threadPoster } from './outbound.js';
 export { holdsFiles } from './types.js';
 export { collectionView, countItems, deleteCollection, listCollections } from './collections.js';
+export { outboxBacklog } from './outbox.js';

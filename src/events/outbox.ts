@@ -15,6 +15,9 @@ import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
 import type { EventPayload } from './payloads.js';
 import type { WriteBatch } from '../storage/write-queue.js';
+import { eventDeliveries } from '../kernel/metrics.js';
+
+const droppedCalls = eventDeliveries.labels('dropped');
 
 export type DeliveryStatus = 'pending' | 'sent' | 'failed' | 'dropped';
 
@@ -80,7 +83,10 @@ export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[])
     };
   });
   batch.insertLater('event_outbox', rows);
-  return rows.filter((r) => r.status === 'pending').length;
+  const pending = rows.filter((r) => r.status === 'pending').length;
+  // Counted when handed to the transaction (a rolled-back write has counted its drops too).
+  if (pending < rows.length) droppedCalls.inc(rows.length - pending);
+  return pending;
 }
 
 function leaseUntil(ms: number): string {
@@ -201,4 +207,19 @@ export async function listDeliveries(
 /** Housekeeping: finished rows older than `before` (the log keeps 7 days). */
 export async function pruneDeliveries(db: Knex, before: string): Promise<number> {
   return db('event_outbox').whereNot({ status: 'pending' }).andWhere('created_at', '<', before).delete();
+}
+
+/**
+ * The delivery backlog: pending rows counted up to `cap`, and when the oldest was written (ids
+ * are time-ordered, so the first on the (status, id) index is the oldest).
+ */
+export async function outboxBacklog(db: Knex, cap: number): Promise<{ pending: number; oldest: string | undefined }> {
+  const pending = db('event_outbox').where({ status: 'pending' }).limit(cap).select(db.raw('1 as one')).as('p');
+  const [count, first] = await Promise.all([
+    db.from(pending).count({ n: '*' }).first() as Promise<{ n: number | string } | undefined>,
+    db('event_outbox').where({ status: 'pending' }).orderBy('id').first('created_at') as Promise<
+      { created_at: string } | undefined
+    >,
+  ]);
+  return { pending: Number(count?.n ?? 0), oldest: first?.created_at };
 }

@@ -12,6 +12,7 @@ import { allAppServers, type AppServer } from './registry.js';
 import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
 import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
 import { TtlMemo } from '../kernel/ttl-memo.js';
+import { metered } from './metered.js';
 import {
   GatewayError,
   RPC,
@@ -49,7 +50,7 @@ export class GatewayCatalog implements DiscoverySource {
   }
 
   registerEmbedded(server: ToolServer): void {
-    this.embedded.set(server.path, server);
+    this.embedded.set(server.path, metered(server, server.path));
   }
 
   /** After a registration or connection change in this process. */
@@ -97,7 +98,7 @@ export class GatewayCatalog implements DiscoverySource {
     let built = this.built.get(key);
     if (!built) {
       if (this.built.size >= 10_000) this.built.delete(this.built.keys().next().value as string);
-      built = createAppToolServer(server, parent, this.pool);
+      built = metered(createAppToolServer(server, parent, this.pool), 'application');
       this.built.set(key, built);
     }
     return built;

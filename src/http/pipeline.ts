@@ -27,6 +27,7 @@ import type {
   ServesPath,
 } from './types.js';
 import type { ResponseValidator } from './response-validator.js';
+import { httpDuration, httpRequests, secondsSince, statusClass } from '../kernel/metrics.js';
 
 export { mediaType } from './body.js';
 
@@ -121,6 +122,27 @@ interface RouteMatch {
   params: Record<string, string>;
   query: Record<string, unknown>;
   requestId: string;
+  /** `performance.now()` when the request came in (the duration metric). */
+  started: number;
+}
+
+type RecordAnswer = (status: number, started: number) => void;
+
+/**
+ * Counts an answered request of one operation (`unknown`: no route) in the HTTP metrics
+ * (src/kernel/metrics.ts), with the label children of each status class made once.
+ */
+function answerMetrics(operation: string): RecordAnswer {
+  const byClass: { count: { inc(): void }; duration: { observe(v: number): void } }[] = [];
+  return (status, started) => {
+    const c = status >= 100 && status < 600 ? Math.floor(status / 100) : 0;
+    const children = (byClass[c] ??= {
+      count: httpRequests.labels(operation, statusClass(status)),
+      duration: httpDuration.labels(operation, statusClass(status)),
+    });
+    children.count.inc();
+    children.duration.observe(secondsSince(started));
+  };
 }
 
 type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch) => Promise<void>;
@@ -143,7 +165,7 @@ function lazyContext(
   } as RequestContext;
 }
 
-function operationRoute(operationId: OperationId, opts: PipelineOptions): Route {
+function operationRoute(operationId: OperationId, opts: PipelineOptions, answered: RecordAnswer): Route {
   const op: OperationMeta = operations[operationId];
   const handler = opts.handlers[operationId] as unknown as (req: HandlerRequest, ctx: RequestContext) => Promise<Reply>;
   const format = errorFormatOf(operationId);
@@ -151,7 +173,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   const needsBearer = op.security.includes('bearerAuth');
   const beforeBody = (handler as { beforeBody?: BeforeBody } | undefined)?.beforeBody;
   const { services } = opts;
-  return async (req, res, { params, query, requestId }) => {
+  return async (req, res, { params, query, requestId, started }) => {
     let ctx: RequestContext | undefined;
     try {
       check(validators?.params, params, 'path parameters');
@@ -179,6 +201,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
       const rendered = renderError(err, format, ctx?.log ?? services.log);
       if (!invalidResponse(opts, operationId, rendered, res)) sendError(res, rendered);
     }
+    answered(res.statusCode, started);
   };
 }
 
@@ -238,6 +261,7 @@ const KNOWN_METHODS: HTTPMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 interface RouteStore {
   route: Route;
+  answered: RecordAnswer;
   servesPath?: ServesPath | undefined;
 }
 
@@ -248,7 +272,7 @@ function servingRoute(router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>, meth
   const store = found.store as RouteStore;
   const params = found.params as Record<string, string>;
   if (store.servesPath && !store.servesPath(params)) return undefined;
-  return { route: store.route, params };
+  return { route: store.route, answered: store.answered, params };
 }
 
 export function createHttpApp<S extends PipelineServices>(options: PipelineOptions<S>): HttpApp {
@@ -257,13 +281,16 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
   const router = FindMyWay({ caseSensitive: true, ignoreTrailingSlash: false });
   for (const id of Object.keys(operations) as OperationId[]) {
     const op = operations[id];
+    const answered = answerMetrics(id);
     const store: RouteStore = {
-      route: operationRoute(id, opts),
+      route: operationRoute(id, opts, answered),
+      answered,
       servesPath: (opts.handlers[id] as { servesPath?: ServesPath } | undefined)?.servesPath,
     };
     router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, store);
   }
   const { services } = opts;
+  const unknownAnswered = answerMetrics('unknown');
   const notRouted = (res: ServerResponse, method: HTTPMethod, pathname: string): void => {
     const allowed = KNOWN_METHODS.filter((m) => m !== method && servingRoute(router, m, pathname));
     if (allowed.length) {
@@ -276,19 +303,25 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
   // Paths are matched on req.url, which a host framework has already made relative to its
   // mount point (src/embed.ts): the same routes serve standalone and under a prefix.
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    const started = performance.now();
     const requestId = startRequest(services, req, res);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
     const method = (req.method === 'HEAD' ? 'GET' : req.method) as HTTPMethod;
     const found = servingRoute(router, method, pathname);
-    if (!found) return notRouted(res, method, pathname);
+    if (!found) {
+      notRouted(res, method, pathname);
+      return unknownAnswered(res.statusCode, started);
+    }
     // In the REST shape on every surface: the OAuth and JSON-RPC renderers hide 5xx messages,
     // and this one is meant for whoever mounted the app.
-    if (bodyAlreadyRead(req))
-      return sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
+    if (bodyAlreadyRead(req)) {
+      sendError(res, renderError(new AppError('ERR_BODY_ALREADY_READ'), 'rest', services.log));
+      return found.answered(res.statusCode, started);
+    }
     const query = q < 0 ? {} : { ...querystring.parse(url.slice(q + 1)) };
-    void found.route(req, res, { params: found.params, query, requestId });
+    void found.route(req, res, { params: found.params, query, requestId, started });
   };
   return Object.assign(listener, {
     listen(port: number, host: string, ready?: () => void): Server {

@@ -207,3 +207,15 @@ export async function listRowErrors(
     nextCursor: rows.length > limit ? encodeCursor('row-errors', items[items.length - 1]!.rowNumber) : null,
   };
 }
+
+/** Batches not finished yet, by status (few: finished ones are never counted). */
+export async function liveBatchCounts(db: Knex): Promise<Record<'validating' | 'pending' | 'running', number>> {
+  const rows = (await db('queue_batches')
+    .whereIn('status', ['validating', 'pending', 'running'])
+    .groupBy('status')
+    .select('status')
+    .count({ n: '*' })) as { status: 'validating' | 'pending' | 'running'; n: number | string }[];
+  const out = { validating: 0, pending: 0, running: 0 };
+  for (const r of rows) out[r.status] = Number(r.n);
+  return out;
+}

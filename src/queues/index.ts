@@ -18,3 +18,4 @@ export {
 } from './queues.js';
 export { findBatch, listBatches, listRowErrors } from './batches.js';
 export { ITEM_STATUSES, listQueueItems, type ItemStatus } from './items.js';
+export { liveBatchCounts } from './batches.js';

@@ -16,6 +16,7 @@ import { fromJson } from '../storage/db.js';
 import { nowIso } from '../kernel/ids.js';
 import { readRows, type CsvChunk } from './csv.js';
 import type { BatchRow } from './batches.js';
+import { csvRowsLoaded, csvRowsRead, csvRowsSkipped } from '../kernel/metrics.js';
 
 export interface LoaderDeps {
   db: Knex;
@@ -147,6 +148,9 @@ export class BatchLoader {
         values: false,
       })) {
         if (!(await this.commit(batch, chunk))) return;
+        csvRowsRead.inc(chunk.rows.length + chunk.errors.length);
+        csvRowsLoaded.inc(chunk.rows.length);
+        csvRowsSkipped.inc(chunk.errors.length);
         this.deps.onChunk();
       }
     } catch (err) {

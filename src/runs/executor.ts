@@ -25,6 +25,21 @@ import type { Signals } from './signals.js';
 import { loadVersion, type PinnedVersion } from '../engine/index.js';
 import type { RunStatus } from './states.js';
 import type { WriteQueue } from '../storage/write-queue.js';
+import {
+  children,
+  runDuration,
+  runsFinished,
+  runsInFlight,
+  runsStarted,
+  secondsSince,
+  triggerKind,
+} from '../kernel/metrics.js';
+
+const startedOf = children((trigger) => runsStarted.labels(trigger));
+const finishedOf = children((status, trigger) => ({
+  count: runsFinished.labels(status, trigger),
+  duration: runDuration.labels(status, trigger),
+}));
 
 export interface ExecutorDeps {
   db: Knex;
@@ -102,6 +117,9 @@ async function storeFiles(
  */
 export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
   const rlog = deps.log.child({ runId: run.id, automationId: run.workflow_id });
+  const trigger = triggerKind(run.started_by);
+  const began = performance.now();
+  startedOf(trigger).inc();
   const timeoutMs = run.timeout_ms ?? 600_000;
   const deadline = Date.parse(run.started_at ?? new Date().toISOString()) + timeoutMs;
   const abort = new AbortController();
@@ -120,6 +138,7 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
 
   let outcome: { status: RunStatus; error?: string | undefined };
   let finished = false;
+  runsInFlight.inc();
   try {
     try {
       outcome = await runSteps(deps, run, { recorder, signal: abort.signal, rlog });
@@ -134,12 +153,16 @@ export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunSt
     }
   } finally {
     deps.leases.release(run.id, attempt);
+    runsInFlight.dec();
   }
   if (!finished) {
     rlog.warn('lease lost: another worker owns this run now');
     await deleteUnrecorded(deps, rlog, recorder.unrecordedBlobKeys());
     return 'RUNNING';
   }
+  const finish = finishedOf(outcome.status, trigger);
+  finish.count.inc();
+  finish.duration.observe(secondsSince(began));
   await deps.signals.runFinished(run.id, outcome.status, recorder.finishedRun);
   rlog.info({ status: outcome.status }, 'run finished');
   return outcome.status;

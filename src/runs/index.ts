@@ -15,5 +15,6 @@ export {
   ATTACHMENT_URL_TTL_SECONDS,
 } from './signed-urls.js';
 export { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows, findRun } from './runs.js';
+export { countPendingRuns } from './runs.js';
 export { isTerminal } from './states.js';
 export { readRunParts, syncView, type RunParts } from './views.js';

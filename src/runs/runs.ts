@@ -369,3 +369,10 @@ export async function pendingRunIds(db: Knex, limit = 10_000, createdBefore?: st
   if (createdBefore) q.andWhere('created_at', '<', createdBefore);
   return ((await q.orderBy('created_at').limit(limit).select('id')) as { id: string }[]).map((r) => r.id);
 }
+
+/** PENDING runs, counted up to `cap` (a bounded range of the (status, created_at) index). */
+export async function countPendingRuns(db: Knex, cap: number): Promise<number> {
+  const pending = db('runs').where({ status: 'PENDING' }).limit(cap).select(db.raw('1 as one')).as('p');
+  const row = (await db.from(pending).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  return Number(row?.n ?? 0);
+}

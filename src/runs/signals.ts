@@ -4,6 +4,7 @@ import type { RedisClient } from '../storage/redis.js';
 import type { FileRecord } from './files.js';
 import type { RunRow, StepRow } from './runs.js';
 import type { RunStatus } from './states.js';
+import { syncCallersWaiting } from '../kernel/metrics.js';
 
 /**
  * A run as the finish that just committed it left it in the store, known to the process that
@@ -60,13 +61,16 @@ class LocalSignals implements Signals {
     return (await this.waitForFinish(runId, timeoutMs))?.status;
   }
   waitForFinish(runId: string, timeoutMs: number): Promise<Finish | undefined> {
+    syncCallersWaiting.inc();
     return new Promise((resolve) => {
       const onDone = (finish: Finish) => {
         clearTimeout(timer);
+        syncCallersWaiting.dec();
         resolve(finish);
       };
       const timer = setTimeout(() => {
         this.emitter.off(runId, onDone);
+        syncCallersWaiting.dec();
         resolve(undefined);
       }, timeoutMs);
       this.emitter.once(runId, onDone);

@@ -28,6 +28,7 @@ import { WriteQueue } from '../storage/write-queue.js';
 import type { Signals } from './signals.js';
 import { pruneFinishedRuns } from './retention.js';
 import type { AgentInvoker, ToolCaller } from '../engine/index.js';
+import { runsRecovered } from '../kernel/metrics.js';
 
 export interface RunWorkersDeps {
   db: Knex;
@@ -172,6 +173,8 @@ export class RunWorkers {
   private async recover(): Promise<void> {
     const { db, config, queue, log, blobs, signals } = this.deps;
     const { requeued, failed } = await recoverExpiredRuns(db, config.runMaxAttempts);
+    if (requeued.length) runsRecovered.labels('requeued').inc(requeued.length);
+    if (failed.length) runsRecovered.labels('failed').inc(failed.length);
     // A re-run starts clean: the lost attempt's step files go; attachments (inputs) stay.
     for (const runId of requeued) {
       const run = await loadRunForWorker(db, runId);

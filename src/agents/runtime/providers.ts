@@ -15,13 +15,14 @@
  * combine reliably with the agent's own tool calls (Anthropic's falls back to a forced tool on
  * most models; Gemini models refuse a JSON response type next to function calling).
  */
-import type { LanguageModel } from 'ai';
+import { wrapLanguageModel, type LanguageModel, type LanguageModelMiddleware } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import type { ModelConfig } from '../../config/index.js';
 import { AppError } from '../../errors/index.js';
+import { children, modelDuration, secondsSince } from '../../kernel/metrics.js';
 
 const HOW_TO =
   'Set DEFAULT_MODEL (e.g. openai-compatible/llama3.1 with OPENAI_COMPATIBLE_BASE_URL=http://localhost:11434/v1 for Ollama, or openai/gpt-4o-mini with OPENAI_API_KEY) and restart; see the README "Agents" section';
@@ -87,6 +88,56 @@ function build(config: ModelConfig, provider: string, id: string): Omit<Resolved
   }
 }
 
+const durationOf = children((provider, outcome) => modelDuration.labels(provider, outcome));
+type StreamResult = Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>;
+type StreamPart = StreamResult['stream'] extends ReadableStream<infer P> ? P : never;
+
+/**
+ * The model with each provider request timed (`switchyard_agent_model_request_duration_seconds`,
+ * labelled by provider: model names are the agents' choice). A streamed request is timed to the
+ * end of its stream; one given up by its caller is not counted.
+ */
+function timed(model: LanguageModel, provider: string): LanguageModel {
+  if (typeof model === 'string') return model;
+  const observe = (outcome: string, started: number) => durationOf(provider, outcome).observe(secondsSince(started));
+  const middleware: LanguageModelMiddleware = {
+    specificationVersion: 'v3',
+    async wrapGenerate({ doGenerate }) {
+      const started = performance.now();
+      try {
+        const result = await doGenerate();
+        observe('ok', started);
+        return result;
+      } catch (err) {
+        observe('error', started);
+        throw err;
+      }
+    },
+    async wrapStream({ doStream }) {
+      const started = performance.now();
+      let result: StreamResult;
+      try {
+        result = await doStream();
+      } catch (err) {
+        observe('error', started);
+        throw err;
+      }
+      let outcome = 'ok';
+      const stream = result.stream.pipeThrough(
+        new TransformStream<StreamPart, StreamPart>({
+          transform(part, controller) {
+            if (part.type === 'error') outcome = 'error';
+            controller.enqueue(part);
+          },
+          flush: () => observe(outcome, started),
+        }),
+      );
+      return { ...result, stream };
+    },
+  };
+  return wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware });
+}
+
 /** The model an agent runs: its own `model`, else DEFAULT_MODEL. */
 export function resolveModel(config: ModelConfig, agentModel: string | null): ResolvedModel {
   const modelId = agentModel ?? config.defaultModel;
@@ -99,7 +150,8 @@ export function resolveModel(config: ModelConfig, agentModel: string | null): Re
   if (!models) cache.set(config, (models = new Map()));
   let built = models.get(modelId);
   if (!built) {
-    built = build(config, provider, id);
+    const made = build(config, provider, id);
+    built = { ...made, model: timed(made.model, provider) };
     models.set(modelId, built);
   }
   return { ...built, modelId };

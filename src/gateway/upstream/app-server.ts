@@ -17,6 +17,9 @@ import { buildCatalogue, type OpenapiCatalogue } from './openapi-tools.js';
 import { resolvePcid, type ResolvedConnection } from './pcid.js';
 import type { UpstreamPool } from './pool.js';
 import type { Listing } from './listings.js';
+import { children, secondsSince, upstreamDuration } from '../../kernel/metrics.js';
+
+const durationOf = children((method, outcome) => upstreamDuration.labels(method, outcome));
 
 /** What an upstream kind does once the connection is known. */
 interface Backend {
@@ -124,19 +127,25 @@ function serviceKeysOf(server: AppServer, parent: AppServer | undefined): string
   return primary === server.service_key ? [primary] : [primary, server.service_key];
 }
 
+/** One upstream request: `method` for the latency metric, `what` for failure messages. */
 async function run<T>(
   ctx: GatewayContext,
   pool: UpstreamPool,
-  what: string,
+  { method, what }: { method: 'tools/list' | 'tools/call'; what: string },
   fn: (d: Deadline) => Promise<T>,
 ): Promise<T> {
   const deadline = new Deadline(ctx.signal, pool.timeoutMs);
+  const started = performance.now();
+  let outcome = 'error';
   try {
-    return await fn(deadline);
+    const result = await fn(deadline);
+    outcome = 'ok';
+    return result;
   } catch (err) {
     throw upstreamFailure(err, what, deadline, ctx.log);
   } finally {
     deadline.done();
+    durationOf(method, outcome).observe(secondsSince(started));
   }
 }
 
@@ -155,7 +164,8 @@ async function listFor(
   const candidates = await pool.connections.connected(ctx, keys);
   if (candidates.length === 0) return [];
   const conn = await resolvePcid(ctx, keys, candidates[0]!.id, pool.connections);
-  const tools = await run(ctx, pool, `upstream ${server.path} tools/list`, (d) => backend.list(ctx, conn, d));
+  const what = `upstream ${server.path} tools/list`;
+  const tools = await run(ctx, pool, { method: 'tools/list', what }, (d) => backend.list(ctx, conn, d));
   return withPcid(tools, keys[0]!);
 }
 
@@ -175,7 +185,12 @@ async function listingFor(
   const conn = await resolvePcid(ctx, keys, candidates[0]!.id, pool.connections);
   const key = `${ctx.orgId}\u0000${server.serverId}@${server.version}\u0000${parent ? `${parent.serverId}@${parent.version}` : ''}\u0000${conn.id}@${conn.version}`;
   return pool.listings.get(key, async () =>
-    withPcid(await run(ctx, pool, `upstream ${server.path} tools/list`, (d) => backend.list(ctx, conn, d)), keys[0]!),
+    withPcid(
+      await run(ctx, pool, { method: 'tools/list', what: `upstream ${server.path} tools/list` }, (d) =>
+        backend.list(ctx, conn, d),
+      ),
+      keys[0]!,
+    ),
   );
 }
 
@@ -193,7 +208,8 @@ export function createAppToolServer(server: AppServer, parent: AppServer | undef
     async callTool(ctx, name, args) {
       const { PCID: pcid, ...rest } = args;
       const conn = await resolvePcid(ctx, keys, pcid, pool.connections);
-      return run(ctx, pool, `upstream ${server.path} tools/call ${name.slice(0, 100)}`, (d) =>
+      const what = `upstream ${server.path} tools/call ${name.slice(0, 100)}`;
+      return run(ctx, pool, { method: 'tools/call', what }, (d) =>
         backend.call(ctx, conn, { name, args: rest, deadline: d }),
       );
     },

@@ -83,6 +83,22 @@ export class ToolListings {
     };
   }
 
+  /**
+   * The lists held, by state (the metrics' listing staleness): fresh, stale (older than
+   * `freshMs`, or never answered yet) or failed (the last refresh failed); and the age of the
+   * oldest list answered (seconds).
+   */
+  census(now = Date.now()): { fresh: number; stale: number; failed: number; oldestSeconds: number } {
+    const out = { fresh: 0, stale: 0, failed: 0, oldestSeconds: 0 };
+    for (const entry of this.entries.values()) {
+      if (entry.error !== undefined) out.failed++;
+      else if (entry.at > 0 && now - entry.at < this.opts.freshMs) out.fresh++;
+      else out.stale++;
+      if (entry.at > 0) out.oldestSeconds = Math.max(out.oldestSeconds, (now - entry.at) / 1000);
+    }
+    return out;
+  }
+
   /** Forgets every list of an organisation (after a registration or connection change in this process). */
   forgetOrg(orgId: string): void {
     for (const key of this.entries.keys()) if (key.startsWith(`${orgId}\u0000`)) this.entries.delete(key);

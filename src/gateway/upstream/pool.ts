@@ -33,6 +33,7 @@ import { isSessionGone, type Deadline } from './deadline.js';
 import type { McpSession } from './mcp-session.js';
 import { ConnectionCache } from './pcid.js';
 import { ToolListings } from './listings.js';
+import { sampleOnScrape, upstreamListingAge, upstreamListings } from '../../kernel/metrics.js';
 
 export interface UpstreamPoolOptions {
   /** The policy every upstream connection passes (built from OUTBOUND_ALLOWLIST and the service's own origins). */
@@ -109,6 +110,7 @@ export class UpstreamPool {
   /** … and agents for the origins the policy trusts without one. */
   private readonly trustedAgents = agentPair();
   private closed = false;
+  private readonly unsample: () => void;
 
   constructor(options: UpstreamPoolOptions) {
     this.outbound = options.outbound;
@@ -127,6 +129,14 @@ export class UpstreamPool {
     const every = Math.max(25, Math.min(this.idleMs, 60_000) / 2);
     this.sweeper = setInterval(() => this.sweep(), every);
     this.sweeper.unref();
+    const stops = [
+      sampleOnScrape(upstreamListings, () => {
+        const c = this.listings.census();
+        for (const state of ['fresh', 'stale', 'failed'] as const) upstreamListings.set({ state }, c[state]);
+      }),
+      sampleOnScrape(upstreamListingAge, () => upstreamListingAge.set(this.listings.census().oldestSeconds)),
+    ];
+    this.unsample = () => stops.forEach((stop) => stop());
   }
 
   /** Open upstream sessions (connecting ones included). */
@@ -244,6 +254,7 @@ export class UpstreamPool {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
+    this.unsample();
     const sessions = [...this.slots.values()];
     this.slots.clear();
     this.connections.clear();

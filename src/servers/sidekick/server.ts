@@ -23,6 +23,7 @@ import { discover, type DiscoverResult } from './discover.js';
 import { DEFAULT_SKILLS_DIR, loadSkillDir, SkillLibrary, type SkillDoc } from './skills.js';
 import { toolKey, type UsageMemory } from './usage.js';
 import type { Semantic } from './semantic.js';
+import { discoveryDuration, secondsSince } from '../../kernel/metrics.js';
 
 export const SIDEKICK_PATH = 'svc-sidekick';
 export const DISCOVER_TOOL = 'capabilities_discover';
@@ -72,6 +73,21 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
     );
     return library;
   };
+  const discoverNow = async (ctx: GatewayContext, raw: unknown): Promise<DiscoverResult> => {
+    const args = parseDiscoverArgs(raw);
+    const { usage } = opts;
+    const [org, lib, learned, query] = await Promise.all([
+      cache.get(ctx),
+      skills(),
+      usage?.boosts(ctx, args.request),
+      opts.semantic?.provider.embedQuery(args.request),
+    ]);
+    await usage?.noteDiscover(ctx, args.request);
+    // Documents whose embedding failed earlier are tried again (at most every 30 s).
+    org.semantic?.ensure();
+    const vectors = query && org.semantic ? org.semantic.score(query) : undefined;
+    return discover(org, lib, args, { learned, vectors });
+  };
   const engine: DiscoveryEngine = {
     skills,
     async warm(ctx) {
@@ -79,19 +95,16 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       await org.semantic?.idle();
     },
     async discover(ctx, raw) {
-      const args = parseDiscoverArgs(raw);
-      const { usage } = opts;
-      const [org, lib, learned, query] = await Promise.all([
-        cache.get(ctx),
-        skills(),
-        usage?.boosts(ctx, args.request),
-        opts.semantic?.provider.embedQuery(args.request),
-      ]);
-      await usage?.noteDiscover(ctx, args.request);
-      // Documents whose embedding failed earlier are tried again (at most every 30 s).
-      org.semantic?.ensure();
-      const vectors = query && org.semantic ? org.semantic.score(query) : undefined;
-      return discover(org, lib, args, { learned, vectors });
+      const started = performance.now();
+      let outcome = 'error';
+      // Latency of discovery as callers see it (src/kernel/metrics.ts).
+      try {
+        const result = await discoverNow(ctx, raw);
+        outcome = 'ok';
+        return result;
+      } finally {
+        discoveryDuration.labels(outcome).observe(secondsSince(started));
+      }
     },
     async details(ctx, raw) {
       const args = parseDetailsArgs(raw);
