@@ -12,9 +12,9 @@
 //   context's index.ts, and only a build of its own lets esbuild leave out the rest of those
 //   contexts (package.json `sideEffects: false`), so a CLI call does not load the model
 //   providers, the MCP SDK and the services it never uses.
+import { existsSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { build } from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const out = path.resolve(ROOT, process.argv[2] ?? 'dist');
@@ -24,6 +24,19 @@ if (fromRoot === '' || fromRoot.startsWith('..') || path.isAbsolute(fromRoot)) {
   process.exit(2);
 }
 const posix = (p) => p.split(path.sep).join('/');
+
+// esbuild is a development dependency: a checkout installed with --omit=dev keeps the build it has.
+let build;
+try {
+  ({ build } = await import('esbuild'));
+} catch {
+  if (existsSync(path.join(out, 'BUILD'))) {
+    process.stderr.write(`build: esbuild is not installed (--omit=dev); ${fromRoot}/ is kept as it is\n`);
+    process.exit(0);
+  }
+  process.stderr.write('build: esbuild is not installed: run `npm ci` (with development dependencies) first\n');
+  process.exit(1);
+}
 
 const sourceImportMeta = {
   name: 'source-import-meta-url',
