@@ -5,7 +5,7 @@
  *
  *   top        app.ts, services.ts, main.ts, worker.ts, embed.ts, cli/
  *   contexts   agents, auth, bootstrap, browser, connections, containment, engine, events, gateway,
- *              health, queues, runs, triggers, and each servers/<name> as a context of its own
+ *              health, observability, queues, runs, triggers, and each servers/<name> as a context of its own
  *   bottom     kernel/, http/, storage/, config/, errors/ (and generated/, outside src/)
  *
  * A context imports its own files freely, the bottom freely, and another context only through
@@ -20,7 +20,7 @@
  */
 
 const CONTEXT =
-  '(agents|auth|bootstrap|browser|connections|containment|engine|events|gateway|health|queues|runs|triggers|servers/[^/]+)';
+  '(agents|auth|bootstrap|browser|connections|containment|engine|events|gateway|health|observability|queues|runs|triggers|servers/[^/]+)';
 const BOTTOM = '^src/(kernel|http|storage|config|errors)/';
 const SERVICES = '^src/services\\.ts$';
 /**

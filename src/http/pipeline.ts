@@ -17,6 +17,7 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
+import { extractContext, markSpanError, runInSpan, SpanKind, startSpan, type Span } from '../kernel/tracing.js';
 import type {
   BeforeBody,
   HandlerMap,
@@ -123,7 +124,7 @@ interface RouteMatch {
   requestId: string;
 }
 
-type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch) => Promise<void>;
+type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, span?: Span) => Promise<void>;
 
 /** A per-request child logger, made only when something logs (most requests never do). */
 function lazyContext(
@@ -151,12 +152,13 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   const needsBearer = op.security.includes('bearerAuth');
   const beforeBody = (handler as { beforeBody?: BeforeBody } | undefined)?.beforeBody;
   const { services } = opts;
-  return async (req, res, { params, query, requestId }) => {
+  const handle: Route = async (req, res, { params, query, requestId }, span?: Span) => {
     let ctx: RequestContext | undefined;
     try {
       check(validators?.params, params, 'path parameters');
       check(validators?.query, query, 'query parameters');
       const auth = needsBearer ? await authenticate(services, req) : undefined;
+      if (auth && span?.isRecording()) span.setAttribute('switchyard.org_id', auth.orgId);
       ctx = lazyContext(services, requestId, operationId, auth as RequestContext['auth']);
       if (beforeBody)
         ctx.preBody = await beforeBody(
@@ -179,6 +181,18 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
       const rendered = renderError(err, format, ctx?.log ?? services.log);
       if (!invalidResponse(opts, operationId, rendered, res)) sendError(res, rendered);
     }
+  };
+  // The server span, named by operationId, continues the caller's trace (inbound traceparent).
+  return (req, res, match) => {
+    const span = startSpan(operationId, { kind: SpanKind.SERVER, parent: extractContext(req.headers) });
+    if (!span.isRecording()) return runInSpan(span, () => handle(req, res, match));
+    span.setAttributes({ 'http.request.method': req.method ?? 'GET', 'http.route': op.path });
+    res.once('close', () => {
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500 || !res.writableFinished) markSpanError(span);
+      span.end();
+    });
+    return runInSpan(span, () => handle(req, res, match, span));
   };
 }
 
