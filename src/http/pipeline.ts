@@ -17,7 +17,15 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
-import { extractContext, markSpanError, runInSpan, SpanKind, startSpan, type Span } from '../kernel/tracing.js';
+import {
+  extractContext,
+  markSpanError,
+  runInSpan,
+  SpanKind,
+  startSpan,
+  tracingOn,
+  type Span,
+} from '../kernel/tracing.js';
 import type {
   BeforeBody,
   HandlerMap,
@@ -184,6 +192,7 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions): Route 
   };
   // The server span, named by operationId, continues the caller's trace (inbound traceparent).
   return (req, res, match) => {
+    if (!tracingOn()) return handle(req, res, match);
     const span = startSpan(operationId, { kind: SpanKind.SERVER, parent: extractContext(req.headers) });
     if (!span.isRecording()) return runInSpan(span, () => handle(req, res, match));
     span.setAttributes({ 'http.request.method': req.method ?? 'GET', 'http.route': op.path });

@@ -11,6 +11,7 @@
  */
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
@@ -27,6 +28,25 @@ import {
 export { SpanKind, type Attributes, type Context, type Span };
 
 const tracer = trace.getTracer('switchyard');
+
+/** Set once an SDK is registered: until then the helpers return at once, building nothing. */
+let on = false;
+const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Called by the SDK setup (src/observability) once the tracer provider is registered. */
+export function enableTracing(): void {
+  on = true;
+}
+
+/** Called when the SDK shuts down. */
+export function disableTracing(): void {
+  on = false;
+}
+
+/** Whether an SDK is registered and the active span (if any) records. */
+export function tracingOn(): boolean {
+  return on;
+}
 
 export interface SpanOptions {
   kind?: SpanKind;
@@ -52,6 +72,7 @@ const headersSetter: TextMapSetter<Headers> = { set: (carrier, key, value) => ca
 
 /** A span that is not yet active; the caller ends it (see `withSpan` for the usual case). */
 export function startSpan(name: string, opts: SpanOptions = {}): Span {
+  if (!on) return NOOP_SPAN;
   return tracer.startSpan(name, { kind: opts.kind, attributes: opts.attributes, links: opts.links }, opts.parent);
 }
 
@@ -69,6 +90,7 @@ export function runInSpan<T>(span: Span, fn: () => T): T {
  * the span (status ERROR) and rethrown.
  */
 export async function withSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+  if (!on) return fn(NOOP_SPAN);
   const parent = opts.parent ?? context.active();
   const span = tracer.startSpan(name, { kind: opts.kind, attributes: opts.attributes, links: opts.links }, parent);
   try {
@@ -119,6 +141,7 @@ export function injectFetchHeaders(headers: Headers, ctx: Context = context.acti
 
 /** The active span's `traceparent`, or undefined when no span records (tracing off). */
 export function activeTraceparent(): string | undefined {
+  if (!on) return undefined;
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return undefined;
   const carrier: Record<string, string> = {};
@@ -133,7 +156,36 @@ export function contextFromTraceparent(traceparent: string | null | undefined): 
 
 /** `trace_id` and `span_id` of the active span, for log lines; undefined outside a valid span. */
 export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
+  if (!on) return undefined;
   const sc = trace.getActiveSpan()?.spanContext();
   if (!sc || !trace.isSpanContextValid(sc)) return undefined;
   return { trace_id: sc.traceId, span_id: sc.spanId };
+}
+
+/** Whether the active span records: the AI SDK's own spans are turned on only then. */
+export function activeSpanRecording(): boolean {
+  return on && (trace.getActiveSpan()?.isRecording() ?? false);
+}
+
+/**
+ * A fetch whose requests carry the active trace context (`traceparent`), each in a client span
+ * named by its method. With tracing off it is `fetchImpl` itself, called as it is.
+ */
+export function tracedFetch(fetchImpl: typeof fetch): typeof fetch {
+  return (input, init) => {
+    if (!on || !trace.getActiveSpan()) return fetchImpl(input, init);
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    return withSpan(`HTTP ${method}`, { kind: SpanKind.CLIENT }, async (span) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (span.isRecording()) span.setAttributes({ 'http.request.method': method, 'server.address': url.hostname });
+      const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+      if (!headers.has('traceparent')) injectFetchHeaders(headers);
+      const res = await fetchImpl(input, { ...init, headers });
+      if (span.isRecording()) {
+        span.setAttribute('http.response.status_code', res.status);
+        if (res.status >= 400) markSpanError(span);
+      }
+      return res;
+    });
+  };
 }

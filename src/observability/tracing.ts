@@ -15,6 +15,7 @@ import { context, propagation, trace } from '@opentelemetry/api';
 import type * as SdkTraceModule from '@opentelemetry/sdk-trace';
 import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/index.js';
+import { disableTracing, enableTracing } from '../kernel/tracing.js';
 
 export interface TracingHandle {
   /** Exports the spans still buffered and stops the SDK. */
@@ -115,9 +116,11 @@ export async function startTracing(
     }),
   );
   trace.setGlobalTracerProvider(provider);
+  enableTracing();
   running = {
     async shutdown() {
       running = undefined;
+      disableTracing();
       await provider.shutdown();
       trace.disable();
       propagation.disable();
