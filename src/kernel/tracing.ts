@@ -144,9 +144,9 @@ export function activeTraceparent(): string | undefined {
   if (!on) return undefined;
   const span = trace.getActiveSpan();
   if (!span?.isRecording()) return undefined;
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return carrier.traceparent;
+  // Written directly (the W3C format): cheaper than a propagator's inject on the trigger hot path.
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return `00-${traceId}-${spanId}-${(traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
 /** The context a stored `traceparent` stands for; the root context when it is absent or malformed. */
