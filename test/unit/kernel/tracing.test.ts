@@ -1,6 +1,6 @@
 /**
  * The span helpers of src/kernel/tracing.ts with an in-memory SDK registered (traceparent in
- * and out, malformed values, failures), log lines carrying trace_id/span_id, and tracing off:
+ * and out, malformed values, failures, event deliveries through the delivery thread), log lines carrying trace_id/span_id, and tracing off:
  * nothing recorded, nothing propagated, and no SDK module imported anywhere but lazily.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,6 +23,8 @@ import {
   withSpan,
 } from '../../../src/kernel/tracing.js';
 import { createLogger } from '../../../src/config/logger.js';
+import { threadPoster } from '../../../src/events/outbound.js';
+import { startReceiver } from '../../helpers/receiver.js';
 import { startTracing } from '../../../src/observability/index.js';
 import { samplerFrom } from '../../../src/observability/tracing.js';
 
@@ -122,6 +124,28 @@ describe('kernel/tracing with an SDK registered', () => {
     expect(client!.parentSpanContext?.spanId).to.equal(parent!.spanContext().spanId);
     expect(seen!.get('a')).to.equal('1');
     expect(seen!.get('traceparent')).to.equal(`00-${client!.spanContext().traceId}-${client!.spanContext().spanId}-01`);
+  });
+
+  it('an event delivery: its span is made in the main thread, the delivery thread sends its traceparent', async () => {
+    const receiver = await startReceiver();
+    const poster = threadPoster({
+      outboundAllowlist: ['127.0.0.0/8'],
+      baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+      host: '0.0.0.0',
+      port: 0,
+    });
+    try {
+      const res = await poster.post(`${receiver.url}/hook`, '{}', { 'content-type': 'application/json' });
+      expect(res.status).to.equal(202);
+    } finally {
+      await poster.close();
+      await receiver.close();
+    }
+    const [span] = exporter.getFinishedSpans();
+    expect(span!.name).to.equal('event delivery');
+    expect(span!.attributes['http.response.status_code']).to.equal(202);
+    const { traceId, spanId } = span!.spanContext();
+    expect(receiver.calls[0]!.headers.traceparent).to.equal(`00-${traceId}-${spanId}-01`);
   });
 
   it('log lines carry trace_id and span_id inside a span when the logger is made for tracing', async () => {
