@@ -75,9 +75,10 @@ export async function run(): Promise<void> {
         const r = await intake(`tracing on, round ${i + 1}`, {
           OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
           OTEL_TRACES_SAMPLER: process.env.BENCH_TRACING_SAMPLER ?? 'always_on',
-          OTEL_BSP_SCHEDULE_DELAY: '500',
+          // A queue that never drops at this rate; the batch settings can be tried from the environment.
           OTEL_BSP_MAX_QUEUE_SIZE: '200000',
-          OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2048',
+          OTEL_BSP_SCHEDULE_DELAY: process.env.OTEL_BSP_SCHEDULE_DELAY ?? '200',
+          OTEL_BSP_MAX_EXPORT_BATCH_SIZE: process.env.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ?? '512',
         });
         on.push(r);
         exported.push({ answered: r.requests, spans: receiver.count() });
