@@ -43,6 +43,7 @@ function spansOf(otlp: Receiver): OtlpSpan[] {
   return out;
 }
 
+/** The spans of one trace once `until` holds (two processes export theirs in either order). */
 async function traceOf(otlp: Receiver, traceId: string, until: (spans: OtlpSpan[]) => boolean): Promise<OtlpSpan[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
@@ -57,6 +58,11 @@ const attr = (s: OtlpSpan, key: string) => {
   const v = s.attributes?.find((a) => a.key === key)?.value;
   return v ? Object.values(v)[0] : undefined;
 };
+
+/** A trigger call's whole trace is there: the call, the run, both steps and the http step's request. */
+const complete = (spans: OtlpSpan[]) =>
+  ['callApiTrigger', 'run', 'HTTP GET'].every((n) => spans.some((s) => s.name === n)) &&
+  spans.filter((s) => s.name === 'step').length === 2;
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
@@ -131,22 +137,32 @@ for (const backend of backends) {
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
       children.push(startServer(dataDir, port, crossProcess ? { ...env, RUN_CONCURRENCY: '0' } : env));
-      if (crossProcess)
-        children.push(
-          spawn(process.execPath, [bundled('worker')], {
-            cwd: ROOT,
-            env: {
-              ...process.env,
-              ...env,
-              DATA_DIR: dataDir,
-              LOG_LEVEL: 'silent',
-              RUN_CONCURRENCY: '1',
-              OUTBOUND_ALLOWLIST: '127.0.0.0/8',
-            },
-            stdio: 'ignore',
-          }),
-        );
+      // The worker starts once the server is ready: the store is migrated by then.
       await waitReady(base);
+      let workerOutput = '';
+      if (crossProcess) {
+        const worker = spawn(process.execPath, [bundled('worker')], {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            ...env,
+            DATA_DIR: dataDir,
+            LOG_LEVEL: 'info',
+            RUN_CONCURRENCY: '1',
+            OUTBOUND_ALLOWLIST: '127.0.0.0/8',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        for (const stream of [worker.stdout!, worker.stderr!])
+          stream.on('data', (d: Buffer) => (workerOutput += d.toString()));
+        children.push(worker);
+      }
+      // The worker takes the runs: the tests start once it says so (or fail with what it said).
+      for (const deadline = Date.now() + 30_000; crossProcess && !workerOutput.includes('switchyard worker started');) {
+        const exited = children[1]!.exitCode !== null;
+        if (exited || Date.now() > deadline) throw new Error(`the worker did not start:\n${workerOutput}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const { token, b } = await bootstrapToken(base, dataDir);
       apiKey = b.apiKey;
       const wf = await call(base, 'POST', '/v1/workflows', {
@@ -183,7 +199,7 @@ for (const backend of backends) {
       const callerSpan = hex(8);
       const res = await trigger({ traceparent: `00-${traceId}-${callerSpan}-01`, 'x-api-wait': 'true' });
       expect(res.status, res.text).to.equal(200);
-      const spans = await traceOf(otlp, traceId, (s) => s.some((x) => x.name === 'callApiTrigger'));
+      const spans = await traceOf(otlp, traceId, complete);
       const byName = (name: string) => spans.filter((s) => s.name === name);
       const [server] = byName('callApiTrigger');
       const [run] = byName('run');
@@ -215,7 +231,7 @@ for (const backend of backends) {
       const traceId = hex(16);
       const res = await trigger({ traceparent: `00-${traceId}-${hex(8)}-01` });
       expect(res.status, res.text).to.equal(200);
-      const spans = await traceOf(otlp, traceId, (s) => s.some((x) => x.name === 'HTTP GET'));
+      const spans = await traceOf(otlp, traceId, complete);
       const server = spans.find((s) => s.name === 'callApiTrigger')!;
       const run = spans.find((s) => s.name === 'run')!;
       expect(run.parentSpanId).to.equal(server.spanId);
@@ -227,17 +243,22 @@ for (const backend of backends) {
       const res = await trigger({ traceparent: bad, 'x-api-wait': 'true' });
       expect(res.status, res.text).to.equal(200);
       const runId = res.headers.get('x-pf-run-id');
+      // The run and the call may be exported by two processes, in either order: wait for both.
       const deadline = Date.now() + 10_000;
       let run: OtlpSpan | undefined;
-      while (!(run = spansOf(otlp).find((s) => s.name === 'run' && attr(s, 'switchyard.run_id') === runId))) {
-        if (Date.now() > deadline) throw new Error('no run span');
+      let server: OtlpSpan | undefined;
+      for (;;) {
+        const spans = spansOf(otlp);
+        run = spans.find((s) => s.name === 'run' && attr(s, 'switchyard.run_id') === runId);
+        server = run && spans.find((s) => s.spanId === run!.parentSpanId);
+        if (server) break;
+        if (Date.now() > deadline) throw new Error(`no run span with its parent: ${JSON.stringify(run)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      expect(run.traceId).to.match(/^[0-9a-f]{32}$/);
-      expect(run.traceId).to.not.equal('0'.repeat(32));
-      const server = spansOf(otlp).find((s) => s.spanId === run!.parentSpanId);
-      expect(server?.name).to.equal('callApiTrigger');
-      expect(server?.parentSpanId ?? '').to.equal('');
+      expect(run!.traceId).to.match(/^[0-9a-f]{32}$/);
+      expect(run!.traceId).to.not.equal('0'.repeat(32));
+      expect(server.name).to.equal('callApiTrigger');
+      expect(server.parentSpanId ?? '').to.equal('');
     });
   });
 }
