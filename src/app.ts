@@ -32,6 +32,7 @@ import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './kernel/outbound.js';
 import { getHealth, getReadiness } from './health/handlers/index.js';
 import { probeIsolation, type Isolation } from './containment/index.js';
+import { stopTracing } from './observability/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
 import type { HandlerMap, Services } from './services.js';
 
@@ -194,6 +195,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       await tokens.close();
       if (redis) await redis.close();
       if (ownsDb) await db.destroy();
+      // The spans of the work just finished are exported before the process ends.
+      await stopTracing();
     },
   };
 }

@@ -5,7 +5,7 @@ import { createLogger } from './config/logger.js';
 import { createApp } from './app.js';
 import { bootstrapIfEmpty } from './bootstrap/index.js';
 import { IsolationUnavailableError } from './containment/index.js';
-import { startMetricsServer } from './observability/index.js';
+import { startMetricsServer, startTracing } from './observability/index.js';
 
 async function main(): Promise<void> {
   let config;
@@ -18,7 +18,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
+  await startTracing(config.tracing);
+  const log = createLogger(config.logLevel, undefined, { traceIds: config.tracing.enabled });
   const metrics = await startMetricsServer({ config, log });
   let app;
   try {

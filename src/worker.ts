@@ -7,11 +7,12 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
 import { createRuntime } from './app.js';
 import { IsolationUnavailableError } from './containment/index.js';
-import { startMetricsServer } from './observability/index.js';
+import { startMetricsServer, startTracing } from './observability/index.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  await startTracing(config.tracing);
+  const log = createLogger(config.logLevel, undefined, { traceIds: config.tracing.enabled });
   if (!config.redisUrl) {
     throw new ConfigError(
       'npm run worker needs REDIS_URL: without Redis, runs and run-finished signals cannot cross processes (npm start alone runs workers in-process)',

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/config/logger.js';
 import { createApp } from '../../src/app.js';
 import { bootstrapIfEmpty } from '../../src/bootstrap/index.js';
+import { startTracing } from '../../src/observability/index.js';
 
 const dataDir = process.env.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
 const config = loadConfig({
@@ -18,7 +19,8 @@ const config = loadConfig({
   SEED_DEMO: 'true',
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
 });
-const app = await createApp(config, createLogger(config.logLevel));
+await startTracing(config.tracing);
+const app = await createApp(config, createLogger(config.logLevel, undefined, { traceIds: config.tracing.enabled }));
 await bootstrapIfEmpty(app.services);
 const server = app.http.listen(0, '127.0.0.1', () => {
   const { port } = server.address() as { port: number };

@@ -15,6 +15,7 @@ import { addFile, createCollection, type CollectionRecord, type EventsService, h
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
+import { withSpan } from '../kernel/tracing.js';
 import { BrowserPool, BrowserUnavailableError } from './pool.js';
 import { ChromiumBox } from './contain.js';
 import { GuardedProxy } from './proxy.js';
@@ -293,9 +294,16 @@ export class BrowserService {
       message: 'Task started.',
       deadlineAt: new Date(deadline).toISOString(),
     });
-    const task = this.track(sessionId, collection, { logFileName, deadline, body }).catch((err: Error) =>
-      this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'),
-    );
+    // The task's span outlives the call that started it: it ends with the task.
+    const task = withSpan('browser task', {}, (span) => {
+      if (span.isRecording())
+        span.setAttributes({
+          'switchyard.org_id': orgId,
+          'switchyard.browser.task_kind': kind,
+          'switchyard.browser.session_id': sessionId,
+        });
+      return this.track(sessionId, collection, { logFileName, deadline, body });
+    }).catch((err: Error) => this.deps.log.error({ err: err.message, sessionId }, 'browser: task bookkeeping failed'));
     this.running.add(task);
     void task.finally(() => this.running.delete(task));
     return {

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { activeTraceIds } from '../kernel/tracing.js';
 
 export type { Logger };
 
@@ -24,12 +25,20 @@ export function redactUrl(url: string): string {
     .replace(/([?&](?:signature|sig|api_key|apiKey|client_secret)=)[^&#]*/gi, '$1[REDACTED]');
 }
 
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+export interface LoggerOptions {
+  /** Tracing is on: each line logged inside a span carries its `trace_id` and `span_id`. */
+  traceIds?: boolean;
+}
+
+const traceMixin = (): object => activeTraceIds() ?? {};
+
+export function createLogger(level: string, destination?: NodeJS.WritableStream, options: LoggerOptions = {}): Logger {
   return pino(
     {
       level,
       redact: { paths: redactPaths.filter((p) => p !== 'req.url'), censor: '[REDACTED]' },
       base: { service: 'switchyard' },
+      ...(options.traceIds ? { mixin: traceMixin } : {}),
     },
     destination as never,
   );

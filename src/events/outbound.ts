@@ -15,6 +15,7 @@ import type { Poster } from './dispatcher.js';
 import type { AddressCheck } from './trigger-urls.js';
 import type { ThreadCall, ThreadInit, ThreadReply } from './delivery-thread.js';
 import { tickBatcher } from './tick-batch.js';
+import { injectHeaders, markSpanError, SpanKind, tracingOn, withSpan } from '../kernel/tracing.js';
 
 export const EVENT_CALL_TIMEOUT_MS = 10_000;
 export const EVENT_CALL_MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -28,7 +29,7 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
     [config.baseUrls.triggers],
     { listener: { host: config.host, port: config.port } },
   );
-  const post: Poster = async (url, body, headers) => {
+  const post: Poster = traced(async (url, body, headers) => {
     const res = await outboundRequest(
       url,
       {
@@ -42,7 +43,7 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
       policy,
     );
     return { status: res.status, headers: res.headers, durationMs: res.durationMs };
-  };
+  });
   const addresses: AddressCheck = {
     refusal(url) {
       const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -109,12 +110,15 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
     worker ??= start();
     worker.postMessage(batch);
   });
-  const post: Poster = (url, body, headers) =>
-    new Promise((resolve, reject) => {
-      const n = next++;
-      waiting.set(n, { resolve, reject });
-      send({ n, url, body, headers });
-    });
+  // The span is made here, in the main thread; the thread only sends its traceparent header.
+  const post: Poster = traced(
+    (url, body, headers) =>
+      new Promise((resolve, reject) => {
+        const n = next++;
+        waiting.set(n, { resolve, reject });
+        send({ n, url, body, headers });
+      }),
+  );
   return {
     post,
     async close() {
@@ -122,5 +126,24 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
       worker = undefined;
       if (w) await w.terminate();
     },
+  };
+}
+
+/**
+ * An event delivery in a client span (`event delivery`), its request carrying the span's
+ * traceparent. The span names the receiving host, not the URL (trigger URLs hold keys).
+ */
+function traced(post: Poster): Poster {
+  return (url, body, headers) => {
+    if (!tracingOn()) return post(url, body, headers);
+    return withSpan('event delivery', { kind: SpanKind.CLIENT }, async (span) => {
+      if (span.isRecording()) span.setAttribute('server.address', new URL(url).hostname);
+      const res = await post(url, body, injectHeaders({ ...headers }));
+      if (span.isRecording()) {
+        span.setAttribute('http.response.status_code', res.status);
+        if (res.status >= 400) markSpanError(span);
+      }
+      return res;
+    });
   };
 }

@@ -11,6 +11,7 @@ import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcont
 import { isAppError } from '../errors/index.js';
 import type { Logger } from '../config/logger.js';
 import { GatewayError, RPC, type GatewayContext, type ToolCallObserver, type ToolServer } from './types.js';
+import { tracedToolCall } from './traced.js';
 
 export interface RpcCall {
   ctx: GatewayContext;
@@ -46,7 +47,7 @@ async function callTool(params: unknown, { ctx, server }: RpcCall, observer?: To
     throw new GatewayError(RPC.INVALID_PARAMS, 'tools/call params.arguments must be an object', {
       error: 'invalid_params',
     });
-  const result = await server.callTool(ctx, params.name, args);
+  const result = await tracedToolCall(server, ctx, { tool: params.name, args });
   observer?.toolCalled(ctx, { server: server.path, tool: params.name, ok: !result.isError });
   return result;
 }

@@ -6,6 +6,7 @@
 import type { ToolCaller } from '../engine/index.js';
 import type { GatewayCatalog } from './catalog.js';
 import type { GatewayContext, GatewayServices } from './types.js';
+import { tracedToolCall } from './traced.js';
 
 const NEVER = new AbortController().signal;
 
@@ -25,6 +26,6 @@ export function toolCaller(services: ToolCallerDeps): ToolCaller {
       signal: call.signal ?? NEVER,
     };
     const server = await services.gateway.catalog.require(ctx, call.server);
-    return server.callTool(ctx, call.tool, call.arguments);
+    return tracedToolCall(server, ctx, { tool: call.tool, args: call.arguments });
   };
 }

@@ -17,6 +17,15 @@ import { redactUrl, type Logger } from '../config/logger.js';
 import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
+import {
+  extractContext,
+  markSpanError,
+  runInSpan,
+  SpanKind,
+  startSpan,
+  tracingOn,
+  type Span,
+} from '../kernel/tracing.js';
 import type {
   BeforeBody,
   HandlerMap,
@@ -145,7 +154,7 @@ function answerMetrics(operation: string): RecordAnswer {
   };
 }
 
-type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch) => Promise<void>;
+type Route = (req: IncomingMessage, res: ServerResponse, match: RouteMatch, span?: Span) => Promise<void>;
 
 /** A per-request child logger, made only when something logs (most requests never do). */
 function lazyContext(
@@ -173,12 +182,13 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions, answere
   const needsBearer = op.security.includes('bearerAuth');
   const beforeBody = (handler as { beforeBody?: BeforeBody } | undefined)?.beforeBody;
   const { services } = opts;
-  return async (req, res, { params, query, requestId, started }) => {
+  const handle: Route = async (req, res, { params, query, requestId, started }, span?: Span) => {
     let ctx: RequestContext | undefined;
     try {
       check(validators?.params, params, 'path parameters');
       check(validators?.query, query, 'query parameters');
       const auth = needsBearer ? await authenticate(services, req) : undefined;
+      if (auth && span?.isRecording()) span.setAttribute('switchyard.org_id', auth.orgId);
       ctx = lazyContext(services, requestId, operationId, auth as RequestContext['auth']);
       if (beforeBody)
         ctx.preBody = await beforeBody(
@@ -202,6 +212,19 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions, answere
       if (!invalidResponse(opts, operationId, rendered, res)) sendError(res, rendered);
     }
     answered(res.statusCode, started);
+  };
+  // The server span, named by operationId, continues the caller's trace (inbound traceparent).
+  return (req, res, match) => {
+    if (!tracingOn()) return handle(req, res, match);
+    const span = startSpan(operationId, { kind: SpanKind.SERVER, parent: extractContext(req.headers) });
+    if (!span.isRecording()) return runInSpan(span, () => handle(req, res, match));
+    span.setAttributes({ 'http.request.method': req.method ?? 'GET', 'http.route': op.path });
+    res.once('close', () => {
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500 || !res.writableFinished) markSpanError(span);
+      span.end();
+    });
+    return runInSpan(span, () => handle(req, res, match, span));
   };
 }
 

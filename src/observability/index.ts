@@ -1,2 +1,5 @@
-/** The observability context: the Prometheus metrics listener (metrics-server.ts). */
+/** Observability: the Prometheus metrics listener (metrics-server.ts) and the OpenTelemetry trace SDK (tracing.ts). */
 export { startMetricsServer, type MetricsServer } from './metrics-server.js';
+export { startTracing } from './tracing.js';
+export { stopTracing } from './tracing.js';
+export type { TracingHandle } from './tracing.js';

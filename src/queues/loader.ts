@@ -14,6 +14,7 @@ import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import { fromJson } from '../storage/db.js';
 import { nowIso } from '../kernel/ids.js';
+import { withSpan } from '../kernel/tracing.js';
 import { readRows, type CsvChunk } from './csv.js';
 import type { BatchRow } from './batches.js';
 import { csvRowsLoaded, csvRowsRead, csvRowsSkipped } from '../kernel/metrics.js';
@@ -133,7 +134,16 @@ export class BatchLoader {
     return rows[0];
   }
 
-  private async load(batch: BatchRow): Promise<void> {
+  /** One batch's load in its span (`csv batch load`). */
+  private load(batch: BatchRow): Promise<void> {
+    return withSpan('csv batch load', {}, async (span) => {
+      if (span.isRecording())
+        span.setAttributes({ 'switchyard.org_id': batch.org_id, 'switchyard.queue.batch_id': batch.id });
+      await this.loadRows(batch);
+    });
+  }
+
+  private async loadRows(batch: BatchRow): Promise<void> {
     const { blobs, chunkRows, log } = this.deps;
     const columns = fromJson<string[]>(batch.columns) ?? [];
     const from = { offset: Number(batch.resume_offset), rowNumber: Number(batch.resume_row) };

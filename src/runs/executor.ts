@@ -8,6 +8,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../kernel/ids.js';
+import { contextFromTraceparent, markSpanError, withSpan } from '../kernel/tracing.js';
 import {
   executeStep,
   type ExecutedStep,
@@ -115,7 +116,28 @@ async function storeFiles(
  * committed and the finish signal went out, or with 'RUNNING' when another worker owns the run
  * now (this one wrote nothing more). Rejects only when the store fails the finish.
  */
-export async function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
+export function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
+  // The run's span is a child of the span that created the run (its stored traceparent), so an
+  // async run, executed later or by another process, stays in the request's trace.
+  return withSpan('run', { parent: contextFromTraceparent(run.trace_parent) }, async (span) => {
+    if (span.isRecording())
+      span.setAttributes({
+        'switchyard.run_id': run.id,
+        'switchyard.org_id': run.org_id,
+        'switchyard.workflow_id': run.workflow_id,
+        'switchyard.workflow_version': Number(run.workflow_version),
+        'switchyard.run.attempt': Number(run.attempts),
+      });
+    const status = await executeClaimedRun(deps, run);
+    if (span.isRecording()) {
+      span.setAttribute('switchyard.run.status', status);
+      if (status === 'FAILED' || status === 'TIMEOUT') markSpanError(span, status);
+    }
+    return status;
+  });
+}
+
+async function executeClaimedRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
   const rlog = deps.log.child({ runId: run.id, automationId: run.workflow_id });
   const trigger = triggerKind(run.started_by);
   const began = performance.now();
@@ -192,25 +214,34 @@ async function runSteps(
       if (signal.aborted) return { status: 'TIMEOUT', error: 'The run exceeded its execution time limit' };
       await recorder.stepStarted(row.step_index, prior.length + 1, row);
       if (recorder.lost) break;
-      const outcome = await executeStep(
-        step,
-        {
-          inputs,
-          steps: prior,
-          runId: run.id,
-          automationId: run.workflow_id,
-          stepIndex: row.step_index,
-          orgId: run.org_id,
-        },
-        {
-          sandbox: deps.sandbox,
-          log: rlog,
-          signal,
-          fetchImpl: deps.fetchImpl,
-          callTool: deps.callTool,
-          invokeAgent: deps.invokeAgent,
-        },
-      );
+      const outcome = await withSpan('step', {}, async (span) => {
+        if (span.isRecording())
+          span.setAttributes({ 'switchyard.step.index': row.step_index, 'switchyard.step.type': step.type });
+        const done = await executeStep(
+          step,
+          {
+            inputs,
+            steps: prior,
+            runId: run.id,
+            automationId: run.workflow_id,
+            stepIndex: row.step_index,
+            orgId: run.org_id,
+          },
+          {
+            sandbox: deps.sandbox,
+            log: rlog,
+            signal,
+            fetchImpl: deps.fetchImpl,
+            callTool: deps.callTool,
+            invokeAgent: deps.invokeAgent,
+          },
+        );
+        if (span.isRecording()) {
+          span.setAttribute('switchyard.step.status', done.status);
+          if (done.status !== 'COMPLETE') markSpanError(span, done.status);
+        }
+        return done;
+      });
       if (recorder.lost) break;
       const files = await storeFiles(deps, run, row.step_index, outcome);
       await recorder.stepFinished(

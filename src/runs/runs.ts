@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../kernel/ids.js';
+import { activeTraceparent } from '../kernel/tracing.js';
 import type { RunStatus, StepStatus } from './states.js';
 
 export interface NewRun {
@@ -35,6 +36,8 @@ export interface RunRow {
   claimed_by: string | null;
   lease_until: string | null;
   timeout_ms: number | null;
+  /** The traceparent of the span that created the run (null when tracing is off). */
+  trace_parent: string | null;
 }
 
 export interface StepRow {
@@ -76,6 +79,8 @@ export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: 
       created_at: now,
       attempts: 0,
       timeout_ms: run.timeoutMs,
+      // The run's span joins the trace of the request (or batch) creating it (src/kernel/tracing.ts).
+      trace_parent: activeTraceparent() ?? null,
     },
   };
 }
@@ -104,7 +109,7 @@ export function claimedRunRow(rows: RunRows, workerId: string, leaseMs: number, 
 }
 
 /**
- * Runs per INSERT statement: 11 columns each stays under sqlite's (32,766) and PostgreSQL's
+ * Runs per INSERT statement: 12 columns each stays under sqlite's (32,766) and PostgreSQL's
  * (65,535) bound-parameter limits.
  */
 export const MAX_RUNS_PER_INSERT = 500;

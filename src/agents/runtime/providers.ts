@@ -23,6 +23,10 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import type { ModelConfig } from '../../config/index.js';
 import { AppError } from '../../errors/index.js';
 import { children, modelDuration, secondsSince } from '../../kernel/metrics.js';
+import { tracedFetch } from '../../kernel/tracing.js';
+
+/** Model requests carry the trace context (traceparent) when tracing is on. */
+const modelFetch = tracedFetch((input, init) => fetch(input, init));
 
 const HOW_TO =
   'Set DEFAULT_MODEL (e.g. openai-compatible/llama3.1 with OPENAI_COMPATIBLE_BASE_URL=http://localhost:11434/v1 for Ollama, or openai/gpt-4o-mini with OPENAI_API_KEY) and restart; see the README "Agents" section';
@@ -52,6 +56,7 @@ function build(config: ModelConfig, provider: string, id: string): Omit<Resolved
       const model = createOpenAICompatible({
         name: 'openai-compatible',
         baseURL: config.openaiCompatibleBaseUrl,
+        fetch: modelFetch,
         ...(config.keys.openaiCompatible ? { apiKey: config.keys.openaiCompatible } : {}),
         includeUsage: true,
         // Without it the SDK would turn a response format with a schema into `json_object`.
@@ -65,6 +70,7 @@ function build(config: ModelConfig, provider: string, id: string): Omit<Resolved
       return {
         model: createOpenAI({
           apiKey: config.keys.openai,
+          fetch: modelFetch,
           ...(config.openaiBaseUrl ? { baseURL: config.openaiBaseUrl } : {}),
         })(id),
         structuredOutput: 'native',
@@ -75,6 +81,7 @@ function build(config: ModelConfig, provider: string, id: string): Omit<Resolved
       return {
         model: createAnthropic({
           apiKey: config.keys.anthropic,
+          fetch: modelFetch,
           ...(config.anthropicBaseUrl ? { baseURL: config.anthropicBaseUrl } : {}),
         })(id),
         structuredOutput: 'prompt',
@@ -82,7 +89,10 @@ function build(config: ModelConfig, provider: string, id: string): Omit<Resolved
     case 'google':
       if (!config.keys.google)
         throw notConfigured(`The model "${provider}/${id}" needs GOOGLE_GENERATIVE_AI_API_KEY, which is not set`);
-      return { model: createGoogleGenerativeAI({ apiKey: config.keys.google })(id), structuredOutput: 'prompt' };
+      return {
+        model: createGoogleGenerativeAI({ apiKey: config.keys.google, fetch: modelFetch })(id),
+        structuredOutput: 'prompt',
+      };
     default:
       throw notConfigured(`Unknown model provider "${provider}" (use openai-compatible, openai, anthropic or google)`);
   }

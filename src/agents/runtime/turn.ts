@@ -23,6 +23,7 @@ import type { ErrorObject } from 'ajv';
 import type { AgentConfig } from '../agents.js';
 import { outputValidator } from '../validate.js';
 import type { StructuredOutputMode } from './providers.js';
+import { activeSpanRecording, withSpan } from '../../kernel/tracing.js';
 
 export type TurnFailureCode = 'step_limit' | 'model_error' | 'invalid_output' | 'turn_timeout' | 'turn_cancelled';
 
@@ -158,6 +159,14 @@ async function exchange(
   return input.onTextDelta ? streamed(input, system, messages) : whole(input, system, messages);
 }
 
+/**
+ * The AI SDK's own spans (model calls, tool calls) under the turn's span when tracing is on;
+ * prompts and answers are not recorded (tenant data).
+ */
+function telemetry(): { isEnabled: boolean; recordInputs: false; recordOutputs: false } {
+  return { isEnabled: activeSpanRecording(), recordInputs: false, recordOutputs: false };
+}
+
 async function whole(
   input: TurnInput,
   system: string,
@@ -172,6 +181,7 @@ async function whole(
       messages,
       tools: input.tools,
       ...structured(input),
+      experimental_telemetry: telemetry(),
       stopWhen: stepCountIs(input.maxSteps),
       abortSignal: input.signal,
       maxRetries: 1,
@@ -201,6 +211,7 @@ async function streamed(
     messages,
     tools: input.tools,
     ...structured(input),
+    experimental_telemetry: telemetry(),
     stopWhen: stepCountIs(input.maxSteps),
     abortSignal: input.signal,
     maxRetries: 1,
@@ -228,7 +239,15 @@ async function streamed(
   return { text: await result.text, messages: response, steps };
 }
 
-export async function runTurn(input: TurnInput): Promise<TurnResult> {
+export function runTurn(input: TurnInput): Promise<TurnResult> {
+  return withSpan('agent turn', {}, async (span) => {
+    const result = await turn(input);
+    if (span.isRecording()) span.setAttribute('switchyard.agent.steps', result.steps);
+    return result;
+  });
+}
+
+async function turn(input: TurnInput): Promise<TurnResult> {
   const system = systemPrompt(input.config, input.sourceMetadata);
   const user: ModelMessage = { role: 'user', content: input.message };
   const first = await exchange(input, system, [...input.history, user]).catch((err: unknown) => {

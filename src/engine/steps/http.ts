@@ -14,6 +14,7 @@ import type { WorkflowStep } from '../definition.js';
 import { extensionFor } from '../sandbox/limits.js';
 import { readBounded } from '../../http/read-bounded.js';
 import { OutboundRefusedError } from '../../kernel/outbound.js';
+import { injectFetchHeaders, markSpanError, SpanKind, withSpan } from '../../kernel/tracing.js';
 import { renderTemplates, TemplateError } from '../template.js';
 import { templateData } from './context.js';
 import {
@@ -183,8 +184,24 @@ export async function runHttpStep(step: WorkflowStep, ctx: StepRunContext, deps:
     if (deps.signal?.aborted) return stoppedByRun(deps.signal, elapsed());
     const timeout = AbortSignal.timeout(prepared.timeoutMs);
     const signal = deps.signal ? AbortSignal.any([deps.signal, timeout]) : timeout;
-    const res = await (deps.fetchImpl ?? fetch)(prepared.url, { ...prepared.init, signal });
-    const data = await readBody(res);
+    const { url, init } = prepared;
+    // A client span; the request carries its traceparent unless the step sets one itself.
+    const { res, data } = await withSpan(`HTTP ${init.method}`, { kind: SpanKind.CLIENT }, async (span) => {
+      if (span.isRecording())
+        span.setAttributes({
+          'http.request.method': String(init.method),
+          'server.address': url.hostname,
+          'server.port': Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+        });
+      const headers = init.headers as Headers;
+      if (!headers.has('traceparent')) injectFetchHeaders(headers);
+      const response = await (deps.fetchImpl ?? fetch)(url, { ...init, signal });
+      if (span.isRecording()) {
+        span.setAttribute('http.response.status_code', response.status);
+        if (response.status >= 400) markSpanError(span);
+      }
+      return { res: response, data: await readBody(response) };
+    });
     if (res.status < 200 || res.status > 299) {
       const excerpt = decode(data, res.headers.get('content-type') ?? '').slice(0, ERROR_EXCERPT) || res.statusText;
       return failed('FAILED', EXIT.error, `HTTP ${res.status}: ${excerpt}`, { durationMs: elapsed() });

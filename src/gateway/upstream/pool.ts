@@ -26,6 +26,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { defaults } from '../../config/defaults.js';
 import { policyFetch, type OutboundPolicy } from '../../kernel/outbound.js';
+import { tracedFetch } from '../../kernel/tracing.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
 import { GatewayError, RPC } from '../types.js';
@@ -114,7 +115,8 @@ export class UpstreamPool {
 
   constructor(options: UpstreamPoolOptions) {
     this.outbound = options.outbound;
-    this.fetch = policyFetch(options.outbound);
+    // Upstream MCP and HTTP requests carry the trace context (traceparent) in client spans.
+    this.fetch = tracedFetch(policyFetch(options.outbound));
     this.checkedAgents = agentPair({ lookup: options.outbound.lookup() });
     this.idleMs = options.idleMs ?? defaults.upstreamIdleMs;
     this.maxSessions = Math.max(1, options.maxSessions ?? defaults.upstreamMaxSessions);

@@ -1,0 +1,136 @@
+/**
+ * The OpenTelemetry trace SDK, started by the entry points before the app is created when
+ * `config.tracing.enabled` (an OTLP endpoint is set). Without it nothing here is loaded: the SDK
+ * packages are imported dynamically, and the contexts' spans (src/kernel/tracing.ts) go to the
+ * API's no-op tracer.
+ *
+ * Read from the standard variables: the exporter's endpoint, headers, timeout and compression
+ * (OTEL_EXPORTER_OTLP_[TRACES_]* — read by the OTLP exporter itself), the protocol
+ * (http/protobuf, or http/json), the sampler (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG), the
+ * resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) and the batch span processor
+ * (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT, OTEL_BSP_MAX_QUEUE_SIZE,
+ * OTEL_BSP_MAX_EXPORT_BATCH_SIZE). Propagation is W3C trace context and baggage.
+ */
+import { context, propagation, trace } from '@opentelemetry/api';
+import type * as SdkTraceModule from '@opentelemetry/sdk-trace';
+import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace';
+import type { TracingConfig } from '../config/index.js';
+import { disableTracing, enableTracing } from '../kernel/tracing.js';
+
+export interface TracingHandle {
+  /** Exports the spans still buffered and stops the SDK. */
+  shutdown(): Promise<void>;
+}
+
+type SdkTrace = typeof SdkTraceModule;
+
+let running: TracingHandle | undefined;
+
+/** A positive integer variable, or undefined (the SDK default) when unset or not a number. */
+function intFrom(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const n = Number(raw);
+  return Number.isInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** The sampler OTEL_TRACES_SAMPLER names (default parentbased_always_on); an unknown name falls back to the default. */
+export function samplerFrom(sdk: SdkTrace, env: NodeJS.ProcessEnv): Sampler {
+  const name = (env.OTEL_TRACES_SAMPLER ?? '').trim().toLowerCase() || 'parentbased_always_on';
+  const arg = Number((env.OTEL_TRACES_SAMPLER_ARG ?? '').trim() || '1');
+  const ratio = Number.isFinite(arg) && arg >= 0 && arg <= 1 ? arg : 1;
+  switch (name) {
+    case 'always_on':
+      return new sdk.AlwaysOnSampler();
+    case 'always_off':
+      return new sdk.AlwaysOffSampler();
+    case 'traceidratio':
+      return new sdk.TraceIdRatioBasedSampler(ratio);
+    case 'parentbased_always_off':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(ratio) });
+    default:
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+  }
+}
+
+async function exporterFor(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
+  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || '').trim();
+  if (protocol !== 'http/json') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
+    return new OTLPTraceExporter();
+  }
+  // http/json: the protobuf exporter's own building blocks with the JSON serializer.
+  const [{ OTLPExporterBase }, { convertLegacyHttpOptions, createOtlpHttpExportDelegate }, transformer] =
+    await Promise.all([
+      import('@opentelemetry/otlp-exporter-base'),
+      import('@opentelemetry/otlp-exporter-base/node-http'),
+      import('@opentelemetry/otlp-transformer'),
+    ]);
+  const delegate = createOtlpHttpExportDelegate(
+    convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
+    transformer.JsonTraceSerializer,
+    'otlp_http_json_span_exporter',
+    transformer.TraceExporterMetricsHelper,
+    undefined,
+  );
+  return new OTLPExporterBase(delegate) as unknown as SpanExporter;
+}
+
+/**
+ * Registers the trace SDK as the global tracer provider, context manager and propagator when
+ * tracing is enabled; returns undefined (and loads nothing) otherwise.
+ */
+export async function startTracing(
+  config: TracingConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<TracingHandle | undefined> {
+  if (!config.enabled || running) return running;
+  const [sdk, { AsyncLocalStorageContextManager }, core, resources] = await Promise.all([
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/resources'),
+  ]);
+  const resource = resources
+    .defaultResource()
+    .merge(resources.resourceFromAttributes({ 'service.name': config.serviceName }))
+    .merge(resources.detectResources({ detectors: [resources.envDetector, resources.processDetector] }));
+  const processor = new sdk.BatchSpanProcessor({
+    exporter: await exporterFor(env),
+    scheduledDelayMillis: intFrom(env, 'OTEL_BSP_SCHEDULE_DELAY'),
+    exportTimeoutMillis: intFrom(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
+    maxQueueSize: intFrom(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
+    maxExportBatchSize: intFrom(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+  });
+  const provider = new sdk.TracerProvider({
+    resource,
+    sampler: samplerFrom(sdk, env),
+    spanProcessors: [processor],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(
+    new core.CompositePropagator({
+      propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
+    }),
+  );
+  trace.setGlobalTracerProvider(provider);
+  enableTracing();
+  running = {
+    async shutdown() {
+      running = undefined;
+      disableTracing();
+      await provider.shutdown();
+      trace.disable();
+      propagation.disable();
+      context.disable();
+    },
+  };
+  return running;
+}
+
+/** Flushes and stops the SDK startTracing registered; nothing when tracing is off. */
+export async function stopTracing(): Promise<void> {
+  await running?.shutdown();
+}
