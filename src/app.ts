@@ -38,6 +38,12 @@ import type { HandlerMap, Services } from './services.js';
 export interface Runtime {
   services: Services;
   workers: RunWorkers;
+  /**
+   * Shutdown, first part: /readyz answers 503 (`services.draining`), the run workers take no more
+   * runs and give back the ones they claimed but did not start; resolves once the runs executing
+   * here have finished. `close` then releases everything else.
+   */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,7 +98,11 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;
   const signals = await createSignals(redis, log, config.redisPrefix);
   const queue = config.redisUrl
-    ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
+    ? new RedisRunQueue(config.redisUrl, {
+        isWorker: config.runConcurrency > 0,
+        prefix: config.redisPrefix,
+        closeTimeoutMs: config.shutdownGraceMs,
+      })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
   // The embedded servers reach the agent turns and browser tasks built below (the agents use this gateway).
@@ -131,6 +141,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     db,
     log,
     isolation: isolation.report,
+    draining: false,
     tokens,
     redis,
     apiKeys,
@@ -182,6 +193,10 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   return {
     services,
     workers,
+    async drain() {
+      services.draining = true;
+      await workers.drain();
+    },
     async close() {
       await services.browser.stop();
       await services.queues.stop();
