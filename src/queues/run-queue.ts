@@ -157,7 +157,11 @@ interface BeeInternals {
   paused: boolean;
   /** The command connection (node-redis 3). */
   client: {
-    multi(): { lrem(key: string, n: number, v: string): unknown; rpush(key: string, v: string): unknown; exec(cb: (err: Error | null) => void): void };
+    multi(): {
+      lrem(key: string, n: number, v: string): unknown;
+      rpush(key: string, v: string): unknown;
+      exec(cb: (err: Error | null) => void): void;
+    };
     quit(cb: () => void): void;
   };
   toKey(name: string): string;
@@ -173,6 +177,7 @@ export class RedisRunQueue implements RunQueue {
   private readonly closeTimeoutMs: number;
   private errorListener: (err: unknown) => void = () => undefined;
   private stopping: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
   /** Pops under way, and runs given back at shutdown being announced again, before the connection goes. */
   private readonly handingBack = new Set<Promise<unknown>>();
 
@@ -238,7 +243,12 @@ export class RedisRunQueue implements RunQueue {
           if (job && this.internals.paused) this.handBack(this.putBack(job.id));
           return job;
         });
-        this.handBack(popping.then(() => undefined, () => undefined));
+        this.handBack(
+          popping.then(
+            () => undefined,
+            () => undefined,
+          ),
+        );
         return popping;
       };
     // A job whose worker died stays "active", and its id (= the run id) makes a later enqueue
@@ -272,9 +282,12 @@ export class RedisRunQueue implements RunQueue {
     return this.stopping;
   }
 
-  async close(): Promise<void> {
-    await this.stop();
-    while (this.handingBack.size) await Promise.allSettled([...this.handingBack]);
-    await new Promise<void>((resolve) => this.internals.client.quit(() => resolve()));
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.stop();
+      while (this.handingBack.size) await Promise.allSettled([...this.handingBack]);
+      await new Promise<void>((resolve) => this.internals.client.quit(() => resolve()));
+    })();
+    return this.closing;
   }
 }

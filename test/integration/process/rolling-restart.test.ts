@@ -20,7 +20,7 @@ import { expect } from 'chai';
 import { createClient } from 'redis';
 import { freePort, call } from '../../helpers/server.js';
 import { createTestStore, isPgAvailable, type TestStore } from '../../helpers/store.js';
-import { startServer, waitReady, bootstrapToken } from '../../helpers/process.js';
+import { startServer, waitReady, bootstrapToken, pgDatabaseUrl } from '../../helpers/process.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -76,7 +76,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
 
   const launch = (n: Node) => {
     n.child = startServer(store!.dataDir, n.port, {
-      DATABASE_URL: `${store!.databaseUrl!}?options=${encodeURIComponent(`-c search_path=${store!.pgSchema!}`)}`,
+      DATABASE_URL: pgDatabaseUrl(store!),
       REDIS_URL,
       REDIS_PREFIX: prefix,
       RUN_CONCURRENCY: '8',

@@ -309,6 +309,33 @@ describe('RedisRunQueue (bee-queue on Redis)', function () {
     expect(rec.seen).to.deep.equal(['run_after']);
   });
 
+  it('stop: a run the handler gives back (released) is queued again at once, and another worker takes it', async () => {
+    const producer = open(false);
+    const leaving = open(true);
+    let inHand!: () => void;
+    const handed = new Promise<void>((r) => (inHand = r));
+    let giveBack!: () => void;
+    const stopped = new Promise<void>((r) => (giveBack = r));
+    leaving.consume(1, async () => {
+      inHand();
+      await stopped;
+      return 'released';
+    });
+    await producer.enqueue(['run_given_back']);
+    await handed;
+    const staying = open(true);
+    const rec = recorder();
+    staying.consume(1, rec.handler);
+    const stopping = leaving.stop();
+    const releasedAt = Date.now();
+    giveBack();
+    await stopping;
+    await until(() => rec.seen.length >= 1, 1_000, 'the other worker to take the run');
+    expect(Date.now() - releasedAt, 'taken within 1 s').to.be.below(1_000);
+    expect(rec.seen).to.deep.equal(['run_given_back']);
+    await leaving.close();
+  });
+
   it('closes cleanly: waits for the job in hand, then takes no more jobs', async () => {
     const producer = open(false);
     const consumer = open(true);
