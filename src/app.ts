@@ -41,7 +41,8 @@ export interface Runtime {
   /**
    * Shutdown, first part: /readyz answers 503 (`services.draining`), the run workers take no more
    * runs and give back the ones they claimed but did not start; resolves once the runs executing
-   * here have finished. `close` then releases everything else.
+   * here have finished, and then, without Redis, ends the synchronous waits still under way.
+   * `close` then releases everything else.
    */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -196,6 +197,9 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     async drain() {
       services.draining = true;
       await workers.drain();
+      // Without Redis no other process executes or signals this process's runs: synchronous
+      // callers still waiting get the timeout answer now (their runs execute after a restart).
+      if (!redis) signals.endWaits();
     },
     async close() {
       await services.browser.stop();

@@ -3,7 +3,8 @@
  * starts of one DATA_DIR, each test going on from the state the one before left:
  * - SIGTERM while a step is in flight: /readyz answers 503 `draining` at once, /healthz 200,
  *   requests are still served (with `Connection: close`), a run accepted then is not executed
- *   here, the step finishes and its synchronous caller gets the result, the process exits 0;
+ *   here (a synchronous caller of one gets the timeout answer once the runs here are done), the
+ *   step finishes and its synchronous caller gets the result, the process exits 0;
  * - the next start executes the run accepted while draining; a second SIGTERM ends the process
  *   at once (exit 1) with its run still RUNNING;
  * - the next start recovers that run once its lease expires; SHUTDOWN_GRACE_MS shorter than a
@@ -91,6 +92,7 @@ describe('process: graceful shutdown (sqlite)', function () {
     });
 
   let drainedRun = '';
+  let drainedSync = '';
   let stuckRun = '';
 
   it('SIGTERM: /readyz 503 at once, requests still served with Connection: close, the step in flight finishes for its sync caller, no new run is taken, exit 0', async () => {
@@ -131,28 +133,35 @@ describe('process: graceful shutdown (sqlite)', function () {
       expect(ready.body.checks).to.deep.equal({ store: 'ok', blobs: 'ok', isolation: 'ok' });
       // Liveness stays 200; the idle keep-alive connection is served once more, then told to close.
       expect(await getKeepAlive(agent, '/healthz')).to.deep.equal({ status: 200, connection: 'close' });
-      // Accepted while draining, but not executed here.
+      // Accepted while draining, but not executed here; a synchronous caller gets the timeout
+      // answer once the step in flight is done (no Redis: no other process can finish its run).
       const late = await trigger(false);
       expect(late.status, late.text).to.equal(200);
       drainedRun = late.headers.get('x-pf-run-id')!;
+      const lateSync = trigger(true);
       const answered = await sync;
       expect(answered.status, answered.text).to.equal(200);
       expect(answered.body.status).to.equal('COMPLETE');
       expect(answered.body.results[0].result.result).to.equal('slept');
+      const timedOut = await lateSync;
+      expect(timedOut.status, timedOut.text).to.equal(200);
+      expect(timedOut.body.status).to.equal('timeout');
+      drainedSync = timedOut.headers.get('x-pf-run-id')!;
       expect(await exited).to.equal(0);
       expect(Date.now() - signalled).to.be.below(STEP_MS + 2000);
       expect(await run(drainedRun)).to.deep.equal({ status: 'PENDING', attempts: 0 });
+      expect(await run(drainedSync)).to.deep.equal({ status: 'PENDING', attempts: 0 });
       expect(stepCalls).to.equal(before + 1);
     } finally {
       agent.destroy();
     }
   });
 
-  it('the next start executes the run accepted while draining; a second SIGTERM ends the process at once (exit 1)', async () => {
+  it('the next start executes the runs accepted while draining; a second SIGTERM ends the process at once (exit 1)', async () => {
     await start({ SHUTDOWN_GRACE_MS: '8000' });
     await until(
-      'the run accepted while draining to complete',
-      async () => (await run(drainedRun)).status === 'COMPLETE',
+      'the runs accepted while draining to complete',
+      async () => (await run(drainedRun)).status === 'COMPLETE' && (await run(drainedSync)).status === 'COMPLETE',
     );
     const before = stepCalls;
     const res = await trigger(false);
