@@ -153,7 +153,7 @@ export class InProcessRunQueue implements RunQueue {
 
 /** What RedisRunQueue uses of bee-queue beyond its typed surface (bee-queue 2.0). */
 interface BeeInternals {
-  /** Set by `close`: the queue takes no more jobs. */
+  /** Set by `close`: the queue pops no more jobs. */
   paused: boolean;
   /** The command connection (node-redis 3). */
   client: {
@@ -162,10 +162,13 @@ interface BeeInternals {
       rpush(key: string, v: string): unknown;
       exec(cb: (err: Error | null) => void): void;
     };
+    client(...args: [...string[], (err: Error | null, reply: unknown) => void]): void;
     quit(cb: () => void): void;
   };
+  /** The blocking connection of a worker (node-redis 3), once ready. */
+  bclient?: { stream?: { localPort?: number } } | null;
   toKey(name: string): string;
-  /** The blocking pop of the next job id and the read of its job. */
+  /** The blocking pop of the next job id (BRPOPLPUSH, no timeout) and the read of its job. */
   _waitForJob?: () => Promise<{ id: string } | null>;
 }
 
@@ -178,6 +181,8 @@ export class RedisRunQueue implements RunQueue {
   private errorListener: (err: unknown) => void = () => undefined;
   private stopping: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** Blocking pops under way (the consumer's BRPOPLPUSH calls, pipelined on one connection). */
+  private popping = 0;
   /** Pops under way, and runs given back at shutdown being announced again, before the connection goes. */
   private readonly handingBack = new Set<Promise<unknown>>();
 
@@ -234,22 +239,32 @@ export class RedisRunQueue implements RunQueue {
     this.queue.on('succeeded', (job: BeeQueue.Job<{ runId: string }>, result: unknown) => {
       if (result === 'released') this.handBack(this.enqueue([job.data.runId]));
     });
-    // A job popped while bee-queue was closing is dropped by bee-queue (left "active" for the
-    // stalled-job check to find seconds later): it goes back to the head of the waiting list at once.
+    // Every blocking pop is counted, so that `stop` can end them one by one. A job popped once the
+    // queue is stopping goes back to the head of the waiting list at once (bee-queue would leave it
+    // "active" for the stalled-job check to find seconds later).
     const wait = this.internals._waitForJob?.bind(this.queue);
     if (wait)
       this.internals._waitForJob = () => {
-        const popping = wait().then((job) => {
-          if (job && this.internals.paused) this.handBack(this.putBack(job.id));
-          return job;
-        });
-        this.handBack(
-          popping.then(
-            () => undefined,
-            () => undefined,
-          ),
+        this.popping += 1;
+        const popped = wait().then(
+          (job) => {
+            if (job && this.internals.paused) {
+              this.handBack(this.putBack(job.id));
+              return null;
+            }
+            return job;
+          },
+          (err: unknown) => {
+            // A pop ended by `stop` answers no job id, which bee-queue cannot read.
+            if (this.internals.paused) return null;
+            throw err;
+          },
         );
-        return popping;
+        void popped.then(
+          () => (this.popping -= 1),
+          () => (this.popping -= 1),
+        );
+        return popped;
       };
     // A job whose worker died stays "active", and its id (= the run id) makes a later enqueue
     // of that run (lease recovery, restart) a no-op: the run would stay PENDING for ever. The
@@ -274,12 +289,44 @@ export class RedisRunQueue implements RunQueue {
   }
 
   /**
-   * bee-queue's close: it pops no more jobs (its blocking connection is dropped) and waits for
-   * the handlers under way, at most `closeTimeoutMs`.
+   * Pops no more jobs, then bee-queue's close, which waits for the handlers under way, at most
+   * `closeTimeoutMs`. bee-queue's close alone drops its blocking connection, and a job Redis
+   * handed to a pop just before (its answer still on the way) would be lost to the stalled-job
+   * check: so the pops under way are first ended one by one (CLIENT UNBLOCK), each job one of
+   * them still brings going back to the waiting list.
    */
   stop(): Promise<void> {
-    this.stopping ??= this.queue.close(this.closeTimeoutMs).catch((err: unknown) => this.errorListener(err));
+    this.stopping ??= this.endPops()
+      .catch((err: unknown) => this.errorListener(err))
+      .then(() => {
+        this.internals.paused = false; // bee-queue's close starts from a running queue
+        return this.queue.close(this.closeTimeoutMs);
+      })
+      .catch((err: unknown) => this.errorListener(err));
     return this.stopping;
+  }
+
+  /** Stops bee-queue from popping (its own flag) and unblocks the pops under way, for at most 2 s. */
+  private async endPops(): Promise<void> {
+    if (this.popping === 0) return;
+    this.internals.paused = true;
+    const port = this.internals.bclient?.stream?.localPort;
+    const { client } = this.internals;
+    const command = (...args: string[]) =>
+      new Promise<unknown>((resolve, reject) =>
+        client.client(...args, (err: Error | null, reply: unknown) => (err ? reject(err) : resolve(reply))),
+      );
+    const list = String(await command('list'));
+    const id = list
+      .split('\n')
+      .find((line) => port !== undefined && / addr=(\S+)/.exec(line)?.[1]?.endsWith(`:${port}`))
+      ?.match(/^id=(\d+)/)?.[1];
+    if (!id) return;
+    const deadline = Date.now() + 2000;
+    while (this.popping > 0 && Date.now() < deadline) {
+      await command('unblock', id);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
   }
 
   close(): Promise<void> {

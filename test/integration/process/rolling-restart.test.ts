@@ -79,7 +79,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
       DATABASE_URL: pgDatabaseUrl(store!),
       REDIS_URL,
       REDIS_PREFIX: prefix,
-      RUN_CONCURRENCY: '8',
+      RUN_CONCURRENCY: '16',
       SHUTDOWN_GRACE_MS: '10000',
       // Long: a run that had to wait for a lease to expire would not finish within this test.
       RUN_LEASE_MS: '60000',
@@ -263,7 +263,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
       const late = waiting.filter((r) => t(r.started_at!) - s.at > 1000);
       expect(late.map((r) => `${r.id} started ${t(r.started_at!) - s.at} ms after the signal`)).to.deep.equal([]);
     }
-    // No run waited more than 1 s between its creation and its start.
+    // One process alone has room for the whole load: no run waited more than 1 s for its start.
     const waits = rows.map((r) => t(r.started_at!) - t(r.created_at));
     expect(Math.max(...waits), 'longest wait of a run for its start (ms)').to.be.at.most(1000);
     // TEST_FIGURES=1 prints what this run measured.

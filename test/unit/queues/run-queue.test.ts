@@ -336,6 +336,30 @@ describe('RedisRunQueue (bee-queue on Redis)', function () {
     await leaving.close();
   });
 
+  it('stop under a stream of jobs: every job is either handled or back on the waiting list, none left active', async () => {
+    const producer = open(false);
+    for (let round = 0; round < 5; round++) {
+      const consumer = open(true);
+      const rec = recorder();
+      consumer.consume(8, rec.handler);
+      const ids = Array.from({ length: 40 }, (_, i) => `run_${round}_${i}`);
+      const feeding = (async () => {
+        for (const id of ids) {
+          await producer.enqueue([id]);
+          await sleep(0);
+        }
+      })();
+      await until(() => rec.seen.length >= 5 + round * 3, 5_000, 'some deliveries');
+      await consumer.stop();
+      await feeding;
+      await consumer.close();
+      const waiting = await admin.lRange(key('waiting'), 0, -1);
+      expect(await admin.lRange(key('active'), 0, -1), 'jobs left active').to.deep.equal([]);
+      expect([...rec.seen, ...waiting].sort()).to.deep.equal([...ids].sort());
+      await admin.del([key('waiting'), key('jobs')]);
+    }
+  });
+
   it('closes cleanly: waits for the job in hand, then takes no more jobs', async () => {
     const producer = open(false);
     const consumer = open(true);
