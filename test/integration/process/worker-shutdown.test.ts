@@ -4,7 +4,7 @@
  * - SIGTERM: the worker finishes the runs it executes, takes none after the signal, and exits 0;
  *   the other worker executes the rest, each run on its first attempt.
  * - A grace shorter than a step: the worker exits 1 when it runs out, its runs left RUNNING for
- *   recovery as after a crash.
+ *   recovery as after a crash. A second SIGTERM ends it at once (exit 1).
  * The step is an `http` call to a loopback server that answers after 600 ms.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -148,19 +148,28 @@ describe('process: npm run worker shuts down gracefully (PostgreSQL + Redis)', f
     expect(done.filter(byPid(w2.child.pid))).to.have.length(4);
   });
 
-  it('a grace shorter than a step: the worker exits 1 when it runs out, its runs left as after a crash', async () => {
-    const w3 = await worker(200);
+  it('a grace shorter than a step ends the worker when it runs out, a second SIGTERM at once (exit 1 both), their runs left as after a crash', async () => {
+    const [short, twice] = await Promise.all([worker(200), worker(5000)]);
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(await trigger());
-    await until('three runs in flight', () => inFlight === 3);
-    const cut = (await rows(ids)).filter(byPid(w3.child.pid)).map((r) => r.id);
-    expect(cut.length).to.be.within(1, 2);
+    for (let i = 0; i < 6; i++) ids.push(await trigger());
+    await until('six runs in flight', () => inFlight === 6);
+    const held = await rows(ids);
+    const ofShort = held.filter(byPid(short.child.pid)).map((r) => r.id);
+    const ofTwice = held.filter(byPid(twice.child.pid)).map((r) => r.id);
+    expect([ofShort.length, ofTwice.length]).to.deep.equal([2, 2]);
     const signalled = Date.now();
-    w3.child.kill('SIGTERM');
-    expect(await w3.exited).to.equal(1);
-    expect(Date.now() - signalled).to.be.within(150, STEP_MS);
+    short.child.kill('SIGTERM');
+    twice.child.kill('SIGTERM');
+    await sleep(100);
+    twice.child.kill('SIGTERM');
+    expect(await twice.exited).to.equal(1);
+    expect(Date.now() - signalled, 'exit after the second signal').to.be.below(500);
+    expect(await short.exited).to.equal(1);
+    expect(Date.now() - signalled, 'exit when the grace ran out').to.be.within(150, STEP_MS);
     // Recovered once their leases expire and bee-queue's stalled-job check (5 s) puts their jobs
     // back: process/worker.test.ts covers that path after kill -9.
-    expect((await rows(cut)).map((r) => r.status)).to.deep.equal(cut.map(() => 'RUNNING'));
+    expect((await rows([...ofShort, ...ofTwice])).map((r) => r.status)).to.deep.equal(
+      [...ofShort, ...ofTwice].map(() => 'RUNNING'),
+    );
   });
 });
