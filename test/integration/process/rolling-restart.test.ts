@@ -192,7 +192,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
 
     const signals: Array<{ node: Node; at: number; code: number | null; exitMs: number }> = [];
     for (const n of [a, b, a]) {
-      await sleep(700);
+      await sleep(400);
       const at = Date.now();
       n.down.push([at, 0]);
       n.child!.kill('SIGTERM');
@@ -202,7 +202,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
       await waitReady(n.base);
       n.down[n.down.length - 1]![1] = Date.now();
     }
-    await sleep(500);
+    await sleep(300);
     loading = false;
     await Promise.all(callers);
     await poll;

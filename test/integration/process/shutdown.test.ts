@@ -10,7 +10,7 @@
  * - the next start recovers that run once its lease expires; SHUTDOWN_GRACE_MS shorter than a
  *   step ends the process when the grace runs out (exit 1);
  * - the next start recovers that run too.
- * The step is an `http` call to a loopback server that answers after 1.2 s.
+ * The step is an `http` call to a loopback server that answers after 0.9 s.
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +23,7 @@ import { freePort, call } from '../../helpers/server.js';
 import { openStore, type Knex } from '../../../src/storage/db.js';
 import { startServer, waitReady, bootstrapToken } from '../../helpers/process.js';
 
-const STEP_MS = 1200;
+const STEP_MS = 900;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('process: graceful shutdown (sqlite)', function () {
