@@ -39,6 +39,13 @@ import type { HandlerMap, Services } from './services.js';
 export interface Runtime {
   services: Services;
   workers: RunWorkers;
+  /**
+   * Shutdown, first part: /readyz answers 503 (`services.draining`), the run workers take no more
+   * runs and give back the ones they claimed but did not start; resolves once the runs executing
+   * here have finished, and then, without Redis, ends the synchronous waits still under way.
+   * `close` then releases everything else.
+   */
+  drain(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -93,7 +100,11 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : undefined;
   const signals = await createSignals(redis, log, config.redisPrefix);
   const queue = config.redisUrl
-    ? new RedisRunQueue(config.redisUrl, { isWorker: config.runConcurrency > 0, prefix: config.redisPrefix })
+    ? new RedisRunQueue(config.redisUrl, {
+        isWorker: config.runConcurrency > 0,
+        prefix: config.redisPrefix,
+        closeTimeoutMs: config.shutdownGraceMs,
+      })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
   // The embedded servers reach the agent turns and browser tasks built below (the agents use this gateway).
@@ -132,6 +143,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     db,
     log,
     isolation: isolation.report,
+    draining: false,
     tokens,
     redis,
     apiKeys,
@@ -183,6 +195,13 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   return {
     services,
     workers,
+    async drain() {
+      services.draining = true;
+      await workers.drain();
+      // Without Redis no other process executes or signals this process's runs: synchronous
+      // callers still waiting get the timeout answer now (their runs execute after a restart).
+      if (!redis) signals.endWaits();
+    },
     async close() {
       await services.browser.stop();
       await services.queues.stop();

@@ -27,6 +27,8 @@ export interface Services extends Http.PipelineServices {
   log: Logger;
   /** The code isolation in force (src/containment): reported by /readyz. */
   isolation: IsolationReport;
+  /** The process is shutting down (src/main.ts, src/worker.ts): /readyz answers 503. */
+  draining: boolean;
   tokens: TokenService;
   /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
   redis?: RedisClient | undefined;

@@ -23,20 +23,35 @@ async function main(): Promise<void> {
   const runtime = await createRuntime(config, log);
   metrics?.observeStore(runtime.services.db);
   log.info({ workerId: runtime.workers.workerId, concurrency: config.runConcurrency }, 'switchyard worker started');
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    log.info({ signal }, 'worker shutting down');
-    const force = setTimeout(() => process.exit(1), 15_000);
+  // Graceful shutdown as in src/main.ts, without HTTP: the first SIGTERM or SIGINT stops taking
+  // runs, gives back the ones claimed but not started, waits for the ones executing, releases
+  // everything and exits 0; SHUTDOWN_GRACE_MS later, or at a second signal, it exits 1 at once.
+  let signalled = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      log.warn({ signal }, 'second signal while shutting down: exiting now');
+      process.exit(1);
+    }
+    signalled = true;
+    log.info({ signal, graceMs: config.shutdownGraceMs }, 'worker shutting down: draining');
+    const force = setTimeout(() => {
+      log.error({ graceMs: config.shutdownGraceMs }, 'shutdown grace ran out: exiting now');
+      process.exit(1);
+    }, config.shutdownGraceMs);
     force.unref();
-    Promise.all([runtime.close(), metrics?.close()]).then(
+    void (async () => {
+      await runtime.drain();
+      await Promise.all([runtime.close(), metrics?.close()]);
+    })().then(
       () => process.exit(0),
-      () => process.exit(1),
+      (err: unknown) => {
+        log.error({ err }, 'error while shutting down');
+        process.exit(1);
+      },
     );
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
 }
 
 main().catch((err: unknown) => {

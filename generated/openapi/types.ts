@@ -891,6 +891,8 @@ export interface paths {
          * Liveness probe
          * @description Answers 200 `{status: ok}` while the process can serve HTTP; it checks no
          *     dependency, so a failing database never makes a supervisor restart a healthy process.
+         *     Decision: it stays 200 while the process drains after SIGTERM (only `/readyz` turns 503),
+         *     so a liveness probe never kills a process that is finishing its work.
          *     Decision: no authentication and `Cache-Control: no-store`.
          */
         get: operations["getHealth"];
@@ -1157,13 +1159,19 @@ export interface paths {
         };
         /**
          * Readiness probe
-         * @description Answers 200 `{status: ready, checks}` when every dependency this process uses
-         *     answers, 503 `{status: not_ready, checks}` otherwise.
-         *     Decision: `checks` always has `store` (sqlite file or PostgreSQL) and `blobs` (the
-         *     blob folder under `DATA_DIR` is writable); `queue` (the run queue: in-process, or
-         *     Redis/bee-queue when `REDIS_URL` is set) and `redis` join when the run queue lands
-         *     and Redis is configured. Each value is `ok` or `error`;
-         *     error details go to the log, never to this body.
+         * @description Answers 200 `{status: ready, draining: false, checks}` when the process takes work and
+         *     every dependency this process uses answers, 503 `{status: not_ready, …}` otherwise.
+         *     Decision: `checks` always has `store` (sqlite file or PostgreSQL answers a query),
+         *     `blobs` (the blob folder under `DATA_DIR` is writable) and `isolation` (the code
+         *     isolation in force is what `CODE_ISOLATION` asks for: `strict` all three layers,
+         *     `process` the language and process layers, `auto` whatever this machine allows; a
+         *     process that started always has it, since `strict` refuses to start without it);
+         *     `redis` joins when `REDIS_URL` is set (PING answered within 1 s). Each value is `ok` or
+         *     `error`; error details go to the log, never to this body.
+         *     Decision: `draining` is `true` from the first SIGTERM or SIGINT until the process exits
+         *     (README "Running in production"): the probe answers 503 at once, whatever the checks, so
+         *     a load balancer stops sending work, while the process still serves the requests that
+         *     reach it, finishes the runs it executes and then closes its listener.
          *     Decision: the 503 body is this probe's own shape, not the `Error` object, so a probe
          *     client reads the same fields in both cases.
          *     Decision: `details` reports parts that degrade without making the process unready.
@@ -4010,7 +4018,7 @@ export interface components {
             /** @description One entry per dependency. */
             checks: {
                 blobs: components["schemas"]["ReadinessCheck"];
-                queue?: components["schemas"]["ReadinessCheck"];
+                isolation: components["schemas"]["ReadinessCheck"];
                 redis?: components["schemas"]["ReadinessCheck"];
                 store: components["schemas"]["ReadinessCheck"];
             } & {
@@ -4022,7 +4030,13 @@ export interface components {
                 isolation: components["schemas"]["IsolationState"];
             };
             /**
-             * @description `ready` when every check is `ok`.
+             * @description The process is shutting down (SIGTERM or SIGINT received): it takes no new runs, still
+             *     serves the requests that reach it, and exits once its work is done or
+             *     `SHUTDOWN_GRACE_MS` has passed. Always `not_ready` then.
+             */
+            draining: boolean;
+            /**
+             * @description `ready` when the process is not draining and every check is `ok`.
              * @enum {string}
              */
             status: "ready" | "not_ready";
@@ -7160,7 +7174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description At least one dependency does not answer. */
+            /** @description The process is draining (shutting down), or at least one dependency does not answer. */
             503: {
                 headers: {
                     "Cache-Control": components["headers"]["HealthCacheControl"];

@@ -10,8 +10,12 @@
 import { createRequire } from 'node:module';
 import type BeeQueue from 'bee-queue';
 
-/** Claims and executes one run (the given one, or the oldest PENDING); false when there was none. */
-export type RunHandler = (runId: string | undefined) => Promise<boolean>;
+/**
+ * Claims and executes one run (the given one, or the oldest PENDING); false when there was none,
+ * `released` when the process began to shut down while the claim was under way and the run was
+ * given back unstarted (PENDING again): the queue announces it again for another process.
+ */
+export type RunHandler = (runId: string | undefined) => Promise<boolean | 'released'>;
 
 export interface RunQueue {
   readonly kind: 'in-process' | 'redis';
@@ -23,6 +27,13 @@ export interface RunQueue {
   borrowIdle?(): { release(): void } | undefined;
   /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
   onError(listener: (err: unknown) => void): void;
+  /**
+   * Takes no more runs (shutdown): no consumer asks for another one, and runs it delivered but
+   * no handler took yet go back for another process. Resolves once every handler under way
+   * returned.
+   */
+  stop(): Promise<void>;
+  /** `stop`, then the connections go. */
   close(): Promise<void>;
 }
 
@@ -69,7 +80,7 @@ export class InProcessRunQueue implements RunQueue {
         (async () => {
           while (!this.closed) {
             const seen = this.wakeups;
-            let ran: boolean;
+            let ran: boolean | 'released';
             try {
               ran = await handler(undefined);
             } catch (err) {
@@ -128,22 +139,61 @@ export class InProcessRunQueue implements RunQueue {
     });
   }
 
-  async close(): Promise<void> {
+  /** Each consumer ends after the run it is executing (a lent one once its run ends). */
+  async stop(): Promise<void> {
     this.closed = true;
     for (const wake of this.sleepers.splice(0)) wake();
     await Promise.all(this.loops);
   }
+
+  close(): Promise<void> {
+    return this.stop();
+  }
+}
+
+/** What RedisRunQueue uses of bee-queue beyond its typed surface (bee-queue 2.0). */
+interface BeeInternals {
+  /** Set by `close`: the queue pops no more jobs. */
+  paused: boolean;
+  /** The command connection (node-redis 3). */
+  client: {
+    multi(): {
+      lrem(key: string, n: number, v: string): unknown;
+      rpush(key: string, v: string): unknown;
+      exec(cb: (err: Error | null) => void): void;
+    };
+    client(...args: [...string[], (err: Error | null, reply: unknown) => void]): void;
+    quit(cb: () => void): void;
+  };
+  /** The blocking connection of a worker (node-redis 3), once ready. */
+  bclient?: { stream?: { localPort?: number } } | null;
+  toKey(name: string): string;
+  /** The blocking pop of the next job id (BRPOPLPUSH, no timeout) and the read of its job. */
+  _waitForJob?: () => Promise<{ id: string } | null>;
 }
 
 export class RedisRunQueue implements RunQueue {
   readonly kind = 'redis' as const;
   private readonly queue: BeeQueue<{ runId: string }>;
+  private readonly internals: BeeInternals;
   private readonly stallIntervalMs: number;
+  private readonly closeTimeoutMs: number;
   private errorListener: (err: unknown) => void = () => undefined;
+  private stopping: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  /** Blocking pops under way (the consumer's BRPOPLPUSH calls, pipelined on one connection). */
+  private popping = 0;
+  /** Pops under way, and runs given back at shutdown being announced again, before the connection goes. */
+  private readonly handingBack = new Set<Promise<unknown>>();
 
-  constructor(redisUrl: string, opts: { isWorker: boolean; prefix?: string; stallIntervalMs?: number }) {
+  /** `closeTimeoutMs`: how long `stop` waits for the handlers under way (SHUTDOWN_GRACE_MS). */
+  constructor(
+    redisUrl: string,
+    opts: { isWorker: boolean; prefix?: string; stallIntervalMs?: number; closeTimeoutMs?: number },
+  ) {
     const u = new URL(redisUrl);
     this.stallIntervalMs = opts.stallIntervalMs ?? 5000;
+    this.closeTimeoutMs = Math.max(1, opts.closeTimeoutMs ?? 10_000);
     // Loaded on first use: a start without REDIS_URL never pays for bee-queue and its Redis client.
     const Bee = createRequire(import.meta.url)('bee-queue') as typeof BeeQueue;
     this.queue = new Bee<{ runId: string }>('runs', {
@@ -162,7 +212,10 @@ export class RedisRunQueue implements RunQueue {
       removeOnFailure: true,
       activateDelayedJobs: false,
       stallInterval: this.stallIntervalMs,
+      // Runs given back at shutdown are announced on it after bee-queue's close: `close` quits it.
+      quitCommandClient: false,
     });
+    this.internals = this.queue as unknown as BeeInternals;
     // bee-queue reports a lost Redis connection as an 'error' event and reconnects by itself;
     // an EventEmitter 'error' without a listener throws and would end the process.
     this.queue.on('error', (err: Error) => this.errorListener(err));
@@ -181,16 +234,107 @@ export class RedisRunQueue implements RunQueue {
   }
 
   consume(concurrency: number, handler: RunHandler): void {
-    this.queue.process(concurrency, async (job) => {
-      await handler(job.data.runId);
+    this.queue.process(concurrency, async (job) => handler(job.data.runId));
+    // A run given back at shutdown: its job is done (and removed) now, so it can be queued again.
+    this.queue.on('succeeded', (job: BeeQueue.Job<{ runId: string }>, result: unknown) => {
+      if (result === 'released') this.handBack(this.enqueue([job.data.runId]));
     });
+    // Every blocking pop is counted, so that `stop` can end them one by one. A job popped once the
+    // queue is stopping goes back to the head of the waiting list at once (bee-queue would leave it
+    // "active" for the stalled-job check to find seconds later).
+    const wait = this.internals._waitForJob?.bind(this.queue);
+    if (wait)
+      this.internals._waitForJob = () => {
+        this.popping += 1;
+        const popped = wait().then(
+          (job) => {
+            if (job && this.internals.paused) {
+              this.handBack(this.putBack(job.id));
+              return null;
+            }
+            return job;
+          },
+          (err: unknown) => {
+            // A pop ended by `stop` answers no job id, which bee-queue cannot read.
+            if (this.internals.paused) return null;
+            throw err;
+          },
+        );
+        void popped.then(
+          () => (this.popping -= 1),
+          () => (this.popping -= 1),
+        );
+        return popped;
+      };
     // A job whose worker died stays "active", and its id (= the run id) makes a later enqueue
     // of that run (lease recovery, restart) a no-op: the run would stay PENDING for ever. The
     // periodic stalled-job check (bee-queue README) puts such jobs back on the waiting list.
     this.queue.checkStalledJobs(this.stallIntervalMs).catch((err: unknown) => this.errorListener(err));
   }
 
-  async close(): Promise<void> {
-    await this.queue.close(10_000);
+  private handBack(p: Promise<unknown>): void {
+    const tracked = p.catch((err: unknown) => this.errorListener(err)).finally(() => this.handingBack.delete(tracked));
+    this.handingBack.add(tracked);
+  }
+
+  /** An active job nobody handles, moved to the end of the waiting list that is popped next. */
+  private putBack(jobId: string): Promise<void> {
+    const { client } = this.internals;
+    return new Promise((resolve, reject) => {
+      const multi = client.multi();
+      multi.lrem(this.internals.toKey('active'), 0, jobId);
+      multi.rpush(this.internals.toKey('waiting'), jobId);
+      multi.exec((err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  /**
+   * Pops no more jobs, then bee-queue's close, which waits for the handlers under way, at most
+   * `closeTimeoutMs`. bee-queue's close alone drops its blocking connection, and a job Redis
+   * handed to a pop just before (its answer still on the way) would be lost to the stalled-job
+   * check: so the pops under way are first ended one by one (CLIENT UNBLOCK), each job one of
+   * them still brings going back to the waiting list.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.endPops()
+      .catch((err: unknown) => this.errorListener(err))
+      .then(() => {
+        this.internals.paused = false; // bee-queue's close starts from a running queue
+        return this.queue.close(this.closeTimeoutMs);
+      })
+      .catch((err: unknown) => this.errorListener(err));
+    return this.stopping;
+  }
+
+  /** Stops bee-queue from popping (its own flag) and unblocks the pops under way, for at most 2 s. */
+  private async endPops(): Promise<void> {
+    if (this.popping === 0) return;
+    this.internals.paused = true;
+    const port = this.internals.bclient?.stream?.localPort;
+    const { client } = this.internals;
+    const command = (...args: string[]) =>
+      new Promise<unknown>((resolve, reject) =>
+        client.client(...args, (err: Error | null, reply: unknown) => (err ? reject(err) : resolve(reply))),
+      );
+    const list = String(await command('list'));
+    const id = list
+      .split('\n')
+      .find((line) => port !== undefined && / addr=(\S+)/.exec(line)?.[1]?.endsWith(`:${port}`))
+      ?.match(/^id=(\d+)/)?.[1];
+    if (!id) return;
+    const deadline = Date.now() + 2000;
+    while (this.popping > 0 && Date.now() < deadline) {
+      await command('unblock', id);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.stop();
+      while (this.handingBack.size) await Promise.allSettled([...this.handingBack]);
+      await new Promise<void>((resolve) => this.internals.client.quit(() => resolve()));
+    })();
+    return this.closing;
   }
 }

@@ -228,6 +228,17 @@ export async function claimRun(
 }
 
 /**
+ * A run this worker claimed but did not start, given back (shutdown): PENDING again, its attempt
+ * not counted, so another process claims it at once. False when the claim is no longer this one's.
+ */
+export async function releaseRun(db: Knex, run: RunRow, workerId: string): Promise<boolean> {
+  const n = await db('runs')
+    .where({ id: run.id, status: 'RUNNING', claimed_by: workerId, attempts: run.attempts })
+    .update({ status: 'PENDING', claimed_by: null, lease_until: null, started_at: null, attempts: run.attempts - 1 });
+  return n > 0;
+}
+
+/**
  * Claims up to `limit` of the oldest PENDING runs in one statement: the in-process queue's
  * consumers that ask at the same moment share it (src/runs/claims.ts). With `limit` 1 this is
  * claimRun. On PostgreSQL the pick is a MATERIALIZED CTE, which is evaluated exactly once, so

@@ -35,6 +35,12 @@ export interface Signals {
   waitForFinish(runId: string, timeoutMs: number): Promise<Finish | undefined>;
   /** Every run finished here or (Redis) in another process; returns the unsubscribe function. */
   onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void;
+  /**
+   * Shutdown of a process whose runs only it executes and signals (no Redis): every wait under
+   * way, and every later one, ends at once as at its timeout, since no run it waits for can
+   * finish here any more.
+   */
+  endWaits(): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +49,9 @@ const ANY_RUN = Symbol('any run finished');
 
 class LocalSignals implements Signals {
   protected readonly emitter = new EventEmitter();
+  /** The ends of the waits under way (`endWaits`). */
+  private readonly waits = new Set<() => void>();
+  private ended = false;
   constructor() {
     this.emitter.setMaxListeners(0);
   }
@@ -61,20 +70,30 @@ class LocalSignals implements Signals {
     return (await this.waitForFinish(runId, timeoutMs))?.status;
   }
   waitForFinish(runId: string, timeoutMs: number): Promise<Finish | undefined> {
+    if (this.ended) return Promise.resolve(undefined);
     syncCallersWaiting.inc();
     return new Promise((resolve) => {
       const onDone = (finish: Finish) => {
         clearTimeout(timer);
         syncCallersWaiting.dec();
+        this.waits.delete(end);
         resolve(finish);
       };
-      const timer = setTimeout(() => {
+      const end = () => {
+        clearTimeout(timer);
         this.emitter.off(runId, onDone);
         syncCallersWaiting.dec();
+        this.waits.delete(end);
         resolve(undefined);
-      }, timeoutMs);
+      };
+      const timer = setTimeout(end, timeoutMs);
       this.emitter.once(runId, onDone);
+      this.waits.add(end);
     });
+  }
+  endWaits(): void {
+    this.ended = true;
+    for (const end of [...this.waits]) end();
   }
   async close(): Promise<void> {
     this.emitter.removeAllListeners();

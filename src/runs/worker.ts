@@ -18,6 +18,7 @@ import {
   loadRunForWorker,
   pendingRunIds,
   recoverExpiredRuns,
+  releaseRun,
   renewLeases,
   type RunRow,
   type RunRows,
@@ -69,6 +70,8 @@ export class RunWorkers {
   private readonly writes: WriteQueue;
   private readonly claims: RunClaimer;
   private readonly leases: LeaseKeeper;
+  /** Shutting down: no more runs are taken, a claim that lands now is given back (`drain`). */
+  private draining = false;
 
   constructor(private readonly deps: RunWorkersDeps) {
     const { db, config, log } = deps;
@@ -110,9 +113,10 @@ export class RunWorkers {
    * finish committed: a claim that would find nothing must not hold up the commit and the
    * signal a synchronous caller is waiting for.
    */
-  private async runOne(runId: string | undefined): Promise<boolean> {
+  private async runOne(runId: string | undefined): Promise<boolean | 'released'> {
     const run = runId === undefined ? await this.claims.next() : await this.claims.byId(runId);
     if (!run) return false;
+    if (this.draining) return this.release(run);
     const { stepsDone, job } = this.execute(run);
     await Promise.race([stepsDone, job]);
     if (runId === undefined && this.active.size === 1 && this.active.has(job)) await job;
@@ -130,7 +134,7 @@ export class RunWorkers {
    */
   adopt(): RunAdoption | undefined {
     const { config, queue } = this.deps;
-    const slot = config.runConcurrency > 0 ? queue.borrowIdle?.() : undefined;
+    const slot = config.runConcurrency > 0 && !this.draining ? queue.borrowIdle?.() : undefined;
     if (!slot) return undefined;
     return {
       claim: (rows) => claimedRunRow(rows, this.workerId, config.runLeaseMs),
@@ -202,10 +206,29 @@ export class RunWorkers {
     }
   }
 
+  /**
+   * Shutdown, first part: the queue delivers no more runs here, a run whose claim lands from now
+   * on is given back unstarted (PENDING, its attempt not counted) for another process, and the
+   * runs executing here go on. Resolves once none is left (their finishes committed). Lease
+   * renewal goes on until `close`.
+   */
+  async drain(): Promise<void> {
+    this.draining = true;
+    for (const t of this.timers.splice(0)) clearInterval(t);
+    await this.deps.queue.stop();
+    while (this.active.size) await Promise.allSettled([...this.active]);
+  }
+
+  /** A run claimed after `drain` began, given back; the in-process queue's other processes find it PENDING. */
+  private async release(run: RunRow): Promise<'released'> {
+    const released = await this.writes.run((trx) => releaseRun(trx, run, this.workerId), { autocommit: true });
+    if (released) this.deps.log.info({ runId: run.id }, 'shutting down: run given back unstarted');
+    return 'released';
+  }
+
   async close(): Promise<void> {
-    for (const t of this.timers) clearInterval(t);
+    await this.drain();
     await this.deps.queue.close();
-    await Promise.allSettled([...this.active]);
     this.leases.stop();
   }
 }

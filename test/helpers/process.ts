@@ -82,6 +82,38 @@ export function startServer(dataDir: string, port: number, env: Record<string, s
   });
 }
 
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Its "worker started" log line came (its run consumers are up). */
+  started: Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** The worker-only process (`src/worker.ts`, bundled) over a DATA_DIR; `env` adds REDIS_URL and the rest. */
+export function startWorker(dataDir: string, env: Record<string, string> = {}): WorkerProcess {
+  const child = spawn(process.execPath, [bundled('worker')], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'info', OUTBOUND_ALLOWLIST: '127.0.0.0/8', ...env },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const started = new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('switchyard worker started')) resolve();
+    });
+    void exited.then((code) => reject(new Error(`the worker exited (${code}) before it started:\n${out}`)));
+  });
+  started.catch(() => undefined);
+  return { child, started, exited };
+}
+
+/** A PostgreSQL test store's DATABASE_URL for a child process (test/helpers/store.ts: its schema on the search path). */
+export function pgDatabaseUrl(store: { databaseUrl: string | undefined; pgSchema: string | undefined }): string {
+  return `${store.databaseUrl!}?options=${encodeURIComponent(`-c search_path=${store.pgSchema!}`)}`;
+}
+
 /** Waits for /readyz to answer 200. */
 export async function waitReady(base: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

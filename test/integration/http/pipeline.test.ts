@@ -17,7 +17,11 @@ describe('HTTP pipeline (sqlite)', () => {
     expect([live.status, live.body]).to.deep.equal([200, { status: 'ok' }]);
     const ready = await call(server.baseUrl, 'GET', '/readyz');
     expect(ready.status).to.equal(200);
-    expect(ready.body).to.deep.include({ status: 'ready', checks: { store: 'ok', blobs: 'ok' } });
+    expect(ready.body).to.deep.include({
+      status: 'ready',
+      draining: false,
+      checks: { store: 'ok', blobs: 'ok', isolation: 'ok' },
+    });
     expect(ready.body.details.isolation).to.deep.equal(server.app.services.isolation);
     expect(ready.headers.get('cache-control')).to.equal('no-store');
   });

@@ -175,6 +175,7 @@ describe('process: npm start on an empty DATA_DIR', function () {
       await waitReady(base, proc);
       const ready = await call(base, 'GET', '/readyz');
       const isolation = ready.body.details.isolation;
+      expect(ready.body.checks.isolation).to.equal('ok');
       expect(isolation.mode).to.equal(process.env.CODE_ISOLATION ?? 'auto');
       expect(isolation.level).to.be.oneOf(['namespaces', 'process']);
       expect(Object.keys(isolation.layers).sort()).to.deep.equal(['language', 'os', 'process']);
@@ -266,7 +267,11 @@ describe('process: npm start with DATABASE_URL and REDIS_URL (PostgreSQL + Redis
     try {
       await waitReady(base, proc);
       const ready = await call(base, 'GET', '/readyz');
-      expect(ready.body).to.deep.include({ status: 'ready', checks: { store: 'ok', blobs: 'ok', redis: 'ok' } });
+      expect(ready.body).to.deep.include({
+        status: 'ready',
+        draining: false,
+        checks: { store: 'ok', blobs: 'ok', isolation: 'ok', redis: 'ok' },
+      });
       expect(Object.keys(ready.body.details)).to.deep.equal(['isolation']);
       const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       const c = new pg.Client({ connectionString: databaseUrl });

@@ -309,6 +309,57 @@ describe('RedisRunQueue (bee-queue on Redis)', function () {
     expect(rec.seen).to.deep.equal(['run_after']);
   });
 
+  it('stop: a run the handler gives back (released) is queued again at once, and another worker takes it', async () => {
+    const producer = open(false);
+    const leaving = open(true);
+    let inHand!: () => void;
+    const handed = new Promise<void>((r) => (inHand = r));
+    let giveBack!: () => void;
+    const stopped = new Promise<void>((r) => (giveBack = r));
+    leaving.consume(1, async () => {
+      inHand();
+      await stopped;
+      return 'released';
+    });
+    await producer.enqueue(['run_given_back']);
+    await handed;
+    const staying = open(true);
+    const rec = recorder();
+    staying.consume(1, rec.handler);
+    const stopping = leaving.stop();
+    const releasedAt = Date.now();
+    giveBack();
+    await stopping;
+    await until(() => rec.seen.length >= 1, 1_000, 'the other worker to take the run');
+    expect(Date.now() - releasedAt, 'taken within 1 s').to.be.below(1_000);
+    expect(rec.seen).to.deep.equal(['run_given_back']);
+    await leaving.close();
+  });
+
+  it('stop under a stream of jobs: every job is either handled or back on the waiting list, none left active', async () => {
+    const producer = open(false);
+    for (let round = 0; round < 5; round++) {
+      const consumer = open(true);
+      const rec = recorder();
+      consumer.consume(8, rec.handler);
+      const ids = Array.from({ length: 40 }, (_, i) => `run_${round}_${i}`);
+      const feeding = (async () => {
+        for (const id of ids) {
+          await producer.enqueue([id]);
+          await sleep(0);
+        }
+      })();
+      await until(() => rec.seen.length >= 5 + round * 3, 5_000, 'some deliveries');
+      await consumer.stop();
+      await feeding;
+      await consumer.close();
+      const waiting = await admin.lRange(key('waiting'), 0, -1);
+      expect(await admin.lRange(key('active'), 0, -1), 'jobs left active').to.deep.equal([]);
+      expect([...rec.seen, ...waiting].sort()).to.deep.equal([...ids].sort());
+      await admin.del([key('waiting'), key('jobs')]);
+    }
+  });
+
   it('closes cleanly: waits for the job in hand, then takes no more jobs', async () => {
     const producer = open(false);
     const consumer = open(true);

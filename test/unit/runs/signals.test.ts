@@ -52,6 +52,14 @@ describe('run-finished signals', () => {
       await signals.runFinished('run_c', 'TIMEOUT');
       expect(await finish).to.deep.equal({ status: 'TIMEOUT', finished: undefined });
     });
+    it('endWaits (shutdown without Redis): waits under way and later ones end at once as at their timeout', async () => {
+      const waiting = signals.waitForFinish('run_d', 5_000);
+      const started = Date.now();
+      signals.endWaits();
+      expect(await waiting).to.equal(undefined);
+      expect(await signals.waitForRun('run_e', 5_000)).to.equal(undefined);
+      expect(Date.now() - started).to.be.below(1_000);
+    });
   });
 
   describe('through Redis, between two processes', () => {
