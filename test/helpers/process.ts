@@ -3,11 +3,11 @@
  * and a token from its bootstrap.json; the CLI as a child process.
  * The processes run the compiled build of our source (scripts/build.mjs), built once per test
  * process into .tmp/test-bundles/<pid>, so a test always runs the source it sees. The real
- * entries, `dist/` as `npm start` and bin/switchyard.js run it, are built the same way (`realDist`)
- * and started by their own tests (process/start.test.ts, process/cli.test.ts).
+ * entries, `dist/` as `npm start` and bin/switchyard.js run it (`realDist`), are started by their
+ * own tests (process/start.test.ts, process/cli.test.ts).
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
@@ -50,18 +50,49 @@ export function bundled(entry: 'main' | 'worker' | 'cli'): string {
   return file;
 }
 
-let distBuilt = false;
+let distChecked = false;
 
-/** `dist/`, the build `npm start` and bin/switchyard.js run, made anew once per test process. */
-export function realDist(): string {
-  if (!distBuilt) {
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    distBuilt = true;
+/** The newest modification time under a folder (ms). */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) latest = Math.max(latest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
   }
-  return path.join(ROOT, 'dist');
+  return latest;
+}
+
+/**
+ * `dist/`, the build `npm start` and bin/switchyard.js run. `npm test` builds it first (pretest);
+ * a test process that finds it older than src/ (mocha run directly after an edit) builds it again,
+ * one process at a time (a lock folder), since the suite's parallel workers share it.
+ */
+export function realDist(): string {
+  const dist = path.join(ROOT, 'dist');
+  if (distChecked) return dist;
+  const stamp = path.join(dist, 'BUILD');
+  const fresh = () => existsSync(stamp) && statSync(stamp).mtimeMs >= newest(path.join(ROOT, 'src'));
+  const lock = path.join(ROOT, '.tmp/dist-build.lock');
+  mkdirSync(path.dirname(lock), { recursive: true });
+  for (let waited = 0; !fresh(); waited += 100) {
+    try {
+      mkdirSync(lock);
+    } catch {
+      if (waited > 60_000) throw new Error(`${lock} is held for over a minute: remove it if no test runs`);
+      execFileSync('sleep', ['0.1']);
+      continue;
+    }
+    try {
+      if (!fresh())
+        execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], {
+          cwd: ROOT,
+          stdio: ['ignore', 'ignore', 'inherit'],
+        });
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+  distChecked = true;
+  return dist;
 }
 
 /** The service (`src/main.ts`, built) on 127.0.0.1:port, silent, loopback calls allowed; `env` adds to or overrides that. */

@@ -263,7 +263,11 @@ describe('process: npm start with DATABASE_URL and REDIS_URL (PostgreSQL + Redis
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const databaseUrl = `${TEST_PG_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
-    const proc = start(dataDir, port, { DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379' });
+    const proc = start(dataDir, port, {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: `sy-start-${process.pid}-${Date.now()}`,
+    });
     try {
       await waitReady(base, proc);
       const ready = await call(base, 'GET', '/readyz');

@@ -65,16 +65,21 @@ for (const kind of kinds) {
       const sql = logSql(store.db);
       const release = await holdClaims();
       await w.queue.enqueue([runId]);
-      await sleep(100);
+      const claimSent = () => sql.statements.some((s) => /attempts = (runs\.)?attempts \+ 1/.test(s));
+      if (kind === 'pg') {
+        // The claim is sent, and waits for the lock: the drain begins while it is under way.
+        for (let waited = 0; !claimSent() && waited < 5_000; waited += 10) await sleep(10);
+      } else {
+        // The claim waits in the write queue, behind the held write, where it is not yet a statement.
+        const queued = WriteQueue.for(store.db) as unknown as { pending: unknown[] };
+        for (let waited = 0; queued.pending.length === 0 && waited < 5_000; waited += 10) await sleep(10);
+      }
       const drained = w.workers.drain();
       await sleep(50);
       await release();
       await drained;
       sql.stop();
-      expect(
-        sql.statements.some((s) => /attempts = (runs\.)?attempts \+ 1/.test(s)),
-        'the run was claimed',
-      ).to.equal(true);
+      expect(claimSent(), 'the run was claimed').to.equal(true);
       const row = await store
         .db('runs')
         .where({ id: runId })
