@@ -168,8 +168,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     breach: config.sandboxTestBreach ? 'process' : 'off',
     log,
   });
-  // Warm the code-step sandbox now, so the first run does not pay its cold start.
-  if (config.runConcurrency > 0) await sandbox.start();
+  // The sandbox's spare runners start with the first code step (about 50 ms, once), not here: an
+  // idle service holds no runner process (README "Running in production", idle memory).
   // Workflow `http` steps go through the same outbound policy as event calls; the service's own
   // URLs are always reachable.
   const fetchImpl = policyFetch(
