@@ -2,7 +2,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/'] },
+  { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', 'dist/'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -58,8 +58,12 @@ for (const kind of kinds) {
     };
 
     it('gives back a run whose claim lands after the drain began: PENDING, attempt not counted', async () => {
-      // No idle check within the test: the consumer claims only when woken.
+      // No idle check within the test: the consumer claims only when woken. Its first claim, which
+      // finds nothing, is over (the consumer asleep) before the run exists.
       w = await startWorkers(store, {}, 60_000);
+      const sleepers = (w.queue as unknown as { sleepers: unknown[] }).sleepers;
+      for (let waited = 0; sleepers.length === 0 && waited < 15_000; waited += 10) await sleep(10);
+      expect(sleepers.length, 'the consumer is asleep').to.equal(1);
       const automationId = await addWorkflow(store.db, orgId, [busyStep('Busy', 10)]);
       const runId = await addRun(store.db, orgId, automationId);
       const sql = logSql(store.db);
@@ -72,14 +76,17 @@ for (const kind of kinds) {
       } else {
         // The claim waits in the write queue, behind the held write, where it is not yet a statement.
         const queued = WriteQueue.for(store.db) as unknown as { pending: unknown[] };
-        for (let waited = 0; queued.pending.length === 0 && waited < 5_000; waited += 10) await sleep(10);
+        for (let waited = 0; queued.pending.length === 0 && waited < 15_000; waited += 10) await sleep(10);
+        expect(queued.pending.length, 'the claim reached the write queue').to.be.greaterThan(0);
       }
       const drained = w.workers.drain();
       await sleep(50);
       await release();
       await drained;
       sql.stop();
-      expect(claimSent(), 'the run was claimed').to.equal(true);
+      expect(claimSent(), `the run was claimed; statements: ${sql.statements.join(' | ').slice(0, 2000)}`).to.equal(
+        true,
+      );
       const row = await store
         .db('runs')
         .where({ id: runId })
