@@ -6,6 +6,18 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
   bwrapArgs,
   findProgram,
   launchCommand,
@@ -128,8 +140,14 @@ describe('containment', function () {
   });
 
   describe('user ids', () => {
+    let lockDir: string;
+    beforeEach(() => {
+      lockDir = path.join(mkdtempSync(path.join(os.tmpdir(), 'switchyard-uids-')), 'locks');
+    });
+    afterEach(() => rmSync(path.dirname(lockDir), { recursive: true, force: true }));
+
     it('one per live process, from the block, free again once given back', () => {
-      const users = new RunnerUsers(100, 3);
+      const users = new RunnerUsers({ base: 100, count: 3, lockDir });
       const a = users.take();
       const b = users.take();
       const c = users.take();
@@ -138,6 +156,34 @@ describe('containment', function () {
       expect(() => users.take()).to.throw(/No free runner user id/);
       users.give(b);
       expect(users.take()).to.equal(b);
+    });
+
+    it('never the id another live service on this host holds; an id whose service is gone is taken over', () => {
+      const lock = (uid: number, pid: number) => writeFileSync(path.join(lockDir, String(uid)), String(pid));
+      const first = new RunnerUsers({ base: 200, count: 2, lockDir });
+      first.take(); // creates the folder
+      first.give(200);
+      first.give(201);
+      // Another service (a live process: this test's parent) holds 200; a killed one left 201.
+      lock(200, process.ppid);
+      lock(201, 2 ** 22 + 17);
+      const users = new RunnerUsers({ base: 200, count: 2, lockDir });
+      expect(users.take()).to.equal(201);
+      expect(readFileSync(path.join(lockDir, '201'), 'utf8')).to.equal(String(process.pid));
+      expect(() => users.take()).to.throw(/No free runner user id/);
+      users.give(201);
+      expect(existsSync(path.join(lockDir, '201'))).to.equal(false);
+    });
+
+    it('refuses a lock folder that others may write, or a symbolic link', () => {
+      mkdirSync(lockDir, { mode: 0o777 });
+      chmodSync(lockDir, 0o777);
+      expect(() => new RunnerUsers({ lockDir }).take()).to.throw(/no one else may write/);
+      rmSync(lockDir, { recursive: true });
+      const elsewhere = `${lockDir}-target`;
+      mkdirSync(elsewhere, { mode: 0o700 });
+      symlinkSync(elsewhere, lockDir);
+      expect(() => new RunnerUsers({ lockDir }).take()).to.throw(/no one else may write/);
     });
   });
 
