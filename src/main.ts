@@ -4,6 +4,7 @@ import { loadConfig, ConfigError } from './config/index.js';
 import { createLogger } from './config/logger.js';
 import { createApp } from './app.js';
 import { HttpDrain } from './http/drain.js';
+import { shutDownOnSignals } from './shutdown.js';
 import { bootstrapIfEmpty } from './bootstrap/index.js';
 import { IsolationUnavailableError } from './containment/index.js';
 import { startMetricsServer, startTracing } from './observability/index.js';
@@ -46,42 +47,23 @@ async function main(): Promise<void> {
   );
   if (welcome) process.stdout.write(welcome.text);
 
-  // Graceful shutdown (README "Running in production"): on the first SIGTERM or SIGINT /readyz
-  // answers 503 and the run workers take no more runs; requests are still served, each answer now
-  // with `Connection: close`; once the runs executing here have finished, the listener closes,
-  // the requests under way are answered, everything else is released, and the process exits 0.
-  // SHUTDOWN_GRACE_MS after the signal, or at a second signal, it exits 1 at once: the runs it
-  // still executed are recovered when their leases expire, as after a crash.
+  // Graceful shutdown (src/shutdown.ts): /readyz answers 503 and the run workers take no more runs;
+  // requests are still served, each answer now with `Connection: close`; once the runs executing
+  // here have finished, the listener closes, the requests under way are answered and everything
+  // else is released.
   const http = new HttpDrain(server);
-  let signalled = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      log.warn({ signal }, 'second signal while shutting down: exiting now');
-      process.exit(1);
-    }
-    signalled = true;
-    log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: draining');
-    const force = setTimeout(() => {
-      log.error({ graceMs: config.shutdownGraceMs }, 'shutdown grace ran out: exiting now');
-      process.exit(1);
-    }, config.shutdownGraceMs);
-    force.unref();
-    http.start();
-    void (async () => {
+  shutDownOnSignals({
+    log,
+    graceMs: config.shutdownGraceMs,
+    message: 'shutting down: draining',
+    atSignal: () => http.start(),
+    drain: async () => {
       await app.drain();
       log.info({ inFlight: http.inFlight }, 'shutting down: runs done, closing the listener');
       await http.close();
       await Promise.all([app.close(), metrics?.close()]);
-    })().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'error while shutting down');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+    },
+  });
 }
 
 main().catch((err: unknown) => {

@@ -8,6 +8,7 @@ import { createLogger } from './config/logger.js';
 import { createRuntime } from './app.js';
 import { IsolationUnavailableError } from './containment/index.js';
 import { startMetricsServer, startTracing } from './observability/index.js';
+import { shutDownOnSignals } from './shutdown.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,35 +24,17 @@ async function main(): Promise<void> {
   const runtime = await createRuntime(config, log);
   metrics?.observeStore(runtime.services.db);
   log.info({ workerId: runtime.workers.workerId, concurrency: config.runConcurrency }, 'switchyard worker started');
-  // Graceful shutdown as in src/main.ts, without HTTP: the first SIGTERM or SIGINT stops taking
-  // runs, gives back the ones claimed but not started, waits for the ones executing, releases
-  // everything and exits 0; SHUTDOWN_GRACE_MS later, or at a second signal, it exits 1 at once.
-  let signalled = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      log.warn({ signal }, 'second signal while shutting down: exiting now');
-      process.exit(1);
-    }
-    signalled = true;
-    log.info({ signal, graceMs: config.shutdownGraceMs }, 'worker shutting down: draining');
-    const force = setTimeout(() => {
-      log.error({ graceMs: config.shutdownGraceMs }, 'shutdown grace ran out: exiting now');
-      process.exit(1);
-    }, config.shutdownGraceMs);
-    force.unref();
-    void (async () => {
+  // Graceful shutdown (src/shutdown.ts), without HTTP: stops taking runs, gives back the ones
+  // claimed but not started, waits for the ones executing and releases everything.
+  shutDownOnSignals({
+    log,
+    graceMs: config.shutdownGraceMs,
+    message: 'worker shutting down: draining',
+    drain: async () => {
       await runtime.drain();
       await Promise.all([runtime.close(), metrics?.close()]);
-    })().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'error while shutting down');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+    },
+  });
 }
 
 main().catch((err: unknown) => {

@@ -175,6 +175,29 @@ export async function bootstrapToken(base: string, dataDir: string): Promise<{ t
   return { token: res.body.access_token, b };
 }
 
+/**
+ * A workflow of one `http` step that GETs `url` (a loopback server that answers slowly keeps
+ * steps in flight without burning CPU), and an API trigger for it, made through the management
+ * API of the service at `base`.
+ */
+export async function slowCallTrigger(
+  base: string,
+  token: string,
+  url: string,
+): Promise<{ automationId: string; triggerId: string }> {
+  const wf = await call(base, 'POST', '/v1/workflows', {
+    token,
+    body: { name: 'Slow call', steps: [{ type: 'http', name: 'Nap', request: { method: 'GET', url } }] },
+  });
+  expect(wf.status, wf.text).to.equal(201);
+  const trg = await call(base, 'POST', '/v1/triggers', {
+    token,
+    body: { automationId: wf.body.automationId, kind: 'api' },
+  });
+  expect(trg.status, trg.text).to.equal(201);
+  return { automationId: wf.body.automationId, triggerId: trg.body.triggerId };
+}
+
 export interface CliResult {
   code: number;
   stdout: string;

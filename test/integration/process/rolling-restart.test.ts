@@ -18,9 +18,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createClient } from 'redis';
-import { freePort, call } from '../../helpers/server.js';
+import { freePort } from '../../helpers/server.js';
 import { createTestStore, isPgAvailable, type TestStore } from '../../helpers/store.js';
-import { startServer, waitReady, bootstrapToken, pgDatabaseUrl } from '../../helpers/process.js';
+import { startServer, waitReady, bootstrapToken, pgDatabaseUrl, slowCallTrigger } from '../../helpers/process.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -101,26 +101,8 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
     launch(b);
     await waitReady(b.base);
     const { token, b: boot } = await bootstrapToken(a.base, store!.dataDir);
-    const wf = await call(a.base, 'POST', '/v1/workflows', {
-      token,
-      body: {
-        name: 'Slow call',
-        steps: [
-          {
-            type: 'http',
-            name: 'Nap',
-            request: { method: 'GET', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` },
-          },
-        ],
-      },
-    });
-    expect(wf.status, wf.text).to.equal(201);
-    const trg = await call(a.base, 'POST', '/v1/triggers', {
-      token,
-      body: { automationId: wf.body.automationId, kind: 'api' },
-    });
-    expect(trg.status, trg.text).to.equal(201);
-    const triggerPath = `/ext/triggers/${trg.body.triggerId}`;
+    const trg = await slowCallTrigger(a.base, token, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`);
+    const triggerPath = `/ext/triggers/${trg.triggerId}`;
 
     // The balancer's view: /readyz of each process every 25 ms.
     let loading = true;

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { freePort, call } from '../../helpers/server.js';
 import { openStore, type Knex } from '../../../src/storage/db.js';
-import { startServer, waitReady, bootstrapToken } from '../../helpers/process.js';
+import { startServer, waitReady, bootstrapToken, slowCallTrigger } from '../../helpers/process.js';
 
 const STEP_MS = 900;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,25 +100,8 @@ describe('process: graceful shutdown (sqlite)', function () {
     db = openStore({ dataDir });
     const { token, b } = await bootstrapToken(base, dataDir);
     apiKey = b.apiKey;
-    const wf = await call(base, 'POST', '/v1/workflows', {
-      token,
-      body: {
-        name: 'Slow call',
-        steps: [
-          {
-            type: 'http',
-            name: 'Nap',
-            request: { method: 'GET', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` },
-          },
-        ],
-      },
-    });
-    expect(wf.status, wf.text).to.equal(201);
-    const trg = await call(base, 'POST', '/v1/triggers', {
-      token,
-      body: { automationId: wf.body.automationId, kind: 'api' },
-    });
-    triggerId = trg.body.triggerId;
+    const trg = await slowCallTrigger(base, token, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`);
+    triggerId = trg.triggerId;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect(await getKeepAlive(agent, '/healthz')).to.deep.equal({ status: 200, connection: 'keep-alive' });

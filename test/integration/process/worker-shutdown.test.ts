@@ -21,6 +21,7 @@ import {
   bootstrapToken,
   pgDatabaseUrl,
   type WorkerProcess,
+  slowCallTrigger,
 } from '../../helpers/process.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -91,25 +92,9 @@ describe('process: npm run worker shuts down gracefully (PostgreSQL + Redis)', f
     server = startServer(store.dataDir, port, env({ RUN_CONCURRENCY: '0' }));
     await waitReady(base);
     const { token, b } = await bootstrapToken(base, store.dataDir);
-    const wf = await call(base, 'POST', '/v1/workflows', {
-      token,
-      body: {
-        name: 'Slow call',
-        steps: [
-          {
-            type: 'http',
-            name: 'Nap',
-            request: { method: 'GET', url: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/` },
-          },
-        ],
-      },
-    });
-    const trg = await call(base, 'POST', '/v1/triggers', {
-      token,
-      body: { automationId: wf.body.automationId, kind: 'api' },
-    });
+    const trg = await slowCallTrigger(base, token, `http://127.0.0.1:${(slow.address() as AddressInfo).port}/`);
     trigger = async () => {
-      const res = await call(base, 'POST', `/ext/triggers/${trg.body.triggerId}`, {
+      const res = await call(base, 'POST', `/ext/triggers/${trg.triggerId}`, {
         headers: { 'x-api-key': b.apiKey },
         body: {},
       });
