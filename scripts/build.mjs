@@ -1,8 +1,9 @@
 // `node scripts/build.mjs [out dir]`: the compiled build of src/ (default out dir: dist/).
-// Four ESM bundles of our own code with source maps: main.js (the service, `npm start`),
-// worker.js (`npm run worker`), cli.js (bin/switchyard.js) and delivery-thread.js (the event
-// delivery thread), plus their shared chunks, all in the out dir itself. npm packages stay
-// imports, resolved from node_modules, so the out dir must be inside the package.
+// Five ESM bundles of our own code with source maps: main.js (the service, `npm start`),
+// worker.js (`npm run worker`), cli.js (bin/switchyard.js), delivery-thread.js (the event
+// delivery thread) and export-thread.js (the trace export thread), plus their shared chunks, all
+// in the out dir itself. npm packages stay imports, resolved from node_modules, so the out dir
+// must be inside the package.
 // - Every `import.meta.url` becomes the URL of the source file it is written in, expressed from
 //   the bundle's own URL (`new URL("../src/…/x.ts", import.meta.url)`): paths our modules compute
 //   from it (the runner programs, generated/, skills/) are those of the package, wherever it is
@@ -70,7 +71,12 @@ const common = {
 };
 await build({
   ...common,
-  entryPoints: { main: 'src/main.ts', worker: 'src/worker.ts', 'delivery-thread': 'src/events/delivery-thread.ts' },
+  entryPoints: {
+    main: 'src/main.ts',
+    worker: 'src/worker.ts',
+    'delivery-thread': 'src/events/delivery-thread.ts',
+    'export-thread': 'src/observability/export-thread.ts',
+  },
 });
 await build({ ...common, entryPoints: { cli: 'src/cli/main.ts' } });
 // npm pack leaves out a folder without package files; this marks the build complete.

@@ -20,7 +20,7 @@ export const BUNDLE_DIR: string | undefined =
   typeof SWITCHYARD_BUNDLE_DIR === 'string' ? SWITCHYARD_BUNDLE_DIR : undefined;
 
 /**
- * A program entry (`main`, `worker`, `delivery-thread`): the build's file when this runs
+ * A program entry (`main`, `worker`, `delivery-thread`, `export-thread`): the build's file when this runs
  * compiled, else `fromSource` (a module URL of src/).
  */
 export function entryUrl(name: string, fromSource: URL): URL {

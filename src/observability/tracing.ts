@@ -10,12 +10,16 @@
  * resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) and the batch span processor
  * (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT, OTEL_BSP_MAX_QUEUE_SIZE,
  * OTEL_BSP_MAX_EXPORT_BATCH_SIZE). Propagation is W3C trace context and baggage.
+ *
+ * Spans are recorded here and exported from a thread of their own (thread-processor.ts,
+ * export-thread.ts): the exporter, its batch processor and their variables live there.
  */
 import { context, propagation, trace } from '@opentelemetry/api';
 import type * as SdkTraceModule from '@opentelemetry/sdk-trace';
-import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace';
+import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/index.js';
 import { disableTracing, enableTracing } from '../kernel/tracing.js';
+import { ThreadSpanProcessor } from './thread-processor.js';
 
 export interface TracingHandle {
   /** Exports the spans still buffered and stops the SDK. */
@@ -25,14 +29,6 @@ export interface TracingHandle {
 type SdkTrace = typeof SdkTraceModule;
 
 let running: TracingHandle | undefined;
-
-/** A positive integer variable, or undefined (the SDK default) when unset or not a number. */
-function intFrom(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const raw = env[name]?.trim();
-  if (!raw) return undefined;
-  const n = Number(raw);
-  return Number.isInteger(n) && n >= 0 ? n : undefined;
-}
 
 /** The sampler OTEL_TRACES_SAMPLER names (default parentbased_always_on); an unknown name falls back to the default. */
 export function samplerFrom(sdk: SdkTrace, env: NodeJS.ProcessEnv): Sampler {
@@ -55,29 +51,6 @@ export function samplerFrom(sdk: SdkTrace, env: NodeJS.ProcessEnv): Sampler {
   }
 }
 
-async function exporterFor(env: NodeJS.ProcessEnv): Promise<SpanExporter> {
-  const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || '').trim();
-  if (protocol !== 'http/json') {
-    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-proto');
-    return new OTLPTraceExporter();
-  }
-  // http/json: the protobuf exporter's own building blocks with the JSON serializer.
-  const [{ OTLPExporterBase }, { convertLegacyHttpOptions, createOtlpHttpExportDelegate }, transformer] =
-    await Promise.all([
-      import('@opentelemetry/otlp-exporter-base'),
-      import('@opentelemetry/otlp-exporter-base/node-http'),
-      import('@opentelemetry/otlp-transformer'),
-    ]);
-  const delegate = createOtlpHttpExportDelegate(
-    convertLegacyHttpOptions({}, 'TRACES', 'v1/traces', { 'Content-Type': 'application/json' }),
-    transformer.JsonTraceSerializer,
-    'otlp_http_json_span_exporter',
-    transformer.TraceExporterMetricsHelper,
-    undefined,
-  );
-  return new OTLPExporterBase(delegate) as unknown as SpanExporter;
-}
-
 /**
  * Registers the trace SDK as the global tracer provider, context manager and propagator when
  * tracing is enabled; returns undefined (and loads nothing) otherwise.
@@ -97,13 +70,11 @@ export async function startTracing(
     .defaultResource()
     .merge(resources.resourceFromAttributes({ 'service.name': config.serviceName }))
     .merge(resources.detectResources({ detectors: [resources.envDetector, resources.processDetector] }));
-  const processor = new sdk.BatchSpanProcessor({
-    exporter: await exporterFor(env),
-    scheduledDelayMillis: intFrom(env, 'OTEL_BSP_SCHEDULE_DELAY'),
-    exportTimeoutMillis: intFrom(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
-    maxQueueSize: intFrom(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
-    maxExportBatchSize: intFrom(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
-  });
+  await resource.waitForAsyncAttributes?.();
+  const processor = await ThreadSpanProcessor.start(
+    { resource: { attributes: resource.attributes, schemaUrl: resource.schemaUrl } },
+    env,
+  );
   const provider = new sdk.TracerProvider({
     resource,
     sampler: samplerFrom(sdk, env),
@@ -121,7 +92,8 @@ export async function startTracing(
     async shutdown() {
       running = undefined;
       disableTracing();
-      await provider.shutdown();
+      // A collector that cannot be reached loses the last spans; it does not fail the shutdown.
+      await provider.shutdown().catch(() => undefined);
       trace.disable();
       propagation.disable();
       context.disable();
