@@ -40,7 +40,10 @@ export class ThreadSpanProcessor implements SpanProcessor {
       else p.resolve();
       if (!this.waiting.size) worker.unref();
     });
+    // A thread that ends unasked (an uncaught error, out of memory) ends the export: said once,
+    // on stderr, and later spans are dropped as the tracer goes on recording.
     const died = (why: string) => {
+      if (!this.stopped) process.emitWarning(`${why}; spans are no longer exported`, 'TraceExportWarning');
       this.stopped = true;
       for (const [n, p] of this.waiting) {
         this.waiting.delete(n);
@@ -132,6 +135,7 @@ export class ThreadSpanProcessor implements SpanProcessor {
     try {
       await this.ask('shutdown');
     } finally {
+      // Asked to end: its exit is no surprise.
       this.stopped = true;
       await this.worker.terminate();
     }

@@ -197,4 +197,26 @@ describe('trace export thread (ThreadSpanProcessor)', function () {
     tracer.startSpan('after', {}, ROOT_CONTEXT).end();
     await processor.forceFlush();
   });
+
+  it('a thread that ends unasked is reported once on stderr (a warning), and recording goes on', async () => {
+    const { processor, provider } = await providerWith(env(receiver));
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      // As if it had crashed: the thread is gone without a shutdown.
+      await (processor as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+      await new Promise((r) => setTimeout(r, 50));
+      const tracer = provider.getTracer('switchyard');
+      for (let i = 0; i < 300; i++) tracer.startSpan(`after ${i}`, {}, ROOT_CONTEXT).end();
+      await processor.forceFlush();
+      await processor.shutdown();
+      const ours = warnings.filter((w) => w.name === 'TraceExportWarning');
+      expect(ours).to.have.length(1);
+      expect(ours[0]!.message).to.match(/^trace export thread exited \(\d+\); spans are no longer exported$/);
+      expect(received(receiver)).to.deep.equal([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
 });
