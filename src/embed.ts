@@ -13,6 +13,7 @@
  * the *_URL settings, so PUBLIC_URL must include the mount prefix; a mismatch is logged once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
 import { loadConfig, type Config } from './config/index.js';
 import { createLogger, type Logger } from './config/logger.js';
 import { createApp } from './app.js';
@@ -20,6 +21,9 @@ import { bootstrapIfEmpty, type BootstrapFile } from './bootstrap/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
 import { requestPath } from './http/pipeline.js';
 import type { Services } from './services.js';
+import { registry } from './kernel/metrics.js';
+import { tracingOn } from './kernel/tracing.js';
+import { sampleStore, startEmbeddedTracing, startMetricsServer, stopTracing } from './observability/index.js';
 
 export interface SwitchyardOptions {
   /** Settings merged over `process.env`: the same variables as the standalone server (README "Configuration"). */
@@ -39,7 +43,14 @@ export interface Switchyard {
   bootstrap: BootstrapFile | undefined;
   /** Set when VALIDATE_RESPONSES is on (tests): records answers that break the OpenAPI document. */
   responseValidator: ResponseValidator | undefined;
-  /** Stops the run workers and closes the store, Redis and the gateway; the host closes its own server. */
+  /**
+   * The service's Prometheus metrics (a prom-client Registry, README "Metrics"): serve
+   * `await metrics.metrics()` as `metrics.contentType` from a route of the host, or merge it with
+   * the host's own registry. Node's process metrics are in it only when METRICS_PORT is set (the
+   * host usually has its own); METRICS_PORT also serves it on a listener of its own, as `npm start`.
+   */
+  metrics: Registry;
+  /** Stops the run workers and closes the store, Redis, the gateway and the metrics listener; the host closes its own server. */
   close(): Promise<void>;
 }
 
@@ -53,9 +64,29 @@ function mountPrefix(req: IncomingMessage): string | undefined {
 }
 
 export async function createSwitchyard(options: SwitchyardOptions = {}): Promise<Switchyard> {
-  const config = loadConfig({ ...process.env, ...options.env });
-  const log = options.log ?? createLogger(config.logLevel);
-  const app = await createApp(config, log);
+  const env = { ...process.env, ...options.env };
+  const config = loadConfig(env);
+  // Traces go into the host's OpenTelemetry SDK when it has one, else as `npm start` sends them.
+  await startEmbeddedTracing(config.tracing, env);
+  const log = options.log ?? createLogger(config.logLevel, undefined, { traceIds: tracingOn() });
+  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>>;
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    metricsServer = await startMetricsServer({ config, log });
+    try {
+      app = await createApp(config, log);
+    } catch (err) {
+      await metricsServer?.close();
+      throw err;
+    }
+  } catch (err) {
+    await stopTracing();
+    throw err;
+  }
+  // The store's gauges, read when the registry is scraped (on METRICS_PORT or by the host).
+  let stopGauges: (() => void) | undefined;
+  if (metricsServer) metricsServer.observeStore(app.services.db);
+  else stopGauges = sampleStore(app.services.db, log);
   const seeded = config.seedDemo ? await bootstrapIfEmpty(app.services) : undefined;
   let bootstrap: BootstrapFile | undefined;
   if (seeded) {
@@ -84,6 +115,10 @@ export async function createSwitchyard(options: SwitchyardOptions = {}): Promise
     config,
     bootstrap,
     responseValidator: app.responseValidator,
-    close: () => app.close(),
+    metrics: registry,
+    async close() {
+      stopGauges?.();
+      await Promise.all([app.close(), metricsServer?.close()]);
+    },
   };
 }

@@ -2079,6 +2079,7 @@ export interface components {
          *       "shutdownGraceMs": 30000,
          *       "tracing": {
          *         "enabled": false,
+         *         "disabled": false,
          *         "serviceName": "switchyard"
          *       }
          *     }
@@ -2335,6 +2336,8 @@ export interface components {
             tokenTtlSeconds: number;
             /** @description OpenTelemetry traces (README "Tracing"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves. */
             tracing: {
+                /** @description OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README "Embedding"). */
+                disabled: boolean;
                 /** @description Spans are recorded and exported over OTLP/HTTP. */
                 enabled: boolean;
                 /** @description OTEL_SERVICE_NAME (default switchyard). */

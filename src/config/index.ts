@@ -110,6 +110,11 @@ export interface Config {
 export interface TracingConfig {
   /** An OTLP endpoint is set and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none turns it off. */
   enabled: boolean;
+  /**
+   * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no spans at all, not even into the
+   * OpenTelemetry SDK of a host that embeds the service (src/embed.ts).
+   */
+  disabled: boolean;
   /** OTEL_SERVICE_NAME, default `switchyard`. */
   serviceName: string;
 }
@@ -297,6 +302,7 @@ function tracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
   }
   return {
     enabled: endpoint !== '' && !disabled && !exporters.includes('none'),
+    disabled: disabled || exporters.includes('none'),
     serviceName: (env.OTEL_SERVICE_NAME ?? '').trim() || 'switchyard',
   };
 }

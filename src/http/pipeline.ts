@@ -18,8 +18,8 @@ import { errorFormatOf, renderError, sendError } from './render.js';
 import { hasBody, mediaType, readForm, readJson } from './body.js';
 import { writeReply } from './reply.js';
 import {
-  extractContext,
   markSpanError,
+  requestParent,
   runInSpan,
   SpanKind,
   startSpan,
@@ -213,10 +213,11 @@ function operationRoute(operationId: OperationId, opts: PipelineOptions, answere
     }
     answered(res.statusCode, started);
   };
-  // The server span, named by operationId, continues the caller's trace (inbound traceparent).
+  // The server span, named by operationId, continues the caller's trace (inbound traceparent), or
+  // is a child of the span an embedding application made for the request.
   return (req, res, match) => {
     if (!tracingOn()) return handle(req, res, match);
-    const span = startSpan(operationId, { kind: SpanKind.SERVER, parent: extractContext(req.headers) });
+    const span = startSpan(operationId, { kind: SpanKind.SERVER, parent: requestParent(req.headers) });
     if (!span.isRecording()) return runInSpan(span, () => handle(req, res, match));
     span.setAttributes({ 'http.request.method': req.method ?? 'GET', 'http.route': op.path });
     res.once('close', () => {

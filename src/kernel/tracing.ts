@@ -124,6 +124,16 @@ export function extractContext(headers: HeaderBag): Context {
   return propagation.extract(ROOT_CONTEXT, headers, bagGetter);
 }
 
+/**
+ * The parent of a request's server span: the active span when there is one (an application that
+ * embeds the service traced the request already, its span continuing the caller's trace), else
+ * the context of the inbound headers.
+ */
+export function requestParent(headers: HeaderBag): Context {
+  const active = context.active();
+  return trace.getSpan(active) ? active : extractContext(headers);
+}
+
 /** Writes `traceparent` (and `tracestate`) of the active span into a plain header object. */
 export function injectHeaders(
   headers: Record<string, string>,

@@ -14,7 +14,7 @@
  * Spans are recorded here and exported from a thread of their own (thread-processor.ts,
  * export-thread.ts): the exporter, its batch processor and their variables live there.
  */
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, propagation, ProxyTracerProvider, trace, type TracerProvider } from '@opentelemetry/api';
 import type * as SdkTraceModule from '@opentelemetry/sdk-trace';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/index.js';
@@ -97,6 +97,39 @@ export async function startTracing(
       trace.disable();
       propagation.disable();
       context.disable();
+    },
+  };
+  return running;
+}
+
+/**
+ * Whether the process already has a tracer provider registered: an application that embeds the
+ * service (src/embed.ts) and set up its own OpenTelemetry SDK. Without one, the API's proxy
+ * delegates to its no-op provider, the same object a fresh proxy delegates to.
+ */
+export function hostTracerProvider(): boolean {
+  const registered = trace.getTracerProvider() as TracerProvider & { getDelegate?: () => TracerProvider };
+  if (typeof registered.getDelegate !== 'function') return true;
+  return registered.getDelegate() !== new ProxyTracerProvider().getDelegate();
+}
+
+/**
+ * Tracing for an embedded service: a host with its own OpenTelemetry SDK registered gets the
+ * service's spans in it (its sampler, processors, exporter, context manager and propagator; the
+ * OTEL_* variables of the service do not apply); otherwise as startTracing. Nothing at all with
+ * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
+ */
+export async function startEmbeddedTracing(
+  config: TracingConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<TracingHandle | undefined> {
+  if (config.disabled || running) return running;
+  if (!hostTracerProvider()) return startTracing(config, env);
+  enableTracing();
+  running = {
+    async shutdown() {
+      running = undefined;
+      disableTracing();
     },
   };
   return running;

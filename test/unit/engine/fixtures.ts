@@ -110,7 +110,7 @@ export function testConfig(): Config {
     metricsPort: null,
     metricsHost: '127.0.0.1',
     shutdownGraceMs: 30_000,
-    tracing: { enabled: false, serviceName: 'switchyard' },
+    tracing: { enabled: false, disabled: false, serviceName: 'switchyard' },
   };
 }
 

@@ -181,7 +181,7 @@ describe('kernel/tracing with an SDK registered', () => {
 
 describe('kernel/tracing with tracing off', () => {
   it('records nothing and propagates nothing; startTracing loads nothing when not enabled', async () => {
-    expect(await startTracing({ enabled: false, serviceName: 'x' })).to.equal(undefined);
+    expect(await startTracing({ enabled: false, disabled: false, serviceName: 'x' })).to.equal(undefined);
     const headers: Record<string, string> = {};
     await withSpan('op', { parent: extractContext({ traceparent: `00-${TRACE}-${PARENT}-01` }) }, async (span) => {
       expect(span.isRecording()).to.equal(false);
