@@ -27,14 +27,19 @@ import {
 
 export { SpanKind, type Attributes, type Context, type Span };
 
-const tracer = trace.getTracer('switchyard');
-
 /** Set once an SDK is registered: until then the helpers return at once, building nothing. */
 let on = false;
 const NOOP_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+/**
+ * Taken when tracing is enabled, from the provider registered then: a tracer taken earlier
+ * would keep the provider it first reached even after the API's registration was reset and
+ * another provider registered (an embedding application's, tests').
+ */
+let tracer = trace.getTracer('switchyard');
 
 /** Called by the SDK setup (src/observability) once the tracer provider is registered. */
 export function enableTracing(): void {
+  tracer = trace.getTracer('switchyard');
   on = true;
 }
 
