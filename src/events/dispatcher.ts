@@ -18,6 +18,7 @@ import { nowIso } from '../kernel/ids.js';
 import { claimPending, pruneDeliveries, recordOutcomes, type DeliveryOutcome, type OutboxRow } from './outbox.js';
 import { revealKey } from './trigger-urls.js';
 import { eventDeliveries } from '../kernel/metrics.js';
+import { underTraceparent } from '../kernel/tracing.js';
 
 const delivered = { sent: eventDeliveries.labels('sent'), failed: eventDeliveries.labels('failed') };
 
@@ -168,7 +169,10 @@ export class EventDispatcher {
     const started = performance.now();
     try {
       const key = revealKey(this.secretKey, row.api_key_enc);
-      const res = await this.post(row.url, row.payload, { 'content-type': 'application/json', 'x-api-key': key });
+      // The delivery's span joins the trace of the request that made the change.
+      const res = await underTraceparent(row.trace_parent, () =>
+        this.post(row.url, row.payload, { 'content-type': 'application/json', 'x-api-key': key }),
+      );
       const runId = res.headers['x-pf-run-id'];
       const ok = res.status >= 200 && res.status < 300;
       outcome = {

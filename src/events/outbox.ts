@@ -16,6 +16,7 @@ import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
 import type { EventPayload } from './payloads.js';
 import type { WriteBatch } from '../storage/write-queue.js';
 import { eventDeliveries } from '../kernel/metrics.js';
+import { activeTraceparent } from '../kernel/tracing.js';
 
 const droppedCalls = eventDeliveries.labels('dropped');
 
@@ -51,6 +52,8 @@ export interface OutboxRow {
   claimed_until: string | null;
   created_at: string;
   finished_at: string | null;
+  /** The traceparent of the request that made the change: the delivery's span joins its trace. */
+  trace_parent: string | null;
 }
 
 const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
@@ -62,6 +65,7 @@ const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
 export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[]): number {
   if (events.length === 0) return 0;
   const now = nowIso();
+  const traceParent = activeTraceparent() ?? null;
   const rows = events.map((e) => {
     const id = newId('evt');
     const level: Level | 'file' = (e.payload.triggerLevel as Level | 'file' | undefined) ?? e.target.triggerLevel;
@@ -80,6 +84,7 @@ export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[])
       attempts: 0,
       created_at: now,
       finished_at: e.dropped ? now : null,
+      trace_parent: traceParent,
     };
   });
   batch.insertLater('event_outbox', rows);

@@ -39,6 +39,8 @@ export interface BatchRow {
   loader_id: string | null;
   lease_until: string | null;
   failure_reason: string | null;
+  /** The traceparent of the request that created the batch: its load's span joins that trace. */
+  trace_parent?: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -8,6 +8,7 @@ import { AppError } from '../errors/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import type { CallTargets } from '../triggers/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
+import { activeTraceparent } from '../kernel/tracing.js';
 import { CsvHeadError, scanCsv } from './csv.js';
 import { findBatch, type BatchRow } from './batches.js';
 import type { QueueRecord } from './queues.js';
@@ -79,6 +80,7 @@ export async function createBatch(
     failure_reason: null,
     created_at: now,
     updated_at: now,
+    trace_parent: activeTraceparent() ?? null,
   };
   const taken = await db.transaction(async (trx) => {
     // The key's row is taken first (a write, so concurrent creations serialise): one batch per key.

@@ -14,7 +14,7 @@ import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import { fromJson } from '../storage/db.js';
 import { nowIso } from '../kernel/ids.js';
-import { withSpan } from '../kernel/tracing.js';
+import { contextFromTraceparent, withSpan } from '../kernel/tracing.js';
 import { readRows, type CsvChunk } from './csv.js';
 import type { BatchRow } from './batches.js';
 import { csvRowsLoaded, csvRowsRead, csvRowsSkipped } from '../kernel/metrics.js';
@@ -134,9 +134,10 @@ export class BatchLoader {
     return rows[0];
   }
 
-  /** One batch's load in its span (`csv batch load`). */
+  /** One batch's load in its span (`csv batch load`), in the trace of the request that created the batch. */
   private load(batch: BatchRow): Promise<void> {
-    return withSpan('csv batch load', {}, async (span) => {
+    // A child of the request that created the batch (its stored traceparent), however much later.
+    return withSpan('csv batch load', { parent: contextFromTraceparent(batch.trace_parent) }, async (span) => {
       if (span.isRecording())
         span.setAttributes({ 'switchyard.org_id': batch.org_id, 'switchyard.queue.batch_id': batch.id });
       await this.loadRows(batch);

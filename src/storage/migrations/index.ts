@@ -10,6 +10,7 @@ import * as m008 from './008_browser_action_cache.js';
 import * as m009 from './009_discovery_embeddings.js';
 import * as m010 from './010_discovery_usage.js';
 import * as m011 from './011_run_trace_parent.js';
+import * as m012 from './012_event_and_batch_trace_parent.js';
 
 export interface Migration {
   name: string;
@@ -30,4 +31,5 @@ export const migrations: Migration[] = [
   { name: '009_discovery_embeddings', ...m009 },
   { name: '010_discovery_usage', ...m010 },
   { name: '011_run_trace_parent', ...m011 },
+  { name: '012_event_and_batch_trace_parent', ...m012 },
 ];

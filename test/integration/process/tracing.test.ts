@@ -117,6 +117,8 @@ for (const backend of backends) {
     let base: string;
     let apiKey: string;
     let triggerId: string;
+    let token: string;
+    let datastoreId: string;
     let crossProcess = false;
 
     before(async function () {
@@ -163,8 +165,11 @@ for (const backend of backends) {
         if (exited || Date.now() > deadline) throw new Error(`the worker did not start:\n${workerOutput}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      const { token, b } = await bootstrapToken(base, dataDir);
+      const boot = await bootstrapToken(base, dataDir);
+      const b = boot.b;
+      token = boot.token;
       apiKey = b.apiKey;
+      datastoreId = b.demo.datastoreId;
       const wf = await call(base, 'POST', '/v1/workflows', {
         token,
         body: {
@@ -236,6 +241,74 @@ for (const backend of backends) {
       const run = spans.find((s) => s.name === 'run')!;
       expect(run.parentSpanId).to.equal(server.spanId);
       expect(attr(run, 'switchyard.run_id')).to.equal(res.headers.get('x-pf-run-id'));
+    });
+
+    it("an item change with a traceparent: its event call, delivered later, is a child of the change's request and carries its own span", async () => {
+      const events = await startReceiver();
+      events.status = 202;
+      try {
+        const patched = await call(base, 'PATCH', `/datacollection/${datastoreId}`, {
+          token,
+          body: { triggerUrls: [{ event: 'onCreate', url: `${events.url}/on-create`, apiKey: 'k-1234' }] },
+        });
+        expect(patched.status, patched.text).to.equal(200);
+        const traceId = hex(16);
+        const callerSpan = hex(8);
+        const item = await call(base, 'POST', `/memory/items?collectionId=${datastoreId}`, {
+          token,
+          headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+          body: { key: `traced-${traceId}`, content: { n: 1 } },
+        });
+        expect(item.status, item.text).to.be.oneOf([200, 201]);
+        const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'event delivery'));
+        const server = spans.find((x) => x.parentSpanId === callerSpan)!;
+        const delivery = spans.find((x) => x.name === 'event delivery')!;
+        expect(server, 'the change request span').to.exist;
+        expect(server.kind).to.equal(2); // SERVER
+        expect(delivery.parentSpanId).to.equal(server.spanId);
+        expect(delivery.kind).to.equal(3); // CLIENT
+        if (crossProcess) expect(delivery.pid, 'delivered by the worker process').to.not.equal(server.pid);
+        const [received] = await events.waitFor(1);
+        expect(received!.headers.traceparent).to.equal(`00-${traceId}-${delivery.spanId}-01`);
+      } finally {
+        const cleared = await call(base, 'PATCH', `/datacollection/${datastoreId}`, {
+          token,
+          body: { triggerUrls: [] },
+        });
+        expect(cleared.status, cleared.text).to.equal(200);
+        await events.close();
+      }
+    });
+
+    it('a CSV batch created with a traceparent: its load, done later by the loader, is a child of that request', async () => {
+      const queue = await call(base, 'POST', '/v1/queues', {
+        token,
+        body: { name: `traced-${hex(4)}`, triggerId, paused: true },
+      });
+      expect(queue.status, queue.text).to.equal(201);
+      const queueId = queue.body.queueId as string;
+      const data = Buffer.from('name\r\nAda\r\nGrace\r\n');
+      const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
+        token,
+        body: { filename: 'rows.csv', sizeBytes: data.length },
+      });
+      expect(url.status, url.text).to.equal(200);
+      const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
+      expect(put.status).to.equal(200);
+      const traceId = hex(16);
+      const callerSpan = hex(8);
+      const batch = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, {
+        token,
+        headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+        body: { csvKey: url.body.csvKey, triggerId },
+      });
+      expect(batch.status, batch.text).to.equal(202);
+      const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'csv batch load'));
+      const server = spans.find((x) => x.parentSpanId === callerSpan)!;
+      const load = spans.find((x) => x.name === 'csv batch load')!;
+      expect(server, 'the batch request span').to.exist;
+      expect(load.parentSpanId).to.equal(server.spanId);
+      expect(attr(load, 'switchyard.queue.batch_id')).to.equal(batch.body.batchId ?? batch.body.id);
     });
 
     it('a malformed traceparent is ignored: the call succeeds in a new trace', async () => {
