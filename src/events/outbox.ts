@@ -16,7 +16,6 @@ import type { EventName, Level, StoredTriggerUrl } from './trigger-urls.js';
 import type { EventPayload } from './payloads.js';
 import type { WriteBatch } from '../storage/write-queue.js';
 import { eventDeliveries } from '../kernel/metrics.js';
-import { activeTraceparent } from '../kernel/tracing.js';
 
 const droppedCalls = eventDeliveries.labels('dropped');
 
@@ -60,12 +59,12 @@ const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
 
 /**
  * Hands the rows to the caller's write batch (inserted before its commit, src/storage/write-queue.ts);
- * returns how many are pending delivery.
+ * returns how many are pending delivery. `traceParent` is that of the request making the change
+ * (read before its write operation, which may run in another request's flush).
  */
-export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[]): number {
+export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[], traceParent: string | null): number {
   if (events.length === 0) return 0;
   const now = nowIso();
-  const traceParent = activeTraceparent() ?? null;
   const rows = events.map((e) => {
     const id = newId('evt');
     const level: Level | 'file' = (e.payload.triggerLevel as Level | 'file' | undefined) ?? e.target.triggerLevel;

@@ -178,15 +178,6 @@ export function underTraceparent<T>(traceparent: string | null | undefined, fn: 
   return context.with(contextFromTraceparent(traceparent), fn);
 }
 
-/**
- * `fn` bound to the context active now: called later from anywhere (a group commit running the
- * operations of many requests), it runs under the context of the caller that made it. With
- * tracing off it is `fn` itself.
- */
-export function bindToActive<F extends (...args: never[]) => unknown>(fn: F): F {
-  return on ? context.bind(context.active(), fn) : fn;
-}
-
 /** `trace_id` and `span_id` of the active span, for log lines; undefined outside a valid span. */
 export function activeTraceIds(): { trace_id: string; span_id: string } | undefined {
   if (!on) return undefined;

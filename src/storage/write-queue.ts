@@ -40,7 +40,6 @@
  * concurrent writers, so there each caller gets a queue of its own and commits in parallel.
  */
 import type { Knex } from 'knex';
-import { bindToActive } from '../kernel/tracing.js';
 
 export interface WriteBatch {
   /** Appends rows to `table` at the end of this transaction (before its commit). */
@@ -204,8 +203,7 @@ export class WriteQueue {
   run<T>(op: WriteOp<T>, opts: WriteOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({
-        // Run under its caller's trace context, whichever request's flush runs it.
-        run: bindToActive(op),
+        run: op,
         resolve: resolve as (v: unknown) => void,
         reject,
         autocommit: opts.autocommit === true,

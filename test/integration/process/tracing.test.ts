@@ -243,7 +243,7 @@ for (const backend of backends) {
       expect(attr(run, 'switchyard.run_id')).to.equal(res.headers.get('x-pf-run-id'));
     });
 
-    it("an item change with a traceparent: its event call, delivered later, is a child of the change's request and carries its own span", async () => {
+    it("item changes with traceparents: each event call, delivered later, is a child of its change's request and carries its own span", async () => {
       const events = await startReceiver();
       events.status = 202;
       try {
@@ -252,24 +252,33 @@ for (const backend of backends) {
           body: { triggerUrls: [{ event: 'onCreate', url: `${events.url}/on-create`, apiKey: 'k-1234' }] },
         });
         expect(patched.status, patched.text).to.equal(200);
-        const traceId = hex(16);
-        const callerSpan = hex(8);
-        const item = await call(base, 'POST', `/memory/items?collectionId=${datastoreId}`, {
-          token,
-          headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
-          body: { key: `traced-${traceId}`, content: { n: 1 } },
-        });
-        expect(item.status, item.text).to.be.oneOf([200, 201]);
-        const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'event delivery'));
-        const server = spans.find((x) => x.parentSpanId === callerSpan)!;
-        const delivery = spans.find((x) => x.name === 'event delivery')!;
-        expect(server, 'the change request span').to.exist;
-        expect(server.kind).to.equal(2); // SERVER
-        expect(delivery.parentSpanId).to.equal(server.spanId);
-        expect(delivery.kind).to.equal(3); // CLIENT
-        if (crossProcess) expect(delivery.pid, 'delivered by the worker process').to.not.equal(server.pid);
-        const [received] = await events.waitFor(1);
-        expect(received!.headers.traceparent).to.equal(`00-${traceId}-${delivery.spanId}-01`);
+        // Three changes at once, each in a trace of its own: their writes may share one group
+        // commit, and each delivery must still join its own change's trace.
+        const callers = Array.from({ length: 3 }, () => ({ traceId: hex(16), span: hex(8) }));
+        const items = await Promise.all(
+          callers.map(({ traceId, span }) =>
+            call(base, 'POST', `/memory/items?collectionId=${datastoreId}`, {
+              token,
+              headers: { traceparent: `00-${traceId}-${span}-01` },
+              body: { key: `traced-${traceId}`, content: { n: 1 } },
+            }),
+          ),
+        );
+        for (const item of items) expect(item.status, item.text).to.be.oneOf([200, 201]);
+        const received = await events.waitFor(3);
+        for (const { traceId, span } of callers) {
+          const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'event delivery'));
+          const server = spans.find((x) => x.parentSpanId === span)!;
+          const delivery = spans.filter((x) => x.name === 'event delivery');
+          expect(server, 'the change request span').to.exist;
+          expect(server.kind).to.equal(2); // SERVER
+          expect(delivery, 'one delivery in this trace').to.have.length(1);
+          expect(delivery[0]!.parentSpanId).to.equal(server.spanId);
+          expect(delivery[0]!.kind).to.equal(3); // CLIENT
+          if (crossProcess) expect(delivery[0]!.pid, 'delivered by the worker process').to.not.equal(server.pid);
+          const sent = received.filter((r) => r.headers.traceparent === `00-${traceId}-${delivery[0]!.spanId}-01`);
+          expect(sent, 'the receiver saw the delivery span').to.have.length(1);
+        }
       } finally {
         const cleared = await call(base, 'PATCH', `/datacollection/${datastoreId}`, {
           token,

@@ -25,8 +25,6 @@ import {
 import { createLogger } from '../../../src/config/logger.js';
 import { threadPoster } from '../../../src/events/outbound.js';
 import { startReceiver } from '../../helpers/receiver.js';
-import { createTestStore } from '../../helpers/store.js';
-import { WriteQueue } from '../../../src/storage/write-queue.js';
 import { startTracing } from '../../../src/observability/index.js';
 import { samplerFrom } from '../../../src/observability/tracing.js';
 
@@ -148,27 +146,6 @@ describe('kernel/tracing with an SDK registered', () => {
     expect(span!.attributes['http.response.status_code']).to.equal(202);
     const { traceId, spanId } = span!.spanContext();
     expect(receiver.calls[0]!.headers.traceparent).to.equal(`00-${traceId}-${spanId}-01`);
-  });
-
-  it("a write-queue operation runs under its caller's trace context, whichever request's flush runs it", async () => {
-    const store = await createTestStore('sqlite');
-    try {
-      const q = new WriteQueue(store.db);
-      // Three callers in three spans enqueue before the flush: one transaction runs all three.
-      const seen = await Promise.all(
-        ['a', 'b', 'c'].map((name) =>
-          withSpan(name, {}, async () => {
-            const mine = activeTraceparent();
-            const inOp = await q.run(async () => activeTraceparent());
-            return { mine, inOp };
-          }),
-        ),
-      );
-      for (const { mine, inOp } of seen) expect(inOp).to.equal(mine);
-      expect(new Set(seen.map((x) => x.inOp)).size).to.equal(3);
-    } finally {
-      await store.close();
-    }
   });
 
   it('log lines carry trace_id and span_id inside a span when the logger is made for tracing', async () => {
