@@ -23,7 +23,13 @@ import { requestPath } from './http/pipeline.js';
 import type { Services } from './services.js';
 import { registry } from './kernel/metrics.js';
 import { tracingOn } from './kernel/tracing.js';
-import { sampleStore, startEmbeddedTracing, startMetricsServer, stopTracing } from './observability/index.js';
+import {
+  sampleStore,
+  startEmbeddedTracing,
+  startMetricsServer,
+  stopTracing,
+  type MetricsServer,
+} from './observability/index.js';
 
 export interface SwitchyardOptions {
   /** Settings merged over `process.env`: the same variables as the standalone server (README "Configuration"). */
@@ -69,17 +75,13 @@ export async function createSwitchyard(options: SwitchyardOptions = {}): Promise
   // Traces go into the host's OpenTelemetry SDK when it has one, else as `npm start` sends them.
   await startEmbeddedTracing(config.tracing, env);
   const log = options.log ?? createLogger(config.logLevel, undefined, { traceIds: tracingOn() });
-  let metricsServer: Awaited<ReturnType<typeof startMetricsServer>>;
+  let metricsServer: MetricsServer | undefined;
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     metricsServer = await startMetricsServer({ config, log });
-    try {
-      app = await createApp(config, log);
-    } catch (err) {
-      await metricsServer?.close();
-      throw err;
-    }
+    app = await createApp(config, log);
   } catch (err) {
+    await metricsServer?.close();
     await stopTracing();
     throw err;
   }

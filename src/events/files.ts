@@ -16,7 +16,6 @@ import { sanitizeFilename, discardAttachments, readMultipartTrigger, type Attach
 import type { CollectionRecord } from './collections.js';
 import { isForeignKeyViolation, type ItemDeps } from './items.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
-import { activeTraceparent } from '../kernel/tracing.js';
 import { filePayload, type FileState } from './payloads.js';
 import {
   configuredView,
@@ -146,8 +145,6 @@ function events(c: CollectionRecord, f: StoredFile, event: EventName, targets: S
 async function insertFile(deps: FileDeps, c: CollectionRecord, row: FileRow): Promise<ReturnType<typeof fileView>> {
   const file = toFile(deps, c, row);
   let pending = 0;
-  // Read here: the write queue runs the operation in whichever request's flush comes first.
-  const traceParent = activeTraceparent() ?? null;
   await deps.writes.run(async (trx, batch) => {
     await trx('collection_items').insert({ ...row, collection_id: c.id, org_id: c.orgId });
     pending = enqueueEvents(
@@ -158,7 +155,6 @@ async function insertFile(deps: FileDeps, c: CollectionRecord, row: FileRow): Pr
         'onCreate',
         c.triggerUrls.filter((t) => t.event === 'onCreate'),
       ),
-      traceParent,
     );
   });
   if (pending > 0) deps.wake();
@@ -238,8 +234,6 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
   if (!FILE_ITEM_ID_PATTERN.test(id))
     throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });
   let pending = 0;
-  // Read here: the write queue runs the operation in whichever request's flush comes first.
-  const traceParent = activeTraceparent() ?? null;
   let fileId: string | undefined;
   const found = await deps.writes.run(async (trx, batch) => {
     const n = await trx('collection_items').where({ id, collection_id: c.id }).update({ updated_at: nowIso() });
@@ -249,7 +243,7 @@ export async function deleteFile(deps: FileDeps, c: CollectionRecord, id: string
     fileId = row.file_id;
     await trx('collection_items').where({ id }).delete();
     const targets = [...c.triggerUrls, ...file.triggerUrls].filter((t) => t.event === 'onDelete');
-    pending = enqueueEvents(batch, events(c, file, 'onDelete', targets), traceParent);
+    pending = enqueueEvents(batch, events(c, file, 'onDelete', targets));
     return true;
   });
   if (!found) throw new AppError('ERR_ITEM_NOT_FOUND', { message: 'No file with this id exists in the collection.' });

@@ -18,7 +18,6 @@ import { AppError } from '../errors/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import type { CollectionRecord } from './collections.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';
-import { activeTraceparent } from '../kernel/tracing.js';
 import { itemPayload, REDACTED, type ItemState } from './payloads.js';
 import {
   configuredView,
@@ -206,8 +205,6 @@ export async function createItem(
     triggerUrls,
   };
   let pending = 0;
-  // Read here: the write queue runs the operation in whichever request's flush comes first.
-  const traceParent = activeTraceparent() ?? null;
   // ON CONFLICT DO NOTHING: a taken key is answered without aborting the group's transaction.
   const inserted = await deps.writes
     .run(async (trx, batch) => {
@@ -230,11 +227,7 @@ export async function createItem(
         .returning('id')) as unknown[];
       if (rows.length === 0) return false;
       // onCreate exists at collection level only (spec "Events").
-      pending = enqueueEvents(
-        batch,
-        events(c, item, 'onCreate', { targets: targetsOf(c, undefined, 'onCreate') }),
-        traceParent,
-      );
+      pending = enqueueEvents(batch, events(c, item, 'onCreate', { targets: targetsOf(c, undefined, 'onCreate') }));
       return true;
     })
     .catch((err: unknown) => {
@@ -278,8 +271,6 @@ export async function updateItem(
           addresses: deps.addresses,
         });
   let pending = 0;
-  // Read here: the write queue runs the operation in whichever request's flush comes first.
-  const traceParent = activeTraceparent() ?? null;
   const result = await deps.writes.run(async (trx, batch) => {
     const now = nowIso();
     // Write first (sqlite lock upgrade) and hold the row against concurrent edits; RETURNING reads
@@ -325,7 +316,6 @@ export async function updateItem(
           previous: { content: current.content, metadata: current.metadata },
           dropped: admitted ? undefined : DROPPED_MESSAGE,
         }),
-        traceParent,
       );
     }
     return item;
@@ -369,8 +359,6 @@ function changed(
 export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string): Promise<void> {
   checkCollection(c);
   let pending = 0;
-  // Read here: the write queue runs the operation in whichever request's flush comes first.
-  const traceParent = activeTraceparent() ?? null;
   const found = await deps.writes.run(async (trx, batch) => {
     // Write first (sqlite lock upgrade); RETURNING reads the row in the same statement (knex's
     // sqlite DELETE has no RETURNING).
@@ -382,11 +370,7 @@ export async function deleteItem(deps: ItemDeps, c: CollectionRecord, id: string
     const item = toItem(deps, c, row);
     await trx('collection_items').where({ id }).delete();
     // Not suppressible: the spec offers triggerChanges on updates only.
-    pending = enqueueEvents(
-      batch,
-      events(c, item, 'onDelete', { targets: targetsOf(c, item, 'onDelete') }),
-      traceParent,
-    );
+    pending = enqueueEvents(batch, events(c, item, 'onDelete', { targets: targetsOf(c, item, 'onDelete') }));
     return true;
   });
   if (!found) throw notFound();

@@ -59,10 +59,10 @@ const EVENT_ID_PATTERN = /^evt_[0-9a-f]{32}$/;
 
 /**
  * Hands the rows to the caller's write batch (inserted before its commit, src/storage/write-queue.ts);
- * returns how many are pending delivery. `traceParent` is that of the request making the change
- * (read before its write operation, which may run in another request's flush).
+ * returns how many are pending delivery. Each row keeps the traceparent of the request making
+ * the change (the batch's caller, not the active span: see WriteBatch.callerTraceparent).
  */
-export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[], traceParent: string | null): number {
+export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[]): number {
   if (events.length === 0) return 0;
   const now = nowIso();
   const rows = events.map((e) => {
@@ -83,7 +83,7 @@ export function enqueueEvents(batch: WriteBatch, events: readonly OutboxEvent[],
       attempts: 0,
       created_at: now,
       finished_at: e.dropped ? now : null,
-      trace_parent: traceParent,
+      trace_parent: batch.callerTraceparent,
     };
   });
   batch.insertLater('event_outbox', rows);

@@ -69,7 +69,6 @@ const processor = new sdk.BatchSpanProcessor({
   maxQueueSize: intFrom(process.env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
   maxExportBatchSize: intFrom(process.env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
 });
-const traceState = (header: string) => new core.TraceState(header);
 /** The instrumentation scopes, by the index the recording thread gave each. */
 const scopes: InstrumentationScope[] = [];
 
@@ -87,7 +86,7 @@ port.on('message', (msg: ExportThreadMessage) => {
   switch (msg.kind) {
     case 'spans':
       scopes.push(...msg.scopes);
-      for (const w of JSON.parse(msg.spans) as WireSpan[]) processor.onEnd(fromWire(w, resource, scopes, traceState));
+      for (const w of JSON.parse(msg.spans) as WireSpan[]) processor.onEnd(fromWire(w, resource, scopes, core));
       return;
     case 'flush':
       void answer(msg.n, processor.forceFlush());

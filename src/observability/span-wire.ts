@@ -91,23 +91,17 @@ export function toWire(span: ReadableSpan, scope: number): WireSpan {
   ];
 }
 
-type TraceStateFrom = (header: string) => TraceState;
-
-function spanContextOf(w: WireContext, traceState: TraceStateFrom): SpanContext {
-  const ctx: SpanContext = { traceId: w[0], spanId: w[1], traceFlags: w[2] };
-  if (w[3] !== null) ctx.traceState = traceState(w[3]);
-  if (w[4] !== null) ctx.isRemote = w[4];
-  return ctx;
+/** What rebuilding a span takes from `@opentelemetry/core`, loaded by the export thread. */
+export interface CoreParts {
+  TraceState: new (header: string) => TraceState;
+  hrTimeDuration(start: HrTime, end: HrTime): HrTime;
 }
 
-function durationOf(start: HrTime, end: HrTime): HrTime {
-  let seconds = end[0] - start[0];
-  let nanos = end[1] - start[1];
-  if (nanos < 0) {
-    seconds -= 1;
-    nanos += 1e9;
-  }
-  return [seconds, nanos];
+function spanContextOf(w: WireContext, core: CoreParts): SpanContext {
+  const ctx: SpanContext = { traceId: w[0], spanId: w[1], traceFlags: w[2] };
+  if (w[3] !== null) ctx.traceState = new core.TraceState(w[3]);
+  if (w[4] !== null) ctx.isRemote = w[4];
+  return ctx;
 }
 
 /** The span an exporter reads, rebuilt from its wire form, with the export thread's resource and scopes. */
@@ -115,11 +109,11 @@ export function fromWire(
   w: WireSpan,
   resource: Resource,
   scopes: InstrumentationScope[],
-  traceState: TraceStateFrom,
+  core: CoreParts,
 ): ReadableSpan {
-  const ctx = spanContextOf(w[2], traceState);
+  const ctx = spanContextOf(w[2], core);
   const links: Link[] = (w[10] ?? []).map(([context, attributes, dropped]) => ({
-    context: spanContextOf(context, traceState),
+    context: spanContextOf(context, core),
     ...(attributes ? { attributes } : {}),
     ...(dropped !== null ? { droppedAttributesCount: dropped } : {}),
   }));
@@ -128,10 +122,10 @@ export function fromWire(
     name: w[0],
     kind: w[1],
     spanContext: () => ctx,
-    parentSpanContext: w[3] ? spanContextOf(w[3], traceState) : undefined,
+    parentSpanContext: w[3] ? spanContextOf(w[3], core) : undefined,
     startTime: w[4],
     endTime: w[5],
-    duration: durationOf(w[4], w[5]),
+    duration: core.hrTimeDuration(w[4], w[5]),
     status,
     attributes: w[8],
     events: w[9] ?? [],

@@ -40,6 +40,7 @@
  * concurrent writers, so there each caller gets a queue of its own and commits in parallel.
  */
 import type { Knex } from 'knex';
+import { activeTraceparent } from '../kernel/tracing.js';
 
 export interface WriteBatch {
   /** Appends rows to `table` at the end of this transaction (before its commit). */
@@ -50,6 +51,13 @@ export interface WriteBatch {
    * (as its whole result): its caller's promise settles with this item's result.
    */
   joinLater<I, R>(group: BatchGroup<I, R>, item: I): Later<R>;
+  /**
+   * The W3C traceparent of the caller whose operation is running, read when it queued the
+   * operation; null when tracing is off. A batch runs every operation under the trace context of
+   * whichever caller's flush came first, so an operation that records its own caller's trace (an
+   * item change's event calls) takes it from here, not from the active span.
+   */
+  readonly callerTraceparent: string | null;
 }
 
 /**
@@ -72,6 +80,7 @@ export class Later<R> {
 type WriteOp<T> = (trx: Knex.Transaction, batch: WriteBatch) => Promise<T | Later<T>>;
 type Op = {
   run: WriteOp<unknown>;
+  traceparent: string | null;
   resolve: (v: unknown) => void;
   reject: (err: unknown) => void;
   autocommit?: boolean;
@@ -92,7 +101,11 @@ const INSERT_CHUNK = 200;
 async function runOps(trx: Knex.Transaction, ops: readonly Op[]): Promise<unknown[]> {
   const later = new Map<string, Record<string, unknown>[]>();
   const groups = new Map<BatchGroup<unknown, unknown>, { items: unknown[]; handles: Later<unknown>[] }>();
+  let caller: string | null = null;
   const batch: WriteBatch = {
+    get callerTraceparent() {
+      return caller;
+    },
     insertLater(table, rows) {
       const list = later.get(table);
       if (list) list.push(...rows);
@@ -109,7 +122,12 @@ async function runOps(trx: Knex.Transaction, ops: readonly Op[]): Promise<unknow
     },
   };
   const out: unknown[] = [];
-  for (const op of ops) out.push(await op.run(trx, batch));
+  // One operation at a time: `caller` is the running operation's for all of its run.
+  for (const op of ops) {
+    caller = op.traceparent;
+    out.push(await op.run(trx, batch));
+  }
+  caller = null;
   for (const [group, g] of groups) {
     const results = await group.flush(trx, g.items, batch);
     g.handles.forEach((h, i) => (h.value = results[i]));
@@ -204,6 +222,7 @@ export class WriteQueue {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({
         run: op,
+        traceparent: activeTraceparent() ?? null,
         resolve: resolve as (v: unknown) => void,
         reject,
         autocommit: opts.autocommit === true,

@@ -15,9 +15,20 @@ export async function uploadCsv(
   bytes: Buffer | string,
   filename = 'rows.csv',
 ): Promise<string> {
+  return uploadCsvTo(server.baseUrl, org.token, queueId, bytes, filename);
+}
+
+/** uploadCsv against any service: its base URL and a bearer token of the queue's organisation. */
+export async function uploadCsvTo(
+  baseUrl: string,
+  token: string,
+  queueId: string,
+  bytes: Buffer | string,
+  filename = 'rows.csv',
+): Promise<string> {
   const data = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  const url = await call(server.baseUrl, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
-    token: org.token,
+  const url = await call(baseUrl, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
+    token,
     body: { filename, sizeBytes: data.length },
   });
   expect(url.status, url.text).to.equal(200);

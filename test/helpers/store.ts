@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { createClient } from 'redis';
 import { openStore, migrate, type Knex, type StoreKind } from '../../src/storage/db.js';
 
 /** PostgreSQL used by tests: the machine's server (trust auth, database `test`). */
@@ -91,4 +92,16 @@ export async function createTestStore(kind: StoreKind): Promise<TestStore> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Deletes every Redis key under `prefix`: what a test's services wrote with that REDIS_PREFIX. */
+export async function dropRedisKeys(url: string, prefix: string): Promise<void> {
+  const redis = createClient({ url });
+  await redis.connect();
+  try {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(keys);
+  } finally {
+    await redis.close();
+  }
 }

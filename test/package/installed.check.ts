@@ -10,8 +10,8 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { call, freePort } from '../helpers/server.js';
+import { dropRedisKeys } from '../helpers/store.js';
 
 const CLI = process.env.SWITCHYARD_CLI;
 const VERBS_LOG = process.env.SWITCHYARD_CLI_VERBS;
@@ -117,11 +117,7 @@ describe('the installed package (npm pack, npm install -g --omit=dev)', function
       expect(await stop(worker)).to.equal(0);
       expect(await stop(server)).to.equal(0);
     } finally {
-      const redis = createClient({ url: REDIS_URL });
-      await redis.connect();
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length) await redis.del(keys);
-      await redis.close();
+      await dropRedisKeys(REDIS_URL, prefix);
     }
   });
 });

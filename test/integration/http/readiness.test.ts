@@ -5,8 +5,8 @@
  */
 import net from 'node:net';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { startTestServer, call, freePort, type TestServer } from '../../helpers/server.js';
+import { dropRedisKeys } from '../../helpers/store.js';
 
 const REDIS = new URL(process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
 
@@ -58,11 +58,7 @@ describe('health probes: readiness checks and draining (sqlite + Redis)', functi
   after(async () => {
     await srv?.close();
     await proxy?.close();
-    const redis = createClient({ url: REDIS.href });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys(REDIS.href, prefix);
   });
 
   afterEach(() => srv?.assertResponsesValid());

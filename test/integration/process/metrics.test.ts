@@ -14,11 +14,11 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { call, freePort } from '../../helpers/server.js';
 import { bundled, startServer, waitReady, bootstrapToken } from '../../helpers/process.js';
-import { createTestStore, storeKinds, TEST_PG_URL, type TestStore } from '../../helpers/store.js';
+import { createTestStore, storeKinds, TEST_PG_URL, type TestStore, dropRedisKeys } from '../../helpers/store.js';
 import { startReceiver, type Receiver } from '../../helpers/receiver.js';
+import { uploadCsvTo } from '../../helpers/queues.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -170,17 +170,10 @@ async function workload(base: string, token: string, b: Bootstrap, rx: Receiver)
   });
   expect(queue.status, queue.text).to.equal(201);
   const queueId = queue.body.queueId as string;
-  const data = Buffer.from(CSV);
-  const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
-    token,
-    body: { filename: 'rows.csv', sizeBytes: data.length },
-  });
-  expect(url.status, url.text).to.equal(200);
-  const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
-  expect(put.status).to.equal(200);
+  const csvKey = await uploadCsvTo(base, token, queueId, CSV);
   const batch = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, {
     token,
-    body: { csvKey: url.body.csvKey, triggerId: b.demo.apiTriggerId },
+    body: { csvKey, triggerId: b.demo.apiTriggerId },
   });
   expect(batch.status, batch.text).to.equal(202);
 }
@@ -376,11 +369,7 @@ describe('process: Prometheus metrics of npm run worker (PostgreSQL + Redis)', f
     worker?.kill('SIGKILL');
     await rx?.close();
     await store?.close();
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys(REDIS_URL, prefix);
   });
 
   it('the worker counts the runs, event calls and CSV rows of a known workload exactly; promtool finds no problem', async () => {

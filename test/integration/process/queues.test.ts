@@ -18,17 +18,7 @@ import { openStore, type Knex } from '../../../src/storage/db.js';
 import { freePort, call } from '../../helpers/server.js';
 import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
 import { startServer as start, waitReady as ready, bootstrapToken as tokenFor } from '../../helpers/process.js';
-
-async function upload(base: string, token: string, queueId: string, data: Buffer): Promise<string> {
-  const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
-    token,
-    body: { filename: 'rows.csv', sizeBytes: data.length },
-  });
-  expect(url.status, url.text).to.equal(200);
-  const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
-  expect(put.status, await put.clone().text()).to.equal(200);
-  return url.body.csvKey;
-}
+import { uploadCsvTo } from '../../helpers/queues.js';
 
 async function batchOf(base: string, token: string, queueId: string, batchId: string): Promise<any> {
   const res = await call(base, 'GET', `/api/queues/${queueId}/batches/${batchId}`, { token });
@@ -94,7 +84,7 @@ describe('process: queue batches across kill -9 and processes', function () {
     });
     expect(queue.status, queue.text).to.equal(201);
     const queueId = queue.body.queueId as string;
-    const csvKey = await upload(base, token, queueId, data);
+    const csvKey = await uploadCsvTo(base, token, queueId, data);
     const created = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, {
       token,
       body: { csvKey, triggerId: b.demo.apiTriggerId },
@@ -282,7 +272,7 @@ describe('process: queue batches across kill -9 and processes', function () {
         });
         expect(queue.status, queue.text).to.equal(201);
         const queueId = queue.body.queueId as string;
-        const csvKey = await upload(
+        const csvKey = await uploadCsvTo(
           bases[0]!,
           token,
           queueId,

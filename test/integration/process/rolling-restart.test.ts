@@ -17,9 +17,8 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { freePort } from '../../helpers/server.js';
-import { createTestStore, isPgAvailable, type TestStore } from '../../helpers/store.js';
+import { createTestStore, isPgAvailable, type TestStore, dropRedisKeys } from '../../helpers/store.js';
 import { startServer, waitReady, bootstrapToken, pgDatabaseUrl, slowCallTrigger } from '../../helpers/process.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -67,11 +66,7 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
     for (const n of nodes) n.child?.kill('SIGKILL');
     slow?.close();
     await store?.close();
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys(REDIS_URL, prefix);
   });
 
   const launch = (n: Node) => {

@@ -13,11 +13,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import pg from 'pg';
-import { createClient } from 'redis';
 import { call, freePort } from '../../helpers/server.js';
-import { isPgAvailable, TEST_PG_URL } from '../../helpers/store.js';
+import { isPgAvailable, TEST_PG_URL, dropRedisKeys } from '../../helpers/store.js';
 import { bootstrapToken, bundled, ROOT, startServer, waitReady } from '../../helpers/process.js';
 import { startReceiver, type Receiver } from '../../helpers/receiver.js';
+import { uploadCsvTo } from '../../helpers/queues.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -98,11 +98,7 @@ const backends: Backend[] = [
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`);
       await c.end();
-      const redis = createClient({ url: 'redis://127.0.0.1:6379' });
-      await redis.connect();
-      const keys = await redis.keys(`${redisPrefix}:*`);
-      if (keys.length) await redis.del(keys);
-      await redis.close();
+      await dropRedisKeys('redis://127.0.0.1:6379', redisPrefix);
     },
   },
 ];
@@ -296,20 +292,13 @@ for (const backend of backends) {
       });
       expect(queue.status, queue.text).to.equal(201);
       const queueId = queue.body.queueId as string;
-      const data = Buffer.from('name\r\nAda\r\nGrace\r\n');
-      const url = await call(base, 'POST', `/api/queues/${queueId}/items/csv/upload-url`, {
-        token,
-        body: { filename: 'rows.csv', sizeBytes: data.length },
-      });
-      expect(url.status, url.text).to.equal(200);
-      const put = await fetch(url.body.uploadUrl, { method: 'PUT', headers: url.body.headers, body: data });
-      expect(put.status).to.equal(200);
+      const csvKey = await uploadCsvTo(base, token, queueId, 'name\r\nAda\r\nGrace\r\n');
       const traceId = hex(16);
       const callerSpan = hex(8);
       const batch = await call(base, 'POST', `/api/queues/${queueId}/items/csv`, {
         token,
         headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
-        body: { csvKey: url.body.csvKey, triggerId },
+        body: { csvKey, triggerId },
       });
       expect(batch.status, batch.text).to.equal(202);
       const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'csv batch load'));
@@ -317,7 +306,7 @@ for (const backend of backends) {
       const load = spans.find((x) => x.name === 'csv batch load')!;
       expect(server, 'the batch request span').to.exist;
       expect(load.parentSpanId).to.equal(server.spanId);
-      expect(attr(load, 'switchyard.queue.batch_id')).to.equal(batch.body.batchId ?? batch.body.id);
+      expect(attr(load, 'switchyard.queue.batch_id')).to.equal(batch.body.batchId);
     });
 
     it('a malformed traceparent is ignored: the call succeeds in a new trace', async () => {

@@ -11,9 +11,8 @@ import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { freePort, call } from '../../helpers/server.js';
-import { createTestStore, isPgAvailable, type TestStore } from '../../helpers/store.js';
+import { createTestStore, isPgAvailable, type TestStore, dropRedisKeys } from '../../helpers/store.js';
 import {
   startServer,
   startWorker,
@@ -108,11 +107,7 @@ describe('process: npm run worker shuts down gracefully (PostgreSQL + Redis)', f
     for (const w of workers) w.child.kill('SIGKILL');
     slow?.close();
     await store?.close();
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys(REDIS_URL, prefix);
   });
 
   it('SIGTERM: the worker finishes its runs, takes no other, exits 0; the other worker executes the rest', async () => {

@@ -8,10 +8,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { freePort, call } from '../../helpers/server.js';
 import { openStore, type Knex } from '../../../src/storage/db.js';
 import { bundled } from '../../helpers/process.js';
+import { dropRedisKeys } from '../../helpers/store.js';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -99,11 +99,7 @@ describe('process: npm run worker beside an HTTP server that only accepts trigge
     worker?.child.kill('SIGKILL');
     await db?.destroy();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    const redis = createClient({ url: REDIS_URL });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys(REDIS_URL, prefix);
   });
 
   // A short lease, so a killed worker's run is recovered within seconds.

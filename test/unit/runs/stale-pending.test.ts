@@ -3,14 +3,13 @@
  * handler failure, or Redis lost it) is announced again by the workers' recovery sweep.
  */
 import { expect } from 'chai';
-import { createClient } from 'redis';
 import { loadConfig } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { createRuntime, type Runtime } from '../../../src/app.js';
 import { createOrganization } from '../../../src/auth/index.js';
 import { createWorkflow } from '../../../src/engine/index.js';
 import { runRows, insertRuns, loadRunForWorker } from '../../../src/runs/runs.js';
-import { createTestStore, type TestStore } from '../../helpers/store.js';
+import { createTestStore, type TestStore, dropRedisKeys } from '../../helpers/store.js';
 
 describe('run workers: stale PENDING runs on the Redis queue', function () {
   this.timeout(30_000);
@@ -32,11 +31,7 @@ describe('run workers: stale PENDING runs on the Redis queue', function () {
   after(async () => {
     await runtime.close();
     await store.close();
-    const redis = createClient({ url: 'redis://127.0.0.1:6379' });
-    await redis.connect();
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length) await redis.del(keys);
-    await redis.close();
+    await dropRedisKeys('redis://127.0.0.1:6379', prefix);
   });
 
   it('runs a PENDING run that was never queued, once it is older than a lease', async () => {
