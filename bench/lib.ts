@@ -4,7 +4,8 @@
  * same run (ratios, not absolute numbers: these machines are noisy).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -17,16 +18,17 @@ export interface Started<T> {
   stop(): Promise<void>;
 }
 
+/** BENCH_CPU_PROF=DIR: every server the bench starts writes V8 CPU profiles (one per thread) into DIR. */
+function cpuProfFlags(): string[] {
+  return process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+}
+
 /** Starts `tsx <script>` and waits for its first stdout line, a JSON object describing it. */
 export async function startServer<T extends { url: string }>(
   script: string,
   env: Record<string, string> = {},
 ): Promise<Started<T>> {
-  // BENCH_CPU_PROF=DIR: every server the bench starts writes V8 CPU profiles (one per thread) into DIR.
-  const prof = process.env.BENCH_CPU_PROF
-    ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`]
-    : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, script)], {
+  const child = spawn(process.execPath, [...cpuProfFlags(), '--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -51,6 +53,96 @@ export async function startServer<T extends { url: string }>(
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
+  };
+}
+
+/** The Node flags `npm start` and `npm run worker` give the compiled service (package.json). */
+export const NPM_START_FLAGS = ['--max-semi-space-size=2'];
+
+/** A port nothing listens on now. */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * `node <args>` as `npm start` runs the service (MALLOC_ARENA_MAX=2, embedded defaults) on
+ * `dataDir` and `port`, with `env` over the bench's own environment; silent.
+ */
+export function spawnService(
+  args: string[],
+  dataDir: string,
+  port: number,
+  env: Record<string, string> = {},
+): ChildProcess {
+  return spawn(process.execPath, [...cpuProfFlags(), ...args], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+    stdio: 'ignore',
+  });
+}
+
+/** Resolves with the ms from `started` to the first 200 of the service's /readyz; rejects if it exits first. */
+export async function untilReady(port: number, child: ChildProcess, started: bigint): Promise<number> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      await res.arrayBuffer();
+      if (res.status === 200) return Number(process.hrtime.bigint() - started) / 1e6;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** SIGTERM, resolving when the process has exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** The demo's bootstrap secrets and ids, as the first start wrote them (DATA_DIR/bootstrap.json). */
+export interface DemoBootstrap {
+  apiKey: string;
+  demo: { apiTriggerId: string };
+}
+
+/**
+ * The compiled service (dist/main.js, built by the caller) as `npm start` runs it, on a fresh
+ * DATA_DIR with the demo seeded, once /readyz answers 200; `stop()` ends it and removes its data.
+ */
+export async function startCompiled(
+  env: Record<string, string> = {},
+): Promise<Started<{ url: string; bootstrap: DemoBootstrap }>> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
+  const port = await freePort();
+  const child = spawnService([...NPM_START_FLAGS, path.join(ROOT, 'dist/main.js')], dataDir, port, env);
+  await untilReady(port, child, process.hrtime.bigint());
+  const bootstrap = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as DemoBootstrap;
+  return {
+    info: { url: `http://127.0.0.1:${port}`, bootstrap },
+    child,
+    stop: async () => {
+      await stopChild(child);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -12,11 +12,11 @@
  *   divides them among every process that maps them, other Node processes on the machine included.
  * Targets: cold start ≤ 1.5 s; idle memory ≤ 150 MB. Medians are printed.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, processTree } from './lib.js';
+import { NPM_START_FLAGS, ROOT, freePort, processTree, spawnService, stopChild as stop, untilReady } from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_PRODUCTION_ROUNDS ?? 5);
 const IDLE_MS = 5_000;
@@ -24,48 +24,12 @@ const IDLE_MS = 5_000;
 type Variant = 'compiled' | 'tsx';
 
 const ARGS: Record<Variant, string[]> = {
-  compiled: ['--max-semi-space-size=2', path.join(ROOT, 'dist/main.js')],
-  tsx: ['--max-semi-space-size=2', '--import', 'tsx', path.join(ROOT, 'src/main.ts')],
+  compiled: [...NPM_START_FLAGS, path.join(ROOT, 'dist/main.js')],
+  tsx: [...NPM_START_FLAGS, '--import', 'tsx', path.join(ROOT, 'src/main.ts')],
 };
 
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function start(variant: Variant, dataDir: string, port: number): ChildProcess {
-  return spawn(process.execPath, ARGS[variant], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'silent',
-    },
-    stdio: 'ignore',
-  });
-}
-
-async function untilReady(port: number, child: ChildProcess, started: bigint): Promise<number> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
-      await res.arrayBuffer();
-      if (res.status === 200) return Number(process.hrtime.bigint() - started) / 1e6;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const start = (variant: Variant, dataDir: string, port: number): ChildProcess =>
+  spawnService(ARGS[variant], dataDir, port);
 
 function memoryMb(pid: number): { rss: number; pss: number; once: number; processes: number } {
   let rss = 0;
@@ -86,13 +50,6 @@ function memoryMb(pid: number): { rss: number; pss: number; once: number; proces
     }
   }
   return { rss: rss / 1024, pss: pss / 1024, once: once / 1024, processes: pids.length };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
 }
 
 interface Sample {

@@ -1,18 +1,16 @@
 /**
  * The cost of tracing (not a test): async trigger intake (the demo workflow's API trigger,
- * RUN_CONCURRENCY=0, 50 connections) with tracing off, and on with every span exported
+ * RUN_CONCURRENCY=0, 50 connections) of the compiled service as `npm start` runs it
+ * (dist/main.js, built first) with tracing off, and on with every span exported
  * (OTEL_TRACES_SAMPLER=always_on, OTLP http/protobuf to a loopback receiver that accepts and
  * discards), alternating in the same run (BENCH_TRACING_ROUNDS rounds, default 3, of BENCH_TRACING_SECONDS, default 6). The target is
  * on/off ≥ 0.9. The receiver counts the server spans it got, to show none was dropped.
  */
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startServer, load, report, baselineLoad, processCpu, type LoadResult } from './lib.js';
-
-interface DemoInfo {
-  url: string;
-  bootstrap: { apiKey: string; demo: { apiTriggerId: string } };
-}
+import path from 'node:path';
+import { ROOT, startCompiled, load, report, baselineLoad, processCpu, type LoadResult } from './lib.js';
 
 /** An OTLP/HTTP receiver that discards what it gets, counting the occurrences of `marker` (a span name). */
 async function sink(marker: string): Promise<{ url: string; count(): number; close(): Promise<void> }> {
@@ -35,16 +33,16 @@ async function sink(marker: string): Promise<{ url: string; count(): number; clo
   };
 }
 
-type Measured = LoadResult & { cpuUsPerCall: number };
+type Measured = LoadResult & { cpuUsPerCall: number; mainUsPerCall: number };
 
 const SECONDS = Number(process.env.BENCH_TRACING_SECONDS ?? 6);
 
 /** Intake load on a fresh service; also the service's CPU (all threads, export included) per call. */
 async function intake(name: string, env: Record<string, string>): Promise<Measured> {
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', { RUN_CONCURRENCY: '0', ...env });
+  const target = await startCompiled({ RUN_CONCURRENCY: '0', ...env });
   const pid = target.child.pid!;
   try {
-    const before = processCpu(pid)!.threads;
+    const before = processCpu(pid)!;
     const r = await load(name, {
       url: `${target.info.url}/ext/triggers/${target.info.bootstrap.demo.apiTriggerId}`,
       method: 'POST',
@@ -54,8 +52,13 @@ async function intake(name: string, env: Record<string, string>): Promise<Measur
     });
     // Spans still buffered are exported within OTEL_BSP_SCHEDULE_DELAY: counted before stopping.
     await new Promise((res) => setTimeout(res, 1000));
-    const cpu = processCpu(pid)!.threads - before;
-    return { ...r, cpuUsPerCall: Math.round((cpu * 1000) / Math.max(1, r.requests)) };
+    const after = processCpu(pid)!;
+    const perCall = (ms: number) => Math.round((ms * 1000) / Math.max(1, r.requests));
+    return {
+      ...r,
+      cpuUsPerCall: perCall(after.threads - before.threads),
+      mainUsPerCall: perCall(after.main - before.main),
+    };
   } finally {
     // SIGTERM: the service closes, flushing the spans it still holds.
     await target.stop();
@@ -63,6 +66,7 @@ async function intake(name: string, env: Record<string, string>): Promise<Measur
 }
 
 export async function run(): Promise<void> {
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
   const base = await baselineLoad();
   const rounds = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
   const off: Measured[] = [];
@@ -97,12 +101,17 @@ export async function run(): Promise<void> {
     }
   }
   report('Async trigger intake, tracing off and on (every span exported)', base, [...off, ...on]);
-  const sum = (rs: Measured[], k: 'reqPerSec' | 'cpuUsPerCall') => rs.reduce((a, r) => a + r[k], 0);
+  const sum = (rs: Measured[], k: 'reqPerSec' | 'cpuUsPerCall' | 'mainUsPerCall') => rs.reduce((a, r) => a + r[k], 0);
   console.log(`\n- on/off intake ratio: ${(sum(on, 'reqPerSec') / sum(off, 'reqPerSec')).toFixed(3)} (target ≥ 0.9)`);
   console.log(
     `- service CPU per call (all threads), off / on: ${off.map((r) => r.cpuUsPerCall).join(', ')} / ${on
       .map((r) => r.cpuUsPerCall)
       .join(', ')} µs; off/on CPU ratio ${(sum(off, 'cpuUsPerCall') / sum(on, 'cpuUsPerCall')).toFixed(3)}`,
+  );
+  console.log(
+    `- main thread CPU per call, off / on: ${off.map((r) => r.mainUsPerCall).join(', ')} / ${on
+      .map((r) => r.mainUsPerCall)
+      .join(', ')} µs`,
   );
   for (const [i, e] of exported.entries())
     console.log(`- round ${i + 1}: ${e.answered} calls sent, ${e.spans} server spans received by the collector`);

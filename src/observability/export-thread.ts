@@ -8,6 +8,8 @@
  *
  * Started through export-thread-entry.mjs from source, as dist/export-thread.js when built.
  */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
@@ -21,6 +23,28 @@ import {
 
 const init = workerData as ExportThreadInit;
 const port = parentPort!;
+
+/**
+ * How much lower this thread's scheduling priority is than the process's (nice value, capped at
+ * 19): exporting yields the processor to the threads serving requests and running steps when they
+ * compete for it, and takes its turn when they wait.
+ */
+const EXPORT_NICE_STEP = 10;
+
+/**
+ * Lowers this thread's priority by EXPORT_NICE_STEP, on Linux, where a thread's nice value is its
+ * own (setpriority with the thread's id); elsewhere it stays as it is.
+ */
+function yieldToServing(): void {
+  if (process.platform !== 'linux') return;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + EXPORT_NICE_STEP));
+  } catch {
+    // No /proc: the thread keeps the process's priority.
+  }
+}
+yieldToServing();
 
 /** A non-negative integer variable, or undefined (the SDK default) when unset or not a number. */
 function intFrom(env: NodeJS.ProcessEnv, name: string): number | undefined {

@@ -19,6 +19,7 @@ import type * as SdkTraceModule from '@opentelemetry/sdk-trace';
 import type { Sampler } from '@opentelemetry/sdk-trace';
 import type { TracingConfig } from '../config/index.js';
 import { disableTracing, enableTracing } from '../kernel/tracing.js';
+import { BlockIdGenerator } from './ids.js';
 import { ThreadSpanProcessor } from './thread-processor.js';
 
 export interface TracingHandle {
@@ -78,6 +79,7 @@ export async function startTracing(
   const provider = new sdk.TracerProvider({
     resource,
     sampler: samplerFrom(sdk, env),
+    idGenerator: new BlockIdGenerator(),
     spanProcessors: [processor],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());

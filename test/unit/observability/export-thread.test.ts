@@ -6,6 +6,7 @@
  * unreachable collector loses the spans but neither hangs nor crashes anything.
  */
 import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
 import { ROOT_CONTEXT, SamplingDecision, SpanKind, SpanStatusCode, trace, type Sampler } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import * as resources from '@opentelemetry/resources';
@@ -50,6 +51,20 @@ function received(receiver: Receiver) {
 }
 
 const attr = (list: any[], key: string) => list.find((a) => a.key === key)?.value;
+
+/** This process's threads and the nice value of each (proc(5): stat field 19, after the name). */
+function threadNice(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended while being read
+    }
+  }
+  return out;
+}
 
 describe('trace export thread (ThreadSpanProcessor)', function () {
   this.timeout(20_000);
@@ -217,6 +232,20 @@ describe('trace export thread (ThreadSpanProcessor)', function () {
       expect(received(receiver)).to.deep.equal([]);
     } finally {
       process.off('warning', onWarning);
+    }
+  });
+
+  it('the export thread runs at a lower scheduling priority than the process (Linux: nice + 10, at most 19)', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const before = threadNice();
+    const own = before.get(process.pid)!;
+    const { processor } = await providerWith(env(receiver));
+    try {
+      const added = [...threadNice()].filter(([tid]) => !before.has(tid));
+      expect(added.map(([, nice]) => nice)).to.include(Math.min(19, own + 10));
+      expect(threadNice().get(process.pid)).to.equal(own);
+    } finally {
+      await processor.shutdown();
     }
   });
 });
