@@ -3,7 +3,7 @@
  * autocannon from this process, and reports each target next to a baseline measured in the
  * same run (ratios, not absolute numbers: these machines are noisy).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
@@ -58,6 +58,11 @@ export async function startServer<T extends { url: string }>(
 
 /** The Node flags `npm start` and `npm run worker` give the compiled service (package.json). */
 export const NPM_START_FLAGS = ['--max-semi-space-size=2'];
+
+/** Builds dist/ (scripts/build.mjs), as `npm start` does before it starts. */
+export function buildDist(): void {
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+}
 
 /** A port nothing listens on now. */
 export async function freePort(): Promise<number> {
@@ -125,8 +130,9 @@ export interface DemoBootstrap {
 }
 
 /**
- * The compiled service (dist/main.js, built by the caller) as `npm start` runs it, on a fresh
- * DATA_DIR with the demo seeded, once /readyz answers 200; `stop()` ends it and removes its data.
+ * The compiled service (dist/main.js, see buildDist) as `npm start` runs it, on a fresh DATA_DIR
+ * with the demo seeded, once /readyz answers 200; `stop()` ends it and removes its data (as does
+ * a start that fails).
  */
 export async function startCompiled(
   env: Record<string, string> = {},
@@ -134,16 +140,18 @@ export async function startCompiled(
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
   const port = await freePort();
   const child = spawnService([...NPM_START_FLAGS, path.join(ROOT, 'dist/main.js')], dataDir, port, env);
-  await untilReady(port, child, process.hrtime.bigint());
-  const bootstrap = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as DemoBootstrap;
-  return {
-    info: { url: `http://127.0.0.1:${port}`, bootstrap },
-    child,
-    stop: async () => {
-      await stopChild(child);
-      rmSync(dataDir, { recursive: true, force: true });
-    },
+  const stop = async () => {
+    await stopChild(child);
+    rmSync(dataDir, { recursive: true, force: true });
   };
+  try {
+    await untilReady(port, child, process.hrtime.bigint());
+    const bootstrap = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as DemoBootstrap;
+    return { info: { url: `http://127.0.0.1:${port}`, bootstrap }, child, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /** CPU time (user + system, all threads) a process has used so far, in ms, from /proc (Linux); undefined elsewhere. */

@@ -12,11 +12,20 @@
  *   divides them among every process that maps them, other Node processes on the machine included.
  * Targets: cold start ≤ 1.5 s; idle memory ≤ 150 MB. Medians are printed.
  */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NPM_START_FLAGS, ROOT, freePort, processTree, spawnService, stopChild as stop, untilReady } from './lib.js';
+import {
+  NPM_START_FLAGS,
+  ROOT,
+  buildDist,
+  freePort,
+  processTree,
+  spawnService,
+  stopChild as stop,
+  untilReady,
+} from './lib.js';
 
 const ROUNDS = Number(process.env.BENCH_PRODUCTION_ROUNDS ?? 5);
 const IDLE_MS = 5_000;
@@ -84,7 +93,7 @@ async function sample(variant: Variant): Promise<Sample> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 export async function run(): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  buildDist();
   const samples: Record<Variant, Sample[]> = { compiled: [], tsx: [] };
   for (let i = 0; i < ROUNDS; i++) {
     for (const v of ['tsx', 'compiled'] as const) samples[v].push(await sample(v));

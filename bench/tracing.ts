@@ -6,11 +6,9 @@
  * discards), alternating in the same run (BENCH_TRACING_ROUNDS rounds, default 3, of BENCH_TRACING_SECONDS, default 6). The target is
  * on/off ≥ 0.9. The receiver counts the server spans it got, to show none was dropped.
  */
-import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { ROOT, startCompiled, load, report, baselineLoad, processCpu, type LoadResult } from './lib.js';
+import { buildDist, startCompiled, load, report, baselineLoad, processCpu, type LoadResult } from './lib.js';
 
 /** An OTLP/HTTP receiver that discards what it gets, counting the occurrences of `marker` (a span name). */
 async function sink(marker: string): Promise<{ url: string; count(): number; close(): Promise<void> }> {
@@ -37,7 +35,7 @@ type Measured = LoadResult & { cpuUsPerCall: number; mainUsPerCall: number };
 
 const SECONDS = Number(process.env.BENCH_TRACING_SECONDS ?? 6);
 
-/** Intake load on a fresh service; also the service's CPU (all threads, export included) per call. */
+/** Intake load on a fresh service; also the service's CPU per call, all threads (export included) and the main thread. */
 async function intake(name: string, env: Record<string, string>): Promise<Measured> {
   const target = await startCompiled({ RUN_CONCURRENCY: '0', ...env });
   const pid = target.child.pid!;
@@ -66,7 +64,7 @@ async function intake(name: string, env: Record<string, string>): Promise<Measur
 }
 
 export async function run(): Promise<void> {
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  buildDist();
   const base = await baselineLoad();
   const rounds = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
   const off: Measured[] = [];

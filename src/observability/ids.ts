@@ -6,12 +6,11 @@
  * (invalid) is drawn again.
  */
 import { randomFillSync } from 'node:crypto';
+import { INVALID_SPANID, INVALID_TRACEID } from '@opentelemetry/api';
 import type { IdGenerator } from '@opentelemetry/sdk-trace';
 
 /** Bytes drawn at a time: 64 trace ids. A live span keeps its block's hex (2 KiB) reachable. */
 const BLOCK_BYTES = 1024;
-const INVALID_TRACE_ID = '0'.repeat(32);
-const INVALID_SPAN_ID = '0'.repeat(16);
 
 export class BlockIdGenerator implements IdGenerator {
   private readonly bytes = Buffer.allocUnsafe(BLOCK_BYTES);
@@ -34,11 +33,11 @@ export class BlockIdGenerator implements IdGenerator {
 
   generateTraceId(): string {
     const id = this.take(32);
-    return id === INVALID_TRACE_ID ? this.generateTraceId() : id;
+    return id === INVALID_TRACEID ? this.generateTraceId() : id;
   }
 
   generateSpanId(): string {
     const id = this.take(16);
-    return id === INVALID_SPAN_ID ? this.generateSpanId() : id;
+    return id === INVALID_SPANID ? this.generateSpanId() : id;
   }
 }
