@@ -170,6 +170,16 @@ export function contextFromTraceparent(traceparent: string | null | undefined): 
 }
 
 /**
+ * A link to the span a stored `traceparent` names, for a span that begins a trace of its own but
+ * was caused by that one; none when tracing is off, or the value is absent or malformed.
+ */
+export function linksTo(traceparent: string | null | undefined): Link[] | undefined {
+  if (!on || !traceparent) return undefined;
+  const sc = trace.getSpanContext(contextFromTraceparent(traceparent));
+  return sc && trace.isSpanContextValid(sc) ? [{ context: sc }] : undefined;
+}
+
+/**
  * Runs `fn` under the context a stored `traceparent` stands for (see contextFromTraceparent), so
  * the spans it starts join that trace; with tracing off, or nothing stored, `fn` runs as it is.
  */

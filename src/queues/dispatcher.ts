@@ -214,7 +214,12 @@ export class QueueDispatcher {
     if (candidates.length === 0) return [];
     const batches = (await db('queue_batches')
       .whereIn('id', [...new Set(candidates.map((i) => i.batch_id))])
-      .select('id', 'org_id', 'trigger_id')) as { id: string; org_id: string; trigger_id: string }[];
+      .select('id', 'org_id', 'trigger_id', 'trace_parent')) as {
+      id: string;
+      org_id: string;
+      trigger_id: string;
+      trace_parent: string | null;
+    }[];
     const targets = new Map<string, CallTarget | undefined>();
     for (const b of batches) targets.set(b.id, await this.deps.callTargets.get(b.org_id, b.trigger_id));
     const payloads = await readPayloads(blobs, await batchSources(db, targets.keys()), candidates);
@@ -262,6 +267,7 @@ export class QueueDispatcher {
               inputs: payload,
               startedBy: 'queue_batch',
               timeoutMs: target.definition.timeoutMs ?? this.deps.runTimeoutMs,
+              traceLink: batch.trace_parent,
             },
             runId,
             now,

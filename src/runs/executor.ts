@@ -8,7 +8,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import { newId } from '../kernel/ids.js';
-import { contextFromTraceparent, markSpanError, withSpan } from '../kernel/tracing.js';
+import { contextFromTraceparent, linksTo, markSpanError, withSpan } from '../kernel/tracing.js';
 import {
   executeStep,
   type ExecutedStep,
@@ -118,8 +118,10 @@ async function storeFiles(
  */
 export function executeRun(deps: ExecutorDeps, run: RunRow): Promise<RunStatus> {
   // The run's span is a child of the span that created the run (its stored traceparent), so an
-  // async run, executed later or by another process, stays in the request's trace.
-  return withSpan('run', { parent: contextFromTraceparent(run.trace_parent) }, async (span) => {
+  // async run, executed later or by another process, stays in the request's trace; a queue run
+  // begins a trace of its own, linked to the request that created its batch.
+  const opts = { parent: contextFromTraceparent(run.trace_parent), links: linksTo(run.trace_link) };
+  return withSpan('run', opts, async (span) => {
     if (span.isRecording())
       span.setAttributes({
         'switchyard.run_id': run.id,

@@ -17,6 +17,11 @@ export interface NewRun {
   inputs: Record<string, unknown>;
   startedBy: string;
   timeoutMs: number;
+  /**
+   * A `traceparent` the run's span links to instead of joining its trace (a queue run: the request
+   * that created its batch); the run then begins a trace of its own.
+   */
+  traceLink?: string | null;
 }
 
 export interface RunRow {
@@ -38,6 +43,8 @@ export interface RunRow {
   timeout_ms: number | null;
   /** The traceparent of the span that created the run (null when tracing is off). */
   trace_parent: string | null;
+  /** The traceparent the run's span links to, in a trace of its own (NewRun.traceLink). */
+  trace_link: string | null;
 }
 
 export interface StepRow {
@@ -79,8 +86,10 @@ export function runRows(run: NewRun, id = newId('run'), now = nowIso()): { run: 
       created_at: now,
       attempts: 0,
       timeout_ms: run.timeoutMs,
-      // The run's span joins the trace of the request (or batch) creating it (src/kernel/tracing.ts).
-      trace_parent: activeTraceparent() ?? null,
+      // The run's span joins the trace of the request creating it (src/kernel/tracing.ts), or
+      // begins its own with a link to the span that caused it.
+      trace_parent: run.traceLink ? null : (activeTraceparent() ?? null),
+      trace_link: run.traceLink ?? null,
     },
   };
 }
@@ -109,7 +118,7 @@ export function claimedRunRow(rows: RunRows, workerId: string, leaseMs: number, 
 }
 
 /**
- * Runs per INSERT statement: 12 columns each stays under sqlite's (32,766) and PostgreSQL's
+ * Runs per INSERT statement: 13 columns each stays under sqlite's (32,766) and PostgreSQL's
  * (65,535) bound-parameter limits.
  */
 export const MAX_RUNS_PER_INSERT = 500;

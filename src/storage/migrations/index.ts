@@ -11,6 +11,7 @@ import * as m009 from './009_discovery_embeddings.js';
 import * as m010 from './010_discovery_usage.js';
 import * as m011 from './011_run_trace_parent.js';
 import * as m012 from './012_event_and_batch_trace_parent.js';
+import * as m013 from './013_run_trace_link.js';
 
 export interface Migration {
   name: string;
@@ -32,4 +33,5 @@ export const migrations: Migration[] = [
   { name: '010_discovery_usage', ...m010 },
   { name: '011_run_trace_parent', ...m011 },
   { name: '012_event_and_batch_trace_parent', ...m012 },
+  { name: '013_run_trace_link', ...m013 },
 ];

@@ -26,6 +26,7 @@ interface OtlpSpan {
   name: string;
   kind: number;
   attributes?: { key: string; value: Record<string, unknown> }[];
+  links?: { traceId: string; spanId: string }[];
   pid: number;
 }
 
@@ -285,10 +286,11 @@ for (const backend of backends) {
       }
     });
 
-    it('a CSV batch created with a traceparent: its load, done later by the loader, is a child of that request', async () => {
+    /** A CSV batch of two rows, in a new queue, created by a request carrying a traceparent of the test's. */
+    async function tracedCsvBatch(paused: boolean): Promise<{ traceId: string; callerSpan: string; batchId: string }> {
       const queue = await call(base, 'POST', '/v1/queues', {
         token,
-        body: { name: `traced-${hex(4)}`, triggerId, paused: true },
+        body: { name: `traced-${hex(4)}`, triggerId, paused },
       });
       expect(queue.status, queue.text).to.equal(201);
       const queueId = queue.body.queueId as string;
@@ -301,12 +303,39 @@ for (const backend of backends) {
         body: { csvKey, triggerId },
       });
       expect(batch.status, batch.text).to.equal(202);
+      return { traceId, callerSpan, batchId: batch.body.batchId as string };
+    }
+
+    it('a CSV batch created with a traceparent: its load, done later by the loader, is a child of that request', async () => {
+      const { traceId, callerSpan, batchId } = await tracedCsvBatch(true);
       const spans = await traceOf(otlp, traceId, (all) => all.some((x) => x.name === 'csv batch load'));
       const server = spans.find((x) => x.parentSpanId === callerSpan)!;
       const load = spans.find((x) => x.name === 'csv batch load')!;
       expect(server, 'the batch request span').to.exist;
       expect(load.parentSpanId).to.equal(server.spanId);
-      expect(attr(load, 'switchyard.queue.batch_id')).to.equal(batch.body.batchId);
+      expect(attr(load, 'switchyard.queue.batch_id')).to.equal(batchId);
+    });
+
+    it('runs a queue starts from a traced CSV batch begin traces of their own, each linked to the request that created the batch', async () => {
+      const { traceId, callerSpan } = await tracedCsvBatch(false);
+      const [server] = (await traceOf(otlp, traceId, (all) => all.some((x) => x.parentSpanId === callerSpan))).filter(
+        (x) => x.parentSpanId === callerSpan,
+      );
+      const deadline = Date.now() + 15_000;
+      let runs: OtlpSpan[] = [];
+      for (;;) {
+        runs = spansOf(otlp).filter((x) => x.name === 'run' && x.links?.some((l) => l.traceId === traceId));
+        if (runs.length >= 2) break;
+        if (Date.now() > deadline) throw new Error(`queue runs linked to the batch request: ${JSON.stringify(runs)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(runs).to.have.length(2);
+      for (const run of runs) {
+        expect(run.traceId, 'a trace of its own').to.not.equal(traceId);
+        expect(run.parentSpanId ?? '', 'a root span').to.equal('');
+        expect(run.links!.map((l) => [l.traceId, l.spanId])).to.deep.equal([[traceId, server!.spanId]]);
+      }
+      expect(runs[0]!.traceId).to.not.equal(runs[1]!.traceId);
     });
 
     it('a malformed traceparent is ignored: the call succeeds in a new trace', async () => {

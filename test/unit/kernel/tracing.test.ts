@@ -19,6 +19,7 @@ import {
   extractContext,
   injectFetchHeaders,
   injectHeaders,
+  linksTo,
   tracedFetch,
   withSpan,
 } from '../../../src/kernel/tracing.js';
@@ -95,6 +96,21 @@ describe('kernel/tracing with an SDK registered', () => {
       expect(span!.spanContext().traceId).to.not.equal(TRACE);
     });
   }
+  it('a stored traceparent as a link: the span begins its own trace and links to that span; malformed or absent, no link', async () => {
+    expect(linksTo('00-zz')).to.equal(undefined);
+    expect(linksTo(`00-${'0'.repeat(32)}-${PARENT}-01`)).to.equal(undefined);
+    expect(linksTo(null)).to.equal(undefined);
+    await withSpan(
+      'queue run',
+      { parent: contextFromTraceparent(null), links: linksTo(`00-${TRACE}-${PARENT}-01`) },
+      async () => undefined,
+    );
+    const [run] = exporter.getFinishedSpans();
+    expect(run!.parentSpanContext).to.equal(undefined);
+    expect(run!.spanContext().traceId).to.not.equal(TRACE);
+    expect(run!.links.map((l) => [l.context.traceId, l.context.spanId])).to.deep.equal([[TRACE, PARENT]]);
+  });
+
   it('a stored traceparent that is malformed or absent starts a root trace', async () => {
     await withSpan('a', { parent: contextFromTraceparent('00-zz') }, async () => undefined);
     await withSpan('b', { parent: contextFromTraceparent(null) }, async () => undefined);
@@ -189,6 +205,7 @@ describe('kernel/tracing with tracing off', () => {
       expect(activeTraceparent()).to.equal(undefined);
     });
     expect(headers).to.deep.equal({});
+    expect(linksTo(`00-${TRACE}-${PARENT}-01`)).to.equal(undefined);
   });
 
   it('the SDK packages are imported only by src/observability/tracing.ts, and only dynamically', () => {
