@@ -2131,6 +2131,11 @@ export interface components {
                  */
                 adblockLists: string[];
                 /**
+                 * @description BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level).
+                 * @default 512
+                 */
+                diskMb: number;
+                /**
                  * @description BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium).
                  * @default /usr/bin/chromium
                  */
@@ -2145,8 +2150,28 @@ export interface components {
                  * @default 4
                  */
                 maxContexts: number;
+                /**
+                 * @description BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once.
+                 * @default 20
+                 */
+                maxOpenContexts: number;
+                /**
+                 * @description BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit.
+                 * @default 50
+                 */
+                maxPages: number;
+                /**
+                 * @description BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser.
+                 * @default 2048
+                 */
+                memoryMb: number;
                 /** @description BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied. */
                 proxyUrl: string | null;
+                /**
+                 * @description BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit.
+                 * @default 120000
+                 */
+                taskCpuMs: number;
                 /**
                  * @description BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed.
                  * @default 300000

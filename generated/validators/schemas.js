@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"}}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -1842,9 +1842,8 @@ vErrors.push(err158);
 }
 errors++;
 }
-for(const key3 in data46){
-if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
-const err159 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data46.memoryMb === undefined){
+const err159 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1853,12 +1852,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-}
-if(data46.executable !== undefined){
-let data47 = data46.executable;
-if(typeof data47 === "string"){
-if(func2(data47) < 1){
-const err160 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data46.diskMb === undefined){
+const err160 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1867,9 +1862,8 @@ vErrors.push(err160);
 }
 errors++;
 }
-}
-else {
-const err161 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data46.maxPages === undefined){
+const err161 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1878,11 +1872,8 @@ vErrors.push(err161);
 }
 errors++;
 }
-}
-if(data46.maxContexts !== undefined){
-let data48 = data46.maxContexts;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err162 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data46.maxOpenContexts === undefined){
+const err162 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1891,9 +1882,8 @@ vErrors.push(err162);
 }
 errors++;
 }
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 > 64 || isNaN(data48)){
-const err163 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if(data46.taskCpuMs === undefined){
+const err163 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1902,8 +1892,9 @@ vErrors.push(err163);
 }
 errors++;
 }
-if(data48 < 1 || isNaN(data48)){
-const err164 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key3 in data46){
+if(!(func1.call(schema31.properties.browser.properties, key3))){
+const err164 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1913,11 +1904,11 @@ vErrors.push(err164);
 errors++;
 }
 }
-}
-if(data46.taskTimeoutMs !== undefined){
-let data49 = data46.taskTimeoutMs;
-if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
-const err165 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data46.executable !== undefined){
+let data47 = data46.executable;
+if(typeof data47 === "string"){
+if(func2(data47) < 1){
+const err165 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1926,9 +1917,9 @@ vErrors.push(err165);
 }
 errors++;
 }
-if((typeof data49 == "number") && (isFinite(data49))){
-if(data49 > 3600000 || isNaN(data49)){
-const err166 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+else {
+const err166 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1937,8 +1928,11 @@ vErrors.push(err166);
 }
 errors++;
 }
-if(data49 < 1000 || isNaN(data49)){
-const err167 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data46.maxContexts !== undefined){
+let data48 = data46.maxContexts;
+if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
+const err167 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1947,12 +1941,9 @@ vErrors.push(err167);
 }
 errors++;
 }
-}
-}
-if(data46.idleMs !== undefined){
-let data50 = data46.idleMs;
-if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
-const err168 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 > 64 || isNaN(data48)){
+const err168 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1961,9 +1952,8 @@ vErrors.push(err168);
 }
 errors++;
 }
-if((typeof data50 == "number") && (isFinite(data50))){
-if(data50 > 86400000 || isNaN(data50)){
-const err169 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data48 < 1 || isNaN(data48)){
+const err169 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1972,13 +1962,73 @@ vErrors.push(err169);
 }
 errors++;
 }
-if(data50 < 1000 || isNaN(data50)){
-const err170 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+if(data46.taskTimeoutMs !== undefined){
+let data49 = data46.taskTimeoutMs;
+if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
+const err170 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err170];
 }
 else {
 vErrors.push(err170);
+}
+errors++;
+}
+if((typeof data49 == "number") && (isFinite(data49))){
+if(data49 > 3600000 || isNaN(data49)){
+const err171 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+if(data49 < 1000 || isNaN(data49)){
+const err172 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
+}
+errors++;
+}
+}
+}
+if(data46.idleMs !== undefined){
+let data50 = data46.idleMs;
+if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
+const err173 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err173];
+}
+else {
+vErrors.push(err173);
+}
+errors++;
+}
+if((typeof data50 == "number") && (isFinite(data50))){
+if(data50 > 86400000 || isNaN(data50)){
+const err174 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(vErrors === null){
+vErrors = [err174];
+}
+else {
+vErrors.push(err174);
+}
+errors++;
+}
+if(data50 < 1000 || isNaN(data50)){
+const err175 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
 }
 errors++;
 }
@@ -1992,67 +2042,7 @@ for(let i3=0; i3<len2; i3++){
 let data52 = data51[i3];
 if(typeof data52 === "string"){
 if(func2(data52) < 1){
-const err171 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err171];
-}
-else {
-vErrors.push(err171);
-}
-errors++;
-}
-}
-else {
-const err172 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err172];
-}
-else {
-vErrors.push(err172);
-}
-errors++;
-}
-}
-}
-else {
-const err173 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err173];
-}
-else {
-vErrors.push(err173);
-}
-errors++;
-}
-}
-if(data46.proxyUrl !== undefined){
-let data53 = data46.proxyUrl;
-if((typeof data53 !== "string") && (data53 !== null)){
-const err174 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
-if(vErrors === null){
-vErrors = [err174];
-}
-else {
-vErrors.push(err174);
-}
-errors++;
-}
-if(typeof data53 === "string"){
-if(!pattern14.test(data53)){
-const err175 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
-if(vErrors === null){
-vErrors = [err175];
-}
-else {
-vErrors.push(err175);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err176 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err176 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2062,11 +2052,8 @@ vErrors.push(err176);
 errors++;
 }
 }
-if(data.discovery !== undefined){
-let data54 = data.discovery;
-if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
-if(data54.embeddingsUrl === undefined){
-const err177 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+else {
+const err177 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2075,8 +2062,10 @@ vErrors.push(err177);
 }
 errors++;
 }
-if(data54.embeddingsModel === undefined){
-const err178 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+}
+}
+else {
+const err178 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2085,8 +2074,11 @@ vErrors.push(err178);
 }
 errors++;
 }
-if(data54.embeddingsBudgetMs === undefined){
-const err179 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+}
+if(data46.proxyUrl !== undefined){
+let data53 = data46.proxyUrl;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err179 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2095,8 +2087,9 @@ vErrors.push(err179);
 }
 errors++;
 }
-if(data54.learning === undefined){
-const err180 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+if(typeof data53 === "string"){
+if(!pattern14.test(data53)){
+const err180 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2105,9 +2098,12 @@ vErrors.push(err180);
 }
 errors++;
 }
-for(const key4 in data54){
-if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
-const err181 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+}
+}
+if(data46.memoryMb !== undefined){
+let data54 = data46.memoryMb;
+if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
+const err181 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2116,11 +2112,9 @@ vErrors.push(err181);
 }
 errors++;
 }
-}
-if(data54.embeddingsUrl !== undefined){
-let data55 = data54.embeddingsUrl;
-if((typeof data55 !== "string") && (data55 !== null)){
-const err182 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 > 1048576 || isNaN(data54)){
+const err182 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2129,9 +2123,8 @@ vErrors.push(err182);
 }
 errors++;
 }
-if(typeof data55 === "string"){
-if(!(formats0(data55))){
-const err183 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data54 < 256 || isNaN(data54)){
+const err183 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2142,11 +2135,10 @@ errors++;
 }
 }
 }
-if(data54.embeddingsModel !== undefined){
-let data56 = data54.embeddingsModel;
-if(typeof data56 === "string"){
-if(func2(data56) < 1){
-const err184 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data46.diskMb !== undefined){
+let data55 = data46.diskMb;
+if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
+const err184 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2155,9 +2147,9 @@ vErrors.push(err184);
 }
 errors++;
 }
-}
-else {
-const err185 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 > 1048576 || isNaN(data55)){
+const err185 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2166,11 +2158,8 @@ vErrors.push(err185);
 }
 errors++;
 }
-}
-if(data54.embeddingsBudgetMs !== undefined){
-let data57 = data54.embeddingsBudgetMs;
-if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
-const err186 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data55 < 64 || isNaN(data55)){
+const err186 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2179,9 +2168,12 @@ vErrors.push(err186);
 }
 errors++;
 }
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 > 60000 || isNaN(data57)){
-const err187 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+}
+if(data46.maxPages !== undefined){
+let data56 = data46.maxPages;
+if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
+const err187 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2190,8 +2182,9 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data57 < 10 || isNaN(data57)){
-const err188 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 > 10000 || isNaN(data56)){
+const err188 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2200,11 +2193,8 @@ vErrors.push(err188);
 }
 errors++;
 }
-}
-}
-if(data54.learning !== undefined){
-if(typeof data54.learning !== "boolean"){
-const err189 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data56 < 1 || isNaN(data56)){
+const err189 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2215,8 +2205,10 @@ errors++;
 }
 }
 }
-else {
-const err190 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data46.maxOpenContexts !== undefined){
+let data57 = data46.maxOpenContexts;
+if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
+const err190 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2225,11 +2217,9 @@ vErrors.push(err190);
 }
 errors++;
 }
-}
-if(data.metricsPort !== undefined){
-let data59 = data.metricsPort;
-if((!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))) && (data59 !== null)){
-const err191 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 > 10000 || isNaN(data57)){
+const err191 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2238,9 +2228,8 @@ vErrors.push(err191);
 }
 errors++;
 }
-if((typeof data59 == "number") && (isFinite(data59))){
-if(data59 > 65535 || isNaN(data59)){
-const err192 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(data57 < 2 || isNaN(data57)){
+const err192 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2249,8 +2238,12 @@ vErrors.push(err192);
 }
 errors++;
 }
-if(data59 < 1 || isNaN(data59)){
-const err193 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data46.taskCpuMs !== undefined){
+let data58 = data46.taskCpuMs;
+if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
+const err193 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2259,13 +2252,9 @@ vErrors.push(err193);
 }
 errors++;
 }
-}
-}
-if(data.metricsHost !== undefined){
-let data60 = data.metricsHost;
-if(typeof data60 === "string"){
-if(func2(data60) < 1){
-const err194 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data58 == "number") && (isFinite(data58))){
+if(data58 > 86400000 || isNaN(data58)){
+const err194 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2274,9 +2263,8 @@ vErrors.push(err194);
 }
 errors++;
 }
-}
-else {
-const err195 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data58 < 100 || isNaN(data58)){
+const err195 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2286,10 +2274,10 @@ vErrors.push(err195);
 errors++;
 }
 }
-if(data.shutdownGraceMs !== undefined){
-let data61 = data.shutdownGraceMs;
-if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
-const err196 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+else {
+const err196 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2298,9 +2286,12 @@ vErrors.push(err196);
 }
 errors++;
 }
-if((typeof data61 == "number") && (isFinite(data61))){
-if(data61 > 3600000 || isNaN(data61)){
-const err197 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+if(data.discovery !== undefined){
+let data59 = data.discovery;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.embeddingsUrl === undefined){
+const err197 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2309,8 +2300,8 @@ vErrors.push(err197);
 }
 errors++;
 }
-if(data61 < 0 || isNaN(data61)){
-const err198 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data59.embeddingsModel === undefined){
+const err198 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2319,13 +2310,8 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
-}
-if(data.tracing !== undefined){
-let data62 = data.tracing;
-if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
-if(data62.enabled === undefined){
-const err199 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data59.embeddingsBudgetMs === undefined){
+const err199 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2334,8 +2320,8 @@ vErrors.push(err199);
 }
 errors++;
 }
-if(data62.disabled === undefined){
-const err200 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+if(data59.learning === undefined){
+const err200 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2344,8 +2330,9 @@ vErrors.push(err200);
 }
 errors++;
 }
-if(data62.serviceName === undefined){
-const err201 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+for(const key4 in data59){
+if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
+const err201 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2354,9 +2341,11 @@ vErrors.push(err201);
 }
 errors++;
 }
-for(const key5 in data62){
-if(!(((key5 === "enabled") || (key5 === "disabled")) || (key5 === "serviceName"))){
-const err202 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+if(data59.embeddingsUrl !== undefined){
+let data60 = data59.embeddingsUrl;
+if((typeof data60 !== "string") && (data60 !== null)){
+const err202 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2365,10 +2354,9 @@ vErrors.push(err202);
 }
 errors++;
 }
-}
-if(data62.enabled !== undefined){
-if(typeof data62.enabled !== "boolean"){
-const err203 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data60 === "string"){
+if(!(formats0(data60))){
+const err203 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2378,9 +2366,12 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(data62.disabled !== undefined){
-if(typeof data62.disabled !== "boolean"){
-const err204 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data59.embeddingsModel !== undefined){
+let data61 = data59.embeddingsModel;
+if(typeof data61 === "string"){
+if(func2(data61) < 1){
+const err204 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2390,11 +2381,8 @@ vErrors.push(err204);
 errors++;
 }
 }
-if(data62.serviceName !== undefined){
-let data65 = data62.serviceName;
-if(typeof data65 === "string"){
-if(func2(data65) < 1){
-const err205 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err205 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2404,8 +2392,10 @@ vErrors.push(err205);
 errors++;
 }
 }
-else {
-const err206 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data59.embeddingsBudgetMs !== undefined){
+let data62 = data59.embeddingsBudgetMs;
+if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
+const err206 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2414,10 +2404,9 @@ vErrors.push(err206);
 }
 errors++;
 }
-}
-}
-else {
-const err207 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data62 == "number") && (isFinite(data62))){
+if(data62 > 60000 || isNaN(data62)){
+const err207 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2426,15 +2415,251 @@ vErrors.push(err207);
 }
 errors++;
 }
-}
-}
-else {
-const err208 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data62 < 10 || isNaN(data62)){
+const err208 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err208];
 }
 else {
 vErrors.push(err208);
+}
+errors++;
+}
+}
+}
+if(data59.learning !== undefined){
+if(typeof data59.learning !== "boolean"){
+const err209 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+}
+}
+else {
+const err210 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+}
+if(data.metricsPort !== undefined){
+let data64 = data.metricsPort;
+if((!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))) && (data64 !== null)){
+const err211 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 > 65535 || isNaN(data64)){
+const err212 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+if(data64 < 1 || isNaN(data64)){
+const err213 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err213];
+}
+else {
+vErrors.push(err213);
+}
+errors++;
+}
+}
+}
+if(data.metricsHost !== undefined){
+let data65 = data.metricsHost;
+if(typeof data65 === "string"){
+if(func2(data65) < 1){
+const err214 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err214];
+}
+else {
+vErrors.push(err214);
+}
+errors++;
+}
+}
+else {
+const err215 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+}
+if(data.shutdownGraceMs !== undefined){
+let data66 = data.shutdownGraceMs;
+if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
+const err216 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+if((typeof data66 == "number") && (isFinite(data66))){
+if(data66 > 3600000 || isNaN(data66)){
+const err217 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
+}
+errors++;
+}
+if(data66 < 0 || isNaN(data66)){
+const err218 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+}
+}
+if(data.tracing !== undefined){
+let data67 = data.tracing;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+if(data67.enabled === undefined){
+const err219 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
+}
+errors++;
+}
+if(data67.disabled === undefined){
+const err220 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+if(data67.serviceName === undefined){
+const err221 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
+}
+errors++;
+}
+for(const key5 in data67){
+if(!(((key5 === "enabled") || (key5 === "disabled")) || (key5 === "serviceName"))){
+const err222 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err222];
+}
+else {
+vErrors.push(err222);
+}
+errors++;
+}
+}
+if(data67.enabled !== undefined){
+if(typeof data67.enabled !== "boolean"){
+const err223 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err223];
+}
+else {
+vErrors.push(err223);
+}
+errors++;
+}
+}
+if(data67.disabled !== undefined){
+if(typeof data67.disabled !== "boolean"){
+const err224 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err224];
+}
+else {
+vErrors.push(err224);
+}
+errors++;
+}
+}
+if(data67.serviceName !== undefined){
+let data70 = data67.serviceName;
+if(typeof data70 === "string"){
+if(func2(data70) < 1){
+const err225 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err225];
+}
+else {
+vErrors.push(err225);
+}
+errors++;
+}
+}
+else {
+const err226 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err226];
+}
+else {
+vErrors.push(err226);
+}
+errors++;
+}
+}
+}
+else {
+const err227 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err227];
+}
+else {
+vErrors.push(err227);
+}
+errors++;
+}
+}
+}
+else {
+const err228 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err228];
+}
+else {
+vErrors.push(err228);
 }
 errors++;
 }

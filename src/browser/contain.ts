@@ -1,49 +1,58 @@
 /**
- * Chromium contained like the script runners (src/browser/README.md "Pool"), through
- * src/containment. Playwright starts the browser from an executable path; here that path is a
- * generated launch script per browser, which replaces the profile folder Playwright names with
- * the browser's own and execs the contained command line:
- * - operating-system layer in force: bubblewrap with the host's network (Chromium reaches the
- *   web only through the guarded proxy on 127.0.0.1), its own PID, IPC and UTS namespaces, a
- *   read-only view of the system (/usr and the fonts and Chromium settings of /etc) without the
- *   service's files, its data folder or any home folder, the managed policy of
- *   src/browser/urls.ts at /etc/chromium/policies/managed, and one writable folder of its own
- *   (profile, downloads, temporary files) on a tmpfs (/dev/shm) where the machine has one;
- * - without it, when the service runs as root: the same launch script switches Chromium to an
- *   unprivileged user of its own (setpriv), in the same folder, without the view or the policy;
- * - otherwise Chromium starts under the service's own user, with no switch.
- * Either way the browser gets a user id of its own (src/containment RunnerUsers), given back
- * once its process has exited.
+ * How an organisation's browser is contained (src/browser/README.md "Pool"), through
+ * src/containment. The browser is a box: one process, src/browser/box-server.cjs, that runs
+ * playwright-core's browser server with Chromium as its child, so that everything the Playwright
+ * server does for a client (files it writes, requests it makes, programs it starts) happens in
+ * the box, not in the service process. What the box is depends on the isolation level:
+ * - operating-system layer in force (`namespaces`): bubblewrap with no network of its own (its
+ *   own loopback only; the guarded proxies are reached through their Unix sockets, bound
+ *   read-only), its own PID, IPC and UTS namespaces, a read-only view of the system (/usr and the
+ *   fonts and Chromium settings of /etc), Node, the box program and playwright-core, without the
+ *   service's files, its data folder or any home folder; the managed policy of src/browser/urls.ts
+ *   at /etc/chromium/policies/managed; a private /tmp (profile, downloads, temporary files) and
+ *   /dev/shm, tmpfs with a size (`diskBytes`); one host folder of its own, bound writable, where
+ *   the box makes the Unix socket the Playwright server listens on;
+ * - without it, when the service runs as root: the same program under an unprivileged user of
+ *   its own, in a private folder, on the host's network and file system view;
+ * - otherwise under the service's own user, in a private folder.
+ * Either way the box gets a user id of its own (src/containment RunnerUsers), given back once
+ * its process has exited.
  */
 import { randomBytes } from 'node:crypto';
-import {
-  accessSync,
-  chmodSync,
-  chownSync,
-  constants,
-  mkdirSync,
-  mkdtempSync,
-  realpathSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from '../config/logger.js';
-import { launchCommand, type ContainSpec, type Isolation } from '../containment/index.js';
+import {
+  launchCommand,
+  RUNNER_COMMON_PATH,
+  runnerOptionsArg,
+  type ContainSpec,
+  type Isolation,
+} from '../containment/index.js';
 import { chromiumPolicy } from './urls.js';
 
+const BOX_SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'box-server.cjs');
+const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 /** Where Debian's Chromium reads its managed policies. */
 const POLICY_DIR = '/etc/chromium/policies/managed';
+/** Where the box's own host folder (its socket) and the proxies' socket folder appear in its view. */
+const BOX_RUN = '/run/box';
+const PROXY_RUN = '/run/proxy';
+/** The Playwright server's socket, in the box's own folder. */
+const SOCKET_NAME = 'browser.sock';
 /**
  * What Chromium reads of /etc: fonts, Debian's launcher settings (/usr/bin/chromium sources
  * /etc/chromium.d), the linker cache, the time zone and the public CA certificates. Missing ones
  * are skipped.
  */
 const CHROMIUM_ETC = ['/etc/fonts', '/etc/chromium.d', '/etc/ld.so.cache', '/etc/localtime', '/etc/ssl/certs'];
-/** RLIMIT_NPROC of a browser's user: Chromium's processes and their threads (a few hundred with several pages). */
-const CHROMIUM_MAX_THREADS = 4096;
+/** RLIMIT_NPROC of a box's user: Node's threads, Chromium's processes and their threads (a few hundred with several pages). */
+const BOX_MAX_THREADS = 4096;
+/** /dev/shm of the box: Chromium keeps shared memory in /tmp (--disable-dev-shm-usage); this is for what else uses it. */
+const SHM_BYTES = 64 * 1024 * 1024;
 /** Paths the view already has (src/containment/launch.ts): no folder is made for them. */
 const IN_VIEW = ['/usr', '/proc', '/sys', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 
@@ -81,63 +90,44 @@ function installation(executable: string): { program: string; folders: string[] 
   }
 }
 
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
+/** A guarded proxy as the box reaches it: its loopback port on the host, and its Unix socket. */
+export interface ProxySocket {
+  port: number;
+  socket: string;
 }
 
-/**
- * The launch script: Playwright's own `--user-data-dir` (a folder it made under the service's
- * temporary folder) is replaced by `profile`, then the command runs with Chromium's arguments
- * (the `--remote-debugging-pipe` descriptors 3 and 4 pass through every exec).
- */
-function launchScript(command: readonly string[], profile: string): string {
-  return [
-    '#!/bin/sh',
-    '# Generated by src/browser/contain.ts: one browser of the service, contained.',
-    'for a do',
-    '  shift',
-    '  case "$a" in',
-    `    --user-data-dir=*) set -- "$@" ${shellQuote(`--user-data-dir=${profile}`)} ;;`,
-    '    *) set -- "$@" "$a" ;;',
-    '  esac',
-    'done',
-    `exec ${command.map(shellQuote).join(' ')} "$@"`,
-    '',
-  ].join('\n');
-}
-
-/** A tmpfs for the browsers' folders where the machine has one (Linux /dev/shm), else the temporary folder. */
-function tmpfsOrTmp(): string {
-  try {
-    if (statSync('/dev/shm').isDirectory()) {
-      accessSync('/dev/shm', constants.W_OK | constants.X_OK);
-      return '/dev/shm';
-    }
-  } catch {
-    // no /dev/shm here
-  }
-  return os.tmpdir();
-}
-
-/** What Playwright's launchServer gets for one browser, and what to undo once it has exited. */
-export interface ChromiumLaunch {
-  executablePath: string;
-  /** The browser's downloads folder (read by Playwright's server in this process), when it has a folder of its own. */
-  downloadsPath: string | undefined;
+/** What starts one box, and what to undo once it has exited. */
+export interface BoxLaunch {
+  file: string;
+  args: string[];
   env: Record<string, string>;
-  /** After the browser's process has exited: its folder and launch script are removed, its user given back. */
+  /** The box's user (undefined: the service's own). */
+  uid: number | undefined;
+  /** Whether the box has PID and mount namespaces of its own (bubblewrap): its tree starts with two bubblewrap processes. */
+  namespaces: boolean;
+  /** The Playwright server's Unix socket, as the service reaches it. */
+  socket: string;
+  /** After the box's process has exited: its folder is removed, its user given back. */
   release(): void;
 }
 
 export type ChromiumLevel = 'namespaces' | 'user' | 'service';
 
+export interface BoxOptions {
+  executable: string;
+  isolation: Isolation;
+  blockSchemes: boolean;
+  /** Size of the private /tmp of a box (profile, downloads, temporary files): BROWSER_DISK_MB. */
+  diskBytes: number;
+  log: Logger;
+}
+
 export class ChromiumBox {
   readonly level: ChromiumLevel;
-  private scripts: string | undefined;
   private folders: string | undefined;
   private policies: string | undefined;
 
-  constructor(private readonly opts: { executable: string; isolation: Isolation; blockSchemes: boolean; log: Logger }) {
+  constructor(private readonly opts: BoxOptions) {
     const { plan, users } = opts.isolation;
     this.level = plan.bwrap ? 'namespaces' : users && plan.setpriv ? 'user' : 'service';
   }
@@ -145,90 +135,112 @@ export class ChromiumBox {
   /** What is in force for the browsers, for the startup log and README.md. */
   describe(): string {
     if (this.level === 'namespaces') {
-      return "bubblewrap (host network through the guarded proxy only; own PID, IPC and UTS namespaces; a read-only view of the system without the service's files, data folder or home folders; a URL blocklist for file:, chrome:, devtools:, view-source: and about: pages), an unprivileged user of its own, profile and downloads in a private folder";
+      return `bubblewrap with no network of its own (the guarded proxy only, through its Unix socket); own PID, IPC and UTS namespaces; a read-only view of the system without the service's files, data folder or home folders; a URL blocklist for file:, chrome:, devtools:, view-source: and about: pages; profile, downloads and temporary files on a private tmpfs of ${Math.round(this.opts.diskBytes / 1048576)} MiB), an unprivileged user of its own; the Playwright server runs in the box`;
     }
     if (this.level === 'user')
-      return 'an unprivileged user of its own with a private profile and downloads folder; no namespaces and no URL blocklist (the operating-system layer is not in force)';
-    return "the service's own user, without namespaces or a URL blocklist (the operating-system layer is not in force)";
+      return "an unprivileged user of its own with a private folder, on the host's network (the operating-system layer is not in force); the Playwright server runs with it";
+    return "the service's own user with a private folder, on the host's network (the operating-system layer is not in force); the Playwright server runs with it";
   }
 
-  /** Sets up one browser: its user, folder and launch script. */
-  prepare(): ChromiumLaunch {
-    const { executable, isolation } = this.opts;
-    if (this.level === 'service') {
-      return {
-        executablePath: executable,
-        downloadsPath: undefined,
-        env: { HOME: process.env.HOME ?? '/tmp', PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        release: () => undefined,
-      };
-    }
-    const uid = isolation.users?.take();
-    const name = randomBytes(8).toString('hex');
-    const home = path.join(this.folderRoot(), name);
-    const downloads = path.join(home, 'downloads');
-    const script = path.join(this.scriptRoot(), `${name}.sh`);
+  /**
+   * Sets up one box: its user, its folder and its command line. `proxies` are the guarded proxies
+   * Chromium may use, `chromiumArgs` Chromium's flags (src/browser/pool.ts).
+   */
+  prepare({ proxies, chromiumArgs }: { proxies: readonly ProxySocket[]; chromiumArgs: readonly string[] }): BoxLaunch {
+    const { isolation } = this.opts;
+    const namespaces = this.level === 'namespaces';
+    const uid = this.level === 'service' ? undefined : isolation.users?.take();
+    const dir = path.join(this.folderRoot(), randomBytes(8).toString('hex'));
+    const run = path.join(dir, 'run');
+    const home = namespaces ? '/tmp' : path.join(dir, 'home');
+    let released = false;
     const release = () => {
-      rmSync(home, { recursive: true, force: true });
-      rmSync(script, { force: true });
+      if (released) return;
+      released = true;
+      rmSync(dir, { recursive: true, force: true });
       isolation.users?.give(uid);
     };
     try {
-      for (const dir of [home, downloads]) {
-        mkdirSync(dir, { mode: 0o700 });
-        if (uid !== undefined) chownSync(dir, uid, uid);
+      mkdirSync(dir, { mode: 0o711 });
+      chmodSync(dir, 0o711);
+      for (const d of namespaces ? [run] : [run, home]) {
+        mkdirSync(d, { mode: 0o700 });
+        if (uid !== undefined) chownSync(d, uid, uid);
       }
-      const { file, args } = launchCommand(isolation.plan, this.view(home, uid), [installation(executable).program]);
-      writeFileSync(script, launchScript([file, ...args], path.join(home, 'profile')), { mode: 0o700 });
+      const socketInView = path.join(namespaces ? BOX_RUN : run, SOCKET_NAME);
+      const options = {
+        playwright: PLAYWRIGHT,
+        uid,
+        executable: installation(this.opts.executable).program,
+        args: chromiumArgs,
+        socket: socketInView,
+        downloads: path.join(home, 'downloads'),
+        // Without a network namespace of its own, Chromium reaches the proxies on the host's loopback.
+        proxies: namespaces
+          ? proxies.map((p) => ({ port: p.port, socket: path.join(PROXY_RUN, path.basename(p.socket)) }))
+          : [],
+      };
+      const argv = [process.execPath, '--no-warnings', BOX_SERVER, runnerOptionsArg(options)];
+      const { file, args } = launchCommand(isolation.plan, this.view(run, proxies), argv);
+      return {
+        file,
+        args,
+        env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' },
+        uid,
+        namespaces,
+        socket: path.join(run, SOCKET_NAME),
+        release,
+      };
     } catch (err) {
       release();
       throw err;
     }
-    return {
-      executablePath: script,
-      downloadsPath: downloads,
-      env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' },
-      release,
-    };
   }
 
   close(): void {
-    for (const dir of [this.scripts, this.folders]) if (dir) rmSync(dir, { recursive: true, force: true });
-    this.scripts = undefined;
+    if (this.folders) rmSync(this.folders, { recursive: true, force: true });
     this.folders = undefined;
     this.policies = undefined;
   }
 
-  private view(home: string, uid: number | undefined): ContainSpec {
-    const readOnly = [...CHROMIUM_ETC, ...installation(this.opts.executable).folders];
-    const policy = this.level === 'namespaces' ? [{ source: this.policyFolder(), target: POLICY_DIR }] : [];
+  private view(run: string, proxies: readonly ProxySocket[]): ContainSpec {
+    const readOnly = [
+      process.execPath,
+      BOX_SERVER,
+      RUNNER_COMMON_PATH,
+      PLAYWRIGHT,
+      ...CHROMIUM_ETC,
+      ...installation(this.opts.executable).folders,
+    ];
+    const proxyDirs = [...new Set(proxies.map((p) => path.dirname(p.socket)))];
+    if (proxyDirs.length > 1) throw new Error('the guarded proxies must keep their sockets in one folder');
+    const binds = [
+      { source: run, target: BOX_RUN, writable: true },
+      ...proxyDirs.map((d) => ({ source: d, target: PROXY_RUN })),
+      ...(this.level === 'namespaces' ? [{ source: this.policyFolder(), target: POLICY_DIR }] : []),
+    ];
     return {
       readOnly,
-      binds: [{ source: home, target: home, writable: true }, ...policy],
-      dirs: parentDirs([...readOnly, home, POLICY_DIR]),
-      network: 'host',
-      maxProcesses: CHROMIUM_MAX_THREADS,
-      switchTo: uid,
-      chdir: home,
+      binds,
+      // The box's Node reads playwright-core after switching users, so its folders must be passable.
+      dirs: parentDirs([...readOnly, BOX_RUN, PROXY_RUN, POLICY_DIR]),
+      network: 'none',
+      maxProcesses: BOX_MAX_THREADS,
+      tmpBytes: this.opts.diskBytes,
+      shmBytes: SHM_BYTES,
     };
   }
 
-  /** Launch scripts: a private folder (0700) on a file system that may run programs. */
-  private scriptRoot(): string {
-    this.scripts ??= mkdtempSync(path.join(os.tmpdir(), 'sy-chromium-'));
-    return this.scripts;
-  }
-
-  /** The browsers' folders: a private folder that each browser's user may pass (0711), never list. */
+  /** The boxes' folders: a private folder (0711) that each box's user may pass, never list. */
   private folderRoot(): string {
     if (!this.folders) {
-      this.folders = mkdtempSync(path.join(tmpfsOrTmp(), 'sy-browsers-'));
+      this.folders = mkdtempSync(path.join(os.tmpdir(), 'sy-browsers-'));
       chmodSync(this.folders, 0o711);
     }
     return this.folders;
   }
 
-  /** The managed policy, in a folder of its own (readable by the browsers' users) bound at POLICY_DIR. */
+  /** The managed policy, in a folder of its own (readable by the boxes' users) bound at POLICY_DIR. */
   private policyFolder(): string {
     if (!this.policies) {
       const dir = path.join(this.folderRoot(), 'policies');

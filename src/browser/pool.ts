@@ -1,24 +1,29 @@
 /**
- * Warm Chromium browsers, one per organisation, and the per-process limit of concurrent tasks
- * (src/browser/README.md "Pool"). A browser is a playwright-core browser server on Debian's
- * Chromium, contained by src/browser/contain.ts (its own user and, where the operating-system
- * layer is in force, its own namespaces and file system view); a task's runner process reaches
- * it through the filtering relay (src/browser/relay.ts) by a relay endpoint whose path is a
- * random secret, and makes its own fresh context. Browsers are never shared between
- * organisations: a script that reaches the browser level (CDP) sees only its own
- * organisation's pages. A browser with no task for `idleMs` is closed; one that crashes is
+ * Warm browsers, one per organisation, and the per-process limit of concurrent tasks
+ * (src/browser/README.md "Pool"). A browser is a box (src/browser/contain.ts, box.ts): a
+ * contained process running playwright-core's browser server with Debian's Chromium as its
+ * child, under a user of its own and, where the operating-system layer is in force, with no
+ * network but the guarded proxy (src/browser/proxy.ts). A task's runner process reaches it
+ * through the filtering relay (src/browser/relay.ts) by a relay endpoint whose path is a random
+ * secret, and makes its own fresh context. Browsers are never shared between organisations: a
+ * script that reaches the browser level (CDP) sees only its own organisation's pages. Each box is
+ * watched (src/browser/watchdog.ts: memory, disk, CPU per task; the relay counts pages and
+ * contexts): one over a limit is killed, its tasks fail naming the limit, and the organisation's
+ * next task gets a fresh box. A browser with no task for `idleMs` is closed; one that crashes is
  * dropped (its tasks fail through their broken connections) and the next task starts another.
- * Browsers reach the network only through the guarded proxy (src/browser/proxy.ts).
  */
 import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
-import type { ChromiumBox } from './contain.js';
+import { BrowserBox } from './box.js';
+import type { ChromiumBox, ProxySocket } from './contain.js';
 import type { BrowserRelay } from './relay.js';
+import { BrowserWatchdog, type BrowserLimits, type CpuShare } from './watchdog.js';
 import { browserPool, sampleOnScrape } from '../kernel/metrics.js';
 
 /**
- * The flags Chromium needs on these machines (closed network, root, no GPU),
- * and WebRTC kept off UDP that would go around the guarded proxy.
+ * The flags Chromium needs on these machines (closed network, root, no GPU), WebRTC kept off UDP
+ * that would go around the guarded proxy, and a disk cache that leaves room on the box's
+ * private disk for downloads.
  */
 export const CHROMIUM_ARGS = [
   '--no-sandbox',
@@ -30,32 +35,38 @@ export const CHROMIUM_ARGS = [
   '--no-first-run',
   '--disable-quic',
   '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  `--disk-cache-size=${32 * 1024 * 1024}`,
 ];
+
+/** A guarded proxy every box can use: its URL (the same on both sides of a box) and Unix socket. */
+export interface PoolProxy extends ProxySocket {
+  url: string;
+}
 
 export interface PoolOptions {
   executable: string;
-  /** The guarded forward proxy every browser connects through (src/browser/proxy.ts). */
-  proxyUrl: () => Promise<string>;
+  /** The guarded forward proxy every browser connects through (src/browser/proxy.ts), started on first use. */
+  proxy: () => Promise<PoolProxy>;
+  /** Further guarded proxies a box must reach (the upstream proxy of operator tasks), started with the box. */
+  extraProxies: () => Promise<PoolProxy[]>;
   /** The filtering relay runners reach the browsers through (src/browser/relay.ts). */
   relay: BrowserRelay;
   /** How each browser is contained (src/browser/contain.ts). */
   box: ChromiumBox;
+  limits: BrowserLimits;
   maxContexts: number;
   idleMs: number;
   log: Logger;
 }
 
-interface BrowserServer {
-  wsEndpoint(): string;
-  close(): Promise<void>;
-  process(): { on(event: 'exit', cb: () => void): void; pid?: number | undefined };
-}
-
 interface Warm {
-  server: Promise<BrowserServer>;
+  box: Promise<BrowserBox>;
   tasks: number;
   idle: NodeJS.Timeout | undefined;
   dead: boolean;
+  watchdog: BrowserWatchdog | undefined;
+  /** Why the pool stopped the box (a limit it crossed), for the tasks it was running. */
+  stopped: string | undefined;
 }
 
 export class BrowserUnavailableError extends Error {}
@@ -73,6 +84,8 @@ export interface Lease {
    * proxy of each context it makes); never handed to a script runner, which gets `wsEndpoint`.
    */
   directEndpoint: string;
+  /** Why the pool stopped the task's browser (a limit it crossed, in words), once it has. */
+  stopped(): string | undefined;
   release(): void;
 }
 
@@ -109,9 +122,11 @@ export class BrowserPool {
     warm.tasks++;
     if (warm.idle) clearTimeout(warm.idle);
     warm.idle = undefined;
+    let cpu: CpuShare | undefined;
     const release = () => {
       if (released) return;
       released = true;
+      cpu?.end();
       warm.tasks--;
       this.running--;
       this.waiting.shift()?.();
@@ -121,13 +136,15 @@ export class BrowserPool {
       }
     };
     try {
-      const [server, proxyUrl] = await Promise.all([warm.server, this.opts.proxyUrl()]);
-      const relay = await this.opts.relay.endpointFor(orgId, server.wsEndpoint());
+      const [box, proxy] = await Promise.all([warm.box, this.opts.proxy()]);
+      cpu = warm.watchdog?.task();
+      const relay = await this.opts.relay.endpointFor(orgId, box.wsEndpoint());
       return {
         wsEndpoint: relay.url,
         relaySocketDir: relay.socketDir,
-        directEndpoint: server.wsEndpoint(),
-        proxyUrl,
+        directEndpoint: box.wsEndpoint(),
+        proxyUrl: proxy.url,
+        stopped: () => warm.stopped,
         release,
       };
     } catch (err) {
@@ -136,11 +153,27 @@ export class BrowserPool {
     }
   }
 
-  /** The process id of the organisation's running Chromium, if it has one (operations and tests). */
+  /** The process id of the organisation's running browser box, if it has one (operations and tests). */
   async pidOf(orgId: string): Promise<number | undefined> {
     const warm = this.browsers.get(orgId);
     if (!warm || warm.dead) return undefined;
-    return (await warm.server.catch(() => undefined))?.process().pid;
+    return (await warm.box.catch(() => undefined))?.pid;
+  }
+
+  /**
+   * Stops the browser whose endpoint is `endpoint` because it crossed a limit (`reason`, e.g.
+   * "opened more than 50 pages at once (BROWSER_MAX_PAGES)"): its tasks fail with the reason, and
+   * the organisation's next task gets a fresh browser.
+   */
+  stopBrowser(endpoint: string, reason: string): void {
+    for (const [orgId, warm] of this.browsers) {
+      void warm.box.then(
+        (box) => {
+          if (box.wsEndpoint() === endpoint) this.kill(orgId, warm, reason);
+        },
+        () => undefined,
+      );
+    }
   }
 
   async close(): Promise<void> {
@@ -152,9 +185,10 @@ export class BrowserPool {
       all.map(async ([, w]) => {
         if (w.idle) clearTimeout(w.idle);
         w.dead = true;
-        await w.server
+        w.watchdog?.stop();
+        await w.box
           .then(
-            (s) => s.close(),
+            (b) => b.close(),
             () => undefined,
           )
           .catch(() => undefined);
@@ -187,15 +221,30 @@ export class BrowserPool {
   private warm(orgId: string): Warm {
     const existing = this.browsers.get(orgId);
     if (existing && !existing.dead) return existing;
-    const warm: Warm = { server: this.launch(), tasks: 0, idle: undefined, dead: false };
+    const warm: Warm = {
+      box: this.launch(),
+      tasks: 0,
+      idle: undefined,
+      dead: false,
+      watchdog: undefined,
+      stopped: undefined,
+    };
     this.browsers.set(orgId, warm);
-    warm.server.then(
-      (server) => {
-        server.process().on('exit', () => {
+    warm.box.then(
+      (box) => {
+        if (box.pid !== undefined)
+          warm.watchdog = new BrowserWatchdog(
+            { pid: box.pid, namespaces: box.launch.namespaces },
+            this.opts.limits,
+            (reason) => this.kill(orgId, warm, reason),
+          );
+        box.onExit(() => {
           warm.dead = true;
-          this.opts.relay.forget(server.wsEndpoint());
+          warm.watchdog?.stop();
+          this.opts.relay.forget(box.wsEndpoint());
           if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-          if (!this.closed) this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
+          if (!this.closed && !warm.stopped)
+            this.opts.log.warn({ orgId }, 'browser: Chromium exited; the next task starts another');
         });
       },
       () => {
@@ -206,42 +255,37 @@ export class BrowserPool {
     return warm;
   }
 
+  /** Kills a box over a limit: its tasks fail with `reason`; the organisation's next task starts a fresh one. */
+  private kill(orgId: string, warm: Warm, reason: string): void {
+    if (warm.dead) return;
+    warm.stopped ??= reason;
+    warm.dead = true;
+    warm.watchdog?.stop();
+    if (warm.idle) clearTimeout(warm.idle);
+    if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
+    this.opts.log.warn({ orgId, reason }, "browser: stopped an organisation's browser over a limit");
+    void warm.box.then((b) => b.close()).catch(() => undefined);
+  }
+
   private retire(orgId: string, warm: Warm): void {
     if (warm.tasks > 0 || warm.dead) return;
     warm.dead = true;
+    warm.watchdog?.stop();
     if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
-    void warm.server
-      .then((s) => {
-        this.opts.relay.forget(s.wsEndpoint());
-        return s.close();
+    void warm.box
+      .then((b) => {
+        this.opts.relay.forget(b.wsEndpoint());
+        return b.close();
       })
       .catch(() => undefined);
   }
 
-  private async launch(): Promise<BrowserServer> {
+  private async launch(): Promise<BrowserBox> {
     const why = this.unavailable();
     if (why) throw new BrowserUnavailableError(why);
-    const [{ chromium }, proxy] = await Promise.all([import('playwright-core'), this.opts.proxyUrl()]);
-    const box = this.opts.box.prepare();
-    try {
-      const server = (await chromium.launchServer({
-        executablePath: box.executablePath,
-        headless: true,
-        // Every connection of every page goes through the guarded proxy, loopback included.
-        args: [...CHROMIUM_ARGS, `--proxy-server=${proxy}`, '--proxy-bypass-list=<-loopback>'],
-        // The service's environment (secrets included) is not the browser's business.
-        env: box.env,
-        // Downloads land in the browser's own folder, the only one it may write.
-        ...(box.downloadsPath ? { downloadsPath: box.downloadsPath } : {}),
-        handleSIGINT: false,
-        handleSIGTERM: false,
-        handleSIGHUP: false,
-      })) as BrowserServer;
-      server.process().on('exit', box.release);
-      return server;
-    } catch (err) {
-      box.release();
-      throw err;
-    }
+    const [proxy, extra] = await Promise.all([this.opts.proxy(), this.opts.extraProxies()]);
+    const args = [...CHROMIUM_ARGS, `--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>'];
+    const launch = this.opts.box.prepare({ proxies: [proxy, ...extra], chromiumArgs: args });
+    return BrowserBox.start(launch);
   }
 }

@@ -13,8 +13,10 @@
  * absolute URL for plain HTTP) with the upstream's credentials. The service's own origins still
  * go directly.
  */
+import { chmodSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { OutboundRefusedError, type OutboundPolicy } from '../kernel/outbound.js';
 
@@ -104,8 +106,12 @@ export class GuardedProxy {
     });
   }
 
-  /** Starts listening on 127.0.0.1 (a free port); answers `http://127.0.0.1:<port>`. */
-  async start(): Promise<string> {
+  /**
+   * Starts listening on 127.0.0.1 (a free port) and, with `socketDir`, on a Unix socket there
+   * named `<port>.sock` (mode 0666: browser boxes without a network of their own reach the proxy
+   * through it, each under a user of its own); answers `http://127.0.0.1:<port>`.
+   */
+  async start(socketDir?: string): Promise<string> {
     const server = http.createServer((req, res) => this.forward(req, res));
     server.on('clientError', (_err, socket) => socket.destroy());
     server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => this.tunnel(req, socket, head));
@@ -115,11 +121,28 @@ export class GuardedProxy {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     this.server = server;
-    return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const port = (server.address() as net.AddressInfo).port;
+    if (socketDir) {
+      const file = path.join(socketDir, `${port}.sock`);
+      const unix = net.createServer((s) => server.emit('connection', s));
+      await new Promise<void>((resolve, reject) => {
+        unix.once('error', reject);
+        unix.listen(file, () => resolve());
+      });
+      chmodSync(file, 0o666);
+      this.unix = unix;
+      this.socket = file;
+    }
+    return `http://127.0.0.1:${port}`;
   }
+
+  /** The Unix socket the proxy also listens on, once started with a socket folder. */
+  socket: string | undefined;
+  private unix: net.Server | undefined;
 
   async close(): Promise<void> {
     for (const s of this.sockets) s.destroy();
+    if (this.unix) await new Promise<void>((resolve) => this.unix!.close(() => resolve()));
     if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 

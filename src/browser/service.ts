@@ -5,6 +5,9 @@
  * (the script's own, downloads) are saved in the task's collection, a filestore, and listed
  * with signed URLs valid one hour; the log is saved there too, as `logFileName`.
  */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import { lookup as mimeLookup } from 'mime-types';
 import type { Knex } from 'knex';
@@ -16,7 +19,7 @@ import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
 import { withSpan } from '../kernel/tracing.js';
-import { BrowserPool, BrowserUnavailableError } from './pool.js';
+import { BrowserPool, BrowserUnavailableError, type PoolProxy } from './pool.js';
 import { ChromiumBox } from './contain.js';
 import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
@@ -57,6 +60,13 @@ const SWEEP_MS = 30_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** A script runner process serves at most this many tasks of its organisation, then a new one starts. */
 const TASKS_PER_PROCESS = 50;
+const MiB = 1024 * 1024;
+
+/** Starts a guarded proxy on loopback and on its Unix socket in `socketDir`. */
+async function started(proxy: GuardedProxy, socketDir: string): Promise<PoolProxy> {
+  const url = await proxy.start(socketDir);
+  return { url, port: Number(new URL(url).port), socket: proxy.socket! };
+}
 
 export interface ScriptArgs {
   code: string;
@@ -134,7 +144,9 @@ export class BrowserService {
   private readonly proxy: GuardedProxy;
   /** The guard in front of BROWSER_PROXY_URL (operator tasks with proxies: true), started on first use. */
   private readonly upstreamProxy: GuardedProxy | undefined;
-  private upstreamProxyUrl: Promise<string> | undefined;
+  private upstreamProxyUrl: Promise<PoolProxy> | undefined;
+  /** The folder of the proxies' Unix sockets, made when the first proxy starts. */
+  private proxySockets: string | undefined;
   private readonly relay: BrowserRelay;
   private readonly box: ChromiumBox;
   private readonly running = new Set<Promise<void>>();
@@ -165,12 +177,13 @@ export class BrowserService {
     this.upstreamProxy = deps.config.browser.proxyUrl
       ? new GuardedProxy(policy, new URL(deps.config.browser.proxyUrl))
       : undefined;
-    let proxyUrl: Promise<string> | undefined;
-    const startProxy = () => (proxyUrl ??= this.proxy.start());
+    let proxy: Promise<PoolProxy> | undefined;
+    const startProxy = () => (proxy ??= started(this.proxy, this.proxyDir()));
+    const startUpstream = () => (this.upstreamProxyUrl ??= started(this.upstreamProxy!, this.proxyDir()));
     // Runners without a network reach the relay by a socket bound into their view; others by loopback.
     const schemes = !config.browserTestNoSchemeRefusal;
     this.relay = new BrowserRelay({
-      proxyUrl: startProxy,
+      proxyUrl: async () => (await startProxy()).url,
       transport: isolation.plan.bwrap ? 'unix' : 'tcp',
       refuseSchemes: schemes,
       log: deps.log,
@@ -179,13 +192,21 @@ export class BrowserService {
       executable: config.browser.executable,
       isolation,
       blockSchemes: schemes,
+      diskBytes: config.browser.diskMb * MiB,
       log: deps.log,
     });
     this.pool = new BrowserPool({
-      proxyUrl: startProxy,
+      proxy: startProxy,
+      // Operator tasks with proxies: true name the upstream proxy's guard: every box can reach it.
+      extraProxies: async () => (this.upstreamProxy ? [await startUpstream()] : []),
       relay: this.relay,
       box: this.box,
       executable: config.browser.executable,
+      limits: {
+        memoryBytes: config.browser.memoryMb * MiB,
+        diskBytes: config.browser.diskMb * MiB,
+        taskCpuMs: config.browser.taskCpuMs,
+      },
       maxContexts: config.browser.maxContexts,
       idleMs: config.browser.idleMs,
       log: deps.log,
@@ -193,6 +214,18 @@ export class BrowserService {
     deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
     if (!schemes)
       deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
+  }
+
+  /**
+   * The proxies also listen on Unix sockets in one private folder (0755: each box's user may pass
+   * it), bound into every browser box, which has no network of its own to reach them by.
+   */
+  private proxyDir(): string {
+    if (!this.proxySockets) {
+      this.proxySockets = mkdtempSync(path.join(os.tmpdir(), 'sy-proxy-'));
+      chmodSync(this.proxySockets, 0o755);
+    }
+    return this.proxySockets;
   }
 
   start(): void {
@@ -226,6 +259,7 @@ export class BrowserService {
     await this.relay.close();
     await this.proxy.close();
     if (this.upstreamProxyUrl) await this.upstreamProxy?.close();
+    if (this.proxySockets) rmSync(this.proxySockets, { recursive: true, force: true });
   }
 
   /** `playwright_run`: records the task and starts it; answers at once. */
@@ -483,7 +517,15 @@ export class BrowserService {
     }
     try {
       t.log('browser ready');
-      return await body(lease);
+      const outcome = await body(lease).catch((err: Error & { files?: ScriptFile[] }) => {
+        if (lease.stopped() === undefined) throw err;
+        return { ok: false, result: '', files: err.files ?? [] };
+      });
+      const stopped = lease.stopped();
+      if (stopped === undefined) return outcome;
+      // The pool stopped the browser over a limit: that, not the broken connection, is why the task failed.
+      t.log(`the browser was stopped: it ${stopped}`);
+      return { ok: false, result: `The task's browser was stopped: it ${stopped}.`, files: outcome.files };
     } finally {
       lease.release();
     }
@@ -520,7 +562,8 @@ export class BrowserService {
       executeOperator(this.operatorDeps(), lease, plan, {
         t,
         adblock: () => this.adblock.get(),
-        upstreamProxy: () => (this.upstreamProxyUrl ??= this.upstreamProxy!.start()),
+        upstreamProxy: async () =>
+          (await (this.upstreamProxyUrl ??= started(this.upstreamProxy!, this.proxyDir()))).url,
       }),
     );
   }

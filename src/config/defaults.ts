@@ -46,6 +46,16 @@ export const defaults = {
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
   /**
+   * One organisation's browser box (src/browser/README.md "Limits"): its memory, its private disk,
+   * the pages and contexts open in it at once (a task keeps two contexts: its own and the one
+   * opened ahead for the next), and the CPU time one task may cost it.
+   */
+  browserMemoryMb: 2048,
+  browserDiskMb: 512,
+  browserMaxPages: 50,
+  browserMaxOpenContexts: 20,
+  browserTaskCpuMs: 120_000,
+  /**
    * Code runner spares kept warm, and one organisation's most runners: one per core, at least 2
    * (src/engine/sandbox/README.md).
    */

@@ -89,6 +89,16 @@ export interface Config {
     idleMs: number;
     adblockLists: string[];
     proxyUrl: string | null;
+    /** BROWSER_MEMORY_MB: memory of one organisation's whole browser box. */
+    memoryMb: number;
+    /** BROWSER_DISK_MB: size of a box's private disk (profile, downloads, temporary files). */
+    diskMb: number;
+    /** BROWSER_MAX_PAGES: pages open at once in one organisation's browser. */
+    maxPages: number;
+    /** BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser. */
+    maxOpenContexts: number;
+    /** BROWSER_TASK_CPU_MS: CPU time of its browser one task may cost. */
+    taskCpuMs: number;
   };
   /** Tool discovery (src/servers/sidekick): semantic ranking and learning from use. */
   discovery: DiscoveryConfig;
@@ -386,6 +396,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleMs: intEnv(env, 'BROWSER_IDLE_MS', defaults.browserIdleMs, { min: 1000, max: 86_400_000 }),
       adblockLists: adblockLists(env.BROWSER_ADBLOCK_LISTS),
       proxyUrl: env.BROWSER_PROXY_URL ? urlEnv(env, 'BROWSER_PROXY_URL', '') : null,
+      memoryMb: intEnv(env, 'BROWSER_MEMORY_MB', defaults.browserMemoryMb, { min: 256, max: 1_048_576 }),
+      diskMb: intEnv(env, 'BROWSER_DISK_MB', defaults.browserDiskMb, { min: 64, max: 1_048_576 }),
+      maxPages: intEnv(env, 'BROWSER_MAX_PAGES', defaults.browserMaxPages, { min: 1, max: 10_000 }),
+      maxOpenContexts: intEnv(env, 'BROWSER_MAX_OPEN_CONTEXTS', defaults.browserMaxOpenContexts, {
+        min: 2,
+        max: 10_000,
+      }),
+      taskCpuMs: intEnv(env, 'BROWSER_TASK_CPU_MS', defaults.browserTaskCpuMs, { min: 100, max: 86_400_000 }),
     },
     discovery: {
       embeddingsUrl: env.EMBEDDINGS_URL ? urlEnv(env, 'EMBEDDINGS_URL', '') : null,

@@ -53,6 +53,12 @@ export interface ContainSpec {
    * resident memory, so the watchdog would not see them: the size is its only bound.
    */
   tmpBytes?: number;
+  /**
+   * Size of a private /dev/shm (a tmpfs; without it the view's /dev/shm is a folder of the /dev
+   * bubblewrap makes, with no size of its own). Programs that share memory through files there
+   * (Chromium) get it bounded like /tmp.
+   */
+  shmBytes?: number;
 }
 
 const DEFAULT_TMP_BYTES = 64 * 1024 * 1024;
@@ -95,6 +101,7 @@ export function bwrapArgs(spec: ContainSpec): string[] {
     '/proc',
     '--dev',
     '/dev',
+    ...(spec.shmBytes !== undefined ? ['--perms', '1777', '--size', String(spec.shmBytes), '--tmpfs', '/dev/shm'] : []),
     // Writable by the unprivileged user the program runs as (sticky, like a host's /tmp).
     '--perms',
     '1777',

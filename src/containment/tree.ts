@@ -72,3 +72,39 @@ export function killTree(pids: readonly number[]): void {
     }
   }
 }
+
+/**
+ * Proportional set size of `pids` together (Linux smaps_rollup): each shared page counts once
+ * across the processes that map it, divided between them, so a tree of many processes that map
+ * the same program (Chromium's browser, GPU, utility and renderer processes) is not counted
+ * once per process as resident memory would. Gone processes count nothing.
+ */
+export async function pssBytes(pids: readonly number[]): Promise<number> {
+  let kb = 0;
+  for (const p of pids) {
+    const rollup = await readFile(`/proc/${p}/smaps_rollup`, 'utf8').catch(() => '');
+    const m = /^Pss:\s+(\d+) kB/m.exec(rollup);
+    if (m) kb += Number(m[1]);
+  }
+  return kb * 1024;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on every Linux ABI Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU time of `pids` together, in milliseconds: each process's user and system time and that of
+ * its children it has waited for (so a process that has exited still counts, through its parent).
+ * Gone processes count nothing.
+ */
+export async function cpuMs(pids: readonly number[]): Promise<number> {
+  let ticks = 0;
+  for (const p of pids) {
+    const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => '');
+    // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime, stime, cutime, cstime are fields 14–17, i.e. 11–14 after the name and state.
+    for (let i = 11; i <= 14; i++) ticks += Number(fields[i] ?? 0) || 0;
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}

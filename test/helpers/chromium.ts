@@ -4,7 +4,7 @@
  * suite with a note saying how to get it. The containment tests also look at the processes the
  * service started, from outside, through /proc (Linux).
  */
-import { existsSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { processTree, uidOf } from '../../src/containment/index.js';
 
 export const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
@@ -71,4 +71,22 @@ export async function usersOf(pids: readonly number[]): Promise<number[]> {
     if (uid !== undefined) uids.add(uid);
   }
   return [...uids];
+}
+
+/**
+ * Folders of the host that a contained view must not hold: home folders, PostgreSQL's socket
+ * folder, the accounts. Node itself may be installed under a home folder (a Node fetched into
+ * ~/.cache by scripts/supported-node.sh): then only the folders on its way are there.
+ */
+export function hostFoldersInView(view: string): string[] {
+  const found: string[] = [];
+  for (const dir of ['/root', '/home', '/var/run/postgresql', '/etc/passwd', '/etc/shadow']) {
+    if (!existsSync(`${view}${dir}`)) continue;
+    const onTheWay = process.execPath.startsWith(`${dir}/`)
+      ? process.execPath.slice(dir.length + 1).split('/')[0]
+      : undefined;
+    const listing = onTheWay ? readdirSync(`${view}${dir}`) : undefined;
+    if (!listing || listing.length !== 1 || listing[0] !== onTheWay) found.push(dir);
+  }
+  return found;
 }

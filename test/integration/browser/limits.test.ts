@@ -1,0 +1,164 @@
+/**
+ * The limits of an organisation's browser (src/browser/README.md "Limits"), through
+ * `browser-automation_playwright_run` against a real service and real Chromium: a page that
+ * allocates past BROWSER_MEMORY_MB, a page that spins past BROWSER_TASK_CPU_MS and a download
+ * that fills the box's private disk (BROWSER_DISK_MB) each end their own task, failed with the
+ * limit named in its result and log; another organisation's task running at the same time
+ * completes, and the organisation's next task gets a fresh browser.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import { callTool } from '../gateway/helpers.js';
+import { requireChromium } from '../../helpers/chromium.js';
+import { probeIsolation } from '../../../src/containment/index.js';
+
+async function start(server: TestServer, org: TestOrg, code: string): Promise<string> {
+  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
+    code,
+    buildId: 'bld_limits',
+  });
+  if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
+  return res.structuredContent.sessionId as string;
+}
+
+async function finished(server: TestServer, org: TestOrg, sessionId: string, limitMs = 90_000): Promise<any> {
+  const until = Date.now() + limitMs;
+  for (;;) {
+    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
+      sessionId,
+    });
+    if (res.structuredContent?.status !== 'RUNNING') return res.structuredContent;
+    if (Date.now() > until) throw new Error(`task ${sessionId} still RUNNING after ${limitMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const run = async (server: TestServer, org: TestOrg, code: string) =>
+  finished(server, org, await start(server, org, code));
+
+describe('browser limits: memory, CPU time and disk of an organisation’s browser', function () {
+  this.timeout(240_000);
+  let server: TestServer;
+  let a: TestOrg;
+  let b: TestOrg;
+  let site: http.Server;
+  let siteUrl = '';
+  let namespaces = false;
+
+  before(async function () {
+    requireChromium(this);
+    const isolation = await probeIsolation({ mode: process.env.CODE_ISOLATION === 'strict' ? 'strict' : 'auto' });
+    namespaces = isolation.report.level === 'namespaces';
+    site = http.createServer((req, res) => {
+      if (req.url !== '/big') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end('<title>Site</title><p>hello</p>');
+        return;
+      }
+      // 100 MiB as an attachment, chunked: its size is known to nobody before it has all been written.
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-disposition': 'attachment; filename=big.bin',
+      });
+      const chunk = Buffer.alloc(1024 * 1024, 7);
+      let sent = 0;
+      const write = () => {
+        while (sent < 100) {
+          sent += 1;
+          if (!res.write(chunk)) {
+            res.once('drain', write);
+            return;
+          }
+        }
+        res.end();
+      };
+      res.on('close', () => (sent = 100));
+      write();
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    server = await startTestServer('sqlite', {
+      NODE_ENV: 'test',
+      OUTBOUND_ALLOWLIST: '127.0.0.0/8',
+      BROWSER_MEMORY_MB: '1000',
+      BROWSER_TASK_CPU_MS: '15000',
+      BROWSER_DISK_MB: '64',
+      BROWSER_TASK_TIMEOUT_MS: '120000',
+    });
+    a = await createTestOrg(server, 'Org A');
+    b = await createTestOrg(server, 'Org B');
+  });
+  after(async () => {
+    site?.close();
+    await server?.close();
+  });
+
+  /** B's task that runs while A crosses a limit: it opens a page, waits, and must complete. */
+  const slowB = () =>
+    start(
+      server,
+      b,
+      `await page.goto(${JSON.stringify(siteUrl)}); await page.waitForTimeout(3000); return await page.title();`,
+    );
+
+  it("a page that allocates past BROWSER_MEMORY_MB ends its own task, naming the limit; B's task completes; A's next task gets a fresh browser", async () => {
+    await run(server, a, 'return 1'); // A's browser is up
+    const pool = server.app.services.browser.pool;
+    const before = await pool.pidOf(a.orgId);
+    const other = await slowB();
+    const bomb = await run(
+      server,
+      a,
+      `await page.evaluate(() => { window.keep = []; for (let i = 0; i < 40; i++) { window.keep.push(new Uint8Array(48 * 1024 * 1024).fill(1)); } });
+       await page.waitForTimeout(5000);
+       return 'survived';`,
+    );
+    expect(bomb.status, bomb.result).to.equal('failed');
+    expect(bomb.result, bomb.result).to.match(
+      /^The task's browser was stopped: it used more than 1000 MiB of memory \(\d+ MiB; BROWSER_MEMORY_MB\)\.$/,
+    );
+    expect(bomb.logContent).to.match(/the browser was stopped: it used more than 1000 MiB of memory/);
+    const doneB = await finished(server, b, other);
+    expect(doneB, doneB.result).to.include({ status: 'completed', result: 'Site' });
+    const next = await run(server, a, 'return "fresh"');
+    expect(next).to.include({ status: 'completed', result: 'fresh' });
+    const after = await pool.pidOf(a.orgId);
+    expect(after).to.be.a('number').and.not.equal(before);
+  });
+
+  it("a page that spins past BROWSER_TASK_CPU_MS ends its own task, naming the limit; B's task completes", async () => {
+    const other = await slowB();
+    const spin = await run(
+      server,
+      a,
+      'await page.evaluate(() => { const end = Date.now() + 90000; while (Date.now() < end) {} }); return "spun";',
+    );
+    expect(spin.status, spin.result).to.equal('failed');
+    expect(spin.result).to.equal(
+      "The task's browser was stopped: it used more than 15 s of CPU time for one task (BROWSER_TASK_CPU_MS).",
+    );
+    const doneB = await finished(server, b, other);
+    expect(doneB, doneB.result).to.include({ status: 'completed', result: 'Site' });
+    expect(await run(server, a, 'return "fresh"')).to.include({ status: 'completed', result: 'fresh' });
+  });
+
+  it("a download that fills the box's private disk (BROWSER_DISK_MB) ends its own task, naming the limit; B's task completes", async function () {
+    if (!namespaces) this.skip(); // the private disk is a tmpfs of the operating-system layer
+    const other = await slowB();
+    const fill = await run(
+      server,
+      a,
+      `await page.goto(${JSON.stringify(`${siteUrl}/big`)}).catch(() => undefined); // a download, not a page
+       await page.waitForTimeout(10000);
+       return 'kept';`,
+    );
+    expect(fill.status, fill.result).to.equal('failed');
+    expect(fill.result, fill.result).to.match(
+      /^The task's browser was stopped: it filled its private disk \(64 MiB of \/tmp for its profile, downloads and temporary files; BROWSER_DISK_MB\)\.$/,
+    );
+    const doneB = await finished(server, b, other);
+    expect(doneB, doneB.result).to.include({ status: 'completed', result: 'Site' });
+    expect(await run(server, a, 'return "fresh"')).to.include({ status: 'completed', result: 'fresh' });
+  });
+});
