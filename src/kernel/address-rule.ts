@@ -4,8 +4,9 @@
  * this machine, unless OUTBOUND_ALLOWLIST names it. Globally reachable is what IANA's
  * special-purpose registries say (special-addresses.ts, most specific block first); an
  * IPv4-mapped, NAT64 or 6to4 address is judged by the IPv4 address it carries, allow-list
- * included. Addresses are parsed once into numbers and matched against precomputed blocks:
- * no lookup allocates more than the parsed address.
+ * included. An address is parsed once into numbers and matched against blocks computed at
+ * load, most specific first: a check costs one pass over the table and allocates only the
+ * parsed address.
  */
 import os from 'node:os';
 import { isIP } from 'node:net';
@@ -48,7 +49,7 @@ export function parseIp(text: string): Ip | undefined {
   return undefined;
 }
 
-export function formatIpv4(v4: number): string {
+function formatIpv4(v4: number): string {
   return `${v4 >>> 24}.${(v4 >>> 16) & 0xff}.${(v4 >>> 8) & 0xff}.${v4 & 0xff}`;
 }
 
@@ -143,9 +144,10 @@ function interfaceAddresses(): string[] {
 }
 
 /**
- * The machine's own addresses, read again when older than `maxAgeMs` (reading them costs tens of
- * microseconds, too much for every connection) or on refresh(). Loopback addresses are left
- * out: the registry rule refuses them as loopback.
+ * The machine's own addresses, read again when older than `maxAgeMs` or on refresh(), not on
+ * every check: os.networkInterfaces() asks the kernel for every interface each time, far
+ * dearer than the check itself. Loopback addresses are left out: the registry rule refuses
+ * them, naming them loopback.
  */
 export class MachineAddresses {
   private keys = new Set<string>();

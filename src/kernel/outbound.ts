@@ -59,7 +59,7 @@ export function parseOutboundAllowlist(value: string | undefined): OutboundAllow
   return { ranges, hosts, entries };
 }
 
-/** A refused destination; `address` and `reason` (e.g. "loopback address") say which and why. */
+/** A refused destination; `address` and `reason` (e.g. "loopback address (RFC 1122)") say which and why. */
 export class OutboundRefusedError extends Error {
   constructor(
     message: string,
