@@ -2143,10 +2143,15 @@ export interface paths {
          *     calls, `OUTBOUND_ALLOWLIST`): `upstream.url` (mcp) or `upstream.baseUrl` (openapi,
          *     coding-agent) is refused with 400 `invalid_request`, `details: [{where: body, path:
          *     /upstream/url or /upstream/baseUrl, message}]` and the reason in `message`, when its
-         *     host is an IP literal in a refused range (loopback, private, carrier-grade NAT,
-         *     link-local and cloud metadata, unspecified, multicast, reserved; however the URL spells
-         *     it) or a host name any of whose addresses, resolved now, is in one (`localhost`
-         *     included): every connection to such a name would be refused. The service's own origins
+         *     host is an IP literal the policy refuses (however the URL spells it: any address that
+         *     is not globally reachable unicast per IANA's special-purpose registries — loopback,
+         *     private, carrier-grade NAT, link-local and cloud metadata, unspecified, documentation,
+         *     multicast, reserved and the like, IPv4-mapped, NAT64 and 6to4 addresses by the IPv4
+         *     address they carry — and any address of the service's own machine) or a host name any
+         *     of whose addresses, resolved now, is refused (`localhost` included): every connection to
+         *     such a name would be refused. The reason names the registry entry, e.g. `127.0.0.1 is an
+         *     address the outbound policy refuses (loopback address (RFC 1122); allow it with
+         *     OUTBOUND_ALLOWLIST)`. The service's own origins
          *     and whatever `OUTBOUND_ALLOWLIST` names (CIDRs, addresses, host names) are accepted. A
          *     name that does not resolve within 2 s is accepted: DNS answers change, so every
          *     connection to an upstream is checked again on the address actually connected to —

@@ -2258,7 +2258,7 @@ export interface components {
                 providers: ("openai-compatible" | "openai" | "anthropic" | "google")[];
             };
             /**
-             * @description OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed.
+             * @description OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed.
              * @default []
              */
             outboundAllowlist: string[];
@@ -2549,7 +2549,7 @@ export interface components {
                     /** @constant */
                     type: "code";
                 };
-                /** @description Makes an HTTP request; the response body is the step result. Destinations follow the outbound policy: loopback, private, link-local (cloud metadata) and other special-purpose addresses, checked after DNS and on every redirect hop, fail the step unless OUTBOUND_ALLOWLIST lists them; this service's own URLs are always reachable. */
+                /** @description Makes an HTTP request; the response body is the step result. Destinations follow the outbound policy: addresses that are not globally reachable unicast (loopback, private, link-local (cloud metadata) and the other special-purpose blocks of IANA's registries) and the addresses of the service's own machine, checked after DNS and on every redirect hop, fail the step unless OUTBOUND_ALLOWLIST lists them; this service's own URLs are always reachable. */
                 httpStep: {
                     description?: components["schemas"]["WorkflowDefinition"]["$defs"]["stepDescription"];
                     name: components["schemas"]["WorkflowDefinition"]["$defs"]["stepName"];

@@ -1,23 +1,27 @@
 /**
- * Outbound HTTP to user-given URLs (event trigger URLs), guarded against SSRF: loopback,
- * private, link-local (cloud metadata), carrier-grade NAT, multicast and reserved addresses
- * are refused unless OUTBOUND_ALLOWLIST names them (CIDRs, addresses or host names). The check
- * runs in the socket's own `lookup`, on the address actually connected to, after DNS (a name
- * that resolves to 10.0.0.5 is refused however it is spelled); IP literals are checked before
- * connecting. URLs on the service's own origins are always allowed. Event calls use
- * outboundRequest(); workflow `http` steps and application server upstreams use policyFetch(),
- * whose every connection (redirect hops included) passes the same check. URLs an organisation
- * registers are judged up front by registrationRefusal().
+ * Outbound HTTP to user-given URLs (event trigger URLs, workflow `http` steps, application
+ * server upstreams, browser pages), guarded against SSRF by a positive rule (address-rule.ts):
+ * a destination address is allowed only when it is globally reachable unicast according to
+ * IANA's special-purpose address registries (special-addresses.ts) and is not one of this
+ * machine's own interface addresses; IPv4-mapped, NAT64 and 6to4 addresses are judged by the
+ * IPv4 address they carry. OUTBOUND_ALLOWLIST (CIDRs, addresses or host names) allows what it
+ * names. The check runs in the socket's own `lookup`, on the address actually connected to,
+ * after DNS (a name that resolves to 10.0.0.5 is refused however it is spelled); IP literals
+ * are checked before connecting. URLs on the service's own origins are always allowed. Event
+ * calls use outboundRequest(); workflow `http` steps and application server upstreams use
+ * policyFetch(), whose every connection (redirect hops included) passes the same check. URLs
+ * an organisation registers are judged up front by registrationRefusal().
  */
 import http from 'node:http';
 import https from 'node:https';
 import dns from 'node:dns';
 import type net from 'node:net';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
+import { AddressRanges, judgeAddress, machineAddresses, parseIp, type MachineAddresses } from './address-rule.js';
 
 export interface OutboundAllowlist {
-  blocks: BlockList;
+  ranges: AddressRanges;
   hosts: ReadonlySet<string>;
   entries: readonly string[];
 }
@@ -26,7 +30,7 @@ export class OutboundAllowlistError extends Error {}
 
 /** `127.0.0.0/8,::1/128,internal.example.com` → the allow-list; a bad entry throws naming it. */
 export function parseOutboundAllowlist(value: string | undefined): OutboundAllowlist {
-  const blocks = new BlockList();
+  const ranges = new AddressRanges();
   const hosts = new Set<string>();
   const entries = (value ?? '')
     .split(',')
@@ -42,7 +46,7 @@ export function parseOutboundAllowlist(value: string | undefined): OutboundAllow
       const prefix = bits === undefined ? max : Number(bits);
       if (!/^\d+$/.test(bits ?? String(max)) || prefix > max)
         throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" has an invalid prefix length`);
-      blocks.addSubnet(addr!, prefix, family === 4 ? 'ipv4' : 'ipv6');
+      ranges.add(`${addr}/${prefix}`);
     } else if (
       bits === undefined &&
       /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(entry)
@@ -52,46 +56,10 @@ export function parseOutboundAllowlist(value: string | undefined): OutboundAllow
       throw new OutboundAllowlistError(`OUTBOUND_ALLOWLIST: "${entry}" is not a CIDR, an address or a host name`);
     }
   }
-  return { blocks, hosts, entries };
+  return { ranges, hosts, entries };
 }
 
-/** Ranges no user URL may reach by default (RFC 6890 special-purpose registries). */
-const REFUSED: Array<[string, number, 'ipv4' | 'ipv6', string]> = [
-  ['0.0.0.0', 8, 'ipv4', 'unspecified address'],
-  ['10.0.0.0', 8, 'ipv4', 'private address'],
-  ['100.64.0.0', 10, 'ipv4', 'carrier-grade NAT address'],
-  ['127.0.0.0', 8, 'ipv4', 'loopback address'],
-  ['169.254.0.0', 16, 'ipv4', 'link-local or cloud metadata address'],
-  ['172.16.0.0', 12, 'ipv4', 'private address'],
-  ['192.0.0.0', 24, 'ipv4', 'reserved address'],
-  ['192.168.0.0', 16, 'ipv4', 'private address'],
-  ['198.18.0.0', 15, 'ipv4', 'reserved address'],
-  ['224.0.0.0', 3, 'ipv4', 'multicast or reserved address'],
-  ['::', 128, 'ipv6', 'unspecified address'],
-  ['::1', 128, 'ipv6', 'loopback address'],
-  ['fc00::', 7, 'ipv6', 'private address'],
-  ['fe80::', 10, 'ipv6', 'link-local address'],
-  ['ff00::', 8, 'ipv6', 'multicast address'],
-  // IPv4 carried in IPv6 (after ::1 and :: above, which they contain): deprecated
-  // IPv4-compatible addresses, and the NAT64 prefix, which a NAT64 gateway turns into any IPv4
-  // address, private ones included.
-  ['::', 96, 'ipv6', 'IPv4-compatible address'],
-  ['64:ff9b::', 96, 'ipv6', 'NAT64 address'],
-];
-const refusedLists = REFUSED.map(([addr, prefix, type, why]) => {
-  const list = new BlockList();
-  list.addSubnet(addr, prefix, type);
-  return { list, why };
-});
-
-/** `::ffff:10.0.0.1` is 10.0.0.1 to the kernel: check the IPv4 it carries. */
-function normalize(address: string): { address: string; type: 'ipv4' | 'ipv6' } {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return { address: mapped[1]!, type: 'ipv4' };
-  return { address, type: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
-}
-
-/** A refused destination; `address` and `reason` (e.g. "loopback address") say which and why. */
+/** A refused destination; `address` and `reason` (e.g. "loopback address (RFC 1122)") say which and why. */
 export class OutboundRefusedError extends Error {
   constructor(
     message: string,
@@ -152,6 +120,9 @@ export class OutboundPolicy {
   /** Keep-alive pools whose new connections go through the checked lookup. */
   readonly agents: { http: http.Agent; https: https.Agent };
 
+  /** This machine's own addresses (the process-wide set unless a test gives its own). */
+  private readonly machine: MachineAddresses;
+
   /**
    * `alwaysAllowOrigins`: the service's public origins. `listener`: where the service listens,
    * whose loopback names on its port are the service too (loopbackSelfOrigins).
@@ -159,8 +130,9 @@ export class OutboundPolicy {
   constructor(
     private readonly allowlist: OutboundAllowlist,
     alwaysAllowOrigins: readonly string[] = [],
-    opts: { listener?: ServiceListener | undefined } = {},
+    opts: { listener?: ServiceListener | undefined; machine?: MachineAddresses } = {},
   ) {
+    this.machine = opts.machine ?? machineAddresses;
     this.origins = new Set(alwaysAllowOrigins.map((o) => new URL(o).origin));
     this.selfLoopback = opts.listener ? loopbackSelfOrigins(opts.listener) : new Map();
     const lookup = this.lookup();
@@ -188,15 +160,18 @@ export class OutboundPolicy {
 
   /** Throws OutboundRefusedError when `address` (an IP) may not be connected to. */
   check(address: string): void {
-    const { address: ip, type } = normalize(address);
-    if (this.allowlist.blocks.check(ip, type)) return;
-    for (const { list, why } of refusedLists) {
-      if (list.check(ip, type))
-        throw new OutboundRefusedError(`Outbound request to ${ip} refused: ${why} (allow it with OUTBOUND_ALLOWLIST)`, {
-          address: ip,
-          reason: why,
-        });
-    }
+    const ip = parseIp(address);
+    const refusal = ip ? judgeAddress(ip, this.allowlist.ranges, this.machine) : { reason: 'not an IP address' };
+    if (refusal)
+      throw new OutboundRefusedError(
+        `Outbound request to ${address} refused: ${refusal.reason} (allow it with OUTBOUND_ALLOWLIST)`,
+        { address, reason: refusal.reason },
+      );
+  }
+
+  /** Reads this machine's addresses again now (they are also read again every 30 s). */
+  refreshMachineAddresses(): void {
+    this.machine.refresh();
   }
 
   /** The reason check() gives for `address`, or undefined when it may be connected to. */
@@ -222,7 +197,9 @@ export class OutboundPolicy {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host)) {
       const reason = this.reasonFor(host);
-      return reason && `${host} is a ${reason}, which the outbound policy refuses (allow it with OUTBOUND_ALLOWLIST)`;
+      return (
+        reason && `${host} is an address the outbound policy refuses (${reason}; allow it with OUTBOUND_ALLOWLIST)`
+      );
     }
     const addresses = await resolveAll(host, resolveMs);
     const reasons = new Set(

@@ -621,7 +621,7 @@ return out;`;
         number,
       ];
       expect(status).to.equal(403);
-      expect(body).to.match(/refused: loopback address \(allow it with OUTBOUND_ALLOWLIST\)/);
+      expect(body).to.match(/refused: loopback address \(RFC 1122\) \(allow it with OUTBOUND_ALLOWLIST\)/);
       expect(metadata).to.match(/ERR_TUNNEL_CONNECTION_FAILED/);
       expect(own).to.equal(200);
       // API requests of the context (made by playwright-core's server side, not by Chromium) too.

@@ -308,14 +308,14 @@ for (const kind of kinds) {
             expect(list.status).to.equal(200);
             expect(list.body.error, `${path}: ${list.text}`).to.deep.include({ code: -32000 });
             expect(list.body.error.message).to.equal(
-              `upstream ${path} tools/list failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+              `upstream ${path} tools/list failed: the outbound policy refuses the upstream's address (loopback address (RFC 1122); allow it with OUTBOUND_ALLOWLIST)`,
             );
           }
           const res = await rpc(second, org.token, path, 'tools/call', { name: tool, arguments: args });
           expect(res.status).to.equal(200);
           expect(res.body.error, `${path}: ${res.text}`).to.deep.include({ code: -32000 });
           expect(res.body.error.message).to.equal(
-            `upstream ${path} tools/call ${tool} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+            `upstream ${path} tools/call ${tool} failed: the outbound policy refuses the upstream's address (loopback address (RFC 1122); allow it with OUTBOUND_ALLOWLIST)`,
           );
           expect(res.text).to.not.match(/query-secret|connection-secret|localhost|127\.0\.0\.1/);
         }

@@ -116,7 +116,7 @@ describe('upstream: connections pass the outbound policy', function () {
         const what = `upstream ${path} tools/call ${tool}`;
         const err = await gatewayError(server.callTool(ctx, tool, { PCID: pcid, ...args }));
         expect(err.message, upstream.type).to.equal(
-          `${what} failed: the outbound policy refuses the upstream's address (loopback address; allow it with OUTBOUND_ALLOWLIST)`,
+          `${what} failed: the outbound policy refuses the upstream's address (loopback address (RFC 1122); allow it with OUTBOUND_ALLOWLIST)`,
         );
         if (upstream.type === 'mcp') {
           const listed = await gatewayError(server.listTools(ctx));
@@ -128,7 +128,7 @@ describe('upstream: connections pass the outbound policy', function () {
           .map((l) => JSON.parse(l) as Record<string, unknown>)
           .filter((l) => l.msg === 'upstream refused by the outbound policy' && l.what === what);
         expect(logged, `log of ${what}`).to.have.length(1);
-        expect(logged[0]).to.include({ level: 40, address: '127.0.0.1', reason: 'loopback address' });
+        expect(logged[0]).to.include({ level: 40, address: '127.0.0.1', reason: 'loopback address (RFC 1122)' });
       }
       expect(listener.connections, 'connections to the loopback listener').to.equal(0);
       expect(lines.join('\n')).to.not.match(/query-secret|connection-secret|localhost:/);
@@ -143,9 +143,9 @@ describe('upstream: connections pass the outbound policy', function () {
     const v6 = await counter('::1');
     try {
       for (const [url, reason] of [
-        [`http://127.0.0.1:${v4.port}/mcp`, 'loopback address'],
-        [`http://[::1]:${v6.port}/mcp`, 'loopback address'],
-        ['http://169.254.169.254/mcp', 'link-local or cloud metadata address'],
+        [`http://127.0.0.1:${v4.port}/mcp`, 'loopback address \\(RFC 1122\\)'],
+        [`http://[::1]:${v6.port}/mcp`, 'loopback address \\(RFC 4291\\)'],
+        ['http://169.254.169.254/mcp', 'link-local or cloud metadata address \\(RFC 3927\\)'],
       ] as const) {
         const { pcid, server } = await serverFor({ type: 'mcp', url, transport: 'streamable-http' });
         const err = await gatewayError(server.callTool(env.ctx(), 'echo', { PCID: pcid, message: 'x' }));

@@ -24,11 +24,11 @@ describe('outbound policy: registrationRefusal', () => {
     const cases: Array<[string, RegExp]> = [
       [
         'http://127.0.0.1:8080/mcp',
-        /^127\.0\.0\.1 is a loopback address, which the outbound policy refuses \(allow it with OUTBOUND_ALLOWLIST\)$/,
+        /^127\.0\.0\.1 is an address the outbound policy refuses \(loopback address \(RFC 1122\); allow it with OUTBOUND_ALLOWLIST\)$/,
       ],
-      ['http://2130706433/', /^127\.0\.0\.1 is a loopback address/],
-      ['http://0x7f.1/', /^127\.0\.0\.1 is a loopback address/],
-      ['http://[::1]:9/', /^::1 is a loopback address/],
+      ['http://2130706433/', /^127\.0\.0\.1 is an address the outbound policy refuses \(loopback address/],
+      ['http://0x7f.1/', /^127\.0\.0\.1 is an address the outbound policy refuses \(loopback address/],
+      ['http://[::1]:9/', /^::1 is an address the outbound policy refuses \(loopback address/],
       ['http://[::ffff:127.0.0.1]/', /loopback address/],
       ['http://0.0.0.0/', /unspecified address/],
       ['http://10.20.30.40/', /private address/],
@@ -45,7 +45,7 @@ describe('outbound policy: registrationRefusal', () => {
   it('refuses a name whose addresses are refused after DNS (localhost), and accepts a name that does not resolve', async () => {
     const p = policy();
     expect(await judge(p, 'http://localhost:3000/mcp')).to.match(
-      /^localhost resolves to an address the outbound policy refuses \(loopback address; allow it with OUTBOUND_ALLOWLIST\)$/,
+      /^localhost resolves to an address the outbound policy refuses \(loopback address \(RFC 1122\); allow it with OUTBOUND_ALLOWLIST\)$/,
     );
     expect(await judge(p, 'https://upstream.invalid/mcp'), 'checked at connect time instead').to.equal(undefined);
   });
@@ -113,7 +113,7 @@ describe('outbound policy: the checked lookup when node:net asks for every addre
     expect(agentErr).to.be.instanceOf(OutboundRefusedError);
     expect((agentErr as OutboundRefusedError).detail).to.deep.equal({
       address: '127.0.0.1',
-      reason: 'loopback address',
+      reason: 'loopback address (RFC 1122)',
     });
   });
 
