@@ -19,12 +19,12 @@
  * CODE_ISOLATION=strict); on a machine without it those tests are skipped and say why.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
-import { probeIsolation, uidOf } from '../../../src/containment/index.js';
+import { probeIsolation, processTree, uidOf } from '../../../src/containment/index.js';
 import { BrowserBox } from '../../../src/browser/box.js';
 import { ChromiumBox } from '../../../src/browser/contain.js';
 import { CHROMIUM_ARGS } from '../../../src/browser/pool.js';
@@ -245,6 +245,37 @@ describe('browser scripts against a real service: assume breach, across organisa
       expect(ub).to.have.length(1);
       expect(ua[0]).to.not.equal(ub[0]);
       if (root) expect(Math.min(ua[0]!, ub[0]!)).to.be.at.least(1_900_000_000);
+    });
+
+    it("two organisations' tasks at once never share a download folder: each browser keeps its downloads on a private disk of its own", async () => {
+      // Each task downloads a file of its own and keeps its context (and so the download) while the test looks.
+      const hold = (
+        who: string,
+      ) => `await page.setContent('<a download="${who}.txt" href="data:text/plain,from-${who}">get</a>');
+        const [d] = await Promise.all([page.waitForEvent('download'), page.click('a')]);
+        if (await d.failure()) throw new Error('download failed');
+        await page.waitForTimeout(4000);
+        return 'held';`;
+      const [ta, tb] = [await start(server, a, hold('A')), await start(server, b, hold('B'))];
+      const pool = server.app.services.browser.pool;
+      const downloadsOf = async (orgId: string) => {
+        for (let i = 0; i < 100; i++) {
+          const pid = await pool.pidOf(orgId);
+          const inside = pid === undefined ? undefined : (await processTree(pid))[2];
+          const dir = inside === undefined ? '' : `/proc/${inside}/root/tmp/downloads`;
+          const files = dir && existsSync(dir) ? readdirSync(dir) : [];
+          if (files.length > 0)
+            return { dir, dev: statSync(dir).dev, contents: files.map((f) => readFileSync(path.join(dir, f), 'utf8')) };
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`no download in the browser of ${orgId}`);
+      };
+      const [da, db] = [await downloadsOf(a.orgId), await downloadsOf(b.orgId)];
+      expect(da.dev, 'the two download folders are on different file systems').to.not.equal(db.dev);
+      expect(da.contents).to.deep.equal(['from-A']);
+      expect(db.contents).to.deep.equal(['from-B']);
+      expect((await finished(server, a, ta)).status).to.equal('completed');
+      expect((await finished(server, b, tb)).status).to.equal('completed');
     });
 
     it("Chromium's view holds no data folder, service files or home folders; its managed policy blocks file: and chrome: pages", async () => {

@@ -391,6 +391,22 @@ describe('browser-automation: operator_run in real Chromium with a scripted mode
     ...extra,
   });
 
+  it("the action cache is each organisation's own: another organisation's same task and cacheKey runs live (MISS, the model called), then hits its own entry", async () => {
+    model.setScript(steps(...ORDER_STEPS));
+    const mine = await finished(org, await start(org, orderArgs('Share001')));
+    expect(mine.message, mine.logContent).to.match(/Cache MISS/);
+    model.requests.length = 0;
+    model.setScript(steps(...ORDER_STEPS));
+    const theirs = await finished(other, await start(other, orderArgs('Share001')));
+    expect(theirs.status, `${theirs.result}\n${theirs.logContent}`).to.equal('completed');
+    expect(theirs.message, "another organisation's entry is not used").to.match(/Cache MISS/);
+    expect(model.requests, 'the other organisation ran live').to.have.length(ORDER_STEPS.length);
+    model.requests.length = 0;
+    const theirsAgain = await finished(other, await start(other, orderArgs('Share001')));
+    expect(theirsAgain.message).to.match(/Cache HIT/);
+    expect(model.requests).to.have.length(0);
+  });
+
   it('a replay whose element is gone re-infers that step with one model call (HEALED), rewrites the entry, and the next run is a HIT again', async () => {
     model.setScript(steps(...ORDER_STEPS));
     const first = await finished(org, await start(org, orderArgs('Heal0001')));
