@@ -166,7 +166,6 @@ function runnerView(relaySocketDir: string | undefined): ContainSpec {
     binds: relaySocketDir ? [{ source: relaySocketDir, target: RELAY_DIR_IN_SANDBOX }] : [],
     // The runner reads playwright-core's files after switching users, so their folders must be passable.
     dirs: parentDirs([...readOnly, RELAY_DIR_IN_SANDBOX]),
-    network: 'none',
     maxProcesses: RUNNER_MAX_THREADS,
   };
 }

@@ -1,7 +1,6 @@
 /**
  * The command line of a contained process (README.md "Operating-system layer"): the program
- * wrapped in bubblewrap (its own PID, IPC, UTS, cgroup and, unless it needs the host's, network
- * namespaces; a read-only view of only the paths it needs, a private tmpfs), in prlimit (its
+ * wrapped in bubblewrap (its own PID, IPC, UTS, cgroup and network namespaces; a read-only view of only the paths it needs, a private tmpfs), in prlimit (its
  * process count) and, for programs that cannot drop privileges themselves, in setpriv (an
  * unprivileged user, no capabilities, no new privileges). What is used depends on what the
  * machine allows (probe.ts decides once, at start).
@@ -14,7 +13,7 @@ export interface LaunchPlan {
   bwrap: string | undefined;
   /** util-linux prlimit: RLIMIT_NPROC, which bounds the processes and threads of the runner's user. */
   prlimit: string | undefined;
-  /** util-linux setpriv: a user change for programs that cannot make it themselves (Chromium). */
+  /** util-linux setpriv: a user change for programs that cannot make it themselves, and no new privileges for all. */
   setpriv: string | undefined;
   /** coreutils env: removes the PWD that bubblewrap sets, so the program's environment is what its caller gave. */
   env: string | undefined;
@@ -31,8 +30,6 @@ export interface ContainSpec {
   readOnly: readonly string[];
   /** Other binds: a folder or socket at a path of its own, or a folder the program may write. */
   binds?: readonly Bind[];
-  /** `host` keeps the host's network (Chromium, which reaches the web through the guarded proxy). */
-  network: 'none' | 'host';
   /** RLIMIT_NPROC of the program's user: processes and threads together. */
   maxProcesses: number;
   /**
@@ -91,7 +88,8 @@ export function bwrapArgs(spec: ContainSpec): string[] {
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
-    ...(spec.network === 'none' ? ['--unshare-net'] : []),
+    // No contained program has a network of its own: not even loopback of the host.
+    '--unshare-net',
     '--die-with-parent',
     '--new-session',
     '--hostname',

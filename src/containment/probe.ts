@@ -82,7 +82,7 @@ async function runProbe(plan: LaunchPlan, uid: number | undefined, nodePath: str
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', () => resolve()));
   const port = (listener.address() as net.AddressInfo).port;
   try {
-    const { file, args } = launchCommand(plan, { readOnly: [nodePath], network: 'none', maxProcesses: 64 }, [
+    const { file, args } = launchCommand(plan, { readOnly: [nodePath], maxProcesses: 64 }, [
       nodePath,
       '-e',
       PROBE_SCRIPT,

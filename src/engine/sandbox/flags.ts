@@ -86,7 +86,6 @@ export function runnerArgv(args: RunnerArgs): string[] {
 export function runnerView(): ContainSpec {
   return {
     readOnly: [process.execPath, RUNNER_PATH, RUNNER_COMMON_PATH, addonPath()],
-    network: 'none',
     maxProcesses: 64,
   };
 }
