@@ -1,7 +1,7 @@
 /**
  * The command line of a contained process (README.md "Operating-system layer"): the program
- * wrapped in bubblewrap (its own PID, IPC, UTS, cgroup and network namespaces; a read-only view of only the paths it needs, a private tmpfs), in prlimit (its
- * process count) and, for programs that cannot drop privileges themselves, in setpriv (an
+ * wrapped in bubblewrap (its own PID, IPC, UTS, cgroup and network namespaces; a read-only view
+ * of only the paths it needs, a private tmpfs), in prlimit (its process count) and, for programs that cannot drop privileges themselves, in setpriv (an
  * unprivileged user, no capabilities, no new privileges). What is used depends on what the
  * machine allows (probe.ts decides once, at start).
  */
