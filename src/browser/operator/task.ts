@@ -154,6 +154,7 @@ function pickCuaModel(
 
 async function fetchUploads(
   policy: OutboundPolicy,
+  orgId: string,
   list: Array<{ url: string; fileName: string }>,
 ): Promise<UploadFile[]> {
   if (list.length > SCRIPT_LIMITS.files)
@@ -172,6 +173,7 @@ async function fetchUploads(
         const res = await outboundRequest(
           f.url,
           {
+            orgId,
             method: 'GET',
             headers: { accept: '*/*' },
             timeoutMs: UPLOAD_TIMEOUT_MS,
@@ -218,7 +220,7 @@ export async function planOperator(deps: OperatorDeps, orgId: string, args: Oper
     login = { id: args.useContextService, state };
     notes.push(`starting from saved login ${login.id} (${state.cookies.length} cookies)`);
   }
-  const uploads = await fetchUploads(deps.policy, args.filesToUpload ?? []);
+  const uploads = await fetchUploads(deps.policy, orgId, args.filesToUpload ?? []);
   for (const u of uploads) notes.push(`file to upload: ${u.name} (${u.buffer.length} bytes, ${u.mimeType})`);
 
   if (args.region !== undefined)
