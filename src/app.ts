@@ -29,7 +29,7 @@ import { queueManagementHandlers, queueBatchHandlers } from './queues/handlers/i
 import { BrowserService } from './browser/index.js';
 import { browserLoginHandlers } from './browser/handlers/index.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
-import { OutboundPolicy, parseOutboundAllowlist, policyFetch } from './kernel/outbound.js';
+import { OutboundPolicy, orgFetches, parseOutboundAllowlist } from './kernel/outbound.js';
 import { getHealth, getReadiness } from './health/handlers/index.js';
 import { probeIsolation, type Isolation } from './containment/index.js';
 import { stopTracing } from './observability/index.js';
@@ -171,8 +171,8 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   // The sandbox's spare runners start with the first code step (about 50 ms, once), not here: an
   // idle service holds no runner process (README "Running in production", idle memory).
   // Workflow `http` steps go through the same outbound policy as event calls; the service's own
-  // URLs are always reachable.
-  const fetchImpl = policyFetch(
+  // URLs are always reachable. Each organisation's steps keep their connections apart.
+  const stepFetches = orgFetches(
     new OutboundPolicy(parseOutboundAllowlist(config.outboundAllowlist.join(',')), Object.values(config.baseUrls)),
   );
   const workers = new RunWorkers({
@@ -183,7 +183,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     sandbox,
     blobs,
     signals,
-    fetchImpl,
+    fetchFor: stepFetches.of,
     callTool: toolCaller(services),
     invokeAgent: agentInvoker(services),
   });
@@ -207,6 +207,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       await services.queues.stop();
       await services.events.stop();
       await workers.close();
+      stepFetches.close();
       await chatOrder.close();
       await gateway.close();
       await sandbox.close();

@@ -121,7 +121,7 @@ export class AgentService {
     const agent = await requireAgent(db, req.orgId, req.agentId);
     const agentConfig = await runnableConfig(db, agent);
     // Refuse before anything is recorded: no model configured means no chat and no turn.
-    const resolved = resolveModel(config.models, agentConfig.model);
+    const resolved = resolveModel(config.models, req.orgId, agentConfig.model);
     if (req.chatId !== undefined) {
       const chat = await getChat(db, req.orgId, req.chatId);
       if (req.channelId !== undefined) {
@@ -234,6 +234,7 @@ export class AgentService {
         },
       );
       const result = await runTurn({
+        orgId: req.orgId,
         model,
         config: agentConfig,
         history,

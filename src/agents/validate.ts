@@ -6,9 +6,9 @@
  * Application servers' tool names are not checked here: that would contact the upstream on
  * every save; an unknown name simply never matches (the turn's tool list shows what matched).
  */
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import type { ValidateFunction } from 'ajv';
+import { OrgMemo } from '../kernel/org-memo.js';
+import { compileOwnSchema } from '../kernel/own-schemas.js';
 import type { GatewayCatalog, GatewayContext, GatewayServices } from '../gateway/index.js';
 import type { ServerRef } from './agents.js';
 
@@ -24,32 +24,33 @@ export class AgentConfigError extends Error {
   }
 }
 
-const ajv = new Ajv2020({ allErrors: true, strict: false });
-addFormats.default(ajv);
-const compiled = new Map<string, ValidateFunction>();
+/**
+ * Compiled output schemas per organisation and schema text: another organisation's identical
+ * schema is compiled again, so no organisation can tell by a turn's timing what others use.
+ */
+const compiled = new OrgMemo<ValidateFunction>(500);
 
-/** Compiles (and memoises by text) an agent's output schema; throws AgentConfigError when unusable. */
-export function outputValidator(schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let fn = compiled.get(key);
-  if (!fn) {
-    const { $schema: _ignored, ...rest } = schema;
-    try {
-      fn = ajv.compile(rest);
-    } catch (err) {
-      throw new AgentConfigError('outputSchema', `outputSchema is not a valid JSON Schema: ${(err as Error).message}`);
-    }
-    if (compiled.size > 500) compiled.clear();
-    compiled.set(key, fn);
+/** An output schema compiled alone (kernel/own-schemas.ts); throws AgentConfigError when unusable. */
+function compileOutputSchema(schema: Record<string, unknown>): ValidateFunction {
+  const { $schema: _ignored, ...rest } = schema;
+  try {
+    return compileOwnSchema(rest, { formats: true });
+  } catch (err) {
+    throw new AgentConfigError('outputSchema', `outputSchema is not a valid JSON Schema: ${(err as Error).message}`);
   }
-  return fn;
 }
 
+/** The organisation's validator of an agent's output schema (memoised); throws AgentConfigError when unusable. */
+export function outputValidator(orgId: string, schema: Record<string, unknown>): ValidateFunction {
+  return compiled.get(orgId, JSON.stringify(schema), () => compileOutputSchema(schema));
+}
+
+/** A check on save (and in the CLI): the schema compiles; nothing is kept. */
 export function checkOutputSchema(schema: Record<string, unknown> | null | undefined): void {
   if (schema === null || schema === undefined) return;
   if (schema.type !== 'object')
     throw new AgentConfigError('outputSchema', 'outputSchema must describe a JSON object (type: "object" at its root)');
-  outputValidator(schema);
+  compileOutputSchema(schema);
 }
 
 export function checkModel(model: string | null | undefined): void {

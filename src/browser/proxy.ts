@@ -262,10 +262,14 @@ export class GuardedProxy {
       return;
     }
     this.send(req, res, {
+      // A connection of its own, closed after the answer: the proxy serves every organisation's
+      // browsers and cannot tell them apart, so a kept connection could carry one organisation's
+      // request on a connection another's opened (README "Caches": its timing would show that).
       upstream: http.request(url, {
         method: req.method,
         headers,
-        agent: trusted ? this.policy.trustedAgents.http : this.policy.agents.http,
+        agent: false,
+        ...(trusted ? {} : { lookup: this.policy.lookup() }),
       }),
       url,
       refuse,

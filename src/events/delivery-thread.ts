@@ -16,6 +16,8 @@ export interface ThreadInit {
 }
 export interface ThreadCall {
   n: number;
+  /** The organisation whose event this delivers: its connections are kept apart (kernel/org-pools.ts). */
+  orgId: string;
   url: string;
   body: string;
   headers: Record<string, string>;
@@ -35,6 +37,7 @@ parentPort!.on('message', (calls: ThreadCall[]) => {
     outboundRequest(
       c.url,
       {
+        orgId: c.orgId,
         method: 'POST',
         headers: c.headers,
         body: c.body,

@@ -28,8 +28,16 @@ export interface PostResult {
   durationMs: number;
 }
 
+/** An event call, made for the organisation whose change it reports. */
+export interface PostCall {
+  orgId: string;
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
 /** One guarded POST (src/kernel/outbound.ts); rejects with a message fit for the delivery log. */
-export type Poster = (url: string, body: string, headers: Record<string, string>) => Promise<PostResult>;
+export type Poster = (call: PostCall) => Promise<PostResult>;
 
 export interface DispatcherOptions {
   concurrency?: number;
@@ -171,7 +179,12 @@ export class EventDispatcher {
       const key = revealKey(this.secretKey, row.api_key_enc);
       // The delivery's span joins the trace of the request that made the change.
       const res = await underTraceparent(row.trace_parent, () =>
-        this.post(row.url, row.payload, { 'content-type': 'application/json', 'x-api-key': key }),
+        this.post({
+          orgId: row.org_id,
+          url: row.url,
+          body: row.payload,
+          headers: { 'content-type': 'application/json', 'x-api-key': key },
+        }),
       );
       const runId = res.headers['x-pf-run-id'];
       const ok = res.status >= 200 && res.status < 300;

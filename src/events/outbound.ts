@@ -29,10 +29,11 @@ export function eventCalls(config: Pick<Config, 'outboundAllowlist' | 'baseUrls'
     [config.baseUrls.triggers],
     { listener: { host: config.host, port: config.port } },
   );
-  const post: Poster = traced(async (url, body, headers) => {
+  const post: Poster = traced(async ({ orgId, url, body, headers }) => {
     const res = await outboundRequest(
       url,
       {
+        orgId,
         method: 'POST',
         headers,
         body,
@@ -112,11 +113,11 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
   });
   // The span is made here, in the main thread; the thread only sends its traceparent header.
   const post: Poster = traced(
-    (url, body, headers) =>
+    ({ orgId, url, body, headers }) =>
       new Promise((resolve, reject) => {
         const n = next++;
         waiting.set(n, { resolve, reject });
-        send({ n, url, body, headers });
+        send({ n, orgId, url, body, headers });
       }),
   );
   return {
@@ -134,11 +135,11 @@ export function threadPoster(config: Pick<Config, 'outboundAllowlist' | 'baseUrl
  * traceparent. The span names the receiving host, not the URL (trigger URLs hold keys).
  */
 function traced(post: Poster): Poster {
-  return (url, body, headers) => {
-    if (!tracingOn()) return post(url, body, headers);
+  return (call) => {
+    if (!tracingOn()) return post(call);
     return withSpan('event delivery', { kind: SpanKind.CLIENT }, async (span) => {
-      if (span.isRecording()) span.setAttribute('server.address', new URL(url).hostname);
-      const res = await post(url, body, injectHeaders({ ...headers }));
+      if (span.isRecording()) span.setAttribute('server.address', new URL(call.url).hostname);
+      const res = await post({ ...call, headers: injectHeaders({ ...call.headers }) });
       if (span.isRecording()) {
         span.setAttribute('http.response.status_code', res.status);
         if (res.status >= 400) markSpanError(span);

@@ -99,13 +99,15 @@ export class EventsService {
     await this.delivery?.close();
   }
 
-  /** One synchronous call, as an event call is made (the trigger test endpoints). */
-  async call(url: string, apiKey: string, payload: unknown): Promise<CallResult> {
+  /** One synchronous call for an organisation, as an event call is made (the trigger test endpoints). */
+  async call(orgId: string, url: string, apiKey: string, payload: unknown): Promise<CallResult> {
     const started = performance.now();
     try {
-      const res = await this.post(url, JSON.stringify(payload), {
-        'content-type': 'application/json',
-        'x-api-key': apiKey,
+      const res = await this.post({
+        orgId,
+        url,
+        body: JSON.stringify(payload),
+        headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
       });
       const runId = res.headers['x-pf-run-id'];
       const ok = res.status >= 200 && res.status < 300;

@@ -10,7 +10,9 @@
  * are checked before connecting. URLs on the service's own origins are always allowed. Event
  * calls use outboundRequest(); workflow `http` steps and application server upstreams use
  * policyFetch(), whose every connection (redirect hops included) passes the same check. URLs
- * an organisation registers are judged up front by registrationRefusal().
+ * an organisation registers are judged up front by registrationRefusal(). Both keep each
+ * organisation's connections in pools of its own (org-pools.ts, orgFetches), so no call reuses a
+ * connection another organisation's calls opened.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -19,6 +21,7 @@ import type net from 'node:net';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { AddressRanges, judgeAddress, machineAddresses, parseIp, type MachineAddresses } from './address-rule.js';
+import { agentPair, OrgPools, releaseDispatcher, type AgentPair } from './org-pools.js';
 
 export interface OutboundAllowlist {
   ranges: AddressRanges;
@@ -117,8 +120,12 @@ export class OutboundPolicy {
   private readonly origins: ReadonlySet<string>;
   /** Loopback origins that are the service itself, with the address family that reaches it. */
   private readonly selfLoopback: ReadonlyMap<string, 0 | 4 | 6>;
-  /** Keep-alive pools whose new connections go through the checked lookup. */
-  readonly agents: { http: http.Agent; https: https.Agent };
+  /**
+   * Keep-alive pools per organisation (kernel/org-pools.ts): `checked` ones whose new
+   * connections go through the checked lookup, and `trusted` ones for the service's own origins
+   * and allow-listed host names (no address check).
+   */
+  private readonly orgAgents: OrgPools<{ checked: AgentPair; trusted: AgentPair }>;
 
   /** This machine's own addresses (the process-wide set unless a test gives its own). */
   private readonly machine: MachineAddresses;
@@ -136,14 +143,15 @@ export class OutboundPolicy {
     this.origins = new Set(alwaysAllowOrigins.map((o) => new URL(o).origin));
     this.selfLoopback = opts.listener ? loopbackSelfOrigins(opts.listener) : new Map();
     const lookup = this.lookup();
-    this.agents = {
-      http: new http.Agent({ keepAlive: true, lookup } as http.AgentOptions),
-      https: new https.Agent({ keepAlive: true, lookup } as https.AgentOptions),
-    };
+    this.orgAgents = new OrgPools(() => ({ checked: agentPair({ lookup }), trusted: agentPair() }));
   }
 
-  /** Pools for the service's own origins and allow-listed host names (no address check). */
-  readonly trustedAgents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  /** The keep-alive agent for `url` of an organisation's calls (checked unless the origin is trusted). */
+  agentFor(orgId: string, url: URL): http.Agent {
+    const pools = this.orgAgents.of(orgId);
+    const pair = this.allowsOrigin(url) ? pools.trusted : pools.checked;
+    return url.protocol === 'https:' ? pair.https : pair.http;
+  }
 
   allowsOrigin(url: URL): boolean {
     return (
@@ -253,6 +261,8 @@ export class OutboundError extends Error {
 }
 
 export interface OutboundOptions {
+  /** The organisation the call is made for: its connections are kept in its own pool (kernel/org-pools.ts). */
+  orgId: string;
   method: string;
   headers: Record<string, string>;
   body?: string | Buffer | undefined;
@@ -303,7 +313,7 @@ export function outboundRequest(
           ...opts.headers,
           ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}),
         },
-        agent: (trusted ? policy.trustedAgents : policy.agents)[url.protocol === 'https:' ? 'https' : 'http'],
+        agent: policy.agentFor(opts.orgId, url),
         family: policy.selfFamily(url),
         timeout: opts.timeoutMs,
       },
@@ -354,9 +364,17 @@ export function outboundRequest(
  * A fetch (undici's, matching the Response the http step reads) whose every new connection,
  * redirect hops included, goes through the policy: IP literals are checked before connecting,
  * names after DNS on the address connected to. The service's own origins and allow-listed
- * host names connect unchecked.
+ * host names connect unchecked. Its connections are kept in `dispatcher` (one per organisation
+ * where organisations call: orgFetches).
  */
-export function policyFetch(policy: OutboundPolicy): typeof fetch {
+export function policyFetch(policy: OutboundPolicy, dispatcher: Agent = policyDispatcher(policy)): typeof fetch {
+  const guarded = (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
+    undiciFetch(input, { ...init, dispatcher });
+  return guarded as unknown as typeof fetch;
+}
+
+/** An undici dispatcher whose new connections pass the policy (see policyFetch). */
+export function policyDispatcher(policy: OutboundPolicy): Agent {
   const checked = buildConnector({ lookup: policy.lookup() } as buildConnector.BuildOptions);
   const plain = buildConnector({});
   const connect: buildConnector.connector = (opts, callback) => {
@@ -372,8 +390,23 @@ export function policyFetch(policy: OutboundPolicy): typeof fetch {
     }
     return checked(opts, callback);
   };
-  const dispatcher = new Agent({ connect });
-  const guarded = (input: Parameters<typeof undiciFetch>[0], init?: Parameters<typeof undiciFetch>[1]) =>
-    undiciFetch(input, { ...init, dispatcher });
-  return guarded as unknown as typeof fetch;
+  return new Agent({ connect });
+}
+
+/** policyFetch per organisation: each organisation's connections in a dispatcher of its own. */
+export interface OrgFetches {
+  of(orgId: string): typeof fetch;
+  /** Closes every dispatcher once its calls under way have ended (shutdown). */
+  close(): void;
+}
+
+export function orgFetches(policy: OutboundPolicy, wrap: (f: typeof fetch) => typeof fetch = (f) => f): OrgFetches {
+  const pools = new OrgPools<{ dispatcher: Agent; fetch: typeof fetch }>(
+    () => {
+      const dispatcher = policyDispatcher(policy);
+      return { dispatcher, fetch: wrap(policyFetch(policy, dispatcher)) };
+    },
+    { release: (p) => releaseDispatcher(p.dispatcher) },
+  );
+  return { of: (orgId) => pools.of(orgId).fetch, close: () => pools.clear() };
 }

@@ -56,8 +56,8 @@ export interface ExecutorDeps {
   leaseMs: number;
   /** Step files are kept this long (retention prunes them after). */
   fileTtlMs: number;
-  /** `http` steps fetch through this (the outbound policy); global fetch when absent. */
-  fetchImpl?: typeof fetch | undefined;
+  /** The fetch of an organisation's `http` steps (the outbound policy, its own connections); global fetch when absent. */
+  fetchFor?: ((orgId: string) => typeof fetch) | undefined;
   /** Tool steps call the gateway through this. */
   callTool?: ToolCaller | undefined;
   /** Agent steps run agent turns through this (src/agents). */
@@ -233,7 +233,7 @@ async function runSteps(
             sandbox: deps.sandbox,
             log: rlog,
             signal,
-            fetchImpl: deps.fetchImpl,
+            fetchImpl: deps.fetchFor?.(run.org_id),
             callTool: deps.callTool,
             invokeAgent: deps.invokeAgent,
           },

@@ -39,8 +39,8 @@ export interface RunWorkersDeps {
   sandbox: SandboxPool;
   blobs: BlobStore;
   signals: Signals;
-  /** `http` steps fetch through this (the outbound policy, src/kernel/outbound.ts). */
-  fetchImpl?: typeof fetch | undefined;
+  /** The fetch of an organisation's `http` steps (the outbound policy, src/kernel/outbound.ts; its own connections). */
+  fetchFor?: ((orgId: string) => typeof fetch) | undefined;
   /** Tool steps call the gateway through this (src/gateway/steps.ts). */
   callTool?: ToolCaller | undefined;
   /** Agent steps run agent turns through this (src/agents). */

@@ -206,7 +206,7 @@ interface NewRun {
 async function startRun(services: TriggerCallDeps, { call, orgId, trigger, inputs, stored }: NewRun): Promise<Reply> {
   const { db } = services;
   const attachmentIds = stored.map((a) => a.fileId);
-  checkInputs(trigger.definition, inputs);
+  checkInputs(orgId, trigger.definition, inputs);
 
   const rows: RunRows = runRows({
     orgId,

@@ -1,14 +1,37 @@
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { AppError } from '../errors/index.js';
 import type { WorkflowDefinition } from '../engine/index.js';
+import { OrgMemo } from '../kernel/org-memo.js';
+import { compileOwnSchema } from '../kernel/own-schemas.js';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
-const ajv = addFormats(new Ajv2020({ allErrors: true, strict: false }));
-/** Compiled input schemas by their text (a workflow version's schema never changes). */
-const compiled = new Map<string, ValidateFunction>();
-/** The same, by definition object: pinned versions are memoised, so the hot path skips the text key. */
-const byDefinition = new WeakMap<object, ValidateFunction>();
+/**
+ * Compiled input schemas per organisation and schema text (a workflow version's schema never
+ * changes). Keyed by organisation: another organisation's identical schema is compiled again,
+ * so no organisation can tell by a call's timing which schemas others use.
+ */
+const compiled = new OrgMemo<ValidateFunction | 'invalid'>(1000);
+/** The same, by schema object: pinned versions are memoised, so the hot path skips the text key. */
+const bySchema = new WeakMap<object, ValidateFunction | 'invalid'>();
+
+/**
+ * The organisation's validator of an input schema, compiled alone (kernel/own-schemas.ts);
+ * undefined when it does not compile.
+ */
+export function inputValidator(orgId: string, schema: Record<string, unknown>): ValidateFunction | undefined {
+  let validate = bySchema.get(schema);
+  if (!validate) {
+    validate = compiled.get(orgId, JSON.stringify(schema), () => {
+      try {
+        return compileOwnSchema(schema, { formats: true });
+      } catch {
+        return 'invalid';
+      }
+    });
+    // A schema object belongs to one workflow version of one organisation.
+    bySchema.set(schema, validate);
+  }
+  return validate === 'invalid' ? undefined : validate;
+}
 
 /**
  * A workflow may declare `inputSchema` (schemas/workflow/definition.schema.json): a trigger
@@ -16,21 +39,12 @@ const byDefinition = new WeakMap<object, ValidateFunction>();
  * were converted to the declared types beforehand (query-inputs.ts); JSON and form bodies are
  * checked as sent.
  */
-export function checkInputs(definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
+export function checkInputs(orgId: string, definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
   if (!definition.inputSchema) return;
-  let validate = byDefinition.get(definition.inputSchema);
-  const key = validate ? '' : JSON.stringify(definition.inputSchema);
-  validate ??= compiled.get(key);
-  if (!validate) {
-    try {
-      validate = ajv.compile(definition.inputSchema);
-    } catch {
-      return; // an uncompilable schema was refused at deploy time; never block runs on it here
-    }
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(key, validate);
-  }
-  byDefinition.set(definition.inputSchema, validate);
+  const validate = inputValidator(orgId, definition.inputSchema);
+  // A schema that does not compile (a `$ref` that resolves to nothing, say) is not checked
+  // against: deploying a workflow does not compile it, and runs are never blocked on it here.
+  if (!validate) return;
   if (!validate(inputs)) {
     const details = (validate.errors ?? []).map((e) => ({
       path: e.instancePath || '/',

@@ -7,8 +7,9 @@
  * integers, booleans, null, arrays from repeated names), and what does not convert is left
  * for the input check to refuse with its own path and message.
  */
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
 import type { WorkflowDefinition } from '../engine/index.js';
+import { compileOwnSchema } from '../kernel/own-schemas.js';
 
 /** The name of the query parameter object in openapi/triggers.yaml. */
 const WRAPPER = 'inputs';
@@ -30,8 +31,11 @@ export function unwrapQuery(query: Record<string, unknown>): Record<string, Quer
 
 type Schema = Record<string, unknown>;
 
-/** Ajv with type coercion, used only on query inputs (body inputs are never converted). */
-const coercing = new Ajv2020({ coerceTypes: 'array', strict: false, allErrors: true, validateFormats: false });
+/**
+ * Converters by schema object (a pinned workflow version's; one organisation's). Each is compiled
+ * alone (kernel/own-schemas.ts), with type coercion: used only on query inputs (body inputs are
+ * never converted).
+ */
 const converters = new WeakMap<object, ValidateFunction | null>();
 
 /** A validator of the declared property types only: required, formats and ranges are the input check's job. */
@@ -42,12 +46,10 @@ function converterFor(inputSchema: Schema): ValidateFunction | null {
   v = null;
   if (properties && typeof properties === 'object') {
     try {
-      v = coercing.compile({
-        type: 'object',
-        properties,
-        $defs: inputSchema.$defs,
-        definitions: inputSchema.definitions,
-      });
+      v = compileOwnSchema(
+        { type: 'object', properties, $defs: inputSchema.$defs, definitions: inputSchema.definitions },
+        { coerceTypes: 'array' },
+      );
     } catch {
       v = null; // a schema Ajv cannot compile here stays unconverted; the input check reports it
     }

@@ -6,7 +6,9 @@
  * argument would download them). 512 dimensions.
  *
  * Test controls: `delayMs` holds every answer back (a slow provider), `failWith` answers that
- * HTTP status (a broken one), `calls` counts requests and `texts` the texts embedded.
+ * HTTP status (a broken one), `calls` counts requests and `texts` the texts embedded;
+ * `asked(text)` counts the requests whose input held `text` (as soon as they arrive), and
+ * `answered` the requests answered so far (a test waits for a late answer with it).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +21,10 @@ export interface EmbeddingsServer {
   calls: number;
   /** Texts embedded. */
   texts: number;
+  /** Requests answered (any outcome). */
+  answered: number;
+  /** Requests whose input held `text`. */
+  asked(text: string): number;
   delayMs: number;
   failWith: number | null;
   close(): Promise<void>;
@@ -41,12 +47,25 @@ function readBody(req: http.IncomingMessage): Promise<string> {
   });
 }
 
+/** The texts of a request body as received (before any delay), for `asked`. */
+function askedTexts(raw: string): string[] {
+  try {
+    const input = (JSON.parse(raw) as { input?: unknown }).input;
+    const all = typeof input === 'string' ? [input] : Array.isArray(input) ? input : [];
+    return all.filter((t): t is string => typeof t === 'string');
+  } catch {
+    return [];
+  }
+}
+
 export async function startEmbeddingsServer(
   opts: { delayMs?: number; failWith?: number | null } = {},
 ): Promise<EmbeddingsServer> {
   const m = await localModel();
-  const state = { calls: 0, texts: 0, delayMs: opts.delayMs ?? 0, failWith: opts.failWith ?? null };
+  const state = { calls: 0, texts: 0, answered: 0, delayMs: opts.delayMs ?? 0, failWith: opts.failWith ?? null };
+  const inputs: string[][] = [];
   const send = (res: http.ServerResponse, status: number, body: unknown): void => {
+    state.answered++;
     if (res.destroyed) return;
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -55,6 +74,7 @@ export async function startEmbeddingsServer(
     void (async () => {
       state.calls++;
       const raw = await readBody(req);
+      inputs.push(askedTexts(raw));
       if (state.delayMs > 0) await new Promise((r) => setTimeout(r, state.delayMs));
       if (req.method !== 'POST' || !/\/v1\/embeddings$/.test(req.url ?? ''))
         return send(res, 404, { error: { message: 'not found' } });
@@ -90,6 +110,10 @@ export async function startEmbeddingsServer(
     get texts() {
       return state.texts;
     },
+    get answered() {
+      return state.answered;
+    },
+    asked: (text) => inputs.filter((input) => input.includes(text)).length,
     get delayMs() {
       return state.delayMs;
     },

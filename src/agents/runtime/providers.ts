@@ -24,6 +24,7 @@ import type { ModelConfig } from '../../config/index.js';
 import { AppError } from '../../errors/index.js';
 import { children, modelDuration, secondsSince } from '../../kernel/metrics.js';
 import { tracedFetch } from '../../kernel/tracing.js';
+import { OrgMemo } from '../../kernel/org-memo.js';
 
 /** Model requests carry the trace context (traceparent) when tracing is on. */
 const modelFetch = tracedFetch((input, init) => fetch(input, init));
@@ -44,8 +45,14 @@ export interface ResolvedModel {
   structuredOutput: StructuredOutputMode;
 }
 
-/** One provider instance per configuration (they are stateless; building them costs a little). */
-const cache = new WeakMap<ModelConfig, Map<string, Omit<ResolvedModel, 'modelId'>>>();
+/**
+ * Provider instances per configuration, organisation and model name (they are stateless;
+ * building them costs a little). Per organisation: a model name is the organisation's own
+ * input, and a shared instance would let another organisation tell by timing which names are
+ * in use. Bounded: any number of names can be asked for.
+ */
+const cache = new WeakMap<ModelConfig, OrgMemo<Omit<ResolvedModel, 'modelId'>>>();
+const MODELS_PER_CONFIG = 1000;
 
 function build(config: ModelConfig, provider: string, id: string): Omit<ResolvedModel, 'modelId'> {
   switch (provider) {
@@ -148,8 +155,8 @@ function timed(model: LanguageModel, provider: string): LanguageModel {
   return wrapLanguageModel({ model: model as Parameters<typeof wrapLanguageModel>[0]['model'], middleware });
 }
 
-/** The model an agent runs: its own `model`, else DEFAULT_MODEL. */
-export function resolveModel(config: ModelConfig, agentModel: string | null): ResolvedModel {
+/** The model an organisation's agent runs: its own `model`, else DEFAULT_MODEL. */
+export function resolveModel(config: ModelConfig, orgId: string, agentModel: string | null): ResolvedModel {
   const modelId = agentModel ?? config.defaultModel;
   if (!modelId) throw notConfigured('This agent names no model and DEFAULT_MODEL is not set');
   const slash = modelId.indexOf('/');
@@ -157,12 +164,10 @@ export function resolveModel(config: ModelConfig, agentModel: string | null): Re
   const id = slash > 0 ? modelId.slice(slash + 1) : '';
   if (!provider || !id) throw notConfigured(`The model "${modelId}" is not provider/model`);
   let models = cache.get(config);
-  if (!models) cache.set(config, (models = new Map()));
-  let built = models.get(modelId);
-  if (!built) {
+  if (!models) cache.set(config, (models = new OrgMemo(MODELS_PER_CONFIG)));
+  const built = models.get(orgId, modelId, () => {
     const made = build(config, provider, id);
-    built = { ...made, model: timed(made.model, provider) };
-    models.set(modelId, built);
-  }
+    return { ...made, model: timed(made.model, provider) };
+  });
   return { ...built, modelId };
 }

@@ -39,6 +39,8 @@ export class TurnFailure extends Error {
 }
 
 export interface TurnInput {
+  /** The organisation whose agent runs (its output schema's validator is memoised per organisation). */
+  orgId: string;
   model: LanguageModel;
   config: AgentConfig;
   history: ModelMessage[];
@@ -257,7 +259,7 @@ async function turn(input: TurnInput): Promise<TurnResult> {
   const added: ModelMessage[] = [user, ...first.messages];
   if (!input.config.outputSchema) return { reply: first.text, output: null, messages: added, steps: first.steps };
 
-  const validate = outputValidator(input.config.outputSchema);
+  const validate = outputValidator(input.orgId, input.config.outputSchema);
   let text = first.text;
   let steps = first.steps;
   for (let attempt = 0; ; attempt++) {

@@ -100,9 +100,14 @@ export function startUrlOf(task: string): string | null {
   }
 }
 
-function pickModel(config: Config, requested: string, notes: string[]): { model: LanguageModel; modelId: string } {
+function pickModel(
+  config: Config,
+  orgId: string,
+  requested: string,
+  notes: string[],
+): { model: LanguageModel; modelId: string } {
   try {
-    return resolveModel(config.models, apiId(requested));
+    return resolveModel(config.models, orgId, apiId(requested));
   } catch (err) {
     const fallback = config.models.defaultModel;
     if (
@@ -112,7 +117,7 @@ function pickModel(config: Config, requested: string, notes: string[]): { model:
       fallback === requested
     )
       throw err;
-    const resolved = resolveModel(config.models, null);
+    const resolved = resolveModel(config.models, orgId, null);
     notes.push(
       `model: ${requested} is not configured on this server (${err.message.split('. ')[0]}); running DEFAULT_MODEL ${resolved.modelId}`,
     );
@@ -124,7 +129,12 @@ function pickModel(config: Config, requested: string, notes: string[]): { model:
  * cua needs a computer-use model: Anthropic's (the computer tool), the requested model when it
  * is one, else DEFAULT_MODEL when that is one. Anything else is a clear refusal.
  */
-function pickCuaModel(config: Config, requested: string, notes: string[]): { model: LanguageModel; modelId: string } {
+function pickCuaModel(
+  config: Config,
+  orgId: string,
+  requested: string,
+  notes: string[],
+): { model: LanguageModel; modelId: string } {
   const candidate = [requested, config.models.defaultModel].find(
     (m): m is string => typeof m === 'string' && m.startsWith('anthropic/'),
   );
@@ -133,7 +143,7 @@ function pickCuaModel(config: Config, requested: string, notes: string[]): { mod
       `agentMode cua needs a computer-use model: an anthropic/ model such as anthropic/claude-sonnet-4 (Anthropic's computer tool, with ANTHROPIC_API_KEY set on the server). ${requested} is not one${config.models.defaultModel ? `, nor is DEFAULT_MODEL ${config.models.defaultModel}` : ''}. Use agentMode hybrid (page structure plus screenshots and coordinate clicks) or dom with any model.`,
     );
   }
-  const resolved = resolveModel(config.models, apiId(candidate));
+  const resolved = resolveModel(config.models, orgId, apiId(candidate));
   notes.push(
     candidate === requested
       ? `model: ${candidate} (computer use)`
@@ -144,6 +154,7 @@ function pickCuaModel(config: Config, requested: string, notes: string[]): { mod
 
 async function fetchUploads(
   policy: OutboundPolicy,
+  orgId: string,
   list: Array<{ url: string; fileName: string }>,
 ): Promise<UploadFile[]> {
   if (list.length > SCRIPT_LIMITS.files)
@@ -162,6 +173,7 @@ async function fetchUploads(
         const res = await outboundRequest(
           f.url,
           {
+            orgId,
             method: 'GET',
             headers: { accept: '*/*' },
             timeoutMs: UPLOAD_TIMEOUT_MS,
@@ -194,7 +206,9 @@ export async function planOperator(deps: OperatorDeps, orgId: string, args: Oper
   const mode = args.agentMode ?? 'hybrid';
   const requested = args.model ?? DEFAULT_OPERATOR_MODEL;
   const { model, modelId } =
-    mode === 'cua' ? pickCuaModel(deps.config, requested, notes) : pickModel(deps.config, requested, notes);
+    mode === 'cua'
+      ? pickCuaModel(deps.config, orgId, requested, notes)
+      : pickModel(deps.config, orgId, requested, notes);
   if (mode !== 'cua' && modelId === apiId(requested)) notes.push(`model: ${modelId}`);
   let login: OperatorPlan['login'];
   if (args.useContextService !== undefined) {
@@ -206,7 +220,7 @@ export async function planOperator(deps: OperatorDeps, orgId: string, args: Oper
     login = { id: args.useContextService, state };
     notes.push(`starting from saved login ${login.id} (${state.cookies.length} cookies)`);
   }
-  const uploads = await fetchUploads(deps.policy, args.filesToUpload ?? []);
+  const uploads = await fetchUploads(deps.policy, orgId, args.filesToUpload ?? []);
   for (const u of uploads) notes.push(`file to upload: ${u.name} (${u.buffer.length} bytes, ${u.mimeType})`);
 
   if (args.region !== undefined)

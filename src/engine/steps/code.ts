@@ -6,7 +6,7 @@
  * JSON. The outcome of the sandbox maps to the step status and exit code (types.ts EXIT).
  */
 import { createHash } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { OrgMemo } from '../../kernel/org-memo.js';
 import type { WorkflowStep } from '../definition.js';
 import type { SandboxRun } from '../sandbox/pool.js';
 import {
@@ -23,17 +23,20 @@ import { stepsByIndex } from './context.js';
 const DEFAULT_TIMEOUT_MS = 60_000;
 const MAX_TIMEOUT_MS = 300_000;
 
-/** sha256 of recent code strings: hashing is per code version, not per execution. */
-const hashes = new LRUCache<string, string>({ max: 512 });
+/**
+ * sha256 of recent code strings per organisation: hashing is per code version, not per
+ * execution. Per organisation: the code is the organisation's own, and a shared entry would
+ * let another organisation's identical code skip the hash (a timing difference).
+ */
+export const codeHashes = new OrgMemo<string>(512);
 /** Longer code is hashed each time rather than held here (the cache is bounded in count only). */
 const HASH_CACHE_MAX_CHARS = 64 * 1024;
 
-function codeHash(code: string): string {
-  const known = hashes.get(code);
-  if (known !== undefined) return known;
-  const hash = createHash('sha256').update(code).digest('base64url');
-  if (code.length <= HASH_CACHE_MAX_CHARS) hashes.set(code, hash);
-  return hash;
+const sha256 = (code: string): string => createHash('sha256').update(code).digest('base64url');
+
+function codeHash(orgId: string, code: string): string {
+  if (code.length > HASH_CACHE_MAX_CHARS) return sha256(code);
+  return codeHashes.get(orgId, code, () => sha256(code));
 }
 
 /**
@@ -42,7 +45,7 @@ function codeHash(code: string): string {
  * key. JSON keeps the parts apart whatever characters the ids hold.
  */
 export function contextKey(ctx: Pick<StepRunContext, 'orgId' | 'automationId' | 'stepIndex'>, code: string): string {
-  return JSON.stringify([ctx.orgId ?? null, ctx.automationId, ctx.stepIndex, codeHash(code)]);
+  return JSON.stringify([ctx.orgId ?? null, ctx.automationId, ctx.stepIndex, codeHash(ctx.orgId ?? '', code)]);
 }
 
 function intField(step: WorkflowStep, key: string, min: number, max: number): number | undefined | 'bad' {

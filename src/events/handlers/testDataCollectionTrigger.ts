@@ -25,7 +25,7 @@ export const testDataCollectionTrigger: Handler<'testDataCollectionTrigger'> = a
             previous: { content: {}, metadata: {} },
           });
       const payload = { eventId: 'evt_test', ...base, ...testData };
-      const r = await events.call(t.url, revealKey(events.deps.secretKey, t.apiKeyEnc), payload);
+      const r = await events.call(collection.orgId, t.url, revealKey(events.deps.secretKey, t.apiKeyEnc), payload);
       return {
         url: t.url,
         status: r.ok ? ('success' as const) : ('failed' as const),

@@ -27,7 +27,7 @@ export const testMemoryTrigger: Handler<'testMemoryTrigger'> = async (req, ctx) 
     eventId: 'evt_test',
     ...itemPayload('onTest', collection, { ...sampleItem({}), content: data }, { level: 'collection' }),
   };
-  const r = await events.call(url, apiKey, payload);
+  const r = await events.call(collection.orgId, url, apiKey, payload);
   return {
     status: 200,
     body: {

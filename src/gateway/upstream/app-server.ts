@@ -57,8 +57,8 @@ function mcpBackend(server: AppServer, upstream: McpUpstream, pool: UpstreamPool
   const open = (ctx: GatewayContext, conn: ResolvedConnection) => () =>
     McpSession.open({
       upstream,
-      agent: pool.agentFor(new URL(upstream.url)),
-      fetch: pool.fetch,
+      agent: pool.agentFor(ctx.orgId, new URL(upstream.url)),
+      fetch: pool.fetchFor(ctx.orgId),
       // Credential last: a forwarded header can never replace the connection's credential.
       headers: { ...ctx.forwardedHeaders, ...credentialHeaders(server.auth, conn.secret, conn.id) },
       toolsTtlMs: pool.toolsTtlMs,
@@ -79,14 +79,14 @@ function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: Upst
     pool.catalogue<OpenapiCatalogue>(`${server.serverId}\0${server.version}`, () => buildCatalogue(upstream.document));
   return {
     list: async () => catalogue().tools,
-    call: async (_ctx, conn, { name, args, deadline }) => {
+    call: async (ctx, conn, { name, args, deadline }) => {
       const op = catalogue().operations.get(name);
       if (!op) throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       // Forwarded headers are deliberately not passed (spec section 5).
       const target = {
         baseUrl: upstream.baseUrl,
         credential: credentialHeaders(server.auth, conn.secret, conn.id),
-        fetch: pool.fetch,
+        fetch: pool.fetchFor(ctx.orgId),
       };
       return callOperation(target, { tool: name, op, args }, deadline);
     },
@@ -96,12 +96,12 @@ function openapiBackend(server: AppServer, upstream: OpenapiUpstream, pool: Upst
 function codingAgentBackend(server: AppServer, baseUrl: string, pool: UpstreamPool): Backend {
   return {
     list: async () => [codingAgentTool],
-    call: async (_ctx, conn, { name, args, deadline }) => {
+    call: async (ctx, conn, { name, args, deadline }) => {
       if (name !== CODING_AGENT_TOOL)
         throw new GatewayError(RPC.SERVER, `unknown tool "${name.slice(0, 100)}" on server ${server.path}`);
       const input = checkLaunchInput({ ...args, PCID: conn.id });
       return launchAgent(
-        { baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetch },
+        { baseUrl, credential: credentialHeaders(server.auth, conn.secret, conn.id), fetch: pool.fetchFor(ctx.orgId) },
         input,
         deadline,
       );

@@ -13,8 +13,10 @@
  * connect; a session the upstream says is gone is re-opened once (MCP Streamable HTTP
  * "Session Management": HTTP 404 on a request with a session id).
  *
- * The pool also owns the keep-alive agents that sessions' calls travel on (mcp-post.ts): one
- * per scheme, which Node divides per origin, so calls to an upstream reuse warm sockets.
+ * The pool also owns the keep-alive agents that sessions' calls travel on (mcp-post.ts) and the
+ * fetch of SDK transports and plain HTTP calls: per organisation (kernel/org-pools.ts), so an
+ * organisation's calls reuse its own warm sockets to an upstream and never another
+ * organisation's (whose handshake saved would show, by timing, that someone called it lately).
  *
  * Every upstream connection passes the outbound policy (src/kernel/outbound.ts, as workflow
  * `http` steps do): the SDK transports and plain HTTP calls use the pool's `fetch`
@@ -22,10 +24,10 @@
  * included), and the agents check the address of every new socket in their `lookup`. The
  * service's own origins and allow-listed host names go on agents without that check.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { defaults } from '../../config/defaults.js';
-import { policyFetch, type OutboundPolicy } from '../../kernel/outbound.js';
+import { policyDispatcher, policyFetch, type OutboundPolicy } from '../../kernel/outbound.js';
+import { agentPair, IDLE_SOCKET_MS, OrgPools, releaseDispatcher, type AgentPair } from '../../kernel/org-pools.js';
 import { tracedFetch } from '../../kernel/tracing.js';
 import type { Logger } from '../../config/logger.js';
 import { createLogger } from '../../config/logger.js';
@@ -69,8 +71,7 @@ const MAX_CATALOGUES = 1000;
  * process sees, while bounding what a slow upstream can pile up.
  */
 const MAX_SOCKETS_PER_ORIGIN = 256;
-/** Idle keep-alive sockets are closed after this; a server's shorter Keep-Alive hint wins. */
-const IDLE_SOCKET_MS = 30_000;
+/** Idle keep-alive sockets are closed after IDLE_SOCKET_MS; a server's shorter Keep-Alive hint wins. */
 const agentOptions: http.AgentOptions = {
   keepAlive: true,
   maxSockets: MAX_SOCKETS_PER_ORIGIN,
@@ -79,14 +80,14 @@ const agentOptions: http.AgentOptions = {
   scheduling: 'lifo',
 };
 
-interface AgentPair {
-  http: http.Agent;
-  https: https.Agent;
-}
-
-function agentPair(extra: Partial<http.AgentOptions> = {}): AgentPair {
-  const options: http.AgentOptions = { ...agentOptions, ...extra };
-  return { http: new http.Agent(options), https: new https.Agent(options) };
+/** One organisation's connections: agents for MCP posts, a dispatcher for fetch. */
+interface OrgConnections {
+  /** Agents whose new sockets pass `outbound`'s address check (lookup) … */
+  checked: AgentPair;
+  /** … and agents for the origins the policy trusts without one. */
+  trusted: AgentPair;
+  dispatcher: ReturnType<typeof policyDispatcher>;
+  fetch: typeof fetch;
 }
 
 export class UpstreamPool {
@@ -104,20 +105,28 @@ export class UpstreamPool {
   private readonly sweeper: NodeJS.Timeout;
   /** The outbound policy of every upstream connection. */
   readonly outbound: OutboundPolicy;
-  /** fetch for the SDK transports and plain HTTP calls; every connection passes `outbound`. */
-  readonly fetch: typeof fetch;
-  /** Agents whose new sockets pass `outbound`'s address check (lookup) … */
-  private readonly checkedAgents: AgentPair;
-  /** … and agents for the origins the policy trusts without one. */
-  private readonly trustedAgents = agentPair();
+  /** Each organisation's agents and fetch (every connection passes `outbound`). */
+  private readonly orgConnections: OrgPools<OrgConnections>;
   private closed = false;
   private readonly unsample: () => void;
 
   constructor(options: UpstreamPoolOptions) {
     this.outbound = options.outbound;
-    // Upstream MCP and HTTP requests carry the trace context (traceparent) in client spans.
-    this.fetch = tracedFetch(policyFetch(options.outbound));
-    this.checkedAgents = agentPair({ lookup: options.outbound.lookup() });
+    const outbound = options.outbound;
+    const lookup = outbound.lookup();
+    this.orgConnections = new OrgPools<OrgConnections>(
+      () => {
+        const dispatcher = policyDispatcher(outbound);
+        return {
+          checked: agentPair({ ...agentOptions, lookup }),
+          trusted: agentPair(agentOptions),
+          dispatcher,
+          // Upstream MCP and HTTP requests carry the trace context (traceparent) in client spans.
+          fetch: tracedFetch(policyFetch(outbound, dispatcher)),
+        };
+      },
+      { release: (c) => releaseDispatcher(c.dispatcher) },
+    );
     this.idleMs = options.idleMs ?? defaults.upstreamIdleMs;
     this.maxSessions = Math.max(1, options.maxSessions ?? defaults.upstreamMaxSessions);
     this.timeoutMs = options.timeoutMs ?? defaults.upstreamTimeoutMs;
@@ -147,13 +156,19 @@ export class UpstreamPool {
   }
 
   /**
-   * The keep-alive agent for an upstream URL: per scheme, checking each new socket's address
-   * unless the policy trusts the origin. A session's URL has passed the policy when the SDK
-   * client opened it (an IP literal never reaches `lookup`).
+   * The organisation's keep-alive agent for an upstream URL: per scheme, checking each new
+   * socket's address unless the policy trusts the origin. A session's URL has passed the policy
+   * when the SDK client opened it (an IP literal never reaches `lookup`).
    */
-  agentFor(url: URL): http.Agent {
-    const pair = this.outbound.allowsOrigin(url) ? this.trustedAgents : this.checkedAgents;
+  agentFor(orgId: string, url: URL): http.Agent {
+    const own = this.orgConnections.of(orgId);
+    const pair = this.outbound.allowsOrigin(url) ? own.trusted : own.checked;
     return url.protocol === 'https:' ? pair.https : pair.http;
+  }
+
+  /** The organisation's fetch for SDK transports and plain HTTP calls. */
+  fetchFor(orgId: string): typeof fetch {
+    return this.orgConnections.of(orgId).fetch;
   }
 
   /**
@@ -274,9 +289,13 @@ export class UpstreamPool {
           );
       }),
     );
-    for (const pair of [this.checkedAgents, this.trustedAgents]) {
-      pair.http.destroy();
-      pair.https.destroy();
+    for (const own of this.orgConnections.all()) {
+      for (const pair of [own.checked, own.trusted]) {
+        pair.http.destroy();
+        pair.https.destroy();
+      }
+      void own.dispatcher.destroy().catch(() => undefined);
     }
+    this.orgConnections.clear();
   }
 }

@@ -7,6 +7,10 @@
  * - A request's embedding is waited for within the budget (EMBEDDINGS_BUDGET_MS, default
  *   300 ms). Past it the caller ranks lexically; the embedding still finishes in the background
  *   and lands in the query cache (QUERY_CACHE entries), so a repeated request uses it.
+ * - The query cache and the calls under way are per organisation (the key starts with its id):
+ *   a request text is the organisation's own, and a cached or shared embedding would answer
+ *   another organisation's identical request faster and with other scores, telling it what was
+ *   asked before.
  * - Every vector is scaled to unit length, so a dot product is the cosine similarity.
  * - State (`status()`): `ok` after a successful call, `error` with the reason after a failed or
  *   late one. A failure is logged (never the key) when the state changes, at most once a minute,
@@ -53,8 +57,9 @@ export class EmbeddingsProvider {
   readonly model: string;
   private readonly endpoint: string;
   private readonly fetchImpl: typeof fetch;
+  /** Request embeddings by `<organisation>\0<request>` (queryKey). */
   private readonly queries = new LRUCache<string, Float32Array>({ max: QUERY_CACHE });
-  /** Query embeddings under way, so concurrent identical requests share one call. */
+  /** Query embeddings under way, so concurrent identical requests of one organisation share one call. */
   private readonly inflight = new Map<string, Promise<Float32Array>>();
   private state: EmbeddingsStatus;
   private lastWarn = -Infinity;
@@ -81,11 +86,12 @@ export class EmbeddingsProvider {
   }
 
   /**
-   * The request's embedding if it is cached or arrives within the budget; otherwise undefined
-   * (the caller ranks lexically) while the call goes on and fills the cache.
+   * The embedding of an organisation's request if it is in that organisation's cache or
+   * arrives within the budget; otherwise undefined (the caller ranks lexically) while the call
+   * goes on and fills the organisation's cache.
    */
-  async embedQuery(text: string): Promise<Float32Array | undefined> {
-    const key = text.trim().toLowerCase();
+  async embedQuery(orgId: string, text: string): Promise<Float32Array | undefined> {
+    const key = queryKey(orgId, text);
     const cached = this.queries.get(key);
     if (cached) return cached;
     let pending = this.inflight.get(key);
@@ -168,6 +174,9 @@ export class EmbeddingsProvider {
     return new EmbeddingsError(reason);
   }
 }
+
+/** Cache key of a request: the organisation first, so no organisation reaches another's entries. */
+const queryKey = (orgId: string, text: string): string => `${orgId}\u0000${text.trim().toLowerCase()}`;
 
 /** `{data: [{index, embedding: number[]}]}` → unit vectors in input order, one per input. */
 export function parseEmbeddings(body: unknown, expected: number): Float32Array[] {

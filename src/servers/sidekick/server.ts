@@ -80,7 +80,7 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       cache.get(ctx),
       skills(),
       usage?.boosts(ctx, args.request),
-      opts.semantic?.provider.embedQuery(args.request),
+      opts.semantic?.provider.embedQuery(ctx.orgId, args.request),
     ]);
     await usage?.noteDiscover(ctx, args.request);
     // Documents whose embedding failed earlier are tried again (at most every 30 s).

@@ -74,8 +74,9 @@ describe('agents: structured output on the wire', function () {
     modelId: string,
     opts: { agent?: AgentConfig; stream?: boolean } = {},
   ): Promise<TurnResult> => {
-    const resolved = resolveModel(config, modelId);
+    const resolved = resolveModel(config, 'org_test', modelId);
     return runTurn({
+      orgId: 'org_test',
       model: resolved.model,
       structuredOutput: resolved.structuredOutput,
       config: opts.agent ?? agent(),

@@ -19,7 +19,8 @@ import {
 import { toBytes } from '../../../src/servers/sidekick/embeddings-store.js';
 import { startEmbeddingsServer, type EmbeddingsServer } from '../../helpers/embeddings-server.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
-import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import { sdkClient } from './helpers.js';
 
 /** Thirty tools of unrelated products, so "unrelated" has a distribution to measure against. */
 const TOOLS: [string, string][] = [
@@ -314,7 +315,7 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       log,
       fetchImpl,
     });
-    expect(await provider.embedQuery('anything')).to.equal(undefined);
+    expect(await provider.embedQuery('org_a', 'anything')).to.equal(undefined);
     expect(provider.status().error).to.match(/unusable body: embedding 0 is not an array of numbers/);
     const wrongCount = (() =>
       Promise.resolve(new Response(JSON.stringify({ data: [] }), { status: 200 }))) as typeof fetch;
@@ -326,7 +327,7 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       log,
       fetchImpl: wrongCount,
     });
-    expect(await p2.embedQuery('anything')).to.equal(undefined);
+    expect(await p2.embedQuery('org_a', 'anything')).to.equal(undefined);
     expect(p2.status().error).to.match(/expected data with 1 embeddings/);
     const closed = new EmbeddingsProvider({
       url: 'http://127.0.0.1:1/v1',
@@ -335,7 +336,7 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       budgetMs: 500,
       log,
     });
-    expect(await closed.embedQuery('anything')).to.equal(undefined);
+    expect(await closed.embedQuery('org_a', 'anything')).to.equal(undefined);
     expect(closed.status().error).to.match(/cannot reach http:\/\/127\.0\.0\.1:1\/v1\/embeddings/);
   });
 
@@ -357,14 +358,66 @@ describe('discovery with a local embedding model (issue 13 part 2)', function ()
       };
       expect(body.status).to.equal('ready');
       expect(body.details.embeddings).to.include({ model: 'use-lite' });
-      srv.app.services.gateway.semantic!.provider.embedQuery('hello');
+      srv.app.services.gateway.semantic!.provider.embedQuery('org_a', 'hello');
       server.failWith = 500;
-      await srv.app.services.gateway.semantic!.provider.embedQuery('something else');
+      await srv.app.services.gateway.semantic!.provider.embedQuery('org_a', 'something else');
       const res = await fetch(`${srv.baseUrl}/readyz`);
       expect(res.status).to.equal(200);
       body = (await res.json()) as typeof body;
       expect(body.details.embeddings.state).to.equal('error');
       srv.assertResponsesValid();
+    });
+
+    it("one organisation's requests are never answered from another's query cache or embedding under way", async () => {
+      srv = await startTestServer('sqlite', {
+        EMBEDDINGS_URL: server.url,
+        EMBEDDINGS_MODEL: 'use-lite',
+        EMBEDDINGS_BUDGET_MS: '200',
+      });
+      const [a, b] = [await createTestOrg(srv, 'A'), await createTestOrg(srv, 'B')];
+      const clients = new Map<TestOrg, Awaited<ReturnType<typeof sdkClient>>>();
+      for (const org of [a, b]) clients.set(org, await sdkClient(srv, org, 'svc-sidekick'));
+      const discover = async (org: TestOrg, request: string) => {
+        const started = Date.now();
+        const res = await clients.get(org)!.callTool({ name: 'capabilities_discover', arguments: { request } });
+        return { answer: res.structuredContent, ms: Date.now() - started };
+      };
+      const lateAnswers = async (n: number): Promise<void> => {
+        while (server.answered < n) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 100));
+      };
+      try {
+        // Both organisations' documents (the built-in tools) have their vectors first.
+        for (const org of [a, b]) await discover(org, 'warm up');
+        await srv.app.services.gateway.semantic!.idleAll();
+        server.delayMs = 1_000; // slower than the budget: a request not cached is ranked lexically
+
+        const T = 'start a chat with an agent and publish a release';
+        const cold = await discover(a, T);
+        expect(cold.ms).to.be.at.least(190);
+        expect(server.asked(T)).to.equal(1);
+        await lateAnswers(server.calls);
+        // A's own repeat is served from A's cache: no call, at once, with the vector's scores.
+        const warm = await discover(a, T);
+        expect(server.asked(T)).to.equal(1);
+        expect(warm.answer).to.not.deep.equal(cold.answer);
+        // B's identical request is a cold one: the provider is asked again, B waits the budget,
+        // and B's answer is the lexical one A had the first time.
+        const other = await discover(b, T);
+        expect(server.asked(T)).to.equal(2);
+        expect(other.ms).to.be.at.least(190);
+        expect(other.answer).to.deep.equal(cold.answer);
+
+        // An embedding still under way for A is not shared with B's identical request either.
+        const T2 = 'list the chats of an agent';
+        await discover(a, T2);
+        expect(server.asked(T2)).to.equal(1);
+        await discover(b, T2);
+        expect(server.asked(T2)).to.equal(2);
+        await lateAnswers(server.calls);
+      } finally {
+        for (const c of clients.values()) await c.close();
+      }
     });
 
     it('without EMBEDDINGS_URL there is no detail and no semantic ranking', async () => {

@@ -7,8 +7,6 @@
  * connections they receive; a refusal is a -32000 GatewayError with the reason and is logged
  * with the address, never with the URL or a secret.
  */
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { createLogger } from '../../../src/config/logger.js';
@@ -17,40 +15,9 @@ import type { AppServerCreate } from '../../../src/gateway/registry.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../../../src/kernel/outbound.js';
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { petDocument } from '../../fixtures/upstreams/http-api.js';
-import { gatewayError, setup, LOOPBACK, type Env } from './setup.js';
+import { counter, gatewayError, setup, LOOPBACK, type Env } from './setup.js';
 
 const LEAN_FIRST_ID = 1_000_000;
-
-/** A listener that counts connections and pipes them to `to` on 127.0.0.1 (or answers 500). */
-async function counter(
-  host: string,
-  to?: number,
-): Promise<{ port: number; connections: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const state = { connections: 0 };
-  const server = net.createServer((socket) => {
-    state.connections++;
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
-    if (to === undefined) {
-      socket.end('HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
-      return;
-    }
-    const upstream = net.connect(to, '127.0.0.1');
-    upstream.on('error', () => socket.destroy());
-    socket.pipe(upstream).pipe(socket);
-    socket.on('close', () => upstream.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return Object.assign(state, {
-    port: (server.address() as AddressInfo).port,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  });
-}
 
 /** A logger writing JSON lines into `lines`. */
 function memoryLog(lines: string[]) {

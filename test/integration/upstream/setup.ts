@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createOrganization } from '../../../src/auth/index.js';
@@ -60,6 +61,42 @@ export async function setup(): Promise<Env> {
     },
     close: () => store.close(),
   };
+}
+
+/**
+ * A listener that counts connections and pipes them to `to` on 127.0.0.1 (or answers 500).
+ * `sent` holds what each connection carried to it, in the order they were opened.
+ */
+export async function counter(
+  host: string,
+  to?: number,
+): Promise<{ port: number; connections: number; sent: string[]; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>();
+  const state = { connections: 0, sent: [] as string[] };
+  const server = net.createServer((socket) => {
+    state.connections++;
+    sockets.add(socket);
+    const i = state.sent.push('') - 1;
+    socket.on('data', (chunk: Buffer) => (state.sent[i] += chunk.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    if (to === undefined) {
+      socket.end('HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+      return;
+    }
+    const upstream = net.connect(to, '127.0.0.1');
+    upstream.on('error', () => socket.destroy());
+    socket.pipe(upstream).pipe(socket);
+    socket.on('close', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return Object.assign(state, {
+    port: (server.address() as AddressInfo).port,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  });
 }
 
 /** The GatewayError a promise rejects with (fails the test when it resolves). */

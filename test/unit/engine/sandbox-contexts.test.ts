@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { ChildProcess } from 'node:child_process';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import { parseChildMessage, PROTOCOL_VERSION } from '../../../src/engine/sandbox/protocol.js';
-import { contextKey } from '../../../src/engine/steps/code.js';
+import { codeHashes, contextKey } from '../../../src/engine/steps/code.js';
 import { executeStep, type ExecutedStep } from '../../../src/engine/execute-step.js';
 import type { WorkflowStep } from '../../../src/engine/definition.js';
 import { silentLog, startRunner, testIsolation } from './sandbox-helpers.js';
@@ -85,6 +85,18 @@ describe('engine sandbox: warm contexts', function () {
         contextKey({ orgId: 'a', automationId: 'b","c', stepIndex: 0 }, 'x'),
       );
       expect(key.length).to.be.below(200);
+    });
+
+    it("memoises a code's hash per organisation: another organisation's identical code is hashed anew", () => {
+      const code = `return ${Math.random()}`;
+      const where = (orgId: string) => ({ orgId, automationId: 'wf_a', stepIndex: 0 });
+      const before = codeHashes.size;
+      contextKey(where('org_a'), code);
+      expect(codeHashes.size).to.equal(before + 1);
+      contextKey(where('org_a'), code); // the organisation's own repeat: its entry
+      expect(codeHashes.size).to.equal(before + 1);
+      contextKey(where('org_b'), code); // the same code of another organisation: an entry of its own
+      expect(codeHashes.size).to.equal(before + 2);
     });
   });
 

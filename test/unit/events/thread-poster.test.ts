@@ -7,7 +7,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { threadPoster } from '../../../src/events/outbound.js';
+import { eventCalls, threadPoster } from '../../../src/events/outbound.js';
+import { recorder } from '../../helpers/connection-recorder.js';
 
 describe('events: the delivery thread', function () {
   this.timeout(20_000);
@@ -50,7 +51,7 @@ describe('events: the delivery thread', function () {
       bodies.length = 0;
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          t.post(url, JSON.stringify({ i }), { 'content-type': 'application/json' }),
+          t.post({ orgId: 'org_a', url, body: JSON.stringify({ i }), headers: { 'content-type': 'application/json' } }),
         ),
       );
       expect(results.map((r) => r.status)).to.deep.equal(Array(20).fill(202));
@@ -74,7 +75,7 @@ describe('events: the delivery thread', function () {
     });
     try {
       bodies.length = 0;
-      const err = await t.post(url, '{}', {}).then(
+      const err = await t.post({ orgId: 'org_a', url, body: '{}', headers: {} }).then(
         () => undefined,
         (e: unknown) => e as Error,
       );
@@ -94,7 +95,7 @@ describe('events: the delivery thread', function () {
     });
     try {
       hold = true;
-      const pending = t.post(url, '{}', {}).then(
+      const pending = t.post({ orgId: 'org_a', url, body: '{}', headers: {} }).then(
         () => undefined,
         (e: unknown) => e as Error,
       );
@@ -102,11 +103,39 @@ describe('events: the delivery thread', function () {
       await t.close();
       expect((await pending)?.message).to.match(/delivery thread exited/);
       hold = false;
-      const again = await t.post(url, '{}', {});
+      const again = await t.post({ orgId: 'org_a', url, body: '{}', headers: {} });
       expect(again.status).to.equal(202);
     } finally {
       hold = false;
       await t.close();
+    }
+  });
+
+  it("keeps each organisation's connections apart, on the thread and in process", async () => {
+    const config = {
+      outboundAllowlist: ['127.0.0.0/8'],
+      baseUrls: { triggers: 'http://switchyard.invalid' } as never,
+      host: '0.0.0.0',
+      port: 0,
+    };
+    for (const [name, poster] of [
+      ['thread', threadPoster(config)],
+      ['in process', { ...eventCalls(config), close: async () => undefined }],
+    ] as const) {
+      const target = await recorder();
+      try {
+        for (const orgId of ['org_a', 'org_a', 'org_b', 'org_a', 'org_b']) {
+          const res = await poster.post({ orgId, url: target.url, body: '{}', headers: { 'x-org': orgId } });
+          expect(res.status).to.equal(200);
+        }
+        expect(
+          target.carried.map((orgs) => [...orgs]),
+          name,
+        ).to.deep.equal([['org_a'], ['org_b']]);
+      } finally {
+        await poster.close();
+        await target.close();
+      }
     }
   });
 });

@@ -55,7 +55,11 @@ describe("outbound policy: a listener on this machine's own interface address", 
   });
 
   const request = (url: string, policy: OutboundPolicy) =>
-    outboundRequest(url, { method: 'GET', headers: {}, timeoutMs: 5_000, maxResponseBytes: 1024 }, policy);
+    outboundRequest(
+      url,
+      { orgId: 'org_1', method: 'GET', headers: {}, timeoutMs: 5_000, maxResponseBytes: 1024 },
+      policy,
+    );
   const httpStep = (url: string, policy: OutboundPolicy) =>
     executeStep(
       { type: 'http', name: 'call', request: { method: 'GET', url } },
@@ -102,7 +106,9 @@ describe("outbound policy: a listener on this machine's own interface address", 
       };
       const calls = eventCalls(config as unknown as Parameters<typeof eventCalls>[0]);
       expect(calls.addresses.refusal(url), t.address).to.match(OWN);
-      const posted = await calls.post(url.href, '{}', { 'content-type': 'application/json' }).catch((e: Error) => e);
+      const posted = await calls
+        .post({ orgId: 'org_1', url: url.href, body: '{}', headers: { 'content-type': 'application/json' } })
+        .catch((e: Error) => e);
       expect((posted as Error).message).to.match(OWN);
       expect(await new OutboundPolicy(parseOutboundAllowlist('')).registrationRefusal(url)).to.equal(
         `${t.address} is an address the outbound policy refuses (an address of this machine; allow it with OUTBOUND_ALLOWLIST)`,
@@ -111,7 +117,7 @@ describe("outbound policy: a listener on this machine's own interface address", 
         typeof eventCalls
       >[0]);
       expect(allowing.addresses.refusal(url)).to.equal(undefined);
-      expect((await allowing.post(url.href, '{}', {})).status).to.equal(200);
+      expect((await allowing.post({ orgId: 'org_1', url: url.href, body: '{}', headers: {} })).status).to.equal(200);
       expect(await new OutboundPolicy(parseOutboundAllowlist(t.address)).registrationRefusal(url)).to.equal(undefined);
       expect(t.hits).to.equal(1);
     }

@@ -133,6 +133,7 @@ describe('outbound policy: requests', () => {
     outboundRequest(
       url,
       {
+        orgId: 'org_a',
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: '{}',
@@ -229,7 +230,7 @@ describe('outbound policy: loopback names of the service itself', () => {
     const { port } = server.address() as AddressInfo;
     try {
       const p = new OutboundPolicy(parseOutboundAllowlist(''), [], { listener: { host: '127.0.0.1', port } });
-      const opts = { method: 'GET', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024 };
+      const opts = { orgId: 'org_a', method: 'GET', headers: {}, timeoutMs: 2000, maxResponseBytes: 1024 };
       expect(p.allowsOrigin(new URL(`http://127.0.0.1:${port}/x`))).to.equal(true);
       expect(p.allowsOrigin(new URL(`http://[::1]:${port}/x`))).to.equal(false);
       expect(p.allowsOrigin(new URL(`http://127.0.0.1:${port === 65535 ? 1 : port + 1}/x`))).to.equal(false);

@@ -151,7 +151,12 @@ describe('kernel/tracing with an SDK registered', () => {
       port: 0,
     });
     try {
-      const res = await poster.post(`${receiver.url}/hook`, '{}', { 'content-type': 'application/json' });
+      const res = await poster.post({
+        orgId: 'org_a',
+        url: `${receiver.url}/hook`,
+        body: '{}',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).to.equal(202);
     } finally {
       await poster.close();
