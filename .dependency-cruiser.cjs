@@ -25,9 +25,10 @@ const BOTTOM = '^src/(kernel|http|storage|config|errors)/';
 const SERVICES = '^src/services\\.ts$';
 /**
  * The runner programs: separate processes started inside the sandbox (src/containment), which
- * load the shared runner module by its path, not through a context's surface.
+ * load the shared runner module by its path, not through a context's surface. The browser box's
+ * program (src/browser/box-server.cjs) is one of them.
  */
-const RUNNER_PROGRAMS = '^src/(engine/sandbox/runner|browser/script-runner)\\.cjs$';
+const RUNNER_PROGRAMS = '^src/(engine/sandbox/runner|browser/script-runner|browser/box-server)\\.cjs$';
 const RUNNER_COMMON = '^src/containment/runner-common\\.cjs$';
 const TOP = '^src/(app|services|main|worker|embed|shutdown)\\.ts$|^src/cli/';
 
