@@ -2044,6 +2044,7 @@ export interface components {
          *       "codeIsolation": "auto",
          *       "sandboxTestBreach": false,
          *       "browserTestNoSchemeRefusal": false,
+         *       "browserTestRelayOpen": false,
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
          *       "upstreamIdleMs": 300000,
@@ -2183,6 +2184,11 @@ export interface components {
              * @default false
              */
             browserTestNoSchemeRefusal: boolean;
+            /**
+             * @description BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test.
+             * @default false
+             */
+            browserTestRelayOpen: boolean;
             /**
              * @description CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs.
              * @default auto

@@ -9,19 +9,19 @@
  * (RELAY_DIR_IN_SANDBOX); a path of another organisation's browser is refused on it. Where
  * they are not, runners reach one listener on 127.0.0.1.
  *
- * Every message from a runner is read on the way:
- * - whatever would give a context or an API request context a network path of its own is
- *   rewritten to the guarded proxy (a `proxy` parameter of any call, a CDP
- *   `Target.createBrowserContext`), so no script can route around the outbound policy;
- * - calls that would act on the service's own machine rather than the browser (an artifact
- *   saved to a path, temporary upload files, a recorder, a server started by the browser
- *   object, file paths for an upload, a trace name with a path in it) are refused;
- * - navigations, new targets, request rewrites and any other `url` parameter that is not
- *   http(s) or about:blank are refused (src/browser/urls.ts), as are CDP calls that would get
- *   around that (a DevTools protocol handed to a page, messages wrapped for another target,
- *   local files put into a page, the download folder changed).
- * A refused call is answered with an error the script sees (its `page.goto` throws, say). A
+ * Every message from a runner is read on the way (relay-filter.ts): the relay lets through only
+ * what it knows. Each call goes to an object whose interface the relay learned from the server's
+ * own messages (relay-objects.ts); the method must be on the allow-list of that interface
+ * (protocol-allowlist.ts), with the parameters that name something on the service's machine
+ * refused or dropped and a context's proxy set to the guarded proxy; a CDP command must be on the
+ * CDP allow-list (cdp-allowlist.ts); every url that is not http(s) or about:blank is refused. A
+ * refused call is answered with an error the script sees (its `page.goto` throws, say). A
  * message that is not JSON closes the runner's connection.
+ *
+ * Apart from the filter, the relay counts the live pages and browser contexts of each browser
+ * (every runner connection to it together); past a limit it tells its owner and stops that
+ * browser's traffic. A test-only switch (`filter: false`) forwards every message unchanged; the
+ * counting goes on.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -31,130 +31,13 @@ import os from 'node:os';
 import path from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { Logger } from '../config/logger.js';
-import { navigationRefusal } from './urls.js';
+import { isObject, screenCall } from './relay-filter.js';
+import { ObjectTable, UsageCounter, type Limits } from './relay-objects.js';
 
 /** Where an organisation's socket folder appears in its script runners' view. */
 export const RELAY_DIR_IN_SANDBOX = '/run/relay';
 const SOCKET_NAME = 'relay.sock';
 const MAX_PAYLOAD = 256 * 1024 * 1024;
-
-/** Protocol calls that make a browser context or an API request context. */
-const MAKES_CONTEXT = new Set(['newContext', 'newPersistentContext', 'newContextForReuse', 'newRequest']);
-
-/**
- * Protocol calls that act on the machine of the Playwright server (the service's own process)
- * instead of the browser: `saveAs` copies an artifact to a path there, `createTempFiles` writes
- * files there, the recorder and `startServer` start programs and listeners there, and the
- * launch calls start programs. Scripts read downloads as streams and upload file contents.
- */
-const HOST_CALLS = new Set([
-  'saveAs',
-  'createTempFiles',
-  'startServer',
-  'stopServer',
-  'showRecorder',
-  'startRecording',
-  'stopRecording',
-  'pause',
-  'launch',
-  'launchPersistentContext',
-  'launchServer',
-  'connectOverCDP',
-  'connectToWorker',
-]);
-
-/**
- * Calls whose `name` becomes a file name on the service's machine (playwright-core's tracing
- * writes `<traces folder>/<name>.trace`): a name with a path in it would write elsewhere.
- */
-const NAMES_A_FILE = new Set(['tracingStart', 'tracingStartChunk']);
-const PLAIN_NAME = /^[\w-][\w.-]{0,199}$/;
-
-/** CDP commands a script may not send through a CDP session, and why. */
-const CDP_REFUSED: ReadonlyMap<string, string> = new Map([
-  ['Target.exposeDevToolsProtocol', 'it would hand the DevTools protocol to a page'],
-  ['Target.sendMessageToTarget', 'it wraps messages the relay cannot check (open a CDP session on the page instead)'],
-  [
-    'DOM.setFileInputFiles',
-    "it puts files of the browser's machine into a page (use setInputFiles with file contents)",
-  ],
-  ['Page.setDownloadBehavior', 'downloads are captured for the task'],
-  ['Browser.setDownloadBehavior', 'downloads are captured for the task'],
-]);
-
-type Msg = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Msg => v !== null && typeof v === 'object' && !Array.isArray(v);
-
-/** Rewrites one runner → browser message so that whatever it creates uses `proxy`; exported for the unit test. */
-export function guardMessage(msg: Msg, proxy: string): Msg {
-  const p = msg.params;
-  if (!isObject(p)) return msg;
-  if (MAKES_CONTEXT.has(String(msg.method)) || 'proxy' in p) {
-    return { ...msg, params: { ...p, proxy: { server: proxy } } };
-  }
-  if (msg.method === 'send' && p.method === 'Target.createBrowserContext') {
-    const inner = isObject(p.params) ? p.params : {};
-    return { ...msg, params: { ...p, params: { ...inner, proxyServer: proxy, proxyBypassList: '<-loopback>' } } };
-  }
-  return msg;
-}
-
-/** The first `url` value (a string under a key named url, at most `depth` levels down) that may not be opened. */
-function refusedUrl(value: unknown, depth: number): string | undefined {
-  if (depth < 0) return undefined;
-  if (Array.isArray(value)) {
-    for (const v of value) {
-      const found = refusedUrl(v, depth - 1);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  if (!isObject(value)) return undefined;
-  for (const [k, v] of Object.entries(value)) {
-    if (k.toLowerCase() === 'url' && typeof v === 'string') {
-      const why = navigationRefusal(v);
-      if (why) return why;
-    } else {
-      const found = refusedUrl(v, depth - 1);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
-
-function cdpRefusal(cdp: Msg): string | undefined {
-  const method = String(cdp.method);
-  const why = CDP_REFUSED.get(method);
-  if (why) return `The CDP command ${method} is refused: ${why}.`;
-  const data = isObject(cdp.params) ? cdp.params.data : undefined;
-  if (method === 'Input.dispatchDragEvent' && isObject(data) && Array.isArray(data.files) && data.files.length > 0) {
-    return "The CDP command Input.dispatchDragEvent with files is refused: it puts files of the browser's machine into a page.";
-  }
-  return undefined;
-}
-
-/**
- * Why a runner → browser message is refused, or undefined when it may pass (after
- * guardMessage). `schemes: false` lets every URL through (a test-only switch); the calls that
- * act on the service's machine are refused regardless. Exported for the unit test.
- */
-export function refusal(msg: Msg, opts: { schemes: boolean }): string | undefined {
-  const method = String(msg.method);
-  if (HOST_CALLS.has(method))
-    return `The call ${method} is not available to browser scripts: it would act on the service's machine, not the browser.`;
-  const p = isObject(msg.params) ? msg.params : {};
-  if ('localPaths' in p || 'localDirectory' in p)
-    return 'Files are uploaded by their contents here ({name, mimeType, buffer}), not by paths.';
-  if (NAMES_A_FILE.has(method) && p.name !== undefined && (typeof p.name !== 'string' || !PLAIN_NAME.test(p.name))) {
-    return 'A trace name is a plain file name here (letters, digits, dots, dashes and underscores; no folders).';
-  }
-  if (method === 'send' && typeof p.method === 'string') {
-    const why = cdpRefusal(p);
-    if (why) return why;
-  }
-  return opts.schemes ? refusedUrl(p, 4) : undefined;
-}
 
 export interface RelayEndpoint {
   /** What the runner connects to: `ws://127.0.0.1:<port>/<secret>` or `ws+unix://<socket in its view>:/<secret>`. */
@@ -170,6 +53,15 @@ export interface RelayOptions {
   transport: 'unix' | 'tcp';
   /** Refuse URLs that are not http(s) or about:blank (off only under the test-only switch). */
   refuseSchemes: boolean;
+  /**
+   * Apply the allow-list and its rewrites. False only under the test-only switch
+   * BROWSER_TEST_RELAY_OPEN: every message passes unchanged (the counting goes on).
+   */
+  filter: boolean;
+  /** Live pages and browser contexts per browser (its runner connections together) before onLimit. */
+  limits?: Limits | undefined;
+  /** Told once per browser when a count goes above its limit; the relay then ends that browser's runner connections. */
+  onLimit?: ((target: string, reason: string) => void) | undefined;
   log: Logger;
 }
 
@@ -187,8 +79,19 @@ export class BrowserRelay {
   /** The listening socket of each organisation that has a browser. */
   private readonly sockets = new Map<string, { server: http.Server; wss: WebSocketServer; ready: Promise<void> }>();
   private readonly routes = new Map<string, Route>();
+  private readonly usage: UsageCounter;
 
-  constructor(private readonly opts: RelayOptions) {}
+  constructor(private readonly opts: RelayOptions) {
+    this.usage = new UsageCounter(opts.limits, (target, reason) => {
+      opts.log.warn({ reason }, 'browser relay: a browser went over its limit; its scripts are cut off');
+      opts.onLimit?.(target, reason);
+    });
+  }
+
+  /** The live pages and browser contexts of a browser, over every runner connection to it. */
+  counts(target: string): { pages: number; contexts: number } {
+    return this.usage.counts(target);
+  }
 
   /** A relay endpoint for one browser server's endpoint (kept until `forget`). */
   async endpointFor(orgId: string, target: string): Promise<RelayEndpoint> {
@@ -200,6 +103,7 @@ export class BrowserRelay {
 
   /** The browser is gone: its path no longer leads anywhere; an organisation with no browser left stops listening. */
   forget(target: string): void {
+    this.usage.forget(target);
     const orgs = new Set<string>();
     for (const [secret, r] of this.routes) {
       if (r.target !== target) continue;
@@ -299,14 +203,34 @@ export class BrowserRelay {
       client.close(4004, 'unknown endpoint');
       return;
     }
+    if (this.usage.limited(route.target)) {
+      client.close(4008, 'the browser went over its limit');
+      return;
+    }
     const proxy = await this.opts.proxyUrl();
     const upstream = new WebSocket(route.target, { maxPayload: MAX_PAYLOAD });
-    const pending: string[] = [];
-    const toUpstream = (text: string) => {
-      if (upstream.readyState === WebSocket.OPEN) upstream.send(text);
-      else pending.push(text);
+    const pending: Array<{ data: string | Buffer; binary: boolean }> = [];
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      client.terminate();
+      upstream.terminate();
+      objects.clear();
+      leave();
     };
-    client.on('message', (data, isBinary) => {
+    const { count, limited, leave } = this.usage.join(route.target, end);
+    const objects = new ObjectTable(count);
+    const toUpstream = (data: string | Buffer, binary: boolean) => {
+      if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
+      else pending.push({ data, binary });
+    };
+    client.on('message', (data: Buffer, isBinary) => {
+      if (ended || limited()) return;
+      if (!this.opts.filter) {
+        toUpstream(data, isBinary);
+        return;
+      }
       let msg: unknown;
       try {
         msg = isBinary ? undefined : JSON.parse(data.toString());
@@ -317,28 +241,38 @@ export class BrowserRelay {
         client.close(4000, 'protocol messages are JSON objects');
         return;
       }
-      const why = refusal(msg, { schemes: this.opts.refuseSchemes });
-      if (why) {
-        this.opts.log.info(
-          { orgId: route.orgId, method: String(msg.method).slice(0, 100) },
-          'browser relay: refused a call of a script',
-        );
-        if (msg.id !== undefined && client.readyState === WebSocket.OPEN)
-          client.send(JSON.stringify({ id: msg.id, error: { error: { name: 'Error', message: why, stack: '' } } }));
+      const screened = screenCall(msg, objects.typeOf(msg.guid), { proxy, schemes: this.opts.refuseSchemes });
+      if (screened.ok) {
+        toUpstream(screened.changed ? JSON.stringify(screened.msg) : data, false);
         return;
       }
-      toUpstream(JSON.stringify(guardMessage(msg, proxy)));
+      this.opts.log.info(
+        {
+          orgId: route.orgId,
+          type: objects.typeOf(msg.guid),
+          method: String(msg.method).slice(0, 100),
+          reason: screened.message.slice(0, 300),
+        },
+        'browser relay: refused a call of a script',
+      );
+      // `__waitInfo__` carries an id but gets no answer: the client would take one as a broken connection.
+      if (msg.id !== undefined && msg.method !== '__waitInfo__' && client.readyState === WebSocket.OPEN)
+        client.send(
+          JSON.stringify({
+            id: msg.id,
+            error: { error: { name: screened.name, message: screened.message, stack: '' } },
+          }),
+        );
     });
     upstream.on('open', () => {
-      for (const text of pending.splice(0)) upstream.send(text);
+      for (const { data, binary } of pending.splice(0)) upstream.send(data, { binary });
     });
-    upstream.on('message', (data, isBinary) => {
+    upstream.on('message', (data: Buffer, isBinary) => {
+      if (ended) return;
+      if (!isBinary) objects.observe(data);
+      if (limited()) return;
       if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
     });
-    const end = () => {
-      client.terminate();
-      upstream.terminate();
-    };
     client.on('close', end);
     client.on('error', end);
     upstream.on('close', end);

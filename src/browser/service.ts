@@ -186,6 +186,7 @@ export class BrowserService {
       proxyUrl: async () => (await startProxy()).url,
       transport: isolation.plan.bwrap ? 'unix' : 'tcp',
       refuseSchemes: schemes,
+      filter: !config.browserTestRelayOpen,
       log: deps.log,
     });
     this.box = new ChromiumBox({
@@ -214,6 +215,10 @@ export class BrowserService {
     deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
     if (!schemes)
       deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
+    if (config.browserTestRelayOpen)
+      deps.log.warn(
+        'browser: BROWSER_TEST_RELAY_OPEN (tests only): the relay forwards every call of browser scripts unchanged',
+      );
   }
 
   /**

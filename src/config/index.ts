@@ -64,6 +64,13 @@ export interface Config {
    * system view holds on its own. Always false outside tests.
    */
   browserTestNoSchemeRefusal: boolean;
+  /**
+   * BROWSER_TEST_RELAY_OPEN=1 under NODE_ENV=test only: the relay between browser scripts and
+   * their browser forwards every message unchanged (no allow-list, no parameter refusals or
+   * rewrites, no scheme refusal), so tests can show what the other layers hold alone. Always
+   * false outside tests.
+   */
+  browserTestRelayOpen: boolean;
   /** sqlite commit durability: NORMAL (process crash) or FULL (power loss too). */
   sqliteSynchronous: 'NORMAL' | 'FULL';
   /** Gateway: time limit of one upstream call (ms). */
@@ -369,6 +376,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', { fallback: false }),
     browserTestNoSchemeRefusal:
       env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_NO_SCHEME_REFUSAL', { fallback: false }),
+    browserTestRelayOpen: env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_RELAY_OPEN', { fallback: false }),
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, {
       min: 100,

@@ -4,8 +4,8 @@
  * http(s) or about:blank.
  * - scripts: `file:` (the host's files, the data folder's secret key and bootstrap.json),
  *   `view-source:`, `chrome:`, `devtools:`, other `about:` pages, `data:` and `blob:` are refused
- *   with a clear message, whether by `page.goto`, a new page, a CDP session (`Page.navigate`,
- *   `Target.createTarget`) or a route rewrite; a link, frame, window or blob: page that leads to
+ *   with a clear message, whether by `page.goto`, a new page, a CDP session (`Page.navigate`;
+ *   `Target.createTarget` is not on the relay's CDP allow-list at all) or a route rewrite; a link, frame, window or blob: page that leads to
  *   `file:` and a server redirect to `file:` open nothing; the calls that would act on the
  *   service's own machine (an artifact saved to a path, temporary upload files, a folder upload)
  *   are refused;
@@ -175,10 +175,11 @@ return out;`;
       expect(r.blank).to.equal('ok: about:blank');
       expect(r.newPage).to.match(REFUSED);
       expect(r.cdpNavigate).to.match(REFUSED);
-      expect(r.cdpTarget).to.match(REFUSED);
-      expect(r.cdpExpose).to.match(/Target.exposeDevToolsProtocol is refused/);
-      expect(r.cdpWrapped).to.match(/Target.sendMessageToTarget is refused/);
-      expect(r.cdpFiles).to.match(/DOM.setFileInputFiles is refused/);
+      // A new target is not on the relay's CDP allow-list at all, whatever its URL.
+      expect(r.cdpTarget).to.match(/The CDP command Target\.createTarget is not available to browser scripts/);
+      expect(r.cdpExpose).to.match(/Target\.exposeDevToolsProtocol is not available to browser scripts/);
+      expect(r.cdpWrapped).to.match(/Target\.sendMessageToTarget is not available to browser scripts/);
+      expect(r.cdpFiles).to.match(/DOM\.setFileInputFiles is not available to browser scripts/);
       expect(r.routeError).to.match(REFUSED);
       // The refusals are in the task log too, and nothing of the host's files came back.
       expect(done.logContent).to.match(/passwd: refused: page\.goto: Opening file:\/\/\/etc\/passwd is refused/);
@@ -241,11 +242,11 @@ return out;`;
       const done = await run(server, org, code);
       expect(done.status, done.result).to.equal('completed');
       const r = JSON.parse(done.result) as Record<string, string>;
-      expect(r.saveAs).to.match(/The call saveAs is not available to browser scripts/);
-      expect(r.tempFiles).to.match(/The call createTempFiles is not available to browser scripts/);
+      expect(r.saveAs).to.match(/The call Artifact\.saveAs is not available to browser scripts/);
+      expect(r.tempFiles).to.match(/The call BrowserContext\.createTempFiles is not available to browser scripts/);
       expect(r.folder).to.match(/uploaded by their contents/);
       expect(r.paths).to.match(/uploaded by their contents/);
-      expect(r.traceName).to.match(/A trace name is a plain file name here/);
+      expect(r.traceName).to.match(/a trace name is a plain file name here/);
       expect(existsSync(target), "a file saved on the service's machine").to.equal(false);
       expect(existsSync(`${target}-trace.network`), "a trace file written on the service's machine").to.equal(false);
     });

@@ -69,23 +69,27 @@ describe('config', () => {
       codeIsolation: 'auto',
       sandboxTestBreach: false,
       browserTestNoSchemeRefusal: false,
+      browserTestRelayOpen: false,
     });
     for (const mode of ['auto', 'strict', 'process', ' Strict '])
       expect(loadConfig({ DATA_DIR: dataDir(), CODE_ISOLATION: mode }).codeIsolation).to.equal(
         mode.trim().toLowerCase(),
       );
-    const switches = { SANDBOX_TEST_BREACH: '1', BROWSER_TEST_NO_SCHEME_REFUSAL: '1' };
+    const switches = { SANDBOX_TEST_BREACH: '1', BROWSER_TEST_NO_SCHEME_REFUSAL: '1', BROWSER_TEST_RELAY_OPEN: '1' };
     expect(loadConfig({ DATA_DIR: dataDir(), ...switches })).to.include({
       sandboxTestBreach: false,
       browserTestNoSchemeRefusal: false,
+      browserTestRelayOpen: false,
     });
     expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', ...switches })).to.include({
       sandboxTestBreach: false,
       browserTestNoSchemeRefusal: false,
+      browserTestRelayOpen: false,
     });
     expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'test', ...switches })).to.include({
       sandboxTestBreach: true,
       browserTestNoSchemeRefusal: true,
+      browserTestRelayOpen: true,
     });
   });
 

@@ -76,6 +76,7 @@ export function testConfig(): Config {
     codeIsolation: 'auto',
     sandboxTestBreach: false,
     browserTestNoSchemeRefusal: false,
+    browserTestRelayOpen: false,
     browser: {
       executable: '/usr/bin/chromium',
       maxContexts: 2,
