@@ -224,7 +224,7 @@ export class ChromiumBox {
       binds,
       // The box's Node reads playwright-core after switching users, so its folders must be passable.
       dirs: parentDirs([...readOnly, BOX_RUN, PROXY_RUN, POLICY_DIR]),
-        maxProcesses: BOX_MAX_THREADS,
+      maxProcesses: BOX_MAX_THREADS,
       tmpBytes: this.opts.diskBytes,
       shmBytes: SHM_BYTES,
     };

@@ -118,7 +118,7 @@ export class UsageCounter {
 
   constructor(
     private readonly limits: Limits | undefined,
-    private readonly onLimit: (target: string, reason: string) => void,
+    private readonly onLimit: (target: string, reason: string, kind: 'pages' | 'contexts') => void,
   ) {}
 
   counts(target: string): { pages: number; contexts: number } {
@@ -167,15 +167,16 @@ export class UsageCounter {
 
   private check(target: string, u: TargetUsage): void {
     if (u.limited || !this.limits) return;
-    const reason =
-      u.pages > this.limits.pages
-        ? `more than ${this.limits.pages} pages open at once`
-        : u.contexts > this.limits.contexts
-          ? `more than ${this.limits.contexts} browser contexts open at once`
-          : undefined;
-    if (!reason) return;
+    const kind = u.pages > this.limits.pages ? 'pages' : u.contexts > this.limits.contexts ? 'contexts' : undefined;
+    if (!kind) return;
     u.limited = true;
-    this.onLimit(target, reason);
+    this.onLimit(
+      target,
+      kind === 'pages'
+        ? `more than ${this.limits.pages} pages open at once`
+        : `more than ${this.limits.contexts} browser contexts open at once`,
+      kind,
+    );
     // Ended after the message being read: the table that counted it is still in use.
     queueMicrotask(() => {
       for (const end of [...u.ends]) end();

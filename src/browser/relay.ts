@@ -61,7 +61,7 @@ export interface RelayOptions {
   /** Live pages and browser contexts per browser (its runner connections together) before onLimit. */
   limits?: Limits | undefined;
   /** Told once per browser when a count goes above its limit; the relay then ends that browser's runner connections. */
-  onLimit?: ((target: string, reason: string) => void) | undefined;
+  onLimit?: ((target: string, reason: string, kind: 'pages' | 'contexts') => void) | undefined;
   log: Logger;
 }
 
@@ -82,9 +82,9 @@ export class BrowserRelay {
   private readonly usage: UsageCounter;
 
   constructor(private readonly opts: RelayOptions) {
-    this.usage = new UsageCounter(opts.limits, (target, reason) => {
+    this.usage = new UsageCounter(opts.limits, (target, reason, kind) => {
       opts.log.warn({ reason }, 'browser relay: a browser went over its limit; its scripts are cut off');
-      opts.onLimit?.(target, reason);
+      opts.onLimit?.(target, reason, kind);
     });
   }
 

@@ -187,6 +187,12 @@ export class BrowserService {
       transport: isolation.plan.bwrap ? 'unix' : 'tcp',
       refuseSchemes: schemes,
       filter: !config.browserTestRelayOpen,
+      limits: { pages: config.browser.maxPages, contexts: config.browser.maxOpenContexts },
+      onLimit: (target, reason, kind) =>
+        this.pool.stopBrowser(
+          target,
+          `had ${reason} (${kind === 'pages' ? 'BROWSER_MAX_PAGES' : 'BROWSER_MAX_OPEN_CONTEXTS'})`,
+        ),
       log: deps.log,
     });
     this.box = new ChromiumBox({

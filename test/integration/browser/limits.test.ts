@@ -1,10 +1,11 @@
 /**
  * The limits of an organisation's browser (src/browser/README.md "Limits"), through
  * `browser-automation_playwright_run` against a real service and real Chromium: a page that
- * allocates past BROWSER_MEMORY_MB, a page that spins past BROWSER_TASK_CPU_MS and a download
- * that fills the box's private disk (BROWSER_DISK_MB) each end their own task, failed with the
- * limit named in its result and log; another organisation's task running at the same time
- * completes, and the organisation's next task gets a fresh browser.
+ * allocates past BROWSER_MEMORY_MB, a page that spins past BROWSER_TASK_CPU_MS, a download that
+ * fills the box's private disk (BROWSER_DISK_MB), popups past BROWSER_MAX_PAGES and contexts
+ * past BROWSER_MAX_OPEN_CONTEXTS each end their own task, failed with the limit named in its
+ * result and log; another organisation's task running at the same time completes, and the
+ * organisation's next task gets a fresh browser.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -84,6 +85,8 @@ describe('browser limits: memory, CPU time and disk of an organisation’s brows
       BROWSER_MEMORY_MB: '1000',
       BROWSER_TASK_CPU_MS: '15000',
       BROWSER_DISK_MB: '64',
+      BROWSER_MAX_PAGES: '6',
+      BROWSER_MAX_OPEN_CONTEXTS: '5',
       BROWSER_TASK_TIMEOUT_MS: '120000',
     });
     a = await createTestOrg(server, 'Org A');
@@ -156,6 +159,36 @@ describe('browser limits: memory, CPU time and disk of an organisation’s brows
     expect(fill.status, fill.result).to.equal('failed');
     expect(fill.result, fill.result).to.match(
       /^The task's browser was stopped: it filled its private disk \(64 MiB of \/tmp for its profile, downloads and temporary files; BROWSER_DISK_MB\)\.$/,
+    );
+    const doneB = await finished(server, b, other);
+    expect(doneB, doneB.result).to.include({ status: 'completed', result: 'Site' });
+    expect(await run(server, a, 'return "fresh"')).to.include({ status: 'completed', result: 'fresh' });
+  });
+
+  it("popups past BROWSER_MAX_PAGES and contexts past BROWSER_MAX_OPEN_CONTEXTS end their own task, naming the limit; B's task completes", async () => {
+    const other = await slowB();
+    const popups = await run(
+      server,
+      a,
+      `await page.evaluate(() => { for (let i = 0; i < 12; i++) window.open('about:blank'); });
+       await page.waitForTimeout(5000);
+       return 'opened';`,
+    );
+    expect(popups.status, popups.result).to.equal('failed');
+    expect(popups.result).to.equal(
+      "The task's browser was stopped: it had more than 6 pages open at once (BROWSER_MAX_PAGES).",
+    );
+    expect(popups.logContent).to.include('the browser was stopped: it had more than 6 pages open at once');
+    const contexts = await run(
+      server,
+      a,
+      `const browser = page.context().browser();
+       for (let i = 0; i < 6; i++) await browser.newContext();
+       return 'made';`,
+    );
+    expect(contexts.status, contexts.result).to.equal('failed');
+    expect(contexts.result).to.equal(
+      "The task's browser was stopped: it had more than 5 browser contexts open at once (BROWSER_MAX_OPEN_CONTEXTS).",
     );
     const doneB = await finished(server, b, other);
     expect(doneB, doneB.result).to.include({ status: 'completed', result: 'Site' });

@@ -7,15 +7,18 @@
  * - `browser._channel.newContextForReuse({recordVideo: {dir}})` names a folder on the service's
  *   machine for playwright-core's server side: refused, naming the call, and nothing is made at
  *   that path.
- * With the test-only switch BROWSER_TEST_RELAY_OPEN (NODE_ENV=test) the relay forwards both,
- * and Chromium does connect to the listener: what the allow-list stops is real. And a script that
+ * With the test-only switch BROWSER_TEST_RELAY_OPEN (NODE_ENV=test) the relay forwards every
+ * call, as if the allow-list had failed: the browser box must then hold on its own, and does —
+ * Chromium reaches no listener, Redis, PostgreSQL or service port of the host, and nothing the
+ * Playwright server is asked to write (video, HAR, trace, launch folders, a saved artifact)
+ * lands on the host. And a script that
  * uses the usual Playwright API (locators, handles, frames, input, routes, page.request, dialogs,
  * console, cookies and storage, new pages and contexts, screenshots, PDF, downloads read as
  * streams, tracing, clock, coverage, workers, a CDP session) runs under the allow-list.
  * In front of a real browser server, the relay counts its pages and contexts from the server's
  * own messages, over every connection, and ends them past a limit.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -158,6 +161,44 @@ return out;`;
 }
 
 /** The two attacks; each records what the script saw. The script then waits 3 s for Chromium to act. */
+/**
+ * What a script tries once every call passes the relay: Chromium's browser process sent to the
+ * host's loopback (CDP remote locations), pages without the proxy to a listener, Redis,
+ * PostgreSQL and the service's port, and the Playwright server asked to write on the host (a
+ * video folder, a HAR file, a trace name with a path, a launch with traces and downloads
+ * folders, an artifact saved to a path).
+ */
+function breachAttempts({
+  listener,
+  servicePort,
+  dir,
+}: {
+  listener: number;
+  servicePort: number;
+  dir: string;
+}): string {
+  const at = (name: string) => JSON.stringify(path.join(dir, name));
+  return `const out = {};
+const browser = page.context().browser();
+const attempt = async (name, fn) => { try { out[name] = String(await fn()); } catch (e) { out[name] = e.message.split('\\n')[0]; } };
+const cdp = await browser.newBrowserCDPSession();
+await attempt('remote', async () => { await cdp.send('Target.setRemoteLocations', { locations: [${[listener, 6379, 5432, servicePort].map((p) => `{ host: '127.0.0.1', port: ${p} }`).join(', ')}] }); return 'sent'; });
+const direct = await browser.newContext({ proxy: { server: 'http://127.0.0.1:9', bypass: '*' } });
+const p = await direct.newPage();
+for (const [name, port] of [['listener', ${listener}], ['redis', 6379], ['postgres', 5432], ['service', ${servicePort}]])
+  await attempt(name, async () => 'status ' + (await p.goto('http://127.0.0.1:' + port + '/', { timeout: 10000 })).status());
+await attempt('reuse', () => browser._channel.newContextForReuse({ recordVideo: { dir: ${at('video')} } }).then(() => 'made'));
+await attempt('video', () => browser._channel.newContext({ recordVideo: { dir: ${at('video2')} } }).then(() => 'made'));
+await attempt('har', () => page.context()._channel.harStart({ options: { content: 'embed', harPath: ${at('x.har')}, resourcesDir: ${at('har-resources')} } }).then(() => 'started'));
+await attempt('trace', async () => { await page.context().tracing._channel.tracingStart({ name: ${JSON.stringify(`../../../../../..${dir}/trace`)}, snapshots: true }); await page.context().tracing._channel.tracingStartChunk({ name: ${JSON.stringify(`../../../../../..${dir}/chunk`)} }); return 'started'; });
+await attempt('launch', () => browser.browserType()._channel.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--headless'], tracesDir: ${at('traces')}, downloadsPath: ${at('downloads')}, artifactsDir: ${at('artifacts')} }).then(() => 'launched'));
+await page.setContent('<a download="f.txt" href="data:text/plain,hello">get</a>');
+const [download] = await Promise.all([page.waitForEvent('download'), page.click('a')]);
+await attempt('saveAs', () => download._artifact._channel.saveAs({ path: ${at('saved.txt')} }).then(() => 'saved'));
+await page.waitForTimeout(3000);
+return out;`;
+}
+
 function attacks(port: number, dir: string): string {
   return `const out = {};
 const cdp = await page.context().browser().newBrowserCDPSession();
@@ -241,13 +282,26 @@ describe('browser scripts against the relay allow-list', function () {
       await server?.close();
     });
 
-    it('forwards both calls, and Chromium connects to the host and port the script named', async () => {
-      const dir = path.join(os.tmpdir(), `sy-relay-video-open-${process.pid}-${Date.now()}`);
-      const done = await run(server, org, attacks(remote.port, dir));
-      expect(done.status, done.result).to.equal('completed');
-      const r = JSON.parse(done.result) as Record<string, string>;
-      expect(r).to.deep.equal({ remote: 'sent', reuse: 'made object' });
-      expect(remote.hits(), 'connections the listener got from Chromium').to.be.at.least(1);
+    it("forwards every call, and still Chromium connects to nothing of the host (a listener, Redis, PostgreSQL, the service's port) and nothing is written outside the browser's private disk", async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-relay-open-'));
+      const servicePort = Number(new URL(server.baseUrl).port);
+      try {
+        const done = await run(server, org, breachAttempts({ listener: remote.port, servicePort, dir }));
+        expect(done.status, done.result).to.equal('completed');
+        const r = JSON.parse(done.result) as Record<string, string>;
+        // The relay forwarded the calls the allow-list refuses: the browser side answered them.
+        expect(r.remote, 'Target.setRemoteLocations').to.equal('sent');
+        expect(r.reuse, 'newContextForReuse with a video folder').to.not.match(/not available to browser scripts/);
+        // Straight connections, without the proxy: nothing of the host is in the browser's network.
+        for (const name of ['listener', 'redis', 'postgres', 'service'])
+          expect(r[name], `${name} without the proxy`).to.match(/ERR_CONNECTION_REFUSED|ERR_ADDRESS_UNREACHABLE/);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        expect(remote.hits(), 'connections the listener got').to.equal(0);
+        // Video, HAR, trace, downloads and a saved artifact named paths on the host: none is there.
+        expect(readdirSync(dir), JSON.stringify(r)).to.deep.equal([]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 
