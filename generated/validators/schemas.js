@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"}}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs and workflow http steps) may reach although they are loopback, private, link-local or otherwise refused (src/http/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"}}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -127,8 +127,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.validateResponses === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "validateResponses"},message:"must have required property '"+"validateResponses"+"'"};
+if(data.tokenFailureLimits === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tokenFailureLimits"},message:"must have required property '"+"tokenFailureLimits"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -137,8 +137,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.seedDemo === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
+if(data.validateResponses === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "validateResponses"},message:"must have required property '"+"validateResponses"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -147,8 +147,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.syncWaitMs === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
+if(data.seedDemo === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -157,8 +157,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.runTimeoutMs === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
+if(data.syncWaitMs === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -167,8 +167,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.runConcurrency === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
+if(data.runTimeoutMs === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -177,8 +177,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.runLeaseMs === undefined){
-const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
+if(data.runConcurrency === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -187,8 +187,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.runMaxAttempts === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
+if(data.runLeaseMs === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -197,8 +197,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.runRetentionDays === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
+if(data.runMaxAttempts === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -207,8 +207,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.sandboxPoolSize === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
+if(data.runRetentionDays === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -217,8 +217,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.sandboxReuseContexts === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
+if(data.sandboxPoolSize === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -227,8 +227,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.sandboxMaxExecutions === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
+if(data.sandboxReuseContexts === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -237,8 +237,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data.codeIsolation === undefined){
-const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
+if(data.sandboxMaxExecutions === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -247,8 +247,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data.sandboxTestBreach === undefined){
-const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxTestBreach"},message:"must have required property '"+"sandboxTestBreach"+"'"};
+if(data.codeIsolation === undefined){
+const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -257,8 +257,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data.browserTestNoSchemeRefusal === undefined){
-const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestNoSchemeRefusal"},message:"must have required property '"+"browserTestNoSchemeRefusal"+"'"};
+if(data.sandboxTestBreach === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxTestBreach"},message:"must have required property '"+"sandboxTestBreach"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -267,8 +267,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data.redisPrefix === undefined){
-const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
+if(data.browserTestNoSchemeRefusal === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestNoSchemeRefusal"},message:"must have required property '"+"browserTestNoSchemeRefusal"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -277,8 +277,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.upstreamTimeoutMs === undefined){
-const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
+if(data.redisPrefix === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -287,8 +287,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.upstreamIdleMs === undefined){
-const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
+if(data.upstreamTimeoutMs === undefined){
+const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -297,8 +297,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data.upstreamListBudgetMs === undefined){
-const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
+if(data.upstreamIdleMs === undefined){
+const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -307,8 +307,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data.sqliteSynchronous === undefined){
-const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
+if(data.upstreamListBudgetMs === undefined){
+const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -317,8 +317,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data.models === undefined){
-const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+if(data.sqliteSynchronous === undefined){
+const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -327,8 +327,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data.agentMaxSteps === undefined){
-const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
+if(data.models === undefined){
+const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -337,8 +337,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data.agentTurnTimeoutMs === undefined){
-const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
+if(data.agentMaxSteps === undefined){
+const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -347,8 +347,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data.outboundAllowlist === undefined){
-const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
+if(data.agentTurnTimeoutMs === undefined){
+const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -357,8 +357,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data.browser === undefined){
-const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
+if(data.outboundAllowlist === undefined){
+const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -367,8 +367,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data.discovery === undefined){
-const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
+if(data.browser === undefined){
+const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -377,8 +377,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data.metricsPort === undefined){
-const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
+if(data.discovery === undefined){
+const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -387,8 +387,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data.metricsHost === undefined){
-const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
+if(data.metricsPort === undefined){
+const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -397,8 +397,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data.shutdownGraceMs === undefined){
-const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
+if(data.metricsHost === undefined){
+const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -407,8 +407,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data.tracing === undefined){
-const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
+if(data.shutdownGraceMs === undefined){
+const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -417,9 +417,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err39 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.tracing === undefined){
+const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -428,11 +427,9 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err40 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err40 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -441,9 +438,11 @@ vErrors.push(err40);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err41 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err41 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -452,8 +451,9 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err42 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err42 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -462,13 +462,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err43 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err43 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -478,8 +473,12 @@ vErrors.push(err43);
 errors++;
 }
 }
-else {
-const err44 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err44 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -489,11 +488,8 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err45 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err45 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -503,8 +499,11 @@ vErrors.push(err45);
 errors++;
 }
 }
-else {
-const err46 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err46 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -514,10 +513,8 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err47 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err47 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -526,9 +523,11 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err48 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err48 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -537,12 +536,9 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err49 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err49 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -551,14 +547,28 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err50 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err50 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err50];
 }
 else {
 vErrors.push(err50);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err51 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
 }
 errors++;
 }
@@ -568,17 +578,7 @@ if(data.publicUrl !== undefined){
 let data5 = data.publicUrl;
 if(typeof data5 === "string"){
 if(!pattern6.test(data5)){
-const err51 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-if(!(formats0(data5))){
-const err52 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err52 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -587,9 +587,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-else {
-const err53 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data5))){
+const err53 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -599,11 +598,8 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err54 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err54 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -612,8 +608,12 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err55 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err55 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -622,8 +622,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err56 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data6.auth === undefined){
+const err56 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -632,8 +632,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err57 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data6.mcp === undefined){
+const err57 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -642,8 +642,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err58 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.connect === undefined){
+const err58 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -652,9 +652,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.runFiles === undefined){
+const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -663,12 +662,9 @@ vErrors.push(err59);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err60 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -677,8 +673,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err61 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err61 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -687,9 +687,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-}
-else {
-const err62 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data7))){
+const err62 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -699,11 +698,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err63 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err63 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -712,8 +708,12 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err64 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err64 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -722,9 +722,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err65 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -734,11 +733,8 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err66 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err66 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -747,8 +743,12 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err67 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err67 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -757,9 +757,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-else {
-const err68 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err68 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -769,11 +768,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err69 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err69 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -782,8 +778,12 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err70 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err70 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -792,9 +792,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err71 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -804,11 +803,8 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err72 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err72 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -817,8 +813,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err73 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err73 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -827,9 +827,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-else {
-const err74 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err74 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -839,9 +838,8 @@ vErrors.push(err74);
 errors++;
 }
 }
-}
 else {
-const err75 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err75 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -851,10 +849,9 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err76 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err76 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -864,10 +861,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err77 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err77 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -876,9 +873,11 @@ vErrors.push(err77);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err78 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err78 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -887,8 +886,9 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err79 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err79 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -897,12 +897,8 @@ vErrors.push(err79);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err80 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13 < 60 || isNaN(data13)){
+const err80 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -911,9 +907,12 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err81 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err81 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -922,8 +921,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err82 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err82 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -932,12 +932,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err83 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 0 || isNaN(data14)){
+const err83 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -946,9 +942,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err84 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err84 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -957,8 +956,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err85 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err85 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -967,13 +967,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err86 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15 < 1 || isNaN(data15)){
+const err86 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -983,8 +978,12 @@ vErrors.push(err86);
 errors++;
 }
 }
-else {
-const err87 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err87 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -994,9 +993,8 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err88 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err88 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1006,9 +1004,11 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err89 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.tokenFailureLimits !== undefined){
+let data17 = data.tokenFailureLimits;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.windowMs === undefined){
+const err89 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1017,11 +1017,8 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-if(data.syncWaitMs !== undefined){
-let data19 = data.syncWaitMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err90 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data17.perClient === undefined){
+const err90 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1030,9 +1027,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 60000 || isNaN(data19)){
-const err91 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+if(data17.perAddress === undefined){
+const err91 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1041,8 +1037,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(data19 < 1 || isNaN(data19)){
-const err92 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data17.trackedKeys === undefined){
+const err92 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1051,12 +1047,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data20 = data.runTimeoutMs;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err93 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key2 in data17){
+if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
+const err93 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1065,9 +1058,11 @@ vErrors.push(err93);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 86400000 || isNaN(data20)){
-const err94 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+if(data17.windowMs !== undefined){
+let data18 = data17.windowMs;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err94 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1076,8 +1071,9 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(data20 < 1000 || isNaN(data20)){
-const err95 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 > 86400000 || isNaN(data18)){
+const err95 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1086,12 +1082,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data21 = data.runConcurrency;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err96 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data18 < 1000 || isNaN(data18)){
+const err96 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1100,9 +1092,12 @@ vErrors.push(err96);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 256 || isNaN(data21)){
-const err97 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data17.perClient !== undefined){
+let data19 = data17.perClient;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err97 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1111,8 +1106,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err98 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 100000 || isNaN(data19)){
+const err98 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1121,12 +1117,8 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data22 = data.runLeaseMs;
-if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err99 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19 < 0 || isNaN(data19)){
+const err99 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1135,9 +1127,12 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 3600000 || isNaN(data22)){
-const err100 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data17.perAddress !== undefined){
+let data20 = data17.perAddress;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err100 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1146,8 +1141,9 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data22 < 500 || isNaN(data22)){
-const err101 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 100000 || isNaN(data20)){
+const err101 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1156,12 +1152,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data23 = data.runMaxAttempts;
-if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
-const err102 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20 < 0 || isNaN(data20)){
+const err102 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1170,9 +1162,12 @@ vErrors.push(err102);
 }
 errors++;
 }
-if((typeof data23 == "number") && (isFinite(data23))){
-if(data23 > 10 || isNaN(data23)){
-const err103 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data17.trackedKeys !== undefined){
+let data21 = data17.trackedKeys;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err103 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1181,8 +1176,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data23 < 1 || isNaN(data23)){
-const err104 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 10000000 || isNaN(data21)){
+const err104 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1191,12 +1187,8 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data24 = data.runRetentionDays;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err105 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data21 < 100 || isNaN(data21)){
+const err105 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1205,9 +1197,11 @@ vErrors.push(err105);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 3650 || isNaN(data24)){
-const err106 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+}
+else {
+const err106 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1216,8 +1210,10 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err107 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err107 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1227,11 +1223,9 @@ vErrors.push(err107);
 errors++;
 }
 }
-}
-if(data.sandboxPoolSize !== undefined){
-let data25 = data.sandboxPoolSize;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err108 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err108 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1240,9 +1234,11 @@ vErrors.push(err108);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 64 || isNaN(data25)){
-const err109 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data.syncWaitMs !== undefined){
+let data24 = data.syncWaitMs;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err109 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1251,8 +1247,9 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data25 < 1 || isNaN(data25)){
-const err110 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 60000 || isNaN(data24)){
+const err110 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1261,11 +1258,8 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-}
-if(data.sandboxReuseContexts !== undefined){
-if(typeof data.sandboxReuseContexts !== "boolean"){
-const err111 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data24 < 1 || isNaN(data24)){
+const err111 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1275,10 +1269,11 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data.sandboxMaxExecutions !== undefined){
-let data27 = data.sandboxMaxExecutions;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err112 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.runTimeoutMs !== undefined){
+let data25 = data.runTimeoutMs;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err112 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1287,9 +1282,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 1000000 || isNaN(data27)){
-const err113 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 86400000 || isNaN(data25)){
+const err113 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1298,8 +1293,8 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(data27 < 1 || isNaN(data27)){
-const err114 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data25 < 1000 || isNaN(data25)){
+const err114 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1310,10 +1305,10 @@ errors++;
 }
 }
 }
-if(data.codeIsolation !== undefined){
-let data28 = data.codeIsolation;
-if(!(((data28 === "auto") || (data28 === "strict")) || (data28 === "process"))){
-const err115 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
+if(data.runConcurrency !== undefined){
+let data26 = data.runConcurrency;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err115 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1322,10 +1317,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-if(data.sandboxTestBreach !== undefined){
-if(typeof data.sandboxTestBreach !== "boolean"){
-const err116 = {instancePath:instancePath+"/sandboxTestBreach",schemaPath:"#/properties/sandboxTestBreach/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 256 || isNaN(data26)){
+const err116 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1334,10 +1328,8 @@ vErrors.push(err116);
 }
 errors++;
 }
-}
-if(data.browserTestNoSchemeRefusal !== undefined){
-if(typeof data.browserTestNoSchemeRefusal !== "boolean"){
-const err117 = {instancePath:instancePath+"/browserTestNoSchemeRefusal",schemaPath:"#/properties/browserTestNoSchemeRefusal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data26 < 0 || isNaN(data26)){
+const err117 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1347,10 +1339,11 @@ vErrors.push(err117);
 errors++;
 }
 }
-if(data.sqliteSynchronous !== undefined){
-let data31 = data.sqliteSynchronous;
-if(!((data31 === "NORMAL") || (data31 === "FULL"))){
-const err118 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.runLeaseMs !== undefined){
+let data27 = data.runLeaseMs;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err118 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1359,11 +1352,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-}
-if(data.upstreamTimeoutMs !== undefined){
-let data32 = data.upstreamTimeoutMs;
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
-const err119 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 3600000 || isNaN(data27)){
+const err119 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1372,9 +1363,8 @@ vErrors.push(err119);
 }
 errors++;
 }
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 > 600000 || isNaN(data32)){
-const err120 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+if(data27 < 500 || isNaN(data27)){
+const err120 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1383,8 +1373,12 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(data32 < 100 || isNaN(data32)){
-const err121 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data28 = data.runMaxAttempts;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err121 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1393,12 +1387,9 @@ vErrors.push(err121);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data33 = data.upstreamIdleMs;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err122 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 10 || isNaN(data28)){
+const err122 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1407,9 +1398,8 @@ vErrors.push(err122);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 86400000 || isNaN(data33)){
-const err123 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data28 < 1 || isNaN(data28)){
+const err123 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1418,8 +1408,12 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(data33 < 1000 || isNaN(data33)){
-const err124 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data29 = data.runRetentionDays;
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+const err124 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1428,12 +1422,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-}
-}
-if(data.upstreamListBudgetMs !== undefined){
-let data34 = data.upstreamListBudgetMs;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-const err125 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 3650 || isNaN(data29)){
+const err125 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1442,9 +1433,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 > 600000 || isNaN(data34)){
-const err126 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+if(data29 < 1 || isNaN(data29)){
+const err126 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1453,8 +1443,12 @@ vErrors.push(err126);
 }
 errors++;
 }
-if(data34 < 10 || isNaN(data34)){
-const err127 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data30 = data.sandboxPoolSize;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err127 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1463,13 +1457,9 @@ vErrors.push(err127);
 }
 errors++;
 }
-}
-}
-if(data.redisPrefix !== undefined){
-let data35 = data.redisPrefix;
-if(typeof data35 === "string"){
-if(!pattern12.test(data35)){
-const err128 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 > 64 || isNaN(data30)){
+const err128 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1478,9 +1468,8 @@ vErrors.push(err128);
 }
 errors++;
 }
-}
-else {
-const err129 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data30 < 1 || isNaN(data30)){
+const err129 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1490,11 +1479,10 @@ vErrors.push(err129);
 errors++;
 }
 }
-if(data.models !== undefined){
-let data36 = data.models;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.defaultModel === undefined){
-const err130 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+}
+if(data.sandboxReuseContexts !== undefined){
+if(typeof data.sandboxReuseContexts !== "boolean"){
+const err130 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1503,8 +1491,11 @@ vErrors.push(err130);
 }
 errors++;
 }
-if(data36.openaiCompatibleBaseUrl === undefined){
-const err131 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+}
+if(data.sandboxMaxExecutions !== undefined){
+let data32 = data.sandboxMaxExecutions;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+const err131 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1513,8 +1504,9 @@ vErrors.push(err131);
 }
 errors++;
 }
-if(data36.openaiCompatibleStructuredOutputs === undefined){
-const err132 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 1000000 || isNaN(data32)){
+const err132 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1523,8 +1515,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(data36.providers === undefined){
-const err133 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data32 < 1 || isNaN(data32)){
+const err133 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1533,9 +1525,12 @@ vErrors.push(err133);
 }
 errors++;
 }
-for(const key2 in data36){
-if(!((((key2 === "defaultModel") || (key2 === "openaiCompatibleBaseUrl")) || (key2 === "openaiCompatibleStructuredOutputs")) || (key2 === "providers"))){
-const err134 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+}
+}
+if(data.codeIsolation !== undefined){
+let data33 = data.codeIsolation;
+if(!(((data33 === "auto") || (data33 === "strict")) || (data33 === "process"))){
+const err134 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1545,10 +1540,9 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data36.defaultModel !== undefined){
-let data37 = data36.defaultModel;
-if((typeof data37 !== "string") && (data37 !== null)){
-const err135 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+if(data.sandboxTestBreach !== undefined){
+if(typeof data.sandboxTestBreach !== "boolean"){
+const err135 = {instancePath:instancePath+"/sandboxTestBreach",schemaPath:"#/properties/sandboxTestBreach/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1557,9 +1551,10 @@ vErrors.push(err135);
 }
 errors++;
 }
-if(typeof data37 === "string"){
-if(!pattern13.test(data37)){
-const err136 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data.browserTestNoSchemeRefusal !== undefined){
+if(typeof data.browserTestNoSchemeRefusal !== "boolean"){
+const err136 = {instancePath:instancePath+"/browserTestNoSchemeRefusal",schemaPath:"#/properties/browserTestNoSchemeRefusal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1569,11 +1564,10 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-if(data36.openaiCompatibleBaseUrl !== undefined){
-let data38 = data36.openaiCompatibleBaseUrl;
-if((typeof data38 !== "string") && (data38 !== null)){
-const err137 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(data.sqliteSynchronous !== undefined){
+let data36 = data.sqliteSynchronous;
+if(!((data36 === "NORMAL") || (data36 === "FULL"))){
+const err137 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1582,9 +1576,11 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(typeof data38 === "string"){
-if(!(formats0(data38))){
-const err138 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data.upstreamTimeoutMs !== undefined){
+let data37 = data.upstreamTimeoutMs;
+if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
+const err138 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1593,11 +1589,9 @@ vErrors.push(err138);
 }
 errors++;
 }
-}
-}
-if(data36.openaiCompatibleStructuredOutputs !== undefined){
-if(typeof data36.openaiCompatibleStructuredOutputs !== "boolean"){
-const err139 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 > 600000 || isNaN(data37)){
+const err139 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1606,15 +1600,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-if(data36.providers !== undefined){
-let data40 = data36.providers;
-if(Array.isArray(data40)){
-const len0 = data40.length;
-for(let i0=0; i0<len0; i0++){
-let data41 = data40[i0];
-if(!((((data41 === "openai-compatible") || (data41 === "openai")) || (data41 === "anthropic")) || (data41 === "google"))){
-const err140 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+if(data37 < 100 || isNaN(data37)){
+const err140 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1624,14 +1611,11 @@ vErrors.push(err140);
 errors++;
 }
 }
-let i1 = data40.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data40[i1], data40[j0])){
-const err141 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+}
+if(data.upstreamIdleMs !== undefined){
+let data38 = data.upstreamIdleMs;
+if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
+const err141 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1639,14 +1623,10 @@ else {
 vErrors.push(err141);
 }
 errors++;
-break outer0;
 }
-}
-}
-}
-}
-else {
-const err142 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data38 == "number") && (isFinite(data38))){
+if(data38 > 86400000 || isNaN(data38)){
+const err142 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1655,10 +1635,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-}
-}
-else {
-const err143 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data38 < 1000 || isNaN(data38)){
+const err143 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1668,10 +1646,11 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data42 = data.agentMaxSteps;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err144 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.upstreamListBudgetMs !== undefined){
+let data39 = data.upstreamListBudgetMs;
+if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
+const err144 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1680,9 +1659,9 @@ vErrors.push(err144);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 100 || isNaN(data42)){
-const err145 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if((typeof data39 == "number") && (isFinite(data39))){
+if(data39 > 600000 || isNaN(data39)){
+const err145 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1691,8 +1670,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data42 < 1 || isNaN(data42)){
-const err146 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data39 < 10 || isNaN(data39)){
+const err146 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1703,10 +1682,11 @@ errors++;
 }
 }
 }
-if(data.agentTurnTimeoutMs !== undefined){
-let data43 = data.agentTurnTimeoutMs;
-if(!(((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43))) && (isFinite(data43)))){
-const err147 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.redisPrefix !== undefined){
+let data40 = data.redisPrefix;
+if(typeof data40 === "string"){
+if(!pattern12.test(data40)){
+const err147 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1715,9 +1695,9 @@ vErrors.push(err147);
 }
 errors++;
 }
-if((typeof data43 == "number") && (isFinite(data43))){
-if(data43 > 3600000 || isNaN(data43)){
-const err148 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+else {
+const err148 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1726,8 +1706,12 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(data43 < 1000 || isNaN(data43)){
-const err149 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data.models !== undefined){
+let data41 = data.models;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.defaultModel === undefined){
+const err149 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1736,17 +1720,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-}
-}
-if(data.outboundAllowlist !== undefined){
-let data44 = data.outboundAllowlist;
-if(Array.isArray(data44)){
-const len1 = data44.length;
-for(let i2=0; i2<len1; i2++){
-let data45 = data44[i2];
-if(typeof data45 === "string"){
-if(func2(data45) < 1){
-const err150 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data41.openaiCompatibleBaseUrl === undefined){
+const err150 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1755,9 +1730,8 @@ vErrors.push(err150);
 }
 errors++;
 }
-}
-else {
-const err151 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.openaiCompatibleStructuredOutputs === undefined){
+const err151 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1766,10 +1740,8 @@ vErrors.push(err151);
 }
 errors++;
 }
-}
-}
-else {
-const err152 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data41.providers === undefined){
+const err152 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1778,12 +1750,9 @@ vErrors.push(err152);
 }
 errors++;
 }
-}
-if(data.browser !== undefined){
-let data46 = data.browser;
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.executable === undefined){
-const err153 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+for(const key3 in data41){
+if(!((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers"))){
+const err153 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1792,8 +1761,11 @@ vErrors.push(err153);
 }
 errors++;
 }
-if(data46.maxContexts === undefined){
-const err154 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+}
+if(data41.defaultModel !== undefined){
+let data42 = data41.defaultModel;
+if((typeof data42 !== "string") && (data42 !== null)){
+const err154 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1802,8 +1774,9 @@ vErrors.push(err154);
 }
 errors++;
 }
-if(data46.taskTimeoutMs === undefined){
-const err155 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+if(typeof data42 === "string"){
+if(!pattern13.test(data42)){
+const err155 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1812,8 +1785,12 @@ vErrors.push(err155);
 }
 errors++;
 }
-if(data46.idleMs === undefined){
-const err156 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+}
+}
+if(data41.openaiCompatibleBaseUrl !== undefined){
+let data43 = data41.openaiCompatibleBaseUrl;
+if((typeof data43 !== "string") && (data43 !== null)){
+const err156 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1822,8 +1799,9 @@ vErrors.push(err156);
 }
 errors++;
 }
-if(data46.adblockLists === undefined){
-const err157 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(typeof data43 === "string"){
+if(!(formats0(data43))){
+const err157 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1832,8 +1810,11 @@ vErrors.push(err157);
 }
 errors++;
 }
-if(data46.proxyUrl === undefined){
-const err158 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+}
+}
+if(data41.openaiCompatibleStructuredOutputs !== undefined){
+if(typeof data41.openaiCompatibleStructuredOutputs !== "boolean"){
+const err158 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1842,9 +1823,15 @@ vErrors.push(err158);
 }
 errors++;
 }
-for(const key3 in data46){
-if(!((((((key3 === "executable") || (key3 === "maxContexts")) || (key3 === "taskTimeoutMs")) || (key3 === "idleMs")) || (key3 === "adblockLists")) || (key3 === "proxyUrl"))){
-const err159 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+}
+if(data41.providers !== undefined){
+let data45 = data41.providers;
+if(Array.isArray(data45)){
+const len0 = data45.length;
+for(let i0=0; i0<len0; i0++){
+let data46 = data45[i0];
+if(!((((data46 === "openai-compatible") || (data46 === "openai")) || (data46 === "anthropic")) || (data46 === "google"))){
+const err159 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1854,11 +1841,14 @@ vErrors.push(err159);
 errors++;
 }
 }
-if(data46.executable !== undefined){
-let data47 = data46.executable;
-if(typeof data47 === "string"){
-if(func2(data47) < 1){
-const err160 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+let i1 = data45.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data45[i1], data45[j0])){
+const err160 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1866,10 +1856,14 @@ else {
 vErrors.push(err160);
 }
 errors++;
+break outer0;
+}
+}
+}
 }
 }
 else {
-const err161 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err161 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1879,10 +1873,9 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data46.maxContexts !== undefined){
-let data48 = data46.maxContexts;
-if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
-const err162 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err162 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1891,9 +1884,11 @@ vErrors.push(err162);
 }
 errors++;
 }
-if((typeof data48 == "number") && (isFinite(data48))){
-if(data48 > 64 || isNaN(data48)){
-const err163 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data.agentMaxSteps !== undefined){
+let data47 = data.agentMaxSteps;
+if(!(((typeof data47 == "number") && (!(data47 % 1) && !isNaN(data47))) && (isFinite(data47)))){
+const err163 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1902,8 +1897,9 @@ vErrors.push(err163);
 }
 errors++;
 }
-if(data48 < 1 || isNaN(data48)){
-const err164 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data47 == "number") && (isFinite(data47))){
+if(data47 > 100 || isNaN(data47)){
+const err164 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1912,12 +1908,8 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-}
-if(data46.taskTimeoutMs !== undefined){
-let data49 = data46.taskTimeoutMs;
-if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
-const err165 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data47 < 1 || isNaN(data47)){
+const err165 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1926,9 +1918,12 @@ vErrors.push(err165);
 }
 errors++;
 }
-if((typeof data49 == "number") && (isFinite(data49))){
-if(data49 > 3600000 || isNaN(data49)){
-const err166 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data48 = data.agentTurnTimeoutMs;
+if(!(((typeof data48 == "number") && (!(data48 % 1) && !isNaN(data48))) && (isFinite(data48)))){
+const err166 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1937,8 +1932,9 @@ vErrors.push(err166);
 }
 errors++;
 }
-if(data49 < 1000 || isNaN(data49)){
-const err167 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data48 == "number") && (isFinite(data48))){
+if(data48 > 3600000 || isNaN(data48)){
+const err167 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1947,12 +1943,8 @@ vErrors.push(err167);
 }
 errors++;
 }
-}
-}
-if(data46.idleMs !== undefined){
-let data50 = data46.idleMs;
-if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
-const err168 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data48 < 1000 || isNaN(data48)){
+const err168 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1961,9 +1953,17 @@ vErrors.push(err168);
 }
 errors++;
 }
-if((typeof data50 == "number") && (isFinite(data50))){
-if(data50 > 86400000 || isNaN(data50)){
-const err169 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.outboundAllowlist !== undefined){
+let data49 = data.outboundAllowlist;
+if(Array.isArray(data49)){
+const len1 = data49.length;
+for(let i2=0; i2<len1; i2++){
+let data50 = data49[i2];
+if(typeof data50 === "string"){
+if(func2(data50) < 1){
+const err169 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1972,8 +1972,9 @@ vErrors.push(err169);
 }
 errors++;
 }
-if(data50 < 1000 || isNaN(data50)){
-const err170 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+else {
+const err170 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -1984,15 +1985,8 @@ errors++;
 }
 }
 }
-if(data46.adblockLists !== undefined){
-let data51 = data46.adblockLists;
-if(Array.isArray(data51)){
-const len2 = data51.length;
-for(let i3=0; i3<len2; i3++){
-let data52 = data51[i3];
-if(typeof data52 === "string"){
-if(func2(data52) < 1){
-const err171 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err171 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2002,8 +1996,11 @@ vErrors.push(err171);
 errors++;
 }
 }
-else {
-const err172 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.browser !== undefined){
+let data51 = data.browser;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.executable === undefined){
+const err172 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2012,10 +2009,8 @@ vErrors.push(err172);
 }
 errors++;
 }
-}
-}
-else {
-const err173 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data51.maxContexts === undefined){
+const err173 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2024,11 +2019,8 @@ vErrors.push(err173);
 }
 errors++;
 }
-}
-if(data46.proxyUrl !== undefined){
-let data53 = data46.proxyUrl;
-if((typeof data53 !== "string") && (data53 !== null)){
-const err174 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+if(data51.taskTimeoutMs === undefined){
+const err174 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2037,9 +2029,8 @@ vErrors.push(err174);
 }
 errors++;
 }
-if(typeof data53 === "string"){
-if(!pattern14.test(data53)){
-const err175 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if(data51.idleMs === undefined){
+const err175 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2048,11 +2039,8 @@ vErrors.push(err175);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err176 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.adblockLists === undefined){
+const err176 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2061,12 +2049,8 @@ vErrors.push(err176);
 }
 errors++;
 }
-}
-if(data.discovery !== undefined){
-let data54 = data.discovery;
-if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
-if(data54.embeddingsUrl === undefined){
-const err177 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+if(data51.proxyUrl === undefined){
+const err177 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2075,8 +2059,9 @@ vErrors.push(err177);
 }
 errors++;
 }
-if(data54.embeddingsModel === undefined){
-const err178 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+for(const key4 in data51){
+if(!((((((key4 === "executable") || (key4 === "maxContexts")) || (key4 === "taskTimeoutMs")) || (key4 === "idleMs")) || (key4 === "adblockLists")) || (key4 === "proxyUrl"))){
+const err178 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2085,8 +2070,12 @@ vErrors.push(err178);
 }
 errors++;
 }
-if(data54.embeddingsBudgetMs === undefined){
-const err179 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+}
+if(data51.executable !== undefined){
+let data52 = data51.executable;
+if(typeof data52 === "string"){
+if(func2(data52) < 1){
+const err179 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2095,8 +2084,9 @@ vErrors.push(err179);
 }
 errors++;
 }
-if(data54.learning === undefined){
-const err180 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+}
+else {
+const err180 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2105,9 +2095,11 @@ vErrors.push(err180);
 }
 errors++;
 }
-for(const key4 in data54){
-if(!((((key4 === "embeddingsUrl") || (key4 === "embeddingsModel")) || (key4 === "embeddingsBudgetMs")) || (key4 === "learning"))){
-const err181 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+}
+if(data51.maxContexts !== undefined){
+let data53 = data51.maxContexts;
+if(!(((typeof data53 == "number") && (!(data53 % 1) && !isNaN(data53))) && (isFinite(data53)))){
+const err181 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2116,11 +2108,9 @@ vErrors.push(err181);
 }
 errors++;
 }
-}
-if(data54.embeddingsUrl !== undefined){
-let data55 = data54.embeddingsUrl;
-if((typeof data55 !== "string") && (data55 !== null)){
-const err182 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if((typeof data53 == "number") && (isFinite(data53))){
+if(data53 > 64 || isNaN(data53)){
+const err182 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2129,9 +2119,8 @@ vErrors.push(err182);
 }
 errors++;
 }
-if(typeof data55 === "string"){
-if(!(formats0(data55))){
-const err183 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data53 < 1 || isNaN(data53)){
+const err183 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2142,11 +2131,10 @@ errors++;
 }
 }
 }
-if(data54.embeddingsModel !== undefined){
-let data56 = data54.embeddingsModel;
-if(typeof data56 === "string"){
-if(func2(data56) < 1){
-const err184 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data51.taskTimeoutMs !== undefined){
+let data54 = data51.taskTimeoutMs;
+if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
+const err184 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2155,9 +2143,9 @@ vErrors.push(err184);
 }
 errors++;
 }
-}
-else {
-const err185 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 > 3600000 || isNaN(data54)){
+const err185 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2166,11 +2154,8 @@ vErrors.push(err185);
 }
 errors++;
 }
-}
-if(data54.embeddingsBudgetMs !== undefined){
-let data57 = data54.embeddingsBudgetMs;
-if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
-const err186 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data54 < 1000 || isNaN(data54)){
+const err186 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2179,9 +2164,12 @@ vErrors.push(err186);
 }
 errors++;
 }
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 > 60000 || isNaN(data57)){
-const err187 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+}
+if(data51.idleMs !== undefined){
+let data55 = data51.idleMs;
+if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
+const err187 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2190,8 +2178,9 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data57 < 10 || isNaN(data57)){
-const err188 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 > 86400000 || isNaN(data55)){
+const err188 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2200,11 +2189,8 @@ vErrors.push(err188);
 }
 errors++;
 }
-}
-}
-if(data54.learning !== undefined){
-if(typeof data54.learning !== "boolean"){
-const err189 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data55 < 1000 || isNaN(data55)){
+const err189 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2215,8 +2201,15 @@ errors++;
 }
 }
 }
-else {
-const err190 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.adblockLists !== undefined){
+let data56 = data51.adblockLists;
+if(Array.isArray(data56)){
+const len2 = data56.length;
+for(let i3=0; i3<len2; i3++){
+let data57 = data56[i3];
+if(typeof data57 === "string"){
+if(func2(data57) < 1){
+const err190 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2226,10 +2219,8 @@ vErrors.push(err190);
 errors++;
 }
 }
-if(data.metricsPort !== undefined){
-let data59 = data.metricsPort;
-if((!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))) && (data59 !== null)){
-const err191 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+else {
+const err191 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2238,9 +2229,10 @@ vErrors.push(err191);
 }
 errors++;
 }
-if((typeof data59 == "number") && (isFinite(data59))){
-if(data59 > 65535 || isNaN(data59)){
-const err192 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+}
+else {
+const err192 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2249,8 +2241,11 @@ vErrors.push(err192);
 }
 errors++;
 }
-if(data59 < 1 || isNaN(data59)){
-const err193 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data51.proxyUrl !== undefined){
+let data58 = data51.proxyUrl;
+if((typeof data58 !== "string") && (data58 !== null)){
+const err193 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2259,13 +2254,9 @@ vErrors.push(err193);
 }
 errors++;
 }
-}
-}
-if(data.metricsHost !== undefined){
-let data60 = data.metricsHost;
-if(typeof data60 === "string"){
-if(func2(data60) < 1){
-const err194 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data58 === "string"){
+if(!pattern14.test(data58)){
+const err194 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2275,8 +2266,10 @@ vErrors.push(err194);
 errors++;
 }
 }
+}
+}
 else {
-const err195 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err195 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2286,10 +2279,11 @@ vErrors.push(err195);
 errors++;
 }
 }
-if(data.shutdownGraceMs !== undefined){
-let data61 = data.shutdownGraceMs;
-if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
-const err196 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.discovery !== undefined){
+let data59 = data.discovery;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+if(data59.embeddingsUrl === undefined){
+const err196 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2298,9 +2292,8 @@ vErrors.push(err196);
 }
 errors++;
 }
-if((typeof data61 == "number") && (isFinite(data61))){
-if(data61 > 3600000 || isNaN(data61)){
-const err197 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data59.embeddingsModel === undefined){
+const err197 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2309,8 +2302,8 @@ vErrors.push(err197);
 }
 errors++;
 }
-if(data61 < 0 || isNaN(data61)){
-const err198 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data59.embeddingsBudgetMs === undefined){
+const err198 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2319,13 +2312,8 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
-}
-if(data.tracing !== undefined){
-let data62 = data.tracing;
-if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
-if(data62.enabled === undefined){
-const err199 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data59.learning === undefined){
+const err199 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2334,8 +2322,9 @@ vErrors.push(err199);
 }
 errors++;
 }
-if(data62.disabled === undefined){
-const err200 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+for(const key5 in data59){
+if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
+const err200 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2344,8 +2333,11 @@ vErrors.push(err200);
 }
 errors++;
 }
-if(data62.serviceName === undefined){
-const err201 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+}
+if(data59.embeddingsUrl !== undefined){
+let data60 = data59.embeddingsUrl;
+if((typeof data60 !== "string") && (data60 !== null)){
+const err201 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2354,9 +2346,9 @@ vErrors.push(err201);
 }
 errors++;
 }
-for(const key5 in data62){
-if(!(((key5 === "enabled") || (key5 === "disabled")) || (key5 === "serviceName"))){
-const err202 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(typeof data60 === "string"){
+if(!(formats0(data60))){
+const err202 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2366,9 +2358,12 @@ vErrors.push(err202);
 errors++;
 }
 }
-if(data62.enabled !== undefined){
-if(typeof data62.enabled !== "boolean"){
-const err203 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data59.embeddingsModel !== undefined){
+let data61 = data59.embeddingsModel;
+if(typeof data61 === "string"){
+if(func2(data61) < 1){
+const err203 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2378,9 +2373,8 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(data62.disabled !== undefined){
-if(typeof data62.disabled !== "boolean"){
-const err204 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err204 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2390,11 +2384,10 @@ vErrors.push(err204);
 errors++;
 }
 }
-if(data62.serviceName !== undefined){
-let data65 = data62.serviceName;
-if(typeof data65 === "string"){
-if(func2(data65) < 1){
-const err205 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data59.embeddingsBudgetMs !== undefined){
+let data62 = data59.embeddingsBudgetMs;
+if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
+const err205 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2403,9 +2396,9 @@ vErrors.push(err205);
 }
 errors++;
 }
-}
-else {
-const err206 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data62 == "number") && (isFinite(data62))){
+if(data62 > 60000 || isNaN(data62)){
+const err206 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2414,10 +2407,8 @@ vErrors.push(err206);
 }
 errors++;
 }
-}
-}
-else {
-const err207 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data62 < 10 || isNaN(data62)){
+const err207 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2428,13 +2419,239 @@ errors++;
 }
 }
 }
-else {
-const err208 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data59.learning !== undefined){
+if(typeof data59.learning !== "boolean"){
+const err208 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err208];
 }
 else {
 vErrors.push(err208);
+}
+errors++;
+}
+}
+}
+else {
+const err209 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+}
+if(data.metricsPort !== undefined){
+let data64 = data.metricsPort;
+if((!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))) && (data64 !== null)){
+const err210 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err210];
+}
+else {
+vErrors.push(err210);
+}
+errors++;
+}
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 > 65535 || isNaN(data64)){
+const err211 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err211];
+}
+else {
+vErrors.push(err211);
+}
+errors++;
+}
+if(data64 < 1 || isNaN(data64)){
+const err212 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+}
+}
+if(data.metricsHost !== undefined){
+let data65 = data.metricsHost;
+if(typeof data65 === "string"){
+if(func2(data65) < 1){
+const err213 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err213];
+}
+else {
+vErrors.push(err213);
+}
+errors++;
+}
+}
+else {
+const err214 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err214];
+}
+else {
+vErrors.push(err214);
+}
+errors++;
+}
+}
+if(data.shutdownGraceMs !== undefined){
+let data66 = data.shutdownGraceMs;
+if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
+const err215 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+if((typeof data66 == "number") && (isFinite(data66))){
+if(data66 > 3600000 || isNaN(data66)){
+const err216 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+if(data66 < 0 || isNaN(data66)){
+const err217 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
+}
+errors++;
+}
+}
+}
+if(data.tracing !== undefined){
+let data67 = data.tracing;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+if(data67.enabled === undefined){
+const err218 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+if(data67.disabled === undefined){
+const err219 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
+}
+errors++;
+}
+if(data67.serviceName === undefined){
+const err220 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+for(const key6 in data67){
+if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
+const err221 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
+}
+errors++;
+}
+}
+if(data67.enabled !== undefined){
+if(typeof data67.enabled !== "boolean"){
+const err222 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err222];
+}
+else {
+vErrors.push(err222);
+}
+errors++;
+}
+}
+if(data67.disabled !== undefined){
+if(typeof data67.disabled !== "boolean"){
+const err223 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err223];
+}
+else {
+vErrors.push(err223);
+}
+errors++;
+}
+}
+if(data67.serviceName !== undefined){
+let data70 = data67.serviceName;
+if(typeof data70 === "string"){
+if(func2(data70) < 1){
+const err224 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err224];
+}
+else {
+vErrors.push(err224);
+}
+errors++;
+}
+}
+else {
+const err225 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err225];
+}
+else {
+vErrors.push(err225);
+}
+errors++;
+}
+}
+}
+else {
+const err226 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err226];
+}
+else {
+vErrors.push(err226);
+}
+errors++;
+}
+}
+}
+else {
+const err227 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err227];
+}
+else {
+vErrors.push(err227);
 }
 errors++;
 }
