@@ -2,11 +2,11 @@
  * Token endpoint failure limits (README "Token endpoint limits"): what 2,000 wrong secrets in a
  * row from one address see, and the correct secret's throughput at /oauth/token with and
  * without an attack under way (wrong secrets for the same client id from 64 other loopback
- * addresses), against a bare node:http server in the same run. BENCH_TOKEN_LIMITS_OFF=1 turns
+ * addresses at a steady rate), against a bare node:http server in the same run. BENCH_TOKEN_LIMITS_OFF=1 turns
  * the limits off in the service, for comparison.
  */
 import http from 'node:http';
-import { startServer, load, report, baselineLoad } from './lib.js';
+import { startServer, load, report, baselineLoad, cpuMs } from './lib.js';
 
 interface Target {
   url: string;
@@ -62,28 +62,42 @@ async function inARow(t: Target): Promise<void> {
   for (const [outcome, n] of [...counts].sort()) console.log(`- ${outcome}: ${n}`);
 }
 
-/** Wrong secrets for the same client id from 64 loopback addresses, 16 at a time, until stopped. */
-function attack(t: Target): { stop: () => Promise<{ requests: number; byOutcome: Map<string, number> }> } {
+/**
+ * Wrong secrets for the same client id from 64 loopback addresses at a steady rate
+ * (BENCH_TOKEN_ATTACK_RPS, default 1,000/s), until stopped: an open-loop attacker, so the attack
+ * costs the service the same number of requests whatever it answers them.
+ */
+function attack(t: Target, perSecond: number): { stop: () => Promise<Map<string, number>> } {
   const agents = Array.from(
     { length: 64 },
     (_, i) => new http.Agent({ keepAlive: true, localAddress: `127.0.1.${i + 1}` }),
   );
   const byOutcome = new Map<string, number>();
-  let running = true;
-  let requests = 0;
-  const loops = Array.from({ length: 16 }, async (_, loop) => {
-    for (let i = 0; running; i++) {
-      const outcome = await attempt(t, agents[(loop * 4 + i) % agents.length]!, `sys_attack_${loop}_${i}`);
-      byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
-      requests++;
+  const inFlight = new Set<Promise<void>>();
+  let sent = 0;
+  const started = performance.now();
+  const tick = setInterval(() => {
+    const due = Math.floor(((performance.now() - started) / 1000) * perSecond);
+    for (; sent < due && inFlight.size < 512; sent++) {
+      const p: Promise<void> = attempt(t, agents[sent % agents.length]!, `sys_attack_${sent}`).then(
+        (outcome) => {
+          byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
+          inFlight.delete(p);
+        },
+        () => {
+          inFlight.delete(p);
+        },
+      );
+      inFlight.add(p);
     }
-  });
+    sent = Math.max(sent, due);
+  }, 5);
   return {
     async stop() {
-      running = false;
-      await Promise.all(loops);
+      clearInterval(tick);
+      await Promise.all(inFlight);
       for (const a of agents) a.destroy();
-      return { requests, byOutcome };
+      return byOutcome;
     },
   };
 }
@@ -105,15 +119,27 @@ export async function run(): Promise<void> {
       body: form(t, t.clientSecret),
       connections: 10,
     };
-    const quiet = await load('POST /oauth/token, correct secret, no attack', correct);
-    const attacker = attack(t);
-    const underAttack = await load('POST /oauth/token, correct secret, during the attack', correct);
-    const { requests, byOutcome } = await attacker.stop();
-    const duration = Number(process.env.BENCH_DURATION ?? 10);
-    report(`Correct secrets at /oauth/token (10 connections)${off ? ', limits off' : ''}`, base, [quiet, underAttack]);
+    const perSecond = Number(process.env.BENCH_TOKEN_ATTACK_RPS ?? 1000);
+    // The attack alone for 5 s: the service's CPU per attacking request.
+    const cpuBefore = cpuMs(target.child.pid);
+    const alone = attack(t, perSecond);
+    await new Promise((r) => setTimeout(r, 5000));
+    const aloneAnswered = [...(await alone.stop()).values()].reduce((a, b) => a + b, 0);
+    const cpuUsed = (cpuMs(target.child.pid) ?? NaN) - (cpuBefore ?? NaN);
     console.log(
-      `\nthe attack meanwhile (wrong secrets for the same client id, 64 addresses, 16 at a time): ` +
-        `${Math.round(requests / duration)} req/s`,
+      `\nthe attack alone (5 s): ${aloneAnswered} requests answered, ` +
+        `${Math.round((cpuUsed * 1000) / aloneAnswered)} µs of service CPU each`,
+    );
+    const quiet = await load('POST /oauth/token, correct secret, no attack', correct);
+    const attacker = attack(t, perSecond);
+    const underAttack = await load(`POST /oauth/token, correct secret, during the attack`, correct);
+    const byOutcome = await attacker.stop();
+    report(`Correct secrets at /oauth/token (10 connections)${off ? ', limits off' : ''}`, base, [quiet, underAttack]);
+    const answered = [...byOutcome.values()].reduce((a, b) => a + b, 0);
+    const duration = Number(process.env.BENCH_DURATION ?? 10);
+    console.log(
+      `\nthe attack meanwhile: wrong secrets for the same client id from 64 addresses, ` +
+        `${perSecond}/s offered, ${Math.round(answered / duration)}/s answered`,
     );
     for (const [outcome, n] of [...byOutcome].sort()) console.log(`- ${outcome}: ${n}`);
     if (quiet.non2xx > 0 || underAttack.non2xx > 0) throw new Error('a correct secret was refused');
