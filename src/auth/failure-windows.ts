@@ -66,11 +66,12 @@ export class MemoryFailureWindows implements FailureWindows {
   }
 
   record(key: string, rule: WindowRule, nowMs: number): Promise<WindowState> {
-    const times = live(this.keys.get(key) ?? [], rule.windowMs, nowMs);
-    times.push(nowMs);
-    if (times.length > rule.limit + 2) times.splice(0, times.length - rule.limit - 2);
+    const kept = live(this.keys.get(key) ?? [], rule.windowMs, nowMs);
+    const drop = Math.max(0, kept.length - rule.limit - 1);
+    // concat makes an array of exactly this length (push would reserve spare room in every key).
+    const times = (drop ? kept.slice(drop) : kept).concat(nowMs);
     this.keys.delete(key);
-    this.keys.set(key, times);
+    this.keys.set(ownCopy(key), times);
     this.prune(rule.windowMs, nowMs);
     return Promise.resolve(stateOf(times, rule, nowMs));
   }
@@ -86,6 +87,15 @@ export class MemoryFailureWindows implements FailureWindows {
       this.keys.delete(key);
     }
   }
+}
+
+/**
+ * A key of our own: a client id parsed out of a request body can be a slice that keeps the
+ * whole body alive (V8 sliced strings), so a kept key would pin up to a body limit's worth of
+ * memory per key.
+ */
+function ownCopy(key: string): string {
+  return Buffer.from(key, 'utf8').toString('utf8');
 }
 
 function live(times: number[], windowMs: number, nowMs: number): number[] {

@@ -4,6 +4,9 @@
  * tests move.
  */
 import { randomBytes } from 'node:crypto';
+import querystring from 'node:querystring';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import {
   ClientAuthLimiter,
@@ -73,6 +76,22 @@ describe('auth: failure windows in process are bounded', () => {
     expect(windows.size).to.equal(100);
     expect((await windows.peek('client:cli_9999', rule, t0 + 1)).count).to.equal(1);
     expect((await windows.peek('client:cli_0', rule, t0 + 1)).count).to.equal(0);
+  });
+
+  it('keeps no request body alive through a key parsed out of it', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const windows = new MemoryFailureWindows(1000);
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 100; i++) {
+      // As src/http/body.ts parses a form: the value can be a slice of the 1 MB body.
+      const form = querystring.parse(`client_id=cli_${String(i).padStart(32, '0')}&pad=${'x'.repeat(1_000_000)}${i}`);
+      await windows.record(`client:${String(form.client_id)}`, rule, Date.now());
+    }
+    gc();
+    expect(windows.size).to.equal(100);
+    expect(process.memoryUsage().heapUsed - before, 'heap kept by 100 keys').to.be.below(20_000_000);
   });
 
   it('drops keys whose window has passed as new failures arrive', async () => {
