@@ -41,8 +41,13 @@ export interface ClientAttempt {
 }
 
 /** What to answer: go on, or 429 with Retry-After (whole seconds, RFC 9110 section 10.2.3). */
-export type LimitVerdict =
-  { limited: false } | { limited: true; by: 'address' | 'account'; retryAfterS: number; firstOver: boolean };
+export type LimitVerdict = ({ limited: false } | { limited: true; by: 'address' | 'account'; retryAfterS: number }) & {
+  /**
+   * The limit this failure reached, worth one log line: the address's window is now full (its
+   * next attempts are refused), or the account has just passed its limit.
+   */
+  reached?: 'address' | 'account';
+};
 
 const GO: LimitVerdict = { limited: false };
 
@@ -59,13 +64,13 @@ export class ClientAuthLimiter {
     if (!rule) return GO;
     const state = await this.windows.peek(`addr:${address}`, rule, this.now());
     if (state.count < rule.limit) return GO;
-    return { limited: true, by: 'address', retryAfterS: seconds(state.retryAfterMs), firstOver: false };
+    return { limited: true, by: 'address', retryAfterS: seconds(state.retryAfterMs) };
   }
 
   /**
    * After a failed client authentication: records it against the address and the account. A
    * failure beyond either limit answers 429 (the address's verdict first: it refuses
-   * everything from there); `firstOver` marks the failure that crossed a limit, worth a log line.
+   * everything from there).
    */
   async failed(attempt: ClientAttempt): Promise<LimitVerdict> {
     const nowMs = this.now();
@@ -75,15 +80,18 @@ export class ClientAuthLimiter {
       addressRule ? this.windows.record(`addr:${attempt.address}`, addressRule, nowMs) : undefined,
       accountRule && attempt.account ? this.windows.record(attempt.account, accountRule, nowMs) : undefined,
     ]);
-    if (address && addressRule && address.count > addressRule.limit) {
-      return { limited: true, by: 'address', retryAfterS: seconds(address.retryAfterMs), firstOver: false };
+    const addressOver = address && addressRule ? address.count - addressRule.limit : -1;
+    // Windows count up to limit + 2, so limit + 1 is the one failure that passed the limit.
+    const accountOver = account && accountRule ? account.count - accountRule.limit : -1;
+    const reached = addressOver === 0 ? 'address' : accountOver === 1 ? 'account' : undefined;
+    const note: Pick<LimitVerdict, 'reached'> = reached ? { reached } : {};
+    if (address && addressOver > 0) {
+      return { limited: true, by: 'address', retryAfterS: seconds(address.retryAfterMs), ...note };
     }
-    if (account && accountRule && account.count > accountRule.limit) {
-      // Windows count up to limit + 2: limit + 1 is the failure that crossed the limit.
-      const firstOver = account.count === accountRule.limit + 1;
-      return { limited: true, by: 'account', retryAfterS: seconds(account.retryAfterMs), firstOver };
+    if (account && accountOver > 0) {
+      return { limited: true, by: 'account', retryAfterS: seconds(account.retryAfterMs), ...note };
     }
-    return GO;
+    return { limited: false, ...note };
   }
 
   private rule(kind: 'address' | 'account'): WindowRule | undefined {

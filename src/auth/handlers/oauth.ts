@@ -98,7 +98,8 @@ function limitedFailure(verdict: Extract<LimitVerdict, { limited: true }>): OAut
 export async function refuseLimitedAddress(limiter: ClientAuthLimiter, address: string, log: Logger): Promise<void> {
   const verdict = await limiter.beforeAttempt(address);
   if (!verdict.limited) return;
-  log.info({ address, retryAfterS: verdict.retryAfterS }, 'token request refused: address over its failure limit');
+  // Debug only: an attack is many of these; reaching the limit was logged once at warn.
+  log.debug({ address, retryAfterS: verdict.retryAfterS }, 'token request refused: address over its failure limit');
   throw limitedFailure(verdict);
 }
 
@@ -115,12 +116,13 @@ export async function countedFailure(
 ): Promise<unknown> {
   if (!(err instanceof OAuthError) || err.error !== 'invalid_client') return err;
   const verdict = await limiter.failed(attempt);
-  if (!verdict.limited) return err;
-  if (verdict.firstOver) {
-    log.warn(
-      { account: attempt.account, address: attempt.address },
-      'token endpoint: a client is over its failure limit',
-    );
+  if (verdict.reached) {
+    const what =
+      verdict.reached === 'address'
+        ? 'an address reached its failure limit: its token requests are refused for now'
+        : 'a client is over its failure limit: its wrong secrets answer 429 for now';
+    log.warn({ account: attempt.account, address: attempt.address }, `token endpoint: ${what}`);
   }
+  if (!verdict.limited) return err;
   return limitedFailure(verdict);
 }

@@ -148,7 +148,7 @@ describe('auth: ClientAuthLimiter', () => {
     limiter = new ClientAuthLimiter(new MemoryFailureWindows(1000), limits, clock.now);
   });
 
-  it('an account over its limit: the failure past it is limited (first one marked), the address goes on', async () => {
+  it('an account over its limit: the failure past it is limited (the first one noted), the address goes on', async () => {
     const attempt = { address: '10.0.0.1', account: 'client:cli_x' };
     expect(await limiter.failed(attempt)).to.deep.equal({ limited: false });
     clock.advance(5_000);
@@ -158,28 +158,32 @@ describe('auth: ClientAuthLimiter', () => {
       limited: true,
       by: 'account',
       retryAfterS: 55,
-      firstOver: true,
+      reached: 'account',
     });
     // The account's limit never refuses an attempt before its credentials are checked.
     expect(await limiter.beforeAttempt('10.0.0.1')).to.deep.equal({ limited: false });
-    expect(await limiter.failed(attempt)).to.deep.include({ limited: true, by: 'account', firstOver: false });
-    // Its fourth failure fills the address's own window: that address alone is refused.
+    // Its fourth failure fills the address's own window (noted): that address alone is refused next.
+    expect(await limiter.failed(attempt)).to.deep.equal({
+      limited: true,
+      by: 'account',
+      retryAfterS: 60,
+      reached: 'address',
+    });
     expect(await limiter.beforeAttempt('10.0.0.1')).to.deep.include({ limited: true, by: 'address' });
     expect(await limiter.beforeAttempt('10.0.0.2')).to.deep.equal({ limited: false });
   });
 
   it('an address over its limit is refused before its credentials are read, until its window admits again', async () => {
     for (let i = 0; i < 4; i++) {
-      expect(await limiter.failed({ address: '10.0.0.3', account: `client:cli_${i}` })).to.deep.equal({
-        limited: false,
-      });
+      expect(await limiter.failed({ address: '10.0.0.3', account: `client:cli_${i}` })).to.deep.equal(
+        i < 3 ? { limited: false } : { limited: false, reached: 'address' },
+      );
       clock.advance(1_000);
     }
     expect(await limiter.beforeAttempt('10.0.0.3')).to.deep.equal({
       limited: true,
       by: 'address',
       retryAfterS: 56,
-      firstOver: false,
     });
     expect(await limiter.beforeAttempt('10.0.0.4')).to.deep.equal({ limited: false });
     clock.advance(55_500);
