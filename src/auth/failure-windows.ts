@@ -117,12 +117,7 @@ end
 redis.call('PEXPIRE', KEYS[1], window)
 return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')`;
 
-/** KEYS[1]; ARGV: now, windowMs, limit. Reads the failures in the window, writes nothing. */
-const PEEK = `
-local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. (now - window), '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 2)`;
-
-/** Lua answers member, score, member, score…; the scores are the failure times. */
+/** The script answers member, score, member, score…; the scores are the failure times. */
 function timesOf(reply: unknown): number[] {
   const flat = Array.isArray(reply) ? (reply as unknown[]) : [];
   const times: number[] = [];
@@ -146,12 +141,10 @@ export interface RedisFailureWindowsOptions {
 export function redisFailureWindows(redis: RedisClient, opts: RedisFailureWindowsOptions): FailureWindows {
   const timeoutMs = opts.timeoutMs ?? 500;
   let warnedAt = 0;
-  /** The failure times the script answers, or none when Redis did not answer (then no limit applies). */
-  async function times(script: string, key: string, args: string[]): Promise<number[]> {
-    const answer = await redisCommand(redis, timeoutMs, () =>
-      redis.eval(script, { keys: [`${opts.prefix}${key}`], arguments: args }),
-    );
-    if (answer.ok) return timesOf(answer.value);
+  /** The failure times a command answers, or none when Redis did not answer (then no limit applies). */
+  async function times(run: () => Promise<number[]>): Promise<number[]> {
+    const answer = await redisCommand(redis, timeoutMs, run);
+    if (answer.ok) return answer.value;
     if (Date.now() - warnedAt > 60_000) {
       warnedAt = Date.now();
       opts.log.warn({ reason: answer.reason }, 'token failure limits skipped: Redis did not answer');
@@ -159,14 +152,21 @@ export function redisFailureWindows(redis: RedisClient, opts: RedisFailureWindow
     return [];
   }
   return {
+    // Every token request peeks at its address: one plain read command, no script, writes nothing.
     async peek(key, rule, nowMs) {
-      const args = [String(nowMs), String(rule.windowMs), String(rule.limit)];
-      return stateOf(await times(PEEK, key, args), rule, nowMs);
+      const read = () =>
+        redis
+          .zRangeByScoreWithScores(`${opts.prefix}${key}`, `(${nowMs - rule.windowMs}`, '+inf', {
+            LIMIT: { offset: 0, count: rule.limit + 2 },
+          })
+          .then((entries) => entries.map((e) => Number(e.score)));
+      return stateOf(await times(read), rule, nowMs);
     },
     async record(key, rule, nowMs) {
       const member = `${nowMs}-${randomBytes(6).toString('hex')}`;
       const args = [String(nowMs), String(rule.windowMs), String(rule.limit), member];
-      return stateOf(await times(RECORD, key, args), rule, nowMs);
+      const write = () => redis.eval(RECORD, { keys: [`${opts.prefix}${key}`], arguments: args }).then(timesOf);
+      return stateOf(await times(write), rule, nowMs);
     },
   };
 }
