@@ -1157,8 +1157,10 @@ export interface paths {
          *     - Per source address (the TCP peer address; IPv6 by its /64; no `X-Forwarded-For` or
          *       `Forwarded` header is trusted): after 30 failures in the window, every request from
          *       that address answers **429** `too_many_requests` with `Retry-After` (seconds until
-         *       the window admits an attempt again) before its credentials are read. Requests refused
-         *       this way do not count as failures, so an address gets 30 guesses per window.
+         *       the window admits an attempt again) before its credentials are read (only a request
+         *       malformed before that point, a missing or unsupported `grant_type`, still answers
+         *       its 400). Requests refused this way do not count as failures, so an address gets 30
+         *       guesses per window.
          *     - Per client id: after 10 failures for one client id in the window, further wrong
          *       secrets for it answer **429** `invalid_client` with `Retry-After` instead of 401.
          *       A correct secret for that client id still gets its token at once, from any address
