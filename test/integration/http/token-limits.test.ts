@@ -114,7 +114,8 @@ describe('HTTP: failed client authentication limits (op:issueOauthToken, op:exch
         expect(ok.status, ok.text).to.equal(200);
         expect(ok.body.access_token).to.be.a('string');
         expect(ok.headers['retry-after']).to.equal(undefined);
-        expect(performance.now() - started).to.be.below(1000);
+        // Not held back: a throttle that delayed it would take seconds (Retry-After is up to 60 s).
+        expect(performance.now() - started).to.be.below(5000);
       }
       // Even from the attacker's address, until that address is over its own limit (11 < 30).
       expect((await oauthToken(server, '127.0.0.2', { ...victim, secret: org.clientSecret })).status).to.equal(200);
@@ -176,12 +177,12 @@ describe('HTTP: failed client authentication limits (op:issueOauthToken, op:exch
     });
   });
 
-  describe('window expiry (TOKEN_FAILURE_WINDOW_MS=1000, 3 failures per address)', () => {
+  describe('window expiry (TOKEN_FAILURE_WINDOW_MS=2000, 3 failures per address)', () => {
     let server: TestServer;
     let org: TestOrg;
     before(async () => {
       server = await startTestServer('sqlite', {
-        TOKEN_FAILURE_WINDOW_MS: '1000',
+        TOKEN_FAILURE_WINDOW_MS: '2000',
         TOKEN_FAILURE_LIMIT_PER_ADDRESS: '3',
       });
       org = await createTestOrg(server, 'Expiry');
@@ -189,14 +190,15 @@ describe('HTTP: failed client authentication limits (op:issueOauthToken, op:exch
     after(async () => server.close());
     afterEach(() => server.assertResponsesValid());
 
-    it('answers 429 with Retry-After 1 while the window is full, and 401 again once it has passed', async () => {
+    it('answers 429 while the window is full, and 401 again once its Retry-After has passed', async () => {
       const attempt = () =>
         oauthToken(server, '127.0.0.8', { clientId: org.clientId, secret: wrongSecret(), orgId: org.orgId });
       for (let i = 0; i < 3; i++) expect((await attempt()).status).to.equal(401);
       const limited = await attempt();
-      expectLimited(limited, 'too_many_requests', 1);
-      expect(limited.headers['retry-after']).to.equal('1');
-      await new Promise((r) => setTimeout(r, 1100));
+      expectLimited(limited, 'too_many_requests', 2);
+      expectLimited(await attempt(), 'too_many_requests', 2);
+      // Retry-After tells the truth: waited out, the address is heard again.
+      await new Promise((r) => setTimeout(r, Number(limited.headers['retry-after']) * 1000 + 100));
       expect((await attempt()).status).to.equal(401);
     });
   });
