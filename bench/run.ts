@@ -1,6 +1,7 @@
 /** npm run bench [name…] — runs the named benchmarks (default: all). Not a test. */
 const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'token-verify': () => import('./token-verify.js'),
+  'token-limits': () => import('./token-limits.js'),
   triggers: () => import('./triggers.js'),
   discovery: () => import('./discovery.js'),
   gateway: () => import('./gateway.js'),

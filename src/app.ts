@@ -7,7 +7,7 @@ import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
 import { openStore, migrate, type Knex } from './storage/db.js';
 import { connectRedis } from './storage/redis.js';
-import { createTokenService, ApiKeyVerifier } from './auth/index.js';
+import { createTokenService, createClientAuthLimiter, ApiKeyVerifier } from './auth/index.js';
 import { authHandlers } from './auth/handlers/index.js';
 import { SandboxPool } from './engine/index.js';
 import { workflowHandlers } from './engine/handlers/index.js';
@@ -145,6 +145,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     isolation: isolation.report,
     draining: false,
     tokens,
+    clientAuthLimiter: createClientAuthLimiter({ config, redis, log }),
     redis,
     apiKeys,
     blobs,

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
-import type { ApiKeyVerifier, TokenService } from './auth/index.js';
+import type { ApiKeyVerifier, ClientAuthLimiter, TokenService } from './auth/index.js';
 import type { RedisClient } from './storage/redis.js';
 import type { BlobStore } from './kernel/blobs.js';
 import type { Signals, GroupCommitter, RunAdoption } from './runs/index.js';
@@ -30,6 +30,8 @@ export interface Services extends Http.PipelineServices {
   /** The process is shutting down (src/main.ts, src/worker.ts): /readyz answers 503. */
   draining: boolean;
   tokens: TokenService;
+  /** Failed client authentications at the token endpoints, per address and client (src/auth/client-auth-limits.ts). */
+  clientAuthLimiter: ClientAuthLimiter;
   /** Present when REDIS_URL is set (scale-out queue, signals and rate windows use it). */
   redis?: RedisClient | undefined;
   /** Trigger API keys, verified with a short per-process memo (src/auth/api-keys.ts). */

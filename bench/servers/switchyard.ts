@@ -1,6 +1,6 @@
 /**
  * Switchyard on a fresh temporary sqlite store, with one organisation and credential; prints
- * its URL and a runtime token obtained from /oauth/token.
+ * its URL, a runtime token obtained from /oauth/token, and the credential it was issued for.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -35,6 +35,7 @@ const server = app.http.listen(0, '127.0.0.1', async () => {
     }),
   });
   const { access_token: token } = (await res.json()) as { access_token: string };
-  process.stdout.write(JSON.stringify({ url, token, orgId: org.id }) + '\n');
+  const info = { url, token, orgId: org.id, clientId: credential.clientId, clientSecret };
+  process.stdout.write(JSON.stringify(info) + '\n');
 });
 process.on('SIGTERM', () => server.close(() => app.close().then(() => process.exit(0))));

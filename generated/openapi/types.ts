@@ -320,6 +320,12 @@ export interface paths {
          *     `WWW-Authenticate`) when the key is not a valid client secret.
          *     Decision: the response carries only `token` as the spec shows (no `expires_in`);
          *     the token's `exp` claim gives its expiry.
+         *     Decision: the same failure limits as `/oauth/token` (see there) and the same
+         *     per-address windows, shared by both endpoints. The request names no client id, so
+         *     the per-client limit applies to the `X-Selected-Org` organisation instead: after 10
+         *     failures naming one organisation in the window, further wrong keys naming it answer
+         *     429 `invalid_client`, while the right key still gets its token; after 30 failures
+         *     from one address, everything from it answers 429 `too_many_requests`.
          */
         post: operations["exchangeLegacyToken"];
         delete?: never;
@@ -1142,6 +1148,30 @@ export interface paths {
          *     `sub` = client id, `aud` = the configured token audience, `org` = organisation id,
          *     `cid` = credential id, `scope` = `org:<organization_id>`, `iat`, `exp` = iat + 3600,
          *     `jti`); its keys are published at `/.well-known/jwks.json`.
+         *
+         *     Decision (the spec names no rate limits): failed client authentications are limited
+         *     in a rolling window (defaults: 60 seconds; settings `TOKEN_FAILURE_WINDOW_MS`,
+         *     `TOKEN_FAILURE_LIMIT_PER_ADDRESS`, `TOKEN_FAILURE_LIMIT_PER_CLIENT`). A failure is a
+         *     request answered `invalid_client` (unknown client, wrong secret, revoked credential,
+         *     missing or malformed client credentials).
+         *     - Per source address (the TCP peer address; IPv6 by its /64; no `X-Forwarded-For` or
+         *       `Forwarded` header is trusted): after 30 failures in the window, every request from
+         *       that address answers **429** `too_many_requests` with `Retry-After` (seconds until
+         *       the window admits an attempt again) before its credentials are read (only a request
+         *       malformed before that point, a missing or unsupported `grant_type`, still answers
+         *       its 400). Requests refused this way do not count as failures, so an address gets 30
+         *       guesses per window.
+         *     - Per client id: after 10 failures for one client id in the window, further wrong
+         *       secrets for it answer **429** `invalid_client` with `Retry-After` instead of 401.
+         *       A correct secret for that client id still gets its token at once, from any address
+         *       that is not itself over its limit: anyone can name a client id, so a limit that
+         *       refused the right secret would let an attacker lock out a client it does not own.
+         *       An attacker hammering one client id therefore sees 429 after 10 attempts (and is
+         *       refused outright after 30 from its address), while the client's holder, elsewhere,
+         *       is neither slowed nor refused.
+         *     Successes do not clear failures (a success by the holder must not reset an attacker's
+         *     window). Unknown and existing client ids are counted alike, so a 429 says nothing
+         *     about whether a client exists. Both token endpoints share the per-address windows.
          */
         post: operations["issueOauthToken"];
         delete?: never;
@@ -3778,6 +3808,20 @@ export interface components {
              */
             token_type: "Bearer";
         };
+        /**
+         * @description OAuth error body of a 429 (RFC 6749 section 5.2 shape): `too_many_requests` when the
+         *     source address is over its failure limit, `invalid_client` when the secret is wrong
+         *     and the client (legacy exchange: the organisation) is over its failure limit.
+         */
+        OAuthTooManyFailuresError: {
+            /**
+             * @description OAuth error code.
+             * @enum {string}
+             */
+            error: "too_many_requests" | "invalid_client";
+            /** @description Human-readable explanation with the delay in seconds; never contains secrets. */
+            error_description: string;
+        };
         /** @description The organisation of the runtime token. */
         Organization: {
             /**
@@ -4861,6 +4905,24 @@ export interface components {
             };
         };
         /**
+         * @description Too many failed client authentications in the rolling window (RFC 6585 section 4).
+         *     `too_many_requests`: the source address is over its limit; the credentials were not
+         *     read, and a correct secret from this address is refused too until `Retry-After`.
+         *     `invalid_client`: the credentials were read and are wrong, and the client id (legacy
+         *     exchange: the organisation) is over its limit; the correct secret is never refused
+         *     for this reason.
+         */
+        OAuthTooManyFailures: {
+            headers: {
+                "Cache-Control": components["headers"]["TokenCacheControl"];
+                "Retry-After": components["headers"]["TokenRetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["OAuthTooManyFailuresError"];
+            };
+        };
+        /**
          * @description Decision: an empty path segment where a parameter belongs answers 400
          *     `invalid_request` naming the parameter, before any lookup.
          */
@@ -5466,6 +5528,13 @@ export interface components {
          */
         TokenCacheControl: "no-store";
         /**
+         * @description Seconds until the window admits an attempt again (RFC 9110 section 10.2.3, delay
+         *     form): for `too_many_requests`, until this address may try again; for
+         *     `invalid_client`, until a wrong secret for this client answers 401 again.
+         * @example 42
+         */
+        TokenRetryAfter: number;
+        /**
          * @description Authentication challenge for the client (RFC 6749 section 5.2).
          * @example Basic realm="switchyard"
          */
@@ -5936,6 +6005,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
+            429: components["responses"]["OAuthTooManyFailures"];
         };
     };
     updateDataCollection: {
@@ -7158,6 +7228,7 @@ export interface operations {
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
+            429: components["responses"]["OAuthTooManyFailures"];
         };
     };
     getReadiness: {

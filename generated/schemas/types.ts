@@ -2030,6 +2030,12 @@ export interface components {
          *       "revocationCacheMs": 2000,
          *       "signingKeyMaxAgeDays": 30,
          *       "tokenAudience": "switchyard",
+         *       "tokenFailureLimits": {
+         *         "windowMs": 60000,
+         *         "perClient": 10,
+         *         "perAddress": 30,
+         *         "trackedKeys": 50000
+         *       },
          *       "validateResponses": false,
          *       "seedDemo": true,
          *       "syncWaitMs": 60000,
@@ -2360,6 +2366,29 @@ export interface components {
              * @default switchyard
              */
             tokenAudience: string;
+            /** @description Limits on failed client authentications at /oauth/token and /auth/token (README "Token endpoint limits", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token. */
+            tokenFailureLimits: {
+                /**
+                 * @description TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit.
+                 * @default 30
+                 */
+                perAddress: number;
+                /**
+                 * @description TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit.
+                 * @default 10
+                 */
+                perClient: number;
+                /**
+                 * @description TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window).
+                 * @default 50000
+                 */
+                trackedKeys: number;
+                /**
+                 * @description TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in.
+                 * @default 60000
+                 */
+                windowMs: number;
+            };
             /**
              * @description TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes).
              * @default 3600

@@ -30,6 +30,20 @@ export {
   type IssuedToken,
 } from './tokens.js';
 export type { PublicJwk } from './key-ring.js';
+export {
+  createClientAuthLimiter,
+  ClientAuthLimiter,
+  addressKey,
+  type ClientAuthLimits,
+  type LimitVerdict,
+} from './client-auth-limits.js';
+export {
+  MemoryFailureWindows,
+  redisFailureWindows,
+  type FailureWindows,
+  type WindowRule,
+  type WindowState,
+} from './failure-windows.js';
 export { SIGNING_ALG, RETIRED_GRACE_S } from './signing-keys.js';
 export { settleUsageWrites } from './usage.js';
 export { generateSecret, hashSecret, safeEqual, encrypt, decrypt, hmac } from '../kernel/crypto.js';

@@ -14,6 +14,16 @@ export const defaults = {
   revocationCacheMs: 2000,
   /** Signing keys rotate after this age; old keys stay published until their tokens expire. */
   signingKeyMaxAgeDays: 30,
+  /**
+   * Failed client authentications at the token endpoints (src/auth/client-auth-limits.ts): a
+   * rolling window, the failures a client id (or, on the legacy exchange, an organisation) may
+   * have in it before further wrong secrets answer 429, the failures a source address may have
+   * before everything from it answers 429, and the keys this process tracks at most.
+   */
+  tokenFailureWindowMs: 60_000,
+  tokenFailureLimitPerClient: 10,
+  tokenFailureLimitPerAddress: 30,
+  tokenFailureTrackedKeys: 50_000,
   tokenAudience: 'switchyard',
   logLevel: 'info',
   /** Management list pagination. */

@@ -32,6 +32,8 @@ export interface Config {
   revocationCacheMs: number;
   signingKeyMaxAgeDays: number;
   tokenAudience: string;
+  /** Limits on failed client authentications at the token endpoints (src/auth/client-auth-limits.ts). */
+  tokenFailureLimits: TokenFailureLimits;
   /** Tests turn this on: every response is checked against the OpenAPI bundle. */
   validateResponses: boolean;
   /** Create the demo organisation and data on an empty store. */
@@ -122,6 +124,17 @@ export interface Config {
   shutdownGraceMs: number;
   /** OpenTelemetry traces, from the standard OTEL_* variables (README "Tracing"). */
   tracing: TracingConfig;
+}
+
+export interface TokenFailureLimits {
+  /** TOKEN_FAILURE_WINDOW_MS: the rolling window. */
+  windowMs: number;
+  /** TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per organisation); 0: none. */
+  perClient: number;
+  /** TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address; 0: none. */
+  perAddress: number;
+  /** TOKEN_FAILURE_TRACKED_KEYS: addresses and clients tracked in this process at most (without Redis). */
+  trackedKeys: number;
 }
 
 export interface TracingConfig {
@@ -324,6 +337,24 @@ function tracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
   };
 }
 
+function tokenFailureLimits(env: NodeJS.ProcessEnv): TokenFailureLimits {
+  return {
+    windowMs: intEnv(env, 'TOKEN_FAILURE_WINDOW_MS', defaults.tokenFailureWindowMs, { min: 1000, max: 86_400_000 }),
+    perClient: intEnv(env, 'TOKEN_FAILURE_LIMIT_PER_CLIENT', defaults.tokenFailureLimitPerClient, {
+      min: 0,
+      max: 100_000,
+    }),
+    perAddress: intEnv(env, 'TOKEN_FAILURE_LIMIT_PER_ADDRESS', defaults.tokenFailureLimitPerAddress, {
+      min: 0,
+      max: 100_000,
+    }),
+    trackedKeys: intEnv(env, 'TOKEN_FAILURE_TRACKED_KEYS', defaults.tokenFailureTrackedKeys, {
+      min: 100,
+      max: 10_000_000,
+    }),
+  };
+}
+
 function outboundAllowlist(env: NodeJS.ProcessEnv): string[] {
   try {
     return [...parseOutboundAllowlist(env.OUTBOUND_ALLOWLIST).entries];
@@ -358,6 +389,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     revocationCacheMs: intEnv(env, 'REVOCATION_CACHE_MS', defaults.revocationCacheMs, { min: 0, max: 5000 }),
     signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, { min: 1, max: 3650 }),
     tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
+    tokenFailureLimits: tokenFailureLimits(env),
     validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', { fallback: false }),
     seedDemo: boolEnv(env, 'SEED_DEMO', { fallback: true }),
     syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, { min: 1, max: 60_000 }),

@@ -332,25 +332,36 @@ export class AppError extends Error {
   }
 }
 
-/** OAuth 2.0 token endpoint errors (RFC 6749 section 5.2). */
+/**
+ * OAuth 2.0 token endpoint errors (RFC 6749 section 5.2), and `too_many_requests`: a source
+ * address over its limit of failed client authentications (openapi/auth.yaml, 429).
+ */
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
   | 'invalid_grant'
   | 'unauthorized_client'
   | 'unsupported_grant_type'
-  | 'invalid_scope';
+  | 'invalid_scope'
+  | 'too_many_requests';
+
+function oauthStatus(error: OAuthErrorCode): number {
+  if (error === 'invalid_client') return 401;
+  return error === 'too_many_requests' ? 429 : 400;
+}
 
 export class OAuthError extends Error {
   readonly status: number;
+  /** `status` overrides the code's own: 429 for an invalid_client over its failure limit. */
   constructor(
     readonly error: OAuthErrorCode,
     description: string,
     readonly headers?: Record<string, string>,
+    status?: number,
   ) {
     super(description);
     this.name = 'OAuthError';
-    this.status = error === 'invalid_client' ? 401 : 400;
+    this.status = status ?? oauthStatus(error);
   }
 }
 

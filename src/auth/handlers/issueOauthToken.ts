@@ -1,7 +1,19 @@
 import type { Handler } from '../../services.js';
 import { header } from '../../http/support.js';
 import { authenticateClient } from '../credentials.js';
-import { NO_STORE, formParam, oauthFailure, parseBasicCredentials, parseOrgScope } from './oauth.js';
+import {
+  NO_STORE,
+  countedFailure,
+  formParam,
+  oauthFailure,
+  parseBasicCredentials,
+  parseOrgScope,
+  refuseLimitedAddress,
+  sourceAddress,
+} from './oauth.js';
+
+/** Client ids this service issues; only these are counted per client (others cannot exist). */
+const CLIENT_ID = /^cli_[0-9a-f]{32}$/;
 
 /**
  * POST /oauth/token — OAuth 2.0 client credentials (spec section 6; RFC 6749 sections 2.3, 4.4,
@@ -16,6 +28,9 @@ import { NO_STORE, formParam, oauthFailure, parseBasicCredentials, parseOrgScope
  * failure is invalid_client (401) with the same description, so callers cannot tell an
  * unknown client from a wrong secret or a revoked credential. The form is checked here as
  * well as by the pipeline: these are the OAuth error shapes RFC 6749 prescribes.
+ * Failed client authentications are limited per source address and per client id
+ * (./oauth.ts, ../client-auth-limits.ts): 429 past a limit, never for the correct secret from
+ * an address that is not itself over its limit.
  */
 export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
   const form = req.body;
@@ -31,19 +46,36 @@ export const issueOauthToken: Handler<'issueOauthToken'> = async (req, ctx) => {
   if (grantType !== 'client_credentials')
     throw oauthFailure('unsupported_grant_type', 'Only the client_credentials grant is supported.');
 
-  const { clientId, clientSecret } = clientCredentials(header(req, 'authorization'), bodyClientId, bodySecret);
+  const { db, tokens, clientAuthLimiter: limiter } = ctx.services;
+  const address = sourceAddress(req);
+  await refuseLimitedAddress(limiter, address, ctx.log);
+  let credentials: { clientId: string; clientSecret: string };
+  try {
+    credentials = clientCredentials(header(req, 'authorization'), bodyClientId, bodySecret);
+  } catch (err) {
+    throw await countedFailure(limiter, { address }, err, ctx.log);
+  }
+  const { clientId, clientSecret } = credentials;
 
   if (!scope) throw oauthFailure('invalid_request', 'The scope parameter is required.');
   const scopeOrg = parseOrgScope(scope);
   if (!scopeOrg) throw oauthFailure('invalid_request', 'The scope must be org:<organization_id>.');
 
-  const { db, tokens } = ctx.services;
   const credential = await authenticateClient(db, clientId, clientSecret, ctx.log);
   if (!credential) {
     // Only a well-formed client id is logged: a caller may have pasted a secret into the field.
-    const loggable = /^cli_[0-9a-f]{32}$/.test(clientId) ? clientId : '[unrecognised]';
-    ctx.log.info({ clientId: loggable }, 'token request rejected: client authentication failed');
-    throw oauthFailure('invalid_client', 'Client authentication failed.');
+    const wellFormed = CLIENT_ID.test(clientId);
+    ctx.log.info(
+      { clientId: wellFormed ? clientId : '[unrecognised]' },
+      'token request rejected: client authentication failed',
+    );
+    const attempt = { address, account: wellFormed ? `client:${clientId}` : undefined };
+    throw await countedFailure(
+      limiter,
+      attempt,
+      oauthFailure('invalid_client', 'Client authentication failed.'),
+      ctx.log,
+    );
   }
   if (credential.orgId !== scopeOrg) {
     ctx.log.info({ clientId, credentialId: credential.id }, 'token request rejected: scope names another organisation');

@@ -1,4 +1,7 @@
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from '../../config/logger.js';
 import { OAuthError, type OAuthErrorCode } from '../../errors/index.js';
+import { addressKey, type ClientAttempt, type ClientAuthLimiter, type LimitVerdict } from '../client-auth-limits.js';
 
 /** RFC 6749 section 5.1: token responses, and errors too, must not be cached. */
 export const NO_STORE: Readonly<Record<string, string>> = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
@@ -57,4 +60,69 @@ export function parseBasicCredentials(authorization: string): { clientId: string
 export function parseOrgScope(scope: string): string | null {
   const match = /^org:([A-Za-z0-9_-]{1,64})$/.exec(scope);
   return match?.[1] ?? null;
+}
+
+/**
+ * The source address of a token request as a window key: the socket's peer address. No
+ * forwarding header (X-Forwarded-For, Forwarded) is trusted: the service has no trusted-proxy
+ * setting, and a header any client can write would let it choose its own window.
+ */
+export function sourceAddress(req: { raw: IncomingMessage }): string {
+  return addressKey(req.raw.socket.remoteAddress);
+}
+
+/**
+ * The 429 of the failure limits (openapi/auth.yaml): `too_many_requests` when the source
+ * address is over its limit (the credentials were not read), `invalid_client` when they were
+ * read and are wrong and the client (or organisation) is over its limit. Retry-After in whole
+ * seconds (RFC 9110 section 10.2.3); no WWW-Authenticate, which belongs to 401.
+ */
+function limitedFailure(verdict: Extract<LimitVerdict, { limited: true }>): OAuthError {
+  const headers = { ...NO_STORE, 'Retry-After': String(verdict.retryAfterS) };
+  if (verdict.by === 'address') {
+    return new OAuthError(
+      'too_many_requests',
+      `Too many failed client authentications from this address; retry after ${verdict.retryAfterS} seconds.`,
+      headers,
+    );
+  }
+  return new OAuthError(
+    'invalid_client',
+    `Client authentication failed, and too many have failed for this client; retry after ${verdict.retryAfterS} seconds.`,
+    headers,
+    429,
+  );
+}
+
+/** Before the credentials are read: 429 while the source address is over its failure limit. */
+export async function refuseLimitedAddress(limiter: ClientAuthLimiter, address: string, log: Logger): Promise<void> {
+  const verdict = await limiter.beforeAttempt(address);
+  if (!verdict.limited) return;
+  // Debug only: an attack is many of these; reaching the limit was logged once at warn.
+  log.debug({ address, retryAfterS: verdict.retryAfterS }, 'token request refused: address over its failure limit');
+  throw limitedFailure(verdict);
+}
+
+/**
+ * What a failed token request answers. A client-authentication failure (invalid_client) is
+ * counted against the address and the account and answered as it is (401), or 429 past a
+ * limit; any other error passes unchanged and is not counted.
+ */
+export async function countedFailure(
+  limiter: ClientAuthLimiter,
+  attempt: ClientAttempt,
+  err: unknown,
+  log: Logger,
+): Promise<unknown> {
+  if (!(err instanceof OAuthError) || err.error !== 'invalid_client') return err;
+  const verdict = await limiter.failed(attempt);
+  if (verdict.reached) {
+    const what =
+      verdict.reached === 'address'
+        ? 'an address reached its failure limit: its token requests are refused for now'
+        : 'a client is over its failure limit: its wrong secrets answer 429 for now';
+    log.warn({ account: attempt.account, address: attempt.address }, `token endpoint: ${what}`);
+  }
+  if (!verdict.limited) return err;
+  return limitedFailure(verdict);
 }

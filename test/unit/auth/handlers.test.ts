@@ -3,6 +3,9 @@ import { expect } from 'chai';
 import type { Services } from '../../../src/services.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 import {
+  ClientAuthLimiter,
+  MemoryFailureWindows,
+  createClientAuthLimiter,
   createCredential,
   createOrganization,
   createTokenService,
@@ -14,7 +17,7 @@ import { authHandlers } from '../../../src/auth/handlers/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { AppError, OAuthError } from '../../../src/errors/index.js';
 import type { HandlerRequest, OperationId, RequestContext } from '../../../src/services.js';
-import { capturingLog, testConfig } from './helpers.js';
+import { capturingLog, testClock, testConfig } from './helpers.js';
 
 const kinds = await storeKinds();
 const h = authHandlers;
@@ -28,6 +31,7 @@ interface RequestParts {
   query?: Record<string, unknown>;
   headers?: IncomingHttpHeaders;
   body?: unknown;
+  raw?: unknown;
 }
 
 /** The HandlerRequest<K> the pipeline would build (operationId and raw are not read by these handlers). */
@@ -38,6 +42,7 @@ function req<K extends OperationId>(over: RequestParts = {}): HandlerRequest<K> 
     headers: {},
     body: undefined,
     contentType: undefined,
+    raw: { socket: { remoteAddress: '127.0.0.1' } },
     ...over,
   } as unknown as HandlerRequest<K>;
 }
@@ -79,6 +84,7 @@ for (const kind of kinds) {
     let store: TestStore;
     let config: Config;
     let tokens: TokenService;
+    let limiter: ClientAuthLimiter;
     let logs: ReturnType<typeof capturingLog>;
     let orgA: string;
     let orgB: string;
@@ -90,7 +96,7 @@ for (const kind of kinds) {
     function ctx(auth?: AuthContext): Context<AuthContext | undefined> {
       // These handlers use only config, db, log and tokens of the services.
       return {
-        services: { config, db: store.db, log: logs.log, tokens } as Services,
+        services: { config, db: store.db, log: logs.log, tokens, clientAuthLimiter: limiter } as Services,
         log: logs.log,
         requestId: 'req-test',
         auth,
@@ -118,6 +124,7 @@ for (const kind of kinds) {
       config = testConfig(store.dataDir);
       logs = capturingLog();
       tokens = await createTokenService({ db: store.db, config, log: logs.log });
+      limiter = createClientAuthLimiter({ config, log: logs.log });
       orgA = (await createOrganization(store.db, { name: 'A' })).id;
       orgB = (await createOrganization(store.db, { name: 'B' })).id;
       const c = await createCredential(store.db, orgA, { label: 'ci' });
@@ -253,6 +260,48 @@ for (const kind of kinds) {
       }
       await tokens.revokeCredential(orgA, cred.id, { force: true });
       await oauthFailure(h.issueOauthToken(req({ body: form() }), ctx()), 'invalid_client', 401);
+    });
+
+    it('the token endpoints past the failure limits: 429 with Retry-After, the right secret still issues, no secret logged', async () => {
+      const clock = testClock(1_700_000_000_000);
+      limiter = new ClientAuthLimiter(
+        new MemoryFailureWindows(100),
+        { windowMs: 60_000, perAccount: 2, perAddress: 5 },
+        clock.now,
+      );
+      const from = (address: string) => ({ socket: { remoteAddress: address } });
+      const wrong = () => {
+        const secret = `sys_wrong_${secrets.length}`;
+        secrets.push(secret);
+        return secret;
+      };
+      const limited = async (p: Promise<unknown>, code: string, retryAfter: string) => {
+        const e = await failure(p);
+        expect(e).to.be.instanceOf(OAuthError);
+        const err = e as OAuthError;
+        expect([err.status, err.error, err.headers?.['Retry-After']]).to.deep.equal([429, code, retryAfter]);
+        expect(err.headers?.['Cache-Control']).to.equal('no-store');
+        for (const s of secrets) expect(err.message).to.not.include(s);
+      };
+      const attack = () => req<'issueOauthToken'>({ raw: from('10.0.0.1'), body: form({ client_secret: wrong() }) });
+      await oauthFailure(h.issueOauthToken(attack(), ctx()), 'invalid_client', 401);
+      clock.advance(10_000);
+      await oauthFailure(h.issueOauthToken(attack(), ctx()), 'invalid_client', 401);
+      await limited(h.issueOauthToken(attack(), ctx()), 'invalid_client', '60');
+      expect((await h.issueOauthToken(req({ raw: from('10.0.0.2'), body: form() }), ctx())).status).to.equal(200);
+      expect((await h.issueOauthToken(req({ raw: from('10.0.0.1'), body: form() }), ctx())).status).to.equal(200);
+      // Legacy: the organisation stands for the client; the address window is the same.
+      const legacy = (key: string, address: string) =>
+        h.exchangeLegacyToken(
+          req({ raw: from(address), headers: { 'x-api-key': key, 'x-selected-org': orgA } }),
+          ctx(),
+        );
+      await oauthFailure(legacy(wrong(), '10.0.0.1'), 'invalid_client', 401);
+      await oauthFailure(legacy(wrong(), '10.0.0.1'), 'invalid_client', 401);
+      await limited(legacy(cred.secret, '10.0.0.1'), 'too_many_requests', '50');
+      await limited(legacy(wrong(), '10.0.0.3'), 'invalid_client', '60');
+      expect((await legacy(cred.secret, '10.0.0.3')).status).to.equal(200);
+      expect(logs.text()).to.contain('over its failure limit');
     });
 
     it('exchangeLegacyToken: the client secret and the selected org give {token}', async () => {

@@ -40,6 +40,23 @@ describe('config', () => {
     expect(loadConfig({ DATA_DIR: dataDir(), SQLITE_SYNCHRONOUS: 'full' }).sqliteSynchronous).to.equal('FULL');
   });
 
+  it('token failure limits: 10 per client and 30 per address in 60 s by default, each a setting, 0 turning one off', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).tokenFailureLimits).to.deep.equal({
+      windowMs: 60_000,
+      perClient: 10,
+      perAddress: 30,
+      trackedKeys: 50_000,
+    });
+    const c = loadConfig({
+      DATA_DIR: dataDir(),
+      TOKEN_FAILURE_WINDOW_MS: '5000',
+      TOKEN_FAILURE_LIMIT_PER_CLIENT: '0',
+      TOKEN_FAILURE_LIMIT_PER_ADDRESS: '100',
+      TOKEN_FAILURE_TRACKED_KEYS: '1000',
+    });
+    expect(c.tokenFailureLimits).to.deep.equal({ windowMs: 5000, perClient: 0, perAddress: 100, trackedKeys: 1000 });
+  });
+
   it('run concurrency and sandbox processes follow the cores; context reuse and process recycling are settings', () => {
     const cores = os.availableParallelism();
     const c = loadConfig({ DATA_DIR: dataDir() });
@@ -113,6 +130,8 @@ describe('config', () => {
     ['a short SECRET_KEY', { SECRET_KEY: Buffer.alloc(8).toString('base64') }, 'SECRET_KEY'],
     ['a revocation window over 5 s', { REVOCATION_CACHE_MS: '6000' }, 'REVOCATION_CACHE_MS'],
     ['a bad boolean', { SEED_DEMO: 'maybe' }, 'SEED_DEMO'],
+    ['a token failure window under 1 s', { TOKEN_FAILURE_WINDOW_MS: '10' }, 'TOKEN_FAILURE_WINDOW_MS'],
+    ['a negative token failure limit', { TOKEN_FAILURE_LIMIT_PER_ADDRESS: '-1' }, 'TOKEN_FAILURE_LIMIT_PER_ADDRESS'],
     ['an unknown sqlite synchronous mode', { SQLITE_SYNCHRONOUS: 'OFF' }, 'SQLITE_SYNCHRONOUS'],
     ['a gateway upstream timeout under 100 ms', { GATEWAY_UPSTREAM_TIMEOUT_MS: '5' }, 'GATEWAY_UPSTREAM_TIMEOUT_MS'],
     ['a sandbox process that serves no execution', { SANDBOX_MAX_EXECUTIONS: '0' }, 'SANDBOX_MAX_EXECUTIONS'],

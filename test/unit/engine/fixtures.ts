@@ -62,6 +62,7 @@ export function testConfig(): Config {
     revocationCacheMs: 0,
     signingKeyMaxAgeDays: 30,
     tokenAudience: 'switchyard',
+    tokenFailureLimits: { windowMs: 60_000, perClient: 10, perAddress: 30, trackedKeys: 50_000 },
     validateResponses: true,
     seedDemo: false,
     syncWaitMs: 1000,
