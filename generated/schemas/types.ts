@@ -2072,7 +2072,12 @@ export interface components {
          *         "taskTimeoutMs": 300000,
          *         "idleMs": 60000,
          *         "adblockLists": [],
-         *         "proxyUrl": null
+         *         "proxyUrl": null,
+         *         "memoryMb": 2048,
+         *         "diskMb": 512,
+         *         "maxPages": 50,
+         *         "maxOpenContexts": 20,
+         *         "taskCpuMs": 120000
          *       },
          *       "upstreamListBudgetMs": 1000,
          *       "discovery": {
