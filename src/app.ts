@@ -31,7 +31,7 @@ import { browserLoginHandlers } from './browser/handlers/index.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
 import { OutboundPolicy, orgFetches, parseOutboundAllowlist } from './kernel/outbound.js';
 import { getHealth, getReadiness } from './health/handlers/index.js';
-import { probeIsolation, type Isolation } from './containment/index.js';
+import { MemoryBudget, probeIsolation, type Isolation } from './containment/index.js';
 import { stopTracing } from './observability/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
 import type { HandlerMap, Services } from './services.js';
@@ -135,7 +135,9 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     deliver: delivers,
     delivery: delivers ? threadPoster(config) : undefined,
   });
-  const browser = new BrowserService({ db, config, log, events, isolation });
+  // One memory budget for every process that runs tenant code: code runners and browser boxes.
+  const budget = new MemoryBudget(config.tenantMemoryMb * 1024 * 1024);
+  const browser = new BrowserService({ db, config, log, events, isolation, budget });
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   const agents = new AgentService({ db, config, log, blobs, gateway }, chatOrder);
   const services: Services = {
@@ -163,6 +165,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   await failAbandonedTurns(db, config.agentTurnTimeoutMs);
   const sandbox = new SandboxPool({
     isolation,
+    budget,
     size: config.sandboxPoolSize,
     reuseContexts: config.sandboxReuseContexts,
     maxExecutionsPerProcess: config.sandboxMaxExecutions,

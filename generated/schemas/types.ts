@@ -2093,7 +2093,8 @@ export interface components {
          *         "enabled": false,
          *         "disabled": false,
          *         "serviceName": "switchyard"
-         *       }
+         *       },
+         *       "tenantMemoryMb": 12288
          *     }
          */
         SwitchyardConfig: {
@@ -2366,6 +2367,8 @@ export interface components {
              * @default 60000
              */
             syncWaitMs: number;
+            /** @description TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's). */
+            tenantMemoryMb: number;
             /**
              * @description TOKEN_AUDIENCE: the `aud` claim of runtime tokens.
              * @default switchyard

@@ -13,7 +13,7 @@ import { lookup as mimeLookup } from 'mime-types';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { Isolation } from '../containment/index.js';
+import type { Isolation, MemoryBudget } from '../containment/index.js';
 import { addFile, createCollection, type CollectionRecord, type EventsService, holdsFiles } from '../events/index.js';
 import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
@@ -158,7 +158,15 @@ export class BrowserService {
   clock: () => number = Date.now;
 
   constructor(
-    private readonly deps: { db: Knex; config: Config; log: Logger; events: EventsService; isolation: Isolation },
+    private readonly deps: {
+      db: Knex;
+      config: Config;
+      log: Logger;
+      events: EventsService;
+      isolation: Isolation;
+      /** The memory budget boxes share with code runners (TENANT_MEMORY_MB, src/containment/budget.ts). */
+      budget?: MemoryBudget | undefined;
+    },
   ) {
     const { isolation, config } = deps;
     this.runners = new ScriptRunners({

@@ -1,7 +1,23 @@
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
 /** Cores this process may use (cgroup-aware where Node knows it). */
 const cores = Math.max(1, os.availableParallelism());
+
+/** Memory this process may use: its cgroup's limit where it has one (a container), else the machine's. */
+function serviceMemoryBytes(): number {
+  const total = os.totalmem();
+  for (const file of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
+    try {
+      const v = readFileSync(file, 'utf8').trim();
+      const n = Number(v);
+      if (v !== 'max' && Number.isFinite(n) && n > 0 && n < total) return n;
+    } catch {
+      // not in a cgroup that limits memory
+    }
+  }
+  return total;
+}
 
 /** Every tunable with its default. Values here are the embedded, single-process defaults. */
 export const defaults = {
@@ -76,6 +92,11 @@ export const defaults = {
    * executions, so a busy runner lives seconds, not a fraction of one.
    */
   sandboxMaxExecutions: 10_000,
+  /**
+   * The memory budget of every process that runs tenant code, code runners and browser boxes
+   * together (src/containment/budget.ts): half of the memory this process may use.
+   */
+  tenantMemoryMb: Math.max(256, Math.floor(serviceMemoryBytes() / 2 / (1024 * 1024))),
   // SIGTERM: what running steps and in-flight requests get to finish.
   shutdownGraceMs: 30_000,
   /** Application servers (src/gateway/upstream): idle upstream sessions close after 5 min. */

@@ -52,6 +52,8 @@ export interface Config {
   sandboxReuseContexts: boolean;
   /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
   sandboxMaxExecutions: number;
+  /** TENANT_MEMORY_MB: the memory budget of code runners and browser boxes together. */
+  tenantMemoryMb: number;
   /** CODE_ISOLATION: the layers that contain tenant code (src/containment/README.md). */
   codeIsolation: 'auto' | 'strict' | 'process';
   /**
@@ -404,6 +406,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       min: 1,
       max: 1_000_000,
     }),
+    tenantMemoryMb: intEnv(env, 'TENANT_MEMORY_MB', defaults.tenantMemoryMb, { min: 256, max: 16_777_216 }),
     codeIsolation: codeIsolation(env),
     sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', { fallback: false }),
     browserTestNoSchemeRefusal:

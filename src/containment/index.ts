@@ -15,3 +15,4 @@ export { launchCommand, bwrapArgs, type Bind, type ContainSpec, type LaunchPlan 
 export { processTree, sampleTree, killTree, uidOf, pssBytes, cpuMs, type TreeSample } from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';
 export { RUNNER_COMMON_PATH, runnerOptionsArg } from './runners.js';
+export { MemoryBudget, type BudgetKind, type BudgetMember, type BudgetStats } from './budget.js';

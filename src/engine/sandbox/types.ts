@@ -1,12 +1,14 @@
 /** Public shapes of the sandbox pool (pool.ts). */
 import type { Logger } from '../../config/logger.js';
-import type { Isolation } from '../../containment/index.js';
+import type { Isolation, MemoryBudget } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 import type { Breach } from './flags.js';
 
 export interface SandboxPoolOptions {
   /** The layers in force and how to start a contained process (src/containment). */
   isolation: Isolation;
+  /** The memory budget runners share with browser boxes (TENANT_MEMORY_MB, src/containment/budget.ts). */
+  budget?: MemoryBudget | undefined;
   /** Warm spare processes, and the most processes one organisation may have (default 2; config SANDBOX_POOL_SIZE). */
   size?: number;
   /** Heap limit of steps that set no memoryMb (schema default 128). */

@@ -74,6 +74,7 @@ export function testConfig(): Config {
     sandboxPoolSize: 1,
     sandboxReuseContexts: true,
     sandboxMaxExecutions: 10_000,
+    tenantMemoryMb: 4096,
     codeIsolation: 'auto',
     sandboxTestBreach: false,
     browserTestNoSchemeRefusal: false,
