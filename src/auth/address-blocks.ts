@@ -112,6 +112,8 @@ export class RedisAddressBlocks extends AddressBlocks {
   private subscribed = false;
   /** Bumped by every dropped connection: a load begun before it proves nothing. */
   private epoch = 0;
+  /** The subscription was lost since the last load: the next one is worth a line at info. */
+  private recovering = false;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -152,13 +154,19 @@ export class RedisAddressBlocks extends AddressBlocks {
   }
 
   private async subscribe(sub: RedisClient): Promise<void> {
-    while (!this.closed && !this.subscribed) {
+    for (let attempt = 0; !this.closed && !this.subscribed; attempt++) {
       try {
         if (!sub.isOpen) await sub.connect();
         await sub.subscribe(this.opts.channel, (message: string) => this.heard(message, this.opts.now()));
         this.subscribed = true;
       } catch (err) {
         this.lost((err as Error).message);
+        if (attempt === 0) {
+          this.opts.log.warn(
+            { err: (err as Error).message },
+            'token failure limits: cannot subscribe to blocked addresses; token requests read their address in Redis, retrying',
+          );
+        }
         await this.pause(1000);
       }
     }
@@ -171,6 +179,7 @@ export class RedisAddressBlocks extends AddressBlocks {
     if (this.closed) return;
     if (this.complete) {
       this.complete = false;
+      this.recovering = true;
       this.opts.log.warn(
         { reason },
         'token failure limits: block announcements lost; token requests read their address in Redis until resubscribed',
@@ -209,7 +218,9 @@ export class RedisAddressBlocks extends AddressBlocks {
     const blocks = answer.value.map((e) => ({ key: e.value, untilMs: Number(e.score) }));
     this.loaded(blocks.slice(0, max), blocks.length > max, nowMs);
     this.complete = true;
-    this.opts.log.debug({ blocked: blocks.length }, 'token failure limits: listening for blocked addresses');
+    const level = this.recovering ? 'info' : 'debug';
+    this.recovering = false;
+    this.opts.log[level]({ blocked: blocks.length }, 'token failure limits: listening for blocked addresses');
     return undefined;
   }
 
