@@ -3,9 +3,13 @@
  * row from one address see, and the correct secret's throughput at /oauth/token with and
  * without an attack under way (wrong secrets for the same client id from 64 other loopback
  * addresses at a steady rate), against a bare node:http server in the same run. BENCH_TOKEN_LIMITS_OFF=1 turns
- * the limits off in the service, for comparison.
+ * the limits off in the service, for comparison. With REDIS_URL, also one attacking address
+ * spreading its wrong secrets over two service processes at once: how many of them each process
+ * checked before the block reached it. BENCH_TOKEN_ONLY=correct runs only the correct secret
+ * without an attack (and the baseline); BENCH_TOKEN_ONLY=shared only the two processes.
  */
 import http from 'node:http';
+import { createClient } from 'redis';
 import { startServer, load, report, baselineLoad, cpuMs } from './lib.js';
 
 interface Target {
@@ -102,16 +106,69 @@ function attack(t: Target, perSecond: number): { stop: () => Promise<Map<string,
   };
 }
 
+/**
+ * With REDIS_URL: 1,000 wrong secrets from one address (127.0.0.4), 8 in flight at each of two
+ * service processes sharing the windows. Redis itself (MONITOR) counts the failures recorded
+ * against the address, i.e. the attempts whose credentials were checked: past the address limit
+ * (30) they are the ones a process let through before it knew of the block.
+ */
+async function shared(t: Target, limitsEnv: Record<string, string>): Promise<void> {
+  const second = await startServer<Target>('bench/servers/switchyard.ts', limitsEnv);
+  const agent = new http.Agent({ keepAlive: true, localAddress: '127.0.0.4' });
+  const monitor = createClient({ url: process.env.REDIS_URL });
+  await monitor.connect();
+  const windowKey = `"${limitsEnv.REDIS_PREFIX}:authfail:addr:127.0.0.4"`;
+  let recorded = 0;
+  let markSeen = () => {};
+  const mark = `bench-mark-${process.pid}-${Date.now()}`;
+  await monitor.monitor((line: string) => {
+    if (line.includes(mark)) markSeen();
+    else if (/ "EVAL" /i.test(line) && line.includes(windowKey)) recorded++;
+  });
+  try {
+    const byProcess = [new Map<string, number>(), new Map<string, number>()];
+    let sent = 0;
+    const worker = async (p: 0 | 1) => {
+      const target = p === 0 ? t : second.info;
+      while (sent < 1000) {
+        const outcome = await attempt(target, agent, `sys_shared_${sent++}`);
+        byProcess[p]!.set(outcome, (byProcess[p]!.get(outcome) ?? 0) + 1);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, i) => worker((i % 2) as 0 | 1)));
+    // Everything Redis ran before this GET has been reported once the GET is.
+    const seen = new Promise<void>((resolve) => (markSeen = resolve));
+    const marker = monitor.duplicate();
+    await marker.connect();
+    await marker.get(mark);
+    await seen;
+    await marker.close();
+    console.log('\n## 1,000 wrong secrets from one address over two processes sharing Redis (8 in flight at each)');
+    console.log(`credentials checked (failures recorded in Redis): ${recorded}, address limit 30`);
+    byProcess.forEach((counts, p) => {
+      const all = [...counts].sort().map(([outcome, n]) => `${outcome}: ${n}`);
+      console.log(`- process ${p + 1}: ${all.join(', ')}`);
+    });
+  } finally {
+    await monitor.close();
+    agent.destroy();
+    await second.stop();
+  }
+}
+
 export async function run(): Promise<void> {
-  const base = await baselineLoad();
+  const only = process.env.BENCH_TOKEN_ONLY;
+  const base = only === 'shared' ? undefined : await baselineLoad();
   const off = process.env.BENCH_TOKEN_LIMITS_OFF === '1';
-  const target = await startServer<Target>(
-    'bench/servers/switchyard.ts',
-    off ? { TOKEN_FAILURE_LIMIT_PER_CLIENT: '0', TOKEN_FAILURE_LIMIT_PER_ADDRESS: '0' } : {},
-  );
+  const limitsEnv: Record<string, string> = off
+    ? { TOKEN_FAILURE_LIMIT_PER_CLIENT: '0', TOKEN_FAILURE_LIMIT_PER_ADDRESS: '0' }
+    : {};
+  // A prefix of this run's own: the windows of an earlier run (60 s) would block its addresses.
+  if (process.env.REDIS_URL)
+    limitsEnv.REDIS_PREFIX = process.env.REDIS_PREFIX ?? `bench-token-limits-${process.pid}-${Date.now()}`;
+  const target = await startServer<Target>('bench/servers/switchyard.ts', limitsEnv);
   const t = target.info;
   try {
-    await inARow(t);
     const correct = {
       url: `${t.url}/oauth/token`,
       method: 'POST' as const,
@@ -119,6 +176,18 @@ export async function run(): Promise<void> {
       body: form(t, t.clientSecret),
       connections: 10,
     };
+    const redis = process.env.REDIS_URL ? ', REDIS_URL' : '';
+    if (only === 'shared') return await shared(t, limitsEnv);
+    if (only === 'correct') {
+      const cpuBefore = cpuMs(target.child.pid);
+      const quiet = await load('POST /oauth/token, correct secret, no attack', correct);
+      const cpuUsed = (cpuMs(target.child.pid) ?? NaN) - (cpuBefore ?? NaN);
+      report(`Correct secrets at /oauth/token (10 connections${redis})${off ? ', limits off' : ''}`, base!, [quiet]);
+      console.log(`service CPU per correct secret: ${Math.round((cpuUsed * 1000) / quiet.requests)} µs`);
+      if (quiet.non2xx > 0) throw new Error('a correct secret was refused');
+      return;
+    }
+    await inARow(t);
     const perSecond = Number(process.env.BENCH_TOKEN_ATTACK_RPS ?? 1000);
     // The attack alone for 5 s: the service's CPU per attacking request.
     const cpuBefore = cpuMs(target.child.pid);
@@ -134,7 +203,10 @@ export async function run(): Promise<void> {
     const attacker = attack(t, perSecond);
     const underAttack = await load(`POST /oauth/token, correct secret, during the attack`, correct);
     const byOutcome = await attacker.stop();
-    report(`Correct secrets at /oauth/token (10 connections)${off ? ', limits off' : ''}`, base, [quiet, underAttack]);
+    report(`Correct secrets at /oauth/token (10 connections${redis})${off ? ', limits off' : ''}`, base!, [
+      quiet,
+      underAttack,
+    ]);
     const answered = [...byOutcome.values()].reduce((a, b) => a + b, 0);
     const duration = Number(process.env.BENCH_DURATION ?? 10);
     console.log(
@@ -143,6 +215,7 @@ export async function run(): Promise<void> {
     );
     for (const [outcome, n] of [...byOutcome].sort()) console.log(`- ${outcome}: ${n}`);
     if (quiet.non2xx > 0 || underAttack.non2xx > 0) throw new Error('a correct secret was refused');
+    if (redis) await shared(t, limitsEnv);
   } finally {
     await target.stop();
   }

@@ -139,6 +139,9 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   const budget = new MemoryBudget(config.tenantMemoryMb * 1024 * 1024);
   const browser = new BrowserService({ db, config, log, events, isolation, budget });
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
+  // With Redis, hears of the addresses blocked by every process (loaded once here) before serving.
+  const clientAuthLimiter = createClientAuthLimiter({ config, redis, log });
+  await clientAuthLimiter.start();
   const agents = new AgentService({ db, config, log, blobs, gateway }, chatOrder);
   const services: Services = {
     config,
@@ -147,7 +150,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     isolation: isolation.report,
     draining: false,
     tokens,
-    clientAuthLimiter: createClientAuthLimiter({ config, redis, log }),
+    clientAuthLimiter,
     redis,
     apiKeys,
     blobs,
@@ -217,6 +220,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       await sandbox.close();
       await signals.close();
       await tokens.close();
+      await clientAuthLimiter.close();
       if (redis) await redis.close();
       if (ownsDb) await db.destroy();
       // The spans of the work just finished are exported before the process ends.

@@ -22,6 +22,7 @@ import { isIP } from 'node:net';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
+import { RedisAddressBlocks, type AddressBlocks } from './address-blocks.js';
 import { MemoryFailureWindows, redisFailureWindows, type FailureWindows, type WindowRule } from './failure-windows.js';
 
 export interface ClientAuthLimits {
@@ -51,20 +52,61 @@ export type LimitVerdict = ({ limited: false } | { limited: true; by: 'address' 
 
 const GO: LimitVerdict = { limited: false };
 
+export interface ClientAuthLimiterOptions {
+  now?: () => number;
+  /**
+   * The blocked addresses this process knows of (with Redis windows): an address not blocked
+   * is then admitted without reading its window in the store.
+   */
+  blocks?: AddressBlocks | undefined;
+}
+
 export class ClientAuthLimiter {
+  private readonly now: () => number;
+  private readonly blocks: AddressBlocks | undefined;
+
   constructor(
     private readonly windows: FailureWindows,
     private readonly limits: ClientAuthLimits,
-    private readonly now: () => number = Date.now,
-  ) {}
+    opts: ClientAuthLimiterOptions = {},
+  ) {
+    this.now = opts.now ?? Date.now;
+    this.blocks = opts.blocks;
+  }
 
-  /** Before the credentials are read: is the source address over its limit? */
+  /**
+   * Before the credentials are read: is the source address over its limit? Answered from the
+   * process's map of blocks when it can tell (no store read), else from the address's window.
+   */
   async beforeAttempt(address: string): Promise<LimitVerdict> {
     const rule = this.rule('address');
     if (!rule) return GO;
-    const state = await this.windows.peek(`addr:${address}`, rule, this.now());
+    const key = `addr:${address}`;
+    const nowMs = this.now();
+    const known = this.blocks?.retryAfterMs(key, nowMs);
+    if (known === 0) return GO;
+    if (known !== undefined) return { limited: true, by: 'address', retryAfterS: seconds(known) };
+    const state = await this.windows.peek(key, rule, nowMs);
     if (state.count < rule.limit) return GO;
+    this.blocks?.note(key, nowMs + state.retryAfterMs, nowMs);
     return { limited: true, by: 'address', retryAfterS: seconds(state.retryAfterMs) };
+  }
+
+  /**
+   * Whether an address this process knows no block for is admitted without a store read (with
+   * Redis windows: while subscribed to the blocks of every process).
+   */
+  get listening(): boolean {
+    return this.blocks?.listening ?? false;
+  }
+
+  /** Subscribes to the blocks of other processes (with Redis windows); never rejects. */
+  async start(): Promise<void> {
+    if (this.blocks instanceof RedisAddressBlocks) await this.blocks.start();
+  }
+
+  async close(): Promise<void> {
+    if (this.blocks instanceof RedisAddressBlocks) await this.blocks.close();
   }
 
   /**
@@ -81,6 +123,10 @@ export class ClientAuthLimiter {
       accountRule && attempt.account ? this.windows.record(attempt.account, accountRule, nowMs) : undefined,
     ]);
     const addressOver = address && addressRule ? address.count - addressRule.limit : -1;
+    // The address's window is full: refused before its credentials from now on, here at once.
+    if (address && addressOver >= 0) {
+      this.blocks?.note(`addr:${attempt.address}`, nowMs + address.retryAfterMs, nowMs);
+    }
     // Windows count up to limit + 2, so limit + 1 is the one failure that passed the limit.
     const accountOver = account && accountRule ? account.count - accountRule.limit : -1;
     const reached = addressOver === 0 ? 'address' : accountOver === 1 ? 'account' : undefined;
@@ -95,14 +141,19 @@ export class ClientAuthLimiter {
   }
 
   private rule(kind: 'address' | 'account'): WindowRule | undefined {
-    const limit = kind === 'address' ? this.limits.perAddress : this.limits.perAccount;
-    return limit > 0 ? { limit, windowMs: this.limits.windowMs } : undefined;
+    if (kind === 'account') {
+      const limit = this.limits.perAccount;
+      return limit > 0 ? { limit, windowMs: this.limits.windowMs } : undefined;
+    }
+    const limit = this.limits.perAddress;
+    return limit > 0 ? { limit, windowMs: this.limits.windowMs, announce: true } : undefined;
   }
 }
 
 /**
  * The limiter of a process, from the configuration: its windows in Redis when REDIS_URL is set
- * (shared by every process on the same REDIS_PREFIX), else in this process.
+ * (shared by every process on the same REDIS_PREFIX, with the blocked addresses known in each:
+ * `start` subscribes to them), else in this process.
  */
 export function createClientAuthLimiter(deps: {
   config: Pick<Config, 'tokenFailureLimits' | 'redisPrefix'>;
@@ -111,10 +162,14 @@ export function createClientAuthLimiter(deps: {
   now?: () => number;
 }): ClientAuthLimiter {
   const { windowMs, perClient, perAddress, trackedKeys } = deps.config.tokenFailureLimits;
-  const windows = deps.redis
-    ? redisFailureWindows(deps.redis, { prefix: `${deps.config.redisPrefix}:authfail:`, log: deps.log })
-    : new MemoryFailureWindows(trackedKeys);
-  return new ClientAuthLimiter(windows, { windowMs, perAccount: perClient, perAddress }, deps.now);
+  const limits = { windowMs, perAccount: perClient, perAddress };
+  const now = deps.now ?? Date.now;
+  if (!deps.redis) return new ClientAuthLimiter(new MemoryFailureWindows(trackedKeys), limits, { now });
+  const prefix = `${deps.config.redisPrefix}:authfail:`;
+  const announced = { key: `${prefix}blocked`, channel: `${prefix}blocked` };
+  const windows = redisFailureWindows(deps.redis, { prefix, log: deps.log, blocks: announced });
+  const blocks = new RedisAddressBlocks(deps.redis, { ...announced, maxKeys: trackedKeys, log: deps.log, now });
+  return new ClientAuthLimiter(windows, limits, { now, blocks });
 }
 
 function seconds(ms: number): number {

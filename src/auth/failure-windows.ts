@@ -17,6 +17,11 @@ export interface WindowRule {
   /** Failures a key may have in a window; one more is over the limit. */
   limit: number;
   windowMs: number;
+  /**
+   * A key that reaches the limit is blocked: in Redis its end is kept in the blocked set and
+   * announced to every process (address-blocks.ts). The address rule sets it.
+   */
+  announce?: boolean;
 }
 
 export interface WindowState {
@@ -105,7 +110,13 @@ function live(times: number[], windowMs: number, nowMs: number): number[] {
   return i === 0 ? times : times.slice(i);
 }
 
-/** KEYS[1]; ARGV: now, windowMs, limit, member. Trims to limit + 2, expires with the window. */
+/**
+ * KEYS[1] the window; ARGV: now, windowMs, limit, member. Trims to limit + 2, expires with the
+ * window. With KEYS[2] (the blocked set) and ARGV key, channel: a window at or over its limit
+ * blocks the key until it falls below the limit again (stateOf's rule); a block that begins or
+ * grows is written to the set and published as `<until> <key>`, in the same atomic step, so a
+ * process that subscribed and then loads the set misses none.
+ */
 const RECORD = `
 local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -113,9 +124,21 @@ redis.call('ZADD', KEYS[1], now, ARGV[4])
 local n = redis.call('ZCARD', KEYS[1])
 if n > limit + 2 then
   redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - limit - 3)
+  n = limit + 2
 end
 redis.call('PEXPIRE', KEYS[1], window)
-return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')`;
+local times = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+if KEYS[2] and n >= limit then
+  local ends = tonumber(times[2 * (n - limit) + 2]) + window
+  local known = tonumber(redis.call('ZSCORE', KEYS[2], ARGV[5]))
+  if ends > now and (not known or ends > known) then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+    redis.call('ZADD', KEYS[2], ends, ARGV[5])
+    if redis.call('PTTL', KEYS[2]) < ends - now then redis.call('PEXPIRE', KEYS[2], ends - now) end
+    redis.call('PUBLISH', ARGV[6], string.format('%.0f %s', ends, ARGV[5]))
+  end
+end
+return times`;
 
 /** The script answers member, score, member, score…; the scores are the failure times. */
 function timesOf(reply: unknown): number[] {
@@ -131,6 +154,8 @@ export interface RedisFailureWindowsOptions {
   log: Logger;
   /** How long one command may take before the limits are skipped for that request. */
   timeoutMs?: number;
+  /** Where blocks of keys whose rule announces them are kept and published (address-blocks.ts). */
+  blocks?: { key: string; channel: string };
 }
 
 /**
@@ -152,7 +177,8 @@ export function redisFailureWindows(redis: RedisClient, opts: RedisFailureWindow
     return [];
   }
   return {
-    // Every token request peeks at its address: one plain read command, no script, writes nothing.
+    // A token request peeks at its address only while the process cannot tell from its own
+    // map of blocks (address-blocks.ts): one plain read command, no script, writes nothing.
     async peek(key, rule, nowMs) {
       const read = () =>
         redis
@@ -165,7 +191,12 @@ export function redisFailureWindows(redis: RedisClient, opts: RedisFailureWindow
     async record(key, rule, nowMs) {
       const member = `${nowMs}-${randomBytes(6).toString('hex')}`;
       const args = [String(nowMs), String(rule.windowMs), String(rule.limit), member];
-      const write = () => redis.eval(RECORD, { keys: [`${opts.prefix}${key}`], arguments: args }).then(timesOf);
+      const keys = [`${opts.prefix}${key}`];
+      if (rule.announce && opts.blocks) {
+        keys.push(opts.blocks.key);
+        args.push(key, opts.blocks.channel);
+      }
+      const write = () => redis.eval(RECORD, { keys, arguments: args }).then(timesOf);
       return stateOf(await times(write), rule, nowMs);
     },
   };

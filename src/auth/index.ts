@@ -35,8 +35,10 @@ export {
   ClientAuthLimiter,
   addressKey,
   type ClientAuthLimits,
+  type ClientAuthLimiterOptions,
   type LimitVerdict,
 } from './client-auth-limits.js';
+export { AddressBlocks, RedisAddressBlocks, type RedisAddressBlocksOptions } from './address-blocks.js';
 export {
   MemoryFailureWindows,
   redisFailureWindows,

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { startTestServer, createTestOrg, type TestServer, type TestOrg } from '../../helpers/server.js';
+import { monitorRedis } from '../../helpers/redis-monitor.js';
 import { dropRedisKeys } from '../../helpers/store.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -241,6 +242,55 @@ describe('HTTP: failed client authentication limits (op:issueOauthToken, op:exch
         'too_many_requests',
       );
       expectLimited(await oauthToken(two, '127.0.0.9', { ...victim, secret: org.clientSecret }), 'too_many_requests');
+    });
+
+    it('a correct secret from an address not blocked costs no Redis command; a block made through one instance is refused by the others at once', async () => {
+      // The limits' keys and channel: the run queue's own blocking pop runs meanwhile, in its keys.
+      const monitor = await monitorRedis(REDIS_URL, `${prefix}:authfail:`);
+      let three: TestServer | undefined;
+      try {
+        const victim = { clientId: org.clientId, orgId: org.orgId };
+        await monitor.take();
+        for (const server of [one, two, one]) {
+          expect((await oauthToken(server, '127.0.0.11', { ...victim, secret: org.clientSecret })).status).to.equal(
+            200,
+          );
+        }
+        expect((await legacyToken(two, '127.0.0.11', { secret: org.clientSecret, orgId: org.orgId })).status).to.equal(
+          200,
+        );
+        expect(await monitor.take(), 'Redis commands of four correct authentications').to.deep.equal([]);
+
+        // 30 failures at one: two, which saw none of them, refuses the address without asking Redis.
+        for (let i = 0; i < 30; i++) await oauthToken(one, '127.0.0.12', { ...victim, secret: wrongSecret() });
+        const announced = await monitor.take();
+        expect(
+          announced.filter((line) => /"publish"/i.test(line)),
+          'the block announced',
+        ).to.have.length(1);
+        expectLimited(
+          await oauthToken(two, '127.0.0.12', { ...victim, secret: org.clientSecret }),
+          'too_many_requests',
+        );
+        expect((await oauthToken(two, '127.0.0.13', { ...victim, secret: org.clientSecret })).status).to.equal(200);
+        expect(await monitor.take(), 'Redis commands of the checks at two').to.deep.equal([]);
+
+        // A process started during the attack refuses the attacker at once.
+        three = await startTestServer('sqlite', { REDIS_URL, REDIS_PREFIX: prefix }, one.store);
+        await monitor.take();
+        expectLimited(
+          await legacyToken(three, '127.0.0.12', { secret: org.clientSecret, orgId: org.orgId }),
+          'too_many_requests',
+        );
+        expect(
+          (await legacyToken(three, '127.0.0.13', { secret: org.clientSecret, orgId: org.orgId })).status,
+        ).to.equal(200);
+        expect(await monitor.take(), 'Redis commands of the checks at three').to.deep.equal([]);
+        three.assertResponsesValid();
+      } finally {
+        await three?.close();
+        await monitor.close();
+      }
     });
   });
 });

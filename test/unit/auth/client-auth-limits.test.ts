@@ -145,7 +145,7 @@ describe('auth: ClientAuthLimiter', () => {
   let limiter: ClientAuthLimiter;
   beforeEach(() => {
     clock = testClock(1_700_000_000_000);
-    limiter = new ClientAuthLimiter(new MemoryFailureWindows(1000), limits, clock.now);
+    limiter = new ClientAuthLimiter(new MemoryFailureWindows(1000), limits, { now: clock.now });
   });
 
   it('an account over its limit: the failure past it is limited (the first one noted), the address goes on', async () => {

@@ -267,7 +267,7 @@ for (const kind of kinds) {
       limiter = new ClientAuthLimiter(
         new MemoryFailureWindows(100),
         { windowMs: 60_000, perAccount: 2, perAddress: 5 },
-        clock.now,
+        { now: clock.now },
       );
       const from = (address: string) => ({ socket: { remoteAddress: address } });
       const wrong = () => {
