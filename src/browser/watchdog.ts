@@ -15,8 +15,8 @@
  * a write fails, so the fill of the private disk is also looked at on every change in the
  * downloads folder (inotify, through the box's root in /proc).
  */
-import { readFileSync, statfsSync, watch, type FSWatcher } from 'node:fs';
-import { cpuMs, processTree, pssBytes } from '../containment/index.js';
+import { statfsSync, watch, type FSWatcher } from 'node:fs';
+import { cpuMs, processTree, pssBytes, residentBytes } from '../containment/index.js';
 
 export interface BrowserLimits {
   /** BROWSER_MEMORY_MB: the whole box's memory. */
@@ -30,7 +30,6 @@ export interface BrowserLimits {
 const BUSY_MS = 250;
 const IDLE_MS = 2000;
 const WALK_MS = 1000;
-const PAGE_BYTES = 4096;
 const MiB = 1024 * 1024;
 /** A private disk with less free than this (of its size) is full: Chromium's writes there fail. */
 const FULL_FRACTION = 0.02;
@@ -39,18 +38,6 @@ const FULL_FRACTION = 0.02;
 export interface CpuShare {
   usedMs: number;
   end(): void;
-}
-
-function residentBytes(pids: readonly number[]): number {
-  let pages = 0;
-  for (const p of pids) {
-    try {
-      pages += Number(readFileSync(`/proc/${p}/statm`, 'utf8').split(' ')[1]);
-    } catch {
-      // gone
-    }
-  }
-  return pages * PAGE_BYTES;
 }
 
 /** Bytes used of the tmpfs at `dir`, and its size; undefined when it cannot be read. */
