@@ -13,7 +13,7 @@
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { CatalogTool } from '../src/gateway/types.js';
-import { createDiscoveryEngine, createMemorySource } from '../src/servers/sidekick/index.js';
+import { createDiscoveryEngine, createMemorySource, createSidekickServer } from '../src/servers/sidekick/index.js';
 import { syntheticCatalog } from './discovery-catalog.js';
 import { benchContext, evalCatalog, evalQueries, evaluate, type EvalReport } from './discovery-eval.js';
 import { withLocalEmbeddings } from './discovery-real.js';
@@ -80,6 +80,7 @@ export async function run(): Promise<void> {
   const tools = [...evalTools, ...syntheticCatalog(TOTAL - evalTools.length)];
   const source = createMemorySource({ tools });
   const engine = createDiscoveryEngine(source);
+  const server = createSidekickServer(source, { engine });
   await engine.skills();
 
   out(
@@ -95,12 +96,12 @@ export async function run(): Promise<void> {
 
   const queries = latencyQueries();
   for (let i = 0; i < 300; i++)
-    await engine.callTool(ctx, 'capabilities_discover', { request: queries[i % queries.length]! });
+    await server.callTool(ctx, 'capabilities_discover', { request: queries[i % queries.length]! });
   const samples: number[] = [];
   for (let i = 0; i < ITERATIONS; i++) {
     const request = queries[i % queries.length]!;
     const s = performance.now();
-    await engine.callTool(ctx, 'capabilities_discover', { request });
+    await server.callTool(ctx, 'capabilities_discover', { request });
     samples.push(performance.now() - s);
   }
   const base: number[] = [];
@@ -143,7 +144,9 @@ async function withEmbeddings(tools: CatalogTool[], queries: string[]): Promise<
   out();
   const ctx = benchContext('org_bench_embeddings');
   await withLocalEmbeddings(async (semantic) => {
-    const engine = createDiscoveryEngine(createMemorySource({ tools }), { semantic });
+    const memory = createMemorySource({ tools });
+    const engine = createDiscoveryEngine(memory, { semantic });
+    const server = createSidekickServer(memory, { engine });
     let t0 = performance.now();
     await engine.discover(ctx, { request: 'warm up' });
     out(`with embeddings: index build (lexical part, vectors in the background): ${ms(performance.now() - t0)}`);
@@ -157,13 +160,13 @@ async function withEmbeddings(tools: CatalogTool[], queries: string[]): Promise<
     const fresh: number[] = [];
     for (const request of requests) {
       const s = performance.now();
-      await engine.callTool(ctx, 'capabilities_discover', { request });
+      await server.callTool(ctx, 'capabilities_discover', { request });
       fresh.push(performance.now() - s);
     }
     const cached: number[] = [];
     for (let i = 0; i < 2_000; i++) {
       const s = performance.now();
-      await engine.callTool(ctx, 'capabilities_discover', { request: requests[i % requests.length]! });
+      await server.callTool(ctx, 'capabilities_discover', { request: requests[i % requests.length]! });
       cached.push(performance.now() - s);
     }
     const f = percentiles(fresh);

@@ -15,6 +15,8 @@ import {
   schemasAsOpenapi,
   loadToolServers,
   generateToolTables,
+  toolSchemasAsOpenapi,
+  TOOL_TYPE_OPTIONS,
 } from './schemas.js';
 import { generatePostman } from './postman.js';
 import { generateLexicon } from './lexicon.js';
@@ -48,7 +50,12 @@ async function generate(): Promise<Output> {
       ...schemas.map((s) => `export type ${s.title} = components['schemas']['${s.title}'];`),
     ].join('\n'),
   );
-  out.add('tools/servers.ts', generateToolTables(loadToolServers(schemas)));
+  const toolServers = loadToolServers(schemas);
+  out.add(
+    'tools/types.ts',
+    TS_HEADER + astToString(await openapiTS(toolSchemasAsOpenapi(schemas, toolServers) as never, TOOL_TYPE_OPTIONS)),
+  );
+  out.add('tools/servers.ts', generateToolTables(toolServers));
 
   out.json('postman/switchyard.postman_collection.json', await generatePostman(bundle));
 

@@ -127,21 +127,108 @@ export function loadToolServers(schemas: SchemaFile[]): ToolServerDescriptor[] {
   return servers.sort((a, b) => a.path.localeCompare(b.path));
 }
 
+/**
+ * The tool schemas as a synthetic OpenAPI document for openapi-typescript, typed as a handler
+ * sees its arguments: each schema's `$defs` become components of their own (`<Title>_<def>`), so
+ * no `$defs` member appears in the typed value.
+ */
+export function toolSchemasAsOpenapi(schemas: SchemaFile[], servers: ToolServerDescriptor[]): Json {
+  const titles = new Set(servers.flatMap((s) => s.tools.flatMap((t) => [t.inputTitle, t.outputTitle])));
+  const components: Json = {};
+  const rewrite = (v: unknown, title: string): unknown => {
+    if (Array.isArray(v)) return v.map((x) => rewrite(x, title));
+    if (v && typeof v === 'object') {
+      const o: Json = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (k === '$ref' && typeof x === 'string' && x.startsWith('#/$defs/'))
+          o[k] = `#/components/schemas/${title}_${x.slice(8)}`;
+        else if (['$id', '$schema', '$defs', 'examples'].includes(k)) continue;
+        else o[k] = rewrite(x, title);
+      }
+      return o;
+    }
+    return v;
+  };
+  for (const s of schemas.filter((x) => titles.has(x.title))) {
+    components[s.title] = rewrite(s.schema, s.title);
+    for (const [name, def] of Object.entries((s.schema.$defs as Json | undefined) ?? {}))
+      components[`${s.title}_${name}`] = rewrite(def, s.title);
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Switchyard tool schemas', version: '1.0.0' },
+    paths: {},
+    components: { schemas: components },
+  };
+}
+
+/**
+ * openapi-typescript's options for tool types: the generated validators fill no defaults
+ * (validators.ts `newAjv`), so a property with a `default` stays optional in the type, and an
+ * object schema without properties is `Record<string, unknown>`.
+ */
+export const TOOL_TYPE_OPTIONS = { alphabetize: true, defaultNonNullable: false, emptyObjectsUnknown: true } as const;
+
 export function generateToolTables(servers: ToolServerDescriptor[]): string {
+  const embedded = servers.filter((s) => s.embedded);
+  const pascal = (p: string) =>
+    p
+      .split(/[^A-Za-z0-9]+/)
+      .filter(Boolean)
+      .map((w) => w[0]!.toUpperCase() + w.slice(1))
+      .join('');
   return [
     TS_HEADER,
-    `import type * as S from '../schemas/types.js';`,
+    `import type { components } from './types.js';`,
+    ``,
+    `type C = components['schemas'];`,
     ``,
     `/** Tool servers described in schemas/tools (embedded servers and application-server templates). */`,
     `export const toolServers = ${JSON.stringify(servers, null, 2)} as const;`,
     ``,
-    `/** Typed input/output of every tool, by server path and tool name. */`,
+    `/**`,
+    ` * Typed input/output of every tool, by server path and tool name, as the generated validator`,
+    ` * admits them (generated/tools/types.ts: no defaults filled, so a defaulted property is optional).`,
+    ` */`,
     `export interface ToolTypes {`,
     ...servers.flatMap((s) => [
       `  ${JSON.stringify(s.path)}: {`,
-      ...s.tools.map((t) => `    ${JSON.stringify(t.name)}: { input: S.${t.inputTitle}; output: S.${t.outputTitle} };`),
+      ...s.tools.map(
+        (t) =>
+          `    ${JSON.stringify(t.name)}: { input: C[${JSON.stringify(t.inputTitle)}]; output: C[${JSON.stringify(t.outputTitle)}] };`,
+      ),
       `  };`,
     ]),
     `}`,
+    ``,
+    `/** Paths of the servers served in-process (server.json \`embedded: true\`). */`,
+    `export type EmbeddedServerPath = ${embedded.map((s) => JSON.stringify(s.path)).join(' | ')};`,
+    ``,
+    `/** A content block of a tool result (MCP CallToolResult \`content\`). */`,
+    `export type ToolContentBlock = { type: string; [k: string]: unknown };`,
+    ``,
+    `/**`,
+    ` * What a tool handler answers: its output as \`structuredContent\` (with the same JSON as text),`,
+    ` * or the tool's own failure (\`isError: true\`, any body).`,
+    ` */`,
+    `export type ToolAnswer<O> =`,
+    `  | { content: ToolContentBlock[]; structuredContent: O; isError?: false | undefined; [k: string]: unknown }`,
+    `  | { content: ToolContentBlock[]; structuredContent?: Record<string, unknown> | undefined; isError: true; [k: string]: unknown };`,
+    ``,
+    `/**`,
+    ` * The handlers of one embedded server: one per tool of schemas/tools/<P>, none missing, none`,
+    ` * extra; each gets the tool's validated input and answers its output.`,
+    ` */`,
+    `export type ToolHandlers<P extends EmbeddedServerPath, Ctx> = {`,
+    `  readonly [T in keyof ToolTypes[P]]: (`,
+    `    args: ToolTypes[P][T] extends { input: infer I } ? I : never,`,
+    `    ctx: Ctx,`,
+    `  ) => Promise<ToolAnswer<ToolTypes[P][T] extends { output: infer O } ? O : never>>;`,
+    `};`,
+    ``,
+    ...embedded.flatMap((s) => [
+      `/** Handlers of the embedded server \`${s.path}\`. */`,
+      `export type ${pascal(s.path)}Handlers<Ctx> = ToolHandlers<${JSON.stringify(s.path)}, Ctx>;`,
+    ]),
   ].join('\n');
 }

@@ -1,11 +1,14 @@
 /**
  * Tool tables of the embedded servers, built once from the generated schemas
- * (schemas/tools → generated/tools/servers.ts), and argument validation with the generated
- * standalone validators. Invalid arguments are a validation error: JSON-RPC -32000
- * (spec Errors, "Tool gateway | validation").
+ * (schemas/tools → generated/tools/servers.ts), argument validation with the generated
+ * standalone validators, and dispatch to a server's typed handler map (`ToolHandlers`, one
+ * handler per tool, typed from the tool's schemas). Invalid arguments are a validation error:
+ * JSON-RPC -32000 (spec Errors, "Tool gateway | validation"). The validators fill no defaults
+ * (codegen/validators.ts `newAjv`): a property with a schema `default` is optional in the
+ * handler's input type, and the handler applies the default.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { toolServers } from '../../generated/tools/servers.js';
+import { toolServers, type EmbeddedServerPath, type ToolHandlers } from '../../generated/tools/servers.js';
 import * as validators from '../../generated/validators/schemas.js';
 import {
   GatewayError,
@@ -127,15 +130,38 @@ export function unknownTool(path: string, name: string): GatewayError {
   return new GatewayError(RPC.INVALID_PARAMS, `Unknown tool "${name}" on server "${path}"`, { error: 'unknown_tool' });
 }
 
+/** A handler as the dispatcher calls it, once the tool name and the arguments have been checked. */
+type CheckedHandler = (args: Record<string, unknown>, ctx: GatewayContext) => Promise<CallResult>;
+
+export interface EmbeddedServerOptions {
+  /**
+   * What a handler's thrown error stands for: the tool's own failure (a result with
+   * `isError: true`, e.g. `toolError`), or a protocol error it throws instead; `undefined`
+   * rethrows the error as it is.
+   */
+  onError?: ((err: unknown) => CallResult | undefined) | undefined;
+}
+
 /**
- * An embedded server from its schemas/tools descriptor: tools/list serves the prepared table,
- * an unknown tool is -32602, and arguments are validated (-32000) before `run` sees them.
+ * An embedded server from its schemas/tools descriptor and its handler map: tools/list serves
+ * the prepared table, an unknown tool is -32602, and arguments are validated against the tool's
+ * input schema (-32000) before its handler sees them. The map must have exactly the tools of the
+ * descriptor (the type says so; a map that does not is refused here too).
  */
-export function embeddedServer(
-  path: string,
-  run: (ctx: GatewayContext, tool: ToolDef, args: Record<string, unknown>) => Promise<CallResult>,
+export function embeddedServer<P extends EmbeddedServerPath>(
+  path: P,
+  handlers: ToolHandlers<P, GatewayContext>,
+  opts: EmbeddedServerOptions = {},
 ): ToolServer {
   const described = describedServer(path);
+  const names = Object.keys(handlers);
+  const missing = [...described.tools.keys()].filter((n) => !names.includes(n));
+  const extra = names.filter((n) => !described.tools.has(n));
+  if (missing.length || extra.length)
+    throw new Error(`handlers of ${path} do not match schemas/tools/${path}: missing [${missing}], extra [${extra}]`);
+  // The one place a handler loses its types: the dispatcher has checked the name against the
+  // descriptor and the arguments against that tool's input schema, which is the handler's input type.
+  const checked = handlers as unknown as Readonly<Record<string, CheckedHandler>>;
   return {
     path,
     name: described.name,
@@ -146,7 +172,13 @@ export function embeddedServer(
       const tool = described.tools.get(name);
       if (!tool) throw unknownTool(path, name);
       checkArguments(tool, args);
-      return run(ctx, tool.def, args);
+      try {
+        return await checked[name]!(args, ctx);
+      } catch (err) {
+        const failure = opts.onError?.(err);
+        if (failure) return failure;
+        throw err;
+      }
     },
   };
 }

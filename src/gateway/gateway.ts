@@ -107,7 +107,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   let warming: Promise<void> | undefined;
   catalog.registerEmbedded(createMcpServer(catalog));
   catalog.registerEmbedded(sidekick);
-  catalog.registerEmbedded(createGatewayServer(sidekick, catalog, usage));
+  catalog.registerEmbedded(createGatewayServer(engine, catalog, usage));
   catalog.registerEmbedded(createAgentManagementServer({ catalog, agents: opts.agents ?? unavailable('agent turns') }));
   catalog.registerEmbedded(createBrowserAutomationServer({ browser: opts.browser ?? unavailable('browser tasks') }));
   return {

@@ -32,6 +32,7 @@ export {
   RPC,
   jsonResult,
   toolError,
+  type JsonResult,
   type ToolServer,
   type ToolDef,
   type CallResult,
@@ -39,7 +40,7 @@ export {
   type GatewayServices,
 } from './types.js';
 export { forwardedHeaders } from './upstream/forwarding.js';
-export { embeddedServer, checkWith, toolDefsOf } from './embedded.js';
+export { embeddedServer, checkWith, toolDefsOf, type EmbeddedServerOptions } from './embedded.js';
 export type {
   ToolCallObserver,
   CatalogConnection,

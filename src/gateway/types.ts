@@ -127,13 +127,16 @@ export const RPC = {
   SERVER: -32000,
 } as const;
 
+/** A successful result whose structuredContent is a `T` (a tool handler's typed output). */
+export type JsonResult<T> = CallResult & { structuredContent: T; isError?: false | undefined };
+
 /** Success data in structuredContent and the same JSON in content[0].text (spec section 7). */
-export function jsonResult(data: Record<string, unknown>): CallResult {
+export function jsonResult<T extends Record<string, unknown>>(data: T): JsonResult<T> {
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
 }
 
 /** A tool's own failure: `isError: true` with a readable message. */
-export function toolError(message: string, data?: Record<string, unknown>): CallResult {
+export function toolError(message: string, data?: Record<string, unknown>): CallResult & { isError: true } {
   const body = { error: message, ...(data ?? {}) };
   return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }

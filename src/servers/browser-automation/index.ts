@@ -16,60 +16,65 @@ import {
   toolError,
   type CallResult,
   type GatewayContext,
+  type JsonResult,
   type ToolServer,
   embeddedServer,
 } from '../../gateway/index.js';
-import {
-  allLogins,
-  BrowserUnavailableError,
-  TaskError,
-  type OperatorArgs,
-  type PollArgs,
-  type ScriptArgs,
-  type BrowserService,
-} from '../../browser/index.js';
-
-const PREFIX = 'browser-automation_';
+import { allLogins, BrowserUnavailableError, TaskError, type BrowserService } from '../../browser/index.js';
+import type { BrowserAutomationHandlers, ToolTypes } from '../../../generated/tools/servers.js';
 
 /** The browser tasks the tools start and poll (src/browser/service.ts). */
 export interface BrowserAutomationDeps {
   browser: () => Pick<BrowserService, 'startScript' | 'startOperator' | 'poll'>;
 }
 
-type Tool = (ctx: GatewayContext, args: Record<string, unknown>, deps: BrowserAutomationDeps) => Promise<CallResult>;
+type Tools = ToolTypes['browser-automation'];
 
-const tools: Record<string, Tool> = {
-  async playwright_run(ctx, args, deps) {
-    return jsonResult(await deps.browser().startScript(ctx.orgId, args as unknown as ScriptArgs));
-  },
-  async playwright_run_continue(ctx, args, deps) {
-    return jsonResult(await deps.browser().poll(ctx.orgId, 'script', args as unknown as PollArgs));
-  },
-  async operator_run(ctx, args, deps) {
-    return jsonResult(await deps.browser().startOperator(ctx.orgId, args as unknown as OperatorArgs));
-  },
-  async operator_run_continue(ctx, args, deps) {
-    return jsonResult(await deps.browser().poll(ctx.orgId, 'operator', args as unknown as PollArgs));
-  },
-  async logins_list(ctx) {
-    const contexts = await allLogins(ctx.services.db, ctx.orgId);
-    return jsonResult({ count: contexts.length, contexts });
-  },
-};
+/**
+ * The browser service answers its task records as `Record<string, unknown>`; their fields are
+ * those of the tool's output schema (schemas/tools/browser-automation/*.output), which this
+ * states for the typed handler.
+ */
+function taskResult<T extends keyof Tools>(record: Record<string, unknown>): JsonResult<Tools[T]['output']> {
+  return jsonResult(record as Tools[T]['output']);
+}
+
+/** The five tools, each typed from its schemas; the task arguments go to the browser service as validated. */
+function handlers(deps: BrowserAutomationDeps): BrowserAutomationHandlers<GatewayContext> {
+  return {
+    async 'browser-automation_playwright_run'(args, ctx) {
+      return taskResult<'browser-automation_playwright_run'>(await deps.browser().startScript(ctx.orgId, args));
+    },
+    async 'browser-automation_playwright_run_continue'(args, ctx) {
+      return taskResult<'browser-automation_playwright_run_continue'>(
+        await deps.browser().poll(ctx.orgId, 'script', args),
+      );
+    },
+    async 'browser-automation_operator_run'(args, ctx) {
+      return taskResult<'browser-automation_operator_run'>(await deps.browser().startOperator(ctx.orgId, args));
+    },
+    async 'browser-automation_operator_run_continue'(args, ctx) {
+      return taskResult<'browser-automation_operator_run_continue'>(
+        await deps.browser().poll(ctx.orgId, 'operator', args),
+      );
+    },
+    async 'browser-automation_logins_list'(_args, ctx) {
+      const contexts = await allLogins(ctx.services.db, ctx.orgId);
+      return jsonResult({ count: contexts.length, contexts });
+    },
+  };
+}
+
+/** A task's refusal, or no model configured (as for agent_invoke), is the tool's answer saying what to set. */
+function onError(err: unknown): CallResult | undefined {
+  if (err instanceof TaskError) return toolError(err.message);
+  if (isAppError(err) && err.key === 'ERR_AGENT_MODEL_NOT_CONFIGURED') return toolError(err.message);
+  // A server without Chromium is a protocol error saying how to install it.
+  if (err instanceof BrowserUnavailableError)
+    throw new GatewayError(RPC.INTERNAL, err.message, { error: 'browser_unavailable' });
+  return undefined;
+}
 
 export function createBrowserAutomationServer(deps: BrowserAutomationDeps): ToolServer {
-  return embeddedServer('browser-automation', async (ctx, tool, args) => {
-    const run = tools[tool.name.slice(PREFIX.length)];
-    if (!run) throw new GatewayError(RPC.INTERNAL, `No implementation for ${tool.name}`, { error: 'internal_error' });
-    try {
-      return await run(ctx, args, deps);
-    } catch (err) {
-      if (err instanceof TaskError) return toolError(err.message);
-      // As for agent_invoke: a server without a model is the tool's answer, which says what to set.
-      if (isAppError(err) && err.key === 'ERR_AGENT_MODEL_NOT_CONFIGURED') return toolError(err.message);
-      if (err instanceof BrowserUnavailableError)
-        throw new GatewayError(RPC.INTERNAL, err.message, { error: 'browser_unavailable' });
-      throw err;
-    }
-  });
+  return embeddedServer('browser-automation', handlers(deps), { onError });
 }

@@ -62,9 +62,10 @@ export function createMcpServer(lister: ServerLister): ToolServer {
     if (!e) embeddedEntries.set(s, (e = await entryOf(ctx, s)));
     return e;
   };
-  // listServers is the server's only tool.
-  return embeddedServer('mcp', async (ctx) => {
-    const servers = await lister.visibleServers(ctx);
-    return jsonResult({ servers: await Promise.all(servers.map((s) => entry(ctx, s))) });
+  return embeddedServer('mcp', {
+    async listServers(_args, ctx) {
+      const servers = await lister.visibleServers(ctx);
+      return jsonResult({ servers: await Promise.all(servers.map((s) => entry(ctx, s))) });
+    },
   });
 }

@@ -5,13 +5,9 @@
  * Tool definitions come from the generated tool table (schemas/tools/svc-sidekick), never
  * retyped here.
  */
-import { toolServers } from '../../../generated/tools/servers.js';
 import {
-  toolDefsOf,
-  GatewayError,
+  embeddedServer,
   jsonResult,
-  RPC,
-  type CallResult,
   type DiscoverySource,
   type GatewayContext,
   type ToolServer,
@@ -53,8 +49,6 @@ export interface SidekickOptions {
 export interface DiscoveryEngine {
   discover(ctx: GatewayContext, args: unknown): Promise<DiscoverResult>;
   details(ctx: GatewayContext, args: unknown): Promise<DetailsResult>;
-  /** Runs capabilities_discover or capability_details by name; other names are -32602. */
-  callTool(ctx: GatewayContext, name: string, args: Record<string, unknown>): Promise<CallResult>;
   /** Loaded skills (after the first call or `ready()`). */
   skills(): Promise<SkillLibrary>;
   /**
@@ -136,25 +130,14 @@ export function createDiscoveryEngine(source: DiscoverySource, opts: SidekickOpt
       }
       return result;
     },
-    async callTool(ctx, name, args) {
-      if (name === DISCOVER_TOOL) return jsonResult(await engine.discover(ctx, args));
-      if (name === DETAILS_TOOL) return jsonResult(await engine.details(ctx, args));
-      throw new GatewayError(RPC.INVALID_PARAMS, `Unknown tool: ${name}`);
-    },
   };
   return engine;
 }
 
 export function createSidekickServer(source: DiscoverySource, opts: SidekickOptions = {}): ToolServer {
-  const table = toolServers.find((s) => s.path === SIDEKICK_PATH)!;
   const engine = opts.engine ?? createDiscoveryEngine(source, opts);
-  const defs = toolDefsOf(SIDEKICK_PATH);
-  return {
-    path: SIDEKICK_PATH,
-    name: table.name,
-    description: table.description,
-    embedded: true,
-    listTools: () => Promise.resolve(defs),
-    callTool: (ctx, name, args) => engine.callTool(ctx, name, args),
-  };
+  return embeddedServer(SIDEKICK_PATH, {
+    [DISCOVER_TOOL]: async (args, ctx) => jsonResult(await engine.discover(ctx, args)),
+    [DETAILS_TOOL]: async (args, ctx) => jsonResult(await engine.details(ctx, args)),
+  });
 }
