@@ -184,7 +184,8 @@ export async function runBrowserTenants(): Promise<BrowserTenantsFigures> {
     const fair = await startServer<OrgsInfo>('bench/servers/switchyard-orgs.ts', { ...env, BENCH_ORGS: '2' });
     let fairness = { idleMs: NaN, floodedMs: NaN };
     try {
-      const [a, b] = fair.info.orgs as [{ token: string }, { token: string }];
+      const a = fair.info.orgs[0]!;
+      const b = fair.info.orgs[1]!;
       const quick = 'await page.waitForTimeout(1000); return 1;';
       await Promise.all([task(fair.info.url, a.token, 'return 1'), task(fair.info.url, b.token, 'return 1')]);
       const idleMs = await task(fair.info.url, b.token, quick);

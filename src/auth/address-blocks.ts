@@ -82,7 +82,12 @@ export class AddressBlocks {
   }
 
   /** Blocks loaded from Redis, longest first; `more`: the set held further ones, ending no later than the last. */
-  protected loaded(blocks: readonly { key: string; untilMs: number }[], more: boolean, nowMs: number): void {
+  protected loaded(loaded: {
+    blocks: readonly { key: string; untilMs: number }[];
+    more: boolean;
+    nowMs: number;
+  }): void {
+    const { blocks, more, nowMs } = loaded;
     for (let i = blocks.length - 1; i >= 0; i--) {
       const block = blocks[i]!;
       this.note(block.key, block.untilMs, nowMs);
@@ -216,7 +221,7 @@ export class RedisAddressBlocks extends AddressBlocks {
     if (this.closed || epoch !== this.epoch || !this.sub?.isReady) return undefined;
     if (!answer.ok) return answer.reason;
     const blocks = answer.value.map((e) => ({ key: e.value, untilMs: Number(e.score) }));
-    this.loaded(blocks.slice(0, max), blocks.length > max, nowMs);
+    this.loaded({ blocks: blocks.slice(0, max), more: blocks.length > max, nowMs });
     this.complete = true;
     const level = this.recovering ? 'info' : 'debug';
     this.recovering = false;

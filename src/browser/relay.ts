@@ -221,14 +221,14 @@ export class BrowserRelay {
     };
     const { count, limited, leave } = this.usage.join(route.target, end);
     const objects = new ObjectTable(count);
-    const toUpstream = (data: string | Buffer, binary: boolean) => {
-      if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
-      else pending.push({ data, binary });
+    const toUpstream = (frame: { data: string | Buffer; binary: boolean }) => {
+      if (upstream.readyState === WebSocket.OPEN) upstream.send(frame.data, { binary: frame.binary });
+      else pending.push(frame);
     };
     client.on('message', (data: Buffer, isBinary) => {
       if (ended || limited()) return;
       if (!this.opts.filter) {
-        toUpstream(data, isBinary);
+        toUpstream({ data, binary: isBinary });
         return;
       }
       let msg: unknown;
@@ -243,7 +243,7 @@ export class BrowserRelay {
       }
       const screened = screenCall(msg, objects.typeOf(msg.guid), { proxy, schemes: this.opts.refuseSchemes });
       if (screened.ok) {
-        toUpstream(screened.changed ? JSON.stringify(screened.msg) : data, false);
+        toUpstream({ data: screened.changed ? JSON.stringify(screened.msg) : data, binary: false });
         return;
       }
       this.opts.log.info(

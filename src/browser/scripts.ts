@@ -12,7 +12,7 @@
  * (src/browser/relay.ts); what it sends back is checked again here.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +21,7 @@ import {
   killTree,
   launchCommand,
   RUNNER_COMMON_PATH,
+  residentBytes,
   runnerOptionsArg,
   sampleTree,
   uidOf,
@@ -72,7 +73,6 @@ const WATCH_IDLE_MS = 1000;
  * processes' memory is read.
  */
 const WALK_MS = 1000;
-const PAGE_BYTES = 4096;
 /** A runner that has not said it is ready (playwright-core loaded, user switched) by then is killed. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -270,23 +270,6 @@ function stop(runner: Runner, why: string): void {
   runner.stopped ??= why;
   killTree(runner.tree);
   runner.child.kill('SIGKILL');
-}
-
-/**
- * Resident memory of known processes (Linux /proc statm); gone ones count nothing. Read
- * synchronously: three tiny reads of procfs cost microseconds, less than a trip through the
- * thread pool that the store's queries use too.
- */
-function residentBytes(pids: readonly number[]): number {
-  let pages = 0;
-  for (const p of pids) {
-    try {
-      pages += Number(readFileSync(`/proc/${p}/statm`, 'utf8').split(' ')[1]);
-    } catch {
-      // gone
-    }
-  }
-  return pages * PAGE_BYTES;
 }
 
 /**

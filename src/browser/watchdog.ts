@@ -18,8 +18,8 @@
  * The proportional set size is also read every 5 s and handed to `onMeasure`: the pool counts it
  * against the memory budget of tenant processes (src/containment/budget.ts).
  */
-import { readFileSync, statfsSync, watch, type FSWatcher } from 'node:fs';
-import { cpuMs, processTree, pssBytes } from '../containment/index.js';
+import { statfsSync, watch, type FSWatcher } from 'node:fs';
+import { cpuMs, processTree, pssBytes, residentBytes } from '../containment/index.js';
 
 export interface BrowserLimits {
   /** BROWSER_MEMORY_MB: the whole box's memory. */
@@ -35,7 +35,6 @@ const IDLE_MS = 2000;
 const WALK_MS = 1000;
 /** The box's proportional set size is reported (`onMeasure`) at most this often. */
 const MEASURE_MS = 5000;
-const PAGE_BYTES = 4096;
 const MiB = 1024 * 1024;
 /** A private disk with less free than this (of its size) is full: Chromium's writes there fail. */
 const FULL_FRACTION = 0.02;
@@ -44,18 +43,6 @@ const FULL_FRACTION = 0.02;
 export interface CpuShare {
   usedMs: number;
   end(): void;
-}
-
-function residentBytes(pids: readonly number[]): number {
-  let pages = 0;
-  for (const p of pids) {
-    try {
-      pages += Number(readFileSync(`/proc/${p}/statm`, 'utf8').split(' ')[1]);
-    } catch {
-      // gone
-    }
-  }
-  return pages * PAGE_BYTES;
 }
 
 /** Bytes used of the tmpfs at `dir`, and its size; undefined when it cannot be read. */

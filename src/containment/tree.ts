@@ -5,6 +5,7 @@
  * measure bubblewrap. So the watchdog walks the whole tree below the child, through each
  * thread's `children` file in /proc (Linux), and measures and kills every process in it.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 
 const PAGE = 4096;
@@ -71,6 +72,23 @@ export function killTree(pids: readonly number[]): void {
       // already gone
     }
   }
+}
+
+/**
+ * Resident memory of `pids` together (Linux statm); gone processes count nothing. Read
+ * synchronously: a few tiny reads of procfs cost microseconds, less than a trip through the
+ * thread pool that the store's queries use too.
+ */
+export function residentBytes(pids: readonly number[]): number {
+  let pages = 0;
+  for (const p of pids) {
+    try {
+      pages += Number(readFileSync(`/proc/${p}/statm`, 'utf8').split(' ')[1]);
+    } catch {
+      // gone
+    }
+  }
+  return pages * PAGE;
 }
 
 /**

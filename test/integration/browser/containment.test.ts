@@ -30,7 +30,7 @@ import { ChromiumBox } from '../../../src/browser/contain.js';
 import { CHROMIUM_ARGS } from '../../../src/browser/pool.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { callTool } from '../gateway/helpers.js';
+import { startScript as start, finishedScript as finished, runScript as run } from '../../helpers/browser-tasks.js';
 import { breachAttempts, MUST_FAIL, WORKED } from '../../helpers/breach.js';
 import {
   CHROMIUM,
@@ -44,31 +44,6 @@ import {
 
 const PG_SOCKET = '/var/run/postgresql/.s.PGSQL.5432';
 const root = process.getuid?.() === 0;
-
-async function start(server: TestServer, org: TestOrg, code: string): Promise<string> {
-  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
-    code,
-    buildId: 'bld_containment',
-  });
-  if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
-  return res.structuredContent.sessionId as string;
-}
-
-async function finished(server: TestServer, org: TestOrg, sessionId: string, limitMs = 60_000): Promise<any> {
-  const until = Date.now() + limitMs;
-  for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
-      sessionId,
-    });
-    if (res.structuredContent?.status !== 'RUNNING') return res.structuredContent;
-    if (Date.now() > until) throw new Error(`task ${sessionId} still RUNNING after ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function run(server: TestServer, org: TestOrg, code: string): Promise<any> {
-  return finished(server, org, await start(server, org, code));
-}
 
 describe('browser scripts against a real service: assume breach, across organisations, Chromium contained', function () {
   this.timeout(180_000);

@@ -11,33 +11,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { callTool } from '../gateway/helpers.js';
+import { startScript as start, finishedScript as finished, runScript as run } from '../../helpers/browser-tasks.js';
 import { requireChromium } from '../../helpers/chromium.js';
 import { probeIsolation } from '../../../src/containment/index.js';
-
-async function start(server: TestServer, org: TestOrg, code: string): Promise<string> {
-  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
-    code,
-    buildId: 'bld_limits',
-  });
-  if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
-  return res.structuredContent.sessionId as string;
-}
-
-async function finished(server: TestServer, org: TestOrg, sessionId: string, limitMs = 90_000): Promise<any> {
-  const until = Date.now() + limitMs;
-  for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
-      sessionId,
-    });
-    if (res.structuredContent?.status !== 'RUNNING') return res.structuredContent;
-    if (Date.now() > until) throw new Error(`task ${sessionId} still RUNNING after ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-const run = async (server: TestServer, org: TestOrg, code: string) =>
-  finished(server, org, await start(server, org, code));
 
 describe('browser limits: memory, CPU time and disk of an organisation’s browser', function () {
   this.timeout(240_000);

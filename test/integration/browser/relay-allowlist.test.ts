@@ -28,25 +28,8 @@ import { BrowserRelay } from '../../../src/browser/relay.js';
 import { CHROMIUM_ARGS } from '../../../src/browser/pool.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { callTool } from '../gateway/helpers.js';
+import { runScript as run } from '../../helpers/browser-tasks.js';
 import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
-
-async function run(server: TestServer, org: TestOrg, code: string): Promise<any> {
-  const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
-    code,
-    buildId: 'bld_relay',
-  });
-  if (started.isError || started.code) throw new Error(JSON.stringify(started));
-  const until = Date.now() + 90_000;
-  for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
-      sessionId: started.structuredContent.sessionId,
-    });
-    if (res.structuredContent.status !== 'RUNNING') return res.structuredContent;
-    if (Date.now() > until) throw new Error('task still RUNNING');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A TCP listener on loopback that counts the connections it gets. */
 async function listener(): Promise<{ port: number; hits: () => number; close(): void }> {

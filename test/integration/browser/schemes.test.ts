@@ -23,6 +23,7 @@ import { probeIsolation } from '../../../src/containment/index.js';
 import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { startModelServer, reply, type ModelServer, type Reply } from '../../helpers/model-server.js';
 import { callTool } from '../gateway/helpers.js';
+import { runScript as run } from '../../helpers/browser-tasks.js';
 import { requireChromium } from '../../helpers/chromium.js';
 
 /** The first line of /etc/passwd on every Linux machine. */
@@ -67,23 +68,6 @@ function site(): Promise<{ url: string; close(): Promise<void> }> {
       }),
     ),
   );
-}
-
-async function run(server: TestServer, org: TestOrg, code: string): Promise<any> {
-  const started = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
-    code,
-    buildId: 'bld_schemes',
-  });
-  if (started.isError || started.code) throw new Error(JSON.stringify(started));
-  const until = Date.now() + 90_000;
-  for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
-      sessionId: started.structuredContent.sessionId,
-    });
-    if (res.structuredContent.status !== 'RUNNING') return res.structuredContent;
-    if (Date.now() > until) throw new Error('task still RUNNING');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** Script helpers: `attempt(name, fn)` records `ok: …` or `refused: <first line>` under `name` (and logs the refusal). */

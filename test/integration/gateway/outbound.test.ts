@@ -13,7 +13,6 @@
  * With the allow-list, loopback upstreams of both kinds are proxied.
  */
 import http from 'node:http';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { storeKinds, createTestStore, type TestStore } from '../../helpers/store.js';
@@ -21,42 +20,11 @@ import { startTestServer, createTestOrg, call, type TestServer, type TestOrg } f
 import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-server.js';
 import { petDocument, startPetApi, type HttpFixture } from '../../fixtures/upstreams/http-api.js';
 import { callTool, createConnection, rpc } from './helpers.js';
+import { counter } from '../upstream/setup.js';
 
 const kinds = await storeKinds();
 
 /** A loopback listener that counts the connections it receives and pipes them to `to` (127.0.0.1), if given. */
-interface Counter {
-  port: number;
-  connections: number;
-  close(): Promise<void>;
-}
-
-async function counter(host: string, to?: number): Promise<Counter> {
-  const sockets = new Set<net.Socket>();
-  const state = { connections: 0 };
-  const server = net.createServer((socket) => {
-    state.connections++;
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('close', () => sockets.delete(socket));
-    if (to === undefined) {
-      socket.end('HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
-      return;
-    }
-    const upstream = net.connect(to, '127.0.0.1');
-    upstream.on('error', () => socket.destroy());
-    socket.pipe(upstream).pipe(socket);
-    socket.on('close', () => upstream.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return Object.assign(state, {
-    port: (server.address() as AddressInfo).port,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  });
-}
 
 /** A runtime token of `org` issued by `server` (tokens name the issuing service's URL). */
 async function tokenFrom(server: TestServer, org: TestOrg): Promise<string> {
