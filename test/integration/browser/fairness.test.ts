@@ -14,31 +14,15 @@ import { expect } from 'chai';
 import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { callTool } from '../gateway/helpers.js';
 import { requireChromium } from '../../helpers/chromium.js';
+import { finishedScript, startScript } from '../../helpers/browser-tasks.js';
 import { BOX_EXPECTED_BYTES, type BrowserPool, type Lease } from '../../../src/browser/pool.js';
 import type { BudgetMember } from '../../../src/containment/index.js';
 
 const MiB = 1024 * 1024;
 
-async function start(server: TestServer, org: TestOrg, code: string): Promise<string> {
-  const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run', {
-    code,
-    buildId: 'bld_fair',
-  });
-  if (res.isError || res.code) throw new Error(`playwright_run: ${JSON.stringify(res)}`);
-  return res.structuredContent.sessionId as string;
-}
-
-async function finished(server: TestServer, org: TestOrg, sessionId: string, limitMs = 120_000): Promise<any> {
-  const until = Date.now() + limitMs;
-  for (;;) {
-    const res = await callTool(server, org.token, 'browser-automation', 'browser-automation_playwright_run_continue', {
-      sessionId,
-    });
-    if (res.structuredContent?.status !== 'RUNNING') return res.structuredContent;
-    if (Date.now() > until) throw new Error(`task ${sessionId} still RUNNING after ${limitMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const start = (server: TestServer, org: TestOrg, code: string) => startScript(server, org, code, 'bld_fair');
+const finished = (server: TestServer, org: TestOrg, sessionId: string) =>
+  finishedScript(server, org, sessionId, 120_000);
 
 /** Seconds from the task's start call to its `browser ready` log line (the log is stamped from the start). */
 function readyAfterS(log: string): number {
