@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   runs: () => import('./runs.js'),
   tracing: () => import('./tracing.js'),
   browser: () => import('./browser.js'),
+  'tenants-browser': () => import('./tenants-browser.js'),
   'discovery-real': () => import('./discovery-real.js'),
   production: () => import('./production.js'),
 };

@@ -2069,6 +2069,7 @@ export interface components {
          *       "browser": {
          *         "executable": "/usr/bin/chromium",
          *         "maxContexts": 4,
+         *         "orgMaxContexts": 2,
          *         "taskTimeoutMs": 300000,
          *         "idleMs": 60000,
          *         "adblockLists": [],
@@ -2178,6 +2179,11 @@ export interface components {
                  * @default 2048
                  */
                 memoryMb: number;
+                /**
+                 * @description BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others.
+                 * @default 2
+                 */
+                orgMaxContexts: number;
                 /** @description BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied. */
                 proxyUrl: string | null;
                 /**

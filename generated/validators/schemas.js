@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","browserTestRelayOpen","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"browserTestRelayOpen":{"type":"boolean","default":false,"description":"BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"browserTestRelayOpen":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","browserTestRelayOpen","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"browserTestRelayOpen":{"type":"boolean","default":false,"description":"BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"browserTestRelayOpen":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -2086,8 +2086,8 @@ vErrors.push(err179);
 }
 errors++;
 }
-if(data53.taskTimeoutMs === undefined){
-const err180 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+if(data53.orgMaxContexts === undefined){
+const err180 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2096,8 +2096,8 @@ vErrors.push(err180);
 }
 errors++;
 }
-if(data53.idleMs === undefined){
-const err181 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+if(data53.taskTimeoutMs === undefined){
+const err181 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2106,8 +2106,8 @@ vErrors.push(err181);
 }
 errors++;
 }
-if(data53.adblockLists === undefined){
-const err182 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(data53.idleMs === undefined){
+const err182 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2116,8 +2116,8 @@ vErrors.push(err182);
 }
 errors++;
 }
-if(data53.proxyUrl === undefined){
-const err183 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+if(data53.adblockLists === undefined){
+const err183 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2126,8 +2126,8 @@ vErrors.push(err183);
 }
 errors++;
 }
-if(data53.memoryMb === undefined){
-const err184 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
+if(data53.proxyUrl === undefined){
+const err184 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2136,8 +2136,8 @@ vErrors.push(err184);
 }
 errors++;
 }
-if(data53.diskMb === undefined){
-const err185 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
+if(data53.memoryMb === undefined){
+const err185 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2146,8 +2146,8 @@ vErrors.push(err185);
 }
 errors++;
 }
-if(data53.maxPages === undefined){
-const err186 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
+if(data53.diskMb === undefined){
+const err186 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2156,8 +2156,8 @@ vErrors.push(err186);
 }
 errors++;
 }
-if(data53.maxOpenContexts === undefined){
-const err187 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
+if(data53.maxPages === undefined){
+const err187 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2166,8 +2166,8 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data53.taskCpuMs === undefined){
-const err188 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
+if(data53.maxOpenContexts === undefined){
+const err188 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2176,9 +2176,8 @@ vErrors.push(err188);
 }
 errors++;
 }
-for(const key4 in data53){
-if(!(func1.call(schema31.properties.browser.properties, key4))){
-const err189 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data53.taskCpuMs === undefined){
+const err189 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2187,12 +2186,9 @@ vErrors.push(err189);
 }
 errors++;
 }
-}
-if(data53.executable !== undefined){
-let data54 = data53.executable;
-if(typeof data54 === "string"){
-if(func2(data54) < 1){
-const err190 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key4 in data53){
+if(!(func1.call(schema31.properties.browser.properties, key4))){
+const err190 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2202,8 +2198,11 @@ vErrors.push(err190);
 errors++;
 }
 }
-else {
-const err191 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.executable !== undefined){
+let data54 = data53.executable;
+if(typeof data54 === "string"){
+if(func2(data54) < 1){
+const err191 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2213,10 +2212,8 @@ vErrors.push(err191);
 errors++;
 }
 }
-if(data53.maxContexts !== undefined){
-let data55 = data53.maxContexts;
-if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
-const err192 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err192 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2225,9 +2222,11 @@ vErrors.push(err192);
 }
 errors++;
 }
-if((typeof data55 == "number") && (isFinite(data55))){
-if(data55 > 64 || isNaN(data55)){
-const err193 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data53.maxContexts !== undefined){
+let data55 = data53.maxContexts;
+if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
+const err193 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2236,8 +2235,9 @@ vErrors.push(err193);
 }
 errors++;
 }
-if(data55 < 1 || isNaN(data55)){
-const err194 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 > 64 || isNaN(data55)){
+const err194 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2246,12 +2246,8 @@ vErrors.push(err194);
 }
 errors++;
 }
-}
-}
-if(data53.taskTimeoutMs !== undefined){
-let data56 = data53.taskTimeoutMs;
-if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
-const err195 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data55 < 1 || isNaN(data55)){
+const err195 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2260,9 +2256,12 @@ vErrors.push(err195);
 }
 errors++;
 }
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 > 3600000 || isNaN(data56)){
-const err196 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data53.orgMaxContexts !== undefined){
+let data56 = data53.orgMaxContexts;
+if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
+const err196 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2271,8 +2270,9 @@ vErrors.push(err196);
 }
 errors++;
 }
-if(data56 < 1000 || isNaN(data56)){
-const err197 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 > 64 || isNaN(data56)){
+const err197 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2281,12 +2281,8 @@ vErrors.push(err197);
 }
 errors++;
 }
-}
-}
-if(data53.idleMs !== undefined){
-let data57 = data53.idleMs;
-if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
-const err198 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data56 < 1 || isNaN(data56)){
+const err198 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2295,9 +2291,12 @@ vErrors.push(err198);
 }
 errors++;
 }
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 > 86400000 || isNaN(data57)){
-const err199 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data53.taskTimeoutMs !== undefined){
+let data57 = data53.taskTimeoutMs;
+if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
+const err199 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2306,8 +2305,9 @@ vErrors.push(err199);
 }
 errors++;
 }
-if(data57 < 1000 || isNaN(data57)){
-const err200 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 > 3600000 || isNaN(data57)){
+const err200 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2316,17 +2316,8 @@ vErrors.push(err200);
 }
 errors++;
 }
-}
-}
-if(data53.adblockLists !== undefined){
-let data58 = data53.adblockLists;
-if(Array.isArray(data58)){
-const len2 = data58.length;
-for(let i3=0; i3<len2; i3++){
-let data59 = data58[i3];
-if(typeof data59 === "string"){
-if(func2(data59) < 1){
-const err201 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data57 < 1000 || isNaN(data57)){
+const err201 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2336,8 +2327,11 @@ vErrors.push(err201);
 errors++;
 }
 }
-else {
-const err202 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data53.idleMs !== undefined){
+let data58 = data53.idleMs;
+if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
+const err202 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2346,10 +2340,9 @@ vErrors.push(err202);
 }
 errors++;
 }
-}
-}
-else {
-const err203 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data58 == "number") && (isFinite(data58))){
+if(data58 > 86400000 || isNaN(data58)){
+const err203 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2358,11 +2351,8 @@ vErrors.push(err203);
 }
 errors++;
 }
-}
-if(data53.proxyUrl !== undefined){
-let data60 = data53.proxyUrl;
-if((typeof data60 !== "string") && (data60 !== null)){
-const err204 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+if(data58 < 1000 || isNaN(data58)){
+const err204 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2371,9 +2361,17 @@ vErrors.push(err204);
 }
 errors++;
 }
+}
+}
+if(data53.adblockLists !== undefined){
+let data59 = data53.adblockLists;
+if(Array.isArray(data59)){
+const len2 = data59.length;
+for(let i3=0; i3<len2; i3++){
+let data60 = data59[i3];
 if(typeof data60 === "string"){
-if(!pattern14.test(data60)){
-const err205 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if(func2(data60) < 1){
+const err205 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2383,11 +2381,8 @@ vErrors.push(err205);
 errors++;
 }
 }
-}
-if(data53.memoryMb !== undefined){
-let data61 = data53.memoryMb;
-if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
-const err206 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err206 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2396,9 +2391,10 @@ vErrors.push(err206);
 }
 errors++;
 }
-if((typeof data61 == "number") && (isFinite(data61))){
-if(data61 > 1048576 || isNaN(data61)){
-const err207 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+}
+else {
+const err207 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2407,8 +2403,11 @@ vErrors.push(err207);
 }
 errors++;
 }
-if(data61 < 256 || isNaN(data61)){
-const err208 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+}
+if(data53.proxyUrl !== undefined){
+let data61 = data53.proxyUrl;
+if((typeof data61 !== "string") && (data61 !== null)){
+const err208 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -2417,12 +2416,9 @@ vErrors.push(err208);
 }
 errors++;
 }
-}
-}
-if(data53.diskMb !== undefined){
-let data62 = data53.diskMb;
-if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
-const err209 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data61 === "string"){
+if(!pattern14.test(data61)){
+const err209 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -2431,9 +2427,12 @@ vErrors.push(err209);
 }
 errors++;
 }
-if((typeof data62 == "number") && (isFinite(data62))){
-if(data62 > 1048576 || isNaN(data62)){
-const err210 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+}
+if(data53.memoryMb !== undefined){
+let data62 = data53.memoryMb;
+if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
+const err210 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -2442,8 +2441,9 @@ vErrors.push(err210);
 }
 errors++;
 }
-if(data62 < 64 || isNaN(data62)){
-const err211 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
+if((typeof data62 == "number") && (isFinite(data62))){
+if(data62 > 1048576 || isNaN(data62)){
+const err211 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -2452,12 +2452,8 @@ vErrors.push(err211);
 }
 errors++;
 }
-}
-}
-if(data53.maxPages !== undefined){
-let data63 = data53.maxPages;
-if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
-const err212 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data62 < 256 || isNaN(data62)){
+const err212 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -2466,9 +2462,12 @@ vErrors.push(err212);
 }
 errors++;
 }
-if((typeof data63 == "number") && (isFinite(data63))){
-if(data63 > 10000 || isNaN(data63)){
-const err213 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data53.diskMb !== undefined){
+let data63 = data53.diskMb;
+if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
+const err213 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -2477,8 +2476,9 @@ vErrors.push(err213);
 }
 errors++;
 }
-if(data63 < 1 || isNaN(data63)){
-const err214 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data63 == "number") && (isFinite(data63))){
+if(data63 > 1048576 || isNaN(data63)){
+const err214 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -2487,12 +2487,8 @@ vErrors.push(err214);
 }
 errors++;
 }
-}
-}
-if(data53.maxOpenContexts !== undefined){
-let data64 = data53.maxOpenContexts;
-if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
-const err215 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data63 < 64 || isNaN(data63)){
+const err215 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -2501,9 +2497,12 @@ vErrors.push(err215);
 }
 errors++;
 }
-if((typeof data64 == "number") && (isFinite(data64))){
-if(data64 > 10000 || isNaN(data64)){
-const err216 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data53.maxPages !== undefined){
+let data64 = data53.maxPages;
+if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
+const err216 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -2512,8 +2511,9 @@ vErrors.push(err216);
 }
 errors++;
 }
-if(data64 < 2 || isNaN(data64)){
-const err217 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 > 10000 || isNaN(data64)){
+const err217 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -2522,12 +2522,8 @@ vErrors.push(err217);
 }
 errors++;
 }
-}
-}
-if(data53.taskCpuMs !== undefined){
-let data65 = data53.taskCpuMs;
-if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
-const err218 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data64 < 1 || isNaN(data64)){
+const err218 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -2536,9 +2532,12 @@ vErrors.push(err218);
 }
 errors++;
 }
-if((typeof data65 == "number") && (isFinite(data65))){
-if(data65 > 86400000 || isNaN(data65)){
-const err219 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data53.maxOpenContexts !== undefined){
+let data65 = data53.maxOpenContexts;
+if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
+const err219 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -2547,8 +2546,9 @@ vErrors.push(err219);
 }
 errors++;
 }
-if(data65 < 100 || isNaN(data65)){
-const err220 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data65 == "number") && (isFinite(data65))){
+if(data65 > 10000 || isNaN(data65)){
+const err220 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -2557,11 +2557,8 @@ vErrors.push(err220);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err221 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data65 < 2 || isNaN(data65)){
+const err221 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -2571,11 +2568,11 @@ vErrors.push(err221);
 errors++;
 }
 }
-if(data.discovery !== undefined){
-let data66 = data.discovery;
-if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
-if(data66.embeddingsUrl === undefined){
-const err222 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+}
+if(data53.taskCpuMs !== undefined){
+let data66 = data53.taskCpuMs;
+if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
+const err222 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -2584,8 +2581,9 @@ vErrors.push(err222);
 }
 errors++;
 }
-if(data66.embeddingsModel === undefined){
-const err223 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+if((typeof data66 == "number") && (isFinite(data66))){
+if(data66 > 86400000 || isNaN(data66)){
+const err223 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -2594,8 +2592,8 @@ vErrors.push(err223);
 }
 errors++;
 }
-if(data66.embeddingsBudgetMs === undefined){
-const err224 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+if(data66 < 100 || isNaN(data66)){
+const err224 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -2604,8 +2602,11 @@ vErrors.push(err224);
 }
 errors++;
 }
-if(data66.learning === undefined){
-const err225 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+}
+}
+}
+else {
+const err225 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -2614,9 +2615,12 @@ vErrors.push(err225);
 }
 errors++;
 }
-for(const key5 in data66){
-if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
-const err226 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+if(data.discovery !== undefined){
+let data67 = data.discovery;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+if(data67.embeddingsUrl === undefined){
+const err226 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -2625,11 +2629,8 @@ vErrors.push(err226);
 }
 errors++;
 }
-}
-if(data66.embeddingsUrl !== undefined){
-let data67 = data66.embeddingsUrl;
-if((typeof data67 !== "string") && (data67 !== null)){
-const err227 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if(data67.embeddingsModel === undefined){
+const err227 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -2638,9 +2639,8 @@ vErrors.push(err227);
 }
 errors++;
 }
-if(typeof data67 === "string"){
-if(!(formats0(data67))){
-const err228 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data67.embeddingsBudgetMs === undefined){
+const err228 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -2649,13 +2649,8 @@ vErrors.push(err228);
 }
 errors++;
 }
-}
-}
-if(data66.embeddingsModel !== undefined){
-let data68 = data66.embeddingsModel;
-if(typeof data68 === "string"){
-if(func2(data68) < 1){
-const err229 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data67.learning === undefined){
+const err229 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -2664,9 +2659,9 @@ vErrors.push(err229);
 }
 errors++;
 }
-}
-else {
-const err230 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key5 in data67){
+if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
+const err230 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -2676,10 +2671,10 @@ vErrors.push(err230);
 errors++;
 }
 }
-if(data66.embeddingsBudgetMs !== undefined){
-let data69 = data66.embeddingsBudgetMs;
-if(!(((typeof data69 == "number") && (!(data69 % 1) && !isNaN(data69))) && (isFinite(data69)))){
-const err231 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data67.embeddingsUrl !== undefined){
+let data68 = data67.embeddingsUrl;
+if((typeof data68 !== "string") && (data68 !== null)){
+const err231 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -2688,9 +2683,9 @@ vErrors.push(err231);
 }
 errors++;
 }
-if((typeof data69 == "number") && (isFinite(data69))){
-if(data69 > 60000 || isNaN(data69)){
-const err232 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+if(typeof data68 === "string"){
+if(!(formats0(data68))){
+const err232 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -2699,8 +2694,13 @@ vErrors.push(err232);
 }
 errors++;
 }
-if(data69 < 10 || isNaN(data69)){
-const err233 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+}
+if(data67.embeddingsModel !== undefined){
+let data69 = data67.embeddingsModel;
+if(typeof data69 === "string"){
+if(func2(data69) < 1){
+const err233 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -2710,10 +2710,8 @@ vErrors.push(err233);
 errors++;
 }
 }
-}
-if(data66.learning !== undefined){
-if(typeof data66.learning !== "boolean"){
-const err234 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err234 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -2723,9 +2721,10 @@ vErrors.push(err234);
 errors++;
 }
 }
-}
-else {
-const err235 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data67.embeddingsBudgetMs !== undefined){
+let data70 = data67.embeddingsBudgetMs;
+if(!(((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70))) && (isFinite(data70)))){
+const err235 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -2734,11 +2733,9 @@ vErrors.push(err235);
 }
 errors++;
 }
-}
-if(data.metricsPort !== undefined){
-let data71 = data.metricsPort;
-if((!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))) && (data71 !== null)){
-const err236 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if((typeof data70 == "number") && (isFinite(data70))){
+if(data70 > 60000 || isNaN(data70)){
+const err236 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -2747,9 +2744,8 @@ vErrors.push(err236);
 }
 errors++;
 }
-if((typeof data71 == "number") && (isFinite(data71))){
-if(data71 > 65535 || isNaN(data71)){
-const err237 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(data70 < 10 || isNaN(data70)){
+const err237 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -2758,8 +2754,11 @@ vErrors.push(err237);
 }
 errors++;
 }
-if(data71 < 1 || isNaN(data71)){
-const err238 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data67.learning !== undefined){
+if(typeof data67.learning !== "boolean"){
+const err238 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -2770,11 +2769,8 @@ errors++;
 }
 }
 }
-if(data.metricsHost !== undefined){
-let data72 = data.metricsHost;
-if(typeof data72 === "string"){
-if(func2(data72) < 1){
-const err239 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err239 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -2784,8 +2780,10 @@ vErrors.push(err239);
 errors++;
 }
 }
-else {
-const err240 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.metricsPort !== undefined){
+let data72 = data.metricsPort;
+if((!(((typeof data72 == "number") && (!(data72 % 1) && !isNaN(data72))) && (isFinite(data72)))) && (data72 !== null)){
+const err240 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -2794,11 +2792,9 @@ vErrors.push(err240);
 }
 errors++;
 }
-}
-if(data.shutdownGraceMs !== undefined){
-let data73 = data.shutdownGraceMs;
-if(!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))){
-const err241 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data72 == "number") && (isFinite(data72))){
+if(data72 > 65535 || isNaN(data72)){
+const err241 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -2807,9 +2803,8 @@ vErrors.push(err241);
 }
 errors++;
 }
-if((typeof data73 == "number") && (isFinite(data73))){
-if(data73 > 3600000 || isNaN(data73)){
-const err242 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data72 < 1 || isNaN(data72)){
+const err242 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -2818,8 +2813,13 @@ vErrors.push(err242);
 }
 errors++;
 }
-if(data73 < 0 || isNaN(data73)){
-const err243 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data.metricsHost !== undefined){
+let data73 = data.metricsHost;
+if(typeof data73 === "string"){
+if(func2(data73) < 1){
+const err243 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -2829,12 +2829,8 @@ vErrors.push(err243);
 errors++;
 }
 }
-}
-if(data.tracing !== undefined){
-let data74 = data.tracing;
-if(data74 && typeof data74 == "object" && !Array.isArray(data74)){
-if(data74.enabled === undefined){
-const err244 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+else {
+const err244 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -2843,8 +2839,11 @@ vErrors.push(err244);
 }
 errors++;
 }
-if(data74.disabled === undefined){
-const err245 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+}
+if(data.shutdownGraceMs !== undefined){
+let data74 = data.shutdownGraceMs;
+if(!(((typeof data74 == "number") && (!(data74 % 1) && !isNaN(data74))) && (isFinite(data74)))){
+const err245 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -2853,8 +2852,9 @@ vErrors.push(err245);
 }
 errors++;
 }
-if(data74.serviceName === undefined){
-const err246 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if((typeof data74 == "number") && (isFinite(data74))){
+if(data74 > 3600000 || isNaN(data74)){
+const err246 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -2863,9 +2863,8 @@ vErrors.push(err246);
 }
 errors++;
 }
-for(const key6 in data74){
-if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
-const err247 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(data74 < 0 || isNaN(data74)){
+const err247 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -2875,9 +2874,12 @@ vErrors.push(err247);
 errors++;
 }
 }
-if(data74.enabled !== undefined){
-if(typeof data74.enabled !== "boolean"){
-const err248 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.tracing !== undefined){
+let data75 = data.tracing;
+if(data75 && typeof data75 == "object" && !Array.isArray(data75)){
+if(data75.enabled === undefined){
+const err248 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -2886,10 +2888,8 @@ vErrors.push(err248);
 }
 errors++;
 }
-}
-if(data74.disabled !== undefined){
-if(typeof data74.disabled !== "boolean"){
-const err249 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data75.disabled === undefined){
+const err249 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -2898,12 +2898,8 @@ vErrors.push(err249);
 }
 errors++;
 }
-}
-if(data74.serviceName !== undefined){
-let data77 = data74.serviceName;
-if(typeof data77 === "string"){
-if(func2(data77) < 1){
-const err250 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data75.serviceName === undefined){
+const err250 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -2912,9 +2908,9 @@ vErrors.push(err250);
 }
 errors++;
 }
-}
-else {
-const err251 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key6 in data75){
+if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
+const err251 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -2924,9 +2920,9 @@ vErrors.push(err251);
 errors++;
 }
 }
-}
-else {
-const err252 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data75.enabled !== undefined){
+if(typeof data75.enabled !== "boolean"){
+const err252 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -2936,14 +2932,63 @@ vErrors.push(err252);
 errors++;
 }
 }
-}
-else {
-const err253 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data75.disabled !== undefined){
+if(typeof data75.disabled !== "boolean"){
+const err253 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err253];
 }
 else {
 vErrors.push(err253);
+}
+errors++;
+}
+}
+if(data75.serviceName !== undefined){
+let data78 = data75.serviceName;
+if(typeof data78 === "string"){
+if(func2(data78) < 1){
+const err254 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err254];
+}
+else {
+vErrors.push(err254);
+}
+errors++;
+}
+}
+else {
+const err255 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err255];
+}
+else {
+vErrors.push(err255);
+}
+errors++;
+}
+}
+}
+else {
+const err256 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err256];
+}
+else {
+vErrors.push(err256);
+}
+errors++;
+}
+}
+}
+else {
+const err257 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err257];
+}
+else {
+vErrors.push(err257);
 }
 errors++;
 }

@@ -19,7 +19,7 @@ import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId } from '../kernel/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
 import { withSpan } from '../kernel/tracing.js';
-import { BrowserPool, BrowserUnavailableError, type PoolProxy } from './pool.js';
+import { BrowserNoRoomError, BrowserPool, BrowserUnavailableError, type PoolProxy } from './pool.js';
 import { ChromiumBox } from './contain.js';
 import { GuardedProxy } from './proxy.js';
 import { BrowserRelay } from './relay.js';
@@ -223,7 +223,9 @@ export class BrowserService {
         taskCpuMs: config.browser.taskCpuMs,
       },
       maxContexts: config.browser.maxContexts,
+      orgMaxContexts: config.browser.orgMaxContexts,
       idleMs: config.browser.idleMs,
+      budget: deps.budget,
       log: deps.log,
     });
     deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
@@ -529,9 +531,13 @@ export class BrowserService {
       lease = await this.pool.acquire(orgId, t.limit);
     } catch (err) {
       if (err instanceof BrowserUnavailableError || this.stopping.signal.aborted) throw err;
-      const why = t.limit.aborted
-        ? `No browser became free within the task's time limit (${Math.round(this.deps.config.browser.taskTimeoutMs / 1000)} s).`
-        : `The task could not start a browser: ${(err as Error).message}`;
+      const limitS = Math.round(this.deps.config.browser.taskTimeoutMs / 1000);
+      const why =
+        err instanceof BrowserNoRoomError
+          ? `No browser became free within the task's time limit (${limitS} s): ${err.message}.`
+          : t.limit.aborted
+            ? `No browser became free within the task's time limit (${limitS} s).`
+            : `The task could not start a browser: ${(err as Error).message}`;
       return { ok: false, result: why, files: [] };
     }
     try {

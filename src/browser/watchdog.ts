@@ -14,6 +14,9 @@
  * the limit. A download fills the disk faster than any poll looks, and Chromium removes it once
  * a write fails, so the fill of the private disk is also looked at on every change in the
  * downloads folder (inotify, through the box's root in /proc).
+ *
+ * The proportional set size is also read every 5 s and handed to `onMeasure`: the pool counts it
+ * against the memory budget of tenant processes (src/containment/budget.ts).
  */
 import { statfsSync, watch, type FSWatcher } from 'node:fs';
 import { cpuMs, processTree, pssBytes, residentBytes } from '../containment/index.js';
@@ -30,6 +33,8 @@ export interface BrowserLimits {
 const BUSY_MS = 250;
 const IDLE_MS = 2000;
 const WALK_MS = 1000;
+/** The box's proportional set size is reported (`onMeasure`) at most this often. */
+const MEASURE_MS = 5000;
 const MiB = 1024 * 1024;
 /** A private disk with less free than this (of its size) is full: Chromium's writes there fail. */
 const FULL_FRACTION = 0.02;
@@ -55,6 +60,7 @@ export class BrowserWatchdog {
   private tree: number[] = [];
   private walked = 0;
   private cpuSeen = -1;
+  private measured = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private looking = false;
@@ -63,11 +69,14 @@ export class BrowserWatchdog {
   /**
    * `pid`: the box's first process. `namespaces`: the box has mount namespaces of its own (its
    * first two processes are bubblewrap's), so its private disk is seen through the third's root.
+   * `onMeasure`: the box's proportional set size in bytes, every 5 s and whenever it is read for
+   * the memory limit.
    */
   constructor(
     private readonly box: { pid: number; namespaces: boolean },
     private readonly limits: BrowserLimits,
     private readonly onBreach: (reason: string) => void,
+    private readonly onMeasure?: (bytes: number) => void,
   ) {
     if (process.platform === 'linux') this.arm(0);
   }
@@ -145,9 +154,12 @@ export class BrowserWatchdog {
       this.tree = await processTree(this.box.pid);
     }
     const { memoryBytes, taskCpuMs } = this.limits;
-    if (residentBytes(this.tree) > memoryBytes) {
+    const over = residentBytes(this.tree) > memoryBytes;
+    if (over || (this.onMeasure && Date.now() - this.measured >= MEASURE_MS)) {
       const pss = await pssBytes(this.tree);
-      if (pss > memoryBytes)
+      this.measured = Date.now();
+      if (pss > 0) this.onMeasure?.(pss);
+      if (over && pss > memoryBytes)
         return `used more than ${Math.round(memoryBytes / MiB)} MiB of memory (${Math.round(pss / MiB)} MiB; BROWSER_MEMORY_MB)`;
     }
     const inside = this.box.namespaces ? this.tree[2] : undefined;

@@ -69,6 +69,11 @@ export const defaults = {
    */
   browserExecutable: '/usr/bin/chromium',
   browserMaxContexts: 4,
+  /**
+   * Browser tasks of one organisation at once: half of BROWSER_MAX_CONTEXTS, at least one, so an
+   * organisation with many tasks always leaves the other half of the slots to the others.
+   */
+  browserOrgMaxContexts: (maxContexts: number): number => Math.max(1, Math.floor(maxContexts / 2)),
   browserTaskTimeoutMs: 300_000,
   browserIdleMs: 60_000,
   /**

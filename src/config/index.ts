@@ -95,7 +95,10 @@ export interface Config {
   /** Browser automation (src/browser). */
   browser: {
     executable: string;
+    /** BROWSER_MAX_CONTEXTS: browser tasks this process runs at once. */
     maxContexts: number;
+    /** BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once. */
+    orgMaxContexts: number;
     taskTimeoutMs: number;
     idleMs: number;
     adblockLists: string[];
@@ -204,6 +207,23 @@ function intEnv(
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
   return n;
+}
+
+/**
+ * BROWSER_MAX_CONTEXTS and BROWSER_ORG_MAX_CONTEXTS: the organisation cap defaults to half the
+ * slots (at least one), so one organisation's tasks always leave the other half to the rest.
+ */
+function browserSlots(env: NodeJS.ProcessEnv): { maxContexts: number; orgMaxContexts: number } {
+  const maxContexts = intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, { min: 1, max: 64 });
+  const orgMaxContexts = intEnv(env, 'BROWSER_ORG_MAX_CONTEXTS', defaults.browserOrgMaxContexts(maxContexts), {
+    min: 1,
+    max: 64,
+  });
+  if (orgMaxContexts > maxContexts)
+    throw new ConfigError(
+      `BROWSER_ORG_MAX_CONTEXTS (${orgMaxContexts}) must not be more than BROWSER_MAX_CONTEXTS (${maxContexts}): one organisation's tasks cannot have more slots than the process has`,
+    );
+  return { maxContexts, orgMaxContexts };
 }
 
 function urlEnv(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
@@ -431,7 +451,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundAllowlist: outboundAllowlist(env),
     browser: {
       executable: env.BROWSER_EXECUTABLE || defaults.browserExecutable,
-      maxContexts: intEnv(env, 'BROWSER_MAX_CONTEXTS', defaults.browserMaxContexts, { min: 1, max: 64 }),
+      ...browserSlots(env),
       taskTimeoutMs: intEnv(env, 'BROWSER_TASK_TIMEOUT_MS', defaults.browserTaskTimeoutMs, {
         min: 1000,
         max: 3_600_000,

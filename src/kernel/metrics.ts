@@ -205,7 +205,7 @@ export const browserTasks = new Counter({
 
 export const browserPool = sampledGauge({
   name: 'switchyard_browser_pool',
-  help: 'The browser pool of this process: running Chromium browsers, task slots in use (BROWSER_MAX_CONTEXTS bounds them) and tasks waiting for one.',
+  help: 'The browser pool of this process: running Chromium browsers, task slots in use (BROWSER_MAX_CONTEXTS bounds them) and tasks waiting for one or for room in the memory budget.',
   labelNames: ['state'] as const,
 });
 

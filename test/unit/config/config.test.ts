@@ -81,6 +81,18 @@ describe('config', () => {
     });
   });
 
+  it('browser slots: 4 per process, half of them per organisation unless BROWSER_ORG_MAX_CONTEXTS says otherwise', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).browser).to.include({ maxContexts: 4, orgMaxContexts: 2 });
+    expect(loadConfig({ DATA_DIR: dataDir(), BROWSER_MAX_CONTEXTS: '1' }).browser).to.include({
+      maxContexts: 1,
+      orgMaxContexts: 1,
+    });
+    expect(loadConfig({ DATA_DIR: dataDir(), BROWSER_MAX_CONTEXTS: '7' }).browser.orgMaxContexts).to.equal(3);
+    expect(
+      loadConfig({ DATA_DIR: dataDir(), BROWSER_MAX_CONTEXTS: '6', BROWSER_ORG_MAX_CONTEXTS: '6' }).browser,
+    ).to.include({ maxContexts: 6, orgMaxContexts: 6 });
+  });
+
   it('CODE_ISOLATION is auto unless set; the breach switches are honoured only under NODE_ENV=test', () => {
     expect(loadConfig({ DATA_DIR: dataDir() })).to.include({
       codeIsolation: 'auto',
@@ -136,6 +148,12 @@ describe('config', () => {
     ['a gateway upstream timeout under 100 ms', { GATEWAY_UPSTREAM_TIMEOUT_MS: '5' }, 'GATEWAY_UPSTREAM_TIMEOUT_MS'],
     ['a sandbox process that serves no execution', { SANDBOX_MAX_EXECUTIONS: '0' }, 'SANDBOX_MAX_EXECUTIONS'],
     ['a bad context reuse switch', { SANDBOX_REUSE_CONTEXTS: 'sometimes' }, 'SANDBOX_REUSE_CONTEXTS'],
+    [
+      'an organisation cap on browser tasks over the process cap',
+      { BROWSER_MAX_CONTEXTS: '4', BROWSER_ORG_MAX_CONTEXTS: '5' },
+      'BROWSER_ORG_MAX_CONTEXTS (5) must not be more than BROWSER_MAX_CONTEXTS (4)',
+    ],
+    ['no browser slot for an organisation', { BROWSER_ORG_MAX_CONTEXTS: '0' }, 'BROWSER_ORG_MAX_CONTEXTS'],
     ['an unknown isolation mode', { CODE_ISOLATION: 'none' }, 'CODE_ISOLATION must be auto, strict or process'],
     [
       'a bad structured-output switch',

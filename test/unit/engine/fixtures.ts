@@ -82,6 +82,7 @@ export function testConfig(): Config {
     browser: {
       executable: '/usr/bin/chromium',
       maxContexts: 2,
+      orgMaxContexts: 1,
       taskTimeoutMs: 60_000,
       idleMs: 60_000,
       adblockLists: [],
