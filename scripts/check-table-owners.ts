@@ -60,8 +60,7 @@ const TABLE_ARG = /^([A-Za-z_]\w*)(?:\s+as\s+\w+)?$/i;
 /** A string that is SQL, not prose: a statement shape, not a lone keyword. */
 const SQL_SHAPE =
   /\bselect\b[\s\S]*\bfrom\b|\binsert\s+into\b|\bupdate\s+"?\w+"?\s+(?:as\s+\w+\s+|\w+\s+)?set\b|\bdelete\s+from\b|\b(?:create|alter|drop)\s+table\b/i;
-const SQL_TABLE =
-  /\b(?:from|into|update|join|table(?:\s+if\s+(?:not\s+)?exists)?)\s+"?([A-Za-z_]\w*)"?/gi;
+const SQL_TABLE = /\b(?:from|into|update|join|table(?:\s+if\s+(?:not\s+)?exists)?)\s+"?([A-Za-z_]\w*)"?/gi;
 
 /** The context a file belongs to, from its path relative to src/; undefined when exempt. */
 export function contextOf(pathInSrc: string): string | undefined {

@@ -106,8 +106,7 @@ export async function currentWorkflowVersion(
   automationId: string,
 ): Promise<number | undefined> {
   const row = (await db('workflows').where({ id: automationId, org_id: orgId }).first('version')) as
-    | { version: number | string }
-    | undefined;
+    { version: number | string } | undefined;
   return row ? Number(row.version) : undefined;
 }
 

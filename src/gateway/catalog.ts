@@ -1,8 +1,8 @@
 /**
  * The servers an organisation sees at `{mcp_url}/<path>` (spec section 7): the embedded
  * servers plus its application servers, resolved per call from a per-process memo. The
- * process that changes a registration or a connection forgets the organisation's entries at
- * once (`forgetOrg`); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
+ * owners' write functions of registrations, connections and collections forget the
+ * organisation's entries at once in the process that writes (`forgetOrg`, src/storage/changes.ts); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
  * bound already promised for key revocation). It is also discovery's source: every tool of
  * every server, the connections and the resources, with a cheap fingerprint that changes
  * when any of them does.
@@ -53,7 +53,7 @@ export class GatewayCatalog implements DiscoverySource {
     this.embedded.set(server.path, metered(server, server.path));
   }
 
-  /** After a registration or connection change in this process. */
+  /** After a registration, connection or collection change in this process (told by their owners' writes). */
   forgetOrg(orgId: string): void {
     this.orgs.delete(orgId);
     this.fingerprints.delete(orgId);

@@ -13,10 +13,7 @@ import type { RunStatus } from './states.js';
 
 /** For `.whereExists(...)`: the run named by `runIdColumn` is in one of `statuses`. */
 export function runStatusIn(db: Knex, runIdColumn: string, statuses: readonly RunStatus[]): Knex.QueryBuilder {
-  return db('runs')
-    .select(db.raw('1'))
-    .whereRaw('runs.id = ??', [runIdColumn])
-    .whereIn('runs.status', statuses);
+  return db('runs').select(db.raw('1')).whereRaw('runs.id = ??', [runIdColumn]).whereIn('runs.status', statuses);
 }
 
 /** For `.select(runStatusOf(db, 'qi.run_id').as('run_status'))`: the status of the run named by `runIdColumn`. */
@@ -64,7 +61,8 @@ export async function fileSummaries(db: Knex, orgId: string, fileIds: readonly s
       mime_type: string;
       size: number | string;
     }[];
-    for (const r of rows) byId.set(r.id, { id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) });
+    for (const r of rows)
+      byId.set(r.id, { id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) });
   }
   return fileIds.flatMap((id) => byId.get(id) ?? []);
 }
