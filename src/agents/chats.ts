@@ -9,6 +9,7 @@ import type { ModelMessage } from 'ai';
 import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { decodeCursor, encodeCursor } from '../kernel/page.js';
+import { fileSummaries } from '../runs/index.js';
 
 export interface ChatRecord {
   chatId: string;
@@ -323,15 +324,10 @@ export async function listChatFiles(
   orgId: string,
   chatId: string,
 ): Promise<{ id: string; filename: string; mimeType: string; size: number }[]> {
-  const rows = (await db('chat_files as c')
-    .join('files as f', 'f.id', 'c.file_id')
-    .where({ 'c.org_id': orgId, 'c.chat_id': chatId })
-    .orderBy('c.file_id', 'asc')
-    .select('f.id', 'f.filename', 'f.mime_type', 'f.size')) as {
-    id: string;
-    filename: string;
-    mime_type: string;
-    size: number | string;
-  }[];
-  return rows.map((r) => ({ id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) }));
+  const fileIds = (await db('chat_files')
+    .where({ org_id: orgId, chat_id: chatId })
+    .orderBy('file_id', 'asc')
+    .pluck('file_id')) as string[];
+  // The file records are the runs context's (`files`).
+  return fileSummaries(db, orgId, fileIds);
 }

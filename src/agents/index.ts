@@ -50,6 +50,7 @@ export { agentInvoker } from './step-invoker.js';
 export { createChatOrder } from './chat-order.js';
 export {
   createChannel,
+  getChannel,
   channelEtag,
   channelView,
   deleteChannel,

@@ -6,6 +6,7 @@ import { newId, nowIso } from '../kernel/ids.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { generateSecret, hashSecret, safeEqual } from '../kernel/crypto.js';
 import { touchLastUsed } from './usage.js';
+import { tableChanged, watchTables } from '../storage/changes.js';
 
 /**
  * Trigger API keys per organisation (spec "Authentication" 1: header `X-API-KEY`, or the path
@@ -74,26 +75,26 @@ export async function getApiKey(db: Knex, orgId: string, id: string): Promise<Ap
   return row ? toView(row) : null;
 }
 
-/** Idempotent; a revoked key fails verification from the next request on (no cache). */
 /**
- * Refused with 409 when it is the organisation's last active key while an enabled trigger
- * still needs one (./last-active.ts); with no enabled trigger the last key may go.
+ * Idempotent; a revoked key fails verification from the next request on in this process (the
+ * ApiKeyVerifier watches `api_keys`) and within its TTL in every other one. Refused with 409
+ * when it is the organisation's last active key while an enabled trigger still needs one
+ * (./last-active.ts); with no enabled trigger the last key may go. Whether a trigger needs one
+ * is the triggers context's answer (`triggersNeedKey`, its `hasEnabledTriggers`): auth sits
+ * below triggers and does not read their table.
  */
 export async function revokeApiKey(
   db: Knex,
   orgId: string,
   id: string,
-  opts: { force?: boolean } = {},
+  opts: { force?: boolean; triggersNeedKey: (trx: Knex.Transaction, orgId: string) => Promise<boolean> },
 ): Promise<ApiKeyView | null> {
   const outcome = await revokeUnlessLast(db, 'api_keys', {
     orgId,
     id,
-    guard: {
-      force: opts.force,
-      refusal: 'ERR_LAST_API_KEY',
-      stillNeeded: async (trx, org) => Boolean(await trx('triggers').where({ org_id: org, enabled: true }).first('id')),
-    },
+    guard: { force: opts.force, refusal: 'ERR_LAST_API_KEY', stillNeeded: opts.triggersNeedKey },
   });
+  if (outcome === 'revoked') tableChanged(db, 'api_keys', orgId);
   return outcome === 'missing' ? null : getApiKey(db, orgId, id);
 }
 
@@ -120,7 +121,7 @@ export async function verifyApiKey(
 /**
  * Per-process memo of `verifyApiKey` for the trigger hot path. Our rule for revocation (as
  * for credentials): a revoked key stops working within `ttlMs` (≤ 5 s) in every process, and
- * at once in the process that revoked it (`forget`). Unknown keys are remembered too, so a
+ * at once in the process that revoked it (`forgetOrg`, told by `revokeApiKey`). Unknown keys are remembered too, so a
  * caller hammering with a wrong key does not reach the store on every request.
  */
 export class ApiKeyVerifier {
@@ -132,6 +133,7 @@ export class ApiKeyVerifier {
     private readonly log?: Logger,
   ) {
     this.memo = new TtlMemo(ttlMs);
+    watchTables(db, ['api_keys'], this);
   }
 
   verify(secret: string): Promise<{ orgId: string; keyId: string } | null> {
@@ -139,8 +141,11 @@ export class ApiKeyVerifier {
     return this.memo.get(hashSecret(secret), () => verifyApiKey(this.db, secret, this.log));
   }
 
-  /** Drops every remembered answer of this process (after a revocation here). */
-  forget(): void {
+  /**
+   * Drops every remembered answer of this process, after a revocation made here through
+   * `revokeApiKey` (entries are keyed by the secret's hash, not by organisation).
+   */
+  forgetOrg(): void {
     this.memo.clear();
   }
 }

@@ -3,7 +3,13 @@
  * runtime tokens (JWT, JWKS, signing-key rotation) and trigger API keys. Other contexts import
  * only from here.
  */
-export { createOrganization, getOrganization, type Organization } from './organizations.js';
+export {
+  createOrganization,
+  getOrganization,
+  organizationExists,
+  newestOrganizationIds,
+  type Organization,
+} from './organizations.js';
 export {
   createCredential,
   listCredentials,

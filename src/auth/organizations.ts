@@ -28,3 +28,16 @@ export async function getOrganization(db: Knex, id: string): Promise<Organizatio
   const row = (await db('organizations').where({ id }).first()) as OrganizationRow | undefined;
   return row ? toOrganization(row) : null;
 }
+
+/** Whether the organisation exists (the CLI's --org). */
+export async function organizationExists(db: Knex, id: string): Promise<boolean> {
+  return Boolean(await db('organizations').where({ id }).first('id'));
+}
+
+/** Up to `limit` organisation ids, newest first (discovery's pre-warm, the CLI's default organisation). */
+export async function newestOrganizationIds(db: Knex, limit: number): Promise<string[]> {
+  const rows = (await db('organizations').select('id').orderBy('created_at', 'desc').orderBy('id').limit(limit)) as {
+    id: string;
+  }[];
+  return rows.map((r) => r.id);
+}

@@ -6,7 +6,7 @@
  * and prints ready-to-paste commands once.
  */
 import path from 'node:path';
-import { createOrganization, createCredential, createApiKey } from '../auth/index.js';
+import { createOrganization, createCredential, createApiKey, newestOrganizationIds } from '../auth/index.js';
 import { createWorkflow } from '../engine/index.js';
 import { createTrigger } from '../triggers/index.js';
 import type { Knex } from 'knex';
@@ -57,8 +57,7 @@ export async function bootstrapIfEmpty(
   out?: NodeJS.WritableStream,
 ): Promise<(BootstrapFile & { text: string }) | undefined> {
   const { db, config, log } = services;
-  const existing = await db('organizations').first('id');
-  if (existing) return undefined;
+  if ((await newestOrganizationIds(db, 1)).length > 0) return undefined;
   const org = await createOrganization(db, { name: 'Default organisation' });
   const { credential, clientSecret } = await createCredential(db, org.id, { label: 'admin (created on first start)' });
   const { secret: apiKey } = await createApiKey(db, org.id, { label: 'default trigger key (created on first start)' });

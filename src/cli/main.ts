@@ -10,6 +10,8 @@ import { createLogger } from '../config/logger.js';
 import { openStore, migrate, type Knex } from '../storage/db.js';
 import {
   createOrganization,
+  organizationExists,
+  newestOrganizationIds,
   createCredential,
   listCredentials,
   createApiKey,
@@ -19,7 +21,7 @@ import {
   createTokenService,
 } from '../auth/index.js';
 import { createWorkflow, updateWorkflow, findWorkflow, listWorkflows } from '../engine/index.js';
-import { createTrigger, listTriggers } from '../triggers/index.js';
+import { createTrigger, hasEnabledTriggers, listTriggers } from '../triggers/index.js';
 import {
   bootstrapIfEmpty,
   BOOTSTRAP_FILE,
@@ -62,11 +64,11 @@ async function withStore<T>(
 async function resolveOrg(db: Knex, explicit: string | undefined): Promise<string> {
   const wanted = explicit ?? process.env.SWITCHYARD_ORG;
   if (wanted) {
-    if (!(await db('organizations').where({ id: wanted }).first('id'))) throw new CliError(`no organisation ${wanted}`);
+    if (!(await organizationExists(db, wanted))) throw new CliError(`no organisation ${wanted}`);
     return wanted;
   }
-  const orgs = (await db('organizations').select('id').limit(2)) as { id: string }[];
-  if (orgs.length === 1) return orgs[0]!.id;
+  const orgs = await newestOrganizationIds(db, 2);
+  if (orgs.length === 1) return orgs[0]!;
   throw new CliError(
     orgs.length === 0 ? 'no organisation yet: run `switchyard init` first' : 'several organisations: pass --org <id>',
   );
@@ -171,7 +173,10 @@ keys
   .option('--force', 'revoke even the last active key while enabled triggers need one (the API refuses that with 409)')
   .action((id: string, o: { org?: string; force?: boolean }) =>
     withStore(async ({ db }) => {
-      const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id, { force: o.force === true });
+      const revoked = await revokeApiKey(db, await resolveOrg(db, o.org), id, {
+        force: o.force === true,
+        triggersNeedKey: hasEnabledTriggers,
+      });
       if (!revoked) throw new CliError(`no API key ${id}`);
       print(revoked);
     }),

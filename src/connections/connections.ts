@@ -11,7 +11,8 @@ import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { CONNECTION_STATUSES, isConnectionStatus, type ConnectionStatus } from './statuses.js';
-import { failedPrecondition } from '../storage/versioned.js';
+import { failedPrecondition, orgStamp } from '../storage/versioned.js';
+import { tableChanged } from '../storage/changes.js';
 
 export type ConnectionSecret = string | Record<string, unknown>;
 type KeyConfig = Pick<Config, 'secretKey'>;
@@ -153,6 +154,7 @@ export async function createConnection(
     updated_at: now,
   };
   await db('connections').insert(row);
+  tableChanged(db, 'connections', orgId);
   return toView(row);
 }
 
@@ -232,6 +234,7 @@ export async function updateConnection(
     .where({ id: connectionId, org_id: orgId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
   if (updated !== 1) await failedPrecondition(db, 'connections', { orgId, id: connectionId, what: 'Connection' });
+  tableChanged(db, 'connections', orgId);
   return getConnection(db, orgId, connectionId);
 }
 
@@ -245,4 +248,10 @@ export async function deleteConnection(
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('connections').where(where).delete();
   if (deleted !== 1) await failedPrecondition(db, 'connections', { orgId, id: connectionId, what: 'Connection' });
+  tableChanged(db, 'connections', orgId);
+}
+
+/** Changes whenever a connection of the organisation is added, changed or removed (discovery's fingerprint). */
+export function connectionsStamp(db: Knex, orgId: string): Promise<string> {
+  return orgStamp(db, 'connections', orgId);
 }

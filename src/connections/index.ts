@@ -8,6 +8,7 @@ export {
   getConnection,
   listConnections,
   listUserConnections,
+  connectionsStamp,
   updateConnection,
   deleteConnection,
   decryptConnectionSecret,

@@ -16,6 +16,7 @@ export {
 export {
   createWorkflow,
   findWorkflow,
+  currentWorkflowVersion,
   getWorkflow,
   listWorkflows,
   updateWorkflow,

@@ -10,6 +10,7 @@ import { newId, nowIso } from '../kernel/ids.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { nextStepMap, validateDefinition, type WorkflowDefinition } from './definition.js';
 import { failedPrecondition } from '../storage/versioned.js';
+import { tableChanged } from '../storage/changes.js';
 
 export interface Workflow {
   automationId: string;
@@ -98,6 +99,17 @@ export async function findWorkflow(db: Knex, orgId: string, automationId: string
   return row ? toView(row) : undefined;
 }
 
+/** The workflow's current version number (trigger call targets), or undefined when it is gone. */
+export async function currentWorkflowVersion(
+  db: Knex,
+  orgId: string,
+  automationId: string,
+): Promise<number | undefined> {
+  const row = (await db('workflows').where({ id: automationId, org_id: orgId }).first('version')) as
+    { version: number | string } | undefined;
+  return row ? Number(row.version) : undefined;
+}
+
 export async function getWorkflow(db: Knex, orgId: string, automationId: string): Promise<Workflow> {
   const wf = await findWorkflow(db, orgId, automationId);
   if (!wf) throw new AppError('ERR_NOT_FOUND', { message: 'Workflow not found' });
@@ -153,13 +165,15 @@ export async function updateWorkflow(
       created_at: now,
     });
   });
+  tableChanged(db, 'workflows', orgId);
   return getWorkflow(db, orgId, automationId);
 }
 
 /**
- * Deletes the workflow, all its versions and its triggers in one transaction (the foreign
- * keys cascade too; the explicit deletes keep the behaviour independent of that). With
- * `expectedVersion` the delete is conditional like an update.
+ * Deletes the workflow and all its versions in one transaction. Its triggers go with it by the
+ * foreign key `triggers.workflow_id → workflows.id ON DELETE CASCADE` (migration 001; sqlite
+ * enforces it with `PRAGMA foreign_keys = ON`, src/storage/db.ts): the engine, below triggers,
+ * never names their table. With `expectedVersion` the delete is conditional like an update.
  */
 export async function deleteWorkflow(
   db: Knex,
@@ -172,9 +186,9 @@ export async function deleteWorkflow(
     if (expectedVersion !== undefined) where.version = expectedVersion;
     const owned = await trx('workflows').where(where).first('id');
     if (!owned) await failedPrecondition(trx, 'workflows', { orgId, id: automationId, what: 'Workflow' });
-    await trx('triggers').where({ workflow_id: automationId, org_id: orgId }).delete();
     await trx('workflow_versions').where({ workflow_id: automationId }).delete();
     const deleted = await trx('workflows').where(where).delete();
     if (deleted !== 1) await failedPrecondition(trx, 'workflows', { orgId, id: automationId, what: 'Workflow' });
   });
+  tableChanged(db, 'workflows', orgId);
 }

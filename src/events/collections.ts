@@ -8,9 +8,10 @@ import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
-import { failedPrecondition } from '../storage/versioned.js';
+import { failedPrecondition, orgStamp } from '../storage/versioned.js';
 import { configuredView, parseStored, type ConfiguredTriggerUrl, type StoredTriggerUrl } from './trigger-urls.js';
 import { COLLECTION_ID_PATTERN, type CollectionType } from './types.js';
+import { tableChanged } from '../storage/changes.js';
 
 export interface CollectionRecord {
   id: string;
@@ -73,6 +74,7 @@ export async function createCollection(
     updated_at: now,
   };
   await db('collections').insert(row);
+  tableChanged(db, 'collections', orgId);
   return toRecord(row);
 }
 
@@ -126,6 +128,7 @@ export async function updateCollection(
   if (patch.description !== undefined) changes.description = patch.description;
   const n = await db('collections').where({ id, org_id: orgId, version: expectedVersion }).update(changes);
   if (n === 0) await failedPrecondition(db, 'collections', { orgId, id, what: 'Collection' });
+  tableChanged(db, 'collections', orgId);
   return (await findCollection(db, orgId, id))!;
 }
 
@@ -140,6 +143,7 @@ export async function setCollectionTriggerUrls(
     .where({ id, org_id: orgId })
     .update({ trigger_urls: JSON.stringify(entries), version: db.raw('version + 1'), updated_at: nowIso() });
   if (n === 0) throw new AppError('ERR_COLLECTION_NOT_FOUND');
+  tableChanged(db, 'collections', orgId);
   return (await findCollection(db, orgId, id))!;
 }
 
@@ -169,6 +173,7 @@ export async function deleteCollection(
     await trx('event_outbox').where({ collection_id: id }).delete();
     await trx('collection_items').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
+    tableChanged(trx, 'collections', orgId);
     return files;
   });
 }
@@ -210,4 +215,28 @@ export function dataCollectionView(c: CollectionRecord) {
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
   };
+}
+
+/** Changes whenever a collection of the organisation is added, changed or removed (discovery's fingerprint). */
+export function collectionsStamp(db: Knex, orgId: string): Promise<string> {
+  return orgStamp(db, 'collections', orgId);
+}
+
+/**
+ * The organisation's collections by id, with what discovery indexes of them (name, description,
+ * type; spec section 14): items are not listed one by one.
+ */
+export async function collectionSummaries(
+  db: Knex,
+  orgId: string,
+): Promise<{ id: string; name: string; description: string; type: CollectionType }[]> {
+  return (await db('collections')
+    .where({ org_id: orgId })
+    .orderBy('id')
+    .select('id', 'name', 'description', 'type')) as {
+    id: string;
+    name: string;
+    description: string;
+    type: CollectionType;
+  }[];
 }

@@ -8,5 +8,12 @@ export type { Poster, PostResult } from './dispatcher.js';
 export { COLLECTION_TYPES, type CollectionType } from './types.js';
 export { eventCalls, threadPoster } from './outbound.js';
 export { holdsFiles } from './types.js';
-export { collectionView, countItems, deleteCollection, listCollections } from './collections.js';
+export {
+  collectionView,
+  collectionSummaries,
+  collectionsStamp,
+  countItems,
+  deleteCollection,
+  listCollections,
+} from './collections.js';
 export { outboxBacklog } from './outbox.js';

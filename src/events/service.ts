@@ -13,6 +13,7 @@ import type { FileDeps } from './files.js';
 import { redisRateWindows } from './rate-windows.js';
 import { WriteQueue } from '../storage/write-queue.js';
 import { TtlMemo } from '../kernel/ttl-memo.js';
+import { watchTables } from '../storage/changes.js';
 import { findCollection, type CollectionRecord } from './collections.js';
 import type { AddressCheck } from './trigger-urls.js';
 
@@ -46,7 +47,8 @@ export class EventsService {
   /**
    * Collections as item writes read them, per process for REVOCATION_CACHE_MS (2 s): a change
    * made here is seen at once; one made by another process of a scaled-out installation within
-   * that time (openapi/resources.yaml updateDataCollection).
+   * that time (openapi/resources.yaml updateDataCollection). The collections' write functions tell
+   * this memo (`tableChanged`), whoever calls them.
    */
   private readonly collections: TtlMemo<CollectionRecord | undefined>;
   private readonly db: Knex;
@@ -55,6 +57,7 @@ export class EventsService {
     this.post = opts.post;
     this.db = opts.db;
     this.collections = new TtlMemo(opts.config.revocationCacheMs);
+    watchTables(opts.db, ['collections'], this);
     // One write queue for item writes and the dispatcher's claims and outcomes: on sqlite they
     // would otherwise meet at the write lock and sleep in its busy handler (bench/events.ts).
     const writes = WriteQueue.for(opts.db);
@@ -85,9 +88,9 @@ export class EventsService {
     return this.collections.get(`${orgId}:${id}`, () => findCollection(this.db, orgId, id));
   }
 
-  /** After a change of the collection in this process. */
-  forget(orgId: string, id: string): void {
-    this.collections.delete(`${orgId}:${id}`);
+  /** After a change of the organisation's collections in this process (told by the collections' writes). */
+  forgetOrg(orgId: string): void {
+    this.collections.deletePrefix(`${orgId}:`);
   }
 
   start(): void {

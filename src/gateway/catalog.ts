@@ -1,16 +1,16 @@
 /**
  * The servers an organisation sees at `{mcp_url}/<path>` (spec section 7): the embedded
  * servers plus its application servers, resolved per call from a per-process memo. The
- * process that changes a registration or a connection forgets the organisation's entries at
- * once (`forgetOrg`); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
+ * owners' write functions of registrations, connections and collections forget the
+ * organisation's entries at once in the process that writes (`forgetOrg`, src/storage/changes.ts); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
  * bound already promised for key revocation). It is also discovery's source: every tool of
  * every server, the connections and the resources, with a cheap fingerprint that changes
  * when any of them does.
  */
-import type { Knex } from 'knex';
-import { allAppServers, type AppServer } from './registry.js';
+import { allAppServers, appServersStamp, type AppServer } from './registry.js';
 import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
-import { listUserConnections, CONNECTION_STATUSES } from '../connections/index.js';
+import { listUserConnections, connectionsStamp, CONNECTION_STATUSES } from '../connections/index.js';
+import { collectionSummaries, collectionsStamp } from '../events/index.js';
 import { TtlMemo } from '../kernel/ttl-memo.js';
 import { metered } from './metered.js';
 import {
@@ -53,7 +53,7 @@ export class GatewayCatalog implements DiscoverySource {
     this.embedded.set(server.path, metered(server, server.path));
   }
 
-  /** After a registration or connection change in this process. */
+  /** After a registration, connection or collection change in this process (told by their owners' writes). */
   forgetOrg(orgId: string): void {
     this.orgs.delete(orgId);
     this.fingerprints.delete(orgId);
@@ -110,9 +110,9 @@ export class GatewayCatalog implements DiscoverySource {
     return this.fingerprints.get(ctx.orgId, async () => {
       const { db } = ctx.services;
       const [servers, connections, collections] = await Promise.all([
-        stamp(db, 'app_servers', ctx.orgId),
-        stamp(db, 'connections', ctx.orgId),
-        stamp(db, 'collections', ctx.orgId),
+        appServersStamp(db, ctx.orgId),
+        connectionsStamp(db, ctx.orgId),
+        collectionsStamp(db, ctx.orgId),
       ]);
       // After `#`: the periodic refresh, which discovery runs in the background (DiscoverySource).
       return `${servers}|${connections}|${collections}#${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
@@ -179,16 +179,7 @@ export class GatewayCatalog implements DiscoverySource {
    * hold 100k of them; its description says what it holds.
    */
   async resources(ctx: GatewayContext): Promise<CatalogResource[]> {
-    const rows = (await ctx.services
-      .db('collections')
-      .where({ org_id: ctx.orgId })
-      .orderBy('id')
-      .select('id', 'name', 'description', 'type')) as Array<{
-      id: string;
-      name: string;
-      description: string;
-      type: string;
-    }>;
+    const rows = await collectionSummaries(ctx.services.db, ctx.orgId);
     return rows.map((r) => ({
       id: r.id,
       name: r.name,
@@ -206,10 +197,3 @@ const RESOURCE_KIND: Record<string, string> = {
   knowledge_base: 'knowledge-base',
   vault: 'vault',
 };
-
-/** Count and newest change of an organisation's rows: changes when a row is added, changed or removed. */
-async function stamp(db: Knex, table: string, orgId: string): Promise<string> {
-  const row = (await db(table).where('org_id', orgId).count({ n: '*' }).max({ at: 'updated_at' }).first()) as
-    { n: number | string; at: string | null } | undefined;
-  return `${row?.n ?? 0}@${row?.at ?? ''}`;
-}

@@ -7,6 +7,8 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
+import { watchTables } from '../storage/changes.js';
+import { newestOrganizationIds } from '../auth/index.js';
 import { GatewayCatalog } from './catalog.js';
 import { GatewayRouter } from './router.js';
 import type { GatewayServices } from './types.js';
@@ -33,8 +35,6 @@ export interface Gateway {
   usage?: UsageMemory | undefined;
   /** Discovery's semantic ranking (absent without EMBEDDINGS_URL): its provider's state is a /readyz detail. */
   semantic?: Semantic | undefined;
-  /** After a connection change in this process: discovery and PCID checks see it at once. */
-  forgetConnections(orgId: string): void;
   /**
    * Builds the discovery indexes of up to PREWARM_ORGS organisations, newest first, one after
    * another in the background, so no request pays the first build; close() stops it.
@@ -49,7 +49,11 @@ const PREWARM_ORGS = 500;
 export interface GatewayOptions {
   config: Config;
   log: Logger;
-  /** Keeps discovery's embeddings (without it they live in this process only). */
+  /**
+   * Keeps discovery's embeddings (without it they live in this process only), and is the store
+   * whose changes (registrations, connections, collections) the catalogue and the connection
+   * cache follow at once; without it they see changes within their TTL.
+   */
   db?: Knex | undefined;
   /** Shares discovery's pending discovers between the service's processes (learning from use). */
   redis?: RedisClient | undefined;
@@ -83,6 +87,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
     listBudgetMs: config.upstreamListBudgetMs,
   });
   const catalog = new GatewayCatalog(pool, config.revocationCacheMs);
+  // A change made in this process through the owners' write functions (registrations here,
+  // connections, collections) is seen by the next call and discovery at once.
+  if (db) {
+    watchTables(db, ['app_servers', 'connections', 'collections'], catalog);
+    watchTables(db, ['connections'], pool.connections);
+  }
   // Learning from use (src/servers/sidekick/usage.ts): off → nothing recorded, nothing learned used.
   const usage = config.discovery.learning
     ? new UsageMemory({ shared: redis ? new RedisPending(redis, config.redisPrefix, log) : undefined })
@@ -116,23 +126,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pool,
     usage,
     semantic,
-    forgetConnections(orgId) {
-      catalog.forgetOrg(orgId);
-      pool.connections.forgetOrg(orgId);
-    },
     prewarm(services) {
       warming ??= (async () => {
         const started = performance.now();
-        const rows = (await services
-          .db('organizations')
-          .select('id')
-          .orderBy('created_at', 'desc')
-          .limit(PREWARM_ORGS)) as { id: string }[];
-        for (const { id } of rows) {
+        const ids = await newestOrganizationIds(services.db, PREWARM_ORGS);
+        for (const id of ids) {
           if (stopping.signal.aborted) return;
           await engine.warm({ services, log, orgId: id, forwardedHeaders: {}, signal: stopping.signal });
         }
-        log.info({ orgs: rows.length, ms: Math.round(performance.now() - started) }, 'discovery indexes pre-warmed');
+        log.info({ orgs: ids.length, ms: Math.round(performance.now() - started) }, 'discovery indexes pre-warmed');
       })().catch((err: unknown) => {
         if (!stopping.signal.aborted) log.warn({ err }, 'discovery pre-warm stopped; indexes are built on first use');
       });

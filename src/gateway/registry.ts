@@ -19,7 +19,8 @@ import {
   type Upstream,
   type UpstreamAuth,
 } from './registry-validate.js';
-import { failedPrecondition } from '../storage/versioned.js';
+import { failedPrecondition, orgStamp } from '../storage/versioned.js';
+import { tableChanged } from '../storage/changes.js';
 
 export interface AppServer {
   serverId: string;
@@ -150,6 +151,7 @@ export async function createAppServer(db: Knex, orgId: string, input: AppServerC
     if (isUniqueViolation(e)) throw duplicatePath(path); // lost a race with a concurrent create
     throw e;
   }
+  tableChanged(db, 'app_servers', orgId);
   return toView(row as ServerRow);
 }
 
@@ -237,6 +239,7 @@ export async function updateAppServer(
     throw e;
   }
   if (updated !== 1) await failedPrecondition(db, 'app_servers', { orgId, id: serverId, what: 'Application server' });
+  tableChanged(db, 'app_servers', orgId);
   return getAppServer(db, orgId, serverId);
 }
 
@@ -255,10 +258,16 @@ export async function deleteAppServer(
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await db('app_servers').where(where).delete();
   if (deleted !== 1) await failedPrecondition(db, 'app_servers', { orgId, id: serverId, what: 'Application server' });
+  tableChanged(db, 'app_servers', orgId);
 }
 
 /** Every registration of the organisation (the gateway's catalogue; bounded by what an org registers). */
 export async function allAppServers(db: Knex, orgId: string): Promise<AppServer[]> {
   const rows = (await db('app_servers').where('org_id', orgId).orderBy('path')) as ServerRow[];
   return rows.map(toView);
+}
+
+/** Changes whenever a registration of the organisation is added, changed or removed (discovery's fingerprint). */
+export function appServersStamp(db: Knex, orgId: string): Promise<string> {
+  return orgStamp(db, 'app_servers', orgId);
 }

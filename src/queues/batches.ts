@@ -8,6 +8,7 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
+import { runStatusIn, runStatusOf } from '../runs/index.js';
 import { decodeCursor, encodeCursor, pageRows, type Page, type PageRequest } from '../kernel/page.js';
 
 export const BATCH_ID_PATTERN = /^batch_[0-9a-f]{32}$/;
@@ -93,20 +94,19 @@ async function inFlight(
   );
   if (batches.length === 0) return out;
   const rows = (await db('queue_items as qi')
-    .join('runs as r', 'r.id', 'qi.run_id')
     .where('qi.status', 'dispatched')
     .whereIn('qi.queue_id', [...new Set(batches.map((b) => b.queue_id))])
     .whereIn(
       'qi.batch_id',
       batches.map((b) => b.id),
     )
-    .whereIn('r.status', ['PENDING', 'RUNNING'])
-    .groupBy('qi.batch_id', 'r.status')
-    .select('qi.batch_id', 'r.status')
-    .count({ n: '*' })) as { batch_id: string; status: string; n: number | string }[];
+    .whereExists(runStatusIn(db, 'qi.run_id', ['PENDING', 'RUNNING']))
+    .groupBy('qi.batch_id', 'run_status')
+    .select('qi.batch_id', runStatusOf(db, 'qi.run_id').as('run_status'))
+    .count({ n: '*' })) as { batch_id: string; run_status: string; n: number | string }[];
   for (const r of rows) {
     const c = out.get(r.batch_id)!;
-    if (r.status === 'PENDING') c.pending += Number(r.n);
+    if (r.run_status === 'PENDING') c.pending += Number(r.n);
     else c.running += Number(r.n);
   }
   return out;

@@ -7,6 +7,8 @@ import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import type { CallTargets } from '../triggers/index.js';
+import { getChannel } from '../agents/index.js';
+import { failPendingRuns, runStatusIn } from '../runs/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { activeTraceparent } from '../kernel/tracing.js';
 import { CsvHeadError, scanCsv } from './csv.js';
@@ -27,8 +29,7 @@ async function checkTrigger(db: Knex, targets: CallTargets, orgId: string, trigg
       });
     return;
   }
-  const channel = await db('agent_channels').where({ id: triggerId, org_id: orgId }).first('id');
-  if (channel)
+  if (await getChannel(db, orgId, triggerId))
     throw new AppError('ERR_QUEUE_INVALID_TRIGGER', {
       message: 'Batches need a workflow trigger; this trigger is an agent channel.',
     });
@@ -155,18 +156,16 @@ export async function cancelBatch(db: Knex, orgId: string, queueId: string, batc
         .where({ batch_id: batchId, status: 'queued' })
         .update({ status: 'cancelled', updated_at: now });
       const waiting = (await trx('queue_items as qi')
-        .join('runs as r', 'r.id', 'qi.run_id')
-        .where({ 'qi.batch_id': batchId, 'qi.status': 'dispatched', 'r.status': 'PENDING' })
-        .pluck('r.id')) as string[];
+        .where({ 'qi.batch_id': batchId, 'qi.status': 'dispatched' })
+        .whereExists(runStatusIn(trx, 'qi.run_id', ['PENDING']))
+        .pluck('qi.run_id')) as string[];
       let stopped = 0;
       for (let i = 0; i < waiting.length; i += 500) {
         // A worker may claim one of them meanwhile: only the runs this UPDATE moved are cancelled.
-        const moved = (await trx('runs')
-          .whereIn('id', waiting.slice(i, i + 500))
-          .where({ status: 'PENDING' })
-          .update({ status: 'FAILED', finished_at: now, error: 'Cancelled with its queue batch before it started' })
-          .returning('id')) as ({ id: string } | string)[];
-        const ids = moved.map((m) => (typeof m === 'string' ? m : m.id));
+        const ids = await failPendingRuns(trx, waiting.slice(i, i + 500), {
+          error: 'Cancelled with its queue batch before it started',
+          finishedAt: now,
+        });
         if (ids.length)
           stopped += await trx('queue_items')
             .whereIn('run_id', ids)

@@ -15,7 +15,7 @@ import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import type { RunQueue } from './run-queue.js';
 import type { CallTargets, CallTarget } from '../triggers/index.js';
-import { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows } from '../runs/index.js';
+import { runRows, insertRuns, MAX_RUNS_PER_INSERT, runStatusIn, runStatusOf, type RunRows } from '../runs/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { batchSources, readPayloads } from './items.js';
 
@@ -114,17 +114,16 @@ export class QueueDispatcher {
   private async reconcile(): Promise<boolean> {
     const { db } = this.deps;
     const done = (await db('queue_items as qi')
-      .join('runs as r', 'r.id', 'qi.run_id')
       .join('queues as q', 'q.id', 'qi.queue_id')
       .join('queue_batches as b', 'b.id', 'qi.batch_id')
       .where('qi.status', 'dispatched')
-      .whereIn('r.status', ['COMPLETE', 'FAILED', 'TIMEOUT'])
+      .whereExists(runStatusIn(db, 'qi.run_id', ['COMPLETE', 'FAILED', 'TIMEOUT']))
       .limit(RECONCILE_MAX)
       .select(
         'qi.seq',
         'qi.batch_id',
         'qi.attempts',
-        'r.status as run_status',
+        runStatusOf(db, 'qi.run_id').as('run_status'),
         'q.max_retries',
         'b.status as batch_status',
       )) as Finished[];
@@ -181,8 +180,8 @@ export class QueueDispatcher {
       .select('q.id', 'q.concurrency_limit')) as { id: string; concurrency_limit: number | string }[];
     if (queues.length === 0) return;
     const waiting = (await db('queue_items as qi')
-      .join('runs as r', 'r.id', 'qi.run_id')
-      .where({ 'qi.status': 'dispatched', 'r.status': 'PENDING' })
+      .where('qi.status', 'dispatched')
+      .whereExists(runStatusIn(db, 'qi.run_id', ['PENDING']))
       .count({ n: '*' })
       .first()) as { n: number | string } | undefined;
     let budget = this.deps.aheadMax - Number(waiting?.n ?? 0);

@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import type { BlobStore } from '../kernel/blobs.js';
 import { decodeCursor, encodeCursor, pageLimit, type Page, type PageRequest } from '../kernel/page.js';
 import { fromJson } from '../storage/db.js';
+import { runStatusIn, runStatusOf } from '../runs/index.js';
 import { parseRecords, valuesBuilder } from './csv.js';
 
 /** As the API shows it: `dispatched` items are `pending` or `running` by their run's status. */
@@ -133,7 +134,6 @@ export async function listQueueItems(
   const limit = pageLimit(page.limit);
   const list = 'queue-items';
   const q = db('queue_items as qi')
-    .leftJoin('runs as r', 'r.id', 'qi.run_id')
     .where('qi.queue_id', queueId)
     .select(
       'qi.seq',
@@ -145,12 +145,14 @@ export async function listQueueItems(
       'qi.run_id',
       'qi.attempts',
       'qi.updated_at',
-      'r.status as run_status',
+      runStatusOf(db, 'qi.run_id').as('run_status'),
     );
   if (filter.batchId !== undefined) q.andWhere('qi.batch_id', filter.batchId);
   const s = filter.status;
   if (s === 'pending' || s === 'running')
-    q.andWhere('qi.status', 'dispatched').andWhere('r.status', s === 'running' ? 'RUNNING' : 'PENDING');
+    q.andWhere('qi.status', 'dispatched').whereExists(
+      runStatusIn(db, 'qi.run_id', [s === 'running' ? 'RUNNING' : 'PENDING']),
+    );
   else if (s !== undefined) q.andWhere('qi.status', s);
   if (page.cursor !== undefined) q.andWhere('qi.seq', '>', decodeCursor(list, page.cursor, 'number'));
   const rows = (await q.orderBy('qi.seq').limit(limit + 1)) as ItemRow[];

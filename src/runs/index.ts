@@ -18,3 +18,6 @@ export { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows, findRun } from 
 export { countPendingRuns } from './runs.js';
 export { isTerminal } from './states.js';
 export { readRunParts, syncView, type RunParts } from './views.js';
+export { lookupIdempotent, rememberIdempotent, purgeExpiredIdempotencyKeys, IdempotencyRace } from './idempotency.js';
+export { runStatusIn, runStatusOf, failPendingRuns, fileSummaries, type FileSummary } from './queries.js';
+export type { RunStatus } from './states.js';

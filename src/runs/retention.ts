@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { BlobStore } from '../kernel/blobs.js';
 import { deleteRunFiles, deleteUnattachedAttachments } from './files.js';
+import { purgeExpiredIdempotencyKeys } from './idempotency.js';
 
 /**
  * Retention (README "Scaling out"): finished runs older than `days`, with their steps, files and
@@ -20,9 +21,7 @@ export async function pruneFinishedRuns(db: Knex, blobs: BlobStore, days: number
       await trx('runs').where({ id: runId }).delete();
     });
   }
-  await db('idempotency_keys')
-    .where('created_at', '<', new Date(now - 86_400_000).toISOString())
-    .delete();
+  await purgeExpiredIdempotencyKeys(db, now);
   // Attachments whose request never became a run (crash between upload and insert).
   await deleteUnattachedAttachments(db, blobs, new Date(now - 3_600_000).toISOString());
   return old.length;

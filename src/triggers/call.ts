@@ -16,6 +16,9 @@ import {
   syncView,
   type RunParts,
   type Finish,
+  lookupIdempotent,
+  rememberIdempotent,
+  IdempotencyRace,
 } from '../runs/index.js';
 import { loadVersion } from '../engine/index.js';
 import type { Signals, GroupCommitter, RunAdoption } from '../runs/index.js';
@@ -30,7 +33,6 @@ import type { CallTarget, CallTargets } from './target.js';
 import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
 import { checkInputs } from './inputs.js';
 import { queryInputs } from './query-inputs.js';
-import { lookupIdempotent, rememberIdempotent, IdempotencyRace } from './idempotency.js';
 
 export interface TriggerCall {
   kind: TriggerKind;

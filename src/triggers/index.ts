@@ -9,6 +9,7 @@ export {
   listTriggers,
   updateTrigger,
   deleteTrigger,
+  hasEnabledTriggers,
   TRIGGER_KINDS,
   type TriggerKind,
   type TriggerRecord,

@@ -1,11 +1,13 @@
 /**
- * What a trigger call needs, in one indexed read: the trigger and its workflow's current
- * version (the definition itself comes from the engine's immutable version cache).
+ * What a trigger call needs: the trigger, its workflow's current version (the engine's
+ * `currentWorkflowVersion`) and that version's definition (the engine's immutable version
+ * cache). Memoised per process, so a trigger call usually reads no record at all.
  */
 import type { Knex } from 'knex';
 import { fromJson } from '../storage/db.js';
 import { TtlMemo } from '../kernel/ttl-memo.js';
-import { loadVersion, type PinnedVersion } from '../engine/index.js';
+import { currentWorkflowVersion, loadVersion, type PinnedVersion } from '../engine/index.js';
+import { watchTables } from '../storage/changes.js';
 import type { DesignatedOutput, TriggerKind } from './triggers.js';
 
 export interface CallTarget extends PinnedVersion {
@@ -18,21 +20,21 @@ export interface CallTarget extends PinnedVersion {
 }
 
 export async function loadCallTarget(db: Knex, orgId: string, triggerId: string): Promise<CallTarget | undefined> {
-  const row = (await db('triggers as t')
-    .join('workflows as w', 'w.id', 't.workflow_id')
-    .where({ 't.id': triggerId, 't.org_id': orgId })
-    .first('t.id', 't.kind', 't.enabled', 't.designated_output', 't.workflow_id', 'w.version')) as
+  const row = (await db('triggers')
+    .where({ id: triggerId, org_id: orgId })
+    .first('id', 'kind', 'enabled', 'designated_output', 'workflow_id')) as
     | {
         id: string;
         kind: TriggerKind;
         enabled: boolean | number;
         designated_output: string | null;
         workflow_id: string;
-        version: number | string;
       }
     | undefined;
   if (!row) return undefined;
-  const pinned = await loadVersion(db, row.workflow_id, Number(row.version));
+  const version = await currentWorkflowVersion(db, orgId, row.workflow_id);
+  if (version === undefined) return undefined;
+  const pinned = await loadVersion(db, row.workflow_id, version);
   if (!pinned) return undefined;
   return {
     triggerId: row.id,
@@ -40,15 +42,15 @@ export async function loadCallTarget(db: Knex, orgId: string, triggerId: string)
     enabled: Boolean(row.enabled),
     designatedOutput: fromJson<DesignatedOutput>(row.designated_output),
     automationId: row.workflow_id,
-    version: Number(row.version),
+    version,
     ...pinned,
   };
 }
 
 /**
- * Per-process memo of call targets: a trigger call reads no record from the store. The
- * process that changes a trigger or workflow forgets its organisation's entries at once;
- * other processes see a change (disable, delete, new version) within `ttlMs`
+ * Per-process memo of call targets: a trigger call reads no record from the store. A change
+ * to a trigger or a workflow made in this process through the owners' write functions
+ * (`tableChanged`: triggers, engine) forgets the organisation's entries at once; other processes see a change (disable, delete, new version) within `ttlMs`
  * (REVOCATION_CACHE_MS, the bound already promised for key revocation). Unknown triggers are
  * not remembered, so a trigger created by another process works on its first call.
  */
@@ -60,6 +62,7 @@ export class CallTargets {
     ttlMs: number,
   ) {
     this.memo = new TtlMemo(ttlMs);
+    watchTables(db, ['triggers', 'workflows'], this);
   }
 
   async get(orgId: string, triggerId: string): Promise<CallTarget | undefined> {

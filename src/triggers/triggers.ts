@@ -10,6 +10,7 @@ import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import { failedPrecondition } from '../storage/versioned.js';
+import { tableChanged } from '../storage/changes.js';
 
 export type TriggerKind = 'api' | 'webhook';
 export const TRIGGER_KINDS: readonly TriggerKind[] = ['api', 'webhook'];
@@ -135,6 +136,7 @@ export async function createTrigger(db: Knex, orgId: string, input: TriggerCreat
     created_at: now,
     updated_at: now,
   });
+  tableChanged(db, 'triggers', orgId);
   return getTrigger(db, orgId, id);
 }
 
@@ -187,6 +189,7 @@ export async function updateTrigger(
     .andWhere({ id: triggerId, version: expectedVersion })
     .update({ ...set, version: expectedVersion + 1, updated_at: nowIso() });
   if (updated !== 1) await failedPrecondition(db, 'triggers', { orgId, id: triggerId, what: 'Trigger' });
+  tableChanged(db, 'triggers', orgId);
   return getTrigger(db, orgId, triggerId);
 }
 
@@ -200,4 +203,13 @@ export async function deleteTrigger(
   if (expectedVersion !== undefined) where.version = expectedVersion;
   const deleted = await scoped(db, orgId).andWhere(where).delete();
   if (deleted !== 1) await failedPrecondition(db, 'triggers', { orgId, id: triggerId, what: 'Trigger' });
+  tableChanged(db, 'triggers', orgId);
+}
+
+/**
+ * Whether an enabled trigger of the organisation needs a trigger API key: the guard of
+ * `revokeApiKey` (auth), which the composition hands it, since auth does not read this table.
+ */
+export async function hasEnabledTriggers(db: Knex, orgId: string): Promise<boolean> {
+  return Boolean(await db('triggers').where({ org_id: orgId, enabled: true }).first('id'));
 }

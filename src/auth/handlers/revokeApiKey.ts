@@ -1,4 +1,5 @@
 import type { Handler } from '../../services.js';
+import { hasEnabledTriggers } from '../../triggers/index.js';
 import { revokeApiKey as revoke } from '../api-keys.js';
 import { notFound } from './management.js';
 
@@ -8,9 +9,8 @@ import { notFound } from './management.js';
  */
 export const revokeApiKey: Handler<'revokeApiKey'> = async (req, ctx) => {
   const { orgId } = ctx.auth;
-  const view = await revoke(ctx.services.db, orgId, req.params.keyId);
+  const view = await revoke(ctx.services.db, orgId, req.params.keyId, { triggersNeedKey: hasEnabledTriggers });
   if (!view) throw notFound();
-  ctx.services.apiKeys?.forget();
   ctx.log.info({ keyId: view.id, orgId }, 'API key revoked');
   return { status: 200, body: view };
 };

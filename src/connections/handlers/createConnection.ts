@@ -5,6 +5,5 @@ import { createConnection as create } from '../connections.js';
 /** POST /v1/connections — the secret is encrypted at rest and never returned. */
 export const createConnection: Handler<'createConnection'> = async (req, ctx) => {
   const c = await create(ctx.services.db, ctx.auth.orgId, req.body, ctx.services.config);
-  ctx.services.gateway.forgetConnections(ctx.auth.orgId); // discovery and PCID checks of this process see it at once
   return { status: 201, body: c, headers: etag(c.version) };
 };

@@ -5,6 +5,5 @@ import { deleteConnection as remove } from '../connections.js';
 /** DELETE /v1/connections/{connectionId} — If-Match optional. */
 export const deleteConnection: Handler<'deleteConnection'> = async (req, ctx) => {
   await remove(ctx.services.db, ctx.auth.orgId, req.params.connectionId, parseIfMatch(req));
-  ctx.services.gateway.forgetConnections(ctx.auth.orgId); // discovery and PCID checks of this process see it at once
   return { status: 204 };
 };

@@ -10,6 +10,5 @@ export const updateConnection: Handler<'updateConnection'> = async (req, ctx) =>
     patch: req.body,
     config: ctx.services.config,
   });
-  ctx.services.gateway.forgetConnections(ctx.auth.orgId); // discovery and PCID checks of this process see it at once
   return { status: 200, body: c, headers: etag(c.version) };
 };

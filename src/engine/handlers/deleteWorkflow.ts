@@ -5,6 +5,5 @@ import { deleteWorkflow as remove } from '../workflows.js';
 /** DELETE /v1/workflows/{automationId} — with its versions and triggers; If-Match optional. */
 export const deleteWorkflow: Handler<'deleteWorkflow'> = async (req, ctx) => {
   await remove(ctx.services.db, ctx.auth.orgId, req.params.automationId, parseIfMatch(req));
-  ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 204 };
 };

@@ -9,6 +9,5 @@ export const updateWorkflow: Handler<'updateWorkflow'> = async (req, ctx) => {
     expectedVersion: expected,
     input: req.body,
   });
-  ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 200, body: wf, headers: etag(wf.version) };
 };

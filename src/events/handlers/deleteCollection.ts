@@ -8,7 +8,6 @@ import { deleteCollection as remove } from '../collections.js';
 export const deleteCollection: Handler<'deleteCollection'> = async (req, ctx) => {
   const { db, blobs } = ctx.services;
   const fileIds = await remove(db, ctx.auth.orgId, req.params.collectionId, parseIfMatch(req));
-  ctx.services.events.forget(ctx.auth.orgId, req.params.collectionId);
   if (!fileIds) throw new AppError('ERR_NOT_FOUND', { message: 'Collection not found' });
   if (fileIds.length > 0) await deleteFiles(db, blobs, ctx.auth.orgId, fileIds);
   return { status: 204 };

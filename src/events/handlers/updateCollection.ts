@@ -11,7 +11,6 @@ export const updateCollection: Handler<'updateCollection'> = async (req, ctx) =>
     expectedVersion: expected,
     patch: req.body,
   });
-  ctx.services.events.forget(ctx.auth.orgId, c.id);
   const counts = await countItems(ctx.services.db, [c.id]);
   return { status: 200, body: collectionView(c, counts.get(c.id) ?? 0), headers: etag(c.version) };
 };

@@ -14,6 +14,5 @@ export const updateDataCollection: Handler<'updateDataCollection'> = async (req,
     addresses: deps.addresses,
   });
   const updated = await setCollectionTriggerUrls(ctx.services.db, ctx.auth.orgId, collection.id, entries);
-  ctx.services.events.forget(ctx.auth.orgId, collection.id);
   return { status: 200, body: dataCollectionView(updated) };
 };

@@ -7,6 +7,5 @@ import { checkUpstreamAddress } from '../registry-validate.js';
 export const createAppServer: Handler<'createAppServer'> = async (req, ctx) => {
   await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
   const s = await create(ctx.services.db, ctx.auth.orgId, req.body);
-  ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 201, body: s, headers: etag(s.version) };
 };

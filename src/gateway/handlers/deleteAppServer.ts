@@ -5,6 +5,5 @@ import { deleteAppServer as remove } from '../registry.js';
 /** DELETE /v1/servers/{serverId} — If-Match optional; a server with children → 409. */
 export const deleteAppServer: Handler<'deleteAppServer'> = async (req, ctx) => {
   await remove(ctx.services.db, ctx.auth.orgId, req.params.serverId, parseIfMatch(req));
-  ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 204 };
 };

@@ -12,6 +12,5 @@ export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
     expectedVersion: expected,
     patch: req.body,
   });
-  ctx.services.gateway.catalog.forgetOrg(ctx.auth.orgId); // this process sees it at once
   return { status: 200, body: s, headers: etag(s.version) };
 };

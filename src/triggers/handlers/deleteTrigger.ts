@@ -5,6 +5,5 @@ import { deleteTrigger as remove } from '../triggers.js';
 /** DELETE /v1/triggers/{triggerId} — If-Match optional. */
 export const deleteTrigger: Handler<'deleteTrigger'> = async (req, ctx) => {
   await remove(ctx.services.db, ctx.auth.orgId, req.params.triggerId, parseIfMatch(req));
-  ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 204 };
 };

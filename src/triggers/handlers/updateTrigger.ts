@@ -10,6 +10,5 @@ export const updateTrigger: Handler<'updateTrigger'> = async (req, ctx) => {
     expectedVersion: expected,
     patch: req.body,
   });
-  ctx.services.callTargets.forgetOrg(ctx.auth.orgId); // trigger calls of this process see it at once
   return { status: 200, body: triggerView(ctx.services.config.baseUrls.triggers, t), headers: etag(t.version) };
 };

@@ -5,10 +5,17 @@ import {
   createOrganization,
   getApiKey,
   listApiKeys,
-  revokeApiKey,
+  revokeApiKey as revokeWithGuard,
   settleUsageWrites,
   verifyApiKey,
+  ApiKeyVerifier,
 } from '../../../src/auth/index.js';
+import { hasEnabledTriggers } from '../../../src/triggers/index.js';
+import type { Knex } from '../../../src/storage/db.js';
+
+/** As the HTTP handler and the CLI revoke: the triggers context answers whether a key is still needed. */
+const revokeApiKey = (db: Knex, orgId: string, id: string) =>
+  revokeWithGuard(db, orgId, id, { triggersNeedKey: hasEnabledTriggers });
 
 const kinds = await storeKinds();
 
@@ -51,6 +58,15 @@ for (const kind of kinds) {
       expect(await verifyApiKey(store.db, secret), 'revoked').to.equal(null);
       const again = await revokeApiKey(store.db, org.id, apiKey.id);
       expect(again?.revokedAt, 'idempotent').to.equal(revoked?.revokedAt);
+    });
+
+    it('a revocation through revokeApiKey (as the CLI or a handler makes it) is seen at once by the cached verifier', async () => {
+      const org = await createOrganization(store.db, { name: 'Acme' });
+      const { apiKey, secret } = await createApiKey(store.db, org.id, { label: 'k' });
+      const verifier = new ApiKeyVerifier(store.db, 60_000);
+      expect(await verifier.verify(secret)).to.deep.equal({ orgId: org.id, keyId: apiKey.id });
+      await revokeApiKey(store.db, org.id, apiKey.id);
+      expect(await verifier.verify(secret), 'not served from the 60 s memo').to.equal(null);
     });
 
     it('paginates and isolates organisations', async () => {

@@ -1,6 +1,9 @@
 /**
  * `Idempotency-Key` (our extension, openapi/triggers.yaml): within 24 hours the same key on the same
- * trigger replays the original run instead of starting a second one.
+ * trigger replays the original run instead of starting a second one. The runs context owns the
+ * `idempotency_keys` table (a key names the run it started, claimed in that run's transaction);
+ * the trigger call (src/triggers/call.ts) uses these functions, and run retention purges the
+ * expired keys.
  */
 import type { Knex } from 'knex';
 import { nowIso } from '../kernel/ids.js';
@@ -44,4 +47,11 @@ export async function rememberIdempotent(
       .first('run_id')) as { run_id: string };
     throw new IdempotencyRace(winner.run_id);
   }
+}
+
+/** Removes the keys older than the window (run retention); returns how many went. */
+export async function purgeExpiredIdempotencyKeys(db: Knex, now = Date.now()): Promise<number> {
+  return db('idempotency_keys')
+    .where('created_at', '<', new Date(now - IDEMPOTENCY_WINDOW_MS).toISOString())
+    .delete();
 }
