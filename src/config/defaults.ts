@@ -121,3 +121,14 @@ export const defaults = {
   /** Agents: time limit of one turn, model and tool calls together. */
   agentTurnTimeoutMs: 300_000,
 } as const;
+
+/**
+ * RUN_ORG_CONCURRENCY when it is not set: how many runs of one organisation a process executes at
+ * once (src/runs/README.md "Sharing the run slots"). An organisation has at most SANDBOX_POOL_SIZE
+ * code runners, so more of its code steps at once only wait for them while holding run slots;
+ * twice that keeps its runners busy while its other runs claim, load and finish. Never above
+ * RUN_CONCURRENCY, at least 1.
+ */
+export function defaultRunOrgConcurrency(runConcurrency: number, sandboxPoolSize: number): number {
+  return Math.max(1, Math.min(runConcurrency, 2 * sandboxPoolSize));
+}

@@ -14,8 +14,11 @@ import type BeeQueue from 'bee-queue';
  * Claims and executes one run (the given one, or the oldest PENDING); false when there was none,
  * `released` when the process began to shut down while the claim was under way and the run was
  * given back unstarted (PENDING again): the queue announces it again for another process.
+ * `deferred` (a given run): its organisation has no run slot free in this process now; the
+ * handler is done with the job, and the queue tells `onDeferred` once the job is gone, so that
+ * the run can be announced again later (src/runs/README.md "Sharing the run slots").
  */
-export type RunHandler = (runId: string | undefined) => Promise<boolean | 'released'>;
+export type RunHandler = (runId: string | undefined) => Promise<boolean | 'released' | 'deferred'>;
 
 export interface RunQueue {
   readonly kind: 'in-process' | 'redis';
@@ -25,6 +28,10 @@ export interface RunQueue {
   consume(concurrency: number, handler: RunHandler): void;
   /** In-process only: a sleeping consumer lent out for one run handed over directly (InProcessRunQueue). */
   borrowIdle?(): { release(): void } | undefined;
+  /** In-process only: one sleeping consumer claims again (an organisation has a run slot free again). */
+  wake?(): void;
+  /** Redis only: a job its handler deferred is removed; its run may be announced again (`enqueue`). */
+  onDeferred?(listener: (runId: string) => void): void;
   /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
   onError(listener: (err: unknown) => void): void;
   /**
@@ -67,6 +74,12 @@ export class InProcessRunQueue implements RunQueue {
     this.errorListener = listener;
   }
 
+  /** Like an enqueue of one run: one sleeping consumer claims, and one busy claiming does not sleep. */
+  wake(): void {
+    this.wakeups += 1;
+    this.sleepers.shift()?.();
+  }
+
   /**
    * Each consumer claims until nothing is PENDING, then sleeps until woken (or the idle check).
    * An enqueue that lands while the consumer is inside the handler (its claim saw no run yet)
@@ -80,7 +93,7 @@ export class InProcessRunQueue implements RunQueue {
         (async () => {
           while (!this.closed) {
             const seen = this.wakeups;
-            let ran: boolean | 'released';
+            let ran: boolean | 'released' | 'deferred';
             try {
               ran = await handler(undefined);
             } catch (err) {
@@ -179,6 +192,7 @@ export class RedisRunQueue implements RunQueue {
   private readonly stallIntervalMs: number;
   private readonly closeTimeoutMs: number;
   private errorListener: (err: unknown) => void = () => undefined;
+  private deferredListener: (runId: string) => void = () => undefined;
   private stopping: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   /** Blocking pops under way (the consumer's BRPOPLPUSH calls, pipelined on one connection). */
@@ -225,6 +239,10 @@ export class RedisRunQueue implements RunQueue {
     this.errorListener = listener;
   }
 
+  onDeferred(listener: (runId: string) => void): void {
+    this.deferredListener = listener;
+  }
+
   async enqueue(runIds: string[]): Promise<void> {
     if (runIds.length === 0) return;
     // The job id is the run id: a run queued twice (recovery, restart) is one job.
@@ -236,8 +254,10 @@ export class RedisRunQueue implements RunQueue {
   consume(concurrency: number, handler: RunHandler): void {
     this.queue.process(concurrency, async (job) => handler(job.data.runId));
     // A run given back at shutdown: its job is done (and removed) now, so it can be queued again.
+    // A deferred run: its job is removed, so a new job of the same id (the run id) can be made.
     this.queue.on('succeeded', (job: BeeQueue.Job<{ runId: string }>, result: unknown) => {
       if (result === 'released') this.handBack(this.enqueue([job.data.runId]));
+      else if (result === 'deferred') this.deferredListener(job.data.runId);
     });
     // Every blocking pop is counted, so that `stop` can end them one by one. A job popped once the
     // queue is stopping goes back to the head of the waiting list at once (bee-queue would leave it

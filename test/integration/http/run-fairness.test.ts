@@ -50,7 +50,10 @@ for (const kind of kinds) {
           code('Spin', `const end = Date.now() + ${SPIN_MS}; while (Date.now() < end) { /* busy */ } return 'spun';`),
         ],
       });
-      quick = await deploy(server, b, { name: 'Sum', steps: [code('Sum', 'return { sum: (ctx.inputs.a || 0) + 1 };')] });
+      quick = await deploy(server, b, {
+        name: 'Sum',
+        steps: [code('Sum', 'return { sum: (ctx.inputs.a || 0) + 1 };')],
+      });
     });
     after(async () => {
       await server?.close();
