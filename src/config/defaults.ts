@@ -124,11 +124,13 @@ export const defaults = {
 
 /**
  * RUN_ORG_CONCURRENCY when it is not set: how many runs of one organisation a process executes at
- * once (src/runs/README.md "Sharing the run slots"). An organisation has at most SANDBOX_POOL_SIZE
- * code runners, so more of its code steps at once only wait for them while holding run slots;
- * twice that keeps its runners busy while its other runs claim, load and finish. Never above
- * RUN_CONCURRENCY, at least 1.
+ * once (src/runs/README.md "Sharing the run slots"). A quarter of RUN_CONCURRENCY, so that one
+ * organisation's backlog leaves three quarters of the slots to the others; at least twice
+ * SANDBOX_POOL_SIZE (the most code runners one organisation has), and never above RUN_CONCURRENCY.
+ * Not the runner count alone: a run spends most of its time claiming, loading and committing
+ * rather than in its runner, and one organisation's throughput follows how many of its runs
+ * overlap (bench/runs.ts; at twice the runners it fell to about a third).
  */
 export function defaultRunOrgConcurrency(runConcurrency: number, sandboxPoolSize: number): number {
-  return Math.max(1, Math.min(runConcurrency, 2 * sandboxPoolSize));
+  return Math.max(1, Math.min(runConcurrency, Math.max(2 * sandboxPoolSize, Math.ceil(runConcurrency / 4))));
 }
