@@ -124,13 +124,14 @@ export const defaults = {
 
 /**
  * RUN_ORG_CONCURRENCY when it is not set: how many runs of one organisation a process executes at
- * once (src/runs/README.md "Sharing the run slots"). A quarter of RUN_CONCURRENCY, so that one
- * organisation's backlog leaves three quarters of the slots to the others; at least twice
- * SANDBOX_POOL_SIZE (the most code runners one organisation has), and never above RUN_CONCURRENCY.
- * Not the runner count alone: a run spends most of its time claiming, loading and committing
- * rather than in its runner, and one organisation's throughput follows how many of its runs
- * overlap (bench/runs.ts; at twice the runners it fell to about a third).
+ * once (src/runs/README.md "Sharing the run slots"). Three quarters of RUN_CONCURRENCY, so that one
+ * organisation's backlog always leaves a quarter of the slots to the others, and at least twice
+ * SANDBOX_POOL_SIZE (the most code runners one organisation has), never above RUN_CONCURRENCY.
+ * Not the runner count: a run spends most of its time claiming, loading, waiting on HTTP and
+ * committing rather than in its runner, and one organisation's throughput follows how many of its
+ * runs overlap (src/runs/README.md, bench/runs.ts).
  */
 export function defaultRunOrgConcurrency(runConcurrency: number, sandboxPoolSize: number): number {
-  return Math.max(1, Math.min(runConcurrency, Math.max(2 * sandboxPoolSize, Math.ceil(runConcurrency / 4))));
+  const leaveOthers = Math.ceil(runConcurrency / 4);
+  return Math.max(1, Math.min(runConcurrency, Math.max(2 * sandboxPoolSize, runConcurrency - leaveOthers)));
 }

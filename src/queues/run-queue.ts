@@ -30,8 +30,10 @@ export interface RunQueue {
   borrowIdle?(): { release(): void } | undefined;
   /** In-process only: one sleeping consumer claims again (an organisation has a run slot free again). */
   wake?(): void;
-  /** Redis only: a job its handler deferred is removed; its run may be announced again (`enqueue`). */
+  /** Redis only: a job its handler deferred is removed; its run may be announced again (`announceFirst`). */
   onDeferred?(listener: (runId: string) => void): void;
+  /** Redis only: `enqueue`, the jobs put at the head of the waiting list (popped next). */
+  announceFirst?(runIds: string[]): Promise<void>;
   /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
   onError(listener: (err: unknown) => void): void;
   /**
@@ -176,6 +178,7 @@ interface BeeInternals {
       exec(cb: (err: Error | null) => void): void;
     };
     client(...args: [...string[], (err: Error | null, reply: unknown) => void]): void;
+    eval(...args: [string, number, string, string, (err: Error | null, reply: unknown) => void]): void;
     quit(cb: () => void): void;
   };
   /** The blocking connection of a worker (node-redis 3), once ready. */
@@ -184,6 +187,9 @@ interface BeeInternals {
   /** The blocking pop of the next job id (BRPOPLPUSH, no timeout) and the read of its job. */
   _waitForJob?: () => Promise<{ id: string } | null>;
 }
+
+/** Moves a job id to the popping end of the waiting list, if it is in the list. */
+const TO_HEAD = `if redis.call('lrem', KEYS[1], 0, ARGV[1]) > 0 then redis.call('rpush', KEYS[1], ARGV[1]) end`;
 
 export class RedisRunQueue implements RunQueue {
   readonly kind = 'redis' as const;
@@ -249,6 +255,19 @@ export class RedisRunQueue implements RunQueue {
     const jobs = runIds.map((runId) => this.queue.createJob({ runId }).setId(runId));
     const errors = await this.queue.saveAll(jobs);
     if (errors.size) throw [...errors.values()][0];
+  }
+
+  /**
+   * Jobs made as by `enqueue`, then each moved to the head of the waiting list (the end bee-queue
+   * pops next) if it is waiting there: a job already taken by a consumer is left alone.
+   */
+  async announceFirst(runIds: string[]): Promise<void> {
+    await this.enqueue(runIds);
+    const waiting = this.internals.toKey('waiting');
+    for (const runId of runIds)
+      await new Promise<void>((resolve, reject) =>
+        this.internals.client.eval(TO_HEAD, 1, waiting, runId, (err) => (err ? reject(err) : resolve())),
+      );
   }
 
   consume(concurrency: number, handler: RunHandler): void {

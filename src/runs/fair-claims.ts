@@ -116,8 +116,13 @@ export async function claimRunUnderCap(db: Knex, claim: FairClaim, runId: string
   return rows[0];
 }
 
-/** A run's organisation and status (why claimRunUnderCap claimed nothing); undefined when it is gone. */
-export async function runStateOf(db: Knex, runId: string): Promise<{ org_id: string; status: string } | undefined> {
-  return (await db('runs').where({ id: runId }).first('org_id', 'status')) as
-    { org_id: string; status: string } | undefined;
+export interface RunState {
+  org_id: string;
+  status: string;
+  created_at: string;
+}
+
+/** A run's organisation, status and age (why claimRunUnderCap claimed nothing); undefined when it is gone. */
+export async function runStateOf(db: Knex, runId: string): Promise<RunState | undefined> {
+  return (await db('runs').where({ id: runId }).first('org_id', 'status', 'created_at')) as RunState | undefined;
 }

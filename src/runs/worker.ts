@@ -59,6 +59,13 @@ export interface RunAdoption {
   cancel(): void;
 }
 
+/** A run deferred here (Redis queue): its organisation and age, so the oldest goes first. */
+interface Deferred {
+  runId: string;
+  orgId: string;
+  createdAt: string;
+}
+
 export class RunWorkers {
   readonly workerId = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private timers: NodeJS.Timeout[] = [];
@@ -79,9 +86,9 @@ export class RunWorkers {
    * organisation, oldest first. Their jobs are done (the consumer went on to other work); each
    * is announced again when a run of its organisation ends here (`deferRun`).
    */
-  private readonly deferred = new Map<string, Set<string>>();
-  /** Runs deferred by a handler whose job is not removed yet: their organisation. */
-  private readonly deferring = new Map<string, string>();
+  private readonly deferred = new Map<string, Deferred[]>();
+  /** Runs deferred by a handler whose job is not removed yet. */
+  private readonly deferring = new Map<string, Deferred>();
   /** Shutting down: no more runs are taken, a claim that lands now is given back (`drain`). */
   private draining = false;
 
@@ -150,7 +157,7 @@ export class RunWorkers {
     if (run || !this.slots.binding) return run;
     const state = await runStateOf(this.deps.db, runId);
     if (state?.status !== 'PENDING') return undefined;
-    this.deferring.set(runId, state.org_id);
+    this.deferring.set(runId, { runId, orgId: state.org_id, createdAt: state.created_at });
     return 'deferred';
   }
 
@@ -161,20 +168,30 @@ export class RunWorkers {
    * and recovery announces PENDING runs older than a lease.
    */
   private deferRun(runId: string): void {
-    const orgId = this.deferring.get(runId);
-    if (orgId === undefined) return;
+    const run = this.deferring.get(runId);
+    if (!run) return;
     this.deferring.delete(runId);
-    if (!this.slots.full(orgId) || this.draining) {
-      this.announce([runId]);
+    if (!this.slots.full(run.orgId) || this.draining) {
+      this.announce(run);
       return;
     }
-    let runs = this.deferred.get(orgId);
-    if (!runs) this.deferred.set(orgId, (runs = new Set()));
-    runs.add(runId);
+    let runs = this.deferred.get(run.orgId);
+    if (!runs) this.deferred.set(run.orgId, (runs = []));
+    if (runs.some((r) => r.runId === runId)) return;
+    // Oldest first: a run deferred again keeps its place by age.
+    const at = runs.findIndex((r) => r.createdAt > run.createdAt);
+    runs.splice(at < 0 ? runs.length : at, 0, run);
   }
 
-  private announce(runIds: string[]): void {
-    this.deps.queue.enqueue(runIds).catch((err: unknown) => this.deps.log.warn({ err }, 'run not announced again'));
+  /**
+   * A deferred run announced again, at the head of the queue (`announceFirst`): popped next, while
+   * the slot it was announced for is still free, not behind the jobs queued since.
+   */
+  private announce(run: Deferred): void {
+    const { queue, log } = this.deps;
+    (queue.announceFirst ?? queue.enqueue)
+      .call(queue, [run.runId])
+      .catch((err: unknown) => log.warn({ err, runId: run.runId }, 'run not announced again'));
   }
 
   /**
@@ -185,12 +202,9 @@ export class RunWorkers {
   private freeSlot(orgId: string): boolean {
     const wasFull = this.slots.give(orgId);
     const waiting = this.deferred.get(orgId);
-    if (waiting) {
-      const [next] = waiting;
-      waiting.delete(next!);
-      if (!waiting.size) this.deferred.delete(orgId);
-      this.announce([next!]);
-    }
+    const next = waiting?.shift();
+    if (waiting && !waiting.length) this.deferred.delete(orgId);
+    if (next) this.announce(next);
     return wasFull;
   }
 
@@ -306,7 +320,7 @@ export class RunWorkers {
     this.draining = true;
     for (const t of this.timers.splice(0)) clearInterval(t);
     // Runs deferred here go back to the queue for another process.
-    const deferred = [...this.deferred.values()].flatMap((runs) => [...runs]);
+    const deferred = [...this.deferred.values()].flatMap((runs) => runs.map((r) => r.runId));
     this.deferred.clear();
     if (deferred.length)
       await this.deps.queue
