@@ -195,7 +195,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     invokeAgent: agentInvoker(services),
   });
   await workers.start();
-  services.adoptRun = () => workers.adopt();
+  services.adoptRun = (orgId) => workers.adopt(orgId);
   services.events.start();
   services.queues.start();
   services.browser.start();

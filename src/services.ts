@@ -42,7 +42,7 @@ export interface Services extends Http.PipelineServices {
   /** Group commit of new runs (src/runs/group-commit.ts). */
   runWriter: GroupCommitter;
   /** A new run handed straight to an idle run consumer of this process, when one is (RunWorkers.adopt). */
-  adoptRun?: (() => RunAdoption | undefined) | undefined;
+  adoptRun?: ((orgId: string) => RunAdoption | undefined) | undefined;
   /** Trigger call targets, memoised per process (src/triggers/target.ts). */
   callTargets: CallTargets;
   /** The tool gateway: catalogue, router, upstream pool (src/gateway). */

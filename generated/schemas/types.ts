@@ -2041,6 +2041,7 @@ export interface components {
          *       "syncWaitMs": 60000,
          *       "runTimeoutMs": 600000,
          *       "runConcurrency": 4,
+         *       "runOrgConcurrency": 4,
          *       "runLeaseMs": 30000,
          *       "runMaxAttempts": 2,
          *       "runRetentionDays": 30,
@@ -2320,6 +2321,8 @@ export interface components {
              * @default 2
              */
             runMaxAttempts: number;
+            /** @description RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine. */
+            runOrgConcurrency: number;
             /**
              * @description RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days.
              * @default 30

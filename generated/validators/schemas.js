@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","browserTestRelayOpen","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"browserTestRelayOpen":{"type":"boolean","default":false,"description":"BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"browserTestRelayOpen":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runOrgConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","browserTestRelayOpen","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runOrgConcurrency":{"type":"integer","minimum":1,"maximum":256,"description":"RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"browserTestRelayOpen":{"type":"boolean","default":false,"description":"BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runOrgConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"browserTestRelayOpen":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -187,8 +187,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.runLeaseMs === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
+if(data.runOrgConcurrency === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runOrgConcurrency"},message:"must have required property '"+"runOrgConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -197,8 +197,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.runMaxAttempts === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
+if(data.runLeaseMs === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -207,8 +207,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.runRetentionDays === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
+if(data.runMaxAttempts === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -217,8 +217,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.sandboxPoolSize === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
+if(data.runRetentionDays === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -227,8 +227,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.sandboxReuseContexts === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
+if(data.sandboxPoolSize === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -237,8 +237,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data.sandboxMaxExecutions === undefined){
-const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
+if(data.sandboxReuseContexts === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -247,8 +247,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data.tenantMemoryMb === undefined){
-const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
+if(data.sandboxMaxExecutions === undefined){
+const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -257,8 +257,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data.codeIsolation === undefined){
-const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
+if(data.tenantMemoryMb === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -267,8 +267,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data.sandboxTestBreach === undefined){
-const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxTestBreach"},message:"must have required property '"+"sandboxTestBreach"+"'"};
+if(data.codeIsolation === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -277,8 +277,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.browserTestNoSchemeRefusal === undefined){
-const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestNoSchemeRefusal"},message:"must have required property '"+"browserTestNoSchemeRefusal"+"'"};
+if(data.sandboxTestBreach === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxTestBreach"},message:"must have required property '"+"sandboxTestBreach"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -287,8 +287,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.browserTestRelayOpen === undefined){
-const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestRelayOpen"},message:"must have required property '"+"browserTestRelayOpen"+"'"};
+if(data.browserTestNoSchemeRefusal === undefined){
+const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestNoSchemeRefusal"},message:"must have required property '"+"browserTestNoSchemeRefusal"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -297,8 +297,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data.redisPrefix === undefined){
-const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
+if(data.browserTestRelayOpen === undefined){
+const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestRelayOpen"},message:"must have required property '"+"browserTestRelayOpen"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -307,8 +307,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data.upstreamTimeoutMs === undefined){
-const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
+if(data.redisPrefix === undefined){
+const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -317,8 +317,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data.upstreamIdleMs === undefined){
-const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
+if(data.upstreamTimeoutMs === undefined){
+const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -327,8 +327,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data.upstreamListBudgetMs === undefined){
-const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
+if(data.upstreamIdleMs === undefined){
+const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -337,8 +337,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data.sqliteSynchronous === undefined){
-const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
+if(data.upstreamListBudgetMs === undefined){
+const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -347,8 +347,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data.models === undefined){
-const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+if(data.sqliteSynchronous === undefined){
+const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -357,8 +357,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data.agentMaxSteps === undefined){
-const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
+if(data.models === undefined){
+const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -367,8 +367,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data.agentTurnTimeoutMs === undefined){
-const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
+if(data.agentMaxSteps === undefined){
+const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -377,8 +377,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data.outboundAllowlist === undefined){
-const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
+if(data.agentTurnTimeoutMs === undefined){
+const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -387,8 +387,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data.browser === undefined){
-const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
+if(data.outboundAllowlist === undefined){
+const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -397,8 +397,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data.discovery === undefined){
-const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
+if(data.browser === undefined){
+const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -407,8 +407,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data.metricsPort === undefined){
-const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
+if(data.discovery === undefined){
+const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -417,8 +417,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data.metricsHost === undefined){
-const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
+if(data.metricsPort === undefined){
+const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -427,8 +427,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data.shutdownGraceMs === undefined){
-const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
+if(data.metricsHost === undefined){
+const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -437,8 +437,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data.tracing === undefined){
-const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
+if(data.shutdownGraceMs === undefined){
+const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -447,9 +447,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err42 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.tracing === undefined){
+const err42 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -458,11 +457,9 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err43 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err43 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -471,9 +468,11 @@ vErrors.push(err43);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err44 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err44 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -482,8 +481,9 @@ vErrors.push(err44);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err45 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err45 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -492,13 +492,8 @@ vErrors.push(err45);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err46 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err46 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -508,8 +503,12 @@ vErrors.push(err46);
 errors++;
 }
 }
-else {
-const err47 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err47 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -519,11 +518,8 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err48 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err48 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -533,8 +529,11 @@ vErrors.push(err48);
 errors++;
 }
 }
-else {
-const err49 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err49 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -544,10 +543,8 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err50 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err50 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -556,9 +553,11 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err51 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data3 = data.databaseUrl;
+if((typeof data3 !== "string") && (data3 !== null)){
+const err51 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -567,12 +566,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err52 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err52 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -581,14 +577,28 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err53 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data4 = data.redisUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err53 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err53];
 }
 else {
 vErrors.push(err53);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err54 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
 }
 errors++;
 }
@@ -598,17 +608,7 @@ if(data.publicUrl !== undefined){
 let data5 = data.publicUrl;
 if(typeof data5 === "string"){
 if(!pattern6.test(data5)){
-const err54 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-if(!(formats0(data5))){
-const err55 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err55 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -617,9 +617,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-}
-else {
-const err56 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data5))){
+const err56 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -629,11 +628,8 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err57 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err57 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -642,8 +638,12 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err58 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data6 = data.baseUrls;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.triggers === undefined){
+const err58 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -652,8 +652,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data6.auth === undefined){
+const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -662,8 +662,8 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data6.mcp === undefined){
+const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -672,8 +672,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data6.connect === undefined){
+const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -682,9 +682,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data6.runFiles === undefined){
+const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -693,12 +692,9 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err63 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data6){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -707,8 +703,12 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err64 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.triggers !== undefined){
+let data7 = data6.triggers;
+if(typeof data7 === "string"){
+if(!pattern6.test(data7)){
+const err64 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -717,9 +717,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data7))){
+const err65 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -729,11 +728,8 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err66 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err66 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -742,8 +738,12 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err67 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.auth !== undefined){
+let data8 = data6.auth;
+if(typeof data8 === "string"){
+if(!pattern6.test(data8)){
+const err67 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -752,9 +752,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-else {
-const err68 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err68 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -764,11 +763,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err69 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err69 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -777,8 +773,12 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err70 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.mcp !== undefined){
+let data9 = data6.mcp;
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err70 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -787,9 +787,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err71 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -799,11 +798,8 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err72 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err72 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -812,8 +808,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err73 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.connect !== undefined){
+let data10 = data6.connect;
+if(typeof data10 === "string"){
+if(!pattern6.test(data10)){
+const err73 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -822,9 +822,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-else {
-const err74 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err74 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -834,11 +833,8 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err75 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err75 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -847,8 +843,12 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err76 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data6.runFiles !== undefined){
+let data11 = data6.runFiles;
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+const err76 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -857,9 +857,8 @@ vErrors.push(err76);
 }
 errors++;
 }
-}
-else {
-const err77 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err77 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -869,9 +868,8 @@ vErrors.push(err77);
 errors++;
 }
 }
-}
 else {
-const err78 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err78 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -881,10 +879,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err79 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err79 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -894,10 +891,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err80 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data12 = data.logLevel;
+if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
+const err80 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -906,9 +903,11 @@ vErrors.push(err80);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err81 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data13 = data.tokenTtlSeconds;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err81 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -917,8 +916,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err82 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 86400 || isNaN(data13)){
+const err82 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -927,12 +927,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err83 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data13 < 60 || isNaN(data13)){
+const err83 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -941,9 +937,12 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err84 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data14 = data.revocationCacheMs;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err84 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -952,8 +951,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err85 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 5000 || isNaN(data14)){
+const err85 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -962,12 +962,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err86 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 0 || isNaN(data14)){
+const err86 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -976,9 +972,12 @@ vErrors.push(err86);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err87 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data15 = data.signingKeyMaxAgeDays;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err87 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -987,8 +986,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err88 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 3650 || isNaN(data15)){
+const err88 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -997,13 +997,8 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err89 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data15 < 1 || isNaN(data15)){
+const err89 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1013,8 +1008,12 @@ vErrors.push(err89);
 errors++;
 }
 }
-else {
-const err90 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.tokenAudience !== undefined){
+let data16 = data.tokenAudience;
+if(typeof data16 === "string"){
+if(func2(data16) < 1){
+const err90 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1024,11 +1023,8 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data.tokenFailureLimits !== undefined){
-let data17 = data.tokenFailureLimits;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-if(data17.windowMs === undefined){
-const err91 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
+else {
+const err91 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1037,8 +1033,12 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(data17.perClient === undefined){
-const err92 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
+}
+if(data.tokenFailureLimits !== undefined){
+let data17 = data.tokenFailureLimits;
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.windowMs === undefined){
+const err92 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1047,8 +1047,8 @@ vErrors.push(err92);
 }
 errors++;
 }
-if(data17.perAddress === undefined){
-const err93 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
+if(data17.perClient === undefined){
+const err93 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1057,8 +1057,8 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data17.trackedKeys === undefined){
-const err94 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
+if(data17.perAddress === undefined){
+const err94 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1067,9 +1067,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-for(const key2 in data17){
-if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
-const err95 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data17.trackedKeys === undefined){
+const err95 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1078,11 +1077,9 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-if(data17.windowMs !== undefined){
-let data18 = data17.windowMs;
-if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-const err96 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key2 in data17){
+if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
+const err96 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1091,9 +1088,11 @@ vErrors.push(err96);
 }
 errors++;
 }
-if((typeof data18 == "number") && (isFinite(data18))){
-if(data18 > 86400000 || isNaN(data18)){
-const err97 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+if(data17.windowMs !== undefined){
+let data18 = data17.windowMs;
+if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
+const err97 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1102,8 +1101,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data18 < 1000 || isNaN(data18)){
-const err98 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 > 86400000 || isNaN(data18)){
+const err98 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1112,12 +1112,8 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-}
-if(data17.perClient !== undefined){
-let data19 = data17.perClient;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err99 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data18 < 1000 || isNaN(data18)){
+const err99 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1126,9 +1122,12 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 100000 || isNaN(data19)){
-const err100 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+}
+}
+if(data17.perClient !== undefined){
+let data19 = data17.perClient;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err100 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1137,8 +1136,9 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data19 < 0 || isNaN(data19)){
-const err101 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 100000 || isNaN(data19)){
+const err101 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1147,12 +1147,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-}
-}
-if(data17.perAddress !== undefined){
-let data20 = data17.perAddress;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err102 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19 < 0 || isNaN(data19)){
+const err102 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1161,9 +1157,12 @@ vErrors.push(err102);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 100000 || isNaN(data20)){
-const err103 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+}
+}
+if(data17.perAddress !== undefined){
+let data20 = data17.perAddress;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err103 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1172,8 +1171,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data20 < 0 || isNaN(data20)){
-const err104 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 100000 || isNaN(data20)){
+const err104 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1182,12 +1182,8 @@ vErrors.push(err104);
 }
 errors++;
 }
-}
-}
-if(data17.trackedKeys !== undefined){
-let data21 = data17.trackedKeys;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err105 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20 < 0 || isNaN(data20)){
+const err105 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1196,9 +1192,12 @@ vErrors.push(err105);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 10000000 || isNaN(data21)){
-const err106 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
+}
+}
+if(data17.trackedKeys !== undefined){
+let data21 = data17.trackedKeys;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err106 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1207,8 +1206,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data21 < 100 || isNaN(data21)){
-const err107 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 10000000 || isNaN(data21)){
+const err107 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1217,11 +1217,8 @@ vErrors.push(err107);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err108 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data21 < 100 || isNaN(data21)){
+const err108 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1231,9 +1228,10 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err109 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err109 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1243,9 +1241,9 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err110 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.validateResponses !== undefined){
+if(typeof data.validateResponses !== "boolean"){
+const err110 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1255,10 +1253,9 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data24 = data.syncWaitMs;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err111 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err111 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1267,9 +1264,11 @@ vErrors.push(err111);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 60000 || isNaN(data24)){
-const err112 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.syncWaitMs !== undefined){
+let data24 = data.syncWaitMs;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err112 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1278,8 +1277,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err113 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 60000 || isNaN(data24)){
+const err113 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1288,12 +1288,8 @@ vErrors.push(err113);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data25 = data.runTimeoutMs;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err114 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 1 || isNaN(data24)){
+const err114 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1302,9 +1298,12 @@ vErrors.push(err114);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 86400000 || isNaN(data25)){
-const err115 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.runTimeoutMs !== undefined){
+let data25 = data.runTimeoutMs;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err115 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1313,8 +1312,9 @@ vErrors.push(err115);
 }
 errors++;
 }
-if(data25 < 1000 || isNaN(data25)){
-const err116 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 86400000 || isNaN(data25)){
+const err116 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1323,12 +1323,8 @@ vErrors.push(err116);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data26 = data.runConcurrency;
-if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-const err117 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data25 < 1000 || isNaN(data25)){
+const err117 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1337,9 +1333,12 @@ vErrors.push(err117);
 }
 errors++;
 }
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 256 || isNaN(data26)){
-const err118 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runConcurrency !== undefined){
+let data26 = data.runConcurrency;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err118 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1348,8 +1347,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-if(data26 < 0 || isNaN(data26)){
-const err119 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 256 || isNaN(data26)){
+const err119 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1358,12 +1358,8 @@ vErrors.push(err119);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data27 = data.runLeaseMs;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err120 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data26 < 0 || isNaN(data26)){
+const err120 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1372,9 +1368,12 @@ vErrors.push(err120);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 3600000 || isNaN(data27)){
-const err121 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.runOrgConcurrency !== undefined){
+let data27 = data.runOrgConcurrency;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err121 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1383,8 +1382,9 @@ vErrors.push(err121);
 }
 errors++;
 }
-if(data27 < 500 || isNaN(data27)){
-const err122 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 256 || isNaN(data27)){
+const err122 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1393,12 +1393,8 @@ vErrors.push(err122);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data28 = data.runMaxAttempts;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err123 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 1 || isNaN(data27)){
+const err123 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1407,9 +1403,12 @@ vErrors.push(err123);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 10 || isNaN(data28)){
-const err124 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data.runLeaseMs !== undefined){
+let data28 = data.runLeaseMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err124 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1418,8 +1417,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-if(data28 < 1 || isNaN(data28)){
-const err125 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 3600000 || isNaN(data28)){
+const err125 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1428,12 +1428,8 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data29 = data.runRetentionDays;
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err126 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data28 < 500 || isNaN(data28)){
+const err126 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1442,9 +1438,12 @@ vErrors.push(err126);
 }
 errors++;
 }
-if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 > 3650 || isNaN(data29)){
-const err127 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data29 = data.runMaxAttempts;
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+const err127 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1453,8 +1452,9 @@ vErrors.push(err127);
 }
 errors++;
 }
-if(data29 < 1 || isNaN(data29)){
-const err128 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 10 || isNaN(data29)){
+const err128 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1463,12 +1463,8 @@ vErrors.push(err128);
 }
 errors++;
 }
-}
-}
-if(data.sandboxPoolSize !== undefined){
-let data30 = data.sandboxPoolSize;
-if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-const err129 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data29 < 1 || isNaN(data29)){
+const err129 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1477,9 +1473,12 @@ vErrors.push(err129);
 }
 errors++;
 }
-if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 > 64 || isNaN(data30)){
-const err130 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data30 = data.runRetentionDays;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err130 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1488,8 +1487,9 @@ vErrors.push(err130);
 }
 errors++;
 }
-if(data30 < 1 || isNaN(data30)){
-const err131 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 > 3650 || isNaN(data30)){
+const err131 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1498,11 +1498,8 @@ vErrors.push(err131);
 }
 errors++;
 }
-}
-}
-if(data.sandboxReuseContexts !== undefined){
-if(typeof data.sandboxReuseContexts !== "boolean"){
-const err132 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data30 < 1 || isNaN(data30)){
+const err132 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1512,10 +1509,11 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data.sandboxMaxExecutions !== undefined){
-let data32 = data.sandboxMaxExecutions;
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
-const err133 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.sandboxPoolSize !== undefined){
+let data31 = data.sandboxPoolSize;
+if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
+const err133 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1524,9 +1522,9 @@ vErrors.push(err133);
 }
 errors++;
 }
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 > 1000000 || isNaN(data32)){
-const err134 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 > 64 || isNaN(data31)){
+const err134 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1535,8 +1533,8 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(data32 < 1 || isNaN(data32)){
-const err135 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data31 < 1 || isNaN(data31)){
+const err135 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1547,10 +1545,9 @@ errors++;
 }
 }
 }
-if(data.tenantMemoryMb !== undefined){
-let data33 = data.tenantMemoryMb;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err136 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.sandboxReuseContexts !== undefined){
+if(typeof data.sandboxReuseContexts !== "boolean"){
+const err136 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1559,9 +1556,11 @@ vErrors.push(err136);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 16777216 || isNaN(data33)){
-const err137 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
+}
+if(data.sandboxMaxExecutions !== undefined){
+let data33 = data.sandboxMaxExecutions;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err137 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1570,8 +1569,9 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(data33 < 256 || isNaN(data33)){
-const err138 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 1000000 || isNaN(data33)){
+const err138 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1580,12 +1580,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-}
-}
-if(data.codeIsolation !== undefined){
-let data34 = data.codeIsolation;
-if(!(((data34 === "auto") || (data34 === "strict")) || (data34 === "process"))){
-const err139 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
+if(data33 < 1 || isNaN(data33)){
+const err139 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1595,9 +1591,11 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data.sandboxTestBreach !== undefined){
-if(typeof data.sandboxTestBreach !== "boolean"){
-const err140 = {instancePath:instancePath+"/sandboxTestBreach",schemaPath:"#/properties/sandboxTestBreach/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.tenantMemoryMb !== undefined){
+let data34 = data.tenantMemoryMb;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err140 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1606,10 +1604,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-if(data.browserTestNoSchemeRefusal !== undefined){
-if(typeof data.browserTestNoSchemeRefusal !== "boolean"){
-const err141 = {instancePath:instancePath+"/browserTestNoSchemeRefusal",schemaPath:"#/properties/browserTestNoSchemeRefusal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 > 16777216 || isNaN(data34)){
+const err141 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1618,10 +1615,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-}
-if(data.browserTestRelayOpen !== undefined){
-if(typeof data.browserTestRelayOpen !== "boolean"){
-const err142 = {instancePath:instancePath+"/browserTestRelayOpen",schemaPath:"#/properties/browserTestRelayOpen/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data34 < 256 || isNaN(data34)){
+const err142 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1631,10 +1626,11 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(data.sqliteSynchronous !== undefined){
-let data38 = data.sqliteSynchronous;
-if(!((data38 === "NORMAL") || (data38 === "FULL"))){
-const err143 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+}
+if(data.codeIsolation !== undefined){
+let data35 = data.codeIsolation;
+if(!(((data35 === "auto") || (data35 === "strict")) || (data35 === "process"))){
+const err143 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1644,10 +1640,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.upstreamTimeoutMs !== undefined){
-let data39 = data.upstreamTimeoutMs;
-if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
-const err144 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.sandboxTestBreach !== undefined){
+if(typeof data.sandboxTestBreach !== "boolean"){
+const err144 = {instancePath:instancePath+"/sandboxTestBreach",schemaPath:"#/properties/sandboxTestBreach/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1656,9 +1651,10 @@ vErrors.push(err144);
 }
 errors++;
 }
-if((typeof data39 == "number") && (isFinite(data39))){
-if(data39 > 600000 || isNaN(data39)){
-const err145 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+if(data.browserTestNoSchemeRefusal !== undefined){
+if(typeof data.browserTestNoSchemeRefusal !== "boolean"){
+const err145 = {instancePath:instancePath+"/browserTestNoSchemeRefusal",schemaPath:"#/properties/browserTestNoSchemeRefusal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1667,8 +1663,10 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data39 < 100 || isNaN(data39)){
-const err146 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+if(data.browserTestRelayOpen !== undefined){
+if(typeof data.browserTestRelayOpen !== "boolean"){
+const err146 = {instancePath:instancePath+"/browserTestRelayOpen",schemaPath:"#/properties/browserTestRelayOpen/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1678,11 +1676,10 @@ vErrors.push(err146);
 errors++;
 }
 }
-}
-if(data.upstreamIdleMs !== undefined){
-let data40 = data.upstreamIdleMs;
-if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
-const err147 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.sqliteSynchronous !== undefined){
+let data39 = data.sqliteSynchronous;
+if(!((data39 === "NORMAL") || (data39 === "FULL"))){
+const err147 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1691,9 +1688,11 @@ vErrors.push(err147);
 }
 errors++;
 }
-if((typeof data40 == "number") && (isFinite(data40))){
-if(data40 > 86400000 || isNaN(data40)){
-const err148 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+if(data.upstreamTimeoutMs !== undefined){
+let data40 = data.upstreamTimeoutMs;
+if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
+const err148 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1702,8 +1701,9 @@ vErrors.push(err148);
 }
 errors++;
 }
-if(data40 < 1000 || isNaN(data40)){
-const err149 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data40 == "number") && (isFinite(data40))){
+if(data40 > 600000 || isNaN(data40)){
+const err149 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1712,12 +1712,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-}
-}
-if(data.upstreamListBudgetMs !== undefined){
-let data41 = data.upstreamListBudgetMs;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err150 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data40 < 100 || isNaN(data40)){
+const err150 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1726,9 +1722,12 @@ vErrors.push(err150);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 > 600000 || isNaN(data41)){
-const err151 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+}
+if(data.upstreamIdleMs !== undefined){
+let data41 = data.upstreamIdleMs;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err151 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1737,8 +1736,9 @@ vErrors.push(err151);
 }
 errors++;
 }
-if(data41 < 10 || isNaN(data41)){
-const err152 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 86400000 || isNaN(data41)){
+const err152 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1747,13 +1747,8 @@ vErrors.push(err152);
 }
 errors++;
 }
-}
-}
-if(data.redisPrefix !== undefined){
-let data42 = data.redisPrefix;
-if(typeof data42 === "string"){
-if(!pattern12.test(data42)){
-const err153 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data41 < 1000 || isNaN(data41)){
+const err153 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1763,8 +1758,11 @@ vErrors.push(err153);
 errors++;
 }
 }
-else {
-const err154 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.upstreamListBudgetMs !== undefined){
+let data42 = data.upstreamListBudgetMs;
+if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
+const err154 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1773,12 +1771,9 @@ vErrors.push(err154);
 }
 errors++;
 }
-}
-if(data.models !== undefined){
-let data43 = data.models;
-if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
-if(data43.defaultModel === undefined){
-const err155 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+if((typeof data42 == "number") && (isFinite(data42))){
+if(data42 > 600000 || isNaN(data42)){
+const err155 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1787,8 +1782,8 @@ vErrors.push(err155);
 }
 errors++;
 }
-if(data43.openaiCompatibleBaseUrl === undefined){
-const err156 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+if(data42 < 10 || isNaN(data42)){
+const err156 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1797,8 +1792,13 @@ vErrors.push(err156);
 }
 errors++;
 }
-if(data43.openaiCompatibleStructuredOutputs === undefined){
-const err157 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
+}
+}
+if(data.redisPrefix !== undefined){
+let data43 = data.redisPrefix;
+if(typeof data43 === "string"){
+if(!pattern12.test(data43)){
+const err157 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1807,8 +1807,9 @@ vErrors.push(err157);
 }
 errors++;
 }
-if(data43.providers === undefined){
-const err158 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+}
+else {
+const err158 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1817,9 +1818,12 @@ vErrors.push(err158);
 }
 errors++;
 }
-for(const key3 in data43){
-if(!((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers"))){
-const err159 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+}
+if(data.models !== undefined){
+let data44 = data.models;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(data44.defaultModel === undefined){
+const err159 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1828,11 +1832,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-}
-if(data43.defaultModel !== undefined){
-let data44 = data43.defaultModel;
-if((typeof data44 !== "string") && (data44 !== null)){
-const err160 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+if(data44.openaiCompatibleBaseUrl === undefined){
+const err160 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1841,9 +1842,8 @@ vErrors.push(err160);
 }
 errors++;
 }
-if(typeof data44 === "string"){
-if(!pattern13.test(data44)){
-const err161 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+if(data44.openaiCompatibleStructuredOutputs === undefined){
+const err161 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1852,12 +1852,8 @@ vErrors.push(err161);
 }
 errors++;
 }
-}
-}
-if(data43.openaiCompatibleBaseUrl !== undefined){
-let data45 = data43.openaiCompatibleBaseUrl;
-if((typeof data45 !== "string") && (data45 !== null)){
-const err162 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(data44.providers === undefined){
+const err162 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1866,9 +1862,9 @@ vErrors.push(err162);
 }
 errors++;
 }
-if(typeof data45 === "string"){
-if(!(formats0(data45))){
-const err163 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+for(const key3 in data44){
+if(!((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers"))){
+const err163 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1878,10 +1874,10 @@ vErrors.push(err163);
 errors++;
 }
 }
-}
-if(data43.openaiCompatibleStructuredOutputs !== undefined){
-if(typeof data43.openaiCompatibleStructuredOutputs !== "boolean"){
-const err164 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data44.defaultModel !== undefined){
+let data45 = data44.defaultModel;
+if((typeof data45 !== "string") && (data45 !== null)){
+const err164 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1890,15 +1886,9 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-if(data43.providers !== undefined){
-let data47 = data43.providers;
-if(Array.isArray(data47)){
-const len0 = data47.length;
-for(let i0=0; i0<len0; i0++){
-let data48 = data47[i0];
-if(!((((data48 === "openai-compatible") || (data48 === "openai")) || (data48 === "anthropic")) || (data48 === "google"))){
-const err165 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+if(typeof data45 === "string"){
+if(!pattern13.test(data45)){
+const err165 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1908,14 +1898,11 @@ vErrors.push(err165);
 errors++;
 }
 }
-let i1 = data47.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data47[i1], data47[j0])){
-const err166 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+}
+if(data44.openaiCompatibleBaseUrl !== undefined){
+let data46 = data44.openaiCompatibleBaseUrl;
+if((typeof data46 !== "string") && (data46 !== null)){
+const err166 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1923,14 +1910,10 @@ else {
 vErrors.push(err166);
 }
 errors++;
-break outer0;
 }
-}
-}
-}
-}
-else {
-const err167 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data46 === "string"){
+if(!(formats0(data46))){
+const err167 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1941,8 +1924,9 @@ errors++;
 }
 }
 }
-else {
-const err168 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data44.openaiCompatibleStructuredOutputs !== undefined){
+if(typeof data44.openaiCompatibleStructuredOutputs !== "boolean"){
+const err168 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1952,10 +1936,14 @@ vErrors.push(err168);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data49 = data.agentMaxSteps;
-if(!(((typeof data49 == "number") && (!(data49 % 1) && !isNaN(data49))) && (isFinite(data49)))){
-const err169 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data44.providers !== undefined){
+let data48 = data44.providers;
+if(Array.isArray(data48)){
+const len0 = data48.length;
+for(let i0=0; i0<len0; i0++){
+let data49 = data48[i0];
+if(!((((data49 === "openai-compatible") || (data49 === "openai")) || (data49 === "anthropic")) || (data49 === "google"))){
+const err169 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1964,9 +1952,15 @@ vErrors.push(err169);
 }
 errors++;
 }
-if((typeof data49 == "number") && (isFinite(data49))){
-if(data49 > 100 || isNaN(data49)){
-const err170 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+}
+let i1 = data48.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data48[i1], data48[j0])){
+const err170 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -1974,9 +1968,14 @@ else {
 vErrors.push(err170);
 }
 errors++;
+break outer0;
 }
-if(data49 < 1 || isNaN(data49)){
-const err171 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+}
+}
+else {
+const err171 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -1987,10 +1986,8 @@ errors++;
 }
 }
 }
-if(data.agentTurnTimeoutMs !== undefined){
-let data50 = data.agentTurnTimeoutMs;
-if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
-const err172 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err172 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -1999,9 +1996,11 @@ vErrors.push(err172);
 }
 errors++;
 }
-if((typeof data50 == "number") && (isFinite(data50))){
-if(data50 > 3600000 || isNaN(data50)){
-const err173 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+if(data.agentMaxSteps !== undefined){
+let data50 = data.agentMaxSteps;
+if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
+const err173 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2010,8 +2009,9 @@ vErrors.push(err173);
 }
 errors++;
 }
-if(data50 < 1000 || isNaN(data50)){
-const err174 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data50 == "number") && (isFinite(data50))){
+if(data50 > 100 || isNaN(data50)){
+const err174 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2020,17 +2020,8 @@ vErrors.push(err174);
 }
 errors++;
 }
-}
-}
-if(data.outboundAllowlist !== undefined){
-let data51 = data.outboundAllowlist;
-if(Array.isArray(data51)){
-const len1 = data51.length;
-for(let i2=0; i2<len1; i2++){
-let data52 = data51[i2];
-if(typeof data52 === "string"){
-if(func2(data52) < 1){
-const err175 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data50 < 1 || isNaN(data50)){
+const err175 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2040,8 +2031,11 @@ vErrors.push(err175);
 errors++;
 }
 }
-else {
-const err176 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data51 = data.agentTurnTimeoutMs;
+if(!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))){
+const err176 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2050,10 +2044,9 @@ vErrors.push(err176);
 }
 errors++;
 }
-}
-}
-else {
-const err177 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data51 == "number") && (isFinite(data51))){
+if(data51 > 3600000 || isNaN(data51)){
+const err177 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2062,12 +2055,8 @@ vErrors.push(err177);
 }
 errors++;
 }
-}
-if(data.browser !== undefined){
-let data53 = data.browser;
-if(data53 && typeof data53 == "object" && !Array.isArray(data53)){
-if(data53.executable === undefined){
-const err178 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+if(data51 < 1000 || isNaN(data51)){
+const err178 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2076,8 +2065,17 @@ vErrors.push(err178);
 }
 errors++;
 }
-if(data53.maxContexts === undefined){
-const err179 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+}
+}
+if(data.outboundAllowlist !== undefined){
+let data52 = data.outboundAllowlist;
+if(Array.isArray(data52)){
+const len1 = data52.length;
+for(let i2=0; i2<len1; i2++){
+let data53 = data52[i2];
+if(typeof data53 === "string"){
+if(func2(data53) < 1){
+const err179 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2086,8 +2084,9 @@ vErrors.push(err179);
 }
 errors++;
 }
-if(data53.orgMaxContexts === undefined){
-const err180 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
+}
+else {
+const err180 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2096,8 +2095,10 @@ vErrors.push(err180);
 }
 errors++;
 }
-if(data53.taskTimeoutMs === undefined){
-const err181 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+}
+}
+else {
+const err181 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2106,8 +2107,12 @@ vErrors.push(err181);
 }
 errors++;
 }
-if(data53.idleMs === undefined){
-const err182 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+}
+if(data.browser !== undefined){
+let data54 = data.browser;
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.executable === undefined){
+const err182 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2116,8 +2121,8 @@ vErrors.push(err182);
 }
 errors++;
 }
-if(data53.adblockLists === undefined){
-const err183 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(data54.maxContexts === undefined){
+const err183 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2126,8 +2131,8 @@ vErrors.push(err183);
 }
 errors++;
 }
-if(data53.proxyUrl === undefined){
-const err184 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+if(data54.orgMaxContexts === undefined){
+const err184 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2136,8 +2141,8 @@ vErrors.push(err184);
 }
 errors++;
 }
-if(data53.memoryMb === undefined){
-const err185 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
+if(data54.taskTimeoutMs === undefined){
+const err185 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2146,8 +2151,8 @@ vErrors.push(err185);
 }
 errors++;
 }
-if(data53.diskMb === undefined){
-const err186 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
+if(data54.idleMs === undefined){
+const err186 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2156,8 +2161,8 @@ vErrors.push(err186);
 }
 errors++;
 }
-if(data53.maxPages === undefined){
-const err187 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
+if(data54.adblockLists === undefined){
+const err187 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2166,8 +2171,8 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data53.maxOpenContexts === undefined){
-const err188 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
+if(data54.proxyUrl === undefined){
+const err188 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2176,8 +2181,8 @@ vErrors.push(err188);
 }
 errors++;
 }
-if(data53.taskCpuMs === undefined){
-const err189 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
+if(data54.memoryMb === undefined){
+const err189 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2186,9 +2191,8 @@ vErrors.push(err189);
 }
 errors++;
 }
-for(const key4 in data53){
-if(!(func1.call(schema31.properties.browser.properties, key4))){
-const err190 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data54.diskMb === undefined){
+const err190 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2197,12 +2201,8 @@ vErrors.push(err190);
 }
 errors++;
 }
-}
-if(data53.executable !== undefined){
-let data54 = data53.executable;
-if(typeof data54 === "string"){
-if(func2(data54) < 1){
-const err191 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data54.maxPages === undefined){
+const err191 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2211,9 +2211,8 @@ vErrors.push(err191);
 }
 errors++;
 }
-}
-else {
-const err192 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data54.maxOpenContexts === undefined){
+const err192 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2222,11 +2221,8 @@ vErrors.push(err192);
 }
 errors++;
 }
-}
-if(data53.maxContexts !== undefined){
-let data55 = data53.maxContexts;
-if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
-const err193 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data54.taskCpuMs === undefined){
+const err193 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2235,9 +2231,9 @@ vErrors.push(err193);
 }
 errors++;
 }
-if((typeof data55 == "number") && (isFinite(data55))){
-if(data55 > 64 || isNaN(data55)){
-const err194 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+for(const key4 in data54){
+if(!(func1.call(schema31.properties.browser.properties, key4))){
+const err194 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2246,8 +2242,12 @@ vErrors.push(err194);
 }
 errors++;
 }
-if(data55 < 1 || isNaN(data55)){
-const err195 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data54.executable !== undefined){
+let data55 = data54.executable;
+if(typeof data55 === "string"){
+if(func2(data55) < 1){
+const err195 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2257,11 +2257,8 @@ vErrors.push(err195);
 errors++;
 }
 }
-}
-if(data53.orgMaxContexts !== undefined){
-let data56 = data53.orgMaxContexts;
-if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
-const err196 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err196 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2270,9 +2267,11 @@ vErrors.push(err196);
 }
 errors++;
 }
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 > 64 || isNaN(data56)){
-const err197 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data54.maxContexts !== undefined){
+let data56 = data54.maxContexts;
+if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
+const err197 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2281,8 +2280,9 @@ vErrors.push(err197);
 }
 errors++;
 }
-if(data56 < 1 || isNaN(data56)){
-const err198 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 > 64 || isNaN(data56)){
+const err198 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2291,12 +2291,8 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
-}
-if(data53.taskTimeoutMs !== undefined){
-let data57 = data53.taskTimeoutMs;
-if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
-const err199 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data56 < 1 || isNaN(data56)){
+const err199 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2305,9 +2301,12 @@ vErrors.push(err199);
 }
 errors++;
 }
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 > 3600000 || isNaN(data57)){
-const err200 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data54.orgMaxContexts !== undefined){
+let data57 = data54.orgMaxContexts;
+if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
+const err200 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2316,8 +2315,9 @@ vErrors.push(err200);
 }
 errors++;
 }
-if(data57 < 1000 || isNaN(data57)){
-const err201 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 > 64 || isNaN(data57)){
+const err201 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2326,12 +2326,8 @@ vErrors.push(err201);
 }
 errors++;
 }
-}
-}
-if(data53.idleMs !== undefined){
-let data58 = data53.idleMs;
-if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
-const err202 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data57 < 1 || isNaN(data57)){
+const err202 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2340,9 +2336,12 @@ vErrors.push(err202);
 }
 errors++;
 }
-if((typeof data58 == "number") && (isFinite(data58))){
-if(data58 > 86400000 || isNaN(data58)){
-const err203 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data54.taskTimeoutMs !== undefined){
+let data58 = data54.taskTimeoutMs;
+if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
+const err203 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2351,8 +2350,9 @@ vErrors.push(err203);
 }
 errors++;
 }
-if(data58 < 1000 || isNaN(data58)){
-const err204 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data58 == "number") && (isFinite(data58))){
+if(data58 > 3600000 || isNaN(data58)){
+const err204 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2361,17 +2361,8 @@ vErrors.push(err204);
 }
 errors++;
 }
-}
-}
-if(data53.adblockLists !== undefined){
-let data59 = data53.adblockLists;
-if(Array.isArray(data59)){
-const len2 = data59.length;
-for(let i3=0; i3<len2; i3++){
-let data60 = data59[i3];
-if(typeof data60 === "string"){
-if(func2(data60) < 1){
-const err205 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data58 < 1000 || isNaN(data58)){
+const err205 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2381,8 +2372,11 @@ vErrors.push(err205);
 errors++;
 }
 }
-else {
-const err206 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data54.idleMs !== undefined){
+let data59 = data54.idleMs;
+if(!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))){
+const err206 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2391,10 +2385,9 @@ vErrors.push(err206);
 }
 errors++;
 }
-}
-}
-else {
-const err207 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data59 == "number") && (isFinite(data59))){
+if(data59 > 86400000 || isNaN(data59)){
+const err207 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2403,11 +2396,8 @@ vErrors.push(err207);
 }
 errors++;
 }
-}
-if(data53.proxyUrl !== undefined){
-let data61 = data53.proxyUrl;
-if((typeof data61 !== "string") && (data61 !== null)){
-const err208 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+if(data59 < 1000 || isNaN(data59)){
+const err208 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -2416,9 +2406,17 @@ vErrors.push(err208);
 }
 errors++;
 }
+}
+}
+if(data54.adblockLists !== undefined){
+let data60 = data54.adblockLists;
+if(Array.isArray(data60)){
+const len2 = data60.length;
+for(let i3=0; i3<len2; i3++){
+let data61 = data60[i3];
 if(typeof data61 === "string"){
-if(!pattern14.test(data61)){
-const err209 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if(func2(data61) < 1){
+const err209 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -2428,11 +2426,8 @@ vErrors.push(err209);
 errors++;
 }
 }
-}
-if(data53.memoryMb !== undefined){
-let data62 = data53.memoryMb;
-if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
-const err210 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err210 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -2441,9 +2436,10 @@ vErrors.push(err210);
 }
 errors++;
 }
-if((typeof data62 == "number") && (isFinite(data62))){
-if(data62 > 1048576 || isNaN(data62)){
-const err211 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+}
+else {
+const err211 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -2452,8 +2448,11 @@ vErrors.push(err211);
 }
 errors++;
 }
-if(data62 < 256 || isNaN(data62)){
-const err212 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+}
+if(data54.proxyUrl !== undefined){
+let data62 = data54.proxyUrl;
+if((typeof data62 !== "string") && (data62 !== null)){
+const err212 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -2462,12 +2461,9 @@ vErrors.push(err212);
 }
 errors++;
 }
-}
-}
-if(data53.diskMb !== undefined){
-let data63 = data53.diskMb;
-if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
-const err213 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data62 === "string"){
+if(!pattern14.test(data62)){
+const err213 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -2476,9 +2472,12 @@ vErrors.push(err213);
 }
 errors++;
 }
-if((typeof data63 == "number") && (isFinite(data63))){
-if(data63 > 1048576 || isNaN(data63)){
-const err214 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+}
+if(data54.memoryMb !== undefined){
+let data63 = data54.memoryMb;
+if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
+const err214 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -2487,8 +2486,9 @@ vErrors.push(err214);
 }
 errors++;
 }
-if(data63 < 64 || isNaN(data63)){
-const err215 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
+if((typeof data63 == "number") && (isFinite(data63))){
+if(data63 > 1048576 || isNaN(data63)){
+const err215 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -2497,12 +2497,8 @@ vErrors.push(err215);
 }
 errors++;
 }
-}
-}
-if(data53.maxPages !== undefined){
-let data64 = data53.maxPages;
-if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
-const err216 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data63 < 256 || isNaN(data63)){
+const err216 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -2511,9 +2507,12 @@ vErrors.push(err216);
 }
 errors++;
 }
-if((typeof data64 == "number") && (isFinite(data64))){
-if(data64 > 10000 || isNaN(data64)){
-const err217 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data54.diskMb !== undefined){
+let data64 = data54.diskMb;
+if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
+const err217 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -2522,8 +2521,9 @@ vErrors.push(err217);
 }
 errors++;
 }
-if(data64 < 1 || isNaN(data64)){
-const err218 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 > 1048576 || isNaN(data64)){
+const err218 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -2532,12 +2532,8 @@ vErrors.push(err218);
 }
 errors++;
 }
-}
-}
-if(data53.maxOpenContexts !== undefined){
-let data65 = data53.maxOpenContexts;
-if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
-const err219 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data64 < 64 || isNaN(data64)){
+const err219 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -2546,9 +2542,12 @@ vErrors.push(err219);
 }
 errors++;
 }
-if((typeof data65 == "number") && (isFinite(data65))){
-if(data65 > 10000 || isNaN(data65)){
-const err220 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data54.maxPages !== undefined){
+let data65 = data54.maxPages;
+if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
+const err220 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -2557,8 +2556,9 @@ vErrors.push(err220);
 }
 errors++;
 }
-if(data65 < 2 || isNaN(data65)){
-const err221 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
+if((typeof data65 == "number") && (isFinite(data65))){
+if(data65 > 10000 || isNaN(data65)){
+const err221 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -2567,12 +2567,8 @@ vErrors.push(err221);
 }
 errors++;
 }
-}
-}
-if(data53.taskCpuMs !== undefined){
-let data66 = data53.taskCpuMs;
-if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
-const err222 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data65 < 1 || isNaN(data65)){
+const err222 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -2581,9 +2577,12 @@ vErrors.push(err222);
 }
 errors++;
 }
-if((typeof data66 == "number") && (isFinite(data66))){
-if(data66 > 86400000 || isNaN(data66)){
-const err223 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data54.maxOpenContexts !== undefined){
+let data66 = data54.maxOpenContexts;
+if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
+const err223 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -2592,8 +2591,9 @@ vErrors.push(err223);
 }
 errors++;
 }
-if(data66 < 100 || isNaN(data66)){
-const err224 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data66 == "number") && (isFinite(data66))){
+if(data66 > 10000 || isNaN(data66)){
+const err224 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -2602,11 +2602,8 @@ vErrors.push(err224);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err225 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data66 < 2 || isNaN(data66)){
+const err225 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -2616,11 +2613,11 @@ vErrors.push(err225);
 errors++;
 }
 }
-if(data.discovery !== undefined){
-let data67 = data.discovery;
-if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
-if(data67.embeddingsUrl === undefined){
-const err226 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+}
+if(data54.taskCpuMs !== undefined){
+let data67 = data54.taskCpuMs;
+if(!(((typeof data67 == "number") && (!(data67 % 1) && !isNaN(data67))) && (isFinite(data67)))){
+const err226 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -2629,8 +2626,9 @@ vErrors.push(err226);
 }
 errors++;
 }
-if(data67.embeddingsModel === undefined){
-const err227 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+if((typeof data67 == "number") && (isFinite(data67))){
+if(data67 > 86400000 || isNaN(data67)){
+const err227 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -2639,8 +2637,8 @@ vErrors.push(err227);
 }
 errors++;
 }
-if(data67.embeddingsBudgetMs === undefined){
-const err228 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+if(data67 < 100 || isNaN(data67)){
+const err228 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -2649,8 +2647,11 @@ vErrors.push(err228);
 }
 errors++;
 }
-if(data67.learning === undefined){
-const err229 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+}
+}
+}
+else {
+const err229 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -2659,9 +2660,12 @@ vErrors.push(err229);
 }
 errors++;
 }
-for(const key5 in data67){
-if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
-const err230 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+}
+if(data.discovery !== undefined){
+let data68 = data.discovery;
+if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
+if(data68.embeddingsUrl === undefined){
+const err230 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -2670,11 +2674,8 @@ vErrors.push(err230);
 }
 errors++;
 }
-}
-if(data67.embeddingsUrl !== undefined){
-let data68 = data67.embeddingsUrl;
-if((typeof data68 !== "string") && (data68 !== null)){
-const err231 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+if(data68.embeddingsModel === undefined){
+const err231 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -2683,9 +2684,8 @@ vErrors.push(err231);
 }
 errors++;
 }
-if(typeof data68 === "string"){
-if(!(formats0(data68))){
-const err232 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data68.embeddingsBudgetMs === undefined){
+const err232 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -2694,13 +2694,8 @@ vErrors.push(err232);
 }
 errors++;
 }
-}
-}
-if(data67.embeddingsModel !== undefined){
-let data69 = data67.embeddingsModel;
-if(typeof data69 === "string"){
-if(func2(data69) < 1){
-const err233 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data68.learning === undefined){
+const err233 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -2709,9 +2704,9 @@ vErrors.push(err233);
 }
 errors++;
 }
-}
-else {
-const err234 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key5 in data68){
+if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
+const err234 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -2721,10 +2716,10 @@ vErrors.push(err234);
 errors++;
 }
 }
-if(data67.embeddingsBudgetMs !== undefined){
-let data70 = data67.embeddingsBudgetMs;
-if(!(((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70))) && (isFinite(data70)))){
-const err235 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data68.embeddingsUrl !== undefined){
+let data69 = data68.embeddingsUrl;
+if((typeof data69 !== "string") && (data69 !== null)){
+const err235 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -2733,9 +2728,9 @@ vErrors.push(err235);
 }
 errors++;
 }
-if((typeof data70 == "number") && (isFinite(data70))){
-if(data70 > 60000 || isNaN(data70)){
-const err236 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+if(typeof data69 === "string"){
+if(!(formats0(data69))){
+const err236 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -2744,8 +2739,13 @@ vErrors.push(err236);
 }
 errors++;
 }
-if(data70 < 10 || isNaN(data70)){
-const err237 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+}
+if(data68.embeddingsModel !== undefined){
+let data70 = data68.embeddingsModel;
+if(typeof data70 === "string"){
+if(func2(data70) < 1){
+const err237 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -2755,10 +2755,8 @@ vErrors.push(err237);
 errors++;
 }
 }
-}
-if(data67.learning !== undefined){
-if(typeof data67.learning !== "boolean"){
-const err238 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+else {
+const err238 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -2768,9 +2766,10 @@ vErrors.push(err238);
 errors++;
 }
 }
-}
-else {
-const err239 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data68.embeddingsBudgetMs !== undefined){
+let data71 = data68.embeddingsBudgetMs;
+if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
+const err239 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -2779,11 +2778,9 @@ vErrors.push(err239);
 }
 errors++;
 }
-}
-if(data.metricsPort !== undefined){
-let data72 = data.metricsPort;
-if((!(((typeof data72 == "number") && (!(data72 % 1) && !isNaN(data72))) && (isFinite(data72)))) && (data72 !== null)){
-const err240 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if((typeof data71 == "number") && (isFinite(data71))){
+if(data71 > 60000 || isNaN(data71)){
+const err240 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -2792,9 +2789,8 @@ vErrors.push(err240);
 }
 errors++;
 }
-if((typeof data72 == "number") && (isFinite(data72))){
-if(data72 > 65535 || isNaN(data72)){
-const err241 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(data71 < 10 || isNaN(data71)){
+const err241 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -2803,8 +2799,11 @@ vErrors.push(err241);
 }
 errors++;
 }
-if(data72 < 1 || isNaN(data72)){
-const err242 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data68.learning !== undefined){
+if(typeof data68.learning !== "boolean"){
+const err242 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -2815,11 +2814,8 @@ errors++;
 }
 }
 }
-if(data.metricsHost !== undefined){
-let data73 = data.metricsHost;
-if(typeof data73 === "string"){
-if(func2(data73) < 1){
-const err243 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err243 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -2829,8 +2825,10 @@ vErrors.push(err243);
 errors++;
 }
 }
-else {
-const err244 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.metricsPort !== undefined){
+let data73 = data.metricsPort;
+if((!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))) && (data73 !== null)){
+const err244 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -2839,11 +2837,9 @@ vErrors.push(err244);
 }
 errors++;
 }
-}
-if(data.shutdownGraceMs !== undefined){
-let data74 = data.shutdownGraceMs;
-if(!(((typeof data74 == "number") && (!(data74 % 1) && !isNaN(data74))) && (isFinite(data74)))){
-const err245 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data73 == "number") && (isFinite(data73))){
+if(data73 > 65535 || isNaN(data73)){
+const err245 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -2852,9 +2848,8 @@ vErrors.push(err245);
 }
 errors++;
 }
-if((typeof data74 == "number") && (isFinite(data74))){
-if(data74 > 3600000 || isNaN(data74)){
-const err246 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data73 < 1 || isNaN(data73)){
+const err246 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -2863,8 +2858,13 @@ vErrors.push(err246);
 }
 errors++;
 }
-if(data74 < 0 || isNaN(data74)){
-const err247 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data.metricsHost !== undefined){
+let data74 = data.metricsHost;
+if(typeof data74 === "string"){
+if(func2(data74) < 1){
+const err247 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -2874,12 +2874,8 @@ vErrors.push(err247);
 errors++;
 }
 }
-}
-if(data.tracing !== undefined){
-let data75 = data.tracing;
-if(data75 && typeof data75 == "object" && !Array.isArray(data75)){
-if(data75.enabled === undefined){
-const err248 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+else {
+const err248 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -2888,8 +2884,11 @@ vErrors.push(err248);
 }
 errors++;
 }
-if(data75.disabled === undefined){
-const err249 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+}
+if(data.shutdownGraceMs !== undefined){
+let data75 = data.shutdownGraceMs;
+if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
+const err249 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -2898,8 +2897,9 @@ vErrors.push(err249);
 }
 errors++;
 }
-if(data75.serviceName === undefined){
-const err250 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 > 3600000 || isNaN(data75)){
+const err250 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -2908,9 +2908,8 @@ vErrors.push(err250);
 }
 errors++;
 }
-for(const key6 in data75){
-if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
-const err251 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(data75 < 0 || isNaN(data75)){
+const err251 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -2920,9 +2919,12 @@ vErrors.push(err251);
 errors++;
 }
 }
-if(data75.enabled !== undefined){
-if(typeof data75.enabled !== "boolean"){
-const err252 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.tracing !== undefined){
+let data76 = data.tracing;
+if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
+if(data76.enabled === undefined){
+const err252 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -2931,10 +2933,8 @@ vErrors.push(err252);
 }
 errors++;
 }
-}
-if(data75.disabled !== undefined){
-if(typeof data75.disabled !== "boolean"){
-const err253 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data76.disabled === undefined){
+const err253 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -2943,12 +2943,8 @@ vErrors.push(err253);
 }
 errors++;
 }
-}
-if(data75.serviceName !== undefined){
-let data78 = data75.serviceName;
-if(typeof data78 === "string"){
-if(func2(data78) < 1){
-const err254 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data76.serviceName === undefined){
+const err254 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -2957,9 +2953,9 @@ vErrors.push(err254);
 }
 errors++;
 }
-}
-else {
-const err255 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key6 in data76){
+if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
+const err255 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -2969,9 +2965,9 @@ vErrors.push(err255);
 errors++;
 }
 }
-}
-else {
-const err256 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data76.enabled !== undefined){
+if(typeof data76.enabled !== "boolean"){
+const err256 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -2981,14 +2977,63 @@ vErrors.push(err256);
 errors++;
 }
 }
-}
-else {
-const err257 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data76.disabled !== undefined){
+if(typeof data76.disabled !== "boolean"){
+const err257 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err257];
 }
 else {
 vErrors.push(err257);
+}
+errors++;
+}
+}
+if(data76.serviceName !== undefined){
+let data79 = data76.serviceName;
+if(typeof data79 === "string"){
+if(func2(data79) < 1){
+const err258 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err258];
+}
+else {
+vErrors.push(err258);
+}
+errors++;
+}
+}
+else {
+const err259 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err259];
+}
+else {
+vErrors.push(err259);
+}
+errors++;
+}
+}
+}
+else {
+const err260 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err260];
+}
+else {
+vErrors.push(err260);
+}
+errors++;
+}
+}
+}
+else {
+const err261 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err261];
+}
+else {
+vErrors.push(err261);
 }
 errors++;
 }

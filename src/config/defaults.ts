@@ -126,3 +126,17 @@ export const defaults = {
   /** Agents: time limit of one turn, model and tool calls together. */
   agentTurnTimeoutMs: 300_000,
 } as const;
+
+/**
+ * RUN_ORG_CONCURRENCY when it is not set: how many runs of one organisation a process executes at
+ * once (src/runs/README.md "Sharing the run slots"). Three quarters of RUN_CONCURRENCY, so that one
+ * organisation's backlog always leaves a quarter of the slots to the others, and at least twice
+ * SANDBOX_POOL_SIZE (the most code runners one organisation has), never above RUN_CONCURRENCY.
+ * Not the runner count: a run spends most of its time claiming, loading, waiting on HTTP and
+ * committing rather than in its runner, and one organisation's throughput follows how many of its
+ * runs overlap (src/runs/README.md, bench/runs.ts).
+ */
+export function defaultRunOrgConcurrency(runConcurrency: number, sandboxPoolSize: number): number {
+  const leaveOthers = Math.ceil(runConcurrency / 4);
+  return Math.max(1, Math.min(runConcurrency, Math.max(2 * sandboxPoolSize, runConcurrency - leaveOthers)));
+}

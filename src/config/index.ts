@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { defaults } from './defaults.js';
+import { defaultRunOrgConcurrency, defaults } from './defaults.js';
 import { parseOutboundAllowlist } from '../kernel/outbound.js';
 import { SwitchyardConfig as validateConfig } from '../../generated/validators/schemas.js';
 
@@ -41,6 +41,11 @@ export interface Config {
   syncWaitMs: number;
   runTimeoutMs: number;
   runConcurrency: number;
+  /**
+   * RUN_ORG_CONCURRENCY: runs of one organisation a process executes at once; claims are fair
+   * across organisations under it (src/runs/README.md "Sharing the run slots").
+   */
+  runOrgConcurrency: number;
   runLeaseMs: number;
   runMaxAttempts: number;
   runRetentionDays: number;
@@ -390,6 +395,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || defaults.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const publicUrl = urlEnv(env, 'PUBLIC_URL', `http://localhost:${port}`);
+  const runConcurrency = intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, { min: 0, max: 256 });
+  const sandboxPoolSize = intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, { min: 1, max: 64 });
   const config: Config = {
     port,
     host: env.HOST || defaults.host,
@@ -416,11 +423,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     seedDemo: boolEnv(env, 'SEED_DEMO', { fallback: true }),
     syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, { min: 1, max: 60_000 }),
     runTimeoutMs: intEnv(env, 'RUN_TIMEOUT_MS', defaults.runTimeoutMs, { min: 1000, max: 86_400_000 }),
-    runConcurrency: intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, { min: 0, max: 256 }),
+    runConcurrency,
+    runOrgConcurrency: intEnv(env, 'RUN_ORG_CONCURRENCY', defaultRunOrgConcurrency(runConcurrency, sandboxPoolSize), {
+      min: 1,
+      max: 256,
+    }),
     runLeaseMs: intEnv(env, 'RUN_LEASE_MS', defaults.runLeaseMs, { min: 500, max: 3_600_000 }),
     runMaxAttempts: intEnv(env, 'RUN_MAX_ATTEMPTS', defaults.runMaxAttempts, { min: 1, max: 10 }),
     runRetentionDays: intEnv(env, 'RUN_RETENTION_DAYS', defaults.runRetentionDays, { min: 1, max: 3650 }),
-    sandboxPoolSize: intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, { min: 1, max: 64 }),
+    sandboxPoolSize,
     sandboxReuseContexts: boolEnv(env, 'SANDBOX_REUSE_CONTEXTS', { fallback: true }),
     sandboxMaxExecutions: intEnv(env, 'SANDBOX_MAX_EXECUTIONS', defaults.sandboxMaxExecutions, {
       min: 1,

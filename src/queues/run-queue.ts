@@ -14,8 +14,11 @@ import type BeeQueue from 'bee-queue';
  * Claims and executes one run (the given one, or the oldest PENDING); false when there was none,
  * `released` when the process began to shut down while the claim was under way and the run was
  * given back unstarted (PENDING again): the queue announces it again for another process.
+ * `deferred` (a given run): its organisation has no run slot free in this process now; the
+ * handler is done with the job, and the queue tells `onDeferred` once the job is gone, so that
+ * the run can be announced again later (src/runs/README.md "Sharing the run slots").
  */
-export type RunHandler = (runId: string | undefined) => Promise<boolean | 'released'>;
+export type RunHandler = (runId: string | undefined) => Promise<boolean | 'released' | 'deferred'>;
 
 export interface RunQueue {
   readonly kind: 'in-process' | 'redis';
@@ -25,6 +28,12 @@ export interface RunQueue {
   consume(concurrency: number, handler: RunHandler): void;
   /** In-process only: a sleeping consumer lent out for one run handed over directly (InProcessRunQueue). */
   borrowIdle?(): { release(): void } | undefined;
+  /** In-process only: one sleeping consumer claims again (an organisation has a run slot free again). */
+  wake?(): void;
+  /** Redis only: a job its handler deferred is removed; its run may be announced again (`announceFirst`). */
+  onDeferred?(listener: (runId: string) => void): void;
+  /** Redis only: `enqueue`, the jobs put at the head of the waiting list (popped next). */
+  announceFirst?(runIds: string[]): Promise<void>;
   /** Where failures the queue survives go (a handler that threw, a Redis connection lost). */
   onError(listener: (err: unknown) => void): void;
   /**
@@ -67,6 +76,12 @@ export class InProcessRunQueue implements RunQueue {
     this.errorListener = listener;
   }
 
+  /** Like an enqueue of one run: one sleeping consumer claims, and one busy claiming does not sleep. */
+  wake(): void {
+    this.wakeups += 1;
+    this.sleepers.shift()?.();
+  }
+
   /**
    * Each consumer claims until nothing is PENDING, then sleeps until woken (or the idle check).
    * An enqueue that lands while the consumer is inside the handler (its claim saw no run yet)
@@ -80,7 +95,7 @@ export class InProcessRunQueue implements RunQueue {
         (async () => {
           while (!this.closed) {
             const seen = this.wakeups;
-            let ran: boolean | 'released';
+            let ran: boolean | 'released' | 'deferred';
             try {
               ran = await handler(undefined);
             } catch (err) {
@@ -163,6 +178,7 @@ interface BeeInternals {
       exec(cb: (err: Error | null) => void): void;
     };
     client(...args: [...string[], (err: Error | null, reply: unknown) => void]): void;
+    eval(...args: [string, number, string, string, (err: Error | null, reply: unknown) => void]): void;
     quit(cb: () => void): void;
   };
   /** The blocking connection of a worker (node-redis 3), once ready. */
@@ -172,6 +188,9 @@ interface BeeInternals {
   _waitForJob?: () => Promise<{ id: string } | null>;
 }
 
+/** Moves a job id to the popping end of the waiting list, if it is in the list. */
+const TO_HEAD = `if redis.call('lrem', KEYS[1], 0, ARGV[1]) > 0 then redis.call('rpush', KEYS[1], ARGV[1]) end`;
+
 export class RedisRunQueue implements RunQueue {
   readonly kind = 'redis' as const;
   private readonly queue: BeeQueue<{ runId: string }>;
@@ -179,6 +198,7 @@ export class RedisRunQueue implements RunQueue {
   private readonly stallIntervalMs: number;
   private readonly closeTimeoutMs: number;
   private errorListener: (err: unknown) => void = () => undefined;
+  private deferredListener: (runId: string) => void = () => undefined;
   private stopping: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   /** Blocking pops under way (the consumer's BRPOPLPUSH calls, pipelined on one connection). */
@@ -225,6 +245,10 @@ export class RedisRunQueue implements RunQueue {
     this.errorListener = listener;
   }
 
+  onDeferred(listener: (runId: string) => void): void {
+    this.deferredListener = listener;
+  }
+
   async enqueue(runIds: string[]): Promise<void> {
     if (runIds.length === 0) return;
     // The job id is the run id: a run queued twice (recovery, restart) is one job.
@@ -233,11 +257,26 @@ export class RedisRunQueue implements RunQueue {
     if (errors.size) throw [...errors.values()][0];
   }
 
+  /**
+   * Jobs made as by `enqueue`, then each moved to the head of the waiting list (the end bee-queue
+   * pops next) if it is waiting there: a job already taken by a consumer is left alone.
+   */
+  async announceFirst(runIds: string[]): Promise<void> {
+    await this.enqueue(runIds);
+    const waiting = this.internals.toKey('waiting');
+    for (const runId of runIds)
+      await new Promise<void>((resolve, reject) =>
+        this.internals.client.eval(TO_HEAD, 1, waiting, runId, (err) => (err ? reject(err) : resolve())),
+      );
+  }
+
   consume(concurrency: number, handler: RunHandler): void {
     this.queue.process(concurrency, async (job) => handler(job.data.runId));
     // A run given back at shutdown: its job is done (and removed) now, so it can be queued again.
+    // A deferred run: its job is removed, so a new job of the same id (the run id) can be made.
     this.queue.on('succeeded', (job: BeeQueue.Job<{ runId: string }>, result: unknown) => {
       if (result === 'released') this.handBack(this.enqueue([job.data.runId]));
+      else if (result === 'deferred') this.deferredListener(job.data.runId);
     });
     // Every blocking pop is counted, so that `stop` can end them one by one. A job popped once the
     // queue is stopping goes back to the head of the waiting list at once (bee-queue would leave it

@@ -24,6 +24,8 @@ import {
   type RunRows,
 } from './runs.js';
 import { RunClaimer } from './claims.js';
+import { runStateOf } from './fair-claims.js';
+import { OrgSlots } from './org-slots.js';
 import { LeaseKeeper } from './leases.js';
 import { WriteQueue } from '../storage/write-queue.js';
 import type { Signals } from './signals.js';
@@ -57,6 +59,13 @@ export interface RunAdoption {
   cancel(): void;
 }
 
+/** A run deferred here (Redis queue): its organisation and age, so the oldest goes first. */
+interface Deferred {
+  runId: string;
+  orgId: string;
+  createdAt: string;
+}
+
 export class RunWorkers {
   readonly workerId = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private timers: NodeJS.Timeout[] = [];
@@ -70,13 +79,24 @@ export class RunWorkers {
   private readonly writes: WriteQueue;
   private readonly claims: RunClaimer;
   private readonly leases: LeaseKeeper;
+  /** Runs of each organisation executing here, against RUN_ORG_CONCURRENCY (README.md "Sharing the run slots"). */
+  private readonly slots: OrgSlots;
+  /**
+   * Redis queue: runs whose job came while their organisation was at its cap here, by
+   * organisation, oldest first. Their jobs are done (the consumer went on to other work); each
+   * is announced again when a run of its organisation ends here (`deferRun`).
+   */
+  private readonly deferred = new Map<string, Deferred[]>();
+  /** Runs deferred by a handler whose job is not removed yet. */
+  private readonly deferring = new Map<string, Deferred>();
   /** Shutting down: no more runs are taken, a claim that lands now is given back (`drain`). */
   private draining = false;
 
   constructor(private readonly deps: RunWorkersDeps) {
     const { db, config, log } = deps;
     this.writes = WriteQueue.for(db);
-    this.claims = new RunClaimer(this.writes, this.workerId, config.runLeaseMs);
+    this.slots = new OrgSlots(config.runOrgConcurrency, config.runConcurrency);
+    this.claims = new RunClaimer(this.writes, this.slots, { workerId: this.workerId, leaseMs: config.runLeaseMs });
     this.leases = new LeaseKeeper(
       (runIds) =>
         this.writes.run((trx) => renewLeases(trx, runIds, this.workerId, config.runLeaseMs), { autocommit: true }),
@@ -92,6 +112,7 @@ export class RunWorkers {
     // Redis may have lost jobs (restart without persistence): PENDING rows are re-announced.
     if (queue.kind === 'redis') await queue.enqueue(await pendingRunIds(this.deps.db));
     this.leases.start();
+    queue.onDeferred?.((runId) => this.deferRun(runId));
     if (config.runConcurrency > 0) queue.consume(config.runConcurrency, (runId) => this.runOne(runId));
     const every = (ms: number, fn: () => Promise<unknown>) => {
       const t = setInterval(
@@ -106,21 +127,85 @@ export class RunWorkers {
   }
 
   /**
-   * Claims one run (the given one, or the oldest PENDING) and executes it. While other runs are
-   * in flight here (or for a Redis job) it returns once the run's steps are done and its finish
-   * is queued, so that the consumer's next claim can share the finish's transaction; the finish
-   * commits (and signals) in the background, tracked in `active`. A lone run returns after its
-   * finish committed: a claim that would find nothing must not hold up the commit and the
-   * signal a synchronous caller is waiting for.
+   * Claims one run (the given one, or the oldest PENDING of an organisation under its cap) and
+   * executes it. While other runs are in flight here (or for a Redis job) it returns once the
+   * run's steps are done and its finish is queued, so that the consumer's next claim can share the
+   * finish's transaction; the finish commits (and signals) in the background, tracked in `active`.
+   * A lone run returns after its finish committed: a claim that would find nothing must not hold
+   * up the commit and the signal a synchronous caller is waiting for. A Redis job whose run's
+   * organisation is at its cap here is `deferred`: the consumer is free at once, and the run is
+   * announced again when its organisation has a slot (`deferRun`).
    */
-  private async runOne(runId: string | undefined): Promise<boolean | 'released'> {
-    const run = runId === undefined ? await this.claims.next() : await this.claims.byId(runId);
-    if (!run) return false;
+  private async runOne(runId: string | undefined): Promise<boolean | 'released' | 'deferred'> {
+    const run = runId === undefined ? await this.claims.next() : await this.claimJob(runId);
+    if (!run || run === 'deferred') return run ?? false;
     if (this.draining) return this.release(run);
     const { stepsDone, job } = this.execute(run);
     await Promise.race([stepsDone, job]);
     if (runId === undefined && this.active.size === 1 && this.active.has(job)) await job;
     return true;
+  }
+
+  /**
+   * A Redis job's run, claimed if it is PENDING and its organisation has a slot here; `deferred`
+   * when it is still PENDING (its organisation was at its cap for the claim). The run's
+   * organisation is noted in `deferring` in the same turn of the event loop as the answer, so
+   * `deferRun` finds it; if a slot came free meanwhile, `deferRun` announces the run at once.
+   */
+  private async claimJob(runId: string): Promise<RunRow | 'deferred' | undefined> {
+    const run = await this.claims.byId(runId);
+    if (run || !this.slots.binding) return run;
+    const state = await runStateOf(this.deps.db, runId);
+    if (state?.status !== 'PENDING') return undefined;
+    this.deferring.set(runId, { runId, orgId: state.org_id, createdAt: state.created_at });
+    return 'deferred';
+  }
+
+  /**
+   * A deferred run's job is removed (RedisRunQueue.onDeferred): announced again at once when its
+   * organisation has a slot here by now, else kept until a run of that organisation ends here.
+   * A process that stops announces what it kept (`drain`); one that dies leaves the runs PENDING,
+   * and recovery announces PENDING runs older than a lease.
+   */
+  private deferRun(runId: string): void {
+    const run = this.deferring.get(runId);
+    if (!run) return;
+    this.deferring.delete(runId);
+    if (!this.slots.full(run.orgId) || this.draining) {
+      this.announce(run);
+      return;
+    }
+    let runs = this.deferred.get(run.orgId);
+    if (!runs) this.deferred.set(run.orgId, (runs = []));
+    if (runs.some((r) => r.runId === runId)) return;
+    // Oldest first: a run deferred again keeps its place by age.
+    const at = runs.findIndex((r) => r.createdAt > run.createdAt);
+    runs.splice(at < 0 ? runs.length : at, 0, run);
+  }
+
+  /**
+   * A deferred run announced again, at the head of the queue (`announceFirst`): popped next, while
+   * the slot it was announced for is still free, not behind the jobs queued since.
+   */
+  private announce(run: Deferred): void {
+    const { queue, log } = this.deps;
+    (queue.announceFirst ?? queue.enqueue)
+      .call(queue, [run.runId])
+      .catch((err: unknown) => log.warn({ err, runId: run.runId }, 'run not announced again'));
+  }
+
+  /**
+   * A run of `orgId` is done executing: its slot is free. With the Redis queue, the oldest run of
+   * that organisation deferred here is announced again. True when the organisation was at its cap
+   * until now.
+   */
+  private freeSlot(orgId: string): boolean {
+    const wasFull = this.slots.give(orgId);
+    const waiting = this.deferred.get(orgId);
+    const next = waiting?.shift();
+    if (waiting && !waiting.length) this.deferred.delete(orgId);
+    if (next) this.announce(next);
+    return wasFull;
   }
 
   /**
@@ -132,22 +217,40 @@ export class RunWorkers {
    * (the run goes to whichever process takes its job), in a process that executes no runs, and
    * when no consumer is idle.
    */
-  adopt(): RunAdoption | undefined {
+  adopt(orgId: string): RunAdoption | undefined {
     const { config, queue } = this.deps;
-    const slot = config.runConcurrency > 0 && !this.draining ? queue.borrowIdle?.() : undefined;
-    if (!slot) return undefined;
+    if (config.runConcurrency <= 0 || this.draining || !queue.borrowIdle) return undefined;
+    // The organisation's cap holds here too: a call of an organisation at its cap is queued.
+    if (!this.slots.tryTake(orgId)) return undefined;
+    const slot = queue.borrowIdle();
+    if (!slot) {
+      this.slots.give(orgId);
+      return undefined;
+    }
     return {
       claim: (rows) => claimedRunRow(rows, this.workerId, config.runLeaseMs),
-      start: (run) => void this.execute(run).job.finally(() => slot.release()),
-      cancel: () => slot.release(),
+      start: (run) => {
+        const { freed, job } = this.execute(run);
+        // A consumer claims next only after a run it claimed; the lent one goes back to sleep. So
+        // when this run's organisation was at its cap, its next PENDING run needs a consumer woken.
+        void job.finally(async () => {
+          slot.release();
+          if (await freed) queue.wake?.();
+        });
+      },
+      cancel: () => {
+        slot.release();
+        if (this.freeSlot(orgId)) queue.wake?.();
+      },
     };
   }
 
   /**
    * Executes a claimed run, tracked in `active`; `stepsDone` once its finish is queued, `job` once
-   * it committed and signalled.
+   * it committed and signalled. Its organisation's slot (taken by the claim or the adoption) is
+   * free from whichever comes first: `freed` then, true when the organisation was at its cap.
    */
-  private execute(run: RunRow): { stepsDone: Promise<void>; job: Promise<unknown> } {
+  private execute(run: RunRow): { stepsDone: Promise<void>; job: Promise<unknown>; freed: Promise<boolean> } {
     const { config, log } = this.deps;
     let executed!: () => void;
     const stepsDone = new Promise<void>((resolve) => (executed = resolve));
@@ -170,7 +273,8 @@ export class RunWorkers {
       })
       .finally(() => this.active.delete(job));
     this.active.add(job);
-    return { stepsDone, job };
+    const freed = Promise.race([stepsDone, job]).then(() => this.freeSlot(run.org_id));
+    return { stepsDone, job, freed };
   }
 
   /** Documented rule: lease expired → back to PENDING while attempts remain, else FAILED. */
@@ -215,6 +319,13 @@ export class RunWorkers {
   async drain(): Promise<void> {
     this.draining = true;
     for (const t of this.timers.splice(0)) clearInterval(t);
+    // Runs deferred here go back to the queue for another process.
+    const deferred = [...this.deferred.values()].flatMap((runs) => runs.map((r) => r.runId));
+    this.deferred.clear();
+    if (deferred.length)
+      await this.deps.queue
+        .enqueue(deferred)
+        .catch((err: unknown) => this.deps.log.warn({ err }, 'runs not announced again'));
     await this.deps.queue.stop();
     while (this.active.size) await Promise.allSettled([...this.active]);
   }

@@ -59,7 +59,7 @@ export interface TriggerCallDeps {
   runWriter: Pick<GroupCommitter, 'add'>;
   queue: Pick<RunQueue, 'enqueue'>;
   /** A new run handed straight to an idle run consumer of this process, when one is. */
-  adoptRun?: (() => RunAdoption | undefined) | undefined;
+  adoptRun?: ((orgId: string) => RunAdoption | undefined) | undefined;
 }
 
 /** Credentials first, so a caller without a valid key never learns whether a trigger exists. */
@@ -223,7 +223,7 @@ async function startRun(services: TriggerCallDeps, { call, orgId, trigger, input
   // Listen before the run can finish, so a fast run's signal is never missed.
   const waiting = call.wait ? services.signals.waitForFinish(runId, services.config.syncWaitMs) : undefined;
   // A caller waiting for a plain run, with a consumer idle here: the run is inserted claimed for it.
-  const adoption = call.wait && !call.idempotencyKey && !attachmentIds.length ? services.adoptRun?.() : undefined;
+  const adoption = call.wait && !call.idempotencyKey && !attachmentIds.length ? services.adoptRun?.(orgId) : undefined;
   const claimed = adoption?.claim(rows);
   try {
     if (call.idempotencyKey || attachmentIds.length) {

@@ -93,6 +93,25 @@ describe('config', () => {
     ).to.include({ maxContexts: 6, orgMaxContexts: 6 });
   });
 
+  it('RUN_ORG_CONCURRENCY: three quarters of RUN_CONCURRENCY, at least twice SANDBOX_POOL_SIZE, at most RUN_CONCURRENCY', () => {
+    const cores = os.availableParallelism();
+    const runs = Math.max(32, 32 * cores);
+    expect(loadConfig({ DATA_DIR: dataDir() }).runOrgConcurrency).to.equal(
+      Math.min(runs, Math.max(2 * Math.max(2, cores), runs - Math.ceil(runs / 4))),
+    );
+    const of = (env: Record<string, string>) => loadConfig({ DATA_DIR: dataDir(), ...env }).runOrgConcurrency;
+    expect(of({ RUN_CONCURRENCY: '64', SANDBOX_POOL_SIZE: '2' })).to.equal(48);
+    expect(of({ RUN_CONCURRENCY: '16', SANDBOX_POOL_SIZE: '2' })).to.equal(12);
+    expect(of({ RUN_CONCURRENCY: '16', SANDBOX_POOL_SIZE: '8' })).to.equal(16);
+    expect(of({ RUN_CONCURRENCY: '3', SANDBOX_POOL_SIZE: '2' })).to.equal(3);
+    expect(of({ RUN_CONCURRENCY: '0', SANDBOX_POOL_SIZE: '2' })).to.equal(1);
+    expect(of({ RUN_CONCURRENCY: '64', RUN_ORG_CONCURRENCY: '5' })).to.equal(5);
+    for (const bad of ['0', '257', '2.5', 'x'])
+      expect(() => loadConfig({ DATA_DIR: dataDir(), RUN_ORG_CONCURRENCY: bad })).to.throw(
+        /RUN_ORG_CONCURRENCY must be an integer between 1 and 256/,
+      );
+  });
+
   it('CODE_ISOLATION is auto unless set; the breach switches are honoured only under NODE_ENV=test', () => {
     expect(loadConfig({ DATA_DIR: dataDir() })).to.include({
       codeIsolation: 'auto',

@@ -68,6 +68,7 @@ export function testConfig(): Config {
     syncWaitMs: 1000,
     runTimeoutMs: 60_000,
     runConcurrency: 0,
+    runOrgConcurrency: 1,
     runLeaseMs: 30_000,
     runMaxAttempts: 2,
     runRetentionDays: 30,

@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { RunClaimer } from '../../../src/runs/claims.js';
+import { OrgSlots } from '../../../src/runs/org-slots.js';
 import { LeaseKeeper } from '../../../src/runs/leases.js';
 import { RunRecorder } from '../../../src/runs/recorder.js';
 import {
@@ -212,7 +213,7 @@ for (const kind of kinds) {
     it('RunClaimer: consumers asking together share one claim statement (no BEGIN/COMMIT around it), and each gets its own run (or none)', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push(await addRun(db, orgId, automationId));
-      const claimer = new RunClaimer(new WriteQueue(db), WORKER, LEASE_MS);
+      const claimer = new RunClaimer(new WriteQueue(db), new OrgSlots(64, 64), { workerId: WORKER, leaseMs: LEASE_MS });
       const sql = logSql(db);
       const got = await Promise.all(Array.from({ length: 5 }, () => claimer.next()));
       sql.stop();
@@ -306,7 +307,7 @@ for (const kind of kinds) {
     it('claimRun by id still claims only that run (the Redis queue path)', async () => {
       const older = await addRun(db, orgId, automationId);
       const target = await addRun(db, orgId, automationId);
-      const claimer = new RunClaimer(new WriteQueue(db), WORKER, LEASE_MS);
+      const claimer = new RunClaimer(new WriteQueue(db), new OrgSlots(64, 64), { workerId: WORKER, leaseMs: LEASE_MS });
       expect((await claimer.byId(target))?.id).to.equal(target);
       expect(await claimer.byId(target)).to.equal(undefined);
       expect((await loadRunForWorker(db, older))!.status).to.equal('PENDING');

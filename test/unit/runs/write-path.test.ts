@@ -152,7 +152,7 @@ for (const kind of kinds) {
       /** The sleeping consumer, lent (start() lets it claim nothing and go to sleep first). */
       const adoptWhenIdle = async (): Promise<RunAdoption> => {
         let adoption: RunAdoption | undefined;
-        await until('a consumer asleep', async () => (adoption = w!.workers.adopt()) !== undefined);
+        await until('a consumer asleep', async () => (adoption = w!.workers.adopt(orgId)) !== undefined);
         return adoption!;
       };
 
@@ -161,7 +161,7 @@ for (const kind of kinds) {
         // No idle check while the test runs: every claim statement would be the queue's own.
         w = await startWorkers(store, {}, 60_000);
         const adoption = await adoptWhenIdle();
-        expect(w.workers.adopt(), 'RUN_CONCURRENCY 1: the one consumer is lent').to.equal(undefined);
+        expect(w.workers.adopt(orgId), 'RUN_CONCURRENCY 1: the one consumer is lent').to.equal(undefined);
         const sql = logSql(db);
         const rows = newRows(automationId);
         const run = adoption.claim(rows);
@@ -206,7 +206,7 @@ for (const kind of kinds) {
         const automationId = await addWorkflow(db, orgId, DEMO_STEPS);
         w = await startWorkers(store);
         (await adoptWhenIdle()).cancel();
-        const again = w.workers.adopt();
+        const again = w.workers.adopt(orgId);
         expect(again, 'the consumer is idle again').to.not.equal(undefined);
         again!.cancel();
 
