@@ -75,6 +75,9 @@ describe('process: rolling restarts under load (PostgreSQL + Redis)', function (
       REDIS_URL,
       REDIS_PREFIX: prefix,
       RUN_CONCURRENCY: '16',
+      // One organisation's load sized for one process's 16 slots: all of them are its own here
+      // (by default a quarter is kept for other organisations, src/runs/README.md).
+      RUN_ORG_CONCURRENCY: '16',
       SHUTDOWN_GRACE_MS: '10000',
       // Long: a run that had to wait for a lease to expire would not finish within this test.
       RUN_LEASE_MS: '60000',
