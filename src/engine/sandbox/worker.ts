@@ -49,8 +49,9 @@ export class SandboxWorker {
   executions = 0;
   /** Set once the process is gone or condemned; it takes no more work. */
   dead = false;
-  /** The organisation this process serves, from its first execution on; never another. */
-  orgId: string | undefined;
+  /** Executions sent to the runner (a process that has been sent none is a spare: it holds nothing of anyone). */
+  private sent = 0;
+  private boundTo: string | undefined;
   /** An opaque name of this process (observability and tests: which runner ran a step). */
   readonly serial = nextSerial++;
   /**
@@ -108,6 +109,30 @@ export class SandboxWorker {
     this.child.on('error', () => this.kill('crash', 'the sandbox process could not be started or signalled'));
   }
 
+  /** The organisation this process serves (undefined: a spare), set once by `bind` and never changed. */
+  get orgId(): string | undefined {
+    return this.boundTo;
+  }
+
+  /** True while no execution was ever sent to it: nothing of any organisation is in it. */
+  get pristine(): boolean {
+    return this.sent === 0;
+  }
+
+  /**
+   * Binds a spare to `orgId`. Only a process that never executed anything and serves nobody may
+   * be bound: a process bound to one organisation never runs another's step, and a spare holds
+   * nothing of anyone. Throws otherwise (a bug in the pool, never a tenant's doing).
+   */
+  bind(orgId: string): void {
+    if (this.boundTo !== undefined || this.sent !== 0) {
+      throw new Error(
+        `runner ${this.serial} cannot be bound to another organisation: it ${this.boundTo !== undefined ? 'serves one already' : 'has executed steps'}`,
+      );
+    }
+    this.boundTo = orgId;
+  }
+
   get pid(): number | undefined {
     return this.child.pid;
   }
@@ -154,14 +179,21 @@ export class SandboxWorker {
     return this.keys.has(key);
   }
 
-  /** Runs one execution; never rejects (every failure is an outcome). */
+  /**
+   * Runs one execution of a step of `req.orgId`, the organisation this process is bound to (any
+   * other, or none, is refused); never rejects (every failure is an outcome).
+   */
   exec(
-    req: Omit<ExecMessage, 'v' | 't' | 'id'>,
+    req: Omit<ExecMessage, 'v' | 't' | 'id'> & { orgId: string },
     onLog: (line: string) => void,
     signal?: AbortSignal,
   ): Promise<WorkerOutcome> {
     if (this.dead || this.pending)
       return Promise.resolve({ killed: 'crash', detail: 'the sandbox process is not available' });
+    if (this.boundTo === undefined || this.boundTo !== req.orgId) {
+      return Promise.resolve({ killed: 'crash', detail: 'the sandbox process serves another organisation' });
+    }
+    this.sent += 1;
     const id = this.nextId++;
     return new Promise((resolve) => {
       const onAbort = () => this.kill('abort', 'the run was stopped');
