@@ -355,18 +355,21 @@ export class SandboxPool {
   /**
    * Idle: a bound process becomes evictable in the budget (the most recently used last) and
    * exits after idleTimeoutMs; a spare stays reserved (busy in the budget), as it is the
-   * fast path of the next organisation.
+   * fast path of the next organisation, and exits after idleTimeoutMs only while more than
+   * `size` spares are warm.
    */
   private makeIdle(worker: SandboxWorker): void {
-    let timer: NodeJS.Timeout | undefined;
-    if (worker.orgId !== undefined) {
-      timer = setTimeout(() => {
-        this.takeIdle(worker);
-        worker.kill('crash', 'idle');
-      }, this.idleTimeoutMs);
-      timer.unref();
-      this.members.get(worker)?.idle();
-    }
+    const timer = setTimeout(() => {
+      // Spares beyond `size` (started for steps that were served otherwise meanwhile) go too.
+      if (worker.orgId === undefined && (this.counts().get(undefined) ?? 0) <= this.size) {
+        this.idle.delete(worker);
+        return this.makeIdle(worker);
+      }
+      this.takeIdle(worker);
+      worker.kill('crash', 'idle');
+    }, this.idleTimeoutMs);
+    timer.unref();
+    if (worker.orgId !== undefined) this.members.get(worker)?.idle();
     this.idle.set(worker, timer);
   }
 
