@@ -7,13 +7,13 @@
  * started in each round (counted from /proc) and, from its metrics, their start times; a
  * contained runner's start time and idle memory measured here; the service's process tree at
  * the end and the tenant memory budget. Then the browser part (bench/tenants-browser.ts) when
- * that file exists.
+ * that file exists (BENCH_TENANTS_BROWSER=false leaves it out).
  *
  * BENCH_TENANTS_ORGS (default `1,32,200`), BENCH_TENANTS_ROUNDS (2), BENCH_TENANTS_SECONDS (10)
  * shorten it; BENCH_TENANTS_RUNNERS (20) is how many runners are started for the direct
  * measurement.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -101,7 +101,14 @@ export async function measureRunners(n = RUNNERS): Promise<string[]> {
       // Bound first where runners are bound (a runner runs only its organisation's steps).
       (w as unknown as { bind?: (orgId: string) => void }).bind?.('org_bench');
       await w.exec(
-        { orgId: 'org_bench', code: CODE, data: JSON.stringify({ inputs: { a: i }, steps: [] }), timeoutMs: 1000, memoryMb: 128, key: 'k' },
+        {
+          orgId: 'org_bench',
+          code: CODE,
+          data: JSON.stringify({ inputs: { a: i }, steps: [] }),
+          timeoutMs: 1000,
+          memoryMb: 128,
+          key: 'k',
+        },
         () => {},
       );
     }
@@ -110,7 +117,27 @@ export async function measureRunners(n = RUNNERS): Promise<string[]> {
     const measuredPss = await pssBytes(workers[0]!.tree);
     return [
       `- contained runner (${isolation.report.level}) start, spawn to ready, ${n} one after another: p50 ${pct(starts, 50).toFixed(0)} ms, p99 ${pct(starts, 99).toFixed(0)} ms; CPU of its tree by then p50 ${pct(cpu, 50)} ms`,
-      `- idle runner tree (${workers[0]!.tree.length} processes; ${n} alive at once): RSS ${mib(pct(idle.map((m) => m.rss), 50))} MiB, PSS ${mib(pct(idle.map((m) => m.pss), 50))} MiB; after one execution RSS ${mib(pct(used.map((m) => m.rss), 50))} MiB, PSS ${mib(pct(used.map((m) => m.pss), 50))} MiB (p50; one tree as the pool measures it: ${mib(measuredPss)} MiB)`,
+      `- idle runner tree (${workers[0]!.tree.length} processes; ${n} alive at once): RSS ${mib(
+        pct(
+          idle.map((m) => m.rss),
+          50,
+        ),
+      )} MiB, PSS ${mib(
+        pct(
+          idle.map((m) => m.pss),
+          50,
+        ),
+      )} MiB; after one execution RSS ${mib(
+        pct(
+          used.map((m) => m.rss),
+          50,
+        ),
+      )} MiB, PSS ${mib(
+        pct(
+          used.map((m) => m.pss),
+          50,
+        ),
+      )} MiB (p50; one tree as the pool measures it: ${mib(measuredPss)} MiB)`,
     ];
   } finally {
     for (const w of workers) w.kill('crash', 'measured');
@@ -178,48 +205,48 @@ async function syncCall(url: string, org: Org, a: number): Promise<number> {
   return performance.now() - t;
 }
 
-/** CPU (ms) of the processes below `pid`: the live ones' own time, and what `pid` reaped of those gone. */
-function runnersCpuMs(pid: number): number {
-  const stat = (p: number) => {
+/**
+ * Watches the processes below `pid` while a round runs (every 500 ms, from /proc): how many
+ * appeared (each code runner is three with bubblewrap: a runner start is counted once, by its
+ * direct child of the service), and the CPU they used, from each one's last reading, so that
+ * runners killed during the round (never reaped by the service, their time is not in its
+ * children's) still count up to their last sample (a runner that lived less than 500 ms may be missed).
+ */
+function treeWatcher(pid: number): { stop: () => { started: number; cpuMs: number } } {
+  const first = new Map<number, number>();
+  const last = new Map<number, number>();
+  const direct = new Set<number>();
+  /** Its CPU ticks (user + system) and parent, from /proc/<pid>/stat. */
+  const stat = (p: number): { ticks: number; ppid: number } | undefined => {
     try {
       const text = readFileSync(`/proc/${p}/stat`, 'utf8');
-      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      return { ticks: Number(f[11]) + Number(f[12]), ppid: Number(f[1]) };
     } catch {
       return undefined;
     }
   };
-  const ticks = (f: string[] | undefined, from: number, to: number) => {
-    let n = 0;
-    for (let i = from; i <= to; i++) n += Number(f?.[i] ?? 0) || 0;
-    return n;
-  };
-  let total = ticks(stat(pid), 13, 14); // cutime, cstime of the service
-  for (const p of processTree(pid).slice(1)) total += ticks(stat(p), 11, 12);
-  return total * 10;
-}
-
-/** Distinct child processes of `pid` seen while sampling (each code runner is one: bubblewrap, or the runner itself). */
-function childSampler(pid: number): { stop: () => number } {
-  const seen = new Set<number>();
+  let initial: Set<number> | undefined;
   const sample = () => {
-    try {
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        const text = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8');
-        for (const c of text.split(' ')) if (c.trim()) seen.add(Number(c));
-      }
-    } catch {
-      // a thread ended meanwhile
+    const tree = processTree(pid).slice(1);
+    for (const p of tree) {
+      const st = stat(p);
+      if (st === undefined) continue;
+      if (!first.has(p)) first.set(p, initial ? 0 : st.ticks);
+      last.set(p, st.ticks);
+      if (initial && !initial.has(p) && st.ppid === pid) direct.add(p);
     }
+    initial ??= new Set(tree);
   };
-  const before = new Set<number>();
   sample();
-  for (const p of seen) before.add(p);
-  const timer = setInterval(sample, 50);
+  const timer = setInterval(sample, 500);
   return {
     stop: () => {
       clearInterval(timer);
       sample();
-      return [...seen].filter((p) => !before.has(p)).length;
+      let cpu = 0;
+      for (const [p, t] of last) cpu += t - (first.get(p) ?? 0);
+      return { started: direct.size, cpuMs: cpu * 10 };
     },
   };
 }
@@ -280,9 +307,8 @@ async function round(target: { url: string; metricsUrl?: string }, pid: number, 
   let complete = 0;
   let failed = 0;
   const m0 = await scrape(target.metricsUrl);
-  const children = childSampler(pid);
+  const tree = treeWatcher(pid);
   const c0 = processCpu(pid);
-  const r0 = runnersCpuMs(pid);
   const r = await autocannon({
     url: target.url,
     connections: CONNECTIONS,
@@ -308,8 +334,8 @@ async function round(target: { url: string; metricsUrl?: string }, pid: number, 
     ],
   });
   const c1 = processCpu(pid);
-  const r1 = runnersCpuMs(pid);
-  const runnerProcesses = children.stop();
+  const watched = tree.stop();
+  const runnerProcesses = watched.started;
   const m1 = await scrape(target.metricsUrl);
   const us = (ms: number) => Math.round((ms * 1000) / Math.max(1, complete));
   const cpu =
@@ -317,7 +343,7 @@ async function round(target: { url: string; metricsUrl?: string }, pid: number, 
       ? {
           main: us(c1.main - c0.main),
           other: us(c1.threads - c0.threads - (c1.main - c0.main)),
-          runners: us(r1 - r0),
+          runners: us(watched.cpuMs),
         }
       : undefined;
   return {
@@ -339,7 +365,9 @@ export async function codeSteps(): Promise<string[]> {
     lines.push(line);
     console.log(line);
   };
-  print(`\n## Many organisations: sync calls of a one-code-step workflow, ${CONNECTIONS} connections round robin over the organisations`);
+  print(
+    `\n## Many organisations: sync calls of a one-code-step workflow, ${CONNECTIONS} connections round robin over the organisations`,
+  );
   // Measured first, on a quiet machine: the runner itself.
   const runnerLines = await measureRunners();
   const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', {
@@ -359,10 +387,14 @@ export async function codeSteps(): Promise<string[]> {
     const warmS = (performance.now() - w0) / 1000;
     const rounds: CaseRound[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      for (const n of CASES) rounds.push(await round({ ...target.info }, pid, all.slice(0, n)));
+      for (const n of CASES) {
+        // Calls still in flight when the previous round's load generator stopped finish first.
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        rounds.push(await round({ ...target.info }, pid, all.slice(0, n)));
+      }
     }
     print(
-      `| organisations | round | executed runs/s | p50 ms | p99 ms | not COMPLETE | CPU per run µs: main / other threads / runners | runner processes started | runner starts (service metrics) |`,
+      `| organisations | round | executed runs/s | p50 ms | p99 ms | not COMPLETE | CPU per run µs: main / other threads / runners | runner processes started (seen) | runner starts (service metrics) |`,
     );
     print('|---:|---:|---:|---:|---:|---:|---|---:|---|');
     for (const [i, x] of rounds.entries()) {
@@ -377,7 +409,9 @@ export async function codeSteps(): Promise<string[]> {
     });
     const base = summary[0]!;
     print('');
-    print(`| organisations | executed runs/s (mean of ${ROUNDS} rounds) | ratio to ${base.n} | p50 ms | p99 ms | p99 ratio to ${base.n} |`);
+    print(
+      `| organisations | executed runs/s (mean of ${ROUNDS} rounds) | ratio to ${base.n} | p50 ms | p99 ms | p99 ratio to ${base.n} |`,
+    );
     print('|---:|---:|---:|---:|---:|---:|');
     for (const s of summary) {
       print(
@@ -415,10 +449,10 @@ export async function codeSteps(): Promise<string[]> {
 
 export async function run(): Promise<void> {
   await codeSteps();
-  // The browser part of the same benchmark, where it exists (bench/tenants-browser.ts exports run()).
+  // The browser part of the same benchmark, where it exists (bench/tenants-browser.ts prints its figures).
   const browser = path.join(ROOT, 'bench/tenants-browser.ts');
-  if (existsSync(browser)) {
-    const mod = (await import(browser)) as { run?: () => Promise<void> };
-    await mod.run?.();
+  if (existsSync(browser) && process.env.BENCH_TENANTS_BROWSER !== 'false') {
+    const mod = (await import(browser)) as { runBrowserTenants?: () => Promise<unknown>; run?: () => Promise<void> };
+    await (mod.runBrowserTenants ?? mod.run)?.();
   }
 }

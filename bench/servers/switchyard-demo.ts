@@ -33,4 +33,6 @@ const server = app.http.listen(0, '127.0.0.1', () => {
     JSON.stringify({ url: `http://127.0.0.1:${port}`, dataDir, bootstrap, metricsUrl: metrics?.url }) + '\n',
   );
 });
-process.on('SIGTERM', () => server.close(() => Promise.all([app.close(), metrics?.close()]).then(() => process.exit(0))));
+process.on('SIGTERM', () =>
+  server.close(() => Promise.all([app.close(), metrics?.close()]).then(() => process.exit(0))),
+);

@@ -24,7 +24,7 @@ export interface SandboxPoolOptions {
    * fresh process per step.
    */
   maxExecutionsPerProcess?: number;
-  /** Idle time after which a process bound to an organisation exits (default 30 s). */
+  /** Idle time after which a process bound to an organisation exits (default 5 min; the budget evicts it sooner when it needs the room). */
   idleTimeoutMs?: number;
   spawnTimeoutMs?: number;
   /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */

@@ -7,7 +7,7 @@
  * AbortSignal. A process that was killed, crashed or misbehaved is never reused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { killTree, launchCommand, sampleTree, uidOf, type Isolation } from '../../containment/index.js';
+import { killTree, launchCommand, sampleKnown, sampleTree, uidOf, type Isolation } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 import { runnerArgv, runnerView, RUNNER_PATH, sandboxExecArgv, type Breach } from './flags.js';
 import { PROTOCOL_VERSION, parseChildMessage, type DoneOutcome, type ExecMessage } from './protocol.js';
@@ -38,6 +38,12 @@ export interface WorkerOptions {
 const STDERR_TAIL = 4096;
 const POLL_BUSY_MS = 100;
 const POLL_IDLE_MS = 1000;
+/**
+ * At rest, every this many samples walks the whole tree (new processes); the others read only
+ * the known processes' memory: a walk reads each thread's `children` file (about 2 ms of CPU per
+ * runner here), which hundreds of idle runners cannot afford every second.
+ */
+const WALK_EVERY_IDLE = 5;
 /** Processes of a runner's tree: bubblewrap, its namespace's first process and the runner; nothing else may appear. */
 const MAX_TREE = 3;
 /** Isolates (memory classes) a runner keeps (runner.cjs MAX_ISOLATES). */
@@ -73,6 +79,7 @@ export class SandboxWorker {
   private readyHook: (() => void) | undefined;
   private watch: NodeJS.Timeout | undefined;
   private lastTree: number[] = [];
+  private idleSamples = 0;
 
   private constructor(readonly options: WorkerOptions) {
     const { isolation } = options;
@@ -272,15 +279,21 @@ export class SandboxWorker {
     return (this.options.rssHeadroomMb + heaps) * 1024 * 1024;
   }
 
-  /** The watchdog: the contained tree's memory and size, every `ms` (busy) or at rest; Linux only. */
+  /**
+   * The watchdog: the contained tree's memory and size, every `ms` (busy) or at rest; Linux only.
+   * Busy, every sample walks the tree; at rest, one in WALK_EVERY_IDLE does and the others read
+   * the memory of the processes known from the last walk.
+   */
   private poll(ms: number): void {
     const pid = this.child.pid;
     clearTimeout(this.watch);
     if (process.platform !== 'linux' || pid === undefined || this.dead) return;
     this.watch = setTimeout(() => {
-      void sampleTree(pid).then((sample) => {
+      const walk =
+        this.pending !== undefined || this.lastTree.length === 0 || ++this.idleSamples % WALK_EVERY_IDLE === 0;
+      void (walk ? sampleTree(pid) : sampleKnown(this.lastTree)).then((sample) => {
         if (this.dead) return;
-        if (sample.pids.length > 0) this.lastTree = sample.pids;
+        if (walk && sample.pids.length > 0) this.lastTree = sample.pids;
         const ceiling = this.ceilingBytes();
         if (sample.rssBytes > ceiling) {
           this.kill(

@@ -37,7 +37,9 @@ describe('engine sandbox: pool in the memory budget', function () {
     const pool = new SandboxPool({ isolation: await testIsolation(), budget, size: 1, log: silentLog });
     try {
       // X holds its runner busy for the whole test.
-      const busy = pool.run(step('org_x', 'const end = Date.now() + 3000; while (Date.now() < end) {} return "x"', 10_000));
+      const busy = pool.run(
+        step('org_x', 'const end = Date.now() + 3000; while (Date.now() < end) {} return "x"', 10_000),
+      );
       await new Promise((r) => setTimeout(r, 300));
       const xTree = treesOf(pool, 'org_x')[0]!.pids;
       expect((await pool.run(step('org_a'))).outcome).to.equal('ok');
@@ -98,7 +100,7 @@ describe('engine sandbox: pool in the memory budget', function () {
     }
   });
 
-  it("a spare bound to organisation B carries nothing of A: no globals, prototypes, process state or files", async () => {
+  it('a spare bound to organisation B carries nothing of A: no globals, prototypes, process state or files', async () => {
     const isolation = await testIsolation();
     // 'unrestricted' (unit tests only): the step has the runner's own process and file system, as
     // if the language layer and Node's permission model were both broken.
@@ -168,7 +170,10 @@ describe('engine sandbox: pool in the memory budget', function () {
     });
     try {
       const exec = (orgId: string) =>
-        worker.exec({ orgId, code: 'return 1', data: '{"inputs":{},"steps":[]}', timeoutMs: 1000, memoryMb: 64 }, () => {});
+        worker.exec(
+          { orgId, code: 'return 1', data: '{"inputs":{},"steps":[]}', timeoutMs: 1000, memoryMb: 64 },
+          () => {},
+        );
       expect(worker.pristine).to.equal(true);
       expect(await exec('org_a')).to.deep.include({ killed: 'crash' }); // a spare runs nothing
       expect(worker.pristine).to.equal(true);
@@ -215,7 +220,6 @@ describe('engine sandbox: pool in the memory budget', function () {
     this.timeout(180_000);
     const budget = runners(8);
     const pool = new SandboxPool({ isolation: await testIsolation(), budget, size: 4, log: silentLog });
-    const started = performance.now();
     try {
       await pool.start();
       let peak = 0;
@@ -238,9 +242,6 @@ describe('engine sandbox: pool in the memory budget', function () {
       const s = pool.stats();
       expect(s.evicted).to.be.at.least(900);
       expect(s.processes + s.starting).to.be.at.most(8);
-      console.log(
-        `      1,000 organisations: ${Math.round(performance.now() - started)} ms, ${s.starts} runner starts (p50 ${s.startP50Ms?.toFixed(0)} ms, p99 ${s.startP99Ms?.toFixed(0)} ms), ${s.evicted} evicted`,
-      );
     } finally {
       await pool.close();
     }
