@@ -11,7 +11,7 @@
  *   organisation's step without an idle process of its own takes one and binds it, and a new
  *   spare starts in its place in the background;
  * - an organisation has at most `size` processes, so that one organisation's burst cannot take
- *   the whole budget;
+ *   the whole budget, and takes a second one only when its steps queue (GROW_QUEUE, GROW_AFTER_MS);
  * - a bound process idle for `idleTimeoutMs` exits; a process is replaced after
  *   `maxExecutionsPerProcess` executions, a timeout, a crash or a kill.
  * An execution runs in a fresh context of its memory class's isolate, or (`reuseContexts`,
@@ -61,6 +61,16 @@ const MEASURE_EVERY_MS = 30_000;
 /** A step waiting for room in a budget full of busy members looks again this often (memory freed elsewhere, e.g. a browser box). */
 const RETRY_ROOM_MS = 100;
 
+/**
+ * An organisation that has a runner gets another (up to `size`) only when its steps queue: at
+ * least GROW_QUEUE of them wait, or one has waited GROW_AFTER_MS while a runner of it has been
+ * executing one step as long (a long step). A runner answers a short step in well under a
+ * millisecond, so a step waiting behind a short one of its organisation costs less than a new
+ * process (about 50 ms of CPU) and a spare taken from the organisations that have none.
+ */
+const GROW_QUEUE = 4;
+const GROW_AFTER_MS = 200;
+
 /** Spares beyond `size` exit after this long idle. */
 const EXCESS_SPARE_MS = 30_000;
 
@@ -70,6 +80,8 @@ const START_SAMPLES = 512;
 interface Waiter {
   orgId: string;
   key: string | undefined;
+  /** When it began to wait (performance.now()). */
+  since: number;
   resolve: (w: SandboxWorker) => void;
   reject: (e: Error) => void;
 }
@@ -106,6 +118,8 @@ export class SandboxPool {
   private readonly measured = new Map<SandboxWorker, number>();
   /** Idle processes, with the timer that stops a bound one after idleTimeoutMs. */
   private readonly idle = new Map<SandboxWorker, NodeJS.Timeout | undefined>();
+  /** The same, by organisation (spares under `undefined`): a step looks only at its own. */
+  private readonly idleByOrg = new Map<string | undefined, Set<SandboxWorker>>();
   private starting = 0;
   private readonly spawning = new Set<Promise<void>>();
   private waiters: Waiter[] = [];
@@ -331,6 +345,7 @@ export class SandboxPool {
       const waiter: Waiter = {
         orgId,
         key,
+        since: performance.now(),
         resolve: (w) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(w);
@@ -369,10 +384,7 @@ export class SandboxPool {
     const timer = setTimeout(
       () => {
         // Spares beyond `size` (started for steps that were served otherwise meanwhile) go too.
-        if (spare && (this.counts().get(undefined) ?? 0) <= this.size) {
-          this.idle.delete(worker);
-          return this.makeIdle(worker);
-        }
+        if (spare && (this.counts().get(undefined) ?? 0) <= this.size) return this.makeIdle(worker);
         this.takeIdle(worker);
         worker.kill('crash', 'idle');
       },
@@ -381,12 +393,18 @@ export class SandboxPool {
     timer.unref();
     if (worker.orgId !== undefined) this.members.get(worker)?.idle();
     this.idle.set(worker, timer);
+    let set = this.idleByOrg.get(worker.orgId);
+    if (!set) this.idleByOrg.set(worker.orgId, (set = new Set()));
+    set.add(worker);
   }
 
   /** Out of the idle set: in use (busy in the budget) or on its way out. */
   private takeIdle(worker: SandboxWorker): void {
     clearTimeout(this.idle.get(worker));
     this.idle.delete(worker);
+    const set = this.idleByOrg.get(worker.orgId);
+    set?.delete(worker);
+    if (set?.size === 0) this.idleByOrg.delete(worker.orgId);
     this.members.get(worker)?.busy();
   }
 
@@ -416,12 +434,21 @@ export class SandboxPool {
   private pump(): void {
     if (this.closed) return;
     const counts = this.counts();
-    const stuck = new Set<string>();
+    const now = performance.now();
+    const queued = new Map<string, number>();
+    for (const waiter of this.waiters) queued.set(waiter.orgId, (queued.get(waiter.orgId) ?? 0) + 1);
+    /** Organisations with a waiter left, and since when their oldest waits. */
+    const stuck = new Map<string, number>();
     const left: Waiter[] = [];
     for (const waiter of this.waiters) {
-      const worker = stuck.has(waiter.orgId) ? undefined : this.pick(waiter, counts.get(waiter.orgId) ?? 0);
+      const own = counts.get(waiter.orgId) ?? 0;
+      const worker = stuck.has(waiter.orgId)
+        ? undefined
+        : this.pick(waiter, {
+            grow: this.mayGrow(waiter.orgId, { own, queued: queued.get(waiter.orgId) ?? 0, since: waiter.since, now }),
+          });
       if (!worker) {
-        stuck.add(waiter.orgId);
+        if (!stuck.has(waiter.orgId)) stuck.set(waiter.orgId, waiter.since);
         left.push(waiter);
         continue;
       }
@@ -441,7 +468,13 @@ export class SandboxPool {
     const recentFailure = Date.now() - this.spawnFailedAt < 5_000;
     const spares = () => this.starting + (counts.get(undefined) ?? 0);
     let need = 0;
-    for (const orgId of stuck) if ((counts.get(orgId) ?? 0) < this.size) need += 1;
+    let growIn: number | undefined;
+    for (const [orgId, since] of stuck) {
+      const own = counts.get(orgId) ?? 0;
+      if (own >= this.size) continue;
+      if (this.mayGrow(orgId, { own, queued: queued.get(orgId) ?? 0, since, now })) need += 1;
+      else growIn = Math.min(growIn ?? GROW_AFTER_MS, Math.max(1, since + GROW_AFTER_MS - now));
+    }
     need = Math.max(0, need - spares());
     let refused = false;
     while (need > 0) {
@@ -452,36 +485,54 @@ export class SandboxPool {
       need -= 1;
     }
     while (this.warm && !recentFailure && spares() < this.size) if (!this.spawn()) break;
-    // The budget is full of busy members: look again when a process of ours changes state, or
-    // shortly (another owner of the budget may free memory meanwhile).
-    if (refused && this.retryTimer === undefined) {
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = undefined;
-        this.pump();
-      }, RETRY_ROOM_MS);
+    // Look again when a process of ours changes state, and also: shortly, when the budget is full
+    // of busy members (another owner may free memory meanwhile); when a waiting organisation
+    // may grow.
+    const again = refused ? RETRY_ROOM_MS : growIn;
+    if (again !== undefined && this.retryTimer === undefined) {
+      this.retryTimer = setTimeout(
+        () => {
+          this.retryTimer = undefined;
+          this.pump();
+        },
+        Math.max(1, Math.ceil(again)),
+      );
       this.retryTimer.unref();
     }
   }
 
   /**
-   * The idle process for a waiter: one of its organisation holding its context (affinity), else
-   * one of its organisation, else a spare while the organisation (with `own` processes) is under
-   * its share.
+   * Whether an organisation with `own` processes (all busy) may take another: none yet, or its
+   * steps queue (GROW_QUEUE waiting, or one waiting GROW_AFTER_MS behind a step running as long).
    */
-  private pick(waiter: Waiter, own: number): SandboxWorker | undefined {
-    let mine: SandboxWorker | undefined;
-    let spare: SandboxWorker | undefined;
-    for (const w of this.idle.keys()) {
-      if (w.dead) continue;
-      if (w.orgId === waiter.orgId) {
-        if (waiter.key !== undefined && w.holds(waiter.key)) return w;
-        mine ??= w;
-      } else if (w.orgId === undefined) {
-        spare ??= w;
-      }
+  private mayGrow(
+    orgId: string,
+    { own, queued, since, now }: { own: number; queued: number; since: number; now: number },
+  ): boolean {
+    if (own === 0) return true;
+    if (own >= this.size) return false;
+    if (queued >= GROW_QUEUE) return true;
+    if (now - since < GROW_AFTER_MS) return false;
+    for (const w of this.workers) {
+      if (w.orgId === orgId && w.busySince !== undefined && now - w.busySince >= GROW_AFTER_MS) return true;
     }
-    if (mine) return mine;
-    return spare && own < this.size ? spare : undefined;
+    return false;
+  }
+
+  /**
+   * The idle process for a waiter: one of its organisation holding its context (affinity), else
+   * one of its organisation, else a spare when the organisation may take another (`grow`).
+   */
+  private pick(waiter: Waiter, { grow }: { grow: boolean }): SandboxWorker | undefined {
+    let mine: SandboxWorker | undefined;
+    for (const w of this.idleByOrg.get(waiter.orgId) ?? []) {
+      if (w.dead) continue;
+      if (waiter.key !== undefined && w.holds(waiter.key)) return w;
+      mine ??= w;
+    }
+    if (mine || !grow) return mine;
+    for (const w of this.idleByOrg.get(undefined) ?? []) if (!w.dead) return w;
+    return undefined;
   }
 
   /** Stops an idle process the budget evicted (its memory is counted free already). */

@@ -57,6 +57,8 @@ export class SandboxWorker {
   dead = false;
   /** Executions sent to the runner (a process that has been sent none is a spare: it holds nothing of anyone). */
   private sent = 0;
+  /** When the execution in flight began (performance.now()); undefined at rest. */
+  busySince: number | undefined;
   private boundTo: string | undefined;
   /** An opaque name of this process (observability and tests: which runner ran a step). */
   readonly serial = nextSerial++;
@@ -211,12 +213,14 @@ export class SandboxWorker {
       const finish = (o: WorkerOutcome) => {
         if (this.pending?.id !== id) return;
         this.pending = undefined;
+        this.busySince = undefined;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         if (!this.dead) this.poll(POLL_IDLE_MS);
         resolve(o);
       };
       this.pending = { id, key: req.key, finish, onLog };
+      this.busySince = performance.now();
       if (req.key !== undefined) this.keys.delete(req.key); // taken out for this execution
       this.useClass(req.memoryMb);
       if (signal?.aborted) return onAbort();

@@ -213,6 +213,35 @@ describe('engine sandbox: pool in the memory budget', function () {
     }
   });
 
+  it('an organisation takes a second runner only when its steps queue behind a long one, not for short ones', async () => {
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, log: silentLog });
+    try {
+      await pool.start();
+      // Two callers of short steps: they take turns on one runner.
+      const short = await Promise.all(
+        Array.from({ length: 2 }, async () => {
+          const runners = new Set<number | undefined>();
+          for (let i = 0; i < 30; i++) runners.add((await pool.run(step('org_a'))).runner);
+          return runners;
+        }),
+      );
+      expect(new Set(short.flatMap((r) => [...r])).size).to.equal(1);
+      // A long step: the next one waits about 200 ms, then runs on a second runner, long before the first ends.
+      const long = pool.run(
+        step('org_a', 'const end = Date.now() + 2000; while (Date.now() < end) {} return 1', 10_000),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      const t = performance.now();
+      const next = await pool.run(step('org_a'));
+      expect(next.outcome).to.equal('ok');
+      expect(performance.now() - t).to.be.within(150, 1500);
+      expect(next.runner).to.not.equal((await long).runner);
+      expect(treesOf(pool, 'org_a')).to.have.length(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('1,000 organisations each run a step in turn: no error, and the pool stays within its budget', async function () {
     // Every organisation needs a runner of its own (about 50 ms of CPU to start one): the
     // budget's room for 8 runners keeps 4 spares starting ahead while the least recently used
