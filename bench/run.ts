@@ -9,6 +9,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   events: () => import('./events.js'),
   queues: () => import('./queues.js'),
   runs: () => import('./runs.js'),
+  tenants: () => import('./tenants.js'),
   tracing: () => import('./tracing.js'),
   browser: () => import('./browser.js'),
   'tenants-browser': () => import('./tenants-browser.js'),

@@ -2338,7 +2338,7 @@ export interface components {
              * @default 10000
              */
             sandboxMaxExecutions: number;
-            /** @description SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have (all organisations together: twice this). Default: one per core (os.availableParallelism()), at least 2. */
+            /** @description SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have; how many run in all is bounded by the memory budget (TENANT_MEMORY_MB), not by a count. Default: one per core (os.availableParallelism()), at least 2. */
             sandboxPoolSize: number;
             /**
              * @description SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context.

@@ -8,9 +8,12 @@
  *
  * The budget counts what each owner reports of its processes (`setBytes`, from its own
  * measurements, e.g. the proportional set size of a runner's tree) or, until then, the expected
- * size given at admission. An evicted member's memory is counted free at once: its owner kills
- * it (SIGKILL to the whole tree) in `evict`.
+ * size given at admission; a measurement that takes the budget past its total evicts idle members
+ * (least recently used first) until it fits again. An evicted member's memory is counted free at
+ * once: its owner kills it (SIGKILL to the whole tree) in `evict`.
  */
+import { tenantMemoryEvictions } from '../kernel/metrics.js';
+
 export type BudgetKind = 'runner' | 'browser';
 
 /** One admitted process, as its owner sees it. */
@@ -18,7 +21,9 @@ export interface BudgetMember {
   readonly kind: BudgetKind;
   /** The organisation it serves (undefined: a spare, bound to nobody yet). */
   orgId: string | undefined;
-  /** Its memory as its owner last measured it. */
+  /** The memory counted for it now: the last measurement, or the expected size until then. */
+  readonly bytes: number;
+  /** Its memory as its owner last measured it (past the total: idle members are evicted until it fits). */
   setBytes(bytes: number): void;
   /** In use (never evicted) / idle (evictable, least recently used first). */
   busy(): void;
@@ -76,6 +81,9 @@ export class MemoryBudget {
     };
     return {
       kind,
+      get bytes() {
+        return entry.gone ? 0 : entry.bytes;
+      },
       get orgId() {
         return entry.orgId;
       },
@@ -83,7 +91,9 @@ export class MemoryBudget {
         entry.orgId = v;
       },
       setBytes: (bytes) => {
-        if (!entry.gone && Number.isFinite(bytes) && bytes >= 0) entry.bytes = bytes;
+        if (entry.gone || !Number.isFinite(bytes) || bytes < 0) return;
+        entry.bytes = bytes;
+        if (this.usedBytes() > this.totalBytes) this.makeRoom(0);
       },
       busy: () => {
         entry.idleSince = undefined;
@@ -104,13 +114,15 @@ export class MemoryBudget {
     if (used + bytes <= this.totalBytes) return true;
     const idle = [...this.entries].filter((e) => e.idleSince !== undefined).sort((a, b) => a.idleSince! - b.idleSince!);
     const freeable = idle.reduce((sum, e) => sum + e.bytes, 0);
-    if (used - freeable + bytes > this.totalBytes) return false;
+    // Measured sizes may pass the total (setBytes): then as much as can go goes.
+    if (used - freeable + bytes > this.totalBytes && bytes > 0) return false;
     for (const e of idle) {
       if (used + bytes <= this.totalBytes) break;
       used -= e.bytes;
       e.gone = true;
       this.entries.delete(e);
       this.evictions += 1;
+      tenantMemoryEvictions.inc();
       e.evict();
     }
     return true;

@@ -12,7 +12,17 @@ export {
   type ProbeOptions,
 } from './probe.js';
 export { launchCommand, bwrapArgs, type Bind, type ContainSpec, type LaunchPlan } from './launch.js';
-export { processTree, sampleTree, killTree, uidOf, pssBytes, cpuMs, residentBytes, type TreeSample } from './tree.js';
+export {
+  processTree,
+  sampleTree,
+  sampleKnown,
+  killTree,
+  uidOf,
+  pssBytes,
+  cpuMs,
+  residentBytes,
+  type TreeSample,
+} from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';
 export { RUNNER_COMMON_PATH, runnerOptionsArg } from './runners.js';
 export { MemoryBudget, type BudgetKind, type BudgetMember, type BudgetStats } from './budget.js';

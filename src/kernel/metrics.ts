@@ -209,6 +209,33 @@ export const browserPool = sampledGauge({
   labelNames: ['state'] as const,
 });
 
+// ---- Code sandbox and the tenant memory budget (src/engine/sandbox, src/containment) ----
+
+export const sandboxRunnerStart = new Histogram({
+  name: 'switchyard_sandbox_runner_start_seconds',
+  help: 'Code runner process starts, from spawn to the runner reporting ready and its user checked (most start as spares, off the path of any step).',
+  buckets: [0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5, 10],
+  registers,
+});
+
+export const sandboxRunners = sampledGauge({
+  name: 'switchyard_sandbox_runners',
+  help: 'Code runner processes of this process by state: spare (warm, bound to no organisation), idle, busy, starting; and waiting: code steps waiting for a runner.',
+  labelNames: ['state'] as const,
+});
+
+export const tenantMemory = sampledGauge({
+  name: 'switchyard_tenant_memory_bytes',
+  help: 'The memory budget of code runners and browser boxes (TENANT_MEMORY_MB): its total, and the memory its members use as last measured (or expected until measured).',
+  labelNames: ['state'] as const,
+});
+
+export const tenantMemoryEvictions = new Counter({
+  name: 'switchyard_tenant_memory_evictions_total',
+  help: 'Idle code runners and browser boxes stopped to make room in the tenant memory budget.',
+  registers,
+});
+
 // ---- Agents (src/agents) ----
 
 export const agentTurns = new Counter({

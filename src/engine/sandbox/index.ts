@@ -1,6 +1,8 @@
 /** Code-step sandbox: runner processes per organisation running steps in isolated-vm isolates (README.md). */
 export {
   SandboxPool,
+  RUNNER_EXPECTED_BYTES,
+  FALLBACK_BUDGET_BYTES,
   type SandboxPoolOptions,
   type SandboxRequest,
   type SandboxRun,

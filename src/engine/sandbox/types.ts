@@ -7,20 +7,24 @@ import type { Breach } from './flags.js';
 export interface SandboxPoolOptions {
   /** The layers in force and how to start a contained process (src/containment). */
   isolation: Isolation;
-  /** The memory budget runners share with browser boxes (TENANT_MEMORY_MB, src/containment/budget.ts). */
+  /**
+   * The memory budget runners share with browser boxes (TENANT_MEMORY_MB,
+   * src/containment/budget.ts): it bounds how many processes live at once. Without one the pool
+   * has a budget of its own of 256 MiB (FALLBACK_BUDGET_BYTES).
+   */
   budget?: MemoryBudget | undefined;
+  /** The memory a runner is admitted with until measured (default RUNNER_EXPECTED_BYTES, 16 MiB). */
+  runnerBytes?: number;
   /** Warm spare processes, and the most processes one organisation may have (default 2; config SANDBOX_POOL_SIZE). */
   size?: number;
   /** Heap limit of steps that set no memoryMb (schema default 128). */
   defaultMemoryMb?: number;
-  /** Processes of all organisations together, spares included (default 2 × size). */
-  maxProcesses?: number;
   /**
    * Executions before a process is replaced (default 10,000, config SANDBOX_MAX_EXECUTIONS); 1 = a
    * fresh process per step.
    */
   maxExecutionsPerProcess?: number;
-  /** Idle time after which a process bound to an organisation exits (default 30 s). */
+  /** Idle time after which a process bound to an organisation exits (default 5 min; the budget evicts it sooner when it needs the room). */
   idleTimeoutMs?: number;
   spawnTimeoutMs?: number;
   /** Wall-clock slack after a step's timeoutMs before its process is killed (default 500 ms). */

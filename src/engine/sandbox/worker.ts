@@ -7,7 +7,7 @@
  * AbortSignal. A process that was killed, crashed or misbehaved is never reused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { killTree, launchCommand, sampleTree, uidOf, type Isolation } from '../../containment/index.js';
+import { killTree, launchCommand, sampleKnown, sampleTree, uidOf, type Isolation } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 import { runnerArgv, runnerView, RUNNER_PATH, sandboxExecArgv, type Breach } from './flags.js';
 import { PROTOCOL_VERSION, parseChildMessage, type DoneOutcome, type ExecMessage } from './protocol.js';
@@ -38,6 +38,12 @@ export interface WorkerOptions {
 const STDERR_TAIL = 4096;
 const POLL_BUSY_MS = 100;
 const POLL_IDLE_MS = 1000;
+/**
+ * At rest, every this many samples walks the whole tree (new processes); the others read only
+ * the known processes' memory: a walk reads each thread's `children` file (about 2 ms of CPU per
+ * runner here), which hundreds of idle runners cannot afford every second.
+ */
+const WALK_EVERY_IDLE = 5;
 /** Processes of a runner's tree: bubblewrap, its namespace's first process and the runner; nothing else may appear. */
 const MAX_TREE = 3;
 /** Isolates (memory classes) a runner keeps (runner.cjs MAX_ISOLATES). */
@@ -49,8 +55,11 @@ export class SandboxWorker {
   executions = 0;
   /** Set once the process is gone or condemned; it takes no more work. */
   dead = false;
-  /** The organisation this process serves, from its first execution on; never another. */
-  orgId: string | undefined;
+  /** Executions sent to the runner (a process that has been sent none is a spare: it holds nothing of anyone). */
+  private sent = 0;
+  /** When the execution in flight began (performance.now()); undefined at rest. */
+  busySince: number | undefined;
+  private boundTo: string | undefined;
   /** An opaque name of this process (observability and tests: which runner ran a step). */
   readonly serial = nextSerial++;
   /**
@@ -72,6 +81,7 @@ export class SandboxWorker {
   private readyHook: (() => void) | undefined;
   private watch: NodeJS.Timeout | undefined;
   private lastTree: number[] = [];
+  private idleSamples = 0;
 
   private constructor(readonly options: WorkerOptions) {
     const { isolation } = options;
@@ -106,6 +116,30 @@ export class SandboxWorker {
     // 'close' rather than 'exit': stderr is complete by then.
     this.child.on('close', (code, signal) => this.onExit(code, signal));
     this.child.on('error', () => this.kill('crash', 'the sandbox process could not be started or signalled'));
+  }
+
+  /** The organisation this process serves (undefined: a spare), set once by `bind` and never changed. */
+  get orgId(): string | undefined {
+    return this.boundTo;
+  }
+
+  /** True while no execution was ever sent to it: nothing of any organisation is in it. */
+  get pristine(): boolean {
+    return this.sent === 0;
+  }
+
+  /**
+   * Binds a spare to `orgId`. Only a process that never executed anything and serves nobody may
+   * be bound: a process bound to one organisation never runs another's step, and a spare holds
+   * nothing of anyone. Throws otherwise (a bug in the pool, never a tenant's doing).
+   */
+  bind(orgId: string): void {
+    if (this.boundTo !== undefined || this.sent !== 0) {
+      throw new Error(
+        `runner ${this.serial} cannot be bound to another organisation: it ${this.boundTo !== undefined ? 'serves one already' : 'has executed steps'}`,
+      );
+    }
+    this.boundTo = orgId;
   }
 
   get pid(): number | undefined {
@@ -154,14 +188,21 @@ export class SandboxWorker {
     return this.keys.has(key);
   }
 
-  /** Runs one execution; never rejects (every failure is an outcome). */
+  /**
+   * Runs one execution of a step of `req.orgId`, the organisation this process is bound to (any
+   * other, or none, is refused); never rejects (every failure is an outcome).
+   */
   exec(
-    req: Omit<ExecMessage, 'v' | 't' | 'id'>,
+    req: Omit<ExecMessage, 'v' | 't' | 'id'> & { orgId: string },
     onLog: (line: string) => void,
     signal?: AbortSignal,
   ): Promise<WorkerOutcome> {
     if (this.dead || this.pending)
       return Promise.resolve({ killed: 'crash', detail: 'the sandbox process is not available' });
+    if (this.boundTo === undefined || this.boundTo !== req.orgId) {
+      return Promise.resolve({ killed: 'crash', detail: 'the sandbox process serves another organisation' });
+    }
+    this.sent += 1;
     const id = this.nextId++;
     return new Promise((resolve) => {
       const onAbort = () => this.kill('abort', 'the run was stopped');
@@ -172,12 +213,14 @@ export class SandboxWorker {
       const finish = (o: WorkerOutcome) => {
         if (this.pending?.id !== id) return;
         this.pending = undefined;
+        this.busySince = undefined;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         if (!this.dead) this.poll(POLL_IDLE_MS);
         resolve(o);
       };
       this.pending = { id, key: req.key, finish, onLog };
+      this.busySince = performance.now();
       if (req.key !== undefined) this.keys.delete(req.key); // taken out for this execution
       this.useClass(req.memoryMb);
       if (signal?.aborted) return onAbort();
@@ -240,15 +283,21 @@ export class SandboxWorker {
     return (this.options.rssHeadroomMb + heaps) * 1024 * 1024;
   }
 
-  /** The watchdog: the contained tree's memory and size, every `ms` (busy) or at rest; Linux only. */
+  /**
+   * The watchdog: the contained tree's memory and size, every `ms` (busy) or at rest; Linux only.
+   * Busy, every sample walks the tree; at rest, one in WALK_EVERY_IDLE does and the others read
+   * the memory of the processes known from the last walk.
+   */
   private poll(ms: number): void {
     const pid = this.child.pid;
     clearTimeout(this.watch);
     if (process.platform !== 'linux' || pid === undefined || this.dead) return;
     this.watch = setTimeout(() => {
-      void sampleTree(pid).then((sample) => {
+      const walk =
+        this.pending !== undefined || this.lastTree.length === 0 || ++this.idleSamples % WALK_EVERY_IDLE === 0;
+      void (walk ? sampleTree(pid) : sampleKnown(this.lastTree)).then((sample) => {
         if (this.dead) return;
-        if (sample.pids.length > 0) this.lastTree = sample.pids;
+        if (walk && sample.pids.length > 0) this.lastTree = sample.pids;
         const ceiling = this.ceilingBytes();
         if (sample.rssBytes > ceiling) {
           this.kill(

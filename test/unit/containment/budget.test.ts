@@ -59,4 +59,24 @@ describe('containment: the memory budget of tenant processes', () => {
     expect(budget.usedBytes()).to.equal(0);
     expect(member(budget, 'runner', 'b', 30, evicted)).to.not.equal(undefined);
   });
+
+  it('a measurement past the total evicts idle members, least recently used first, until it fits; never busy ones', () => {
+    const budget = new MemoryBudget(100 * MiB);
+    const evicted: string[] = [];
+    const a = member(budget, 'runner', 'a', 20, evicted)!;
+    const b = member(budget, 'runner', 'b', 20, evicted)!;
+    const c = member(budget, 'browser', 'c', 20, evicted)!;
+    const d = member(budget, 'runner', 'd', 20, evicted)!;
+    b.idle();
+    a.idle();
+    c.idle();
+    expect(d.bytes).to.equal(20 * MiB);
+    d.setBytes(70 * MiB); // 130 MiB counted: b (20) and a (20) go, c stays
+    expect(evicted).to.deep.equal(['b', 'a']);
+    expect(budget.usedBytes()).to.equal(90 * MiB);
+    expect(a.bytes).to.equal(0);
+    d.setBytes(150 * MiB); // past the total with only c idle: c goes, d (busy) stays counted
+    expect(evicted).to.deep.equal(['b', 'a', 'c']);
+    expect(budget.stats()).to.include({ members: 1, usedBytes: 150 * MiB, evictions: 3 });
+  });
 });

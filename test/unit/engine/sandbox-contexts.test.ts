@@ -267,7 +267,7 @@ describe('engine sandbox: warm contexts', function () {
 
   it('routes an execution to the idle process that holds its context, else to any idle one', async () => {
     const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, log: silentLog });
-    const code = `${COUNTER.replace('return', 'if (ctx.inputs.spin) for (let i = 0; i < 5e7; i++); return')}`;
+    const code = `${COUNTER.replace('return', 'if (ctx.inputs.spin) { const end = Date.now() + 1000; while (Date.now() < end); } return')}`;
     try {
       await pool.start();
       expect(pool.pids()).to.have.length(2);
@@ -282,8 +282,8 @@ describe('engine sandbox: warm contexts', function () {
       expect(a).to.deep.equal(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10']);
       expect(b).to.deep.equal(['1', '2', '3', '4', '5']);
       expect(pool.stats()).to.include({ executions: 15, reusedContexts: 13 });
-      // Its holder busy, an execution takes the other idle process (a fresh context there)
-      // rather than wait.
+      // Its holder busy with a long step, an execution waits a moment (a short step would be
+      // done by then), then takes a second process (a fresh context there) rather than wait for it.
       const [slow, fast] = await Promise.all([
         run(pool, code, { automationId: 'wf_route_a' }, { inputs: { spin: true } }),
         run(pool, code, { automationId: 'wf_route_a' }),

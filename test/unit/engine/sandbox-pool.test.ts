@@ -4,9 +4,13 @@
  * protocol's refusal of malformed child messages.
  */
 import { expect } from 'chai';
-import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
+import { MemoryBudget } from '../../../src/containment/index.js';
+import { RUNNER_EXPECTED_BYTES, SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import { PROTOCOL_VERSION, parseChildMessage } from '../../../src/engine/sandbox/protocol.js';
 import { runCode, silentLog, testIsolation, waitGone } from './sandbox-helpers.js';
+
+/** A budget of room for `n` idle runners as they are admitted. */
+const runners = (n: number) => new MemoryBudget(n * RUNNER_EXPECTED_BYTES);
 
 describe('engine sandbox: pool', function () {
   this.timeout(60_000);
@@ -58,7 +62,7 @@ describe('engine sandbox: pool', function () {
   });
 
   it('a process never serves two organisations, however their steps interleave', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, maxProcesses: 3, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, budget: runners(3), log: silentLog });
     try {
       const orgs = ['org_a', 'org_b', 'org_c'];
       const byRunner = new Map<number, Set<string>>();
@@ -90,7 +94,7 @@ describe('engine sandbox: pool', function () {
   });
 
   it('an organisation has at most `size` processes; others still get theirs', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, maxProcesses: 4, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 2, budget: runners(4), log: silentLog });
     try {
       const slow = 'let s = 0; for (let k = 0; k < 3e6; k++) s += k; return s';
       const busy = Array.from({ length: 8 }, () =>
@@ -162,7 +166,7 @@ describe('engine sandbox: pool', function () {
   });
 
   it('a step waiting for a process gives up when the run signal fires', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, maxProcesses: 1, log: silentLog });
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, budget: runners(1), log: silentLog });
     try {
       const busy = runCode(pool, 'while (true) {}', { step: { timeoutMs: 1500 } });
       const ctl = new AbortController();
@@ -210,8 +214,8 @@ describe('engine sandbox: pool', function () {
     }
   });
 
-  it('maxProcesses holds across organisations: an idle process of another organisation makes room', async () => {
-    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, maxProcesses: 2, log: silentLog });
+  it('the memory budget holds across organisations: an idle process of another organisation makes room', async () => {
+    const pool = new SandboxPool({ isolation: await testIsolation(), size: 1, budget: runners(2), log: silentLog });
     try {
       for (const orgId of ['org_a', 'org_b', 'org_c', 'org_a', 'org_d']) {
         const out = await pool.run({ orgId, code: 'return 1', inputs: {}, steps: [], timeoutMs: 1000 });
