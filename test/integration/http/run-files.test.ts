@@ -40,7 +40,9 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   let plain: http.Server;
   let plainBase: string;
 
-  before(async () => {
+  before(async function () {
+    // Compiling the response validator for the whole contract takes seconds, more on a busy machine.
+    this.timeout(60_000);
     store = await createTestStore('sqlite');
     await store.db('organizations').insert({ id: ORG, name: 'Files', created_at: new Date().toISOString() });
     // Listen first (the signed URLs need the real port in PUBLIC_URL), then build the app.
