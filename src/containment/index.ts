@@ -25,4 +25,12 @@ export {
 } from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';
 export { RUNNER_COMMON_PATH, runnerOptionsArg } from './runners.js';
+export {
+  SupervisedRunner,
+  superviseRunner,
+  type StartFailure,
+  type SupervisorOptions,
+  type TreeBreach,
+  type WatchOptions,
+} from './supervisor.js';
 export { MemoryBudget, type BudgetKind, type BudgetMember, type BudgetStats } from './budget.js';
