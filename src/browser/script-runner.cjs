@@ -62,8 +62,8 @@ common.becomeUser(OPTIONS.uid);
 common.ignoreStrayRejections();
 /** SANDBOX_TEST_BREACH (tests only): scripts get this process object, as if the vm boundary had failed. */
 const BREACH = OPTIONS.breach !== 'off';
-/** The script protocol's version (src/browser/scripts.ts SCRIPT_PROTOCOL). */
-const PROTOCOL = 2;
+/** The script protocol's version (runner-common.cjs PROTOCOL, read by src/browser/scripts.ts too). */
+const PROTOCOL = common.PROTOCOL.script;
 
 const MiB = 1024 * 1024;
 /** The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
@@ -91,7 +91,7 @@ function stamp(task) {
  */
 function log(task, text) {
   if (!task.live) return;
-  ipc.send('log', {
+  ipc.send(common.MESSAGE.log, {
     task: task.n,
     line: `${stamp(task)} ${String(text)
       .replace(/[\r\n]+/g, ' ')
@@ -295,16 +295,16 @@ async function run(msg) {
       if (opened.downloads.length === pending && Date.now() - opened.last >= DOWNLOAD_SETTLE_MS) break;
     }
     task.live = false;
-    ipc.send('done', { task: task.n, ok: true, result, files: task.files.list });
+    ipc.send(common.MESSAGE.done, { task: task.n, ok: true, result, files: task.files.list });
   } catch (err) {
     const message = common.messageOf(err);
     log(task, `failed: ${message.split('\n')[0]}`);
     task.live = false;
-    ipc.send('done', { task: task.n, ok: false, error: message.slice(0, 4000), files: task.files.list });
+    ipc.send(common.MESSAGE.done, { task: task.n, ok: false, error: message.slice(0, 4000), files: task.files.list });
   }
   // The task's context goes, in the background; the process takes its next task at once.
   if (opened) void opened.context.close().catch(() => undefined);
-  ipc.send('idle', { task: task.n });
+  ipc.send(common.MESSAGE.idle, { task: task.n });
 }
 
 let busy = false;
@@ -313,7 +313,7 @@ const refuse = () => process.exit(common.EXIT.protocol);
 const ipc = common.channel(
   PROTOCOL,
   {
-    run: (msg) => {
+    [common.MESSAGE.run]: (msg) => {
       if (busy || !msg.limits) refuse();
       LIMITS = msg.limits;
       busy = true;

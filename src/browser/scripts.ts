@@ -18,6 +18,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   RUNNER_COMMON_PATH,
+  RUNNER_MESSAGE,
+  RUNNER_PROTOCOL,
   runnerOptionsArg,
   superviseRunner,
   type ContainSpec,
@@ -30,8 +32,8 @@ import { parentDirs } from './contain.js';
 import { RELAY_DIR_IN_SANDBOX } from './relay.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
-/** Version of the messages between the service and a runner (script-runner.cjs PROTOCOL). */
-const SCRIPT_PROTOCOL = 2;
+/** Version of the messages between the service and a runner (runner-common.cjs PROTOCOL, read by script-runner.cjs too). */
+const SCRIPT_PROTOCOL = RUNNER_PROTOCOL.script;
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 const MiB = 1024 * 1024;
 /**
@@ -395,7 +397,7 @@ function runIn(
       });
     const onMessage = (msg: Record<string, unknown>) => {
       if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== n) return;
-      if (msg.t === 'log' && typeof msg.line === 'string' && !outcome) {
+      if (msg.t === RUNNER_MESSAGE.log && typeof msg.line === 'string' && !outcome) {
         const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
         chars += line.length + 1;
         if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
@@ -403,7 +405,7 @@ function runIn(
           run.onLog('[log truncated: further lines dropped]');
           lines = Infinity;
         }
-      } else if (msg.t === 'done' && !outcome) {
+      } else if (msg.t === RUNNER_MESSAGE.done && !outcome) {
         const files = checkedFiles(msg.files);
         const text =
           typeof (msg.ok ? msg.result : msg.error) === 'string'
@@ -421,7 +423,7 @@ function runIn(
         proc.busy = false;
         report(o);
         idleTimer = setTimeout(() => fail(o), 10_000);
-      } else if (msg.t === 'idle' && outcome) {
+      } else if (msg.t === RUNNER_MESSAGE.idle && outcome) {
         cleanup();
         markReady(true);
       }
@@ -448,7 +450,7 @@ function runIn(
       if (!ok || outcome || !alive(runner)) return;
       child.send({
         v: SCRIPT_PROTOCOL,
-        t: 'run',
+        t: RUNNER_MESSAGE.run,
         task: n,
         reuse,
         defaultViewport: DEFAULT_VIEWPORT,

@@ -10,6 +10,32 @@
  * (runners.ts RUNNER_COMMON_PATH), and a runner loads it before it switches users.
  */
 
+/**
+ * Versions of the messages between each runner program and its parent: the runner and the
+ * parent's side (src/containment/runners.ts RUNNER_PROTOCOL) both read them here. `code`:
+ * src/engine/sandbox/runner.cjs; `script`: src/browser/script-runner.cjs; `box`:
+ * src/browser/box-server.cjs.
+ */
+const PROTOCOL = Object.freeze({ code: 2, script: 2, box: 1 });
+
+/**
+ * Message types (`t`) both sides of the runners' channels use. From the parent: `exec` (a code
+ * step), `run` (a script's task). From a runner: `ready` (its code is loaded and its user
+ * switched; a box also sends its server's path), `log`, `done` (a task's outcome), `error` (the
+ * code runner refuses a message), `idle` (the script runner is ready for its next task), `failed`
+ * (a box's browser did not start).
+ */
+const MESSAGE = Object.freeze({
+  exec: 'exec',
+  run: 'run',
+  ready: 'ready',
+  log: 'log',
+  done: 'done',
+  error: 'error',
+  idle: 'idle',
+  failed: 'failed',
+});
+
 /** Exit codes of a runner that ends itself (sysexits.h), reported by its parent from the exit. */
 const EXIT = Object.freeze({
   /** EX_SOFTWARE: its start options or a message of its parent are not what it speaks. */
@@ -99,7 +125,7 @@ function channel(version, handlers, invalid) {
   return {
     send,
     /** The runner's code is loaded and its user switched: the parent checks the user from outside, then sends work. */
-    ready: () => send('ready', {}),
+    ready: () => send(MESSAGE.ready, {}),
   };
 }
 
@@ -153,4 +179,15 @@ function messageOf(err) {
   return err !== null && typeof err === 'object' && 'message' in err ? String(err.message) : text(err);
 }
 
-module.exports = { EXIT, startOptions, becomeUser, ignoreStrayRejections, channel, FileTally, text, messageOf };
+module.exports = {
+  PROTOCOL,
+  MESSAGE,
+  EXIT,
+  startOptions,
+  becomeUser,
+  ignoreStrayRejections,
+  channel,
+  FileTally,
+  text,
+  messageOf,
+};

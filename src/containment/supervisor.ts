@@ -11,6 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { launchCommand, type ContainSpec } from './launch.js';
 import type { Isolation } from './probe.js';
+import { RUNNER_MESSAGE as MESSAGE } from './runners.js';
 import { killTree, sampleKnown, sampleTree, uidOf } from './tree.js';
 
 /** Why a runner never became ready. The supervisor kills it for the first two; `exit`: it ended by itself. */
@@ -170,7 +171,7 @@ export class SupervisedRunner {
       const timer = setTimeout(() => done({ kind: 'timeout' }), this.options.readyTimeoutMs);
       const onMessage = (msg: unknown) => {
         const m = msg as { v?: unknown; t?: unknown } | null;
-        if (m === null || typeof m !== 'object' || m.v !== this.options.protocol || m.t !== 'ready') return;
+        if (m === null || typeof m !== 'object' || m.v !== this.options.protocol || m.t !== MESSAGE.ready) return;
         this.child.off('message', onMessage);
         this.checkUser().then(done, () => done({ kind: 'user', uid: undefined, expected: this.expectedUid() }));
       };

@@ -21,7 +21,7 @@
  * objects: inputs cross as JSON text, `ctx.log` and `ctx.files.write` are functions of the
  * isolate that copy their arguments out, and results come back as copied strings.
  *
- * Protocol (version 2, see protocol.ts):
+ * Protocol (version runner-common.cjs PROTOCOL.code, see protocol.ts):
  *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, memoryMb, key?}
  *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, reused, …}
  */
@@ -33,7 +33,7 @@ const ivm = require(OPTIONS.addon).ivm;
 common.becomeUser(OPTIONS.uid);
 common.ignoreStrayRejections();
 
-const PROTOCOL = 2;
+const PROTOCOL = common.PROTOCOL.code;
 const LIMITS = OPTIONS.limits;
 /** Contexts kept for reuse per isolate; 0: a fresh context per execution. */
 const CONTEXTS = Math.min(Math.max(Number(OPTIONS.contexts) || 0, 0), 256);
@@ -181,7 +181,7 @@ function onLog(line) {
   const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
   if (exec.logLines >= LIMITS.maxLogLines || room <= 0) {
     exec.logCut = true;
-    ipc.send('log', {
+    ipc.send(common.MESSAGE.log, {
       id: exec.id,
       line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]`,
     });
@@ -190,7 +190,7 @@ function onLog(line) {
   const cut = Buffer.byteLength(line) > room ? Buffer.from(line).subarray(0, room).toString() : line;
   exec.logLines += 1;
   exec.logBytes += Buffer.byteLength(cut);
-  ipc.send('log', { id: exec.id, line: cut });
+  ipc.send(common.MESSAGE.log, { id: exec.id, line: cut });
   return undefined;
 }
 
@@ -417,7 +417,7 @@ function validExec(m) {
     m !== null &&
     typeof m === 'object' &&
     m.v === PROTOCOL &&
-    m.t === 'exec' &&
+    m.t === common.MESSAGE.exec &&
     Number.isSafeInteger(m.id) &&
     typeof m.code === 'string' &&
     typeof m.data === 'string' &&
@@ -442,7 +442,7 @@ function execute(msg) {
   const reply = run(msg, iso, box);
   if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE)
     reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
-  ipc.send('done', { id: msg.id, reused, ...reply });
+  ipc.send(common.MESSAGE.done, { id: msg.id, reused, ...reply });
   // Only a step that returned normally leaves a context to reuse.
   if (iso.isolate.isDisposed) return;
   if (key !== undefined && reply.outcome === 'ok' && !box.spoiled) keep(iso, key, msg.code, box);
@@ -470,7 +470,7 @@ function executeBreached(msg) {
   };
   const finish = (reply) => {
     current = null;
-    ipc.send('done', { id: msg.id, reused: false, ...reply });
+    ipc.send(common.MESSAGE.done, { id: msg.id, reused: false, ...reply });
   };
   let fn;
   try {
@@ -495,11 +495,11 @@ function executeBreached(msg) {
 }
 
 /** The answer to a message this runner does not speak: the parent refuses it (protocol.ts) and ends the process. */
-const unsupported = () => ipc.send('error', { message: 'unsupported message' });
+const unsupported = () => ipc.send(common.MESSAGE.error, { message: 'unsupported message' });
 const ipc = common.channel(
   PROTOCOL,
   {
-    exec: (msg) => {
+    [common.MESSAGE.exec]: (msg) => {
       if (!validExec(msg)) return unsupported();
       if (OPTIONS.breach !== 'off') executeBreached(msg);
       else execute(msg);

@@ -6,7 +6,14 @@
  * namespace the child started here is bubblewrap, not the runner) and the caller's
  * AbortSignal. A process that was killed, crashed or misbehaved is never reused.
  */
-import { superviseRunner, type Isolation, type SupervisedRunner, type TreeBreach } from '../../containment/index.js';
+import {
+  RUNNER_EXIT,
+  RUNNER_MESSAGE,
+  superviseRunner,
+  type Isolation,
+  type SupervisedRunner,
+  type TreeBreach,
+} from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 import { runnerArgv, runnerView, RUNNER_PATH, sandboxExecArgv, type Breach } from './flags.js';
 import { PROTOCOL_VERSION, parseChildMessage, type DoneOutcome, type ExecMessage } from './protocol.js';
@@ -208,7 +215,7 @@ export class SandboxWorker {
       this.proc.busy = true;
       const msg: ExecMessage = {
         v: PROTOCOL_VERSION,
-        t: 'exec',
+        t: RUNNER_MESSAGE.exec,
         id,
         code: req.code,
         data: req.data,
@@ -258,10 +265,10 @@ export class SandboxWorker {
   private onMessage(raw: unknown): void {
     const msg = parseChildMessage(raw);
     if (!msg) return this.kill('protocol', 'the sandbox process sent a malformed message');
-    if (msg.t === 'ready') return; // the supervisor's handshake
+    if (msg.t === RUNNER_MESSAGE.ready) return; // the supervisor's handshake
     const pending = this.pending;
     if (!pending || msg.id !== pending.id) return; // a late message of an execution already ended
-    if (msg.t === 'log') return pending.onLog(msg.line);
+    if (msg.t === RUNNER_MESSAGE.log) return pending.onLog(msg.line);
     const { t: _t, id: _id, ...done } = msg;
     const key = pending.key;
     if (key !== undefined && done.outcome === 'ok' && this.options.contexts > 0) {
@@ -273,8 +280,8 @@ export class SandboxWorker {
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.pending) {
-      // runner-common.cjs EXIT.user
-      const refused = code === 78 ? ': it could not switch to its unprivileged user, or refused to run as root' : '';
+      const refused =
+        code === RUNNER_EXIT.user ? ': it could not switch to its unprivileged user, or refused to run as root' : '';
       this.pending.finish({
         killed: 'crash',
         detail: `the sandbox process exited (${signal ?? `code ${code}`})${refused}${this.stderrSummary()}`,
