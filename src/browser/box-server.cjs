@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 /**
  * One organisation's browser, inside its box (src/browser/README.md "Pool"): plain JavaScript,
@@ -41,6 +42,11 @@ common.ignoreStrayRejections();
 const ipc = common.channel(PROTOCOL, {}, () => process.exit(common.EXIT.protocol));
 
 /** Pipes every connection to 127.0.0.1:`port` of this namespace to the Unix socket `socket`. */
+/**
+ * @param {number} port
+ * @param {string} socket
+ * @returns {Promise<void>}
+ */
 function forward(port, socket) {
   return new Promise((resolve, reject) => {
     const server = net.createServer((inside) => {
