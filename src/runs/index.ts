@@ -7,6 +7,7 @@ export { recordFile, deleteFiles, attachFilesToRun, recordFiles } from './files.
 export { createSignals, type Signals, type Finish } from './signals.js';
 export { GroupCommitter } from './group-commit.js';
 export { RunWorkers, type RunAdoption } from './worker.js';
+export { InProcessRunQueue, RedisRunQueue, type RunQueue } from './run-queue.js';
 export {
   BROWSER_FILE_URL_TTL_SECONDS,
   signFileUrl,
