@@ -12,7 +12,7 @@ import { authHandlers } from './auth/handlers/index.js';
 import { SandboxPool } from './engine/index.js';
 import { workflowHandlers } from './engine/handlers/index.js';
 import { CallTargets } from './triggers/index.js';
-import { triggerHandlers, triggerCallHandlers } from './triggers/handlers/index.js';
+import { triggerHandlers, triggerCallHandlers, runPollingHandlers } from './triggers/handlers/index.js';
 import { connectionHandlers } from './connections/handlers/index.js';
 import { createGateway, toolCaller, type EmbeddedMount, type GatewayCatalog } from './gateway/index.js';
 import { createMcpServer } from './servers/mcp/index.js';
@@ -75,6 +75,7 @@ export function allHandlers(): HandlerMap {
     ...workflowHandlers,
     ...triggerHandlers,
     ...triggerCallHandlers,
+    ...runPollingHandlers,
     ...runHandlers,
     ...runListHandlers,
     ...connectionHandlers,

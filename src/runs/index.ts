@@ -15,10 +15,10 @@ export {
   STEP_FILE_URL_TTL_SECONDS,
   ATTACHMENT_URL_TTL_SECONDS,
 } from './signed-urls.js';
-export { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows, findRun } from './runs.js';
+export { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows, findRun, type RunRow } from './runs.js';
 export { countPendingRuns } from './runs.js';
 export { isTerminal } from './states.js';
-export { readRunParts, syncView, type RunParts } from './views.js';
+export { readRunParts, syncView, statusView, resultsView, type RunParts } from './views.js';
 export { lookupIdempotent, rememberIdempotent, purgeExpiredIdempotencyKeys, IdempotencyRace } from './idempotency.js';
 export { runStatusIn, runStatusOf, failPendingRuns, fileSummaries, type FileSummary } from './queries.js';
 export type { RunStatus } from './states.js';
