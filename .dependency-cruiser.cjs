@@ -20,7 +20,7 @@
  */
 
 const CONTEXT =
-  '(agents|auth|bootstrap|browser|connections|containment|engine|events|gateway|health|observability|queues|runs|triggers|servers/[^/]+)';
+  '(agents|auth|bootstrap|browser|connections|containment|engine|events|files|gateway|health|observability|queues|runs|triggers|servers/[^/]+)';
 const BOTTOM = '^src/(kernel|http|storage|config|errors)/';
 const SERVICES = '^src/services\\.ts$';
 /**

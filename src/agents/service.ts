@@ -16,7 +16,7 @@ import type { GatewayContext, GatewayServices } from '../gateway/index.js';
 import type { GatewayCatalog } from '../gateway/index.js';
 import type { UsageMemory } from '../servers/sidekick/index.js';
 import { AppError } from '../errors/index.js';
-import { recordFile } from '../runs/index.js';
+import { recordFile } from '../files/index.js';
 import { newId } from '../kernel/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {

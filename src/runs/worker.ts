@@ -12,7 +12,7 @@ import type { RunQueue } from './run-queue.js';
 import type { SandboxPool } from '../engine/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import { executeRun } from './executor.js';
-import { deleteFiles, listRunFiles } from './files.js';
+import { deleteFiles, listRunFiles } from '../files/index.js';
 import {
   claimedRunRow,
   loadRunForWorker,

@@ -30,7 +30,7 @@ import type { RunQueue } from '../runs/index.js';
 import type { Reply } from '../http/types.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget, CallTargets } from './target.js';
-import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
+import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from '../files/index.js';
 import { checkInputs } from './inputs.js';
 import { queryInputs } from './query-inputs.js';
 

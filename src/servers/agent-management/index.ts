@@ -33,7 +33,7 @@ import {
   updateAgent,
   type AgentService,
 } from '../../agents/index.js';
-import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/index.js';
+import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../files/index.js';
 import type { AgentManagementHandlers } from '../../../generated/tools/servers.js';
 
 /**
