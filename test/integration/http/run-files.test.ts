@@ -19,12 +19,12 @@ import { sendJson } from '../../../src/http/reply.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { HandlerMap } from '../../../src/http/types.js';
 import { LocalBlobStore } from '../../../src/kernel/blobs.js';
-import { recordFile } from '../../../src/runs/files.js';
+import { recordFile } from '../../../src/files/files.js';
 import { stepResultFile } from '../../../src/runs/result-files.js';
 import { newId } from '../../../src/kernel/ids.js';
 import { contentDisposition, downloadRunFile } from '../../../src/runs/handlers/downloadRunFile.js';
-import { ATTACHMENT_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS, signFileUrl } from '../../../src/runs/signed-urls.js';
-import { readMultipartTrigger } from '../../../src/triggers/attachments.js';
+import { ATTACHMENT_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS, signFileUrl } from '../../../src/files/signed-urls.js';
+import { readMultipartTrigger } from '../../../src/files/attachments.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 
 const ORG = 'org_files';
