@@ -36,6 +36,17 @@ import { chromiumPolicy } from './urls.js';
 
 const BOX_SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'box-server.cjs');
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
+/**
+ * Where the box's own program appears in its view (with bubblewrap): Node, the box server with
+ * the runners' shared module beside it as in the package, and playwright-core, each bound alone
+ * at a neutral path, so the view shows nothing of the folders the service is installed in (the
+ * checkout, a home folder holding Node).
+ */
+const APP = '/opt/switchyard';
+const APP_NODE = `${APP}/node`;
+const APP_BOX_SERVER = `${APP}/src/browser/box-server.cjs`;
+const APP_RUNNER_COMMON = `${APP}/src/containment/runner-common.cjs`;
+const APP_PLAYWRIGHT = `${APP}/playwright-core`;
 /** Where Debian's Chromium reads its managed policies. */
 const POLICY_DIR = '/etc/chromium/policies/managed';
 /** Where the box's own host folder (its socket) and the proxies' socket folder appear in its view. */
@@ -169,7 +180,7 @@ export class ChromiumBox {
       }
       const socketInView = path.join(namespaces ? BOX_RUN : run, SOCKET_NAME);
       const options = {
-        playwright: PLAYWRIGHT,
+        playwright: namespaces ? APP_PLAYWRIGHT : PLAYWRIGHT,
         uid,
         executable: installation(this.opts.executable).program,
         args: chromiumArgs,
@@ -180,7 +191,9 @@ export class ChromiumBox {
           ? proxies.map((p) => ({ port: p.port, socket: path.join(PROXY_RUN, path.basename(p.socket)) }))
           : [],
       };
-      const argv = [process.execPath, '--no-warnings', BOX_SERVER, runnerOptionsArg(options)];
+      const argv = namespaces
+        ? [APP_NODE, '--no-warnings', APP_BOX_SERVER, runnerOptionsArg(options)]
+        : [process.execPath, '--no-warnings', BOX_SERVER, runnerOptionsArg(options)];
       const { file, args } = launchCommand(isolation.plan, this.view(run, proxies), argv);
       return {
         file,
@@ -204,17 +217,17 @@ export class ChromiumBox {
   }
 
   private view(run: string, proxies: readonly ProxySocket[]): ContainSpec {
-    const readOnly = [
-      process.execPath,
-      BOX_SERVER,
-      RUNNER_COMMON_PATH,
-      PLAYWRIGHT,
-      ...CHROMIUM_ETC,
-      ...installation(this.opts.executable).folders,
+    const readOnly = [...CHROMIUM_ETC, ...installation(this.opts.executable).folders];
+    const program = [
+      { source: process.execPath, target: APP_NODE },
+      { source: BOX_SERVER, target: APP_BOX_SERVER },
+      { source: RUNNER_COMMON_PATH, target: APP_RUNNER_COMMON },
+      { source: PLAYWRIGHT, target: APP_PLAYWRIGHT },
     ];
     const proxyDirs = [...new Set(proxies.map((p) => path.dirname(p.socket)))];
     if (proxyDirs.length > 1) throw new Error('the guarded proxies must keep their sockets in one folder');
     const binds = [
+      ...program,
       { source: run, target: BOX_RUN, writable: true },
       ...proxyDirs.map((d) => ({ source: d, target: PROXY_RUN })),
       ...(this.level === 'namespaces' ? [{ source: this.policyFolder(), target: POLICY_DIR }] : []),
@@ -223,7 +236,7 @@ export class ChromiumBox {
       readOnly,
       binds,
       // The box's Node reads playwright-core after switching users, so its folders must be passable.
-      dirs: parentDirs([...readOnly, BOX_RUN, PROXY_RUN, POLICY_DIR]),
+      dirs: parentDirs([...readOnly, ...program.map((b) => b.target), BOX_RUN, PROXY_RUN, POLICY_DIR]),
       maxProcesses: BOX_MAX_THREADS,
       tmpBytes: this.opts.diskBytes,
       shmBytes: SHM_BYTES,
