@@ -5,6 +5,7 @@
  */
 export { recordFile, deleteFiles, attachFilesToRun, recordFiles } from './files.js';
 export { createSignals, type Signals, type Finish } from './signals.js';
+export { drainSyncWaits } from './drain-waits.js';
 export { GroupCommitter } from './group-commit.js';
 export { RunWorkers, type RunAdoption } from './worker.js';
 export {
