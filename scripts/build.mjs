@@ -20,7 +20,7 @@
 //   and import it. A build whose sources are those of the current one does nothing; an older
 //   build is removed once no process recorded in its `live/` is alive.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -64,15 +64,28 @@ function alive(pid) {
   }
 }
 
-/** Builds other than `keep` that no live process recorded in their `live/`, and bundles of the flat layout. */
+/**
+ * A build that stopped being current (or was made) within this time is kept whatever its `live/`
+ * says: a process may have read an entry naming it and not yet recorded itself, and a build of
+ * other sources under way at the same time has just renamed its folder.
+ */
+const RECENT_MS = 60_000;
+
+/**
+ * Removes builds other than `keep` and the one the entries name now that no live process
+ * recorded in their `live/`, and the bundles of the flat layout `<out>/` had before.
+ */
 async function prune(keep) {
+  const named = (await readJson(stampFile))?.sources;
   for (const e of readdirSync(out, { withFileTypes: true })) {
     if (e.isFile() && /^(chunk-\w+\.js|(delivery|export)-thread\.js|\w[\w-]*\.js\.map)$/.test(e.name)) {
       await rm(path.join(out, e.name), { force: true });
       continue;
     }
-    if (!e.isDirectory() || !/^(b-[0-9a-f]+|\.tmp-\d+)$/.test(e.name) || e.name === keep) continue;
+    if (!e.isDirectory() || !/^(b-[0-9a-f]+|\.tmp-\d+)$/.test(e.name) || e.name === keep || e.name === `b-${named}`)
+      continue;
     const dir = path.join(out, e.name);
+    if (Date.now() - statSync(dir).mtimeMs < RECENT_MS) continue;
     const tmpOwner = e.name.startsWith('.tmp-') ? Number(e.name.slice(5)) : undefined;
     if (tmpOwner !== undefined ? alive(tmpOwner) : liveProcesses(dir).length > 0) continue;
     await rm(dir, { recursive: true, force: true });
@@ -187,8 +200,7 @@ const stamp = `${JSON.stringify({ builtAt: new Date().toISOString(), sources })}
 await writeFile(path.join(staging, 'BUILD'), stamp);
 if (existsSync(path.join(final, 'BUILD'))) await rm(staging, { recursive: true, force: true });
 else {
-  // A folder left by a build that died half-way has no BUILD: replaced.
-  await rm(final, { recursive: true, force: true });
+  // The rename is the build's last step: a folder `b-…` is always whole.
   await rename(staging, final).catch(async (err) => {
     // Another build of the same sources renamed its folder first: that one is used.
     if (!existsSync(path.join(final, 'BUILD'))) throw err;
@@ -196,6 +208,12 @@ else {
   });
 }
 for (const name of ['main', 'worker', 'cli']) await replace(path.join(out, `${name}.js`), entry(buildName, name));
+// The build the entries named until now stopped being current now (prune keeps it a while).
+const previous = current?.sources === undefined ? undefined : path.join(out, `b-${current.sources}`);
+if (previous !== undefined && previous !== final && existsSync(previous)) {
+  const now = new Date();
+  await utimes(previous, now, now);
+}
 // npm pack leaves out a folder without package files; this marks the build complete.
 await replace(stampFile, stamp);
 await prune(buildName);
