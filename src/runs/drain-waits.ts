@@ -1,16 +1,19 @@
 /**
  * Shutdown of a process whose run-finished signals come through Redis: the synchronous callers
- * still waiting here once its own runs are done (src/app.ts `drain`). A caller whose run another
- * process is executing (RUNNING under a lease that has not expired) keeps waiting for that
- * process's signal; every other one (its run still PENDING, so nobody picked it up, or already
- * finished) gets its answer now, as without Redis: the timeout answer with the run headers to
- * poll, or the result. At `deadline` every wait still under way ends, and later ones end at once,
- * so the process exits within its grace.
+ * still waiting here once its own runs are done (src/app.ts `drain`).
+ * - A caller whose run another process executes (RUNNING under a lease that has not expired)
+ *   keeps waiting for that process's signal.
+ * - A caller whose run is still queued (PENDING) keeps waiting while other processes execute
+ *   runs (one of them will take it); when none does, nobody picks it up, and it gets its answer
+ *   now, as without Redis: the timeout answer with the run headers to poll.
+ * - Any other caller (its run finished, or left under an expired lease) gets its answer now.
+ * At `deadline` every wait still under way ends, and later ones end at once, so the process
+ * exits within its grace.
  */
 import type { Knex } from 'knex';
 import type { Signals } from './signals.js';
 
-/** How often the waiting callers' runs are read again while some run elsewhere. */
+/** How often the waiting callers' runs are read again while some wait on other processes. */
 const POLL_MS = 200;
 /** Run ids per read. */
 const CHUNK = 500;
@@ -20,18 +23,31 @@ export interface DrainWaitsDeps {
   signals: Pick<Signals, 'waitingRuns' | 'endWaitsFor' | 'endWaits'>;
 }
 
-/** The runs among `runIds` that another process executes now (RUNNING, lease not expired). */
-async function runningElsewhere(db: Knex, runIds: string[]): Promise<Set<string>> {
-  const out = new Set<string>();
-  const now = Date.now();
+/** The runs among `runIds` still queued, and those another process executes now (RUNNING, lease ahead). */
+async function states(db: Knex, runIds: string[]): Promise<{ pending: Set<string>; elsewhere: Set<string> }> {
+  const pending = new Set<string>();
+  const elsewhere = new Set<string>();
+  const now = new Date().toISOString();
   for (let i = 0; i < runIds.length; i += CHUNK) {
     const rows = (await db('runs')
-      .select('id', 'lease_until')
+      .select('id', 'status', 'lease_until')
       .whereIn('id', runIds.slice(i, i + CHUNK))
-      .andWhere({ status: 'RUNNING' })) as { id: string; lease_until: string | Date | null }[];
-    for (const r of rows) if (r.lease_until !== null && new Date(r.lease_until).getTime() > now) out.add(r.id);
+      .whereIn('status', ['PENDING', 'RUNNING'])) as { id: string; status: string; lease_until: string | null }[];
+    for (const r of rows) {
+      if (r.status === 'PENDING') pending.add(r.id);
+      else if (r.lease_until !== null && r.lease_until > now) elsewhere.add(r.id);
+    }
   }
-  return out;
+  return { pending, elsewhere };
+}
+
+/** Whether any process executes a run now (this one has finished its own): one that could take a queued run. */
+async function othersExecute(db: Knex): Promise<boolean> {
+  const row: unknown = await db('runs')
+    .where({ status: 'RUNNING' })
+    .andWhere('lease_until', '>', new Date().toISOString())
+    .first('id');
+  return row !== undefined;
 }
 
 export async function drainSyncWaits(deps: DrainWaitsDeps, { deadline }: { deadline: number }): Promise<void> {
@@ -40,9 +56,11 @@ export async function drainSyncWaits(deps: DrainWaitsDeps, { deadline }: { deadl
     for (;;) {
       const waiting = signals.waitingRuns();
       if (waiting.length === 0) return;
-      const elsewhere = await runningElsewhere(db, waiting);
-      signals.endWaitsFor(waiting.filter((id) => !elsewhere.has(id)));
-      if (elsewhere.size === 0 || Date.now() + POLL_MS >= deadline) return;
+      const { pending, elsewhere } = await states(db, waiting);
+      const queuedWait = pending.size > 0 && (elsewhere.size > 0 || (await othersExecute(db)));
+      const keep = (id: string) => elsewhere.has(id) || (queuedWait && pending.has(id));
+      signals.endWaitsFor(waiting.filter((id) => !keep(id)));
+      if (!waiting.some(keep) || Date.now() + POLL_MS >= deadline) return;
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
   } finally {
