@@ -148,7 +148,8 @@ const sourceImportMeta = {
       const text = await readFile(args.path, 'utf8');
       const loader = args.path.endsWith('.ts') ? 'ts' : 'js';
       if (!text.includes('import.meta.url')) return { contents: text, loader };
-      const rel = JSON.stringify(posix(path.relative(out, args.path)));
+      // From the bundle's folder (`<out>/b-…/`; the staging folder is at the same depth).
+      const rel = JSON.stringify(posix(path.relative(staging, args.path)));
       return { contents: text.replaceAll('import.meta.url', `new URL(${rel}, import.meta.url).href`), loader };
     });
   },
