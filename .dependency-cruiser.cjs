@@ -4,7 +4,7 @@
  * and by test/unit/architecture/boundaries.test.ts.
  *
  *   top        app.ts, services.ts, main.ts, worker.ts, shutdown.ts, embed.ts, cli/
- *   contexts   agents, auth, bootstrap, browser, connections, containment, engine, events, gateway,
+ *   contexts   agents, auth, bootstrap, browser, connections, containment, engine, events, files, gateway,
  *              health, observability, queues, runs, triggers, and each servers/<name> as a context of its own
  *   bottom     kernel/, http/, storage/, config/, errors/ (and generated/, outside src/)
  *
@@ -14,14 +14,61 @@
  * another's handlers. The bottom never imports a context or the top.
  * Type-only imports count: `tsPreCompilationDeps` keeps them in the graph.
  *
- * Cycles between contexts are not forbidden: gateway/gateway.ts registers the embedded servers
- * (servers/*), which use the gateway's tool-server contract, and servers/agent-management and
- * servers/browser-automation use the agents and the browser, which call tools through the gateway.
+ * The contexts are layered with no loop (`context-layers`, `no-circular`): the layers are the
+ * numbered lines of the diagram in src/README.md, read here, so the diagram is the one checked.
  */
 
+const fs = require('node:fs');
+const path = require('node:path');
+
 const CONTEXT =
-  '(agents|auth|bootstrap|browser|connections|containment|engine|events|gateway|health|observability|queues|runs|triggers|servers/[^/]+)';
+  '(agents|auth|bootstrap|browser|connections|containment|engine|events|files|gateway|health|observability|queues|runs|triggers|servers/[^/]+)';
 const BOTTOM = '^src/(kernel|http|storage|config|errors)/';
+
+/**
+ * The context layers, bottom first, from the fenced diagram under "## Layers" in src/README.md:
+ * each line `<number>  <context>, <context>, …` is a layer (`servers/*` is every embedded server).
+ * Every context of CONTEXT must be on exactly one line.
+ */
+function readLayers() {
+  const readme = fs.readFileSync(path.join(__dirname, 'src/README.md'), 'utf8');
+  const section = readme.split(/^## Layers$/m)[1];
+  const block = section && /```text\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error('src/README.md: no ```text diagram under "## Layers"');
+  const layers = [];
+  for (const line of block[1].split('\n')) {
+    const m = /^(\d+)\s+(.+)$/.exec(line.trim());
+    if (m) layers.push({ n: Number(m[1]), contexts: m[2].split(',').map((c) => c.trim().replace(/\*$/, '[^/]+')) });
+  }
+  layers.sort((a, b) => a.n - b.n);
+  const known = CONTEXT.slice(1, -1).split('|');
+  const placed = layers.flatMap((l) => l.contexts);
+  for (const c of known)
+    if (placed.filter((p) => p === c).length !== 1)
+      throw new Error(`src/README.md: context ${c} must be on exactly one line of the layer diagram`);
+  for (const c of placed) if (!known.includes(c)) throw new Error(`src/README.md: ${c} is not a context`);
+  return layers.map((l) => l.contexts);
+}
+const LAYERS = readLayers();
+
+/**
+ * One rule per layer: its contexts import, by value, no context of their own layer or above
+ * (their own files they import freely). Type-only imports are not checked: they leave no import
+ * at run time and so no loop at start.
+ */
+const layerRules = LAYERS.map((contexts, i) => ({
+  name: 'context-layers',
+  comment:
+    `Layer ${i + 1} (${contexts.join(', ')}) imports by value only contexts of lower layers ` +
+    '(src/README.md, "Layers").',
+  severity: 'error',
+  from: { path: `^src/(${contexts.join('|')})/` },
+  to: {
+    path: `^src/(${LAYERS.slice(i).flat().join('|')})/`,
+    pathNot: '^src/$1/',
+    dependencyTypesNot: ['type-only'],
+  },
+}));
 const SERVICES = '^src/services\\.ts$';
 /**
  * The runner programs: separate processes started inside the sandbox (src/containment), which
@@ -41,6 +88,16 @@ const SERVICES_BAG_EDGE = ['^src/agents/channel-call\\.ts$'];
 
 module.exports = {
   forbidden: [
+    ...layerRules,
+    {
+      name: 'no-circular',
+      comment:
+        'No module loop through value imports: a loop makes the start order depend on which module ' +
+        'is loaded first (type-only imports are left out; they vanish at run time).',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
     {
       name: 'bottom-imports-no-context',
       comment:

@@ -7,16 +7,33 @@ import type { Config } from './config/index.js';
 import type { Logger } from './config/logger.js';
 import { openStore, migrate, type Knex } from './storage/db.js';
 import { connectRedis } from './storage/redis.js';
-import { createTokenService, createClientAuthLimiter, ApiKeyVerifier } from './auth/index.js';
+import { createTokenService, createClientAuthLimiter, ApiKeyVerifier, newestOrganizationIds } from './auth/index.js';
 import { authHandlers } from './auth/handlers/index.js';
 import { SandboxPool } from './engine/index.js';
 import { workflowHandlers } from './engine/handlers/index.js';
 import { CallTargets } from './triggers/index.js';
-import { triggerHandlers, triggerCallHandlers } from './triggers/handlers/index.js';
+import { triggerHandlers, triggerCallHandlers, runPollingHandlers } from './triggers/handlers/index.js';
 import { connectionHandlers } from './connections/handlers/index.js';
-import { createGateway, toolCaller } from './gateway/index.js';
+import { createGateway, toolCaller, type EmbeddedMount, type GatewayCatalog } from './gateway/index.js';
+import { createMcpServer } from './servers/mcp/index.js';
+import { createGatewayServer } from './servers/gateway/index.js';
+import {
+  createDiscoveryEngine,
+  createDiscoveryMemory,
+  createSidekickServer,
+  type DiscoveryMemory,
+} from './servers/sidekick/index.js';
+import { createAgentManagementServer, type AgentManagementDeps } from './servers/agent-management/index.js';
+import { createBrowserAutomationServer, type BrowserAutomationDeps } from './servers/browser-automation/index.js';
 import { appServerHandlers, gatewayHandlers } from './gateway/handlers/index.js';
-import { createSignals, drainSyncWaits, GroupCommitter, RunWorkers } from './runs/index.js';
+import {
+  createSignals,
+  drainSyncWaits,
+  GroupCommitter,
+  RunWorkers,
+  InProcessRunQueue,
+  RedisRunQueue,
+} from './runs/index.js';
 import { runHandlers, runListHandlers } from './runs/handlers/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, createChatOrder } from './agents/index.js';
 import { agentHandlers, channelHandlers, sendChannelMessage } from './agents/handlers/index.js';
@@ -24,7 +41,7 @@ import { EventsService, eventCalls, threadPoster } from './events/index.js';
 import { resourceHandlers, collectionHandlers } from './events/handlers/index.js';
 import { openBlobStore } from './kernel/blobs.js';
 import { WriteQueue } from './storage/write-queue.js';
-import { InProcessRunQueue, RedisRunQueue, QueuesService } from './queues/index.js';
+import { QueuesService } from './queues/index.js';
 import { queueManagementHandlers, queueBatchHandlers } from './queues/handlers/index.js';
 import { BrowserService } from './browser/index.js';
 import { browserLoginHandlers } from './browser/handlers/index.js';
@@ -65,6 +82,7 @@ export function allHandlers(): HandlerMap {
     ...workflowHandlers,
     ...triggerHandlers,
     ...triggerCallHandlers,
+    ...runPollingHandlers,
     ...runHandlers,
     ...runListHandlers,
     ...connectionHandlers,
@@ -107,8 +125,11 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       })
     : new InProcessRunQueue(Math.max(250, Math.floor(config.runLeaseMs / 2)));
   const blobs = openBlobStore(config);
-  // The embedded servers reach the agent turns and browser tasks built below (the agents use this gateway).
-  const gateway = createGateway({ config, log, db, redis, agents: () => agents, browser: () => browser });
+  // Discovery's learning and ranking first: the gateway's router tells the learning of tool calls.
+  const discovery = createDiscoveryMemory({ config, log, db, redis });
+  // The catalogue, router and pool; the embedded servers are mounted once the agents and the
+  // browser they use exist (below), which completes the gateway the services hold.
+  const gatewayParts = createGateway({ config, log, db, ...discovery });
   const apiKeys = new ApiKeyVerifier(db, config.revocationCacheMs, log);
   const runWriter = new GroupCommitter(WriteQueue.for(db));
   const callTargets = new CallTargets(db, config.revocationCacheMs);
@@ -142,7 +163,10 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   // With Redis, hears of the addresses blocked by every process (loaded once here) before serving.
   const clientAuthLimiter = createClientAuthLimiter({ config, redis, log });
   await clientAuthLimiter.start();
-  const agents = new AgentService({ db, config, log, blobs, gateway }, chatOrder);
+  const agents = new AgentService({ db, config, log, blobs, gateway: gatewayParts }, chatOrder);
+  const gateway = gatewayParts.mount(
+    embeddedServers({ catalog: gatewayParts.catalog, discovery, agents, browser, db }),
+  );
   const services: Services = {
     config,
     db,
@@ -230,6 +254,31 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
       // The spans of the work just finished are exported before the process ends.
       await stopTracing();
     },
+  };
+}
+
+interface EmbeddedParts {
+  catalog: GatewayCatalog;
+  discovery: DiscoveryMemory;
+  agents: AgentManagementDeps['agents'];
+  browser: BrowserAutomationDeps['browser'];
+  db: Knex;
+}
+
+/** The five embedded servers (src/servers/*) and discovery's pre-warm, for `Gateway.mount`. */
+function embeddedServers(parts: EmbeddedParts): EmbeddedMount {
+  const { catalog, discovery, agents, browser, db } = parts;
+  const engine = createDiscoveryEngine(catalog, discovery);
+  return {
+    servers: [
+      createMcpServer(catalog),
+      createSidekickServer(catalog, { engine }),
+      createGatewayServer(engine, catalog, discovery.usage),
+      createAgentManagementServer({ catalog, agents }),
+      createBrowserAutomationServer({ browser }),
+    ],
+    discovery: engine,
+    newestOrgs: (limit) => newestOrganizationIds(db, limit),
   };
 }
 

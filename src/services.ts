@@ -9,10 +9,11 @@ import type { Logger } from './config/logger.js';
 import type { ApiKeyVerifier, ClientAuthLimiter, TokenService } from './auth/index.js';
 import type { RedisClient } from './storage/redis.js';
 import type { BlobStore } from './kernel/blobs.js';
-import type { Signals, GroupCommitter, RunAdoption } from './runs/index.js';
-import type { RunQueue, QueuesService } from './queues/index.js';
+import type { Signals, GroupCommitter, RunAdoption, RunQueue } from './runs/index.js';
+import type { QueuesService } from './queues/index.js';
 import type { CallTargets } from './triggers/index.js';
 import type { Gateway } from './gateway/index.js';
+import type { Semantic, UsageMemory } from './servers/sidekick/index.js';
 import type { AgentService } from './agents/index.js';
 import type { EventsService } from './events/index.js';
 import type { BrowserService } from './browser/index.js';
@@ -46,7 +47,7 @@ export interface Services extends Http.PipelineServices {
   /** Trigger call targets, memoised per process (src/triggers/target.ts). */
   callTargets: CallTargets;
   /** The tool gateway: catalogue, router, upstream pool (src/gateway). */
-  gateway: Gateway;
+  gateway: Gateway<UsageMemory, Semantic>;
   /** Agent turns for the channel, agent_invoke and workflow agent steps (src/agents). */
   agents: AgentService;
   /** Collections, items, files and their event calls (src/events). */

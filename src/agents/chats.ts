@@ -9,7 +9,7 @@ import type { ModelMessage } from 'ai';
 import { fromJson, toJson } from '../storage/db.js';
 import { newId, nowIso } from '../kernel/ids.js';
 import { decodeCursor, encodeCursor } from '../kernel/page.js';
-import { fileSummaries } from '../runs/index.js';
+import { fileSummaries } from '../files/index.js';
 
 export interface ChatRecord {
   chatId: string;

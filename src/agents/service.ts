@@ -12,11 +12,10 @@ import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import type { GatewayContext, GatewayServices } from '../gateway/index.js';
+import type { GatewayContext, GatewayServices, ToolCallObserver } from '../gateway/index.js';
 import type { GatewayCatalog } from '../gateway/index.js';
-import type { UsageMemory } from '../servers/sidekick/index.js';
 import { AppError } from '../errors/index.js';
-import { recordFile } from '../runs/index.js';
+import { recordFile } from '../files/index.js';
 import { newId } from '../kernel/ids.js';
 import { requireAgent, runnableConfig, type AgentConfig } from './agents.js';
 import {
@@ -81,7 +80,7 @@ export interface AgentServiceDeps {
   /** Agents' tools resolve through the catalogue; discovery's learning from use is told of their calls. */
   gateway: {
     catalog: Pick<GatewayCatalog, 'resolve'>;
-    usage?: Pick<UsageMemory, 'toolCalled'> | undefined;
+    usage?: ToolCallObserver | undefined;
   };
 }
 

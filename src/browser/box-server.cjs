@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 /**
  * One organisation's browser, inside its box (src/browser/README.md "Pool"): plain JavaScript,
@@ -29,8 +30,8 @@ const os = require('node:os');
 const common = require('../containment/runner-common.cjs');
 
 const OPTIONS = common.startOptions();
-/** The box protocol's version (src/browser/box.ts BOX_PROTOCOL). */
-const PROTOCOL = 1;
+/** The box protocol's version (runner-common.cjs PROTOCOL, read by src/browser/box.ts too). */
+const PROTOCOL = common.PROTOCOL.box;
 
 // playwright-core asks for the home folder when it loads; the view has no /etc/passwd.
 os.homedir = () => process.env.HOME || '/tmp';
@@ -41,6 +42,11 @@ common.ignoreStrayRejections();
 const ipc = common.channel(PROTOCOL, {}, () => process.exit(common.EXIT.protocol));
 
 /** Pipes every connection to 127.0.0.1:`port` of this namespace to the Unix socket `socket`. */
+/**
+ * @param {number} port
+ * @param {string} socket
+ * @returns {Promise<void>}
+ */
 function forward(port, socket) {
   return new Promise((resolve, reject) => {
     const server = net.createServer((inside) => {
@@ -77,20 +83,20 @@ async function main() {
       handleSIGHUP: false,
     });
   } catch (err) {
-    ipc.send('failed', { error: common.messageOf(err).slice(0, 2000) });
+    ipc.send(common.MESSAGE.failed, { error: common.messageOf(err).slice(0, 2000) });
     process.exit(1);
   }
   const endpoint = server.wsEndpoint();
   if (!endpoint.startsWith(`${OPTIONS.socket}/`)) {
-    ipc.send('failed', { error: `the browser server listens at ${endpoint}, not on ${OPTIONS.socket}` });
+    ipc.send(common.MESSAGE.failed, { error: `the browser server listens at ${endpoint}, not on ${OPTIONS.socket}` });
     process.exit(1);
   }
   // Chromium gone: so is the box.
   server.on('close', () => process.exit(0));
-  ipc.send('ready', { wsPath: endpoint.slice(OPTIONS.socket.length) });
+  ipc.send(common.MESSAGE.ready, { wsPath: endpoint.slice(OPTIONS.socket.length) });
 }
 
 main().catch((err) => {
-  ipc.send('failed', { error: common.messageOf(err).slice(0, 2000) });
+  ipc.send(common.MESSAGE.failed, { error: common.messageOf(err).slice(0, 2000) });
   process.exit(1);
 });

@@ -6,11 +6,11 @@
  * user), reached on its Unix socket, and watched while it lives (src/browser/watchdog.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { killTree, processTree, uidOf } from '../containment/index.js';
+import { killTree, processTree, RUNNER_MESSAGE, RUNNER_PROTOCOL, uidOf } from '../containment/index.js';
 import type { BoxLaunch } from './contain.js';
 
-/** Version of the messages between the service and a box (box-server.cjs PROTOCOL). */
-const BOX_PROTOCOL = 1;
+/** Version of the messages between the service and a box (runner-common.cjs PROTOCOL, read by box-server.cjs too). */
+const BOX_PROTOCOL = RUNNER_PROTOCOL.box;
 /** A box that has not said it is ready (Chromium started, the server listening) by then is killed. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -83,8 +83,9 @@ function ready(child: ChildProcess, stderr: () => string): Promise<string> {
     );
     const onMessage = (msg: { v?: unknown; t?: unknown; wsPath?: unknown; error?: unknown }) => {
       if (msg?.v !== BOX_PROTOCOL) return;
-      if (msg.t === 'ready' && typeof msg.wsPath === 'string' && /^\/[\w-]+$/.test(msg.wsPath)) done(msg.wsPath);
-      else if (msg.t === 'failed') done(new BoxStartError(String(msg.error).slice(0, 2000)));
+      if (msg.t === RUNNER_MESSAGE.ready && typeof msg.wsPath === 'string' && /^\/[\w-]+$/.test(msg.wsPath))
+        done(msg.wsPath);
+      else if (msg.t === RUNNER_MESSAGE.failed) done(new BoxStartError(String(msg.error).slice(0, 2000)));
     };
     const onExit = (code: number | null, sig: NodeJS.Signals | null) =>
       done(

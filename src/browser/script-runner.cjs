@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 /**
  * A script runner process of one organisation (src/browser/README.md, "Script isolation"): it
@@ -55,18 +56,37 @@ fs.existsSync = (p) => {
 // contained view has no /etc/passwd to look it up in, so the private /tmp stands in.
 const os = require('node:os');
 os.homedir = () => '/tmp';
-const { chromium } = require(OPTIONS.playwright);
+const { chromium } = /** @type {typeof import('playwright-core')} */ (require(OPTIONS.playwright));
 
 // A runner that was meant to switch users and cannot does not run scripts.
 common.becomeUser(OPTIONS.uid);
 common.ignoreStrayRejections();
 /** SANDBOX_TEST_BREACH (tests only): scripts get this process object, as if the vm boundary had failed. */
 const BREACH = OPTIONS.breach !== 'off';
-/** The script protocol's version (src/browser/scripts.ts SCRIPT_PROTOCOL). */
-const PROTOCOL = 2;
+/** The script protocol's version (runner-common.cjs PROTOCOL, read by src/browser/scripts.ts too). */
+const PROTOCOL = common.PROTOCOL.script;
 
 const MiB = 1024 * 1024;
-/** The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
+/**
+ * A file a task hands back (src/browser/scripts.ts ScriptFile, checked there again).
+ * @typedef {{ fileName: string, data: Buffer, source: 'script' | 'download', mimeType?: string }} TaskFile
+ */
+/**
+ * One task: its number, the log's clock, its files; `live` until its outcome is sent.
+ * @typedef {{ n: number, started: number, files: import('../containment/runner-common.cjs').FileTally<TaskFile>, live: boolean }} Task
+ */
+/**
+ * A `run` message of the parent (src/browser/scripts.ts runIn).
+ * @typedef {{ task: number, reuse: boolean, defaultViewport: Viewport, startedAt: unknown, wsEndpoint: string, code: string, viewport: Viewport, storageState: any, proxy: string, limits: Limits }} RunMessage
+ */
+/** @typedef {{ width: number, height: number }} Viewport */
+/** @typedef {{ files: number, fileBytes: number, totalBytes: number, resultChars: number, lineChars: number }} Limits */
+/**
+ * A context opened for a task (or ahead of one), its page, and the downloads credited to `task`.
+ * @typedef {{ browser: import('playwright-core').Browser, proxy: string | undefined, context: import('playwright-core').BrowserContext, page: import('playwright-core').Page | undefined, viewport: Viewport, downloads: Promise<void>[], last: number, task: Task | undefined }} Opened
+ */
+
+/** @type {Limits} The task's limits, sent with each task by the parent (src/browser/scripts.ts SCRIPT_LIMITS). */
 let LIMITS;
 /** After the script returns: downloads started this recently may still announce themselves. */
 const DOWNLOAD_SETTLE_MS = 500;
@@ -78,6 +98,7 @@ const DOWNLOAD_SETTLE_MS = 500;
  */
 const DOWNLOAD_ANNOUNCE_MS = 200;
 
+/** @param {Task} task */
 function stamp(task) {
   const s = (Date.now() - task.started) / 1000;
   const mm = String(Math.floor(s / 60)).padStart(2, '0');
@@ -89,9 +110,13 @@ function stamp(task) {
  * A line of one task's log; nothing once the task is over (a promise it left behind cannot write
  * into the next task's log).
  */
+/**
+ * @param {Task} task
+ * @param {unknown} text
+ */
 function log(task, text) {
   if (!task.live) return;
-  ipc.send('log', {
+  ipc.send(common.MESSAGE.log, {
     task: task.n,
     line: `${stamp(task)} ${String(text)
       .replace(/[\r\n]+/g, ' ')
@@ -100,6 +125,10 @@ function log(task, text) {
 }
 
 /** Every file is kept: a download named like an earlier file is another file. */
+/**
+ * @param {Task} task
+ * @param {TaskFile} file
+ */
 function addFile(task, file) {
   const refused = task.files.add(file);
   if (refused === 'fileBytes') throw new Error(`${file.fileName} is larger than ${LIMITS.fileBytes / MiB} MiB`);
@@ -111,6 +140,10 @@ function addFile(task, file) {
  * A typed array of any realm (page.screenshot() answers a Buffer of this one; the script's own
  * Uint8Array is of its context).
  */
+/**
+ * @param {unknown} v
+ * @returns {v is Uint8Array}
+ */
 function isBytes(v) {
   return (
     v !== null &&
@@ -120,6 +153,11 @@ function isBytes(v) {
 }
 
 /** The script's return value → the task's result text, and its file when it asked for one. */
+/**
+ * @param {Task} task
+ * @param {any} value
+ * @returns {string}
+ */
 function settleReturn(task, value) {
   if (value !== null && typeof value === 'object' && value.writeToCollection === true) {
     const { fileName, fileContent } = value;
@@ -145,6 +183,7 @@ function settleReturn(task, value) {
 /** Schemes a download may come from (src/browser/urls.ts downloadRefusal): the web, and what a page builds itself. */
 const DOWNLOAD_SCHEMES = new Set(['http:', 'https:', 'blob:', 'data:']);
 
+/** @param {string} url */
 function downloadScheme(url) {
   try {
     return new URL(url).protocol;
@@ -153,6 +192,10 @@ function downloadScheme(url) {
   }
 }
 
+/**
+ * @param {Task} task
+ * @param {import('playwright-core').Download} download
+ */
 async function readDownload(task, download) {
   const name = download.suggestedFilename() || 'download';
   const scheme = downloadScheme(download.url());
@@ -164,6 +207,7 @@ async function readDownload(task, download) {
   }
   log(task, `download started: ${name}`);
   const stream = await download.createReadStream();
+  /** @type {Buffer[]} */
   const chunks = [];
   let size = 0;
   for await (const chunk of stream) {
@@ -181,10 +225,15 @@ async function readDownload(task, download) {
 }
 
 /** The script's realm: a fresh vm context per task with `page` and a console bridged through strings. */
+/**
+ * @param {Task} task
+ * @param {import('playwright-core').Page | undefined} page
+ */
 function scriptContext(task, page) {
   const sandbox = Object.create(null);
   const context = vm.createContext(sandbox, { name: 'playwright_run', codeGeneration: { strings: true, wasm: false } });
-  const bridge = (level, line) => log(task, level === 'log' ? line : `${level}: ${line}`);
+  const bridge = (/** @type {string} */ level, /** @type {string} */ line) =>
+    log(task, level === 'log' ? line : `${level}: ${line}`);
   vm.runInContext(
     `(function (bridge) {
     const show = (v) => { if (typeof v === 'string') return v; try { const s = JSON.stringify(v); return s === undefined ? String(v) : s; } catch { return String(v); } };
@@ -203,6 +252,13 @@ function scriptContext(task, page) {
  * viewport) or for it; downloads of every page of the context are credited to the task that
  * `holder.task` names when they start.
  */
+/**
+ * @param {import('playwright-core').Browser} browser
+ * @param {Viewport} viewport
+ * @param {any} storageState
+ * @param {string | undefined} proxy
+ * @returns {Promise<Opened>}
+ */
 async function openContext(browser, viewport, storageState, proxy) {
   const context = await browser.newContext({
     viewport: { width: viewport.width, height: viewport.height },
@@ -212,6 +268,7 @@ async function openContext(browser, viewport, storageState, proxy) {
     ...(proxy ? { proxy: { server: proxy } } : {}),
     ...(storageState ? { storageState } : {}),
   });
+  /** @type {Opened} */
   const opened = { browser, proxy, context, page: undefined, viewport, downloads: [], last: 0, task: undefined };
   context.on('page', (p) =>
     p.on('download', (d) => {
@@ -229,20 +286,32 @@ async function openContext(browser, viewport, storageState, proxy) {
  * The organisation's browser connection, kept between tasks, and the context opened for the
  * next task while this one runs (`next`, a promise), so back-to-back tasks start on a ready page.
  */
+/** @type {import('playwright-core').Browser | undefined} */
 let browser;
+/** @type {string | undefined} */
 let endpoint;
+/** @type {Promise<Opened> | undefined} */
 let next;
 
+/**
+ * @param {string} wsEndpoint
+ * @returns {Promise<import('playwright-core').Browser>}
+ */
 async function connect(wsEndpoint) {
   if (browser && endpoint === wsEndpoint && browser.isConnected()) return browser;
   if (browser) await browser.close().catch(() => undefined);
   next = undefined;
-  browser = await chromium.connect(wsEndpoint, { timeout: 30_000 });
+  const connected = await chromium.connect(wsEndpoint, { timeout: 30_000 });
+  browser = connected;
   endpoint = wsEndpoint;
-  return browser;
+  return connected;
 }
 
 /** The context opened ahead, when it suits this task (same browser, viewport, no saved login); else it is closed. */
+/**
+ * @param {import('playwright-core').Browser} b
+ * @param {RunMessage} msg
+ */
 async function takeNext(b, msg) {
   const ahead = next;
   next = undefined;
@@ -260,7 +329,9 @@ async function takeNext(b, msg) {
   return undefined;
 }
 
+/** @param {RunMessage} msg */
 async function run(msg) {
+  /** @type {Task} */
   const task = {
     n: msg.task,
     started: typeof msg.startedAt === 'number' ? msg.startedAt : Date.now(),
@@ -295,16 +366,16 @@ async function run(msg) {
       if (opened.downloads.length === pending && Date.now() - opened.last >= DOWNLOAD_SETTLE_MS) break;
     }
     task.live = false;
-    ipc.send('done', { task: task.n, ok: true, result, files: task.files.list });
+    ipc.send(common.MESSAGE.done, { task: task.n, ok: true, result, files: task.files.list });
   } catch (err) {
     const message = common.messageOf(err);
     log(task, `failed: ${message.split('\n')[0]}`);
     task.live = false;
-    ipc.send('done', { task: task.n, ok: false, error: message.slice(0, 4000), files: task.files.list });
+    ipc.send(common.MESSAGE.done, { task: task.n, ok: false, error: message.slice(0, 4000), files: task.files.list });
   }
   // The task's context goes, in the background; the process takes its next task at once.
   if (opened) void opened.context.close().catch(() => undefined);
-  ipc.send('idle', { task: task.n });
+  ipc.send(common.MESSAGE.idle, { task: task.n });
 }
 
 let busy = false;
@@ -313,11 +384,11 @@ const refuse = () => process.exit(common.EXIT.protocol);
 const ipc = common.channel(
   PROTOCOL,
   {
-    run: (msg) => {
+    [common.MESSAGE.run]: (msg) => {
       if (busy || !msg.limits) refuse();
       LIMITS = msg.limits;
       busy = true;
-      run(msg).then(() => {
+      run(/** @type {RunMessage} */ (/** @type {unknown} */ (msg))).then(() => {
         busy = false;
       }, refuse);
     },

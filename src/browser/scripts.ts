@@ -11,29 +11,29 @@
  * limit. The runner connects to the organisation's browser through the relay
  * (src/browser/relay.ts); what it sends back is checked again here.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  killTree,
-  launchCommand,
   RUNNER_COMMON_PATH,
-  residentBytes,
+  RUNNER_MESSAGE,
+  RUNNER_PROTOCOL,
   runnerOptionsArg,
-  sampleTree,
-  uidOf,
+  superviseRunner,
   type ContainSpec,
   type Isolation,
+  type StartFailure,
+  type SupervisedRunner,
+  type TreeBreach,
 } from '../containment/index.js';
 import { parentDirs } from './contain.js';
 import { RELAY_DIR_IN_SANDBOX } from './relay.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
-/** Version of the messages between the service and a runner (script-runner.cjs PROTOCOL). */
-const SCRIPT_PROTOCOL = 2;
+/** Version of the messages between the service and a runner (runner-common.cjs PROTOCOL, read by script-runner.cjs too). */
+const SCRIPT_PROTOCOL = RUNNER_PROTOCOL.script;
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 const MiB = 1024 * 1024;
 /**
@@ -64,15 +64,15 @@ const RUNNER_LIMITS = {
 };
 /** RLIMIT_NPROC of a runner's user: Node's own threads (about 12) with room to spare; scripts start none. */
 const RUNNER_MAX_THREADS = 64;
-/** Processes of a contained runner's tree: bubblewrap, its namespace's first process and the runner. */
-const MAX_TREE = 3;
 const WATCH_BUSY_MS = 100;
 const WATCH_IDLE_MS = 1000;
 /**
- * The whole tree is walked (new processes found) at most this often; in between only its known
- * processes' memory is read.
+ * The whole tree is walked (new processes found) once a second: every tenth sample while a task
+ * runs, every sample at rest; in between only its known processes' memory is read.
  */
-const WALK_MS = 1000;
+const WALK_EVERY = { busy: 10, idle: 1 };
+/** Characters of a runner's stderr kept (its last ones: a heap exhaustion is read there). */
+const STDERR_TAIL = 4000;
 /** A runner that has not said it is ready (playwright-core loaded, user switched) by then is killed. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -142,20 +142,14 @@ export interface RunnerOptions {
 }
 
 interface Runner {
-  child: ChildProcess;
-  stderr: { tail: string };
+  /** The process, started and watched by src/containment's supervisor. */
+  proc: SupervisedRunner;
   /** Tasks this process has been given. */
   tasks: number;
   /** Resolves once the runner said it is ready and runs as its own user; false when it never will. */
   ready: Promise<boolean>;
-  /** Why the watchdog stopped the process, if it did. */
+  /** Why the process was stopped (the watchdog, a failed start, a retirement), if it was. */
   stopped: string | undefined;
-  /** Whether a task runs now (the watchdog looks more often). */
-  busy: boolean;
-  /** Makes the watchdog look within WATCH_BUSY_MS (a task starts). */
-  lookSoon: () => void;
-  /** The contained tree at the watchdog's last look. */
-  tree: number[];
 }
 
 /** What a runner sees inside the operating-system layer. */
@@ -172,154 +166,81 @@ function runnerView(relaySocketDir: string | undefined): ContainSpec {
 
 /**
  * A runner process: started contained, with the boundary's flags; it loads playwright-core,
- * switches users and waits for tasks.
+ * switches users and waits for tasks. The supervisor watches the whole contained tree (with a PID
+ * namespace the child started here is bubblewrap, not the runner) from the start: every 100 ms
+ * while a task runs and every second at rest. A runner may start no process (its permission model
+ * refuses children and RLIMIT_NPROC bounds them).
  */
 function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): Runner {
   const { isolation } = opts;
   const contained = isolation.plan.bwrap !== undefined;
-  const uid = isolation.users?.take();
   const cwd = contained ? undefined : mkdtempSync(path.join(os.tmpdir(), 'sy-browser-'));
-  const argv = [
-    process.execPath,
-    '--permission',
-    `--allow-fs-read=${RUNNER}`,
-    `--allow-fs-read=${RUNNER_COMMON_PATH}`,
-    `--allow-fs-read=${PLAYWRIGHT}`,
-    `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
-    '--disallow-code-generation-from-strings',
-    '--no-warnings',
-    RUNNER,
-    // src/containment/runner-common.cjs startOptions
-    runnerOptionsArg({ playwright: PLAYWRIGHT, uid, breach: opts.breach ? 'process' : 'off' }),
-  ];
-  const { file, args } = launchCommand(isolation.plan, runnerView(relaySocketDir), argv);
-  const child = spawn(file, args, {
+  const runner: Runner = { proc: undefined!, tasks: 0, ready: Promise.resolve(false), stopped: undefined };
+  runner.proc = superviseRunner({
+    isolation,
+    argv: (uid) => [
+      process.execPath,
+      '--permission',
+      `--allow-fs-read=${RUNNER}`,
+      `--allow-fs-read=${RUNNER_COMMON_PATH}`,
+      `--allow-fs-read=${PLAYWRIGHT}`,
+      `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
+      '--disallow-code-generation-from-strings',
+      '--no-warnings',
+      RUNNER,
+      // src/containment/runner-common.cjs startOptions
+      runnerOptionsArg({ playwright: PLAYWRIGHT, uid, breach: opts.breach ? 'process' : 'off' }),
+    ],
+    view: runnerView(relaySocketDir),
     cwd: cwd ?? '/',
-    // The service's environment never reaches the runner; Node adds only its IPC channel's variables.
-    env: {},
-    serialization: 'advanced',
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    protocol: SCRIPT_PROTOCOL,
+    readyTimeoutMs: START_TIMEOUT_MS,
+    stderrChars: STDERR_TAIL,
+    watch: {
+      busyMs: WATCH_BUSY_MS,
+      idleMs: WATCH_IDLE_MS,
+      walkEvery: WALK_EVERY,
+      ceilingBytes: () => SCRIPT_LIMITS.runnerRssMb * MiB,
+      from: 'spawn',
+    },
+    onLimit: (breach) => {
+      runner.stopped ??= overLimit(breach);
+    },
   });
-  const stderr = { tail: '' };
-  child.stderr?.on('data', (b: Buffer) => {
-    stderr.tail = (stderr.tail + b.toString('utf8')).slice(-4000);
-  });
-  child.once('exit', () => {
+  runner.proc.onExit(() => {
     if (cwd) rmSync(cwd, { recursive: true, force: true });
-    isolation.users?.give(uid);
   });
-  child.once('error', () => undefined);
-  const runner: Runner = {
-    child,
-    stderr,
-    tasks: 0,
-    ready: Promise.resolve(false),
-    stopped: undefined,
-    busy: false,
-    tree: [],
-    lookSoon: () => undefined,
-  };
-  runner.ready = started(runner, uid);
-  watch(runner, contained ? MAX_TREE : 1);
+  runner.ready = runner.proc.ready.then((failure) => {
+    if (failure && failure.kind !== 'exit') runner.stopped ??= startFailure(failure);
+    return failure === undefined;
+  });
   return runner;
 }
 
-/**
- * Resolves true once the runner reports ready and its process runs as `uid` (or the service's
- * own unprivileged user), never root. A runner that does not is stopped (a runner that exits on
- * its own is reported by its exit).
- */
-function started(runner: Runner, uid: number | undefined): Promise<boolean> {
-  const { child } = runner;
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => done(`did not start within ${START_TIMEOUT_MS / 1000} s`), START_TIMEOUT_MS);
-    const onMessage = (msg: { v?: unknown; t?: unknown }) => {
-      if (msg?.v !== SCRIPT_PROTOCOL || msg.t !== 'ready') return;
-      void userOf(runner).then((actual) =>
-        done(
-          actual !== undefined && actual !== 0 && actual === (uid ?? process.getuid?.())
-            ? undefined
-            : `ran as user ${actual ?? 'unknown'}, not as its own unprivileged user`,
-        ),
-      );
-    };
-    const onExit = () => done('exited');
-    function done(failure: string | undefined): void {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      if (failure && failure !== 'exited') stop(runner, failure);
-      resolve(failure === undefined);
-    }
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
+/** Why a runner never became ready, as the task's failure names it (a runner that exits on its own is reported by its exit). */
+function startFailure(failure: Exclude<StartFailure, { kind: 'exit' }>): string {
+  return failure.kind === 'timeout'
+    ? `did not start within ${START_TIMEOUT_MS / 1000} s`
+    : `ran as user ${failure.uid ?? 'unknown'}, not as its own unprivileged user`;
 }
 
-/** The user of the runner itself: the deepest process of the contained tree. */
-async function userOf(runner: Runner): Promise<number | undefined> {
-  const pid = runner.child.pid;
-  if (pid === undefined || process.platform !== 'linux') return process.getuid?.();
-  runner.tree = (await sampleTree(pid)).pids;
-  const last = runner.tree.at(-1);
-  return last === undefined ? undefined : uidOf(last);
+/** The limit the watchdog found the runner's tree over, as the task's failure names it. */
+function overLimit(breach: TreeBreach): string {
+  return breach.kind === 'memory'
+    ? `used more than ${SCRIPT_LIMITS.runnerRssMb} MiB of memory (${Math.round(breach.rssBytes / MiB)} MiB resident)`
+    : `started processes of its own (${breach.count - breach.max} besides the runner)`;
 }
 
 /** Kills the whole contained tree; the task it runs fails with `why` (ended() reads it). */
 function stop(runner: Runner, why: string): void {
   runner.stopped ??= why;
-  killTree(runner.tree);
-  runner.child.kill('SIGKILL');
-}
-
-/**
- * The watchdog: the resident memory and the process count of the runner's whole contained tree
- * (with a PID namespace the child started here is bubblewrap, not the runner), every 100 ms
- * while a task runs and every second at rest. The tree is walked for new processes once a
- * second (a runner may start none: its permission model refuses children and RLIMIT_NPROC bounds
- * them); in between, the memory of the processes already known is read. Linux only (/proc).
- */
-function watch(runner: Runner, maxTree: number): void {
-  const pid = runner.child.pid;
-  if (process.platform !== 'linux' || pid === undefined) return;
-  let timer: NodeJS.Timeout | undefined;
-  let looking = false;
-  let walked = 0;
-  const arm = (ms: number) => {
-    clearTimeout(timer);
-    if (looking || !alive(runner)) return;
-    timer = setTimeout(() => void look(), ms);
-    timer.unref();
-  };
-  const measure = async (): Promise<number> => {
-    if (Date.now() - walked < WALK_MS && runner.tree.length > 0) return residentBytes(runner.tree);
-    walked = Date.now();
-    const sample = await sampleTree(pid);
-    if (sample.pids.length > 0) runner.tree = sample.pids;
-    return sample.rssBytes;
-  };
-  const look = async () => {
-    looking = true;
-    const rss = await measure();
-    looking = false;
-    if (!alive(runner)) return;
-    if (rss > SCRIPT_LIMITS.runnerRssMb * MiB) {
-      stop(runner, `used more than ${SCRIPT_LIMITS.runnerRssMb} MiB of memory (${Math.round(rss / MiB)} MiB resident)`);
-    } else if (runner.tree.length > maxTree) {
-      stop(runner, `started processes of its own (${runner.tree.length - maxTree} besides the runner)`);
-    } else {
-      arm(runner.busy ? WATCH_BUSY_MS : WATCH_IDLE_MS);
-    }
-  };
-  runner.lookSoon = () => arm(WATCH_BUSY_MS);
-  arm(WATCH_BUSY_MS);
-  runner.child.once('exit', () => clearTimeout(timer));
+  runner.proc.kill();
 }
 
 /** The viewport of a task that names none (spec section 12 defaults). */
 export const DEFAULT_VIEWPORT = { width: 1288, height: 711 };
 
-const alive = (r: Runner) => r.child.exitCode === null && r.child.signalCode === null && r.child.connected;
+const alive = (r: Runner) => r.proc.alive;
 
 /**
  * Script runner processes, per organisation. Loading playwright-core under the permission model,
@@ -383,7 +304,7 @@ export class ScriptRunners {
   private spawn(relaySocketDir: string | undefined): Runner {
     const runner = spawnRunner(this.opts, relaySocketDir);
     this.all.add(runner);
-    runner.child.once('exit', () => this.all.delete(runner));
+    runner.proc.onExit(() => this.all.delete(runner));
     return runner;
   }
 
@@ -426,7 +347,8 @@ function runIn(
   run: ScriptRun,
   { reuse }: { reuse: boolean },
 ): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
-  const { child, stderr } = runner;
+  const { proc } = runner;
+  const { child } = proc;
   const n = nextTask++;
   let markReady!: (ok: boolean) => void;
   const ready = new Promise<boolean>((r) => {
@@ -437,13 +359,14 @@ function runIn(
     let lines = 0;
     let chars = 0;
     let idleTimer: NodeJS.Timeout | undefined;
+    let offExit: () => void = () => undefined;
     const cleanup = () => {
-      runner.busy = false;
+      if (proc.busy) proc.busy = false;
       clearTimeout(timer);
       clearTimeout(idleTimer);
       run.signal.removeEventListener('abort', aborted);
       child.off('message', onMessage);
-      child.off('exit', ended);
+      offExit();
     };
     const report = (o: ScriptOutcome) => {
       if (outcome) return;
@@ -474,7 +397,7 @@ function runIn(
       });
     const onMessage = (msg: Record<string, unknown>) => {
       if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== n) return;
-      if (msg.t === 'log' && typeof msg.line === 'string' && !outcome) {
+      if (msg.t === RUNNER_MESSAGE.log && typeof msg.line === 'string' && !outcome) {
         const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
         chars += line.length + 1;
         if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
@@ -482,7 +405,7 @@ function runIn(
           run.onLog('[log truncated: further lines dropped]');
           lines = Infinity;
         }
-      } else if (msg.t === 'done' && !outcome) {
+      } else if (msg.t === RUNNER_MESSAGE.done && !outcome) {
         const files = checkedFiles(msg.files);
         const text =
           typeof (msg.ok ? msg.result : msg.error) === 'string'
@@ -497,16 +420,16 @@ function runIn(
           return;
         }
         clearTimeout(timer);
-        runner.busy = false;
+        proc.busy = false;
         report(o);
         idleTimer = setTimeout(() => fail(o), 10_000);
-      } else if (msg.t === 'idle' && outcome) {
+      } else if (msg.t === RUNNER_MESSAGE.idle && outcome) {
         cleanup();
         markReady(true);
       }
     };
     const ended = (code: number | null, sig: NodeJS.Signals | null) => {
-      const heap = /heap out of memory|Allocation failed/i.test(stderr.tail);
+      const heap = /heap out of memory|Allocation failed/i.test(proc.stderr);
       const why = runner.stopped
         ? `The script was stopped: its process ${runner.stopped}.`
         : heap
@@ -520,15 +443,14 @@ function runIn(
       return;
     }
     child.on('message', onMessage);
-    child.once('exit', ended);
-    runner.busy = true;
-    runner.lookSoon();
+    offExit = proc.onExit(ended);
+    proc.busy = true;
     // A new runner first loads playwright-core and switches users; one that fails to is stopped (ended() says why).
     void runner.ready.then((ok) => {
       if (!ok || outcome || !alive(runner)) return;
       child.send({
         v: SCRIPT_PROTOCOL,
-        t: 'run',
+        t: RUNNER_MESSAGE.run,
         task: n,
         reuse,
         defaultViewport: DEFAULT_VIEWPORT,

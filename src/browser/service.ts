@@ -15,7 +15,7 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { Isolation, MemoryBudget } from '../containment/index.js';
 import { addFile, createCollection, type CollectionRecord, type EventsService, holdsFiles } from '../events/index.js';
-import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
+import { BROWSER_FILE_URL_TTL_SECONDS, signFileUrl } from '../files/index.js';
 import { newId } from '../kernel/ids.js';
 import { OutboundPolicy, parseOutboundAllowlist } from '../kernel/outbound.js';
 import { withSpan } from '../kernel/tracing.js';

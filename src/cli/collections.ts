@@ -15,7 +15,7 @@ import {
   COLLECTION_TYPES,
   type CollectionType,
 } from '../events/index.js';
-import { deleteFiles } from '../runs/index.js';
+import { deleteFiles } from '../files/index.js';
 import { openBlobStore } from '../kernel/blobs.js';
 import type { CliKit } from './agents.js';
 

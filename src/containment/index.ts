@@ -24,5 +24,13 @@ export {
   type TreeSample,
 } from './tree.js';
 export { RunnerUsers, runnerUsers, RUNNER_UID_BASE, RUNNER_UID_COUNT } from './users.js';
-export { RUNNER_COMMON_PATH, runnerOptionsArg } from './runners.js';
+export { RUNNER_COMMON_PATH, RUNNER_EXIT, RUNNER_MESSAGE, RUNNER_PROTOCOL, runnerOptionsArg } from './runners.js';
+export {
+  SupervisedRunner,
+  superviseRunner,
+  type StartFailure,
+  type SupervisorOptions,
+  type TreeBreach,
+  type WatchOptions,
+} from './supervisor.js';
 export { MemoryBudget, type BudgetKind, type BudgetMember, type BudgetStats } from './budget.js';

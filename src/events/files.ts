@@ -10,9 +10,17 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { AppError, isAppError } from '../errors/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import { deleteFiles, recordFile, FILESTORAGE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
 import { newId, nowIso } from '../kernel/ids.js';
-import { sanitizeFilename, discardAttachments, readMultipartTrigger, type Attachment } from '../triggers/index.js';
+import {
+  deleteFiles,
+  recordFile,
+  FILESTORAGE_URL_TTL_SECONDS,
+  signFileUrl,
+  sanitizeFilename,
+  discardAttachments,
+  readMultipartTrigger,
+  type Attachment,
+} from '../files/index.js';
 import type { CollectionRecord } from './collections.js';
 import { isForeignKeyViolation, type ItemDeps } from './items.js';
 import { enqueueEvents, type OutboxEvent } from './outbox.js';

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config/index.js';
 import type { Knex } from 'knex';
-import { FILESTORAGE_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
+import { FILESTORAGE_URL_TTL_SECONDS, signFileUrl } from '../files/index.js';
 import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 import type { CollectionRecord } from './collections.js';
 import { holdsFiles } from './types.js';

@@ -24,7 +24,15 @@ export {
   type UpstreamAuth,
   type AuthScheme,
 } from './registry-validate.js';
-export { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
+export {
+  createGateway,
+  type Gateway,
+  type GatewayOptions,
+  type GatewayParts,
+  type GatewayUsage,
+  type EmbeddedMount,
+  type UnmountedGateway,
+} from './gateway.js';
 export type { GatewayCatalog } from './catalog.js';
 export { toolCaller, type ToolCallerDeps } from './steps.js';
 export {

@@ -13,7 +13,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import type { RunQueue } from './run-queue.js';
+import type { RunQueue } from '../runs/index.js';
 import type { CallTargets, CallTarget } from '../triggers/index.js';
 import { runRows, insertRuns, MAX_RUNS_PER_INSERT, runStatusIn, runStatusOf, type RunRows } from '../runs/index.js';
 import { newId, nowIso } from '../kernel/ids.js';

@@ -1,9 +1,8 @@
 /**
  * The queues context's public surface: queues, CSV batches and their rows, the queues service
- * (loader and dispatcher) and the run queue backends. Its HTTP handlers are in
+ * (loader and dispatcher). The run queue they put runs on is the runs context's. Its HTTP handlers are in
  * handlers/index.ts, for the composition root.
  */
-export { InProcessRunQueue, RedisRunQueue, type RunQueue } from './run-queue.js';
 export { QueuesService } from './service.js';
 export {
   createQueue,

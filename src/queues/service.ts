@@ -10,7 +10,7 @@ import type { Logger } from '../config/logger.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import type { Signals } from '../runs/index.js';
 import type { CallTargets } from '../triggers/index.js';
-import type { RunQueue } from './run-queue.js';
+import type { RunQueue } from '../runs/index.js';
 import { BatchLoader } from './loader.js';
 import { QueueDispatcher } from './dispatcher.js';
 

@@ -18,7 +18,7 @@ import {
   type AgentInvoker,
 } from '../engine/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import { stepFilePrefix, type FileCreate } from './files.js';
+import { stepFilePrefix, type FileCreate } from '../files/index.js';
 import type { LeaseKeeper } from './leases.js';
 import { PROGRESS_AFTER_MS, RunRecorder } from './recorder.js';
 import { pinnedStepList, runInputs, type RunRow } from './runs.js';

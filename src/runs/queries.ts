@@ -39,30 +39,3 @@ export async function failPendingRuns(
     .returning('id')) as ({ id: string } | string)[];
   return moved.map((m) => (typeof m === 'string' ? m : m.id));
 }
-
-export interface FileSummary {
-  id: string;
-  filename: string;
-  mimeType: string;
-  size: number;
-}
-
-/** The organisation's files among `fileIds`, in the order given; ids with no file are left out. */
-export async function fileSummaries(db: Knex, orgId: string, fileIds: readonly string[]): Promise<FileSummary[]> {
-  if (fileIds.length === 0) return [];
-  const byId = new Map<string, FileSummary>();
-  for (let i = 0; i < fileIds.length; i += 500) {
-    const rows = (await db('files')
-      .where({ org_id: orgId })
-      .whereIn('id', fileIds.slice(i, i + 500))
-      .select('id', 'filename', 'mime_type', 'size')) as {
-      id: string;
-      filename: string;
-      mime_type: string;
-      size: number | string;
-    }[];
-    for (const r of rows)
-      byId.set(r.id, { id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) });
-  }
-  return fileIds.flatMap((id) => byId.get(id) ?? []);
-}

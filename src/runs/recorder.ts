@@ -14,7 +14,14 @@
 import type { Knex } from 'knex';
 import type { BatchGroup, WriteQueue } from '../storage/write-queue.js';
 import { nowIso } from '../kernel/ids.js';
-import { fileRecords, fileRows, type FileCreate, type FileRow } from './files.js';
+import {
+  fileRecords,
+  fileRows,
+  insertFileRows,
+  insertFileRowsLater,
+  type FileCreate,
+  type FileRow,
+} from '../files/index.js';
 import { skipRemainingSteps, type RunRow, type StepOutcome, type StepRow } from './runs.js';
 import type { FinishedRun } from './signals.js';
 import type { RunStatus } from './states.js';
@@ -86,7 +93,7 @@ const FINISHES: BatchGroup<Finish, string | false> = {
     return items.map((f) => {
       if (!owned.has(`${f.runId} ${f.attempts}`)) return false;
       if (f.rows.length) batch.insertLater('run_steps', f.rows as unknown as Record<string, unknown>[]);
-      if (f.files.length) batch.insertLater('files', f.files as unknown as Record<string, unknown>[]);
+      insertFileRowsLater(batch, f.files);
       return finishedAt;
     });
   },
@@ -228,7 +235,7 @@ export class RunRecorder {
       await upsertSteps(trx, rows);
       // An earlier attempt's rows for steps this one did not reach.
       if (status !== 'COMPLETE') await skipRemainingSteps(trx, this.run.id);
-      if (files.length) batch.insertLater('files', files as unknown as Record<string, unknown>[]);
+      insertFileRowsLater(batch, files);
       return true;
     });
     if (finished) this.files = [];
@@ -284,7 +291,7 @@ export class RunRecorder {
         // The ownership check is a write, as a write-queue operation must start with one, and it renews the lease.
         if (!(await this.renew(trx))) return false;
         await upsertSteps(trx, rows);
-        if (files.length) await trx('files').insert(files);
+        await insertFileRows(trx, files);
         return true;
       });
     } catch (err) {

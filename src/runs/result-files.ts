@@ -14,8 +14,9 @@
 import type { Knex } from 'knex';
 import { isTerminal } from './states.js';
 import type { StepRow } from './runs.js';
+import { isResultFileId, RESULT_FILE_ID_PREFIX } from '../files/index.js';
 
-export const RESULT_FILE_ID_PREFIX = 'result_';
+export { isResultFileId };
 
 interface ResultKind {
   /** Short token in the id; binds a signed URL to the result type it was issued for. */
@@ -64,10 +65,6 @@ export function stepResultFile(
     text: step.result,
     size: Buffer.byteLength(step.result, 'utf8'),
   };
-}
-
-export function isResultFileId(fileId: string): boolean {
-  return fileId.startsWith(RESULT_FILE_ID_PREFIX);
 }
 
 /**

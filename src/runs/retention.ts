@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { BlobStore } from '../kernel/blobs.js';
-import { deleteRunFiles, deleteUnattachedAttachments } from './files.js';
+import { deleteRunFiles, deleteUnattachedAttachments } from '../files/index.js';
 import { purgeExpiredIdempotencyKeys } from './idempotency.js';
 
 /**

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../config/logger.js';
 import type { RedisClient } from '../storage/redis.js';
-import type { FileRecord } from './files.js';
+import type { FileRecord } from '../files/index.js';
 import type { RunRow, StepRow } from './runs.js';
 import type { RunStatus } from './states.js';
 import { syncCallersWaiting } from '../kernel/metrics.js';

@@ -5,9 +5,8 @@
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import { loadVersion } from '../engine/index.js';
-import { listRunFiles, type FileRecord } from './files.js';
+import { listRunFiles, signFileUrl, type FileRecord } from '../files/index.js';
 import { stepResultFile } from './result-files.js';
-import { signFileUrl } from './signed-urls.js';
 import { listSteps, pinnedStepList, withPlannedSteps, runInputs, type RunRow, type StepRow } from './runs.js';
 
 /** Result files are downloadable for 24 h from the moment a view is produced (openapi decision). */

@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
-import type { RunQueue } from '../queues/index.js';
+import type { RunQueue } from './run-queue.js';
 import type { SandboxPool } from '../engine/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
 import { executeRun } from './executor.js';
-import { deleteFiles, listRunFiles } from './files.js';
+import { deleteFiles, listRunFiles } from '../files/index.js';
 import {
   claimedRunRow,
   loadRunForWorker,

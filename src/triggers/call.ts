@@ -26,11 +26,11 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import type { ApiKeyVerifier } from '../auth/index.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import type { RunQueue } from '../queues/index.js';
+import type { RunQueue } from '../runs/index.js';
 import type { Reply } from '../http/types.js';
 import type { TriggerKind } from './triggers.js';
 import type { CallTarget, CallTargets } from './target.js';
-import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from './attachments.js';
+import { readMultipartTrigger, attachToRun, discardAttachments, type Attachment } from '../files/index.js';
 import { checkInputs } from './inputs.js';
 import { queryInputs } from './query-inputs.js';
 

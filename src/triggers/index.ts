@@ -20,5 +20,3 @@ export {
 } from './triggers.js';
 export { triggerUrl, triggerView, type TriggerView } from './urls.js';
 export { CallTargets, type CallTarget } from './target.js';
-export { sanitizeFilename } from './filenames.js';
-export { discardAttachments, readMultipartTrigger, type Attachment } from './attachments.js';

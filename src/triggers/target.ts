@@ -8,7 +8,7 @@ import { fromJson } from '../storage/db.js';
 import { TtlMemo } from '../kernel/ttl-memo.js';
 import { currentWorkflowVersion, loadVersion, type PinnedVersion } from '../engine/index.js';
 import { watchTables } from '../storage/changes.js';
-import type { DesignatedOutput, TriggerKind } from './triggers.js';
+import { hasEnabledTriggers, type DesignatedOutput, type TriggerKind } from './triggers.js';
 
 export interface CallTarget extends PinnedVersion {
   triggerId: string;
@@ -64,6 +64,12 @@ export class CallTargets {
     this.memo = new TtlMemo(ttlMs);
     watchTables(db, ['triggers', 'workflows'], this);
   }
+
+  /**
+   * Whether an enabled trigger of the organisation still needs an API key to be called, read in
+   * the caller's transaction (auth refuses to revoke the last key then; src/auth/api-keys.ts).
+   */
+  readonly triggersNeedKey = (trx: Knex.Transaction, orgId: string): Promise<boolean> => hasEnabledTriggers(trx, orgId);
 
   async get(orgId: string, triggerId: string): Promise<CallTarget | undefined> {
     const key = `${orgId}\u0000${triggerId}`;

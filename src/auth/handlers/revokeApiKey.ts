@@ -1,5 +1,4 @@
 import type { Handler } from '../../services.js';
-import { hasEnabledTriggers } from '../../triggers/index.js';
 import { revokeApiKey as revoke } from '../api-keys.js';
 import { notFound } from './management.js';
 
@@ -9,7 +8,9 @@ import { notFound } from './management.js';
  */
 export const revokeApiKey: Handler<'revokeApiKey'> = async (req, ctx) => {
   const { orgId } = ctx.auth;
-  const view = await revoke(ctx.services.db, orgId, req.params.keyId, { triggersNeedKey: hasEnabledTriggers });
+  const view = await revoke(ctx.services.db, orgId, req.params.keyId, {
+    triggersNeedKey: ctx.services.callTargets.triggersNeedKey,
+  });
   if (!view) throw notFound();
   ctx.log.info({ keyId: view.id, orgId }, 'API key revoked');
   return { status: 200, body: view };

@@ -4,11 +4,13 @@
  * checked field by field before use (`parseChildMessage`), because code running in the child
  * is not trusted. The child checks what it receives too: a malformed message ends the process.
  */
-export const PROTOCOL_VERSION = 2;
+import { RUNNER_MESSAGE as M, RUNNER_PROTOCOL } from '../../containment/index.js';
+
+export const PROTOCOL_VERSION = RUNNER_PROTOCOL.code;
 
 export interface ExecMessage {
   v: typeof PROTOCOL_VERSION;
-  t: 'exec';
+  t: typeof M.exec;
   id: number;
   /** The step's JavaScript, the body of an async function receiving `ctx`. */
   code: string;
@@ -42,7 +44,9 @@ export type DoneOutcome = (
 ) & { reused?: boolean };
 
 export type ChildMessage =
-  { t: 'ready' } | { t: 'log'; id: number; line: string } | ({ t: 'done'; id: number } & DoneOutcome);
+  | { t: typeof M.ready }
+  | { t: typeof M.log; id: number; line: string }
+  | ({ t: typeof M.done; id: number } & DoneOutcome);
 
 const str = (v: unknown): v is string => typeof v === 'string';
 const FAILURES = ['error', 'invalid', 'timeout', 'stalled', 'memory'] as const;
@@ -66,18 +70,18 @@ export function parseChildMessage(raw: unknown): ChildMessage | undefined {
   if (!raw || typeof raw !== 'object') return undefined;
   const m = raw as Record<string, unknown>;
   if (m.v !== PROTOCOL_VERSION) return undefined;
-  if (m.t === 'ready') return { t: 'ready' };
+  if (m.t === M.ready) return { t: M.ready };
   if (typeof m.id !== 'number') return undefined;
-  if (m.t === 'log') return str(m.line) ? { t: 'log', id: m.id, line: m.line } : undefined;
-  if (m.t !== 'done') return undefined;
+  if (m.t === M.log) return str(m.line) ? { t: M.log, id: m.id, line: m.line } : undefined;
+  if (m.t !== M.done) return undefined;
   if (m.reused !== undefined && typeof m.reused !== 'boolean') return undefined;
   const reused = m.reused === true;
   if (m.outcome === 'ok') {
     const files = parseFiles(m.files);
     if (!files || !str(m.text) || (m.kind !== 'string' && m.kind !== 'json' && m.kind !== 'undefined'))
       return undefined;
-    return { t: 'done', id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files, reused };
+    return { t: M.done, id: m.id, outcome: 'ok', kind: m.kind, text: m.text, files, reused };
   }
   const failure = FAILURES.find((f) => f === m.outcome);
-  return failure && str(m.message) ? { t: 'done', id: m.id, outcome: failure, message: m.message, reused } : undefined;
+  return failure && str(m.message) ? { t: M.done, id: m.id, outcome: failure, message: m.message, reused } : undefined;
 }

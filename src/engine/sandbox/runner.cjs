@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 /*
  * Code-step runner (README.md): a child process of one organisation that runs `code` steps in
@@ -21,7 +22,7 @@
  * objects: inputs cross as JSON text, `ctx.log` and `ctx.files.write` are functions of the
  * isolate that copy their arguments out, and results come back as copied strings.
  *
- * Protocol (version 2, see protocol.ts):
+ * Protocol (version runner-common.cjs PROTOCOL.code, see protocol.ts):
  *   parent → child  {v, t: 'exec', id, code, data, timeoutMs, memoryMb, key?}
  *   child → parent  {v, t: 'ready'} · {v, t: 'log', id, line} · {v, t: 'done', id, outcome, reused, …}
  */
@@ -33,7 +34,7 @@ const ivm = require(OPTIONS.addon).ivm;
 common.becomeUser(OPTIONS.uid);
 common.ignoreStrayRejections();
 
-const PROTOCOL = 2;
+const PROTOCOL = common.PROTOCOL.code;
 const LIMITS = OPTIONS.limits;
 /** Contexts kept for reuse per isolate; 0: a fresh context per execution. */
 const CONTEXTS = Math.min(Math.max(Number(OPTIONS.contexts) || 0, 0), 256);
@@ -169,10 +170,40 @@ const SETUP = `
   return out;
 `;
 
-let current = null; // the execution in progress: { id, files (a FileTally), logLines, logBytes, logCut }
-/** memoryMb → { isolate, memoryMb, kept: Map<key, box>, spare, scripts }; the Map's order is the LRU order. */
+/**
+ * A file a step wrote (protocol.ts RawFile).
+ * @typedef {{ name: string, mime: string | undefined, text: boolean, data: Buffer }} StepFile
+ */
+/**
+ * The state of one execution: its files and how much it has logged.
+ * @typedef {{ id: number, files: import('../../containment/runner-common.cjs').FileTally<StepFile>, logLines: number, logBytes: number, logCut: boolean }} Execution
+ */
+/**
+ * A context of an isolate and the references of its setup (isolated-vm objects, untyped here).
+ * @typedef {{ context: any, arm: any, state: any, reset: any, code: string | undefined, spoiled: boolean }} Box
+ */
+/**
+ * The isolate of a memory class: its kept contexts by key, a spare context, compiled scripts by code.
+ * @typedef {{ isolate: any, memoryMb: number, kept: Map<string, Box>, spare: Box | null, scripts: Map<string, any> }} Iso
+ */
+/**
+ * A step's outcome as sent in `done` (protocol.ts DoneOutcome, without `reused`).
+ * @typedef {{ outcome: string, message?: string, kind?: string, text?: string, files?: StepFile[] }} Reply
+ */
+/**
+ * An `exec` message, checked by validExec.
+ * @typedef {{ v: number, t: string, id: number, code: string, data: string, timeoutMs: number, memoryMb: number, key?: string }} ExecMessage
+ */
+
+/** @type {Execution | null} The execution in progress. */
+let current = null;
+/** @type {Map<number, Iso>} memoryMb → its isolate; the Map's order is the LRU order. */
 const isolates = new Map();
 
+/**
+ * @param {unknown} line
+ * @returns {string | undefined}
+ */
 function onLog(line) {
   const exec = current;
   if (!exec) return 'no execution in progress';
@@ -181,7 +212,7 @@ function onLog(line) {
   const room = Math.min(LIMITS.maxLogBytes - exec.logBytes, LIMITS.maxLogLineBytes);
   if (exec.logLines >= LIMITS.maxLogLines || room <= 0) {
     exec.logCut = true;
-    ipc.send('log', {
+    ipc.send(common.MESSAGE.log, {
       id: exec.id,
       line: `[log truncated: at most ${LIMITS.maxLogLines} lines and ${LIMITS.maxLogBytes} bytes per step]`,
     });
@@ -190,10 +221,17 @@ function onLog(line) {
   const cut = Buffer.byteLength(line) > room ? Buffer.from(line).subarray(0, room).toString() : line;
   exec.logLines += 1;
   exec.logBytes += Buffer.byteLength(cut);
-  ipc.send('log', { id: exec.id, line: cut });
+  ipc.send(common.MESSAGE.log, { id: exec.id, line: cut });
   return undefined;
 }
 
+/**
+ * @param {unknown} name
+ * @param {unknown} data
+ * @param {unknown} mime
+ * @param {unknown} text
+ * @returns {string | undefined}
+ */
 function onFile(name, data, mime, text) {
   const exec = current;
   if (!exec) return 'no execution in progress';
@@ -223,6 +261,10 @@ const hostLog = new ivm.Callback(onLog);
 const hostFile = new ivm.Callback(onFile);
 
 /** The isolate of a memory class, made on first use; the least recently used goes beyond MAX_ISOLATES. */
+/**
+ * @param {number} memoryMb
+ * @returns {Iso}
+ */
 function isolateFor(memoryMb) {
   let iso = isolates.get(memoryMb);
   if (iso && iso.isolate.isDisposed) {
@@ -240,7 +282,7 @@ function isolateFor(memoryMb) {
       scripts: new Map(),
     };
     if (isolates.size >= MAX_ISOLATES) {
-      const [oldest, victim] = isolates.entries().next().value;
+      const [oldest, victim] = /** @type {[number, Iso]} */ (isolates.entries().next().value);
       isolates.delete(oldest);
       dispose(victim);
     }
@@ -249,6 +291,7 @@ function isolateFor(memoryMb) {
   return iso;
 }
 
+/** @param {Iso} iso */
 function dispose(iso) {
   try {
     if (!iso.isolate.isDisposed) iso.isolate.dispose();
@@ -257,6 +300,10 @@ function dispose(iso) {
   }
 }
 
+/**
+ * @param {Iso} iso
+ * @returns {Box}
+ */
 function newContext(iso) {
   const context = iso.isolate.createContextSync();
   const api = context.evalClosureSync(SETUP, [hostLog, hostFile], { result: { reference: true } });
@@ -270,6 +317,7 @@ function newContext(iso) {
   };
 }
 
+/** @param {Box} box */
 function release(box) {
   for (const ref of [box.arm, box.state, box.reset, box.context]) {
     try {
@@ -280,6 +328,10 @@ function release(box) {
   }
 }
 
+/**
+ * @param {Iso} iso
+ * @param {string} code
+ */
 function compile(iso, code) {
   let script = iso.scripts.get(code);
   if (script) {
@@ -289,13 +341,15 @@ function compile(iso, code) {
       filename: STEP_FILE,
       lineOffset: -1,
     });
-    if (iso.scripts.size >= SCRIPT_CACHE_SIZE) iso.scripts.delete(iso.scripts.keys().next().value);
+    if (iso.scripts.size >= SCRIPT_CACHE_SIZE)
+      iso.scripts.delete(/** @type {string} */ (iso.scripts.keys().next().value));
   }
   iso.scripts.set(code, script);
   return script;
 }
 
 /** `SyntaxError: <what> (line N)`: isolated-vm appends `[step.js:N:M]` to the message. */
+/** @param {any} err */
 function syntaxMessage(err) {
   const text = String(err && err.message);
   const at = /\s*\[step\.js:(\d+):\d+\]\s*$/.exec(text) || /step\.js:(\d+)/.exec(String(err && err.stack));
@@ -304,11 +358,22 @@ function syntaxMessage(err) {
 }
 
 /** The state of one execution: its files and how much it has logged. */
+/**
+ * @param {number} id
+ * @returns {Execution}
+ */
 function newExecution(id) {
+  /** @type {(a: StepFile, b: StepFile) => boolean} */
   const sameName = (a, b) => a.name === b.name;
   return { id, files: new common.FileTally(FILE_LIMITS, sameName), logLines: 0, logBytes: 0, logCut: false };
 }
 
+/**
+ * @param {ExecMessage} msg
+ * @param {Iso} iso
+ * @param {Box} box
+ * @returns {Reply}
+ */
 function run(msg, iso, box) {
   current = newExecution(msg.id);
   try {
@@ -370,12 +435,21 @@ function run(msg, iso, box) {
   }
 }
 
+/**
+ * @param {Iso} iso
+ * @returns {Reply}
+ */
 function memoryOutcome(iso) {
   isolates.delete(iso.memoryMb);
   return { outcome: 'memory', message: `the step's memory limit of ${iso.memoryMb} MB was reached` };
 }
 
 /** The kept context of `key` for `code`, taken out of the cache, or undefined. */
+/**
+ * @param {Iso} iso
+ * @param {string} key
+ * @param {string} code
+ */
 function takeKept(iso, key, code) {
   const box = iso.kept.get(key);
   if (!box) return undefined;
@@ -386,6 +460,12 @@ function takeKept(iso, key, code) {
 }
 
 /** Keeps a context after an execution that returned normally, if its globals reset cleanly. */
+/**
+ * @param {Iso} iso
+ * @param {string} key
+ * @param {string} code
+ * @param {Box} box
+ */
 function keep(iso, key, code, box) {
   let clean = false;
   try {
@@ -397,7 +477,7 @@ function keep(iso, key, code, box) {
   box.code = code;
   iso.kept.set(key, box);
   if (iso.kept.size > CONTEXTS) {
-    const [oldest, victim] = iso.kept.entries().next().value;
+    const [oldest, victim] = /** @type {[string, Box]} */ (iso.kept.entries().next().value);
     iso.kept.delete(oldest);
     release(victim);
   }
@@ -412,12 +492,16 @@ function keep(iso, key, code, box) {
 }
 
 /** The parent is trusted but checked: anything malformed ends this process (worker.ts). */
+/**
+ * @param {any} m
+ * @returns {m is ExecMessage}
+ */
 function validExec(m) {
   return (
     m !== null &&
     typeof m === 'object' &&
     m.v === PROTOCOL &&
-    m.t === 'exec' &&
+    m.t === common.MESSAGE.exec &&
     Number.isSafeInteger(m.id) &&
     typeof m.code === 'string' &&
     typeof m.data === 'string' &&
@@ -430,6 +514,7 @@ function validExec(m) {
   );
 }
 
+/** @param {ExecMessage} msg */
 function execute(msg) {
   const key = CONTEXTS > 0 ? msg.key : undefined;
   const iso = isolateFor(msg.memoryMb);
@@ -442,7 +527,7 @@ function execute(msg) {
   const reply = run(msg, iso, box);
   if (typeof reply.message === 'string' && reply.message.length > MAX_MESSAGE)
     reply.message = `${reply.message.slice(0, MAX_MESSAGE)}…`;
-  ipc.send('done', { id: msg.id, reused, ...reply });
+  ipc.send(common.MESSAGE.done, { id: msg.id, reused, ...reply });
   // Only a step that returned normally leaves a context to reuse.
   if (iso.isolate.isDisposed) return;
   if (key !== undefined && reply.outcome === 'ok' && !box.spoiled) keep(iso, key, msg.code, box);
@@ -458,6 +543,7 @@ function execute(msg) {
  * process's own realm with its real `process`, as if the language layer had been broken, so
  * tests can show that the process and operating-system layers hold on their own.
  */
+/** @param {ExecMessage} msg */
 function executeBreached(msg) {
   current = newExecution(msg.id);
   const exec = current;
@@ -465,12 +551,15 @@ function executeBreached(msg) {
   const ctx = {
     inputs: data.inputs,
     steps: data.steps,
-    log: (...a) => onLog(a.map(String).join(' ')),
-    files: { write: (n, d, m) => onFile(String(n), typeof d === 'string' ? d : d, m, typeof d === 'string') },
+    log: (/** @type {unknown[]} */ ...a) => onLog(a.map(String).join(' ')),
+    files: {
+      write: (/** @type {unknown} */ n, /** @type {unknown} */ d, /** @type {unknown} */ m) =>
+        onFile(String(n), typeof d === 'string' ? d : d, m, typeof d === 'string'),
+    },
   };
-  const finish = (reply) => {
+  const finish = (/** @type {Reply} */ reply) => {
     current = null;
-    ipc.send('done', { id: msg.id, reused: false, ...reply });
+    ipc.send(common.MESSAGE.done, { id: msg.id, reused: false, ...reply });
   };
   let fn;
   try {
@@ -495,11 +584,11 @@ function executeBreached(msg) {
 }
 
 /** The answer to a message this runner does not speak: the parent refuses it (protocol.ts) and ends the process. */
-const unsupported = () => ipc.send('error', { message: 'unsupported message' });
+const unsupported = () => ipc.send(common.MESSAGE.error, { message: 'unsupported message' });
 const ipc = common.channel(
   PROTOCOL,
   {
-    exec: (msg) => {
+    [common.MESSAGE.exec]: (msg) => {
       if (!validExec(msg)) return unsupported();
       if (OPTIONS.breach !== 'off') executeBreached(msg);
       else execute(msg);

@@ -6,8 +6,14 @@
  * namespace the child started here is bubblewrap, not the runner) and the caller's
  * AbortSignal. A process that was killed, crashed or misbehaved is never reused.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { killTree, launchCommand, sampleKnown, sampleTree, uidOf, type Isolation } from '../../containment/index.js';
+import {
+  RUNNER_EXIT,
+  RUNNER_MESSAGE,
+  superviseRunner,
+  type Isolation,
+  type SupervisedRunner,
+  type TreeBreach,
+} from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 import { runnerArgv, runnerView, RUNNER_PATH, sandboxExecArgv, type Breach } from './flags.js';
 import { PROTOCOL_VERSION, parseChildMessage, type DoneOutcome, type ExecMessage } from './protocol.js';
@@ -41,11 +47,9 @@ const POLL_IDLE_MS = 1000;
 /**
  * At rest, every this many samples walks the whole tree (new processes); the others read only
  * the known processes' memory: a walk reads each thread's `children` file (about 2 ms of CPU per
- * runner here), which hundreds of idle runners cannot afford every second.
+ * runner here), which hundreds of idle runners cannot afford every second. Busy, every sample walks.
  */
 const WALK_EVERY_IDLE = 5;
-/** Processes of a runner's tree: bubblewrap, its namespace's first process and the runner; nothing else may appear. */
-const MAX_TREE = 3;
 /** Isolates (memory classes) a runner keeps (runner.cjs MAX_ISOLATES). */
 const MAX_ISOLATES = 4;
 
@@ -53,8 +57,6 @@ let nextSerial = 1;
 
 export class SandboxWorker {
   executions = 0;
-  /** Set once the process is gone or condemned; it takes no more work. */
-  dead = false;
   /** Executions sent to the runner (a process that has been sent none is a spare: it holds nothing of anyone). */
   private sent = 0;
   /** When the execution in flight began (performance.now()); undefined at rest. */
@@ -70,52 +72,50 @@ export class SandboxWorker {
   private readonly keys = new Set<string>();
   /** Memory classes the runner has made an isolate for, least recently used first. */
   private readonly classes: number[] = [];
-  private readonly child: ChildProcess;
-  private readonly uid: number | undefined;
-  private stderr = '';
+  private readonly proc: SupervisedRunner;
   private nextId = 1;
   private pending:
     | { id: number; key: string | undefined; finish: (o: WorkerOutcome) => void; onLog: (line: string) => void }
     | undefined;
-  private readonly exitHandlers: Array<() => void> = [];
-  private readyHook: (() => void) | undefined;
-  private watch: NodeJS.Timeout | undefined;
-  private lastTree: number[] = [];
-  private idleSamples = 0;
 
   private constructor(readonly options: WorkerOptions) {
-    const { isolation } = options;
-    this.uid = isolation.users?.take();
-    const contained = isolation.plan.bwrap !== undefined;
-    const argv = [
-      process.execPath,
-      ...sandboxExecArgv(options.breach),
-      RUNNER_PATH,
-      ...runnerArgv({
-        limits: options.limits,
-        contexts: options.contexts,
-        uid: this.uid,
-        warmMemoryMb: options.defaultMemoryMb,
-        breach: options.breach,
-      }),
-    ];
-    const { file, args } = launchCommand(isolation.plan, runnerView(), argv);
     this.classes.push(options.defaultMemoryMb);
-    this.child = spawn(file, args, {
-      // The service's environment never reaches the runner; Node adds only its IPC channel's variables.
-      env: {},
-      cwd: contained ? '/' : options.cwd,
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    this.proc = superviseRunner({
+      isolation: options.isolation,
+      argv: (uid) => [
+        process.execPath,
+        ...sandboxExecArgv(options.breach),
+        RUNNER_PATH,
+        ...runnerArgv({
+          limits: options.limits,
+          contexts: options.contexts,
+          uid,
+          warmMemoryMb: options.defaultMemoryMb,
+          breach: options.breach,
+        }),
+      ],
+      view: runnerView(),
+      cwd: options.cwd,
+      protocol: PROTOCOL_VERSION,
+      readyTimeoutMs: options.spawnTimeoutMs,
+      stderrChars: STDERR_TAIL,
+      watch: {
+        busyMs: POLL_BUSY_MS,
+        idleMs: POLL_IDLE_MS,
+        walkEvery: { busy: 1, idle: WALK_EVERY_IDLE },
+        ceilingBytes: () => this.ceilingBytes(),
+        from: 'ready',
+      },
+      onLimit: (breach) => this.overLimit(breach),
+      onError: () => this.kill('crash', 'the sandbox process could not be started or signalled'),
     });
-    this.child.stderr?.setEncoding('utf8');
-    this.child.stderr?.on('data', (chunk: string) => {
-      this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL);
-    });
-    this.child.on('message', (raw) => this.onMessage(raw));
-    // 'close' rather than 'exit': stderr is complete by then.
-    this.child.on('close', (code, signal) => this.onExit(code, signal));
-    this.child.on('error', () => this.kill('crash', 'the sandbox process could not be started or signalled'));
+    this.proc.child.on('message', (raw) => this.onMessage(raw));
+    this.proc.onExit((code, signal) => this.onExit(code, signal));
+  }
+
+  /** Set once the process is gone or condemned; it takes no more work. */
+  get dead(): boolean {
+    return this.proc.dead;
   }
 
   /** The organisation this process serves (undefined: a spare), set once by `bind` and never changed. */
@@ -143,44 +143,31 @@ export class SandboxWorker {
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.proc.pid;
   }
 
   /** Processes of the contained tree at the last watchdog look (the runner is the last). */
   get tree(): readonly number[] {
-    return this.lastTree;
+    return this.proc.tree;
   }
 
   /** Starts a process and resolves once its runner reports ready and runs as the user it was given. */
-  static start(options: WorkerOptions): Promise<SandboxWorker> {
+  static async start(options: WorkerOptions): Promise<SandboxWorker> {
     const worker = new SandboxWorker(options);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        worker.kill('crash', 'start timed out');
-        reject(new Error(`The sandbox process did not start within ${options.spawnTimeoutMs} ms`));
-      }, options.spawnTimeoutMs);
-      worker.readyHook = () => {
-        clearTimeout(timer);
-        worker.checkUser().then(
-          () => {
-            worker.poll(POLL_IDLE_MS);
-            resolve(worker);
-          },
-          (err: Error) => {
-            worker.kill('crash', err.message);
-            reject(err);
-          },
-        );
-      };
-      worker.onExitOnce(() => {
-        clearTimeout(timer);
-        reject(new Error(`The sandbox process exited during start${worker.stderrSummary()}`));
-      });
-    });
+    const failure = await worker.proc.ready;
+    if (failure?.kind === 'timeout')
+      throw new Error(`The sandbox process did not start within ${options.spawnTimeoutMs} ms`);
+    if (failure?.kind === 'user') {
+      throw new Error(
+        `The sandbox process runs as uid ${failure.uid ?? 'unknown'}, not as its unprivileged user ${failure.expected ?? ''}`,
+      );
+    }
+    if (failure?.kind === 'exit') throw new Error(`The sandbox process exited during start${worker.stderrSummary()}`);
+    return worker;
   }
 
   onExitOnce(fn: () => void): void {
-    this.exitHandlers.push(fn);
+    this.proc.onExit(() => fn());
   }
 
   /** True when the runner probably holds a warm context for `key`. */
@@ -216,7 +203,7 @@ export class SandboxWorker {
         this.busySince = undefined;
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        if (!this.dead) this.poll(POLL_IDLE_MS);
+        this.proc.busy = false;
         resolve(o);
       };
       this.pending = { id, key: req.key, finish, onLog };
@@ -225,10 +212,10 @@ export class SandboxWorker {
       this.useClass(req.memoryMb);
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.poll(POLL_BUSY_MS);
+      this.proc.busy = true;
       const msg: ExecMessage = {
         v: PROTOCOL_VERSION,
-        t: 'exec',
+        t: RUNNER_MESSAGE.exec,
         id,
         code: req.code,
         data: req.data,
@@ -236,7 +223,7 @@ export class SandboxWorker {
         memoryMb: req.memoryMb,
       };
       if (req.key !== undefined && this.options.contexts > 0) msg.key = req.key;
-      this.child.send(msg, (err) => {
+      this.proc.child.send(msg, (err) => {
         if (err) this.kill('crash', 'the sandbox process did not accept the step');
       });
     });
@@ -244,28 +231,8 @@ export class SandboxWorker {
 
   /** Kills the whole contained tree; an execution in flight ends with `reason`. */
   kill(reason: KillReason, detail: string): void {
-    if (!this.dead) {
-      this.dead = true;
-      clearTimeout(this.watch);
-      killTree(this.lastTree);
-      this.child.kill('SIGKILL');
-    }
+    this.proc.kill();
     this.pending?.finish({ killed: reason, detail });
-  }
-
-  /** The runner (the deepest process of the tree) must run as the user it was given, never as root. */
-  private async checkUser(): Promise<void> {
-    const pid = this.child.pid;
-    if (process.platform !== 'linux' || pid === undefined) return;
-    this.lastTree = (await sampleTree(pid)).pids;
-    const runner = this.lastTree.at(-1);
-    const uid = runner === undefined ? undefined : await uidOf(runner);
-    const expected = this.uid ?? process.getuid?.();
-    if (uid === undefined || uid === 0 || uid !== expected) {
-      throw new Error(
-        `The sandbox process runs as uid ${uid ?? 'unknown'}, not as its unprivileged user ${expected ?? ''}`,
-      );
-    }
   }
 
   /** Memory classes the runner holds isolates for (its rule replayed): they set the memory ceiling. */
@@ -283,53 +250,25 @@ export class SandboxWorker {
     return (this.options.rssHeadroomMb + heaps) * 1024 * 1024;
   }
 
-  /**
-   * The watchdog: the contained tree's memory and size, every `ms` (busy) or at rest; Linux only.
-   * Busy, every sample walks the tree; at rest, one in WALK_EVERY_IDLE does and the others read
-   * the memory of the processes known from the last walk.
-   */
-  private poll(ms: number): void {
-    const pid = this.child.pid;
-    clearTimeout(this.watch);
-    if (process.platform !== 'linux' || pid === undefined || this.dead) return;
-    this.watch = setTimeout(() => {
-      const walk =
-        this.pending !== undefined || this.lastTree.length === 0 || ++this.idleSamples % WALK_EVERY_IDLE === 0;
-      void (walk ? sampleTree(pid) : sampleKnown(this.lastTree)).then((sample) => {
-        if (this.dead) return;
-        if (walk && sample.pids.length > 0) this.lastTree = sample.pids;
-        const ceiling = this.ceilingBytes();
-        if (sample.rssBytes > ceiling) {
-          this.kill(
-            'memory',
-            `resident memory ${Math.round(sample.rssBytes / 1048576)} MiB over the ${Math.round(ceiling / 1048576)} MiB ceiling`,
-          );
-        } else if (sample.pids.length > this.treeLimit()) {
-          this.kill('crash', `the sandbox process started other processes (${sample.pids.length} in its tree)`);
-        } else {
-          this.poll(this.pending ? POLL_BUSY_MS : POLL_IDLE_MS);
-        }
-      });
-    }, ms);
-    this.watch.unref();
-  }
-
-  /** bubblewrap adds its own two processes; without it the runner is alone. */
-  private treeLimit(): number {
-    return this.options.isolation.plan.bwrap ? MAX_TREE : 1;
+  /** The watchdog found the contained tree over a limit (it kills the tree next). */
+  private overLimit(breach: TreeBreach): void {
+    if (breach.kind === 'memory') {
+      this.kill(
+        'memory',
+        `resident memory ${Math.round(breach.rssBytes / 1048576)} MiB over the ${Math.round(breach.ceilingBytes / 1048576)} MiB ceiling`,
+      );
+    } else {
+      this.kill('crash', `the sandbox process started other processes (${breach.count} in its tree)`);
+    }
   }
 
   private onMessage(raw: unknown): void {
     const msg = parseChildMessage(raw);
     if (!msg) return this.kill('protocol', 'the sandbox process sent a malformed message');
-    if (msg.t === 'ready') {
-      this.readyHook?.();
-      this.readyHook = undefined;
-      return;
-    }
+    if (msg.t === RUNNER_MESSAGE.ready) return; // the supervisor's handshake
     const pending = this.pending;
     if (!pending || msg.id !== pending.id) return; // a late message of an execution already ended
-    if (msg.t === 'log') return pending.onLog(msg.line);
+    if (msg.t === RUNNER_MESSAGE.log) return pending.onLog(msg.line);
     const { t: _t, id: _id, ...done } = msg;
     const key = pending.key;
     if (key !== undefined && done.outcome === 'ok' && this.options.contexts > 0) {
@@ -340,24 +279,18 @@ export class SandboxWorker {
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
-    this.dead = true;
-    clearTimeout(this.watch);
-    // The namespace's processes end with its first process; the tree's pids are not signalled
-    // here, as they may already belong to other processes.
-    this.options.isolation.users?.give(this.uid);
     if (this.pending) {
-      // runner-common.cjs EXIT.user
-      const refused = code === 78 ? ': it could not switch to its unprivileged user, or refused to run as root' : '';
+      const refused =
+        code === RUNNER_EXIT.user ? ': it could not switch to its unprivileged user, or refused to run as root' : '';
       this.pending.finish({
         killed: 'crash',
         detail: `the sandbox process exited (${signal ?? `code ${code}`})${refused}${this.stderrSummary()}`,
       });
     }
-    for (const fn of this.exitHandlers.splice(0)) fn();
   }
 
   private stderrSummary(): string {
-    const line = this.stderr.trim().split('\n').filter(Boolean).pop();
-    return line ? `: ${line.slice(0, 200)}` : '';
+    const line = this.proc.stderrLine();
+    return line ? `: ${line}` : '';
   }
 }

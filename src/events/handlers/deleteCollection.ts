@@ -1,7 +1,7 @@
 import type { Handler } from '../../services.js';
 import { AppError } from '../../errors/index.js';
 import { parseIfMatch } from '../../http/support.js';
-import { deleteFiles } from '../../runs/index.js';
+import { deleteFiles } from '../../files/index.js';
 import { deleteCollection as remove } from '../collections.js';
 
 /** DELETE /v1/collections/{collectionId} — items, files and the delivery log go with it; If-Match optional. */

@@ -9,9 +9,8 @@ import { Readable } from 'node:stream';
 import { AppError } from '../../errors/index.js';
 import type { Handler } from '../../services.js';
 import { BlobNotFoundError, type BlobReadable } from '../../kernel/blobs.js';
-import { getFile } from '../files.js';
+import { getFile, verifyFileSignature } from '../../files/index.js';
 import { isResultFileId, loadResultFile } from '../result-files.js';
-import { verifyFileSignature } from '../signed-urls.js';
 
 /** RFC 5987 attr-char: everything else in the UTF-8 bytes is percent-encoded. */
 function encodeRfc5987(value: string): string {

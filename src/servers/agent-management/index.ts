@@ -33,17 +33,17 @@ import {
   updateAgent,
   type AgentService,
 } from '../../agents/index.js';
-import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../runs/index.js';
+import { signFileUrl, STEP_FILE_URL_TTL_SECONDS } from '../../files/index.js';
 import type { AgentManagementHandlers } from '../../../generated/tools/servers.js';
 
 /**
  * What the tools reach beyond the call's context: the catalogue (server paths of an agent's
- * configuration are checked against it) and the agent turns. The turns are late-bound: the agent
- * service is built after the gateway, since its turns call tools through this catalogue.
+ * configuration are checked against it) and the agent turns. The composition root builds this
+ * server after the agent service, and mounts it in the gateway the agents' turns call tools through.
  */
 export interface AgentManagementDeps {
   catalog: Pick<GatewayCatalog, 'resolve'>;
-  agents: () => Pick<AgentService, 'start' | 'reset'>;
+  agents: Pick<AgentService, 'start' | 'reset'>;
 }
 
 async function checked(
@@ -91,7 +91,7 @@ function handlers(deps: AgentManagementDeps): AgentManagementHandlers<GatewayCon
       return jsonResult({ ...(await updateAgent(ctx.services.db, ctx.orgId, agentId, patch)) });
     },
     async 'agent-management_agent_invoke'(args, ctx) {
-      const inv = await deps.agents().start({
+      const inv = await deps.agents.start({
         orgId: ctx.orgId,
         agentId: args.agentId,
         message: args.message,
@@ -141,7 +141,7 @@ function handlers(deps: AgentManagementDeps): AgentManagementHandlers<GatewayCon
     },
     async 'agent-management_chat_reset_conversation'(args, ctx) {
       const chat = await chatOf(ctx, args.chatId);
-      await deps.agents().reset(ctx.orgId, chat.chatId);
+      await deps.agents.reset(ctx.orgId, chat.chatId);
       return jsonResult({ success: true, chatId: chat.chatId });
     },
     async 'agent-management_chat_list_artifacts'(args, ctx) {

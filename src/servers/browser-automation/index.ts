@@ -25,7 +25,7 @@ import type { BrowserAutomationHandlers, ToolTypes } from '../../../generated/to
 
 /** The browser tasks the tools start and poll (src/browser/service.ts). */
 export interface BrowserAutomationDeps {
-  browser: () => Pick<BrowserService, 'startScript' | 'startOperator' | 'poll'>;
+  browser: Pick<BrowserService, 'startScript' | 'startOperator' | 'poll'>;
 }
 
 type Tools = ToolTypes['browser-automation'];
@@ -43,19 +43,19 @@ function taskResult<T extends keyof Tools>(record: Record<string, unknown>): Jso
 function handlers(deps: BrowserAutomationDeps): BrowserAutomationHandlers<GatewayContext> {
   return {
     async 'browser-automation_playwright_run'(args, ctx) {
-      return taskResult<'browser-automation_playwright_run'>(await deps.browser().startScript(ctx.orgId, args));
+      return taskResult<'browser-automation_playwright_run'>(await deps.browser.startScript(ctx.orgId, args));
     },
     async 'browser-automation_playwright_run_continue'(args, ctx) {
       return taskResult<'browser-automation_playwright_run_continue'>(
-        await deps.browser().poll(ctx.orgId, 'script', args),
+        await deps.browser.poll(ctx.orgId, 'script', args),
       );
     },
     async 'browser-automation_operator_run'(args, ctx) {
-      return taskResult<'browser-automation_operator_run'>(await deps.browser().startOperator(ctx.orgId, args));
+      return taskResult<'browser-automation_operator_run'>(await deps.browser.startOperator(ctx.orgId, args));
     },
     async 'browser-automation_operator_run_continue'(args, ctx) {
       return taskResult<'browser-automation_operator_run_continue'>(
-        await deps.browser().poll(ctx.orgId, 'operator', args),
+        await deps.browser.poll(ctx.orgId, 'operator', args),
       );
     },
     async 'browser-automation_logins_list'(_args, ctx) {

@@ -37,3 +37,4 @@ export {
 } from './discover.js';
 export { EmbeddingsProvider, type EmbeddingsStatus } from './embeddings.js';
 export { Semantic, SemanticIndex } from './semantic.js';
+export { createDiscoveryMemory, type DiscoveryMemory, type DiscoveryMemoryOptions } from './learning.js';

@@ -10,6 +10,7 @@ import {
   callWebhookTrigger,
   callWebhookTriggerWithQuery,
 } from './trigger-calls.js';
+import { getRunStatus, getRunResults } from './polling.js';
 
 /** Handlers of the trigger management operations in openapi/management.yaml (Handler<operationId> each). */
 export const triggerHandlers = guardBearerAuth({
@@ -27,3 +28,6 @@ export const triggerCallHandlers = {
   callWebhookTrigger,
   callWebhookTriggerWithQuery,
 };
+
+/** Spec endpoints 3 and 4: polling a run's status and results (authorised by the API key). */
+export const runPollingHandlers = { getRunStatus, getRunResults };

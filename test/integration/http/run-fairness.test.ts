@@ -1,8 +1,8 @@
 /**
  * No organisation starves another's runs (src/runs/README.md "Sharing the run slots"): while
  * organisation A floods a service with long code-step runs, organisation B's synchronous call of
- * a trivial workflow answers within twice its idle latency, plus 500 ms for noise (A's runners
- * keep both cores of these machines busy while B's call is measured). A real service on
+ * a trivial workflow answers within twice its idle latency, plus 150 ms for timer and scheduling
+ * noise (A's runners keep both cores of these machines busy while B's call is measured). A real service on
  * loopback, with few run slots so the flood is small: sqlite with the in-process queue, and
  * PostgreSQL with the Redis queue (bee-queue). A's runs all end COMPLETE, each executed once,
  * and never more of them at once than RUN_ORG_CONCURRENCY.
@@ -18,7 +18,7 @@ const ORG_SLOTS = 2;
 /** A's runs: twice as many as the process has slots, each spinning its runner this long. */
 const FLOOD = SLOTS * 2;
 const SPIN_MS = 2500;
-const NOISE_MS = 500;
+const NOISE_MS = 150;
 
 const kinds = await storeKinds();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -19,12 +19,12 @@ import { sendJson } from '../../../src/http/reply.js';
 import { ResponseValidator } from '../../../src/http/response-validator.js';
 import type { HandlerMap } from '../../../src/http/types.js';
 import { LocalBlobStore } from '../../../src/kernel/blobs.js';
-import { recordFile } from '../../../src/runs/files.js';
+import { recordFile } from '../../../src/files/files.js';
 import { stepResultFile } from '../../../src/runs/result-files.js';
 import { newId } from '../../../src/kernel/ids.js';
 import { contentDisposition, downloadRunFile } from '../../../src/runs/handlers/downloadRunFile.js';
-import { ATTACHMENT_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS, signFileUrl } from '../../../src/runs/signed-urls.js';
-import { readMultipartTrigger } from '../../../src/triggers/attachments.js';
+import { ATTACHMENT_URL_TTL_SECONDS, STEP_FILE_URL_TTL_SECONDS, signFileUrl } from '../../../src/files/signed-urls.js';
+import { readMultipartTrigger } from '../../../src/files/attachments.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 
 const ORG = 'org_files';
@@ -40,7 +40,9 @@ describe('op:downloadRunFile — signed run-file downloads over HTTP (sqlite)', 
   let plain: http.Server;
   let plainBase: string;
 
-  before(async () => {
+  before(async function () {
+    // Compiling the response validator for the whole contract takes seconds, more on a busy machine.
+    this.timeout(60_000);
     store = await createTestStore('sqlite');
     await store.db('organizations').insert({ id: ORG, name: 'Files', created_at: new Date().toISOString() });
     // Listen first (the signed URLs need the real port in PUBLIC_URL), then build the app.

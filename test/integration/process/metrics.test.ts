@@ -223,10 +223,15 @@ async function settled(url: string, before: Scrape): Promise<Scrape> {
       d('switchyard_csv_rows_read_total') >= 3
     );
   });
-  // Store gauges are refreshed at most every 2 s.
+  // Store gauges are refreshed at most every 2 s: one refresh taken while the last runs were still
+  // pending shows them until the next, so the gauges are awaited together (and then asserted).
   await until('the store gauges', async () => {
     after = await scrape(url);
-    return after.get(key('switchyard_queue_batches', { state: 'running' })) === 1;
+    return (
+      after.get(key('switchyard_queue_batches', { state: 'running' })) === 1 &&
+      after.get('switchyard_runs_pending') === 0 &&
+      after.get('switchyard_event_outbox_pending') === 0
+    );
   });
   expect(after.get('switchyard_runs_pending')).to.equal(0);
   expect(after.get('switchyard_event_outbox_pending')).to.equal(0);

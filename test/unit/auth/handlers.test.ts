@@ -14,6 +14,7 @@ import {
   type TokenService,
 } from '../../../src/auth/index.js';
 import { authHandlers } from '../../../src/auth/handlers/index.js';
+import { CallTargets } from '../../../src/triggers/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { AppError, OAuthError } from '../../../src/errors/index.js';
 import type { HandlerRequest, OperationId, RequestContext } from '../../../src/services.js';
@@ -90,13 +91,16 @@ for (const kind of kinds) {
     let orgB: string;
     let cred: { id: string; clientId: string; secret: string };
     const secrets: string[] = [];
+    let callTargets: CallTargets | undefined;
 
     function ctx(): Context<undefined>;
     function ctx(auth: AuthContext): Context<AuthContext>;
     function ctx(auth?: AuthContext): Context<AuthContext | undefined> {
-      // These handlers use only config, db, log and tokens of the services.
+      // These handlers use only config, db, log, tokens and the triggers' call targets (whether
+      // the organisation's triggers still need an API key) of the services.
+      callTargets ??= new CallTargets(store.db, config.revocationCacheMs);
       return {
-        services: { config, db: store.db, log: logs.log, tokens, clientAuthLimiter: limiter } as Services,
+        services: { config, db: store.db, log: logs.log, tokens, clientAuthLimiter: limiter, callTargets } as Services,
         log: logs.log,
         requestId: 'req-test',
         auth,
@@ -121,6 +125,7 @@ for (const kind of kinds) {
 
     beforeEach(async () => {
       store = await createTestStore(kind);
+      callTargets = undefined;
       config = testConfig(store.dataDir);
       logs = capturingLog();
       tokens = await createTokenService({ db: store.db, config, log: logs.log });

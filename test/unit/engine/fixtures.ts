@@ -11,6 +11,14 @@ import YAML from 'yaml';
 import type { Services } from '../../../src/services.js';
 import { CallTargets } from '../../../src/triggers/index.js';
 import { createGateway, type Gateway } from '../../../src/gateway/index.js';
+import { createMcpServer } from '../../../src/servers/mcp/index.js';
+import { createGatewayServer } from '../../../src/servers/gateway/index.js';
+import {
+  createDiscoveryEngine,
+  createSidekickServer,
+  type Semantic,
+  type UsageMemory,
+} from '../../../src/servers/sidekick/index.js';
 import type { Config } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { AppError } from '../../../src/errors/index.js';
@@ -138,10 +146,25 @@ const noTokens: TokenService = {
   close: () => Promise.resolve(),
 };
 
-let sharedGateway: Gateway | undefined;
-/** One gateway for every handler context of a test process (its caches are keyed by organisation). */
-function testGateway(config: Config, log: ReturnType<typeof createLogger>): Gateway {
-  return (sharedGateway ??= createGateway({ config, log }));
+let sharedGateway: Gateway<UsageMemory, Semantic> | undefined;
+/**
+ * One gateway for every handler context of a test process (its caches are keyed by organisation),
+ * with the embedded servers that need no agents or browser.
+ */
+function testGateway(config: Config, log: ReturnType<typeof createLogger>): Gateway<UsageMemory, Semantic> {
+  if (sharedGateway) return sharedGateway;
+  const parts = createGateway<UsageMemory, Semantic>({ config, log });
+  const engine = createDiscoveryEngine(parts.catalog);
+  sharedGateway = parts.mount({
+    servers: [
+      createMcpServer(parts.catalog),
+      createSidekickServer(parts.catalog, { engine }),
+      createGatewayServer(engine, parts.catalog),
+    ],
+    discovery: engine,
+    newestOrgs: () => Promise.resolve([]),
+  });
+  return sharedGateway;
 }
 
 export function context(db: Knex, orgId: string, config: Config = testConfig()): BearerContext {

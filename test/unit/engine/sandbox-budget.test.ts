@@ -36,11 +36,11 @@ describe('engine sandbox: pool in the memory budget', function () {
     const budget = runners(3);
     const pool = new SandboxPool({ isolation: await testIsolation(), budget, size: 1, log: silentLog });
     try {
-      // X holds its runner busy for the whole test.
+      // X holds its runner busy for the whole test (long enough for a slow machine's starts).
       const busy = pool.run(
-        step('org_x', 'const end = Date.now() + 3000; while (Date.now() < end) {} return "x"', 10_000),
+        step('org_x', 'const end = Date.now() + 8000; while (Date.now() < end) {} return "x"', 20_000),
       );
-      await new Promise((r) => setTimeout(r, 300));
+      for (let i = 0; i < 200 && treesOf(pool, 'org_x').length === 0; i++) await new Promise((r) => setTimeout(r, 25));
       const xTree = treesOf(pool, 'org_x')[0]!.pids;
       expect((await pool.run(step('org_a'))).outcome).to.equal('ok');
       await pool.start(); // the spare that replaces the one A took

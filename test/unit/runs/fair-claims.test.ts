@@ -16,7 +16,7 @@ import type { Knex } from 'knex';
 import { loadConfig } from '../../../src/config/index.js';
 import { SandboxPool } from '../../../src/engine/index.js';
 import { probeIsolation } from '../../../src/containment/index.js';
-import { InProcessRunQueue, RedisRunQueue, type RunQueue } from '../../../src/queues/run-queue.js';
+import { InProcessRunQueue, RedisRunQueue, type RunQueue } from '../../../src/runs/run-queue.js';
 import { openBlobStore } from '../../../src/kernel/blobs.js';
 import { createOrganization } from '../../../src/auth/index.js';
 import { insertRuns, runRows } from '../../../src/runs/runs.js';

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { BlobNotFoundError, openBlobStore, type LocalBlobStore } from '../../../src/kernel/blobs.js';
-import { recordFile } from '../../../src/runs/files.js';
+import { recordFile } from '../../../src/files/files.js';
 import { pruneFinishedRuns } from '../../../src/runs/retention.js';
 import { insertRuns, runRows } from '../../../src/runs/runs.js';
 import type { RunStatus } from '../../../src/runs/states.js';

@@ -8,7 +8,7 @@ import { loadConfig } from '../../../src/config/index.js';
 import { createLogger } from '../../../src/config/logger.js';
 import { createWorkflow, SandboxPool } from '../../../src/engine/index.js';
 import { probeIsolation } from '../../../src/containment/index.js';
-import { InProcessRunQueue } from '../../../src/queues/run-queue.js';
+import { InProcessRunQueue } from '../../../src/runs/run-queue.js';
 import { openBlobStore } from '../../../src/kernel/blobs.js';
 import { insertRuns, runRows } from '../../../src/runs/runs.js';
 import { createSignals, type Signals } from '../../../src/runs/signals.js';

@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { createOrganization } from '../../../src/auth/index.js';
 import { PROGRESS_AFTER_MS } from '../../../src/runs/recorder.js';
-import { listRunFiles } from '../../../src/runs/files.js';
+import { listRunFiles } from '../../../src/files/files.js';
 import {
   claimedRunRow,
   claimRun,

@@ -14,14 +14,14 @@ import { createLogger } from '../../../src/config/logger.js';
 import { renderError, sendError } from '../../../src/http/render.js';
 import { sendJson } from '../../../src/http/reply.js';
 import { LocalBlobStore } from '../../../src/kernel/blobs.js';
-import { getFile, listRunFiles } from '../../../src/runs/files.js';
-import { verifyFileSignature } from '../../../src/runs/signed-urls.js';
+import { getFile, listRunFiles } from '../../../src/files/files.js';
+import { verifyFileSignature } from '../../../src/files/signed-urls.js';
 import {
   attachToRun,
   discardAttachments,
   readMultipartTrigger,
   type MultipartTrigger,
-} from '../../../src/triggers/attachments.js';
+} from '../../../src/files/attachments.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
 
 const MiB = 1024 * 1024;

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { createClient } from 'redis';
-import { InProcessRunQueue, RedisRunQueue } from '../../../src/queues/run-queue.js';
+import { InProcessRunQueue, RedisRunQueue } from '../../../src/runs/run-queue.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,12 +1,12 @@
 /**
  * Spec endpoints 3 and 4: run status and results, authorised by the API key in the path
- * (used for polling whichever trigger form started the run).
+ * (used for polling whichever trigger form started the run). The results are shaped by the
+ * trigger's designated output, so polling sits with the triggers, above the runs it reads.
  */
 import { AppError } from '../../errors/index.js';
-import { findTrigger } from '../../triggers/index.js';
+import { findRun, resultsView, statusView, type RunRow } from '../../runs/index.js';
 import type { Handler, Services } from '../../services.js';
-import { findRun, type RunRow } from '../runs.js';
-import { resultsView, statusView } from '../views.js';
+import { findTrigger } from '../triggers.js';
 
 async function runFor(services: Services, apiKey: string, automationId: string, runId: string): Promise<RunRow> {
   const key = await services.apiKeys.verify(apiKey);

@@ -14,7 +14,7 @@ import {
   recordFile,
   recordFiles,
   type FileCreate,
-} from '../../../src/runs/files.js';
+} from '../../../src/files/files.js';
 import { createTestStore, storeKinds, type TestStore } from '../../helpers/store.js';
 
 const ORG_A = 'org_a';

@@ -5,8 +5,8 @@ import {
   inspectContent,
   isBlockedFilename,
   isBlockedMediaType,
-} from '../../../src/triggers/attachments.js';
-import { sanitizeFilename } from '../../../src/triggers/filenames.js';
+} from '../../../src/files/attachments.js';
+import { sanitizeFilename } from '../../../src/files/filenames.js';
 
 /** First bytes of real formats, padded so detectors have enough to look at. */
 const samples = {

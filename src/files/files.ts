@@ -7,7 +7,17 @@
 import type { Knex } from 'knex';
 import { newId, nowIso } from '../kernel/ids.js';
 import type { BlobStore } from '../kernel/blobs.js';
-import { isResultFileId, RESULT_FILE_ID_PREFIX } from './result-files.js';
+import type { WriteBatch } from '../storage/write-queue.js';
+
+/**
+ * Ids of a run's step result files (src/runs/result-files.ts): read from the step row, never a
+ * stored file, so no stored file's id starts with this prefix.
+ */
+export const RESULT_FILE_ID_PREFIX = 'result_';
+
+export function isResultFileId(fileId: string): boolean {
+  return fileId.startsWith(RESULT_FILE_ID_PREFIX);
+}
 
 export type FileKind = 'attachment' | 'step' | 'upload' | 'chat' | 'collection';
 export const FILE_KINDS: readonly FileKind[] = ['attachment', 'step', 'upload', 'chat', 'collection'];
@@ -239,4 +249,41 @@ export async function deleteUnattachedAttachments(db: Knex, blobs: BlobStore, cr
   for (const r of rows) byOrg.set(r.org_id, [...(byOrg.get(r.org_id) ?? []), r]);
   for (const [orgId, list] of byOrg) count += await deleteRecords(db, blobs, orgId, list);
   return count;
+}
+
+export interface FileSummary {
+  id: string;
+  filename: string;
+  mimeType: string;
+  size: number;
+}
+
+/** The organisation's files among `fileIds`, in the order given; ids with no file are left out. */
+export async function fileSummaries(db: Knex, orgId: string, fileIds: readonly string[]): Promise<FileSummary[]> {
+  if (fileIds.length === 0) return [];
+  const byId = new Map<string, FileSummary>();
+  for (let i = 0; i < fileIds.length; i += 500) {
+    const rows = (await db('files')
+      .where({ org_id: orgId })
+      .whereIn('id', fileIds.slice(i, i + 500))
+      .select('id', 'filename', 'mime_type', 'size')) as {
+      id: string;
+      filename: string;
+      mime_type: string;
+      size: number | string;
+    }[];
+    for (const r of rows)
+      byId.set(r.id, { id: r.id, filename: r.filename, mimeType: r.mime_type, size: Number(r.size) });
+  }
+  return fileIds.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** Appends file rows to a write batch, inserted before its commit (a run's finish, src/runs/recorder.ts). */
+export function insertFileRowsLater(batch: Pick<WriteBatch, 'insertLater'>, rows: readonly FileRow[]): void {
+  if (rows.length) batch.insertLater('files', rows as unknown as Record<string, unknown>[]);
+}
+
+/** Inserts file rows in the caller's transaction (a run's progress write). */
+export async function insertFileRows(trx: Knex, rows: readonly FileRow[]): Promise<void> {
+  if (rows.length) await trx('files').insert(rows);
 }

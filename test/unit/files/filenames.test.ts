@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { extensionOf, MAX_FILENAME_BYTES, sanitizeFilename } from '../../../src/triggers/filenames.js';
+import { extensionOf, MAX_FILENAME_BYTES, sanitizeFilename } from '../../../src/files/filenames.js';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 

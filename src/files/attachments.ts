@@ -25,7 +25,8 @@ import type { Config } from '../config/index.js';
 import type { Logger } from '../config/logger.js';
 import { AppError, isAppError } from '../errors/index.js';
 import { BlobTooLargeError, type BlobStore } from '../kernel/blobs.js';
-import { attachFilesToRun, deleteFiles, recordFiles, ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from '../runs/index.js';
+import { attachFilesToRun, deleteFiles, recordFiles } from './files.js';
+import { ATTACHMENT_URL_TTL_SECONDS, signFileUrl } from './signed-urls.js';
 import { newId } from '../kernel/ids.js';
 import { extensionOf, sanitizeFilename } from './filenames.js';
 

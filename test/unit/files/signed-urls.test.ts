@@ -8,7 +8,7 @@ import {
   STEP_FILE_URL_TTL_SECONDS,
   signFileUrl,
   verifyFileSignature,
-} from '../../../src/runs/signed-urls.js';
+} from '../../../src/files/signed-urls.js';
 
 const config = {
   secretKey: randomBytes(32),
