@@ -4,8 +4,8 @@
  * - A caller whose run another process executes (RUNNING under a lease that has not expired)
  *   keeps waiting for that process's signal.
  * - A caller whose run is still queued (PENDING) keeps waiting while other processes execute
- *   runs (one of them will take it); when none does, nobody picks it up, and it gets its answer
- *   now, as without Redis: the timeout answer with the run headers to poll.
+ *   runs (one of them will take it); when none has for QUIET_MS, nobody picks it up, and it gets
+ *   its answer then, as without Redis: the timeout answer with the run headers to poll.
  * - Any other caller (its run finished, or left under an expired lease) gets its answer now.
  * At `deadline` every wait still under way ends, and later ones end at once, so the process
  * exits within its grace.
@@ -15,6 +15,11 @@ import type { Signals } from './signals.js';
 
 /** How often the waiting callers' runs are read again while some wait on other processes. */
 const POLL_MS = 200;
+/**
+ * How long no process may be seen executing a run before nobody is taken to pick queued runs
+ * up: a worker that finishes a run claims the next one within this time.
+ */
+const QUIET_MS = 1_000;
 /** Run ids per read. */
 const CHUNK = 500;
 
@@ -52,12 +57,18 @@ async function othersExecute(db: Knex): Promise<boolean> {
 
 export async function drainSyncWaits(deps: DrainWaitsDeps, { deadline }: { deadline: number }): Promise<void> {
   const { db, signals } = deps;
+  let quietSince: number | undefined;
   try {
     for (;;) {
       const waiting = signals.waitingRuns();
       if (waiting.length === 0) return;
       const { pending, elsewhere } = await states(db, waiting);
-      const queuedWait = pending.size > 0 && (elsewhere.size > 0 || (await othersExecute(db)));
+      let queuedWait = false;
+      if (pending.size > 0) {
+        if (elsewhere.size > 0 || (await othersExecute(db))) quietSince = undefined;
+        else quietSince ??= Date.now();
+        queuedWait = quietSince === undefined || Date.now() - quietSince < QUIET_MS;
+      }
       const keep = (id: string) => elsewhere.has(id) || (queuedWait && pending.has(id));
       signals.endWaitsFor(waiting.filter((id) => !keep(id)));
       if (!waiting.some(keep) || Date.now() + POLL_MS >= deadline) return;
