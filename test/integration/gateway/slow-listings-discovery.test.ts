@@ -12,7 +12,7 @@ import { startMcpFixture, type McpFixture } from '../../fixtures/upstreams/mcp-s
 import { callTool, createConnection, registerServer } from './helpers.js';
 
 const SLOW = 6;
-const LIST_DELAY_MS = 2_000;
+const LIST_DELAY_MS = 4_000;
 
 describe('gateway: discovery finds slow upstreams once their first listing arrives', function () {
   this.timeout(60_000);
@@ -55,7 +55,9 @@ describe('gateway: discovery finds slow upstreams once their first listing arriv
   it('the first lookup answers within the budget without them; after their listings arrive every one is found', async () => {
     const t0 = performance.now();
     const first = await echoServers();
-    expect(performance.now() - t0, 'the first lookup waits at most the 1 s listing budget').to.be.below(LIST_DELAY_MS);
+    expect(performance.now() - t0, 'the first lookup does not wait for the listings (1 s listing budget)').to.be.below(
+      LIST_DELAY_MS,
+    );
     expect(first.size, 'no slow upstream has listed yet').to.equal(0);
 
     // The listings land about LIST_DELAY_MS after they were asked; the periodic refresh is minutes away.
