@@ -10,6 +10,9 @@
  *   service maps too, so they are counted once: the target is judged on this); beside it the plain
  *   sum of RSS, which counts those shared pages once per process, and the sum of PSS, which
  *   divides them among every process that maps them, other Node processes on the machine included.
+ * The package's executable is measured alike: `switchyard start` (bin/switchyard.js of this
+ * checkout, or the installed one that SWITCHYARD_CLI names, as scripts/package-check.sh sets it),
+ * which becomes the same service process as `npm start`.
  * Targets: cold start ≤ 1.5 s; idle memory ≤ 150 MB. Medians are printed.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -30,11 +33,14 @@ import {
 const ROUNDS = Number(process.env.BENCH_PRODUCTION_ROUNDS ?? 5);
 const IDLE_MS = 5_000;
 
-type Variant = 'compiled' | 'tsx';
+type Variant = 'compiled' | 'tsx' | 'bin';
 
+const BIN = process.env.SWITCHYARD_CLI ?? path.join(ROOT, 'bin/switchyard.js');
 const ARGS: Record<Variant, string[]> = {
   compiled: [...NPM_START_FLAGS, path.join(ROOT, 'dist/main.js')],
   tsx: [...NPM_START_FLAGS, '--import', 'tsx', path.join(ROOT, 'src/main.ts')],
+  // Under plain `node`, as its `#!/usr/bin/env node` line runs it.
+  bin: [BIN, 'start'],
 };
 
 const start = (variant: Variant, dataDir: string, port: number): ChildProcess =>
@@ -94,9 +100,9 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 export async function run(): Promise<void> {
   buildDist();
-  const samples: Record<Variant, Sample[]> = { compiled: [], tsx: [] };
+  const samples: Record<Variant, Sample[]> = { compiled: [], tsx: [], bin: [] };
   for (let i = 0; i < ROUNDS; i++) {
-    for (const v of ['tsx', 'compiled'] as const) samples[v].push(await sample(v));
+    for (const v of ['tsx', 'compiled', 'bin'] as const) samples[v].push(await sample(v));
   }
   const row = (v: Variant) => {
     const s = samples[v];
@@ -112,6 +118,7 @@ export async function run(): Promise<void> {
   };
   const c = row('compiled');
   const t = row('tsx');
+  const b = row('bin');
   console.log(
     `\nproduction: cold start and idle memory, medians of ${ROUNDS} alternating rounds (Node ${process.version})`,
   );
@@ -122,6 +129,7 @@ export async function run(): Promise<void> {
   for (const [name, r] of [
     ['tsx (src/main.ts)', t],
     ['compiled (dist/main.js)', c],
+    [`switchyard start (${path.relative(ROOT, BIN) || BIN})`, b],
   ] as const) {
     console.log(
       `| ${name} | ${r.first.toFixed(0)} ms | ${r.restart.toFixed(0)} ms | ${r.once.toFixed(0)} MB | ${r.rss.toFixed(0)} MB | ${r.pss.toFixed(0)} MB | ${r.processes} |`,
@@ -129,6 +137,9 @@ export async function run(): Promise<void> {
   }
   console.log(
     `compiled / tsx: first start ${(c.first / t.first).toFixed(2)}, restart ${(c.restart / t.restart).toFixed(2)}, idle memory ${(c.once / t.once).toFixed(2)}`,
+  );
+  console.log(
+    `switchyard start / compiled: first start ${(b.first / c.first).toFixed(2)}, restart ${(b.restart / c.restart).toFixed(2)}, idle memory ${(b.once / c.once).toFixed(2)}`,
   );
   console.log(
     `targets: cold start ≤ 1500 ms: ${Math.max(c.first, c.restart) <= 1500 ? 'met' : 'NOT met'}; idle memory ≤ 150 MB: ${c.once <= 150 ? 'met' : 'NOT met'}`,

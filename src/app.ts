@@ -26,7 +26,14 @@ import {
 import { createAgentManagementServer, type AgentManagementDeps } from './servers/agent-management/index.js';
 import { createBrowserAutomationServer, type BrowserAutomationDeps } from './servers/browser-automation/index.js';
 import { appServerHandlers, gatewayHandlers } from './gateway/handlers/index.js';
-import { createSignals, GroupCommitter, RunWorkers, InProcessRunQueue, RedisRunQueue } from './runs/index.js';
+import {
+  createSignals,
+  drainSyncWaits,
+  GroupCommitter,
+  RunWorkers,
+  InProcessRunQueue,
+  RedisRunQueue,
+} from './runs/index.js';
 import { runHandlers, runListHandlers } from './runs/handlers/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, createChatOrder } from './agents/index.js';
 import { agentHandlers, channelHandlers, sendChannelMessage } from './agents/handlers/index.js';
@@ -220,11 +227,15 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     services,
     workers,
     async drain() {
+      // The waits for runs of other processes end in time for the rest of the shutdown (SHUTDOWN_GRACE_MS).
+      const deadline = Date.now() + config.shutdownGraceMs - Math.min(5_000, config.shutdownGraceMs / 5);
       services.draining = true;
       await workers.drain();
       // Without Redis no other process executes or signals this process's runs: synchronous
       // callers still waiting get the timeout answer now (their runs execute after a restart).
+      // With Redis, those whose runs no other process has picked up get it too (drain-waits.ts).
       if (!redis) signals.endWaits();
+      else await drainSyncWaits({ db, signals }, { deadline });
     },
     async close() {
       await services.browser.stop();

@@ -5,7 +5,7 @@
  * organisation's entries at once in the process that writes (`forgetOrg`, src/storage/changes.ts); other processes see a change within `ttlMs` (REVOCATION_CACHE_MS, the
  * bound already promised for key revocation). It is also discovery's source: every tool of
  * every server, the connections and the resources, with a cheap fingerprint that changes
- * when any of them does.
+ * when any of them does (an upstream's tool list arriving or changing included).
  */
 import { allAppServers, appServersStamp, type AppServer } from './registry.js';
 import { createAppToolServer, listAppServerTools, type UpstreamPool } from './upstream/index.js';
@@ -106,7 +106,7 @@ export class GatewayCatalog implements DiscoverySource {
 
   // ---- DiscoverySource (spec section 8) ----
 
-  fingerprint(ctx: GatewayContext): Promise<string> {
+  private storedStamp(ctx: GatewayContext): Promise<string> {
     return this.fingerprints.get(ctx.orgId, async () => {
       const { db } = ctx.services;
       const [servers, connections, collections] = await Promise.all([
@@ -114,9 +114,20 @@ export class GatewayCatalog implements DiscoverySource {
         connectionsStamp(db, ctx.orgId),
         collectionsStamp(db, ctx.orgId),
       ]);
-      // After `#`: the periodic refresh, which discovery runs in the background (DiscoverySource).
-      return `${servers}|${connections}|${collections}#${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
+      return `${servers}|${connections}|${collections}`;
     });
+  }
+
+  /**
+   * The stored part (memoised as the caches above), the generation of the organisation's
+   * upstream tool lists (read live: a list that arrives after the index was built turns it, so
+   * the next lookup indexes those tools), and after `#` the periodic refresh, which discovery
+   * runs in the background (DiscoverySource).
+   */
+  async fingerprint(ctx: GatewayContext): Promise<string> {
+    const stored = await this.storedStamp(ctx);
+    const listings = this.pool.listings.generation(ctx.orgId);
+    return `${stored}|${listings}#${Math.floor(Date.now() / UPSTREAM_TOOLS_REFRESH_MS)}`;
   }
 
   async tools(ctx: GatewayContext): Promise<CatalogTool[]> {

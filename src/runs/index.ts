@@ -4,6 +4,7 @@
  * workers. Its HTTP handlers are in handlers/index.ts, for the composition root.
  */
 export { createSignals, type Signals, type Finish } from './signals.js';
+export { drainSyncWaits } from './drain-waits.js';
 export { GroupCommitter } from './group-commit.js';
 export { RunWorkers, type RunAdoption } from './worker.js';
 export { InProcessRunQueue, RedisRunQueue, type RunQueue } from './run-queue.js';

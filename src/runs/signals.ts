@@ -36,11 +36,15 @@ export interface Signals {
   /** Every run finished here or (Redis) in another process; returns the unsubscribe function. */
   onRunFinished(listener: (runId: string, status: RunStatus) => void): () => void;
   /**
-   * Shutdown of a process whose runs only it executes and signals (no Redis): every wait under
-   * way, and every later one, ends at once as at its timeout, since no run it waits for can
-   * finish here any more.
+   * Shutdown: every wait under way, and every later one, ends at once as at its timeout. Without
+   * Redis no run it waits for can finish any more; with Redis, drain-waits.ts first keeps the
+   * waits for runs that other processes execute.
    */
   endWaits(): void;
+  /** The runs that synchronous callers of this process wait for now. */
+  waitingRuns(): string[];
+  /** Ends the waits under way for these runs as at their timeout (src/runs/drain-waits.ts). */
+  endWaitsFor(runIds: Iterable<string>): void;
   close(): Promise<void>;
 }
 
@@ -49,8 +53,8 @@ const ANY_RUN = Symbol('any run finished');
 
 class LocalSignals implements Signals {
   protected readonly emitter = new EventEmitter();
-  /** The ends of the waits under way (`endWaits`). */
-  private readonly waits = new Set<() => void>();
+  /** The ends of the waits under way (`endWaits`), with the run each waits for. */
+  private readonly waits = new Map<() => void, string>();
   private ended = false;
   constructor() {
     this.emitter.setMaxListeners(0);
@@ -88,12 +92,19 @@ class LocalSignals implements Signals {
       };
       const timer = setTimeout(end, timeoutMs);
       this.emitter.once(runId, onDone);
-      this.waits.add(end);
+      this.waits.set(end, runId);
     });
   }
   endWaits(): void {
     this.ended = true;
-    for (const end of [...this.waits]) end();
+    for (const end of [...this.waits.keys()]) end();
+  }
+  waitingRuns(): string[] {
+    return [...new Set(this.waits.values())];
+  }
+  endWaitsFor(runIds: Iterable<string>): void {
+    const ids = new Set(runIds);
+    for (const [end, runId] of [...this.waits]) if (ids.has(runId)) end();
   }
   async close(): Promise<void> {
     this.emitter.removeAllListeners();

@@ -242,3 +242,12 @@ async function runFileResult(file: string, args: string[], env: Record<string, s
     return { code: e.code, stdout: e.stdout, stderr: e.stderr };
   }
 }
+
+/** The command line, MALLOC_ARENA_MAX and resident memory (MB) of a process. */
+export function processOf(pid: number): { argv: string[]; arenas: string | undefined; rssMb: number } {
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+  const arenas = env.find((e) => e.startsWith('MALLOC_ARENA_MAX='))?.slice('MALLOC_ARENA_MAX='.length);
+  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]!;
+  return { argv, arenas, rssMb: Number(rss) / 1024 };
+}

@@ -2,7 +2,8 @@
  * The installed package (scripts/package-check.sh installs the `npm pack` tarball with
  * production dependencies only into a temporary prefix and names its executable in
  * SWITCHYARD_CLI): `switchyard start` serves /readyz and runs the demo workflow synchronously;
- * `switchyard start` that only accepts triggers beside `switchyard worker` (Redis) runs it
+ * `switchyard start` is the service process as `npm start` runs it (its Node flags and
+ * MALLOC_ARENA_MAX=2); `switchyard start` that only accepts triggers beside `switchyard worker` (Redis) runs it
  * through the worker. Not part of `npm test`: test/package/mocharc.cjs lists it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { call, freePort } from '../helpers/server.js';
 import { dropRedisKeys } from '../helpers/store.js';
+import { processOf } from '../helpers/process.js';
 
 const CLI = process.env.SWITCHYARD_CLI;
 const VERBS_LOG = process.env.SWITCHYARD_CLI_VERBS;
@@ -82,6 +84,11 @@ describe('the installed package (npm pack, npm install -g --omit=dev)', function
     const proc = run('start', { DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base }, home);
     procs.push(proc);
     await ready(base, proc);
+    // The executable became the service as `npm start` runs it: its flags, MALLOC_ARENA_MAX, no CLI around it.
+    const service = processOf(proc.child.pid!);
+    expect(service.argv.slice(1, -1)).to.deep.equal(['--max-semi-space-size=2']);
+    expect(service.argv.at(-1)).to.match(/\/dist\/main\.js$/);
+    expect(service.arenas).to.equal('2');
     const readiness = await call(base, 'GET', '/readyz');
     expect(readiness.body.status).to.equal('ready');
     const b = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));

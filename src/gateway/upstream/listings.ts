@@ -8,6 +8,9 @@
  * - with no list yet, the caller waits at most `budgetMs` for it; past that it gets no tools,
  *   marked stale with the reason, and the listing goes on in the background for the next call.
  * A failed listing keeps the last good list and records the error, which callers show.
+ * Each organisation has a generation that turns whenever one of its lists arrives with other
+ * tools than it held (a first answer included): discovery stamps its index with it, so a list
+ * that lands after the index was built is indexed on the next lookup.
  */
 import type { ToolDef } from '../types.js';
 
@@ -20,6 +23,8 @@ export interface Listing {
 }
 
 interface Entry {
+  /** The organisation the list belongs to (the key's first part). */
+  orgId: string;
   tools: ToolDef[];
   /** When the tools were last listed (epoch ms); 0 = never. */
   at: number;
@@ -38,6 +43,11 @@ const RETRY_MS = 10_000;
 export class ToolListings {
   /** Map order is recency order. */
   private readonly entries = new Map<string, Entry>();
+  /** Per organisation, the sequence number of the last change of one of its lists. */
+  private readonly generations = new Map<string, number>();
+  private sequence = 0;
+  /** The highest generation dropped from `generations`: what a dropped organisation reads. */
+  private dropped = 0;
 
   constructor(private readonly opts: { freshMs: number; budgetMs: number }) {}
 
@@ -47,7 +57,15 @@ export class ToolListings {
       this.entries.delete(key);
       this.entries.set(key, entry);
     } else {
-      entry = { tools: [], at: 0, failedAt: 0, error: undefined, pending: undefined, waited: false };
+      entry = {
+        orgId: key.slice(0, Math.max(0, key.indexOf('\u0000'))),
+        tools: [],
+        at: 0,
+        failedAt: 0,
+        error: undefined,
+        pending: undefined,
+        waited: false,
+      };
       this.entries.set(key, entry);
       while (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     }
@@ -99,6 +117,26 @@ export class ToolListings {
     return out;
   }
 
+  /**
+   * Turns whenever a list of the organisation arrives with other tools than it held: the
+   * listing part of discovery's fingerprint (src/gateway/catalog.ts). Values are unique across
+   * organisations and only grow, so an index stamped with one is never taken for current after
+   * a change (an organisation dropped beyond MAX_ENTRIES reads the highest dropped value).
+   */
+  generation(orgId: string): number {
+    return this.generations.get(orgId) ?? this.dropped;
+  }
+
+  private changed(orgId: string): void {
+    this.generations.delete(orgId);
+    this.generations.set(orgId, ++this.sequence);
+    for (const [oldest, value] of this.generations) {
+      if (this.generations.size <= MAX_ENTRIES) break;
+      this.generations.delete(oldest);
+      this.dropped = Math.max(this.dropped, value);
+    }
+  }
+
   /** Forgets every list of an organisation (after a registration or connection change in this process). */
   forgetOrg(orgId: string): void {
     for (const key of this.entries.keys()) if (key.startsWith(`${orgId}\u0000`)) this.entries.delete(key);
@@ -114,6 +152,7 @@ export class ToolListings {
     entry.pending ??= fetch()
       .then(
         (tools) => {
+          if (entry.at === 0 || !sameTools(entry.tools, tools)) this.changed(entry.orgId);
           entry.tools = tools;
           entry.at = Date.now();
           entry.error = undefined;
@@ -128,4 +167,9 @@ export class ToolListings {
       });
     return entry.pending;
   }
+}
+
+/** The same tools in the same order, as an index would see them (names, descriptions, schemas). */
+function sameTools(a: ToolDef[], b: ToolDef[]): boolean {
+  return a.length === b.length && JSON.stringify(a) === JSON.stringify(b);
 }

@@ -87,4 +87,30 @@ describe('gateway: tool listing cache', () => {
     l.forgetOrg('org1');
     expect((await l.get('org1\u0000s', never)).tools).to.deep.equal([]);
   });
+
+  it("turns the organisation's generation when a list arrives after the budget or changes, not when it stays the same", async () => {
+    const l = new ToolListings({ freshMs: 60_000, budgetMs: 20 });
+    expect(l.generation('o')).to.equal(0);
+    let answer!: (tools: ToolDef[]) => void;
+    const slow = () =>
+      new Promise<ToolDef[]>((resolve) => {
+        answer = resolve;
+      });
+    // The first caller gives up after the budget: discovery indexes no tools for it yet.
+    expect((await l.get('o\u0000slow', slow)).tools).to.deep.equal([]);
+    const before = l.generation('o');
+    answer([tool('late')]);
+    await new Promise((r) => setTimeout(r, 5));
+    const arrived = l.generation('o');
+    expect(arrived, 'a late first list turns the generation').to.be.above(before);
+    expect(l.generation('other'), 'other organisations keep theirs').to.equal(0);
+    // The same tools again (a refresh past the fresh window): no change.
+    await l.get('o\u0000slow', async () => [tool('late')], Date.now() + 120_000);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(l.generation('o')).to.equal(arrived);
+    // Other tools: a change.
+    await l.get('o\u0000slow', async () => [tool('late'), tool('new')], Date.now() + 240_000);
+    await new Promise((r) => setTimeout(r, 5));
+    expect(l.generation('o')).to.be.above(arrived);
+  });
 });

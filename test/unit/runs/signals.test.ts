@@ -60,6 +60,23 @@ describe('run-finished signals', () => {
       expect(await signals.waitForRun('run_e', 5_000)).to.equal(undefined);
       expect(Date.now() - started).to.be.below(1_000);
     });
+
+    it('waitingRuns names the runs waited for; endWaitsFor ends those waits only, and later waits still wait', async () => {
+      const a1 = signals.waitForFinish('run_a', 5_000);
+      const a2 = signals.waitForFinish('run_a', 5_000);
+      const b = signals.waitForFinish('run_b', 5_000);
+      expect(signals.waitingRuns().sort()).to.deep.equal(['run_a', 'run_b']);
+      signals.endWaitsFor(['run_a', 'run_x']);
+      expect(await a1).to.equal(undefined);
+      expect(await a2).to.equal(undefined);
+      expect(signals.waitingRuns()).to.deep.equal(['run_b']);
+      const again = signals.waitForFinish('run_a', 5_000);
+      await signals.runFinished('run_a', 'COMPLETE');
+      await signals.runFinished('run_b', 'FAILED');
+      expect((await again)?.status).to.equal('COMPLETE');
+      expect((await b)?.status).to.equal('FAILED');
+      expect(signals.waitingRuns()).to.deep.equal([]);
+    });
   });
 
   describe('through Redis, between two processes', () => {
