@@ -16,7 +16,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { processTree, startServer } from './lib.js';
+import { browserTool, processTree, startServer } from './lib.js';
 
 interface DemoInfo {
   url: string;
@@ -44,36 +44,15 @@ async function token(info: DemoInfo): Promise<string> {
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-async function tool(
-  info: DemoInfo,
-  tok: string,
-  name: string,
-  args: Record<string, unknown>,
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool results of two shapes
-): Promise<Record<string, any>> {
-  const res = await fetch(`${info.url}/mcp/browser-automation`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${tok}`,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  });
-  const body = (await res.json()) as { result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
-  if (!body.result || body.result.isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
-  return body.result.structuredContent;
-}
-
 /** One task, start call to completed, in ms; throws when it fails. */
 async function task(info: DemoInfo, tok: string, page?: string, pollMs = 10): Promise<number> {
   const t0 = performance.now();
   const code = page
     ? `const res = await page.goto(${JSON.stringify(page)}); if (!res.ok()) throw new Error('HTTP ' + res.status()); return await page.title();`
     : 'return await page.title();';
-  const started = await tool(info, tok, 'browser-automation_playwright_run', { code, buildId: 'bench' });
+  const started = await browserTool(info.url, tok, 'browser-automation_playwright_run', { code, buildId: 'bench' });
   for (;;) {
-    const polled = await tool(info, tok, 'browser-automation_playwright_run_continue', {
+    const polled = await browserTool(info.url, tok, 'browser-automation_playwright_run_continue', {
       sessionId: started.sessionId,
     });
     if (polled.status === 'completed') return performance.now() - t0;
@@ -145,7 +124,7 @@ export async function run(): Promise<void> {
     // operator_run: MISS (a new key each time) vs HIT (the same key), alternating, after one run that records the HIT's entry.
     const operatorTask = async (cacheKey: string): Promise<{ ms: number; message: string; result: string }> => {
       const t0 = performance.now();
-      const started = await tool(warm.info, warmToken, 'browser-automation_operator_run', {
+      const started = await browserTool(warm.info.url, warmToken, 'browser-automation_operator_run', {
         task: `Open ${page}form, send the name Ada and report the answer`,
         cacheKey,
         agentMode: 'dom',
@@ -153,7 +132,7 @@ export async function run(): Promise<void> {
         recordSession: false,
       });
       for (;;) {
-        const polled = await tool(warm.info, warmToken, 'browser-automation_operator_run_continue', {
+        const polled = await browserTool(warm.info.url, warmToken, 'browser-automation_operator_run_continue', {
           sessionId: started.sessionId,
           collectionId: started.collectionId,
           logFileName: started.logFileName,

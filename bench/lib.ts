@@ -310,3 +310,28 @@ export function processTree(pid: number): number[] {
   for (let i = 0; i < out.length; i++) out.push(...(parent.get(out[i]!) ?? []));
   return out;
 }
+
+/**
+ * Calls a tool of the embedded browser-automation server over MCP's JSON-RPC (one POST) with a
+ * runtime token; its structured result. Throws with the answer when the call fails.
+ */
+export async function browserTool(
+  url: string,
+  token: string,
+  name: string,
+  args: Record<string, unknown>,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool results of several shapes
+): Promise<any> {
+  const res = await fetch(`${url}/mcp/browser-automation`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
+  });
+  const body = (await res.json()) as { result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
+  if (!body.result || body.result.isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
+  return body.result.structuredContent;
+}

@@ -17,7 +17,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { processTree, startServer } from './lib.js';
+import { browserTool, processTree, startServer } from './lib.js';
 
 interface OrgsInfo {
   url: string;
@@ -51,29 +51,13 @@ export interface BrowserTenantsFigures {
   fairness: { idleMs: number; floodedMs: number };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tool results of two shapes
-async function tool(url: string, tok: string, name: string, args: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${url}/mcp/browser-automation`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${tok}`,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args } }),
-  });
-  const body = (await res.json()) as { result?: { isError?: boolean; structuredContent: Record<string, unknown> } };
-  if (!body.result || body.result.isError) throw new Error(`${name}: ${JSON.stringify(body)}`);
-  return body.result.structuredContent;
-}
-
 /** One task, start call to completed, in ms; throws when it fails. */
 async function task(url: string, tok: string, code: string): Promise<number> {
   const t0 = performance.now();
-  const started = await tool(url, tok, 'browser-automation_playwright_run', { code, buildId: 'bench' });
+  const started = await browserTool(url, tok, 'browser-automation_playwright_run', { code, buildId: 'bench' });
   for (;;) {
     await new Promise((r) => setTimeout(r, POLL_MS));
-    const polled = await tool(url, tok, 'browser-automation_playwright_run_continue', {
+    const polled = await browserTool(url, tok, 'browser-automation_playwright_run_continue', {
       sessionId: started.sessionId,
     });
     if (polled.status === 'completed') return performance.now() - t0;

@@ -85,7 +85,8 @@ export function checkSource(file: string, text: string, exempt: ReadonlySet<stri
   return findings;
 }
 
-function sourceFiles(dir: string): string[] {
+/** The TypeScript sources below `dir` (declaration files left out). */
+export function sourceFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir)) {
     const path = join(dir, entry);

@@ -6,10 +6,11 @@
  * `args`, the handlers' argument parameter by convention. Prints each finding and exits 1 when
  * there is any.
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { sourceFiles } from './check-params.js';
 
 export interface CastFinding {
   file: string;
@@ -46,16 +47,6 @@ export function checkCasts(file: string, text: string): CastFinding[] {
   };
   visit(sf);
   return findings;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir)) {
-    const path = join(dir, entry);
-    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
-    else if (/\.(ts|mts)$/.test(entry) && !entry.endsWith('.d.ts')) out.push(path);
-  }
-  return out;
 }
 
 function main(): void {

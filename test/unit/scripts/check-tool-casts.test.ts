@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { checkCasts } from '../../../scripts/check-tool-casts.js';
+import { sourceFiles } from '../../../scripts/check-params.js';
 
 describe('tool-argument cast check (scripts/check-tool-casts.ts)', () => {
   it('finds every assertion applied to the arguments, however they are reached', () => {
@@ -24,15 +26,8 @@ describe('tool-argument cast check (scripts/check-tool-casts.ts)', () => {
     expect(checkCasts('src/servers/x/index.ts', src)).to.deep.equal([]);
   });
 
-  it('src/servers has none', async () => {
-    const { readFileSync, readdirSync, statSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const files = (dir: string): string[] =>
-      readdirSync(dir).flatMap((e) => {
-        const p = join(dir, e);
-        return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
-      });
-    const found = files('src/servers').flatMap((p) => checkCasts(p, readFileSync(p, 'utf8')));
+  it('src/servers has none', () => {
+    const found = sourceFiles('src/servers').flatMap((p) => checkCasts(p, readFileSync(p, 'utf8')));
     expect(found).to.deep.equal([]);
   });
 });
