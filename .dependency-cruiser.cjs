@@ -3,7 +3,7 @@
  * The layering of src/, checked by `npm run lint` (depcruise src --config .dependency-cruiser.cjs)
  * and by test/unit/architecture/boundaries.test.ts.
  *
- *   top        app.ts, services.ts, main.ts, worker.ts, shutdown.ts, embed.ts, cli/
+ *   top        app.ts, services.ts, main.ts, worker.ts, shutdown.ts, embed.ts, cli/, console/
  *   contexts   agents, auth, bootstrap, browser, connections, containment, engine, events, files, gateway,
  *              health, observability, queues, runs, triggers, and each servers/<name> as a context of its own
  *   bottom     kernel/, http/, storage/, config/, errors/ (and generated/, outside src/)
@@ -77,7 +77,7 @@ const SERVICES = '^src/services\\.ts$';
  */
 const RUNNER_PROGRAMS = '^src/(engine/sandbox/runner|browser/script-runner|browser/box-server)\\.cjs$';
 const RUNNER_COMMON = '^src/containment/runner-common\\.cjs$';
-const TOP = '^src/(app|services|main|worker|embed|shutdown)\\.ts$|^src/cli/';
+const TOP = '^src/(app|services|main|worker|embed|shutdown)\\.ts$|^src/(cli|console)/';
 
 /**
  * Files outside a handlers/ folder that are handler edge too and so may import the composition

@@ -8,6 +8,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import { ROOT, Output, TS_HEADER, sha256, listFiles, rel } from './lib.js';
 import { bundleOpenapi, listOperations } from './bundle.js';
 import { generateOperations } from './operations.js';
+import { generateClient } from './client.js';
 import { generateOperationValidators, validatorDts } from './validators.js';
 import {
   loadSchemas,
@@ -29,6 +30,8 @@ async function generate(): Promise<Output> {
   out.json('openapi/switchyard.json', bundle);
   out.add('openapi/types.ts', TS_HEADER + astToString(await openapiTS(bundle as never, { alphabetize: true })));
   out.add('openapi/operations.ts', generateOperations(ops));
+  const componentSchemas = (bundle as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {};
+  out.add('openapi/client.ts', generateClient(Object.keys(componentSchemas)));
 
   const v = generateOperationValidators(bundle, ops);
   out.add('validators/operations.js', v.index);

@@ -1,4 +1,5 @@
 // `node scripts/build.mjs [out dir]`: the compiled build of src/ (default out dir: dist/).
+// The web console (console/, Vite) is built into `<build>/console/` (see buildConsole below).
 // Five ESM bundles of our own code with source maps: main.js (the service, `npm start`),
 // worker.js (`npm run worker`), cli.js (bin/switchyard.js), delivery-thread.js (the event
 // delivery thread) and export-thread.js (the trace export thread), plus their shared chunks, all
@@ -21,7 +22,7 @@
 //   build is removed once no process recorded in its `live/` is alive.
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -37,7 +38,7 @@ const posix = (p) => p.split(path.sep).join('/');
 async function sourcesHash() {
   const hash = createHash('sha256');
   const files = [];
-  for (const dir of ['src', 'generated'])
+  for (const dir of ['src', 'generated', 'console'])
     for (const e of readdirSync(path.join(ROOT, dir), { withFileTypes: true, recursive: true }))
       if (e.isFile()) files.push(path.relative(ROOT, path.join(e.parentPath, e.name)));
   files.push('scripts/build.mjs', 'package.json', 'tsconfig.json');
@@ -47,6 +48,46 @@ async function sourcesHash() {
     hash.update('\0');
   }
   return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * What the console is built from: its folder, the generated client and types it imports, this
+ * script and the manifests. A build whose console sources are those of the current build's
+ * console copies that console instead of running Vite again.
+ */
+async function consoleHash() {
+  const hash = createHash('sha256');
+  const files = readdirSync(path.join(ROOT, 'console'), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)));
+  files.push('generated/openapi/types.ts', 'generated/openapi/client.ts', 'scripts/build.mjs', 'package-lock.json');
+  for (const file of files.sort()) {
+    hash.update(`${posix(file)}\0`);
+    hash.update(await readFile(path.join(ROOT, file)).catch(() => Buffer.alloc(0)));
+    hash.update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * The console into `<dir>/console/`: copied from the previous build when its sources are the
+ * same, else built by Vite (console/vite.config.ts) with its stamp `console/BUILD`.
+ */
+async function buildConsole(dir, previous) {
+  const target = path.join(dir, 'console');
+  const sources = await consoleHash();
+  const before = previous && path.join(previous, 'console');
+  if (before && (await readJson(path.join(before, 'BUILD')))?.sources === sources) {
+    await cp(before, target, { recursive: true });
+    return;
+  }
+  const vite = await import('vite');
+  await vite.build({
+    configFile: path.join(ROOT, 'console', 'vite.config.ts'),
+    build: { outDir: target, emptyOutDir: true },
+    logLevel: 'warn',
+  });
+  await writeFile(path.join(target, 'BUILD'), `${JSON.stringify({ sources })}\n`);
 }
 
 const readJson = (file) =>
@@ -197,6 +238,7 @@ await build({
   },
 });
 await build({ ...common, entryPoints: { cli: 'src/cli/main.ts' } });
+await buildConsole(staging, current?.sources === undefined ? undefined : path.join(out, `b-${current.sources}`));
 const stamp = `${JSON.stringify({ builtAt: new Date().toISOString(), sources })}\n`;
 await writeFile(path.join(staging, 'BUILD'), stamp);
 if (existsSync(path.join(final, 'BUILD'))) await rm(staging, { recursive: true, force: true });

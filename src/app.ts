@@ -46,6 +46,7 @@ import { queueManagementHandlers, queueBatchHandlers } from './queues/handlers/i
 import { BrowserService } from './browser/index.js';
 import { browserLoginHandlers } from './browser/handlers/index.js';
 import { createHttpApp, type HttpApp } from './http/pipeline.js';
+import { CONSOLE_PREFIX, consoleListener } from './console/index.js';
 import { OutboundPolicy, orgFetches, parseOutboundAllowlist } from './kernel/outbound.js';
 import { getHealth, getReadiness } from './health/handlers/index.js';
 import { MemoryBudget, probeIsolation, type Isolation } from './containment/index.js';
@@ -310,7 +311,12 @@ export async function createApp(config: Config, log: Logger, opts: AppOptions = 
         >,
       )
     : undefined;
-  const http = createHttpApp({ services: runtime.services, handlers: allHandlers(), responseValidator });
+  const http = createHttpApp({
+    services: runtime.services,
+    handlers: allHandlers(),
+    responseValidator,
+    mounts: [{ prefix: CONSOLE_PREFIX, listener: consoleListener(log) }],
+  });
   // Discovery indexes are built now, in the background, rather than by the first request.
   void runtime.services.gateway.prewarm(runtime.services);
   return { ...runtime, http, responseValidator };

@@ -25,6 +25,12 @@ export const catalogue = {
     message: 'The request body is too large',
   },
   ERR_ROUTE_NOT_FOUND: { status: 404, code: 'not_found', rpc: -32601, message: 'No such endpoint' },
+  ERR_CONSOLE_NOT_BUILT: {
+    status: 503,
+    code: 'console_not_built',
+    rpc: -32603,
+    message: 'The web console is not built here: run `npm run build` (console/README.md)',
+  },
   ERR_METHOD_NOT_ALLOWED: {
     status: 405,
     code: 'method_not_allowed',

@@ -45,6 +45,23 @@ export interface PipelineOptions<S extends PipelineServices = PipelineServices> 
   handlers: HandlerMap<S>;
   /** Tests pass one: every response is checked against the OpenAPI bundle. */
   responseValidator?: ResponseValidator | undefined;
+  /**
+   * Listeners that answer every request whose path is `prefix` or lies under `prefix/`, outside
+   * the OpenAPI routes (the web console, src/console). Checked before routing.
+   */
+  mounts?: readonly Mount[];
+}
+
+export interface Mount {
+  prefix: string;
+  listener: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+function mountFor(mounts: readonly Mount[], pathname: string): Mount | undefined {
+  for (const m of mounts)
+    if (pathname.startsWith(m.prefix) && (pathname.length === m.prefix.length || pathname[m.prefix.length] === '/'))
+      return m;
+  return undefined;
 }
 
 /** A node:http request listener that can also listen by itself. */
@@ -314,6 +331,7 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     router.on(op.method.toUpperCase() as HTTPMethod, op.path.replace(/\{([^}]+)\}/g, ':$1'), () => undefined, store);
   }
   const { services } = opts;
+  const mounts = opts.mounts ?? [];
   const unknownAnswered = answerMetrics('unknown');
   const notRouted = (res: ServerResponse, method: HTTPMethod, pathname: string): void => {
     const allowed = KNOWN_METHODS.filter((m) => m !== method && servingRoute(router, m, pathname));
@@ -332,6 +350,11 @@ export function createHttpApp<S extends PipelineServices>(options: PipelineOptio
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q < 0 ? url : url.slice(0, q);
+    const mount = mounts.length === 0 ? undefined : mountFor(mounts, pathname);
+    if (mount) {
+      mount.listener(req, res);
+      return;
+    }
     const method = (req.method === 'HEAD' ? 'GET' : req.method) as HTTPMethod;
     const found = servingRoute(router, method, pathname);
     if (!found) {

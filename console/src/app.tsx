@@ -1,0 +1,100 @@
+/** The console's shell: sign-in, the navigation, and the page of the current route. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { currentSession, onSessionChange, signOut } from './api.ts';
+import { SignInDialog, SignInPage } from './auth.tsx';
+import { Link, match, useLocation } from './router.tsx';
+import { Empty, PageTitle } from './ui.tsx';
+import { OverviewPage } from './pages/overview.tsx';
+import { RunsPage } from './pages/runs.tsx';
+import { RunDetailPage } from './pages/run-detail.tsx';
+import { WorkflowsPage } from './pages/workflows.tsx';
+import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
+
+interface Route {
+  pattern: string;
+  page: (params: Record<string, string>, query: URLSearchParams) => ComponentChildren;
+}
+
+const ROUTES: Route[] = [
+  { pattern: '/', page: () => <OverviewPage /> },
+  { pattern: '/runs', page: (_, q) => <RunsPage query={q} /> },
+  { pattern: '/runs/:automationId/:runId', page: (p) => <RunDetailPage automationId={p.automationId!} runId={p.runId!} /> },
+  { pattern: '/workflows', page: () => <WorkflowsPage /> },
+  { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
+];
+
+const NAV: { to: string; label: string; section: string }[] = [
+  { to: '/', label: 'Overview', section: '/' },
+  { to: '/runs', label: 'Runs', section: '/runs' },
+  { to: '/workflows', label: 'Workflows & triggers', section: '/workflows' },
+];
+
+function NotFound() {
+  return (
+    <>
+      <PageTitle>Page not found</PageTitle>
+      <Empty title="There is no console page at this address.">
+        Choose a page in the navigation, or go to the <Link to="/">overview</Link>.
+      </Empty>
+    </>
+  );
+}
+
+function useSignedIn(): boolean {
+  const [signedIn, setSignedIn] = useState(currentSession() !== undefined);
+  useEffect(() => onSessionChange(() => setSignedIn(currentSession() !== undefined)), []);
+  return signedIn;
+}
+
+export function App() {
+  const signedIn = useSignedIn();
+  const { path, query } = useLocation();
+  // Once signed in, the shell stays mounted through token renewals: an expired token opens the
+  // dialog over the page instead of leaving it.
+  const [entered, setEntered] = useState(signedIn);
+  useEffect(() => {
+    if (signedIn) setEntered(true);
+  }, [signedIn]);
+  if (!entered) return <SignInPage />;
+  let content: ComponentChildren = <NotFound />;
+  for (const r of ROUTES) {
+    const params = match(r.pattern, path);
+    if (params) {
+      content = r.page(params, query);
+      break;
+    }
+  }
+  const section = NAV.filter((n) => n.section === '/' ? path === '/' : path.startsWith(n.section))[0]?.section;
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">Switchyard</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((n) => (
+              <li key={n.to}>
+                <Link to={n.to} aria-current={section === n.section ? 'page' : undefined}>
+                  {n.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who">
+          <span class="muted">{currentSession()?.orgId ?? ''}</span>
+          <button type="button" class="small" onClick={() => (signOut(), setEntered(false))}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" key={path}>
+        {content}
+      </main>
+      <SignInDialog />
+    </>
+  );
+}
