@@ -145,7 +145,10 @@ const OWN_CREDENTIAL = /^\/(oauth\/token|auth\/token|ext\/|files\/)/;
 
 const retries = new Map<string, Request>();
 
-export const api = createSwitchyardClient({ baseUrl: location.origin });
+// No cookies or HTTP authentication: with credentials omitted, a 401 of the token endpoint
+// (which names the Basic scheme, RFC 6749 section 5.2) is an answer the page shows, never the
+// browser's own password prompt.
+export const api = createSwitchyardClient({ baseUrl: location.origin, credentials: 'omit' });
 
 api.use({
   onRequest({ request, id }) {
@@ -159,7 +162,7 @@ api.use({
     retries.delete(id);
     if (response.status !== 401 || !again) return response;
     await needNewToken();
-    const retry = new Request(again);
+    const retry = new Request(again, { credentials: 'omit' });
     retry.headers.set('Authorization', `Bearer ${session!.token}`);
     return fetch(retry);
   },

@@ -2,4 +2,7 @@ import { render } from 'preact';
 import { App } from './app.tsx';
 import './styles.css';
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+// The boot message is replaced, not kept beside the app.
+root.textContent = '';
+render(<App />, root);

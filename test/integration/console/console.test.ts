@@ -1,0 +1,294 @@
+/**
+ * The web console (console/README.md) end to end: the built console served by a live service on
+ * loopback, driven in real Chromium against the real API (nothing mocked). One service and one
+ * browser for the whole file. Every page is checked with axe-core (no serious or critical
+ * violation) and photographed into .tmp/console-screenshots/ (git-ignored).
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { expect } from 'chai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM_ARGS } from '../../../src/browser/index.js';
+import { createCredential } from '../../../src/auth/index.js';
+import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
+import { ROOT } from '../../helpers/process.js';
+import { waitTerminal } from '../../helpers/runs.js';
+
+const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+describe('web console (/console) in Chromium', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let org: TestOrg;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let automationId: string;
+  let failingId: string;
+  let apiTrigger: string;
+  let webhookTrigger: string;
+  let completeRun: string;
+  let failedRun: string;
+
+  before(async function () {
+    requireChromium(this);
+    server = await startTestServer('sqlite', { REVOCATION_CACHE_MS: '0' });
+    org = await createTestOrg(server, 'Console org');
+    const wf = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: org.token,
+      body: {
+        name: 'Greeter',
+        description: 'Says hello',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            name: { type: 'string', description: 'Who to greet' },
+            times: { type: 'integer' },
+            loud: { type: 'boolean' },
+          },
+          required: ['name'],
+        },
+        steps: [{ type: 'code', name: 'Greet', code: 'return "hello " + ctx.inputs.name;' }],
+      },
+    });
+    expect(wf.status, wf.text).to.equal(201);
+    automationId = wf.body.automationId;
+    const failing = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: org.token,
+      body: { name: 'Breaks', steps: [{ type: 'code', name: 'Throw', code: 'throw new Error("boom in step");' }] },
+    });
+    failingId = failing.body.automationId;
+    const t1 = await call(server.baseUrl, 'POST', '/v1/triggers', {
+      token: org.token,
+      body: { automationId, kind: 'api', name: 'Greeter API' },
+    });
+    apiTrigger = t1.body.triggerId;
+    const t2 = await call(server.baseUrl, 'POST', '/v1/triggers', {
+      token: org.token,
+      body: { automationId, kind: 'webhook', name: 'Greeter hook' },
+    });
+    webhookTrigger = t2.body.triggerId;
+    const t3 = await call(server.baseUrl, 'POST', '/v1/triggers', {
+      token: org.token,
+      body: { automationId: failingId, kind: 'api', name: 'Breaks API' },
+    });
+    const start = async (triggerId: string, body: unknown) => {
+      const res = await call(server.baseUrl, 'POST', `/ext/triggers/${triggerId}`, {
+        headers: { 'x-api-key': org.apiKey },
+        body,
+      });
+      expect(res.status, res.text).to.equal(200);
+      return { automationId: res.headers.get('x-pf-automation-id')!, runId: res.headers.get('x-pf-run-id')! };
+    };
+    const ok = await start(apiTrigger, { name: 'Ada' });
+    const bad = await start(t3.body.triggerId, {});
+    completeRun = ok.runId;
+    failedRun = bad.runId;
+    await waitTerminal(server, org.apiKey, ok.automationId, ok.runId);
+    await waitTerminal(server, org.apiKey, bad.automationId, bad.runId);
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    // Page scripts never see this; it records what the Content-Security-Policy refused.
+    await context.addInitScript(() => {
+      const w = window as unknown as { cspViolations: string[] };
+      w.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (e) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+    page = await context.newPage();
+    page.setDefaultTimeout(10_000);
+    if (process.env.CONSOLE_DEBUG) {
+      page.on('console', (m) => process.stderr.write(`[console] ${m.text()}\n`));
+      page.on('pageerror', (e) => process.stderr.write(`[pageerror] ${e.message}\n`));
+      page.on('response', (r) => process.stderr.write(`[response] ${r.status()} ${r.url()}\n`));
+    }
+    mkdirSync(SHOTS, { recursive: true });
+  });
+
+  after(async () => {
+    await browser?.close();
+    server?.assertResponsesValid();
+    await server?.close();
+  });
+
+  async function audit(name: string): Promise<void> {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    await page.evaluate(AXE);
+    const violations = (await page.evaluate(() =>
+      (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run().then((r) => r.violations),
+    )) as AxeViolation[];
+    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    expect(
+      bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+      `axe on ${name}`,
+    ).to.deep.equal([]);
+    const csp = await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
+    expect(csp, `CSP violations on ${name}`).to.deep.equal([]);
+  }
+
+  it('serves the app, its hashed assets and the security headers at /console', async () => {
+    const index = await fetch(`${server.baseUrl}/console/runs/some/route`);
+    expect(index.status).to.equal(200);
+    expect(index.headers.get('content-type')).to.match(/^text\/html/);
+    expect(index.headers.get('cache-control')).to.equal('no-cache');
+    const csp = index.headers.get('content-security-policy')!;
+    expect(csp).to.include("default-src 'self'").and.include("frame-ancestors 'none'").and.include("script-src 'self'");
+    expect(csp).not.to.include('unsafe-inline');
+    expect(index.headers.get('x-frame-options')).to.equal('DENY');
+    const html = await index.text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).to.be.greaterThan(1);
+    expect(html).not.to.match(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.to.include('style=');
+    for (const a of assets) {
+      const res = await fetch(`${server.baseUrl}${a}`, { headers: { 'accept-encoding': 'gzip' } });
+      expect(res.status, a).to.equal(200);
+      expect(res.headers.get('cache-control')).to.equal('public, max-age=31536000, immutable');
+      expect(res.headers.get('x-frame-options')).to.equal('DENY');
+    }
+    const missing = await call(server.baseUrl, 'GET', '/console/assets/nope.js');
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.include({ error: 'not_found' });
+    const post = await call(server.baseUrl, 'POST', '/console', { body: {} });
+    expect(post.status).to.equal(405);
+    expect(post.body.error).to.equal('method_not_allowed');
+    expect(post.headers.get('allow')).to.equal('GET, HEAD');
+  });
+
+  it('signs in with the keyboard; a wrong secret shows the error message and code', async () => {
+    await page.goto(`${server.baseUrl}/console/`);
+    await page.getByRole('heading', { name: 'Sign in to Switchyard' }).waitFor();
+    await audit('sign-in');
+    await page.getByLabel('Client id').fill(org.clientId);
+    await page.getByLabel('Client secret').fill('not-the-secret');
+    await page.getByLabel('Organisation id').fill(org.orgId);
+    await page.keyboard.press('Enter');
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).to.include('invalid_client');
+    await page.getByLabel('Client secret').fill(org.clientSecret);
+    await page.getByLabel('Client secret').press('Enter');
+    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    const stored = await page.evaluate(() => JSON.stringify(sessionStorage) + JSON.stringify(localStorage));
+    expect(stored, 'the secret is never stored').not.to.include(org.clientSecret);
+  });
+
+  it('overview: runs per minute, the failures of the hour with their first error', async () => {
+    await page.locator('.chart canvas').first().waitFor();
+    const failures = page.locator('section[aria-labelledby="ov-failures"]');
+    await failures.getByText('boom in step').waitFor();
+    await page.getByText('No queues yet.').waitFor();
+    await page.getByText('No failed or dropped event deliveries.').waitFor();
+    await audit('overview');
+  });
+
+  it('runs: lists, filters by status and opens a run with its step timeline', async () => {
+    // Keyboard: the navigation link is reached and followed with the keyboard.
+    await page.getByRole('link', { name: 'Runs', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+    await page.getByRole('link', { name: completeRun }).waitFor();
+    await page.getByRole('link', { name: failedRun }).waitFor();
+    await audit('runs');
+    await page.getByLabel('Status').selectOption('FAILED');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/status=FAILED/);
+    await page.getByRole('link', { name: failedRun }).waitFor();
+    expect(await page.getByRole('link', { name: completeRun }).count()).to.equal(0);
+    await page.getByRole('link', { name: failedRun }).click();
+    await page.getByRole('heading', { name: `Run ${failedRun}` }).waitFor();
+    await page.getByLabel('Trigger API key').fill(org.apiKey);
+    await page.getByRole('button', { name: 'Show steps and results' }).click();
+    await page.locator('.timeline li').first().waitFor();
+    expect(await page.locator('.timeline').textContent()).to.include('Throw').and.include('FAILED');
+    await audit('run-detail');
+  });
+
+  it('a run page follows a RUNNING run live until it ends', async () => {
+    const slow = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: org.token,
+      body: {
+        name: 'Slow',
+        steps: [
+          { type: 'code', name: 'Wait', code: 'const end = Date.now() + 2500; while (Date.now() < end) {} return 1;' },
+          { type: 'code', name: 'After', code: 'return 2;' },
+        ],
+      },
+    });
+    const trg = await call(server.baseUrl, 'POST', '/v1/triggers', {
+      token: org.token,
+      body: { automationId: slow.body.automationId, kind: 'api' },
+    });
+    const res = await fetch(`${server.baseUrl}/ext/triggers/${trg.body.triggerId}`, {
+      method: 'POST',
+      headers: { 'x-api-key': org.apiKey, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const runId = res.headers.get('x-pf-run-id')!;
+    await page.goto(`${server.baseUrl}/console/runs/${slow.body.automationId}/${runId}`);
+    await page.getByLabel('Trigger API key').fill(org.apiKey);
+    await page.getByRole('button', { name: 'Show steps and results' }).click();
+    await page.getByText(/updating every 2 s/).waitFor();
+    await page.locator('.timeline li', { hasText: 'After' }).getByText('COMPLETE').waitFor({ timeout: 20_000 });
+    expect(await page.getByText(/updating every/).count()).to.equal(0);
+  });
+
+  it('workflows: triggers with their URLs (the webhook one hidden until asked) and a try-it form', async () => {
+    await page.getByRole('link', { name: 'Workflows & triggers' }).click();
+    await page.getByRole('heading', { name: 'Workflows & triggers', level: 1 }).waitFor();
+    await audit('workflows');
+    await page.getByRole('link', { name: 'Greeter' }).click();
+    await page.getByRole('heading', { name: 'Workflow Greeter' }).waitFor();
+    const hookRow = page.locator('tr', { hasText: webhookTrigger });
+    expect(await hookRow.locator('code').textContent()).to.include('••••••');
+    await hookRow.getByRole('button', { name: /Show the webhook URL/ }).click();
+    expect(await hookRow.locator('code').textContent()).to.include(`/triggers/${webhookTrigger}`);
+    await page.locator('tr', { hasText: apiTrigger }).getByRole('button', { name: /Copy the URL/ }).waitFor();
+    await audit('workflow-detail');
+
+    await page.getByLabel('API key').fill(org.apiKey);
+    await page.getByLabel('name (required)').fill('Grace');
+    await page.getByLabel('times').fill('3');
+    await page.getByLabel(/Synchronous/).check();
+    await page.getByRole('button', { name: 'Call the trigger' }).click();
+    const outcome = page.locator('.outcome');
+    await outcome.waitFor();
+    expect(await outcome.textContent()).to.include('hello Grace');
+    // An error answer of the API is shown with its message and code.
+    await page.getByLabel('API key').fill('wrong-key');
+    await page.getByLabel(/Asynchronous/).check();
+    await page.getByRole('button', { name: 'Call the trigger' }).click();
+    await page.locator('.tryit [role="alert"]').getByText('invalid_api_key').waitFor();
+    await audit('workflow-try-it');
+  });
+
+  it('an expired session asks to sign in again over the page and sends the refused call again', async () => {
+    const second = await createCredential(server.app.services.db, org.orgId, { label: 'console' });
+    await page.goto(`${server.baseUrl}/console/workflows`);
+    await page.getByRole('heading', { name: 'Workflows & triggers', level: 1 }).waitFor();
+    // The credential of the current token is revoked: its token stops being accepted.
+    const creds = await call(server.baseUrl, 'GET', '/v1/credentials', { token: org.token });
+    const first = creds.body.items.find((c: { clientId: string }) => c.clientId === org.clientId);
+    const revoked = await call(server.baseUrl, 'DELETE', `/v1/credentials/${first.id}`, { token: org.token });
+    expect(revoked.status, revoked.text).to.be.oneOf([200, 204]);
+    await page.getByRole('link', { name: 'Greeter' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Your session has expired' });
+    await dialog.waitFor();
+    await audit('session-expired');
+    await dialog.getByLabel('Client id').fill(second.credential.clientId);
+    await dialog.getByLabel('Client secret').fill(second.clientSecret);
+    await dialog.getByLabel('Client secret').press('Enter');
+    await page.getByRole('heading', { name: 'Workflow Greeter' }).waitFor();
+    expect(await dialog.isVisible()).to.equal(false);
+    expect(page.url()).to.include(`/console/workflows/${automationId}`);
+  });
+});
