@@ -15,6 +15,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'tenants-browser': () => import('./tenants-browser.js'),
   'discovery-real': () => import('./discovery-real.js'),
   production: () => import('./production.js'),
+  console: () => import('./console.js'),
 };
 
 const wanted = process.argv.slice(2);

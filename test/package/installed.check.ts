@@ -2,6 +2,7 @@
  * The installed package (scripts/package-check.sh installs the `npm pack` tarball with
  * production dependencies only into a temporary prefix and names its executable in
  * SWITCHYARD_CLI): `switchyard start` serves /readyz and runs the demo workflow synchronously;
+ * `switchyard start` also serves the web console at /console;
  * `switchyard start` is the service process as `npm start` runs it (its Node flags and
  * MALLOC_ARENA_MAX=2); `switchyard start` that only accepts triggers beside `switchyard worker` (Redis) runs it
  * through the worker. Not part of `npm test`: test/package/mocharc.cjs lists it.
@@ -96,6 +97,18 @@ describe('the installed package (npm pack, npm install -g --omit=dev)', function
     expect(res.status, res.text).to.equal(200);
     expect(res.body.status, res.text).to.equal('COMPLETE');
     expect(res.body.results[0].result.result).to.equal('Hello, Installed!');
+    // The web console ships in the package: the page of a client-side route and each of its assets.
+    const page = await fetch(`${base}/console/runs`);
+    expect(page.status).to.equal(200);
+    expect(page.headers.get('content-security-policy')).to.include("default-src 'self'");
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(assets, 'the assets the console page names').to.have.length.greaterThan(1);
+    for (const asset of assets) {
+      const res = await fetch(`${base}${asset}`);
+      expect(res.status, asset).to.equal(200);
+      expect((await res.arrayBuffer()).byteLength, asset).to.be.greaterThan(0);
+    }
     expect(await stop(proc)).to.equal(0);
   });
 
