@@ -5,7 +5,7 @@ export default tseslint.config(
   { ignores: ['node_modules/', 'generated/', 'data/', '.tmp/', 'dist/'] },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     rules: {
       'no-console': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -56,7 +56,7 @@ async function timeTo(
   });
   await page.goto(url);
   await page.waitForSelector(selector);
-  const ms = (await page.evaluate(() => (window as unknown as { __rendered: number }).__rendered)) as number;
+  const ms = (await page.evaluate('window.__rendered')) as number;
   await context.close();
   return { ms, scripts };
 }
@@ -110,7 +110,9 @@ export async function run(): Promise<void> {
         }),
       );
     const firstJs = await sizes(first.scripts.map((s) => s.url));
-    const lazyJs = await sizes(overview.scripts.map((s) => s.url).filter((u) => !first.scripts.some((f) => f.url === u)));
+    const lazyJs = await sizes(
+      overview.scripts.map((s) => s.url).filter((u) => !first.scripts.some((f) => f.url === u)),
+    );
     const sent = first.scripts.reduce((a, s) => a + s.bytes, 0);
     const gz = firstJs.reduce((a, s) => a + s.gzip, 0);
     console.log('\nConsole (npm run bench console), Chromium, compiled service on loopback');
@@ -122,7 +124,9 @@ export async function run(): Promise<void> {
 
     const times = { baseline: [] as number[], signIn: [] as number[], overview: [] as number[] };
     for (let i = 0; i < LOADS; i++) {
-      times.baseline.push((await timeTo(browser, `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/`, 'h1')).ms);
+      times.baseline.push(
+        (await timeTo(browser, `http://127.0.0.1:${(baseline.address() as AddressInfo).port}/`, 'h1')).ms,
+      );
       times.signIn.push((await timeTo(browser, `${base}/console/`, 'h1')).ms);
       times.overview.push((await timeTo(browser, `${base}/console/`, OVERVIEW_DRAWN, [signedIn])).ms);
     }

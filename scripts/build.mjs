@@ -38,7 +38,7 @@ const posix = (p) => p.split(path.sep).join('/');
 async function sourcesHash() {
   const hash = createHash('sha256');
   const files = [];
-  for (const dir of ['src', 'generated', 'console'])
+  for (const dir of ['src', 'generated', 'console'].filter((d) => existsSync(path.join(ROOT, d))))
     for (const e of readdirSync(path.join(ROOT, dir), { withFileTypes: true, recursive: true }))
       if (e.isFile()) files.push(path.relative(ROOT, path.join(e.parentPath, e.name)));
   files.push('scripts/build.mjs', 'package.json', 'tsconfig.json');
@@ -70,16 +70,22 @@ async function consoleHash() {
 }
 
 /**
- * The console into `<dir>/console/`: copied from the previous build when its sources are the
- * same, else built by Vite (console/vite.config.ts) with its stamp `console/BUILD`.
+ * The console into `<dir>/console/`: copied from an earlier build of the same console sources
+ * (`candidates`: the build this out dir had, and the one of the checkout's dist/, which test
+ * builds into other out dirs reuse), else built by Vite (console/vite.config.ts), with its stamp
+ * `console/BUILD`. A copy of the package without console/ builds no console (the service then
+ * answers that it is not built).
  */
-async function buildConsole(dir, previous) {
+async function buildConsole(dir, candidates) {
+  if (!existsSync(path.join(ROOT, 'console'))) return;
   const target = path.join(dir, 'console');
   const sources = await consoleHash();
-  const before = previous && path.join(previous, 'console');
-  if (before && (await readJson(path.join(before, 'BUILD')))?.sources === sources) {
-    await cp(before, target, { recursive: true });
-    return;
+  for (const build of candidates) {
+    const before = build && path.join(build, 'console');
+    if (before && (await readJson(path.join(before, 'BUILD')))?.sources === sources) {
+      await cp(before, target, { recursive: true });
+      return;
+    }
   }
   const vite = await import('vite');
   await vite.build({
@@ -238,7 +244,11 @@ await build({
   },
 });
 await build({ ...common, entryPoints: { cli: 'src/cli/main.ts' } });
-await buildConsole(staging, current?.sources === undefined ? undefined : path.join(out, `b-${current.sources}`));
+const checkoutBuild = (await readJson(path.join(ROOT, 'dist', 'BUILD')))?.sources;
+await buildConsole(staging, [
+  current?.sources === undefined ? undefined : path.join(out, `b-${current.sources}`),
+  checkoutBuild === undefined ? undefined : path.join(ROOT, 'dist', `b-${checkoutBuild}`),
+]);
 const stamp = `${JSON.stringify({ builtAt: new Date().toISOString(), sources })}\n`;
 await writeFile(path.join(staging, 'BUILD'), stamp);
 if (existsSync(path.join(final, 'BUILD'))) await rm(staging, { recursive: true, force: true });

@@ -88,7 +88,11 @@ export function failureOf(response: Response, body: unknown): ApiFailure {
     const message = b.message ?? b.error_description ?? response.statusText;
     return new ApiFailure(response.status, b.error, message, b.details);
   }
-  return new ApiFailure(response.status, `http_${response.status}`, `The service answered ${response.status} ${response.statusText}`);
+  return new ApiFailure(
+    response.status,
+    `http_${response.status}`,
+    `The service answered ${response.status} ${response.statusText}`,
+  );
 }
 
 /**
@@ -177,7 +181,11 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
   try {
     r = await call;
   } catch (err) {
-    throw new ApiFailure(0, 'network_error', `The service could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ApiFailure(
+      0,
+      'network_error',
+      `The service could not be reached: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   if (r.response.ok) return r.data as T;
   throw failureOf(r.response, r.error);

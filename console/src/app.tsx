@@ -19,7 +19,10 @@ interface Route {
 const ROUTES: Route[] = [
   { pattern: '/', page: () => <OverviewPage /> },
   { pattern: '/runs', page: (_, q) => <RunsPage query={q} /> },
-  { pattern: '/runs/:automationId/:runId', page: (p) => <RunDetailPage automationId={p.automationId!} runId={p.runId!} /> },
+  {
+    pattern: '/runs/:automationId/:runId',
+    page: (p) => <RunDetailPage automationId={p.automationId!} runId={p.runId!} />,
+  },
   { pattern: '/workflows', page: () => <WorkflowsPage /> },
   { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
 ];
@@ -65,7 +68,7 @@ export function App() {
       break;
     }
   }
-  const section = NAV.filter((n) => n.section === '/' ? path === '/' : path.startsWith(n.section))[0]?.section;
+  const section = NAV.filter((n) => (n.section === '/' ? path === '/' : path.startsWith(n.section)))[0]?.section;
   return (
     <>
       <a class="skip" href="#main">

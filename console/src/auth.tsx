@@ -22,7 +22,11 @@ export function SignInForm({ idPrefix, onDone }: { idPrefix: string; onDone?: ()
         setBusy(true);
         setError(undefined);
         try {
-          await signIn(String(fields.get('clientId')).trim(), String(fields.get('clientSecret')), String(fields.get('orgId')).trim());
+          await signIn(
+            String(fields.get('clientId')).trim(),
+            String(fields.get('clientSecret')),
+            String(fields.get('orgId')).trim(),
+          );
           // The secret leaves the page with the request that used it.
           (form.elements.namedItem('clientSecret') as HTMLInputElement).value = '';
           onDone?.();
@@ -43,7 +47,13 @@ export function SignInForm({ idPrefix, onDone }: { idPrefix: string; onDone?: ()
       </div>
       <div class="field">
         <label for={id('org')}>Organisation id</label>
-        <input id={id('org')} name="orgId" required defaultValue={hint?.orgId ?? ''} aria-describedby={id('org-help')} />
+        <input
+          id={id('org')}
+          name="orgId"
+          required
+          defaultValue={hint?.orgId ?? ''}
+          aria-describedby={id('org-help')}
+        />
         <p class="help" id={id('org-help')}>
           Shown with the credential when it was created (<code>orgId</code>).
         </p>
@@ -81,12 +91,7 @@ export function SignInDialog() {
     if (!open && d.open) d.close();
   }, [open]);
   return (
-    <dialog
-      ref={ref}
-      aria-labelledby="reauth-title"
-      onCancel={(e) => e.preventDefault()}
-      class="reauth"
-    >
+    <dialog ref={ref} aria-labelledby="reauth-title" onCancel={(e) => e.preventDefault()} class="reauth">
       <h2 id="reauth-title">Your session has expired</h2>
       <p>Sign in again to continue; this page stays as it is and the refused request is sent again.</p>
       {open && <SignInForm idPrefix="reauth" onDone={() => setOpen(false)} />}

@@ -34,7 +34,12 @@ export function RunsChart({ minutes, series, title }: { minutes: number[]; serie
           height: 220,
           series: [
             {},
-            ...series.map((s) => ({ label: s.label, stroke: colorOf(s.colorClass), width: 2, points: { show: false } })),
+            ...series.map((s) => ({
+              label: s.label,
+              stroke: colorOf(s.colorClass),
+              width: 2,
+              points: { show: false },
+            })),
           ],
           axes: [{}, { label: 'runs / min' }],
           scales: { x: { time: true } },

@@ -131,7 +131,8 @@ export function consoleListener(
     const file = files.get(rel);
     if (file && rel !== 'index.html') return send(req, res, file);
     // A missing asset is an error; any other path is one of the app's own routes.
-    if (rel.startsWith('assets/') || /\.[a-z0-9]+$/i.test(rel)) return fail(res, new AppError('ERR_ROUTE_NOT_FOUND'), log);
+    if (rel.startsWith('assets/') || /\.[a-z0-9]+$/i.test(rel))
+      return fail(res, new AppError('ERR_ROUTE_NOT_FOUND'), log);
     return send(req, res, files.get('index.html')!);
   };
 }

@@ -47,7 +47,8 @@ function perMinute(runs: RunSummary[], since: number): { minutes: number[]; seri
 
 function Failures({ runs }: { runs: RunSummary[] }) {
   const failed = runs.filter((r) => r.status === 'FAILED' || r.status === 'TIMEOUT');
-  if (failed.length === 0) return <Empty title="No failures in the last hour.">Failed and timed-out runs will be listed here.</Empty>;
+  if (failed.length === 0)
+    return <Empty title="No failures in the last hour.">Failed and timed-out runs will be listed here.</Empty>;
   const byWorkflow = new Map<string, RunSummary[]>();
   for (const r of failed) byWorkflow.set(r.automationId, [...(byWorkflow.get(r.automationId) ?? []), r]);
   return (
@@ -155,7 +156,9 @@ function Deliveries() {
     <Show state={state} what="the event deliveries">
       {(rows) =>
         rows.length === 0 ? (
-          <Empty title="No failed or dropped event deliveries.">Deliveries to collection trigger URLs that fail will be listed here.</Empty>
+          <Empty title="No failed or dropped event deliveries.">
+            Deliveries to collection trigger URLs that fail will be listed here.
+          </Empty>
         ) : (
           <table>
             <thead>
@@ -204,7 +207,10 @@ export function OverviewPage() {
               </Empty>
             ) : (
               <>
-                <RunsChart {...perMinute(list, since)} title={`Runs in the last hour by status (${list.length} runs)`} />
+                <RunsChart
+                  {...perMinute(list, since)}
+                  title={`Runs in the last hour by status (${list.length} runs)`}
+                />
                 {!complete && <p class="muted">Only the newest {list.length} runs of the hour are counted.</p>}
               </>
             )

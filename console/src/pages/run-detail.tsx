@@ -44,8 +44,8 @@ function KeyForm({ onKey }: { onKey: (k: string) => void }) {
         <label for="run-key">Trigger API key</label>
         <input id="run-key" name="apiKey" type="password" autocomplete="off" required aria-describedby="run-key-help" />
         <p class="help" id="run-key-help">
-          Steps, results and files are read through the polling endpoints, which take an API key of the organisation
-          (<code>switchyard keys create</code>). It stays in this tab's memory only.
+          Steps, results and files are read through the polling endpoints, which take an API key of the organisation (
+          <code>switchyard keys create</code>). It stays in this tab's memory only.
         </p>
       </div>
       <button type="submit" class="primary">
@@ -115,12 +115,16 @@ function Steps({ automationId, runId, apiKey }: { automationId: string; runId: s
     const path = { apiKey, automationId, runId };
     const poll = async () => {
       try {
-        const s = await unwrap(api.GET('/ext/webhook/{apiKey}/runs/{automationId}/{runId}/status', { params: { path } }));
+        const s = await unwrap(
+          api.GET('/ext/webhook/{apiKey}/runs/{automationId}/{runId}/status', { params: { path } }),
+        );
         if (stop) return;
         setStatus(s);
         setError(undefined);
         if (!LIVE.has(s.status) || Object.values(s.stepStatus ?? {}).some((v) => v !== 'PENDING' && v !== 'RUNNING')) {
-          const r = await unwrap(api.GET('/ext/webhook/{apiKey}/runs/{automationId}/{runId}/results', { params: { path } }));
+          const r = await unwrap(
+            api.GET('/ext/webhook/{apiKey}/runs/{automationId}/{runId}/results', { params: { path } }),
+          );
           if (!stop) setResults(r);
         }
         if (LIVE.has(s.status) && !stop) timer = setTimeout(poll, POLL_MS);

@@ -50,9 +50,10 @@ function Filters({ query }: { query: URLSearchParams }) {
               {w.name}
             </option>
           ))}
-          {query.get('automationId') && !choices.data?.workflows.some((w) => w.automationId === query.get('automationId')) && (
-            <option value={query.get('automationId')!}>{query.get('automationId')}</option>
-          )}
+          {query.get('automationId') &&
+            !choices.data?.workflows.some((w) => w.automationId === query.get('automationId')) && (
+              <option value={query.get('automationId')!}>{query.get('automationId')}</option>
+            )}
         </select>
       </div>
       <div class="field">
@@ -88,7 +89,9 @@ function Filters({ query }: { query: URLSearchParams }) {
       <button type="submit" class="primary">
         Apply filters
       </button>
-      {choices.error && <p class="muted">The workflow and trigger lists could not be loaded: {choices.error.message}</p>}
+      {choices.error && (
+        <p class="muted">The workflow and trigger lists could not be loaded: {choices.error.message}</p>
+      )}
     </form>
   );
 }

@@ -14,7 +14,9 @@ import type { Trigger, Workflow } from '../../../generated/openapi/client.ts';
 async function load(automationId: string) {
   const [workflow, versions, triggers] = await Promise.all([
     unwrap(api.GET('/v1/workflows/{automationId}', { params: { path: { automationId } } })),
-    unwrap(api.GET('/v1/workflows/{automationId}/versions', { params: { path: { automationId }, query: { limit: 50 } } })),
+    unwrap(
+      api.GET('/v1/workflows/{automationId}/versions', { params: { path: { automationId }, query: { limit: 50 } } }),
+    ),
     unwrap(api.GET('/v1/triggers', { params: { query: { automationId, limit: 200 } } })),
   ]);
   return { workflow, versions: versions.items, triggers: triggers.items };
@@ -40,7 +42,12 @@ function TriggerUrl({ trigger }: { trigger: Trigger }) {
   ) : (
     <span class="url">
       <code>{url.replace(/\/ext\/webhook\/[^/]+\//, '/ext/webhook/••••••/')}</code>{' '}
-      <button type="button" class="small" onClick={() => setShown(true)} aria-label={`Show the webhook URL of trigger ${trigger.name}`}>
+      <button
+        type="button"
+        class="small"
+        onClick={() => setShown(true)}
+        aria-label={`Show the webhook URL of trigger ${trigger.name}`}
+      >
         Show
       </button>
     </span>
@@ -51,8 +58,8 @@ function Triggers({ triggers }: { triggers: Trigger[] }) {
   if (triggers.length === 0)
     return (
       <Empty title="This workflow has no trigger yet.">
-        Add one with <code>POST /v1/triggers</code> (<code>kind</code> <code>api</code> or <code>webhook</code>) to call it
-        over HTTP.
+        Add one with <code>POST /v1/triggers</code> (<code>kind</code> <code>api</code> or <code>webhook</code>) to call
+        it over HTTP.
       </Empty>
     );
   return (
@@ -95,7 +102,12 @@ interface Outcome {
   body: unknown;
 }
 
-async function callTrigger(trigger: Trigger, apiKey: string, inputs: Record<string, unknown>, sync: boolean): Promise<Outcome> {
+async function callTrigger(
+  trigger: Trigger,
+  apiKey: string,
+  inputs: Record<string, unknown>,
+  sync: boolean,
+): Promise<Outcome> {
   const header = { 'x-api-wait': sync ? ('true' as const) : ('false' as const) };
   const call =
     trigger.kind === 'api'
@@ -205,7 +217,9 @@ function TryIt({ workflow, triggers }: { workflow: Workflow; triggers: Trigger[]
                 <>
                   {' '}
                   — run{' '}
-                  <Link to={`/runs/${outcome.automationId ?? workflow.automationId}/${outcome.runId}`}>{outcome.runId}</Link>
+                  <Link to={`/runs/${outcome.automationId ?? workflow.automationId}/${outcome.runId}`}>
+                    {outcome.runId}
+                  </Link>
                 </>
               )}
             </p>
@@ -224,7 +238,8 @@ export function WorkflowDetailPage({ automationId }: { automationId: string }) {
     <>
       <PageTitle>{`Workflow ${title}`}</PageTitle>
       <p>
-        <Link to="/workflows">All workflows</Link> · <Link to={`/runs?automationId=${encodeURIComponent(automationId)}`}>Runs</Link>
+        <Link to="/workflows">All workflows</Link> ·{' '}
+        <Link to={`/runs?automationId=${encodeURIComponent(automationId)}`}>Runs</Link>
       </p>
       <Show state={state} what="the workflow">
         {({ workflow, versions, triggers }) => (
@@ -255,7 +270,8 @@ export function WorkflowDetailPage({ automationId }: { automationId: string }) {
               <ol>
                 {workflow.definition.steps.map((s, i) => (
                   <li key={i}>
-                    {(s as { name?: string }).name ?? `Step ${i}`} <span class="muted">({(s as { type?: string }).type})</span>
+                    {(s as { name?: string }).name ?? `Step ${i}`}{' '}
+                    <span class="muted">({(s as { type?: string }).type})</span>
                   </li>
                 ))}
               </ol>

@@ -22,8 +22,8 @@ export function WorkflowsPage() {
         {({ workflows, more, count }) =>
           workflows.length === 0 ? (
             <Empty title="No workflows yet.">
-              Deploy one with <code>switchyard workflow deploy workflow.json</code> or <code>POST /v1/workflows</code>, then
-              add a trigger to it (<code>POST /v1/triggers</code>).
+              Deploy one with <code>switchyard workflow deploy workflow.json</code> or <code>POST /v1/workflows</code>,
+              then add a trigger to it (<code>POST /v1/triggers</code>).
             </Empty>
           ) : (
             <>

@@ -98,12 +98,11 @@ describe('web console (/console) in Chromium', function () {
     await waitTerminal(server, org.apiKey, bad.automationId, bad.runId);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    // Page scripts never see this; it records what the Content-Security-Policy refused.
-    await context.addInitScript(() => {
-      const w = window as unknown as { cspViolations: string[] };
-      w.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => w.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
-    });
+    // Runs before the page's own scripts and records whatever the Content-Security-Policy refuses.
+    await context.addInitScript(`
+      window.cspViolations = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
+    `);
     page = await context.newPage();
     page.setDefaultTimeout(10_000);
     if (process.env.CONSOLE_DEBUG) {
@@ -123,15 +122,13 @@ describe('web console (/console) in Chromium', function () {
   async function audit(name: string): Promise<void> {
     await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
     await page.evaluate(AXE);
-    const violations = (await page.evaluate(() =>
-      (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe.run().then((r) => r.violations),
-    )) as AxeViolation[];
+    const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
     const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     expect(
       bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
       `axe on ${name}`,
     ).to.deep.equal([]);
-    const csp = await page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
+    const csp = (await page.evaluate('window.cspViolations')) as string[];
     expect(csp, `CSP violations on ${name}`).to.deep.equal([]);
   }
 
@@ -209,7 +206,9 @@ describe('web console (/console) in Chromium', function () {
     await page.getByLabel('Trigger API key').fill(org.apiKey);
     await page.getByRole('button', { name: 'Show steps and results' }).click();
     await page.locator('.timeline li').first().waitFor();
-    expect(await page.locator('.timeline').textContent()).to.include('Throw').and.include('FAILED');
+    expect(await page.locator('.timeline').textContent())
+      .to.include('Throw')
+      .and.include('FAILED');
     await audit('run-detail');
   });
 
@@ -252,7 +251,10 @@ describe('web console (/console) in Chromium', function () {
     expect(await hookRow.locator('code').textContent()).to.include('••••••');
     await hookRow.getByRole('button', { name: /Show the webhook URL/ }).click();
     expect(await hookRow.locator('code').textContent()).to.include(`/triggers/${webhookTrigger}`);
-    await page.locator('tr', { hasText: apiTrigger }).getByRole('button', { name: /Copy the URL/ }).waitFor();
+    await page
+      .locator('tr', { hasText: apiTrigger })
+      .getByRole('button', { name: /Copy the URL/ })
+      .waitFor();
     await audit('workflow-detail');
 
     await page.getByLabel('API key').fill(org.apiKey);
