@@ -10,6 +10,7 @@ import { RunsPage } from './pages/runs.tsx';
 import { RunDetailPage } from './pages/run-detail.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
+import { SettingsPage } from './pages/settings.tsx';
 
 interface Route {
   pattern: string;
@@ -25,12 +26,14 @@ const ROUTES: Route[] = [
   },
   { pattern: '/workflows', page: () => <WorkflowsPage /> },
   { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
+  { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
 const NAV: { to: string; label: string; section: string }[] = [
   { to: '/', label: 'Overview', section: '/' },
   { to: '/runs', label: 'Runs', section: '/runs' },
   { to: '/workflows', label: 'Workflows & triggers', section: '/workflows' },
+  { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 
 function NotFound() {

@@ -293,4 +293,47 @@ describe('web console (/console) in Chromium', function () {
     expect(await dialog.isVisible()).to.equal(false);
     expect(page.url()).to.include(`/console/workflows/${automationId}`);
   });
+
+  it('settings: a new API key is shown once; revoking asks first, and the last credential is refused with its code', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('heading', { name: 'Settings', level: 1 }).waitFor();
+    await audit('settings');
+    const keys = page.locator('section[aria-labelledby="api-keys-title"]');
+    await keys.getByLabel('Label of a new API key').fill('from the console');
+    await keys.getByLabel('Label of a new API key').press('Enter');
+    const once = keys.locator('.shown-once');
+    await once.waitFor();
+    const secret = (await once.locator('code').first().textContent())!;
+    const works = await call(server.baseUrl, 'POST', `/ext/triggers/${apiTrigger}`, {
+      headers: { 'x-api-key': secret },
+      body: { name: 'from settings' },
+    });
+    expect(works.status, works.text).to.equal(200);
+    await audit('settings-secret-shown');
+    await once.getByRole('button', { name: 'Done, hide it' }).click();
+    expect(await page.getByText(secret).count()).to.equal(0);
+    // Escape cancels a revocation; the key still works.
+    await keys.getByRole('button', { name: 'Revoke API key from the console' }).click();
+    const confirm = page.getByRole('dialog', { name: /Revoke the API key/ });
+    await confirm.waitFor();
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'detached' });
+    await keys.getByRole('button', { name: 'Revoke API key from the console' }).click();
+    await confirm.getByRole('button', { name: 'Revoke API key' }).click();
+    await keys.locator('tr', { hasText: 'from the console' }).getByText('revoked').waitFor();
+    const refused = await call(server.baseUrl, 'POST', `/ext/triggers/${apiTrigger}`, {
+      headers: { 'x-api-key': secret },
+      body: {},
+    });
+    expect(refused.status).to.equal(401);
+    // The only active credential left is the one this session signed in with: refused (409).
+    const creds = page.locator('section[aria-labelledby="credentials-title"]');
+    await creds.getByRole('button', { name: 'Revoke credential console' }).click();
+    await page
+      .getByRole('dialog', { name: /Revoke the credential/ })
+      .getByRole('button', { name: 'Revoke credential' })
+      .click();
+    await creds.getByRole('alert').getByText('last_active_credential').waitFor();
+    await audit('settings-error');
+  });
 });

@@ -83,7 +83,7 @@ describe('console: serving the built files (src/console)', () => {
       const post = await fetch(`${base}/console/runs`, { method: 'POST', body: '{}' });
       expect(post.status).to.equal(405);
       expect(post.headers.get('allow')).to.equal('GET, HEAD');
-      expect((await post.json()).error).to.equal('method_not_allowed');
+      expect(((await post.json()) as { error: string }).error).to.equal('method_not_allowed');
     } finally {
       server.close();
     }
@@ -94,7 +94,7 @@ describe('console: serving the built files (src/console)', () => {
     try {
       const res = await fetch(`${base}/console/`);
       expect(res.status).to.equal(503);
-      const body = await res.json();
+      const body = (await res.json()) as { error: string; message: string };
       expect(body.error).to.equal('console_not_built');
       expect(body.message).to.include('npm run build');
     } finally {
