@@ -11,6 +11,7 @@ import { RunDetailPage } from './pages/run-detail.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
 import { SettingsPage } from './pages/settings.tsx';
+import { QueueDetailPage, QueuesPage } from './pages/queues.tsx';
 
 interface Route {
   pattern: string;
@@ -26,6 +27,8 @@ const ROUTES: Route[] = [
   },
   { pattern: '/workflows', page: () => <WorkflowsPage /> },
   { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
+  { pattern: '/queues', page: () => <QueuesPage /> },
+  { pattern: '/queues/:queueId', page: (p) => <QueueDetailPage queueId={p.queueId!} /> },
   { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
@@ -33,6 +36,7 @@ const NAV: { to: string; label: string; section: string }[] = [
   { to: '/', label: 'Overview', section: '/' },
   { to: '/runs', label: 'Runs', section: '/runs' },
   { to: '/workflows', label: 'Workflows & triggers', section: '/workflows' },
+  { to: '/queues', label: 'Queues', section: '/queues' },
   { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 

@@ -200,7 +200,7 @@ describe('web console (/console) in Chromium', function () {
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.waitForURL(/status=FAILED/);
     await page.getByRole('link', { name: failedRun }).waitFor();
-    expect(await page.getByRole('link', { name: completeRun }).count()).to.equal(0);
+    await page.getByRole('link', { name: completeRun }).waitFor({ state: 'detached' });
     await page.getByRole('link', { name: failedRun }).click();
     await page.getByRole('heading', { name: `Run ${failedRun}` }).waitFor();
     await page.getByLabel('Trigger API key').fill(org.apiKey);
@@ -271,6 +271,66 @@ describe('web console (/console) in Chromium', function () {
     await page.getByRole('button', { name: 'Call the trigger' }).click();
     await page.locator('.tryit [role="alert"]').getByText('invalid_api_key').waitFor();
     await audit('workflow-try-it');
+  });
+
+  it('queues: a CSV upload with its progress, the batch followed live, skipped rows by reason, a batch cancelled', async () => {
+    const queue = await call(server.baseUrl, 'POST', '/v1/queues', {
+      token: org.token,
+      body: { name: 'Greetings', triggerId: apiTrigger },
+    });
+    expect(queue.status, queue.text).to.equal(201);
+    await page.getByRole('link', { name: 'Queues' }).click();
+    await page.getByRole('heading', { name: 'Queues', level: 1 }).waitFor();
+    await audit('queues');
+    await page.getByRole('link', { name: 'Greetings' }).click();
+    await page.getByRole('heading', { name: 'Queue Greetings' }).waitFor();
+    await page.getByText('No batches yet.').waitFor();
+    await page.getByLabel('CSV file (a header row, then one row per run)').setInputFiles({
+      name: 'people.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from('name,times\nAda,1\nBob,2\nCarl\n'),
+    });
+    await page.getByRole('button', { name: 'Upload and start a batch' }).click();
+    await page.getByText(/Batch batch_\S+ created from people.csv/).waitFor();
+    const batch = page.locator('li.batch', { hasText: 'people.csv' });
+    await batch.getByText('completed').waitFor({ timeout: 20_000 });
+    expect(await batch.textContent())
+      .to.include('2 of 2 rows finished')
+      .and.include('1 rows skipped');
+    await batch.getByRole('button', { name: 'Skipped rows' }).click();
+    await batch.locator('table').getByText('column_count').waitFor();
+    await audit('queue-detail');
+
+    // A batch still under way is cancelled after a confirmation.
+    const slow = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: org.token,
+      body: {
+        name: 'Slow rows',
+        steps: [
+          { type: 'code', name: 'Wait', code: 'const end = Date.now() + 1000; while (Date.now() < end) {} return 1;' },
+        ],
+      },
+    });
+    const slowTrigger = await call(server.baseUrl, 'POST', '/v1/triggers', {
+      token: org.token,
+      body: { automationId: slow.body.automationId, kind: 'api' },
+    });
+    const slowQueue = await call(server.baseUrl, 'POST', '/v1/queues', {
+      token: org.token,
+      body: { name: 'Slow lane', triggerId: slowTrigger.body.triggerId, concurrencyLimit: 1 },
+    });
+    await page.goto(`${server.baseUrl}/console/queues/${slowQueue.body.queueId}`);
+    await page.getByLabel('CSV file (a header row, then one row per run)').setInputFiles({
+      name: 'many.csv',
+      mimeType: 'text/csv',
+      buffer: Buffer.from(`n\n${Array.from({ length: 20 }, (_, i) => i).join('\n')}\n`),
+    });
+    await page.getByRole('button', { name: 'Upload and start a batch' }).click();
+    const many = page.locator('li.batch', { hasText: 'many.csv' });
+    await many.getByRole('button', { name: 'Cancel batch' }).click();
+    const confirm = page.getByRole('dialog', { name: /Cancel the batch/ });
+    await confirm.getByRole('button', { name: 'Cancel the batch' }).click();
+    await many.getByText('cancelled', { exact: true }).waitFor();
   });
 
   it('an expired session asks to sign in again over the page and sends the refused call again', async () => {
