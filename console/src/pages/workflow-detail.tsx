@@ -8,6 +8,7 @@ import { api, failureOf, unwrap } from '../api.ts';
 import { rememberKey, rememberedKey } from '../keys.ts';
 import { Link } from '../router.tsx';
 import { SchemaFields, readInputs } from '../schema-form.tsx';
+import { CompareVersions } from '../compare.tsx';
 import { CopyButton, Empty, ErrorBox, PageTitle, Show, Time, useApi } from '../ui.tsx';
 import type { Trigger, Workflow } from '../../../generated/openapi/client.ts';
 
@@ -285,6 +286,8 @@ export function WorkflowDetailPage({ automationId }: { automationId: string }) {
                   </li>
                 ))}
               </ul>
+              <h3>Compare two versions</h3>
+              <CompareVersions automationId={workflow.automationId} versions={versions.map((v) => v.version)} />
             </section>
             <details>
               <summary>Definition (JSON)</summary>

@@ -242,6 +242,13 @@ describe('web console (/console) in Chromium', function () {
   });
 
   it('workflows: triggers with their URLs (the webhook one hidden until asked) and a try-it form', async () => {
+    const current = await call(server.baseUrl, 'GET', `/v1/workflows/${automationId}`, { token: org.token });
+    const v2 = await call(server.baseUrl, 'PUT', `/v1/workflows/${automationId}`, {
+      token: org.token,
+      headers: { 'if-match': `"${current.body.version}"` },
+      body: { ...current.body.definition, description: 'Says hello, version two' },
+    });
+    expect(v2.status, v2.text).to.equal(200);
     await page.getByRole('link', { name: 'Workflows & triggers' }).click();
     await page.getByRole('heading', { name: 'Workflows & triggers', level: 1 }).waitFor();
     await audit('workflows');
@@ -271,6 +278,12 @@ describe('web console (/console) in Chromium', function () {
     await page.getByRole('button', { name: 'Call the trigger' }).click();
     await page.locator('.tryit [role="alert"]').getByText('invalid_api_key').waitFor();
     await audit('workflow-try-it');
+    await page.getByRole('button', { name: 'Compare' }).click();
+    const diff = page.locator('table.diff');
+    await diff.waitFor();
+    expect(await diff.locator('td.del').textContent()).to.include('"Says hello"');
+    expect(await diff.locator('td.ins').textContent()).to.include('"Says hello, version two"');
+    await audit('workflow-compare');
   });
 
   it('queues: a CSV upload with its progress, the batch followed live, skipped rows by reason, a batch cancelled', async () => {
