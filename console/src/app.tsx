@@ -12,6 +12,7 @@ import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
 import { SettingsPage } from './pages/settings.tsx';
 import { QueueDetailPage, QueuesPage } from './pages/queues.tsx';
+import { CollectionDetailPage, CollectionsPage } from './pages/collections.tsx';
 
 interface Route {
   pattern: string;
@@ -29,6 +30,8 @@ const ROUTES: Route[] = [
   { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
   { pattern: '/queues', page: () => <QueuesPage /> },
   { pattern: '/queues/:queueId', page: (p) => <QueueDetailPage queueId={p.queueId!} /> },
+  { pattern: '/collections', page: () => <CollectionsPage /> },
+  { pattern: '/collections/:collectionId', page: (p) => <CollectionDetailPage collectionId={p.collectionId!} /> },
   { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
@@ -37,6 +40,7 @@ const NAV: { to: string; label: string; section: string }[] = [
   { to: '/runs', label: 'Runs', section: '/runs' },
   { to: '/workflows', label: 'Workflows & triggers', section: '/workflows' },
   { to: '/queues', label: 'Queues', section: '/queues' },
+  { to: '/collections', label: 'Collections', section: '/collections' },
   { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 

@@ -36,6 +36,7 @@ describe('web console (/console) in Chromium', function () {
   let automationId: string;
   let failingId: string;
   let apiTrigger: string;
+  let breaksTrigger: string;
   let webhookTrigger: string;
   let completeRun: string;
   let failedRun: string;
@@ -91,6 +92,7 @@ describe('web console (/console) in Chromium', function () {
       return { automationId: res.headers.get('x-pf-automation-id')!, runId: res.headers.get('x-pf-run-id')! };
     };
     const ok = await start(apiTrigger, { name: 'Ada' });
+    breaksTrigger = t3.body.triggerId;
     const bad = await start(t3.body.triggerId, {});
     completeRun = ok.runId;
     failedRun = bad.runId;
@@ -344,6 +346,48 @@ describe('web console (/console) in Chromium', function () {
     const confirm = page.getByRole('dialog', { name: /Cancel the batch/ });
     await confirm.getByRole('button', { name: 'Cancel the batch' }).click();
     await many.getByText('cancelled', { exact: true }).waitFor();
+  });
+
+  it('collections: trigger URLs, items and the delivery log with its filters', async () => {
+    const col = await call(server.baseUrl, 'POST', '/v1/collections', {
+      token: org.token,
+      body: {
+        name: 'Contacts',
+        type: 'structured_datastore',
+        triggerUrls: [
+          { event: 'onCreate', url: `${server.baseUrl}/ext/triggers/${breaksTrigger}`, apiKey: org.apiKey },
+          { event: 'onCreate', url: `${server.baseUrl}/ext/triggers/trg_missing`, apiKey: org.apiKey },
+        ],
+      },
+    });
+    expect(col.status, col.text).to.equal(201);
+    const collectionId = col.body.collectionId;
+    const item = await call(server.baseUrl, 'POST', `/memory/items?collectionId=${collectionId}`, {
+      token: org.token,
+      body: { key: 'ada', content: { name: 'Ada' } },
+    });
+    expect(item.status, item.text).to.be.oneOf([200, 201]);
+    await page.getByRole('link', { name: 'Collections' }).click();
+    await page.getByRole('heading', { name: 'Collections', level: 1 }).waitFor();
+    await audit('collections');
+    await page.getByRole('link', { name: 'Contacts' }).click();
+    await page.getByRole('heading', { name: 'Collection Contacts' }).waitFor();
+    await page.getByRole('cell', { name: /^ada/ }).waitFor();
+    expect(await page.locator('table').first().textContent()).to.include(`…${org.apiKey.slice(-4)}`);
+    // The two calls are delivered in the background: the log is read again until both are there.
+    const deliveries = page.locator('h2:has-text("Delivery log") ~ table tbody tr');
+    const log = deliveries.locator('.badge');
+    for (let i = 0; (await log.count()) < 2 || (await log.allTextContents()).includes('pending'); i++) {
+      if (i > 120) throw new Error(`deliveries: ${await log.allTextContents()}`);
+      await new Promise((r) => setTimeout(r, 250));
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+    }
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await deliveries.getByText('sent', { exact: true }).waitFor({ state: 'detached' });
+    expect(await deliveries.count()).to.equal(1);
+    expect(await deliveries.textContent()).to.include('failed');
+    await audit('collection-detail');
   });
 
   it('an expired session asks to sign in again over the page and sends the refused call again', async () => {
