@@ -11,6 +11,7 @@ import { RunDetailPage } from './pages/run-detail.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
 import { SettingsPage } from './pages/settings.tsx';
+import { GatewayPage } from './pages/gateway.tsx';
 import { QueueDetailPage, QueuesPage } from './pages/queues.tsx';
 import { CollectionDetailPage, CollectionsPage } from './pages/collections.tsx';
 
@@ -32,6 +33,7 @@ const ROUTES: Route[] = [
   { pattern: '/queues/:queueId', page: (p) => <QueueDetailPage queueId={p.queueId!} /> },
   { pattern: '/collections', page: () => <CollectionsPage /> },
   { pattern: '/collections/:collectionId', page: (p) => <CollectionDetailPage collectionId={p.collectionId!} /> },
+  { pattern: '/gateway', page: () => <GatewayPage /> },
   { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
@@ -41,6 +43,7 @@ const NAV: { to: string; label: string; section: string }[] = [
   { to: '/workflows', label: 'Workflows & triggers', section: '/workflows' },
   { to: '/queues', label: 'Queues', section: '/queues' },
   { to: '/collections', label: 'Collections', section: '/collections' },
+  { to: '/gateway', label: 'Gateway', section: '/gateway' },
   { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 

@@ -166,6 +166,8 @@ function Deliveries({ collectionId }: { collectionId: string }) {
           setFilter({ status: pick('status'), event: pick('event'), itemId: pick('itemId') });
           setCursors([]);
           setCursor(undefined);
+          // The same filters again read the log again.
+          state.reload();
         }}
       >
         <div class="field">

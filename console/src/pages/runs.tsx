@@ -28,7 +28,7 @@ async function filterChoices() {
   return { workflows: workflows.items, triggers: triggers.items };
 }
 
-function Filters({ query }: { query: URLSearchParams }) {
+function Filters({ query, onApply }: { query: URLSearchParams; onApply: () => void }) {
   const choices = useApi(filterChoices, []);
   return (
     <form
@@ -39,6 +39,8 @@ function Filters({ query }: { query: URLSearchParams }) {
         const q = new URLSearchParams();
         for (const [k, v] of new FormData(e.currentTarget)) if (typeof v === 'string' && v !== '') q.set(k, v);
         navigate(`/runs${q.size ? `?${q}` : ''}`);
+        // The same filters again read the list again.
+        onApply();
       }}
     >
       <div class="field">
@@ -136,7 +138,7 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageTitle>Runs</PageTitle>
-      <Filters query={query} />
+      <Filters query={query} onApply={runs.reload} />
       <Show state={runs} what="the runs">
         {(page) => {
           page.items.forEach((r) => seenRuns.set(r.runId, r));

@@ -374,20 +374,47 @@ describe('web console (/console) in Chromium', function () {
     await page.getByRole('heading', { name: 'Collection Contacts' }).waitFor();
     await page.getByRole('cell', { name: /^ada/ }).waitFor();
     expect(await page.locator('table').first().textContent()).to.include(`…${org.apiKey.slice(-4)}`);
-    // The two calls are delivered in the background: the log is read again until both are there.
-    const deliveries = page.locator('h2:has-text("Delivery log") ~ table tbody tr');
-    const log = deliveries.locator('.badge');
-    for (let i = 0; (await log.count()) < 2 || (await log.allTextContents()).includes('pending'); i++) {
-      if (i > 120) throw new Error(`deliveries: ${await log.allTextContents()}`);
-      await new Promise((r) => setTimeout(r, 250));
-      await page.getByRole('button', { name: 'Apply filters' }).click();
+    // The two calls are delivered in the background (the delivery thread): once both have ended,
+    // the log is read again.
+    const deadline = Date.now() + 40_000;
+    for (;;) {
+      const log = await call(server.baseUrl, 'GET', `/v1/collections/${collectionId}/deliveries`, { token: org.token });
+      if (log.body.items.length === 2 && log.body.items.every((d: { status: string }) => d.status !== 'pending')) {
+        expect(log.body.items.map((d: { status: string }) => d.status).sort(), log.text).to.deep.equal([
+          'failed',
+          'sent',
+        ]);
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`deliveries: ${log.text}`);
+      await new Promise((r) => setTimeout(r, 100));
     }
+    const deliveries = page.locator('h2:has-text("Delivery log") ~ table tbody tr');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await deliveries.getByText('sent', { exact: true }).waitFor();
     await page.getByLabel('Status').selectOption('failed');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await deliveries.getByText('sent', { exact: true }).waitFor({ state: 'detached' });
     expect(await deliveries.count()).to.equal(1);
     expect(await deliveries.textContent()).to.include('failed');
     await audit('collection-detail');
+  });
+
+  it('gateway: tool servers, their tools with input schemas, and discovery ranked with confidence', async () => {
+    await page.getByRole('link', { name: 'Gateway' }).click();
+    await page.getByRole('heading', { name: 'Gateway', level: 1 }).waitFor();
+    const servers = page.locator('section[aria-labelledby="gw-servers"]');
+    await servers.getByText('/mcp/svc-sidekick').waitFor();
+    await servers.locator('tr', { hasText: '/mcp/svc-sidekick' }).getByRole('button').click();
+    await servers.getByText('capabilities_discover').first().waitFor();
+    await audit('gateway');
+    await page.getByLabel('What should a tool do?').fill('list the tool servers');
+    await page.getByLabel('What should a tool do?').press('Enter');
+    const ranked = page.locator('section[aria-labelledby="gw-discovery"] table');
+    await ranked.waitFor({ timeout: 20_000 });
+    expect(await ranked.locator('tbody tr').count()).to.be.greaterThan(0);
+    expect(await ranked.locator('meter').count()).to.be.greaterThan(0);
+    await audit('gateway-discovery');
   });
 
   it('an expired session asks to sign in again over the page and sends the refused call again', async () => {
