@@ -2549,7 +2549,7 @@ export interface components {
         WorkflowDefinition: {
             /** @description What the workflow does. */
             description?: string;
-            /** @description JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be "object". When set, triggers reject inputs that do not validate (400). */
+            /** @description JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be "object". When set, triggers reject inputs that do not validate (400). It is compiled alone when the workflow is created or updated: a `$ref` resolves only within the schema itself, and a schema that does not compile is refused with 400 `invalid_request` (detail at `/inputSchema`). */
             inputSchema?: {
                 /** @constant */
                 type?: "object";
