@@ -139,7 +139,7 @@ function checkedFiles(raw: unknown): ScriptFile[] {
 
 export interface RunnerOptions {
   isolation: Isolation;
-  /** SANDBOX_TEST_BREACH (tests only): scripts get the runner's own `process`. */
+  /** Tests only (src/app.ts AppOptions.assumeBreach): scripts get the runner's own `process`. */
   breach: boolean;
 }
 

@@ -37,7 +37,7 @@ export interface WorkerOptions {
   contexts: number;
   /** The memory class made warm at start. */
   defaultMemoryMb: number;
-  /** SANDBOX_TEST_BREACH (tests only). */
+  /** Tests only (src/app.ts AppOptions.assumeBreach): `off` otherwise. */
   breach: Breach;
 }
 
