@@ -19,6 +19,7 @@ import {
   toolSchemasAsOpenapi,
   TOOL_TYPE_OPTIONS,
 } from './schemas.js';
+import { generateConfigTypes } from './config.js';
 import { generatePostman } from './postman.js';
 import { generateLexicon } from './lexicon.js';
 import { generateScanWasm } from './wasm.js';
@@ -53,6 +54,7 @@ async function generate(): Promise<Output> {
       ...schemas.map((s) => `export type ${s.title} = components['schemas']['${s.title}'];`),
     ].join('\n'),
   );
+  out.add('config/types.ts', generateConfigTypes(schemas));
   const toolServers = loadToolServers(schemas);
   out.add(
     'tools/types.ts',

@@ -33,6 +33,18 @@ export function loadSchemas(): SchemaFile[] {
   return out;
 }
 
+/** Every property with a `default`, at any depth of `schema`, is also `required` by its object. */
+function defaultsRequired(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.every(defaultsRequired);
+  if (!schema || typeof schema !== 'object') return true;
+  const o = schema as Json;
+  const required = new Set(Array.isArray(o.required) ? (o.required as string[]) : []);
+  const props = (o.properties ?? {}) as Record<string, Json>;
+  if (Object.entries(props).some(([name, p]) => p && typeof p === 'object' && 'default' in p && !required.has(name)))
+    return false;
+  return Object.entries(o).every(([k, v]) => k === 'examples' || k === 'default' || defaultsRequired(v));
+}
+
 /** Standalone validators for every schema in schemas/, exported by title. */
 export function generateSchemaValidators(schemas: SchemaFile[]): { js: string; dts: string } {
   const ajv = newAjv(false);
@@ -46,7 +58,18 @@ export function generateSchemaValidators(schemas: SchemaFile[]): { js: string; d
     }
   }
   const code = schemas.length ? standaloneCode(ajv, map) : 'export {};';
-  return { js: shim(code), dts: validatorDts(Object.keys(map)) };
+  // A schema's own validator is a type guard of its generated type (generated/schemas/types.ts)
+  // where that type is what the validator admits: the validators fill no defaults, and the type
+  // makes a property with a default present, so only schemas that require each such property;
+  // and the type of a schema with `$defs` holds them as a member, so only schemas without.
+  const titles = new Set(
+    schemas.filter((s) => s.schema.$defs === undefined && defaultsRequired(s.schema)).map((s) => s.title),
+  );
+  const dts = validatorDts(Object.keys(map), {
+    from: '../schemas/types.js',
+    names: Object.keys(map).filter((n) => titles.has(n)),
+  });
+  return { js: shim(code), dts };
 }
 
 /** A synthetic OpenAPI document so openapi-typescript can type the JSON Schemas. */

@@ -201,10 +201,20 @@ export function shim(code: string): string {
   return `${TS_HEADER}import { createRequire } from 'node:module';\nconst require = createRequire(import.meta.url);\n${code}`;
 }
 
-export function validatorDts(names: string[]): string {
+/**
+ * Declarations of standalone validators. With `typed`, the validators named in `typed.names`
+ * are type guards of the type of the same name exported by the module `typed.from`.
+ */
+export function validatorDts(names: string[], typed?: { from: string; names: string[] }): string {
+  const guarded = new Set(typed?.names ?? []);
   return [
     TS_HEADER,
     `import type { ValidateFunction } from 'ajv';`,
-    ...names.map((n) => `export declare const ${n}: ValidateFunction;`),
+    ...(typed && guarded.size ? [`import type * as Types from '${typed.from}';`] : []),
+    ...names.map((n) =>
+      guarded.has(n)
+        ? `export declare const ${n}: ValidateFunction<Types.${n}>;`
+        : `export declare const ${n}: ValidateFunction;`,
+    ),
   ].join('\n');
 }

@@ -12,6 +12,7 @@
 # (npm_config_sqlite3_local_prebuilds, prebuild-install's offline option), which is also how an
 # air-gapped install can skip the compiler.
 set -euo pipefail
+trap 'echo "package-check: failed (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/.."
 root=$(pwd)
 work=$(mktemp -d)
@@ -29,7 +30,16 @@ if [ -f node_modules/sqlite3/build/Release/node_sqlite3.node ]; then
 fi
 
 prefix=$work/prefix
-npm install --global --prefix "$prefix" --omit=dev --no-audit --no-fund --loglevel=error "$tarball"
+# The dependencies come from the npm cache that the checkout's `npm ci` filled where it can; a
+# failed install (the registry out of reach for a moment) is tried once more, and says so.
+install() {
+  npm install --global --prefix "$prefix" --omit=dev --no-audit --no-fund --prefer-offline --loglevel=error "$tarball"
+}
+if ! install; then
+  echo "package-check: npm install of the tarball failed; trying once more" >&2
+  rm -rf "$prefix"
+  install
+fi
 installed=$prefix/lib/node_modules/switchyard
 echo "package-check: installed into $prefix ($(ls "$installed/node_modules" | wc -l) top-level packages)"
 

@@ -75,6 +75,33 @@ export interface App extends Runtime {
 export interface AppOptions {
   /** An already-open store (tests); otherwise one is opened from config and closed with the app. */
   db?: Knex;
+  /**
+   * Layers of containment turned off on purpose, so tests can show what the other layers hold on
+   * their own (README.md "Security model"). Only test code passes it: the entry points (main.ts,
+   * worker.ts, embed.ts) never do, and no setting or environment variable reaches it.
+   */
+  assumeBreach?: AssumedBreach;
+  /**
+   * Check every response against the OpenAPI bundle (DESIGN.md section 2): a response that breaks
+   * it is recorded in `App.responseValidator.failures` and answered with 500. Tests turn it on.
+   */
+  validateResponses?: boolean;
+}
+
+/** What a test assumes broken (AppOptions.assumeBreach); every layer holds unless named here. */
+export interface AssumedBreach {
+  /**
+   * The language layer: code step runners and browser script runners hand their own `process` to
+   * the tenant code they run, as if isolated-vm or the vm boundary had failed.
+   */
+  runnerProcess?: boolean;
+  /** Browser scripts may open any URL: the relay refuses no scheme and Chromium gets no URL blocklist. */
+  anyScheme?: boolean;
+  /**
+   * The relay between browser scripts and their browser forwards every message unchanged (no
+   * allow-list, no parameter refusals or rewrites, no scheme refusal); it still counts pages and contexts.
+   */
+  relayOpen?: boolean;
 }
 
 export function allHandlers(): HandlerMap {
@@ -159,7 +186,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
   });
   // One memory budget for every process that runs tenant code: code runners and browser boxes.
   const budget = new MemoryBudget(config.tenantMemoryMb * 1024 * 1024);
-  const browser = new BrowserService({ db, config, log, events, isolation, budget });
+  const browser = new BrowserService({ db, config, log, events, isolation, budget, weakened: opts.assumeBreach });
   const chatOrder = createChatOrder(redis, { prefix: `${config.redisPrefix}:`, log });
   // With Redis, hears of the addresses blocked by every process (loaded once here) before serving.
   const clientAuthLimiter = createClientAuthLimiter({ config, redis, log });
@@ -197,7 +224,7 @@ export async function createRuntime(config: Config, log: Logger, opts: AppOption
     size: config.sandboxPoolSize,
     reuseContexts: config.sandboxReuseContexts,
     maxExecutionsPerProcess: config.sandboxMaxExecutions,
-    breach: config.sandboxTestBreach ? 'process' : 'off',
+    breach: opts.assumeBreach?.runnerProcess ? 'process' : 'off',
     log,
   });
   // The sandbox's spare runners start with the first code step (about 50 ms, once), not here: an
@@ -301,7 +328,7 @@ function logIsolation(log: Logger, isolation: Isolation): void {
 
 export async function createApp(config: Config, log: Logger, opts: AppOptions = {}): Promise<App> {
   const runtime = await createRuntime(config, log, opts);
-  const responseValidator = config.validateResponses
+  const responseValidator = opts.validateResponses
     ? await (
         await import('./http/response-validator.js')
       ).ResponseValidator.create(

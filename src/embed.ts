@@ -36,6 +36,11 @@ export interface SwitchyardOptions {
   env?: Record<string, string | undefined>;
   /** A pino logger to log into; by default one at LOG_LEVEL on stdout, like `npm start`. */
   log?: Logger;
+  /**
+   * For a host's contract tests: every answer is checked against the OpenAPI document, one that
+   * breaks it is recorded in `responseValidator.failures` and answered with 500. Off by default.
+   */
+  validateResponses?: boolean;
 }
 
 /** A request handler in the node:http shape; express and other frameworks accept it as middleware. */
@@ -47,7 +52,7 @@ export interface Switchyard {
   config: Config;
   /** Set on the first start over an empty store when SEED_DEMO is on (also written to DATA_DIR/bootstrap.json). */
   bootstrap: BootstrapFile | undefined;
-  /** Set when VALIDATE_RESPONSES is on (tests): records answers that break the OpenAPI document. */
+  /** Set with `validateResponses` (tests): records answers that break the OpenAPI document. */
   responseValidator: ResponseValidator | undefined;
   /**
    * The service's Prometheus metrics (a prom-client Registry, README "Metrics"): serve
@@ -79,7 +84,7 @@ export async function createSwitchyard(options: SwitchyardOptions = {}): Promise
   let app: Awaited<ReturnType<typeof createApp>>;
   try {
     metricsServer = await startMetricsServer({ config, log });
-    app = await createApp(config, log);
+    app = await createApp(config, log, { validateResponses: options.validateResponses === true });
   } catch (err) {
     await metricsServer?.close();
     await stopTracing();

@@ -2010,7 +2010,7 @@ export interface components {
         };
         /**
          * SwitchyardConfig
-         * @description The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.
+         * @description The resolved process configuration: src/config/index.ts builds it from environment variables (the README's configuration table names each variable) and checks it against this schema with the generated validator before the service uses it; its type, Config, is generated from this schema too (generated/config/types.ts). Secrets are part of it (secretKey, embeddingsApiKey, models.keys), marked writeOnly: they are never logged or shown. secretKey is described as the base64 text of its 32 bytes (contentEncoding base64), which is what the validator checks; the loaded Config holds those bytes decoded, as a Buffer, the one difference between the generated Config and this schema. Everything here is an operator setting: what only tests need (a runner that hands tenant code its own process, an open browser relay, a check of every response against the OpenAPI document) is not configuration but passed by test code to the composition root (src/app.ts AppOptions).
          * @example {
          *       "port": 8080,
          *       "host": "0.0.0.0",
@@ -2036,7 +2036,6 @@ export interface components {
          *         "perAddress": 30,
          *         "trackedKeys": 50000
          *       },
-         *       "validateResponses": false,
          *       "seedDemo": true,
          *       "syncWaitMs": 60000,
          *       "runTimeoutMs": 600000,
@@ -2049,9 +2048,6 @@ export interface components {
          *       "sandboxReuseContexts": true,
          *       "sandboxMaxExecutions": 10000,
          *       "codeIsolation": "auto",
-         *       "sandboxTestBreach": false,
-         *       "browserTestNoSchemeRefusal": false,
-         *       "browserTestRelayOpen": false,
          *       "redisPrefix": "switchyard",
          *       "upstreamTimeoutMs": 30000,
          *       "upstreamIdleMs": 300000,
@@ -2062,7 +2058,15 @@ export interface components {
          *         "openaiCompatibleStructuredOutputs": true,
          *         "providers": [
          *           "openai-compatible"
-         *         ]
+         *         ],
+         *         "openaiBaseUrl": null,
+         *         "anthropicBaseUrl": null,
+         *         "keys": {
+         *           "openaiCompatible": null,
+         *           "openai": null,
+         *           "anthropic": null,
+         *           "google": null
+         *         }
          *       },
          *       "agentMaxSteps": 20,
          *       "agentTurnTimeoutMs": 300000,
@@ -2096,7 +2100,9 @@ export interface components {
          *         "disabled": false,
          *         "serviceName": "switchyard"
          *       },
-         *       "tenantMemoryMb": 12288
+         *       "tenantMemoryMb": 12288,
+         *       "secretKey": "c3dpdGNoeWFyZC1leGFtcGxlLWtleS0zMi1ieXRlcyE=",
+         *       "embeddingsApiKey": null
          *     }
          */
         SwitchyardConfig: {
@@ -2199,29 +2205,19 @@ export interface components {
                 taskTimeoutMs: number;
             };
             /**
-             * @description BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test.
-             * @default false
-             */
-            browserTestNoSchemeRefusal: boolean;
-            /**
-             * @description BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test.
-             * @default false
-             */
-            browserTestRelayOpen: boolean;
-            /**
              * @description CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs.
              * @default auto
              * @enum {unknown}
              */
             codeIsolation: "auto" | "strict" | "process";
-            /** @description DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. */
-            databaseUrl?: string | null;
+            /** @description DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. Null when unset. */
+            databaseUrl: string | null;
             /**
              * @description DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs.
              * @default ./data
              */
             dataDir: string;
-            /** @description Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document. */
+            /** @description Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key is embeddingsApiKey, beside this object. */
             discovery: {
                 /**
                  * @description EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached.
@@ -2244,6 +2240,8 @@ export interface components {
                  */
                 learning: boolean;
             };
+            /** @description EMBEDDINGS_API_KEY: bearer key of the embeddings provider (EMBEDDINGS_URL); null when unset. A secret, never logged. */
+            embeddingsApiKey: string | null;
             /**
              * @description HOST: bind address.
              * @default 0.0.0.0
@@ -2265,10 +2263,31 @@ export interface components {
              * @default null
              */
             metricsPort: number | null;
-            /** @description Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check). */
+            /** @description Language models of agents (src/agents/runtime/providers.ts). The provider keys are secrets, never logged. */
             models: {
+                /**
+                 * Format: uri
+                 * @description ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1; null: the provider's own.
+                 */
+                anthropicBaseUrl: string | null;
                 /** @description DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset. */
                 defaultModel: string | null;
+                /** @description The providers' API keys, secrets, never logged. */
+                keys: {
+                    /** @description ANTHROPIC_API_KEY; null when unset. A secret, never logged. */
+                    anthropic: string | null;
+                    /** @description GOOGLE_GENERATIVE_AI_API_KEY, else GEMINI_API_KEY; null when unset. A secret, never logged. */
+                    google: string | null;
+                    /** @description OPENAI_API_KEY; null when unset. A secret, never logged. */
+                    openai: string | null;
+                    /** @description OPENAI_COMPATIBLE_API_KEY: the openai-compatible endpoint's key; null when unset. A secret, never logged. */
+                    openaiCompatible: string | null;
+                };
+                /**
+                 * Format: uri
+                 * @description OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways); null: the provider's own.
+                 */
+                openaiBaseUrl: string | null;
                 /**
                  * Format: uri
                  * @description OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset.
@@ -2302,8 +2321,8 @@ export interface components {
              * @default switchyard
              */
             redisPrefix: string;
-            /** @description REDIS_URL: Redis for the scale-out run queue, signals and rate windows. */
-            redisUrl?: string | null;
+            /** @description REDIS_URL: Redis for the scale-out run queue, signals and rate windows. Null when unset. */
+            redisUrl: string | null;
             /**
              * @description REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s).
              * @default 2000
@@ -2345,11 +2364,8 @@ export interface components {
              * @default true
              */
             sandboxReuseContexts: boolean;
-            /**
-             * @description SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test.
-             * @default false
-             */
-            sandboxTestBreach: boolean;
+            /** @description SECRET_KEY (32 bytes, base64), or when unset DATA_DIR/secret.key, created on first start with mode 0600: the key of AES-256-GCM encryption at rest (connection credentials, vault items, signing keys) and of the HMAC signatures of URLs. A secret, never logged. Here its canonical base64 text; the loaded Config holds the 32 bytes as a Buffer. */
+            secretKey: string;
             /**
              * @description SEED_DEMO: create the demo organisation on an empty store.
              * @default true
@@ -2435,11 +2451,6 @@ export interface components {
              * @default 30000
              */
             upstreamTimeoutMs: number;
-            /**
-             * @description VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests).
-             * @default false
-             */
-            validateResponses: boolean;
         };
         /**
          * TriggerUrlEntry
@@ -2549,7 +2560,7 @@ export interface components {
         WorkflowDefinition: {
             /** @description What the workflow does. */
             description?: string;
-            /** @description JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be "object". When set, triggers reject inputs that do not validate (400). */
+            /** @description JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be "object". When set, triggers reject inputs that do not validate (400). It is compiled alone when the workflow is created or updated: a `$ref` resolves only within the schema itself, and a schema that does not compile is refused with 400 `invalid_request` (detail at `/inputSchema`). */
             inputSchema?: {
                 /** @constant */
                 type?: "object";

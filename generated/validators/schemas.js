@@ -3,16 +3,17 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration (src/config/index.ts builds it from environment variables; the README's configuration table names each variable). The secret key is held apart and never part of this object. loadConfig validates its result against this schema.","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","validateResponses","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runOrgConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","sandboxTestBreach","browserTestNoSchemeRefusal","browserTestRelayOpen","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"validateResponses":{"type":"boolean","default":false,"description":"VALIDATE_RESPONSES: check every response against the OpenAPI bundle (tests)."},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runOrgConcurrency":{"type":"integer","minimum":1,"maximum":256,"description":"RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have; how many run in all is bounded by the memory budget (TENANT_MEMORY_MB), not by a count. Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sandboxTestBreach":{"type":"boolean","default":false,"description":"SANDBOX_TEST_BREACH=1, honoured only when NODE_ENV=test: the code and browser script runners hand their own process object to the code they run, as if the language layer had been broken, so tests can show the process and operating-system layers hold on their own. Never set in production; false whatever SANDBOX_TEST_BREACH says when NODE_ENV is not test."},"browserTestNoSchemeRefusal":{"type":"boolean","default":false,"description":"BROWSER_TEST_NO_SCHEME_REFUSAL=1, honoured only when NODE_ENV=test: browser scripts may open any URL (the relay refuses no scheme and Chromium gets no URL blocklist), so tests can show that Chromium's file system view alone keeps the service's files out of reach. Never set in production; false whatever BROWSER_TEST_NO_SCHEME_REFUSAL says when NODE_ENV is not test."},"browserTestRelayOpen":{"type":"boolean","default":false,"description":"BROWSER_TEST_RELAY_OPEN=1, honoured only when NODE_ENV=test: the relay between browser scripts and their browser forwards every message unchanged (no allow-list, no parameter refusals or rewrites such as the guarded proxy of a context, no scheme refusal); it still counts pages and contexts. Tests use it to show what the other layers hold on their own. Never set in production; false whatever BROWSER_TEST_RELAY_OPEN says when NODE_ENV is not test."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime). Keys are secrets: they are never part of this object (they stay out of logs and of this check).","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key (EMBEDDINGS_API_KEY) is a secret and is not part of this document.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"validateResponses":false,"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runOrgConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","sandboxTestBreach":false,"browserTestNoSchemeRefusal":false,"browserTestRelayOpen":false,"redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"]},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration: src/config/index.ts builds it from environment variables (the README's configuration table names each variable) and checks it against this schema with the generated validator before the service uses it; its type, Config, is generated from this schema too (generated/config/types.ts). Secrets are part of it (secretKey, embeddingsApiKey, models.keys), marked writeOnly: they are never logged or shown. secretKey is described as the base64 text of its 32 bytes (contentEncoding base64), which is what the validator checks; the loaded Config holds those bytes decoded, as a Buffer, the one difference between the generated Config and this schema. Everything here is an operator setting: what only tests need (a runner that hands tenant code its own process, an open browser relay, a check of every response against the OpenAPI document) is not configuration but passed by test code to the composition root (src/app.ts AppOptions).","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runOrgConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing","secretKey","databaseUrl","redisUrl","embeddingsApiKey"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"secretKey":{"type":"string","contentEncoding":"base64","pattern":"^[A-Za-z0-9+/]{43}=$","writeOnly":true,"description":"SECRET_KEY (32 bytes, base64), or when unset DATA_DIR/secret.key, created on first start with mode 0600: the key of AES-256-GCM encryption at rest (connection credentials, vault items, signing keys) and of the HMAC signatures of URLs. A secret, never logged. Here its canonical base64 text; the loaded Config holds the 32 bytes as a Buffer."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. Null when unset."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows. Null when unset."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runOrgConcurrency":{"type":"integer","minimum":1,"maximum":256,"description":"RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have; how many run in all is bounded by the memory budget (TENANT_MEMORY_MB), not by a count. Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime/providers.ts). The provider keys are secrets, never logged.","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers","openaiBaseUrl","anthropicBaseUrl","keys"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."},"openaiBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways); null: the provider's own."},"anthropicBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1; null: the provider's own."},"keys":{"type":"object","additionalProperties":false,"required":["openaiCompatible","openai","anthropic","google"],"writeOnly":true,"description":"The providers' API keys, secrets, never logged.","properties":{"openaiCompatible":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_COMPATIBLE_API_KEY: the openai-compatible endpoint's key; null when unset. A secret, never logged."},"openai":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_API_KEY; null when unset. A secret, never logged."},"anthropic":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"ANTHROPIC_API_KEY; null when unset. A secret, never logged."},"google":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"GOOGLE_GENERATIVE_AI_API_KEY, else GEMINI_API_KEY; null when unset. A secret, never logged."}}}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key is embeddingsApiKey, beside this object.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}},"embeddingsApiKey":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"EMBEDDINGS_API_KEY: bearer key of the embeddings provider (EMBEDDINGS_URL); null when unset. A secret, never logged."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runOrgConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"],"openaiBaseUrl":null,"anthropicBaseUrl":null,"keys":{"openaiCompatible":null,"openai":null,"anthropic":null,"google":null}},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288,"secretKey":"c3dpdGNoeWFyZC1leGFtcGxlLWtleS0zMi1ieXRlcyE=","embeddingsApiKey":null}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
-const pattern4 = new RegExp("^postgres(ql)?://", "u");
-const pattern5 = new RegExp("^rediss?://", "u");
-const pattern6 = new RegExp("^https?://", "u");
-const pattern12 = new RegExp("^[A-Za-z0-9:_-]{1,64}$", "u");
-const pattern13 = new RegExp("^(openai-compatible|openai|anthropic|google)/.+$", "u");
-const pattern14 = new RegExp("^http://", "u");
+const pattern4 = new RegExp("^[A-Za-z0-9+/]{43}=$", "u");
+const pattern5 = new RegExp("^postgres(ql)?://", "u");
+const pattern6 = new RegExp("^rediss?://", "u");
+const pattern7 = new RegExp("^https?://", "u");
+const pattern13 = new RegExp("^[A-Za-z0-9:_-]{1,64}$", "u");
+const pattern14 = new RegExp("^(openai-compatible|openai|anthropic|google)/.+$", "u");
+const pattern17 = new RegExp("^http://", "u");
 const formats0 = require("ajv-formats/dist/formats").fullFormats.uri;
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -137,8 +138,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.validateResponses === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "validateResponses"},message:"must have required property '"+"validateResponses"+"'"};
+if(data.seedDemo === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -147,8 +148,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.seedDemo === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
+if(data.syncWaitMs === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -157,8 +158,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.syncWaitMs === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
+if(data.runTimeoutMs === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -167,8 +168,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.runTimeoutMs === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
+if(data.runConcurrency === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -177,8 +178,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.runConcurrency === undefined){
-const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
+if(data.runOrgConcurrency === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runOrgConcurrency"},message:"must have required property '"+"runOrgConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -187,8 +188,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.runOrgConcurrency === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runOrgConcurrency"},message:"must have required property '"+"runOrgConcurrency"+"'"};
+if(data.runLeaseMs === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -197,8 +198,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.runLeaseMs === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
+if(data.runMaxAttempts === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -207,8 +208,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.runMaxAttempts === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
+if(data.runRetentionDays === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -217,8 +218,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.runRetentionDays === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
+if(data.sandboxPoolSize === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -227,8 +228,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.sandboxPoolSize === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
+if(data.sandboxReuseContexts === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -237,8 +238,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data.sandboxReuseContexts === undefined){
-const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
+if(data.sandboxMaxExecutions === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -247,8 +248,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data.sandboxMaxExecutions === undefined){
-const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
+if(data.tenantMemoryMb === undefined){
+const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -257,8 +258,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data.tenantMemoryMb === undefined){
-const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
+if(data.codeIsolation === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -267,8 +268,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data.codeIsolation === undefined){
-const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
+if(data.redisPrefix === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -277,8 +278,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.sandboxTestBreach === undefined){
-const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxTestBreach"},message:"must have required property '"+"sandboxTestBreach"+"'"};
+if(data.upstreamTimeoutMs === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -287,8 +288,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.browserTestNoSchemeRefusal === undefined){
-const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestNoSchemeRefusal"},message:"must have required property '"+"browserTestNoSchemeRefusal"+"'"};
+if(data.upstreamIdleMs === undefined){
+const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -297,8 +298,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data.browserTestRelayOpen === undefined){
-const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browserTestRelayOpen"},message:"must have required property '"+"browserTestRelayOpen"+"'"};
+if(data.upstreamListBudgetMs === undefined){
+const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -307,8 +308,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data.redisPrefix === undefined){
-const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
+if(data.sqliteSynchronous === undefined){
+const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -317,8 +318,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data.upstreamTimeoutMs === undefined){
-const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
+if(data.models === undefined){
+const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -327,8 +328,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data.upstreamIdleMs === undefined){
-const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
+if(data.agentMaxSteps === undefined){
+const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -337,8 +338,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data.upstreamListBudgetMs === undefined){
-const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
+if(data.agentTurnTimeoutMs === undefined){
+const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -347,8 +348,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data.sqliteSynchronous === undefined){
-const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
+if(data.outboundAllowlist === undefined){
+const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -357,8 +358,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data.models === undefined){
-const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+if(data.browser === undefined){
+const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -367,8 +368,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data.agentMaxSteps === undefined){
-const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
+if(data.discovery === undefined){
+const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -377,8 +378,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data.agentTurnTimeoutMs === undefined){
-const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
+if(data.metricsPort === undefined){
+const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -387,8 +388,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data.outboundAllowlist === undefined){
-const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
+if(data.metricsHost === undefined){
+const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -397,8 +398,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data.browser === undefined){
-const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
+if(data.shutdownGraceMs === undefined){
+const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -407,8 +408,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data.discovery === undefined){
-const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
+if(data.tracing === undefined){
+const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -417,8 +418,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data.metricsPort === undefined){
-const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
+if(data.secretKey === undefined){
+const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "secretKey"},message:"must have required property '"+"secretKey"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -427,8 +428,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data.metricsHost === undefined){
-const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
+if(data.databaseUrl === undefined){
+const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "databaseUrl"},message:"must have required property '"+"databaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -437,8 +438,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data.shutdownGraceMs === undefined){
-const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
+if(data.redisUrl === undefined){
+const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisUrl"},message:"must have required property '"+"redisUrl"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -447,8 +448,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data.tracing === undefined){
-const err42 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
+if(data.embeddingsApiKey === undefined){
+const err42 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "embeddingsApiKey"},message:"must have required property '"+"embeddingsApiKey"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -554,10 +555,11 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data3 = data.databaseUrl;
-if((typeof data3 !== "string") && (data3 !== null)){
-const err51 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+if(data.secretKey !== undefined){
+let data3 = data.secretKey;
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err51 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]{43}=$"},message:"must match pattern \""+"^[A-Za-z0-9+/]{43}=$"+"\""};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -566,9 +568,9 @@ vErrors.push(err51);
 }
 errors++;
 }
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err52 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+else {
+const err52 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -578,11 +580,10 @@ vErrors.push(err52);
 errors++;
 }
 }
-}
-if(data.redisUrl !== undefined){
-let data4 = data.redisUrl;
+if(data.databaseUrl !== undefined){
+let data4 = data.databaseUrl;
 if((typeof data4 !== "string") && (data4 !== null)){
-const err53 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+const err53 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -593,7 +594,7 @@ errors++;
 }
 if(typeof data4 === "string"){
 if(!pattern5.test(data4)){
-const err54 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+const err54 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -604,11 +605,10 @@ errors++;
 }
 }
 }
-if(data.publicUrl !== undefined){
-let data5 = data.publicUrl;
-if(typeof data5 === "string"){
-if(!pattern6.test(data5)){
-const err55 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data.redisUrl !== undefined){
+let data5 = data.redisUrl;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err55 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -617,8 +617,9 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(!(formats0(data5))){
-const err56 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(typeof data5 === "string"){
+if(!pattern6.test(data5)){
+const err56 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -628,8 +629,12 @@ vErrors.push(err56);
 errors++;
 }
 }
-else {
-const err57 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.publicUrl !== undefined){
+let data6 = data.publicUrl;
+if(typeof data6 === "string"){
+if(!pattern7.test(data6)){
+const err57 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -638,12 +643,8 @@ vErrors.push(err57);
 }
 errors++;
 }
-}
-if(data.baseUrls !== undefined){
-let data6 = data.baseUrls;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
-if(data6.triggers === undefined){
-const err58 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+if(!(formats0(data6))){
+const err58 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -652,8 +653,9 @@ vErrors.push(err58);
 }
 errors++;
 }
-if(data6.auth === undefined){
-const err59 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+else {
+const err59 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -662,8 +664,12 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(data6.mcp === undefined){
-const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data7 = data.baseUrls;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.triggers === undefined){
+const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -672,8 +678,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data6.connect === undefined){
-const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data7.auth === undefined){
+const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -682,8 +688,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data6.runFiles === undefined){
-const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data7.mcp === undefined){
+const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -692,9 +698,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-for(const key1 in data6){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data7.connect === undefined){
+const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -703,12 +708,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-}
-if(data6.triggers !== undefined){
-let data7 = data6.triggers;
-if(typeof data7 === "string"){
-if(!pattern6.test(data7)){
-const err64 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(data7.runFiles === undefined){
+const err64 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -717,8 +718,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(!(formats0(data7))){
-const err65 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+for(const key1 in data7){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err65 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -728,8 +730,11 @@ vErrors.push(err65);
 errors++;
 }
 }
-else {
-const err66 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.triggers !== undefined){
+let data8 = data7.triggers;
+if(typeof data8 === "string"){
+if(!pattern7.test(data8)){
+const err66 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -738,12 +743,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-}
-if(data6.auth !== undefined){
-let data8 = data6.auth;
-if(typeof data8 === "string"){
-if(!pattern6.test(data8)){
-const err67 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(!(formats0(data8))){
+const err67 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -752,8 +753,9 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err68 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+else {
+const err68 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -763,8 +765,11 @@ vErrors.push(err68);
 errors++;
 }
 }
-else {
-const err69 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.auth !== undefined){
+let data9 = data7.auth;
+if(typeof data9 === "string"){
+if(!pattern7.test(data9)){
+const err69 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -773,12 +778,8 @@ vErrors.push(err69);
 }
 errors++;
 }
-}
-if(data6.mcp !== undefined){
-let data9 = data6.mcp;
-if(typeof data9 === "string"){
-if(!pattern6.test(data9)){
-const err70 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(!(formats0(data9))){
+const err70 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -787,8 +788,9 @@ vErrors.push(err70);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err71 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+else {
+const err71 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -798,8 +800,11 @@ vErrors.push(err71);
 errors++;
 }
 }
-else {
-const err72 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.mcp !== undefined){
+let data10 = data7.mcp;
+if(typeof data10 === "string"){
+if(!pattern7.test(data10)){
+const err72 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -808,12 +813,8 @@ vErrors.push(err72);
 }
 errors++;
 }
-}
-if(data6.connect !== undefined){
-let data10 = data6.connect;
-if(typeof data10 === "string"){
-if(!pattern6.test(data10)){
-const err73 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(!(formats0(data10))){
+const err73 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -822,8 +823,9 @@ vErrors.push(err73);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err74 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+else {
+const err74 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -833,8 +835,11 @@ vErrors.push(err74);
 errors++;
 }
 }
-else {
-const err75 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.connect !== undefined){
+let data11 = data7.connect;
+if(typeof data11 === "string"){
+if(!pattern7.test(data11)){
+const err75 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -843,12 +848,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-if(data6.runFiles !== undefined){
-let data11 = data6.runFiles;
-if(typeof data11 === "string"){
-if(!pattern6.test(data11)){
-const err76 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(!(formats0(data11))){
+const err76 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -857,8 +858,9 @@ vErrors.push(err76);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err77 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+else {
+const err77 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -868,8 +870,11 @@ vErrors.push(err77);
 errors++;
 }
 }
-else {
-const err78 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data7.runFiles !== undefined){
+let data12 = data7.runFiles;
+if(typeof data12 === "string"){
+if(!pattern7.test(data12)){
+const err78 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -878,10 +883,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-}
-else {
-const err79 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!(formats0(data12))){
+const err79 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -891,10 +894,8 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data12 = data.logLevel;
-if(!(((((((data12 === "fatal") || (data12 === "error")) || (data12 === "warn")) || (data12 === "info")) || (data12 === "debug")) || (data12 === "trace")) || (data12 === "silent"))){
-const err80 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+else {
+const err80 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -904,10 +905,9 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data13 = data.tokenTtlSeconds;
-if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
-const err81 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err81 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -916,9 +916,11 @@ vErrors.push(err81);
 }
 errors++;
 }
-if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 > 86400 || isNaN(data13)){
-const err82 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.logLevel !== undefined){
+let data13 = data.logLevel;
+if(!(((((((data13 === "fatal") || (data13 === "error")) || (data13 === "warn")) || (data13 === "info")) || (data13 === "debug")) || (data13 === "trace")) || (data13 === "silent"))){
+const err82 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -927,8 +929,11 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data13 < 60 || isNaN(data13)){
-const err83 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data14 = data.tokenTtlSeconds;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err83 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -937,12 +942,9 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data14 = data.revocationCacheMs;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err84 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 86400 || isNaN(data14)){
+const err84 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -951,9 +953,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 5000 || isNaN(data14)){
-const err85 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+if(data14 < 60 || isNaN(data14)){
+const err85 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -962,8 +963,12 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(data14 < 0 || isNaN(data14)){
-const err86 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data15 = data.revocationCacheMs;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err86 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -972,12 +977,9 @@ vErrors.push(err86);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data15 = data.signingKeyMaxAgeDays;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err87 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 5000 || isNaN(data15)){
+const err87 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -986,9 +988,8 @@ vErrors.push(err87);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 3650 || isNaN(data15)){
-const err88 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+if(data15 < 0 || isNaN(data15)){
+const err88 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -997,8 +998,12 @@ vErrors.push(err88);
 }
 errors++;
 }
-if(data15 < 1 || isNaN(data15)){
-const err89 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data16 = data.signingKeyMaxAgeDays;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err89 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1007,13 +1012,9 @@ vErrors.push(err89);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data16 = data.tokenAudience;
-if(typeof data16 === "string"){
-if(func2(data16) < 1){
-const err90 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 3650 || isNaN(data16)){
+const err90 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1022,9 +1023,8 @@ vErrors.push(err90);
 }
 errors++;
 }
-}
-else {
-const err91 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data16 < 1 || isNaN(data16)){
+const err91 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1034,11 +1034,12 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data.tokenFailureLimits !== undefined){
-let data17 = data.tokenFailureLimits;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-if(data17.windowMs === undefined){
-const err92 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
+}
+if(data.tokenAudience !== undefined){
+let data17 = data.tokenAudience;
+if(typeof data17 === "string"){
+if(func2(data17) < 1){
+const err92 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1047,8 +1048,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-if(data17.perClient === undefined){
-const err93 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
+}
+else {
+const err93 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1057,8 +1059,12 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data17.perAddress === undefined){
-const err94 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
+}
+if(data.tokenFailureLimits !== undefined){
+let data18 = data.tokenFailureLimits;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.windowMs === undefined){
+const err94 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1067,8 +1073,8 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(data17.trackedKeys === undefined){
-const err95 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
+if(data18.perClient === undefined){
+const err95 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1077,9 +1083,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-for(const key2 in data17){
-if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
-const err96 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data18.perAddress === undefined){
+const err96 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1088,11 +1093,8 @@ vErrors.push(err96);
 }
 errors++;
 }
-}
-if(data17.windowMs !== undefined){
-let data18 = data17.windowMs;
-if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-const err97 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data18.trackedKeys === undefined){
+const err97 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1101,9 +1103,9 @@ vErrors.push(err97);
 }
 errors++;
 }
-if((typeof data18 == "number") && (isFinite(data18))){
-if(data18 > 86400000 || isNaN(data18)){
-const err98 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+for(const key2 in data18){
+if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
+const err98 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1112,8 +1114,11 @@ vErrors.push(err98);
 }
 errors++;
 }
-if(data18 < 1000 || isNaN(data18)){
-const err99 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data18.windowMs !== undefined){
+let data19 = data18.windowMs;
+if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
+const err99 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1122,12 +1127,9 @@ vErrors.push(err99);
 }
 errors++;
 }
-}
-}
-if(data17.perClient !== undefined){
-let data19 = data17.perClient;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err100 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 > 86400000 || isNaN(data19)){
+const err100 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1136,9 +1138,8 @@ vErrors.push(err100);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 100000 || isNaN(data19)){
-const err101 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+if(data19 < 1000 || isNaN(data19)){
+const err101 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1147,8 +1148,12 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data19 < 0 || isNaN(data19)){
-const err102 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data18.perClient !== undefined){
+let data20 = data18.perClient;
+if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
+const err102 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1157,12 +1162,9 @@ vErrors.push(err102);
 }
 errors++;
 }
-}
-}
-if(data17.perAddress !== undefined){
-let data20 = data17.perAddress;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err103 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 > 100000 || isNaN(data20)){
+const err103 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1171,9 +1173,8 @@ vErrors.push(err103);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 100000 || isNaN(data20)){
-const err104 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+if(data20 < 0 || isNaN(data20)){
+const err104 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1182,8 +1183,12 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(data20 < 0 || isNaN(data20)){
-const err105 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data18.perAddress !== undefined){
+let data21 = data18.perAddress;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+const err105 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1192,12 +1197,9 @@ vErrors.push(err105);
 }
 errors++;
 }
-}
-}
-if(data17.trackedKeys !== undefined){
-let data21 = data17.trackedKeys;
-if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err106 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 100000 || isNaN(data21)){
+const err106 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1206,9 +1208,8 @@ vErrors.push(err106);
 }
 errors++;
 }
-if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 10000000 || isNaN(data21)){
-const err107 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
+if(data21 < 0 || isNaN(data21)){
+const err107 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1217,8 +1218,12 @@ vErrors.push(err107);
 }
 errors++;
 }
-if(data21 < 100 || isNaN(data21)){
-const err108 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+}
+if(data18.trackedKeys !== undefined){
+let data22 = data18.trackedKeys;
+if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
+const err108 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1227,11 +1232,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err109 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data22 == "number") && (isFinite(data22))){
+if(data22 > 10000000 || isNaN(data22)){
+const err109 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1240,10 +1243,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-}
-if(data.validateResponses !== undefined){
-if(typeof data.validateResponses !== "boolean"){
-const err110 = {instancePath:instancePath+"/validateResponses",schemaPath:"#/properties/validateResponses/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data22 < 100 || isNaN(data22)){
+const err110 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1253,9 +1254,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err111 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+else {
+const err111 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1265,10 +1267,9 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data.syncWaitMs !== undefined){
-let data24 = data.syncWaitMs;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err112 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err112 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1277,9 +1278,11 @@ vErrors.push(err112);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 60000 || isNaN(data24)){
-const err113 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+if(data.syncWaitMs !== undefined){
+let data24 = data.syncWaitMs;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err113 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1288,8 +1291,9 @@ vErrors.push(err113);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err114 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 60000 || isNaN(data24)){
+const err114 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1298,12 +1302,8 @@ vErrors.push(err114);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data25 = data.runTimeoutMs;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err115 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 1 || isNaN(data24)){
+const err115 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1312,9 +1312,12 @@ vErrors.push(err115);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 86400000 || isNaN(data25)){
-const err116 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.runTimeoutMs !== undefined){
+let data25 = data.runTimeoutMs;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+const err116 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1323,8 +1326,9 @@ vErrors.push(err116);
 }
 errors++;
 }
-if(data25 < 1000 || isNaN(data25)){
-const err117 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 86400000 || isNaN(data25)){
+const err117 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1333,12 +1337,8 @@ vErrors.push(err117);
 }
 errors++;
 }
-}
-}
-if(data.runConcurrency !== undefined){
-let data26 = data.runConcurrency;
-if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-const err118 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data25 < 1000 || isNaN(data25)){
+const err118 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1347,9 +1347,12 @@ vErrors.push(err118);
 }
 errors++;
 }
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 256 || isNaN(data26)){
-const err119 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runConcurrency !== undefined){
+let data26 = data.runConcurrency;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err119 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1358,8 +1361,9 @@ vErrors.push(err119);
 }
 errors++;
 }
-if(data26 < 0 || isNaN(data26)){
-const err120 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 256 || isNaN(data26)){
+const err120 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1368,12 +1372,8 @@ vErrors.push(err120);
 }
 errors++;
 }
-}
-}
-if(data.runOrgConcurrency !== undefined){
-let data27 = data.runOrgConcurrency;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err121 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data26 < 0 || isNaN(data26)){
+const err121 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1382,9 +1382,12 @@ vErrors.push(err121);
 }
 errors++;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 256 || isNaN(data27)){
-const err122 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+}
+}
+if(data.runOrgConcurrency !== undefined){
+let data27 = data.runOrgConcurrency;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err122 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1393,8 +1396,9 @@ vErrors.push(err122);
 }
 errors++;
 }
-if(data27 < 1 || isNaN(data27)){
-const err123 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 256 || isNaN(data27)){
+const err123 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1403,12 +1407,8 @@ vErrors.push(err123);
 }
 errors++;
 }
-}
-}
-if(data.runLeaseMs !== undefined){
-let data28 = data.runLeaseMs;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err124 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 1 || isNaN(data27)){
+const err124 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1417,9 +1417,12 @@ vErrors.push(err124);
 }
 errors++;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 3600000 || isNaN(data28)){
-const err125 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+if(data.runLeaseMs !== undefined){
+let data28 = data.runLeaseMs;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err125 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1428,8 +1431,9 @@ vErrors.push(err125);
 }
 errors++;
 }
-if(data28 < 500 || isNaN(data28)){
-const err126 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 3600000 || isNaN(data28)){
+const err126 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1438,12 +1442,8 @@ vErrors.push(err126);
 }
 errors++;
 }
-}
-}
-if(data.runMaxAttempts !== undefined){
-let data29 = data.runMaxAttempts;
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err127 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data28 < 500 || isNaN(data28)){
+const err127 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1452,9 +1452,12 @@ vErrors.push(err127);
 }
 errors++;
 }
-if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 > 10 || isNaN(data29)){
-const err128 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+}
+}
+if(data.runMaxAttempts !== undefined){
+let data29 = data.runMaxAttempts;
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+const err128 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1463,8 +1466,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-if(data29 < 1 || isNaN(data29)){
-const err129 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 10 || isNaN(data29)){
+const err129 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1473,12 +1477,8 @@ vErrors.push(err129);
 }
 errors++;
 }
-}
-}
-if(data.runRetentionDays !== undefined){
-let data30 = data.runRetentionDays;
-if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-const err130 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data29 < 1 || isNaN(data29)){
+const err130 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1487,9 +1487,12 @@ vErrors.push(err130);
 }
 errors++;
 }
-if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 > 3650 || isNaN(data30)){
-const err131 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.runRetentionDays !== undefined){
+let data30 = data.runRetentionDays;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err131 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1498,8 +1501,9 @@ vErrors.push(err131);
 }
 errors++;
 }
-if(data30 < 1 || isNaN(data30)){
-const err132 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 > 3650 || isNaN(data30)){
+const err132 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1508,12 +1512,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-}
-}
-if(data.sandboxPoolSize !== undefined){
-let data31 = data.sandboxPoolSize;
-if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
-const err133 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data30 < 1 || isNaN(data30)){
+const err133 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1522,9 +1522,12 @@ vErrors.push(err133);
 }
 errors++;
 }
-if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 > 64 || isNaN(data31)){
-const err134 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data31 = data.sandboxPoolSize;
+if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
+const err134 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1533,8 +1536,9 @@ vErrors.push(err134);
 }
 errors++;
 }
-if(data31 < 1 || isNaN(data31)){
-const err135 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 > 64 || isNaN(data31)){
+const err135 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1543,11 +1547,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-}
-if(data.sandboxReuseContexts !== undefined){
-if(typeof data.sandboxReuseContexts !== "boolean"){
-const err136 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data31 < 1 || isNaN(data31)){
+const err136 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1557,10 +1558,10 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data.sandboxMaxExecutions !== undefined){
-let data33 = data.sandboxMaxExecutions;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err137 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.sandboxReuseContexts !== undefined){
+if(typeof data.sandboxReuseContexts !== "boolean"){
+const err137 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1569,9 +1570,11 @@ vErrors.push(err137);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 1000000 || isNaN(data33)){
-const err138 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
+}
+if(data.sandboxMaxExecutions !== undefined){
+let data33 = data.sandboxMaxExecutions;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err138 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1580,8 +1583,9 @@ vErrors.push(err138);
 }
 errors++;
 }
-if(data33 < 1 || isNaN(data33)){
-const err139 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 1000000 || isNaN(data33)){
+const err139 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1590,12 +1594,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-}
-if(data.tenantMemoryMb !== undefined){
-let data34 = data.tenantMemoryMb;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-const err140 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data33 < 1 || isNaN(data33)){
+const err140 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1604,9 +1604,12 @@ vErrors.push(err140);
 }
 errors++;
 }
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 > 16777216 || isNaN(data34)){
-const err141 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
+}
+}
+if(data.tenantMemoryMb !== undefined){
+let data34 = data.tenantMemoryMb;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err141 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1615,8 +1618,9 @@ vErrors.push(err141);
 }
 errors++;
 }
-if(data34 < 256 || isNaN(data34)){
-const err142 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 > 16777216 || isNaN(data34)){
+const err142 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1625,12 +1629,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-}
-}
-if(data.codeIsolation !== undefined){
-let data35 = data.codeIsolation;
-if(!(((data35 === "auto") || (data35 === "strict")) || (data35 === "process"))){
-const err143 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
+if(data34 < 256 || isNaN(data34)){
+const err143 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1640,9 +1640,11 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.sandboxTestBreach !== undefined){
-if(typeof data.sandboxTestBreach !== "boolean"){
-const err144 = {instancePath:instancePath+"/sandboxTestBreach",schemaPath:"#/properties/sandboxTestBreach/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(data.codeIsolation !== undefined){
+let data35 = data.codeIsolation;
+if(!(((data35 === "auto") || (data35 === "strict")) || (data35 === "process"))){
+const err144 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1652,9 +1654,10 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data.browserTestNoSchemeRefusal !== undefined){
-if(typeof data.browserTestNoSchemeRefusal !== "boolean"){
-const err145 = {instancePath:instancePath+"/browserTestNoSchemeRefusal",schemaPath:"#/properties/browserTestNoSchemeRefusal/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.sqliteSynchronous !== undefined){
+let data36 = data.sqliteSynchronous;
+if(!((data36 === "NORMAL") || (data36 === "FULL"))){
+const err145 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1664,9 +1667,10 @@ vErrors.push(err145);
 errors++;
 }
 }
-if(data.browserTestRelayOpen !== undefined){
-if(typeof data.browserTestRelayOpen !== "boolean"){
-const err146 = {instancePath:instancePath+"/browserTestRelayOpen",schemaPath:"#/properties/browserTestRelayOpen/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.upstreamTimeoutMs !== undefined){
+let data37 = data.upstreamTimeoutMs;
+if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
+const err146 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1675,11 +1679,9 @@ vErrors.push(err146);
 }
 errors++;
 }
-}
-if(data.sqliteSynchronous !== undefined){
-let data39 = data.sqliteSynchronous;
-if(!((data39 === "NORMAL") || (data39 === "FULL"))){
-const err147 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 > 600000 || isNaN(data37)){
+const err147 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1688,11 +1690,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-}
-if(data.upstreamTimeoutMs !== undefined){
-let data40 = data.upstreamTimeoutMs;
-if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
-const err148 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data37 < 100 || isNaN(data37)){
+const err148 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1701,9 +1700,12 @@ vErrors.push(err148);
 }
 errors++;
 }
-if((typeof data40 == "number") && (isFinite(data40))){
-if(data40 > 600000 || isNaN(data40)){
-const err149 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+}
+if(data.upstreamIdleMs !== undefined){
+let data38 = data.upstreamIdleMs;
+if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
+const err149 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1712,8 +1714,9 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data40 < 100 || isNaN(data40)){
-const err150 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data38 == "number") && (isFinite(data38))){
+if(data38 > 86400000 || isNaN(data38)){
+const err150 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1722,12 +1725,8 @@ vErrors.push(err150);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data41 = data.upstreamIdleMs;
-if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
-const err151 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data38 < 1000 || isNaN(data38)){
+const err151 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1736,9 +1735,12 @@ vErrors.push(err151);
 }
 errors++;
 }
-if((typeof data41 == "number") && (isFinite(data41))){
-if(data41 > 86400000 || isNaN(data41)){
-const err152 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.upstreamListBudgetMs !== undefined){
+let data39 = data.upstreamListBudgetMs;
+if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
+const err152 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1747,8 +1749,9 @@ vErrors.push(err152);
 }
 errors++;
 }
-if(data41 < 1000 || isNaN(data41)){
-const err153 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if((typeof data39 == "number") && (isFinite(data39))){
+if(data39 > 600000 || isNaN(data39)){
+const err153 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1757,12 +1760,8 @@ vErrors.push(err153);
 }
 errors++;
 }
-}
-}
-if(data.upstreamListBudgetMs !== undefined){
-let data42 = data.upstreamListBudgetMs;
-if(!(((typeof data42 == "number") && (!(data42 % 1) && !isNaN(data42))) && (isFinite(data42)))){
-const err154 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data39 < 10 || isNaN(data39)){
+const err154 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1771,9 +1770,13 @@ vErrors.push(err154);
 }
 errors++;
 }
-if((typeof data42 == "number") && (isFinite(data42))){
-if(data42 > 600000 || isNaN(data42)){
-const err155 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+}
+if(data.redisPrefix !== undefined){
+let data40 = data.redisPrefix;
+if(typeof data40 === "string"){
+if(!pattern13.test(data40)){
+const err155 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1782,8 +1785,9 @@ vErrors.push(err155);
 }
 errors++;
 }
-if(data42 < 10 || isNaN(data42)){
-const err156 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+else {
+const err156 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1793,12 +1797,11 @@ vErrors.push(err156);
 errors++;
 }
 }
-}
-if(data.redisPrefix !== undefined){
-let data43 = data.redisPrefix;
-if(typeof data43 === "string"){
-if(!pattern12.test(data43)){
-const err157 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data.models !== undefined){
+let data41 = data.models;
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.defaultModel === undefined){
+const err157 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1807,9 +1810,8 @@ vErrors.push(err157);
 }
 errors++;
 }
-}
-else {
-const err158 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.openaiCompatibleBaseUrl === undefined){
+const err158 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1818,12 +1820,8 @@ vErrors.push(err158);
 }
 errors++;
 }
-}
-if(data.models !== undefined){
-let data44 = data.models;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.defaultModel === undefined){
-const err159 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+if(data41.openaiCompatibleStructuredOutputs === undefined){
+const err159 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1832,8 +1830,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-if(data44.openaiCompatibleBaseUrl === undefined){
-const err160 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+if(data41.providers === undefined){
+const err160 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1842,8 +1840,8 @@ vErrors.push(err160);
 }
 errors++;
 }
-if(data44.openaiCompatibleStructuredOutputs === undefined){
-const err161 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
+if(data41.openaiBaseUrl === undefined){
+const err161 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiBaseUrl"},message:"must have required property '"+"openaiBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1852,8 +1850,8 @@ vErrors.push(err161);
 }
 errors++;
 }
-if(data44.providers === undefined){
-const err162 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data41.anthropicBaseUrl === undefined){
+const err162 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "anthropicBaseUrl"},message:"must have required property '"+"anthropicBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1862,9 +1860,8 @@ vErrors.push(err162);
 }
 errors++;
 }
-for(const key3 in data44){
-if(!((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers"))){
-const err163 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data41.keys === undefined){
+const err163 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "keys"},message:"must have required property '"+"keys"+"'"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1873,11 +1870,9 @@ vErrors.push(err163);
 }
 errors++;
 }
-}
-if(data44.defaultModel !== undefined){
-let data45 = data44.defaultModel;
-if((typeof data45 !== "string") && (data45 !== null)){
-const err164 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+for(const key3 in data41){
+if(!(((((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers")) || (key3 === "openaiBaseUrl")) || (key3 === "anthropicBaseUrl")) || (key3 === "keys"))){
+const err164 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1886,9 +1881,11 @@ vErrors.push(err164);
 }
 errors++;
 }
-if(typeof data45 === "string"){
-if(!pattern13.test(data45)){
-const err165 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+}
+if(data41.defaultModel !== undefined){
+let data42 = data41.defaultModel;
+if((typeof data42 !== "string") && (data42 !== null)){
+const err165 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1897,12 +1894,9 @@ vErrors.push(err165);
 }
 errors++;
 }
-}
-}
-if(data44.openaiCompatibleBaseUrl !== undefined){
-let data46 = data44.openaiCompatibleBaseUrl;
-if((typeof data46 !== "string") && (data46 !== null)){
-const err166 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(typeof data42 === "string"){
+if(!pattern14.test(data42)){
+const err166 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1911,9 +1905,12 @@ vErrors.push(err166);
 }
 errors++;
 }
-if(typeof data46 === "string"){
-if(!(formats0(data46))){
-const err167 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data41.openaiCompatibleBaseUrl !== undefined){
+let data43 = data41.openaiCompatibleBaseUrl;
+if((typeof data43 !== "string") && (data43 !== null)){
+const err167 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1922,11 +1919,9 @@ vErrors.push(err167);
 }
 errors++;
 }
-}
-}
-if(data44.openaiCompatibleStructuredOutputs !== undefined){
-if(typeof data44.openaiCompatibleStructuredOutputs !== "boolean"){
-const err168 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data43 === "string"){
+if(!(formats0(data43))){
+const err168 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1936,14 +1931,10 @@ vErrors.push(err168);
 errors++;
 }
 }
-if(data44.providers !== undefined){
-let data48 = data44.providers;
-if(Array.isArray(data48)){
-const len0 = data48.length;
-for(let i0=0; i0<len0; i0++){
-let data49 = data48[i0];
-if(!((((data49 === "openai-compatible") || (data49 === "openai")) || (data49 === "anthropic")) || (data49 === "google"))){
-const err169 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+}
+if(data41.openaiCompatibleStructuredOutputs !== undefined){
+if(typeof data41.openaiCompatibleStructuredOutputs !== "boolean"){
+const err169 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1953,19 +1944,36 @@ vErrors.push(err169);
 errors++;
 }
 }
-let i1 = data48.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data48[i1], data48[j0])){
-const err170 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(data41.providers !== undefined){
+let data45 = data41.providers;
+if(Array.isArray(data45)){
+const len0 = data45.length;
+for(let i0=0; i0<len0; i0++){
+let data46 = data45[i0];
+if(!((((data46 === "openai-compatible") || (data46 === "openai")) || (data46 === "anthropic")) || (data46 === "google"))){
+const err170 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err170];
 }
 else {
 vErrors.push(err170);
+}
+errors++;
+}
+}
+let i1 = data45.length;
+let j0;
+if(i1 > 1){
+outer0:
+for(;i1--;){
+for(j0 = i1; j0--;){
+if(func0(data45[i1], data45[j0])){
+const err171 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
 }
 errors++;
 break outer0;
@@ -1975,19 +1983,7 @@ break outer0;
 }
 }
 else {
-const err171 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err171];
-}
-else {
-vErrors.push(err171);
-}
-errors++;
-}
-}
-}
-else {
-const err172 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err172 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -1997,10 +1993,10 @@ vErrors.push(err172);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data50 = data.agentMaxSteps;
-if(!(((typeof data50 == "number") && (!(data50 % 1) && !isNaN(data50))) && (isFinite(data50)))){
-const err173 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41.openaiBaseUrl !== undefined){
+let data47 = data41.openaiBaseUrl;
+if((typeof data47 !== "string") && (data47 !== null)){
+const err173 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2009,9 +2005,9 @@ vErrors.push(err173);
 }
 errors++;
 }
-if((typeof data50 == "number") && (isFinite(data50))){
-if(data50 > 100 || isNaN(data50)){
-const err174 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(typeof data47 === "string"){
+if(!pattern7.test(data47)){
+const err174 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2020,8 +2016,8 @@ vErrors.push(err174);
 }
 errors++;
 }
-if(data50 < 1 || isNaN(data50)){
-const err175 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(!(formats0(data47))){
+const err175 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2032,10 +2028,10 @@ errors++;
 }
 }
 }
-if(data.agentTurnTimeoutMs !== undefined){
-let data51 = data.agentTurnTimeoutMs;
-if(!(((typeof data51 == "number") && (!(data51 % 1) && !isNaN(data51))) && (isFinite(data51)))){
-const err176 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41.anthropicBaseUrl !== undefined){
+let data48 = data41.anthropicBaseUrl;
+if((typeof data48 !== "string") && (data48 !== null)){
+const err176 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.anthropicBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2044,9 +2040,9 @@ vErrors.push(err176);
 }
 errors++;
 }
-if((typeof data51 == "number") && (isFinite(data51))){
-if(data51 > 3600000 || isNaN(data51)){
-const err177 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(typeof data48 === "string"){
+if(!pattern7.test(data48)){
+const err177 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2055,8 +2051,8 @@ vErrors.push(err177);
 }
 errors++;
 }
-if(data51 < 1000 || isNaN(data51)){
-const err178 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(!(formats0(data48))){
+const err178 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2067,15 +2063,11 @@ errors++;
 }
 }
 }
-if(data.outboundAllowlist !== undefined){
-let data52 = data.outboundAllowlist;
-if(Array.isArray(data52)){
-const len1 = data52.length;
-for(let i2=0; i2<len1; i2++){
-let data53 = data52[i2];
-if(typeof data53 === "string"){
-if(func2(data53) < 1){
-const err179 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data41.keys !== undefined){
+let data49 = data41.keys;
+if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
+if(data49.openaiCompatible === undefined){
+const err179 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openaiCompatible"},message:"must have required property '"+"openaiCompatible"+"'"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2084,9 +2076,8 @@ vErrors.push(err179);
 }
 errors++;
 }
-}
-else {
-const err180 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data49.openai === undefined){
+const err180 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openai"},message:"must have required property '"+"openai"+"'"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2095,10 +2086,8 @@ vErrors.push(err180);
 }
 errors++;
 }
-}
-}
-else {
-const err181 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data49.anthropic === undefined){
+const err181 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "anthropic"},message:"must have required property '"+"anthropic"+"'"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2107,12 +2096,8 @@ vErrors.push(err181);
 }
 errors++;
 }
-}
-if(data.browser !== undefined){
-let data54 = data.browser;
-if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
-if(data54.executable === undefined){
-const err182 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+if(data49.google === undefined){
+const err182 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "google"},message:"must have required property '"+"google"+"'"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2121,8 +2106,9 @@ vErrors.push(err182);
 }
 errors++;
 }
-if(data54.maxContexts === undefined){
-const err183 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+for(const key4 in data49){
+if(!((((key4 === "openaiCompatible") || (key4 === "openai")) || (key4 === "anthropic")) || (key4 === "google"))){
+const err183 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2131,8 +2117,11 @@ vErrors.push(err183);
 }
 errors++;
 }
-if(data54.orgMaxContexts === undefined){
-const err184 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
+}
+if(data49.openaiCompatible !== undefined){
+let data50 = data49.openaiCompatible;
+if((typeof data50 !== "string") && (data50 !== null)){
+const err184 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openaiCompatible.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2141,8 +2130,9 @@ vErrors.push(err184);
 }
 errors++;
 }
-if(data54.taskTimeoutMs === undefined){
-const err185 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+if(typeof data50 === "string"){
+if(func2(data50) < 1){
+const err185 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2151,8 +2141,12 @@ vErrors.push(err185);
 }
 errors++;
 }
-if(data54.idleMs === undefined){
-const err186 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+}
+}
+if(data49.openai !== undefined){
+let data51 = data49.openai;
+if((typeof data51 !== "string") && (data51 !== null)){
+const err186 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openai.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2161,8 +2155,9 @@ vErrors.push(err186);
 }
 errors++;
 }
-if(data54.adblockLists === undefined){
-const err187 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+if(typeof data51 === "string"){
+if(func2(data51) < 1){
+const err187 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2171,8 +2166,12 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data54.proxyUrl === undefined){
-const err188 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+}
+}
+if(data49.anthropic !== undefined){
+let data52 = data49.anthropic;
+if((typeof data52 !== "string") && (data52 !== null)){
+const err188 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.anthropic.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2181,8 +2180,9 @@ vErrors.push(err188);
 }
 errors++;
 }
-if(data54.memoryMb === undefined){
-const err189 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
+if(typeof data52 === "string"){
+if(func2(data52) < 1){
+const err189 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2191,8 +2191,12 @@ vErrors.push(err189);
 }
 errors++;
 }
-if(data54.diskMb === undefined){
-const err190 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
+}
+}
+if(data49.google !== undefined){
+let data53 = data49.google;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err190 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.google.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2201,8 +2205,9 @@ vErrors.push(err190);
 }
 errors++;
 }
-if(data54.maxPages === undefined){
-const err191 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
+if(typeof data53 === "string"){
+if(func2(data53) < 1){
+const err191 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2211,8 +2216,11 @@ vErrors.push(err191);
 }
 errors++;
 }
-if(data54.maxOpenContexts === undefined){
-const err192 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
+}
+}
+}
+else {
+const err192 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2221,8 +2229,10 @@ vErrors.push(err192);
 }
 errors++;
 }
-if(data54.taskCpuMs === undefined){
-const err193 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
+}
+}
+else {
+const err193 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2231,9 +2241,11 @@ vErrors.push(err193);
 }
 errors++;
 }
-for(const key4 in data54){
-if(!(func1.call(schema31.properties.browser.properties, key4))){
-const err194 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+}
+if(data.agentMaxSteps !== undefined){
+let data54 = data.agentMaxSteps;
+if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
+const err194 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2242,12 +2254,9 @@ vErrors.push(err194);
 }
 errors++;
 }
-}
-if(data54.executable !== undefined){
-let data55 = data54.executable;
-if(typeof data55 === "string"){
-if(func2(data55) < 1){
-const err195 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data54 == "number") && (isFinite(data54))){
+if(data54 > 100 || isNaN(data54)){
+const err195 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2256,9 +2265,8 @@ vErrors.push(err195);
 }
 errors++;
 }
-}
-else {
-const err196 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data54 < 1 || isNaN(data54)){
+const err196 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2268,10 +2276,11 @@ vErrors.push(err196);
 errors++;
 }
 }
-if(data54.maxContexts !== undefined){
-let data56 = data54.maxContexts;
-if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
-const err197 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data55 = data.agentTurnTimeoutMs;
+if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
+const err197 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2280,9 +2289,9 @@ vErrors.push(err197);
 }
 errors++;
 }
-if((typeof data56 == "number") && (isFinite(data56))){
-if(data56 > 64 || isNaN(data56)){
-const err198 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if((typeof data55 == "number") && (isFinite(data55))){
+if(data55 > 3600000 || isNaN(data55)){
+const err198 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2291,8 +2300,8 @@ vErrors.push(err198);
 }
 errors++;
 }
-if(data56 < 1 || isNaN(data56)){
-const err199 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data55 < 1000 || isNaN(data55)){
+const err199 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2303,10 +2312,15 @@ errors++;
 }
 }
 }
-if(data54.orgMaxContexts !== undefined){
-let data57 = data54.orgMaxContexts;
-if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
-const err200 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.outboundAllowlist !== undefined){
+let data56 = data.outboundAllowlist;
+if(Array.isArray(data56)){
+const len1 = data56.length;
+for(let i2=0; i2<len1; i2++){
+let data57 = data56[i2];
+if(typeof data57 === "string"){
+if(func2(data57) < 1){
+const err200 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2315,9 +2329,9 @@ vErrors.push(err200);
 }
 errors++;
 }
-if((typeof data57 == "number") && (isFinite(data57))){
-if(data57 > 64 || isNaN(data57)){
-const err201 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+else {
+const err201 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2326,8 +2340,10 @@ vErrors.push(err201);
 }
 errors++;
 }
-if(data57 < 1 || isNaN(data57)){
-const err202 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+else {
+const err202 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2337,11 +2353,11 @@ vErrors.push(err202);
 errors++;
 }
 }
-}
-if(data54.taskTimeoutMs !== undefined){
-let data58 = data54.taskTimeoutMs;
-if(!(((typeof data58 == "number") && (!(data58 % 1) && !isNaN(data58))) && (isFinite(data58)))){
-const err203 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.browser !== undefined){
+let data58 = data.browser;
+if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
+if(data58.executable === undefined){
+const err203 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2350,9 +2366,8 @@ vErrors.push(err203);
 }
 errors++;
 }
-if((typeof data58 == "number") && (isFinite(data58))){
-if(data58 > 3600000 || isNaN(data58)){
-const err204 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data58.maxContexts === undefined){
+const err204 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2361,8 +2376,8 @@ vErrors.push(err204);
 }
 errors++;
 }
-if(data58 < 1000 || isNaN(data58)){
-const err205 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data58.orgMaxContexts === undefined){
+const err205 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2371,12 +2386,8 @@ vErrors.push(err205);
 }
 errors++;
 }
-}
-}
-if(data54.idleMs !== undefined){
-let data59 = data54.idleMs;
-if(!(((typeof data59 == "number") && (!(data59 % 1) && !isNaN(data59))) && (isFinite(data59)))){
-const err206 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data58.taskTimeoutMs === undefined){
+const err206 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2385,9 +2396,8 @@ vErrors.push(err206);
 }
 errors++;
 }
-if((typeof data59 == "number") && (isFinite(data59))){
-if(data59 > 86400000 || isNaN(data59)){
-const err207 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data58.idleMs === undefined){
+const err207 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2396,8 +2406,8 @@ vErrors.push(err207);
 }
 errors++;
 }
-if(data59 < 1000 || isNaN(data59)){
-const err208 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data58.adblockLists === undefined){
+const err208 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -2406,17 +2416,8 @@ vErrors.push(err208);
 }
 errors++;
 }
-}
-}
-if(data54.adblockLists !== undefined){
-let data60 = data54.adblockLists;
-if(Array.isArray(data60)){
-const len2 = data60.length;
-for(let i3=0; i3<len2; i3++){
-let data61 = data60[i3];
-if(typeof data61 === "string"){
-if(func2(data61) < 1){
-const err209 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data58.proxyUrl === undefined){
+const err209 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -2425,9 +2426,8 @@ vErrors.push(err209);
 }
 errors++;
 }
-}
-else {
-const err210 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data58.memoryMb === undefined){
+const err210 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -2436,10 +2436,8 @@ vErrors.push(err210);
 }
 errors++;
 }
-}
-}
-else {
-const err211 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data58.diskMb === undefined){
+const err211 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -2448,11 +2446,8 @@ vErrors.push(err211);
 }
 errors++;
 }
-}
-if(data54.proxyUrl !== undefined){
-let data62 = data54.proxyUrl;
-if((typeof data62 !== "string") && (data62 !== null)){
-const err212 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+if(data58.maxPages === undefined){
+const err212 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -2461,9 +2456,8 @@ vErrors.push(err212);
 }
 errors++;
 }
-if(typeof data62 === "string"){
-if(!pattern14.test(data62)){
-const err213 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if(data58.maxOpenContexts === undefined){
+const err213 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -2472,12 +2466,8 @@ vErrors.push(err213);
 }
 errors++;
 }
-}
-}
-if(data54.memoryMb !== undefined){
-let data63 = data54.memoryMb;
-if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
-const err214 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data58.taskCpuMs === undefined){
+const err214 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -2486,9 +2476,9 @@ vErrors.push(err214);
 }
 errors++;
 }
-if((typeof data63 == "number") && (isFinite(data63))){
-if(data63 > 1048576 || isNaN(data63)){
-const err215 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+for(const key5 in data58){
+if(!(func1.call(schema31.properties.browser.properties, key5))){
+const err215 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -2497,8 +2487,12 @@ vErrors.push(err215);
 }
 errors++;
 }
-if(data63 < 256 || isNaN(data63)){
-const err216 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+}
+if(data58.executable !== undefined){
+let data59 = data58.executable;
+if(typeof data59 === "string"){
+if(func2(data59) < 1){
+const err216 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -2508,11 +2502,8 @@ vErrors.push(err216);
 errors++;
 }
 }
-}
-if(data54.diskMb !== undefined){
-let data64 = data54.diskMb;
-if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
-const err217 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err217 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -2521,9 +2512,11 @@ vErrors.push(err217);
 }
 errors++;
 }
-if((typeof data64 == "number") && (isFinite(data64))){
-if(data64 > 1048576 || isNaN(data64)){
-const err218 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+if(data58.maxContexts !== undefined){
+let data60 = data58.maxContexts;
+if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
+const err218 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -2532,8 +2525,9 @@ vErrors.push(err218);
 }
 errors++;
 }
-if(data64 < 64 || isNaN(data64)){
-const err219 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
+if((typeof data60 == "number") && (isFinite(data60))){
+if(data60 > 64 || isNaN(data60)){
+const err219 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -2542,12 +2536,8 @@ vErrors.push(err219);
 }
 errors++;
 }
-}
-}
-if(data54.maxPages !== undefined){
-let data65 = data54.maxPages;
-if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
-const err220 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data60 < 1 || isNaN(data60)){
+const err220 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -2556,9 +2546,12 @@ vErrors.push(err220);
 }
 errors++;
 }
-if((typeof data65 == "number") && (isFinite(data65))){
-if(data65 > 10000 || isNaN(data65)){
-const err221 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data58.orgMaxContexts !== undefined){
+let data61 = data58.orgMaxContexts;
+if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
+const err221 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -2567,8 +2560,9 @@ vErrors.push(err221);
 }
 errors++;
 }
-if(data65 < 1 || isNaN(data65)){
-const err222 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data61 == "number") && (isFinite(data61))){
+if(data61 > 64 || isNaN(data61)){
+const err222 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -2577,12 +2571,8 @@ vErrors.push(err222);
 }
 errors++;
 }
-}
-}
-if(data54.maxOpenContexts !== undefined){
-let data66 = data54.maxOpenContexts;
-if(!(((typeof data66 == "number") && (!(data66 % 1) && !isNaN(data66))) && (isFinite(data66)))){
-const err223 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data61 < 1 || isNaN(data61)){
+const err223 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -2591,9 +2581,12 @@ vErrors.push(err223);
 }
 errors++;
 }
-if((typeof data66 == "number") && (isFinite(data66))){
-if(data66 > 10000 || isNaN(data66)){
-const err224 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+}
+}
+if(data58.taskTimeoutMs !== undefined){
+let data62 = data58.taskTimeoutMs;
+if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
+const err224 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -2602,8 +2595,9 @@ vErrors.push(err224);
 }
 errors++;
 }
-if(data66 < 2 || isNaN(data66)){
-const err225 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
+if((typeof data62 == "number") && (isFinite(data62))){
+if(data62 > 3600000 || isNaN(data62)){
+const err225 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -2612,12 +2606,8 @@ vErrors.push(err225);
 }
 errors++;
 }
-}
-}
-if(data54.taskCpuMs !== undefined){
-let data67 = data54.taskCpuMs;
-if(!(((typeof data67 == "number") && (!(data67 % 1) && !isNaN(data67))) && (isFinite(data67)))){
-const err226 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data62 < 1000 || isNaN(data62)){
+const err226 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -2626,9 +2616,12 @@ vErrors.push(err226);
 }
 errors++;
 }
-if((typeof data67 == "number") && (isFinite(data67))){
-if(data67 > 86400000 || isNaN(data67)){
-const err227 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data58.idleMs !== undefined){
+let data63 = data58.idleMs;
+if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
+const err227 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -2637,8 +2630,9 @@ vErrors.push(err227);
 }
 errors++;
 }
-if(data67 < 100 || isNaN(data67)){
-const err228 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data63 == "number") && (isFinite(data63))){
+if(data63 > 86400000 || isNaN(data63)){
+const err228 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -2647,11 +2641,8 @@ vErrors.push(err228);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err229 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data63 < 1000 || isNaN(data63)){
+const err229 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -2661,11 +2652,16 @@ vErrors.push(err229);
 errors++;
 }
 }
-if(data.discovery !== undefined){
-let data68 = data.discovery;
-if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
-if(data68.embeddingsUrl === undefined){
-const err230 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+}
+if(data58.adblockLists !== undefined){
+let data64 = data58.adblockLists;
+if(Array.isArray(data64)){
+const len2 = data64.length;
+for(let i3=0; i3<len2; i3++){
+let data65 = data64[i3];
+if(typeof data65 === "string"){
+if(func2(data65) < 1){
+const err230 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -2674,8 +2670,9 @@ vErrors.push(err230);
 }
 errors++;
 }
-if(data68.embeddingsModel === undefined){
-const err231 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+}
+else {
+const err231 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -2684,8 +2681,10 @@ vErrors.push(err231);
 }
 errors++;
 }
-if(data68.embeddingsBudgetMs === undefined){
-const err232 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+}
+}
+else {
+const err232 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -2694,8 +2693,11 @@ vErrors.push(err232);
 }
 errors++;
 }
-if(data68.learning === undefined){
-const err233 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+}
+if(data58.proxyUrl !== undefined){
+let data66 = data58.proxyUrl;
+if((typeof data66 !== "string") && (data66 !== null)){
+const err233 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -2704,9 +2706,9 @@ vErrors.push(err233);
 }
 errors++;
 }
-for(const key5 in data68){
-if(!((((key5 === "embeddingsUrl") || (key5 === "embeddingsModel")) || (key5 === "embeddingsBudgetMs")) || (key5 === "learning"))){
-const err234 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(typeof data66 === "string"){
+if(!pattern17.test(data66)){
+const err234 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -2716,10 +2718,11 @@ vErrors.push(err234);
 errors++;
 }
 }
-if(data68.embeddingsUrl !== undefined){
-let data69 = data68.embeddingsUrl;
-if((typeof data69 !== "string") && (data69 !== null)){
-const err235 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+}
+if(data58.memoryMb !== undefined){
+let data67 = data58.memoryMb;
+if(!(((typeof data67 == "number") && (!(data67 % 1) && !isNaN(data67))) && (isFinite(data67)))){
+const err235 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -2728,9 +2731,9 @@ vErrors.push(err235);
 }
 errors++;
 }
-if(typeof data69 === "string"){
-if(!(formats0(data69))){
-const err236 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if((typeof data67 == "number") && (isFinite(data67))){
+if(data67 > 1048576 || isNaN(data67)){
+const err236 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -2739,13 +2742,8 @@ vErrors.push(err236);
 }
 errors++;
 }
-}
-}
-if(data68.embeddingsModel !== undefined){
-let data70 = data68.embeddingsModel;
-if(typeof data70 === "string"){
-if(func2(data70) < 1){
-const err237 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data67 < 256 || isNaN(data67)){
+const err237 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -2755,8 +2753,11 @@ vErrors.push(err237);
 errors++;
 }
 }
-else {
-const err238 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data58.diskMb !== undefined){
+let data68 = data58.diskMb;
+if(!(((typeof data68 == "number") && (!(data68 % 1) && !isNaN(data68))) && (isFinite(data68)))){
+const err238 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -2765,11 +2766,9 @@ vErrors.push(err238);
 }
 errors++;
 }
-}
-if(data68.embeddingsBudgetMs !== undefined){
-let data71 = data68.embeddingsBudgetMs;
-if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
-const err239 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data68 == "number") && (isFinite(data68))){
+if(data68 > 1048576 || isNaN(data68)){
+const err239 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -2778,9 +2777,8 @@ vErrors.push(err239);
 }
 errors++;
 }
-if((typeof data71 == "number") && (isFinite(data71))){
-if(data71 > 60000 || isNaN(data71)){
-const err240 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+if(data68 < 64 || isNaN(data68)){
+const err240 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -2789,8 +2787,12 @@ vErrors.push(err240);
 }
 errors++;
 }
-if(data71 < 10 || isNaN(data71)){
-const err241 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+}
+if(data58.maxPages !== undefined){
+let data69 = data58.maxPages;
+if(!(((typeof data69 == "number") && (!(data69 % 1) && !isNaN(data69))) && (isFinite(data69)))){
+const err241 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -2799,11 +2801,9 @@ vErrors.push(err241);
 }
 errors++;
 }
-}
-}
-if(data68.learning !== undefined){
-if(typeof data68.learning !== "boolean"){
-const err242 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data69 == "number") && (isFinite(data69))){
+if(data69 > 10000 || isNaN(data69)){
+const err242 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -2812,10 +2812,8 @@ vErrors.push(err242);
 }
 errors++;
 }
-}
-}
-else {
-const err243 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data69 < 1 || isNaN(data69)){
+const err243 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -2825,10 +2823,11 @@ vErrors.push(err243);
 errors++;
 }
 }
-if(data.metricsPort !== undefined){
-let data73 = data.metricsPort;
-if((!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))) && (data73 !== null)){
-const err244 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+}
+if(data58.maxOpenContexts !== undefined){
+let data70 = data58.maxOpenContexts;
+if(!(((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70))) && (isFinite(data70)))){
+const err244 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -2837,9 +2836,9 @@ vErrors.push(err244);
 }
 errors++;
 }
-if((typeof data73 == "number") && (isFinite(data73))){
-if(data73 > 65535 || isNaN(data73)){
-const err245 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if((typeof data70 == "number") && (isFinite(data70))){
+if(data70 > 10000 || isNaN(data70)){
+const err245 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -2848,8 +2847,8 @@ vErrors.push(err245);
 }
 errors++;
 }
-if(data73 < 1 || isNaN(data73)){
-const err246 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data70 < 2 || isNaN(data70)){
+const err246 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -2860,11 +2859,10 @@ errors++;
 }
 }
 }
-if(data.metricsHost !== undefined){
-let data74 = data.metricsHost;
-if(typeof data74 === "string"){
-if(func2(data74) < 1){
-const err247 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data58.taskCpuMs !== undefined){
+let data71 = data58.taskCpuMs;
+if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
+const err247 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -2873,9 +2871,9 @@ vErrors.push(err247);
 }
 errors++;
 }
-}
-else {
-const err248 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data71 == "number") && (isFinite(data71))){
+if(data71 > 86400000 || isNaN(data71)){
+const err248 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -2884,11 +2882,8 @@ vErrors.push(err248);
 }
 errors++;
 }
-}
-if(data.shutdownGraceMs !== undefined){
-let data75 = data.shutdownGraceMs;
-if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
-const err249 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data71 < 100 || isNaN(data71)){
+const err249 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -2897,9 +2892,11 @@ vErrors.push(err249);
 }
 errors++;
 }
-if((typeof data75 == "number") && (isFinite(data75))){
-if(data75 > 3600000 || isNaN(data75)){
-const err250 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+}
+else {
+const err250 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -2908,8 +2905,12 @@ vErrors.push(err250);
 }
 errors++;
 }
-if(data75 < 0 || isNaN(data75)){
-const err251 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data.discovery !== undefined){
+let data72 = data.discovery;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+if(data72.embeddingsUrl === undefined){
+const err251 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -2918,13 +2919,8 @@ vErrors.push(err251);
 }
 errors++;
 }
-}
-}
-if(data.tracing !== undefined){
-let data76 = data.tracing;
-if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
-if(data76.enabled === undefined){
-const err252 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data72.embeddingsModel === undefined){
+const err252 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -2933,8 +2929,8 @@ vErrors.push(err252);
 }
 errors++;
 }
-if(data76.disabled === undefined){
-const err253 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+if(data72.embeddingsBudgetMs === undefined){
+const err253 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -2943,8 +2939,8 @@ vErrors.push(err253);
 }
 errors++;
 }
-if(data76.serviceName === undefined){
-const err254 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if(data72.learning === undefined){
+const err254 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -2953,9 +2949,9 @@ vErrors.push(err254);
 }
 errors++;
 }
-for(const key6 in data76){
-if(!(((key6 === "enabled") || (key6 === "disabled")) || (key6 === "serviceName"))){
-const err255 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+for(const key6 in data72){
+if(!((((key6 === "embeddingsUrl") || (key6 === "embeddingsModel")) || (key6 === "embeddingsBudgetMs")) || (key6 === "learning"))){
+const err255 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -2965,9 +2961,10 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(data76.enabled !== undefined){
-if(typeof data76.enabled !== "boolean"){
-const err256 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data72.embeddingsUrl !== undefined){
+let data73 = data72.embeddingsUrl;
+if((typeof data73 !== "string") && (data73 !== null)){
+const err256 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -2976,10 +2973,9 @@ vErrors.push(err256);
 }
 errors++;
 }
-}
-if(data76.disabled !== undefined){
-if(typeof data76.disabled !== "boolean"){
-const err257 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data73 === "string"){
+if(!(formats0(data73))){
+const err257 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -2989,11 +2985,12 @@ vErrors.push(err257);
 errors++;
 }
 }
-if(data76.serviceName !== undefined){
-let data79 = data76.serviceName;
-if(typeof data79 === "string"){
-if(func2(data79) < 1){
-const err258 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data72.embeddingsModel !== undefined){
+let data74 = data72.embeddingsModel;
+if(typeof data74 === "string"){
+if(func2(data74) < 1){
+const err258 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -3004,7 +3001,7 @@ errors++;
 }
 }
 else {
-const err259 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err259 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -3014,9 +3011,10 @@ vErrors.push(err259);
 errors++;
 }
 }
-}
-else {
-const err260 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data72.embeddingsBudgetMs !== undefined){
+let data75 = data72.embeddingsBudgetMs;
+if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
+const err260 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -3025,15 +3023,287 @@ vErrors.push(err260);
 }
 errors++;
 }
-}
-}
-else {
-const err261 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 > 60000 || isNaN(data75)){
+const err261 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err261];
 }
 else {
 vErrors.push(err261);
+}
+errors++;
+}
+if(data75 < 10 || isNaN(data75)){
+const err262 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(vErrors === null){
+vErrors = [err262];
+}
+else {
+vErrors.push(err262);
+}
+errors++;
+}
+}
+}
+if(data72.learning !== undefined){
+if(typeof data72.learning !== "boolean"){
+const err263 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err263];
+}
+else {
+vErrors.push(err263);
+}
+errors++;
+}
+}
+}
+else {
+const err264 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err264];
+}
+else {
+vErrors.push(err264);
+}
+errors++;
+}
+}
+if(data.metricsPort !== undefined){
+let data77 = data.metricsPort;
+if((!(((typeof data77 == "number") && (!(data77 % 1) && !isNaN(data77))) && (isFinite(data77)))) && (data77 !== null)){
+const err265 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+if(vErrors === null){
+vErrors = [err265];
+}
+else {
+vErrors.push(err265);
+}
+errors++;
+}
+if((typeof data77 == "number") && (isFinite(data77))){
+if(data77 > 65535 || isNaN(data77)){
+const err266 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+if(vErrors === null){
+vErrors = [err266];
+}
+else {
+vErrors.push(err266);
+}
+errors++;
+}
+if(data77 < 1 || isNaN(data77)){
+const err267 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err267];
+}
+else {
+vErrors.push(err267);
+}
+errors++;
+}
+}
+}
+if(data.metricsHost !== undefined){
+let data78 = data.metricsHost;
+if(typeof data78 === "string"){
+if(func2(data78) < 1){
+const err268 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err268];
+}
+else {
+vErrors.push(err268);
+}
+errors++;
+}
+}
+else {
+const err269 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err269];
+}
+else {
+vErrors.push(err269);
+}
+errors++;
+}
+}
+if(data.shutdownGraceMs !== undefined){
+let data79 = data.shutdownGraceMs;
+if(!(((typeof data79 == "number") && (!(data79 % 1) && !isNaN(data79))) && (isFinite(data79)))){
+const err270 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err270];
+}
+else {
+vErrors.push(err270);
+}
+errors++;
+}
+if((typeof data79 == "number") && (isFinite(data79))){
+if(data79 > 3600000 || isNaN(data79)){
+const err271 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(vErrors === null){
+vErrors = [err271];
+}
+else {
+vErrors.push(err271);
+}
+errors++;
+}
+if(data79 < 0 || isNaN(data79)){
+const err272 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err272];
+}
+else {
+vErrors.push(err272);
+}
+errors++;
+}
+}
+}
+if(data.tracing !== undefined){
+let data80 = data.tracing;
+if(data80 && typeof data80 == "object" && !Array.isArray(data80)){
+if(data80.enabled === undefined){
+const err273 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(vErrors === null){
+vErrors = [err273];
+}
+else {
+vErrors.push(err273);
+}
+errors++;
+}
+if(data80.disabled === undefined){
+const err274 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+if(vErrors === null){
+vErrors = [err274];
+}
+else {
+vErrors.push(err274);
+}
+errors++;
+}
+if(data80.serviceName === undefined){
+const err275 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+if(vErrors === null){
+vErrors = [err275];
+}
+else {
+vErrors.push(err275);
+}
+errors++;
+}
+for(const key7 in data80){
+if(!(((key7 === "enabled") || (key7 === "disabled")) || (key7 === "serviceName"))){
+const err276 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err276];
+}
+else {
+vErrors.push(err276);
+}
+errors++;
+}
+}
+if(data80.enabled !== undefined){
+if(typeof data80.enabled !== "boolean"){
+const err277 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err277];
+}
+else {
+vErrors.push(err277);
+}
+errors++;
+}
+}
+if(data80.disabled !== undefined){
+if(typeof data80.disabled !== "boolean"){
+const err278 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err278];
+}
+else {
+vErrors.push(err278);
+}
+errors++;
+}
+}
+if(data80.serviceName !== undefined){
+let data83 = data80.serviceName;
+if(typeof data83 === "string"){
+if(func2(data83) < 1){
+const err279 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err279];
+}
+else {
+vErrors.push(err279);
+}
+errors++;
+}
+}
+else {
+const err280 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err280];
+}
+else {
+vErrors.push(err280);
+}
+errors++;
+}
+}
+}
+else {
+const err281 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err281];
+}
+else {
+vErrors.push(err281);
+}
+errors++;
+}
+}
+if(data.embeddingsApiKey !== undefined){
+let data84 = data.embeddingsApiKey;
+if((typeof data84 !== "string") && (data84 !== null)){
+const err282 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/type",keyword:"type",params:{type: schema31.properties.embeddingsApiKey.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err282];
+}
+else {
+vErrors.push(err282);
+}
+errors++;
+}
+if(typeof data84 === "string"){
+if(func2(data84) < 1){
+const err283 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err283];
+}
+else {
+vErrors.push(err283);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err284 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err284];
+}
+else {
+vErrors.push(err284);
 }
 errors++;
 }
@@ -3044,7 +3314,7 @@ validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const DatastoreEventPayload = validate21;
 const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/events/datastore-event.schema","title":"DatastoreEventPayload","description":"Body POSTed to a trigger URL when an item of a datastore (structured or unstructured) or a vault changes (spec \"Events\"). onEdit payloads add `changed` with the previous content and metadata; vault payloads carry isSecret true. Sent asynchronously, not retried. Every payload carries eventId (at-least-once delivery from a transactional outbox).","type":"object","required":["eventId","event","itemId","providerId","collectionId","collectionType","key","content","metadata","createdAt","updatedAt","triggerLevel"],"additionalProperties":false,"properties":{"eventId":{"type":"string","minLength":1,"description":"Id of this event call (the delivery log's eventId). Deliveries are at least once: a receiver that sees an eventId twice can ignore the second."},"event":{"type":"string","enum":["onCreate","onEdit","onDelete","onTest"],"description":"What happened: onCreate, onEdit, onDelete, or onTest (a test call from the triggers/test endpoints)."},"itemId":{"type":"string","minLength":1,"description":"Item id."},"providerId":{"type":"string","minLength":1,"description":"Id of the storage provider holding the collection."},"collectionId":{"type":"string","minLength":1,"description":"Collection (datastore or vault) id."},"collectionType":{"type":"string","enum":["datastore","vault"],"description":"Kind of collection."},"key":{"type":"string","description":"Item key."},"sortField":{"type":["string","null"],"description":"Sort field value of the item, or null when the collection has none."},"content":{"type":"object","description":"Item content after the change (the deleted content for onDelete). Always an object: an unstructured datastore's text arrives as {\"text\": ...}; in vault payloads every value is replaced by \"********\" (never the plain secret)."},"metadata":{"type":"object","description":"Item metadata."},"createdAt":{"type":"string","format":"date-time","description":"Item creation time (ISO 8601)."},"updatedAt":{"type":"string","format":"date-time","description":"Item last update time (ISO 8601)."},"triggerLevel":{"type":"string","enum":["collection","item"],"description":"Level of the trigger URL that fired: collection or item."},"changed":{"type":"object","description":"onEdit only: the values before the edit.","required":["content","metadata"],"additionalProperties":false,"properties":{"content":{"type":"object","description":"Previous content."},"metadata":{"type":"object","description":"Previous metadata."}}},"isSecret":{"const":true,"description":"Vault payloads only: always true."}},"allOf":[{"if":{"properties":{"event":{"const":"onEdit"}}},"then":{"properties":{"changed":true},"required":["changed"]},"else":{"not":{"properties":{"changed":true},"required":["changed"]}}},{"if":{"properties":{"collectionType":{"const":"vault"}}},"then":{"properties":{"isSecret":true},"required":["isSecret"]},"else":{"not":{"properties":{"isSecret":true},"required":["isSecret"]}}}],"examples":[{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e00","event":"onCreate","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":"2025-05-01","content":{"name":"Ada","plan":"pro"},"metadata":{},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-01T10:00:00Z","triggerLevel":"collection"},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e01","event":"onEdit","itemId":"itm_01","providerId":"prv_default","collectionId":"col_customers","collectionType":"datastore","key":"customer-42","sortField":null,"content":{"name":"Ada","plan":"enterprise"},"metadata":{"source":"crm"},"createdAt":"2025-05-01T10:00:00Z","updatedAt":"2025-05-02T11:00:00Z","triggerLevel":"item","changed":{"content":{"name":"Ada","plan":"pro"},"metadata":{}}},{"eventId":"evt_01932f71a1b27c3d9e0f1a2b3c4d5e02","event":"onDelete","itemId":"itm_09","providerId":"prv_default","collectionId":"col_secrets","collectionType":"vault","key":"stripe-key","content":{"value":"***"},"metadata":{},"createdAt":"2025-04-01T09:00:00Z","updatedAt":"2025-04-01T09:00:00Z","triggerLevel":"collection","isSecret":true}]};
-const formats16 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const formats20 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/events/datastore-event.schema" */;
@@ -3607,7 +3877,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data12 = data.createdAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -3632,7 +3902,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data13 = data.updatedAt;
 if(typeof data13 === "string"){
-if(!(formats16.validate(data13))){
+if(!(formats20.validate(data13))){
 const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -4238,7 +4508,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data13 = data.createdAt;
 if(typeof data13 === "string"){
-if(!(formats16.validate(data13))){
+if(!(formats20.validate(data13))){
 const err39 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -4263,7 +4533,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data14 = data.updatedAt;
 if(typeof data14 === "string"){
-if(!(formats16.validate(data14))){
+if(!(formats20.validate(data14))){
 const err41 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -5489,7 +5759,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -5514,7 +5784,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -6636,7 +6906,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -6661,7 +6931,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -7327,7 +7597,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -7352,7 +7622,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -7829,7 +8099,7 @@ errors++;
 if(data.publishedAt !== undefined){
 let data2 = data.publishedAt;
 if(typeof data2 === "string"){
-if(!(formats16.validate(data2))){
+if(!(formats20.validate(data2))){
 const err8 = {instancePath:instancePath+"/publishedAt",schemaPath:"#/properties/publishedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -8405,7 +8675,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -8430,7 +8700,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -9950,7 +10220,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data11 = data.createdAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err37 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -9975,7 +10245,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data12 = data.updatedAt;
 if(typeof data12 === "string"){
-if(!(formats16.validate(data12))){
+if(!(formats20.validate(data12))){
 const err39 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -10505,7 +10775,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats16.validate(data3))){
+if(!(formats20.validate(data3))){
 const err12 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err12];
@@ -10530,7 +10800,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats16.validate(data4))){
+if(!(formats20.validate(data4))){
 const err14 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -10892,7 +11162,7 @@ errors++;
 if(data1.createdAt !== undefined){
 let data5 = data1.createdAt;
 if(typeof data5 === "string"){
-if(!(formats16.validate(data5))){
+if(!(formats20.validate(data5))){
 const err14 = {instancePath:instancePath+"/chats/" + i0+"/createdAt",schemaPath:"#/$defs/chatRecord/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err14];
@@ -10917,7 +11187,7 @@ errors++;
 if(data1.updatedAt !== undefined){
 let data6 = data1.updatedAt;
 if(typeof data6 === "string"){
-if(!(formats16.validate(data6))){
+if(!(formats20.validate(data6))){
 const err16 = {instancePath:instancePath+"/chats/" + i0+"/updatedAt",schemaPath:"#/$defs/chatRecord/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err16];
@@ -11133,7 +11403,7 @@ errors++;
 if(data.createdAt !== undefined){
 let data3 = data.createdAt;
 if(typeof data3 === "string"){
-if(!(formats16.validate(data3))){
+if(!(formats20.validate(data3))){
 const err11 = {instancePath:instancePath+"/createdAt",schemaPath:"#/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err11];
@@ -11158,7 +11428,7 @@ errors++;
 if(data.updatedAt !== undefined){
 let data4 = data.updatedAt;
 if(typeof data4 === "string"){
-if(!(formats16.validate(data4))){
+if(!(formats20.validate(data4))){
 const err13 = {instancePath:instancePath+"/updatedAt",schemaPath:"#/properties/updatedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -12015,7 +12285,7 @@ errors++;
 if(data2.createdAt !== undefined){
 let data8 = data2.createdAt;
 if(typeof data8 === "string"){
-if(!(formats16.validate(data8))){
+if(!(formats20.validate(data8))){
 const err20 = {instancePath:instancePath+"/contexts/" + i0+"/createdAt",schemaPath:"#/properties/contexts/items/properties/createdAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err20];
@@ -12079,8 +12349,8 @@ validate57.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const BrowserAutomationOperatorRunInput = validate58;
 const schema76 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema","title":"BrowserAutomationOperatorRunInput","description":"Arguments of operator_run (spec section 12), with every default of the spec. Counts and pixel sizes are integers.","type":"object","required":["task","cacheKey"],"additionalProperties":false,"properties":{"task":{"type":"string","minLength":1,"pattern":"^[^\\r\\n]+$","description":"Single-line natural-language instruction (no line breaks)."},"cacheKey":{"type":"string","pattern":"^[A-Za-z0-9]{8}$","description":"Exactly 8 letters or digits; use a new value whenever the task text changes. With a hash of the task text and its start URL it names the cache entry (and the buildId of the start response)."},"model":{"type":"string","enum":["google/gemini-3-flash-preview","google/gemini-2.5-flash","google/gemini-2.5-pro","openai/gpt-4o","openai/gpt-4o-mini","anthropic/claude-sonnet-4"],"default":"google/gemini-3-flash-preview","description":"Model driving the operator, through the server's model providers. When its provider has no key on this server the task runs on DEFAULT_MODEL and the log says so; with neither, the call is refused saying what to set."},"agentMode":{"type":"string","enum":["dom","hybrid","cua"],"default":"hybrid","description":"How the operator sees the page: dom (accessibility snapshot with element refs, through iframes and open shadow roots), hybrid (the snapshot plus a screenshot and coordinate actions) or cua (a computer-use model: an anthropic/ model, requested or DEFAULT_MODEL; otherwise the call is refused)."},"maxSteps":{"type":"integer","minimum":1,"maximum":100,"default":30,"description":"Maximum number of model calls of the task (heals included), 1 to 100; a task that spends them without finishing fails saying so."},"systemPrompt":{"type":"string","description":"Role or context given to the operator."},"region":{"type":"string","enum":["us-west-2","us-east-1","eu-central-1","ap-southeast-1"],"default":"us-west-2","description":"Region where the browser runs. The browser runs on this server: a given region is written in the task log as not applied."},"proxies":{"type":"boolean","default":false,"description":"Route traffic through residential proxies: through the server's upstream proxy (BROWSER_PROXY_URL) when one is configured, after the outbound guard has checked each destination; otherwise true is written in the task log as not applied."},"advancedStealth":{"type":"boolean","default":false,"description":"Use advanced anti-bot-detection measures. Not available here (stock headless Chromium): true is written in the task log as not applied."},"blockAds":{"type":"boolean","default":true,"description":"Block advertisements with Ghostery's ad blocker and the server's filter lists (BROWSER_ADBLOCK_LISTS, else Ghostery's prebuilt ads lists); when no list can be loaded the log says blockAds was not applied."},"solveCaptchas":{"type":"boolean","default":true,"description":"Solve CAPTCHAs automatically. No solver is available here: true (the default) is written in the task log as not applied, and a CAPTCHA stops the task."},"recordSession":{"type":"boolean","default":true,"description":"Record the browser session: a Playwright trace (screenshots and DOM snapshots) saved as session-<sessionId>.zip among the task's files."},"viewportWidth":{"type":"integer","minimum":100,"maximum":3840,"default":1288,"description":"Browser viewport width in CSS pixels."},"viewportHeight":{"type":"integer","minimum":100,"maximum":2160,"default":711,"description":"Browser viewport height in CSS pixels."},"filesToUpload":{"type":"array","description":"Files made available to the browser for upload forms: fetched (through the server's outbound policy) before the task starts, at most 20 of 25 MiB each, unique names; one that cannot be fetched refuses the call. The operator sets them on file inputs by fileName.","items":{"type":"object","required":["url","fileName"],"additionalProperties":false,"properties":{"url":{"type":"string","format":"uri","description":"Where the file is downloaded from."},"fileName":{"type":"string","minLength":1,"description":"File name given to the upload."}}}},"collectionId":{"type":"string","minLength":1,"description":"Collection that receives the output files; omitted means a new collection is created (its id is returned)."},"useContextService":{"type":"string","minLength":1,"description":"Id of a saved login context (from browser-automation_logins_list) to start the browser already signed in."},"disableCache":{"type":"boolean","default":false,"description":"true bypasses the cache (always run live; the run is not written to the cache either)."},"cacheDurationDays":{"type":"integer","minimum":1,"maximum":30,"default":7,"description":"How long a successful run stays cached, 1 to 30 days from when it was written (a heal rewrites it)."}},"examples":[{"task":"Open https://example.com and return the page heading","cacheKey":"a1B2c3D4"},{"task":"Log in and download the latest invoice PDF","cacheKey":"Inv00042","model":"openai/gpt-4o","agentMode":"dom","maxSteps":50,"region":"eu-central-1","useContextService":"ctx_91d0","disableCache":true,"viewportWidth":1440,"viewportHeight":900,"filesToUpload":[{"url":"https://files.example.com/f/id.pdf","fileName":"id.pdf"}]}]};
-const pattern15 = new RegExp("^[^\\r\\n]+$", "u");
-const pattern16 = new RegExp("^[A-Za-z0-9]{8}$", "u");
+const pattern18 = new RegExp("^[^\\r\\n]+$", "u");
+const pattern19 = new RegExp("^[A-Za-z0-9]{8}$", "u");
 
 function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/browser-automation/browser-automation_operator_run.input.schema" */;
@@ -12139,7 +12409,7 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(!pattern15.test(data0)){
+if(!pattern18.test(data0)){
 const err4 = {instancePath:instancePath+"/task",schemaPath:"#/properties/task/pattern",keyword:"pattern",params:{pattern: "^[^\\r\\n]+$"},message:"must match pattern \""+"^[^\\r\\n]+$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -12164,7 +12434,7 @@ errors++;
 if(data.cacheKey !== undefined){
 let data1 = data.cacheKey;
 if(typeof data1 === "string"){
-if(!pattern16.test(data1)){
+if(!pattern19.test(data1)){
 const err6 = {instancePath:instancePath+"/cacheKey",schemaPath:"#/properties/cacheKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9]{8}$"},message:"must match pattern \""+"^[A-Za-z0-9]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -15259,8 +15529,8 @@ validate67.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const CodingAgentLaunchInput = validate68;
 const schema88 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema","title":"CodingAgentLaunchInput","description":"Launch input of the coding agent (spec section 13). Decisions: 15 MB means 15 MiB (15,728,640 bytes) of decoded image, expressed as maxLength 20971520 on the padded standard base64 text (4 * ceil(15728640 / 3)); envVars name and value limits are in bytes of UTF-8, which JSON Schema cannot express: maxLength 1024 / 4096 is the character bound and the x-maxBytes annotation carries the byte limit that code enforces. autoGenerateBranch only matters with repos[0].prUrl and skipReviewerRequest only with autoCreatePR true; otherwise they are accepted and ignored.","type":"object","required":["PCID","prompt","repos"],"additionalProperties":false,"properties":{"PCID":{"type":"string","minLength":1,"description":"Connection id of the coding-agent connection."},"prompt":{"type":"object","description":"Task for the agent.","required":["text"],"additionalProperties":false,"properties":{"text":{"type":"string","minLength":1,"description":"Task instructions."},"images":{"type":"array","maxItems":5,"description":"Up to 5 images, each standard padded base64 of at most 15 MiB of image data.","items":{"type":"string","contentEncoding":"base64","minLength":4,"maxLength":20971520,"pattern":"^[A-Za-z0-9+/]*={0,2}$","description":"Base64 image, standard alphabet (RFC 4648 section 4), 15 MiB decoded at most = 20971520 base64 characters. The pattern checks the alphabet and trailing padding only; code checks the length is a multiple of 4 when decoding."}}}},"repos":{"type":"array","minItems":1,"maxItems":1,"description":"Repositories to work on; exactly one is supported.","items":{"type":"object","additionalProperties":false,"description":"Repository: url (required unless prUrl is given) and optional startingRef, or prUrl (then url and startingRef are ignored).","properties":{"url":{"type":"string","format":"uri","description":"Repository URL, e.g. https://github.com/acme/app."},"startingRef":{"type":"string","minLength":1,"description":"Branch, tag or commit to start from."},"prUrl":{"type":"string","format":"uri","description":"Pull request to work on; when given, url and startingRef are ignored."}},"anyOf":[{"properties":{"url":true},"required":["url"]},{"properties":{"prUrl":true},"required":["prUrl"]}]}},"model":{"type":"object","description":"Model to use (ids from the upstream /v1/ model list); omitted lets the service choose.","required":["id"],"additionalProperties":false,"properties":{"id":{"type":"string","minLength":1,"description":"Model id."},"params":{"type":"array","description":"Model parameters, passed through.","items":{"type":"object"}}}},"autoCreatePR":{"type":"boolean","description":"Open a pull request when the agent finishes."},"autoGenerateBranch":{"type":"boolean","description":"With repos[0].prUrl: true creates a new branch, false pushes to the pull request's head branch. Ignored without prUrl."},"branchName":{"type":"string","minLength":1,"description":"Custom branch name."},"envVars":{"type":"object","description":"Environment variables for the agent. Names: non-empty, at most 1024 bytes, not starting with CURSOR_. Values: non-empty strings of at most 4096 bytes.","propertyNames":{"type":"string","minLength":1,"maxLength":1024,"x-maxBytes":1024,"not":{"type":"string","pattern":"^CURSOR_"}},"additionalProperties":{"type":"string","minLength":1,"maxLength":4096,"x-maxBytes":4096}},"skipReviewerRequest":{"type":"boolean","description":"Do not request reviewers on the created pull request. Only applies when autoCreatePR is true."}},"examples":[{"PCID":"conn_c0de","prompt":{"text":"Add a health-check endpoint with a test."},"repos":[{"url":"https://github.com/acme/app","startingRef":"main"}],"autoCreatePR":true,"envVars":{"NODE_ENV":"test"}},{"PCID":"conn_c0de","prompt":{"text":"Fix the failing lint in this PR.","images":["iVBORw0KGgo="]},"repos":[{"prUrl":"https://github.com/acme/app/pull/42"}],"autoGenerateBranch":false,"model":{"id":"claude-4-sonnet","params":[{"name":"thinking","value":"high"}]}}]};
-const pattern17 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
-const pattern18 = new RegExp("^CURSOR_", "u");
+const pattern20 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
+const pattern21 = new RegExp("^CURSOR_", "u");
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/coding-agent/coding-agent_launch.input.schema" */;
@@ -15428,7 +15698,7 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(!pattern17.test(data4)){
+if(!pattern20.test(data4)){
 const err13 = {instancePath:instancePath+"/prompt/images/" + i0,schemaPath:"#/properties/prompt/properties/images/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]*={0,2}$"},message:"must match pattern \""+"^[A-Za-z0-9+/]*={0,2}$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -15824,7 +16094,7 @@ const _errs46 = errors;
 const _errs47 = errors;
 if(errors === _errs47){
 if(typeof key4 === "string"){
-if(!pattern18.test(key4)){
+if(!pattern21.test(key4)){
 const err42 = {};
 if(vErrors === null){
 vErrors = [err42];
@@ -17656,7 +17926,7 @@ errors++;
 if(data9.lastUsedAt !== undefined){
 let data11 = data9.lastUsedAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err25 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err25];
@@ -17798,7 +18068,7 @@ validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const GatewayInvokeInput = validate74;
 const schema94 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema","title":"GatewayInvokeInput","description":"Arguments of gateway_invoke (spec section 9).","type":"object","required":["server","tool"],"additionalProperties":false,"properties":{"server":{"type":"string","minLength":1,"description":"Server path of the tool (serverName from capabilities_discover)."},"tool":{"type":"string","minLength":1,"description":"Tool name on that server."},"arguments":{"description":"Arguments passed to the tool: an object, or a string holding the JSON encoding of an object (for platforms that cannot express nested objects). A string that does not parse to a JSON object is rejected with a validation error. Omitted means {}.","default":{},"oneOf":[{"type":"object","description":"The tool arguments."},{"type":"string","contentMediaType":"application/json","pattern":"^\\s*\\{[\\s\\S]*\\}\\s*$","description":"JSON text of an object holding the tool arguments."}]}},"examples":[{"server":"slack","tool":"slack_message_send","arguments":{"PCID":"conn_8f2a","channel":"C024BE91L","text":"Deploy done"}},{"server":"slack","tool":"slack_message_send","arguments":"{\"PCID\":\"conn_8f2a\",\"channel\":\"C024BE91L\",\"text\":\"Deploy done\"}"},{"server":"browser-automation","tool":"browser-automation_logins_list"}]};
-const pattern19 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
+const pattern22 = new RegExp("^\\s*\\{[\\s\\S]*\\}\\s*$", "u");
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://schemas.switchyard.dev/tools/gateway/gateway_invoke.input.schema" */;
@@ -17917,7 +18187,7 @@ passing0 = 0;
 }
 const _errs10 = errors;
 if(typeof data2 === "string"){
-if(!pattern19.test(data2)){
+if(!pattern22.test(data2)){
 const err8 = {instancePath:instancePath+"/arguments",schemaPath:"#/properties/arguments/oneOf/1/pattern",keyword:"pattern",params:{pattern: "^\\s*\\{[\\s\\S]*\\}\\s*$"},message:"must match pattern \""+"^\\s*\\{[\\s\\S]*\\}\\s*$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -20098,7 +20368,7 @@ errors++;
 if(data9.lastUsedAt !== undefined){
 let data11 = data9.lastUsedAt;
 if(typeof data11 === "string"){
-if(!(formats16.validate(data11))){
+if(!(formats20.validate(data11))){
 const err25 = {instancePath:instancePath+"/items/" + i0+"/learned/lastUsedAt",schemaPath:"#/properties/items/items/properties/learned/properties/lastUsedAt/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err25];
@@ -20239,7 +20509,7 @@ return errors === 0;
 validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const WorkflowDefinition = validate83;
-const schema104 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/workflow/definition.schema","title":"WorkflowDefinition","description":"Content of a published workflow version: its run-input schema, its ordered steps, its execution time limit and its designated output. Steps run in order (0-based index); each sees {inputs, steps}: inputs are the run inputs (trigger body or form fields, plus attachments), steps[i] is the outcome of earlier step i ({result, resultType, files}). Templated string fields of http, tool and agent steps use JSONata expressions written {{ expression }} inside strings, evaluated against {inputs, steps}; a string that is exactly one template takes the expression's value (any JSON type), otherwise the values are interpolated as text.","type":"object","required":["name","steps"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be \"object\". When set, triggers reject inputs that do not validate (400).","properties":{"type":{"const":"object"}}},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"#/$defs/step"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":600000,"description":"Execution limit of one run in milliseconds (1 s to 1 h, default 10 min); a run over it ends with status TIMEOUT."},"output":{"type":"object","description":"Designated output: a file written by one step, returned as designatedOutput in run results.","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file (must be less than the number of steps)."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}}},"$defs":{"stepName":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"stepDescription":{"type":"string","maxLength":2000,"description":"What the step does."},"step":{"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]},"codeStep":{"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}},"httpStep":{"type":"object","description":"Makes an HTTP request; the response body is the step result. Destinations follow the outbound policy: addresses that are not globally reachable unicast (loopback, private, link-local (cloud metadata) and the other special-purpose blocks of IANA's registries) and the addresses of the service's own machine, checked after DNS and on every redirect hop, fail the step unless OUTBOUND_ALLOWLIST lists them; this service's own URLs are always reachable.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}},"toolStep":{"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"agentStep":{"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}}},"examples":[{"name":"Greeting report","description":"Greets the caller and writes a Markdown report.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"steps":[{"type":"code","name":"Compute greeting","code":"const { inputs } = ctx;\nreturn `Hello, ${inputs.name}!`;","resultType":"plaintext"},{"type":"code","name":"Write report","code":"const { steps, log, files } = ctx;\nconst greeting = steps[0].result;\nlog(\"writing report\");\nfiles.write(\"report.md\", `# Report\\n\\n${greeting}\\n`, \"text/markdown\");\nreturn \"report.md written\";","resultType":"plaintext"}],"timeoutMs":60000,"output":{"stepIndex":1,"fileName":"report.md"}},{"name":"Notify","steps":[{"type":"http","name":"Fetch order","request":{"method":"GET","url":"https://api.example.com/orders/{{ inputs.orderId }}","headers":{"Accept":"application/json"}}},{"type":"tool","name":"Post to Slack","server":"slack","tool":"slack_message_send","PCID":"conn_8f2a","arguments":{"channel":"C024BE91L","text":"Order {{ steps[0].result.id }} is {{ steps[0].result.status }}"}},{"type":"agent","name":"Summarise","agentId":"agt_01HZX3","message":"Summarise: {{ $string(steps[0].result) }}"}]}]};
+const schema104 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/workflow/definition.schema","title":"WorkflowDefinition","description":"Content of a published workflow version: its run-input schema, its ordered steps, its execution time limit and its designated output. Steps run in order (0-based index); each sees {inputs, steps}: inputs are the run inputs (trigger body or form fields, plus attachments), steps[i] is the outcome of earlier step i ({result, resultType, files}). Templated string fields of http, tool and agent steps use JSONata expressions written {{ expression }} inside strings, evaluated against {inputs, steps}; a string that is exactly one template takes the expression's value (any JSON type), otherwise the values are interpolated as text.","type":"object","required":["name","steps"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":200,"description":"Workflow name (automationName in run results)."},"description":{"type":"string","maxLength":5000,"description":"What the workflow does."},"inputSchema":{"type":"object","description":"JSON Schema (2020-12) of the run inputs. Run inputs are always a JSON object, so `type`, when given, must be \"object\". When set, triggers reject inputs that do not validate (400). It is compiled alone when the workflow is created or updated: a `$ref` resolves only within the schema itself, and a schema that does not compile is refused with 400 `invalid_request` (detail at `/inputSchema`).","properties":{"type":{"const":"object"}}},"steps":{"type":"array","minItems":1,"maxItems":100,"description":"Ordered steps, 1 to 100.","items":{"$ref":"#/$defs/step"}},"timeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":600000,"description":"Execution limit of one run in milliseconds (1 s to 1 h, default 10 min); a run over it ends with status TIMEOUT."},"output":{"type":"object","description":"Designated output: a file written by one step, returned as designatedOutput in run results.","required":["stepIndex","fileName"],"additionalProperties":false,"properties":{"stepIndex":{"type":"integer","minimum":0,"maximum":99,"description":"0-based index of the step that writes the file (must be less than the number of steps)."},"fileName":{"type":"string","minLength":1,"maxLength":255,"description":"Name of the file written by that step."}}}},"$defs":{"stepName":{"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."},"stepDescription":{"type":"string","maxLength":2000,"description":"What the step does."},"step":{"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]},"codeStep":{"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}},"httpStep":{"type":"object","description":"Makes an HTTP request; the response body is the step result. Destinations follow the outbound policy: addresses that are not globally reachable unicast (loopback, private, link-local (cloud metadata) and the other special-purpose blocks of IANA's registries) and the addresses of the service's own machine, checked after DNS and on every redirect hop, fail the step unless OUTBOUND_ALLOWLIST lists them; this service's own URLs are always reachable.","required":["type","name","request"],"additionalProperties":false,"properties":{"type":{"const":"http"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"request":{"type":"object","description":"The request.","required":["method","url"],"additionalProperties":false,"properties":{"method":{"type":"string","enum":["GET","POST","PUT","PATCH","DELETE"],"description":"HTTP method."},"url":{"type":"string","minLength":1,"description":"Absolute http(s) URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"headers":{"type":"object","description":"Request headers. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"query":{"type":"object","description":"Query parameters added to the URL. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs.","additionalProperties":{"type":"string"}},"body":{"description":"Request body: an object or array is sent as JSON, a string as text. String values inside are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: json for a JSON response, markdown for text/markdown, plaintext otherwise."}}},"toolStep":{"type":"object","description":"Calls an MCP tool through the gateway.","required":["type","name","server","tool"],"additionalProperties":false,"properties":{"type":{"const":"tool"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"server":{"type":"string","minLength":1,"description":"Server path of the tool."},"tool":{"type":"string","minLength":1,"description":"Tool name."},"arguments":{"type":"object","description":"Tool arguments. String values are templated. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."},"PCID":{"type":"string","minLength":1,"description":"Connection id for application tools (added to the arguments). Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}},"agentStep":{"type":"object","description":"Sends a message to an agent (new chat per run); the reply is the step result.","required":["type","name","agentId","message"],"additionalProperties":false,"properties":{"type":{"const":"agent"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"agentId":{"type":"string","minLength":1,"description":"Agent id."},"message":{"type":"string","minLength":1,"description":"Message sent to the agent. Strings may contain JSONata templates written {{ expression }}, evaluated against {inputs, steps} before the step runs."}}}},"examples":[{"name":"Greeting report","description":"Greets the caller and writes a Markdown report.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"steps":[{"type":"code","name":"Compute greeting","code":"const { inputs } = ctx;\nreturn `Hello, ${inputs.name}!`;","resultType":"plaintext"},{"type":"code","name":"Write report","code":"const { steps, log, files } = ctx;\nconst greeting = steps[0].result;\nlog(\"writing report\");\nfiles.write(\"report.md\", `# Report\\n\\n${greeting}\\n`, \"text/markdown\");\nreturn \"report.md written\";","resultType":"plaintext"}],"timeoutMs":60000,"output":{"stepIndex":1,"fileName":"report.md"}},{"name":"Notify","steps":[{"type":"http","name":"Fetch order","request":{"method":"GET","url":"https://api.example.com/orders/{{ inputs.orderId }}","headers":{"Accept":"application/json"}}},{"type":"tool","name":"Post to Slack","server":"slack","tool":"slack_message_send","PCID":"conn_8f2a","arguments":{"channel":"C024BE91L","text":"Order {{ steps[0].result.id }} is {{ steps[0].result.status }}"}},{"type":"agent","name":"Summarise","agentId":"agt_01HZX3","message":"Summarise: {{ $string(steps[0].result) }}"}]}]};
 const schema105 = {"description":"A step, discriminated by `type`: code, http, tool or agent.","oneOf":[{"$ref":"#/$defs/codeStep"},{"$ref":"#/$defs/httpStep"},{"$ref":"#/$defs/toolStep"},{"$ref":"#/$defs/agentStep"}]};
 const schema106 = {"type":"object","description":"Runs JavaScript in a sandbox.","required":["type","name","code"],"additionalProperties":false,"properties":{"type":{"const":"code"},"name":{"$ref":"#/$defs/stepName"},"description":{"$ref":"#/$defs/stepDescription"},"code":{"type":"string","minLength":1,"description":"JavaScript async function body. It receives `ctx` with inputs (run inputs), steps (outcomes of earlier steps), log(...args) (writes to the step log) and files (files.write(fileName, content, mimeType) stores an output file of the step). Its return value is the step result. Templates are not applied to code."},"timeoutMs":{"type":"integer","minimum":1,"maximum":300000,"default":60000,"description":"Time limit of the step in milliseconds (default 60 s)."},"memoryMb":{"type":"integer","minimum":16,"maximum":1024,"default":128,"description":"Memory limit of the sandbox in MiB (default 128)."},"resultType":{"type":"string","enum":["markdown","plaintext","json"],"description":"How the result is reported; omitted: plaintext for a string result, json otherwise."}}};
 const schema107 = {"type":"string","minLength":1,"maxLength":200,"description":"Step name (stepInfo name in run status)."};

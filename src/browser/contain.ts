@@ -27,6 +27,9 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '../config/logger.js';
 import {
   launchCommand,
+  parentDirs,
+  programBinds,
+  programPath,
   RUNNER_COMMON_PATH,
   runnerOptionsArg,
   type ContainSpec,
@@ -37,16 +40,11 @@ import { chromiumPolicy } from './urls.js';
 const BOX_SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'box-server.cjs');
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 /**
- * Where the box's own program appears in its view (with bubblewrap): Node, the box server with
- * the runners' shared module beside it as in the package, and playwright-core, each bound alone
- * at a neutral path, so the view shows nothing of the folders the service is installed in (the
- * checkout, a home folder holding Node).
+ * The box's own program, bound alone at neutral paths in its view (src/containment
+ * programPath): Node, the box server with the runners' shared module beside it as in the
+ * package, and playwright-core.
  */
-const APP = '/opt/switchyard';
-const APP_NODE = `${APP}/node`;
-const APP_BOX_SERVER = `${APP}/src/browser/box-server.cjs`;
-const APP_RUNNER_COMMON = `${APP}/src/containment/runner-common.cjs`;
-const APP_PLAYWRIGHT = `${APP}/playwright-core`;
+const PROGRAM = [process.execPath, BOX_SERVER, RUNNER_COMMON_PATH, PLAYWRIGHT];
 /** Where Debian's Chromium reads its managed policies. */
 const POLICY_DIR = '/etc/chromium/policies/managed';
 /** Where the box's own host folder (its socket) and the proxies' socket folder appear in its view. */
@@ -64,27 +62,6 @@ const CHROMIUM_ETC = ['/etc/fonts', '/etc/chromium.d', '/etc/ld.so.cache', '/etc
 const BOX_MAX_THREADS = 4096;
 /** /dev/shm of the box: Chromium keeps shared memory in /tmp (--disable-dev-shm-usage); this is for what else uses it. */
 const SHM_BYTES = 64 * 1024 * 1024;
-/** Paths the view already has (src/containment/launch.ts): no folder is made for them. */
-const IN_VIEW = ['/usr', '/proc', '/sys', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
-
-/**
- * The folders above `paths` (each path's ancestors, parents first), except those the view
- * already has: bubblewrap would make them with mode 0700, which a program switched to an
- * unprivileged user cannot pass (src/containment ContainSpec.dirs).
- */
-export function parentDirs(paths: readonly string[]): string[] {
-  const out = new Set<string>();
-  for (const p of paths) {
-    const parts = path.resolve(p).split('/').filter(Boolean);
-    for (let i = 1; i < parts.length; i++) {
-      const dir = `/${parts.slice(0, i).join('/')}`;
-      if (dir === '/dev' || dir === '/tmp' || IN_VIEW.some((v) => dir === v || dir.startsWith(`${v}/`))) continue;
-      out.add(dir);
-    }
-  }
-  return [...out].sort((a, b) => a.split('/').length - b.split('/').length);
-}
-
 /**
  * The program to run and the folders it needs in the view: a browser installed outside /usr
  * (BROWSER_EXECUTABLE naming a Chrome or Playwright build) brings its own folder, and runs by
@@ -180,7 +157,7 @@ export class ChromiumBox {
       }
       const socketInView = path.join(namespaces ? BOX_RUN : run, SOCKET_NAME);
       const options = {
-        playwright: namespaces ? APP_PLAYWRIGHT : PLAYWRIGHT,
+        playwright: namespaces ? programPath(PLAYWRIGHT) : PLAYWRIGHT,
         uid,
         executable: installation(this.opts.executable).program,
         args: chromiumArgs,
@@ -192,7 +169,7 @@ export class ChromiumBox {
           : [],
       };
       const argv = namespaces
-        ? [APP_NODE, '--no-warnings', APP_BOX_SERVER, runnerOptionsArg(options)]
+        ? [programPath(process.execPath), '--no-warnings', programPath(BOX_SERVER), runnerOptionsArg(options)]
         : [process.execPath, '--no-warnings', BOX_SERVER, runnerOptionsArg(options)];
       const { file, args } = launchCommand(isolation.plan, this.view(run, proxies), argv);
       return {
@@ -218,12 +195,7 @@ export class ChromiumBox {
 
   private view(run: string, proxies: readonly ProxySocket[]): ContainSpec {
     const readOnly = [...CHROMIUM_ETC, ...installation(this.opts.executable).folders];
-    const program = [
-      { source: process.execPath, target: APP_NODE },
-      { source: BOX_SERVER, target: APP_BOX_SERVER },
-      { source: RUNNER_COMMON_PATH, target: APP_RUNNER_COMMON },
-      { source: PLAYWRIGHT, target: APP_PLAYWRIGHT },
-    ];
+    const program = programBinds(PROGRAM);
     const proxyDirs = [...new Set(proxies.map((p) => path.dirname(p.socket)))];
     if (proxyDirs.length > 1) throw new Error('the guarded proxies must keep their sockets in one folder');
     const binds = [

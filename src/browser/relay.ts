@@ -51,11 +51,11 @@ export interface RelayOptions {
   proxyUrl: () => Promise<string>;
   /** `unix`: a socket per organisation, for runners without a network; `tcp`: one listener on 127.0.0.1. */
   transport: 'unix' | 'tcp';
-  /** Refuse URLs that are not http(s) or about:blank (off only under the test-only switch). */
+  /** Refuse URLs that are not http(s) or about:blank (off only when a test assumes a breach, src/app.ts AssumedBreach). */
   refuseSchemes: boolean;
   /**
-   * Apply the allow-list and its rewrites. False only under the test-only switch
-   * BROWSER_TEST_RELAY_OPEN: every message passes unchanged (the counting goes on).
+   * Apply the allow-list and its rewrites. False only when a test assumes a breach (src/app.ts
+   * AssumedBreach.relayOpen): every message passes unchanged (the counting goes on).
    */
   filter: boolean;
   /** Live pages and browser contexts per browser (its runner connections together) before onLimit. */

@@ -13,10 +13,11 @@
  * starts as root. It connects to the organisation's browser through the relay (a Unix socket
  * bound into its view, or loopback where there is no network namespace), makes a fresh context,
  * and runs the caller's code as the body of an async function in a vm context whose only
- * globals of this realm are `page` and a `console` that writes to the task log (and, under the
- * test-only switch SANDBOX_TEST_BREACH, this process's own `process`: `breach` of its start
- * options). Downloads of every page of the context are read through the browser connection (no
- * file is written here) and handed to the parent with the script's own file, if it returned one.
+ * globals of this realm are `page` and a `console` that writes to the task log (and, in tests
+ * only, this process's own `process`: `breach` of its start options, which the parent writes
+ * only when test code passed AppOptions.assumeBreach to the composition root, src/app.ts).
+ * Downloads of every page of the context are read through the browser connection (no file is
+ * written here) and handed to the parent with the script's own file, if it returned one.
  *
  * What both runner programs do alike — start options, the user switch and root check, the IPC
  * envelope, file limits, stray rejections — is src/containment/runner-common.cjs. This file is
@@ -61,7 +62,7 @@ const { chromium } = /** @type {typeof import('playwright-core')} */ (require(OP
 // A runner that was meant to switch users and cannot does not run scripts.
 common.becomeUser(OPTIONS.uid);
 common.ignoreStrayRejections();
-/** SANDBOX_TEST_BREACH (tests only): scripts get this process object, as if the vm boundary had failed. */
+/** Tests only (start options `breach`): scripts get this process object, as if the vm boundary had failed. */
 const BREACH = OPTIONS.breach !== 'off';
 /** The script protocol's version (runner-common.cjs PROTOCOL, read by src/browser/scripts.ts too). */
 const PROTOCOL = common.PROTOCOL.script;

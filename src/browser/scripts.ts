@@ -17,6 +17,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  parentDirs,
+  programBinds,
+  programPath,
   RUNNER_COMMON_PATH,
   RUNNER_MESSAGE,
   RUNNER_PROTOCOL,
@@ -28,7 +31,6 @@ import {
   type SupervisedRunner,
   type TreeBreach,
 } from '../containment/index.js';
-import { parentDirs } from './contain.js';
 import { RELAY_DIR_IN_SANDBOX } from './relay.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
@@ -137,7 +139,7 @@ function checkedFiles(raw: unknown): ScriptFile[] {
 
 export interface RunnerOptions {
   isolation: Isolation;
-  /** SANDBOX_TEST_BREACH (tests only): scripts get the runner's own `process`. */
+  /** Tests only (src/app.ts AppOptions.assumeBreach): scripts get the runner's own `process`. */
   breach: boolean;
 }
 
@@ -152,14 +154,20 @@ interface Runner {
   stopped: string | undefined;
 }
 
-/** What a runner sees inside the operating-system layer. */
+/** The runner's own program: Node, the runner, the runners' shared module and playwright-core. */
+const PROGRAM = [process.execPath, RUNNER, RUNNER_COMMON_PATH, PLAYWRIGHT];
+
+/**
+ * What a runner sees inside the operating-system layer: its program bound alone at neutral paths
+ * (src/containment programPath), the relay's socket folder, a private /tmp.
+ */
 function runnerView(relaySocketDir: string | undefined): ContainSpec {
-  const readOnly = [process.execPath, RUNNER, RUNNER_COMMON_PATH, PLAYWRIGHT];
+  const program = programBinds(PROGRAM);
   return {
-    readOnly,
-    binds: relaySocketDir ? [{ source: relaySocketDir, target: RELAY_DIR_IN_SANDBOX }] : [],
+    readOnly: [],
+    binds: [...program, ...(relaySocketDir ? [{ source: relaySocketDir, target: RELAY_DIR_IN_SANDBOX }] : [])],
     // The runner reads playwright-core's files after switching users, so their folders must be passable.
-    dirs: parentDirs([...readOnly, RELAY_DIR_IN_SANDBOX]),
+    dirs: parentDirs([...program.map((b) => b.target), RELAY_DIR_IN_SANDBOX]),
     maxProcesses: RUNNER_MAX_THREADS,
   };
 }
@@ -178,19 +186,22 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
   const runner: Runner = { proc: undefined!, tasks: 0, ready: Promise.resolve(false), stopped: undefined };
   runner.proc = superviseRunner({
     isolation,
-    argv: (uid) => [
-      process.execPath,
-      '--permission',
-      `--allow-fs-read=${RUNNER}`,
-      `--allow-fs-read=${RUNNER_COMMON_PATH}`,
-      `--allow-fs-read=${PLAYWRIGHT}`,
-      `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
-      '--disallow-code-generation-from-strings',
-      '--no-warnings',
-      RUNNER,
-      // src/containment/runner-common.cjs startOptions
-      runnerOptionsArg({ playwright: PLAYWRIGHT, uid, breach: opts.breach ? 'process' : 'off' }),
-    ],
+    argv: (uid) => {
+      const [node, runnerFile, common, playwright] = contained ? PROGRAM.map(programPath) : PROGRAM;
+      return [
+        node!,
+        '--permission',
+        `--allow-fs-read=${runnerFile}`,
+        `--allow-fs-read=${common}`,
+        `--allow-fs-read=${playwright}`,
+        `--max-old-space-size=${SCRIPT_LIMITS.heapMb}`,
+        '--disallow-code-generation-from-strings',
+        '--no-warnings',
+        runnerFile!,
+        // src/containment/runner-common.cjs startOptions
+        runnerOptionsArg({ playwright, uid, breach: opts.breach ? 'process' : 'off' }),
+      ];
+    },
     view: runnerView(relaySocketDir),
     cwd: cwd ?? '/',
     protocol: SCRIPT_PROTOCOL,

@@ -138,6 +138,19 @@ async function mimeTypeOf(file: ScriptFile): Promise<string> {
   return (await fileTypeFromBuffer(file.data))?.mime ?? 'application/octet-stream';
 }
 
+/**
+ * Layers of the browser's containment a test turned off, to show what the others hold on their
+ * own (src/app.ts AssumedBreach, README.md "Security model"); every layer holds unless named.
+ */
+export interface BrowserWeakening {
+  /** Script runners hand their own `process` to scripts, as if the vm boundary had failed. */
+  runnerProcess?: boolean | undefined;
+  /** Scripts may open any URL: the relay refuses no scheme and Chromium gets no URL blocklist. */
+  anyScheme?: boolean | undefined;
+  /** The relay forwards every message unchanged (it still counts pages and contexts). */
+  relayOpen?: boolean | undefined;
+}
+
 export class BrowserService {
   readonly pool: BrowserPool;
   private readonly runners: ScriptRunners;
@@ -166,14 +179,17 @@ export class BrowserService {
       isolation: Isolation;
       /** The memory budget boxes share with code runners (TENANT_MEMORY_MB, src/containment/budget.ts). */
       budget?: MemoryBudget | undefined;
+      /** Layers a test turned off (src/app.ts AppOptions.assumeBreach); none otherwise. */
+      weakened?: BrowserWeakening | undefined;
     },
   ) {
     const { isolation, config } = deps;
+    const weakened = deps.weakened ?? {};
     this.runners = new ScriptRunners({
       idleMs: config.browser.idleMs,
       tasksPerProcess: TASKS_PER_PROCESS,
       isolation,
-      breach: config.sandboxTestBreach,
+      breach: weakened.runnerProcess === true,
     });
     const policy = new OutboundPolicy(
       parseOutboundAllowlist(deps.config.outboundAllowlist.join(',')),
@@ -189,12 +205,12 @@ export class BrowserService {
     const startProxy = () => (proxy ??= started(this.proxy, this.proxyDir()));
     const startUpstream = () => (this.upstreamProxyUrl ??= started(this.upstreamProxy!, this.proxyDir()));
     // Runners without a network reach the relay by a socket bound into their view; others by loopback.
-    const schemes = !config.browserTestNoSchemeRefusal;
+    const schemes = weakened.anyScheme !== true;
     this.relay = new BrowserRelay({
       proxyUrl: async () => (await startProxy()).url,
       transport: isolation.plan.bwrap ? 'unix' : 'tcp',
       refuseSchemes: schemes,
-      filter: !config.browserTestRelayOpen,
+      filter: weakened.relayOpen !== true,
       limits: { pages: config.browser.maxPages, contexts: config.browser.maxOpenContexts },
       onLimit: (target, reason, kind) =>
         this.pool.stopBrowser(
@@ -229,12 +245,11 @@ export class BrowserService {
       log: deps.log,
     });
     deps.log.info({ chromium: this.box.level }, `browser: Chromium runs under ${this.box.describe()}`);
-    if (!schemes)
-      deps.log.warn('browser: BROWSER_TEST_NO_SCHEME_REFUSAL (tests only): browser scripts may open any URL');
-    if (config.browserTestRelayOpen)
-      deps.log.warn(
-        'browser: BROWSER_TEST_RELAY_OPEN (tests only): the relay forwards every call of browser scripts unchanged',
-      );
+    if (weakened.runnerProcess)
+      deps.log.warn('browser: breach assumed (tests only): script runners hand their own process to scripts');
+    if (!schemes) deps.log.warn('browser: breach assumed (tests only): browser scripts may open any URL');
+    if (weakened.relayOpen)
+      deps.log.warn('browser: breach assumed (tests only): the relay forwards every call of browser scripts unchanged');
   }
 
   /**

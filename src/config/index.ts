@@ -4,198 +4,23 @@ import path from 'node:path';
 import { defaultRunOrgConcurrency, defaults } from './defaults.js';
 import { parseOutboundAllowlist } from '../kernel/outbound.js';
 import { SwitchyardConfig as validateConfig } from '../../generated/validators/schemas.js';
+import type { SwitchyardConfig } from '../../generated/schemas/types.js';
+import type { Config, ConfigModels, ConfigTokenFailureLimits, ConfigTracing } from '../../generated/config/types.js';
 
 export { defaults };
+export type {
+  Config,
+  ConfigModels as ModelConfig,
+  ConfigTracing as TracingConfig,
+} from '../../generated/config/types.js';
 
-export interface BaseUrls {
-  triggers: string;
-  auth: string;
-  mcp: string;
-  connect: string;
-  runFiles: string;
-}
+type ModelProviderName = ConfigModels['providers'][number];
 
-export interface Config {
-  port: number;
-  host: string;
-  dataDir: string;
-  databaseUrl: string | undefined;
-  redisUrl: string | undefined;
-  /** Key prefix of everything Switchyard keeps in Redis (several deployments may share one Redis). */
-  redisPrefix: string;
-  publicUrl: string;
-  baseUrls: BaseUrls;
-  /** 32-byte key for AES-256-GCM encryption at rest and HMAC signing of URLs. */
-  secretKey: Buffer;
-  logLevel: string;
-  tokenTtlSeconds: number;
-  revocationCacheMs: number;
-  signingKeyMaxAgeDays: number;
-  tokenAudience: string;
-  /** Limits on failed client authentications at the token endpoints (src/auth/client-auth-limits.ts). */
-  tokenFailureLimits: TokenFailureLimits;
-  /** Tests turn this on: every response is checked against the OpenAPI bundle. */
-  validateResponses: boolean;
-  /** Create the demo organisation and data on an empty store. */
-  seedDemo: boolean;
-  syncWaitMs: number;
-  runTimeoutMs: number;
-  runConcurrency: number;
-  /**
-   * RUN_ORG_CONCURRENCY: runs of one organisation a process executes at once; claims are fair
-   * across organisations under it (src/runs/README.md "Sharing the run slots").
-   */
-  runOrgConcurrency: number;
-  runLeaseMs: number;
-  runMaxAttempts: number;
-  runRetentionDays: number;
-  sandboxPoolSize: number;
-  /**
-   * SANDBOX_REUSE_CONTEXTS: warm contexts reused for the same step code of the same workflow
-   * (src/engine/sandbox/README.md).
-   */
-  sandboxReuseContexts: boolean;
-  /** SANDBOX_MAX_EXECUTIONS: executions per sandbox process before it is replaced (1: a fresh process per step). */
-  sandboxMaxExecutions: number;
-  /** TENANT_MEMORY_MB: the memory budget of code runners and browser boxes together. */
-  tenantMemoryMb: number;
-  /** CODE_ISOLATION: the layers that contain tenant code (src/containment/README.md). */
-  codeIsolation: 'auto' | 'strict' | 'process';
-  /**
-   * SANDBOX_TEST_BREACH=1 under NODE_ENV=test only: runners hand their own `process` to the code
-   * they run, as if the language layer were broken (tests of the outer layers). Always false
-   * outside tests.
-   */
-  sandboxTestBreach: boolean;
-  /**
-   * BROWSER_TEST_NO_SCHEME_REFUSAL=1 under NODE_ENV=test only: browser scripts may open any URL
-   * (no refusal at the relay, no URL blocklist in Chromium), so tests can show Chromium's file
-   * system view holds on its own. Always false outside tests.
-   */
-  browserTestNoSchemeRefusal: boolean;
-  /**
-   * BROWSER_TEST_RELAY_OPEN=1 under NODE_ENV=test only: the relay between browser scripts and
-   * their browser forwards every message unchanged (no allow-list, no parameter refusals or
-   * rewrites, no scheme refusal), so tests can show what the other layers hold alone. Always
-   * false outside tests.
-   */
-  browserTestRelayOpen: boolean;
-  /** sqlite commit durability: NORMAL (process crash) or FULL (power loss too). */
-  sqliteSynchronous: 'NORMAL' | 'FULL';
-  /** Gateway: time limit of one upstream call (ms). */
-  upstreamTimeoutMs: number;
-  /** Gateway: idle upstream sessions close after this long (ms). */
-  upstreamIdleMs: number;
-  /**
-   * GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application
-   * server's first tool list.
-   */
-  upstreamListBudgetMs: number;
-  /** Language models of agents (src/agents/runtime/providers.ts). */
-  models: ModelConfig;
-  agentMaxSteps: number;
-  agentTurnTimeoutMs: number;
-  /** OUTBOUND_ALLOWLIST entries (validated): what outbound calls may reach although refused by default. */
-  outboundAllowlist: string[];
-  /** Browser automation (src/browser). */
-  browser: {
-    executable: string;
-    /** BROWSER_MAX_CONTEXTS: browser tasks this process runs at once. */
-    maxContexts: number;
-    /** BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once. */
-    orgMaxContexts: number;
-    taskTimeoutMs: number;
-    idleMs: number;
-    adblockLists: string[];
-    proxyUrl: string | null;
-    /** BROWSER_MEMORY_MB: memory of one organisation's whole browser box. */
-    memoryMb: number;
-    /** BROWSER_DISK_MB: size of a box's private disk (profile, downloads, temporary files). */
-    diskMb: number;
-    /** BROWSER_MAX_PAGES: pages open at once in one organisation's browser. */
-    maxPages: number;
-    /** BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser. */
-    maxOpenContexts: number;
-    /** BROWSER_TASK_CPU_MS: CPU time of its browser one task may cost. */
-    taskCpuMs: number;
-  };
-  /** Tool discovery (src/servers/sidekick): semantic ranking and learning from use. */
-  discovery: DiscoveryConfig;
-  /**
-   * EMBEDDINGS_API_KEY: bearer key of the embeddings provider; a secret, never logged nor validated
-   * into the config schema.
-   */
-  embeddingsApiKey: string | null;
-  /** METRICS_PORT: Prometheus metrics at /metrics on a listener of their own; null: none. */
-  metricsPort: number | null;
-  /** METRICS_HOST: the metrics listener's address (default 127.0.0.1). */
-  metricsHost: string;
-  /** SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish. */
-  shutdownGraceMs: number;
-  /** OpenTelemetry traces, from the standard OTEL_* variables (README "Tracing"). */
-  tracing: TracingConfig;
-}
-
-export interface TokenFailureLimits {
-  /** TOKEN_FAILURE_WINDOW_MS: the rolling window. */
-  windowMs: number;
-  /** TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per organisation); 0: none. */
-  perClient: number;
-  /** TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address; 0: none. */
-  perAddress: number;
-  /** TOKEN_FAILURE_TRACKED_KEYS: addresses and clients tracked in this process at most (without Redis). */
-  trackedKeys: number;
-}
-
-export interface TracingConfig {
-  /** An OTLP endpoint is set and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none turns it off. */
-  enabled: boolean;
-  /**
-   * OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no spans at all, not even into the
-   * OpenTelemetry SDK of a host that embeds the service (src/embed.ts).
-   */
-  disabled: boolean;
-  /** OTEL_SERVICE_NAME, default `switchyard`. */
-  serviceName: string;
-}
-
-export interface DiscoveryConfig {
-  /**
-   * EMBEDDINGS_URL: an OpenAI-compatible embeddings API (its base URL, or the full `/embeddings`
-   * URL); null means lexical ranking only.
-   */
-  embeddingsUrl: string | null;
-  /** EMBEDDINGS_MODEL: the model asked for. */
-  embeddingsModel: string;
-  /** EMBEDDINGS_BUDGET_MS: how long a discover call waits for its query's embedding before it ranks lexically. */
-  embeddingsBudgetMs: number;
-  /** DISCOVERY_LEARNING: learn from which tool a caller used after a discover call. */
-  learning: boolean;
-}
-
-export type ModelProviderName = 'openai-compatible' | 'openai' | 'anthropic' | 'google';
-
-export interface ModelConfig {
-  /** DEFAULT_MODEL (`provider/model`), used by agents that name no model. */
-  defaultModel: string | null;
-  /** OPENAI_COMPATIBLE_BASE_URL (Ollama, vLLM, LM Studio, llama.cpp …). */
-  openaiCompatibleBaseUrl: string | null;
-  /**
-   * OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: an agent's output schema is sent as
-   * `response_format: {type: "json_schema"}` (default); false leaves it to the prompt.
-   */
-  openaiCompatibleStructuredOutputs: boolean;
-  /** Secrets, never logged nor validated into the config schema. */
-  keys: { openaiCompatible: string | null; openai: string | null; anthropic: string | null; google: string | null };
-  /** OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways). */
-  openaiBaseUrl: string | null;
-  /**
-   * ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g.
-   * https://gateway.example/v1.
-   */
-  anthropicBaseUrl: string | null;
-  providers: ModelProviderName[];
-}
+/**
+ * The configuration as read from the environment: LOG_LEVEL is any text until the schema's check
+ * (its `logLevel` enum) narrows it to SwitchyardConfig.
+ */
+type Unchecked = Omit<SwitchyardConfig, 'logLevel'> & { logLevel: string };
 
 export class ConfigError extends Error {}
 
@@ -242,14 +67,14 @@ function urlEnv(env: NodeJS.ProcessEnv, name: string, fallback: string): string 
   return raw.replace(/\/+$/, '');
 }
 
-function sqliteSynchronous(env: NodeJS.ProcessEnv): 'NORMAL' | 'FULL' {
+function sqliteSynchronous(env: NodeJS.ProcessEnv): Config['sqliteSynchronous'] {
   const raw = (env.SQLITE_SYNCHRONOUS ?? '').trim().toUpperCase();
   if (raw === '' || raw === 'NORMAL') return 'NORMAL';
   if (raw === 'FULL') return 'FULL';
   throw new ConfigError(`SQLITE_SYNCHRONOUS must be NORMAL or FULL, got "${env.SQLITE_SYNCHRONOUS}"`);
 }
 
-function codeIsolation(env: NodeJS.ProcessEnv): 'auto' | 'strict' | 'process' {
+function codeIsolation(env: NodeJS.ProcessEnv): Config['codeIsolation'] {
   const raw = (env.CODE_ISOLATION ?? '').trim().toLowerCase();
   if (raw === '') return 'auto';
   if (raw === 'auto' || raw === 'strict' || raw === 'process') return raw;
@@ -264,10 +89,6 @@ function boolEnv(env: NodeJS.ProcessEnv, name: string, { fallback }: { fallback:
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
-/**
- * The secret key comes from SECRET_KEY (base64, 32 bytes) or, when unset, from
- * DATA_DIR/secret.key, created on first start with mode 0600.
- */
 /**
  * BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means
  * Ghostery's prebuilt ads engine.
@@ -284,25 +105,30 @@ function adblockLists(value: string | undefined): string[] {
   return lists;
 }
 
-function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
+/**
+ * The secret key comes from SECRET_KEY (base64, 32 bytes) or, when unset, from
+ * DATA_DIR/secret.key, created on first start with mode 0600. Answered as its canonical base64
+ * text, the form the config schema describes (secretKey); loadConfig decodes it once checked.
+ */
+function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): string {
   const raw = env.SECRET_KEY;
   if (raw) {
     const key = Buffer.from(raw, 'base64');
     if (key.length !== 32) throw new ConfigError('SECRET_KEY must be 32 bytes, base64-encoded');
-    return key;
+    return key.toString('base64');
   }
   const file = path.join(dataDir, 'secret.key');
   if (existsSync(file)) {
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
     if (key.length !== 32) throw new ConfigError(`${file} does not hold a 32-byte base64 key`);
-    return key;
+    return key.toString('base64');
   }
-  const key = randomBytes(32);
-  writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
   return key;
 }
 
-function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
+function modelConfig(env: NodeJS.ProcessEnv): ConfigModels {
   const text = (name: string): string | null => (env[name] ?? '').trim() || null;
   const baseUrl = env.OPENAI_COMPATIBLE_BASE_URL ? urlEnv(env, 'OPENAI_COMPATIBLE_BASE_URL', '') : null;
   const openaiBaseUrl = env.OPENAI_BASE_URL ? urlEnv(env, 'OPENAI_BASE_URL', '') : null;
@@ -335,7 +161,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig {
   };
 }
 
-function tracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
+function tracingConfig(env: NodeJS.ProcessEnv): ConfigTracing {
   const endpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT || '').trim();
   const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true';
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
@@ -364,7 +190,7 @@ function tracingConfig(env: NodeJS.ProcessEnv): TracingConfig {
   };
 }
 
-function tokenFailureLimits(env: NodeJS.ProcessEnv): TokenFailureLimits {
+function tokenFailureLimits(env: NodeJS.ProcessEnv): ConfigTokenFailureLimits {
   return {
     windowMs: intEnv(env, 'TOKEN_FAILURE_WINDOW_MS', defaults.tokenFailureWindowMs, { min: 1000, max: 86_400_000 }),
     perClient: intEnv(env, 'TOKEN_FAILURE_LIMIT_PER_CLIENT', defaults.tokenFailureLimitPerClient, {
@@ -397,12 +223,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicUrl = urlEnv(env, 'PUBLIC_URL', `http://localhost:${port}`);
   const runConcurrency = intEnv(env, 'RUN_CONCURRENCY', defaults.runConcurrency, { min: 0, max: 256 });
   const sandboxPoolSize = intEnv(env, 'SANDBOX_POOL_SIZE', defaults.sandboxPoolSize, { min: 1, max: 64 });
-  const config: Config = {
+  const config: Unchecked = {
     port,
     host: env.HOST || defaults.host,
     dataDir,
-    databaseUrl: env.DATABASE_URL || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    databaseUrl: env.DATABASE_URL || null,
+    redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || 'switchyard',
     publicUrl,
     baseUrls: {
@@ -419,7 +245,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, { min: 1, max: 3650 }),
     tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
     tokenFailureLimits: tokenFailureLimits(env),
-    validateResponses: boolEnv(env, 'VALIDATE_RESPONSES', { fallback: false }),
     seedDemo: boolEnv(env, 'SEED_DEMO', { fallback: true }),
     syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, { min: 1, max: 60_000 }),
     runTimeoutMs: intEnv(env, 'RUN_TIMEOUT_MS', defaults.runTimeoutMs, { min: 1000, max: 86_400_000 }),
@@ -439,10 +264,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     tenantMemoryMb: intEnv(env, 'TENANT_MEMORY_MB', defaults.tenantMemoryMb, { min: 256, max: 16_777_216 }),
     codeIsolation: codeIsolation(env),
-    sandboxTestBreach: env.NODE_ENV === 'test' && boolEnv(env, 'SANDBOX_TEST_BREACH', { fallback: false }),
-    browserTestNoSchemeRefusal:
-      env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_NO_SCHEME_REFUSAL', { fallback: false }),
-    browserTestRelayOpen: env.NODE_ENV === 'test' && boolEnv(env, 'BROWSER_TEST_RELAY_OPEN', { fallback: false }),
     sqliteSynchronous: sqliteSynchronous(env),
     upstreamTimeoutMs: intEnv(env, 'GATEWAY_UPSTREAM_TIMEOUT_MS', defaults.upstreamTimeoutMs, {
       min: 100,
@@ -491,22 +312,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: intEnv(env, 'SHUTDOWN_GRACE_MS', defaults.shutdownGraceMs, { min: 0, max: 3_600_000 }),
     tracing: tracingConfig(env),
   };
-  // The resolved configuration must match schemas/config/config.schema.json.
-  const { secretKey: _secret, embeddingsApiKey: _key, models, ...shape } = config;
-  const checked = {
-    ...shape,
-    databaseUrl: shape.databaseUrl ?? null,
-    redisUrl: shape.redisUrl ?? null,
-    models: {
-      defaultModel: models.defaultModel,
-      openaiCompatibleBaseUrl: models.openaiCompatibleBaseUrl,
-      openaiCompatibleStructuredOutputs: models.openaiCompatibleStructuredOutputs,
-      providers: models.providers,
-    },
-  };
-  if (!validateConfig(checked)) {
+  // The resolved configuration must match schemas/config/config.schema.json. Ajv's messages name
+  // the path and the rule broken, never the value, so no secret reaches the error.
+  if (!validateConfig(config)) {
     const problems = (validateConfig.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
-  return config;
+  return { ...config, secretKey: Buffer.from(config.secretKey, 'base64') };
 }

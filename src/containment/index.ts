@@ -12,6 +12,7 @@ export {
   type ProbeOptions,
 } from './probe.js';
 export { launchCommand, bwrapArgs, type Bind, type ContainSpec, type LaunchPlan } from './launch.js';
+export { PROGRAM_ROOT, programPath, programBinds, parentDirs } from './program-view.js';
 export {
   processTree,
   sampleTree,

@@ -45,7 +45,11 @@ const EXIT = Object.freeze({
   user: 78,
 });
 
-/** Test-only modes (SANDBOX_TEST_BREACH): tenant code gets the runner's own `process`; `off` in production. */
+/**
+ * Test-only modes: tenant code gets the runner's own `process`. A parent writes one other than
+ * `off` only when test code asked for it through the composition root (src/app.ts
+ * AppOptions.assumeBreach); nothing in the configuration or the environment does.
+ */
 const BREACHES = ['off', 'process', 'unrestricted'];
 
 /**

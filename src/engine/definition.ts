@@ -2,7 +2,8 @@
  * Workflow definitions: the canonical validation is the JSON Schema in
  * schemas/workflow/definition.schema.json, compiled by codegen into standalone validators
  * (generated/validators/schemas.js), followed by the semantic checks a schema cannot express
- * (output.stepIndex must name an existing step).
+ * (output.stepIndex must name an existing step; inputSchema must compile, as triggers check
+ * inputs against it).
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import {
@@ -13,6 +14,7 @@ import {
   WorkflowDefinitionAgentStep,
 } from '../../generated/validators/schemas.js';
 import { AppError } from '../errors/index.js';
+import { compileOwnSchema } from '../kernel/own-schemas.js';
 
 export type StepType = 'code' | 'http' | 'tool' | 'agent';
 export const STEP_TYPES: readonly StepType[] = ['code', 'http', 'tool', 'agent'];
@@ -102,6 +104,20 @@ function semanticErrors(def: WorkflowDefinition): DefinitionError[] {
       message: `must name an existing step (0 to ${def.steps.length - 1})`,
       params: { stepCount: def.steps.length },
     });
+  }
+  if (def.inputSchema) {
+    // Compiled alone, as triggers compile it (src/triggers/inputs.ts): a `$ref` resolves within
+    // the schema only, so one that names another schema's `$id` is refused here, not at a call.
+    try {
+      compileOwnSchema(def.inputSchema, { formats: true });
+    } catch (err) {
+      out.push({
+        instancePath: '/inputSchema',
+        keyword: 'schema',
+        message: `must be a JSON Schema (2020-12) that compiles: ${(err as Error).message}`,
+        params: {},
+      });
+    }
   }
   return out;
 }

@@ -27,7 +27,7 @@ export class ResponseValidationError extends Error {
 /**
  * Checks a reply against the bundle: the status must be documented, JSON bodies must match
  * the schema for that status, and documented required headers must be present. Used in
- * tests (VALIDATE_RESPONSES=true); a mismatch is recorded and answered with 500.
+ * tests (src/app.ts AppOptions.validateResponses); a mismatch is recorded and answered with 500.
  */
 /**
  * Compiled documents, shared by every validator of the process: compiling the bundle takes

@@ -298,7 +298,7 @@ const stores = new Map<string, LocalBlobStore>();
  */
 export function openBlobStore(config: {
   dataDir: string;
-  databaseUrl?: string | undefined;
+  databaseUrl?: string | null | undefined;
   sqliteSynchronous?: 'NORMAL' | 'FULL' | undefined;
 }): LocalBlobStore {
   const root = path.join(path.resolve(config.dataDir), 'blobs');

@@ -10,8 +10,8 @@ export type StoreKind = 'sqlite' | 'pg';
 const SQLITE_POOL_MAX = 4;
 
 export interface StoreOptions {
-  /** PostgreSQL connection string; when absent the sqlite file under dataDir is used. */
-  databaseUrl?: string | undefined;
+  /** PostgreSQL connection string; when absent or null the sqlite file under dataDir is used. */
+  databaseUrl?: string | null | undefined;
   dataDir: string;
   /**
    * sqlite `synchronous`: NORMAL (default) makes every commit durable against a process

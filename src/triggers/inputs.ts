@@ -42,8 +42,8 @@ export function inputValidator(orgId: string, schema: Record<string, unknown>): 
 export function checkInputs(orgId: string, definition: WorkflowDefinition, inputs: Record<string, unknown>): void {
   if (!definition.inputSchema) return;
   const validate = inputValidator(orgId, definition.inputSchema);
-  // A schema that does not compile (a `$ref` that resolves to nothing, say) is not checked
-  // against: deploying a workflow does not compile it, and runs are never blocked on it here.
+  // Deploying a workflow refuses a schema that does not compile (src/engine/definition.ts); one
+  // stored before that check (a `$ref` that resolves to nothing, say) is not checked against.
   if (!validate) return;
   if (!validate(inputs)) {
     const details = (validate.errors ?? []).map((e) => ({

@@ -1,6 +1,6 @@
 /**
  * The attempts of the assume-breach tests (README "Security model"): tenant code that holds its
- * runner's real `process` (SANDBOX_TEST_BREACH) tries the host's network, sockets, processes,
+ * runner's real `process` (AppOptions.assumeBreach.runnerProcess) tries the host's network, sockets, processes,
  * secrets and files, children and its own privileges, and reports each attempt as `name: outcome`
  * (`connected` / `allowed` when it worked, an error code when it did not). Shared by the code-step
  * and browser-script tests, so both layers face the same attempts.

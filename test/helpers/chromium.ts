@@ -4,7 +4,7 @@
  * suite with a note saying how to get it. The containment tests also look at the processes the
  * service started, from outside, through /proc (Linux).
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { processTree, uidOf } from '../../src/containment/index.js';
 
 export const CHROMIUM = process.env.BROWSER_EXECUTABLE || '/usr/bin/chromium';
@@ -27,6 +27,20 @@ function exeOf(pid: number): string | undefined {
   }
 }
 
+/**
+ * Whether `pid` runs this Node: compared by file identity, as a contained process's own view
+ * names its binary by the neutral path it is bound at (src/containment programPath).
+ */
+function runsThisNode(pid: number): boolean {
+  try {
+    const exe = statSync(`/proc/${pid}/exe`);
+    const node = statSync(process.execPath);
+    return exe.dev === node.dev && exe.ino === node.ino;
+  } catch {
+    return false;
+  }
+}
+
 /** The environment a process was started with (names only). */
 export function environOf(pid: number): string[] {
   try {
@@ -41,10 +55,9 @@ export function environOf(pid: number): string[] {
 
 /** Script runner processes below this (test) process: the Node processes running script-runner.cjs. */
 export async function scriptRunners(): Promise<number[]> {
-  const node = realpathSync(process.execPath);
   const out: number[] = [];
   for (const pid of await processTree(process.pid)) {
-    if (pid === process.pid || exeOf(pid) !== node) continue;
+    if (pid === process.pid || !runsThisNode(pid)) continue;
     const cmd = (() => {
       try {
         return readFileSync(`/proc/${pid}/cmdline`, 'latin1');

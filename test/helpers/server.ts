@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { expect } from 'chai';
 import { loadConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/config/logger.js';
-import { createApp, type App } from '../../src/app.js';
+import { createApp, type App, type AssumedBreach } from '../../src/app.js';
 import { createOrganization, createCredential, createApiKey } from '../../src/auth/index.js';
 import { createTestStore, type TestStore } from './store.js';
 import type { StoreKind } from '../../src/storage/db.js';
@@ -40,13 +40,34 @@ export async function startTestServer(
   env: Record<string, string | undefined> = {},
   shared?: TestStore,
 ): Promise<TestServer> {
+  return startWith(kind, env, { shared });
+}
+
+/**
+ * The same, with the layers `assumeBreach` names turned off through the composition root
+ * (src/app.ts AppOptions.assumeBreach), as the tests of the outer layers need; nothing in the
+ * configuration or the environment can do that.
+ */
+export async function startBreachedServer(
+  kind: StoreKind,
+  assumeBreach: AssumedBreach,
+  env: Record<string, string | undefined> = {},
+): Promise<TestServer> {
+  return startWith(kind, env, { assumeBreach });
+}
+
+async function startWith(
+  kind: StoreKind,
+  env: Record<string, string | undefined>,
+  opts: { shared?: TestStore | undefined; assumeBreach?: AssumedBreach },
+): Promise<TestServer> {
+  const { shared } = opts;
   const store = shared ?? (await createTestStore(kind));
   const port = await freePort();
   const config = loadConfig({
     DATA_DIR: store.dataDir,
     PORT: String(port),
     PUBLIC_URL: `http://127.0.0.1:${port}`,
-    VALIDATE_RESPONSES: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Tests talk to servers on loopback (http steps, event receivers); a test of the guard overrides it.
     OUTBOUND_ALLOWLIST: '127.0.0.0/8,::1/128',
@@ -55,7 +76,11 @@ export async function startTestServer(
     ...env,
   });
   const log = createLogger(config.logLevel);
-  const app = await createApp(config, log, { db: store.db });
+  const app = await createApp(config, log, {
+    db: store.db,
+    validateResponses: true,
+    ...(opts.assumeBreach ? { assumeBreach: opts.assumeBreach } : {}),
+  });
   const server: Server = await new Promise((resolve) => {
     const s = app.http.listen(port, env.HOST ?? '127.0.0.1', () => resolve(s));
   });

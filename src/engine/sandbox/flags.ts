@@ -6,7 +6,14 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RUNNER_COMMON_PATH, runnerOptionsArg, type ContainSpec } from '../../containment/index.js';
+import {
+  parentDirs,
+  programBinds,
+  programPath,
+  RUNNER_COMMON_PATH,
+  runnerOptionsArg,
+  type ContainSpec,
+} from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
 
 /** The runner is plain JavaScript next to this file, so it starts without tsx or a loader. */
@@ -37,28 +44,9 @@ const HOST_HEAP_MB = 96;
  */
 export type Breach = 'off' | 'process' | 'unrestricted';
 
-/**
- * Node options of a runner. The permission model denies by default what is not granted: file
- * writes, child processes, worker threads, WASI and the inspector; reads are granted for the
- * runner, the runners' shared module and the addon alone, and addons (isolated-vm) are allowed.
- * - `--disallow-code-generation-from-strings`: the runner's own realm cannot compile strings.
- * - `--no-warnings`: the permission model's warnings would only fill the stderr tail we keep.
- * Under a test breach the realm must compile the step, so that flag is left out.
- */
-export function sandboxExecArgv(breach: Breach = 'off'): string[] {
-  const permission = [
-    '--permission',
-    `--allow-fs-read=${RUNNER_PATH}`,
-    `--allow-fs-read=${RUNNER_COMMON_PATH}`,
-    `--allow-fs-read=${addonPath()}`,
-    '--allow-addons',
-  ];
-  return [
-    ...(breach === 'unrestricted' ? [] : permission),
-    `--max-old-space-size=${HOST_HEAP_MB}`,
-    ...(breach === 'off' ? ['--disallow-code-generation-from-strings'] : []),
-    '--no-warnings',
-  ];
+/** The runner's own program: Node, the runner, the runners' shared module and the addon. */
+function program(): [node: string, runner: string, common: string, addon: string] {
+  return [process.execPath, RUNNER_PATH, RUNNER_COMMON_PATH, addonPath()];
 }
 
 export interface RunnerArgs {
@@ -73,19 +61,52 @@ export interface RunnerArgs {
   breach: Breach;
 }
 
-/** The runner's one argument: its settings as JSON (src/containment/runner-common.cjs startOptions). */
-export function runnerArgv(args: RunnerArgs): string[] {
-  return [runnerOptionsArg({ ...args, addon: addonPath() })];
+/**
+ * A runner's whole command line: Node, its options, the runner and its one argument (its
+ * settings as JSON, src/containment/runner-common.cjs startOptions), with every path as the
+ * runner sees it: at its neutral path in the view when `contained` (src/containment
+ * programPath), else the host's.
+ *
+ * Node options: the permission model denies by default what is not granted: file writes, child
+ * processes, worker threads, WASI and the inspector; reads are granted for the runner, the
+ * runners' shared module and the addon alone, and addons (isolated-vm) are allowed.
+ * - `--disallow-code-generation-from-strings`: the runner's own realm cannot compile strings.
+ * - `--no-warnings`: the permission model's warnings would only fill the stderr tail we keep.
+ * Under a test breach the realm must compile the step, so that flag is left out.
+ */
+export function runnerCommand(args: RunnerArgs, { contained }: { contained: boolean }): string[] {
+  const [node, runner, common, addon] = contained
+    ? (program().map(programPath) as ReturnType<typeof program>)
+    : program();
+  const permission = [
+    '--permission',
+    `--allow-fs-read=${runner}`,
+    `--allow-fs-read=${common}`,
+    `--allow-fs-read=${addon}`,
+    '--allow-addons',
+  ];
+  return [
+    node,
+    ...(args.breach === 'unrestricted' ? [] : permission),
+    `--max-old-space-size=${HOST_HEAP_MB}`,
+    ...(args.breach === 'off' ? ['--disallow-code-generation-from-strings'] : []),
+    '--no-warnings',
+    runner,
+    runnerOptionsArg({ ...args, addon }),
+  ];
 }
 
 /**
- * What a runner sees inside the operating-system layer: the Node binary, the runner, the runners'
- * shared module and the addon, read-only; a private /tmp; no network. Threads count against
- * `maxProcesses`: Node and isolated-vm use about 15.
+ * What a runner sees inside the operating-system layer: its program (Node, the runner, the
+ * runners' shared module and the addon) bound alone, read-only, at neutral paths; a private
+ * /tmp; no network. Threads count against `maxProcesses`: Node and isolated-vm use about 15.
  */
 export function runnerView(): ContainSpec {
+  const binds = programBinds(program());
   return {
-    readOnly: [process.execPath, RUNNER_PATH, RUNNER_COMMON_PATH, addonPath()],
+    readOnly: [],
+    binds,
+    dirs: parentDirs(binds.map((b) => b.target)),
     maxProcesses: 64,
   };
 }

@@ -9,13 +9,5 @@ export {
   type SandboxFile,
 } from './pool.js';
 export { DEFAULT_LIMITS, sanitizeFileName, type SandboxLimits } from './limits.js';
-export {
-  sandboxExecArgv,
-  runnerArgv,
-  runnerView,
-  addonPath,
-  RUNNER_PATH,
-  type RunnerArgs,
-  type Breach,
-} from './flags.js';
+export { runnerCommand, runnerView, addonPath, RUNNER_PATH, type RunnerArgs, type Breach } from './flags.js';
 export { PROTOCOL_VERSION } from './protocol.js';

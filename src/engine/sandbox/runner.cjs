@@ -539,7 +539,8 @@ function execute(msg) {
 }
 
 /*
- * SANDBOX_TEST_BREACH (NODE_ENV=test only; worker.ts passes `breach`): the step runs in this
+ * Tests only (`breach` of the start options, which worker.ts writes only when test code passed
+ * AppOptions.assumeBreach to the composition root, src/app.ts): the step runs in this
  * process's own realm with its real `process`, as if the language layer had been broken, so
  * tests can show that the process and operating-system layers hold on their own.
  */

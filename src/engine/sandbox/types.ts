@@ -41,7 +41,10 @@ export interface SandboxPoolOptions {
   reuseContexts?: boolean;
   /** Contexts a process keeps per memory class for reuse, least recently used evicted (default 32, at most 256). */
   contextsPerProcess?: number;
-  /** SANDBOX_TEST_BREACH, tests only: steps get the runner's own `process` (README.md "Testing the outer layers"). */
+  /**
+   * Tests only, from the composition root (src/app.ts AppOptions.assumeBreach): steps get the
+   * runner's own `process` (README.md "Testing the outer layers"). `off` unless given.
+   */
   breach?: Breach;
   limits?: Partial<SandboxLimits>;
   log?: Logger;

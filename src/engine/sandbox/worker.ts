@@ -15,7 +15,7 @@ import {
   type TreeBreach,
 } from '../../containment/index.js';
 import type { SandboxLimits } from './limits.js';
-import { runnerArgv, runnerView, RUNNER_PATH, sandboxExecArgv, type Breach } from './flags.js';
+import { runnerCommand, runnerView, type Breach } from './flags.js';
 import { PROTOCOL_VERSION, parseChildMessage, type DoneOutcome, type ExecMessage } from './protocol.js';
 
 /** How an execution ended when the child did not answer it. */
@@ -37,7 +37,7 @@ export interface WorkerOptions {
   contexts: number;
   /** The memory class made warm at start. */
   defaultMemoryMb: number;
-  /** SANDBOX_TEST_BREACH (tests only). */
+  /** Tests only (src/app.ts AppOptions.assumeBreach): `off` otherwise. */
   breach: Breach;
 }
 
@@ -82,18 +82,17 @@ export class SandboxWorker {
     this.classes.push(options.defaultMemoryMb);
     this.proc = superviseRunner({
       isolation: options.isolation,
-      argv: (uid) => [
-        process.execPath,
-        ...sandboxExecArgv(options.breach),
-        RUNNER_PATH,
-        ...runnerArgv({
-          limits: options.limits,
-          contexts: options.contexts,
-          uid,
-          warmMemoryMb: options.defaultMemoryMb,
-          breach: options.breach,
-        }),
-      ],
+      argv: (uid) =>
+        runnerCommand(
+          {
+            limits: options.limits,
+            contexts: options.contexts,
+            uid,
+            warmMemoryMb: options.defaultMemoryMb,
+            breach: options.breach,
+          },
+          { contained: options.isolation.plan.bwrap !== undefined },
+        ),
       view: runnerView(),
       cwd: options.cwd,
       protocol: PROTOCOL_VERSION,

@@ -2,7 +2,7 @@
  * browser-automation_playwright_run against a real service, real Chromium and the real relay,
  * each layer tested as if the one inside it had been broken (src/browser/README.md "Script
  * isolation", "Pool"):
- * - assume breach: SANDBOX_TEST_BREACH (NODE_ENV=test only) hands the contained script runner's
+ * - assume breach: assumeBreach.runnerProcess (given by the test to the composition root) hands the contained script runner's
  *   real `process` to the script, which then tries the network (Redis, PostgreSQL, the service's
  *   port, a listener of the test, the PostgreSQL Unix socket), signals (the service, a sleeper),
  *   the service's secret key, writes outside its tmpfs, children, root and memory past its
@@ -29,7 +29,14 @@ import { BrowserBox } from '../../../src/browser/box.js';
 import { ChromiumBox } from '../../../src/browser/contain.js';
 import { CHROMIUM_ARGS } from '../../../src/browser/pool.js';
 import { createLogger } from '../../../src/config/logger.js';
-import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import {
+  call,
+  createTestOrg,
+  startBreachedServer,
+  startTestServer,
+  type TestOrg,
+  type TestServer,
+} from '../../helpers/server.js';
 import { startScript as start, finishedScript as finished, runScript as run } from '../../helpers/browser-tasks.js';
 import { breachAttempts, MUST_FAIL, WORKED } from '../../helpers/breach.js';
 import {
@@ -57,7 +64,7 @@ describe('browser scripts against a real service: assume breach, across organisa
     why = isolation.report.missing.join('; ');
   });
 
-  describe('with the language layer assumed broken (SANDBOX_TEST_BREACH) and every other layer', () => {
+  describe('with the language layer assumed broken (assumeBreach.runnerProcess) and every other layer', () => {
     let server: TestServer;
     let a: TestOrg;
     let b: TestOrg;
@@ -80,12 +87,11 @@ describe('browser scripts against a real service: assume breach, across organisa
       await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
       siteUrl = `http://127.0.0.1:${(site.address() as net.AddressInfo).port}`;
       sleeper = spawn('sleep', ['300'], { stdio: 'ignore' });
-      server = await startTestServer('sqlite', {
-        NODE_ENV: 'test',
-        SANDBOX_TEST_BREACH: '1',
-        CODE_ISOLATION: 'strict',
-        BROWSER_TASK_TIMEOUT_MS: '60000',
-      });
+      server = await startBreachedServer(
+        'sqlite',
+        { runnerProcess: true },
+        { CODE_ISOLATION: 'strict', BROWSER_TASK_TIMEOUT_MS: '60000' },
+      );
       // The data folder holds what a first start writes there: the secret key and bootstrap.json (the first organisation's client secret).
       writeFileSync(
         path.join(server.app.services.config.dataDir, 'bootstrap.json'),

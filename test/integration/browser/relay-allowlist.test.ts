@@ -7,7 +7,7 @@
  * - `browser._channel.newContextForReuse({recordVideo: {dir}})` names a folder on the service's
  *   machine for playwright-core's server side: refused, naming the call, and nothing is made at
  *   that path.
- * With the test-only switch BROWSER_TEST_RELAY_OPEN (NODE_ENV=test) the relay forwards every
+ * With the relay assumed broken (assumeBreach.relayOpen, given by the test to the composition root) the relay forwards every
  * call, as if the allow-list had failed: the browser box must then hold on its own, and does —
  * Chromium reaches no listener, Redis, PostgreSQL or service port of the host, and nothing the
  * Playwright server is asked to write (video, HAR, trace, launch folders, a saved artifact)
@@ -27,7 +27,13 @@ import { expect } from 'chai';
 import { BrowserRelay } from '../../../src/browser/relay.js';
 import { CHROMIUM_ARGS } from '../../../src/browser/pool.js';
 import { createLogger } from '../../../src/config/logger.js';
-import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import {
+  createTestOrg,
+  startBreachedServer,
+  startTestServer,
+  type TestOrg,
+  type TestServer,
+} from '../../helpers/server.js';
 import { runScript as run } from '../../helpers/browser-tasks.js';
 import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
 
@@ -246,18 +252,14 @@ describe('browser scripts against the relay allow-list', function () {
     });
   });
 
-  describe('with the relay open (BROWSER_TEST_RELAY_OPEN, tests only)', () => {
+  describe('with the relay open (assumeBreach.relayOpen, tests only)', () => {
     let server: TestServer;
     let org: TestOrg;
     let remote: Awaited<ReturnType<typeof listener>>;
 
     before(async () => {
       remote = await listener();
-      server = await startTestServer('sqlite', {
-        NODE_ENV: 'test',
-        BROWSER_TEST_RELAY_OPEN: '1',
-        BROWSER_TASK_TIMEOUT_MS: '60000',
-      });
+      server = await startBreachedServer('sqlite', { relayOpen: true }, { BROWSER_TASK_TIMEOUT_MS: '60000' });
       org = await createTestOrg(server);
     });
     after(async () => {

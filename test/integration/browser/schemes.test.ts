@@ -10,7 +10,7 @@
  *   service's own machine (an artifact saved to a path, temporary upload files, a folder upload)
  *   are refused;
  * - the operator: its `goto` refuses the same schemes, and the model is told why;
- * - with the refusal switched off (BROWSER_TEST_NO_SCHEME_REFUSAL, NODE_ENV=test only), Chromium
+ * - with the refusal switched off (assumeBreach.anyScheme, given by the test to the composition root), Chromium
  *   opens `file:` URLs but still cannot read the data folder: it is not in its view.
  */
 import { existsSync, writeFileSync } from 'node:fs';
@@ -20,7 +20,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { probeIsolation } from '../../../src/containment/index.js';
-import { createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
+import {
+  createTestOrg,
+  startBreachedServer,
+  startTestServer,
+  type TestOrg,
+  type TestServer,
+} from '../../helpers/server.js';
 import { startModelServer, reply, type ModelServer, type Reply } from '../../helpers/model-server.js';
 import { callTool } from '../gateway/helpers.js';
 import { runScript as run } from '../../helpers/browser-tasks.js';
@@ -286,18 +292,14 @@ return out;`;
     });
   });
 
-  describe('with the refusal switched off (BROWSER_TEST_NO_SCHEME_REFUSAL, tests only)', () => {
+  describe('with the refusal switched off (assumeBreach.anyScheme, tests only)', () => {
     let server: TestServer;
     let org: TestOrg;
     let dataDir: string;
 
     before(async function () {
       if (!namespaces) this.skip(); // Chromium's file system view is the operating-system layer
-      server = await startTestServer('sqlite', {
-        NODE_ENV: 'test',
-        BROWSER_TEST_NO_SCHEME_REFUSAL: '1',
-        CODE_ISOLATION: 'strict',
-      });
+      server = await startBreachedServer('sqlite', { anyScheme: true }, { CODE_ISOLATION: 'strict' });
       dataDir = withDataDir(server);
       org = await createTestOrg(server);
     });

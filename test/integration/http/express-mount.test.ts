@@ -60,13 +60,13 @@ describe('embedding: Switchyard mounted under /switchyard in an express 5 app (s
       env: {
         DATA_DIR: dataDir,
         PUBLIC_URL: base,
-        VALIDATE_RESPONSES: 'true',
         SYNC_WAIT_MS: '20000',
         SANDBOX_POOL_SIZE: '1',
         DATABASE_URL: '',
         REDIS_URL: '',
       },
       log: createLogger('warn', sink),
+      validateResponses: true,
     });
     // The order a user writes: Switchyard first, then the host's body parser and routes.
     host.use('/switchyard', switchyard.handler);

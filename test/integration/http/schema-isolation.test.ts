@@ -41,9 +41,14 @@ describe("HTTP: one organisation's schemas are out of another's reach", function
     expect(refused.status, refused.text).to.equal(400);
     expect(refused.text).to.contain("required property 'ssn'");
 
-    const probe = await deploy(server, b, workflow({ type: 'object', $ref: ID }));
-    const answer = await trigger(b, probe.apiTriggerId, {});
-    expect(answer.text).to.not.contain('ssn').and.not.contain('salary');
+    const probe = await call(server.baseUrl, 'POST', '/v1/workflows', {
+      token: b.token,
+      body: workflow({ type: 'object', $ref: ID }),
+    });
+    expect(probe.status, probe.text).to.equal(400);
+    expect(probe.body.error).to.equal('invalid_request');
+    expect(probe.text).to.match(/can't resolve reference/);
+    expect(probe.text).to.not.contain('ssn').and.not.contain('salary');
 
     const own = await deploy(server, b, workflow({ $id: ID, type: 'object', required: ['employee'] }));
     const checked = await trigger(b, own.apiTriggerId, {});

@@ -1,7 +1,7 @@
 /**
  * Code steps against a real service, each layer tested as if the one inside it had been broken
  * (README.md "Security model"):
- * - assume breach: SANDBOX_TEST_BREACH (NODE_ENV=test only) hands the contained runner's real
+ * - assume breach: the composition root's test-only assumeBreach.runnerProcess hands the contained runner's real
  *   `process` to a step, which then tries the network (Redis, PostgreSQL, the service's port, a
  *   listener of the test, the PostgreSQL Unix socket), signals (the service, a sleeper), the
  *   service's secret key, writes outside its tmpfs, children and memory past its limit; every
@@ -19,7 +19,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { probeIsolation, sampleTree } from '../../../src/containment/index.js';
-import { startTestServer, createTestOrg, call, freePort, type TestServer, type TestOrg } from '../../helpers/server.js';
+import {
+  startTestServer,
+  startBreachedServer,
+  createTestOrg,
+  call,
+  freePort,
+  type TestServer,
+  type TestOrg,
+} from '../../helpers/server.js';
 import { startServer, waitReady } from '../../helpers/process.js';
 import { breachAttempts, MUST_FAIL, WORKED } from '../../helpers/breach.js';
 import { deploy, code } from '../../helpers/runs.js';
@@ -89,11 +97,7 @@ describe('code isolation against a real service: assume breach, across organisat
       });
       await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
       sleeper = spawn('sleep', ['300'], { stdio: 'ignore' });
-      server = await startTestServer('sqlite', {
-        NODE_ENV: 'test',
-        SANDBOX_TEST_BREACH: '1',
-        CODE_ISOLATION: 'strict',
-      });
+      server = await startBreachedServer('sqlite', { runnerProcess: true }, { CODE_ISOLATION: 'strict' });
       org = await createTestOrg(server);
     });
     after(async () => {
@@ -161,27 +165,31 @@ describe('code isolation against a real service: assume breach, across organisat
 
   describe('across organisations', () => {
     for (const breach of [false, true]) {
-      describe(breach ? 'with the language layer assumed broken (SANDBOX_TEST_BREACH)' : 'with every layer', () => {
-        let server: TestServer;
-        let a: TestOrg;
-        let b: TestOrg;
+      describe(
+        breach ? 'with the language layer assumed broken (assumeBreach.runnerProcess)' : 'with every layer',
+        () => {
+          let server: TestServer;
+          let a: TestOrg;
+          let b: TestOrg;
 
-        before(async function () {
-          if (breach && !namespaces) this.skip();
-          server = await startTestServer('sqlite', breach ? { NODE_ENV: 'test', SANDBOX_TEST_BREACH: '1' } : {});
-          a = await createTestOrg(server, 'Org A');
-          b = await createTestOrg(server, 'Org B');
-        });
-        after(async () => {
-          await server?.close();
-        });
+          before(async function () {
+            if (breach && !namespaces) this.skip();
+            server = breach
+              ? await startBreachedServer('sqlite', { runnerProcess: true })
+              : await startTestServer('sqlite');
+            a = await createTestOrg(server, 'Org A');
+            b = await createTestOrg(server, 'Org B');
+          });
+          after(async () => {
+            await server?.close();
+          });
 
-        it("B's leftovers are invisible to A's next step; A's inputs reach none of B's results, files or logs; they never share a runner", async function () {
-          if (breach && !namespaces) this.skip();
-          const secret = 'sk_live_' + 'a'.repeat(24);
-          // B plants canaries in its realm and, when it holds the runner's process, hooks it to capture what comes next.
-          const plant = breach
-            ? `globalThis.canary = 'B'; Object.prototype.canaryB = 'B';
+          it("B's leftovers are invisible to A's next step; A's inputs reach none of B's results, files or logs; they never share a runner", async function () {
+            if (breach && !namespaces) this.skip();
+            const secret = 'sk_live_' + 'a'.repeat(24);
+            // B plants canaries in its realm and, when it holds the runner's process, hooks it to capture what comes next.
+            const plant = breach
+              ? `globalThis.canary = 'B'; Object.prototype.canaryB = 'B';
                const seen = process.__seen || (process.__seen = []);
                const emit = process.emit; process.emit = function (...args) { try { seen.push(JSON.stringify(args[1])); } catch {} return emit.apply(this, args); };
                process.on('message', (m) => { try { seen.push(JSON.stringify(m)); } catch {} });
@@ -189,43 +197,44 @@ describe('code isolation against a real service: assume breach, across organisat
                ctx.log('captured so far: ' + seen.join(' '));
                ctx.files.write('captured.txt', seen.join('\\n') || 'nothing');
                return { runner: JSON.parse(process.argv[process.argv.length - 1]).uid, captured: seen.join(' ') };`
-            : `globalThis.canary = 'B'; Object.prototype.canaryB = 'B'; Array.prototype.canaryB = 'B';
+              : `globalThis.canary = 'B'; Object.prototype.canaryB = 'B'; Array.prototype.canaryB = 'B';
                ctx.log('b ran'); return { runner: null, captured: '' };`;
-          const look = breach
-            ? `return { canary: typeof canary, proto: ({}).canaryB ?? null, arr: [].canaryB ?? null, hooked: process.__seen !== undefined, emitPatched: process.emit.toString().includes('seen'), runner: JSON.parse(process.argv[process.argv.length - 1]).uid, secret: ctx.inputs.secret.length };`
-            : `return { canary: typeof canary, proto: ({}).canaryB ?? null, arr: [].canaryB ?? null, secret: ctx.inputs.secret.length };`;
-          const wfB = await deploy(server, b, { name: 'plant', steps: [code('plant', plant)] });
-          const wfA = await deploy(server, a, { name: 'look', steps: [code('look', look)] });
-          const first = stepResult((await runSync(server, b, wfB.apiTriggerId, {})).body);
-          expect(first.status, first.raw).to.equal('COMPLETE');
-          const seenByA = stepResult((await runSync(server, a, wfA.apiTriggerId, { secret })).body);
-          expect(seenByA.status, seenByA.raw).to.equal('COMPLETE');
-          expect(seenByA.result).to.include({ canary: 'undefined', proto: null, arr: null, secret: secret.length });
-          if (breach) {
-            expect(seenByA.result).to.include({ hooked: false, emitPatched: false });
-            expect(seenByA.result.runner, 'A and B ran on different runners').to.not.equal(first.result.runner);
-          }
-          const again = await runSync(server, b, wfB.apiTriggerId, {});
-          const second = stepResult(again.body);
-          expect(second.status, second.raw).to.equal('COMPLETE');
-          if (breach) expect(second.result.runner, 'B kept its own runner').to.equal(first.result.runner);
-          // B's results, files and logs hold nothing of A's inputs.
-          expect(JSON.stringify(again.body)).to.not.include(secret);
-          const runId = again.body.id;
-          const files = await call(
-            server.baseUrl,
-            'GET',
-            `/ext/webhook/${b.apiKey}/runs/${wfB.automationId}/${runId}/results`,
-          );
-          for (const entry of files.body.results) {
-            for (const file of Object.values(entry.resultUrls ?? {}) as Array<{ url: string }>) {
-              expect(await (await fetch(file.url)).text()).to.not.include(secret);
+            const look = breach
+              ? `return { canary: typeof canary, proto: ({}).canaryB ?? null, arr: [].canaryB ?? null, hooked: process.__seen !== undefined, emitPatched: process.emit.toString().includes('seen'), runner: JSON.parse(process.argv[process.argv.length - 1]).uid, secret: ctx.inputs.secret.length };`
+              : `return { canary: typeof canary, proto: ({}).canaryB ?? null, arr: [].canaryB ?? null, secret: ctx.inputs.secret.length };`;
+            const wfB = await deploy(server, b, { name: 'plant', steps: [code('plant', plant)] });
+            const wfA = await deploy(server, a, { name: 'look', steps: [code('look', look)] });
+            const first = stepResult((await runSync(server, b, wfB.apiTriggerId, {})).body);
+            expect(first.status, first.raw).to.equal('COMPLETE');
+            const seenByA = stepResult((await runSync(server, a, wfA.apiTriggerId, { secret })).body);
+            expect(seenByA.status, seenByA.raw).to.equal('COMPLETE');
+            expect(seenByA.result).to.include({ canary: 'undefined', proto: null, arr: null, secret: secret.length });
+            if (breach) {
+              expect(seenByA.result).to.include({ hooked: false, emitPatched: false });
+              expect(seenByA.result.runner, 'A and B ran on different runners').to.not.equal(first.result.runner);
             }
-          }
-          const stepsOfB = await server.app.services.db('run_steps').where({ run_id: runId });
-          expect(JSON.stringify(stepsOfB)).to.not.include(secret);
-        });
-      });
+            const again = await runSync(server, b, wfB.apiTriggerId, {});
+            const second = stepResult(again.body);
+            expect(second.status, second.raw).to.equal('COMPLETE');
+            if (breach) expect(second.result.runner, 'B kept its own runner').to.equal(first.result.runner);
+            // B's results, files and logs hold nothing of A's inputs.
+            expect(JSON.stringify(again.body)).to.not.include(secret);
+            const runId = again.body.id;
+            const files = await call(
+              server.baseUrl,
+              'GET',
+              `/ext/webhook/${b.apiKey}/runs/${wfB.automationId}/${runId}/results`,
+            );
+            for (const entry of files.body.results) {
+              for (const file of Object.values(entry.resultUrls ?? {}) as Array<{ url: string }>) {
+                expect(await (await fetch(file.url)).text()).to.not.include(secret);
+              }
+            }
+            const stepsOfB = await server.app.services.db('run_steps').where({ run_id: runId });
+            expect(JSON.stringify(stepsOfB)).to.not.include(secret);
+          });
+        },
+      );
     }
   });
 

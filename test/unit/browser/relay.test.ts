@@ -16,7 +16,6 @@ import { BrowserRelay, RELAY_DIR_IN_SANDBOX } from '../../../src/browser/relay.j
 import { screenCall, type Msg } from '../../../src/browser/relay-filter.js';
 import { ObjectTable, UsageCounter } from '../../../src/browser/relay-objects.js';
 import { navigationRefusal } from '../../../src/browser/urls.js';
-import { parentDirs } from '../../../src/browser/contain.js';
 import { createLogger } from '../../../src/config/logger.js';
 
 const PROXY = 'http://127.0.0.1:3128';
@@ -583,23 +582,5 @@ describe('browser relay: one Unix socket per organisation', () => {
     expect(second.socketDir).to.equal(first.socketDir);
     const ok = await connect(second.url, second.socketDir!);
     ok.ws.close();
-  });
-});
-
-describe('browser containment: parentDirs', () => {
-  it('lists the folders above each path, parents first, except those the view already has', () => {
-    expect(
-      parentDirs(['/opt/node/bin/node', '/work/app/x.cjs', '/usr/lib/x', '/tmp/a/b', '/dev/shm/s/b', '/etc/fonts']),
-    ).to.deep.equal([
-      '/opt',
-      '/work',
-      '/etc',
-      '/opt/node',
-      '/work/app',
-      '/tmp/a',
-      '/dev/shm',
-      '/opt/node/bin',
-      '/dev/shm/s',
-    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
-import { mkdtempSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -112,33 +113,69 @@ describe('config', () => {
       );
   });
 
-  it('CODE_ISOLATION is auto unless set; the breach switches are honoured only under NODE_ENV=test', () => {
-    expect(loadConfig({ DATA_DIR: dataDir() })).to.include({
-      codeIsolation: 'auto',
-      sandboxTestBreach: false,
-      browserTestNoSchemeRefusal: false,
-      browserTestRelayOpen: false,
-    });
+  it('CODE_ISOLATION is auto unless set', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).codeIsolation).to.equal('auto');
     for (const mode of ['auto', 'strict', 'process', ' Strict '])
       expect(loadConfig({ DATA_DIR: dataDir(), CODE_ISOLATION: mode }).codeIsolation).to.equal(
         mode.trim().toLowerCase(),
       );
-    const switches = { SANDBOX_TEST_BREACH: '1', BROWSER_TEST_NO_SCHEME_REFUSAL: '1', BROWSER_TEST_RELAY_OPEN: '1' };
-    expect(loadConfig({ DATA_DIR: dataDir(), ...switches })).to.include({
-      sandboxTestBreach: false,
-      browserTestNoSchemeRefusal: false,
-      browserTestRelayOpen: false,
+  });
+
+  it('no variable turns a containment layer off or checks responses: the old test switches change nothing, under NODE_ENV=test too', () => {
+    const dir = dataDir();
+    const plain = loadConfig({ DATA_DIR: dir });
+    const switches = {
+      SANDBOX_TEST_BREACH: '1',
+      BROWSER_TEST_NO_SCHEME_REFUSAL: '1',
+      BROWSER_TEST_RELAY_OPEN: '1',
+      VALIDATE_RESPONSES: 'true',
+    };
+    for (const NODE_ENV of [undefined, 'test', 'production']) {
+      const c = loadConfig({ DATA_DIR: dir, NODE_ENV, ...switches });
+      expect(c, `NODE_ENV=${NODE_ENV}`).to.deep.equal(plain);
+    }
+    for (const key of ['sandboxTestBreach', 'browserTestNoSchemeRefusal', 'browserTestRelayOpen', 'validateResponses'])
+      expect(plain).to.not.have.property(key);
+  });
+
+  it('holds exactly the members of schemas/config/config.schema.json, secrets included; secretKey as its 32 bytes', () => {
+    const schema = JSON.parse(
+      readFileSync(new URL('../../../schemas/config/config.schema.json', import.meta.url), 'utf8'),
+    ) as { properties: Record<string, { properties?: Record<string, unknown> }> };
+    const key = randomBytes(32);
+    const c = loadConfig({
+      DATA_DIR: dataDir(),
+      // The URL-safe alphabet without padding is read as well; the config holds the bytes.
+      SECRET_KEY: key.toString('base64url'),
+      EMBEDDINGS_API_KEY: 'emb-secret',
+      ANTHROPIC_API_KEY: 'anthropic-secret',
+      GEMINI_API_KEY: 'gemini-secret',
     });
-    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'production', ...switches })).to.include({
-      sandboxTestBreach: false,
-      browserTestNoSchemeRefusal: false,
-      browserTestRelayOpen: false,
+    expect(Object.keys(c).sort()).to.deep.equal(Object.keys(schema.properties).sort());
+    expect(Object.keys(c.models).sort()).to.deep.equal(Object.keys(schema.properties.models!.properties!).sort());
+    expect(Buffer.isBuffer(c.secretKey) && c.secretKey.equals(key)).to.equal(true);
+    expect(c.embeddingsApiKey).to.equal('emb-secret');
+    expect(c.models.keys).to.deep.equal({
+      openaiCompatible: null,
+      openai: null,
+      anthropic: 'anthropic-secret',
+      google: 'gemini-secret',
     });
-    expect(loadConfig({ DATA_DIR: dataDir(), NODE_ENV: 'test', ...switches })).to.include({
-      sandboxTestBreach: true,
-      browserTestNoSchemeRefusal: true,
-      browserTestRelayOpen: true,
-    });
+    expect(c.models.providers).to.deep.equal(['anthropic', 'google']);
+    expect([c.databaseUrl, c.redisUrl]).to.deep.equal([null, null]);
+  });
+
+  it('a value the schema refuses names its path and rule, never the value', () => {
+    const secretUrl = 'mysql://admin:hunter2-secret@db.example/x';
+    let message = '';
+    try {
+      loadConfig({ DATA_DIR: dataDir(), DATABASE_URL: secretUrl });
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    expect(message).to.match(/^invalid configuration: \/databaseUrl must match pattern/);
+    expect(message).to.not.include('hunter2');
   });
 
   it('the openai-compatible provider gets output schemas natively unless OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS=false', () => {

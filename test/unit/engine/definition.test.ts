@@ -62,6 +62,22 @@ describe('workflow definition validation (schemas/workflow/definition.schema.jso
       validateDefinition(definition(2, { output: { stepIndex: 1, fileName: 'r.md' } })).output?.stepIndex,
     ).to.equal(1);
   });
+
+  it('rejects an inputSchema that is no JSON Schema or does not compile, at /inputSchema', async () => {
+    const misspelt = await details(
+      definition(1, { inputSchema: { type: 'object', properties: { a: { type: 'strin' } } } }),
+    );
+    expect(misspelt).to.have.length(1);
+    expect(misspelt[0]).to.include({ instancePath: '/inputSchema', keyword: 'schema' });
+    expect(misspelt[0]!.message).to.match(/^must be a JSON Schema \(2020-12\) that compiles: schema is invalid/);
+    const unresolved = await details(definition(1, { inputSchema: { type: 'object', $ref: '#/$defs/missing' } }));
+    expect(unresolved[0]).to.include({ instancePath: '/inputSchema', keyword: 'schema' });
+    expect(unresolved[0]!.message).to.match(/can't resolve reference #\/\$defs\/missing/);
+    const fine = definition(1, {
+      inputSchema: { type: 'object', $defs: { n: { type: 'string' } }, properties: { name: { $ref: '#/$defs/n' } } },
+    });
+    expect(validateDefinition(fine)).to.equal(fine);
+  });
 });
 
 describe('step versions (nextStepMap)', () => {

@@ -53,8 +53,8 @@ export function testConfig(): Config {
     port: 0,
     host: '127.0.0.1',
     dataDir: '/tmp',
-    databaseUrl: undefined,
-    redisUrl: undefined,
+    databaseUrl: null,
+    redisUrl: null,
     publicUrl: 'http://localhost:8080',
     redisPrefix: 'switchyard',
     baseUrls: {
@@ -71,7 +71,6 @@ export function testConfig(): Config {
     signingKeyMaxAgeDays: 30,
     tokenAudience: 'switchyard',
     tokenFailureLimits: { windowMs: 60_000, perClient: 10, perAddress: 30, trackedKeys: 50_000 },
-    validateResponses: true,
     seedDemo: false,
     syncWaitMs: 1000,
     runTimeoutMs: 60_000,
@@ -85,9 +84,6 @@ export function testConfig(): Config {
     sandboxMaxExecutions: 10_000,
     tenantMemoryMb: 4096,
     codeIsolation: 'auto',
-    sandboxTestBreach: false,
-    browserTestNoSchemeRefusal: false,
-    browserTestRelayOpen: false,
     browser: {
       executable: '/usr/bin/chromium',
       maxContexts: 2,

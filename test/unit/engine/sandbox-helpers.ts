@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createLogger } from '../../../src/config/logger.js';
 import { launchCommand, probeIsolation, type Isolation, type IsolationMode } from '../../../src/containment/index.js';
-import { RUNNER_PATH, runnerArgv, runnerView, sandboxExecArgv } from '../../../src/engine/sandbox/flags.js';
+import { runnerCommand, runnerView } from '../../../src/engine/sandbox/flags.js';
 import { DEFAULT_LIMITS } from '../../../src/engine/sandbox/limits.js';
 import { executeStep, type ExecutedStep, type PriorStep, type StepDeps } from '../../../src/engine/execute-step.js';
 import type { SandboxPool } from '../../../src/engine/sandbox/pool.js';
@@ -67,12 +67,10 @@ export async function waitGone(pid: number, ms = 3000): Promise<boolean> {
 /** A runner process started as the pool starts one (contained, empty environment), for protocol tests. */
 export async function startRunner(contexts: number): Promise<ChildProcess> {
   const isolation = await testIsolation();
-  const argv = [
-    process.execPath,
-    ...sandboxExecArgv(),
-    RUNNER_PATH,
-    ...runnerArgv({ limits: DEFAULT_LIMITS, contexts, uid: isolation.users?.take(), warmMemoryMb: 64, breach: 'off' }),
-  ];
+  const argv = runnerCommand(
+    { limits: DEFAULT_LIMITS, contexts, uid: isolation.users?.take(), warmMemoryMb: 64, breach: 'off' },
+    { contained: isolation.plan.bwrap !== undefined },
+  );
   const { file, args } = launchCommand(isolation.plan, runnerView(), argv);
   const child = spawn(file, args, {
     env: {},

@@ -17,6 +17,7 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { RUNNER_UID_BASE, uidOf } from '../../../src/containment/index.js';
+import { PACKAGE_ROOT } from '../../../src/kernel/package-files.js';
 import { SandboxPool } from '../../../src/engine/sandbox/pool.js';
 import { alive, runCode, silentLog, testIsolation, waitGone } from './sandbox-helpers.js';
 
@@ -343,20 +344,27 @@ describe('engine sandbox: isolation and limits', function () {
           write: t(() => { fs.writeFileSync(ctx.inputs.dir + '/escaped', 'x'); return 'written'; }),
           etc: t(() => fs.readdirSync('/etc').length),
           home: t(() => fs.readdirSync('/root').join(',')),
+          checkout: t(() => fs.readdirSync(ctx.inputs.packageRoot).join(',')),
+          hostNode: t(() => fs.statSync(ctx.inputs.hostNode).size),
+          node: process.execPath,
+          argv: process.argv.slice(0, 2).join(' '),
           tmp: t(() => { fs.writeFileSync('/tmp/inside', 'x'); return fs.readFileSync('/tmp/inside', 'utf8'); }),
           runner: t(() => fs.writeFileSync(process.argv[1], 'x')),
         };`,
-        { inputs: { dir } },
+        { inputs: { dir, packageRoot: PACKAGE_ROOT, hostNode: process.execPath } },
       );
       expect(out.status, out.result).to.equal('COMPLETE');
       const r = JSON.parse(out.result);
       expect(r.read).to.equal('ENOENT');
       expect(r.write).to.be.oneOf(['ENOENT', 'EROFS', 'EACCES']);
       expect(r.etc).to.equal('ENOENT');
-      // Node itself may be installed under /root (scripts/supported-node.sh fetches it into
-      // ~/.cache): then the view holds only the folders on its way, which the runner cannot list.
-      if (process.execPath.startsWith('/root/')) expect(r.home).to.be.oneOf(['EACCES', process.execPath.split('/')[2]]);
-      else expect(r.home).to.equal('ENOENT');
+      // Node, the runner and the addon are bound alone at neutral paths: wherever Node and the
+      // package are installed (a home folder, the checkout), none of their folders is in view.
+      expect(r.home).to.equal('ENOENT');
+      expect(r.checkout).to.equal('ENOENT');
+      if (!process.execPath.startsWith('/usr/')) expect(r.hostNode).to.equal('ENOENT');
+      expect(r.node).to.equal('/opt/switchyard/node');
+      expect(r.argv).to.equal('/opt/switchyard/node /opt/switchyard/src/engine/sandbox/runner.cjs');
       expect(r.tmp).to.equal('x');
       expect(r.runner).to.be.oneOf(['EROFS', 'EACCES']);
       expect(existsSync(path.join(dir, 'escaped'))).to.equal(false);
