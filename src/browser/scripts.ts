@@ -338,130 +338,174 @@ export class ScriptRunners {
 let nextTask = 1;
 
 /**
- * One task in a runner. Resolves with the outcome as soon as it is known, and `ready`, which
- * says whether the process may take another task: true once it reports 'idle' (context closed,
- * the next one open), false after the time limit, an abort, a crash, or no 'idle' within 10 s.
+ * One task in a runner, in three states:
+ * - `running`: the task is sent once the runner is ready; its log lines are taken (bounded) and
+ *   its `done` message gives the outcome;
+ * - `closing`: the outcome is in; the runner closes the task's context and opens the next one,
+ *   and says `idle` within 10 s (a process that is not reused never gets here: it is stopped);
+ * - `ended`: its timers and listeners are gone, and `ready` says whether the process may take
+ *   another task: true after `idle`, false after the time limit, an abort, a crash, or no
+ *   `idle` in time (the process is then stopped).
  */
-function runIn(
-  runner: Runner,
-  run: ScriptRun,
-  { reuse }: { reuse: boolean },
-): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
-  const { proc } = runner;
-  const { child } = proc;
-  const n = nextTask++;
-  let markReady!: (ok: boolean) => void;
-  const ready = new Promise<boolean>((r) => {
-    markReady = r;
+class ScriptTask {
+  private state: 'running' | 'closing' | 'ended' = 'running';
+  private readonly n = nextTask++;
+  private outcome: ScriptOutcome | undefined;
+  private lines = 0;
+  private chars = 0;
+  private readonly deadline: NodeJS.Timeout;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private offExit: () => void = () => undefined;
+  private reported!: (outcome: ScriptOutcome) => void;
+  private markReady!: (ok: boolean) => void;
+  /** Resolves as soon as the outcome is known. */
+  readonly result = new Promise<ScriptOutcome>((resolve) => {
+    this.reported = resolve;
   });
-  return new Promise((resolve) => {
-    let outcome: ScriptOutcome | undefined;
-    let lines = 0;
-    let chars = 0;
-    let idleTimer: NodeJS.Timeout | undefined;
-    let offExit: () => void = () => undefined;
-    const cleanup = () => {
-      if (proc.busy) proc.busy = false;
-      clearTimeout(timer);
-      clearTimeout(idleTimer);
-      run.signal.removeEventListener('abort', aborted);
-      child.off('message', onMessage);
-      offExit();
-    };
-    const report = (o: ScriptOutcome) => {
-      if (outcome) return;
-      outcome = o;
-      resolve({ outcome: o, ready });
-    };
-    /** Ends the task as failed (unless its outcome is already in) and the process with it. */
-    const fail = (o: ScriptOutcome) => {
-      cleanup();
-      report(o);
-      if (alive(runner)) stop(runner, 'was stopped with its task');
-      markReady(false);
-    };
-    const timer = setTimeout(
+  readonly ready = new Promise<boolean>((resolve) => {
+    this.markReady = resolve;
+  });
+
+  constructor(
+    private readonly runner: Runner,
+    private readonly run: ScriptRun,
+    private readonly reuse: boolean,
+  ) {
+    this.deadline = setTimeout(
       () =>
-        fail({
+        this.fail({
           ok: false,
           result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`,
           files: [],
         }),
       run.timeoutMs,
     );
-    const aborted = () =>
-      fail({
-        ok: false,
-        result: 'The task was stopped before the script finished (the service is shutting down).',
-        files: [],
-      });
-    const onMessage = (msg: Record<string, unknown>) => {
-      if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== n) return;
-      if (msg.t === RUNNER_MESSAGE.log && typeof msg.line === 'string' && !outcome) {
-        const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
-        chars += line.length + 1;
-        if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
-        else if (lines !== Infinity) {
-          run.onLog('[log truncated: further lines dropped]');
-          lines = Infinity;
-        }
-      } else if (msg.t === RUNNER_MESSAGE.done && !outcome) {
-        const files = checkedFiles(msg.files);
-        const text =
-          typeof (msg.ok ? msg.result : msg.error) === 'string'
-            ? String(msg.ok ? msg.result : msg.error).slice(0, SCRIPT_LIMITS.resultChars)
-            : '';
-        const o: ScriptOutcome =
-          msg.ok === true
-            ? { ok: true, result: text, files }
-            : { ok: false, result: text || 'The script failed.', files };
-        if (!reuse) {
-          fail(o);
-          return;
-        }
-        clearTimeout(timer);
-        proc.busy = false;
-        report(o);
-        idleTimer = setTimeout(() => fail(o), 10_000);
-      } else if (msg.t === RUNNER_MESSAGE.idle && outcome) {
-        cleanup();
-        markReady(true);
-      }
-    };
-    const ended = (code: number | null, sig: NodeJS.Signals | null) => {
-      const heap = /heap out of memory|Allocation failed/i.test(proc.stderr);
-      const why = runner.stopped
-        ? `The script was stopped: its process ${runner.stopped}.`
-        : heap
-          ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
-          : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`;
-      fail({ ok: false, result: why, files: [] });
-    };
-    run.signal.addEventListener('abort', aborted, { once: true });
+    run.signal.addEventListener('abort', this.aborted, { once: true });
+    const { proc } = runner;
     if (!alive(runner)) {
-      ended(child.exitCode, child.signalCode);
+      this.ended(proc.child.exitCode, proc.child.signalCode);
       return;
     }
-    child.on('message', onMessage);
-    offExit = proc.onExit(ended);
+    proc.child.on('message', this.onMessage);
+    this.offExit = proc.onExit(this.ended);
     proc.busy = true;
     // A new runner first loads playwright-core and switches users; one that fails to is stopped (ended() says why).
     void runner.ready.then((ok) => {
-      if (!ok || outcome || !alive(runner)) return;
-      child.send({
-        v: SCRIPT_PROTOCOL,
-        t: RUNNER_MESSAGE.run,
-        task: n,
-        reuse,
-        defaultViewport: DEFAULT_VIEWPORT,
-        startedAt: run.startedAt,
-        wsEndpoint: run.wsEndpoint,
-        code: run.code,
-        viewport: run.viewport,
-        storageState: run.storageState,
-        proxy: run.proxyUrl,
-        limits: RUNNER_LIMITS,
-      });
+      if (ok && this.state === 'running' && alive(runner)) this.send();
     });
-  });
+  }
+
+  private send(): void {
+    const { run } = this;
+    this.runner.proc.child.send({
+      v: SCRIPT_PROTOCOL,
+      t: RUNNER_MESSAGE.run,
+      task: this.n,
+      reuse: this.reuse,
+      defaultViewport: DEFAULT_VIEWPORT,
+      startedAt: run.startedAt,
+      wsEndpoint: run.wsEndpoint,
+      code: run.code,
+      viewport: run.viewport,
+      storageState: run.storageState,
+      proxy: run.proxyUrl,
+      limits: RUNNER_LIMITS,
+    });
+  }
+
+  private readonly onMessage = (msg: Record<string, unknown>) => {
+    if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== this.n) return;
+    if (this.state === 'running' && msg.t === RUNNER_MESSAGE.log && typeof msg.line === 'string') this.log(msg.line);
+    else if (this.state === 'running' && msg.t === RUNNER_MESSAGE.done) this.done(msg);
+    else if (this.state === 'closing' && msg.t === RUNNER_MESSAGE.idle) {
+      this.end();
+      this.markReady(true);
+    }
+  };
+
+  /** A line of the script's log, within the log's bounds; past them, one line says the rest was dropped. */
+  private log(raw: string): void {
+    const line = raw.slice(0, SCRIPT_LIMITS.lineChars);
+    this.chars += line.length + 1;
+    if (++this.lines <= SCRIPT_LIMITS.logLines && this.chars <= SCRIPT_LIMITS.logChars) this.run.onLog(line);
+    else if (this.lines !== Infinity) {
+      this.run.onLog('[log truncated: further lines dropped]');
+      this.lines = Infinity;
+    }
+  }
+
+  /** The runner's `done`: the outcome, checked again here; a process that is not reused is stopped with it. */
+  private done(msg: Record<string, unknown>): void {
+    const files = checkedFiles(msg.files);
+    const said = msg.ok ? msg.result : msg.error;
+    const text = typeof said === 'string' ? said.slice(0, SCRIPT_LIMITS.resultChars) : '';
+    const o: ScriptOutcome =
+      msg.ok === true ? { ok: true, result: text, files } : { ok: false, result: text || 'The script failed.', files };
+    if (!this.reuse) {
+      this.fail(o);
+      return;
+    }
+    clearTimeout(this.deadline);
+    this.runner.proc.busy = false;
+    this.report(o);
+    this.state = 'closing';
+    this.idleTimer = setTimeout(() => this.fail(o), 10_000);
+  }
+
+  private readonly aborted = () =>
+    this.fail({
+      ok: false,
+      result: 'The task was stopped before the script finished (the service is shutting down).',
+      files: [],
+    });
+
+  /** The process exited: the task fails with why (a stop of ours, its heap, or a crash). */
+  private readonly ended = (code: number | null, sig: NodeJS.Signals | null) => {
+    const { runner } = this;
+    const heap = /heap out of memory|Allocation failed/i.test(runner.proc.stderr);
+    const why = runner.stopped
+      ? `The script was stopped: its process ${runner.stopped}.`
+      : heap
+        ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
+        : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`;
+    this.fail({ ok: false, result: why, files: [] });
+  };
+
+  private report(o: ScriptOutcome): void {
+    if (this.outcome) return;
+    this.outcome = o;
+    this.reported(o);
+  }
+
+  /** Ends the task as failed (unless its outcome is already in) and the process with it. */
+  private fail(o: ScriptOutcome): void {
+    this.end();
+    this.report(o);
+    if (alive(this.runner)) stop(this.runner, 'was stopped with its task');
+    this.markReady(false);
+  }
+
+  private end(): void {
+    this.state = 'ended';
+    const { proc } = this.runner;
+    if (proc.busy) proc.busy = false;
+    clearTimeout(this.deadline);
+    clearTimeout(this.idleTimer);
+    this.run.signal.removeEventListener('abort', this.aborted);
+    proc.child.off('message', this.onMessage);
+    this.offExit();
+  }
+}
+
+/**
+ * One task in a runner (ScriptTask). Resolves with the outcome as soon as it is known, and
+ * `ready`, which says whether the process may take another task.
+ */
+async function runIn(
+  runner: Runner,
+  run: ScriptRun,
+  { reuse }: { reuse: boolean },
+): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
+  const task = new ScriptTask(runner, run, reuse);
+  return { outcome: await task.result, ready: task.ready };
 }

@@ -242,39 +242,197 @@ export function refreshResult(result: string, pairs: ReadPair[]): string | undef
   return out + result.slice(from);
 }
 
-export async function operate(t: OperatorTask, env: OperatorEnv): Promise<OperatorOutcome> {
-  const tools = actionTools(t.mode);
-  const system = `${t.mode === 'cua' ? CUA : SYSTEM}${t.mode === 'hybrid' ? ` ${HYBRID}` : ''}${t.systemPrompt ? `\n\n${t.systemPrompt}` : ''}`;
-  const steps: RecordedStep[] = [];
-  const history: string[] = [];
-  let modelCalls = 0;
-  let healed = false;
-  let reanswered = false;
-  let cacheable = true;
+/** What finished the task: the model's `done`, or a replay's result. */
+interface Done {
+  result: string;
+  success: boolean;
+}
 
-  const host = env.host;
-  if (t.startUrl) {
-    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
-    const opened = await perform(host, 'goto', { url: t.startUrl });
-    env.log(`start: ${opened.note}`);
+/**
+ * What differs between the modes: how the model drives the page live, and how a replayed step
+ * that failed is re-inferred.
+ */
+interface ModeStrategy {
+  /**
+   * From the current page on, spending what is left of maxSteps. `lead`, when given, opens the
+   * first request (why a replay hands over to the model).
+   */
+  live(op: Operation, cache: CacheOutcome, lead?: string): Promise<OperatorOutcome>;
+  /**
+   * Replayed step `i` failed with `reason` (a model call is left): the task's outcome when this
+   * ends it, or undefined when the replay goes on with the next step.
+   */
+  heal(op: Operation, i: number, reason: string): Promise<OperatorOutcome | undefined>;
+}
+
+/** Snapshot modes (`dom`, `hybrid`): one model call per step, each choosing one action. */
+const stepwise: ModeStrategy = {
+  async live(op, cache, lead) {
+    const { t, env } = op;
+    let opening = lead ? `${lead}\n\n` : '';
+    while (op.modelCalls < t.maxSteps) {
+      env.signal.throwIfAborted();
+      const n = op.history.length + 1;
+      env.status(`Step ${n}: looking at the page.`);
+      const view = await observe(op.host, t.mode);
+      const progress = `${opening}${op.history.length ? `Steps so far:\n${op.history.join('\n')}\n\n` : ''}`;
+      opening = '';
+      const choice = await op.choose(progress ? [{ type: 'text', text: progress }, ...view] : view);
+      if ('error' in choice) {
+        op.history.push(`${n}. FAILED: ${choice.error}`);
+        env.log(`step ${n}: the model's answer was not usable: ${choice.error}`);
+        continue;
+      }
+      env.status(`Step ${n}: ${choice.action}.`);
+      const outcome = await op.act(choice, n);
+      if (outcome?.done) return op.finish(outcome.done, cache);
+    }
+    return op.spent('without finishing the task');
+  },
+
+  async heal(op, i, reason) {
+    const recorded = op.t.cached!.steps;
+    const n = op.history.length + 1;
+    const plan = recorded
+      .map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`)
+      .join('\n');
+    const view = await observe(op.host, op.t.mode);
+    const choice = await op.choose([
+      {
+        type: 'text',
+        text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.`,
+      },
+      ...view,
+    ]);
+    if ('error' in choice) {
+      op.env.log(`step ${n}: the model's answer was not usable: ${choice.error}; going on live`);
+      op.history.push(`${n}. FAILED: ${choice.error}`);
+      return this.live(op, 'HEALED');
+    }
+    const outcome = await op.act(choice, n);
+    if (!outcome) return this.live(op, 'HEALED');
+    if (outcome.done) return op.finish(outcome.done, 'HEALED');
+    return undefined;
+  },
+};
+
+/** `cua`: the computer-use model drives the page until done; it is not asked for one step, it takes over. */
+const computerUse: ModeStrategy = {
+  async live(op, cache, lead) {
+    const { t, env, history } = op;
+    op.host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+    env.status('Step 1: looking at the page.');
+    const progress = lead
+      ? `\n\n${lead}\nSteps so far:\n${history.join('\n')}`
+      : history.length
+        ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
+        : '';
+    const run = await runCua({
+      model: env.model,
+      system: op.system,
+      prompt: `${taskText(t)}${progress}`,
+      host: op.host,
+      maxCalls: t.maxSteps - op.modelCalls,
+      signal: env.signal,
+      steps: op.steps,
+      log: env.log,
+      status: env.status,
+    });
+    op.modelCalls += run.calls;
+    if (!run.cacheable) op.cacheable = false;
+    if (run.done) return op.finish(run.done, cache);
+    return op.spent('without finishing the task');
+  },
+
+  heal(op) {
+    return this.live(op, 'HEALED');
+  },
+};
+
+/** One operator task: what it has done so far, shared by the mode's strategy and the replay. */
+class Operation {
+  readonly tools: ToolSet;
+  readonly system: string;
+  readonly host: ActionHost;
+  readonly strategy: ModeStrategy;
+  /** The steps that worked, live or replayed: the new cache entry's steps. */
+  readonly steps: RecordedStep[] = [];
+  /** The steps as the model reads them ("n. action: note"). */
+  readonly history: string[] = [];
+  modelCalls = 0;
+  /** A replayed step was re-inferred. */
+  healed = false;
+  /** The replay's result was made again by the model. */
+  reanswered = false;
+  /** No step so far rules out a cache entry (a screenshot does). */
+  cacheable = true;
+
+  constructor(
+    readonly t: OperatorTask,
+    readonly env: OperatorEnv,
+  ) {
+    this.tools = actionTools(t.mode);
+    this.system = `${t.mode === 'cua' ? CUA : SYSTEM}${t.mode === 'hybrid' ? ` ${HYBRID}` : ''}${t.systemPrompt ? `\n\n${t.systemPrompt}` : ''}`;
+    this.host = env.host;
+    this.strategy = t.mode === 'cua' ? computerUse : stepwise;
+  }
+
+  async run(): Promise<OperatorOutcome> {
+    if (this.t.startUrl) {
+      this.host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+      const opened = await perform(this.host, 'goto', { url: this.t.startUrl });
+      this.env.log(`start: ${opened.note}`);
+    }
+    if (!this.t.cached) return this.strategy.live(this, 'MISS');
+    return this.replay(this.t.cached);
+  }
+
+  /** One model call (counted) with the task and `content`: the action it chose, or why none. */
+  choose(content: Array<TextPart | ImagePart>): Promise<Choice | { error: string }> {
+    this.modelCalls++;
+    return choose(this.env, this.tools, this.system, [
+      { role: 'user', content: taskText(this.t) },
+      { role: 'user', content },
+    ]);
+  }
+
+  /** Performs the model's choice as step `n`; undefined when it failed (the history says why). */
+  async act(choice: Choice, n: number): Promise<ActionOutcome | undefined> {
+    this.host.actionTimeoutMs = LIVE_TIMEOUT_MS;
+    const label = `${choice.action}${typeof choice.args.ref === 'string' ? ` ${choice.args.ref}` : ''}`;
+    try {
+      const outcome = await perform(this.host, choice.action, choice.args, targetOf(choice.args));
+      this.history.push(`${n}. ${label}: ${outcome.note}`);
+      this.env.log(`step ${n}: ${outcome.note}`);
+      if (!outcome.done) this.steps.push(outcome.step);
+      if (choice.action === 'screenshot') this.cacheable = false;
+      return outcome;
+    } catch (err) {
+      const reason = (err as Error).message.split('\n')[0]!.slice(0, 500);
+      this.history.push(`${n}. ${label}: FAILED: ${reason}`);
+      this.env.log(`step ${n}: ${label} failed: ${reason}`);
+      return undefined;
+    }
   }
 
   /** `view`: the page's state as the answer was made (pageState), when already taken. */
-  const finish = async (
-    done: { result: string; success: boolean },
-    cache: CacheOutcome | null,
-    view?: string,
-  ): Promise<OperatorOutcome> => {
+  async finish(done: Done, cache: CacheOutcome | null, view?: string): Promise<OperatorOutcome> {
+    const { modelCalls } = this;
     if (!done.success)
       return { ok: false, result: done.result || 'The operator could not complete the task.', cache: null, modelCalls };
     // A HIT rewrites nothing, so it needs no look at the page.
-    const written = cacheable && steps.every(replayable) && cache !== 'HIT';
+    const written = this.cacheable && this.steps.every(replayable) && cache !== 'HIT';
     const record = written
-      ? { startUrl: t.startUrl, steps, result: done.result, view: view ?? (await pageState(host)) }
+      ? {
+          startUrl: this.t.startUrl,
+          steps: this.steps,
+          result: done.result,
+          view: view ?? (await pageState(this.host)),
+        }
       : undefined;
     const redone = [
-      healed && 'changed steps were re-inferred',
-      reanswered && 'the result was made again from the changed page',
+      this.healed && 'changed steps were re-inferred',
+      this.reanswered && 'the result was made again from the changed page',
     ];
     const what = redone.filter((w): w is string => typeof w === 'string').join(' and ');
     return {
@@ -285,175 +443,90 @@ export async function operate(t: OperatorTask, env: OperatorEnv): Promise<Operat
       record,
       ...(cache === 'HEALED' ? { healed: what } : {}),
     };
-  };
+  }
 
-  const spent = (when: string): OperatorOutcome => ({
-    ok: false,
-    result: `The operator used all ${t.maxSteps} steps (maxSteps) ${when}.`,
-    cache: null,
-    modelCalls,
-  });
+  spent(when: string): OperatorOutcome {
+    return {
+      ok: false,
+      result: `The operator used all ${this.t.maxSteps} steps (maxSteps) ${when}.`,
+      cache: null,
+      modelCalls: this.modelCalls,
+    };
+  }
 
-  const act = async (choice: Choice, n: number): Promise<ActionOutcome | undefined> => {
-    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
-    const label = `${choice.action}${typeof choice.args.ref === 'string' ? ` ${choice.args.ref}` : ''}`;
-    try {
-      const outcome = await perform(host, choice.action, choice.args, targetOf(choice.args));
-      history.push(`${n}. ${label}: ${outcome.note}`);
-      env.log(`step ${n}: ${outcome.note}`);
-      if (!outcome.done) steps.push(outcome.step);
-      if (choice.action === 'screenshot') cacheable = false;
-      return outcome;
-    } catch (err) {
-      const reason = (err as Error).message.split('\n')[0]!.slice(0, 500);
-      history.push(`${n}. ${label}: FAILED: ${reason}`);
-      env.log(`step ${n}: ${label} failed: ${reason}`);
-      return undefined;
-    }
-  };
-
-  /** cua: the computer-use model drives the page until done, spending what is left of maxSteps. */
-  const liveCua = async (cache: CacheOutcome, lead?: string): Promise<OperatorOutcome> => {
-    host.actionTimeoutMs = LIVE_TIMEOUT_MS;
-    env.status('Step 1: looking at the page.');
-    const progress = lead
-      ? `\n\n${lead}\nSteps so far:\n${history.join('\n')}`
-      : history.length
-        ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
-        : '';
-    const run = await runCua({
-      model: env.model,
-      system,
-      prompt: `${taskText(t)}${progress}`,
-      host,
-      maxCalls: t.maxSteps - modelCalls,
-      signal: env.signal,
-      steps,
-      log: env.log,
-      status: env.status,
-    });
-    modelCalls += run.calls;
-    if (!run.cacheable) cacheable = false;
-    if (run.done) return finish(run.done, cache);
-    return spent('without finishing the task');
-  };
-
-  /**
-   * The live loop from the current page on, spending what is left of maxSteps. `lead`, when
-   * given, opens the first request (why a replay hands over to the model).
-   */
-  const live = async (cache: CacheOutcome, lead?: string): Promise<OperatorOutcome> => {
-    if (t.mode === 'cua') return liveCua(cache, lead);
-    let opening = lead ? `${lead}\n\n` : '';
-    while (modelCalls < t.maxSteps) {
+  /** The recorded steps again by their locators; a failed one is healed by the mode's strategy. */
+  private async replay(cached: CacheEntry): Promise<OperatorOutcome> {
+    const { env, host } = this;
+    const recorded = cached.steps;
+    env.log(`cache: replaying ${recorded.length} recorded steps`);
+    for (let i = 0; i < recorded.length; i++) {
       env.signal.throwIfAborted();
-      const n = history.length + 1;
-      env.status(`Step ${n}: looking at the page.`);
-      const view = await observe(host, t.mode);
-      const progress = `${opening}${history.length ? `Steps so far:\n${history.join('\n')}\n\n` : ''}`;
-      opening = '';
-      modelCalls++;
-      const choice = await choose(env, tools, system, [
-        { role: 'user', content: taskText(t) },
-        { role: 'user', content: progress ? [{ type: 'text', text: progress }, ...view] : view },
-      ]);
-      if ('error' in choice) {
-        history.push(`${n}. FAILED: ${choice.error}`);
-        env.log(`step ${n}: the model's answer was not usable: ${choice.error}`);
-        continue;
+      const s = recorded[i]!;
+      const n = this.history.length + 1;
+      env.status(`Replaying step ${i + 1} of ${recorded.length}.`);
+      host.actionTimeoutMs = REPLAY_TIMEOUT_MS;
+      try {
+        const outcome = await perform(
+          host,
+          s.action,
+          s.args,
+          s.selector !== undefined ? { selector: s.selector, target: s.target } : undefined,
+        );
+        this.steps.push(outcome.step);
+        this.history.push(`${n}. ${describeStep(s)}: ${outcome.note}`);
+        env.log(`step ${n} (replayed): ${outcome.note}`);
+      } catch (err) {
+        const reason = (err as Error).message.split('\n')[0]!.slice(0, 300);
+        env.log(`step ${n} (replayed): ${describeStep(s)} failed: ${reason}; re-inferring this step`);
+        this.healed = true;
+        if (this.modelCalls >= this.t.maxSteps) break;
+        const ended = await this.strategy.heal(this, i, reason);
+        if (ended) return ended;
       }
-      env.status(`Step ${n}: ${choice.action}.`);
-      const outcome = await act(choice, n);
-      if (outcome?.done) return finish(outcome.done, cache);
     }
-    return spent('without finishing the task');
-  };
+    if (this.healed && this.modelCalls >= this.t.maxSteps) return this.spent('while repairing the recorded steps');
+    return this.replayed(cached);
+  }
 
-  if (!t.cached) return live('MISS');
-
-  // Replay.
-  const recorded = t.cached.steps;
-  env.log(`cache: replaying ${recorded.length} recorded steps`);
-  for (let i = 0; i < recorded.length; i++) {
-    env.signal.throwIfAborted();
-    const s = recorded[i]!;
-    const n = history.length + 1;
-    env.status(`Replaying step ${i + 1} of ${recorded.length}.`);
-    host.actionTimeoutMs = REPLAY_TIMEOUT_MS;
-    try {
-      const outcome = await perform(
-        host,
-        s.action,
-        s.args,
-        s.selector !== undefined ? { selector: s.selector, target: s.target } : undefined,
+  /** The recorded steps have run again: the recorded result, brought up to date, or the model answers again. */
+  private async replayed(cached: CacheEntry): Promise<OperatorOutcome> {
+    const { env } = this;
+    const pairs = readPairs(cached.steps, this.steps);
+    const result = refreshResult(cached.result, pairs);
+    // A result that quotes no read was made from the page as the model saw it: the page must be the same.
+    const view = pairs.length === 0 && cached.view !== undefined ? await pageState(this.host) : undefined;
+    if (view !== undefined && view !== cached.view) {
+      env.log('cache: the page differs from the recording and the result quotes no read; asking the model to finish');
+      return this.reanswer(
+        `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but the page now differs from the page the recorded result ${JSON.stringify(cached.result)} was made from, so it may be out of date; its form may guide you, never its content. Finish the task from the page as it is now: call done with the result (or take the steps still needed).`,
       );
-      steps.push(outcome.step);
-      history.push(`${n}. ${describeStep(s)}: ${outcome.note}`);
-      env.log(`step ${n} (replayed): ${outcome.note}`);
-      continue;
-    } catch (err) {
-      const reason = (err as Error).message.split('\n')[0]!.slice(0, 300);
-      env.log(`step ${n} (replayed): ${describeStep(s)} failed: ${reason}; re-inferring this step`);
-      healed = true;
-      if (modelCalls >= t.maxSteps) break;
-      // A computer-use model is not asked for one step: it takes over from here.
-      if (t.mode === 'cua') return live('HEALED');
-      const plan = recorded
-        .map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`)
-        .join('\n');
-      const view = await observe(host, t.mode);
-      modelCalls++;
-      const choice = await choose(env, tools, system, [
-        { role: 'user', content: taskText(t) },
-        {
-          role: 'user',
-          content: [
-            {
-              type: 'text',
-              text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.`,
-            },
-            ...view,
-          ],
-        },
-      ]);
-      if ('error' in choice) {
-        env.log(`step ${n}: the model's answer was not usable: ${choice.error}; going on live`);
-        history.push(`${n}. FAILED: ${choice.error}`);
-        return live('HEALED');
-      }
-      const outcome = await act(choice, n);
-      if (!outcome) return live('HEALED');
-      if (outcome.done) return finish(outcome.done, 'HEALED');
     }
-  }
-  if (healed && modelCalls >= t.maxSteps) return spent('while repairing the recorded steps');
-  const pairs = readPairs(recorded, steps);
-  const result = refreshResult(t.cached.result, pairs);
-  // A result that quotes no read was made from the page as the model saw it: the page must be the same.
-  const view = pairs.length === 0 && t.cached.view !== undefined ? await pageState(host) : undefined;
-  if (view !== undefined && view !== t.cached.view) {
-    env.log('cache: the page differs from the recording and the result quotes no read; asking the model to finish');
-    if (modelCalls >= t.maxSteps) return spent('before the result could be made again from the changed page');
-    reanswered = true;
-    return live(
-      'HEALED',
-      `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but the page now differs from the page the recorded result ${JSON.stringify(t.cached.result)} was made from, so it may be out of date; its form may guide you, never its content. Finish the task from the page as it is now: call done with the result (or take the steps still needed).`,
-    );
-  }
-  if (result === undefined) {
-    // The recorded answer was made from reads that say something else now: only the model can answer again.
+    if (result === undefined) {
+      // The recorded answer was made from reads that say something else now: only the model can answer again.
+      env.log(
+        'cache: the page reads differently from the recording and the result does not quote those reads; asking the model to finish',
+      );
+      return this.reanswer(
+        `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but what they read differs from the recording, so the recorded result ${JSON.stringify(cached.result)} may be out of date; its form may guide you, never its content. Finish the task from what the steps read now and the page as it is now: call done with the result (or take the steps still needed).`,
+      );
+    }
     env.log(
-      'cache: the page reads differently from the recording and the result does not quote those reads; asking the model to finish',
+      this.healed
+        ? 'cache: replay finished after re-inferring changed steps'
+        : 'cache: replay finished with no model call',
     );
-    if (modelCalls >= t.maxSteps) return spent('before the result could be made again from the changed page');
-    reanswered = true;
-    return live(
-      'HEALED',
-      `This task is being repeated from a recording of an earlier run. The recorded steps ran again, but what they read differs from the recording, so the recorded result ${JSON.stringify(t.cached.result)} may be out of date; its form may guide you, never its content. Finish the task from what the steps read now and the page as it is now: call done with the result (or take the steps still needed).`,
-    );
+    return this.finish({ result, success: true }, this.healed ? 'HEALED' : 'HIT', view);
   }
-  env.log(
-    healed ? 'cache: replay finished after re-inferring changed steps' : 'cache: replay finished with no model call',
-  );
-  return finish({ result, success: true }, healed ? 'HEALED' : 'HIT', view);
+
+  /** The model finishes the task from the replayed page, led by `lead`, when a model call is left. */
+  private reanswer(lead: string): Promise<OperatorOutcome> {
+    if (this.modelCalls >= this.t.maxSteps)
+      return Promise.resolve(this.spent('before the result could be made again from the changed page'));
+    this.reanswered = true;
+    return this.strategy.live(this, 'HEALED', lead);
+  }
+}
+
+export async function operate(t: OperatorTask, env: OperatorEnv): Promise<OperatorOutcome> {
+  return new Operation(t, env).run();
 }
