@@ -219,6 +219,7 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
 
 /** Why a runner never became ready, as the task's failure names it (a runner that exits on its own is reported by its exit). */
 function startFailure(failure: Exclude<StartFailure, { kind: 'exit' }>): string {
+  if (failure.kind === 'failed') return `could not start (${failure.error})`;
   return failure.kind === 'timeout'
     ? `did not start within ${START_TIMEOUT_MS / 1000} s`
     : `ran as user ${failure.uid ?? 'unknown'}, not as its own unprivileged user`;
@@ -226,6 +227,7 @@ function startFailure(failure: Exclude<StartFailure, { kind: 'exit' }>): string 
 
 /** The limit the watchdog found the runner's tree over, as the task's failure names it. */
 function overLimit(breach: TreeBreach): string {
+  if (breach.kind === 'owner') return breach.reason;
   return breach.kind === 'memory'
     ? `used more than ${SCRIPT_LIMITS.runnerRssMb} MiB of memory (${Math.round(breach.rssBytes / MiB)} MiB resident)`
     : `started processes of its own (${breach.count - breach.max} besides the runner)`;
