@@ -60,10 +60,12 @@ export class BrowserBox {
   static async start(launch: BoxLaunch, watch?: BoxWatch): Promise<BrowserBox> {
     let proc: SupervisedRunner | undefined;
     let spawnError: Error | undefined;
-    const watchdog = new BrowserWatchdog(launch.namespaces, watch?.limits ?? UNLIMITED, {
+    const watchdog = new BrowserWatchdog({
+      namespaces: launch.namespaces,
+      limits: watch?.limits ?? UNLIMITED,
       onMeasure: watch?.onMeasure,
-      onBusy: (busy) => {
-        if (proc) proc.busy = busy;
+      onTasks: (count) => {
+        if (proc) proc.busy = count > 0;
       },
       onFull: (reason) => {
         watch?.onBreach(reason);

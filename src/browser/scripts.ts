@@ -351,6 +351,7 @@ let nextTask = 1;
  */
 class ScriptTask {
   private state: 'running' | 'closing' | 'ended' = 'running';
+  private readonly reuse: boolean;
   private readonly n = nextTask++;
   private outcome: ScriptOutcome | undefined;
   private lines = 0;
@@ -371,8 +372,9 @@ class ScriptTask {
   constructor(
     private readonly runner: Runner,
     private readonly run: ScriptRun,
-    private readonly reuse: boolean,
+    { reuse }: { reuse: boolean },
   ) {
+    this.reuse = reuse;
     this.deadline = setTimeout(
       () =>
         this.fail({
@@ -508,6 +510,6 @@ async function runIn(
   run: ScriptRun,
   { reuse }: { reuse: boolean },
 ): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
-  const task = new ScriptTask(runner, run, reuse);
+  const task = new ScriptTask(runner, run, { reuse });
   return { outcome: await task.result, ready: task.ready };
 }

@@ -59,11 +59,17 @@ function filled(dir: string): { used: number; size: number } | undefined {
   }
 }
 
-export interface WatchdogHooks {
+export interface WatchdogOptions {
+  /**
+   * The box has mount namespaces of its own (its first two processes are bubblewrap's), so its
+   * private disk is seen through the third's root.
+   */
+  namespaces: boolean;
+  limits: BrowserLimits;
   /** The box's proportional set size in bytes, every 5 s and whenever it is read for the memory limit. */
   onMeasure?: ((bytes: number) => void) | undefined;
-  /** Whether a task runs on the box (the supervisor samples every 250 ms while one does). */
-  onBusy(busy: boolean): void;
+  /** How many tasks run on the box now (the supervisor samples every 250 ms while any does). */
+  onTasks(count: number): void;
   /** The private disk filled between samples (seen through the downloads folder): the limit in words. */
   onFull(reason: string): void;
 }
@@ -75,15 +81,7 @@ export class BrowserWatchdog {
   private stopped = false;
   private downloads: FSWatcher | undefined;
 
-  /**
-   * `namespaces`: the box has mount namespaces of its own (its first two processes are
-   * bubblewrap's), so its private disk is seen through the third's root.
-   */
-  constructor(
-    private readonly namespaces: boolean,
-    private readonly limits: BrowserLimits,
-    private readonly hooks: WatchdogHooks,
-  ) {}
+  constructor(private readonly opts: WatchdogOptions) {}
 
   /** A task starts on this box: its CPU share is counted until `end()`. */
   task(): CpuShare {
@@ -91,11 +89,11 @@ export class BrowserWatchdog {
       usedMs: 0,
       end: () => {
         this.shares.delete(share);
-        this.hooks.onBusy(this.shares.size > 0);
+        this.opts.onTasks(this.shares.size);
       },
     };
     this.shares.add(share);
-    this.hooks.onBusy(true);
+    this.opts.onTasks(this.shares.size);
     return share;
   }
 
@@ -110,16 +108,16 @@ export class BrowserWatchdog {
    */
   readonly inspect = async ({ pids, rssBytes }: TreeSample): Promise<string | undefined> => {
     if (this.stopped) return undefined;
-    const { memoryBytes, taskCpuMs } = this.limits;
+    const { memoryBytes, taskCpuMs } = this.opts.limits;
     const over = rssBytes > memoryBytes;
-    if (over || (this.hooks.onMeasure && Date.now() - this.measured >= MEASURE_MS)) {
+    if (over || (this.opts.onMeasure && Date.now() - this.measured >= MEASURE_MS)) {
       const pss = await pssBytes(pids);
       this.measured = Date.now();
-      if (pss > 0) this.hooks.onMeasure?.(pss);
+      if (pss > 0) this.opts.onMeasure?.(pss);
       if (over && pss > memoryBytes)
         return `used more than ${Math.round(memoryBytes / MiB)} MiB of memory (${Math.round(pss / MiB)} MiB; BROWSER_MEMORY_MB)`;
     }
-    const inside = this.namespaces ? pids[2] : undefined;
+    const inside = this.opts.namespaces ? pids[2] : undefined;
     if (inside !== undefined) {
       this.watchDownloads(inside);
       const full = this.diskFull(inside);
@@ -149,7 +147,7 @@ export class BrowserWatchdog {
         const full = this.diskFull(inside);
         if (full) {
           this.stop();
-          this.hooks.onFull(full);
+          this.opts.onFull(full);
         }
       });
       this.downloads.on('error', () => this.downloads?.close());
@@ -163,7 +161,7 @@ export class BrowserWatchdog {
     for (const dir of ['tmp', 'dev/shm']) {
       const disk = filled(`/proc/${inside}/root/${dir}`);
       if (disk && disk.size > 0 && disk.size - disk.used < disk.size * FULL_FRACTION)
-        return `filled its private disk (${Math.round((dir === 'tmp' ? this.limits.diskBytes : disk.size) / MiB)} MiB of /${dir} for its profile, downloads and temporary files; BROWSER_DISK_MB)`;
+        return `filled its private disk (${Math.round((dir === 'tmp' ? this.opts.limits.diskBytes : disk.size) / MiB)} MiB of /${dir} for its profile, downloads and temporary files; BROWSER_DISK_MB)`;
     }
     return undefined;
   }
