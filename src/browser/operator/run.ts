@@ -1,11 +1,12 @@
 /**
- * The operator's loop (README.md in this folder). Live: each step shows the model the page —
- * URL, title, the accessibility snapshot with element refs (capped), and in hybrid mode a
- * screenshot — with the steps taken so far, and performs the one action the model calls, until
- * it calls `done` or `maxSteps` model calls are spent. Replay (a cache entry): the recorded
- * steps run again by their locators with no model call; a step whose element is gone or no
- * longer unique is re-inferred by one model call (a heal) and the run goes on; if that fails too
- * the rest of the task runs live. Either way the steps that worked become the new entry.
+ * The operator's task (README.md in this folder): one `Operation` holds what the task has done
+ * so far, and the mode's strategy (modes.ts) drives the page. Live: each step shows the model
+ * the page and performs the one action the model calls, until it calls `done` or `maxSteps`
+ * model calls are spent. Replay (a cache entry): the recorded steps run again by their locators
+ * with no model call; a step whose element is gone or no longer unique is re-inferred by the
+ * mode's strategy (a heal) and the run goes on; if that fails too the rest of the task runs
+ * live. The recorded result is brought up to date with what the replay read (reads.ts), or the
+ * model answers again. Either way the steps that worked become the new entry.
  */
 import { createHash } from 'node:crypto';
 import { generateText, type ImagePart, type LanguageModel, type ModelMessage, type TextPart, type ToolSet } from 'ai';
@@ -23,13 +24,11 @@ import {
   type Target,
 } from './actions.js';
 import type { CacheEntry } from './cache.js';
-import { runCua } from './cua.js';
+import { computerUse, LIVE_TIMEOUT_MS, stepwise, taskText, type ModeStrategy } from './modes.js';
+import { readPairs, refreshResult } from './reads.js';
 
-/** The snapshot the model sees is cut at this many characters (at a line end). */
-export const SNAPSHOT_CHARS = 24_000;
 /** A replayed step waits this long for its element before it is healed. */
 const REPLAY_TIMEOUT_MS = 5_000;
-const LIVE_TIMEOUT_MS = 10_000;
 
 export type CacheOutcome = 'HIT' | 'MISS' | 'HEALED';
 
@@ -80,37 +79,6 @@ const CUA = [
 const HYBRID =
   'A screenshot of the viewport comes with each turn; click_at and type_text act at viewport coordinates for what the snapshot does not show.';
 
-function cap(snapshot: string): string {
-  if (snapshot.length <= SNAPSHOT_CHARS) return snapshot;
-  const cut = snapshot.lastIndexOf('\n', SNAPSHOT_CHARS);
-  return `${snapshot.slice(0, cut > 0 ? cut : SNAPSHOT_CHARS)}\n- (snapshot cut at ${SNAPSHOT_CHARS} characters: scroll, or extract the part you need)`;
-}
-
-async function observe(host: ActionHost, mode: AgentMode): Promise<Array<TextPart | ImagePart>> {
-  const page = host.page();
-  await page.waitForLoadState('domcontentloaded', { timeout: 5_000 }).catch(() => undefined);
-  let snapshot: string;
-  try {
-    snapshot = await page.ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 });
-  } catch {
-    // A page in the middle of navigating: once more when it has loaded.
-    await page.waitForLoadState('load', { timeout: 5_000 }).catch(() => undefined);
-    snapshot = await page
-      .ariaSnapshot({ mode: 'ai', boxes: mode === 'hybrid', timeout: 10_000 })
-      .catch((err: Error) => `(no snapshot: ${err.message.split('\n')[0]})`);
-  }
-  const title = await page.title().catch(() => '');
-  const text = `Current page: ${page.url()}\nTitle: ${title}\nSnapshot:\n${cap(snapshot)}`;
-  if (mode !== 'hybrid') return [{ type: 'text', text }];
-  const shot = await page.screenshot({ type: 'jpeg', quality: 60, timeout: 10_000 }).catch(() => undefined);
-  return shot
-    ? [
-        { type: 'text', text },
-        { type: 'image', image: shot, mediaType: 'image/jpeg' },
-      ]
-    : [{ type: 'text', text }];
-}
-
 /**
  * What the page shows when the model answers, as a hash: its URL, title and accessibility
  * snapshot (frames and shadow roots included) without element refs, which number elements per
@@ -124,13 +92,6 @@ async function pageState(host: ActionHost): Promise<string> {
   return createHash('sha256')
     .update(JSON.stringify([page.url(), title, snapshot.replace(/ \[ref=[^\]]*\]/g, '')]))
     .digest('hex');
-}
-
-function taskText(t: OperatorTask): string {
-  const files = t.uploads.length
-    ? `\nFiles you can upload (upload tool): ${t.uploads.map((n) => JSON.stringify(n)).join(', ')}`
-    : '';
-  return `Task: ${t.task}${files}`;
 }
 
 interface Choice {
@@ -172,185 +133,14 @@ function targetOf(args: Record<string, unknown>): Target | undefined {
   return typeof args.ref === 'string' ? { ref: args.ref } : undefined;
 }
 
-/**
- * A read of the recording and what the same extract read on the replay: the same element (or
- * the whole page) and file name, matched in order, so an element read before and after a click
- * pairs each read with its own. `now` is undefined when that extract did not run again.
- */
-export interface ReadPair {
-  recorded: string;
-  now: string | undefined;
-}
-
-export function readPairs(before: RecordedStep[], after: RecordedStep[]): ReadPair[] {
-  const key = (s: RecordedStep) => `${s.selector ?? ''}\u0000${String(s.args.fileName ?? '')}`;
-  const fresh = new Map<string, string[]>();
-  for (const s of after) {
-    if (s.action !== 'extract' || s.read === undefined) continue;
-    const list = fresh.get(key(s)) ?? [];
-    list.push(s.read);
-    fresh.set(key(s), list);
-  }
-  return before
-    .filter((s) => s.action === 'extract' && s.read !== undefined)
-    .map((s) => ({ recorded: s.read!, now: fresh.get(key(s))?.shift() }));
-}
-
-const WORD = /[\p{L}\p{N}]/u;
-
-/**
- * Where `result` quotes `read` whole: occurrences that do not run on into a letter or digit on
- * either side, so a read "5" is not found inside "15".
- */
-function quotedAt(result: string, read: string): number[] {
-  const at: number[] = [];
-  if (read.length === 0) return at;
-  for (let i = result.indexOf(read); i !== -1; i = result.indexOf(read, i + read.length)) {
-    const before = i > 0 && WORD.test(result[i - 1]!) && WORD.test(read[0]!);
-    const after =
-      i + read.length < result.length && WORD.test(result[i + read.length]!) && WORD.test(read[read.length - 1]!);
-    if (!before && !after) at.push(i);
-  }
-  return at;
-}
-
-/**
- * The recorded result brought up to date with the replay's reads, or undefined when it cannot
- * be: a read that changed (or did not run again) and that the result does not quote whole was
- * turned into the answer in some other way ("The total is 99.50 EUR" from the page's text), so
- * only the model can answer again. A read the result quotes whole is replaced by the fresh text:
- * "report the confirmation" returns today's confirmation with no model call.
- */
-export function refreshResult(result: string, pairs: ReadPair[]): string | undefined {
-  const changed = pairs.filter((p) => p.now !== p.recorded);
-  if (changed.some((p) => p.now === undefined || quotedAt(result, p.recorded).length === 0)) return undefined;
-  // Replace the quoted places of every changed read at once, longest read first where they overlap.
-  const spans: Array<{ at: number; length: number; text: string }> = [];
-  for (const p of [...changed].sort((a, b) => b.recorded.length - a.recorded.length)) {
-    for (const at of quotedAt(result, p.recorded)) {
-      const end = at + p.recorded.length;
-      if (spans.some((s) => at < s.at + s.length && s.at < end)) continue;
-      spans.push({ at, length: p.recorded.length, text: p.now! });
-    }
-  }
-  let out = '';
-  let from = 0;
-  for (const s of spans.sort((a, b) => a.at - b.at)) {
-    out += result.slice(from, s.at) + s.text;
-    from = s.at + s.length;
-  }
-  return out + result.slice(from);
-}
-
 /** What finished the task: the model's `done`, or a replay's result. */
 interface Done {
   result: string;
   success: boolean;
 }
 
-/**
- * What differs between the modes: how the model drives the page live, and how a replayed step
- * that failed is re-inferred.
- */
-interface ModeStrategy {
-  /**
-   * From the current page on, spending what is left of maxSteps. `lead`, when given, opens the
-   * first request (why a replay hands over to the model).
-   */
-  live(op: Operation, cache: CacheOutcome, lead?: string): Promise<OperatorOutcome>;
-  /**
-   * Replayed step `i` failed with `reason` (a model call is left): the task's outcome when this
-   * ends it, or undefined when the replay goes on with the next step.
-   */
-  heal(op: Operation, i: number, reason: string): Promise<OperatorOutcome | undefined>;
-}
-
-/** Snapshot modes (`dom`, `hybrid`): one model call per step, each choosing one action. */
-const stepwise: ModeStrategy = {
-  async live(op, cache, lead) {
-    const { t, env } = op;
-    let opening = lead ? `${lead}\n\n` : '';
-    while (op.modelCalls < t.maxSteps) {
-      env.signal.throwIfAborted();
-      const n = op.history.length + 1;
-      env.status(`Step ${n}: looking at the page.`);
-      const view = await observe(op.host, t.mode);
-      const progress = `${opening}${op.history.length ? `Steps so far:\n${op.history.join('\n')}\n\n` : ''}`;
-      opening = '';
-      const choice = await op.choose(progress ? [{ type: 'text', text: progress }, ...view] : view);
-      if ('error' in choice) {
-        op.history.push(`${n}. FAILED: ${choice.error}`);
-        env.log(`step ${n}: the model's answer was not usable: ${choice.error}`);
-        continue;
-      }
-      env.status(`Step ${n}: ${choice.action}.`);
-      const outcome = await op.act(choice, n);
-      if (outcome?.done) return op.finish(outcome.done, cache);
-    }
-    return op.spent('without finishing the task');
-  },
-
-  async heal(op, i, reason) {
-    const recorded = op.t.cached!.steps;
-    const n = op.history.length + 1;
-    const plan = recorded
-      .map((r, k) => `${k + 1}. ${describeStep(r)}${k < i ? ' (done)' : k === i ? ' (failed now)' : ''}`)
-      .join('\n');
-    const view = await observe(op.host, op.t.mode);
-    const choice = await op.choose([
-      {
-        type: 'text',
-        text: `This task is being repeated from a recording of an earlier run. Recorded steps:\n${plan}\n\nStep ${i + 1} cannot be repeated as recorded: ${reason}. Call the one tool that does what step ${i + 1} did, on the page as it is now.`,
-      },
-      ...view,
-    ]);
-    if ('error' in choice) {
-      op.env.log(`step ${n}: the model's answer was not usable: ${choice.error}; going on live`);
-      op.history.push(`${n}. FAILED: ${choice.error}`);
-      return this.live(op, 'HEALED');
-    }
-    const outcome = await op.act(choice, n);
-    if (!outcome) return this.live(op, 'HEALED');
-    if (outcome.done) return op.finish(outcome.done, 'HEALED');
-    return undefined;
-  },
-};
-
-/** `cua`: the computer-use model drives the page until done; it is not asked for one step, it takes over. */
-const computerUse: ModeStrategy = {
-  async live(op, cache, lead) {
-    const { t, env, history } = op;
-    op.host.actionTimeoutMs = LIVE_TIMEOUT_MS;
-    env.status('Step 1: looking at the page.');
-    const progress = lead
-      ? `\n\n${lead}\nSteps so far:\n${history.join('\n')}`
-      : history.length
-        ? `\n\nThis task was being repeated from a recording; these steps ran before it stopped matching the page:\n${history.join('\n')}`
-        : '';
-    const run = await runCua({
-      model: env.model,
-      system: op.system,
-      prompt: `${taskText(t)}${progress}`,
-      host: op.host,
-      maxCalls: t.maxSteps - op.modelCalls,
-      signal: env.signal,
-      steps: op.steps,
-      log: env.log,
-      status: env.status,
-    });
-    op.modelCalls += run.calls;
-    if (!run.cacheable) op.cacheable = false;
-    if (run.done) return op.finish(run.done, cache);
-    return op.spent('without finishing the task');
-  },
-
-  heal(op) {
-    return this.live(op, 'HEALED');
-  },
-};
-
 /** One operator task: what it has done so far, shared by the mode's strategy and the replay. */
-class Operation {
+export class Operation {
   readonly tools: ToolSet;
   readonly system: string;
   readonly host: ActionHost;
