@@ -21,9 +21,9 @@ export interface Finding {
 /**
  * Signatures a library or the platform fixes, as `file:name`, where the parameter list is not ours:
  * - dots.ts `DotsFn`: the export of the compiled WebAssembly scan module (generated/wasm/scan.js);
- * - scripts.ts `markReady`: the resolve function of a `Promise<boolean>`.
+ * - script-task.ts `markReady`: the resolve function of a `Promise<boolean>`.
  */
-export const EXEMPT = new Set<string>(['src/servers/sidekick/dots.ts:DotsFn', 'src/browser/scripts.ts:markReady']);
+export const EXEMPT = new Set<string>(['src/servers/sidekick/dots.ts:DotsFn', 'src/browser/script-task.ts:markReady']);
 
 function nameOf(node: ts.SignatureDeclaration): string {
   if (ts.isConstructorDeclaration(node)) {

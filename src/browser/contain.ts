@@ -15,8 +15,8 @@
  * - without it, when the service runs as root: the same program under an unprivileged user of
  *   its own, in a private folder, on the host's network and file system view;
  * - otherwise under the service's own user, in a private folder.
- * Either way the box gets a user id of its own (src/containment RunnerUsers), given back once
- * its process has exited.
+ * Either way the box gets a user id of its own (src/containment RunnerUsers) from the supervisor
+ * that starts it (src/browser/box.ts), given back once its process has exited.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../config/logger.js';
 import {
-  launchCommand,
   parentDirs,
   programBinds,
   programPath,
@@ -84,18 +83,20 @@ export interface ProxySocket {
   socket: string;
 }
 
-/** What starts one box, and what to undo once it has exited. */
+/** What starts one box (src/containment's supervisor, src/browser/box.ts), and what to undo once it has exited. */
 export interface BoxLaunch {
-  file: string;
-  args: string[];
+  /** The isolation the box is started with: without the users of a root service at the `service` level. */
+  isolation: Isolation;
+  /** Makes the box's folders for its user (undefined: the service's own) and answers its command line. */
+  argv(uid: number | undefined): string[];
+  /** What the box sees inside the operating-system layer. */
+  view: ContainSpec;
   env: Record<string, string>;
-  /** The box's user (undefined: the service's own). */
-  uid: number | undefined;
   /** Whether the box has PID and mount namespaces of its own (bubblewrap): its tree starts with two bubblewrap processes. */
   namespaces: boolean;
   /** The Playwright server's Unix socket, as the service reaches it. */
   socket: string;
-  /** After the box's process has exited: its folder is removed, its user given back. */
+  /** After the box's process has exited, or when it could not start: its folder is removed. */
   release(): void;
 }
 
@@ -131,60 +132,49 @@ export class ChromiumBox {
   }
 
   /**
-   * Sets up one box: its user, its folder and its command line. `proxies` are the guarded proxies
-   * Chromium may use, `chromiumArgs` Chromium's flags (src/browser/pool.ts).
+   * Sets up one box: its folder, its view and its command line (made for its user when the
+   * supervisor starts it). `proxies` are the guarded proxies Chromium may use, `chromiumArgs`
+   * Chromium's flags (src/browser/pool.ts).
    */
   prepare({ proxies, chromiumArgs }: { proxies: readonly ProxySocket[]; chromiumArgs: readonly string[] }): BoxLaunch {
     const { isolation } = this.opts;
     const namespaces = this.level === 'namespaces';
-    const uid = this.level === 'service' ? undefined : isolation.users?.take();
     const dir = path.join(this.folderRoot(), randomBytes(8).toString('hex'));
     const run = path.join(dir, 'run');
     const home = namespaces ? '/tmp' : path.join(dir, 'home');
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      rmSync(dir, { recursive: true, force: true });
-      isolation.users?.give(uid);
-    };
-    try {
+    const argv = (uid: number | undefined): string[] => {
       mkdirSync(dir, { mode: 0o711 });
       chmodSync(dir, 0o711);
       for (const d of namespaces ? [run] : [run, home]) {
         mkdirSync(d, { mode: 0o700 });
         if (uid !== undefined) chownSync(d, uid, uid);
       }
-      const socketInView = path.join(namespaces ? BOX_RUN : run, SOCKET_NAME);
       const options = {
         playwright: namespaces ? programPath(PLAYWRIGHT) : PLAYWRIGHT,
         uid,
         executable: installation(this.opts.executable).program,
         args: chromiumArgs,
-        socket: socketInView,
+        socket: path.join(namespaces ? BOX_RUN : run, SOCKET_NAME),
         downloads: path.join(home, 'downloads'),
         // Without a network namespace of its own, Chromium reaches the proxies on the host's loopback.
         proxies: namespaces
           ? proxies.map((p) => ({ port: p.port, socket: path.join(PROXY_RUN, path.basename(p.socket)) }))
           : [],
       };
-      const argv = namespaces
+      return namespaces
         ? [programPath(process.execPath), '--no-warnings', programPath(BOX_SERVER), runnerOptionsArg(options)]
         : [process.execPath, '--no-warnings', BOX_SERVER, runnerOptionsArg(options)];
-      const { file, args } = launchCommand(isolation.plan, this.view(run, proxies), argv);
-      return {
-        file,
-        args,
-        env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' },
-        uid,
-        namespaces,
-        socket: path.join(run, SOCKET_NAME),
-        release,
-      };
-    } catch (err) {
-      release();
-      throw err;
-    }
+    };
+    return {
+      // The `service` level keeps the service's own user: no user id is taken for it.
+      isolation: this.level === 'service' ? { ...isolation, users: undefined } : isolation,
+      argv,
+      view: this.view(run, proxies),
+      env: { HOME: home, TMPDIR: home, PATH: '/usr/bin:/bin' },
+      namespaces,
+      socket: path.join(run, SOCKET_NAME),
+      release: () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
 
   close(): void {

@@ -23,10 +23,10 @@
 import { accessSync, constants } from 'node:fs';
 import type { Logger } from '../config/logger.js';
 import type { BudgetMember, MemoryBudget } from '../containment/index.js';
-import { BrowserBox } from './box.js';
+import { BrowserBox, type BoxWatch } from './box.js';
 import type { ChromiumBox, ProxySocket } from './contain.js';
 import type { BrowserRelay } from './relay.js';
-import { BrowserWatchdog, type BrowserLimits, type CpuShare } from './watchdog.js';
+import type { BrowserLimits, CpuShare } from './watchdog.js';
 import { browserPool, sampleOnScrape } from '../kernel/metrics.js';
 
 /**
@@ -93,7 +93,6 @@ interface Warm {
   tasks: number;
   idle: NodeJS.Timeout | undefined;
   dead: boolean;
-  watchdog: BrowserWatchdog | undefined;
   /** Why the pool stopped the box (a limit it crossed), for the tasks it was running. */
   stopped: string | undefined;
   /** Its place in the memory budget (none without a budget). */
@@ -224,7 +223,7 @@ export class BrowserPool {
     };
     try {
       const [box, proxy] = await Promise.all([w.box, this.opts.proxy()]);
-      cpu = w.watchdog?.task();
+      cpu = box.task();
       const relay = await this.opts.relay.endpointFor(orgId, box.wsEndpoint());
       return {
         wsEndpoint: relay.url,
@@ -407,24 +406,22 @@ export class BrowserPool {
       if (!member) return undefined;
     }
     const warm: Warm = {
-      box: this.launch(),
+      box: this.launch({
+        limits: this.opts.limits,
+        onBreach: (reason) => this.kill(orgId, warm, reason),
+        onMeasure: (bytes) => {
+          if (!warm.dead) warm.member?.setBytes(bytes);
+        },
+      }),
       tasks: 0,
       idle: undefined,
       dead: false,
-      watchdog: undefined,
       stopped: undefined,
       member,
     };
     this.browsers.set(orgId, warm);
     warm.box.then(
       (box) => {
-        if (box.pid !== undefined && !warm.dead)
-          warm.watchdog = new BrowserWatchdog(
-            { pid: box.pid, namespaces: box.launch.namespaces },
-            this.opts.limits,
-            (reason) => this.kill(orgId, warm, reason),
-            (bytes) => warm.member?.setBytes(bytes),
-          );
         box.onExit(() => {
           const stopped = warm.dead;
           this.drop(orgId, warm);
@@ -441,13 +438,12 @@ export class BrowserPool {
   }
 
   /**
-   * The box is gone or going: it takes no more tasks, its watchdog and idle timer stop, and its
-   * memory is free in the budget. Idempotent.
+   * The box is gone or going: it takes no more tasks, its idle timer stops, its measurements are
+   * no longer counted, and its memory is free in the budget. Idempotent.
    */
   private drop(orgId: string, warm: Warm): void {
     const first = !warm.dead;
     warm.dead = true;
-    warm.watchdog?.stop();
     if (warm.idle) clearTimeout(warm.idle);
     warm.idle = undefined;
     if (this.browsers.get(orgId) === warm) this.browsers.delete(orgId);
@@ -491,12 +487,12 @@ export class BrowserPool {
       .catch(() => undefined);
   }
 
-  private async launch(): Promise<BrowserBox> {
+  private async launch(watch: BoxWatch): Promise<BrowserBox> {
     const why = this.unavailable();
     if (why) throw new BrowserUnavailableError(why);
     const [proxy, extra] = await Promise.all([this.opts.proxy(), this.opts.extraProxies()]);
     const args = [...CHROMIUM_ARGS, `--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>'];
     const launch = this.opts.box.prepare({ proxies: [proxy, ...extra], chromiumArgs: args });
-    return BrowserBox.start(launch);
+    return BrowserBox.start(launch, watch);
   }
 }

@@ -9,7 +9,7 @@
  * environment, Node's permission model, a heap limit, RLIMIT_NPROC, and a watchdog that polls
  * the whole contained tree from outside (resident memory, process count) and kills it over a
  * limit. The runner connects to the organisation's browser through the relay
- * (src/browser/relay.ts); what it sends back is checked again here.
+ * (src/browser/relay.ts); what it sends back is checked again (script-task.ts, one task).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -21,49 +21,24 @@ import {
   programBinds,
   programPath,
   RUNNER_COMMON_PATH,
-  RUNNER_MESSAGE,
   RUNNER_PROTOCOL,
   runnerOptionsArg,
   superviseRunner,
   type ContainSpec,
   type Isolation,
   type StartFailure,
-  type SupervisedRunner,
   type TreeBreach,
 } from '../containment/index.js';
 import { RELAY_DIR_IN_SANDBOX } from './relay.js';
+import { alive, runIn, SCRIPT_LIMITS, stop, type Runner, type ScriptOutcome, type ScriptRun } from './script-task.js';
+
+export { DEFAULT_VIEWPORT, SCRIPT_LIMITS, type ScriptFile, type ScriptOutcome, type ScriptRun } from './script-task.js';
 
 const RUNNER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'script-runner.cjs');
 /** Version of the messages between the service and a runner (runner-common.cjs PROTOCOL, read by script-runner.cjs too). */
 const SCRIPT_PROTOCOL = RUNNER_PROTOCOL.script;
 const PLAYWRIGHT = path.dirname(createRequire(import.meta.url).resolve('playwright-core/package.json'));
 const MiB = 1024 * 1024;
-/**
- * A task's limits (src/browser/README.md). The runner gets the first five with each task and
- * enforces them there (a file over them fails inside the script); the parent checks them again.
- * `logChars` bounds the whole log, which the heartbeat rewrites every 5 s. `runnerRssMb` is the
- * watchdog's ceiling on the resident memory of the runner's whole contained tree: the heap, the
- * task's files (up to `totalBytes`, held in memory) and their copies in transit, and Node with
- * playwright-core loaded (about 100 MiB).
- */
-export const SCRIPT_LIMITS = {
-  files: 20,
-  fileBytes: 25 * MiB,
-  totalBytes: 100 * MiB,
-  resultChars: 1024 * 1024,
-  lineChars: 8 * 1024,
-  heapMb: 256,
-  logLines: 2000,
-  logChars: 256 * 1024,
-  runnerRssMb: 1024,
-};
-const RUNNER_LIMITS = {
-  files: SCRIPT_LIMITS.files,
-  fileBytes: SCRIPT_LIMITS.fileBytes,
-  totalBytes: SCRIPT_LIMITS.totalBytes,
-  resultChars: SCRIPT_LIMITS.resultChars,
-  lineChars: SCRIPT_LIMITS.lineChars,
-};
 /** RLIMIT_NPROC of a runner's user: Node's own threads (about 12) with room to spare; scripts start none. */
 const RUNNER_MAX_THREADS = 64;
 const WATCH_BUSY_MS = 100;
@@ -78,80 +53,10 @@ const STDERR_TAIL = 4000;
 /** A runner that has not said it is ready (playwright-core loaded, user switched) by then is killed. */
 const START_TIMEOUT_MS = 30_000;
 
-export interface ScriptFile {
-  fileName: string;
-  data: Buffer;
-  /**
-   * script: returned by a script; download: a download of the browser; extract: made by the
-   * operator (extract, screenshot, the session trace).
-   */
-  source: 'script' | 'download' | 'extract';
-  mimeType?: string | undefined;
-}
-
-export interface ScriptOutcome {
-  ok: boolean;
-  /** The script's return value as text (ok) or the reason it failed. */
-  result: string;
-  files: ScriptFile[];
-}
-
-export interface ScriptRun {
-  /** The relay endpoint, as the runner connects to it (src/browser/relay.ts RelayEndpoint.url). */
-  wsEndpoint: string;
-  /** The organisation's relay socket folder, bound into the runner's view (Unix socket relays only). */
-  relaySocketDir?: string | undefined;
-  code: string;
-  viewport: { width: number; height: number };
-  storageState?: unknown;
-  /** The guarded proxy every context of the task uses (src/browser/proxy.ts). */
-  proxyUrl: string;
-  timeoutMs: number;
-  /**
-   * The task's whole time limit (BROWSER_TASK_TIMEOUT_MS), named in the message when the script
-   * overruns; timeoutMs is what is left of it.
-   */
-  taskLimitMs: number;
-  /** The task's start (epoch ms): the log's clock. */
-  startedAt: number;
-  signal: AbortSignal;
-  onLog(line: string): void;
-}
-
-function checkedFiles(raw: unknown): ScriptFile[] {
-  if (!Array.isArray(raw)) return [];
-  const files: ScriptFile[] = [];
-  let total = 0;
-  for (const f of raw.slice(0, SCRIPT_LIMITS.files) as Array<Record<string, unknown>>) {
-    if (!f || typeof f.fileName !== 'string' || !(f.data instanceof Uint8Array)) continue;
-    const data = Buffer.from(f.data.buffer, f.data.byteOffset, f.data.byteLength);
-    if (data.length > SCRIPT_LIMITS.fileBytes || total + data.length > SCRIPT_LIMITS.totalBytes) continue;
-    total += data.length;
-    files.push({
-      fileName: f.fileName.slice(0, 255),
-      data,
-      source: f.source === 'download' ? 'download' : 'script',
-      mimeType: typeof f.mimeType === 'string' ? f.mimeType.slice(0, 255) : undefined,
-    });
-  }
-  return files;
-}
-
 export interface RunnerOptions {
   isolation: Isolation;
   /** Tests only (src/app.ts AppOptions.assumeBreach): scripts get the runner's own `process`. */
   breach: boolean;
-}
-
-interface Runner {
-  /** The process, started and watched by src/containment's supervisor. */
-  proc: SupervisedRunner;
-  /** Tasks this process has been given. */
-  tasks: number;
-  /** Resolves once the runner said it is ready and runs as its own user; false when it never will. */
-  ready: Promise<boolean>;
-  /** Why the process was stopped (the watchdog, a failed start, a retirement), if it was. */
-  stopped: string | undefined;
 }
 
 /** The runner's own program: Node, the runner, the runners' shared module and playwright-core. */
@@ -230,6 +135,7 @@ function spawnRunner(opts: RunnerOptions, relaySocketDir: string | undefined): R
 
 /** Why a runner never became ready, as the task's failure names it (a runner that exits on its own is reported by its exit). */
 function startFailure(failure: Exclude<StartFailure, { kind: 'exit' }>): string {
+  if (failure.kind === 'failed') return `could not start (${failure.error})`;
   return failure.kind === 'timeout'
     ? `did not start within ${START_TIMEOUT_MS / 1000} s`
     : `ran as user ${failure.uid ?? 'unknown'}, not as its own unprivileged user`;
@@ -237,21 +143,11 @@ function startFailure(failure: Exclude<StartFailure, { kind: 'exit' }>): string 
 
 /** The limit the watchdog found the runner's tree over, as the task's failure names it. */
 function overLimit(breach: TreeBreach): string {
+  if (breach.kind === 'owner') return breach.reason;
   return breach.kind === 'memory'
     ? `used more than ${SCRIPT_LIMITS.runnerRssMb} MiB of memory (${Math.round(breach.rssBytes / MiB)} MiB resident)`
     : `started processes of its own (${breach.count - breach.max} besides the runner)`;
 }
-
-/** Kills the whole contained tree; the task it runs fails with `why` (ended() reads it). */
-function stop(runner: Runner, why: string): void {
-  runner.stopped ??= why;
-  runner.proc.kill();
-}
-
-/** The viewport of a task that names none (spec section 12 defaults). */
-export const DEFAULT_VIEWPORT = { width: 1288, height: 711 };
-
-const alive = (r: Runner) => r.proc.alive;
 
 /**
  * Script runner processes, per organisation. Loading playwright-core under the permission model,
@@ -344,135 +240,4 @@ export class ScriptRunners {
     list.push(entry);
     this.idle.set(orgId, list);
   }
-}
-
-let nextTask = 1;
-
-/**
- * One task in a runner. Resolves with the outcome as soon as it is known, and `ready`, which
- * says whether the process may take another task: true once it reports 'idle' (context closed,
- * the next one open), false after the time limit, an abort, a crash, or no 'idle' within 10 s.
- */
-function runIn(
-  runner: Runner,
-  run: ScriptRun,
-  { reuse }: { reuse: boolean },
-): Promise<{ outcome: ScriptOutcome; ready: Promise<boolean> }> {
-  const { proc } = runner;
-  const { child } = proc;
-  const n = nextTask++;
-  let markReady!: (ok: boolean) => void;
-  const ready = new Promise<boolean>((r) => {
-    markReady = r;
-  });
-  return new Promise((resolve) => {
-    let outcome: ScriptOutcome | undefined;
-    let lines = 0;
-    let chars = 0;
-    let idleTimer: NodeJS.Timeout | undefined;
-    let offExit: () => void = () => undefined;
-    const cleanup = () => {
-      if (proc.busy) proc.busy = false;
-      clearTimeout(timer);
-      clearTimeout(idleTimer);
-      run.signal.removeEventListener('abort', aborted);
-      child.off('message', onMessage);
-      offExit();
-    };
-    const report = (o: ScriptOutcome) => {
-      if (outcome) return;
-      outcome = o;
-      resolve({ outcome: o, ready });
-    };
-    /** Ends the task as failed (unless its outcome is already in) and the process with it. */
-    const fail = (o: ScriptOutcome) => {
-      cleanup();
-      report(o);
-      if (alive(runner)) stop(runner, 'was stopped with its task');
-      markReady(false);
-    };
-    const timer = setTimeout(
-      () =>
-        fail({
-          ok: false,
-          result: `The script did not finish within the task's time limit (${Math.round(run.taskLimitMs / 1000)} s) and was stopped.`,
-          files: [],
-        }),
-      run.timeoutMs,
-    );
-    const aborted = () =>
-      fail({
-        ok: false,
-        result: 'The task was stopped before the script finished (the service is shutting down).',
-        files: [],
-      });
-    const onMessage = (msg: Record<string, unknown>) => {
-      if (msg?.v !== SCRIPT_PROTOCOL || msg.task !== n) return;
-      if (msg.t === RUNNER_MESSAGE.log && typeof msg.line === 'string' && !outcome) {
-        const line = msg.line.slice(0, SCRIPT_LIMITS.lineChars);
-        chars += line.length + 1;
-        if (++lines <= SCRIPT_LIMITS.logLines && chars <= SCRIPT_LIMITS.logChars) run.onLog(line);
-        else if (lines !== Infinity) {
-          run.onLog('[log truncated: further lines dropped]');
-          lines = Infinity;
-        }
-      } else if (msg.t === RUNNER_MESSAGE.done && !outcome) {
-        const files = checkedFiles(msg.files);
-        const text =
-          typeof (msg.ok ? msg.result : msg.error) === 'string'
-            ? String(msg.ok ? msg.result : msg.error).slice(0, SCRIPT_LIMITS.resultChars)
-            : '';
-        const o: ScriptOutcome =
-          msg.ok === true
-            ? { ok: true, result: text, files }
-            : { ok: false, result: text || 'The script failed.', files };
-        if (!reuse) {
-          fail(o);
-          return;
-        }
-        clearTimeout(timer);
-        proc.busy = false;
-        report(o);
-        idleTimer = setTimeout(() => fail(o), 10_000);
-      } else if (msg.t === RUNNER_MESSAGE.idle && outcome) {
-        cleanup();
-        markReady(true);
-      }
-    };
-    const ended = (code: number | null, sig: NodeJS.Signals | null) => {
-      const heap = /heap out of memory|Allocation failed/i.test(proc.stderr);
-      const why = runner.stopped
-        ? `The script was stopped: its process ${runner.stopped}.`
-        : heap
-          ? `The script ran out of memory (limit ${SCRIPT_LIMITS.heapMb} MB of heap).`
-          : `The script's process ended unexpectedly (${sig ?? `exit code ${code}`}).`;
-      fail({ ok: false, result: why, files: [] });
-    };
-    run.signal.addEventListener('abort', aborted, { once: true });
-    if (!alive(runner)) {
-      ended(child.exitCode, child.signalCode);
-      return;
-    }
-    child.on('message', onMessage);
-    offExit = proc.onExit(ended);
-    proc.busy = true;
-    // A new runner first loads playwright-core and switches users; one that fails to is stopped (ended() says why).
-    void runner.ready.then((ok) => {
-      if (!ok || outcome || !alive(runner)) return;
-      child.send({
-        v: SCRIPT_PROTOCOL,
-        t: RUNNER_MESSAGE.run,
-        task: n,
-        reuse,
-        defaultViewport: DEFAULT_VIEWPORT,
-        startedAt: run.startedAt,
-        wsEndpoint: run.wsEndpoint,
-        code: run.code,
-        viewport: run.viewport,
-        storageState: run.storageState,
-        proxy: run.proxyUrl,
-        limits: RUNNER_LIMITS,
-      });
-    });
-  });
 }

@@ -11,6 +11,7 @@ import {
   insertRuns,
   findRun,
   type RunRows,
+  type RunRow,
   isTerminal,
   readRunParts,
   syncView,
@@ -105,44 +106,51 @@ interface Answer {
   replay: boolean;
 }
 
-/** Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
-async function answer(
+/** A terminal run and its parts: read beside its row, or (undefined) read by syncView after it. */
+interface Result {
+  run: RunRow;
+  parts?: Promise<RunParts> | undefined;
+}
+
+/**
+ * The one waiter of a sync call: the run's terminal state within SYNC_WAIT_MS, read in one of
+ * three ways — as this process's finish left it (a new run executed here with no attachments:
+ * nothing is read again), its row with its parts read beside it (a new run whose finish was
+ * signalled: its parts committed with its terminal state), or its row alone (a replay already
+ * terminal, or a finish that was not signalled). Undefined: not terminal within the wait.
+ */
+async function waitForResult(
   services: TriggerCallDeps,
-  { orgId, runId, trigger, wait, waiting, version, attached, replay }: Answer,
-): Promise<Reply> {
-  const headers = runHeaders({ runId, automationId: trigger.automationId, replay });
-  if (!wait) return { status: 200, body: null, headers };
+  { orgId, runId, trigger, waiting, version, attached }: Answer,
+): Promise<Result | undefined> {
+  const { db, config } = services;
   // A run created by this call is known to be PENDING: wait for its signal straight away.
-  let run = waiting ? undefined : await findRun(services.db, orgId, runId);
-  let parts: Promise<RunParts> | undefined;
-  if (!run || !isTerminal(run.status)) {
-    const signalled = await (waiting ?? services.signals.waitForFinish(runId, services.config.syncWaitMs));
-    // Executed in this process, and its finish wrote it whole: answered as that finish left it.
-    const finished = version !== undefined && !attached ? signalled?.finished?.() : undefined;
-    if (finished) {
-      const pinned = loadVersion(services.db, trigger.automationId, version!);
-      return {
-        status: 200,
-        headers,
-        body: await syncView(services.db, services.config, finished.run, {
-          output: trigger.designatedOutput,
-          parts: Promise.all([finished.steps, finished.files, pinned]),
-        }),
-      };
-    }
-    // Finished (its parts committed with its terminal state): its parts are read beside its row.
-    if (signalled && version !== undefined) {
-      parts = readRunParts(services.db, {
-        id: runId,
-        org_id: orgId,
-        workflow_id: trigger.automationId,
-        workflow_version: version,
-      });
-      parts.catch(() => undefined); // read again below if the row is not terminal after all
-    }
-    run = await findRun(services.db, orgId, runId);
+  if (!waiting) {
+    const run = await findRun(db, orgId, runId);
+    if (run && isTerminal(run.status)) return { run };
   }
-  if (!run || !isTerminal(run.status)) {
+  const signalled = await (waiting ?? services.signals.waitForFinish(runId, config.syncWaitMs));
+  // Executed in this process, and its finish wrote it whole: answered as that finish left it.
+  const finished = version !== undefined && !attached ? signalled?.finished?.() : undefined;
+  if (finished) {
+    const pinned = loadVersion(db, trigger.automationId, version!);
+    return { run: finished.run, parts: Promise.all([finished.steps, finished.files, pinned]) };
+  }
+  const parts =
+    signalled && version !== undefined
+      ? readRunParts(db, { id: runId, org_id: orgId, workflow_id: trigger.automationId, workflow_version: version })
+      : undefined;
+  parts?.catch(() => undefined); // read again by syncView if the row is not terminal after all
+  const run = await findRun(db, orgId, runId);
+  return run && isTerminal(run.status) ? { run, parts } : undefined;
+}
+
+/** Async: body null. Sync: the terminal result, or the timeout body with the same headers (the run goes on). */
+async function answer(services: TriggerCallDeps, call: Answer): Promise<Reply> {
+  const headers = runHeaders({ runId: call.runId, automationId: call.trigger.automationId, replay: call.replay });
+  if (!call.wait) return { status: 200, body: null, headers };
+  const result = await waitForResult(services, call);
+  if (!result) {
     const seconds = Math.round(services.config.syncWaitMs / 1000);
     return {
       status: 200,
@@ -153,10 +161,11 @@ async function answer(
       },
     };
   }
+  const { run, parts } = result;
   return {
     status: 200,
     headers,
-    body: await syncView(services.db, services.config, run, { output: trigger.designatedOutput, parts }),
+    body: await syncView(services.db, services.config, run, { output: call.trigger.designatedOutput, parts }),
   };
 }
 

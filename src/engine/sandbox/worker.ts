@@ -162,6 +162,7 @@ export class SandboxWorker {
       );
     }
     if (failure?.kind === 'exit') throw new Error(`The sandbox process exited during start${worker.stderrSummary()}`);
+    if (failure?.kind === 'failed') throw new Error(`The sandbox process could not start: ${failure.error}`);
     return worker;
   }
 
@@ -256,8 +257,10 @@ export class SandboxWorker {
         'memory',
         `resident memory ${Math.round(breach.rssBytes / 1048576)} MiB over the ${Math.round(breach.ceilingBytes / 1048576)} MiB ceiling`,
       );
-    } else {
+    } else if (breach.kind === 'processes') {
       this.kill('crash', `the sandbox process started other processes (${breach.count} in its tree)`);
+    } else {
+      this.kill('crash', breach.reason);
     }
   }
 

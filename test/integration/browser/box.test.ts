@@ -10,6 +10,8 @@
  *   the box's private disk, never on the host;
  * - from outside: every process of the box runs as the box's user, in a network namespace that
  *   is not the host's, with a view that holds none of the service's files.
+ * And a box whose browser cannot start fails its start with the reason the box sends (its
+ * `failed` message, through src/containment's supervisor), its own folder removed.
  * The operating-system layer must be in force (CI runs with CODE_ISOLATION=strict); elsewhere
  * the suite is skipped and says why.
  */
@@ -217,5 +219,34 @@ describe('browser box: Chromium and its Playwright server reached directly, as i
         .filter((k) => !k!.startsWith('NODE_CHANNEL_'))
         .sort(),
     ).to.deep.equal(['HOME', 'PATH', 'TMPDIR']);
+  });
+});
+
+describe('browser box: a start that fails', function () {
+  this.timeout(60_000);
+
+  it('a box whose browser cannot start fails with the reason it sends, and its folder is removed', async () => {
+    const isolation = await probeIsolation({ mode: process.env.CODE_ISOLATION === 'strict' ? 'strict' : 'auto' });
+    const chromiumBox = new ChromiumBox({
+      executable: '/usr/bin/no-such-chromium',
+      isolation,
+      blockSchemes: true,
+      diskBytes: 64 * 1024 * 1024,
+      log: createLogger('silent'),
+    });
+    try {
+      const launch = chromiumBox.prepare({ proxies: [], chromiumArgs: CHROMIUM_ARGS });
+      const folder = path.dirname(path.dirname(launch.socket));
+      const failure = await BrowserBox.start(launch).then(
+        () => 'started',
+        (err: Error) => `${err.constructor.name}: ${err.message}`,
+      );
+      expect(failure).to.match(
+        /^BoxStartError: Failed to launch chromium because executable doesn't exist at \/usr\/bin\/no-such-chromium/,
+      );
+      expect(existsSync(folder), 'the box’s own folder').to.equal(false);
+    } finally {
+      chromiumBox.close();
+    }
   });
 });

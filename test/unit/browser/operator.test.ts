@@ -17,7 +17,7 @@ import { playwrightKey } from '../../../src/browser/operator/cua.js';
 import { replayScript } from '../../../src/browser/operator/replay-script.js';
 import { taskHash } from '../../../src/browser/operator/cache.js';
 import { AdBlocker } from '../../../src/browser/operator/adblock.js';
-import { readPairs, refreshResult } from '../../../src/browser/operator/run.js';
+import { readPairs, refreshResult } from '../../../src/browser/operator/reads.js';
 
 describe('browser operator (no browser)', () => {
   it('the start URL is the first http(s) URL of the task, without trailing punctuation', () => {

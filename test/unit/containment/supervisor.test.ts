@@ -2,7 +2,9 @@
  * The supervisor of contained runners (src/containment/supervisor.ts, README.md "Supervisor"),
  * with real processes contained as this machine allows (probeIsolation): a small runner built on
  * the runners' shared module. Its ready handshake and user check, a start that times out or
- * ends, the watchdog's kill over the memory ceiling, and the kill of the whole tree.
+ * ends, the watchdog's kill over the memory ceiling, and the kill of the whole tree; and what the
+ * browser box uses besides (src/browser/box.ts): its environment, a ready message that must carry
+ * more, a `failed` message, the owner's own limits, processes of its own, and `end()`.
  */
 import { expect } from 'chai';
 import {
@@ -118,5 +120,112 @@ describe('containment: the runners’ supervisor', function () {
     const failure = await proc.ready;
     expect(failure).to.include({ kind: 'user', uid: 0, expected: proc.uid });
     await gone;
+  });
+
+  it('the box’s start: the environment its owner gives, a ready message that must carry more, and a `failed` message', async () => {
+    const envSeen = superviseRunner(
+      options(
+        runnerArgv(
+          `ipc.send('ready', {}); setTimeout(() => ipc.send('ready', { home: process.env.HOME, secret: process.env.SECRET_OF_SERVICE ?? null }), 100); setInterval(() => undefined, 1000);`,
+        ),
+        { env: { HOME: '/tmp/box-home' }, readyWhen: (msg) => typeof msg.home === 'string' },
+      ),
+    );
+    process.env.SECRET_OF_SERVICE = 'not for runners';
+    try {
+      expect(await envSeen.ready).to.equal(undefined);
+    } finally {
+      delete process.env.SECRET_OF_SERVICE;
+    }
+    expect(envSeen.readyMessage).to.include({ home: '/tmp/box-home', secret: null });
+    await envSeen.end();
+    expect(envSeen.dead).to.equal(true);
+
+    const failing = superviseRunner(
+      options(runnerArgv(`ipc.send('failed', { error: 'Chromium is missing' }); setInterval(() => undefined, 1000);`), {
+        failedMessage: true,
+      }),
+    );
+    const gone = exited(failing);
+    expect(await failing.ready).to.deep.equal({ kind: 'failed', error: 'Chromium is missing' });
+    await gone;
+
+    // Without failedMessage a `failed` message is not the runner's to send: it is ignored until the timeout.
+    const ignored = superviseRunner(
+      options(runnerArgv(`ipc.send('failed', { error: 'x' }); setInterval(() => undefined, 1000);`), {
+        readyTimeoutMs: 500,
+      }),
+    );
+    expect(await ignored.ready).to.deep.equal({ kind: 'timeout' });
+  });
+
+  it('a long-lived runner with processes of its own: the owner’s limit ends it, and end() kills a process started after the last walk', async function () {
+    if (process.platform !== 'linux') this.skip();
+    // The runner starts a child (allowed: maxProcesses) and reports its pid; the owner's inspect then names a limit.
+    const child = `const k = require('node:child_process').spawn('/usr/bin/sleep', ['30'], { stdio: 'ignore' });`;
+    let over = false;
+    const breaches: TreeBreach[] = [];
+    const proc = superviseRunner(
+      options(
+        runnerArgv(`ipc.ready(); ${child} ipc.send('log', { pid: k.pid }); setInterval(() => undefined, 1000);`),
+        {
+          view: { readOnly: [process.execPath, RUNNER_COMMON_PATH], maxProcesses: 64 },
+          watch: {
+            busyMs: 50,
+            idleMs: 50,
+            walkEvery: { busy: 1, idle: 1 },
+            ceilingBytes: () => Number.POSITIVE_INFINITY,
+            maxProcesses: Number.POSITIVE_INFINITY,
+            from: 'ready',
+            inspect: async ({ pids }) => (over ? `over the owner's limit with ${pids.length} processes` : undefined),
+          },
+          onLimit: (b) => breaches.push(b),
+        },
+      ),
+    );
+    const childPid = new Promise<number>((resolve) =>
+      proc.child.on('message', (m: { t?: string; pid?: number }) => m.t === 'log' && resolve(m.pid!)),
+    );
+    const gone = exited(proc);
+    expect(await proc.ready).to.equal(undefined);
+    const inner = await childPid;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(proc.alive, 'a process of its own is within maxProcesses').to.equal(true);
+    over = true;
+    await gone;
+    expect(breaches).to.have.length(1);
+    expect(breaches[0]).to.deep.include({ kind: 'owner' });
+    expect((breaches[0] as { reason: string }).reason).to.match(/^over the owner's limit with \d+ processes$/);
+    expect(await gonePid(inner), 'the runner’s own child').to.equal(true);
+
+    // end(): no sample after the start, and the child started after the user check's walk: only a fresh walk finds it.
+    const quiet = superviseRunner(
+      options(
+        runnerArgv(
+          `ipc.ready(); setTimeout(() => { ${child} ipc.send('log', { pid: k.pid }); }, 300); setInterval(() => undefined, 1000);`,
+        ),
+        {
+          watch: {
+            busyMs: 60_000,
+            idleMs: 60_000,
+            walkEvery: { busy: 1, idle: 1 },
+            ceilingBytes: () => Number.POSITIVE_INFINITY,
+            maxProcesses: Number.POSITIVE_INFINITY,
+            from: 'ready',
+          },
+        },
+      ),
+    );
+    const quietChild = new Promise<number>((resolve) =>
+      quiet.child.on('message', (m: { t?: string; pid?: number }) => m.t === 'log' && resolve(m.pid!)),
+    );
+    expect(await quiet.ready).to.equal(undefined);
+    const late = await quietChild;
+    await quiet.end();
+    expect(await gonePid(late), 'a child started after the last walk').to.equal(true);
+    let reported = false;
+    quiet.onExit(() => (reported = true));
+    await Promise.resolve();
+    expect(reported, 'onExit after the exit runs at once').to.equal(true);
   });
 });
