@@ -11,7 +11,12 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const LONG_FIRST = ['test/integration/browser/', 'test/integration/console/', 'test/integration/process/', 'test/contract/'];
+const LONG_FIRST = [
+  'test/integration/browser/',
+  'test/integration/console/',
+  'test/integration/process/',
+  'test/contract/',
+];
 const rank = (file) => {
   const i = LONG_FIRST.findIndex((prefix) => file.startsWith(prefix));
   return i === -1 ? LONG_FIRST.length : i;
