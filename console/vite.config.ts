@@ -44,9 +44,11 @@ function definitionValidator(): Plugin {
       const imports: string[] = [];
       const body = code.replace(/require\("([^"]+)"\)/g, (_, mod: string) => {
         imports.push(`import * as __ajv${n} from ${JSON.stringify(mod)};`);
-        return `(__ajv${n}.default ?? __ajv${n++})`;
+        return `__cjs(__ajv${n++})`;
       });
-      return `${imports.join('\n')}\n${body.replace('"use strict";', '')}`;
+      // The module object whichever way the bundler presents a CommonJS module's exports.
+      const cjs = `function __cjs(ns) { const d = ns.default; return d && typeof d === 'object' && 'default' in d ? d : ns; }`;
+      return `${imports.join('\n')}\n${cjs}\n${body.replace('"use strict";', '')}`;
     },
   };
 }

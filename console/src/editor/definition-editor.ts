@@ -318,16 +318,30 @@ export interface CodeStep {
 }
 
 export interface EditorOptions {
-  /** Where the JSON editor goes, and the id of its label and help text. */
+  /** Where the JSON editor goes, and its accessible name. */
   jsonParent: HTMLElement;
-  jsonLabelledBy: string;
-  jsonDescribedBy: string;
-  /** Where the JavaScript pane goes, and the id of its label. */
+  jsonLabel: string;
+  /** Where the JavaScript pane goes, and its accessible name. */
   codeParent: HTMLElement;
-  codeLabelledBy: string;
+  codeLabel: string;
   doc: string;
   /** The code steps of the definition, each time they change. */
   onCodeSteps: (steps: CodeStep[]) => void;
+}
+
+/**
+ * An editor's own shadow root. CodeMirror styles a document with a `<style>` element, which
+ * the console's Content-Security-Policy (`style-src 'self'`) refuses; in a shadow root it uses
+ * a constructed stylesheet instead, which the policy allows. Labels are given as `aria-label`,
+ * since an id does not reach across the shadow boundary.
+ */
+function shadowHost(parent: HTMLElement): { host: HTMLElement; root: ShadowRoot; box: HTMLElement } {
+  const host = document.createElement('div');
+  parent.appendChild(host);
+  const root = host.attachShadow({ mode: 'open' });
+  const box = document.createElement('div');
+  root.appendChild(box);
+  return { host, root, box };
 }
 
 export interface DefinitionEditor {
@@ -367,8 +381,11 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
   let lastSteps = '';
   const parseLint = jsonParseLinter();
 
+  const jsonHost = shadowHost(opts.jsonParent);
+  const codeHost = shadowHost(opts.codeParent);
   const jsonView = new EditorView({
-    parent: opts.jsonParent,
+    parent: jsonHost.box,
+    root: jsonHost.root,
     doc: opts.doc,
     extensions: [
       basicSetup,
@@ -388,10 +405,7 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
         { delay: 300 },
       ),
       autocompletion({ override: [complete] }),
-      EditorView.contentAttributes.of({
-        'aria-labelledby': opts.jsonLabelledBy,
-        'aria-describedby': opts.jsonDescribedBy,
-      }),
+      EditorView.contentAttributes.of({ 'aria-label': opts.jsonLabel }),
       EditorView.updateListener.of((u) => {
         if (!u.docChanged) return;
         if (!syncing) apiErrors = [];
@@ -404,13 +418,14 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
   });
 
   const codeView = new EditorView({
-    parent: opts.codeParent,
+    parent: codeHost.box,
+    root: codeHost.root,
     doc: '',
     extensions: [
       basicSetup,
       javascript(),
       theme,
-      EditorView.contentAttributes.of({ 'aria-labelledby': opts.codeLabelledBy }),
+      EditorView.contentAttributes.of({ 'aria-label': opts.codeLabel }),
       EditorView.editable.of(true),
       EditorView.updateListener.of((u) => {
         if (!u.docChanged || syncing || selected === undefined) return;
@@ -471,6 +486,8 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
     destroy() {
       jsonView.destroy();
       codeView.destroy();
+      jsonHost.host.remove();
+      codeHost.host.remove();
     },
   };
 }

@@ -55,10 +55,9 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
         if (gone || !jsonRef.current || !codeRef.current) return;
         editor.current = createDefinitionEditor({
           jsonParent: jsonRef.current,
-          jsonLabelledBy: 'def-label',
-          jsonDescribedBy: 'def-help',
+          jsonLabel: 'Definition (JSON)',
           codeParent: codeRef.current,
-          codeLabelledBy: 'code-label',
+          codeLabel: 'Step code (JavaScript)',
           doc: workflow ? `${JSON.stringify(workflow.definition, null, 2)}\n` : STARTER,
           onCodeSteps: setSteps,
         });

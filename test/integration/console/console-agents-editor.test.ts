@@ -118,7 +118,7 @@ describe('console: workflow editor and agents in Chromium', function () {
   }
 
   it('creates a workflow in the editor: completion, inline schema errors, then the API\'s own errors', async () => {
-    await page.getByRole('link', { name: 'Workflows & triggers' }).focus();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows & triggers' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Workflows & triggers', level: 1 }).waitFor();
     await page.getByRole('link', { name: 'New workflow' }).focus();
@@ -190,7 +190,7 @@ describe('console: workflow editor and agents in Chromium', function () {
 
   it('agents: channels, chats and a streamed reply with its tool call in the chat panel', async () => {
     model.setScript([reply.toolCall('capabilities_discover', { request: 'list agents' }), reply.text('Here you go.')]);
-    await page.getByRole('link', { name: 'Agents' }).focus();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
     await page.getByRole('button', { name: 'Helper' }).focus();
