@@ -327,6 +327,8 @@ export interface EditorOptions {
   doc: string;
   /** The code steps of the definition, each time they change. */
   onCodeSteps: (steps: CodeStep[]) => void;
+  /** The messages of the current diagnostics, after each check (listed for screen readers). */
+  onProblems: (messages: string[]) => void;
 }
 
 /**
@@ -395,12 +397,14 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
       linter(
         (view) => {
           const syntax = parseLint(view);
-          if (syntax.length) return syntax;
-          const local = schemaErrors(parsed(view.state.doc.toString())).map((e) =>
-            toDiagnostic(view.state, e, 'JSON Schema'),
-          );
+          const local = syntax.length
+            ? syntax
+            : schemaErrors(parsed(view.state.doc.toString())).map((e) => toDiagnostic(view.state, e, 'JSON Schema'));
           const api = apiErrors.map((e) => toDiagnostic(view.state, e, 'API'));
-          return [...api, ...local];
+          const all = [...api, ...local];
+          const line = (d: Diagnostic) => view.state.doc.lineAt(d.from).number;
+          opts.onProblems(all.map((d) => `Line ${line(d)}: ${d.message}${d.source === 'API' ? ' (API)' : ''}`));
+          return all;
         },
         { delay: 300 },
       ),

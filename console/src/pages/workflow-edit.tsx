@@ -45,6 +45,7 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
   const [loadError, setLoadError] = useState<unknown>();
   const [ready, setReady] = useState(false);
   const [steps, setSteps] = useState<CodeStep[]>([]);
+  const [problems, setProblems] = useState<string[]>([]);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
 
@@ -60,6 +61,7 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
           codeLabel: 'Step code (JavaScript)',
           doc: workflow ? `${JSON.stringify(workflow.definition, null, 2)}\n` : STARTER,
           onCodeSteps: setSteps,
+          onProblems: setProblems,
         });
         setReady(true);
       },
@@ -100,6 +102,18 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
       {loadError !== undefined && <ErrorBox error={loadError} title="Could not load the editor" />}
       {!ready && loadError === undefined && <Loading what="the editor" />}
       <div ref={jsonRef} class="cm-host" />
+      <div class="problems">
+        <h3 id="problems-title">
+          {problems.length === 0 ? 'No problems found' : `Problems (${problems.length})`}
+        </h3>
+        {problems.length > 0 && (
+          <ul aria-labelledby="problems-title">
+            {problems.map((p, i) => (
+              <li key={i}>{p}</li>
+            ))}
+          </ul>
+        )}
+      </div>
       <h2 id="code-label">Step code (JavaScript)</h2>
       {steps.length === 0 ? (
         <p class="muted">
