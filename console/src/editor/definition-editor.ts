@@ -6,7 +6,12 @@
  * `instancePath`; and a JavaScript pane for the code of one `code` step at a time, kept in step
  * with the JSON.
  */
-import { autocompletion, type Completion, type CompletionContext, type CompletionResult } from '@codemirror/autocomplete';
+import {
+  autocompletion,
+  type Completion,
+  type CompletionContext,
+  type CompletionResult,
+} from '@codemirror/autocomplete';
 import { javascript } from '@codemirror/lang-javascript';
 import { json, jsonParseLinter } from '@codemirror/lang-json';
 import { syntaxTree } from '@codemirror/language';
@@ -153,7 +158,11 @@ export function schemaErrors(def: unknown): DetailError[] {
     const step = steps[i] as { type?: unknown } | null;
     const type = step && typeof step === 'object' ? step.type : undefined;
     if (!isStepType(type)) {
-      out.push({ instancePath: `/steps/${i}/type`, keyword: 'enum', message: `must be one of ${STEP_TYPES.join(', ')}` });
+      out.push({
+        instancePath: `/steps/${i}/type`,
+        keyword: 'enum',
+        message: `must be one of ${STEP_TYPES.join(', ')}`,
+      });
       continue;
     }
     const branch = validators[type];
@@ -163,7 +172,10 @@ export function schemaErrors(def: unknown): DetailError[] {
   if (!out.length && def && typeof def === 'object') {
     const d = def as { output?: { stepIndex?: unknown }; steps?: unknown[] };
     if (Array.isArray(d.steps) && typeof d.output?.stepIndex === 'number' && d.output.stepIndex >= d.steps.length)
-      out.push({ instancePath: '/output/stepIndex', message: `must name an existing step (0 to ${d.steps.length - 1})` });
+      out.push({
+        instancePath: '/output/stepIndex',
+        message: `must name an existing step (0 to ${d.steps.length - 1})`,
+      });
   }
   return out;
 }
@@ -250,8 +262,10 @@ function valueOptions(state: EditorState, value: SyntaxNode | undefined, holder:
   const out: Completion[] = [];
   for (const s of schemas) {
     const values = s.enum ?? (s.const !== undefined ? [s.const] : s.type === 'boolean' ? [true, false] : []);
-    for (const v of values) out.push({ label: JSON.stringify(v), type: 'enum', ...(s.description ? { info: s.description } : {}) });
-    if (s.default !== undefined && !values.length) out.push({ label: JSON.stringify(s.default), type: 'constant', detail: 'default' });
+    for (const v of values)
+      out.push({ label: JSON.stringify(v), type: 'enum', ...(s.description ? { info: s.description } : {}) });
+    if (s.default !== undefined && !values.length)
+      out.push({ label: JSON.stringify(s.default), type: 'constant', detail: 'default' });
   }
   return out;
 }
@@ -277,7 +291,12 @@ function complete(ctx: CompletionContext): CompletionResult | null {
   const word = ctx.matchBefore(/"?[\w$-]*"?/);
   const from = word ? word.from : pos;
   if (node.name === 'PropertyName' && node.parent?.parent) {
-    return { from: node.from, to: node.to, options: propertyOptions(state, node.parent.parent), validFor: /^"?[\w$-]*"?$/ };
+    return {
+      from: node.from,
+      to: node.to,
+      options: propertyOptions(state, node.parent.parent),
+      validFor: /^"?[\w$-]*"?$/,
+    };
   }
   if (node.name === 'Object') {
     if (!word && !ctx.explicit) return null;

@@ -128,7 +128,12 @@ async function stream(
   return { chatId };
 }
 
-function ChatPanel({ agent, channels, chatId, setChatId }: {
+function ChatPanel({
+  agent,
+  channels,
+  chatId,
+  setChatId,
+}: {
   agent: Agent;
   channels: Channel[];
   chatId: string | undefined;
@@ -165,41 +170,40 @@ function ChatPanel({ agent, channels, chatId, setChatId }: {
         const update = (fn: (l: Entry[]) => Entry[]) => setEntries((list = fn(list)));
         const replyAt = list.length - 1;
         try {
-          const out = await stream(
-            channel,
-            key.current,
-            chatId ? { message, chatId } : { message },
-            (event, d) => {
-              if (event === 'text-delta') {
-                update((l) =>
-                  l.map((x, i) => (i === replyAt && x.kind === 'agent' ? { ...x, text: x.text + String(d.delta ?? '') } : x)),
-                );
-              } else if (event === 'tool-call-start') {
-                const tool: Entry = {
-                  kind: 'tool',
-                  id: String(d.toolCallId),
-                  server: String(d.server),
-                  tool: String(d.tool),
-                  state: 'running',
-                };
-                update((l) => [...l.slice(0, replyAt), tool, ...l.slice(replyAt)]);
-              } else if (event === 'tool-call-end') {
-                update((l) =>
-                  l.map((x) =>
-                    x.kind === 'tool' && x.id === d.toolCallId
-                      ? { ...x, state: d.isError ? 'failed' : 'ok', durationMs: Number(d.durationMs) }
-                      : x,
-                  ),
-                );
-              } else if (event === 'done') {
-                update((l) =>
-                  l.map((x) => (x.kind === 'agent' && !x.done ? { ...x, text: String(d.reply ?? x.text), done: true } : x)),
-                );
-              } else if (event === 'error') {
-                throw new ApiFailure(200, String(d.error ?? 'stream_error'), String(d.message ?? 'The turn failed'));
-              }
-            },
-          );
+          const out = await stream(channel, key.current, chatId ? { message, chatId } : { message }, (event, d) => {
+            if (event === 'text-delta') {
+              update((l) =>
+                l.map((x, i) =>
+                  i === replyAt && x.kind === 'agent' ? { ...x, text: x.text + String(d.delta ?? '') } : x,
+                ),
+              );
+            } else if (event === 'tool-call-start') {
+              const tool: Entry = {
+                kind: 'tool',
+                id: String(d.toolCallId),
+                server: String(d.server),
+                tool: String(d.tool),
+                state: 'running',
+              };
+              update((l) => [...l.slice(0, replyAt), tool, ...l.slice(replyAt)]);
+            } else if (event === 'tool-call-end') {
+              update((l) =>
+                l.map((x) =>
+                  x.kind === 'tool' && x.id === d.toolCallId
+                    ? { ...x, state: d.isError ? 'failed' : 'ok', durationMs: Number(d.durationMs) }
+                    : x,
+                ),
+              );
+            } else if (event === 'done') {
+              update((l) =>
+                l.map((x) =>
+                  x.kind === 'agent' && !x.done ? { ...x, text: String(d.reply ?? x.text), done: true } : x,
+                ),
+              );
+            } else if (event === 'error') {
+              throw new ApiFailure(200, String(d.error ?? 'stream_error'), String(d.message ?? 'The turn failed'));
+            }
+          });
           if (out.chatId) setChatId(out.chatId);
           form.querySelector<HTMLTextAreaElement>('#chat-message')!.value = '';
           setStatus('The agent replied.');

@@ -96,16 +96,14 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
       <h2 id="def-label">Definition (JSON)</h2>
       <p class="help" id="def-help">
         The workflow definition (<code>schemas/workflow/definition.schema.json</code>). Ctrl+Space completes property
-        names and values; errors are underlined as you type, and after a save the API's own errors are shown where
-        they apply. Tab leaves the editor (Escape first if Tab indents).
+        names and values; errors are underlined as you type, and after a save the API's own errors are shown where they
+        apply. Tab leaves the editor (Escape first if Tab indents).
       </p>
       {loadError !== undefined && <ErrorBox error={loadError} title="Could not load the editor" />}
       {!ready && loadError === undefined && <Loading what="the editor" />}
       <div ref={jsonRef} class="cm-host" />
       <div class="problems">
-        <h3 id="problems-title">
-          {problems.length === 0 ? 'No problems found' : `Problems (${problems.length})`}
-        </h3>
+        <h3 id="problems-title">{problems.length === 0 ? 'No problems found' : `Problems (${problems.length})`}</h3>
         {problems.length > 0 && (
           <ul aria-labelledby="problems-title">
             {problems.map((p, i) => (
@@ -122,10 +120,7 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
       ) : (
         <div class="field">
           <label for="code-step">Code of step</label>
-          <select
-            id="code-step"
-            onChange={(e) => editor.current?.selectCodeStep(Number(e.currentTarget.value))}
-          >
+          <select id="code-step" onChange={(e) => editor.current?.selectCodeStep(Number(e.currentTarget.value))}>
             {steps.map((s) => (
               <option key={s.index} value={s.index}>
                 {s.index}: {s.name}

@@ -27,8 +27,8 @@ export function WorkflowsPage() {
         {({ workflows, more, count }) =>
           workflows.length === 0 ? (
             <Empty title="No workflows yet.">
-              Create one here (New workflow), deploy one with <code>switchyard workflow deploy workflow.json</code> or <code>POST /v1/workflows</code>,
-              then add a trigger to it (<code>POST /v1/triggers</code>).
+              Create one here (New workflow), deploy one with <code>switchyard workflow deploy workflow.json</code> or{' '}
+              <code>POST /v1/workflows</code>, then add a trigger to it (<code>POST /v1/triggers</code>).
             </Empty>
           ) : (
             <>

@@ -118,7 +118,7 @@ describe('console: workflow editor and agents in Chromium', function () {
     return (await page.locator('.problems').textContent()) ?? '';
   }
 
-  it('creates a workflow in the editor: completion, inline schema errors, then the API\'s own errors', async () => {
+  it("creates a workflow in the editor: completion, inline schema errors, then the API's own errors", async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Workflows & triggers' }).focus();
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Workflows & triggers', level: 1 }).waitFor();
@@ -201,7 +201,10 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.getByRole('button', { name: 'Send' }).focus();
     await page.keyboard.press('Enter');
     const transcript = page.getByRole('list', { name: 'Transcript of this conversation' });
-    await transcript.locator('li.tool', { hasText: 'capabilities_discover' }).getByText(/succeeded in \d+ ms/).waitFor();
+    await transcript
+      .locator('li.tool', { hasText: 'capabilities_discover' })
+      .getByText(/succeeded in \d+ ms/)
+      .waitFor();
     await transcript.locator('li.agent', { hasText: 'Here you go.' }).waitFor();
     expect(await transcript.locator('li.user').textContent()).to.include('Which agents are there?');
     await page.getByRole('status').getByText('The agent replied.').waitFor();
@@ -215,6 +218,9 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.getByLabel('Channel key').fill('syc_wrong');
     await page.getByLabel('Message').fill('again');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.getByRole('alert').getByText(/HTTP 401/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/HTTP 401/)
+      .waitFor();
   });
 });
