@@ -6,7 +6,7 @@
  * its outcome. The channel key is typed by the user and kept in this page's memory only.
  */
 import { EventSourceParserStream } from 'eventsource-parser/stream';
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiFailure, failureOf, unwrap } from '../api.ts';
 import { callTool } from '../mcp.ts';
 import { Empty, ErrorBox, PageTitle, Show, Time, useApi } from '../ui.tsx';
@@ -145,6 +145,16 @@ function ChatPanel({
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
   const key = useRef('');
+  // The chat this panel's transcript belongs to: choosing another one in the list starts an
+  // empty transcript (the API does not return a chat's earlier messages).
+  const shown = useRef<string | undefined>(chatId);
+  useEffect(() => {
+    if (chatId !== shown.current) {
+      shown.current = chatId;
+      setEntries([]);
+      setError(undefined);
+    }
+  }, [chatId]);
   if (usable.length === 0)
     return (
       <Empty title="This agent has no enabled API channel.">
@@ -204,7 +214,10 @@ function ChatPanel({
               throw new ApiFailure(200, String(d.error ?? 'stream_error'), String(d.message ?? 'The turn failed'));
             }
           });
-          if (out.chatId) setChatId(out.chatId);
+          if (out.chatId) {
+            shown.current = out.chatId;
+            setChatId(out.chatId);
+          }
           form.querySelector<HTMLTextAreaElement>('#chat-message')!.value = '';
           setStatus('The agent replied.');
         } catch (err) {
@@ -221,7 +234,7 @@ function ChatPanel({
         {chatId ? (
           <>
             Continuing chat <code>{chatId}</code>.{' '}
-            <button type="button" class="small" onClick={() => (setChatId(undefined), setEntries([]))}>
+            <button type="button" class="small" onClick={() => setChatId(undefined)}>
               New chat
             </button>
           </>

@@ -138,6 +138,9 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.keyboard.type('"memo');
     const options = page.locator('.cm-tooltip-autocomplete');
     await options.getByText('"memoryMb"').waitFor();
+    // CodeMirror ignores Enter for 75 ms after the list opens or changes (interactionDelay), so
+    // that a fast typist's newline is not taken as a choice.
+    await page.waitForTimeout(150);
     await page.keyboard.press('Enter');
     expect(await editor.textContent()).to.include('"memoryMb": ');
 
