@@ -431,7 +431,7 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
       EditorView.contentAttributes.of({ 'aria-label': opts.jsonLabel }),
       EditorView.updateListener.of((u) => {
         if (!u.docChanged) return;
-        if (!syncing) apiErrors = [];
+        apiErrors = [];
         const def = parsed(u.state.doc.toString());
         if (def === undefined) return;
         report(def);
@@ -449,7 +449,6 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
       javascript(),
       theme,
       EditorView.contentAttributes.of({ 'aria-label': opts.codeLabel }),
-      EditorView.editable.of(true),
       EditorView.updateListener.of((u) => {
         if (!u.docChanged || syncing || selected === undefined) return;
         writeCode(selected, u.state.doc.toString());

@@ -350,17 +350,14 @@ function AgentDetail({ agent, channels }: { agent: Agent; channels: Channel[] })
           </tbody>
         </table>
       )}
-      <div class="chat-layout">
-        <section aria-labelledby="chats-title">
-          <h3 id="chats-title">Chats</h3>
-          <p class="muted small-text">
-            The API lists chats but does not return their history: the transcript shows the messages sent from this
-            panel.
-          </p>
-          <Chats agentId={agent.agentId} current={chatId} onPick={setChatId} />
-        </section>
-        <ChatPanel agent={agent} channels={channels} chatId={chatId} setChatId={setChatId} />
-      </div>
+      <section aria-labelledby="chats-title">
+        <h3 id="chats-title">Chats</h3>
+        <p class="muted small-text">
+          The API lists chats but does not return their history: the transcript shows the messages sent from this panel.
+        </p>
+        <Chats agentId={agent.agentId} current={chatId} onPick={setChatId} />
+      </section>
+      <ChatPanel agent={agent} channels={channels} chatId={chatId} setChatId={setChatId} />
     </section>
   );
 }

@@ -93,15 +93,17 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
 
   return (
     <form class="editor" onSubmit={onSave} aria-label={workflow ? 'Edit the workflow' : 'Create a workflow'}>
-      <h2 id="def-label">Definition (JSON)</h2>
-      <p class="help" id="def-help">
+      <h2>Definition (JSON)</h2>
+      <p class="help">
         The workflow definition (<code>schemas/workflow/definition.schema.json</code>). Ctrl+Space completes property
-        names and values; errors are underlined as you type, and after a save the API's own errors are shown where they
-        apply. Tab leaves the editor (Escape first if Tab indents).
+        names and values; errors are underlined as you type and listed under the editor, and after a save the API's own
+        errors are shown where they apply. Tab moves on to the next control.
       </p>
-      {loadError !== undefined && <ErrorBox error={loadError} title="Could not load the editor" />}
-      {!ready && loadError === undefined && <Loading what="the editor" />}
-      <div ref={jsonRef} class="cm-host" />
+      <div>
+        {loadError !== undefined && <ErrorBox error={loadError} title="Could not load the editor" />}
+        {!ready && loadError === undefined && <Loading what="the editor" />}
+      </div>
+      <div key="json-host" ref={jsonRef} class="cm-host" />
       <div class="problems">
         <h3 id="problems-title">{problems.length === 0 ? 'No problems found' : `Problems (${problems.length})`}</h3>
         {problems.length > 0 && (
@@ -112,24 +114,28 @@ function Editor({ workflow }: { workflow: Workflow | undefined }) {
           </ul>
         )}
       </div>
-      <h2 id="code-label">Step code (JavaScript)</h2>
-      {steps.length === 0 ? (
-        <p class="muted">
-          The definition has no <code>code</code> step; its JavaScript would be edited here.
-        </p>
-      ) : (
-        <div class="field">
-          <label for="code-step">Code of step</label>
-          <select id="code-step" onChange={(e) => editor.current?.selectCodeStep(Number(e.currentTarget.value))}>
-            {steps.map((s) => (
-              <option key={s.index} value={s.index}>
-                {s.index}: {s.name}
-              </option>
-            ))}
-          </select>
-        </div>
-      )}
-      <div ref={codeRef} class={steps.length === 0 ? 'cm-host hidden' : 'cm-host'} />
+      <h2>Step code (JavaScript)</h2>
+      {/* Stable wrappers: the editors' host elements hold DOM that Preact does not manage, so no
+          conditional sibling may take their place. */}
+      <div>
+        {steps.length === 0 ? (
+          <p class="muted">
+            The definition has no <code>code</code> step; its JavaScript would be edited here.
+          </p>
+        ) : (
+          <div class="field">
+            <label for="code-step">Code of step</label>
+            <select id="code-step" onChange={(e) => editor.current?.selectCodeStep(Number(e.currentTarget.value))}>
+              {steps.map((s) => (
+                <option key={s.index} value={s.index}>
+                  {s.index}: {s.name}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
+      </div>
+      <div key="code-host" ref={codeRef} class={steps.length === 0 ? 'cm-host hidden' : 'cm-host'} />
       <div aria-live="polite">
         {error !== undefined && (
           <ErrorBox error={error} title={workflow ? 'The new version was not saved' : 'The workflow was not created'} />
