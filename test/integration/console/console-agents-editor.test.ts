@@ -143,6 +143,11 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.waitForTimeout(150);
     await page.keyboard.press('Enter');
     expect(await editor.textContent()).to.include('"memoryMb": ');
+    // Values too, asked for with Ctrl+Space: an http step's methods (its branch chosen by `type`).
+    await setDefinition('{ "name": "x", "steps": [{ "type": "http", "name": "a", "request": { "method": ');
+    await page.keyboard.press('Control+Space');
+    await options.getByText('"PATCH"').waitFor();
+    expect(await options.getByText('"memoryMb"').count()).to.equal(0);
 
     // A step without its code: the schema's error is underlined as it is typed.
     await setDefinition(JSON.stringify({ name: 'Broken', steps: [{ type: 'code', name: 'No code' }] }, null, 2));
