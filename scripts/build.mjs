@@ -51,7 +51,8 @@ async function sourcesHash() {
 }
 
 /**
- * What the console is built from: its folder, the generated client and types it imports, this
+ * What the console is built from: its folder, the generated client and types it imports, the
+ * workflow definition's schema (the editor's completion and validators), this
  * script and the manifests. A build whose console sources are those of the current build's
  * console copies that console instead of running Vite again.
  */
@@ -60,7 +61,13 @@ async function consoleHash() {
   const files = readdirSync(path.join(ROOT, 'console'), { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile())
     .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)));
-  files.push('generated/openapi/types.ts', 'generated/openapi/client.ts', 'scripts/build.mjs', 'package-lock.json');
+  files.push(
+    'generated/openapi/types.ts',
+    'generated/openapi/client.ts',
+    'schemas/workflow/definition.schema.json',
+    'scripts/build.mjs',
+    'package-lock.json',
+  );
   for (const file of files.sort()) {
     hash.update(`${posix(file)}\0`);
     hash.update(await readFile(path.join(ROOT, file)).catch(() => Buffer.alloc(0)));

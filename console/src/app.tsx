@@ -10,6 +10,8 @@ import { RunsPage } from './pages/runs.tsx';
 import { RunDetailPage } from './pages/run-detail.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
 import { WorkflowDetailPage } from './pages/workflow-detail.tsx';
+import { WorkflowEditPage, WorkflowNewPage } from './pages/workflow-edit.tsx';
+import { AgentsPage } from './pages/agents.tsx';
 import { SettingsPage } from './pages/settings.tsx';
 import { GatewayPage } from './pages/gateway.tsx';
 import { QueueDetailPage, QueuesPage } from './pages/queues.tsx';
@@ -28,12 +30,15 @@ const ROUTES: Route[] = [
     page: (p) => <RunDetailPage automationId={p.automationId!} runId={p.runId!} />,
   },
   { pattern: '/workflows', page: () => <WorkflowsPage /> },
+  { pattern: '/workflows/new', page: () => <WorkflowNewPage /> },
+  { pattern: '/workflows/:automationId/edit', page: (p) => <WorkflowEditPage automationId={p.automationId!} /> },
   { pattern: '/workflows/:automationId', page: (p) => <WorkflowDetailPage automationId={p.automationId!} /> },
   { pattern: '/queues', page: () => <QueuesPage /> },
   { pattern: '/queues/:queueId', page: (p) => <QueueDetailPage queueId={p.queueId!} /> },
   { pattern: '/collections', page: () => <CollectionsPage /> },
   { pattern: '/collections/:collectionId', page: (p) => <CollectionDetailPage collectionId={p.collectionId!} /> },
   { pattern: '/gateway', page: () => <GatewayPage /> },
+  { pattern: '/agents', page: () => <AgentsPage /> },
   { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
@@ -44,6 +49,7 @@ const NAV: { to: string; label: string; section: string }[] = [
   { to: '/queues', label: 'Queues', section: '/queues' },
   { to: '/collections', label: 'Collections', section: '/collections' },
   { to: '/gateway', label: 'Gateway', section: '/gateway' },
+  { to: '/agents', label: 'Agents', section: '/agents' },
   { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 

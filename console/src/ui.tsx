@@ -45,9 +45,9 @@ export function ErrorBox({ error, title }: { error: unknown; title?: string }) {
       </p>
       {Array.isArray(f.details) && f.details.length > 0 && (
         <ul>
-          {(f.details as { path?: string; message?: string }[]).map((d, i) => (
+          {(f.details as { path?: string; instancePath?: string; message?: string }[]).map((d, i) => (
             <li key={i}>
-              <code>{d.path ?? '/'}</code> {d.message ?? ''}
+              <code>{d.path ?? (d.instancePath || '/')}</code> {d.message ?? ''}
             </li>
           ))}
         </ul>

@@ -240,7 +240,8 @@ export function WorkflowDetailPage({ automationId }: { automationId: string }) {
       <PageTitle>{`Workflow ${title}`}</PageTitle>
       <p>
         <Link to="/workflows">All workflows</Link> ·{' '}
-        <Link to={`/runs?automationId=${encodeURIComponent(automationId)}`}>Runs</Link>
+        <Link to={`/runs?automationId=${encodeURIComponent(automationId)}`}>Runs</Link> ·{' '}
+        <Link to={`/workflows/${encodeURIComponent(automationId)}/edit`}>Edit the definition</Link>
       </p>
       <Show state={state} what="the workflow">
         {({ workflow, versions, triggers }) => (

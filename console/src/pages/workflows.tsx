@@ -18,12 +18,17 @@ export function WorkflowsPage() {
   return (
     <>
       <PageTitle>Workflows &amp; triggers</PageTitle>
+      <p>
+        <Link to="/workflows/new" class="button">
+          New workflow
+        </Link>
+      </p>
       <Show state={state} what="the workflows">
         {({ workflows, more, count }) =>
           workflows.length === 0 ? (
             <Empty title="No workflows yet.">
-              Deploy one with <code>switchyard workflow deploy workflow.json</code> or <code>POST /v1/workflows</code>,
-              then add a trigger to it (<code>POST /v1/triggers</code>).
+              Create one here (New workflow), deploy one with <code>switchyard workflow deploy workflow.json</code> or{' '}
+              <code>POST /v1/workflows</code>, then add a trigger to it (<code>POST /v1/triggers</code>).
             </Empty>
           ) : (
             <>
