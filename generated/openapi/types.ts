@@ -2138,6 +2138,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Run id (`X-Pf-Run-Id`).
+                 * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                runId: components["parameters"]["RunIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a run with its steps
+         * @description One run of the organisation with everything the polling endpoints tell about it, read
+         *     with the runtime token instead of a trigger API key: status, inputs, every step of the
+         *     pinned workflow version (a step not reached yet is listed PENDING with its planned
+         *     name) with its textual result and the files it wrote, the trigger's designated output,
+         *     and the timestamps. File URLs are signed like those of `getRunResults` (valid 24
+         *     hours). While the run is PENDING or RUNNING the answer is a snapshot of the steps
+         *     recorded so far; clients poll it every 2 to 5 seconds (spec "Limits") with
+         *     `Cache-Control: no-store`. A run of another organisation answers 404 `not_found` like
+         *     a missing one.
+         */
+        get: operations["getRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/servers": {
         parameters: {
             query?: never;
@@ -4109,6 +4149,97 @@ export interface components {
              */
             url: string;
         };
+        /** @description One run with its steps (see `getRun`). */
+        RunDetail: {
+            /** @description Workflow id. */
+            automationId: string;
+            /** @description Workflow name in the pinned version. */
+            automationName: string;
+            /** @description Workflow version the run is pinned to. */
+            automationVersion: number;
+            /**
+             * Format: date-time
+             * @description When the run was accepted.
+             */
+            createdAt: string;
+            /** @description The trigger's designated output file once written; null otherwise. */
+            designatedOutput: components["schemas"]["RunFileLink"] | null;
+            /** @description Why the run failed or timed out; null otherwise. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description When the run ended.
+             */
+            finishedAt: string | null;
+            /** @description The run's inputs (attachments included as in the spec's "Attachment"). */
+            inputs: {
+                [key: string]: unknown;
+            };
+            /** @description Run id. */
+            runId: string;
+            /**
+             * Format: date-time
+             * @description When execution began.
+             */
+            startedAt: string | null;
+            /** @description What started the run (`api_trigger`, `webhook_trigger`, ...). */
+            startedBy: string;
+            status: components["schemas"]["RunStatusValue"];
+            /** @description Every step of the pinned version, by index. */
+            steps: components["schemas"]["RunDetailStep"][];
+            /** @description Trigger the run was started through; null when none. */
+            triggerId: string | null;
+        };
+        /** @description One step of a run (see `getRun`). */
+        RunDetailStep: {
+            /** @description Duration in milliseconds; null until the step ended. */
+            durationMs: number | null;
+            /** @description Position in which the step ran (or will run). */
+            executionOrder: number;
+            /** @description Exit code; null until the step ended. */
+            exitCode: number | null;
+            /** @description Files the step wrote. */
+            files: components["schemas"]["RunFileLink"][];
+            /**
+             * Format: date-time
+             * @description When the step ended.
+             */
+            finishedAt: string | null;
+            /** @description Step name. */
+            name: string;
+            /** @description Textual result (or error) of the step; null until the step ended. */
+            result: string | null;
+            /** @description Result type (e.g. markdown, plaintext); null until the step ended. */
+            resultType: string | null;
+            /**
+             * Format: date-time
+             * @description When the step began.
+             */
+            startedAt: string | null;
+            /**
+             * @description Step status; SKIPPED for a step after a failed one.
+             * @enum {string}
+             */
+            status: "PENDING" | "RUNNING" | "COMPLETE" | "FAILED" | "TIMEOUT" | "SKIPPED";
+            /** @description Index of the step in the workflow version. */
+            stepIndex: number;
+            /** @description Step version (spec "Versioning"). */
+            stepVersion: number;
+        };
+        /** @description A file of a run with a signed download URL (valid 24 hours). */
+        RunFileLink: {
+            /** @description File name. */
+            fileName: string;
+            /** @description MIME type. */
+            mimeType: string;
+            /** @description Size in bytes. */
+            size: number;
+            /**
+             * Format: uri
+             * @description Signed download URL.
+             */
+            url: string;
+        };
         /** @description One page of runs. */
         RunList: {
             /** @description Runs, newest first. */
@@ -5411,6 +5542,11 @@ export interface components {
          * @example auto_7Kq2Lm9Xw3
          */
         RunAutomationIdPath: string;
+        /**
+         * @description Run id (`X-Pf-Run-Id`).
+         * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+         */
+        RunIdParam: string;
         /**
          * @description Identifier of the run, as returned in `X-Pf-Run-Id`.
          * @example run_3Fh8Tz1Qp6
@@ -9117,6 +9253,44 @@ export interface operations {
             400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
             403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    getRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Run id (`X-Pf-Run-Id`).
+                 * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                runId: components["parameters"]["RunIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`; the run changes while it executes. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunDetail"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
         };
     };
     listAppServers: {

@@ -40,6 +40,7 @@ export declare const getConnection_params: ValidateFunction;
 export declare const getCredential_params: ValidateFunction;
 export declare const getQueue_params: ValidateFunction;
 export declare const getQueueBatch_params: ValidateFunction;
+export declare const getRun_params: ValidateFunction;
 export declare const getRunResults_params: ValidateFunction;
 export declare const getRunStatus_params: ValidateFunction;
 export declare const getTrigger_params: ValidateFunction;

@@ -51,6 +51,7 @@ export const operationValidators = {
   getQueue: { params: c.getQueue_params },
   getQueueBatch: { params: c.getQueueBatch_params },
   getReadiness: {  },
+  getRun: { params: c.getRun_params },
   getRunResults: { params: c.getRunResults_params },
   getRunStatus: { params: c.getRunStatus_params },
   getTrigger: { params: c.getTrigger_params },
