@@ -1469,6 +1469,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/browser-tasks": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List browser tasks
+         * @description The organisation's browser tasks (`operator_run` and `playwright_run` of the
+         *     browser-automation server, spec section 12), newest first, with their status. The
+         *     result, log and files of one task are read with `getBrowserTask`. Decision: task
+         *     records are kept as long as run retention allows (`RUN_RETENTION_DAYS`); their files
+         *     and logs stay in their collections.
+         */
+        get: operations["listBrowserTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/browser-tasks/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+                 * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["BrowserTaskIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a browser task
+         * @description One browser task of the organisation: what the `..._run_continue` poll answers (status,
+         *     result, files with signed URLs valid about 1 hour, the log) plus its kind and times. The
+         *     log is the log so far while the task is RUNNING. A RUNNING task whose process stopped
+         *     answering is failed first, as a poll does. A task of another organisation answers 404
+         *     `not_found` like a missing one.
+         */
+        get: operations["getBrowserTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/channels": {
         parameters: {
             query?: never;
@@ -2996,6 +3062,76 @@ export interface components {
             items: components["schemas"]["BrowserLogin"][];
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        /** @description One browser task with its result, log and files (see `getBrowserTask`). */
+        BrowserTask: components["schemas"]["BrowserTaskSummary"] & {
+            /** @description Build id the task was started with. */
+            buildId: string;
+            /** @description Files the task saved (empty while RUNNING). */
+            files: components["schemas"]["BrowserTaskFile"][];
+            /** @description The task's log (so far while RUNNING). */
+            log: string;
+            /** @description The result, or why the task failed; null while RUNNING. */
+            result: string | null;
+        };
+        /** @description A file of a browser task (spec "Browser task files"). */
+        BrowserTaskFile: {
+            /** @description File name. */
+            fileName: string;
+            /** @description MIME type. */
+            mimeType: string;
+            /** @description Size in bytes. */
+            size: number;
+            /**
+             * @description How the file was produced.
+             * @enum {string}
+             */
+            source: "extract" | "download" | "script";
+            /**
+             * Format: uri
+             * @description Signed URL, valid about 1 hour.
+             */
+            url: string;
+        };
+        /** @description One page of browser tasks. */
+        BrowserTaskList: {
+            /** @description Tasks, newest first. */
+            items: components["schemas"]["BrowserTaskSummary"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description One browser task (see `listBrowserTasks`). */
+        BrowserTaskSummary: {
+            /** @description Collection that holds the task's files and log. */
+            collectionId: string;
+            /**
+             * Format: date-time
+             * @description When the task started.
+             */
+            createdAt: string;
+            /** @description Number of files the task saved (0 while RUNNING). */
+            fileCount: number;
+            /**
+             * Format: date-time
+             * @description When the task ended; null while RUNNING.
+             */
+            finishedAt: string | null;
+            /**
+             * @description `script` for playwright_run, `operator` for operator_run.
+             * @enum {string}
+             */
+            kind: "script" | "operator";
+            /** @description Name of the task's log file. */
+            logFileName: string;
+            /** @description The task's last progress or end message. */
+            message: string;
+            /** @description Session id of the task. */
+            sessionId: string;
+            /**
+             * @description Task status (spec section 12 state table).
+             * @enum {string}
+             */
+            status: "RUNNING" | "completed" | "failed";
         };
         /** @description An agent API channel (spec section 5); the key itself is never part of it. */
         Channel: {
@@ -5392,6 +5528,16 @@ export interface components {
          * @example eyJsIjoiYnJvd3Nlci1sb2dpbnMiLCJhIjoiY3R4XzAxOTMyZjcwYTFiMjdjM2Q5ZTBmMWEyYjNjNGQ1ZTZmIn0
          */
         BrowserLoginsCursor: string;
+        /**
+         * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+         * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+         */
+        BrowserTaskIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the browser tasks list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYnJvd3Nlci10YXNrcyIsImEiOiJzZXNfMDE5MzJmNzBhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+         */
+        BrowserTasksCursor: string;
         /**
          * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
          * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
@@ -7897,6 +8043,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listBrowserTasks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the browser tasks list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYnJvd3Nlci10YXNrcyIsImEiOiJzZXNfMDE5MzJmNzBhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+                 */
+                cursor?: components["parameters"]["BrowserTasksCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of browser tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserTaskList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    getBrowserTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+                 * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["BrowserTaskIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`; the task changes while it runs. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserTask"];
+                };
             };
             400: components["responses"]["ManagementBadRequest"];
             401: components["responses"]["ManagementUnauthorized"];
