@@ -141,6 +141,7 @@ export type RunStatusValue = components['schemas']['RunStatusValue'];
 export type RunStepInfo = components['schemas']['RunStepInfo'];
 export type RunStepStatus = components['schemas']['RunStepStatus'];
 export type RunSummary = components['schemas']['RunSummary'];
+export type SigningKeyRotation = components['schemas']['SigningKeyRotation'];
 export type Trigger = components['schemas']['Trigger'];
 export type TriggerCallOutcome = components['schemas']['TriggerCallOutcome'];
 export type TriggerCreate = components['schemas']['TriggerCreate'];

@@ -2350,6 +2350,38 @@ export interface paths {
         patch: operations["updateAppServer"];
         trace?: never;
     };
+    "/v1/signing-keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the token signing key
+         * @description Makes a new token signing key the active one, as the CLI `signing-keys:rotate` does.
+         *     Tokens signed by the previous key stay valid until they expire: the retired key stays
+         *     in the JWKS until `retiredKeysValidUntil` (token lifetime plus a grace period), then it
+         *     is dropped. New tokens are signed by the new key at once in this process and within a
+         *     minute in the others. Decision: signing keys belong to the installation, not to one
+         *     organisation, so only tokens of the organisations listed in `ADMIN_ORG_IDS` may rotate
+         *     them; any other token answers 403 `admin_required`. No body.
+         */
+        post: operations["rotateSigningKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/triggers": {
         parameters: {
             query?: never;
@@ -4502,6 +4534,21 @@ export interface components {
             status: components["schemas"]["RunStatusValue"];
             /** @description Trigger the run was started through; null when none (e.g. a test run). */
             triggerId: string | null;
+        };
+        /** @description The result of a signing-key rotation (see `rotateSigningKey`). */
+        SigningKeyRotation: {
+            /** @description Key id (`kid` in the JWKS and token headers) of the new signing key. */
+            kid: string;
+            /**
+             * Format: date-time
+             * @description Until when tokens of the retired key still verify (token lifetime plus a grace period).
+             */
+            retiredKeysValidUntil: string;
+            /**
+             * Format: date-time
+             * @description When the rotation happened.
+             */
+            rotatedAt: string;
         };
         /** @description A workflow trigger (spec "Trigger"). */
         Trigger: {
@@ -9723,6 +9770,43 @@ export interface operations {
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
             428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
+    rotateSigningKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new signing key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeyRotation"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            /** @description The token's organisation is not an administrator organisation, or `X-Selected-Org` names another organisation. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listTriggers: {

@@ -84,6 +84,7 @@ export const operationValidators = {
   revokeApiKey: { params: c.revokeApiKey_params },
   revokeCredential: { params: c.revokeCredential_params },
   rotateChannelKey: { params: c.rotateChannelKey_params },
+  rotateSigningKey: {  },
   sendChannelMessage: { params: c.sendChannelMessage_params, json: s.sendChannelMessage_json },
   testDataCollectionTrigger: { params: c.testDataCollectionTrigger_params, json: s.testDataCollectionTrigger_json },
   testMemoryTrigger: { query: c.testMemoryTrigger_query, json: s.testMemoryTrigger_json },
