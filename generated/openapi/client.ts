@@ -31,6 +31,7 @@ export type AppServerAuth = components['schemas']['AppServerAuth'];
 export type AppServerCodingAgentUpstream = components['schemas']['AppServerCodingAgentUpstream'];
 export type AppServerCreate = components['schemas']['AppServerCreate'];
 export type AppServerHeaderAuth = components['schemas']['AppServerHeaderAuth'];
+export type AppServerHealth = components['schemas']['AppServerHealth'];
 export type AppServerList = components['schemas']['AppServerList'];
 export type AppServerMcpUpstream = components['schemas']['AppServerMcpUpstream'];
 export type AppServerOpenapiUpstream = components['schemas']['AppServerOpenapiUpstream'];

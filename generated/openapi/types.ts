@@ -2796,6 +2796,7 @@ export interface components {
             createdAt: string;
             /** @description What the server offers, or null. */
             description: string | null;
+            health: components["schemas"]["AppServerHealth"];
             /** @description Display name. */
             name: string;
             /** @description Parent server path, or null for a top-level server. */
@@ -2876,6 +2877,29 @@ export interface components {
              * @enum {string}
              */
             scheme: "header";
+        };
+        /**
+         * @description How the answering process last listed the server's tools (for listServers and
+         *     discovery, with any connection of the organisation). Lists are asked for when a client
+         *     lists servers or discovers tools, not in the background, so a registration no client
+         *     used since the process started is `unknown`. `fresh`: the newest list is younger than
+         *     the tool-list freshness window (30 seconds); `stale`: it is older (it is
+         *     refreshed on the next use); `failing`: the last listing failed (`lastError` says why;
+         *     the last good list is still served). A new registration version starts `unknown`.
+         */
+        AppServerHealth: {
+            /** @description Why the last listing failed; null when it did not. */
+            lastError: string | null;
+            /**
+             * Format: date-time
+             * @description When the tools were last listed; null if never.
+             */
+            lastListedAt: string | null;
+            /**
+             * @description Listing state.
+             * @enum {string}
+             */
+            status: "unknown" | "fresh" | "stale" | "failing";
         };
         /** @description One page of application servers. */
         AppServerList: {
