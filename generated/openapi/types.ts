@@ -2191,8 +2191,8 @@ export interface paths {
          *     window (`createdAfter` inclusive, `createdBefore` exclusive; a window that is empty or
          *     reversed simply matches nothing). An unknown workflow or trigger id matches nothing
          *     rather than answering 404, like any other filter value. Each entry is a summary; the
-         *     steps, results and files of one run are read through `getRunStatus` and
-         *     `getRunResults`. Decision: runs are kept as long as run retention allows
+         *     steps, results and files of one run are read through `getRun` (or, with a trigger API
+         *     key, `getRunStatus` and `getRunResults`). Decision: runs are kept as long as run retention allows
          *     (`RUN_RETENTION_DAYS`), so the list shows what the polling endpoints can still answer.
          */
         get: operations["listRuns"];
