@@ -143,6 +143,13 @@ export const flow: FlowFolder[] = [
     description: 'The management API (/v1) with the bearer token of the collection.',
     steps: [
       { op: 'getOrganization', checks: [{ body: 'id', equals: '{{orgId}}' }] },
+      {
+        op: 'rotateSigningKey',
+        name: 'Rotate the signing key (refused: the organisation is not in ADMIN_ORG_IDS)',
+        expect: 403,
+        checks: [{ body: 'error', equals: 'admin_required' }],
+        note: 'Rotating is reserved to the organisations ADMIN_ORG_IDS names; a collection run should not rotate the installation key, so it expects the refusal.',
+      },
       { op: 'listCredentials' },
       { op: 'createCredential', json: { label: 'Postman run' }, captures: [{ var: 'credentialId', body: 'id' }] },
       {
@@ -304,6 +311,15 @@ export const flow: FlowFolder[] = [
         name: "List the demo workflow's runs (newest first)",
         query: { automationId: '{{runAutomationId}}', limit: '5' },
         checks: [{ body: 'items.0.runId', equals: '{{runId}}' }],
+      },
+      {
+        op: 'getRun',
+        name: 'Read the run with its steps (bearer token)',
+        path: { runId: '{{runId}}' },
+        checks: [
+          { body: 'runId', equals: '{{runId}}' },
+          { body: 'status', equals: 'COMPLETE' },
+        ],
       },
       {
         op: 'callApiTrigger',
@@ -538,6 +554,14 @@ export const flow: FlowFolder[] = [
         checks: [{ body: 'id', equals: '{{browserLoginId}}' }],
       },
       { op: 'listBrowserLogins' },
+      { op: 'listBrowserTasks' },
+      {
+        op: 'getBrowserTask',
+        name: 'Read a browser task (an unknown session id answers 404)',
+        path: { sessionId: 'ses_00000000000000000000000000000000' },
+        expect: 404,
+        checks: [{ body: 'error', equals: 'not_found' }],
+      },
       { op: 'deleteBrowserLogin', path: { loginId: '{{browserLoginId}}' } },
     ],
   },

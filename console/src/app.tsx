@@ -16,6 +16,7 @@ import { SettingsPage } from './pages/settings.tsx';
 import { GatewayPage } from './pages/gateway.tsx';
 import { QueueDetailPage, QueuesPage } from './pages/queues.tsx';
 import { CollectionDetailPage, CollectionsPage } from './pages/collections.tsx';
+import { BrowserTaskDetailPage, BrowserTasksPage } from './pages/browser-tasks.tsx';
 
 interface Route {
   pattern: string;
@@ -39,6 +40,8 @@ const ROUTES: Route[] = [
   { pattern: '/collections/:collectionId', page: (p) => <CollectionDetailPage collectionId={p.collectionId!} /> },
   { pattern: '/gateway', page: () => <GatewayPage /> },
   { pattern: '/agents', page: () => <AgentsPage /> },
+  { pattern: '/browser-tasks', page: () => <BrowserTasksPage /> },
+  { pattern: '/browser-tasks/:sessionId', page: (p) => <BrowserTaskDetailPage sessionId={p.sessionId!} /> },
   { pattern: '/settings', page: () => <SettingsPage /> },
 ];
 
@@ -50,6 +53,7 @@ const NAV: { to: string; label: string; section: string }[] = [
   { to: '/collections', label: 'Collections', section: '/collections' },
   { to: '/gateway', label: 'Gateway', section: '/gateway' },
   { to: '/agents', label: 'Agents', section: '/agents' },
+  { to: '/browser-tasks', label: 'Browser tasks', section: '/browser-tasks' },
   { to: '/settings', label: 'Settings', section: '/settings' },
 ];
 

@@ -1,5 +1,5 @@
 /**
- * A trigger API key the user typed this session (the try-it form, run details): kept in memory
+ * A trigger API key the user typed this session (the try-it form): kept in memory
  * only, never stored, so leaving or reloading the page forgets it.
  */
 let key: string | undefined;

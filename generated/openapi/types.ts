@@ -1469,6 +1469,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/browser-tasks": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List browser tasks
+         * @description The organisation's browser tasks (`operator_run` and `playwright_run` of the
+         *     browser-automation server, spec section 12), newest first, with their status. The
+         *     result, log and files of one task are read with `getBrowserTask`. Decision: task
+         *     records are kept as long as run retention allows (`RUN_RETENTION_DAYS`); their files
+         *     and logs stay in their collections.
+         */
+        get: operations["listBrowserTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/browser-tasks/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+                 * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["BrowserTaskIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a browser task
+         * @description One browser task of the organisation: what the `..._run_continue` poll answers (status,
+         *     result, files with signed URLs valid about 1 hour, the log) plus its kind and times. The
+         *     log is the log so far while the task is RUNNING. A RUNNING task whose process stopped
+         *     answering is failed first, as a poll does. A task of another organisation answers 404
+         *     `not_found` like a missing one.
+         */
+        get: operations["getBrowserTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/channels": {
         parameters: {
             query?: never;
@@ -2125,11 +2191,51 @@ export interface paths {
          *     window (`createdAfter` inclusive, `createdBefore` exclusive; a window that is empty or
          *     reversed simply matches nothing). An unknown workflow or trigger id matches nothing
          *     rather than answering 404, like any other filter value. Each entry is a summary; the
-         *     steps, results and files of one run are read through `getRunStatus` and
-         *     `getRunResults`. Decision: runs are kept as long as run retention allows
+         *     steps, results and files of one run are read through `getRun` (or, with a trigger API
+         *     key, `getRunStatus` and `getRunResults`). Decision: runs are kept as long as run retention allows
          *     (`RUN_RETENTION_DAYS`), so the list shows what the polling endpoints can still answer.
          */
         get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Run id (`X-Pf-Run-Id`).
+                 * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                runId: components["parameters"]["RunIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a run with its steps
+         * @description One run of the organisation with everything the polling endpoints tell about it, read
+         *     with the runtime token instead of a trigger API key: status, inputs, every step of the
+         *     pinned workflow version (a step not reached yet is listed PENDING with its planned
+         *     name) with its textual result and the files it wrote, the trigger's designated output,
+         *     and the timestamps. File URLs are signed like those of `getRunResults` (valid 24
+         *     hours). While the run is PENDING or RUNNING the answer is a snapshot of the steps
+         *     recorded so far; clients poll it every 2 to 5 seconds (spec "Limits") with
+         *     `Cache-Control: no-store`. A run of another organisation answers 404 `not_found` like
+         *     a missing one.
+         */
+        get: operations["getRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2242,6 +2348,38 @@ export interface paths {
          *     `If-Match: "<version>"`: missing → 428, stale → 412.
          */
         patch: operations["updateAppServer"];
+        trace?: never;
+    };
+    "/v1/signing-keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the token signing key
+         * @description Makes a new token signing key the active one, as the CLI `signing-keys:rotate` does.
+         *     Tokens signed by the previous key stay valid until they expire: the retired key stays
+         *     in the JWKS until `retiredKeysValidUntil` (token lifetime plus a grace period), then it
+         *     is dropped. New tokens are signed by the new key at once in this process and within a
+         *     minute in the others. Decision: signing keys belong to the installation, not to one
+         *     organisation, so only tokens of the organisations listed in `ADMIN_ORG_IDS` may rotate
+         *     them; any other token answers 403 `admin_required`. No body.
+         */
+        post: operations["rotateSigningKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/triggers": {
@@ -2658,6 +2796,7 @@ export interface components {
             createdAt: string;
             /** @description What the server offers, or null. */
             description: string | null;
+            health: components["schemas"]["AppServerHealth"];
             /** @description Display name. */
             name: string;
             /** @description Parent server path, or null for a top-level server. */
@@ -2738,6 +2877,29 @@ export interface components {
              * @enum {string}
              */
             scheme: "header";
+        };
+        /**
+         * @description How the answering process last listed the server's tools (for listServers and
+         *     discovery, with any connection of the organisation). Lists are asked for when a client
+         *     lists servers or discovers tools, not in the background, so a registration no client
+         *     used since the process started is `unknown`. `fresh`: the newest list is younger than
+         *     the tool-list freshness window (30 seconds); `stale`: it is older (it is
+         *     refreshed on the next use); `failing`: the last listing failed (`lastError` says why;
+         *     the last good list is still served). A new registration version starts `unknown`.
+         */
+        AppServerHealth: {
+            /** @description Why the last listing failed; null when it did not. */
+            lastError: string | null;
+            /**
+             * Format: date-time
+             * @description When the tools were last listed; null if never.
+             */
+            lastListedAt: string | null;
+            /**
+             * @description Listing state.
+             * @enum {string}
+             */
+            status: "unknown" | "fresh" | "stale" | "failing";
         };
         /** @description One page of application servers. */
         AppServerList: {
@@ -2956,6 +3118,76 @@ export interface components {
             items: components["schemas"]["BrowserLogin"][];
             /** @description Cursor of the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        /** @description One browser task with its result, log and files (see `getBrowserTask`). */
+        BrowserTask: components["schemas"]["BrowserTaskSummary"] & {
+            /** @description Build id the task was started with. */
+            buildId: string;
+            /** @description Files the task saved (empty while RUNNING). */
+            files: components["schemas"]["BrowserTaskFile"][];
+            /** @description The task's log (so far while RUNNING). */
+            log: string;
+            /** @description The result, or why the task failed; null while RUNNING. */
+            result: string | null;
+        };
+        /** @description A file of a browser task (spec "Browser task files"). */
+        BrowserTaskFile: {
+            /** @description File name. */
+            fileName: string;
+            /** @description MIME type. */
+            mimeType: string;
+            /** @description Size in bytes. */
+            size: number;
+            /**
+             * @description How the file was produced.
+             * @enum {string}
+             */
+            source: "extract" | "download" | "script";
+            /**
+             * Format: uri
+             * @description Signed URL, valid about 1 hour.
+             */
+            url: string;
+        };
+        /** @description One page of browser tasks. */
+        BrowserTaskList: {
+            /** @description Tasks, newest first. */
+            items: components["schemas"]["BrowserTaskSummary"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description One browser task (see `listBrowserTasks`). */
+        BrowserTaskSummary: {
+            /** @description Collection that holds the task's files and log. */
+            collectionId: string;
+            /**
+             * Format: date-time
+             * @description When the task started.
+             */
+            createdAt: string;
+            /** @description Number of files the task saved (0 while RUNNING). */
+            fileCount: number;
+            /**
+             * Format: date-time
+             * @description When the task ended; null while RUNNING.
+             */
+            finishedAt: string | null;
+            /**
+             * @description `script` for playwright_run, `operator` for operator_run.
+             * @enum {string}
+             */
+            kind: "script" | "operator";
+            /** @description Name of the task's log file. */
+            logFileName: string;
+            /** @description The task's last progress or end message. */
+            message: string;
+            /** @description Session id of the task. */
+            sessionId: string;
+            /**
+             * @description Task status (spec section 12 state table).
+             * @enum {string}
+             */
+            status: "RUNNING" | "completed" | "failed";
         };
         /** @description An agent API channel (spec section 5); the key itself is never part of it. */
         Channel: {
@@ -4109,6 +4341,97 @@ export interface components {
              */
             url: string;
         };
+        /** @description One run with its steps (see `getRun`). */
+        RunDetail: {
+            /** @description Workflow id. */
+            automationId: string;
+            /** @description Workflow name in the pinned version. */
+            automationName: string;
+            /** @description Workflow version the run is pinned to. */
+            automationVersion: number;
+            /**
+             * Format: date-time
+             * @description When the run was accepted.
+             */
+            createdAt: string;
+            /** @description The trigger's designated output file once written; null otherwise. */
+            designatedOutput: components["schemas"]["RunFileLink"] | null;
+            /** @description Why the run failed or timed out; null otherwise. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description When the run ended.
+             */
+            finishedAt: string | null;
+            /** @description The run's inputs (attachments included as in the spec's "Attachment"). */
+            inputs: {
+                [key: string]: unknown;
+            };
+            /** @description Run id. */
+            runId: string;
+            /**
+             * Format: date-time
+             * @description When execution began.
+             */
+            startedAt: string | null;
+            /** @description What started the run (`api_trigger`, `webhook_trigger`, ...). */
+            startedBy: string;
+            status: components["schemas"]["RunStatusValue"];
+            /** @description Every step of the pinned version, by index. */
+            steps: components["schemas"]["RunDetailStep"][];
+            /** @description Trigger the run was started through; null when none. */
+            triggerId: string | null;
+        };
+        /** @description One step of a run (see `getRun`). */
+        RunDetailStep: {
+            /** @description Duration in milliseconds; null until the step ended. */
+            durationMs: number | null;
+            /** @description Position in which the step ran (or will run). */
+            executionOrder: number;
+            /** @description Exit code; null until the step ended. */
+            exitCode: number | null;
+            /** @description Files the step wrote. */
+            files: components["schemas"]["RunFileLink"][];
+            /**
+             * Format: date-time
+             * @description When the step ended.
+             */
+            finishedAt: string | null;
+            /** @description Step name. */
+            name: string;
+            /** @description Textual result (or error) of the step; null until the step ended. */
+            result: string | null;
+            /** @description Result type (e.g. markdown, plaintext); null until the step ended. */
+            resultType: string | null;
+            /**
+             * Format: date-time
+             * @description When the step began.
+             */
+            startedAt: string | null;
+            /**
+             * @description Step status; SKIPPED for a step after a failed one.
+             * @enum {string}
+             */
+            status: "PENDING" | "RUNNING" | "COMPLETE" | "FAILED" | "TIMEOUT" | "SKIPPED";
+            /** @description Index of the step in the workflow version. */
+            stepIndex: number;
+            /** @description Step version (spec "Versioning"). */
+            stepVersion: number;
+        };
+        /** @description A file of a run with a signed download URL (valid 24 hours). */
+        RunFileLink: {
+            /** @description File name. */
+            fileName: string;
+            /** @description MIME type. */
+            mimeType: string;
+            /** @description Size in bytes. */
+            size: number;
+            /**
+             * Format: uri
+             * @description Signed download URL.
+             */
+            url: string;
+        };
         /** @description One page of runs. */
         RunList: {
             /** @description Runs, newest first. */
@@ -4235,6 +4558,21 @@ export interface components {
             status: components["schemas"]["RunStatusValue"];
             /** @description Trigger the run was started through; null when none (e.g. a test run). */
             triggerId: string | null;
+        };
+        /** @description The result of a signing-key rotation (see `rotateSigningKey`). */
+        SigningKeyRotation: {
+            /** @description Key id (`kid` in the JWKS and token headers) of the new signing key. */
+            kid: string;
+            /**
+             * Format: date-time
+             * @description Until when tokens of the retired key still verify (token lifetime plus a grace period).
+             */
+            retiredKeysValidUntil: string;
+            /**
+             * Format: date-time
+             * @description When the rotation happened.
+             */
+            rotatedAt: string;
         };
         /** @description A workflow trigger (spec "Trigger"). */
         Trigger: {
@@ -5262,6 +5600,16 @@ export interface components {
          */
         BrowserLoginsCursor: string;
         /**
+         * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+         * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+         */
+        BrowserTaskIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the browser tasks list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiYnJvd3Nlci10YXNrcyIsImEiOiJzZXNfMDE5MzJmNzBhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+         */
+        BrowserTasksCursor: string;
+        /**
          * @description The channel trigger id (`chn_<32 hex>`; spec "Trigger"), not the agent id.
          * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
          */
@@ -5411,6 +5759,11 @@ export interface components {
          * @example auto_7Kq2Lm9Xw3
          */
         RunAutomationIdPath: string;
+        /**
+         * @description Run id (`X-Pf-Run-Id`).
+         * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+         */
+        RunIdParam: string;
         /**
          * @description Identifier of the run, as returned in `X-Pf-Run-Id`.
          * @example run_3Fh8Tz1Qp6
@@ -7768,6 +8121,84 @@ export interface operations {
             404: components["responses"]["ManagementNotFound"];
         };
     };
+    listBrowserTasks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the browser tasks list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiYnJvd3Nlci10YXNrcyIsImEiOiJzZXNfMDE5MzJmNzBhMWIyN2MzZDllMGYxYTJiM2M0ZDVlNmYifQ
+                 */
+                cursor?: components["parameters"]["BrowserTasksCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of browser tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserTaskList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    getBrowserTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Browser task session id (`ses_<32 hex>`, the `sessionId` of the start response).
+                 * @example ses_01932f70a1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                sessionId: components["parameters"]["BrowserTaskIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The task. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`; the task changes while it runs. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserTask"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
     listChannels: {
         parameters: {
             query?: {
@@ -9119,6 +9550,44 @@ export interface operations {
             403: components["responses"]["ManagementForbidden"];
         };
     };
+    getRun: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Run id (`X-Pf-Run-Id`).
+                 * @example run_01932f71b1b27c3d9e0f1a2b3c4d5e6f
+                 */
+                runId: components["parameters"]["RunIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`; the run changes while it executes. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunDetail"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
     listAppServers: {
         parameters: {
             query?: {
@@ -9325,6 +9794,43 @@ export interface operations {
             413: components["responses"]["ManagementPayloadTooLarge"];
             415: components["responses"]["ManagementUnsupportedMediaType"];
             428: components["responses"]["ManagementPreconditionRequired"];
+        };
+    };
+    rotateSigningKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new signing key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeyRotation"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            /** @description The token's organisation is not an administrator organisation, or `X-Selected-Org` names another organisation. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listTriggers: {

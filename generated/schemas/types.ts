@@ -2107,6 +2107,11 @@ export interface components {
          */
         SwitchyardConfig: {
             /**
+             * @description ADMIN_ORG_IDS: comma-separated organisation ids whose tokens may perform installation-wide operations (rotating the token signing key); empty means none may.
+             * @default []
+             */
+            adminOrgIds: string[];
+            /**
              * @description AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error.
              * @default 20
              */

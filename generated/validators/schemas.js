@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 "use strict";
 export const SwitchyardConfig = validate20;
-const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration: src/config/index.ts builds it from environment variables (the README's configuration table names each variable) and checks it against this schema with the generated validator before the service uses it; its type, Config, is generated from this schema too (generated/config/types.ts). Secrets are part of it (secretKey, embeddingsApiKey, models.keys), marked writeOnly: they are never logged or shown. secretKey is described as the base64 text of its 32 bytes (contentEncoding base64), which is what the validator checks; the loaded Config holds those bytes decoded, as a Buffer, the one difference between the generated Config and this schema. Everything here is an operator setting: what only tests need (a runner that hands tenant code its own process, an open browser relay, a check of every response against the OpenAPI document) is not configuration but passed by test code to the composition root (src/app.ts AppOptions).","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","tokenFailureLimits","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runOrgConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing","secretKey","databaseUrl","redisUrl","embeddingsApiKey"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"secretKey":{"type":"string","contentEncoding":"base64","pattern":"^[A-Za-z0-9+/]{43}=$","writeOnly":true,"description":"SECRET_KEY (32 bytes, base64), or when unset DATA_DIR/secret.key, created on first start with mode 0600: the key of AES-256-GCM encryption at rest (connection credentials, vault items, signing keys) and of the HMAC signatures of URLs. A secret, never logged. Here its canonical base64 text; the loaded Config holds the 32 bytes as a Buffer."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. Null when unset."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows. Null when unset."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runOrgConcurrency":{"type":"integer","minimum":1,"maximum":256,"description":"RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have; how many run in all is bounded by the memory budget (TENANT_MEMORY_MB), not by a count. Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime/providers.ts). The provider keys are secrets, never logged.","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers","openaiBaseUrl","anthropicBaseUrl","keys"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."},"openaiBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways); null: the provider's own."},"anthropicBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1; null: the provider's own."},"keys":{"type":"object","additionalProperties":false,"required":["openaiCompatible","openai","anthropic","google"],"writeOnly":true,"description":"The providers' API keys, secrets, never logged.","properties":{"openaiCompatible":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_COMPATIBLE_API_KEY: the openai-compatible endpoint's key; null when unset. A secret, never logged."},"openai":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_API_KEY; null when unset. A secret, never logged."},"anthropic":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"ANTHROPIC_API_KEY; null when unset. A secret, never logged."},"google":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"GOOGLE_GENERATIVE_AI_API_KEY, else GEMINI_API_KEY; null when unset. A secret, never logged."}}}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key is embeddingsApiKey, beside this object.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}},"embeddingsApiKey":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"EMBEDDINGS_API_KEY: bearer key of the embeddings provider (EMBEDDINGS_URL); null when unset. A secret, never logged."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runOrgConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"],"openaiBaseUrl":null,"anthropicBaseUrl":null,"keys":{"openaiCompatible":null,"openai":null,"anthropic":null,"google":null}},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288,"secretKey":"c3dpdGNoeWFyZC1leGFtcGxlLWtleS0zMi1ieXRlcyE=","embeddingsApiKey":null}]};
+const schema31 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://schemas.switchyard.dev/config/config.schema","title":"SwitchyardConfig","description":"The resolved process configuration: src/config/index.ts builds it from environment variables (the README's configuration table names each variable) and checks it against this schema with the generated validator before the service uses it; its type, Config, is generated from this schema too (generated/config/types.ts). Secrets are part of it (secretKey, embeddingsApiKey, models.keys), marked writeOnly: they are never logged or shown. secretKey is described as the base64 text of its 32 bytes (contentEncoding base64), which is what the validator checks; the loaded Config holds those bytes decoded, as a Buffer, the one difference between the generated Config and this schema. Everything here is an operator setting: what only tests need (a runner that hands tenant code its own process, an open browser relay, a check of every response against the OpenAPI document) is not configuration but passed by test code to the composition root (src/app.ts AppOptions).","type":"object","additionalProperties":false,"required":["port","host","dataDir","publicUrl","baseUrls","logLevel","tokenTtlSeconds","revocationCacheMs","signingKeyMaxAgeDays","tokenAudience","adminOrgIds","tokenFailureLimits","seedDemo","syncWaitMs","runTimeoutMs","runConcurrency","runOrgConcurrency","runLeaseMs","runMaxAttempts","runRetentionDays","sandboxPoolSize","sandboxReuseContexts","sandboxMaxExecutions","tenantMemoryMb","codeIsolation","redisPrefix","upstreamTimeoutMs","upstreamIdleMs","upstreamListBudgetMs","sqliteSynchronous","models","agentMaxSteps","agentTurnTimeoutMs","outboundAllowlist","browser","discovery","metricsPort","metricsHost","shutdownGraceMs","tracing","secretKey","databaseUrl","redisUrl","embeddingsApiKey"],"properties":{"port":{"type":"integer","minimum":0,"maximum":65535,"default":8080,"description":"PORT: HTTP port; every surface is served on it."},"host":{"type":"string","minLength":1,"default":"0.0.0.0","description":"HOST: bind address."},"dataDir":{"type":"string","minLength":1,"default":"./data","description":"DATA_DIR (resolved to an absolute path): sqlite file, secret.key, bootstrap.json, blobs."},"secretKey":{"type":"string","contentEncoding":"base64","pattern":"^[A-Za-z0-9+/]{43}=$","writeOnly":true,"description":"SECRET_KEY (32 bytes, base64), or when unset DATA_DIR/secret.key, created on first start with mode 0600: the key of AES-256-GCM encryption at rest (connection credentials, vault items, signing keys) and of the HMAC signatures of URLs. A secret, never logged. Here its canonical base64 text; the loaded Config holds the 32 bytes as a Buffer."},"databaseUrl":{"type":["string","null"],"pattern":"^postgres(ql)?://","description":"DATABASE_URL: PostgreSQL connection string; storage moves to PostgreSQL. Null when unset."},"redisUrl":{"type":["string","null"],"pattern":"^rediss?://","description":"REDIS_URL: Redis for the scale-out run queue, signals and rate windows. Null when unset."},"publicUrl":{"type":"string","format":"uri","pattern":"^https?://","description":"PUBLIC_URL: the external base URL; the default of every base URL below."},"baseUrls":{"type":"object","additionalProperties":false,"required":["triggers","auth","mcp","connect","runFiles"],"description":"One base URL per spec host placeholder.","properties":{"triggers":{"type":"string","format":"uri","pattern":"^https?://","description":"TRIGGERS_URL: {triggers_url}."},"auth":{"type":"string","format":"uri","pattern":"^https?://","description":"AUTH_URL: {auth_url}; also the JWT issuer."},"mcp":{"type":"string","format":"uri","pattern":"^https?://","description":"MCP_URL: {mcp_url}; default PUBLIC_URL/mcp."},"connect":{"type":"string","format":"uri","pattern":"^https?://","description":"CONNECT_URL: {connect_url}."},"runFiles":{"type":"string","format":"uri","pattern":"^https?://","description":"RUN_FILES_URL: {run_files_url}."}}},"logLevel":{"enum":["fatal","error","warn","info","debug","trace","silent"],"default":"info","description":"LOG_LEVEL: pino level."},"tokenTtlSeconds":{"type":"integer","minimum":60,"maximum":86400,"default":3600,"description":"TOKEN_TTL_SECONDS: runtime token lifetime (spec: 60 minutes)."},"revocationCacheMs":{"type":"integer","minimum":0,"maximum":5000,"default":2000,"description":"REVOCATION_CACHE_MS: a revoked credential's tokens fail within this (our rule: within 5 s)."},"signingKeyMaxAgeDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"SIGNING_KEY_MAX_AGE_DAYS: automatic signing-key rotation."},"adminOrgIds":{"type":"array","items":{"type":"string","minLength":1,"maxLength":64},"uniqueItems":true,"default":[],"description":"ADMIN_ORG_IDS: comma-separated organisation ids whose tokens may perform installation-wide operations (rotating the token signing key); empty means none may."},"tokenAudience":{"type":"string","minLength":1,"default":"switchyard","description":"TOKEN_AUDIENCE: the `aud` claim of runtime tokens."},"tokenFailureLimits":{"type":"object","additionalProperties":false,"required":["windowMs","perClient","perAddress","trackedKeys"],"description":"Limits on failed client authentications at /oauth/token and /auth/token (README \"Token endpoint limits\", openapi/auth.yaml): past the per-address limit every request from that source address answers 429 before its credentials are read; past the per-client limit wrong secrets for that client id (legacy exchange: organisation) answer 429 while the correct secret still gets its token.","properties":{"windowMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"TOKEN_FAILURE_WINDOW_MS: the rolling window the failures are counted in."},"perClient":{"type":"integer","minimum":0,"maximum":100000,"default":10,"description":"TOKEN_FAILURE_LIMIT_PER_CLIENT: failures per client id (legacy exchange: per X-Selected-Org organisation) in the window; further wrong secrets answer 429 invalid_client. 0: no per-client limit."},"perAddress":{"type":"integer","minimum":0,"maximum":100000,"default":30,"description":"TOKEN_FAILURE_LIMIT_PER_ADDRESS: failures per source address (the socket's peer address; IPv6 by /64) in the window; further requests from it answer 429 too_many_requests. 0: no per-address limit."},"trackedKeys":{"type":"integer","minimum":100,"maximum":10000000,"default":50000,"description":"TOKEN_FAILURE_TRACKED_KEYS: addresses and clients with failures this process keeps at most, least recently failed forgotten first (without REDIS_URL; in Redis each key expires with its window)."}}},"seedDemo":{"type":"boolean","default":true,"description":"SEED_DEMO: create the demo organisation on an empty store."},"syncWaitMs":{"type":"integer","minimum":1,"maximum":60000,"default":60000,"description":"SYNC_WAIT_MS: how long a trigger call with x-api-wait: true waits (spec Limits: 60 s; tests set it low)."},"runTimeoutMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":600000,"description":"RUN_TIMEOUT_MS: per-run execution limit when the workflow definition sets none; a run beyond it ends TIMEOUT."},"runConcurrency":{"type":"integer","minimum":0,"maximum":256,"description":"RUN_CONCURRENCY: runs executed at once by this process (0: this process only accepts triggers; workers run elsewhere). Default: 32 per core (os.availableParallelism()), at least 32 — 64 on a 2-core machine."},"runOrgConcurrency":{"type":"integer","minimum":1,"maximum":256,"description":"RUN_ORG_CONCURRENCY: runs of one organisation this process executes at once. Below RUN_CONCURRENCY, runs are claimed oldest first across the organisations under it, and an organisation at it does not hold up the others (src/runs/README.md, Sharing the run slots). Default: three quarters of RUN_CONCURRENCY (a quarter always left to the others), at least twice SANDBOX_POOL_SIZE (the most code runners one organisation has), at most RUN_CONCURRENCY — 48 on a 2-core machine."},"runLeaseMs":{"type":"integer","minimum":500,"maximum":3600000,"default":30000,"description":"RUN_LEASE_MS: a worker's hold on a run, renewed while it runs; a run whose lease expired lost its worker and is recovered."},"runMaxAttempts":{"type":"integer","minimum":1,"maximum":10,"default":2,"description":"RUN_MAX_ATTEMPTS: attempts before a run whose worker was lost ends FAILED."},"runRetentionDays":{"type":"integer","minimum":1,"maximum":3650,"default":30,"description":"RUN_RETENTION_DAYS: finished runs, their files and attachments are pruned after this many days."},"sandboxPoolSize":{"type":"integer","minimum":1,"maximum":64,"description":"SANDBOX_POOL_SIZE: code-step runner processes kept warm for organisations that have none yet, and the most one organisation may have; how many run in all is bounded by the memory budget (TENANT_MEMORY_MB), not by a count. Default: one per core (os.availableParallelism()), at least 2."},"sandboxReuseContexts":{"type":"boolean","default":true,"description":"SANDBOX_REUSE_CONTEXTS: a code runner keeps warm contexts of its isolates and reuses one only for the same step code of the same workflow and organisation, its globals reset between executions (src/engine/sandbox/README.md, Context reuse); false gives every execution a fresh context."},"sandboxMaxExecutions":{"type":"integer","minimum":1,"maximum":1000000,"default":10000,"description":"SANDBOX_MAX_EXECUTIONS: executions a code runner process serves before it is replaced; 1 gives every code step a fresh process."},"tenantMemoryMb":{"type":"integer","minimum":256,"maximum":16777216,"description":"TENANT_MEMORY_MB: the memory budget (MiB) of every process that runs tenant code, code runners and browser boxes together (src/containment/budget.ts). Past it, idle processes of any organisation are stopped, least recently used first, to make room; a process in use is never stopped. Default: half of the memory the service may use (its cgroup limit in a container, else the machine's)."},"codeIsolation":{"enum":["auto","strict","process"],"default":"auto","description":"CODE_ISOLATION: how tenant code (code steps, browser scripts) is contained (README.md, Security model). auto: every layer this machine allows, found at start by starting a contained process; one warning names what is missing. strict: the service refuses to start unless the language (isolated-vm), process (a runner per organisation under an unprivileged user, empty environment) and operating-system (bubblewrap namespaces) layers all work. process: the language and process layers only, for single-organisation installs."},"sqliteSynchronous":{"enum":["NORMAL","FULL"],"default":"NORMAL","description":"SQLITE_SYNCHRONOUS: durability of sqlite commits (WAL mode). NORMAL: a committed write (an answered trigger call) survives a crash or kill -9 of the process; FULL: it also survives a power loss or OS crash, at one fsync per commit (group commit pays it once per batch of accepted runs; each step transition of a run pays one). PostgreSQL fsyncs every commit by its own default. Stored files (DATA_DIR/blobs) follow the same durability: fsynced before they are renamed into place with FULL or PostgreSQL, not with NORMAL (a process crash does not lose the OS's page cache)."},"upstreamTimeoutMs":{"type":"integer","minimum":100,"maximum":600000,"default":30000,"description":"GATEWAY_UPSTREAM_TIMEOUT_MS: time limit of one call to an application server's upstream (connect included); past it the gateway answers JSON-RPC -32000 saying what timed out."},"upstreamIdleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":300000,"description":"GATEWAY_UPSTREAM_IDLE_MS: an upstream MCP session unused this long is closed."},"upstreamListBudgetMs":{"type":"integer","minimum":10,"maximum":600000,"default":1000,"description":"GATEWAY_UPSTREAM_LIST_BUDGET_MS: how long listServers and discovery wait for an application server's first tool list. Past it the server shows no tools, marked stale with the reason, while the listing goes on in the background; a listed server's tools are served from the last good list (stale-while-revalidate), so one slow upstream never delays another's."},"redisPrefix":{"type":"string","pattern":"^[A-Za-z0-9:_-]{1,64}$","default":"switchyard","description":"REDIS_PREFIX: key prefix of everything Switchyard keeps in Redis (queues, signals), so deployments can share one Redis."},"models":{"type":"object","additionalProperties":false,"description":"Language models of agents (src/agents/runtime/providers.ts). The provider keys are secrets, never logged.","required":["defaultModel","openaiCompatibleBaseUrl","openaiCompatibleStructuredOutputs","providers","openaiBaseUrl","anthropicBaseUrl","keys"],"properties":{"defaultModel":{"type":["string","null"],"pattern":"^(openai-compatible|openai|anthropic|google)/.+$","description":"DEFAULT_MODEL: provider/model used by agents that name no model (openai-compatible/<id>, openai/<id>, anthropic/<id>, google/<id>); null when unset."},"openaiCompatibleBaseUrl":{"type":["string","null"],"format":"uri","description":"OPENAI_COMPATIBLE_BASE_URL: base URL of an OpenAI-compatible API (Ollama http://localhost:11434/v1, vLLM, LM Studio, llama.cpp); null when unset."},"openaiCompatibleStructuredOutputs":{"type":"boolean","default":true,"description":"OPENAI_COMPATIBLE_STRUCTURED_OUTPUTS: whether the openai-compatible provider gets an agent's outputSchema natively, as response_format {type: json_schema, json_schema: {name: output, schema, strict: false}} on every model call of a turn. Set it false for a server that rejects or ignores response_format: the schema then travels in the system prompt only. How each provider gets the schema: openai-compatible natively unless this is false, openai natively (Responses API text.format json_schema, strict false), anthropic and google by the prompt only (their JSON modes do not combine reliably with tool calls). In every case the prompt also asks for a JSON object valid against the schema, and the answer is checked against it with one corrective retry."},"providers":{"type":"array","items":{"enum":["openai-compatible","openai","anthropic","google"]},"uniqueItems":true,"description":"Providers that are configured (base URL or key present)."},"openaiBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"OPENAI_BASE_URL: another base URL for the openai provider (proxies, Azure-style gateways); null: the provider's own."},"anthropicBaseUrl":{"type":["string","null"],"format":"uri","pattern":"^https?://","description":"ANTHROPIC_BASE_URL: another base URL for the anthropic provider (proxies, gateways), e.g. https://gateway.example/v1; null: the provider's own."},"keys":{"type":"object","additionalProperties":false,"required":["openaiCompatible","openai","anthropic","google"],"writeOnly":true,"description":"The providers' API keys, secrets, never logged.","properties":{"openaiCompatible":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_COMPATIBLE_API_KEY: the openai-compatible endpoint's key; null when unset. A secret, never logged."},"openai":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"OPENAI_API_KEY; null when unset. A secret, never logged."},"anthropic":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"ANTHROPIC_API_KEY; null when unset. A secret, never logged."},"google":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"GOOGLE_GENERATIVE_AI_API_KEY, else GEMINI_API_KEY; null when unset. A secret, never logged."}}}}},"agentMaxSteps":{"type":"integer","minimum":1,"maximum":100,"default":20,"description":"AGENT_MAX_STEPS: model calls per agent turn at most (each may call tools); past it the turn fails with a clear error."},"agentTurnTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"AGENT_TURN_TIMEOUT_MS: time limit of one agent turn (model and tool calls together)."},"outboundAllowlist":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"OUTBOUND_ALLOWLIST: comma-separated CIDRs, addresses or host names that outbound calls to user URLs (event trigger URLs, workflow http steps, application server upstreams, browser pages) may reach although the outbound policy refuses them: it allows only globally reachable unicast addresses per IANA's special-purpose registries (loopback, private, link-local, documentation and the other special-purpose blocks are not) that are not an address of this machine (src/kernel/outbound.ts); e.g. 127.0.0.0/8 for tests. This service's own URLs are always allowed."},"browser":{"type":"object","additionalProperties":false,"required":["executable","maxContexts","orgMaxContexts","taskTimeoutMs","idleMs","adblockLists","proxyUrl","memoryMb","diskMb","maxPages","maxOpenContexts","taskCpuMs"],"description":"Browser automation (src/browser): Debian's Chromium driven by playwright-core.","properties":{"executable":{"type":"string","minLength":1,"default":"/usr/bin/chromium","description":"BROWSER_EXECUTABLE: the Chromium binary. When it is missing the service still starts and the browser tools answer browser_unavailable with how to install it (apt-get install -y chromium)."},"maxContexts":{"type":"integer","minimum":1,"maximum":64,"default":4,"description":"BROWSER_MAX_CONTEXTS: browser tasks this process runs at once (each in its own context); further tasks wait, RUNNING, for a slot."},"orgMaxContexts":{"type":"integer","minimum":1,"maximum":64,"default":2,"description":"BROWSER_ORG_MAX_CONTEXTS: browser tasks of one organisation this process runs at once, at most BROWSER_MAX_CONTEXTS. A slot that frees goes to the waiting organisation with the fewest tasks running (ties: the one served least recently), to its oldest task. Default: half of BROWSER_MAX_CONTEXTS, at least 1 (2 with the default 4), so one organisation's tasks always leave the other half of the slots to the others."},"taskTimeoutMs":{"type":"integer","minimum":1000,"maximum":3600000,"default":300000,"description":"BROWSER_TASK_TIMEOUT_MS: a browser task's time limit, from its start; past it the task ends failed."},"idleMs":{"type":"integer","minimum":1000,"maximum":86400000,"default":60000,"description":"BROWSER_IDLE_MS: an organisation's browser with no task for this long is closed (the next task starts another)."},"adblockLists":{"type":"array","items":{"type":"string","minLength":1},"default":[],"description":"BROWSER_ADBLOCK_LISTS (comma-separated): the filter lists (EasyList syntax; absolute paths or http(s) URLs) behind operator_run's blockAds. Empty: Ghostery's prebuilt ads engine, fetched from its CDN on first use and cached in DATA_DIR/browser; when neither can be loaded, blockAds is reported in the task log as not applied."},"proxyUrl":{"type":["string","null"],"pattern":"^http://","description":"BROWSER_PROXY_URL: an upstream HTTP proxy (http://[user:password@]host:port, e.g. a residential proxy provider's endpoint) that operator tasks with proxies: true go through, after the outbound guard has checked each destination; null: proxies is reported in the task log as not applied."},"memoryMb":{"type":"integer","minimum":256,"maximum":1048576,"default":2048,"description":"BROWSER_MEMORY_MB: the memory (proportional set size) of one organisation's whole browser box: Chromium's processes and the Playwright server that drives them. A box over it is killed; the tasks it was running fail naming this limit and the organisation's next task gets a fresh browser."},"diskMb":{"type":"integer","minimum":64,"maximum":1048576,"default":512,"description":"BROWSER_DISK_MB: the size of a browser box's private disk (a tmpfs holding Chromium's profile, downloads and temporary files; host memory when used). A box that fills it is killed and its tasks fail naming this limit. In force with the operating-system layer (CODE_ISOLATION namespaces level)."},"maxPages":{"type":"integer","minimum":1,"maximum":10000,"default":50,"description":"BROWSER_MAX_PAGES: pages (tabs and popups) open at once in one organisation's browser, counted by the relay. One more and the browser is killed; its tasks fail naming this limit."},"maxOpenContexts":{"type":"integer","minimum":2,"maximum":10000,"default":20,"description":"BROWSER_MAX_OPEN_CONTEXTS: browser contexts open at once in one organisation's browser (each running script keeps two: its own and the one opened ahead for the next task), counted by the relay. One more and the browser is killed; its tasks fail naming this limit. Not to be confused with BROWSER_MAX_CONTEXTS, the tasks a process runs at once."},"taskCpuMs":{"type":"integer","minimum":100,"maximum":86400000,"default":120000,"description":"BROWSER_TASK_CPU_MS: the CPU time (user and system, of every process of the box) one task may cost its browser; while several tasks of the organisation run at once each is charged an equal share. Past it the browser is killed and its tasks fail naming this limit."}}},"discovery":{"type":"object","additionalProperties":false,"required":["embeddingsUrl","embeddingsModel","embeddingsBudgetMs","learning"],"description":"Tool discovery (spec section 8, src/servers/sidekick/README.md): semantic ranking through an embeddings provider, and learning from use. The provider's key is embeddingsApiKey, beside this object.","properties":{"embeddingsUrl":{"type":["string","null"],"format":"uri","description":"EMBEDDINGS_URL: an OpenAI-compatible embeddings API, as its base URL (https://api.openai.com/v1, http://localhost:11434/v1 for Ollama) or the full URL ending in /embeddings. Tool, connection, resource and skill texts are embedded once per content hash and kept in the store; ranking fuses lexical and vector scores. Null: lexical ranking only."},"embeddingsModel":{"type":"string","minLength":1,"default":"text-embedding-3-small","description":"EMBEDDINGS_MODEL: the model asked for (e.g. nomic-embed-text with Ollama). Stored embeddings are kept per model, so changing it embeds everything again."},"embeddingsBudgetMs":{"type":"integer","minimum":10,"maximum":60000,"default":300,"description":"EMBEDDINGS_BUDGET_MS: how long a discover call waits for its request's embedding. Past it, or when the provider fails, the call ranks lexically, logs why once per state change and /readyz shows the provider's state; the embedding still finishes in the background and is cached."},"learning":{"type":"boolean","default":true,"description":"DISCOVERY_LEARNING: when a caller's capabilities_discover is followed by a tools/call (direct or through gateway_invoke) within a short window, remember the pair per organisation and rank that tool higher for later requests like it. false: nothing is recorded and nothing learned is used."}}},"metricsPort":{"type":["integer","null"],"minimum":1,"maximum":65535,"default":null,"description":"METRICS_PORT: when set, Prometheus metrics (text format) are served at /metrics on this port, on a listener of their own (README \"Metrics\"); unset: no metrics listener."},"metricsHost":{"type":"string","minLength":1,"default":"127.0.0.1","description":"METRICS_HOST: the address the metrics listener binds to (default 127.0.0.1: only this machine scrapes; 0.0.0.0 for a scraper elsewhere)."},"shutdownGraceMs":{"type":"integer","minimum":0,"maximum":3600000,"default":30000,"description":"SHUTDOWN_GRACE_MS: on SIGTERM, how long running steps and in-flight requests get to finish before the process ends anyway (README \"Running in production\")."},"tracing":{"type":"object","additionalProperties":false,"required":["enabled","disabled","serviceName"],"description":"OpenTelemetry traces (README \"Tracing\"), read from the standard OTEL_* variables: on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The exporter, sampler and resource read the rest of the OTEL_* variables themselves.","properties":{"enabled":{"type":"boolean","description":"Spans are recorded and exported over OTLP/HTTP."},"disabled":{"type":"boolean","description":"OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none: no span at all, not even into the OpenTelemetry SDK of an application that embeds the service (README \"Embedding\")."},"serviceName":{"type":"string","minLength":1,"description":"OTEL_SERVICE_NAME (default switchyard)."}}},"embeddingsApiKey":{"type":["string","null"],"minLength":1,"writeOnly":true,"description":"EMBEDDINGS_API_KEY: bearer key of the embeddings provider (EMBEDDINGS_URL); null when unset. A secret, never logged."}},"examples":[{"port":8080,"host":"0.0.0.0","dataDir":"/srv/switchyard/data","databaseUrl":null,"redisUrl":null,"publicUrl":"http://localhost:8080","baseUrls":{"triggers":"http://localhost:8080","auth":"http://localhost:8080","mcp":"http://localhost:8080/mcp","connect":"http://localhost:8080","runFiles":"http://localhost:8080"},"logLevel":"info","tokenTtlSeconds":3600,"revocationCacheMs":2000,"signingKeyMaxAgeDays":30,"tokenAudience":"switchyard","tokenFailureLimits":{"windowMs":60000,"perClient":10,"perAddress":30,"trackedKeys":50000},"seedDemo":true,"syncWaitMs":60000,"runTimeoutMs":600000,"runConcurrency":4,"runOrgConcurrency":4,"runLeaseMs":30000,"runMaxAttempts":2,"runRetentionDays":30,"sandboxPoolSize":2,"sandboxReuseContexts":true,"sandboxMaxExecutions":10000,"codeIsolation":"auto","redisPrefix":"switchyard","upstreamTimeoutMs":30000,"upstreamIdleMs":300000,"sqliteSynchronous":"NORMAL","models":{"defaultModel":"openai-compatible/llama3.1","openaiCompatibleBaseUrl":"http://localhost:11434/v1","openaiCompatibleStructuredOutputs":true,"providers":["openai-compatible"],"openaiBaseUrl":null,"anthropicBaseUrl":null,"keys":{"openaiCompatible":null,"openai":null,"anthropic":null,"google":null}},"agentMaxSteps":20,"agentTurnTimeoutMs":300000,"outboundAllowlist":[],"browser":{"executable":"/usr/bin/chromium","maxContexts":4,"orgMaxContexts":2,"taskTimeoutMs":300000,"idleMs":60000,"adblockLists":[],"proxyUrl":null,"memoryMb":2048,"diskMb":512,"maxPages":50,"maxOpenContexts":20,"taskCpuMs":120000},"upstreamListBudgetMs":1000,"discovery":{"embeddingsUrl":null,"embeddingsModel":"text-embedding-3-small","embeddingsBudgetMs":300,"learning":true},"metricsPort":null,"metricsHost":"127.0.0.1","shutdownGraceMs":30000,"tracing":{"enabled":false,"disabled":false,"serviceName":"switchyard"},"tenantMemoryMb":12288,"secretKey":"c3dpdGNoeWFyZC1leGFtcGxlLWtleS0zMi1ieXRlcyE=","embeddingsApiKey":null}]};
 const func1 = Object.prototype.hasOwnProperty;
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 const func0 = require("ajv/dist/runtime/equal").default;
@@ -128,8 +128,8 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(data.tokenFailureLimits === undefined){
-const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tokenFailureLimits"},message:"must have required property '"+"tokenFailureLimits"+"'"};
+if(data.adminOrgIds === undefined){
+const err10 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "adminOrgIds"},message:"must have required property '"+"adminOrgIds"+"'"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -138,8 +138,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data.seedDemo === undefined){
-const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
+if(data.tokenFailureLimits === undefined){
+const err11 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tokenFailureLimits"},message:"must have required property '"+"tokenFailureLimits"+"'"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -148,8 +148,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-if(data.syncWaitMs === undefined){
-const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
+if(data.seedDemo === undefined){
+const err12 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seedDemo"},message:"must have required property '"+"seedDemo"+"'"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -158,8 +158,8 @@ vErrors.push(err12);
 }
 errors++;
 }
-if(data.runTimeoutMs === undefined){
-const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
+if(data.syncWaitMs === undefined){
+const err13 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "syncWaitMs"},message:"must have required property '"+"syncWaitMs"+"'"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -168,8 +168,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-if(data.runConcurrency === undefined){
-const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
+if(data.runTimeoutMs === undefined){
+const err14 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runTimeoutMs"},message:"must have required property '"+"runTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -178,8 +178,8 @@ vErrors.push(err14);
 }
 errors++;
 }
-if(data.runOrgConcurrency === undefined){
-const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runOrgConcurrency"},message:"must have required property '"+"runOrgConcurrency"+"'"};
+if(data.runConcurrency === undefined){
+const err15 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runConcurrency"},message:"must have required property '"+"runConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -188,8 +188,8 @@ vErrors.push(err15);
 }
 errors++;
 }
-if(data.runLeaseMs === undefined){
-const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
+if(data.runOrgConcurrency === undefined){
+const err16 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runOrgConcurrency"},message:"must have required property '"+"runOrgConcurrency"+"'"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -198,8 +198,8 @@ vErrors.push(err16);
 }
 errors++;
 }
-if(data.runMaxAttempts === undefined){
-const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
+if(data.runLeaseMs === undefined){
+const err17 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runLeaseMs"},message:"must have required property '"+"runLeaseMs"+"'"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -208,8 +208,8 @@ vErrors.push(err17);
 }
 errors++;
 }
-if(data.runRetentionDays === undefined){
-const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
+if(data.runMaxAttempts === undefined){
+const err18 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runMaxAttempts"},message:"must have required property '"+"runMaxAttempts"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -218,8 +218,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data.sandboxPoolSize === undefined){
-const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
+if(data.runRetentionDays === undefined){
+const err19 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runRetentionDays"},message:"must have required property '"+"runRetentionDays"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -228,8 +228,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data.sandboxReuseContexts === undefined){
-const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
+if(data.sandboxPoolSize === undefined){
+const err20 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxPoolSize"},message:"must have required property '"+"sandboxPoolSize"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -238,8 +238,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-if(data.sandboxMaxExecutions === undefined){
-const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
+if(data.sandboxReuseContexts === undefined){
+const err21 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxReuseContexts"},message:"must have required property '"+"sandboxReuseContexts"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -248,8 +248,8 @@ vErrors.push(err21);
 }
 errors++;
 }
-if(data.tenantMemoryMb === undefined){
-const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
+if(data.sandboxMaxExecutions === undefined){
+const err22 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sandboxMaxExecutions"},message:"must have required property '"+"sandboxMaxExecutions"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -258,8 +258,8 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(data.codeIsolation === undefined){
-const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
+if(data.tenantMemoryMb === undefined){
+const err23 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tenantMemoryMb"},message:"must have required property '"+"tenantMemoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -268,8 +268,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-if(data.redisPrefix === undefined){
-const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
+if(data.codeIsolation === undefined){
+const err24 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "codeIsolation"},message:"must have required property '"+"codeIsolation"+"'"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -278,8 +278,8 @@ vErrors.push(err24);
 }
 errors++;
 }
-if(data.upstreamTimeoutMs === undefined){
-const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
+if(data.redisPrefix === undefined){
+const err25 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisPrefix"},message:"must have required property '"+"redisPrefix"+"'"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -288,8 +288,8 @@ vErrors.push(err25);
 }
 errors++;
 }
-if(data.upstreamIdleMs === undefined){
-const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
+if(data.upstreamTimeoutMs === undefined){
+const err26 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamTimeoutMs"},message:"must have required property '"+"upstreamTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -298,8 +298,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data.upstreamListBudgetMs === undefined){
-const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
+if(data.upstreamIdleMs === undefined){
+const err27 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamIdleMs"},message:"must have required property '"+"upstreamIdleMs"+"'"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -308,8 +308,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data.sqliteSynchronous === undefined){
-const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
+if(data.upstreamListBudgetMs === undefined){
+const err28 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "upstreamListBudgetMs"},message:"must have required property '"+"upstreamListBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -318,8 +318,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(data.models === undefined){
-const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+if(data.sqliteSynchronous === undefined){
+const err29 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "sqliteSynchronous"},message:"must have required property '"+"sqliteSynchronous"+"'"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -328,8 +328,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-if(data.agentMaxSteps === undefined){
-const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
+if(data.models === undefined){
+const err30 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -338,8 +338,8 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(data.agentTurnTimeoutMs === undefined){
-const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
+if(data.agentMaxSteps === undefined){
+const err31 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentMaxSteps"},message:"must have required property '"+"agentMaxSteps"+"'"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -348,8 +348,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data.outboundAllowlist === undefined){
-const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
+if(data.agentTurnTimeoutMs === undefined){
+const err32 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "agentTurnTimeoutMs"},message:"must have required property '"+"agentTurnTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -358,8 +358,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data.browser === undefined){
-const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
+if(data.outboundAllowlist === undefined){
+const err33 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "outboundAllowlist"},message:"must have required property '"+"outboundAllowlist"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -368,8 +368,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data.discovery === undefined){
-const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
+if(data.browser === undefined){
+const err34 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "browser"},message:"must have required property '"+"browser"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -378,8 +378,8 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(data.metricsPort === undefined){
-const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
+if(data.discovery === undefined){
+const err35 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "discovery"},message:"must have required property '"+"discovery"+"'"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -388,8 +388,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(data.metricsHost === undefined){
-const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
+if(data.metricsPort === undefined){
+const err36 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsPort"},message:"must have required property '"+"metricsPort"+"'"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -398,8 +398,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-if(data.shutdownGraceMs === undefined){
-const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
+if(data.metricsHost === undefined){
+const err37 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "metricsHost"},message:"must have required property '"+"metricsHost"+"'"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -408,8 +408,8 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(data.tracing === undefined){
-const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
+if(data.shutdownGraceMs === undefined){
+const err38 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "shutdownGraceMs"},message:"must have required property '"+"shutdownGraceMs"+"'"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -418,8 +418,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(data.secretKey === undefined){
-const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "secretKey"},message:"must have required property '"+"secretKey"+"'"};
+if(data.tracing === undefined){
+const err39 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "tracing"},message:"must have required property '"+"tracing"+"'"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -428,8 +428,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data.databaseUrl === undefined){
-const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "databaseUrl"},message:"must have required property '"+"databaseUrl"+"'"};
+if(data.secretKey === undefined){
+const err40 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "secretKey"},message:"must have required property '"+"secretKey"+"'"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -438,8 +438,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data.redisUrl === undefined){
-const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisUrl"},message:"must have required property '"+"redisUrl"+"'"};
+if(data.databaseUrl === undefined){
+const err41 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "databaseUrl"},message:"must have required property '"+"databaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -448,8 +448,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(data.embeddingsApiKey === undefined){
-const err42 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "embeddingsApiKey"},message:"must have required property '"+"embeddingsApiKey"+"'"};
+if(data.redisUrl === undefined){
+const err42 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "redisUrl"},message:"must have required property '"+"redisUrl"+"'"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -458,9 +458,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-for(const key0 in data){
-if(!(func1.call(schema31.properties, key0))){
-const err43 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(data.embeddingsApiKey === undefined){
+const err43 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "embeddingsApiKey"},message:"must have required property '"+"embeddingsApiKey"+"'"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -469,11 +468,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-}
-if(data.port !== undefined){
-let data0 = data.port;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-const err44 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key0 in data){
+if(!(func1.call(schema31.properties, key0))){
+const err44 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -482,9 +479,11 @@ vErrors.push(err44);
 }
 errors++;
 }
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 65535 || isNaN(data0)){
-const err45 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data.port !== undefined){
+let data0 = data.port;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+const err45 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -493,8 +492,9 @@ vErrors.push(err45);
 }
 errors++;
 }
-if(data0 < 0 || isNaN(data0)){
-const err46 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 65535 || isNaN(data0)){
+const err46 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -503,13 +503,8 @@ vErrors.push(err46);
 }
 errors++;
 }
-}
-}
-if(data.host !== undefined){
-let data1 = data.host;
-if(typeof data1 === "string"){
-if(func2(data1) < 1){
-const err47 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data0 < 0 || isNaN(data0)){
+const err47 = {instancePath:instancePath+"/port",schemaPath:"#/properties/port/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -519,8 +514,12 @@ vErrors.push(err47);
 errors++;
 }
 }
-else {
-const err48 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.host !== undefined){
+let data1 = data.host;
+if(typeof data1 === "string"){
+if(func2(data1) < 1){
+const err48 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -530,11 +529,8 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data.dataDir !== undefined){
-let data2 = data.dataDir;
-if(typeof data2 === "string"){
-if(func2(data2) < 1){
-const err49 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+else {
+const err49 = {instancePath:instancePath+"/host",schemaPath:"#/properties/host/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -544,8 +540,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-else {
-const err50 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.dataDir !== undefined){
+let data2 = data.dataDir;
+if(typeof data2 === "string"){
+if(func2(data2) < 1){
+const err50 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -555,11 +554,8 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data.secretKey !== undefined){
-let data3 = data.secretKey;
-if(typeof data3 === "string"){
-if(!pattern4.test(data3)){
-const err51 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]{43}=$"},message:"must match pattern \""+"^[A-Za-z0-9+/]{43}=$"+"\""};
+else {
+const err51 = {instancePath:instancePath+"/dataDir",schemaPath:"#/properties/dataDir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -569,8 +565,11 @@ vErrors.push(err51);
 errors++;
 }
 }
-else {
-const err52 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.secretKey !== undefined){
+let data3 = data.secretKey;
+if(typeof data3 === "string"){
+if(!pattern4.test(data3)){
+const err52 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]{43}=$"},message:"must match pattern \""+"^[A-Za-z0-9+/]{43}=$"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -580,10 +579,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data.databaseUrl !== undefined){
-let data4 = data.databaseUrl;
-if((typeof data4 !== "string") && (data4 !== null)){
-const err53 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
+else {
+const err53 = {instancePath:instancePath+"/secretKey",schemaPath:"#/properties/secretKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -592,9 +589,11 @@ vErrors.push(err53);
 }
 errors++;
 }
-if(typeof data4 === "string"){
-if(!pattern5.test(data4)){
-const err54 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
+}
+if(data.databaseUrl !== undefined){
+let data4 = data.databaseUrl;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err54 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/type",keyword:"type",params:{type: schema31.properties.databaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -603,12 +602,9 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-}
-if(data.redisUrl !== undefined){
-let data5 = data.redisUrl;
-if((typeof data5 !== "string") && (data5 !== null)){
-const err55 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
+if(typeof data4 === "string"){
+if(!pattern5.test(data4)){
+const err55 = {instancePath:instancePath+"/databaseUrl",schemaPath:"#/properties/databaseUrl/pattern",keyword:"pattern",params:{pattern: "^postgres(ql)?://"},message:"must match pattern \""+"^postgres(ql)?://"+"\""};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -617,14 +613,28 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(typeof data5 === "string"){
-if(!pattern6.test(data5)){
-const err56 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+}
+}
+if(data.redisUrl !== undefined){
+let data5 = data.redisUrl;
+if((typeof data5 !== "string") && (data5 !== null)){
+const err56 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/type",keyword:"type",params:{type: schema31.properties.redisUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err56];
 }
 else {
 vErrors.push(err56);
+}
+errors++;
+}
+if(typeof data5 === "string"){
+if(!pattern6.test(data5)){
+const err57 = {instancePath:instancePath+"/redisUrl",schemaPath:"#/properties/redisUrl/pattern",keyword:"pattern",params:{pattern: "^rediss?://"},message:"must match pattern \""+"^rediss?://"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
 }
 errors++;
 }
@@ -634,17 +644,7 @@ if(data.publicUrl !== undefined){
 let data6 = data.publicUrl;
 if(typeof data6 === "string"){
 if(!pattern7.test(data6)){
-const err57 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-if(!(formats0(data6))){
-const err58 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+const err58 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -653,9 +653,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data6))){
+const err59 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -665,11 +664,8 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data.baseUrls !== undefined){
-let data7 = data.baseUrls;
-if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
-if(data7.triggers === undefined){
-const err60 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
+else {
+const err60 = {instancePath:instancePath+"/publicUrl",schemaPath:"#/properties/publicUrl/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -678,8 +674,12 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data7.auth === undefined){
-const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
+}
+if(data.baseUrls !== undefined){
+let data7 = data.baseUrls;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.triggers === undefined){
+const err61 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "triggers"},message:"must have required property '"+"triggers"+"'"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -688,8 +688,8 @@ vErrors.push(err61);
 }
 errors++;
 }
-if(data7.mcp === undefined){
-const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
+if(data7.auth === undefined){
+const err62 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "auth"},message:"must have required property '"+"auth"+"'"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -698,8 +698,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(data7.connect === undefined){
-const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
+if(data7.mcp === undefined){
+const err63 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "mcp"},message:"must have required property '"+"mcp"+"'"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -708,8 +708,8 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(data7.runFiles === undefined){
-const err64 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
+if(data7.connect === undefined){
+const err64 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "connect"},message:"must have required property '"+"connect"+"'"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -718,9 +718,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-for(const key1 in data7){
-if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
-const err65 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data7.runFiles === undefined){
+const err65 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/required",keyword:"required",params:{missingProperty: "runFiles"},message:"must have required property '"+"runFiles"+"'"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -729,12 +728,9 @@ vErrors.push(err65);
 }
 errors++;
 }
-}
-if(data7.triggers !== undefined){
-let data8 = data7.triggers;
-if(typeof data8 === "string"){
-if(!pattern7.test(data8)){
-const err66 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key1 in data7){
+if(!(((((key1 === "triggers") || (key1 === "auth")) || (key1 === "mcp")) || (key1 === "connect")) || (key1 === "runFiles"))){
+const err66 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -743,8 +739,12 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(!(formats0(data8))){
-const err67 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data7.triggers !== undefined){
+let data8 = data7.triggers;
+if(typeof data8 === "string"){
+if(!pattern7.test(data8)){
+const err67 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -753,9 +753,8 @@ vErrors.push(err67);
 }
 errors++;
 }
-}
-else {
-const err68 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data8))){
+const err68 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -765,11 +764,8 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data7.auth !== undefined){
-let data9 = data7.auth;
-if(typeof data9 === "string"){
-if(!pattern7.test(data9)){
-const err69 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err69 = {instancePath:instancePath+"/baseUrls/triggers",schemaPath:"#/properties/baseUrls/properties/triggers/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -778,8 +774,12 @@ vErrors.push(err69);
 }
 errors++;
 }
-if(!(formats0(data9))){
-const err70 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data7.auth !== undefined){
+let data9 = data7.auth;
+if(typeof data9 === "string"){
+if(!pattern7.test(data9)){
+const err70 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -788,9 +788,8 @@ vErrors.push(err70);
 }
 errors++;
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data9))){
+const err71 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -800,11 +799,8 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data7.mcp !== undefined){
-let data10 = data7.mcp;
-if(typeof data10 === "string"){
-if(!pattern7.test(data10)){
-const err72 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err72 = {instancePath:instancePath+"/baseUrls/auth",schemaPath:"#/properties/baseUrls/properties/auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -813,8 +809,12 @@ vErrors.push(err72);
 }
 errors++;
 }
-if(!(formats0(data10))){
-const err73 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data7.mcp !== undefined){
+let data10 = data7.mcp;
+if(typeof data10 === "string"){
+if(!pattern7.test(data10)){
+const err73 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -823,9 +823,8 @@ vErrors.push(err73);
 }
 errors++;
 }
-}
-else {
-const err74 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data10))){
+const err74 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -835,11 +834,8 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data7.connect !== undefined){
-let data11 = data7.connect;
-if(typeof data11 === "string"){
-if(!pattern7.test(data11)){
-const err75 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err75 = {instancePath:instancePath+"/baseUrls/mcp",schemaPath:"#/properties/baseUrls/properties/mcp/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -848,8 +844,12 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(!(formats0(data11))){
-const err76 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data7.connect !== undefined){
+let data11 = data7.connect;
+if(typeof data11 === "string"){
+if(!pattern7.test(data11)){
+const err76 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -858,9 +858,8 @@ vErrors.push(err76);
 }
 errors++;
 }
-}
-else {
-const err77 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data11))){
+const err77 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -870,11 +869,8 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data7.runFiles !== undefined){
-let data12 = data7.runFiles;
-if(typeof data12 === "string"){
-if(!pattern7.test(data12)){
-const err78 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err78 = {instancePath:instancePath+"/baseUrls/connect",schemaPath:"#/properties/baseUrls/properties/connect/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -883,8 +879,12 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(!(formats0(data12))){
-const err79 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data7.runFiles !== undefined){
+let data12 = data7.runFiles;
+if(typeof data12 === "string"){
+if(!pattern7.test(data12)){
+const err79 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -893,9 +893,8 @@ vErrors.push(err79);
 }
 errors++;
 }
-}
-else {
-const err80 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(formats0(data12))){
+const err80 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -905,9 +904,8 @@ vErrors.push(err80);
 errors++;
 }
 }
-}
 else {
-const err81 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err81 = {instancePath:instancePath+"/baseUrls/runFiles",schemaPath:"#/properties/baseUrls/properties/runFiles/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -917,10 +915,9 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data.logLevel !== undefined){
-let data13 = data.logLevel;
-if(!(((((((data13 === "fatal") || (data13 === "error")) || (data13 === "warn")) || (data13 === "info")) || (data13 === "debug")) || (data13 === "trace")) || (data13 === "silent"))){
-const err82 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err82 = {instancePath:instancePath+"/baseUrls",schemaPath:"#/properties/baseUrls/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -930,10 +927,10 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data.tokenTtlSeconds !== undefined){
-let data14 = data.tokenTtlSeconds;
-if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
-const err83 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data.logLevel !== undefined){
+let data13 = data.logLevel;
+if(!(((((((data13 === "fatal") || (data13 === "error")) || (data13 === "warn")) || (data13 === "info")) || (data13 === "debug")) || (data13 === "trace")) || (data13 === "silent"))){
+const err83 = {instancePath:instancePath+"/logLevel",schemaPath:"#/properties/logLevel/enum",keyword:"enum",params:{allowedValues: schema31.properties.logLevel.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -942,9 +939,11 @@ vErrors.push(err83);
 }
 errors++;
 }
-if((typeof data14 == "number") && (isFinite(data14))){
-if(data14 > 86400 || isNaN(data14)){
-const err84 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data.tokenTtlSeconds !== undefined){
+let data14 = data.tokenTtlSeconds;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+const err84 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -953,8 +952,9 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data14 < 60 || isNaN(data14)){
-const err85 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 86400 || isNaN(data14)){
+const err85 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -963,12 +963,8 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-}
-if(data.revocationCacheMs !== undefined){
-let data15 = data.revocationCacheMs;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err86 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data14 < 60 || isNaN(data14)){
+const err86 = {instancePath:instancePath+"/tokenTtlSeconds",schemaPath:"#/properties/tokenTtlSeconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 60},message:"must be >= 60"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -977,9 +973,12 @@ vErrors.push(err86);
 }
 errors++;
 }
-if((typeof data15 == "number") && (isFinite(data15))){
-if(data15 > 5000 || isNaN(data15)){
-const err87 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
+}
+}
+if(data.revocationCacheMs !== undefined){
+let data15 = data.revocationCacheMs;
+if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
+const err87 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -988,8 +987,9 @@ vErrors.push(err87);
 }
 errors++;
 }
-if(data15 < 0 || isNaN(data15)){
-const err88 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data15 == "number") && (isFinite(data15))){
+if(data15 > 5000 || isNaN(data15)){
+const err88 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 5000},message:"must be <= 5000"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -998,12 +998,8 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-}
-if(data.signingKeyMaxAgeDays !== undefined){
-let data16 = data.signingKeyMaxAgeDays;
-if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
-const err89 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data15 < 0 || isNaN(data15)){
+const err89 = {instancePath:instancePath+"/revocationCacheMs",schemaPath:"#/properties/revocationCacheMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1012,9 +1008,12 @@ vErrors.push(err89);
 }
 errors++;
 }
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 > 3650 || isNaN(data16)){
-const err90 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+}
+}
+if(data.signingKeyMaxAgeDays !== undefined){
+let data16 = data.signingKeyMaxAgeDays;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err90 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1023,8 +1022,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-if(data16 < 1 || isNaN(data16)){
-const err91 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data16 == "number") && (isFinite(data16))){
+if(data16 > 3650 || isNaN(data16)){
+const err91 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1033,13 +1033,8 @@ vErrors.push(err91);
 }
 errors++;
 }
-}
-}
-if(data.tokenAudience !== undefined){
-let data17 = data.tokenAudience;
-if(typeof data17 === "string"){
-if(func2(data17) < 1){
-const err92 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data16 < 1 || isNaN(data16)){
+const err92 = {instancePath:instancePath+"/signingKeyMaxAgeDays",schemaPath:"#/properties/signingKeyMaxAgeDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1049,8 +1044,16 @@ vErrors.push(err92);
 errors++;
 }
 }
-else {
-const err93 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data.adminOrgIds !== undefined){
+let data17 = data.adminOrgIds;
+if(Array.isArray(data17)){
+const len0 = data17.length;
+for(let i0=0; i0<len0; i0++){
+let data18 = data17[i0];
+if(typeof data18 === "string"){
+if(func2(data18) > 64){
+const err93 = {instancePath:instancePath+"/adminOrgIds/" + i0,schemaPath:"#/properties/adminOrgIds/items/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1059,12 +1062,8 @@ vErrors.push(err93);
 }
 errors++;
 }
-}
-if(data.tokenFailureLimits !== undefined){
-let data18 = data.tokenFailureLimits;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.windowMs === undefined){
-const err94 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
+if(func2(data18) < 1){
+const err94 = {instancePath:instancePath+"/adminOrgIds/" + i0,schemaPath:"#/properties/adminOrgIds/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1073,8 +1072,9 @@ vErrors.push(err94);
 }
 errors++;
 }
-if(data18.perClient === undefined){
-const err95 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
+}
+else {
+const err95 = {instancePath:instancePath+"/adminOrgIds/" + i0,schemaPath:"#/properties/adminOrgIds/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1083,8 +1083,19 @@ vErrors.push(err95);
 }
 errors++;
 }
-if(data18.perAddress === undefined){
-const err96 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
+}
+let i1 = data17.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data17[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err96 = {instancePath:instancePath+"/adminOrgIds",schemaPath:"#/properties/adminOrgIds/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1092,9 +1103,14 @@ else {
 vErrors.push(err96);
 }
 errors++;
+break;
 }
-if(data18.trackedKeys === undefined){
-const err97 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err97 = {instancePath:instancePath+"/adminOrgIds",schemaPath:"#/properties/adminOrgIds/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1103,9 +1119,12 @@ vErrors.push(err97);
 }
 errors++;
 }
-for(const key2 in data18){
-if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
-const err98 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+}
+if(data.tokenAudience !== undefined){
+let data19 = data.tokenAudience;
+if(typeof data19 === "string"){
+if(func2(data19) < 1){
+const err98 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1115,10 +1134,8 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data18.windowMs !== undefined){
-let data19 = data18.windowMs;
-if(!(((typeof data19 == "number") && (!(data19 % 1) && !isNaN(data19))) && (isFinite(data19)))){
-const err99 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err99 = {instancePath:instancePath+"/tokenAudience",schemaPath:"#/properties/tokenAudience/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1127,9 +1144,12 @@ vErrors.push(err99);
 }
 errors++;
 }
-if((typeof data19 == "number") && (isFinite(data19))){
-if(data19 > 86400000 || isNaN(data19)){
-const err100 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+if(data.tokenFailureLimits !== undefined){
+let data20 = data.tokenFailureLimits;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.windowMs === undefined){
+const err100 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "windowMs"},message:"must have required property '"+"windowMs"+"'"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1138,8 +1158,8 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data19 < 1000 || isNaN(data19)){
-const err101 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data20.perClient === undefined){
+const err101 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perClient"},message:"must have required property '"+"perClient"+"'"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1148,12 +1168,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-}
-}
-if(data18.perClient !== undefined){
-let data20 = data18.perClient;
-if(!(((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20))) && (isFinite(data20)))){
-const err102 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20.perAddress === undefined){
+const err102 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "perAddress"},message:"must have required property '"+"perAddress"+"'"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1162,9 +1178,8 @@ vErrors.push(err102);
 }
 errors++;
 }
-if((typeof data20 == "number") && (isFinite(data20))){
-if(data20 > 100000 || isNaN(data20)){
-const err103 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+if(data20.trackedKeys === undefined){
+const err103 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/required",keyword:"required",params:{missingProperty: "trackedKeys"},message:"must have required property '"+"trackedKeys"+"'"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1173,8 +1188,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data20 < 0 || isNaN(data20)){
-const err104 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key2 in data20){
+if(!((((key2 === "windowMs") || (key2 === "perClient")) || (key2 === "perAddress")) || (key2 === "trackedKeys"))){
+const err104 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1184,11 +1200,10 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
-if(data18.perAddress !== undefined){
-let data21 = data18.perAddress;
+if(data20.windowMs !== undefined){
+let data21 = data20.windowMs;
 if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
-const err105 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err105 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1198,8 +1213,8 @@ vErrors.push(err105);
 errors++;
 }
 if((typeof data21 == "number") && (isFinite(data21))){
-if(data21 > 100000 || isNaN(data21)){
-const err106 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
+if(data21 > 86400000 || isNaN(data21)){
+const err106 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1208,8 +1223,8 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data21 < 0 || isNaN(data21)){
-const err107 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data21 < 1000 || isNaN(data21)){
+const err107 = {instancePath:instancePath+"/tokenFailureLimits/windowMs",schemaPath:"#/properties/tokenFailureLimits/properties/windowMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1220,10 +1235,10 @@ errors++;
 }
 }
 }
-if(data18.trackedKeys !== undefined){
-let data22 = data18.trackedKeys;
+if(data20.perClient !== undefined){
+let data22 = data20.perClient;
 if(!(((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22))) && (isFinite(data22)))){
-const err108 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err108 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1233,8 +1248,8 @@ vErrors.push(err108);
 errors++;
 }
 if((typeof data22 == "number") && (isFinite(data22))){
-if(data22 > 10000000 || isNaN(data22)){
-const err109 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
+if(data22 > 100000 || isNaN(data22)){
+const err109 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1243,8 +1258,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data22 < 100 || isNaN(data22)){
-const err110 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if(data22 < 0 || isNaN(data22)){
+const err110 = {instancePath:instancePath+"/tokenFailureLimits/perClient",schemaPath:"#/properties/tokenFailureLimits/properties/perClient/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1255,9 +1270,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err111 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data20.perAddress !== undefined){
+let data23 = data20.perAddress;
+if(!(((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23))) && (isFinite(data23)))){
+const err111 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1266,10 +1282,9 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-if(data.seedDemo !== undefined){
-if(typeof data.seedDemo !== "boolean"){
-const err112 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data23 == "number") && (isFinite(data23))){
+if(data23 > 100000 || isNaN(data23)){
+const err112 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100000},message:"must be <= 100000"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1278,11 +1293,8 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-if(data.syncWaitMs !== undefined){
-let data24 = data.syncWaitMs;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-const err113 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data23 < 0 || isNaN(data23)){
+const err113 = {instancePath:instancePath+"/tokenFailureLimits/perAddress",schemaPath:"#/properties/tokenFailureLimits/properties/perAddress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1291,9 +1303,12 @@ vErrors.push(err113);
 }
 errors++;
 }
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 60000 || isNaN(data24)){
-const err114 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+}
+}
+if(data20.trackedKeys !== undefined){
+let data24 = data20.trackedKeys;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+const err114 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1302,8 +1317,9 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(data24 < 1 || isNaN(data24)){
-const err115 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 10000000 || isNaN(data24)){
+const err115 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1312,12 +1328,8 @@ vErrors.push(err115);
 }
 errors++;
 }
-}
-}
-if(data.runTimeoutMs !== undefined){
-let data25 = data.runTimeoutMs;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err116 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data24 < 100 || isNaN(data24)){
+const err116 = {instancePath:instancePath+"/tokenFailureLimits/trackedKeys",schemaPath:"#/properties/tokenFailureLimits/properties/trackedKeys/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1326,9 +1338,11 @@ vErrors.push(err116);
 }
 errors++;
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 86400000 || isNaN(data25)){
-const err117 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+}
+else {
+const err117 = {instancePath:instancePath+"/tokenFailureLimits",schemaPath:"#/properties/tokenFailureLimits/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1337,8 +1351,10 @@ vErrors.push(err117);
 }
 errors++;
 }
-if(data25 < 1000 || isNaN(data25)){
-const err118 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data.seedDemo !== undefined){
+if(typeof data.seedDemo !== "boolean"){
+const err118 = {instancePath:instancePath+"/seedDemo",schemaPath:"#/properties/seedDemo/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1348,11 +1364,10 @@ vErrors.push(err118);
 errors++;
 }
 }
-}
-if(data.runConcurrency !== undefined){
-let data26 = data.runConcurrency;
+if(data.syncWaitMs !== undefined){
+let data26 = data.syncWaitMs;
 if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-const err119 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err119 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1362,8 +1377,8 @@ vErrors.push(err119);
 errors++;
 }
 if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 256 || isNaN(data26)){
-const err120 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+if(data26 > 60000 || isNaN(data26)){
+const err120 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1372,8 +1387,8 @@ vErrors.push(err120);
 }
 errors++;
 }
-if(data26 < 0 || isNaN(data26)){
-const err121 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data26 < 1 || isNaN(data26)){
+const err121 = {instancePath:instancePath+"/syncWaitMs",schemaPath:"#/properties/syncWaitMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1384,10 +1399,10 @@ errors++;
 }
 }
 }
-if(data.runOrgConcurrency !== undefined){
-let data27 = data.runOrgConcurrency;
+if(data.runTimeoutMs !== undefined){
+let data27 = data.runTimeoutMs;
 if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err122 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err122 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1397,8 +1412,8 @@ vErrors.push(err122);
 errors++;
 }
 if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 256 || isNaN(data27)){
-const err123 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
+if(data27 > 86400000 || isNaN(data27)){
+const err123 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1407,8 +1422,8 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(data27 < 1 || isNaN(data27)){
-const err124 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data27 < 1000 || isNaN(data27)){
+const err124 = {instancePath:instancePath+"/runTimeoutMs",schemaPath:"#/properties/runTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1419,10 +1434,10 @@ errors++;
 }
 }
 }
-if(data.runLeaseMs !== undefined){
-let data28 = data.runLeaseMs;
+if(data.runConcurrency !== undefined){
+let data28 = data.runConcurrency;
 if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err125 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err125 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1432,8 +1447,8 @@ vErrors.push(err125);
 errors++;
 }
 if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 3600000 || isNaN(data28)){
-const err126 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data28 > 256 || isNaN(data28)){
+const err126 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1442,8 +1457,8 @@ vErrors.push(err126);
 }
 errors++;
 }
-if(data28 < 500 || isNaN(data28)){
-const err127 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
+if(data28 < 0 || isNaN(data28)){
+const err127 = {instancePath:instancePath+"/runConcurrency",schemaPath:"#/properties/runConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1454,10 +1469,10 @@ errors++;
 }
 }
 }
-if(data.runMaxAttempts !== undefined){
-let data29 = data.runMaxAttempts;
+if(data.runOrgConcurrency !== undefined){
+let data29 = data.runOrgConcurrency;
 if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err128 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err128 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1467,8 +1482,8 @@ vErrors.push(err128);
 errors++;
 }
 if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 > 10 || isNaN(data29)){
-const err129 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
+if(data29 > 256 || isNaN(data29)){
+const err129 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/maximum",keyword:"maximum",params:{comparison: "<=", limit: 256},message:"must be <= 256"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1478,7 +1493,7 @@ vErrors.push(err129);
 errors++;
 }
 if(data29 < 1 || isNaN(data29)){
-const err130 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err130 = {instancePath:instancePath+"/runOrgConcurrency",schemaPath:"#/properties/runOrgConcurrency/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1489,10 +1504,10 @@ errors++;
 }
 }
 }
-if(data.runRetentionDays !== undefined){
-let data30 = data.runRetentionDays;
+if(data.runLeaseMs !== undefined){
+let data30 = data.runLeaseMs;
 if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-const err131 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err131 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1502,8 +1517,8 @@ vErrors.push(err131);
 errors++;
 }
 if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 > 3650 || isNaN(data30)){
-const err132 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
+if(data30 > 3600000 || isNaN(data30)){
+const err132 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1512,8 +1527,8 @@ vErrors.push(err132);
 }
 errors++;
 }
-if(data30 < 1 || isNaN(data30)){
-const err133 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data30 < 500 || isNaN(data30)){
+const err133 = {instancePath:instancePath+"/runLeaseMs",schemaPath:"#/properties/runLeaseMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 500},message:"must be >= 500"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1524,10 +1539,10 @@ errors++;
 }
 }
 }
-if(data.sandboxPoolSize !== undefined){
-let data31 = data.sandboxPoolSize;
+if(data.runMaxAttempts !== undefined){
+let data31 = data.runMaxAttempts;
 if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
-const err134 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err134 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1537,8 +1552,8 @@ vErrors.push(err134);
 errors++;
 }
 if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 > 64 || isNaN(data31)){
-const err135 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if(data31 > 10 || isNaN(data31)){
+const err135 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10},message:"must be <= 10"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1548,7 +1563,7 @@ vErrors.push(err135);
 errors++;
 }
 if(data31 < 1 || isNaN(data31)){
-const err136 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err136 = {instancePath:instancePath+"/runMaxAttempts",schemaPath:"#/properties/runMaxAttempts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1559,9 +1574,10 @@ errors++;
 }
 }
 }
-if(data.sandboxReuseContexts !== undefined){
-if(typeof data.sandboxReuseContexts !== "boolean"){
-const err137 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data.runRetentionDays !== undefined){
+let data32 = data.runRetentionDays;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+const err137 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1570,11 +1586,9 @@ vErrors.push(err137);
 }
 errors++;
 }
-}
-if(data.sandboxMaxExecutions !== undefined){
-let data33 = data.sandboxMaxExecutions;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err138 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 3650 || isNaN(data32)){
+const err138 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3650},message:"must be <= 3650"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1583,9 +1597,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 1000000 || isNaN(data33)){
-const err139 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
+if(data32 < 1 || isNaN(data32)){
+const err139 = {instancePath:instancePath+"/runRetentionDays",schemaPath:"#/properties/runRetentionDays/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1594,8 +1607,12 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data33 < 1 || isNaN(data33)){
-const err140 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data.sandboxPoolSize !== undefined){
+let data33 = data.sandboxPoolSize;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err140 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1604,12 +1621,9 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-}
-if(data.tenantMemoryMb !== undefined){
-let data34 = data.tenantMemoryMb;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-const err141 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 64 || isNaN(data33)){
+const err141 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1618,9 +1632,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 > 16777216 || isNaN(data34)){
-const err142 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
+if(data33 < 1 || isNaN(data33)){
+const err142 = {instancePath:instancePath+"/sandboxPoolSize",schemaPath:"#/properties/sandboxPoolSize/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1629,8 +1642,11 @@ vErrors.push(err142);
 }
 errors++;
 }
-if(data34 < 256 || isNaN(data34)){
-const err143 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+}
+}
+if(data.sandboxReuseContexts !== undefined){
+if(typeof data.sandboxReuseContexts !== "boolean"){
+const err143 = {instancePath:instancePath+"/sandboxReuseContexts",schemaPath:"#/properties/sandboxReuseContexts/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1640,11 +1656,10 @@ vErrors.push(err143);
 errors++;
 }
 }
-}
-if(data.codeIsolation !== undefined){
-let data35 = data.codeIsolation;
-if(!(((data35 === "auto") || (data35 === "strict")) || (data35 === "process"))){
-const err144 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
+if(data.sandboxMaxExecutions !== undefined){
+let data35 = data.sandboxMaxExecutions;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err144 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1653,11 +1668,9 @@ vErrors.push(err144);
 }
 errors++;
 }
-}
-if(data.sqliteSynchronous !== undefined){
-let data36 = data.sqliteSynchronous;
-if(!((data36 === "NORMAL") || (data36 === "FULL"))){
-const err145 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 1000000 || isNaN(data35)){
+const err145 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000000},message:"must be <= 1000000"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1666,11 +1679,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-}
-if(data.upstreamTimeoutMs !== undefined){
-let data37 = data.upstreamTimeoutMs;
-if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
-const err146 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data35 < 1 || isNaN(data35)){
+const err146 = {instancePath:instancePath+"/sandboxMaxExecutions",schemaPath:"#/properties/sandboxMaxExecutions/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1679,9 +1689,12 @@ vErrors.push(err146);
 }
 errors++;
 }
-if((typeof data37 == "number") && (isFinite(data37))){
-if(data37 > 600000 || isNaN(data37)){
-const err147 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+}
+}
+if(data.tenantMemoryMb !== undefined){
+let data36 = data.tenantMemoryMb;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err147 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1690,8 +1703,9 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data37 < 100 || isNaN(data37)){
-const err148 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 > 16777216 || isNaN(data36)){
+const err148 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 16777216},message:"must be <= 16777216"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1700,12 +1714,8 @@ vErrors.push(err148);
 }
 errors++;
 }
-}
-}
-if(data.upstreamIdleMs !== undefined){
-let data38 = data.upstreamIdleMs;
-if(!(((typeof data38 == "number") && (!(data38 % 1) && !isNaN(data38))) && (isFinite(data38)))){
-const err149 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data36 < 256 || isNaN(data36)){
+const err149 = {instancePath:instancePath+"/tenantMemoryMb",schemaPath:"#/properties/tenantMemoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -1714,9 +1724,12 @@ vErrors.push(err149);
 }
 errors++;
 }
-if((typeof data38 == "number") && (isFinite(data38))){
-if(data38 > 86400000 || isNaN(data38)){
-const err150 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+}
+}
+if(data.codeIsolation !== undefined){
+let data37 = data.codeIsolation;
+if(!(((data37 === "auto") || (data37 === "strict")) || (data37 === "process"))){
+const err150 = {instancePath:instancePath+"/codeIsolation",schemaPath:"#/properties/codeIsolation/enum",keyword:"enum",params:{allowedValues: schema31.properties.codeIsolation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -1725,8 +1738,11 @@ vErrors.push(err150);
 }
 errors++;
 }
-if(data38 < 1000 || isNaN(data38)){
-const err151 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+if(data.sqliteSynchronous !== undefined){
+let data38 = data.sqliteSynchronous;
+if(!((data38 === "NORMAL") || (data38 === "FULL"))){
+const err151 = {instancePath:instancePath+"/sqliteSynchronous",schemaPath:"#/properties/sqliteSynchronous/enum",keyword:"enum",params:{allowedValues: schema31.properties.sqliteSynchronous.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -1736,11 +1752,10 @@ vErrors.push(err151);
 errors++;
 }
 }
-}
-if(data.upstreamListBudgetMs !== undefined){
-let data39 = data.upstreamListBudgetMs;
+if(data.upstreamTimeoutMs !== undefined){
+let data39 = data.upstreamTimeoutMs;
 if(!(((typeof data39 == "number") && (!(data39 % 1) && !isNaN(data39))) && (isFinite(data39)))){
-const err152 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err152 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -1751,7 +1766,7 @@ errors++;
 }
 if((typeof data39 == "number") && (isFinite(data39))){
 if(data39 > 600000 || isNaN(data39)){
-const err153 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+const err153 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -1760,8 +1775,8 @@ vErrors.push(err153);
 }
 errors++;
 }
-if(data39 < 10 || isNaN(data39)){
-const err154 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(data39 < 100 || isNaN(data39)){
+const err154 = {instancePath:instancePath+"/upstreamTimeoutMs",schemaPath:"#/properties/upstreamTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -1772,11 +1787,10 @@ errors++;
 }
 }
 }
-if(data.redisPrefix !== undefined){
-let data40 = data.redisPrefix;
-if(typeof data40 === "string"){
-if(!pattern13.test(data40)){
-const err155 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
+if(data.upstreamIdleMs !== undefined){
+let data40 = data.upstreamIdleMs;
+if(!(((typeof data40 == "number") && (!(data40 % 1) && !isNaN(data40))) && (isFinite(data40)))){
+const err155 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -1785,9 +1799,9 @@ vErrors.push(err155);
 }
 errors++;
 }
-}
-else {
-const err156 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data40 == "number") && (isFinite(data40))){
+if(data40 > 86400000 || isNaN(data40)){
+const err156 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -1796,12 +1810,8 @@ vErrors.push(err156);
 }
 errors++;
 }
-}
-if(data.models !== undefined){
-let data41 = data.models;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-if(data41.defaultModel === undefined){
-const err157 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
+if(data40 < 1000 || isNaN(data40)){
+const err157 = {instancePath:instancePath+"/upstreamIdleMs",schemaPath:"#/properties/upstreamIdleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -1810,8 +1820,12 @@ vErrors.push(err157);
 }
 errors++;
 }
-if(data41.openaiCompatibleBaseUrl === undefined){
-const err158 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
+}
+}
+if(data.upstreamListBudgetMs !== undefined){
+let data41 = data.upstreamListBudgetMs;
+if(!(((typeof data41 == "number") && (!(data41 % 1) && !isNaN(data41))) && (isFinite(data41)))){
+const err158 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -1820,8 +1834,9 @@ vErrors.push(err158);
 }
 errors++;
 }
-if(data41.openaiCompatibleStructuredOutputs === undefined){
-const err159 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
+if((typeof data41 == "number") && (isFinite(data41))){
+if(data41 > 600000 || isNaN(data41)){
+const err159 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -1830,8 +1845,8 @@ vErrors.push(err159);
 }
 errors++;
 }
-if(data41.providers === undefined){
-const err160 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
+if(data41 < 10 || isNaN(data41)){
+const err160 = {instancePath:instancePath+"/upstreamListBudgetMs",schemaPath:"#/properties/upstreamListBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -1840,8 +1855,13 @@ vErrors.push(err160);
 }
 errors++;
 }
-if(data41.openaiBaseUrl === undefined){
-const err161 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiBaseUrl"},message:"must have required property '"+"openaiBaseUrl"+"'"};
+}
+}
+if(data.redisPrefix !== undefined){
+let data42 = data.redisPrefix;
+if(typeof data42 === "string"){
+if(!pattern13.test(data42)){
+const err161 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9:_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9:_-]{1,64}$"+"\""};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -1850,8 +1870,9 @@ vErrors.push(err161);
 }
 errors++;
 }
-if(data41.anthropicBaseUrl === undefined){
-const err162 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "anthropicBaseUrl"},message:"must have required property '"+"anthropicBaseUrl"+"'"};
+}
+else {
+const err162 = {instancePath:instancePath+"/redisPrefix",schemaPath:"#/properties/redisPrefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -1860,8 +1881,12 @@ vErrors.push(err162);
 }
 errors++;
 }
-if(data41.keys === undefined){
-const err163 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "keys"},message:"must have required property '"+"keys"+"'"};
+}
+if(data.models !== undefined){
+let data43 = data.models;
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.defaultModel === undefined){
+const err163 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "defaultModel"},message:"must have required property '"+"defaultModel"+"'"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -1870,9 +1895,8 @@ vErrors.push(err163);
 }
 errors++;
 }
-for(const key3 in data41){
-if(!(((((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers")) || (key3 === "openaiBaseUrl")) || (key3 === "anthropicBaseUrl")) || (key3 === "keys"))){
-const err164 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data43.openaiCompatibleBaseUrl === undefined){
+const err164 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleBaseUrl"},message:"must have required property '"+"openaiCompatibleBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -1881,11 +1905,8 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-if(data41.defaultModel !== undefined){
-let data42 = data41.defaultModel;
-if((typeof data42 !== "string") && (data42 !== null)){
-const err165 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
+if(data43.openaiCompatibleStructuredOutputs === undefined){
+const err165 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiCompatibleStructuredOutputs"},message:"must have required property '"+"openaiCompatibleStructuredOutputs"+"'"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -1894,9 +1915,8 @@ vErrors.push(err165);
 }
 errors++;
 }
-if(typeof data42 === "string"){
-if(!pattern14.test(data42)){
-const err166 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
+if(data43.providers === undefined){
+const err166 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "providers"},message:"must have required property '"+"providers"+"'"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -1905,12 +1925,8 @@ vErrors.push(err166);
 }
 errors++;
 }
-}
-}
-if(data41.openaiCompatibleBaseUrl !== undefined){
-let data43 = data41.openaiCompatibleBaseUrl;
-if((typeof data43 !== "string") && (data43 !== null)){
-const err167 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
+if(data43.openaiBaseUrl === undefined){
+const err167 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "openaiBaseUrl"},message:"must have required property '"+"openaiBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -1919,9 +1935,8 @@ vErrors.push(err167);
 }
 errors++;
 }
-if(typeof data43 === "string"){
-if(!(formats0(data43))){
-const err168 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+if(data43.anthropicBaseUrl === undefined){
+const err168 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "anthropicBaseUrl"},message:"must have required property '"+"anthropicBaseUrl"+"'"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -1930,11 +1945,8 @@ vErrors.push(err168);
 }
 errors++;
 }
-}
-}
-if(data41.openaiCompatibleStructuredOutputs !== undefined){
-if(typeof data41.openaiCompatibleStructuredOutputs !== "boolean"){
-const err169 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data43.keys === undefined){
+const err169 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/required",keyword:"required",params:{missingProperty: "keys"},message:"must have required property '"+"keys"+"'"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -1943,15 +1955,9 @@ vErrors.push(err169);
 }
 errors++;
 }
-}
-if(data41.providers !== undefined){
-let data45 = data41.providers;
-if(Array.isArray(data45)){
-const len0 = data45.length;
-for(let i0=0; i0<len0; i0++){
-let data46 = data45[i0];
-if(!((((data46 === "openai-compatible") || (data46 === "openai")) || (data46 === "anthropic")) || (data46 === "google"))){
-const err170 = {instancePath:instancePath+"/models/providers/" + i0,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
+for(const key3 in data43){
+if(!(((((((key3 === "defaultModel") || (key3 === "openaiCompatibleBaseUrl")) || (key3 === "openaiCompatibleStructuredOutputs")) || (key3 === "providers")) || (key3 === "openaiBaseUrl")) || (key3 === "anthropicBaseUrl")) || (key3 === "keys"))){
+const err170 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -1961,14 +1967,10 @@ vErrors.push(err170);
 errors++;
 }
 }
-let i1 = data45.length;
-let j0;
-if(i1 > 1){
-outer0:
-for(;i1--;){
-for(j0 = i1; j0--;){
-if(func0(data45[i1], data45[j0])){
-const err171 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(data43.defaultModel !== undefined){
+let data44 = data43.defaultModel;
+if((typeof data44 !== "string") && (data44 !== null)){
+const err171 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/type",keyword:"type",params:{type: schema31.properties.models.properties.defaultModel.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -1976,14 +1978,10 @@ else {
 vErrors.push(err171);
 }
 errors++;
-break outer0;
 }
-}
-}
-}
-}
-else {
-const err172 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data44 === "string"){
+if(!pattern14.test(data44)){
+const err172 = {instancePath:instancePath+"/models/defaultModel",schemaPath:"#/properties/models/properties/defaultModel/pattern",keyword:"pattern",params:{pattern: "^(openai-compatible|openai|anthropic|google)/.+$"},message:"must match pattern \""+"^(openai-compatible|openai|anthropic|google)/.+$"+"\""};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -1993,10 +1991,11 @@ vErrors.push(err172);
 errors++;
 }
 }
-if(data41.openaiBaseUrl !== undefined){
-let data47 = data41.openaiBaseUrl;
-if((typeof data47 !== "string") && (data47 !== null)){
-const err173 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiBaseUrl.type},message:"must be string,null"};
+}
+if(data43.openaiCompatibleBaseUrl !== undefined){
+let data45 = data43.openaiCompatibleBaseUrl;
+if((typeof data45 !== "string") && (data45 !== null)){
+const err173 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiCompatibleBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2005,9 +2004,9 @@ vErrors.push(err173);
 }
 errors++;
 }
-if(typeof data47 === "string"){
-if(!pattern7.test(data47)){
-const err174 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(typeof data45 === "string"){
+if(!(formats0(data45))){
+const err174 = {instancePath:instancePath+"/models/openaiCompatibleBaseUrl",schemaPath:"#/properties/models/properties/openaiCompatibleBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2016,8 +2015,11 @@ vErrors.push(err174);
 }
 errors++;
 }
-if(!(formats0(data47))){
-const err175 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+if(data43.openaiCompatibleStructuredOutputs !== undefined){
+if(typeof data43.openaiCompatibleStructuredOutputs !== "boolean"){
+const err175 = {instancePath:instancePath+"/models/openaiCompatibleStructuredOutputs",schemaPath:"#/properties/models/properties/openaiCompatibleStructuredOutputs/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2027,11 +2029,14 @@ vErrors.push(err175);
 errors++;
 }
 }
-}
-if(data41.anthropicBaseUrl !== undefined){
-let data48 = data41.anthropicBaseUrl;
-if((typeof data48 !== "string") && (data48 !== null)){
-const err176 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.anthropicBaseUrl.type},message:"must be string,null"};
+if(data43.providers !== undefined){
+let data47 = data43.providers;
+if(Array.isArray(data47)){
+const len1 = data47.length;
+for(let i2=0; i2<len1; i2++){
+let data48 = data47[i2];
+if(!((((data48 === "openai-compatible") || (data48 === "openai")) || (data48 === "anthropic")) || (data48 === "google"))){
+const err176 = {instancePath:instancePath+"/models/providers/" + i2,schemaPath:"#/properties/models/properties/providers/items/enum",keyword:"enum",params:{allowedValues: schema31.properties.models.properties.providers.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2040,9 +2045,15 @@ vErrors.push(err176);
 }
 errors++;
 }
-if(typeof data48 === "string"){
-if(!pattern7.test(data48)){
-const err177 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+}
+let i3 = data47.length;
+let j1;
+if(i3 > 1){
+outer0:
+for(;i3--;){
+for(j1 = i3; j1--;){
+if(func0(data47[i3], data47[j1])){
+const err177 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2050,9 +2061,14 @@ else {
 vErrors.push(err177);
 }
 errors++;
+break outer0;
 }
-if(!(formats0(data48))){
-const err178 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+}
+}
+}
+else {
+const err178 = {instancePath:instancePath+"/models/providers",schemaPath:"#/properties/models/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2062,12 +2078,10 @@ vErrors.push(err178);
 errors++;
 }
 }
-}
-if(data41.keys !== undefined){
-let data49 = data41.keys;
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.openaiCompatible === undefined){
-const err179 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openaiCompatible"},message:"must have required property '"+"openaiCompatible"+"'"};
+if(data43.openaiBaseUrl !== undefined){
+let data49 = data43.openaiBaseUrl;
+if((typeof data49 !== "string") && (data49 !== null)){
+const err179 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.openaiBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2076,8 +2090,9 @@ vErrors.push(err179);
 }
 errors++;
 }
-if(data49.openai === undefined){
-const err180 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openai"},message:"must have required property '"+"openai"+"'"};
+if(typeof data49 === "string"){
+if(!pattern7.test(data49)){
+const err180 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2086,8 +2101,8 @@ vErrors.push(err180);
 }
 errors++;
 }
-if(data49.anthropic === undefined){
-const err181 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "anthropic"},message:"must have required property '"+"anthropic"+"'"};
+if(!(formats0(data49))){
+const err181 = {instancePath:instancePath+"/models/openaiBaseUrl",schemaPath:"#/properties/models/properties/openaiBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2096,8 +2111,12 @@ vErrors.push(err181);
 }
 errors++;
 }
-if(data49.google === undefined){
-const err182 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "google"},message:"must have required property '"+"google"+"'"};
+}
+}
+if(data43.anthropicBaseUrl !== undefined){
+let data50 = data43.anthropicBaseUrl;
+if((typeof data50 !== "string") && (data50 !== null)){
+const err182 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/type",keyword:"type",params:{type: schema31.properties.models.properties.anthropicBaseUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2106,9 +2125,9 @@ vErrors.push(err182);
 }
 errors++;
 }
-for(const key4 in data49){
-if(!((((key4 === "openaiCompatible") || (key4 === "openai")) || (key4 === "anthropic")) || (key4 === "google"))){
-const err183 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(typeof data50 === "string"){
+if(!pattern7.test(data50)){
+const err183 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2117,11 +2136,8 @@ vErrors.push(err183);
 }
 errors++;
 }
-}
-if(data49.openaiCompatible !== undefined){
-let data50 = data49.openaiCompatible;
-if((typeof data50 !== "string") && (data50 !== null)){
-const err184 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openaiCompatible.type},message:"must be string,null"};
+if(!(formats0(data50))){
+const err184 = {instancePath:instancePath+"/models/anthropicBaseUrl",schemaPath:"#/properties/models/properties/anthropicBaseUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2130,9 +2146,13 @@ vErrors.push(err184);
 }
 errors++;
 }
-if(typeof data50 === "string"){
-if(func2(data50) < 1){
-const err185 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+}
+if(data43.keys !== undefined){
+let data51 = data43.keys;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.openaiCompatible === undefined){
+const err185 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openaiCompatible"},message:"must have required property '"+"openaiCompatible"+"'"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2141,12 +2161,8 @@ vErrors.push(err185);
 }
 errors++;
 }
-}
-}
-if(data49.openai !== undefined){
-let data51 = data49.openai;
-if((typeof data51 !== "string") && (data51 !== null)){
-const err186 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openai.type},message:"must be string,null"};
+if(data51.openai === undefined){
+const err186 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "openai"},message:"must have required property '"+"openai"+"'"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2155,9 +2171,8 @@ vErrors.push(err186);
 }
 errors++;
 }
-if(typeof data51 === "string"){
-if(func2(data51) < 1){
-const err187 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data51.anthropic === undefined){
+const err187 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "anthropic"},message:"must have required property '"+"anthropic"+"'"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2166,12 +2181,8 @@ vErrors.push(err187);
 }
 errors++;
 }
-}
-}
-if(data49.anthropic !== undefined){
-let data52 = data49.anthropic;
-if((typeof data52 !== "string") && (data52 !== null)){
-const err188 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.anthropic.type},message:"must be string,null"};
+if(data51.google === undefined){
+const err188 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/required",keyword:"required",params:{missingProperty: "google"},message:"must have required property '"+"google"+"'"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2180,9 +2191,9 @@ vErrors.push(err188);
 }
 errors++;
 }
-if(typeof data52 === "string"){
-if(func2(data52) < 1){
-const err189 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+for(const key4 in data51){
+if(!((((key4 === "openaiCompatible") || (key4 === "openai")) || (key4 === "anthropic")) || (key4 === "google"))){
+const err189 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2192,11 +2203,10 @@ vErrors.push(err189);
 errors++;
 }
 }
-}
-if(data49.google !== undefined){
-let data53 = data49.google;
-if((typeof data53 !== "string") && (data53 !== null)){
-const err190 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.google.type},message:"must be string,null"};
+if(data51.openaiCompatible !== undefined){
+let data52 = data51.openaiCompatible;
+if((typeof data52 !== "string") && (data52 !== null)){
+const err190 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openaiCompatible.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2205,9 +2215,9 @@ vErrors.push(err190);
 }
 errors++;
 }
-if(typeof data53 === "string"){
-if(func2(data53) < 1){
-const err191 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(typeof data52 === "string"){
+if(func2(data52) < 1){
+const err191 = {instancePath:instancePath+"/models/keys/openaiCompatible",schemaPath:"#/properties/models/properties/keys/properties/openaiCompatible/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -2218,9 +2228,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err192 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.openai !== undefined){
+let data53 = data51.openai;
+if((typeof data53 !== "string") && (data53 !== null)){
+const err192 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.openai.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -2229,10 +2240,9 @@ vErrors.push(err192);
 }
 errors++;
 }
-}
-}
-else {
-const err193 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data53 === "string"){
+if(func2(data53) < 1){
+const err193 = {instancePath:instancePath+"/models/keys/openai",schemaPath:"#/properties/models/properties/keys/properties/openai/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -2242,10 +2252,11 @@ vErrors.push(err193);
 errors++;
 }
 }
-if(data.agentMaxSteps !== undefined){
-let data54 = data.agentMaxSteps;
-if(!(((typeof data54 == "number") && (!(data54 % 1) && !isNaN(data54))) && (isFinite(data54)))){
-const err194 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(data51.anthropic !== undefined){
+let data54 = data51.anthropic;
+if((typeof data54 !== "string") && (data54 !== null)){
+const err194 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.anthropic.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -2254,9 +2265,9 @@ vErrors.push(err194);
 }
 errors++;
 }
-if((typeof data54 == "number") && (isFinite(data54))){
-if(data54 > 100 || isNaN(data54)){
-const err195 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(typeof data54 === "string"){
+if(func2(data54) < 1){
+const err195 = {instancePath:instancePath+"/models/keys/anthropic",schemaPath:"#/properties/models/properties/keys/properties/anthropic/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -2265,8 +2276,12 @@ vErrors.push(err195);
 }
 errors++;
 }
-if(data54 < 1 || isNaN(data54)){
-const err196 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data51.google !== undefined){
+let data55 = data51.google;
+if((typeof data55 !== "string") && (data55 !== null)){
+const err196 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/type",keyword:"type",params:{type: schema31.properties.models.properties.keys.properties.google.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -2275,12 +2290,9 @@ vErrors.push(err196);
 }
 errors++;
 }
-}
-}
-if(data.agentTurnTimeoutMs !== undefined){
-let data55 = data.agentTurnTimeoutMs;
-if(!(((typeof data55 == "number") && (!(data55 % 1) && !isNaN(data55))) && (isFinite(data55)))){
-const err197 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(typeof data55 === "string"){
+if(func2(data55) < 1){
+const err197 = {instancePath:instancePath+"/models/keys/google",schemaPath:"#/properties/models/properties/keys/properties/google/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -2289,9 +2301,11 @@ vErrors.push(err197);
 }
 errors++;
 }
-if((typeof data55 == "number") && (isFinite(data55))){
-if(data55 > 3600000 || isNaN(data55)){
-const err198 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/models/keys",schemaPath:"#/properties/models/properties/keys/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -2300,8 +2314,10 @@ vErrors.push(err198);
 }
 errors++;
 }
-if(data55 < 1000 || isNaN(data55)){
-const err199 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+}
+}
+else {
+const err199 = {instancePath:instancePath+"/models",schemaPath:"#/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -2311,16 +2327,10 @@ vErrors.push(err199);
 errors++;
 }
 }
-}
-if(data.outboundAllowlist !== undefined){
-let data56 = data.outboundAllowlist;
-if(Array.isArray(data56)){
-const len1 = data56.length;
-for(let i2=0; i2<len1; i2++){
-let data57 = data56[i2];
-if(typeof data57 === "string"){
-if(func2(data57) < 1){
-const err200 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data.agentMaxSteps !== undefined){
+let data56 = data.agentMaxSteps;
+if(!(((typeof data56 == "number") && (!(data56 % 1) && !isNaN(data56))) && (isFinite(data56)))){
+const err200 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -2329,9 +2339,9 @@ vErrors.push(err200);
 }
 errors++;
 }
-}
-else {
-const err201 = {instancePath:instancePath+"/outboundAllowlist/" + i2,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data56 == "number") && (isFinite(data56))){
+if(data56 > 100 || isNaN(data56)){
+const err201 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -2340,10 +2350,8 @@ vErrors.push(err201);
 }
 errors++;
 }
-}
-}
-else {
-const err202 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data56 < 1 || isNaN(data56)){
+const err202 = {instancePath:instancePath+"/agentMaxSteps",schemaPath:"#/properties/agentMaxSteps/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -2353,11 +2361,11 @@ vErrors.push(err202);
 errors++;
 }
 }
-if(data.browser !== undefined){
-let data58 = data.browser;
-if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
-if(data58.executable === undefined){
-const err203 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
+}
+if(data.agentTurnTimeoutMs !== undefined){
+let data57 = data.agentTurnTimeoutMs;
+if(!(((typeof data57 == "number") && (!(data57 % 1) && !isNaN(data57))) && (isFinite(data57)))){
+const err203 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -2366,8 +2374,9 @@ vErrors.push(err203);
 }
 errors++;
 }
-if(data58.maxContexts === undefined){
-const err204 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
+if((typeof data57 == "number") && (isFinite(data57))){
+if(data57 > 3600000 || isNaN(data57)){
+const err204 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -2376,8 +2385,8 @@ vErrors.push(err204);
 }
 errors++;
 }
-if(data58.orgMaxContexts === undefined){
-const err205 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
+if(data57 < 1000 || isNaN(data57)){
+const err205 = {instancePath:instancePath+"/agentTurnTimeoutMs",schemaPath:"#/properties/agentTurnTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -2386,8 +2395,17 @@ vErrors.push(err205);
 }
 errors++;
 }
-if(data58.taskTimeoutMs === undefined){
-const err206 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
+}
+}
+if(data.outboundAllowlist !== undefined){
+let data58 = data.outboundAllowlist;
+if(Array.isArray(data58)){
+const len2 = data58.length;
+for(let i4=0; i4<len2; i4++){
+let data59 = data58[i4];
+if(typeof data59 === "string"){
+if(func2(data59) < 1){
+const err206 = {instancePath:instancePath+"/outboundAllowlist/" + i4,schemaPath:"#/properties/outboundAllowlist/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -2396,8 +2414,9 @@ vErrors.push(err206);
 }
 errors++;
 }
-if(data58.idleMs === undefined){
-const err207 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
+}
+else {
+const err207 = {instancePath:instancePath+"/outboundAllowlist/" + i4,schemaPath:"#/properties/outboundAllowlist/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -2406,8 +2425,10 @@ vErrors.push(err207);
 }
 errors++;
 }
-if(data58.adblockLists === undefined){
-const err208 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
+}
+}
+else {
+const err208 = {instancePath:instancePath+"/outboundAllowlist",schemaPath:"#/properties/outboundAllowlist/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -2416,8 +2437,12 @@ vErrors.push(err208);
 }
 errors++;
 }
-if(data58.proxyUrl === undefined){
-const err209 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
+}
+if(data.browser !== undefined){
+let data60 = data.browser;
+if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
+if(data60.executable === undefined){
+const err209 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "executable"},message:"must have required property '"+"executable"+"'"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -2426,8 +2451,8 @@ vErrors.push(err209);
 }
 errors++;
 }
-if(data58.memoryMb === undefined){
-const err210 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
+if(data60.maxContexts === undefined){
+const err210 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxContexts"},message:"must have required property '"+"maxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -2436,8 +2461,8 @@ vErrors.push(err210);
 }
 errors++;
 }
-if(data58.diskMb === undefined){
-const err211 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
+if(data60.orgMaxContexts === undefined){
+const err211 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "orgMaxContexts"},message:"must have required property '"+"orgMaxContexts"+"'"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -2446,8 +2471,8 @@ vErrors.push(err211);
 }
 errors++;
 }
-if(data58.maxPages === undefined){
-const err212 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
+if(data60.taskTimeoutMs === undefined){
+const err212 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskTimeoutMs"},message:"must have required property '"+"taskTimeoutMs"+"'"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -2456,8 +2481,8 @@ vErrors.push(err212);
 }
 errors++;
 }
-if(data58.maxOpenContexts === undefined){
-const err213 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
+if(data60.idleMs === undefined){
+const err213 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "idleMs"},message:"must have required property '"+"idleMs"+"'"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -2466,8 +2491,8 @@ vErrors.push(err213);
 }
 errors++;
 }
-if(data58.taskCpuMs === undefined){
-const err214 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
+if(data60.adblockLists === undefined){
+const err214 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "adblockLists"},message:"must have required property '"+"adblockLists"+"'"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -2476,9 +2501,8 @@ vErrors.push(err214);
 }
 errors++;
 }
-for(const key5 in data58){
-if(!(func1.call(schema31.properties.browser.properties, key5))){
-const err215 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(data60.proxyUrl === undefined){
+const err215 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "proxyUrl"},message:"must have required property '"+"proxyUrl"+"'"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -2487,12 +2511,8 @@ vErrors.push(err215);
 }
 errors++;
 }
-}
-if(data58.executable !== undefined){
-let data59 = data58.executable;
-if(typeof data59 === "string"){
-if(func2(data59) < 1){
-const err216 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data60.memoryMb === undefined){
+const err216 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "memoryMb"},message:"must have required property '"+"memoryMb"+"'"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -2501,9 +2521,8 @@ vErrors.push(err216);
 }
 errors++;
 }
-}
-else {
-const err217 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data60.diskMb === undefined){
+const err217 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "diskMb"},message:"must have required property '"+"diskMb"+"'"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -2512,11 +2531,8 @@ vErrors.push(err217);
 }
 errors++;
 }
-}
-if(data58.maxContexts !== undefined){
-let data60 = data58.maxContexts;
-if(!(((typeof data60 == "number") && (!(data60 % 1) && !isNaN(data60))) && (isFinite(data60)))){
-const err218 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data60.maxPages === undefined){
+const err218 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxPages"},message:"must have required property '"+"maxPages"+"'"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -2525,9 +2541,8 @@ vErrors.push(err218);
 }
 errors++;
 }
-if((typeof data60 == "number") && (isFinite(data60))){
-if(data60 > 64 || isNaN(data60)){
-const err219 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+if(data60.maxOpenContexts === undefined){
+const err219 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "maxOpenContexts"},message:"must have required property '"+"maxOpenContexts"+"'"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -2536,8 +2551,8 @@ vErrors.push(err219);
 }
 errors++;
 }
-if(data60 < 1 || isNaN(data60)){
-const err220 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data60.taskCpuMs === undefined){
+const err220 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/required",keyword:"required",params:{missingProperty: "taskCpuMs"},message:"must have required property '"+"taskCpuMs"+"'"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -2546,12 +2561,9 @@ vErrors.push(err220);
 }
 errors++;
 }
-}
-}
-if(data58.orgMaxContexts !== undefined){
-let data61 = data58.orgMaxContexts;
-if(!(((typeof data61 == "number") && (!(data61 % 1) && !isNaN(data61))) && (isFinite(data61)))){
-const err221 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key5 in data60){
+if(!(func1.call(schema31.properties.browser.properties, key5))){
+const err221 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -2560,9 +2572,12 @@ vErrors.push(err221);
 }
 errors++;
 }
-if((typeof data61 == "number") && (isFinite(data61))){
-if(data61 > 64 || isNaN(data61)){
-const err222 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
+}
+if(data60.executable !== undefined){
+let data61 = data60.executable;
+if(typeof data61 === "string"){
+if(func2(data61) < 1){
+const err222 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -2571,8 +2586,9 @@ vErrors.push(err222);
 }
 errors++;
 }
-if(data61 < 1 || isNaN(data61)){
-const err223 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+else {
+const err223 = {instancePath:instancePath+"/browser/executable",schemaPath:"#/properties/browser/properties/executable/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -2582,11 +2598,10 @@ vErrors.push(err223);
 errors++;
 }
 }
-}
-if(data58.taskTimeoutMs !== undefined){
-let data62 = data58.taskTimeoutMs;
+if(data60.maxContexts !== undefined){
+let data62 = data60.maxContexts;
 if(!(((typeof data62 == "number") && (!(data62 % 1) && !isNaN(data62))) && (isFinite(data62)))){
-const err224 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err224 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -2596,8 +2611,8 @@ vErrors.push(err224);
 errors++;
 }
 if((typeof data62 == "number") && (isFinite(data62))){
-if(data62 > 3600000 || isNaN(data62)){
-const err225 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+if(data62 > 64 || isNaN(data62)){
+const err225 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -2606,8 +2621,8 @@ vErrors.push(err225);
 }
 errors++;
 }
-if(data62 < 1000 || isNaN(data62)){
-const err226 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data62 < 1 || isNaN(data62)){
+const err226 = {instancePath:instancePath+"/browser/maxContexts",schemaPath:"#/properties/browser/properties/maxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -2618,10 +2633,10 @@ errors++;
 }
 }
 }
-if(data58.idleMs !== undefined){
-let data63 = data58.idleMs;
+if(data60.orgMaxContexts !== undefined){
+let data63 = data60.orgMaxContexts;
 if(!(((typeof data63 == "number") && (!(data63 % 1) && !isNaN(data63))) && (isFinite(data63)))){
-const err227 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err227 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -2631,8 +2646,8 @@ vErrors.push(err227);
 errors++;
 }
 if((typeof data63 == "number") && (isFinite(data63))){
-if(data63 > 86400000 || isNaN(data63)){
-const err228 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data63 > 64 || isNaN(data63)){
+const err228 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 64},message:"must be <= 64"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -2641,8 +2656,8 @@ vErrors.push(err228);
 }
 errors++;
 }
-if(data63 < 1000 || isNaN(data63)){
-const err229 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
+if(data63 < 1 || isNaN(data63)){
+const err229 = {instancePath:instancePath+"/browser/orgMaxContexts",schemaPath:"#/properties/browser/properties/orgMaxContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -2653,15 +2668,10 @@ errors++;
 }
 }
 }
-if(data58.adblockLists !== undefined){
-let data64 = data58.adblockLists;
-if(Array.isArray(data64)){
-const len2 = data64.length;
-for(let i3=0; i3<len2; i3++){
-let data65 = data64[i3];
-if(typeof data65 === "string"){
-if(func2(data65) < 1){
-const err230 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data60.taskTimeoutMs !== undefined){
+let data64 = data60.taskTimeoutMs;
+if(!(((typeof data64 == "number") && (!(data64 % 1) && !isNaN(data64))) && (isFinite(data64)))){
+const err230 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -2670,9 +2680,9 @@ vErrors.push(err230);
 }
 errors++;
 }
-}
-else {
-const err231 = {instancePath:instancePath+"/browser/adblockLists/" + i3,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data64 == "number") && (isFinite(data64))){
+if(data64 > 3600000 || isNaN(data64)){
+const err231 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -2681,10 +2691,8 @@ vErrors.push(err231);
 }
 errors++;
 }
-}
-}
-else {
-const err232 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data64 < 1000 || isNaN(data64)){
+const err232 = {instancePath:instancePath+"/browser/taskTimeoutMs",schemaPath:"#/properties/browser/properties/taskTimeoutMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -2694,10 +2702,11 @@ vErrors.push(err232);
 errors++;
 }
 }
-if(data58.proxyUrl !== undefined){
-let data66 = data58.proxyUrl;
-if((typeof data66 !== "string") && (data66 !== null)){
-const err233 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
+}
+if(data60.idleMs !== undefined){
+let data65 = data60.idleMs;
+if(!(((typeof data65 == "number") && (!(data65 % 1) && !isNaN(data65))) && (isFinite(data65)))){
+const err233 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -2706,9 +2715,9 @@ vErrors.push(err233);
 }
 errors++;
 }
-if(typeof data66 === "string"){
-if(!pattern17.test(data66)){
-const err234 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
+if((typeof data65 == "number") && (isFinite(data65))){
+if(data65 > 86400000 || isNaN(data65)){
+const err234 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -2717,12 +2726,8 @@ vErrors.push(err234);
 }
 errors++;
 }
-}
-}
-if(data58.memoryMb !== undefined){
-let data67 = data58.memoryMb;
-if(!(((typeof data67 == "number") && (!(data67 % 1) && !isNaN(data67))) && (isFinite(data67)))){
-const err235 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data65 < 1000 || isNaN(data65)){
+const err235 = {instancePath:instancePath+"/browser/idleMs",schemaPath:"#/properties/browser/properties/idleMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1000},message:"must be >= 1000"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -2731,9 +2736,17 @@ vErrors.push(err235);
 }
 errors++;
 }
-if((typeof data67 == "number") && (isFinite(data67))){
-if(data67 > 1048576 || isNaN(data67)){
-const err236 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+}
+if(data60.adblockLists !== undefined){
+let data66 = data60.adblockLists;
+if(Array.isArray(data66)){
+const len3 = data66.length;
+for(let i5=0; i5<len3; i5++){
+let data67 = data66[i5];
+if(typeof data67 === "string"){
+if(func2(data67) < 1){
+const err236 = {instancePath:instancePath+"/browser/adblockLists/" + i5,schemaPath:"#/properties/browser/properties/adblockLists/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -2742,8 +2755,9 @@ vErrors.push(err236);
 }
 errors++;
 }
-if(data67 < 256 || isNaN(data67)){
-const err237 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
+}
+else {
+const err237 = {instancePath:instancePath+"/browser/adblockLists/" + i5,schemaPath:"#/properties/browser/properties/adblockLists/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -2754,10 +2768,8 @@ errors++;
 }
 }
 }
-if(data58.diskMb !== undefined){
-let data68 = data58.diskMb;
-if(!(((typeof data68 == "number") && (!(data68 % 1) && !isNaN(data68))) && (isFinite(data68)))){
-const err238 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err238 = {instancePath:instancePath+"/browser/adblockLists",schemaPath:"#/properties/browser/properties/adblockLists/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -2766,9 +2778,11 @@ vErrors.push(err238);
 }
 errors++;
 }
-if((typeof data68 == "number") && (isFinite(data68))){
-if(data68 > 1048576 || isNaN(data68)){
-const err239 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
+}
+if(data60.proxyUrl !== undefined){
+let data68 = data60.proxyUrl;
+if((typeof data68 !== "string") && (data68 !== null)){
+const err239 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/type",keyword:"type",params:{type: schema31.properties.browser.properties.proxyUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -2777,8 +2791,9 @@ vErrors.push(err239);
 }
 errors++;
 }
-if(data68 < 64 || isNaN(data68)){
-const err240 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
+if(typeof data68 === "string"){
+if(!pattern17.test(data68)){
+const err240 = {instancePath:instancePath+"/browser/proxyUrl",schemaPath:"#/properties/browser/properties/proxyUrl/pattern",keyword:"pattern",params:{pattern: "^http://"},message:"must match pattern \""+"^http://"+"\""};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -2789,10 +2804,10 @@ errors++;
 }
 }
 }
-if(data58.maxPages !== undefined){
-let data69 = data58.maxPages;
+if(data60.memoryMb !== undefined){
+let data69 = data60.memoryMb;
 if(!(((typeof data69 == "number") && (!(data69 % 1) && !isNaN(data69))) && (isFinite(data69)))){
-const err241 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err241 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -2802,8 +2817,8 @@ vErrors.push(err241);
 errors++;
 }
 if((typeof data69 == "number") && (isFinite(data69))){
-if(data69 > 10000 || isNaN(data69)){
-const err242 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+if(data69 > 1048576 || isNaN(data69)){
+const err242 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -2812,8 +2827,8 @@ vErrors.push(err242);
 }
 errors++;
 }
-if(data69 < 1 || isNaN(data69)){
-const err243 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data69 < 256 || isNaN(data69)){
+const err243 = {instancePath:instancePath+"/browser/memoryMb",schemaPath:"#/properties/browser/properties/memoryMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 256},message:"must be >= 256"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -2824,10 +2839,10 @@ errors++;
 }
 }
 }
-if(data58.maxOpenContexts !== undefined){
-let data70 = data58.maxOpenContexts;
+if(data60.diskMb !== undefined){
+let data70 = data60.diskMb;
 if(!(((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70))) && (isFinite(data70)))){
-const err244 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err244 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -2837,8 +2852,8 @@ vErrors.push(err244);
 errors++;
 }
 if((typeof data70 == "number") && (isFinite(data70))){
-if(data70 > 10000 || isNaN(data70)){
-const err245 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+if(data70 > 1048576 || isNaN(data70)){
+const err245 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1048576},message:"must be <= 1048576"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -2847,8 +2862,8 @@ vErrors.push(err245);
 }
 errors++;
 }
-if(data70 < 2 || isNaN(data70)){
-const err246 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
+if(data70 < 64 || isNaN(data70)){
+const err246 = {instancePath:instancePath+"/browser/diskMb",schemaPath:"#/properties/browser/properties/diskMb/minimum",keyword:"minimum",params:{comparison: ">=", limit: 64},message:"must be >= 64"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -2859,10 +2874,10 @@ errors++;
 }
 }
 }
-if(data58.taskCpuMs !== undefined){
-let data71 = data58.taskCpuMs;
+if(data60.maxPages !== undefined){
+let data71 = data60.maxPages;
 if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
-const err247 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err247 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -2872,8 +2887,8 @@ vErrors.push(err247);
 errors++;
 }
 if((typeof data71 == "number") && (isFinite(data71))){
-if(data71 > 86400000 || isNaN(data71)){
-const err248 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
+if(data71 > 10000 || isNaN(data71)){
+const err248 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -2882,8 +2897,8 @@ vErrors.push(err248);
 }
 errors++;
 }
-if(data71 < 100 || isNaN(data71)){
-const err249 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+if(data71 < 1 || isNaN(data71)){
+const err249 = {instancePath:instancePath+"/browser/maxPages",schemaPath:"#/properties/browser/properties/maxPages/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -2894,9 +2909,10 @@ errors++;
 }
 }
 }
-}
-else {
-const err250 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data60.maxOpenContexts !== undefined){
+let data72 = data60.maxOpenContexts;
+if(!(((typeof data72 == "number") && (!(data72 % 1) && !isNaN(data72))) && (isFinite(data72)))){
+const err250 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -2905,12 +2921,9 @@ vErrors.push(err250);
 }
 errors++;
 }
-}
-if(data.discovery !== undefined){
-let data72 = data.discovery;
-if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
-if(data72.embeddingsUrl === undefined){
-const err251 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
+if((typeof data72 == "number") && (isFinite(data72))){
+if(data72 > 10000 || isNaN(data72)){
+const err251 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -2919,8 +2932,8 @@ vErrors.push(err251);
 }
 errors++;
 }
-if(data72.embeddingsModel === undefined){
-const err252 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
+if(data72 < 2 || isNaN(data72)){
+const err252 = {instancePath:instancePath+"/browser/maxOpenContexts",schemaPath:"#/properties/browser/properties/maxOpenContexts/minimum",keyword:"minimum",params:{comparison: ">=", limit: 2},message:"must be >= 2"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -2929,8 +2942,12 @@ vErrors.push(err252);
 }
 errors++;
 }
-if(data72.embeddingsBudgetMs === undefined){
-const err253 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
+}
+}
+if(data60.taskCpuMs !== undefined){
+let data73 = data60.taskCpuMs;
+if(!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))){
+const err253 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -2939,8 +2956,9 @@ vErrors.push(err253);
 }
 errors++;
 }
-if(data72.learning === undefined){
-const err254 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
+if((typeof data73 == "number") && (isFinite(data73))){
+if(data73 > 86400000 || isNaN(data73)){
+const err254 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400000},message:"must be <= 86400000"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -2949,9 +2967,8 @@ vErrors.push(err254);
 }
 errors++;
 }
-for(const key6 in data72){
-if(!((((key6 === "embeddingsUrl") || (key6 === "embeddingsModel")) || (key6 === "embeddingsBudgetMs")) || (key6 === "learning"))){
-const err255 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(data73 < 100 || isNaN(data73)){
+const err255 = {instancePath:instancePath+"/browser/taskCpuMs",schemaPath:"#/properties/browser/properties/taskCpuMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -2961,10 +2978,10 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(data72.embeddingsUrl !== undefined){
-let data73 = data72.embeddingsUrl;
-if((typeof data73 !== "string") && (data73 !== null)){
-const err256 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
+}
+}
+else {
+const err256 = {instancePath:instancePath+"/browser",schemaPath:"#/properties/browser/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -2973,9 +2990,12 @@ vErrors.push(err256);
 }
 errors++;
 }
-if(typeof data73 === "string"){
-if(!(formats0(data73))){
-const err257 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
+}
+if(data.discovery !== undefined){
+let data74 = data.discovery;
+if(data74 && typeof data74 == "object" && !Array.isArray(data74)){
+if(data74.embeddingsUrl === undefined){
+const err257 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsUrl"},message:"must have required property '"+"embeddingsUrl"+"'"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -2984,13 +3004,8 @@ vErrors.push(err257);
 }
 errors++;
 }
-}
-}
-if(data72.embeddingsModel !== undefined){
-let data74 = data72.embeddingsModel;
-if(typeof data74 === "string"){
-if(func2(data74) < 1){
-const err258 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data74.embeddingsModel === undefined){
+const err258 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsModel"},message:"must have required property '"+"embeddingsModel"+"'"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -2999,9 +3014,8 @@ vErrors.push(err258);
 }
 errors++;
 }
-}
-else {
-const err259 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data74.embeddingsBudgetMs === undefined){
+const err259 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "embeddingsBudgetMs"},message:"must have required property '"+"embeddingsBudgetMs"+"'"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -3010,11 +3024,8 @@ vErrors.push(err259);
 }
 errors++;
 }
-}
-if(data72.embeddingsBudgetMs !== undefined){
-let data75 = data72.embeddingsBudgetMs;
-if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
-const err260 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data74.learning === undefined){
+const err260 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/required",keyword:"required",params:{missingProperty: "learning"},message:"must have required property '"+"learning"+"'"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -3023,9 +3034,9 @@ vErrors.push(err260);
 }
 errors++;
 }
-if((typeof data75 == "number") && (isFinite(data75))){
-if(data75 > 60000 || isNaN(data75)){
-const err261 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+for(const key6 in data74){
+if(!((((key6 === "embeddingsUrl") || (key6 === "embeddingsModel")) || (key6 === "embeddingsBudgetMs")) || (key6 === "learning"))){
+const err261 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -3034,8 +3045,11 @@ vErrors.push(err261);
 }
 errors++;
 }
-if(data75 < 10 || isNaN(data75)){
-const err262 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+}
+if(data74.embeddingsUrl !== undefined){
+let data75 = data74.embeddingsUrl;
+if((typeof data75 !== "string") && (data75 !== null)){
+const err262 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/type",keyword:"type",params:{type: schema31.properties.discovery.properties.embeddingsUrl.type},message:"must be string,null"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -3044,11 +3058,9 @@ vErrors.push(err262);
 }
 errors++;
 }
-}
-}
-if(data72.learning !== undefined){
-if(typeof data72.learning !== "boolean"){
-const err263 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof data75 === "string"){
+if(!(formats0(data75))){
+const err263 = {instancePath:instancePath+"/discovery/embeddingsUrl",schemaPath:"#/properties/discovery/properties/embeddingsUrl/format",keyword:"format",params:{format: "uri"},message:"must match format \""+"uri"+"\""};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -3059,8 +3071,11 @@ errors++;
 }
 }
 }
-else {
-const err264 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data74.embeddingsModel !== undefined){
+let data76 = data74.embeddingsModel;
+if(typeof data76 === "string"){
+if(func2(data76) < 1){
+const err264 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -3070,10 +3085,8 @@ vErrors.push(err264);
 errors++;
 }
 }
-if(data.metricsPort !== undefined){
-let data77 = data.metricsPort;
-if((!(((typeof data77 == "number") && (!(data77 % 1) && !isNaN(data77))) && (isFinite(data77)))) && (data77 !== null)){
-const err265 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
+else {
+const err265 = {instancePath:instancePath+"/discovery/embeddingsModel",schemaPath:"#/properties/discovery/properties/embeddingsModel/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -3082,9 +3095,11 @@ vErrors.push(err265);
 }
 errors++;
 }
-if((typeof data77 == "number") && (isFinite(data77))){
-if(data77 > 65535 || isNaN(data77)){
-const err266 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
+}
+if(data74.embeddingsBudgetMs !== undefined){
+let data77 = data74.embeddingsBudgetMs;
+if(!(((typeof data77 == "number") && (!(data77 % 1) && !isNaN(data77))) && (isFinite(data77)))){
+const err266 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -3093,8 +3108,9 @@ vErrors.push(err266);
 }
 errors++;
 }
-if(data77 < 1 || isNaN(data77)){
-const err267 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data77 == "number") && (isFinite(data77))){
+if(data77 > 60000 || isNaN(data77)){
+const err267 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -3103,13 +3119,8 @@ vErrors.push(err267);
 }
 errors++;
 }
-}
-}
-if(data.metricsHost !== undefined){
-let data78 = data.metricsHost;
-if(typeof data78 === "string"){
-if(func2(data78) < 1){
-const err268 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data77 < 10 || isNaN(data77)){
+const err268 = {instancePath:instancePath+"/discovery/embeddingsBudgetMs",schemaPath:"#/properties/discovery/properties/embeddingsBudgetMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -3119,8 +3130,10 @@ vErrors.push(err268);
 errors++;
 }
 }
-else {
-const err269 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data74.learning !== undefined){
+if(typeof data74.learning !== "boolean"){
+const err269 = {instancePath:instancePath+"/discovery/learning",schemaPath:"#/properties/discovery/properties/learning/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -3130,10 +3143,9 @@ vErrors.push(err269);
 errors++;
 }
 }
-if(data.shutdownGraceMs !== undefined){
-let data79 = data.shutdownGraceMs;
-if(!(((typeof data79 == "number") && (!(data79 % 1) && !isNaN(data79))) && (isFinite(data79)))){
-const err270 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err270 = {instancePath:instancePath+"/discovery",schemaPath:"#/properties/discovery/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -3142,9 +3154,11 @@ vErrors.push(err270);
 }
 errors++;
 }
-if((typeof data79 == "number") && (isFinite(data79))){
-if(data79 > 3600000 || isNaN(data79)){
-const err271 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
+}
+if(data.metricsPort !== undefined){
+let data79 = data.metricsPort;
+if((!(((typeof data79 == "number") && (!(data79 % 1) && !isNaN(data79))) && (isFinite(data79)))) && (data79 !== null)){
+const err271 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/type",keyword:"type",params:{type: schema31.properties.metricsPort.type},message:"must be integer,null"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -3153,8 +3167,9 @@ vErrors.push(err271);
 }
 errors++;
 }
-if(data79 < 0 || isNaN(data79)){
-const err272 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data79 == "number") && (isFinite(data79))){
+if(data79 > 65535 || isNaN(data79)){
+const err272 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/maximum",keyword:"maximum",params:{comparison: "<=", limit: 65535},message:"must be <= 65535"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -3163,13 +3178,8 @@ vErrors.push(err272);
 }
 errors++;
 }
-}
-}
-if(data.tracing !== undefined){
-let data80 = data.tracing;
-if(data80 && typeof data80 == "object" && !Array.isArray(data80)){
-if(data80.enabled === undefined){
-const err273 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
+if(data79 < 1 || isNaN(data79)){
+const err273 = {instancePath:instancePath+"/metricsPort",schemaPath:"#/properties/metricsPort/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -3178,8 +3188,13 @@ vErrors.push(err273);
 }
 errors++;
 }
-if(data80.disabled === undefined){
-const err274 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
+}
+}
+if(data.metricsHost !== undefined){
+let data80 = data.metricsHost;
+if(typeof data80 === "string"){
+if(func2(data80) < 1){
+const err274 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -3188,8 +3203,9 @@ vErrors.push(err274);
 }
 errors++;
 }
-if(data80.serviceName === undefined){
-const err275 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
+}
+else {
+const err275 = {instancePath:instancePath+"/metricsHost",schemaPath:"#/properties/metricsHost/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -3198,9 +3214,11 @@ vErrors.push(err275);
 }
 errors++;
 }
-for(const key7 in data80){
-if(!(((key7 === "enabled") || (key7 === "disabled")) || (key7 === "serviceName"))){
-const err276 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+if(data.shutdownGraceMs !== undefined){
+let data81 = data.shutdownGraceMs;
+if(!(((typeof data81 == "number") && (!(data81 % 1) && !isNaN(data81))) && (isFinite(data81)))){
+const err276 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -3209,10 +3227,9 @@ vErrors.push(err276);
 }
 errors++;
 }
-}
-if(data80.enabled !== undefined){
-if(typeof data80.enabled !== "boolean"){
-const err277 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data81 == "number") && (isFinite(data81))){
+if(data81 > 3600000 || isNaN(data81)){
+const err277 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600000},message:"must be <= 3600000"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -3221,10 +3238,8 @@ vErrors.push(err277);
 }
 errors++;
 }
-}
-if(data80.disabled !== undefined){
-if(typeof data80.disabled !== "boolean"){
-const err278 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data81 < 0 || isNaN(data81)){
+const err278 = {instancePath:instancePath+"/shutdownGraceMs",schemaPath:"#/properties/shutdownGraceMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -3234,11 +3249,12 @@ vErrors.push(err278);
 errors++;
 }
 }
-if(data80.serviceName !== undefined){
-let data83 = data80.serviceName;
-if(typeof data83 === "string"){
-if(func2(data83) < 1){
-const err279 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data.tracing !== undefined){
+let data82 = data.tracing;
+if(data82 && typeof data82 == "object" && !Array.isArray(data82)){
+if(data82.enabled === undefined){
+const err279 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "enabled"},message:"must have required property '"+"enabled"+"'"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -3247,9 +3263,8 @@ vErrors.push(err279);
 }
 errors++;
 }
-}
-else {
-const err280 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data82.disabled === undefined){
+const err280 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "disabled"},message:"must have required property '"+"disabled"+"'"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -3258,10 +3273,8 @@ vErrors.push(err280);
 }
 errors++;
 }
-}
-}
-else {
-const err281 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data82.serviceName === undefined){
+const err281 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/required",keyword:"required",params:{missingProperty: "serviceName"},message:"must have required property '"+"serviceName"+"'"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -3270,11 +3283,9 @@ vErrors.push(err281);
 }
 errors++;
 }
-}
-if(data.embeddingsApiKey !== undefined){
-let data84 = data.embeddingsApiKey;
-if((typeof data84 !== "string") && (data84 !== null)){
-const err282 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/type",keyword:"type",params:{type: schema31.properties.embeddingsApiKey.type},message:"must be string,null"};
+for(const key7 in data82){
+if(!(((key7 === "enabled") || (key7 === "disabled")) || (key7 === "serviceName"))){
+const err282 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -3283,9 +3294,10 @@ vErrors.push(err282);
 }
 errors++;
 }
-if(typeof data84 === "string"){
-if(func2(data84) < 1){
-const err283 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data82.enabled !== undefined){
+if(typeof data82.enabled !== "boolean"){
+const err283 = {instancePath:instancePath+"/tracing/enabled",schemaPath:"#/properties/tracing/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -3295,15 +3307,88 @@ vErrors.push(err283);
 errors++;
 }
 }
-}
-}
-else {
-const err284 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data82.disabled !== undefined){
+if(typeof data82.disabled !== "boolean"){
+const err284 = {instancePath:instancePath+"/tracing/disabled",schemaPath:"#/properties/tracing/properties/disabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err284];
 }
 else {
 vErrors.push(err284);
+}
+errors++;
+}
+}
+if(data82.serviceName !== undefined){
+let data85 = data82.serviceName;
+if(typeof data85 === "string"){
+if(func2(data85) < 1){
+const err285 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err285];
+}
+else {
+vErrors.push(err285);
+}
+errors++;
+}
+}
+else {
+const err286 = {instancePath:instancePath+"/tracing/serviceName",schemaPath:"#/properties/tracing/properties/serviceName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err286];
+}
+else {
+vErrors.push(err286);
+}
+errors++;
+}
+}
+}
+else {
+const err287 = {instancePath:instancePath+"/tracing",schemaPath:"#/properties/tracing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err287];
+}
+else {
+vErrors.push(err287);
+}
+errors++;
+}
+}
+if(data.embeddingsApiKey !== undefined){
+let data86 = data.embeddingsApiKey;
+if((typeof data86 !== "string") && (data86 !== null)){
+const err288 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/type",keyword:"type",params:{type: schema31.properties.embeddingsApiKey.type},message:"must be string,null"};
+if(vErrors === null){
+vErrors = [err288];
+}
+else {
+vErrors.push(err288);
+}
+errors++;
+}
+if(typeof data86 === "string"){
+if(func2(data86) < 1){
+const err289 = {instancePath:instancePath+"/embeddingsApiKey",schemaPath:"#/properties/embeddingsApiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err289];
+}
+else {
+vErrors.push(err289);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err290 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err290];
+}
+else {
+vErrors.push(err290);
 }
 errors++;
 }

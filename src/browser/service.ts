@@ -54,7 +54,7 @@ import { browserTasks } from '../kernel/metrics.js';
  * its deadline, is failed.
  */
 const HEARTBEAT_MS = 5_000;
-const STALE_MS = 30_000;
+export const STALE_MS = 30_000;
 const SWEEP_MS = 30_000;
 /** Finished task records are pruned (after RUN_RETENTION_DAYS) at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;

@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { nowIso } from '../kernel/ids.js';
+import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
 
 export type TaskKind = 'script' | 'operator';
 export type TaskStatus = 'RUNNING' | 'completed' | 'failed';
@@ -155,4 +156,16 @@ export async function expireStale(db: Knex, before: string, id?: string): Promis
  */
 export async function pruneFinished(db: Knex, before: string): Promise<number> {
   return db('browser_tasks').whereNot({ status: 'RUNNING' }).andWhere('finished_at', '<', before).delete();
+}
+
+const TASK_ID_PATTERN = /^ses_[0-9a-f]{32}$/;
+
+/** One page of the organisation's tasks, newest first (ids are UUIDv7: id order is start order). */
+export async function listTasks(db: Knex, orgId: string, page: PageRequest): Promise<Page<TaskRecord>> {
+  const { rows, nextCursor } = await pageRows<TaskRow & Record<string, unknown>>(
+    db('browser_tasks').where({ org_id: orgId }),
+    { list: 'browser-tasks', column: 'id', keyPattern: TASK_ID_PATTERN, order: 'desc' },
+    page,
+  );
+  return { items: rows.map(toRecord), nextCursor };
 }

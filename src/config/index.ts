@@ -89,6 +89,18 @@ function boolEnv(env: NodeJS.ProcessEnv, name: string, { fallback }: { fallback:
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** ADMIN_ORG_IDS: comma-separated organisation ids allowed the installation-wide operations. */
+function adminOrgIds(value: string | undefined): string[] {
+  return [
+    ...new Set(
+      (value ?? '')
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ),
+  ];
+}
+
 /**
  * BROWSER_ADBLOCK_LISTS: comma-separated filter lists (absolute paths or http(s) URLs); empty means
  * Ghostery's prebuilt ads engine.
@@ -244,6 +256,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     revocationCacheMs: intEnv(env, 'REVOCATION_CACHE_MS', defaults.revocationCacheMs, { min: 0, max: 5000 }),
     signingKeyMaxAgeDays: intEnv(env, 'SIGNING_KEY_MAX_AGE_DAYS', defaults.signingKeyMaxAgeDays, { min: 1, max: 3650 }),
     tokenAudience: env.TOKEN_AUDIENCE || defaults.tokenAudience,
+    adminOrgIds: adminOrgIds(env.ADMIN_ORG_IDS),
     tokenFailureLimits: tokenFailureLimits(env),
     seedDemo: boolEnv(env, 'SEED_DEMO', { fallback: true }),
     syncWaitMs: intEnv(env, 'SYNC_WAIT_MS', defaults.syncWaitMs, { min: 1, max: 60_000 }),

@@ -78,6 +78,12 @@ export const catalogue = {
     rpc: -32000,
     message: 'No such trigger for this API key',
   },
+  ERR_ADMIN_REQUIRED: {
+    status: 403,
+    code: 'admin_required',
+    rpc: -32000,
+    message: "This operation is reserved to the installation's administrator organisations (ADMIN_ORG_IDS)",
+  },
   ERR_TRIGGER_DISABLED: { status: 403, code: 'trigger_disabled', rpc: -32000, message: 'This trigger is disabled' },
   ERR_RUN_NOT_FOUND: { status: 404, code: 'run_not_found', rpc: -32000, message: 'No such run for this API key' },
   ERR_INPUTS_INVALID: {

@@ -11,7 +11,7 @@ export { InProcessRunQueue, RedisRunQueue, type RunQueue } from './run-queue.js'
 export { runRows, insertRuns, MAX_RUNS_PER_INSERT, type RunRows, findRun, type RunRow } from './runs.js';
 export { countPendingRuns } from './runs.js';
 export { isTerminal } from './states.js';
-export { readRunParts, syncView, statusView, resultsView, type RunParts } from './views.js';
+export { readRunParts, syncView, statusView, resultsView, detailView, type RunParts } from './views.js';
 export { lookupIdempotent, rememberIdempotent, purgeExpiredIdempotencyKeys, IdempotencyRace } from './idempotency.js';
 export { runStatusIn, runStatusOf, failPendingRuns } from './queries.js';
 export type { RunStatus } from './states.js';

@@ -182,3 +182,55 @@ export async function syncView(
     designated(config, ctx, output),
   );
 }
+
+type FileLink = { fileName: string; url: string; mimeType: string; size: number };
+
+const fileLink = (config: Config, f: FileRecord): FileLink => ({
+  fileName: f.filename,
+  url: signFileUrl(config, f.id, RESULT_URL_TTL_S),
+  mimeType: f.mimeType,
+  size: f.size,
+});
+
+/**
+ * One run for the management API (openapi/management.yaml `getRun`): the summary fields, the
+ * inputs, every step of the pinned version with its textual result and written files, and
+ * the designated output once written.
+ */
+export async function detailView(db: Knex, config: Config, run: RunRow, output?: DesignatedOutputSpec | null) {
+  const ctx = await load(db, run);
+  const out = designated(config, ctx, output);
+  return {
+    runId: run.id,
+    automationId: run.workflow_id,
+    automationName: ctx.name,
+    automationVersion: Number(run.workflow_version),
+    triggerId: run.trigger_id,
+    status: run.status,
+    startedBy: run.started_by ?? 'api_trigger',
+    error: run.error,
+    inputs: runInputs(run),
+    createdAt: run.created_at,
+    startedAt: run.started_at,
+    finishedAt: run.finished_at,
+    steps: [...ctx.steps]
+      .sort((a, b) => a.step_index - b.step_index)
+      .map((s) => ({
+        stepIndex: s.step_index,
+        name: s.name,
+        status: s.status,
+        stepVersion: s.step_version,
+        executionOrder: s.execution_order ?? s.step_index + 1,
+        exitCode: s.exit_code,
+        durationMs: s.duration_ms === null ? null : Number(s.duration_ms),
+        resultType: s.result_type,
+        result: s.result,
+        startedAt: s.started_at,
+        finishedAt: s.finished_at,
+        files: ctx.files
+          .filter((f) => f.kind === 'step' && f.stepIndex === s.step_index)
+          .map((f) => fileLink(config, f)),
+      })),
+    designatedOutput: out ?? null,
+  };
+}

@@ -1,6 +1,6 @@
 /**
  * Gateway: the tool servers the organisation sees (embedded and application servers, from the
- * gateway's `listServers`), a server's tools with their input schemas (`tools/list`), and a
+ * gateway's `listServers`, with the upstream health of application servers from GET /v1/servers), a server's tools with their input schemas (`tools/list`), and a
  * discovery playground (`capabilities_discover` of svc-sidekick): the tools ranked for a
  * request, with their confidence and the description they were matched on.
  */
@@ -8,6 +8,7 @@ import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { callTool, listTools } from '../mcp.ts';
 import { Empty, ErrorBox, Loading, PageTitle, Show, useApi } from '../ui.tsx';
+import { appServers, HealthCell } from '../server-health.tsx';
 
 interface ServerEntry {
   name: string;
@@ -123,6 +124,9 @@ function Discovery() {
 
 export function GatewayPage() {
   const servers = useApi(() => callTool<{ servers: ServerEntry[] }>('mcp', 'listServers', {}), []);
+  // Read after listServers answered, so the health reflects the listing it just made.
+  const registered = useApi(async () => (servers.data ? appServers() : []), [servers.data]);
+  const health = new Map((registered.data ?? []).map((r) => [r.path, r.health]));
   const [open, setOpen] = useState<string>();
   return (
     <>
@@ -144,6 +148,7 @@ export function GatewayPage() {
                     <th scope="col">Server</th>
                     <th scope="col">Path</th>
                     <th scope="col">Kind</th>
+                    <th scope="col">Upstream</th>
                     <th scope="col">Tools</th>
                   </tr>
                 </thead>
@@ -159,6 +164,7 @@ export function GatewayPage() {
                           <code>/mcp/{s.path}</code>
                         </td>
                         <td>{s.embedded ? 'embedded' : 'application'}</td>
+                        <td>{health.has(s.path) ? <HealthCell health={health.get(s.path)!} /> : '—'}</td>
                         <td>
                           <button
                             type="button"
@@ -173,7 +179,7 @@ export function GatewayPage() {
                       </tr>
                       {open === s.path && (
                         <tr>
-                          <td colSpan={4}>
+                          <td colSpan={5}>
                             <Tools path={s.path} />
                           </td>
                         </tr>

@@ -1,11 +1,13 @@
 /**
  * Overview: runs per minute by status over the last hour, the failures of that hour grouped by
- * workflow with their first error, queue backlogs, and the failed or dropped event deliveries.
+ * workflow with their first error, queue backlogs, application servers whose upstream is stale
+ * or failing, and the failed or dropped event deliveries.
  */
 import { api, unwrap } from '../api.ts';
 import { RunsChart, type Series } from '../chart.tsx';
 import { Link } from '../router.tsx';
 import { Empty, Show, StatusBadge, Time, useApi } from '../ui.tsx';
+import { appServers, HealthCell } from '../server-health.tsx';
 import type { Delivery, Queue, QueueBatch, RunSummary } from '../../../generated/openapi/client.ts';
 import { PageTitle } from '../ui.tsx';
 
@@ -192,6 +194,51 @@ function Deliveries() {
   );
 }
 
+/** Application servers whose last tool listing failed or is out of date (GET /v1/servers `health`). */
+function Upstreams() {
+  const state = useApi(appServers, []);
+  return (
+    <Show state={state} what="the application servers">
+      {(all) => {
+        const bad = all.filter((s) => s.health.status === 'failing' || s.health.status === 'stale');
+        if (bad.length === 0)
+          return (
+            <Empty title="No stale or failing upstream.">
+              {all.length === 0
+                ? 'No application server is registered.'
+                : `The ${all.length} application servers answered their last tool listing (servers not listed since the service started are not counted).`}{' '}
+              See the <Link to="/gateway">Gateway</Link> page.
+            </Empty>
+          );
+        return (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Server</th>
+                <th scope="col">Path</th>
+                <th scope="col">Upstream</th>
+              </tr>
+            </thead>
+            <tbody>
+              {bad.map((s) => (
+                <tr key={s.serverId}>
+                  <td>{s.name}</td>
+                  <td>
+                    <code>/mcp/{s.path}</code>
+                  </td>
+                  <td class="wrap">
+                    <HealthCell health={s.health} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        );
+      }}
+    </Show>
+  );
+}
+
 export function OverviewPage() {
   const runs = useApi(lastHourRuns, []);
   return (
@@ -226,6 +273,10 @@ export function OverviewPage() {
       <section aria-labelledby="ov-queues">
         <h2 id="ov-queues">Queue backlogs</h2>
         <Backlogs />
+      </section>
+      <section aria-labelledby="ov-upstreams">
+        <h2 id="ov-upstreams">Upstream servers that are stale or failing</h2>
+        <Upstreams />
       </section>
       <section aria-labelledby="ov-deliveries">
         <h2 id="ov-deliveries">Failed and dropped event deliveries</h2>

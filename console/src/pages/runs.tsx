@@ -11,9 +11,6 @@ import type { RunStatusValue, RunSummary } from '../../../generated/openapi/clie
 
 const STATUSES: RunStatusValue[] = ['PENDING', 'RUNNING', 'COMPLETE', 'FAILED', 'TIMEOUT'];
 
-/** Runs seen in a list, so their detail page shows their summary at once. */
-export const seenRuns = new Map<string, RunSummary>();
-
 function toIso(local: string | null): string | undefined {
   if (!local) return undefined;
   const d = new Date(local);
@@ -141,7 +138,6 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
       <Filters query={query} onApply={runs.reload} />
       <Show state={runs} what="the runs">
         {(page) => {
-          page.items.forEach((r) => seenRuns.set(r.runId, r));
           return page.items.length === 0 ? (
             filtered ? (
               <Empty title="No run matches these filters.">

@@ -1,13 +1,15 @@
 /**
- * Settings: API credentials (client id and secret, for tokens and this console) and trigger API
- * keys. A new secret is shown once, right after it is created; revoking asks for confirmation,
- * and the API's refusal to revoke the last active one (409) is shown as it answers it.
+ * Settings: API credentials (client id and secret, for tokens and this console), trigger API
+ * keys and the rotation of the token signing key. A new secret is shown once, right after it is
+ * created; revoking and rotating ask for confirmation, and the API's refusals (409 for the last
+ * active secret, 403 for a rotation by a non-administrator organisation) are shown as answered.
  */
 import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { ConfirmDialog } from '../confirm.tsx';
 import { CopyButton, Empty, ErrorBox, PageTitle, Show, Time, useApi } from '../ui.tsx';
+import type { SigningKeyRotation } from '../../../generated/openapi/client.ts';
 
 interface Row {
   id: string;
@@ -228,6 +230,62 @@ function Section({ kind }: { kind: Kind }) {
   );
 }
 
+/**
+ * Signing-key rotation (rotateSigningKey): only organisations the installation names in
+ * ADMIN_ORG_IDS may rotate; the API's 403 for the others is shown as it answers it.
+ */
+function SigningKeys() {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [rotated, setRotated] = useState<SigningKeyRotation>();
+  const [error, setError] = useState<unknown>();
+  const rotate = async () => {
+    setAsking(false);
+    setBusy(true);
+    setError(undefined);
+    try {
+      setRotated(await unwrap(api.POST('/v1/signing-keys/rotate')));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="signing-title">
+      <h2 id="signing-title">Token signing keys</h2>
+      <p>
+        Rotating makes a new key sign runtime tokens. Tokens signed by the old key stay valid until they expire. The
+        installation's administrator organisations (<code>ADMIN_ORG_IDS</code>) may rotate here; on the service's
+        machine <code>switchyard signing-keys:rotate</code> does the same.
+      </p>
+      <button type="button" class="danger" disabled={busy} onClick={() => setAsking(true)}>
+        Rotate the signing key
+      </button>
+      {asking && (
+        <ConfirmDialog
+          title="Rotate the token signing key?"
+          confirmLabel="Rotate"
+          onConfirm={() => void rotate()}
+          onCancel={() => setAsking(false)}
+        >
+          <p>
+            New tokens will be signed by a new key. Tokens already issued keep working until they expire; nothing else
+            changes.
+          </p>
+        </ConfirmDialog>
+      )}
+      {rotated && (
+        <p role="status">
+          Rotated: the new key is <code>{rotated.kid}</code>. Tokens of the previous key stay valid until{' '}
+          <Time iso={rotated.retiredKeysValidUntil} />.
+        </p>
+      )}
+      {error !== undefined && <ErrorBox error={error} title="The key was not rotated" />}
+    </section>
+  );
+}
+
 export function SettingsPage() {
   return (
     <>
@@ -235,13 +293,7 @@ export function SettingsPage() {
       {KINDS.map((k) => (
         <Section key={k.id} kind={k} />
       ))}
-      <section aria-labelledby="signing-title">
-        <h2 id="signing-title">Token signing keys</h2>
-        <p>
-          Rotate the keys that sign runtime tokens with <code>switchyard signing-keys:rotate</code> on the service's
-          machine; tokens signed by the old key stay valid until they expire.
-        </p>
-      </section>
+      <SigningKeys />
     </>
   );
 }

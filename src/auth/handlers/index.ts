@@ -12,6 +12,7 @@ import { listApiKeys } from './listApiKeys.js';
 import { listCredentials } from './listCredentials.js';
 import { revokeApiKey } from './revokeApiKey.js';
 import { revokeCredential } from './revokeCredential.js';
+import { rotateSigningKey } from './rotateSigningKey.js';
 
 /**
  * Handlers of the auth context, keyed by operationId (generated/openapi/operations.ts); each is a
@@ -31,4 +32,5 @@ export const authHandlers = guardBearerAuth({
   getApiKey,
   revokeApiKey,
   getOrganization,
+  rotateSigningKey,
 });

@@ -1,9 +1,13 @@
 import type { Handler } from '../../services.js';
+import { withHealth } from './server-health.js';
 import { pageOf } from '../../http/support.js';
 import { listAppServers as list } from '../registry.js';
 
 /** GET /v1/servers — application servers registered by the organisation. */
-export const listAppServers: Handler<'listAppServers'> = async (req, ctx) => ({
-  status: 200,
-  body: await list(ctx.services.db, ctx.auth.orgId, pageOf(req)),
-});
+export const listAppServers: Handler<'listAppServers'> = async (req, ctx) => {
+  const page = await list(ctx.services.db, ctx.auth.orgId, pageOf(req));
+  return {
+    status: 200,
+    body: { ...page, items: page.items.map((s) => withHealth(ctx.services, ctx.auth.orgId, s)) },
+  };
+};

@@ -1,4 +1,5 @@
 import type { Handler } from '../../services.js';
+import { withHealth } from './server-health.js';
 import { etag, requireIfMatch } from '../../http/support.js';
 import { updateAppServer as update } from '../registry.js';
 import { checkUpstreamAddress } from '../registry-validate.js';
@@ -12,5 +13,5 @@ export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
     expectedVersion: expected,
     patch: req.body,
   });
-  return { status: 200, body: s, headers: etag(s.version) };
+  return { status: 200, body: withHealth(ctx.services, ctx.auth.orgId, s), headers: etag(s.version) };
 };

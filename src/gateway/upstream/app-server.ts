@@ -16,7 +16,7 @@ import { callOperation } from './openapi-call.js';
 import { buildCatalogue, type OpenapiCatalogue } from './openapi-tools.js';
 import { resolvePcid, type ResolvedConnection } from './pcid.js';
 import type { UpstreamPool } from './pool.js';
-import type { Listing } from './listings.js';
+import type { Listing, ListingHealth } from './listings.js';
 import { children, secondsSince, upstreamDuration } from '../../kernel/metrics.js';
 
 const durationOf = children((method, outcome) => upstreamDuration.labels(method, outcome));
@@ -169,6 +169,19 @@ async function listFor(
   return withPcid(tools, keys[0]!);
 }
 
+/** The start of the listing keys of one registration version (every parent and connection). */
+const listingPrefix = (orgId: string, server: Pick<AppServer, 'serverId' | 'version'>) =>
+  `${orgId}\u0000${server.serverId}@${server.version}\u0000`;
+
+/** How this process last listed the server's tools (GET /v1/servers `health`). */
+export function listingHealth(
+  pool: UpstreamPool,
+  orgId: string,
+  server: Pick<AppServer, 'serverId' | 'version'>,
+): ListingHealth {
+  return pool.listings.health(listingPrefix(orgId, server));
+}
+
 /**
  * The tools for listServers and discovery, through the pool's listing cache (listings.ts): the
  * upstream is asked with the same connection as listFor, and no caller waits on it beyond the
@@ -183,7 +196,7 @@ async function listingFor(
   const candidates = await pool.connections.connected(ctx, keys);
   if (candidates.length === 0) return { tools: [], stale: false };
   const conn = await resolvePcid(ctx, keys, candidates[0]!.id, pool.connections);
-  const key = `${ctx.orgId}\u0000${server.serverId}@${server.version}\u0000${parent ? `${parent.serverId}@${parent.version}` : ''}\u0000${conn.id}@${conn.version}`;
+  const key = `${listingPrefix(ctx.orgId, server)}${parent ? `${parent.serverId}@${parent.version}` : ''}\u0000${conn.id}@${conn.version}`;
   return pool.listings.get(key, async () =>
     withPcid(
       await run(ctx, pool, { method: 'tools/list', what: `upstream ${server.path} tools/list` }, (d) =>

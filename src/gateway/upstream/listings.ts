@@ -36,6 +36,17 @@ interface Entry {
   waited: boolean;
 }
 
+/**
+ * How this process last listed one server's tools for an organisation (openapi/management.yaml
+ * `AppServerHealth`): `unknown` before any answer, `failing` while a list's last refresh failed,
+ * `stale` when the newest list is older than the freshness window, `fresh` otherwise.
+ */
+export interface ListingHealth {
+  status: 'unknown' | 'fresh' | 'stale' | 'failing';
+  lastListedAt: string | null;
+  lastError: string | null;
+}
+
 const MAX_ENTRIES = 10_000;
 /** A failed upstream is asked again at most this often. */
 const RETRY_MS = 10_000;
@@ -135,6 +146,24 @@ export class ToolListings {
       this.generations.delete(oldest);
       this.dropped = Math.max(this.dropped, value);
     }
+  }
+
+  /** The health of the lists whose keys start with `prefix` (one server, every connection). */
+  health(prefix: string, now = Date.now()): ListingHealth {
+    let at = 0;
+    let failedAt = 0;
+    let error: string | undefined;
+    for (const [key, entry] of this.entries) {
+      if (!key.startsWith(prefix)) continue;
+      at = Math.max(at, entry.at);
+      if (entry.error !== undefined && entry.failedAt >= failedAt) {
+        failedAt = entry.failedAt;
+        error = entry.error;
+      }
+    }
+    const status =
+      error !== undefined ? 'failing' : at === 0 ? 'unknown' : now - at < this.opts.freshMs ? 'fresh' : 'stale';
+    return { status, lastListedAt: at > 0 ? new Date(at).toISOString() : null, lastError: error ?? null };
   }
 
   /** Forgets every list of an organisation (after a registration or connection change in this process). */

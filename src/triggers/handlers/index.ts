@@ -2,6 +2,7 @@ import { guardBearerAuth } from '../../http/support.js';
 import { createTrigger } from './createTrigger.js';
 import { deleteTrigger } from './deleteTrigger.js';
 import { getTrigger } from './getTrigger.js';
+import { getRun } from './getRun.js';
 import { listTriggers } from './listTriggers.js';
 import { updateTrigger } from './updateTrigger.js';
 import {
@@ -19,6 +20,7 @@ export const triggerHandlers = guardBearerAuth({
   getTrigger,
   updateTrigger,
   deleteTrigger,
+  getRun,
 });
 
 /** Spec endpoints 1 and 2 and their GET forms (authorised by the API key, not a token). */

@@ -205,8 +205,6 @@ describe('web console (/console) in Chromium', function () {
     await page.getByRole('link', { name: completeRun }).waitFor({ state: 'detached' });
     await page.getByRole('link', { name: failedRun }).click();
     await page.getByRole('heading', { name: `Run ${failedRun}` }).waitFor();
-    await page.getByLabel('Trigger API key').fill(org.apiKey);
-    await page.getByRole('button', { name: 'Show steps and results' }).click();
     await page.locator('.timeline li').first().waitFor();
     expect(await page.locator('.timeline').textContent())
       .to.include('Throw')
@@ -236,8 +234,6 @@ describe('web console (/console) in Chromium', function () {
     });
     const runId = res.headers.get('x-pf-run-id')!;
     await page.goto(`${server.baseUrl}/console/runs/${slow.body.automationId}/${runId}`);
-    await page.getByLabel('Trigger API key').fill(org.apiKey);
-    await page.getByRole('button', { name: 'Show steps and results' }).click();
     await page.getByText(/updating every 2 s/).waitFor();
     await page.locator('.timeline li', { hasText: 'After' }).getByText('COMPLETE').waitFor({ timeout: 20_000 });
     expect(await page.getByText(/updating every/).count()).to.equal(0);

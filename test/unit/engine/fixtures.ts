@@ -70,6 +70,7 @@ export function testConfig(): Config {
     revocationCacheMs: 0,
     signingKeyMaxAgeDays: 30,
     tokenAudience: 'switchyard',
+    adminOrgIds: [],
     tokenFailureLimits: { windowMs: 60_000, perClient: 10, perAddress: 30, trackedKeys: 50_000 },
     seedDemo: false,
     syncWaitMs: 1000,

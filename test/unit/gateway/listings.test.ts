@@ -113,4 +113,21 @@ describe('gateway: tool listing cache', () => {
     await new Promise((r) => setTimeout(r, 5));
     expect(l.generation('o')).to.be.above(arrived);
   });
+  it('health: unknown before any list, fresh, stale past the window, failing with the last error of any connection', async () => {
+    const l = new ToolListings({ freshMs: 1000, budgetMs: 50 });
+    expect(l.health('o\u0000s@1\u0000')).to.deep.equal({ status: 'unknown', lastListedAt: null, lastError: null });
+    await l.get('o\u0000s@1\u0000\u0000c1', async () => [tool('a')]);
+    const fresh = l.health('o\u0000s@1\u0000');
+    expect(fresh.status).to.equal('fresh');
+    expect(Date.parse(fresh.lastListedAt!)).to.be.closeTo(Date.now(), 1000);
+    expect(l.health('o\u0000s@1\u0000', Date.now() + 5000).status).to.equal('stale');
+    // Another organisation's or version's lists do not count.
+    expect(l.health('p\u0000s@1\u0000').status).to.equal('unknown');
+    expect(l.health('o\u0000s@2\u0000').status).to.equal('unknown');
+    await l.get('o\u0000s@1\u0000\u0000c2', async () => {
+      throw new Error('HTTP 502');
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    expect(l.health('o\u0000s@1\u0000')).to.deep.include({ status: 'failing', lastError: 'HTTP 502' });
+  });
 });
