@@ -30,7 +30,7 @@ interface Bootstrap {
 }
 
 /** Records, before any page script runs, when the first element matching `selector` is in the document. */
-const markWhen = (selector: string) => `
+export const markWhen = (selector: string) => `
   new MutationObserver((_, obs) => {
     if (document.querySelector(${JSON.stringify(selector)})) {
       window.__rendered = performance.now();
@@ -39,7 +39,7 @@ const markWhen = (selector: string) => `
   }).observe(document, { childList: true, subtree: true });
 `;
 
-async function timeTo(
+export async function timeTo(
   browser: Browser,
   url: string,
   selector: string,

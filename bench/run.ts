@@ -16,6 +16,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   'discovery-real': () => import('./discovery-real.js'),
   production: () => import('./production.js'),
   console: () => import('./console.js'),
+  'console-runs': () => import('./console-runs.js'),
 };
 
 const wanted = process.argv.slice(2);

@@ -1,9 +1,10 @@
 /**
  * GET /v1/runs: the organisation's runs, newest first, filtered by workflow, trigger, status
- * and creation time (openapi/management.yaml `listRuns`). No index is added for it: every
- * index on `runs` is paid by each accepted trigger call (003_lean_run_indexes.ts). The walk
- * uses `(org_id, id)`, and because ids are UUIDv7 (their first 48 bits are the creation
- * millisecond) a time window also narrows the id range the walk covers.
+ * and creation time (openapi/management.yaml `listRuns`). Unfiltered, the walk uses
+ * `(org_id, id)`; a workflow, trigger or status filter has an index of its own ending in `id`
+ * (014_run_listing_indexes.ts), so a filter matching few runs does not read the organisation's
+ * other runs. Ids are UUIDv7 (their first 48 bits are the creation millisecond), so a time
+ * window also narrows the id range the walk covers.
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';

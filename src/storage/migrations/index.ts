@@ -12,6 +12,7 @@ import * as m010 from './010_discovery_usage.js';
 import * as m011 from './011_run_trace_parent.js';
 import * as m012 from './012_event_and_batch_trace_parent.js';
 import * as m013 from './013_run_trace_link.js';
+import * as m014 from './014_run_listing_indexes.js';
 
 export interface Migration {
   name: string;
@@ -34,4 +35,5 @@ export const migrations: Migration[] = [
   { name: '011_run_trace_parent', ...m011 },
   { name: '012_event_and_batch_trace_parent', ...m012 },
   { name: '013_run_trace_link', ...m013 },
+  { name: '014_run_listing_indexes', ...m014 },
 ];
