@@ -9,39 +9,25 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import net from 'node:net';
-import path from 'node:path';
 import { expect } from 'chai';
 import { decodeProtectedHeader } from 'jose';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS } from '../../../src/browser/index.js';
+import type { Page } from 'playwright-core';
 import { createApiKey, createCredential, createOrganization } from '../../../src/auth/index.js';
 import { call, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
 import { createTestStore, type TestStore } from '../../helpers/store.js';
-import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
-import { ROOT } from '../../helpers/process.js';
+import { requireChromium } from '../../helpers/chromium.js';
+import { openConsoleBrowser, signIn, type ConsoleBrowser } from '../../helpers/console.js';
 import { deploy, code } from '../../helpers/runs.js';
 import { finishedScript, startScript } from '../../helpers/browser-tasks.js';
 import { createConnection, registerServer } from '../gateway/helpers.js';
-
-const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 describe('web console: run detail, browser tasks, upstream health, key rotation (Chromium)', function () {
   this.timeout(60_000);
   let store: TestStore;
   let server: TestServer;
   let org: TestOrg;
-  let browser: Browser;
+  let ui: ConsoleBrowser;
   let page: Page;
   let gate: http.Server;
   let site: http.Server;
@@ -85,25 +71,13 @@ describe('web console: run detail, browser tasks, upstream health, key rotation 
         .writeHead(200, { 'content-type': 'text/html' })
         .end('<!doctype html><title>Shot</title><h1 style="color:#036">Screenshot target</h1>'),
     );
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.addInitScript(`
-      window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
-    `);
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    mkdirSync(SHOTS, { recursive: true });
-    await page.goto(`${server.baseUrl}/console/`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByLabel('Organisation id').fill(org.orgId);
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    ui = await openConsoleBrowser();
+    page = ui.page;
+    await signIn(page, server.baseUrl, org);
   });
 
   after(async () => {
-    await browser?.close();
+    await ui?.close();
     server?.assertResponsesValid();
     for (const release of held) release();
     await server?.close();
@@ -114,18 +88,7 @@ describe('web console: run detail, browser tasks, upstream health, key rotation 
     }
   });
 
-  async function audit(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-    await page.evaluate(AXE);
-    const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(
-      bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-      `axe on ${name}`,
-    ).to.deep.equal([]);
-    const csp = (await page.evaluate('window.cspViolations')) as string[];
-    expect(csp, `CSP violations on ${name}`).to.deep.equal([]);
-  }
+  const audit = (name: string) => ui.audit(name);
 
   it('follows a run from RUNNING to COMPLETE on its page, with results, files and the designated output', async () => {
     const gateUrl = await listen(gate);

@@ -4,34 +4,19 @@
  * browser for the whole file. Every page is checked with axe-core (no serious or critical
  * violation) and photographed into .tmp/console-screenshots/ (git-ignored).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS } from '../../../src/browser/index.js';
+import type { Page } from 'playwright-core';
 import { createCredential } from '../../../src/auth/index.js';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
-import { ROOT } from '../../helpers/process.js';
+import { requireChromium } from '../../helpers/chromium.js';
+import { openConsoleBrowser, type ConsoleBrowser } from '../../helpers/console.js';
 import { waitTerminal } from '../../helpers/runs.js';
-
-const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 describe('web console (/console) in Chromium', function () {
   this.timeout(60_000);
   let server: TestServer;
   let org: TestOrg;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let automationId: string;
   let failingId: string;
@@ -98,41 +83,17 @@ describe('web console (/console) in Chromium', function () {
     failedRun = bad.runId;
     await waitTerminal(server, org.apiKey, ok.automationId, ok.runId);
     await waitTerminal(server, org.apiKey, bad.automationId, bad.runId);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    // Runs before the page's own scripts and records whatever the Content-Security-Policy refuses.
-    await context.addInitScript(`
-      window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
-    `);
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    if (process.env.CONSOLE_DEBUG) {
-      page.on('console', (m) => process.stderr.write(`[console] ${m.text()}\n`));
-      page.on('pageerror', (e) => process.stderr.write(`[pageerror] ${e.message}\n`));
-      page.on('response', (r) => process.stderr.write(`[response] ${r.status()} ${r.url()}\n`));
-    }
-    mkdirSync(SHOTS, { recursive: true });
+    ui = await openConsoleBrowser();
+    page = ui.page;
   });
 
   after(async () => {
-    await browser?.close();
+    await ui?.close();
     server?.assertResponsesValid();
     await server?.close();
   });
 
-  async function audit(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-    await page.evaluate(AXE);
-    const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(
-      bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-      `axe on ${name}`,
-    ).to.deep.equal([]);
-    const csp = (await page.evaluate('window.cspViolations')) as string[];
-    expect(csp, `CSP violations on ${name}`).to.deep.equal([]);
-  }
+  const audit = (name: string) => ui.audit(name);
 
   it('serves the app, its hashed assets and the security headers at /console', async () => {
     const index = await fetch(`${server.baseUrl}/console/runs/some/route`);
