@@ -17,12 +17,12 @@
  * sqlite by default; BENCH_CONSOLE_RUNS_STORE=pg on PostgreSQL (a database made for the run on
  * BENCH_PG_URL, dropped after) with Redis (BENCH_REDIS_URL).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { v7 as uuidv7 } from 'uuid';
 import { chromium } from 'playwright-core';
 import { CHROMIUM_ARGS } from '../src/browser/index.js';
 import { openStore, type Knex } from '../src/storage/db.js';
@@ -55,10 +55,7 @@ interface Flow {
 }
 
 /** A run id at `ms` as the runs context makes them: `run_` + a UUIDv7 in hex (48 bits of milliseconds first). */
-function runIdAt(ms: number): string {
-  const rand = randomBytes(10).toString('hex');
-  return `run_${ms.toString(16).padStart(12, '0')}7${rand.slice(0, 3)}${((parseInt(rand[3]!, 16) & 0x3) | 0x8).toString(16)}${rand.slice(4, 19)}`;
-}
+const runIdAt = (ms: number): string => `run_${uuidv7({ msecs: ms }).replace(/-/g, '')}`;
 
 function pick<T>(r: number, items: readonly T[], shares: readonly number[]): T {
   let acc = 0;
