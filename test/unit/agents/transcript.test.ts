@@ -15,7 +15,13 @@ const call = (toolCallId: string, toolName: string, input: unknown) =>
 
 describe('agents: chat transcript view', () => {
   const history: ModelMessage[] = [
-    { role: 'user', content: [{ type: 'text', text: 'Look things up' }, { type: 'image', image: 'aGk=' }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Look things up' },
+        { type: 'image', image: 'aGk=' },
+      ],
+    },
     {
       role: 'assistant',
       content: [
@@ -29,7 +35,12 @@ describe('agents: chat transcript view', () => {
     {
       role: 'tool',
       content: [
-        { type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'text', value: 'x'.repeat(5000) } },
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'lookup',
+          output: { type: 'text', value: 'x'.repeat(5000) },
+        },
         {
           type: 'tool-result',
           toolCallId: 'c2',
