@@ -24,16 +24,19 @@ function Chats({
   agentId,
   channels,
   current,
+  replies,
   onPick,
 }: {
   agentId: string;
   channels: Channel[];
   current?: string | undefined;
+  /** Replies the panel has received: each one reads the list again (message counts, times). */
+  replies: number;
   onPick: (id: string) => void;
 }) {
   const state = useApi(
     () => unwrap(api.GET('/v1/chats', { params: { query: { agentId, limit: 50 } } })),
-    [agentId, current],
+    [agentId, current, replies],
   );
   return (
     <Show state={state} what="the chats">
@@ -171,11 +174,13 @@ function ChatPanel({
   channels,
   chatId,
   setChatId,
+  onReply,
 }: {
   agent: Agent;
   channels: Channel[];
   chatId: string | undefined;
   setChatId: (id: string | undefined) => void;
+  onReply: () => void;
 }) {
   const usable = channels.filter((c) => c.enabled);
   const [entries, setEntries] = useState<Entry[]>([]);
@@ -278,6 +283,7 @@ function ChatPanel({
           }
           form.querySelector<HTMLTextAreaElement>('#chat-message')!.value = '';
           setStatus('The agent replied.');
+          onReply();
         } catch (err) {
           setError(err);
           setStatus('');
@@ -379,6 +385,7 @@ function ChatPanel({
 
 function AgentDetail({ agent, channels }: { agent: Agent; channels: Channel[] }) {
   const [chatId, setChatId] = useState<string>();
+  const [replies, setReplies] = useState(0);
   return (
     <section aria-labelledby="agent-title">
       <h2 id="agent-title">{agent.name}</h2>
@@ -427,9 +434,15 @@ function AgentDetail({ agent, channels }: { agent: Agent; channels: Channel[] })
       )}
       <section aria-labelledby="chats-title">
         <h3 id="chats-title">Chats</h3>
-        <Chats agentId={agent.agentId} channels={channels} current={chatId} onPick={setChatId} />
+        <Chats agentId={agent.agentId} channels={channels} current={chatId} replies={replies} onPick={setChatId} />
       </section>
-      <ChatPanel agent={agent} channels={channels} chatId={chatId} setChatId={setChatId} />
+      <ChatPanel
+        agent={agent}
+        channels={channels}
+        chatId={chatId}
+        setChatId={setChatId}
+        onReply={() => setReplies((n) => n + 1)}
+      />
     </section>
   );
 }

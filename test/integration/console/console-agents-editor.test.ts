@@ -255,5 +255,7 @@ describe('console: workflow editor and agents in Chromium', function () {
     expect(await page.locator('p.muted code').first().textContent()).to.equal(chatId);
     const sent = (model.requests[0]!.body as { messages: { role: string }[] }).messages.map((m) => m.role);
     expect(sent).to.deep.equal(['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    // The list reads again after a reply: the chat now has six messages.
+    await page.getByRole('row', { name: /Which agents are there\?.*Website 6/ }).waitFor();
   });
 });
