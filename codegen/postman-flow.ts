@@ -276,6 +276,18 @@ export const flow: FlowFolder[] = [
         checks: [{ body: 'triggerId', equals: '{{channelTriggerId}}' }],
       },
       { op: 'listChannels', query: { agentId: '{{agentId}}' } },
+      {
+        op: 'listChats',
+        query: { agentId: '{{agentId}}' },
+        note: "The agent's chats, newest first; a new agent has none until its channel is called with a model configured.",
+      },
+      {
+        op: 'getChat',
+        name: 'Read a chat transcript (an unknown chat id answers 404)',
+        path: { chatId: 'chat_00000000000000000000000000000000' },
+        expect: 404,
+        checks: [{ body: 'error', equals: 'not_found' }],
+      },
     ],
   },
   {

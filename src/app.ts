@@ -36,7 +36,7 @@ import {
 } from './runs/index.js';
 import { runHandlers, runListHandlers } from './runs/handlers/index.js';
 import { AgentService, agentInvoker, failAbandonedTurns, createChatOrder } from './agents/index.js';
-import { agentHandlers, channelHandlers, sendChannelMessage } from './agents/handlers/index.js';
+import { agentHandlers, channelHandlers, chatHandlers, sendChannelMessage } from './agents/handlers/index.js';
 import { EventsService, eventCalls, threadPoster } from './events/index.js';
 import { resourceHandlers, collectionHandlers } from './events/handlers/index.js';
 import { openBlobStore } from './kernel/blobs.js';
@@ -117,6 +117,7 @@ export function allHandlers(): HandlerMap {
     ...appServerHandlers,
     ...agentHandlers,
     ...channelHandlers,
+    ...chatHandlers,
     ...resourceHandlers,
     ...collectionHandlers,
     ...browserLoginHandlers,

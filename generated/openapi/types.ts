@@ -1661,6 +1661,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/chats": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List chats
+         * @description The organisation's chats with agents (those started through an agent API channel,
+         *     `agent-management_agent_invoke`, `chat_create` or a workflow `agent` step), newest
+         *     first, optionally only those of one agent or of one channel. Each carries its title
+         *     (set by `chat_create`) or an excerpt of its first message, and its message count. The
+         *     transcript of one chat is read with `getChat`. An unknown `agentId` or `channelId`
+         *     lists nothing.
+         */
+        get: operations["listChats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chats/{chatId}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Chat id (`chat_<32 hex>`, the `X-Pf-Chat-Id` of a channel call).
+                 * @example chat_01932f64e5f6a7b8c9d0e1f2a3b4c5d6
+                 */
+                chatId: components["parameters"]["ChatIdParam"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a chat with its transcript
+         * @description One chat of the organisation with its messages in order, as the agent saw them: user
+         *     messages, assistant messages with the tool calls they made (tool name, arguments,
+         *     outcome: an excerpt of the result or the error, and the call's duration), and the
+         *     tool messages that carried the results back to the model. Texts and results longer
+         *     than 4,000 characters are cut (`truncated`). A chat of another organisation answers 404
+         *     `not_found` like a missing one. Decision: the chat's channel appears by its id only;
+         *     channel keys are never returned.
+         */
+        get: operations["getChat"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -3290,6 +3359,86 @@ export interface components {
             /** @description Display name. */
             name?: string;
             outputFormat?: components["schemas"]["ChannelOutputFormat"];
+        };
+        /** @description One chat with its transcript (see `getChat`). */
+        Chat: components["schemas"]["ChatSummary"] & {
+            /** @description The messages in order. */
+            messages: components["schemas"]["ChatMessage"][];
+        };
+        /** @description One page of chats. */
+        ChatList: {
+            /** @description Chats, newest first. */
+            items: components["schemas"]["ChatSummary"][];
+            /** @description Cursor of the next page; null on the last page. */
+            nextCursor: string | null;
+        };
+        /** @description One message of a chat's transcript. */
+        ChatMessage: {
+            /**
+             * Format: date-time
+             * @description When the message was recorded (the end of its turn).
+             */
+            createdAt: string;
+            /**
+             * @description Who wrote the message.
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "tool";
+            /** @description Position in the transcript. */
+            seq: number;
+            /** @description The message text; null when it has none (tool calls only, or a tool message). */
+            text: string | null;
+            /** @description In an assistant message, the calls it made with their outcome; in a tool message, the results it carried. */
+            toolCalls: components["schemas"]["ChatToolCall"][];
+            /** @description True when the text was cut. */
+            truncated: boolean;
+        };
+        /** @description One chat (see `listChats`). */
+        ChatSummary: {
+            /** @description The agent of the chat. */
+            agentId: string;
+            /** @description The agent API channel that started the chat (only it may continue it), or null. */
+            channelId: string | null;
+            /** @description Chat id. */
+            chatId: string;
+            /**
+             * Format: date-time
+             * @description When the chat started.
+             */
+            createdAt: string;
+            /** @description The first message of the chat, cut to 200 characters; null while it has none. */
+            excerpt: string | null;
+            /** @description Number of messages in the transcript. */
+            messageCount: number;
+            /** @description Title given by `chat_create`, or null. */
+            title: string | null;
+            /**
+             * Format: date-time
+             * @description When a message was last added (or the chat reset).
+             */
+            updatedAt: string;
+        };
+        /** @description One tool call of an agent and its outcome. */
+        ChatToolCall: {
+            /** @description The arguments the model sent (any JSON value), or null. */
+            arguments: unknown;
+            /** @description How long the call took; null where it was not recorded. */
+            durationMs: number | null;
+            /** @description The error the tool answered, or null. */
+            error: string | null;
+            /** @description The tool name the model used (the tool's own name, or `<server>__<tool>`). */
+            name: string;
+            /** @description An excerpt of the result (text, or JSON as text); null for an error or no result. */
+            result: string | null;
+            /**
+             * @description `ok` or `error` once a result came back; `pending` when the transcript holds no result (the turn stopped first).
+             * @enum {string}
+             */
+            status: "ok" | "error" | "pending";
+            /** @description Id of the call (the same in the assistant message and in the tool message). */
+            toolCallId: string;
+            /** @description True when the result or error was cut. */
+            truncated: boolean;
         };
         /** @description A collection and its collection-level trigger URLs. */
         Collection: {
@@ -5637,6 +5786,16 @@ export interface components {
          * @example trg_8Ch4Nn3Lq1
          */
         ChannelTriggerIdPath: string;
+        /**
+         * @description Chat id (`chat_<32 hex>`, the `X-Pf-Chat-Id` of a channel call).
+         * @example chat_01932f64e5f6a7b8c9d0e1f2a3b4c5d6
+         */
+        ChatIdParam: string;
+        /**
+         * @description Opaque `nextCursor` of the previous page of the chats list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+         * @example eyJsIjoiY2hhdHMiLCJhIjoiY2hhdF8wMTkzMmY2NGU1ZjZhN2I4YzlkMGUxZjJhM2I0YzVkNiJ9
+         */
+        ChatsCursor: string;
         /**
          * @description Collection id (`col_<32 hex>`).
          * @example col_01932f6fa1b27c3d9e0f1a2b3c4d5e6f
@@ -8439,6 +8598,94 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChannelKeyRotated"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+            404: components["responses"]["ManagementNotFound"];
+        };
+    };
+    listChats: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only the chats of this agent.
+                 * @example agt_01932f62c3d47e5f8a9b0c1d2e3f4a5b
+                 */
+                agentId?: string;
+                /**
+                 * @description Only the chats started through this agent API channel (its trigger id).
+                 * @example chn_01932f63d4e57f6a9b0c1d2e3f4a5b6c
+                 */
+                channelId?: string;
+                /**
+                 * @description Opaque `nextCursor` of the previous page of the chats list; omit for the first page. A cursor of another list answers 400 `invalid_cursor`.
+                 * @example eyJsIjoiY2hhdHMiLCJhIjoiY2hhdF8wMTkzMmY2NGU1ZjZhN2I4YzlkMGUxZjJhM2I0YzVkNiJ9
+                 */
+                cursor?: components["parameters"]["ChatsCursor"];
+                /**
+                 * @description Page size, 1 to 200 (default 50).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["ManagementLimit"];
+            };
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of chats. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChatList"];
+                };
+            };
+            400: components["responses"]["ManagementBadRequest"];
+            401: components["responses"]["ManagementUnauthorized"];
+            403: components["responses"]["ManagementForbidden"];
+        };
+    };
+    getChat: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Optional organisation id; when sent it must equal the organisation of the bearer token (403 `org_mismatch` otherwise).
+                 * @example org_01932f5e8a7b7c3d9e0f1a2b3c4d5e6f
+                 */
+                "X-Selected-Org"?: components["parameters"]["ManagementSelectedOrg"];
+            };
+            path: {
+                /**
+                 * @description Chat id (`chat_<32 hex>`, the `X-Pf-Chat-Id` of a channel call).
+                 * @example chat_01932f64e5f6a7b8c9d0e1f2a3b4c5d6
+                 */
+                chatId: components["parameters"]["ChatIdParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chat and its transcript. */
+            200: {
+                headers: {
+                    /** @description Always `no-store`; the chat grows while it is used. */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Chat"];
                 };
             };
             400: components["responses"]["ManagementBadRequest"];

@@ -2029,6 +2029,7 @@ export interface components {
          *       "tokenTtlSeconds": 3600,
          *       "revocationCacheMs": 2000,
          *       "signingKeyMaxAgeDays": 30,
+         *       "adminOrgIds": [],
          *       "tokenAudience": "switchyard",
          *       "tokenFailureLimits": {
          *         "windowMs": 60000,

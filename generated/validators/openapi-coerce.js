@@ -3866,14 +3866,115 @@ return errors === 0;
 }
 validate55.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getCollection_params = validate56;
-const schema69 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"getCollection_params"};
+export const getChat_params = validate56;
+const schema69 = {"type":"object","properties":{"chatId":{"type":"string","minLength":1,"maxLength":64}},"required":["chatId"],"$id":"getChat_params"};
 
 function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCollection_params" */;
+/*# sourceURL="getChat_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate56.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.chatId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "chatId"},message:"must have required property '"+"chatId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.chatId !== undefined){
+let data0 = data.chatId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["chatId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+const err2 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/chatId",schemaPath:"#/properties/chatId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate56.errors = vErrors;
+return errors === 0;
+}
+validate56.evaluated = {"props":{"chatId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getCollection_params = validate57;
+const schema70 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"getCollection_params"};
+
+function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getCollection_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate57.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3962,19 +4063,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate56.errors = vErrors;
+validate57.errors = vErrors;
 return errors === 0;
 }
-validate56.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getConnection_params = validate57;
-const schema70 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
+export const getConnection_params = validate58;
+const schema71 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"getConnection_params"};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getConnection_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4063,19 +4164,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate57.errors = vErrors;
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getCredential_params = validate58;
-const schema71 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
+export const getCredential_params = validate59;
+const schema72 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"getCredential_params"};
 
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getCredential_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate58.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4164,19 +4265,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate58.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate58.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getQueue_params = validate59;
-const schema72 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"getQueue_params"};
+export const getQueue_params = validate60;
+const schema73 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"getQueue_params"};
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getQueue_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4265,19 +4366,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate59.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getQueueBatch_params = validate60;
-const schema73 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
+export const getQueueBatch_params = validate61;
+const schema74 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"getQueueBatch_params"};
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getQueueBatch_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate61.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4436,19 +4537,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate61.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
+validate61.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getRun_params = validate61;
-const schema74 = {"type":"object","properties":{"runId":{"type":"string","minLength":1,"maxLength":64}},"required":["runId"],"$id":"getRun_params"};
+export const getRun_params = validate62;
+const schema75 = {"type":"object","properties":{"runId":{"type":"string","minLength":1,"maxLength":64}},"required":["runId"],"$id":"getRun_params"};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getRun_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate62.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4537,257 +4638,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate61.errors = vErrors;
-return errors === 0;
-}
-validate61.evaluated = {"props":{"runId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const getRunResults_params = validate62;
-const schema75 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
-
-function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getRunResults_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate62.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.apiKey === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.automationId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "automationId"},message:"must have required property '"+"automationId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.runId === undefined){
-const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runId"},message:"must have required property '"+"runId"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data.apiKey !== undefined){
-let data0 = data.apiKey;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["apiKey"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 256){
-const err4 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err5 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-if(data.automationId !== undefined){
-let data1 = data.automationId;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err6 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["automationId"] = coerced1;
-}
-}
-}
-if(typeof data1 === "string"){
-if(func1(data1) > 128){
-const err7 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-if(func1(data1) < 1){
-const err8 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-}
-if(data.runId !== undefined){
-let data2 = data.runId;
-if(typeof data2 !== "string"){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
-data2 = data2[0];
-dataType2 = typeof data2;
-if(typeof data2 === "string"){
-coerced2 = data2;
-}
-}
-if(!(coerced2 !== undefined)){
-if(dataType2 == "number" || dataType2 == "boolean"){
-coerced2 = "" + data2;
-}
-else if(data2 === null){
-coerced2 = "";
-}
-else {
-const err9 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["runId"] = coerced2;
-}
-}
-}
-if(typeof data2 === "string"){
-if(func1(data2) > 128){
-const err10 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(func1(data2) < 1){
-const err11 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
 validate62.errors = vErrors;
 return errors === 0;
 }
-validate62.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
+validate62.evaluated = {"props":{"runId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getRunStatus_params = validate63;
-const schema76 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
+export const getRunResults_params = validate63;
+const schema76 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunResults_params"};
 
 function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getRunStatus_params" */;
+/*# sourceURL="getRunResults_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate63.evaluated;
@@ -5024,14 +4884,255 @@ return errors === 0;
 }
 validate63.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getTrigger_params = validate64;
-const schema77 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
+export const getRunStatus_params = validate64;
+const schema77 = {"type":"object","properties":{"apiKey":{"type":"string","minLength":1,"maxLength":256},"automationId":{"type":"string","minLength":1,"maxLength":128},"runId":{"type":"string","minLength":1,"maxLength":128}},"required":["apiKey","automationId","runId"],"$id":"getRunStatus_params"};
 
 function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getTrigger_params" */;
+/*# sourceURL="getRunStatus_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate64.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.apiKey === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "apiKey"},message:"must have required property '"+"apiKey"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.automationId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "automationId"},message:"must have required property '"+"automationId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.runId === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "runId"},message:"must have required property '"+"runId"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.apiKey !== undefined){
+let data0 = data.apiKey;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["apiKey"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+const err4 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err5 = {instancePath:instancePath+"/apiKey",schemaPath:"#/properties/apiKey/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+if(data.automationId !== undefined){
+let data1 = data.automationId;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err6 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["automationId"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 128){
+const err7 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err8 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+if(data.runId !== undefined){
+let data2 = data.runId;
+if(typeof data2 !== "string"){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
+data2 = data2[0];
+dataType2 = typeof data2;
+if(typeof data2 === "string"){
+coerced2 = data2;
+}
+}
+if(!(coerced2 !== undefined)){
+if(dataType2 == "number" || dataType2 == "boolean"){
+coerced2 = "" + data2;
+}
+else if(data2 === null){
+coerced2 = "";
+}
+else {
+const err9 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["runId"] = coerced2;
+}
+}
+}
+if(typeof data2 === "string"){
+if(func1(data2) > 128){
+const err10 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func1(data2) < 1){
+const err11 = {instancePath:instancePath+"/runId",schemaPath:"#/properties/runId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate64.errors = vErrors;
+return errors === 0;
+}
+validate64.evaluated = {"props":{"apiKey":true,"automationId":true,"runId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const getTrigger_params = validate65;
+const schema78 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"getTrigger_params"};
+
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getTrigger_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate65.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5120,19 +5221,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate64.errors = vErrors;
+validate65.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate65.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getWorkflow_params = validate65;
-const schema78 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
+export const getWorkflow_params = validate66;
+const schema79 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"getWorkflow_params"};
 
-function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflow_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate65.evaluated;
+const evaluated0 = validate66.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5221,19 +5322,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate65.errors = vErrors;
+validate66.errors = vErrors;
 return errors === 0;
 }
-validate65.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate66.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const getWorkflowVersion_params = validate66;
-const schema79 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
+export const getWorkflowVersion_params = validate67;
+const schema80 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"version":{"type":"integer","minimum":1}},"required":["automationId","version"],"$id":"getWorkflowVersion_params"};
 
-function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getWorkflowVersion_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate66.evaluated;
+const evaluated0 = validate67.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5380,21 +5481,21 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate66.errors = vErrors;
+validate67.errors = vErrors;
 return errors === 0;
 }
-validate66.evaluated = {"props":{"automationId":true,"version":true},"dynamicProps":false,"dynamicItems":false};
+validate67.evaluated = {"props":{"automationId":true,"version":true},"dynamicProps":false,"dynamicItems":false};
 
-export const issueOauthToken_form = validate67;
-const schema80 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
-const schema81 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
+export const issueOauthToken_form = validate68;
+const schema81 = {"$ref":"components#/$defs/OAuthTokenRequest","$id":"issueOauthToken_form"};
+const schema82 = {"type":"object","description":"Token request (spec section 6). `client_id` and `client_secret` are required unless\nthe credentials are sent in `Authorization: Basic`.\n","required":["grant_type","scope"],"properties":{"grant_type":{"type":"string","examples":["client_credentials"],"description":"Must be `client_credentials`; any other value answers 400 `unsupported_grant_type`\n(so the schema does not constrain the value: the handler answers the RFC 6749 error).\n"},"client_id":{"type":"string","minLength":1,"description":"Client id of the API credential (omit when using Basic authentication)."},"client_secret":{"type":"string","minLength":1,"description":"Client secret of the API credential (omit when using Basic authentication)."},"scope":{"type":"string","pattern":"^org:.+$","description":"`org:<organization_id>`, the organisation the token acts for."}}};
 const pattern5 = new RegExp("^org:.+$", "u");
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="issueOauthToken_form" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5621,166 +5722,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate67.errors = vErrors;
-return errors === 0;
-}
-validate67.evaluated = {"props":{"grant_type":true,"client_id":true,"client_secret":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
-
-export const listAgents_query = validate68;
-const schema82 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAgents_query"};
-
-function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listAgents_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate68.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-let data0 = data.limit;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
-}
-else {
-const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["limit"] = coerced0;
-}
-}
-}
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 200 || isNaN(data0)){
-const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0 < 1 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.cursor !== undefined){
-let data1 = data.cursor;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["cursor"] = coerced1;
-}
-}
-}
-if(typeof data1 === "string"){
-if(func1(data1) > 512){
-const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(func1(data1) < 1){
-const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
 validate68.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":{"grant_type":true,"client_id":true,"client_secret":true,"scope":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listApiKeys_query = validate69;
-const schema83 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
+export const listAgents_query = validate69;
+const schema83 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAgents_query"};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listApiKeys_query" */;
+/*# sourceURL="listAgents_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate69.evaluated;
@@ -5926,11 +5877,11 @@ return errors === 0;
 }
 validate69.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listAppServers_query = validate70;
-const schema84 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
+export const listApiKeys_query = validate70;
+const schema84 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listApiKeys_query"};
 
 function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listAppServers_query" */;
+/*# sourceURL="listApiKeys_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate70.evaluated;
@@ -6076,14 +6027,164 @@ return errors === 0;
 }
 validate70.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listBatchRowErrors_params = validate71;
-const schema85 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
+export const listAppServers_query = validate71;
+const schema85 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listAppServers_query"};
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listBatchRowErrors_params" */;
+/*# sourceURL="listAppServers_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate71.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 200 || isNaN(data0)){
+const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 512){
+const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate71.errors = vErrors;
+return errors === 0;
+}
+validate71.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listBatchRowErrors_params = validate72;
+const schema86 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128},"batchId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId","batchId"],"$id":"listBatchRowErrors_params"};
+
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listBatchRowErrors_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate72.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6242,19 +6343,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate71.errors = vErrors;
+validate72.errors = vErrors;
 return errors === 0;
 }
-validate71.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
+validate72.evaluated = {"props":{"queueId":true,"batchId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listBatchRowErrors_query = validate72;
-const schema86 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
+export const listBatchRowErrors_query = validate73;
+const schema87 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBatchRowErrors_query"};
 
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listBatchRowErrors_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate72.evaluated;
+const evaluated0 = validate73.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6392,166 +6493,16 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate72.errors = vErrors;
-return errors === 0;
-}
-validate72.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listBrowserLogins_query = validate73;
-const schema87 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBrowserLogins_query"};
-
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listBrowserLogins_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate73.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-let data0 = data.limit;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
-}
-else {
-const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["limit"] = coerced0;
-}
-}
-}
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 200 || isNaN(data0)){
-const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0 < 1 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.cursor !== undefined){
-let data1 = data.cursor;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["cursor"] = coerced1;
-}
-}
-}
-if(typeof data1 === "string"){
-if(func1(data1) > 512){
-const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(func1(data1) < 1){
-const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
 validate73.errors = vErrors;
 return errors === 0;
 }
 validate73.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listBrowserTasks_query = validate74;
-const schema88 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBrowserTasks_query"};
+export const listBrowserLogins_query = validate74;
+const schema88 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBrowserLogins_query"};
 
 function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listBrowserTasks_query" */;
+/*# sourceURL="listBrowserLogins_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate74.evaluated;
@@ -6697,14 +6648,164 @@ return errors === 0;
 }
 validate74.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listChannels_query = validate75;
-const schema89 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listChannels_query"};
+export const listBrowserTasks_query = validate75;
+const schema89 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listBrowserTasks_query"};
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listChannels_query" */;
+/*# sourceURL="listBrowserTasks_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate75.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 200 || isNaN(data0)){
+const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 512){
+const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate75.errors = vErrors;
+return errors === 0;
+}
+validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listChannels_query = validate76;
+const schema90 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listChannels_query"};
+
+function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listChannels_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate76.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6902,19 +7003,289 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate75.errors = vErrors;
+validate76.errors = vErrors;
 return errors === 0;
 }
-validate75.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate76.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listCollectionDeliveries_params = validate76;
-const schema90 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"listCollectionDeliveries_params"};
+export const listChats_query = validate77;
+const schema91 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64},"channelId":{"type":"string","minLength":1,"maxLength":64},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listChats_query"};
 
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listChats_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate77.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+if(data.agentId !== undefined){
+let data0 = data.agentId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["agentId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+const err1 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err2 = {instancePath:instancePath+"/agentId",schemaPath:"#/properties/agentId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+if(data.channelId !== undefined){
+let data1 = data.channelId;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/channelId",schemaPath:"#/properties/channelId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["channelId"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 64){
+const err4 = {instancePath:instancePath+"/channelId",schemaPath:"#/properties/channelId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/channelId",schemaPath:"#/properties/channelId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+let data2 = data.limit;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
+data2 = data2[0];
+dataType2 = typeof data2;
+if(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2))){
+coerced2 = data2;
+}
+}
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+const err6 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["limit"] = coerced2;
+}
+}
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 200 || isNaN(data2)){
+const err7 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2 < 1 || isNaN(data2)){
+const err8 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data3 = data.cursor;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(dataType3 == 'object' && Array.isArray(data3) && data3.length == 1){
+data3 = data3[0];
+dataType3 = typeof data3;
+if(typeof data3 === "string"){
+coerced3 = data3;
+}
+}
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+const err9 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["cursor"] = coerced3;
+}
+}
+}
+if(typeof data3 === "string"){
+if(func1(data3) > 512){
+const err10 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(func1(data3) < 1){
+const err11 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+validate77.errors = vErrors;
+return errors === 0;
+}
+validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listCollectionDeliveries_params = validate78;
+const schema92 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"listCollectionDeliveries_params"};
+
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCollectionDeliveries_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate76.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7003,20 +7374,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate76.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate76.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listCollectionDeliveries_query = validate77;
-const schema91 = {"type":"object","properties":{"status":{"$ref":"components#/$defs/DeliveryStatus"},"event":{"type":"string","enum":["onCreate","onEdit","onDelete"]},"itemId":{"type":"string","minLength":1,"maxLength":128},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollectionDeliveries_query"};
-const schema92 = {"type":"string","enum":["pending","sent","failed","dropped"],"description":"Outcome of one event call (see `listCollectionDeliveries`)."};
+export const listCollectionDeliveries_query = validate79;
+const schema93 = {"type":"object","properties":{"status":{"$ref":"components#/$defs/DeliveryStatus"},"event":{"type":"string","enum":["onCreate","onEdit","onDelete"]},"itemId":{"type":"string","minLength":1,"maxLength":128},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollectionDeliveries_query"};
+const schema94 = {"type":"string","enum":["pending","sent","failed","dropped"],"description":"Outcome of one event call (see `listCollectionDeliveries`)."};
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCollectionDeliveries_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate79.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7065,7 +7436,7 @@ data["status"] = coerced0;
 }
 }
 if(!((((data0 === "pending") || (data0 === "sent")) || (data0 === "failed")) || (data0 === "dropped"))){
-const err1 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/DeliveryStatus/enum",keyword:"enum",params:{allowedValues: schema92.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/DeliveryStatus/enum",keyword:"enum",params:{allowedValues: schema94.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7113,7 +7484,7 @@ data["event"] = coerced1;
 }
 }
 if(!(((data1 === "onCreate") || (data1 === "onEdit")) || (data1 === "onDelete"))){
-const err3 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema91.properties.event.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/event",schemaPath:"#/properties/event/enum",keyword:"enum",params:{allowedValues: schema93.properties.event.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -7310,19 +7681,19 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate79.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listCollectionItems_params = validate78;
-const schema93 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"listCollectionItems_params"};
+export const listCollectionItems_params = validate80;
+const schema95 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"listCollectionItems_params"};
 
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCollectionItems_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate78.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7411,19 +7782,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate78.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listCollectionItems_query = validate79;
-const schema94 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollectionItems_query"};
+export const listCollectionItems_query = validate81;
+const schema96 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollectionItems_query"};
 
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCollectionItems_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate79.evaluated;
+const evaluated0 = validate81.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7561,20 +7932,20 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate79.errors = vErrors;
+validate81.errors = vErrors;
 return errors === 0;
 }
-validate79.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listCollections_query = validate80;
-const schema95 = {"type":"object","properties":{"type":{"$ref":"components#/$defs/CollectionType"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollections_query"};
-const schema96 = {"type":"string","enum":["structured_datastore","unstructured_datastore","filestore","knowledge_base","vault"],"description":"Kind of collection (spec \"Events\"): structured datastores (object content), unstructured\ndatastores (text content), filestores and knowledge bases (files), vaults (object\ncontent, encrypted at rest, never returned in plain text).\n"};
+export const listCollections_query = validate82;
+const schema97 = {"type":"object","properties":{"type":{"$ref":"components#/$defs/CollectionType"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCollections_query"};
+const schema98 = {"type":"string","enum":["structured_datastore","unstructured_datastore","filestore","knowledge_base","vault"],"description":"Kind of collection (spec \"Events\"): structured datastores (object content), unstructured\ndatastores (text content), filestores and knowledge bases (files), vaults (object\ncontent, encrypted at rest, never returned in plain text).\n"};
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCollections_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate82.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7623,7 +7994,7 @@ data["type"] = coerced0;
 }
 }
 if(!(((((data0 === "structured_datastore") || (data0 === "unstructured_datastore")) || (data0 === "filestore")) || (data0 === "knowledge_base")) || (data0 === "vault"))){
-const err1 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/enum",keyword:"enum",params:{allowedValues: schema96.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath:instancePath+"/type",schemaPath:"components#/$defs/CollectionType/enum",keyword:"enum",params:{allowedValues: schema98.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7760,19 +8131,19 @@ vErrors.push(err8);
 }
 errors++;
 }
-validate80.errors = vErrors;
+validate82.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listConnections_query = validate81;
-const schema97 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
+export const listConnections_query = validate83;
+const schema99 = {"type":"object","properties":{"serviceKey":{"type":"string","minLength":1},"statuses":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listConnections_query"};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listConnections_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7998,267 +8369,16 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate81.errors = vErrors;
-return errors === 0;
-}
-validate81.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listCredentials_query = validate82;
-const schema98 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
-
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listCredentials_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate82.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-let data0 = data.limit;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
-}
-else {
-const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["limit"] = coerced0;
-}
-}
-}
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 200 || isNaN(data0)){
-const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0 < 1 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.cursor !== undefined){
-let data1 = data.cursor;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["cursor"] = coerced1;
-}
-}
-}
-if(typeof data1 === "string"){
-if(func1(data1) > 512){
-const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(func1(data1) < 1){
-const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate82.errors = vErrors;
-return errors === 0;
-}
-validate82.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listQueueBatches_params = validate83;
-const schema99 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"listQueueBatches_params"};
-
-function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listQueueBatches_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate83.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.queueId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "queueId"},message:"must have required property '"+"queueId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.queueId !== undefined){
-let data0 = data.queueId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["queueId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate83.errors = vErrors;
 return errors === 0;
 }
-validate83.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listQueueBatches_query = validate84;
-const schema100 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueueBatches_query"};
+export const listCredentials_query = validate84;
+const schema100 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listCredentials_query"};
 
 function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listQueueBatches_query" */;
+/*# sourceURL="listCredentials_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate84.evaluated;
@@ -8404,11 +8524,11 @@ return errors === 0;
 }
 validate84.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listQueueItems_params = validate85;
-const schema101 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"listQueueItems_params"};
+export const listQueueBatches_params = validate85;
+const schema101 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"listQueueBatches_params"};
 
 function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listQueueItems_params" */;
+/*# sourceURL="listQueueBatches_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate85.evaluated;
@@ -8505,273 +8625,14 @@ return errors === 0;
 }
 validate85.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listQueueItems_query = validate86;
-const schema102 = {"type":"object","properties":{"batchId":{"type":"string","minLength":1,"maxLength":128},"status":{"$ref":"components#/$defs/QueueItemStatus"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueueItems_query"};
-const schema103 = {"type":"string","enum":["queued","pending","running","completed","failed","cancelled"],"description":"What happened to a loaded row: queued (waiting for a run), pending (run created, not\nstarted), running, completed (run COMPLETE), failed (last run FAILED or TIMEOUT after\nthe queue's retries), cancelled (batch cancelled before the row's run started).\n"};
+export const listQueueBatches_query = validate86;
+const schema102 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueueBatches_query"};
 
 function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listQueueItems_query" */;
+/*# sourceURL="listQueueBatches_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate86.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-if(data.batchId !== undefined){
-let data0 = data.batchId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["batchId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err1 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err2 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-if(data.status !== undefined){
-let data1 = data.status;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/QueueItemStatus/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["status"] = coerced1;
-}
-}
-}
-if(!((((((data1 === "queued") || (data1 === "pending")) || (data1 === "running")) || (data1 === "completed")) || (data1 === "failed")) || (data1 === "cancelled"))){
-const err4 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/QueueItemStatus/enum",keyword:"enum",params:{allowedValues: schema103.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-let data2 = data.limit;
-if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
-let dataType2 = typeof data2;
-let coerced2 = undefined;
-if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
-data2 = data2[0];
-dataType2 = typeof data2;
-if(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2))){
-coerced2 = data2;
-}
-}
-if(!(coerced2 !== undefined)){
-if(dataType2 === "boolean" || data2 === null
-              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
-coerced2 = +data2;
-}
-else {
-const err5 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(coerced2 !== undefined){
-data2 = coerced2;
-if(data !== undefined){
-data["limit"] = coerced2;
-}
-}
-}
-if((typeof data2 == "number") && (isFinite(data2))){
-if(data2 > 200 || isNaN(data2)){
-const err6 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-if(data2 < 1 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.cursor !== undefined){
-let data3 = data.cursor;
-if(typeof data3 !== "string"){
-let dataType3 = typeof data3;
-let coerced3 = undefined;
-if(dataType3 == 'object' && Array.isArray(data3) && data3.length == 1){
-data3 = data3[0];
-dataType3 = typeof data3;
-if(typeof data3 === "string"){
-coerced3 = data3;
-}
-}
-if(!(coerced3 !== undefined)){
-if(dataType3 == "number" || dataType3 == "boolean"){
-coerced3 = "" + data3;
-}
-else if(data3 === null){
-coerced3 = "";
-}
-else {
-const err8 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(coerced3 !== undefined){
-data3 = coerced3;
-if(data !== undefined){
-data["cursor"] = coerced3;
-}
-}
-}
-if(typeof data3 === "string"){
-if(func1(data3) > 512){
-const err9 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(func1(data3) < 1){
-const err10 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-validate86.errors = vErrors;
-return errors === 0;
-}
-validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listQueues_query = validate87;
-const schema104 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueues_query"};
-
-function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listQueues_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate87.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8909,21 +8770,531 @@ vErrors.push(err6);
 }
 errors++;
 }
+validate86.errors = vErrors;
+return errors === 0;
+}
+validate86.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listQueueItems_params = validate87;
+const schema103 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"listQueueItems_params"};
+
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listQueueItems_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate87.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.queueId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "queueId"},message:"must have required property '"+"queueId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.queueId !== undefined){
+let data0 = data.queueId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["queueId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/queueId",schemaPath:"#/properties/queueId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
 validate87.errors = vErrors;
 return errors === 0;
 }
-validate87.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const listRuns_query = validate88;
-const schema105 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"triggerId":{"type":"string","minLength":1,"maxLength":64},"status":{"$ref":"components#/$defs/RunStatusValue"},"createdAfter":{"type":"string","format":"date-time"},"createdBefore":{"type":"string","format":"date-time"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listRuns_query"};
-const schema106 = {"type":"string","description":"Run status: PENDING (queued, not started), RUNNING (executing), COMPLETE (finished\nsuccessfully), FAILED (ended with an error), TIMEOUT (exceeded the execution time\nlimit).\n","enum":["PENDING","RUNNING","COMPLETE","FAILED","TIMEOUT"]};
-const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+export const listQueueItems_query = validate88;
+const schema104 = {"type":"object","properties":{"batchId":{"type":"string","minLength":1,"maxLength":128},"status":{"$ref":"components#/$defs/QueueItemStatus"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueueItems_query"};
+const schema105 = {"type":"string","enum":["queued","pending","running","completed","failed","cancelled"],"description":"What happened to a loaded row: queued (waiting for a run), pending (run created, not\nstarted), running, completed (run COMPLETE), failed (last run FAILED or TIMEOUT after\nthe queue's retries), cancelled (batch cancelled before the row's run started).\n"};
 
 function validate88(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listRuns_query" */;
+/*# sourceURL="listQueueItems_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate88.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+if(data.batchId !== undefined){
+let data0 = data.batchId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["batchId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err1 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err2 = {instancePath:instancePath+"/batchId",schemaPath:"#/properties/batchId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+if(data.status !== undefined){
+let data1 = data.status;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/QueueItemStatus/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["status"] = coerced1;
+}
+}
+}
+if(!((((((data1 === "queued") || (data1 === "pending")) || (data1 === "running")) || (data1 === "completed")) || (data1 === "failed")) || (data1 === "cancelled"))){
+const err4 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/QueueItemStatus/enum",keyword:"enum",params:{allowedValues: schema105.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+let data2 = data.limit;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+let dataType2 = typeof data2;
+let coerced2 = undefined;
+if(dataType2 == 'object' && Array.isArray(data2) && data2.length == 1){
+data2 = data2[0];
+dataType2 = typeof data2;
+if(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2))){
+coerced2 = data2;
+}
+}
+if(!(coerced2 !== undefined)){
+if(dataType2 === "boolean" || data2 === null
+              || (dataType2 === "string" && data2 && data2 == +data2 && !(data2 % 1))){
+coerced2 = +data2;
+}
+else {
+const err5 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(coerced2 !== undefined){
+data2 = coerced2;
+if(data !== undefined){
+data["limit"] = coerced2;
+}
+}
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 200 || isNaN(data2)){
+const err6 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data2 < 1 || isNaN(data2)){
+const err7 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data3 = data.cursor;
+if(typeof data3 !== "string"){
+let dataType3 = typeof data3;
+let coerced3 = undefined;
+if(dataType3 == 'object' && Array.isArray(data3) && data3.length == 1){
+data3 = data3[0];
+dataType3 = typeof data3;
+if(typeof data3 === "string"){
+coerced3 = data3;
+}
+}
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data3;
+}
+else if(data3 === null){
+coerced3 = "";
+}
+else {
+const err8 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(coerced3 !== undefined){
+data3 = coerced3;
+if(data !== undefined){
+data["cursor"] = coerced3;
+}
+}
+}
+if(typeof data3 === "string"){
+if(func1(data3) > 512){
+const err9 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func1(data3) < 1){
+const err10 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate88.errors = vErrors;
+return errors === 0;
+}
+validate88.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listQueues_query = validate89;
+const schema106 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listQueues_query"};
+
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listQueues_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate89.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 200 || isNaN(data0)){
+const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 512){
+const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate89.errors = vErrors;
+return errors === 0;
+}
+validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const listRuns_query = validate90;
+const schema107 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64},"triggerId":{"type":"string","minLength":1,"maxLength":64},"status":{"$ref":"components#/$defs/RunStatusValue"},"createdAfter":{"type":"string","format":"date-time"},"createdBefore":{"type":"string","format":"date-time"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listRuns_query"};
+const schema108 = {"type":"string","description":"Run status: PENDING (queued, not started), RUNNING (executing), COMPLETE (finished\nsuccessfully), FAILED (ended with an error), TIMEOUT (exceeded the execution time\nlimit).\n","enum":["PENDING","RUNNING","COMPLETE","FAILED","TIMEOUT"]};
+const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listRuns_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9092,7 +9463,7 @@ data["status"] = coerced2;
 }
 }
 if(!(((((data2 === "PENDING") || (data2 === "RUNNING")) || (data2 === "COMPLETE")) || (data2 === "FAILED")) || (data2 === "TIMEOUT"))){
-const err7 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/RunStatusValue/enum",keyword:"enum",params:{allowedValues: schema106.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/status",schemaPath:"components#/$defs/RunStatusValue/enum",keyword:"enum",params:{allowedValues: schema108.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -9329,20 +9700,20 @@ vErrors.push(err18);
 }
 errors++;
 }
-validate88.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate88.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listTriggers_query = validate89;
-const schema107 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
-const schema108 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
+export const listTriggers_query = validate91;
+const schema109 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1},"kind":{"$ref":"components#/$defs/TriggerKind"},"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listTriggers_query"};
+const schema110 = {"type":"string","enum":["api","webhook"],"description":"`api`: key in the `X-API-KEY` header (spec endpoint 1); `webhook`: key as a path segment (spec endpoint 2)."};
 
-function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listTriggers_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate89.evaluated;
+const evaluated0 = validate91.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9441,7 +9812,7 @@ data["kind"] = coerced1;
 }
 }
 if(!((data1 === "api") || (data1 === "webhook"))){
-const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema108.enum},message:"must be equal to one of the allowed values"};
+const err3 = {instancePath:instancePath+"/kind",schemaPath:"components#/$defs/TriggerKind/enum",keyword:"enum",params:{allowedValues: schema110.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -9578,19 +9949,19 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate89.errors = vErrors;
+validate91.errors = vErrors;
 return errors === 0;
 }
-validate89.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listUserConnections_query = validate90;
-const schema109 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
+export const listUserConnections_query = validate92;
+const schema111 = {"type":"object","properties":{"statuses":{"type":"string"}},"required":[],"additionalProperties":true,"$id":"listUserConnections_query"};
 
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listUserConnections_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate90.evaluated;
+const evaluated0 = validate92.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9647,267 +10018,16 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate90.errors = vErrors;
-return errors === 0;
-}
-validate90.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listWorkflows_query = validate91;
-const schema110 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
-
-function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWorkflows_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate91.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit === undefined){
-data.limit = 50;
-}
-let data0 = data.limit;
-if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data0 === null
-              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
-coerced0 = +data0;
-}
-else {
-const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["limit"] = coerced0;
-}
-}
-}
-if((typeof data0 == "number") && (isFinite(data0))){
-if(data0 > 200 || isNaN(data0)){
-const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0 < 1 || isNaN(data0)){
-const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data.cursor !== undefined){
-let data1 = data.cursor;
-if(typeof data1 !== "string"){
-let dataType1 = typeof data1;
-let coerced1 = undefined;
-if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
-data1 = data1[0];
-dataType1 = typeof data1;
-if(typeof data1 === "string"){
-coerced1 = data1;
-}
-}
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data1;
-}
-else if(data1 === null){
-coerced1 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced1 !== undefined){
-data1 = coerced1;
-if(data !== undefined){
-data["cursor"] = coerced1;
-}
-}
-}
-if(typeof data1 === "string"){
-if(func1(data1) > 512){
-const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(func1(data1) < 1){
-const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-validate91.errors = vErrors;
-return errors === 0;
-}
-validate91.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-export const listWorkflowVersions_params = validate92;
-const schema111 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
-
-function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWorkflowVersions_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate92.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.automationId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "automationId"},message:"must have required property '"+"automationId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.automationId !== undefined){
-let data0 = data.automationId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["automationId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 64){
-const err2 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate92.errors = vErrors;
 return errors === 0;
 }
-validate92.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate92.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const listWorkflowVersions_query = validate93;
-const schema112 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
+export const listWorkflows_query = validate93;
+const schema112 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflows_query"};
 
 function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWorkflowVersions_query" */;
+/*# sourceURL="listWorkflows_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate93.evaluated;
@@ -10053,15 +10173,266 @@ return errors === 0;
 }
 validate93.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const postMcpMessage_params = validate94;
-const schema113 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
-const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
+export const listWorkflowVersions_params = validate94;
+const schema113 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"listWorkflowVersions_params"};
 
 function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="postMcpMessage_params" */;
+/*# sourceURL="listWorkflowVersions_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate94.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.automationId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "automationId"},message:"must have required property '"+"automationId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.automationId !== undefined){
+let data0 = data.automationId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["automationId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 64){
+const err2 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/automationId",schemaPath:"#/properties/automationId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate94.errors = vErrors;
+return errors === 0;
+}
+validate94.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const listWorkflowVersions_query = validate95;
+const schema114 = {"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":200,"default":50},"cursor":{"type":"string","minLength":1,"maxLength":512}},"required":[],"additionalProperties":true,"$id":"listWorkflowVersions_query"};
+
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWorkflowVersions_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate95.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit === undefined){
+data.limit = 50;
+}
+let data0 = data.limit;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0))){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data0 === null
+              || (dataType0 === "string" && data0 && data0 == +data0 && !(data0 % 1))){
+coerced0 = +data0;
+}
+else {
+const err0 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["limit"] = coerced0;
+}
+}
+}
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 200 || isNaN(data0)){
+const err1 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0 < 1 || isNaN(data0)){
+const err2 = {instancePath:instancePath+"/limit",schemaPath:"#/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.cursor !== undefined){
+let data1 = data.cursor;
+if(typeof data1 !== "string"){
+let dataType1 = typeof data1;
+let coerced1 = undefined;
+if(dataType1 == 'object' && Array.isArray(data1) && data1.length == 1){
+data1 = data1[0];
+dataType1 = typeof data1;
+if(typeof data1 === "string"){
+coerced1 = data1;
+}
+}
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data1;
+}
+else if(data1 === null){
+coerced1 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data1 = coerced1;
+if(data !== undefined){
+data["cursor"] = coerced1;
+}
+}
+}
+if(typeof data1 === "string"){
+if(func1(data1) > 512){
+const err4 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func1(data1) < 1){
+const err5 = {instancePath:instancePath+"/cursor",schemaPath:"#/properties/cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate95.errors = vErrors;
+return errors === 0;
+}
+validate95.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const postMcpMessage_params = validate96;
+const schema115 = {"type":"object","properties":{"serverPath":{"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"}},"required":["serverPath"],"$id":"postMcpMessage_params"};
+const pattern6 = new RegExp("^[a-z0-9][a-z0-9-]{0,62}$", "u");
+
+function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="postMcpMessage_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate96.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10140,19 +10511,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate94.errors = vErrors;
+validate96.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
+validate96.evaluated = {"props":{"serverPath":true},"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_params = validate95;
-const schema114 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
+export const replaceMemoryItem_params = validate97;
+const schema116 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"replaceMemoryItem_params"};
 
-function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate95.evaluated;
+const evaluated0 = validate97.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10241,19 +10612,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate95.errors = vErrors;
+validate97.errors = vErrors;
 return errors === 0;
 }
-validate95.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate97.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-export const replaceMemoryItem_query = validate96;
-const schema115 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
+export const replaceMemoryItem_query = validate98;
+const schema117 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"replaceMemoryItem_query"};
 
-function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replaceMemoryItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate96.evaluated;
+const evaluated0 = validate98.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10342,19 +10713,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate96.errors = vErrors;
+validate98.errors = vErrors;
 return errors === 0;
 }
-validate96.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate98.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const revokeApiKey_params = validate97;
-const schema116 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
+export const revokeApiKey_params = validate99;
+const schema118 = {"type":"object","properties":{"keyId":{"type":"string","minLength":1,"maxLength":64}},"required":["keyId"],"$id":"revokeApiKey_params"};
 
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeApiKey_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate97.evaluated;
+const evaluated0 = validate99.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10443,19 +10814,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate97.errors = vErrors;
+validate99.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+validate99.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const revokeCredential_params = validate98;
-const schema117 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
+export const revokeCredential_params = validate100;
+const schema119 = {"type":"object","properties":{"credentialId":{"type":"string","minLength":1,"maxLength":64}},"required":["credentialId"],"$id":"revokeCredential_params"};
 
-function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="revokeCredential_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate98.evaluated;
+const evaluated0 = validate100.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10544,19 +10915,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate98.errors = vErrors;
+validate100.errors = vErrors;
 return errors === 0;
 }
-validate98.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
+validate100.evaluated = {"props":{"credentialId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const rotateChannelKey_params = validate99;
-const schema118 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"rotateChannelKey_params"};
+export const rotateChannelKey_params = validate101;
+const schema120 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"rotateChannelKey_params"};
 
-function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="rotateChannelKey_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate99.evaluated;
+const evaluated0 = validate101.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10645,19 +11016,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate99.errors = vErrors;
+validate101.errors = vErrors;
 return errors === 0;
 }
-validate99.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate101.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const sendChannelMessage_params = validate100;
-const schema119 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
+export const sendChannelMessage_params = validate102;
+const schema121 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":128}},"required":["triggerId"],"$id":"sendChannelMessage_params"};
 
-function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="sendChannelMessage_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate100.evaluated;
+const evaluated0 = validate102.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10746,221 +11117,221 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate100.errors = vErrors;
-return errors === 0;
-}
-validate100.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const testDataCollectionTrigger_params = validate101;
-const schema120 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
-
-function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDataCollectionTrigger_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate101.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["collectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate101.errors = vErrors;
-return errors === 0;
-}
-validate101.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const testMemoryTrigger_query = validate102;
-const schema121 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
-
-function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testMemoryTrigger_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate102.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["collectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate102.errors = vErrors;
 return errors === 0;
 }
-validate102.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAgent_params = validate103;
-const schema122 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64}},"required":["agentId"],"$id":"updateAgent_params"};
+export const testDataCollectionTrigger_params = validate103;
+const schema122 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"testDataCollectionTrigger_params"};
 
 function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateAgent_params" */;
+/*# sourceURL="testDataCollectionTrigger_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate103.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate103.errors = vErrors;
+return errors === 0;
+}
+validate103.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
+
+export const testMemoryTrigger_query = validate104;
+const schema123 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"testMemoryTrigger_query"};
+
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="testMemoryTrigger_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate104.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate104.errors = vErrors;
+return errors === 0;
+}
+validate104.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateAgent_params = validate105;
+const schema124 = {"type":"object","properties":{"agentId":{"type":"string","minLength":1,"maxLength":64}},"required":["agentId"],"$id":"updateAgent_params"};
+
+function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateAgent_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate105.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11049,19 +11420,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate103.errors = vErrors;
+validate105.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"props":{"agentId":true},"dynamicProps":false,"dynamicItems":false};
+validate105.evaluated = {"props":{"agentId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateAppServer_params = validate104;
-const schema123 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
+export const updateAppServer_params = validate106;
+const schema125 = {"type":"object","properties":{"serverId":{"type":"string","minLength":1,"maxLength":64}},"required":["serverId"],"$id":"updateAppServer_params"};
 
-function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateAppServer_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate104.evaluated;
+const evaluated0 = validate106.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11150,19 +11521,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate104.errors = vErrors;
+validate106.errors = vErrors;
 return errors === 0;
 }
-validate104.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
+validate106.evaluated = {"props":{"serverId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateChannel_params = validate105;
-const schema124 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateChannel_params"};
+export const updateChannel_params = validate107;
+const schema126 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateChannel_params"};
 
-function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateChannel_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate105.evaluated;
+const evaluated0 = validate107.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11251,218 +11622,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate105.errors = vErrors;
-return errors === 0;
-}
-validate105.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateCollection_params = validate106;
-const schema125 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateCollection_params"};
-
-function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateCollection_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate106.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.collectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.collectionId !== undefined){
-let data0 = data.collectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["collectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate106.errors = vErrors;
-return errors === 0;
-}
-validate106.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
-
-export const updateConnection_params = validate107;
-const schema126 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
-
-function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateConnection_params" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate107.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.connectionId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "connectionId"},message:"must have required property '"+"connectionId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.connectionId !== undefined){
-let data0 = data.connectionId;
-if(typeof data0 !== "string"){
-let dataType0 = typeof data0;
-let coerced0 = undefined;
-if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
-data0 = data0[0];
-dataType0 = typeof data0;
-if(typeof data0 === "string"){
-coerced0 = data0;
-}
-}
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data0;
-}
-else if(data0 === null){
-coerced0 = "";
-}
-else {
-const err1 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data0 = coerced0;
-if(data !== undefined){
-data["connectionId"] = coerced0;
-}
-}
-}
-if(typeof data0 === "string"){
-if(func1(data0) > 64){
-const err2 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
 validate107.errors = vErrors;
 return errors === 0;
 }
-validate107.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
+validate107.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateDataCollection_params = validate108;
-const schema127 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
+export const updateCollection_params = validate108;
+const schema127 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateCollection_params"};
 
 function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateDataCollection_params" */;
+/*# sourceURL="updateCollection_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate108.evaluated;
@@ -11559,11 +11728,11 @@ return errors === 0;
 }
 validate108.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_params = validate109;
-const schema128 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
+export const updateConnection_params = validate109;
+const schema128 = {"type":"object","properties":{"connectionId":{"type":"string","minLength":1,"maxLength":64}},"required":["connectionId"],"$id":"updateConnection_params"};
 
 function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateMemoryItem_params" */;
+/*# sourceURL="updateConnection_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate109.evaluated;
@@ -11574,8 +11743,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.connectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "connectionId"},message:"must have required property '"+"connectionId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -11584,8 +11753,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-let data0 = data.id;
+if(data.connectionId !== undefined){
+let data0 = data.connectionId;
 if(typeof data0 !== "string"){
 let dataType0 = typeof data0;
 let coerced0 = undefined;
@@ -11604,7 +11773,7 @@ else if(data0 === null){
 coerced0 = "";
 }
 else {
-const err1 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err1 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11617,13 +11786,13 @@ errors++;
 if(coerced0 !== undefined){
 data0 = coerced0;
 if(data !== undefined){
-data["id"] = coerced0;
+data["connectionId"] = coerced0;
 }
 }
 }
 if(typeof data0 === "string"){
-if(func1(data0) > 128){
-const err2 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(func1(data0) > 64){
+const err2 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -11633,7 +11802,7 @@ vErrors.push(err2);
 errors++;
 }
 if(func1(data0) < 1){
-const err3 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err3 = {instancePath:instancePath+"/connectionId",schemaPath:"#/properties/connectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -11658,13 +11827,13 @@ errors++;
 validate109.errors = vErrors;
 return errors === 0;
 }
-validate109.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate109.evaluated = {"props":{"connectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateMemoryItem_query = validate110;
-const schema129 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+export const updateDataCollection_params = validate110;
+const schema129 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"$id":"updateDataCollection_params"};
 
 function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateMemoryItem_query" */;
+/*# sourceURL="updateDataCollection_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate110.evaluated;
@@ -11759,16 +11928,218 @@ errors++;
 validate110.errors = vErrors;
 return errors === 0;
 }
-validate110.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate110.evaluated = {"props":{"collectionId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateQueue_params = validate111;
-const schema130 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"updateQueue_params"};
+export const updateMemoryItem_params = validate111;
+const schema130 = {"type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":128}},"required":["id"],"$id":"updateMemoryItem_params"};
 
 function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateQueue_params" */;
+/*# sourceURL="updateMemoryItem_params" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate111.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+let data0 = data.id;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["id"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate111.errors = vErrors;
+return errors === 0;
+}
+validate111.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+export const updateMemoryItem_query = validate112;
+const schema131 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"updateMemoryItem_query"};
+
+function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateMemoryItem_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate112.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.collectionId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "collectionId"},message:"must have required property '"+"collectionId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.collectionId !== undefined){
+let data0 = data.collectionId;
+if(typeof data0 !== "string"){
+let dataType0 = typeof data0;
+let coerced0 = undefined;
+if(dataType0 == 'object' && Array.isArray(data0) && data0.length == 1){
+data0 = data0[0];
+dataType0 = typeof data0;
+if(typeof data0 === "string"){
+coerced0 = data0;
+}
+}
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data0;
+}
+else if(data0 === null){
+coerced0 = "";
+}
+else {
+const err1 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data0 = coerced0;
+if(data !== undefined){
+data["collectionId"] = coerced0;
+}
+}
+}
+if(typeof data0 === "string"){
+if(func1(data0) > 128){
+const err2 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(func1(data0) < 1){
+const err3 = {instancePath:instancePath+"/collectionId",schemaPath:"#/properties/collectionId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+validate112.errors = vErrors;
+return errors === 0;
+}
+validate112.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+export const updateQueue_params = validate113;
+const schema132 = {"type":"object","properties":{"queueId":{"type":"string","minLength":1,"maxLength":128}},"required":["queueId"],"$id":"updateQueue_params"};
+
+function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateQueue_params" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate113.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11857,19 +12228,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate111.errors = vErrors;
+validate113.errors = vErrors;
 return errors === 0;
 }
-validate111.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
+validate113.evaluated = {"props":{"queueId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateTrigger_params = validate112;
-const schema131 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
+export const updateTrigger_params = validate114;
+const schema133 = {"type":"object","properties":{"triggerId":{"type":"string","minLength":1,"maxLength":64}},"required":["triggerId"],"$id":"updateTrigger_params"};
 
-function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateTrigger_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate112.evaluated;
+const evaluated0 = validate114.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11958,19 +12329,19 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate112.errors = vErrors;
+validate114.errors = vErrors;
 return errors === 0;
 }
-validate112.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
+validate114.evaluated = {"props":{"triggerId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const updateWorkflow_params = validate113;
-const schema132 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
+export const updateWorkflow_params = validate115;
+const schema134 = {"type":"object","properties":{"automationId":{"type":"string","minLength":1,"maxLength":64}},"required":["automationId"],"$id":"updateWorkflow_params"};
 
-function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="updateWorkflow_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate113.evaluated;
+const evaluated0 = validate115.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12059,20 +12430,20 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate113.errors = vErrors;
+validate115.errors = vErrors;
 return errors === 0;
 }
-validate113.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
+validate115.evaluated = {"props":{"automationId":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_params = validate114;
-const schema133 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
+export const uploadCsvFile_params = validate116;
+const schema135 = {"type":"object","properties":{"csvKey":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,128}$"}},"required":["csvKey"],"$id":"uploadCsvFile_params"};
 const pattern7 = new RegExp("^[A-Za-z0-9_-]{1,128}$", "u");
 
-function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_params" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate114.evaluated;
+const evaluated0 = validate116.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12151,19 +12522,19 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate114.errors = vErrors;
+validate116.errors = vErrors;
 return errors === 0;
 }
-validate114.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
+validate116.evaluated = {"props":{"csvKey":true},"dynamicProps":false,"dynamicItems":false};
 
-export const uploadCsvFile_query = validate115;
-const schema134 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
+export const uploadCsvFile_query = validate117;
+const schema136 = {"type":"object","properties":{"expires":{"type":"integer","minimum":0},"signature":{"type":"string","pattern":"^[0-9a-f]{64}$"}},"required":["expires","signature"],"additionalProperties":true,"$id":"uploadCsvFile_query"};
 
-function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadCsvFile_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate115.evaluated;
+const evaluated0 = validate117.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12300,19 +12671,19 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate115.errors = vErrors;
+validate117.errors = vErrors;
 return errors === 0;
 }
-validate115.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate117.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-export const uploadFilestorageItem_query = validate116;
-const schema135 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
+export const uploadFilestorageItem_query = validate118;
+const schema137 = {"type":"object","properties":{"collectionId":{"type":"string","minLength":1,"maxLength":128}},"required":["collectionId"],"additionalProperties":true,"$id":"uploadFilestorageItem_query"};
 
-function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate118(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="uploadFilestorageItem_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate116.evaluated;
+const evaluated0 = validate118.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12401,7 +12772,7 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate116.errors = vErrors;
+validate118.errors = vErrors;
 return errors === 0;
 }
-validate116.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate118.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};

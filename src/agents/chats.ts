@@ -78,10 +78,11 @@ export async function getChat(db: Knex, orgId: string, chatId: string): Promise<
 export async function listChats(
   db: Knex,
   orgId: string,
-  page: { agentId?: string | undefined; limit: number; cursor?: string | undefined },
+  page: { agentId?: string | undefined; channelId?: string | undefined; limit: number; cursor?: string | undefined },
 ): Promise<{ chats: ChatRecord[]; nextCursor: string | null }> {
   const q = db('chats').where({ org_id: orgId });
   if (page.agentId !== undefined) q.where({ agent_id: page.agentId });
+  if (page.channelId !== undefined) q.where({ channel_id: page.channelId });
   if (page.cursor !== undefined) q.where('id', '<', decodeCursor('chats', page.cursor, 'string', CHAT_ID_PATTERN));
   const rows = (await q.orderBy('id', 'desc').limit(page.limit + 1)) as ChatRow[];
   const items = rows.slice(0, page.limit).map(toChat);
@@ -107,6 +108,48 @@ export async function loadHistory(db: Knex, orgId: string, chatId: string): Prom
     .orderBy('seq', 'asc')
     .select('message')) as { message: string }[];
   return rows.map((r) => fromJson<ModelMessage>(r.message)!).filter(Boolean);
+}
+
+export interface StoredMessage {
+  seq: number;
+  message: ModelMessage;
+  createdAt: string;
+}
+
+/** The whole history with each message's position and time, for reading a transcript back. */
+export async function loadTranscript(db: Knex, orgId: string, chatId: string): Promise<StoredMessage[]> {
+  const rows = (await db('chat_messages')
+    .where({ org_id: orgId, chat_id: chatId })
+    .orderBy('seq', 'asc')
+    .select('seq', 'message', 'created_at')) as { seq: number | string; message: string; created_at: string }[];
+  return rows.flatMap((r) => {
+    const message = fromJson<ModelMessage>(r.message);
+    return message ? [{ seq: Number(r.seq), message, createdAt: r.created_at }] : [];
+  });
+}
+
+/** Per chat of the list: its message count and its first message (seq 1: a turn starts with the user's). */
+export async function chatDigests(
+  db: Knex,
+  orgId: string,
+  chatIds: readonly string[],
+): Promise<Map<string, { count: number; first: ModelMessage | null }>> {
+  const out = new Map<string, { count: number; first: ModelMessage | null }>();
+  if (chatIds.length === 0) return out;
+  const counts = (await db('chat_messages')
+    .where({ org_id: orgId })
+    .whereIn('chat_id', chatIds)
+    .groupBy('chat_id')
+    .select('chat_id')
+    .count({ n: '*' })) as { chat_id: string; n: number | string }[];
+  const firsts = (await db('chat_messages')
+    .where({ org_id: orgId, seq: 1 })
+    .whereIn('chat_id', chatIds)
+    .select('chat_id', 'message')) as { chat_id: string; message: string }[];
+  for (const id of chatIds) out.set(id, { count: 0, first: null });
+  for (const c of counts) out.get(c.chat_id)!.count = Number(c.n);
+  for (const f of firsts) out.get(f.chat_id)!.first = fromJson<ModelMessage>(f.message);
+  return out;
 }
 
 /**

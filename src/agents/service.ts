@@ -39,6 +39,7 @@ import { resolveModel, type ResolvedModel } from './runtime/providers.js';
 import { agentTools } from './runtime/tools.js';
 import { runTurn, TurnFailure } from './runtime/turn.js';
 import { agentTurns } from '../kernel/metrics.js';
+import { withToolDurations } from './transcript.js';
 
 export type AgentEvent =
   | { type: 'text-delta'; delta: string }
@@ -214,6 +215,8 @@ export class AgentService {
     let outcome: TurnOutcome;
     // Seq of this turn's first message: history rows are numbered 1..n without gaps (a reset deletes them all).
     let nextSeq: number | undefined;
+    // Each tool call's duration, kept with its result in the history (transcript reads show it).
+    const durations = new Map<string, number>();
     try {
       // A chat made for this turn has no history yet: no read needed.
       const history = newChat ? [] : await loadHistory(db, req.orgId, chatId);
@@ -225,6 +228,7 @@ export class AgentService {
         {
           onToolStart: (e) => req.onEvent?.({ type: 'tool-call-start', ...e }),
           onToolEnd: (e) => {
+            durations.set(e.toolCallId, e.durationMs);
             req.onEvent?.({ type: 'tool-call-end', ...e });
             // A tool the agent used after its capabilities_discover (gateway_invoke reports its target itself).
             this.services.gateway.usage?.toolCalled(ctx, { server: e.server, tool: e.tool, ok: !e.isError });
@@ -269,7 +273,11 @@ export class AgentService {
             ? { status: 'COMPLETE', reply: outcome.reply, output: outcome.output }
             : { status: 'FAILED', error: outcome.error },
         );
-        await appendMessages(trx, req.orgId, chatId, { turnId, messages: outcome.messages, firstSeq: nextSeq });
+        await appendMessages(trx, req.orgId, chatId, {
+          turnId,
+          messages: withToolDurations(outcome.messages, durations),
+          firstSeq: nextSeq,
+        });
       });
     } catch (err) {
       // The reply is not kept: the caller must not believe it is in the history.

@@ -56,6 +56,11 @@ export async function openConsoleBrowser(): Promise<ConsoleBrowser> {
       await page.evaluate(AXE);
       const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
       const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      // TEST_FIGURES=1 prints axe-core's findings per page by impact.
+      if (process.env.TEST_FIGURES) {
+        const byImpact = violations.map((v) => `${v.impact}:${v.id}`).join(' ') || 'none';
+        process.stderr.write(`axe ${name}: ${violations.length} violation(s): ${byImpact}\n`);
+      }
       expect(
         bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
         `axe on ${name}`,

@@ -1,16 +1,16 @@
 /**
  * Agents: the organisation's agents (`GET /v1/agents`) with their API channels
- * (`GET /v1/channels`) and chats (the agent-management tool `chat_list` through the gateway),
- * and a chat panel that talks to an agent through one of its channels, streaming the reply as
- * server-sent events (`Accept: text/event-stream`): text as it comes, and each tool call with
- * its outcome. The channel key is typed by the user and kept in this page's memory only.
+ * (`GET /v1/channels`) and chats (`GET /v1/chats`), and a chat panel that shows a chosen chat's
+ * transcript (`GET /v1/chats/{chatId}`, tool calls with their arguments and outcome) and talks
+ * to the agent through one of its channels, streaming the reply as server-sent events
+ * (`Accept: text/event-stream`): text as it comes, and each tool call with its outcome. The
+ * channel key is typed by the user and kept in this page's memory only.
  */
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiFailure, failureOf, unwrap } from '../api.ts';
-import { callTool } from '../mcp.ts';
 import { Empty, ErrorBox, PageTitle, Show, Time, useApi } from '../ui.tsx';
-import type { Agent, Channel } from '../../../generated/openapi/client.ts';
+import type { Agent, Channel, ChatMessage } from '../../../generated/openapi/client.ts';
 
 async function load() {
   const [agents, channels] = await Promise.all([
@@ -20,26 +20,27 @@ async function load() {
   return { agents: agents.items, channels: channels.items };
 }
 
-interface ChatRecord {
-  chatId: string;
+function Chats({
+  agentId,
+  channels,
+  current,
+  replies,
+  onPick,
+}: {
   agentId: string;
-  title: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-function Chats({ agentId, current, onPick }: { agentId: string; current?: string; onPick: (id: string) => void }) {
+  channels: Channel[];
+  current?: string | undefined;
+  /** Replies the panel has received: each one reads the list again (message counts, times). */
+  replies: number;
+  onPick: (id: string) => void;
+}) {
   const state = useApi(
-    () =>
-      callTool<{ chats: ChatRecord[]; nextCursor: string | null }>('agent-management', 'agent-management_chat_list', {
-        agentId,
-        limit: 50,
-      }),
-    [agentId, current],
+    () => unwrap(api.GET('/v1/chats', { params: { query: { agentId, limit: 50 } } })),
+    [agentId, current, replies],
   );
   return (
     <Show state={state} what="the chats">
-      {({ chats }) =>
+      {({ items: chats }) =>
         chats.length === 0 ? (
           <Empty title="No chats yet.">Send a message in the chat panel to start one.</Empty>
         ) : (
@@ -47,6 +48,8 @@ function Chats({ agentId, current, onPick }: { agentId: string; current?: string
             <thead>
               <tr>
                 <th scope="col">Chat</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Messages</th>
                 <th scope="col">Last message</th>
                 <th scope="col">
                   <span class="visually-hidden">Action</span>
@@ -57,9 +60,13 @@ function Chats({ agentId, current, onPick }: { agentId: string; current?: string
               {chats.map((c) => (
                 <tr key={c.chatId}>
                   <td>
-                    {c.title ?? <code>{c.chatId}</code>}
+                    {c.title ?? c.excerpt ?? <code>{c.chatId}</code>}
                     {c.chatId === current && <span class="muted"> (in the panel)</span>}
                   </td>
+                  <td>
+                    {c.channelId ? (channels.find((ch) => ch.triggerId === c.channelId)?.name ?? 'deleted') : '—'}
+                  </td>
+                  <td>{c.messageCount}</td>
                   <td>
                     <Time iso={c.updatedAt} />
                   </td>
@@ -68,9 +75,9 @@ function Chats({ agentId, current, onPick }: { agentId: string; current?: string
                       type="button"
                       class="small"
                       onClick={() => onPick(c.chatId)}
-                      aria-label={`Continue chat ${c.title ?? c.chatId}`}
+                      aria-label={`Open chat ${c.title ?? c.excerpt ?? c.chatId}`}
                     >
-                      Continue
+                      Open
                     </button>
                   </td>
                 </tr>
@@ -86,7 +93,41 @@ function Chats({ agentId, current, onPick }: { agentId: string; current?: string
 type Entry =
   | { kind: 'user'; text: string }
   | { kind: 'agent'; text: string; done: boolean }
-  | { kind: 'tool'; id: string; server: string; tool: string; state: 'running' | 'ok' | 'failed'; durationMs?: number };
+  | {
+      kind: 'tool';
+      id: string;
+      /** Unknown for a call read back from the transcript (its name is the model's name for the tool). */
+      server?: string | undefined;
+      tool: string;
+      state: 'running' | 'ok' | 'failed' | 'no result';
+      durationMs?: number | undefined;
+      /** Arguments and result (or error) as text, for a call read back from the transcript. */
+      detail?: string | undefined;
+    };
+
+/** A chat's stored transcript as the panel's entries: each assistant message's tool calls, then its text. */
+function entriesOf(messages: ChatMessage[]): Entry[] {
+  return messages.flatMap((m): Entry[] => {
+    if (m.role === 'user') return [{ kind: 'user', text: m.text ?? '' }];
+    if (m.role !== 'assistant') return [];
+    const calls = m.toolCalls.map((c): Entry => ({
+      kind: 'tool',
+      id: c.toolCallId,
+      tool: c.name,
+      state: c.status === 'ok' ? 'ok' : c.status === 'error' ? 'failed' : 'no result',
+      durationMs: c.durationMs ?? undefined,
+      detail: `Arguments: ${JSON.stringify(c.arguments)}\n${c.status === 'error' ? `Error: ${c.error ?? ''}` : `Result: ${c.result ?? '(none)'}`}`,
+    }));
+    return m.text ? [...calls, { kind: 'agent', text: m.text, done: true }] : calls;
+  });
+}
+
+function toolOutcome(x: Extract<Entry, { kind: 'tool' }>): string {
+  if (x.state === 'running') return 'running…';
+  if (x.state === 'no result') return 'no result (the turn stopped first)';
+  const verb = x.state === 'ok' ? 'succeeded' : 'failed';
+  return x.durationMs === undefined ? verb : `${verb} in ${x.durationMs} ms`;
+}
 
 /** Sends one message over the channel and feeds the streamed events to `on`. */
 async function stream(
@@ -133,11 +174,13 @@ function ChatPanel({
   channels,
   chatId,
   setChatId,
+  onReply,
 }: {
   agent: Agent;
   channels: Channel[];
   chatId: string | undefined;
   setChatId: (id: string | undefined) => void;
+  onReply: () => void;
 }) {
   const usable = channels.filter((c) => c.enabled);
   const [entries, setEntries] = useState<Entry[]>([]);
@@ -145,15 +188,34 @@ function ChatPanel({
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
   const key = useRef('');
-  // The chat this panel's transcript belongs to: choosing another one in the list starts an
-  // empty transcript (the API does not return a chat's earlier messages).
-  const shown = useRef<string | undefined>(chatId);
+  // The chat this panel's transcript belongs to: choosing another one in the list loads its
+  // earlier messages; a chat this panel just started already shows them.
+  const shown = useRef<string | undefined>(undefined);
+  const [loadError, setLoadError] = useState<unknown>();
+  /** The channel of the chosen chat (only it may continue the chat); null for a chat started elsewhere. */
+  const [chatChannel, setChatChannel] = useState<string | null>();
   useEffect(() => {
-    if (chatId !== shown.current) {
-      shown.current = chatId;
-      setEntries([]);
-      setError(undefined);
-    }
+    if (chatId === shown.current) return;
+    shown.current = chatId;
+    setEntries([]);
+    setError(undefined);
+    setLoadError(undefined);
+    setChatChannel(undefined);
+    if (!chatId) return;
+    setStatus('Loading the chat…');
+    unwrap(api.GET('/v1/chats/{chatId}', { params: { path: { chatId } } })).then(
+      (chat) => {
+        if (shown.current !== chatId) return;
+        setEntries(entriesOf(chat.messages));
+        setChatChannel(chat.channelId);
+        setStatus(`Chat loaded: ${chat.messages.length} messages.`);
+      },
+      (err: unknown) => {
+        if (shown.current !== chatId) return;
+        setLoadError(err);
+        setStatus('');
+      },
+    );
   }, [chatId]);
   if (usable.length === 0)
     return (
@@ -215,11 +277,13 @@ function ChatPanel({
             }
           });
           if (out.chatId) {
+            if (out.chatId !== shown.current) setChatChannel(channel.triggerId);
             shown.current = out.chatId;
             setChatId(out.chatId);
           }
           form.querySelector<HTMLTextAreaElement>('#chat-message')!.value = '';
           setStatus('The agent replied.');
+          onReply();
         } catch (err) {
           setError(err);
           setStatus('');
@@ -242,15 +306,32 @@ function ChatPanel({
           'The first message starts a new chat.'
         )}
       </p>
+      {chatChannel === null && (
+        <p class="muted">
+          This chat was not started through an API channel (agent-management tools or a workflow step): only its
+          transcript is shown here; a message sent from this panel is refused.
+        </p>
+      )}
+      {loadError !== undefined && <ErrorBox error={loadError} title="The chat's transcript could not be loaded" />}
       {entries.length > 0 && (
         <ol class="transcript" aria-label="Transcript of this conversation">
           {entries.map((x, i) =>
             x.kind === 'tool' ? (
               <li key={i} class="tool">
-                Tool call <code>{x.tool}</code> on <code>{x.server}</code>:{' '}
-                {x.state === 'running'
-                  ? 'running…'
-                  : `${x.state === 'ok' ? 'succeeded' : 'failed'} in ${x.durationMs ?? 0} ms`}
+                Tool call <code>{x.tool}</code>
+                {x.server && (
+                  <>
+                    {' '}
+                    on <code>{x.server}</code>
+                  </>
+                )}
+                : {toolOutcome(x)}
+                {x.detail && (
+                  <details>
+                    <summary>Arguments and result</summary>
+                    {x.detail}
+                  </details>
+                )}
               </li>
             ) : (
               <li key={i} class={x.kind}>
@@ -263,7 +344,7 @@ function ChatPanel({
       )}
       <div class="field">
         <label for="chat-channel">Channel</label>
-        <select id="chat-channel" name="channel">
+        <select id="chat-channel" name="channel" key={chatChannel ?? ''} defaultValue={chatChannel ?? undefined}>
           {usable.map((c) => (
             <option key={c.triggerId} value={c.triggerId}>
               {c.name} (key …{c.keyHint})
@@ -304,6 +385,7 @@ function ChatPanel({
 
 function AgentDetail({ agent, channels }: { agent: Agent; channels: Channel[] }) {
   const [chatId, setChatId] = useState<string>();
+  const [replies, setReplies] = useState(0);
   return (
     <section aria-labelledby="agent-title">
       <h2 id="agent-title">{agent.name}</h2>
@@ -352,12 +434,15 @@ function AgentDetail({ agent, channels }: { agent: Agent; channels: Channel[] })
       )}
       <section aria-labelledby="chats-title">
         <h3 id="chats-title">Chats</h3>
-        <p class="muted small-text">
-          The API lists chats but does not return their history: the transcript shows the messages sent from this panel.
-        </p>
-        <Chats agentId={agent.agentId} current={chatId} onPick={setChatId} />
+        <Chats agentId={agent.agentId} channels={channels} current={chatId} replies={replies} onPick={setChatId} />
       </section>
-      <ChatPanel agent={agent} channels={channels} chatId={chatId} setChatId={setChatId} />
+      <ChatPanel
+        agent={agent}
+        channels={channels}
+        chatId={chatId}
+        setChatId={setChatId}
+        onReply={() => setReplies((n) => n + 1)}
+      />
     </section>
   );
 }

@@ -9,6 +9,8 @@ import { deleteChannel } from './deleteChannel.js';
 import { getChannel } from './getChannel.js';
 import { listChannels } from './listChannels.js';
 import { rotateChannelKey } from './rotateChannelKey.js';
+import { listChats } from './listChats.js';
+import { getChat } from './getChat.js';
 import { updateChannel } from './updateChannel.js';
 
 /** Handlers of the agent management operations in openapi/management.yaml (Handler<operationId> each). */
@@ -28,5 +30,11 @@ export const channelHandlers = guardBearerAuth({
   updateChannel,
   deleteChannel,
   rotateChannelKey,
+});
+
+/** Handlers of the chat reads (transcripts with their tool calls; src/agents/transcript.ts). */
+export const chatHandlers = guardBearerAuth({
+  listChats,
+  getChat,
 });
 export { sendChannelMessage } from '../channel-call.js';

@@ -92,6 +92,11 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.evaluate(AXE);
     const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
     const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    // TEST_FIGURES=1 prints axe-core's findings per page by impact.
+    if (process.env.TEST_FIGURES) {
+      const byImpact = violations.map((v) => `${v.impact}:${v.id}`).join(' ') || 'none';
+      process.stderr.write(`axe ${name}: ${violations.length} violation(s): ${byImpact}\n`);
+    }
     expect(
       bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
       `axe on ${name}`,
@@ -218,7 +223,7 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.getByRole('status').getByText('The agent replied.').waitFor();
     const chatId = (await page.locator('p.muted code').first().textContent())!;
     expect(chatId).to.match(/\S/);
-    await page.getByRole('button', { name: /^Continue chat/ }).waitFor();
+    await page.getByRole('button', { name: 'Open chat Which agents are there?' }).waitFor();
     const stored = await page.evaluate(() => JSON.stringify(sessionStorage) + JSON.stringify(localStorage));
     expect(stored, 'the channel key is never stored').not.to.include(channelKey);
     await audit('agents-chat');
@@ -230,5 +235,32 @@ describe('console: workflow editor and agents in Chromium', function () {
       .getByRole('alert')
       .getByText(/HTTP 401/)
       .waitFor();
+
+    // After a reload the chat's transcript comes from the API (GET /v1/chats/{chatId}), tool call included.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Helper' }).click();
+    await page.getByRole('button', { name: 'Open chat Which agents are there?' }).click();
+    await page.getByRole('status').getByText('Chat loaded: 4 messages.').waitFor();
+    const earlier = page.getByRole('list', { name: 'Transcript of this conversation' });
+    expect(await earlier.locator('li.user').textContent()).to.include('Which agents are there?');
+    const call = earlier.locator('li.tool', { hasText: 'capabilities_discover' });
+    await call.getByText(/succeeded in \d+ ms/).waitFor();
+    await call.getByText('Arguments and result').click();
+    expect(await call.locator('details').textContent()).to.include('Arguments: {"request":"list agents"}');
+    await earlier.locator('li.agent', { hasText: 'Here you go.' }).waitFor();
+    await audit('agents-chat-reloaded');
+    // The chosen chat continues in the panel with its history.
+    model.setScript([reply.text('Still here.')]);
+    model.requests.length = 0;
+    await page.getByLabel('Channel key').fill(channelKey);
+    await page.getByLabel('Message').fill('And now?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await earlier.locator('li.agent', { hasText: 'Still here.' }).waitFor();
+    expect(await page.locator('p.muted code').first().textContent()).to.equal(chatId);
+    const sent = (model.requests[0]!.body as { messages: { role: string }[] }).messages.map((m) => m.role);
+    expect(sent).to.deep.equal(['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    // The list reads again after a reply: the chat now has six messages.
+    await page.getByRole('row', { name: /Which agents are there\?.*Website 6/ }).waitFor();
   });
 });

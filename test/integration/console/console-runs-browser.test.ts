@@ -146,8 +146,13 @@ describe('web console: run detail, browser tasks, upstream health, key rotation 
     await page.getByRole('heading', { name: `Browser task ${sessionId}` }).waitFor();
     const preview = page.getByRole('img', { name: 'Preview of shot.png' });
     await preview.waitFor();
-    // The image loaded (a string: this file is compiled without the DOM types).
-    await page.waitForFunction("(document.querySelector('img.preview')?.naturalWidth ?? 0) > 100");
+    // The image loaded. Polled from the test: a predicate evaluated in the page (waitForFunction)
+    // is compiled from a string there, which the console's Content-Security-Policy refuses.
+    const loadedBy = Date.now() + 10_000;
+    while ((await preview.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)) <= 100) {
+      if (Date.now() > loadedBy) throw new Error('the screenshot preview did not load');
+      await new Promise((r) => setTimeout(r, 100));
+    }
     expect(await page.locator('pre.log').textContent()).to.include('hello from the script');
     await audit('browser-task-detail');
   });
