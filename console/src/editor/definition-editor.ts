@@ -396,7 +396,9 @@ function codeSteps(def: unknown): CodeStep[] {
 }
 
 export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
-  let apiErrors: DetailError[] = [];
+  // The API's errors of the last save, with the text they are about: shown while the definition
+  // is that text (a write-back of the code pane that changes nothing keeps them).
+  let apiErrors: { details: DetailError[]; text: string } | undefined;
   let selected: number | undefined;
   let syncing = false;
   let lastSteps = '';
@@ -415,11 +417,12 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
       lintGutter(),
       linter(
         (view) => {
+          const text = view.state.doc.toString();
           const syntax = parseLint(view);
           const local = syntax.length
             ? syntax
-            : schemaErrors(parsed(view.state.doc.toString())).map((e) => toDiagnostic(view.state, e, 'JSON Schema'));
-          const api = apiErrors.map((e) => toDiagnostic(view.state, e, 'API'));
+            : schemaErrors(parsed(text)).map((e) => toDiagnostic(view.state, e, 'JSON Schema'));
+          const api = apiErrors?.text === text ? apiErrors.details.map((e) => toDiagnostic(view.state, e, 'API')) : [];
           const all = [...api, ...local];
           const line = (d: Diagnostic) => view.state.doc.lineAt(d.from).number;
           opts.onProblems(all.map((d) => `Line ${line(d)}: ${d.message}${d.source === 'API' ? ' (API)' : ''}`));
@@ -431,7 +434,6 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
       EditorView.contentAttributes.of({ 'aria-label': opts.jsonLabel }),
       EditorView.updateListener.of((u) => {
         if (!u.docChanged) return;
-        apiErrors = [];
         const def = parsed(u.state.doc.toString());
         if (def === undefined) return;
         report(def);
@@ -497,7 +499,10 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
   return {
     text: () => jsonView.state.doc.toString(),
     showApiErrors(details) {
-      apiErrors = details.filter((d) => typeof d?.instancePath === 'string');
+      apiErrors = {
+        details: details.filter((d) => typeof d?.instancePath === 'string'),
+        text: jsonView.state.doc.toString(),
+      };
       forceLinting(jsonView);
     },
     selectCodeStep(index) {
