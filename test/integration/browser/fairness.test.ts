@@ -242,7 +242,10 @@ describe('browser boxes in the memory budget of tenant processes', function () {
     const [a, b, c] = orgs.map((o) => o.orgId) as [string, string, string];
     const budget = pool.budget!;
     // Whatever boxes are left from before are busy now, as are A's and B's.
+    const beforeA = budget.usedBytes();
     const la = await pool.acquire(a, new AbortController().signal);
+    // What the budget counts for A's box once measured: evicting it must make room for C's below.
+    const sizeA = await measured(beforeA);
     const lb = await pool.acquire(b, new AbortController().signal);
     const lc0 = await pool.acquire(c, new AbortController().signal);
     const pidB = await pool.pidOf(b);
@@ -259,8 +262,10 @@ describe('browser boxes in the memory budget of tenant processes', function () {
     squeeze!.release();
     expect(await pool.pidOf(c)).to.equal(undefined);
     const refusals = budget.stats().refusals;
-    // 150 MiB short: far more than the measured sizes of the boxes drift by (PSS shifts as boxes come and go).
-    fill(150 * MiB);
+    // Short by far more than the measured sizes of the boxes drift by (PSS shifts as boxes come and
+    // go), and by less than A's box counts for (a young box without pages can measure under
+    // 150 MiB), so that A's eviction below makes room.
+    fill(Math.min(150 * MiB, Math.floor(sizeA / 2)));
     // The budget refuses C's box: its task waits, counted as waiting, without a slot.
     const timeUp = new AbortController();
     const doomed = pool.acquire(c, timeUp.signal);
