@@ -143,3 +143,39 @@ export function PageTitle({ children }: { children: string }) {
     </h1>
   );
 }
+
+/** "Previous page" and "Next page" over a cursor-paged list: `cursors` holds the pages before this one. */
+export function CursorPager({
+  label,
+  cursor,
+  cursors,
+  nextCursor,
+  setCursor,
+  setCursors,
+}: {
+  label: string;
+  cursor: string | undefined;
+  cursors: (string | undefined)[];
+  nextCursor: string | null | undefined;
+  setCursor: (c: string | undefined) => void;
+  setCursors: (c: (string | undefined)[]) => void;
+}) {
+  return (
+    <nav class="pager" aria-label={label}>
+      <button
+        type="button"
+        disabled={cursors.length === 0}
+        onClick={() => (setCursor(cursors[cursors.length - 1]), setCursors(cursors.slice(0, -1)))}
+      >
+        Previous page
+      </button>
+      <button
+        type="button"
+        disabled={!nextCursor}
+        onClick={() => (setCursors([...cursors, cursor]), setCursor(nextCursor ?? undefined))}
+      >
+        Next page
+      </button>
+    </nav>
+  );
+}

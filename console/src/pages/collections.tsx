@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi } from '../ui.tsx';
+import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi, CursorPager } from '../ui.tsx';
 import type { CollectionItemSummary, DeliveryStatus } from '../../../generated/openapi/client.ts';
 
 export function CollectionsPage() {
@@ -113,22 +113,14 @@ function Items({ collectionId }: { collectionId: string }) {
                 ))}
               </tbody>
             </table>
-            <nav class="pager" aria-label="Pages of items">
-              <button
-                type="button"
-                disabled={cursors.length === 0}
-                onClick={() => (setCursor(cursors[cursors.length - 1]), setCursors(cursors.slice(0, -1)))}
-              >
-                Previous page
-              </button>
-              <button
-                type="button"
-                disabled={!page.nextCursor}
-                onClick={() => (setCursors([...cursors, cursor]), setCursor(page.nextCursor ?? undefined))}
-              >
-                Next page
-              </button>
-            </nav>
+            <CursorPager
+              label="Pages of items"
+              cursor={cursor}
+              cursors={cursors}
+              nextCursor={page.nextCursor}
+              setCursor={setCursor}
+              setCursors={setCursors}
+            />
           </>
         )
       }
@@ -242,22 +234,14 @@ function Deliveries({ collectionId }: { collectionId: string }) {
                   ))}
                 </tbody>
               </table>
-              <nav class="pager" aria-label="Pages of deliveries">
-                <button
-                  type="button"
-                  disabled={cursors.length === 0}
-                  onClick={() => (setCursor(cursors[cursors.length - 1]), setCursors(cursors.slice(0, -1)))}
-                >
-                  Previous page
-                </button>
-                <button
-                  type="button"
-                  disabled={!page.nextCursor}
-                  onClick={() => (setCursors([...cursors, cursor]), setCursor(page.nextCursor ?? undefined))}
-                >
-                  Next page
-                </button>
-              </nav>
+              <CursorPager
+                label="Pages of deliveries"
+                cursor={cursor}
+                cursors={cursors}
+                nextCursor={page.nextCursor}
+                setCursor={setCursor}
+                setCursors={setCursors}
+              />
             </>
           )
         }

@@ -8,7 +8,7 @@ import { api, unwrap } from '../api.ts';
 import { ConfirmDialog } from '../confirm.tsx';
 import { Link } from '../router.tsx';
 import { putWithProgress } from '../upload.ts';
-import { Empty, ErrorBox, PageTitle, Show, StatusBadge, Time, useApi } from '../ui.tsx';
+import { Empty, ErrorBox, PageTitle, Show, StatusBadge, Time, useApi, CursorPager } from '../ui.tsx';
 import type { BatchRowError, Queue, QueueBatch } from '../../../generated/openapi/client.ts';
 
 const POLL_MS = 2000;
@@ -177,22 +177,14 @@ function RowErrors({ batch }: { batch: QueueBatch }) {
                 ))}
               </tbody>
             </table>
-            <nav class="pager" aria-label="Pages of skipped rows">
-              <button
-                type="button"
-                disabled={cursors.length === 0}
-                onClick={() => (setCursor(cursors[cursors.length - 1]), setCursors(cursors.slice(0, -1)))}
-              >
-                Previous page
-              </button>
-              <button
-                type="button"
-                disabled={!page.nextCursor}
-                onClick={() => (setCursors([...cursors, cursor]), setCursor(page.nextCursor ?? undefined))}
-              >
-                Next page
-              </button>
-            </nav>
+            <CursorPager
+              label="Pages of skipped rows"
+              cursor={cursor}
+              cursors={cursors}
+              nextCursor={page.nextCursor}
+              setCursor={setCursor}
+              setCursors={setCursors}
+            />
           </>
         );
       }}
