@@ -179,3 +179,38 @@ export function CursorPager({
     </nav>
   );
 }
+
+/**
+ * A value read with `load` and read again every `everyMs` while `live(value)` holds; an error
+ * keeps the last answer on screen. Read afresh when `key` changes.
+ */
+export function usePolled<T>(
+  key: string,
+  load: () => Promise<T>,
+  { live, everyMs }: { live: (value: T) => boolean; everyMs: number },
+): { value: T | undefined; error: unknown } {
+  const [value, setValue] = useState<T>();
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    let stop = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    setValue(undefined);
+    const read = async () => {
+      try {
+        const v = await load();
+        if (stop) return;
+        setValue(v);
+        setError(undefined);
+        if (live(v)) timer = setTimeout(read, everyMs);
+      } catch (err) {
+        if (!stop) setError(err);
+      }
+    };
+    void read();
+    return () => {
+      stop = true;
+      clearTimeout(timer);
+    };
+  }, [key]);
+  return { value, error };
+}

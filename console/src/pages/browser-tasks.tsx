@@ -3,10 +3,10 @@
  * tasks, newest first, and one task with its result, log and files, images shown as previews.
  * A RUNNING task is read again every 3 seconds (spec "Limits": browser tasks 3 to 5 seconds).
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Empty, ErrorBox, Loading, PageTitle, Show, StatusBadge, Time, useApi } from '../ui.tsx';
+import { Empty, ErrorBox, Loading, PageTitle, Show, StatusBadge, Time, useApi, usePolled } from '../ui.tsx';
 import type { BrowserTask } from '../../../generated/openapi/client.ts';
 
 const POLL_MS = 3000;
@@ -115,29 +115,11 @@ function Files({ task }: { task: BrowserTask }) {
 }
 
 export function BrowserTaskDetailPage({ sessionId }: { sessionId: string }) {
-  const [task, setTask] = useState<BrowserTask>();
-  const [error, setError] = useState<unknown>();
-  useEffect(() => {
-    let stop = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    setTask(undefined);
-    const read = async () => {
-      try {
-        const t = await unwrap(api.GET('/v1/browser-tasks/{sessionId}', { params: { path: { sessionId } } }));
-        if (stop) return;
-        setTask(t);
-        setError(undefined);
-        if (t.status === 'RUNNING') timer = setTimeout(read, POLL_MS);
-      } catch (err) {
-        if (!stop) setError(err);
-      }
-    };
-    void read();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, [sessionId]);
+  const { value: task, error } = usePolled(
+    sessionId,
+    () => unwrap(api.GET('/v1/browser-tasks/{sessionId}', { params: { path: { sessionId } } })),
+    { live: (t) => t.status === 'RUNNING', everyMs: POLL_MS },
+  );
   return (
     <>
       <PageTitle>{`Browser task ${sessionId}`}</PageTitle>

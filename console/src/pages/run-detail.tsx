@@ -3,10 +3,9 @@
  * status, duration, result and files, and the designated output. While the run is PENDING or
  * RUNNING the page reads it again every 2 seconds (spec "Limits": 2 to 5 seconds).
  */
-import { useEffect, useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ErrorBox, PageTitle, StatusBadge, Time, duration, Loading } from '../ui.tsx';
+import { ErrorBox, PageTitle, StatusBadge, Time, duration, Loading, usePolled } from '../ui.tsx';
 import type { RunDetail, RunDetailStep } from '../../../generated/openapi/client.ts';
 
 const POLL_MS = 2000;
@@ -98,30 +97,15 @@ function Facts({ run }: { run: RunDetail }) {
 
 /** The run, read again while it is live; an error keeps the last answer on screen. */
 function useRun(runId: string): { run: RunDetail | undefined; error: unknown } {
-  const [run, setRun] = useState<RunDetail>();
-  const [error, setError] = useState<unknown>();
-  useEffect(() => {
-    let stop = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    setRun(undefined);
-    const read = async () => {
-      try {
-        const r = await unwrap(api.GET('/v1/runs/{runId}', { params: { path: { runId } } }));
-        if (stop) return;
-        setRun(r);
-        setError(undefined);
-        if (LIVE.has(r.status)) timer = setTimeout(read, POLL_MS);
-      } catch (err) {
-        if (!stop) setError(err);
-      }
-    };
-    void read();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, [runId]);
-  return { run, error };
+  const { value, error } = usePolled(
+    runId,
+    () => unwrap(api.GET('/v1/runs/{runId}', { params: { path: { runId } } })),
+    {
+      live: (r) => LIVE.has(r.status),
+      everyMs: POLL_MS,
+    },
+  );
+  return { run: value, error };
 }
 
 export function RunDetailPage({ automationId, runId }: { automationId: string; runId: string }) {
