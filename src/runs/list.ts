@@ -1,16 +1,28 @@
 /**
  * GET /v1/runs: the organisation's runs, newest first, filtered by workflow, trigger, status
- * and creation time (openapi/management.yaml `listRuns`). Unfiltered, the walk uses
- * `(org_id, id)`; a workflow, trigger or status filter has an index of its own ending in `id`
- * (014_run_listing_indexes.ts), so a filter matching few runs does not read the organisation's
- * other runs. Ids are UUIDv7 (their first 48 bits are the creation millisecond), so a time
- * window also narrows the id range the walk covers.
+ * and creation time (openapi/management.yaml `listRuns`). Every page is one statement over
+ * indexes that end in `id` (015_run_listing_lean.ts), so a page reads about as many index
+ * entries as it returns whatever the filter matches:
+ *
+ * - a status filter walks `(org_id, status, id)`;
+ * - no filter: one walk of that index per status, merged;
+ * - a workflow or trigger filter: the runs past PENDING from a partial index
+ *   `(org_id, workflow_id | trigger_id, id)`, merged with the organisation's PENDING runs from
+ *   the status index (those are checked row by row, so a filter over an organisation with a
+ *   large backlog reads up to its backlog).
+ *
+ * The partial indexes leave PENDING rows out so that accepting a run (a trigger call) writes
+ * no index the listing added. Ids are UUIDv7 (their first 48 bits are the creation
+ * millisecond), so a time window also narrows the id range of each walk.
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
-import { pageRows, type Page, type PageRequest } from '../kernel/page.js';
+import { decodeCursor, encodeCursor, pageLimit, type Page, type PageRequest } from '../kernel/page.js';
 import type { RunRow } from './runs.js';
-import type { RunStatus } from './states.js';
+import { RUN_STATUSES, type RunStatus } from './states.js';
+
+/** The partial indexes' condition, written as they are (a literal: sqlite matches the term's text). */
+const SETTLED = "status <> 'PENDING'";
 
 const RUN_ID_PATTERN = /^run_[0-9a-f]{32}$/;
 /** Slack between an id's millisecond and the row's `created_at` (the id is made first). */
@@ -66,32 +78,87 @@ const COLUMNS = [
   'finished_at',
 ] as const;
 
+type Row = Pick<RunRow, (typeof COLUMNS)[number]>;
+type Narrow = (q: Knex.QueryBuilder) => void;
+
+/** The walks whose merge is the listing, each narrowed to one index range. */
+function walks(filter: RunFilter): Narrow[] {
+  const { automationId, triggerId, status } = filter;
+  const owner: Narrow = (q) => {
+    if (triggerId !== undefined) q.andWhere({ trigger_id: triggerId });
+    if (automationId !== undefined) q.andWhere({ workflow_id: automationId });
+  };
+  if (status !== undefined)
+    return [
+      (q) => {
+        q.andWhere({ status });
+        owner(q);
+        if (status !== 'PENDING') q.andWhereRaw(SETTLED);
+      },
+    ];
+  if (automationId === undefined && triggerId === undefined)
+    return RUN_STATUSES.map((s) => (q) => void q.andWhere({ status: s }));
+  return [
+    (q) => {
+      owner(q);
+      q.andWhereRaw(SETTLED);
+    },
+    (q) => {
+      q.andWhere({ status: 'PENDING' });
+      owner(q);
+    },
+  ];
+}
+
+/**
+ * The statement of one page: `limit + 1` rows (the last tells whether another page exists).
+ * Exported for the tests that read its query plan.
+ */
+export function listRunsQuery(
+  db: Knex,
+  orgId: string,
+  filter: RunFilter,
+  page: PageRequest,
+): { query: Knex.QueryBuilder; limit: number } {
+  const limit = pageLimit(page.limit);
+  const before = page.cursor === undefined ? undefined : decodeCursor('runs', page.cursor, 'string', RUN_ID_PATTERN);
+  const after = filter.createdAfter === undefined ? undefined : storedTime('createdAfter', filter.createdAfter);
+  const until = filter.createdBefore === undefined ? undefined : storedTime('createdBefore', filter.createdBefore);
+  const walk = (narrow: Narrow) => {
+    const q = db('runs')
+      .select(...COLUMNS)
+      .where({ org_id: orgId });
+    narrow(q);
+    if (after) {
+      q.andWhere('created_at', '>=', after.toISOString());
+      q.andWhere('id', '>=', idAt(after.getTime() - ID_TIME_SLACK_MS));
+    }
+    if (until) {
+      q.andWhere('created_at', '<', until.toISOString());
+      q.andWhere('id', '<', idAt(until.getTime() + ID_TIME_SLACK_MS));
+    }
+    if (before !== undefined) q.andWhere('id', '<', before);
+    return q.orderBy('id', 'desc').limit(limit + 1);
+  };
+  const [first, ...others] = walks(filter).map(walk);
+  if (others.length === 0) return { query: first!, limit };
+  // One statement, so the walks read one snapshot: a run changing status between them is
+  // neither listed twice nor missed.
+  const query = db.select('*').from(first!.as('w0'));
+  others.forEach((w, i) => query.unionAll(db.select('*').from(w.as(`w${i + 1}`))));
+  return { query: query.orderBy('id', 'desc').limit(limit + 1), limit };
+}
+
 export async function listRuns(
   db: Knex,
   orgId: string,
   filter: RunFilter,
   page: PageRequest,
 ): Promise<Page<RunSummary>> {
-  const q = db('runs')
-    .select(...COLUMNS)
-    .where({ org_id: orgId });
-  if (filter.automationId !== undefined) q.andWhere({ workflow_id: filter.automationId });
-  if (filter.triggerId !== undefined) q.andWhere({ trigger_id: filter.triggerId });
-  if (filter.status !== undefined) q.andWhere({ status: filter.status });
-  if (filter.createdAfter !== undefined) {
-    const after = storedTime('createdAfter', filter.createdAfter);
-    q.andWhere('created_at', '>=', after.toISOString()).andWhere('id', '>=', idAt(after.getTime() - ID_TIME_SLACK_MS));
-  }
-  if (filter.createdBefore !== undefined) {
-    const before = storedTime('createdBefore', filter.createdBefore);
-    q.andWhere('created_at', '<', before.toISOString()).andWhere('id', '<', idAt(before.getTime() + ID_TIME_SLACK_MS));
-  }
-  type Row = Pick<RunRow, (typeof COLUMNS)[number]> & Record<string, unknown>;
-  const { rows, nextCursor } = await pageRows<Row>(
-    q,
-    { list: 'runs', column: 'id', keyPattern: RUN_ID_PATTERN, order: 'desc' },
-    page,
-  );
+  const { query, limit } = listRunsQuery(db, orgId, filter, page);
+  const all = (await query) as Row[];
+  const rows = all.slice(0, limit);
+  const nextCursor = all.length > limit ? encodeCursor('runs', rows[rows.length - 1]!.id) : null;
   return {
     items: rows.map((r) => ({
       runId: r.id,

@@ -13,6 +13,7 @@ import * as m011 from './011_run_trace_parent.js';
 import * as m012 from './012_event_and_batch_trace_parent.js';
 import * as m013 from './013_run_trace_link.js';
 import * as m014 from './014_run_listing_indexes.js';
+import * as m015 from './015_run_listing_lean.js';
 
 export interface Migration {
   name: string;
@@ -36,4 +37,5 @@ export const migrations: Migration[] = [
   { name: '012_event_and_batch_trace_parent', ...m012 },
   { name: '013_run_trace_link', ...m013 },
   { name: '014_run_listing_indexes', ...m014 },
+  { name: '015_run_listing_lean', ...m015 },
 ];
