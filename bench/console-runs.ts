@@ -2,7 +2,9 @@
  * The console's runs page over 100,000 runs (benchmark, not a test). One organisation holds
  * BENCH_CONSOLE_RUNS (default 100,000) finished runs spread over 90 days: six workflows of very
  * different traffic (the quietest has 0.2 % of the runs), an API and a webhook trigger each, and
- * the statuses COMPLETE (89.5 %), FAILED (10 %) and TIMEOUT (0.5 %). They are written straight
+ * the statuses COMPLETE (89.5 %), FAILED (10 %) and TIMEOUT (0.5 %), and a backlog: the newest
+ * BENCH_CONSOLE_RUNS_PENDING runs (default 5 % of them) of the busiest workflow still PENDING, as
+ * a queue batch leaves them (the service runs with RUN_CONCURRENCY=0, so they stay). They are written straight
  * into the `runs` table in bulk (the rows the runs context inserts, ids made the way it makes
  * them), which takes seconds where a trigger call per run would take minutes.
  *
@@ -33,6 +35,7 @@ import { timeTo } from './console.js';
 const RUNS = Number(process.env.BENCH_CONSOLE_RUNS ?? 100_000);
 const SAMPLES = Number(process.env.BENCH_CONSOLE_RUNS_SAMPLES ?? 200);
 const LOADS = Number(process.env.BENCH_CONSOLE_RUNS_LOADS ?? 5);
+const PENDING = Number(process.env.BENCH_CONSOLE_RUNS_PENDING ?? Math.round(RUNS * 0.05));
 const PG = process.env.BENCH_CONSOLE_RUNS_STORE === 'pg';
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -74,10 +77,11 @@ function makeRuns(orgId: string, flows: Flow[], now: number): Record<string, unk
   for (let i = 0; i < RUNS; i++) {
     // Evenly spread with jitter, so ids stay unique and ascending.
     const created = Math.floor(start + ((i + rand() * 0.9) * SPAN) / RUNS);
-    const flow = pick(rand(), flows, WORKFLOW_SHARES);
+    const backlog = i >= RUNS - PENDING;
+    const flow = backlog ? flows[0]! : pick(rand(), flows, WORKFLOW_SHARES);
     const viaWebhook = rand() < 0.3;
     const s = rand();
-    const status = s < 0.895 ? 'COMPLETE' : s < 0.995 ? 'FAILED' : 'TIMEOUT';
+    const status = backlog ? 'PENDING' : s < 0.895 ? 'COMPLETE' : s < 0.995 ? 'FAILED' : 'TIMEOUT';
     const began = created + 2 + Math.floor(rand() * 20);
     const took = 5 + Math.floor(rand() * 2000);
     rows.push({
@@ -91,9 +95,9 @@ function makeRuns(orgId: string, flows: Flow[], now: number): Record<string, unk
       started_by: viaWebhook ? 'webhook_trigger' : 'api_trigger',
       error: status === 'FAILED' ? 'Step "Work" failed: boom' : status === 'TIMEOUT' ? 'run timed out' : null,
       created_at: new Date(created).toISOString(),
-      started_at: new Date(began).toISOString(),
-      finished_at: new Date(began + took).toISOString(),
-      attempts: 1,
+      started_at: backlog ? null : new Date(began).toISOString(),
+      finished_at: backlog ? null : new Date(began + took).toISOString(),
+      attempts: backlog ? 0 : 1,
     });
   }
   return rows;
@@ -160,7 +164,10 @@ export async function run(): Promise<void> {
   buildDist();
   const scale = PG ? await pgDatabase() : undefined;
   const baseline = await startServer<{ url: string }>('bench/servers/baseline.ts');
-  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', scale?.env ?? {});
+  const target = await startServer<DemoInfo>('bench/servers/switchyard-demo.ts', {
+    ...scale?.env,
+    RUN_CONCURRENCY: '0',
+  });
   const db = openStore({ dataDir: target.info.dataDir, databaseUrl: scale?.databaseUrl });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   const pool = new Pool(target.info.url, { connections: 1 });
@@ -224,6 +231,7 @@ export async function run(): Promise<void> {
       ['status FAILED (10 %)', q({ status: 'FAILED' })],
       ['status TIMEOUT (0.5 %)', q({ status: 'TIMEOUT' })],
       ['status RUNNING (none)', q({ status: 'RUNNING' })],
+      [`status PENDING (the backlog, ${PENDING.toLocaleString('en')})`, q({ status: 'PENDING' })],
       ['time: one day, 45 days ago', q({ createdAfter: iso(dayAgo45), createdBefore: iso(dayAgo45 + DAY) })],
       ['time: the last 7 days', q({ createdAfter: iso(now - 7 * DAY) })],
       [
@@ -237,6 +245,7 @@ export async function run(): Promise<void> {
       ],
       ['combined: busiest workflow, TIMEOUT', q({ automationId: busy.automationId, status: 'TIMEOUT' })],
       ['combined: quietest workflow, TIMEOUT', q({ automationId: quiet.automationId, status: 'TIMEOUT' })],
+      ['combined: quietest workflow, PENDING (none)', q({ automationId: quiet.automationId, status: 'PENDING' })],
     ];
     const auth = { authorization: `Bearer ${token}` };
     const base = await ttfb(basePool, '/', {}, SAMPLES);

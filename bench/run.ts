@@ -17,6 +17,7 @@ const benches: Record<string, () => Promise<{ run: () => Promise<void> }>> = {
   production: () => import('./production.js'),
   console: () => import('./console.js'),
   'console-runs': () => import('./console-runs.js'),
+  'run-indexes': () => import('./run-indexes.js'),
 };
 
 const wanted = process.argv.slice(2);

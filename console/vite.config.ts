@@ -55,7 +55,10 @@ function definitionValidator(): Plugin {
 
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
-  base: '/console/',
+  // Relative: chunks import each other from their own URL, and the service roots index.html's
+  // references at the console's path as it was asked for (src/console), so the console works
+  // under a host application's mount prefix too.
+  base: './',
   publicDir: false,
   plugins: [definitionValidator()],
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },

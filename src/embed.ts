@@ -19,7 +19,7 @@ import { createLogger, type Logger } from './config/logger.js';
 import { createApp } from './app.js';
 import { bootstrapIfEmpty, type BootstrapFile } from './bootstrap/index.js';
 import type { ResponseValidator } from './http/response-validator.js';
-import { requestPath } from './http/pipeline.js';
+import { mountPrefix } from './http/pipeline.js';
 import type { Services } from './services.js';
 import { registry } from './kernel/metrics.js';
 import { tracingOn } from './kernel/tracing.js';
@@ -63,15 +63,6 @@ export interface Switchyard {
   metrics: Registry;
   /** Stops the run workers and closes the store, Redis, the gateway and the metrics listener; the host closes its own server. */
   close(): Promise<void>;
-}
-
-/** The mount prefix a framework stripped from `req.url` (the pipeline reads express's `originalUrl`). */
-function mountPrefix(req: IncomingMessage): string | undefined {
-  if (req.url === undefined) return undefined;
-  const full = requestPath(req).split('?')[0]!;
-  const rest = req.url.split('?')[0]!;
-  if (!full.endsWith(rest)) return undefined;
-  return full.slice(0, full.length - rest.length).replace(/\/+$/, '');
 }
 
 export async function createSwitchyard(options: SwitchyardOptions = {}): Promise<Switchyard> {

@@ -13,6 +13,7 @@ import {
   type OAuthError,
   type OAuthTokenResponse,
 } from '../../generated/openapi/client.ts';
+import { SERVICE_BASE, SERVICE_URL, servicePath } from './base.ts';
 
 export interface Session {
   token: string;
@@ -21,7 +22,8 @@ export interface Session {
   clientId: string;
 }
 
-const STORAGE_KEY = 'switchyard.console.session';
+/** One session per service: two services mounted on one origin keep their own. */
+const STORAGE_KEY = `switchyard.console.session${SERVICE_BASE === '' ? '' : `:${SERVICE_BASE}`}`;
 
 /** Client id and organisation of the last sign-in, offered again in the form (never the secret). */
 export interface SignInHint {
@@ -152,11 +154,11 @@ const retries = new Map<string, Request>();
 // No cookies or HTTP authentication: with credentials omitted, a 401 of the token endpoint
 // (which names the Basic scheme, RFC 6749 section 5.2) is an answer the page shows, never the
 // browser's own password prompt.
-export const api = createSwitchyardClient({ baseUrl: location.origin, credentials: 'omit' });
+export const api = createSwitchyardClient({ baseUrl: SERVICE_URL, credentials: 'omit' });
 
 api.use({
   onRequest({ request, id }) {
-    if (OWN_CREDENTIAL.test(new URL(request.url).pathname)) return request;
+    if (OWN_CREDENTIAL.test(servicePath(new URL(request.url).pathname))) return request;
     if (session) request.headers.set('Authorization', `Bearer ${session.token}`);
     retries.set(id, request.clone());
     return request;

@@ -1,11 +1,13 @@
 /**
- * Client-side routes under /console with the History API: a route is a path pattern with
+ * Client-side routes under the console's path (`/console`) with the History API: a route is a path pattern with
  * `:name` segments; the service answers index.html for every such path (src/console).
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { CONSOLE_BASE } from './base.ts';
 
-export const BASE = '/console';
+/** The console's path, under the service's mount prefix when it has one (base.ts). */
+export const BASE = CONSOLE_BASE;
 
 const listeners = new Set<() => void>();
 window.addEventListener('popstate', () => listeners.forEach((fn) => fn()));

@@ -5,7 +5,11 @@
  *
  * - `/console/assets/*` are content-hashed: cached for a year, immutable.
  * - Every other path under `/console` is a client-side route of the app and answers
- *   `index.html` (never cached, so a new build is picked up at once).
+ *   `index.html` (never cached, so a new build is picked up at once). Vite writes its asset
+ *   references relative (`./assets/…`); they are rooted here at the console's path as the
+ *   client asked for it, so a host application that mounts the service under a prefix
+ *   (src/embed.ts) serves a working console at `<prefix>/console`. The app finds the service
+ *   from the URL of its own scripts (console/src/base.ts).
  * - Every answer carries a strict Content-Security-Policy (no inline script or style, nothing
  *   from another origin, no framing) and `X-Frame-Options: DENY`.
  * - Files are read once and kept in memory with their gzip form; nothing here runs for a
@@ -20,6 +24,7 @@ import { AppError } from '../errors/index.js';
 import { renderError, sendError } from '../http/render.js';
 import type { Logger } from '../config/logger.js';
 import { BUNDLE_DIR, PACKAGE_ROOT } from '../kernel/package-files.js';
+import { mountPrefix } from '../http/pipeline.js';
 
 export const CONSOLE_PREFIX = '/console';
 
@@ -90,6 +95,23 @@ function loadFiles(dir: string): Map<string, ConsoleFile> {
   return files;
 }
 
+/** How many mount prefixes keep their rendered index.html (a host has few mounts). */
+const PREFIXES_KEPT = 16;
+
+function escapeAttribute(text: string): string {
+  return text.replace(/[&"'<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * index.html with its `./assets/` references rooted at `<prefix>/console/assets/`. Repeated
+ * slashes in the prefix are collapsed, so no reference can become one to another host.
+ */
+function renderIndex(index: ConsoleFile, prefix: string): ConsoleFile {
+  const root = escapeAttribute(`${prefix}${CONSOLE_PREFIX}/`.replace(/\/{2,}/g, '/'));
+  const body = Buffer.from(index.body.toString('utf8').replace(/(=\s*["'])\.\/assets\//g, `$1${root}assets/`));
+  return { ...index, body, gzip: index.gzip ? gzipSync(body, { level: 9 }) : undefined };
+}
+
 function send(req: IncomingMessage, res: ServerResponse, file: ConsoleFile): void {
   const accepts = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
   const body = accepts && file.gzip ? file.gzip : file.body;
@@ -116,6 +138,14 @@ export function consoleListener(
   dir: string = consoleDir(),
 ): (req: IncomingMessage, res: ServerResponse) => void {
   let files: Map<string, ConsoleFile> | undefined;
+  const indexes = new Map<string, ConsoleFile>();
+  const indexFor = (prefix: string): ConsoleFile => {
+    let page = indexes.get(prefix);
+    if (page) return page;
+    page = renderIndex(files!.get('index.html')!, prefix);
+    if (indexes.size < PREFIXES_KEPT) indexes.set(prefix, page);
+    return page;
+  };
   return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('Allow', 'GET, HEAD');
@@ -133,6 +163,6 @@ export function consoleListener(
     // A missing asset is an error; any other path is one of the app's own routes.
     if (rel.startsWith('assets/') || /\.[a-z0-9]+$/i.test(rel))
       return fail(res, new AppError('ERR_ROUTE_NOT_FOUND'), log);
-    return send(req, res, files.get('index.html')!);
+    return send(req, res, indexFor(mountPrefix(req) ?? ''));
   };
 }

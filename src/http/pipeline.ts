@@ -265,6 +265,19 @@ export function requestPath(req: IncomingMessage): string {
 }
 
 /**
+ * The prefix a host framework stripped from `req.url` when it mounted the service
+ * (`/switchyard`; empty when the service runs on its own), or undefined when `req.url` is not
+ * the end of the path the client asked for.
+ */
+export function mountPrefix(req: IncomingMessage): string | undefined {
+  if (req.url === undefined) return undefined;
+  const full = requestPath(req).split('?')[0]!;
+  const rest = req.url.split('?')[0]!;
+  if (!full.endsWith(rest)) return undefined;
+  return full.slice(0, full.length - rest.length).replace(/\/+$/, '');
+}
+
+/**
  * A body-parsing middleware that ran before us (express.json(), body-parser sets `_body`)
  * has read the stream to its end. Reading it again finds nothing: the client would get a
  * 400 blaming its body, or a streaming handler would wait for data that never comes. The

@@ -9,6 +9,7 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiFailure, failureOf, unwrap } from '../api.ts';
+import { SERVICE_URL } from '../base.ts';
 import { Empty, ErrorBox, PageTitle, Show, Time, useApi } from '../ui.tsx';
 import type { Agent, Channel, ChatMessage } from '../../../generated/openapi/client.ts';
 
@@ -138,7 +139,7 @@ async function stream(
 ): Promise<{ chatId: string | null }> {
   let response: Response;
   try {
-    response = await fetch(`/ext/channels/${encodeURIComponent(channel.triggerId)}`, {
+    response = await fetch(`${SERVICE_URL}/ext/channels/${encodeURIComponent(channel.triggerId)}`, {
       method: 'POST',
       credentials: 'omit',
       headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', 'X-API-Key': key },

@@ -30,7 +30,11 @@ describe('console: serving the built files (src/console)', () => {
     root = mkdtempSync(path.join(os.tmpdir(), 'switchyard-console-'));
     built = path.join(root, 'built');
     mkdirSync(path.join(built, 'assets'), { recursive: true });
-    writeFileSync(path.join(built, 'index.html'), '<!doctype html><title>c</title><div id="app"></div>');
+    writeFileSync(
+      path.join(built, 'index.html'),
+      '<!doctype html><title>c</title><script type="module" crossorigin src="./assets/index-abc123.js"></script>' +
+        '<link rel="stylesheet" href="./assets/index-abc123.js"><div id="app"></div>',
+    );
     writeFileSync(path.join(built, 'assets', 'index-abc123.js'), script);
     writeFileSync(path.join(built, 'BUILD'), '{}');
   });
@@ -64,6 +68,56 @@ describe('console: serving the built files (src/console)', () => {
       const head = await fetch(`${base}/console/assets/index-abc123.js`, { method: 'HEAD' });
       expect(head.status).to.equal(200);
       expect(await head.text()).to.equal('');
+    } finally {
+      server.close();
+    }
+  });
+
+  it("roots index.html's asset references at the console's path, under a host's mount prefix too", async () => {
+    const listener = consoleListener(log, built);
+    // As express mounts a handler: `originalUrl` keeps the path asked for, `req.url` loses the prefix.
+    const server = http.createServer((req, res) => {
+      const asked = req.url!;
+      const mount = ['/host/switchyard', '//evil.example', '/q"x<y'].find((m) => asked.startsWith(`${m}/`));
+      if (mount) Object.assign(req, { originalUrl: asked, url: asked.slice(mount.length) });
+      listener(req, res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const refs = async (route: string) => {
+      const res = await fetch(`${base}${route}`);
+      expect(res.status, route).to.equal(200);
+      return [...(await res.text()).matchAll(/(?:src|href)="([^"]*)"/g)].map((m) => m[1]);
+    };
+    try {
+      expect(await refs('/console/runs/wf_1/run_2')).to.deep.equal([
+        '/console/assets/index-abc123.js',
+        '/console/assets/index-abc123.js',
+      ]);
+      expect(await refs('/host/switchyard/console/runs')).to.deep.equal([
+        '/host/switchyard/console/assets/index-abc123.js',
+        '/host/switchyard/console/assets/index-abc123.js',
+      ]);
+      // Repeated slashes never make a reference to another host; quotes and brackets are escaped.
+      expect(await refs('//evil.example/console/')).to.deep.equal([
+        '/evil.example/console/assets/index-abc123.js',
+        '/evil.example/console/assets/index-abc123.js',
+      ]);
+      // A path with quotes and brackets as a client may send it unencoded (node:http passes them on).
+      const raw = await new Promise<string>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: new URL(base).port, path: '/q"x<y/console/' }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (body += c));
+            res.on('end', () => resolve(body));
+          })
+          .on('error', reject);
+      });
+      expect([...raw.matchAll(/(?:src|href)="([^"]*)"/g)].map((m) => m[1])).to.deep.equal([
+        '/q&#34;x&#60;y/console/assets/index-abc123.js',
+        '/q&#34;x&#60;y/console/assets/index-abc123.js',
+      ]);
     } finally {
       server.close();
     }
