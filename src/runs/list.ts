@@ -6,23 +6,23 @@
  *
  * - a status filter walks `(org_id, status, id)`;
  * - no filter: one walk of that index per status, merged;
- * - a workflow or trigger filter: the runs past PENDING from a partial index
- *   `(org_id, workflow_id | trigger_id, id)`, merged with the organisation's PENDING runs from
- *   the status index (those are checked row by row, so a filter over an organisation with a
- *   large backlog reads up to its backlog).
+ * - a workflow or trigger filter: the finished runs from a partial index
+ *   `(org_id, workflow_id | trigger_id, id)`, merged with the organisation's PENDING and RUNNING
+ *   runs from the status index (those are checked row by row, so a filter over an organisation
+ *   with a large backlog reads up to its backlog).
  *
- * The partial indexes leave PENDING rows out so that accepting a run (a trigger call) writes
- * no index the listing added. Ids are UUIDv7 (their first 48 bits are the creation
+ * The partial indexes hold finished runs only, so accepting a run (a trigger call) writes no
+ * index the listing added, and a run enters them once, when it finishes. Ids are UUIDv7 (their first 48 bits are the creation
  * millisecond), so a time window also narrows the id range of each walk.
  */
 import type { Knex } from 'knex';
 import { AppError } from '../errors/index.js';
 import { decodeCursor, encodeCursor, pageLimit, type Page, type PageRequest } from '../kernel/page.js';
 import type { RunRow } from './runs.js';
-import { RUN_STATUSES, type RunStatus } from './states.js';
+import { isTerminal, RUN_STATUSES, type RunStatus } from './states.js';
 
 /** The partial indexes' condition, written as they are (a literal: sqlite matches the term's text). */
-const SETTLED = "status <> 'PENDING'";
+const FINISHED = "status in ('COMPLETE', 'FAILED', 'TIMEOUT')";
 
 const RUN_ID_PATTERN = /^run_[0-9a-f]{32}$/;
 /** Slack between an id's millisecond and the row's `created_at` (the id is made first). */
@@ -93,20 +93,21 @@ function walks(filter: RunFilter): Narrow[] {
       (q) => {
         q.andWhere({ status });
         owner(q);
-        if (status !== 'PENDING') q.andWhereRaw(SETTLED);
+        if (isTerminal(status)) q.andWhereRaw(FINISHED);
       },
     ];
   if (automationId === undefined && triggerId === undefined)
     return RUN_STATUSES.map((s) => (q) => void q.andWhere({ status: s }));
+  const unfinished = (['PENDING', 'RUNNING'] as const).map((s): Narrow => (q) => {
+    q.andWhere({ status: s });
+    owner(q);
+  });
   return [
     (q) => {
       owner(q);
-      q.andWhereRaw(SETTLED);
+      q.andWhereRaw(FINISHED);
     },
-    (q) => {
-      q.andWhere({ status: 'PENDING' });
-      owner(q);
-    },
+    ...unfinished,
   ];
 }
 

@@ -8,14 +8,14 @@ import type { Knex } from 'knex';
  * - `(org_id, status, id)` for every page: a status filter walks it directly, and the
  *   unfiltered list merges one walk per status. It takes the place of `(org_id, id)`, so a new
  *   run still writes the same number of index entries as before the listing existed.
- * - `(org_id, workflow_id, id)` and `(org_id, trigger_id, id)` only for runs that have left
- *   PENDING (partial indexes): they are written when a run is claimed, on the execution path,
- *   never by the trigger call. A workflow or trigger filter merges them with the
- *   organisation's PENDING runs read from the status index.
+ * - `(org_id, workflow_id, id)` and `(org_id, trigger_id, id)` only for finished runs (partial
+ *   indexes): a run enters them once, when it finishes; neither the trigger call nor the claim
+ *   writes them. A workflow or trigger filter merges them with the organisation's PENDING and
+ *   RUNNING runs read from the status index.
  */
-const SETTLED_SQL = "status <> 'PENDING'";
+const FINISHED_SQL = "status in ('COMPLETE', 'FAILED', 'TIMEOUT')";
 /** A literal, not a bound value: the listing's queries carry the same term, which is how sqlite matches a partial index. */
-const SETTLED = (db: Knex) => db.queryBuilder().whereRaw(SETTLED_SQL);
+const FINISHED = (db: Knex) => db.queryBuilder().whereRaw(FINISHED_SQL);
 
 export async function up(db: Knex): Promise<void> {
   await db.schema.alterTable('runs', (t) => {
@@ -24,15 +24,15 @@ export async function up(db: Knex): Promise<void> {
     t.dropIndex(['org_id', 'id']);
   });
   await db.schema.alterTable('runs', (t) => {
-    t.index(['org_id', 'workflow_id', 'id'], 'runs_org_workflow_settled', { predicate: SETTLED(db) });
-    t.index(['org_id', 'trigger_id', 'id'], 'runs_org_trigger_settled', { predicate: SETTLED(db) });
+    t.index(['org_id', 'workflow_id', 'id'], 'runs_org_workflow_finished', { predicate: FINISHED(db) });
+    t.index(['org_id', 'trigger_id', 'id'], 'runs_org_trigger_finished', { predicate: FINISHED(db) });
   });
 }
 
 export async function down(db: Knex): Promise<void> {
   await db.schema.alterTable('runs', (t) => {
-    t.dropIndex(['org_id', 'workflow_id', 'id'], 'runs_org_workflow_settled');
-    t.dropIndex(['org_id', 'trigger_id', 'id'], 'runs_org_trigger_settled');
+    t.dropIndex(['org_id', 'workflow_id', 'id'], 'runs_org_workflow_finished');
+    t.dropIndex(['org_id', 'trigger_id', 'id'], 'runs_org_trigger_finished');
   });
   await db.schema.alterTable('runs', (t) => {
     t.index(['org_id', 'id']);

@@ -1,7 +1,7 @@
 /**
  * GET /v1/runs over runs in every state (src/runs/list.ts): the listing merges walks over
- * different indexes (one per status unfiltered; past-PENDING runs from partial indexes with the
- * PENDING ones for a workflow or trigger filter), so every filter is paged to its end and
+ * different indexes (one per status unfiltered; finished runs from partial indexes with the
+ * PENDING and RUNNING ones for a workflow or trigger filter), so every filter is paged to its end and
  * compared with the same filter computed over the rows themselves. The rows are written
  * straight into the store with the service's workers off, so PENDING and RUNNING runs stay as
  * written. On sqlite the query plans are read: each walk uses its index, no page sorts the
@@ -195,7 +195,7 @@ for (const kind of kinds) {
       expect(expected({ automationId: busy!.automationId, status: 'PENDING' }).length).to.be.greaterThan(3);
     });
 
-    it('a run that leaves PENDING moves from one walk to the other and is listed once', async () => {
+    it('a run that finishes moves from one walk to another and is listed once', async () => {
       const [busy] = flows;
       const pending = expected({ automationId: busy!.automationId, status: 'PENDING' });
       const moved = pending[Math.floor(pending.length / 2)]!;
@@ -218,7 +218,7 @@ for (const kind of kinds) {
         const [busy] = flows;
         const plan = async (filter: RunFilter) => {
           const { sql, bindings } = listRunsQuery(db, org.orgId, filter, { limit: 25 }).query.toSQL();
-          const steps = (await db.raw(`explain query plan ${sql}`, bindings as unknown[])) as {
+          const steps = (await db.raw(`explain query plan ${sql}`, [...bindings])) as {
             id: number;
             parent: number;
             detail: string;
@@ -239,10 +239,10 @@ for (const kind of kinds) {
         const unfiltered = await plan({});
         expect(uses(unfiltered, 'runs_org_status_id'), unfiltered.join('\n')).to.have.length(STATUSES.length);
         const byFlow = await plan({ automationId: busy!.automationId });
-        expect(uses(byFlow, 'runs_org_workflow_settled'), byFlow.join('\n')).to.have.length(1);
-        expect(uses(byFlow, 'runs_org_status_id'), byFlow.join('\n')).to.have.length(1);
+        expect(uses(byFlow, 'runs_org_workflow_finished'), byFlow.join('\n')).to.have.length(1);
+        expect(uses(byFlow, 'runs_org_status_id'), byFlow.join('\n')).to.have.length(2);
         const byTrigger = await plan({ triggerId: busy!.apiTriggerId });
-        expect(uses(byTrigger, 'runs_org_trigger_settled'), byTrigger.join('\n')).to.have.length(1);
+        expect(uses(byTrigger, 'runs_org_trigger_finished'), byTrigger.join('\n')).to.have.length(1);
         const byStatus = await plan({ status: 'FAILED' });
         expect(uses(byStatus, 'runs_org_status_id'), byStatus.join('\n')).to.have.length(1);
         for (const detail of [unfiltered, byFlow, byTrigger, byStatus])
