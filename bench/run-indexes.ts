@@ -2,7 +2,7 @@
  * What the runs listing's indexes cost the busiest writes: accepting a run inserts one PENDING
  * row into `runs` (group commit: many rows per transaction), and running it updates the row twice
  * (claimed, finished). Measured on the store alone, without
- * HTTP, where a few microseconds show: sqlite files migrated to three points of the schema
+ * HTTP, where a few microseconds show: stores migrated to three points of the schema
  * (before the listing existed, its first three full indexes, the current ones), each loaded with
  * BENCH_RUN_INDEXES_ROWS rows (default 100,000) in transactions of BENCH_RUN_INDEXES_BATCH
  * (default 100) as the service writes them (src/runs/runs.ts `runRows`), alternating over
@@ -122,7 +122,7 @@ export async function run(): Promise<void> {
     ['current: status index, partial workflow and trigger indexes', migrations[migrations.length - 1]!.name],
   ];
   console.log(
-    `\n## Accepting a run: the insert into \`runs\` (${ROWS.toLocaleString('en')} rows, ${BATCH} a transaction, sqlite)`,
+    `\n## Accepting a run: the insert into \`runs\` (${ROWS.toLocaleString('en')} rows, ${BATCH} a transaction, ${PG ? 'PostgreSQL' : 'sqlite'})`,
   );
   console.log('| round | schema | insert: µs per run (ratio) | claim + finish: µs per run (ratio) |');
   console.log('|---|---|---:|---:|');
