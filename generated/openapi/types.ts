@@ -2263,6 +2263,9 @@ export interface paths {
          *     steps, results and files of one run are read through `getRun` (or, with a trigger API
          *     key, `getRunStatus` and `getRunResults`). Decision: runs are kept as long as run retention allows
          *     (`RUN_RETENTION_DAYS`), so the list shows what the polling endpoints can still answer.
+         *     Every page but the last holds `limit` runs, and a page costs about the same whether the
+         *     filters match most of the organisation's runs or few of them: each filter is served by
+         *     an index ordered by run id.
          */
         get: operations["listRuns"];
         put?: never;
