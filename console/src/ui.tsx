@@ -144,36 +144,43 @@ export function PageTitle({ children }: { children: string }) {
   );
 }
 
-/** "Previous page" and "Next page" over a cursor-paged list: `cursors` holds the pages before this one. */
+/** Where a cursor-paged list is: the cursor of the page shown and those of the pages before it. */
+export interface CursorPages {
+  cursor: string | undefined;
+  hasPrevious: boolean;
+  next(cursor: string): void;
+  previous(): void;
+  /** Back to the first page (the filters changed). */
+  reset(): void;
+}
+
+export function useCursorPages(): CursorPages {
+  const [at, setAt] = useState<{ cursor?: string | undefined; before: (string | undefined)[] }>({ before: [] });
+  return {
+    cursor: at.cursor,
+    hasPrevious: at.before.length > 0,
+    next: (cursor) => setAt((a) => ({ cursor, before: [...a.before, a.cursor] })),
+    previous: () => setAt((a) => ({ cursor: a.before[a.before.length - 1], before: a.before.slice(0, -1) })),
+    reset: () => setAt({ before: [] }),
+  };
+}
+
+/** "Previous page" and "Next page" over a cursor-paged list. */
 export function CursorPager({
   label,
-  cursor,
-  cursors,
+  pages,
   nextCursor,
-  setCursor,
-  setCursors,
 }: {
   label: string;
-  cursor: string | undefined;
-  cursors: (string | undefined)[];
+  pages: CursorPages;
   nextCursor: string | null | undefined;
-  setCursor: (c: string | undefined) => void;
-  setCursors: (c: (string | undefined)[]) => void;
 }) {
   return (
     <nav class="pager" aria-label={label}>
-      <button
-        type="button"
-        disabled={cursors.length === 0}
-        onClick={() => (setCursor(cursors[cursors.length - 1]), setCursors(cursors.slice(0, -1)))}
-      >
+      <button type="button" disabled={!pages.hasPrevious} onClick={pages.previous}>
         Previous page
       </button>
-      <button
-        type="button"
-        disabled={!nextCursor}
-        onClick={() => (setCursors([...cursors, cursor]), setCursor(nextCursor ?? undefined))}
-      >
+      <button type="button" disabled={!nextCursor} onClick={() => nextCursor && pages.next(nextCursor)}>
         Next page
       </button>
     </nav>
@@ -181,36 +188,32 @@ export function CursorPager({
 }
 
 /**
+ * Reads `state` again every `everyMs` while its data is `live`; an error stops it. Returns
+ * whether it is reading again.
+ */
+export function useReloadWhile<T>(state: Loaded<T>, live: (data: T) => boolean, everyMs: number): boolean {
+  const on = state.error === undefined && state.data !== undefined && live(state.data);
+  useEffect(() => {
+    if (!on || state.loading) return;
+    const timer = setTimeout(state.reload, everyMs);
+    return () => clearTimeout(timer);
+  }, [on, state.loading, state.data]);
+  return on;
+}
+
+/**
  * A value read with `load` and read again every `everyMs` while `live(value)` holds; an error
- * keeps the last answer on screen. Read afresh when `key` changes.
+ * keeps the last answer on screen. Read afresh when `key` changes: an answer for another key
+ * is never shown.
  */
 export function usePolled<T>(
   key: string,
   load: () => Promise<T>,
   { live, everyMs }: { live: (value: T) => boolean; everyMs: number },
-): { value: T | undefined; error: unknown } {
-  const [value, setValue] = useState<T>();
-  const [error, setError] = useState<unknown>();
-  useEffect(() => {
-    let stop = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    setValue(undefined);
-    const read = async () => {
-      try {
-        const v = await load();
-        if (stop) return;
-        setValue(v);
-        setError(undefined);
-        if (live(v)) timer = setTimeout(read, everyMs);
-      } catch (err) {
-        if (!stop) setError(err);
-      }
-    };
-    void read();
-    return () => {
-      stop = true;
-      clearTimeout(timer);
-    };
-  }, [key]);
-  return { value, error };
+): { value: T | undefined; error: ApiFailure | undefined } {
+  const state = useApi(async () => ({ key, value: await load() }), [key]);
+  const last = useRef<{ key: string; value: T } | undefined>(undefined);
+  if (state.data?.key === key) last.current = state.data;
+  useReloadWhile(state, (d) => d.key === key && live(d.value), everyMs);
+  return { value: last.current?.key === key ? last.current.value : undefined, error: state.error };
 }

@@ -98,16 +98,22 @@ function loadFiles(dir: string): Map<string, ConsoleFile> {
 /** How many mount prefixes keep their rendered index.html (a host has few mounts). */
 const PREFIXES_KEPT = 16;
 
-function escapeAttribute(text: string): string {
-  return text.replace(/[&"'<>]/g, (c) => `&#${c.charCodeAt(0)};`);
+/** What a URL path may hold as it is (RFC 3986 `pchar` and `/`, with `%` of an existing escape); anything else is escaped. */
+const PATH_CHAR = /[^A-Za-z0-9\-._~!$'()*+,;=:@%/]/gu;
+
+/** A character percent-escaped as its UTF-8 bytes. */
+function escapePathChar(c: string): string {
+  return [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 }
 
 /**
- * index.html with its `./assets/` references rooted at `<prefix>/console/assets/`. Repeated
- * slashes in the prefix are collapsed, so no reference can become one to another host.
+ * index.html with its `./assets/` references rooted at `<prefix>/console/assets/`. The root is
+ * made of path characters only (so it can neither leave the attribute nor become a URL of
+ * another kind once a browser reads `\` as `/`), and repeated slashes are collapsed, so no
+ * reference can point at another host.
  */
 function renderIndex(index: ConsoleFile, prefix: string): ConsoleFile {
-  const root = escapeAttribute(`${prefix}${CONSOLE_PREFIX}/`.replace(/\/{2,}/g, '/'));
+  const root = `${prefix}${CONSOLE_PREFIX}/`.replace(PATH_CHAR, escapePathChar).replace(/\/{2,}/g, '/');
   const body = Buffer.from(index.body.toString('utf8').replace(/(=\s*["'])\.\/assets\//g, `$1${root}assets/`));
   return { ...index, body, gzip: index.gzip ? gzipSync(body, { level: 9 }) : undefined };
 }

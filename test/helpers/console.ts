@@ -32,10 +32,10 @@ export interface ConsoleBrowser {
   close(): Promise<void>;
 }
 
-/** Chromium with one page (1280×800) whose CSP violations are recorded before any page script runs. */
-export async function openConsoleBrowser(): Promise<ConsoleBrowser> {
+/** Chromium with one page (1280×800 unless said) whose CSP violations are recorded before any page script runs. */
+export async function openConsoleBrowser(viewport = { width: 1280, height: 800 }): Promise<ConsoleBrowser> {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const context = await browser.newContext({ viewport });
   await context.addInitScript(`
     window.cspViolations = [];
     document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));

@@ -3,17 +3,28 @@
  * tasks, newest first, and one task with its result, log and files, images shown as previews.
  * A RUNNING task is read again every 3 seconds (spec "Limits": browser tasks 3 to 5 seconds).
  */
-import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Empty, ErrorBox, Loading, PageTitle, Show, StatusBadge, Time, useApi, usePolled } from '../ui.tsx';
+import {
+  Empty,
+  ErrorBox,
+  Loading,
+  PageTitle,
+  Show,
+  StatusBadge,
+  Time,
+  useApi,
+  usePolled,
+  CursorPager,
+  useCursorPages,
+} from '../ui.tsx';
 import type { BrowserTask } from '../../../generated/openapi/client.ts';
 
 const POLL_MS = 3000;
 
 export function BrowserTasksPage() {
-  const [cursor, setCursor] = useState<string | undefined>();
-  const [previous, setPrevious] = useState<(string | undefined)[]>([]);
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const state = useApi(
     () => unwrap(api.GET('/v1/browser-tasks', { params: { query: { limit: 50, cursor } } })),
     [cursor],
@@ -61,28 +72,7 @@ export function BrowserTasksPage() {
                   ))}
                 </tbody>
               </table>
-              <nav class="pager" aria-label="Pages of browser tasks">
-                <button
-                  type="button"
-                  disabled={previous.length === 0}
-                  onClick={() => {
-                    setCursor(previous[previous.length - 1]);
-                    setPrevious(previous.slice(0, -1));
-                  }}
-                >
-                  Newer
-                </button>
-                <button
-                  type="button"
-                  disabled={!page.nextCursor}
-                  onClick={() => {
-                    setPrevious([...previous, cursor]);
-                    setCursor(page.nextCursor ?? undefined);
-                  }}
-                >
-                  Older
-                </button>
-              </nav>
+              <CursorPager label="Pages of browser tasks" pages={pages} nextCursor={page.nextCursor} />
             </>
           )
         }

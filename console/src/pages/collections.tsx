@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link } from '../router.tsx';
-import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi, CursorPager } from '../ui.tsx';
+import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi, CursorPager, useCursorPages } from '../ui.tsx';
 import type { CollectionItemSummary, DeliveryStatus } from '../../../generated/openapi/client.ts';
 
 export function CollectionsPage() {
@@ -61,8 +61,8 @@ function itemLabel(i: CollectionItemSummary): string {
 }
 
 function Items({ collectionId }: { collectionId: string }) {
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string>();
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const state = useApi(
     () =>
       unwrap(
@@ -113,14 +113,7 @@ function Items({ collectionId }: { collectionId: string }) {
                 ))}
               </tbody>
             </table>
-            <CursorPager
-              label="Pages of items"
-              cursor={cursor}
-              cursors={cursors}
-              nextCursor={page.nextCursor}
-              setCursor={setCursor}
-              setCursors={setCursors}
-            />
+            <CursorPager label="Pages of items" pages={pages} nextCursor={page.nextCursor} />
           </>
         )
       }
@@ -135,8 +128,8 @@ function Deliveries({ collectionId }: { collectionId: string }) {
   const [filter, setFilter] = useState<{ status?: DeliveryStatus; event?: (typeof EVENTS)[number]; itemId?: string }>(
     {},
   );
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string>();
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const state = useApi(
     () =>
       unwrap(
@@ -156,8 +149,7 @@ function Deliveries({ collectionId }: { collectionId: string }) {
           const d = new FormData(e.currentTarget);
           const pick = (k: string) => (String(d.get(k) ?? '') || undefined) as never;
           setFilter({ status: pick('status'), event: pick('event'), itemId: pick('itemId') });
-          setCursors([]);
-          setCursor(undefined);
+          pages.reset();
           // The same filters again read the log again.
           state.reload();
         }}
@@ -234,14 +226,7 @@ function Deliveries({ collectionId }: { collectionId: string }) {
                   ))}
                 </tbody>
               </table>
-              <CursorPager
-                label="Pages of deliveries"
-                cursor={cursor}
-                cursors={cursors}
-                nextCursor={page.nextCursor}
-                setCursor={setCursor}
-                setCursors={setCursors}
-              />
+              <CursorPager label="Pages of deliveries" pages={pages} nextCursor={page.nextCursor} />
             </>
           )
         }

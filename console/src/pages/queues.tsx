@@ -3,12 +3,23 @@
  * a batch is under way), the skipped rows of a batch by reason with paging, cancelling a batch
  * after a confirmation, and a CSV upload (spec section 15) with its upload progress.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { ConfirmDialog } from '../confirm.tsx';
 import { Link } from '../router.tsx';
 import { putWithProgress } from '../upload.ts';
-import { Empty, ErrorBox, PageTitle, Show, StatusBadge, Time, useApi, CursorPager } from '../ui.tsx';
+import {
+  Empty,
+  ErrorBox,
+  PageTitle,
+  Show,
+  StatusBadge,
+  Time,
+  useApi,
+  CursorPager,
+  useCursorPages,
+  useReloadWhile,
+} from '../ui.tsx';
 import type { BatchRowError, Queue, QueueBatch } from '../../../generated/openapi/client.ts';
 
 const POLL_MS = 2000;
@@ -128,8 +139,8 @@ function Upload({ queue, onBatch }: { queue: Queue; onBatch: () => void }) {
 }
 
 function RowErrors({ batch }: { batch: QueueBatch }) {
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string>();
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const state = useApi(
     () =>
       unwrap(
@@ -177,14 +188,7 @@ function RowErrors({ batch }: { batch: QueueBatch }) {
                 ))}
               </tbody>
             </table>
-            <CursorPager
-              label="Pages of skipped rows"
-              cursor={cursor}
-              cursors={cursors}
-              nextCursor={page.nextCursor}
-              setCursor={setCursor}
-              setCursors={setCursors}
-            />
+            <CursorPager label="Pages of skipped rows" pages={pages} nextCursor={page.nextCursor} />
           </>
         );
       }}
@@ -238,12 +242,7 @@ export function QueueDetailPage({ queueId }: { queueId: string }) {
   );
   const [cancelling, setCancelling] = useState<QueueBatch>();
   const [error, setError] = useState<unknown>();
-  const live = batches.data?.items.some((b) => ACTIVE.has(b.status)) ?? false;
-  useEffect(() => {
-    if (!live || batches.loading) return;
-    const t = setTimeout(batches.reload, POLL_MS);
-    return () => clearTimeout(t);
-  }, [live, batches.loading, batches.data]);
+  const live = useReloadWhile(batches, (page) => page.items.some((b) => ACTIVE.has(b.status)), POLL_MS);
   return (
     <>
       <PageTitle>{`Queue ${queue.data?.name ?? queueId}`}</PageTitle>

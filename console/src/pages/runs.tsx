@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import { api, unwrap } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
-import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi } from '../ui.tsx';
+import { Empty, PageTitle, Show, StatusBadge, Time, duration, useApi, CursorPager, useCursorPages } from '../ui.tsx';
 import type { RunStatusValue, RunSummary } from '../../../generated/openapi/client.ts';
 
 const STATUSES: RunStatusValue[] = ['PENDING', 'RUNNING', 'COMPLETE', 'FAILED', 'TIMEOUT'];
@@ -101,15 +101,13 @@ function runTime(r: RunSummary): number | undefined {
 }
 
 export function RunsPage({ query }: { query: URLSearchParams }) {
-  // Cursors of the pages before the current one, for "Previous page".
-  const [cursors, setCursors] = useState<(string | undefined)[]>([]);
-  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const pages = useCursorPages();
+  const { cursor } = pages;
   const key = query.toString();
   const [forKey, setForKey] = useState(key);
   if (forKey !== key) {
     setForKey(key);
-    setCursors([]);
-    setCursor(undefined);
+    pages.reset();
   }
   const status = query.get('status') as RunStatusValue | null;
   const runs = useApi(
@@ -188,28 +186,7 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
                   ))}
                 </tbody>
               </table>
-              <nav class="pager" aria-label="Pages of runs">
-                <button
-                  type="button"
-                  disabled={cursors.length === 0}
-                  onClick={() => {
-                    setCursor(cursors[cursors.length - 1]);
-                    setCursors(cursors.slice(0, -1));
-                  }}
-                >
-                  Previous page
-                </button>
-                <button
-                  type="button"
-                  disabled={!page.nextCursor}
-                  onClick={() => {
-                    setCursors([...cursors, cursor]);
-                    setCursor(page.nextCursor ?? undefined);
-                  }}
-                >
-                  Next page
-                </button>
-              </nav>
+              <CursorPager label="Pages of runs" pages={pages} nextCursor={page.nextCursor} />
             </>
           );
         }}

@@ -8,5 +8,5 @@ import { checkUpstreamAddress } from '../registry-validate.js';
 export const createAppServer: Handler<'createAppServer'> = async (req, ctx) => {
   await checkUpstreamAddress(req.body.upstream, ctx.services.gateway.pool.outbound);
   const s = await create(ctx.services.db, ctx.auth.orgId, req.body);
-  return { status: 201, body: withHealth(ctx.services, ctx.auth.orgId, s), headers: etag(s.version) };
+  return { status: 201, body: withHealth(ctx.services, ctx.auth.orgId, [s])[0]!, headers: etag(s.version) };
 };

@@ -8,6 +8,6 @@ export const listAppServers: Handler<'listAppServers'> = async (req, ctx) => {
   const page = await list(ctx.services.db, ctx.auth.orgId, pageOf(req));
   return {
     status: 200,
-    body: { ...page, items: page.items.map((s) => withHealth(ctx.services, ctx.auth.orgId, s)) },
+    body: { ...page, items: withHealth(ctx.services, ctx.auth.orgId, page.items) },
   };
 };

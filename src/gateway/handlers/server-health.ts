@@ -2,13 +2,14 @@ import type { Services } from '../../services.js';
 import { listingHealth } from '../upstream/index.js';
 
 /**
- * A registration as the management API answers it: with `health`, how this process last listed
- * its tools (openapi/management.yaml `AppServerHealth`).
+ * Registrations as the management API answers them: with `health`, how this process last listed
+ * their tools (openapi/management.yaml `AppServerHealth`).
  */
 export function withHealth<T extends { serverId: string; version: number }>(
   services: Pick<Services, 'gateway'>,
   orgId: string,
-  server: T,
+  servers: T[],
 ) {
-  return { ...server, health: listingHealth(services.gateway.pool, orgId, server) };
+  const health = listingHealth(services.gateway.pool, orgId, servers);
+  return servers.map((server, i) => ({ ...server, health: health[i]! }));
 }

@@ -13,5 +13,5 @@ export const updateAppServer: Handler<'updateAppServer'> = async (req, ctx) => {
     expectedVersion: expected,
     patch: req.body,
   });
-  return { status: 200, body: withHealth(ctx.services, ctx.auth.orgId, s), headers: etag(s.version) };
+  return { status: 200, body: withHealth(ctx.services, ctx.auth.orgId, [s])[0]!, headers: etag(s.version) };
 };

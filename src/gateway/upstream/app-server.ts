@@ -16,7 +16,7 @@ import { callOperation } from './openapi-call.js';
 import { buildCatalogue, type OpenapiCatalogue } from './openapi-tools.js';
 import { resolvePcid, type ResolvedConnection } from './pcid.js';
 import type { UpstreamPool } from './pool.js';
-import type { Listing, ListingHealth } from './listings.js';
+import { UNKNOWN_HEALTH, type Listing, type ListingHealth } from './listings.js';
 import { children, secondsSince, upstreamDuration } from '../../kernel/metrics.js';
 
 const durationOf = children((method, outcome) => upstreamDuration.labels(method, outcome));
@@ -173,13 +173,18 @@ async function listFor(
 const listingPrefix = (orgId: string, server: Pick<AppServer, 'serverId' | 'version'>) =>
   `${orgId}\u0000${server.serverId}@${server.version}\u0000`;
 
-/** How this process last listed the server's tools (GET /v1/servers `health`). */
+/** How this process last listed each server's tools (GET /v1/servers `health`), in one walk of the listings. */
 export function listingHealth(
   pool: UpstreamPool,
   orgId: string,
-  server: Pick<AppServer, 'serverId' | 'version'>,
-): ListingHealth {
-  return pool.listings.health(listingPrefix(orgId, server));
+  servers: readonly Pick<AppServer, 'serverId' | 'version'>[],
+): ListingHealth[] {
+  const org = `${orgId}\u0000`;
+  // A key's server part ends at its second separator (listingPrefix).
+  const byServer = pool.listings.healthBy((key) =>
+    key.startsWith(org) ? key.slice(0, key.indexOf('\u0000', org.length) + 1) : undefined,
+  );
+  return servers.map((s) => byServer.get(listingPrefix(orgId, s)) ?? UNKNOWN_HEALTH);
 }
 
 /**

@@ -5,26 +5,12 @@
  * browser for the file; axe-core on every new page (no serious or critical violation) and no
  * Content-Security-Policy violation.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS } from '../../../src/browser/index.js';
+import type { Page } from 'playwright-core';
 import { call, createTestOrg, startTestServer, type TestOrg, type TestServer } from '../../helpers/server.js';
-import { CHROMIUM, requireChromium } from '../../helpers/chromium.js';
+import { requireChromium } from '../../helpers/chromium.js';
+import { openConsoleBrowser, signIn, type ConsoleBrowser } from '../../helpers/console.js';
 import { startModelServer, reply, type ModelServer } from '../../helpers/model-server.js';
-import { ROOT } from '../../helpers/process.js';
-
-const SHOTS = path.join(ROOT, '.tmp', 'console-screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
 
 const GOOD = {
   name: 'Edited in the console',
@@ -36,7 +22,7 @@ describe('console: workflow editor and agents in Chromium', function () {
   let model: ModelServer;
   let server: TestServer;
   let org: TestOrg;
-  let browser: Browser;
+  let ui: ConsoleBrowser;
   let page: Page;
   let channelKey: string;
 
@@ -59,51 +45,19 @@ describe('console: workflow editor and agents in Chromium', function () {
     });
     expect(channel.status, channel.text).to.equal(201);
     channelKey = channel.body.apiKey;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addInitScript(`
-      window.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (e) => window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));
-    `);
-    page = await context.newPage();
-    page.setDefaultTimeout(10_000);
-    if (process.env.CONSOLE_DEBUG) {
-      page.on('console', (m) => process.stderr.write(`[console] ${m.text()}\n`));
-      page.on('pageerror', (e) => process.stderr.write(`[pageerror] ${e.message}\n`));
-    }
-    mkdirSync(SHOTS, { recursive: true });
-    await page.goto(`${server.baseUrl}/console/`);
-    await page.getByLabel('Client id').fill(org.clientId);
-    await page.getByLabel('Client secret').fill(org.clientSecret);
-    await page.getByLabel('Organisation id').fill(org.orgId);
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+    ui = await openConsoleBrowser({ width: 1280, height: 900 });
+    page = ui.page;
+    await signIn(page, server.baseUrl, org);
   });
 
   after(async () => {
-    await browser?.close();
+    await ui?.close();
     server?.assertResponsesValid();
     await server?.close();
     await model?.close();
   });
 
-  async function audit(name: string): Promise<void> {
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-    await page.evaluate(AXE);
-    const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    // TEST_FIGURES=1 prints axe-core's findings per page by impact.
-    if (process.env.TEST_FIGURES) {
-      const byImpact = violations.map((v) => `${v.impact}:${v.id}`).join(' ') || 'none';
-      process.stderr.write(`axe ${name}: ${violations.length} violation(s): ${byImpact}\n`);
-    }
-    expect(
-      bad.map((v) => `${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-      `axe on ${name}`,
-    ).to.deep.equal([]);
-    const csp = (await page.evaluate('window.cspViolations')) as string[];
-    expect(csp, `CSP violations on ${name}`).to.deep.equal([]);
-  }
+  const audit = (name: string) => ui.audit(name);
 
   /**
    * Replaces an editor's text: select all and delete with the editor's own keys, then insert.

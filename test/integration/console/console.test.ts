@@ -173,6 +173,45 @@ describe('web console (/console) in Chromium', function () {
     await audit('run-detail');
   });
 
+  it('runs: pages forward and back by cursor, and a new filter starts again at the first page', async () => {
+    // 26 more runs: the two earlier ones move to the second page of 25.
+    for (let i = 0; i < 26; i++) {
+      const res = await call(server.baseUrl, 'POST', `/ext/triggers/${apiTrigger}`, {
+        headers: { 'x-api-key': org.apiKey },
+        body: { name: `Page ${i}` },
+      });
+      expect(res.status, res.text).to.equal(200);
+    }
+    await page.goto(`${server.baseUrl}/console/runs`);
+    await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+    const pager = page.getByRole('navigation', { name: 'Pages of runs' });
+    const previous = pager.getByRole('button', { name: 'Previous page' });
+    const next = pager.getByRole('button', { name: 'Next page' });
+    const rows = page.locator('tbody tr');
+    await rows.nth(24).waitFor();
+    expect(await rows.count()).to.equal(25);
+    expect(await previous.isDisabled()).to.equal(true);
+    expect(await page.getByRole('link', { name: completeRun }).count()).to.equal(0);
+    await next.click();
+    await page.getByRole('link', { name: completeRun }).waitFor();
+    await page.getByRole('link', { name: failedRun }).waitFor();
+    expect(await rows.count()).to.equal(3);
+    expect(await next.isDisabled()).to.equal(true);
+    await previous.click();
+    await page.getByRole('link', { name: completeRun }).waitFor({ state: 'detached' });
+    expect(await rows.count()).to.equal(25);
+    expect(await previous.isDisabled()).to.equal(true);
+    // On the second page, a filter lists its own first page.
+    await next.click();
+    await page.getByRole('link', { name: completeRun }).waitFor();
+    await page.getByLabel('Status').selectOption('FAILED');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL(/status=FAILED/);
+    await page.getByRole('link', { name: completeRun }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: failedRun }).waitFor();
+    expect(await previous.isDisabled()).to.equal(true);
+  });
+
   it('a run page follows a RUNNING run live until it ends', async () => {
     const slow = await call(server.baseUrl, 'POST', '/v1/workflows', {
       token: org.token,

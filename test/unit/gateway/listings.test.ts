@@ -130,4 +130,20 @@ describe('gateway: tool listing cache', () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(l.health('o\u0000s@1\u0000')).to.deep.include({ status: 'failing', lastError: 'HTTP 502' });
   });
+  it('healthBy: one walk gives each group its own health; keys left out count for none', async () => {
+    const l = new ToolListings({ freshMs: 1000, budgetMs: 50 });
+    await l.get('o\u0000s@1\u0000\u0000c1', async () => [tool('a')]);
+    await l.get('o\u0000t@1\u0000\u0000c1', async () => {
+      throw new Error('HTTP 503');
+    });
+    await l.get('p\u0000s@1\u0000\u0000c1', async () => [tool('a')]);
+    await new Promise((r) => setTimeout(r, 10));
+    const byServer = l.healthBy((key) =>
+      key.startsWith('o\u0000') ? key.slice(0, key.indexOf('\u0000', 2) + 1) : undefined,
+    );
+    expect([...byServer.keys()].sort()).to.deep.equal(['o\u0000s@1\u0000', 'o\u0000t@1\u0000']);
+    expect(byServer.get('o\u0000s@1\u0000')!.status).to.equal('fresh');
+    expect(byServer.get('o\u0000t@1\u0000')).to.deep.include({ status: 'failing', lastError: 'HTTP 503' });
+    expect(l.healthBy(() => undefined).size).to.equal(0);
+  });
 });
