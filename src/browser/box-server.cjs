@@ -25,6 +25,7 @@
  * error}` when Chromium cannot start. The parent sends nothing; it checks the user of every
  * process of the box from outside, watches its resources and kills the whole tree when done.
  */
+const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const common = require('../containment/runner-common.cjs');
@@ -66,6 +67,9 @@ function forward(port, socket) {
 }
 
 async function main() {
+  // Made before any download, so the service's watch on it (src/browser/watchdog.ts) is in place
+  // when the first one starts.
+  fs.mkdirSync(OPTIONS.downloads, { recursive: true, mode: 0o700 });
   for (const p of OPTIONS.proxies) await forward(p.port, p.socket);
   let server;
   try {

@@ -12,14 +12,27 @@
  * 250 ms while a task runs and every 2 s at rest (`BOX_WATCH`). Resident memory (cheap to read)
  * bounds the proportional set size from above, so the latter (costly: the kernel walks each
  * process's page tables) is read only when the former is over the limit. A download fills the
- * disk faster than any poll looks, and Chromium removes it once a write fails, so the fill of the
+ * disk faster than any poll looks, and Chromium deletes it once a write fails, so the fill of the
  * private disk is also looked at on every change in the downloads folder (inotify, through the
- * box's root in /proc: `onFull`).
+ * box's root in /proc: `onFull`), and the service holds each download file open
+ * (`HeldDownloads`): the space of a file Chromium deleted stays counted until the disk has been
+ * looked at, however late a loaded machine runs the look.
  *
  * The proportional set size is also read every 5 s and handed to `onMeasure`: the pool counts it
  * against the memory budget of tenant processes (src/containment/budget.ts).
  */
-import { statfsSync, watch, type FSWatcher } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  statfsSync,
+  watch,
+  type FSWatcher,
+} from 'node:fs';
 import { cpuMs, pssBytes, type TreeSample, type WatchOptions } from '../containment/index.js';
 
 export interface BrowserLimits {
@@ -59,6 +72,116 @@ function filled(dir: string): { used: number; size: number } | undefined {
   }
 }
 
+/** The box's downloads folder, as its processes name it. */
+const DOWNLOADS = '/tmp/downloads';
+/** At most this many download files are held open per box. */
+const MAX_HELD = 32;
+/** The box's open files are scanned for new downloads at most this often. */
+const SCAN_GAP_MS = 100;
+/** Names seen in the downloads folder that are remembered (a new one asks for a scan). */
+const MAX_NAMES = 1024;
+
+/**
+ * The download files of one box, held open by the service: when Chromium deletes a file whose
+ * write failed for lack of space, its space stays in use until the watchdog has looked at the
+ * disk and let it go (`releaseDeleted`). A file is opened through the descriptor of the box
+ * process that has it open (/proc/<pid>/fd/<n>), never by a path inside the box, whose folders
+ * the box could have replaced with links out of it; it is kept only when it is a regular file on
+ * the box's private disk.
+ */
+export class HeldDownloads {
+  /** `dev:ino` → the service's descriptor. */
+  private readonly held = new Map<string, number>();
+  private readonly names = new Set<string>();
+  private lastScan = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly opts: {
+      /** The downloads folder, as the box's processes name it. */
+      folder: string;
+      /** The box's processes, as last walked. */
+      pids(): readonly number[];
+      /** The device of the box's private disk; undefined while it cannot be read. */
+      disk(): number | undefined;
+    },
+  ) {}
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** A file named `name` changed in the downloads folder: a name not seen before asks for a scan. */
+  seen(name: string | null): void {
+    if (this.closed || name === null || this.names.has(name)) return;
+    if (this.names.size >= MAX_NAMES) this.names.clear();
+    this.names.add(name);
+    const wait = this.lastScan + SCAN_GAP_MS - Date.now();
+    if (wait <= 0) this.scan();
+    else this.timer ??= setTimeout(() => ((this.timer = undefined), this.scan()), wait).unref();
+  }
+
+  /** Opens every download file a box process has open that is not held yet. */
+  scan(): void {
+    this.lastScan = Date.now();
+    const dev = this.opts.disk();
+    if (this.closed || dev === undefined) return;
+    for (const pid of this.opts.pids()) {
+      let fds: string[];
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        continue;
+      }
+      for (const fd of fds) {
+        if (this.held.size >= MAX_HELD) return;
+        this.hold(`/proc/${pid}/fd/${fd}`, dev);
+      }
+    }
+  }
+
+  /** Lets go of the files the box has deleted (their space is then free). */
+  releaseDeleted(): void {
+    for (const [key, fd] of this.held) {
+      let gone = true;
+      try {
+        gone = fstatSync(fd).nlink === 0;
+      } catch {
+        // an unreadable descriptor is let go
+      }
+      if (gone) {
+        this.held.delete(key);
+        closeSync(fd);
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const fd of this.held.values()) closeSync(fd);
+    this.held.clear();
+  }
+
+  private hold(link: string, dev: number): void {
+    try {
+      if (!readlinkSync(link).startsWith(`${this.opts.folder}/`)) return;
+      const before = statSync(link);
+      const key = `${before.dev}:${before.ino}`;
+      // A file already deleted keeps its space while the box has it open: nothing to hold.
+      if (!before.isFile() || before.dev !== dev || before.nlink === 0 || this.held.has(key)) return;
+      const fd = openSync(link, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+      const now = fstatSync(fd);
+      // The descriptor may have been closed and its number reused between the two looks.
+      if (!now.isFile() || now.dev !== dev || now.ino !== before.ino || this.held.has(key)) closeSync(fd);
+      else this.held.set(key, fd);
+    } catch {
+      // gone meanwhile, or not the service's to read: the poll still looks at the disk
+    }
+  }
+}
+
 export interface WatchdogOptions {
   /**
    * The box has mount namespaces of its own (its first two processes are bubblewrap's), so its
@@ -80,6 +203,14 @@ export class BrowserWatchdog {
   private measured = 0;
   private stopped = false;
   private downloads: FSWatcher | undefined;
+  private pids: readonly number[] = [];
+  private diskDev: number | undefined;
+  /** The box's download files, held open while its disk is looked at. */
+  private readonly held = new HeldDownloads({
+    folder: DOWNLOADS,
+    pids: () => this.pids,
+    disk: () => this.diskDev,
+  });
 
   constructor(private readonly opts: WatchdogOptions) {}
 
@@ -100,6 +231,7 @@ export class BrowserWatchdog {
   stop(): void {
     this.stopped = true;
     this.downloads?.close();
+    this.held.close();
   }
 
   /**
@@ -119,9 +251,11 @@ export class BrowserWatchdog {
     }
     const inside = this.opts.namespaces ? pids[2] : undefined;
     if (inside !== undefined) {
+      this.pids = pids;
       this.watchDownloads(inside);
       const full = this.diskFull(inside);
       if (full) return full;
+      this.held.releaseDeleted();
     }
     const cpu = await cpuMs(pids);
     // Gone processes stop counting until their parent has waited for them: the total only grows.
@@ -142,13 +276,16 @@ export class BrowserWatchdog {
   private watchDownloads(inside: number): void {
     if (this.downloads || this.stopped) return;
     try {
-      this.downloads = watch(`/proc/${inside}/root/tmp/downloads`, { persistent: false }, () => {
+      // The private disk is a mount point of the box's root, which the box cannot move or replace.
+      this.diskDev = statSync(`/proc/${inside}/root/tmp`).dev;
+      this.downloads = watch(`/proc/${inside}/root${DOWNLOADS}`, { persistent: false }, (_event, name) => {
         if (this.stopped) return;
+        this.held.seen(name);
         const full = this.diskFull(inside);
         if (full) {
           this.stop();
           this.opts.onFull(full);
-        }
+        } else this.held.releaseDeleted();
       });
       this.downloads.on('error', () => this.downloads?.close());
     } catch {
