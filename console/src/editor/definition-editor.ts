@@ -16,7 +16,7 @@ import { javascript } from '@codemirror/lang-javascript';
 import { json, jsonParseLinter } from '@codemirror/lang-json';
 import { syntaxTree } from '@codemirror/language';
 import { forceLinting, linter, lintGutter, type Diagnostic } from '@codemirror/lint';
-import type { EditorState } from '@codemirror/state';
+import { StateEffect, type EditorState } from '@codemirror/state';
 import { EditorView } from '@codemirror/view';
 import type { SyntaxNode } from '@lezer/common';
 import { basicSetup } from 'codemirror';
@@ -395,6 +395,13 @@ function codeSteps(def: unknown): CodeStep[] {
   return out;
 }
 
+/**
+ * The API's errors of a save changed. The linter runs again on it: its own schedule only follows
+ * changes of the text, and an answer that arrives after the text's last lint would otherwise
+ * never be shown.
+ */
+const apiErrorsChanged = StateEffect.define<null>();
+
 export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
   // The API's errors of the last save, with the text they are about: shown while the definition
   // is that text (a write-back of the code pane that changes nothing keeps them).
@@ -428,7 +435,10 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
           opts.onProblems(all.map((d) => `Line ${line(d)}: ${d.message}${d.source === 'API' ? ' (API)' : ''}`));
           return all;
         },
-        { delay: 300 },
+        {
+          delay: 300,
+          needsRefresh: (u) => u.transactions.some((t) => t.effects.some((e) => e.is(apiErrorsChanged))),
+        },
       ),
       autocompletion({ override: [complete] }),
       EditorView.contentAttributes.of({ 'aria-label': opts.jsonLabel }),
@@ -503,6 +513,7 @@ export function createDefinitionEditor(opts: EditorOptions): DefinitionEditor {
         details: details.filter((d) => typeof d?.instancePath === 'string'),
         text: jsonView.state.doc.toString(),
       };
+      jsonView.dispatch({ effects: apiErrorsChanged.of(null) });
       forceLinting(jsonView);
     },
     selectCodeStep(index) {

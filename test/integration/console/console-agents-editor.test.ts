@@ -114,10 +114,12 @@ describe('console: workflow editor and agents in Chromium', function () {
     await page.locator('.problems').getByText("/steps/0 must have required property 'code'").waitFor();
     await audit('workflow-new-errors');
 
-    // Saved anyway: the API's 400 details are listed and shown at their instancePath.
+    // Saved anyway: the API's 400 details are listed and shown at their instancePath, also when
+    // they arrive after the editor has checked the text (the save is made once it has).
     await setDefinition(
       JSON.stringify({ name: 'Out of range', steps: GOOD.steps, output: { stepIndex: 3, fileName: 'a.txt' } }, null, 2),
     );
+    await page.locator('.problems').getByText('No problems found').waitFor();
     await page.getByRole('button', { name: 'Create the workflow' }).click();
     const alert = page.getByRole('alert');
     await alert.getByText('invalid_request').waitFor();
