@@ -2,7 +2,9 @@
  * No organisation starves another's runs (src/runs/README.md "Sharing the run slots"): while
  * organisation A floods a service with long code-step runs, organisation B's synchronous call of
  * a trivial workflow answers within twice its idle latency, plus 150 ms for timer and scheduling
- * noise (A's runners keep both cores of these machines busy while B's call is measured). A real service on
+ * noise (A's runners keep both cores of these machines busy while B's call is measured): the
+ * median of five calls, and none of them as long as half of one of A's runs (a call that waited
+ * for a slot A holds would take at least that; one slow call alone is the machine's). A real service on
  * loopback, with few run slots so the flood is small: sqlite with the in-process queue, and
  * PostgreSQL with the Redis queue (bee-queue). A's runs all end COMPLETE, each executed once,
  * and never more of them at once than RUN_ORG_CONCURRENCY.
@@ -112,12 +114,11 @@ for (const kind of kinds) {
       })();
 
       const busy: number[] = [];
-      for (let i = 0; i < 3; i++) busy.push(await quickCall());
+      for (let i = 0; i < 5; i++) busy.push(await quickCall());
       const limit = 2 * idleMs + NOISE_MS;
-      expect(
-        Math.max(...busy),
-        `B's calls while A floods: ${busy.map((ms) => ms.toFixed(0)).join(', ')} ms; idle ${idleMs.toFixed(0)} ms; limit ${limit.toFixed(0)} ms`,
-      ).to.be.at.most(limit);
+      const seen = `B's calls while A floods: ${busy.map((ms) => ms.toFixed(0)).join(', ')} ms; idle ${idleMs.toFixed(0)} ms; limit ${limit.toFixed(0)} ms`;
+      expect([...busy].sort((x, y) => x - y)[2], seen).to.be.at.most(limit);
+      expect(Math.max(...busy), seen).to.be.below(SPIN_MS / 2);
 
       // Every run of A ends COMPLETE, executed once, never more than ORG_SLOTS at once.
       const end = Date.now() + (FLOOD / ORG_SLOTS + 4) * SPIN_MS * 2;
